@@ -1,0 +1,41 @@
+# The README's two commands: `make demo` and `make test`. Everything else supports them.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: test demo lint typecheck pytest bench redis install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Tests start their own redis-server on a free port; this only makes sure the binary exists.
+redis:
+	@scripts/ensure-redis
+
+lint: $(STAMP)
+	$(BIN)/ruff check engine bot tests bench examples
+	$(BIN)/ruff format --check engine bot tests bench examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) redis
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+demo: $(STAMP)
+	$(BIN)/python -m engine.demo
+
+bench: $(STAMP) redis
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/store_bench.py
+
+clean:
+	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

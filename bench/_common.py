@@ -1,0 +1,57 @@
+"""Helpers shared by the benchmarks: a private redis-server, timing and table printing."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A throwaway redis-server on 127.0.0.1 for the benchmark's own use."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not on the PATH; run `make redis` first")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as d:
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", d],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            for _ in range(500):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                    break
+                except OSError:
+                    time.sleep(0.01)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def median(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def row(label: str, measured: str, target: str = "", ok: bool | None = None) -> None:
+    mark = "" if ok is None else ("  ok" if ok else "  MISSED")
+    print(f"  {label:<52} {measured:>16}   {target:<18}{mark}")

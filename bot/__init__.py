@@ -1,0 +1,1 @@
+"""hitl Slack bot (arrives with the Slack bot issue)."""

@@ -1,0 +1,104 @@
+"""``hitl.yaml``: policy, reviewer roles, requester, redaction and notification settings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine._yaml import load_model, parse_model
+from engine.domain.policy import Policy
+from engine.domain.policy_spec import PolicySpec
+from engine.domain.redaction import Redactor
+from engine.domain.reviewers import Roles
+from engine.errors import ErrorCode, PolicyError
+
+__all__ = ["HitlConfig", "NotifySpec", "RedactionSpec", "load_config", "parse_config"]
+
+
+class RedactionPattern(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: str = Field(pattern=r"^[a-z0-9_\-]{1,32}$")
+    regex: str
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return v
+
+
+class RedactionSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    patterns: list[RedactionPattern] = Field(default_factory=list)
+    evidence_limit: int = Field(default=2000, ge=100, le=20000)
+    """Characters of evidence kept (after redaction)."""
+
+
+class NotifySpec(BaseModel):
+    """Where review cards go. Channels are Slack channel ids or names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    channel: str | None = None
+    """Default approval channel."""
+    channels: dict[str, str] = Field(default_factory=dict)
+    """Per tier (``escalate``) or per role (``finance``) overrides; a role match wins over a tier match."""
+    reminder_before: float = Field(default=600.0, ge=0)
+    """Seconds before expiry at which the bot posts a reminder in the card's thread."""
+
+
+class HitlConfig(BaseModel):
+    """The whole ``hitl.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int = 1
+    requester: str = "agent"
+    """Default identity of whoever proposes actions (separation of duties compares against it)."""
+    roles: dict[str, list[str]] = Field(default_factory=dict)
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+    redaction: RedactionSpec = Field(default_factory=RedactionSpec)
+    slack: NotifySpec = Field(default_factory=NotifySpec)
+
+    @model_validator(mode="after")
+    def _roles_exist(self) -> HitlConfig:
+        known = set(self.roles)
+        used = {t.role for t in self.policy.tools.values() if t.role} | {r.role for r in self.policy.rules if r.role}
+        missing = sorted(used - known)
+        if missing:
+            raise ValueError(f"policy names roles that are not defined under 'roles': {', '.join(missing)}")
+        return self
+
+    def build_policy(self) -> Policy:
+        return Policy.from_spec(self.policy)
+
+    def build_roles(self) -> Roles:
+        return Roles.from_config(self.roles)
+
+    def build_redactor(self) -> Redactor:
+        return Redactor.with_patterns((p.label, p.regex) for p in self.redaction.patterns)
+
+
+def load_config(path: str | Path | None) -> HitlConfig:
+    """Load ``hitl.yaml``; ``None`` gives the defaults (every tool needs approval). Errors name file and line."""
+    if path is None:
+        return HitlConfig()
+    cfg = load_model(path, HitlConfig, code=ErrorCode.POLICY_INVALID, what="config")
+    _check_compiles(cfg, str(path))
+    return cfg
+
+
+def parse_config(text: str, *, source: str = "<string>") -> HitlConfig:
+    cfg = parse_model(text, HitlConfig, code=ErrorCode.POLICY_INVALID, what="config", source=source)
+    _check_compiles(cfg, source)
+    return cfg
+
+
+def _check_compiles(cfg: HitlConfig, source: str) -> None:
+    try:
+        cfg.build_policy()
+    except PolicyError as exc:
+        raise PolicyError(f"{source}: {exc.message}", **exc.context) from None

@@ -1,0 +1,176 @@
+"""Pure decision rules: what a decide or expire does to an approval, or why it is refused.
+
+The SQLite store runs these functions inside one transaction; the Redis store runs the same checks,
+in the same order, in one Lua script (``engine/storage/lua/decide.lua``). The conformance suite keeps
+the two in agreement. Check order (the first failing check names the refusal):
+
+1. status is not pending -> ``expired`` if it expired, else ``already_decided`` naming the winner
+2. ``now >= expires_at`` -> ``expired``
+3. expected version differs -> ``stale_version``
+4. expected action hash differs -> ``hash_mismatch``
+5. reviewer is the requester -> ``self_approval`` (separation of duties)
+6. reviewer lacks the required role -> ``not_eligible``
+7. reviewer already voted -> ``duplicate_vote``
+8. trust on a non-trustable approval -> ``not_trustable``
+9. modify on a multi-approver approval without a replacement -> ``invalid_input``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Status
+from engine.domain.states import check_transition
+from engine.errors import DecisionRefused, ErrorCode
+
+__all__ = ["DecideCommand", "apply_decision", "apply_expiry", "eligible", "refusal_message"]
+
+
+class DecideCommand(BaseModel):
+    """Everything one decide call needs; the store applies it atomically."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approval_id: str
+    reviewer: Reviewer
+    kind: DecisionKind
+    expected_version: int
+    expected_hash: str
+    reason: str | None = None
+    args: dict[str, Any] | None = None
+    supersede_with: str | None = None
+    """For a modify whose new arguments raised the tier: the id of the replacing approval."""
+    via: str = "api"
+
+
+def eligible(approval: Approval, reviewer: Reviewer) -> bool:
+    """In the required role (any role when none is required) and not the requester."""
+    if reviewer.id == approval.requester:
+        return False
+    if approval.required_role is None:
+        return bool(reviewer.roles)
+    return approval.required_role in reviewer.roles
+
+
+def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> str:
+    """Words for a refusal, aimed at the person who tried."""
+    winner = _winner(approval)
+    match code:
+        case ErrorCode.ALREADY_DECIDED:
+            return f"{approval.id} was already {approval.status} by {winner}; nothing changed"
+        case ErrorCode.EXPIRED:
+            return f"{approval.id} expired; ask the requester to propose the action again"
+        case ErrorCode.STALE_VERSION:
+            return (
+                f"{approval.id} changed since you loaded it (now version {approval.version}); reload and decide again"
+            )
+        case ErrorCode.HASH_MISMATCH:
+            return f"the action of {approval.id} differs from the one you reviewed; reload it before deciding"
+        case ErrorCode.SELF_APPROVAL:
+            return f"{reviewer_id} requested {approval.id} and cannot decide it (separation of duties)"
+        case ErrorCode.NOT_ELIGIBLE:
+            role = approval.required_role or "any reviewer role"
+            return f"{reviewer_id} is not a reviewer for {approval.id}: it needs {role}"
+        case ErrorCode.DUPLICATE_VOTE:
+            return f"{reviewer_id} already voted on {approval.id}; it needs {approval.quorum} distinct approvers"
+        case ErrorCode.INVALID_INPUT:
+            return f"{approval.id} needs {approval.quorum} approvers; a modification must start a new approval"
+        case ErrorCode.NOT_TRUSTABLE:
+            return f"{approval.tool} cannot be trusted for a session; approve it once instead"
+        case _:
+            return f"{approval.id}: decision refused ({code})"
+
+
+def _winner(approval: Approval) -> str:
+    if approval.status is Status.EXPIRED:
+        return "expiry"
+    return approval.decisions[-1].reviewer if approval.decisions else "the system"
+
+
+def _refuse(code: ErrorCode, approval: Approval, cmd: DecideCommand) -> DecisionRefused:
+    return DecisionRefused(
+        refusal_message(code, approval, cmd.reviewer.id),
+        code=code,
+        approval_id=approval.id,
+        status=str(approval.status),
+        version=approval.version,
+        winner=_winner(approval) if code is ErrorCode.ALREADY_DECIDED else None,
+    )
+
+
+def check_decision(approval: Approval, cmd: DecideCommand, now: float) -> None:
+    """Raise the first refusal that applies (order in the module docstring)."""
+    if approval.status is not Status.PENDING:
+        code = ErrorCode.EXPIRED if approval.status is Status.EXPIRED else ErrorCode.ALREADY_DECIDED
+        raise _refuse(code, approval, cmd)
+    if now >= approval.expires_at:
+        raise _refuse(ErrorCode.EXPIRED, approval, cmd)
+    if cmd.expected_version != approval.version:
+        raise _refuse(ErrorCode.STALE_VERSION, approval, cmd)
+    if cmd.expected_hash != approval.action_hash:
+        raise _refuse(ErrorCode.HASH_MISMATCH, approval, cmd)
+    if cmd.reviewer.id == approval.requester:
+        raise _refuse(ErrorCode.SELF_APPROVAL, approval, cmd)
+    if not eligible(approval, cmd.reviewer):
+        raise _refuse(ErrorCode.NOT_ELIGIBLE, approval, cmd)
+    if any(d.reviewer == cmd.reviewer.id for d in approval.decisions):
+        raise _refuse(ErrorCode.DUPLICATE_VOTE, approval, cmd)
+    if cmd.kind is DecisionKind.TRUST and not approval.trustable:
+        raise _refuse(ErrorCode.NOT_TRUSTABLE, approval, cmd)
+    if cmd.kind is DecisionKind.MODIFY and approval.quorum > 1 and not cmd.supersede_with:
+        # Earlier votes were cast on other arguments; a modified multi-approver action starts a new approval.
+        raise _refuse(ErrorCode.INVALID_INPUT, approval, cmd)
+
+
+def apply_decision(approval: Approval, cmd: DecideCommand, now: float) -> Approval:
+    """Return the approval after ``cmd``, or raise :class:`DecisionRefused` leaving it unchanged."""
+    check_decision(approval, cmd, now)
+    decision = Decision(
+        reviewer=cmd.reviewer.id,
+        kind=cmd.kind,
+        at=now,
+        version=approval.version,
+        reason=cmd.reason,
+        args=cmd.args,
+        via=cmd.via,
+    )
+    decisions = (*approval.decisions, decision)
+    changes: dict[str, Any] = {"decisions": decisions, "version": approval.version + 1, "updated_at": now}
+    target = _target_status(approval, cmd, decisions)
+    if target is not Status.PENDING:
+        check_transition(approval.status, target, approval_id=approval.id)
+        changes["status"] = target
+    if cmd.kind in (DecisionKind.REJECT, DecisionKind.FEEDBACK):
+        changes["reason"] = cmd.reason
+    if cmd.kind is DecisionKind.MODIFY and target is Status.APPROVED:
+        changes["approved_args"] = cmd.args
+    if target is Status.SUPERSEDED:
+        changes["superseded_by"] = cmd.supersede_with
+    return approval.model_copy(update=changes)
+
+
+def _target_status(approval: Approval, cmd: DecideCommand, decisions: tuple[Decision, ...]) -> Status:
+    if cmd.kind in (DecisionKind.REJECT, DecisionKind.FEEDBACK):
+        return Status.REJECTED
+    if cmd.kind is DecisionKind.MODIFY and cmd.supersede_with:
+        return Status.SUPERSEDED
+    if cmd.kind is DecisionKind.MODIFY:
+        return Status.APPROVED
+    approvals = sum(1 for d in decisions if d.kind in (DecisionKind.APPROVE, DecisionKind.TRUST))
+    return Status.APPROVED if approvals >= approval.quorum else Status.PENDING
+
+
+def apply_expiry(approval: Approval, now: float) -> Approval | None:
+    """The expired approval, or None when it is not due (or no longer pending)."""
+    if approval.status is not Status.PENDING or now < approval.expires_at:
+        return None
+    return approval.model_copy(
+        update={
+            "status": Status.EXPIRED,
+            "version": approval.version + 1,
+            "reason": "expired without a decision",
+            "updated_at": now,
+        }
+    )

@@ -1,0 +1,31 @@
+"""Durations written the way people write them in config: ``90s``, ``30m``, ``1h``, ``2d`` or seconds."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BeforeValidator
+
+__all__ = ["Seconds", "parse_duration"]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_RX = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])?\s*$")
+
+
+def parse_duration(value: object) -> float:
+    """Seconds in ``value``; raises ValueError with the accepted forms."""
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or text like 30m, 1h, 2d")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _RX.match(value)):
+        seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    else:
+        raise ValueError(f"{value!r} is not a duration; write seconds or text like 90s, 30m, 1h, 2d")
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    return seconds
+
+
+Seconds = Annotated[float, BeforeValidator(parse_duration)]

@@ -1,0 +1,120 @@
+"""Pure rules for execution claims, approval transitions and checkpoint versions.
+
+The SQLite store applies them inside a transaction; the Redis store mirrors them in Lua.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.domain.models import Approval, Status
+from engine.domain.records import Claim, ClaimState
+from engine.domain.states import check_transition
+from engine.errors import ClaimRefused, EngineError, ErrorCode
+
+__all__ = ["check_checkpoint_version", "finished", "next_claim", "transitioned"]
+
+
+def next_claim(
+    existing: Claim | None,
+    *,
+    key: str,
+    action_hash: str,
+    holder: str,
+    now: float,
+    lease: float,
+    retry_failed: bool = False,
+) -> Claim:
+    """What a claim attempt yields. ``acquired=True`` means the caller must execute now."""
+    if existing is None:
+        return Claim(
+            key=key,
+            action_hash=action_hash,
+            holder=holder,
+            attempt=1,
+            state=ClaimState.RUNNING,
+            lease_until=now + lease,
+            acquired=True,
+        )
+    if existing.action_hash != action_hash:
+        raise ClaimRefused(
+            f"idempotency key {key!r} was used for a different action; use a new key for a new action",
+            code=ErrorCode.CLAIM_HASH_MISMATCH,
+            key=key,
+            recorded_hash=existing.action_hash,
+            action_hash=action_hash,
+        )
+    if existing.state is ClaimState.SUCCEEDED or (existing.state is ClaimState.FAILED and not retry_failed):
+        return existing.model_copy(update={"acquired": False, "recovered": False})
+    if existing.state is ClaimState.RUNNING and now < existing.lease_until:
+        raise ClaimRefused(
+            f"{key!r} is being executed by {existing.holder} (attempt {existing.attempt}); wait for its outcome",
+            code=ErrorCode.CLAIM_IN_PROGRESS,
+            key=key,
+            holder=existing.holder,
+            attempt=existing.attempt,
+        )
+    return Claim(
+        key=key,
+        action_hash=action_hash,
+        holder=holder,
+        attempt=existing.attempt + 1,
+        state=ClaimState.RUNNING,
+        lease_until=now + lease,
+        acquired=True,
+        recovered=existing.state is ClaimState.RUNNING,
+    )
+
+
+def finished(existing: Claim | None, *, key: str, holder: str, attempt: int, ok: bool, result: dict[str, Any]) -> Claim:
+    """The claim with its outcome, if ``holder``/``attempt`` still hold it (otherwise fenced)."""
+    if (
+        existing is None
+        or existing.state is not ClaimState.RUNNING
+        or existing.holder != holder
+        or existing.attempt != attempt
+    ):
+        raise ClaimRefused(
+            f"{holder} no longer holds {key!r} (attempt {attempt}); its outcome was not recorded",
+            code=ErrorCode.CLAIM_FENCED,
+            key=key,
+            holder=holder,
+            attempt=attempt,
+        )
+    return existing.model_copy(
+        update={
+            "state": ClaimState.SUCCEEDED if ok else ClaimState.FAILED,
+            "result": result,
+            "acquired": False,
+            "recovered": False,
+        }
+    )
+
+
+def transitioned(
+    current: Approval, *, target: Status, expected_version: int | None, now: float, reason: str | None
+) -> Approval:
+    """``current`` moved to ``target`` (checked against the table and the expected version)."""
+    if expected_version is not None and expected_version != current.version:
+        raise EngineError(
+            f"{current.id} changed (version {current.version}, expected {expected_version}); reload and retry",
+            code=ErrorCode.STALE_VERSION,
+            approval_id=current.id,
+            version=current.version,
+        )
+    check_transition(current.status, target, approval_id=current.id)
+    changes: dict[str, Any] = {"status": target, "version": current.version + 1, "updated_at": now}
+    if reason is not None:
+        changes["reason"] = reason
+    return current.model_copy(update=changes)
+
+
+def check_checkpoint_version(run_id: str, current: int, expected: int) -> None:
+    if current != expected:
+        raise EngineError(
+            f"run {run_id} was saved by another process (version {current}, expected {expected}); "
+            "it is being resumed elsewhere",
+            code=ErrorCode.STALE_VERSION,
+            run_id=run_id,
+            version=current,
+        )

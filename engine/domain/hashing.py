@@ -1,0 +1,78 @@
+"""Canonical JSON and the action hash (a user-facing contract, see DESIGN.md).
+
+The action hash is the SHA-256 hex digest of the canonical JSON of ``{"tool": name, "args": args}``:
+keys sorted, separators ``(",", ":")``, UTF-8 (non-ASCII kept as is), NaN and infinities refused.
+
+Numbers are normalised before hashing so that the same amount hashes the same whichever way a JSON
+parser or a template renderer produced it:
+
+* an integral float becomes an integer (``899.0`` -> ``899``, ``-0.0`` -> ``0``);
+* any other float is written with Python's shortest round-trip repr (``12.5``, ``0.1``);
+* ``True``/``False`` stay booleans and are never numbers;
+* tuples hash as lists; mapping keys must be strings.
+
+Anything else (``Decimal``, ``datetime``, bytes, sets, objects) is refused: the caller converts it first,
+because an implicit conversion would let two different actions share a hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.errors import InvalidInput
+
+__all__ = ["action_hash", "batch_hash", "canonical_json", "normalize", "short_hash"]
+
+
+def normalize(value: Any, *, path: str = "args") -> Any:
+    """Return ``value`` with numbers normalised and containers turned into plain dicts and lists."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(
+                f"{path} is {value!r}: NaN and infinities cannot be hashed; send a finite number", path=path
+            )
+        if value.is_integer():
+            return int(value)
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidInput(f"{path} has a non-string key {k!r}; JSON object keys must be strings", path=path)
+            out[k] = normalize(v, path=f"{path}.{k}")
+        return out
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return [normalize(v, path=f"{path}[{i}]") for i, v in enumerate(value)]
+    raise InvalidInput(
+        f"{path} is a {type(value).__name__}, which has no canonical JSON form; convert it to a string or number",
+        path=path,
+    )
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text of ``value`` (after :func:`normalize`)."""
+    return json.dumps(normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def action_hash(tool: str, args: Mapping[str, Any]) -> str:
+    """SHA-256 hex of the canonical JSON of ``{"tool": tool, "args": args}``."""
+    return hashlib.sha256(canonical_json({"tool": tool, "args": args}).encode("utf-8")).hexdigest()
+
+
+def batch_hash(items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """Hash of the ordered list of a batch's actions: adding, removing or reordering an item changes it."""
+    doc = [{"tool": tool, "args": args} for tool, args in items]
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def short_hash(digest: str) -> str:
+    """The first 12 hex digits, used where space is tight (button values, logs)."""
+    return digest[:12]

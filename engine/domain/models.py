@@ -1,0 +1,144 @@
+"""Domain values: actions, approvals, decisions, reviewers. All frozen; time is epoch seconds (UTC)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Approval",
+    "Decision",
+    "DecisionKind",
+    "Reviewer",
+    "Status",
+    "Tier",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Tier(StrEnum):
+    """How much human attention an action needs, lowest first."""
+
+    AUTO = "auto"
+    NOTIFY = "notify"
+    APPROVE = "approve"
+    ESCALATE = "escalate"
+
+    @property
+    def rank(self) -> int:
+        return _TIER_RANK[self]
+
+    @property
+    def needs_human(self) -> bool:
+        return self.rank >= _TIER_RANK[Tier.APPROVE]
+
+
+_TIER_RANK = {Tier.AUTO: 0, Tier.NOTIFY: 1, Tier.APPROVE: 2, Tier.ESCALATE: 3}
+
+
+class Status(StrEnum):
+    """Lifecycle of an approval; moves are governed by ``engine.domain.states``."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    SUPERSEDED = "superseded"
+    EXECUTING = "executing"
+    EXECUTED = "executed"
+    FAILED = "failed"
+
+
+class DecisionKind(StrEnum):
+    """What a reviewer decided."""
+
+    APPROVE = "approve"
+    REJECT = "reject"
+    MODIFY = "modify"
+    TRUST = "trust"
+    FEEDBACK = "feedback"
+
+
+class Reviewer(_Frozen):
+    """A person deciding, with the roles the caller resolved for them from configuration."""
+
+    id: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
+    """Slack user id (``U...``) or another stable identity (``cli:alice``); no control characters."""
+    roles: frozenset[str] = frozenset()
+    """Roles this reviewer holds now."""
+
+
+class Decision(_Frozen):
+    """One recorded vote or verdict on an approval."""
+
+    reviewer: str
+    kind: DecisionKind
+    at: float
+    version: int
+    """The approval version the reviewer saw when deciding."""
+    reason: str | None = None
+    args: dict[str, Any] | None = None
+    """Edited arguments, for ``modify``."""
+    via: str = "api"
+    """Channel the decision came through: slack, cli, api."""
+
+
+class Approval(_Frozen):
+    """A proposed action waiting for (or past) human review.
+
+    The static part (tool, args, hash, tier, role, quorum, requester, expiry) is fixed at creation;
+    ``status``, ``version`` and ``decisions`` change only through the state machine.
+    """
+
+    id: str
+    session_id: str
+    dedupe_key: str
+    tool: str
+    args: dict[str, Any]
+    action_hash: str
+    tier: Tier
+    rule: str
+    """Name of the rule that set the tier."""
+    reasons: tuple[str, ...] = ()
+    """Every rule that fired, in words a reviewer understands."""
+    required_role: str | None = None
+    quorum: int = Field(default=1, ge=1)
+    requester: str
+    created_at: float
+    expires_at: float
+    version: int = 1
+    status: Status = Status.PENDING
+    decisions: tuple[Decision, ...] = ()
+    evidence: str = ""
+    """Redacted, bounded, untrusted text. Never rendered as markup."""
+    preview: str = ""
+    trustable: bool = False
+    fallback: str = "cancel"
+    approved_args: dict[str, Any] | None = None
+    """Arguments to execute with once approved (differs from ``args`` after a modify)."""
+    superseded_by: str | None = None
+    reason: str | None = None
+    """Rejection reason, expiry note or failure text."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    updated_at: float = 0.0
+
+    @property
+    def approvers(self) -> tuple[str, ...]:
+        """Distinct reviewers who voted to approve (approve, trust or modify)."""
+        kinds = {DecisionKind.APPROVE, DecisionKind.TRUST, DecisionKind.MODIFY}
+        return tuple(d.reviewer for d in self.decisions if d.kind in kinds)
+
+    @property
+    def execute_args(self) -> dict[str, Any]:
+        """The arguments the effect runs with."""
+        return self.approved_args if self.approved_args is not None else self.args
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is Status.PENDING

@@ -1,0 +1,348 @@
+"""Policy evaluation: which tier an action needs, who may approve it, and why.
+
+Precedence for the base tier (first match wins)::
+
+    denied_tools  >  "!tool" in allowed_tools  >  session trust  >  "*"  >  tool listed in allowed_tools
+                  >  the tool's own tier  >  unknown tool (APPROVE, fail closed)
+
+Dynamic rules then run; each one that fires can only raise the tier. A rule whose expression cannot be
+evaluated fires (fail closed) and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, time, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from engine.domain.models import Tier
+from engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
+from engine.errors import ErrorCode, PolicyError
+
+__all__ = ["Fired", "Policy", "PolicyContext", "Verdict", "WindowStats"]
+
+_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+_UNKNOWN = "unknown_tool"
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """What a rolling window held before this request."""
+
+    count: int = 0
+    total: float = 0.0
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """Everything outside the action that the policy may look at. ``now`` is epoch seconds."""
+
+    now: float
+    trusted_tools: frozenset[str] = frozenset()
+    windows: Mapping[str, WindowStats] = field(default_factory=dict)
+    """Keyed by :meth:`Policy.window_keys` keys."""
+    min_tier: Tier = Tier.AUTO
+    """A floor set by the caller, e.g. a workflow step marked ``approval: required``."""
+
+
+@dataclass(frozen=True)
+class Fired:
+    """One rule that contributed to the verdict."""
+
+    rule: str
+    tier: Tier
+    reason: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The policy's answer for one action."""
+
+    tool: str
+    tier: Tier
+    rule: str
+    required_role: str | None
+    quorum: int
+    trustable: bool
+    denied: bool
+    timeout: float
+    fired: tuple[Fired, ...]
+    reason_required: bool = False
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(f.reason for f in self.fired)
+
+    def explain(self) -> str:
+        """Several lines a reviewer can read."""
+        if self.denied:
+            head = f"{self.tool}: denied by policy"
+        else:
+            who = f", approver role {self.required_role}" if self.required_role else ""
+            n = f", {self.quorum} distinct approvers" if self.quorum > 1 else ""
+            head = f"{self.tool}: {self.tier}{who}{n}"
+        return "\n".join([head, *(f"  - {r}" for r in self.reasons)])
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    spec: RuleSpec
+    when: Any = None
+    subject: Any = None
+    value: Any = None
+    tz: tzinfo | None = None
+
+
+class Policy:
+    """A validated, compiled policy. Build it with :meth:`from_spec`; evaluation is pure."""
+
+    def __init__(self, spec: PolicySpec, rules: list[_Compiled]) -> None:
+        self.spec = spec
+        self._rules = rules
+        allowed = spec.allowed_tools
+        self._always_ask = frozenset(t[1:] for t in allowed if t.startswith("!"))
+        self._allow_all = "*" in allowed
+        self._allowed = frozenset(t for t in allowed if not t.startswith("!") and t != "*")
+        self._denied = frozenset(t for t in spec.denied_tools if t != "*")
+        self._deny_unknown = "*" in spec.denied_tools
+
+    @classmethod
+    def from_spec(cls, spec: PolicySpec) -> Policy:
+        """Compile every expression now, so a broken rule fails at load time, not at 3 a.m."""
+        compiled: list[_Compiled] = []
+        for i, rule in enumerate(spec.rules):
+            where = f"policy.rules[{i}] ({rule.name})"
+            zone = rule.off_hours.timezone if rule.off_hours else None
+            try:
+                tz = ZoneInfo(zone) if zone else None
+            except (KeyError, ValueError) as exc:
+                raise PolicyError(
+                    f"{where}: unknown timezone {zone!r}; use an IANA name like Europe/Berlin",
+                    code=ErrorCode.POLICY_INVALID,
+                    rule=rule.name,
+                ) from exc
+            stats = rule.velocity or rule.rolling_sum
+            compiled.append(
+                _Compiled(
+                    spec=rule,
+                    when=_compile(rule.when, where, "when") if rule.when else None,
+                    subject=_compile(stats.subject, where, "subject") if stats else None,
+                    value=_compile(rule.rolling_sum.value, where, "value") if rule.rolling_sum else None,
+                    tz=tz,
+                )
+            )
+        return cls(spec, compiled)
+
+    @classmethod
+    def permissive_default(cls) -> Policy:
+        """The policy used when no file is configured: every tool needs approval."""
+        return cls.from_spec(PolicySpec())
+
+    def knows(self, tool: str) -> bool:
+        return tool in self.spec.tools or tool in self._allowed or tool in self._always_ask
+
+    def tool_spec(self, tool: str) -> ToolPolicySpec:
+        spec = self.spec.tools.get(tool)
+        if spec is not None:
+            return spec
+        return ToolPolicySpec(tier=self.spec.default_tier, timeout=self.spec.default_timeout, trustable=False)
+
+    def window_keys(self, tool: str, args: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+        """``{key: (window_seconds, amount)}`` for every stateful rule that applies to this action.
+
+        The caller fetches the prior :class:`WindowStats` for each key (and records this request) before
+        calling :meth:`evaluate`. A subject that cannot be computed gets a key of its own so it still counts.
+        """
+        out: dict[str, tuple[float, float]] = {}
+        for rule in self._rules:
+            stats = rule.spec.velocity or rule.spec.rolling_sum
+            if stats is None or not _matches(rule.spec.tools, tool):
+                continue
+            scope = {"tool": tool, "args": args}
+            subject = _safe_eval(rule.subject, scope)
+            amount = 1.0
+            if rule.value is not None:
+                raw = _safe_eval(rule.value, scope)
+                amount = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else 0.0
+            out[f"{rule.spec.name}:{subject!s}"] = (stats.window, amount)
+        return out
+
+    def evaluate(self, tool: str, args: Mapping[str, Any], ctx: PolicyContext) -> Verdict:
+        """The tier, approver role, quorum and every rule that fired."""
+        base = self._base(tool, ctx)
+        if base is None:
+            return Verdict(
+                tool=tool,
+                tier=Tier.ESCALATE,
+                rule="denied",
+                required_role=None,
+                quorum=1,
+                trustable=False,
+                denied=True,
+                timeout=0.0,
+                fired=(Fired("denied", Tier.ESCALATE, f"{tool} is in denied_tools: it never runs"),),
+            )
+        tier, rule_name, fired = base
+        tspec = self.tool_spec(tool)
+        role, quorum = tspec.role, tspec.quorum
+        if ctx.min_tier.rank > tier.rank:
+            tier, rule_name = ctx.min_tier, "step_requires_approval"
+            fired.append(Fired(rule_name, tier, f"the workflow step requires {tier}"))
+        raised: list[RuleSpec] = []
+        for rule in self._rules:
+            hit = self._fire(rule, tool, args, ctx)
+            if hit is not None:
+                fired.append(hit)
+                raised.append(rule.spec)
+        top = max((r.tier for r in raised), key=lambda t: t.rank, default=None)
+        if top is not None and top.rank >= tier.rank:
+            at_top = [r for r in raised if r.tier is top]
+            if top.rank > tier.rank or rule_name == "tool_tier":
+                tier, rule_name = top, at_top[0].name
+            role = next((r.role for r in at_top if r.role), role)
+            quorum = max([quorum, *(r.quorum for r in at_top if r.quorum)])
+        if tier.rank < Tier.APPROVE.rank:
+            quorum = 1
+        trustable = tspec.trustable and self.knows(tool) and tool not in self._always_ask and tier is not Tier.ESCALATE
+        return Verdict(
+            tool=tool,
+            tier=tier,
+            rule=rule_name,
+            required_role=role,
+            quorum=quorum,
+            trustable=trustable,
+            denied=False,
+            timeout=tspec.timeout,
+            fired=tuple(fired),
+            reason_required=tspec.reason_required,
+        )
+
+    def _base(self, tool: str, ctx: PolicyContext) -> tuple[Tier, str, list[Fired]] | None:
+        if tool in self._denied:
+            return None
+        tspec = self.spec.tools.get(tool)
+        if tool in self._always_ask:
+            tier = max(tspec.tier if tspec else Tier.APPROVE, Tier.APPROVE, key=lambda t: t.rank)
+            return (
+                tier,
+                "always_ask",
+                [Fired("always_ask", tier, f"{tool} is marked !{tool}: always ask, never trust")],
+            )
+        if tool in ctx.trusted_tools and (tspec is None or tspec.trustable):
+            return (
+                Tier.AUTO,
+                "trusted",
+                [Fired("trusted", Tier.AUTO, f"a reviewer trusted {tool} for this session")],
+            )
+        if self._allow_all:
+            return Tier.AUTO, "allow_all", [Fired("allow_all", Tier.AUTO, "allowed_tools contains '*'")]
+        if tool in self._allowed:
+            return Tier.AUTO, "allowed", [Fired("allowed", Tier.AUTO, f"{tool} is in allowed_tools")]
+        if tspec is not None:
+            who = f", approver role {tspec.role}" if tspec.role else ""
+            return (
+                tspec.tier,
+                "tool_tier",
+                [Fired("tool_tier", tspec.tier, f"{tool}: tool policy sets {tspec.tier}{who}")],
+            )
+        if self._deny_unknown:
+            return None
+        return (
+            Tier.APPROVE,
+            _UNKNOWN,
+            [Fired(_UNKNOWN, Tier.APPROVE, f"{tool} is not in the policy: unknown tools need approval")],
+        )
+
+    def _fire(self, rule: _Compiled, tool: str, args: Mapping[str, Any], ctx: PolicyContext) -> Fired | None:
+        spec = rule.spec
+        if not _matches(spec.tools, tool):
+            return None
+        scope = {"tool": tool, "args": args}
+        if rule.when is not None:
+            try:
+                hit = bool(rule.when(**scope))
+            except (TemplateError, TypeError, ValueError, ArithmeticError) as exc:
+                return Fired(
+                    spec.name,
+                    spec.tier,
+                    f"{spec.name}: could not evaluate '{spec.when}' ({exc}); treated as fired (fail closed)",
+                )
+            return Fired(spec.name, spec.tier, spec.reason or f"{spec.name}: {spec.when}") if hit else None
+        if spec.off_hours is not None and rule.tz is not None:
+            return self._off_hours(rule, ctx.now)
+        key = next((k for k in self.window_keys(tool, args) if k.startswith(f"{spec.name}:")), None)
+        prior = ctx.windows.get(key, WindowStats()) if key else WindowStats()
+        if spec.velocity is not None:
+            count = prior.count + 1
+            if count > spec.velocity.max:
+                return Fired(
+                    spec.name,
+                    spec.tier,
+                    spec.reason
+                    or (
+                        f"{spec.name}: {count} requests for this subject within {_human(spec.velocity.window)} "
+                        f"(limit {spec.velocity.max})"
+                    ),
+                )
+            return None
+        if spec.rolling_sum is not None and key is not None:
+            _, amount = self.window_keys(tool, args)[key]
+            total = prior.total + amount
+            if total > spec.rolling_sum.threshold:
+                return Fired(
+                    spec.name,
+                    spec.tier,
+                    spec.reason
+                    or (
+                        f"{spec.name}: {total:g} for this subject within {_human(spec.rolling_sum.window)} "
+                        f"exceeds {spec.rolling_sum.threshold:g} (possible split transaction)"
+                    ),
+                )
+        return None
+
+    def _off_hours(self, rule: _Compiled, now: float) -> Fired | None:
+        spec = rule.spec
+        oh = spec.off_hours
+        assert oh is not None and rule.tz is not None
+        local = datetime.fromtimestamp(now, tz=rule.tz)
+        start, end, t = time.fromisoformat(oh.start), time.fromisoformat(oh.end), local.time()
+        outside = (t >= start or t < end) if start > end else (start <= t < end)
+        weekend = oh.weekends and local.weekday() >= 5
+        if outside or weekend:
+            when = "weekend" if weekend else f"{local:%H:%M}"
+            return Fired(
+                spec.name,
+                spec.tier,
+                spec.reason or f"{spec.name}: outside working hours ({when} {oh.timezone})",
+            )
+        return None
+
+
+def _compile(expr: str, where: str, what: str) -> Any:
+    try:
+        return _ENV.compile_expression(expr)
+    except TemplateError as exc:
+        raise PolicyError(f"{where}.{what}: cannot compile {expr!r}: {exc}", rule=where) from exc
+
+
+def _safe_eval(fn: Any, scope: Mapping[str, Any]) -> Any:
+    try:
+        return fn(**scope)
+    except (TemplateError, TypeError, ValueError, ArithmeticError):
+        return "<unresolved>"
+
+
+def _matches(patterns: list[str], tool: str) -> bool:
+    return "*" in patterns or tool in patterns
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"

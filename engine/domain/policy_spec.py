@@ -1,0 +1,123 @@
+"""The ``policy:`` section of ``hitl.yaml``, validated by pydantic (``extra="forbid"`` everywhere)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine.domain.durations import Seconds
+from engine.domain.models import Tier
+
+__all__ = ["OffHoursSpec", "PolicySpec", "RollingSumSpec", "RuleSpec", "ToolPolicySpec", "VelocitySpec"]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolPolicySpec(_Spec):
+    """Policy for one tool."""
+
+    tier: Tier = Tier.APPROVE
+    role: str | None = None
+    """Role whose members may approve; None means any configured reviewer."""
+    quorum: int = Field(default=1, ge=1, le=20)
+    trustable: bool = True
+    """Whether a reviewer may trust this tool for the rest of a session."""
+    timeout: Seconds = 3600.0
+    fallback: str = "cancel"
+    reason_required: bool = False
+    """Whether a rejection must carry a reason."""
+
+    @field_validator("fallback")
+    @classmethod
+    def _tool_fallback(cls, v: str) -> str:
+        # "continue" after an unanswered tool approval would run an unapproved effect.
+        if v != "cancel":
+            raise ValueError("tool approvals can only fall back to 'cancel'; 'continue' is for review gates")
+        return v
+
+
+_HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+class OffHoursSpec(_Spec):
+    """Outside working hours in a timezone: ``start`` to ``end`` (may wrap midnight), plus weekends."""
+
+    timezone: str = "UTC"
+    start: str = "18:00"
+    end: str = "08:00"
+    weekends: bool = True
+
+    @field_validator("start", "end")
+    @classmethod
+    def _hhmm(cls, v: str) -> str:
+        if not _HHMM.match(v):
+            raise ValueError(f"{v!r} is not a time; write HH:MM in 24-hour form")
+        return v
+
+
+class VelocitySpec(_Spec):
+    """More than ``max`` requests for one subject within ``window``."""
+
+    subject: str
+    """Expression naming the subject, e.g. ``args.customer_id``."""
+    max: int = Field(ge=0)
+    window: Seconds
+
+
+class RollingSumSpec(_Spec):
+    """The sum of ``value`` for one subject within ``window`` (this request included) exceeds ``threshold``."""
+
+    subject: str
+    value: str
+    """Expression for the amount, e.g. ``args.amount``."""
+    threshold: float
+    window: Seconds
+
+
+class RuleSpec(_Spec):
+    """A dynamic rule. It can only raise the tier, never lower it."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
+    tools: list[str] = Field(default_factory=lambda: ["*"])
+    when: str | None = None
+    """Sandboxed Jinja2 expression over ``tool`` and ``args``, e.g. ``args.amount > 500``."""
+    off_hours: OffHoursSpec | None = None
+    velocity: VelocitySpec | None = None
+    rolling_sum: RollingSumSpec | None = None
+    tier: Tier
+    role: str | None = None
+    quorum: int | None = Field(default=None, ge=1, le=20)
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> RuleSpec:
+        triggers = [t for t in (self.when, self.off_hours, self.velocity, self.rolling_sum) if t is not None]
+        if len(triggers) != 1:
+            raise ValueError("a rule needs exactly one of: when, off_hours, velocity, rolling_sum")
+        return self
+
+
+class PolicySpec(_Spec):
+    """Which actions need a human, and which human."""
+
+    default_tier: Tier = Tier.APPROVE
+    """Tier of a configured tool that sets none. Unknown tools always need approval."""
+    default_timeout: Seconds = 3600.0
+    allowed_tools: list[str] = Field(default_factory=list)
+    """Tools that run without asking; ``*`` for all, ``!tool`` to always ask for one (never trusted)."""
+    denied_tools: list[str] = Field(default_factory=list)
+    """Tools that never run. ``*`` denies unknown tools outright instead of asking about them."""
+    tools: dict[str, ToolPolicySpec] = Field(default_factory=dict)
+    rules: list[RuleSpec] = Field(default_factory=list)
+    trust_ttl: Seconds = 3600.0
+
+    @model_validator(mode="after")
+    def _unique_rules(self) -> PolicySpec:
+        names = [r.name for r in self.rules]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"rule names must be unique; repeated: {', '.join(dupes)}")
+        return self

@@ -1,0 +1,115 @@
+"""Errors raised by the engine.
+
+Every error carries a stable string code, a message that says what to do next, and structured context
+(approval id, versions, states) so callers can react without parsing text::
+
+    EngineError                      root of everything the engine raises
+    ├── InvalidInput                 bad input at the API edge (nothing was written)
+    ├── PolicyError                  the policy file cannot be loaded or evaluated (fail closed)
+    ├── NotFound                     unknown approval / run / claim id
+    ├── IllegalTransition            the state machine refuses a move
+    ├── DecisionRefused              decide() refused: stale, wrong hash, expired, ineligible, ...
+    ├── ClaimRefused                 execution claim refused: in progress, hash mismatch, fenced
+    └── StoreError                   the backing store failed (never turns into an approval)
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "ClaimRefused",
+    "DecisionRefused",
+    "EngineError",
+    "ErrorCode",
+    "IllegalTransition",
+    "InvalidInput",
+    "NotFound",
+    "PolicyError",
+    "StoreError",
+]
+
+
+class ErrorCode(StrEnum):
+    """Stable machine-readable error codes. Their values never change once released."""
+
+    INVALID_INPUT = "invalid_input"
+    POLICY_INVALID = "policy_invalid"
+    POLICY_DENIED = "policy_denied"
+    NOT_FOUND = "not_found"
+    ILLEGAL_TRANSITION = "illegal_transition"
+    ALREADY_DECIDED = "already_decided"
+    STALE_VERSION = "stale_version"
+    HASH_MISMATCH = "hash_mismatch"
+    EXPIRED = "expired"
+    NOT_ELIGIBLE = "not_eligible"
+    SELF_APPROVAL = "self_approval"
+    DUPLICATE_VOTE = "duplicate_vote"
+    NOT_TRUSTABLE = "not_trustable"
+    CLAIM_IN_PROGRESS = "claim_in_progress"
+    CLAIM_HASH_MISMATCH = "claim_hash_mismatch"
+    CLAIM_FENCED = "claim_fenced"
+    STORE_ERROR = "store_error"
+    WORKFLOW_INVALID = "workflow_invalid"
+    WORKFLOW_CHANGED = "workflow_changed"
+    TOOL_FAILED = "tool_failed"
+
+
+class EngineError(Exception):
+    """Root of every error the engine raises.
+
+    Attributes:
+        code: stable machine-readable code.
+        message: what went wrong and what to do next.
+        context: structured details (ids, versions, states).
+    """
+
+    default_code: ErrorCode = ErrorCode.INVALID_INPUT
+
+    def __init__(self, message: str, *, code: ErrorCode | None = None, **context: Any) -> None:
+        super().__init__(message)
+        self.code: ErrorCode = code or self.default_code
+        self.message = message
+        self.context: dict[str, Any] = context
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for CLIs and HTTP answers."""
+        return {"code": str(self.code), "message": self.message, **_jsonable(self.context)}
+
+
+def _jsonable(ctx: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: (v if isinstance(v, str | int | float | bool | type(None) | list | dict) else str(v)) for k, v in ctx.items()
+    }
+
+
+class InvalidInput(EngineError):
+    default_code = ErrorCode.INVALID_INPUT
+
+
+class PolicyError(EngineError):
+    default_code = ErrorCode.POLICY_INVALID
+
+
+class NotFound(EngineError):
+    default_code = ErrorCode.NOT_FOUND
+
+
+class IllegalTransition(EngineError):
+    default_code = ErrorCode.ILLEGAL_TRANSITION
+
+
+class DecisionRefused(EngineError):
+    default_code = ErrorCode.ALREADY_DECIDED
+
+
+class ClaimRefused(EngineError):
+    default_code = ErrorCode.CLAIM_IN_PROGRESS
+
+
+class StoreError(EngineError):
+    default_code = ErrorCode.STORE_ERROR

@@ -1,0 +1,346 @@
+"""ApprovalService: load -> domain -> save -> notify. The one path every channel decides through.
+
+Slack buttons, slash commands, modals, the CLI and the HTTP API all call :meth:`ApprovalService.decide`,
+so authorization (roles, separation of duties, quorum), binding (version + hash + expiry) and auditing
+are the same everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from engine.config import HitlConfig
+from engine.domain.decide import DecideCommand
+from engine.domain.hashing import action_hash, normalize
+from engine.domain.ids import approval_id
+from engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
+from engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
+from engine.domain.redaction import Redactor, bounded
+from engine.domain.reviewers import Roles
+from engine.errors import EngineError, ErrorCode, InvalidInput
+from engine.ports import Clock, Notifier, Store
+
+__all__ = ["ApprovalService", "ArgsValidator", "Proposal"]
+
+log = logging.getLogger("hitl.service")
+
+ArgsValidator = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""Validates edited arguments for a tool and returns them normalised, or raises InvalidInput."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the policy made of a proposed action."""
+
+    verdict: Verdict
+    approval: Approval | None
+    """The pending (or earlier) approval when a human is needed; None when the action may run now."""
+    created: bool = False
+
+    @property
+    def may_run(self) -> bool:
+        return self.approval is None and not self.verdict.denied
+
+
+@dataclass
+class ApprovalService:
+    """Policy, reviewers and store wired together.
+
+    Args:
+        store: where approvals live.
+        policy: the compiled policy.
+        roles: reviewer roles (user groups expanded by the bot where it can).
+        clock: the time source.
+        notifier: tells reviewers (Slack); optional.
+        requester: default identity of whoever proposes actions.
+        validate_args: schema check for modified arguments; optional.
+    """
+
+    store: Store
+    policy: Policy
+    roles: Roles
+    clock: Clock
+    notifier: Notifier | None = None
+    requester: str = "agent"
+    redactor: Redactor = field(default_factory=Redactor)
+    evidence_limit: int = 2000
+    validate_args: ArgsValidator | None = None
+    on_decided: list[Callable[[Approval], Awaitable[None]]] = field(default_factory=list)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: HitlConfig,
+        *,
+        store: Store,
+        clock: Clock,
+        notifier: Notifier | None = None,
+        validate_args: ArgsValidator | None = None,
+    ) -> ApprovalService:
+        return cls(
+            store=store,
+            policy=config.build_policy(),
+            roles=config.build_roles(),
+            clock=clock,
+            notifier=notifier,
+            requester=config.requester,
+            redactor=config.build_redactor(),
+            evidence_limit=config.redaction.evidence_limit,
+            validate_args=validate_args,
+        )
+
+    # -- proposing ----------------------------------------------------------------------------------------
+    async def explain(
+        self, tool: str, args: Mapping[str, Any], *, session_id: str = "", min_tier: Tier = Tier.AUTO
+    ) -> Verdict:
+        """The verdict for an action without recording anything (``hitl policy explain``)."""
+        now = self.clock.now()
+        clean = _clean_args(tool, args)
+        windows = {
+            k: await self.store.window_stats(k, now=now, window=w)
+            for k, (w, _) in self.policy.window_keys(tool, clean).items()
+        }
+        trusted = await self._trusted(session_id, now)
+        return self.policy.evaluate(
+            tool, clean, PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
+        )
+
+    async def propose(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        session_id: str,
+        requester: str | None = None,
+        evidence: str = "",
+        preview: str = "",
+        min_tier: Tier = Tier.AUTO,
+        dedupe_key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Proposal:
+        """Evaluate the policy; create (or re-attach to) an approval when a human is needed.
+
+        ``dedupe_key`` defaults to session + action hash: asking again for the same action in the same
+        session returns the same approval, and counts once toward velocity and rolling-sum rules.
+        """
+        now = self.clock.now()
+        clean = _clean_args(tool, args)
+        digest = action_hash(tool, clean)
+        dedupe = dedupe_key or f"{session_id}:{digest}"
+        windows: dict[str, WindowStats] = {}
+        for key, (window, amount) in self.policy.window_keys(tool, clean).items():
+            windows[key] = await self.store.window_add(key, amount=amount, now=now, window=window, event_id=dedupe)
+        trusted = await self._trusted(session_id, now)
+        verdict = self.policy.evaluate(
+            tool, clean, PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
+        )
+        if verdict.denied:
+            return Proposal(verdict=verdict, approval=None)
+        if not verdict.tier.needs_human:
+            if verdict.tier is Tier.NOTIFY and self.notifier is not None:
+                await self._safe(
+                    self.notifier.action_notified(
+                        tool=tool, args=clean, session_id=session_id, reason="; ".join(verdict.reasons)
+                    )
+                )
+            return Proposal(verdict=verdict, approval=None)
+        approval = Approval(
+            id=approval_id(dedupe),
+            session_id=session_id,
+            dedupe_key=dedupe,
+            tool=tool,
+            args=clean,
+            action_hash=digest,
+            tier=verdict.tier,
+            rule=verdict.rule,
+            reasons=verdict.reasons,
+            required_role=verdict.required_role,
+            quorum=verdict.quorum,
+            requester=requester or self.requester,
+            created_at=now,
+            expires_at=now + (timeout or verdict.timeout),
+            evidence=bounded(self.redactor.redact(evidence), self.evidence_limit),
+            preview=bounded(self.redactor.redact(preview), self.evidence_limit),
+            trustable=verdict.trustable,
+            metadata=metadata or {},
+        )
+        stored, created = await self.store.create_approval(approval)
+        if created and self.notifier is not None:
+            await self._safe(self.notifier.approval_requested(stored))
+        return Proposal(verdict=verdict, approval=stored, created=created)
+
+    async def _trusted(self, session_id: str, now: float) -> frozenset[str]:
+        if not session_id:
+            return frozenset()
+        return frozenset(g.tool for g in await self.store.list_trust(session_id, now=now))
+
+    # -- deciding -----------------------------------------------------------------------------------------
+    def reviewer(self, reviewer_id: str) -> Reviewer:
+        try:
+            return self.roles.reviewer(reviewer_id)
+        except ValidationError:
+            raise InvalidInput(
+                f"{reviewer_id!r} is not a valid reviewer id (non-empty, no control characters)",
+                reviewer=reviewer_id,
+            ) from None
+
+    async def decide(
+        self,
+        approval_id: str,
+        reviewer_id: str,
+        kind: DecisionKind,
+        *,
+        expected_version: int | None = None,
+        expected_hash: str | None = None,
+        reason: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        via: str = "api",
+    ) -> Approval:
+        """Record one decision through the store's atomic step; returns the approval after it.
+
+        ``expected_version``/``expected_hash`` bind the decision to what the reviewer saw (a Slack card
+        carries both). A CLI call that names only the id binds to the current version.
+        """
+        reviewer = self.reviewer(reviewer_id)
+        current = await self.store.get_approval(approval_id)
+        version = current.version if expected_version is None else expected_version
+        digest = current.action_hash if expected_hash is None else expected_hash
+        if kind is DecisionKind.REJECT and not reason and self.policy.tool_spec(current.tool).reason_required:
+            raise InvalidInput(
+                f"rejecting {current.tool} needs a reason; pass --reason or fill in the reason field",
+                approval_id=approval_id,
+            )
+        new_args: dict[str, Any] | None = None
+        replacement: Approval | None = None
+        if kind is DecisionKind.MODIFY:
+            if args is None:
+                raise InvalidInput("modify needs the edited arguments (--args JSON)", approval_id=approval_id)
+            new_args = self._validated(current.tool, dict(args))
+            replacement = await self._replacement_if_riskier(current, new_args)
+        cmd = DecideCommand(
+            approval_id=approval_id,
+            reviewer=reviewer,
+            kind=kind,
+            expected_version=version,
+            expected_hash=digest,
+            reason=reason,
+            args=new_args,
+            supersede_with=replacement.id if replacement else None,
+            via=via,
+        )
+        if replacement is not None:
+            # Created before the original is superseded: a crash in between leaves an extra pending
+            # approval that nothing executes (runs follow ``superseded_by``), never a lost one.
+            await self.store.create_approval(replacement)
+        try:
+            updated = await self.store.decide(cmd, now=self.clock.now())
+        except EngineError:
+            if replacement is not None:
+                await self.store.transition(
+                    replacement.id,
+                    target=Status.CANCELLED,
+                    expected_version=None,
+                    actor="system",
+                    now=self.clock.now(),
+                    reason="modification refused",
+                )
+            raise
+        if replacement is not None and self.notifier is not None:
+            await self._safe(self.notifier.approval_requested(await self.store.get_approval(replacement.id)))
+        if kind is DecisionKind.TRUST and updated.status is Status.APPROVED:
+            await self.store.grant_trust(
+                updated.session_id,
+                updated.tool,
+                by=reviewer.id,
+                now=self.clock.now(),
+                until=self.clock.now() + self.policy.spec.trust_ttl,
+            )
+        await self._changed(updated)
+        return updated
+
+    def _validated(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        clean = _clean_args(tool, args)
+        return self.validate_args(tool, clean) if self.validate_args else clean
+
+    async def _replacement_if_riskier(self, current: Approval, new_args: dict[str, Any]) -> Approval | None:
+        """Re-run the policy on the edited arguments; a higher tier (or a quorum) needs a new approval."""
+        verdict = await self.explain(current.tool, new_args, session_id=current.session_id)
+        if verdict.denied:
+            raise EngineError(
+                f"the edited {current.tool} is denied by policy; reject it instead",
+                code=ErrorCode.POLICY_DENIED,
+                approval_id=current.id,
+            )
+        if verdict.tier.rank <= current.tier.rank and current.quorum == 1 and verdict.quorum <= 1:
+            return None
+        tier = max(verdict.tier, current.tier, key=lambda t: t.rank)
+        digest = action_hash(current.tool, new_args)
+        dedupe = f"{current.dedupe_key}>{digest}"
+        return Approval(
+            id=approval_id(dedupe),
+            session_id=current.session_id,
+            dedupe_key=dedupe,
+            tool=current.tool,
+            args=new_args,
+            action_hash=digest,
+            tier=tier,
+            rule=verdict.rule,
+            reasons=(*verdict.reasons, f"modified from {current.id}"),
+            required_role=verdict.required_role or current.required_role,
+            quorum=max(verdict.quorum, 1),
+            requester=current.requester,
+            created_at=self.clock.now(),
+            expires_at=self.clock.now() + verdict.timeout,
+            evidence=current.evidence,
+            preview=current.preview,
+            trustable=verdict.trustable,
+            metadata={**current.metadata, "supersedes": current.id},
+        )
+
+    async def cancel(self, approval_id: str, *, actor: str, reason: str) -> Approval:
+        updated = await self.store.transition(
+            approval_id,
+            target=Status.CANCELLED,
+            expected_version=None,
+            actor=actor,
+            now=self.clock.now(),
+            reason=reason,
+        )
+        await self._changed(updated)
+        return updated
+
+    async def expire_due(self, *, limit: int = 100) -> list[Approval]:
+        """Expire what is due; an expiry is recorded as expiry, never as a rejection."""
+        expired = await self.store.expire_due(now=self.clock.now(), limit=limit)
+        for a in expired:
+            await self._changed(a)
+        return expired
+
+    async def _changed(self, approval: Approval) -> None:
+        if self.notifier is not None:
+            await self._safe(self.notifier.approval_changed(approval))
+        for hook in self.on_decided:
+            await self._safe(hook(approval))
+
+    async def _safe(self, aw: Awaitable[None]) -> None:
+        # A notification failure must never undo or block a recorded decision; the bot retries updates.
+        try:
+            await aw
+        except Exception:
+            log.exception("notification failed; the decision itself is recorded")
+
+
+def _clean_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(tool, str) or not tool or len(tool) > 128:
+        raise InvalidInput(f"tool name {tool!r} must be 1-128 characters of text", tool=str(tool))
+    if not isinstance(args, Mapping):
+        raise InvalidInput(f"arguments for {tool} must be a JSON object, not {type(args).__name__}", tool=tool)
+    clean = normalize(args)
+    assert isinstance(clean, dict)
+    return clean

@@ -1,0 +1,16 @@
+-- Create an approval unless its id exists (ids derive from the dedupe key, so this is the dedupe step).
+-- KEYS[1] approval hash, KEYS[2] audit list, KEYS[3] static document.
+-- ARGV: audit_json, doc, field, value, field, value, ...
+local k = KEYS[1]
+if redis.call('EXISTS', k) == 1 then
+  local d = redis.call('HMGET', k, 'status', 'version', 'decisions', 'reason', 'approved_args', 'superseded_by',
+    'updated_at')
+  return {'existing', '', redis.call('GET', KEYS[3]), d[1], d[2], d[3], d[4] or '', d[5] or '', d[6] or '',
+    d[7] or ''}
+end
+local fields = {}
+for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('SET', KEYS[3], ARGV[2])
+redis.call('HSET', k, unpack(fields))
+redis.call('RPUSH', KEYS[2], ARGV[1])
+return {'created'}

@@ -1,0 +1,77 @@
+-- One decision, atomically. Mirrors engine/domain/decide.py (same checks, same order); the conformance
+-- suite keeps them in agreement.
+-- KEYS[1] approval hash, KEYS[2] its audit list, KEYS[3] its static document (same hash slot)
+-- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
+--       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
+--       supersede_with, via, approval_id, roles...
+local k, ak = KEYS[1], KEYS[2]
+local A = cjson.decode(ARGV[1])
+local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
+local now = tonumber(now_s)
+local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'requester', 'role', 'quorum',
+  'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at')
+if not f[1] then return {'missing'} end
+local status, version = f[1], tonumber(f[2])
+
+local function audit(event, outcome, ver, detail)
+  redis.call('RPUSH', ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
+    '","approval_id":' .. cjson.encode(aid) .. ',"version":' .. ver .. ',"action_hash":"' .. f[4] ..
+    '","outcome":"' .. outcome .. '","detail":' .. cjson.encode(detail) .. '}')
+end
+
+-- Fixed order, read by engine/storage/redis_codec.py:approval_from_result.
+local function result(tag, code)
+  return {tag, code, redis.call('GET', KEYS[3]), f[1], f[2], f[11], f[12] or '', f[13] or '', f[14] or '',
+    f[15] or ''}
+end
+
+local function refuse(code)
+  audit('refused', code, version, kind .. ' via ' .. A[10])
+  return result('err', code)
+end
+
+if status ~= 'pending' then
+  if status == 'expired' then return refuse('expired') end
+  return refuse('already_decided')
+end
+if now >= tonumber(f[3]) then return refuse('expired') end
+if tonumber(A[2]) ~= version then return refuse('stale_version') end
+if A[3] ~= f[4] then return refuse('hash_mismatch') end
+if reviewer == f[5] then return refuse('self_approval') end
+local role, eligible = f[6], false
+if role == '' then
+  eligible = #A >= 12
+else
+  for i = 12, #A do if A[i] == role then eligible = true end end
+end
+if not eligible then return refuse('not_eligible') end
+local voters = f[9]
+if string.find('\n' .. voters .. '\n', '\n' .. reviewer .. '\n', 1, true) then return refuse('duplicate_vote') end
+if kind == 'trust' and f[8] ~= '1' then return refuse('not_trustable') end
+local quorum, supersede = tonumber(f[7]), A[9]
+if kind == 'modify' and quorum > 1 and supersede == '' then return refuse('invalid_input') end
+
+local approvals = tonumber(f[10])
+if kind == 'approve' or kind == 'trust' then approvals = approvals + 1 end
+local target = 'pending'
+if kind == 'reject' or kind == 'feedback' then target = 'rejected'
+elseif kind == 'modify' and supersede ~= '' then target = 'superseded'
+elseif kind == 'modify' then target = 'approved'
+elseif approvals >= quorum then target = 'approved' end
+
+local decisions = f[11]
+if decisions == '[]' then decisions = '[' .. A[6] .. ']'
+else decisions = string.sub(decisions, 1, -2) .. ',' .. A[6] .. ']' end
+if voters == '' then voters = reviewer else voters = voters .. '\n' .. reviewer end
+version = version + 1
+local reason, approved_args, superseded_by = f[12], f[13], f[14]
+if kind == 'reject' or kind == 'feedback' then reason = A[7] end
+if kind == 'modify' and target == 'approved' then approved_args = A[8] end
+if target == 'superseded' then superseded_by = supersede end
+redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'approvals', approvals,
+  'decisions', decisions, 'updated_at', now_s, 'reason', reason or '', 'approved_args', approved_args or '',
+  'superseded_by', superseded_by or '')
+f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
+  superseded_by, now_s
+audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target)
+return result('ok', '')

@@ -1,0 +1,65 @@
+"""How approvals are laid out in Redis, hash-tagged so a cluster keeps one approval's keys together.
+
+* ``{prefix}:{<id>}:doc``: the static document (everything fixed at creation), written once and never
+  re-encoded, so arguments keep their exact JSON. Default-valued fields are left out to save memory.
+* ``{prefix}:{<id>}``: a small hash of the fields the Lua scripts check and change. Every value stays
+  under 64 bytes while pending, so Redis keeps it in its compact listpack encoding.
+* ``{prefix}:{<id>}:audit``: the approval's append-only audit list.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.domain.models import Approval
+
+__all__ = ["DYNAMIC", "approval_from_result", "approval_to_fields", "static_doc"]
+
+# Fields the scripts maintain; everything else lives in the static document.
+DYNAMIC = ("status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at")
+
+
+def static_doc(a: Approval) -> str:
+    data = a.model_dump(mode="json", exclude=set(DYNAMIC), exclude_defaults=True)
+    # Required fields with defaults must survive exclude_defaults.
+    data.setdefault("quorum", a.quorum)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def approval_to_fields(a: Approval) -> dict[str, str]:
+    approvals = len([d for d in a.decisions if d.kind in ("approve", "trust")])
+    return {
+        "status": str(a.status),
+        "version": str(a.version),
+        "expires_at": repr(a.expires_at),
+        "hash": a.action_hash,
+        "requester": a.requester,
+        "role": a.required_role or "",
+        "quorum": str(a.quorum),
+        "trustable": "1" if a.trustable else "0",
+        "voters": "\n".join(d.reviewer for d in a.decisions),
+        "approvals": str(approvals),
+        "decisions": json.dumps([d.model_dump(mode="json") for d in a.decisions], separators=(",", ":")),
+        "updated_at": repr(a.updated_at),
+    }
+
+
+def approval_from_result(res: list[Any]) -> Approval:
+    """Build an approval from a script's fixed-order answer: tag, code, doc, then the DYNAMIC fields."""
+    doc, status, version, decisions, reason, approved_args, superseded_by, updated_at = (_s(x) for x in res[2:10])
+    data: dict[str, Any] = json.loads(doc)
+    data["status"] = status
+    data["version"] = int(version)
+    data["decisions"] = json.loads(decisions or "[]")
+    data["reason"] = reason or None
+    data["approved_args"] = json.loads(approved_args) if approved_args else None
+    data["superseded_by"] = superseded_by or None
+    data["updated_at"] = float(updated_at or 0.0)
+    return Approval.model_validate(data)
+
+
+def _s(v: Any) -> str:
+    if v is None:
+        return ""
+    return v.decode() if isinstance(v, bytes) else str(v)

@@ -1,0 +1,83 @@
+"""SQLite schema. One file, WAL; ``PRAGMA user_version`` tracks migrations."""
+
+from __future__ import annotations
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    required_role TEXT,
+    requester TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (created_at, id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS approvals_pending_role ON approvals (required_role, created_at, id)
+    WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS approvals_due ON approvals (expires_at) WHERE status = 'pending';
+
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    action_hash TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    lease_until REAL NOT NULL,
+    result TEXT
+);
+
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS trust (
+    session_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    until REAL NOT NULL,
+    PRIMARY KEY (session_id, tool)
+);
+
+CREATE TABLE IF NOT EXISTS windows (
+    key TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    amount REAL NOT NULL,
+    PRIMARY KEY (key, event_id)
+);
+CREATE INDEX IF NOT EXISTS windows_by_time ON windows (key, at);
+
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    actor TEXT NOT NULL,
+    event TEXT NOT NULL,
+    approval_id TEXT,
+    version INTEGER,
+    action_hash TEXT,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_by_approval ON audit (approval_id, seq);
+-- Append-only: the database itself refuses to rewrite history.
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+
+CREATE TABLE IF NOT EXISTS messages (
+    approval_id TEXT PRIMARY KEY,
+    channel TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    UNIQUE (channel, ts)
+);
+"""

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.domain.hashing import action_hash, batch_hash, canonical_json
+from engine.errors import InvalidInput
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.text(max_size=20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+    max_leaves=20,
+)
+args_strategy = st.dictionaries(st.text(max_size=10), json_values, max_size=6)
+
+
+def test_matches_the_documented_contract() -> None:
+    args = {"order_id": "78291", "amount": 899, "note": "Grüße"}
+    doc = json.dumps({"tool": "refund", "args": args}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert action_hash("refund", args) == hashlib.sha256(doc.encode()).hexdigest()
+
+
+def test_integral_floats_hash_like_integers() -> None:
+    assert action_hash("refund", {"amount": 899}) == action_hash("refund", {"amount": 899.0})
+    assert action_hash("refund", {"amount": 899.5}) != action_hash("refund", {"amount": 899})
+    assert action_hash("refund", {"amount": True}) != action_hash("refund", {"amount": 1})
+    assert canonical_json({"a": -0.0, "b": 1e20, "c": 0.1}) == '{"a":0,"b":100000000000000000000,"c":0.1}'
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, {1: "x"}, {"x": object()}, {"x": b"bytes"}, {"x": {1, 2}}])
+def test_unhashable_values_are_refused(bad: Any) -> None:
+    with pytest.raises(InvalidInput):
+        action_hash("t", {"v": bad})
+
+
+@given(args_strategy)
+def test_key_order_never_matters(args: dict[str, Any]) -> None:
+    reordered = dict(reversed(list(args.items())))
+    assert action_hash("t", args) == action_hash("t", reordered)
+
+
+@given(args_strategy)
+def test_hash_survives_a_json_round_trip(args: dict[str, Any]) -> None:
+    # What a store or a Slack button round-trips through JSON must hash the same.
+    assert action_hash("t", json.loads(json.dumps(args))) == action_hash("t", args)
+
+
+@given(args_strategy, args_strategy)
+def test_different_actions_differ(a: dict[str, Any], b: dict[str, Any]) -> None:
+    if canonical_json(a) != canonical_json(b):
+        assert action_hash("t", a) != action_hash("t", b)
+    assert action_hash("t", a) != action_hash("u", a)
+
+
+@given(st.text(min_size=1, max_size=30))
+def test_unicode_is_hashed_as_utf8_not_escaped(text: str) -> None:
+    assert text in canonical_json({"v": text}) or "\\" in json.dumps(text, ensure_ascii=False)
+
+
+def test_batch_hash_binds_order_and_membership() -> None:
+    items = [("email", {"to": "a"}), ("email", {"to": "b"})]
+    assert batch_hash(items) != batch_hash(list(reversed(items)))
+    assert batch_hash(items) != batch_hash([*items, ("email", {"to": "c"})])
+    assert batch_hash(items) == batch_hash([("email", {"to": "a"}), ("email", {"to": "b"})])

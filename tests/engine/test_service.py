@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.config import parse_config
+from engine.domain.models import Approval, DecisionKind, Status, Tier
+from engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound
+from engine.service import ApprovalService
+from engine.storage.sqlite import SqliteStore
+from engine.testing import FakeClock
+
+CONFIG = """
+requester: agent:riley
+roles: {support: [U_SUPPORT1, U_SUPPORT2], finance: [U_FIN1, U_FIN2, U_FIN3]}
+policy:
+  allowed_tools: [look_up_order]
+  denied_tools: [drop_database]
+  trust_ttl: 10m
+  tools:
+    refund: {tier: approve, role: support}
+    delete_customer: {tier: approve, role: support, trustable: false, reason_required: true}
+    send_email: {tier: notify}
+  rules:
+    - {name: large_refund, tools: [refund], when: "args.amount > 500", tier: escalate, role: finance, quorum: 2}
+"""
+
+
+class RecordingNotifier:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    async def approval_requested(self, approval: Approval) -> None:
+        self.events.append(("requested", approval.id))
+
+    async def approval_changed(self, approval: Approval) -> None:
+        self.events.append(("changed", (approval.id, str(approval.status))))
+
+    async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None:
+        self.events.append(("notified", tool))
+
+
+@pytest.fixture
+def notifier() -> RecordingNotifier:
+    return RecordingNotifier()
+
+
+@pytest.fixture
+def svc(sqlite_store: SqliteStore, clock: FakeClock, notifier: RecordingNotifier) -> ApprovalService:
+    return ApprovalService.from_config(parse_config(CONFIG), store=sqlite_store, clock=clock, notifier=notifier)
+
+
+async def test_auto_notify_denied_and_approval(svc: ApprovalService, notifier: RecordingNotifier) -> None:
+    assert (await svc.propose("look_up_order", {"order_id": "1"}, session_id="s")).may_run
+    n = await svc.propose("send_email", {"to": "x"}, session_id="s")
+    assert n.may_run and ("notified", "send_email") in notifier.events
+    d = await svc.propose("drop_database", {}, session_id="s")
+    assert d.verdict.denied and not d.may_run
+    p = await svc.propose("refund", {"amount": 10}, session_id="s", evidence="mail me at a@b.io")
+    assert p.approval is not None and p.created and not p.may_run
+    assert p.approval.evidence == "mail me at [email]" and ("requested", p.approval.id) in notifier.events
+    again = await svc.propose("refund", {"amount": 10.0}, session_id="s")
+    assert again.approval == p.approval and not again.created
+
+
+async def test_decide_binds_and_reports(svc: ApprovalService, notifier: RecordingNotifier) -> None:
+    p = await svc.propose("refund", {"amount": 10}, session_id="s")
+    assert p.approval is not None
+    with pytest.raises(DecisionRefused) as err:
+        await svc.decide(p.approval.id, "U_FIN1", DecisionKind.APPROVE)
+    assert err.value.code is ErrorCode.NOT_ELIGIBLE
+    with pytest.raises(InvalidInput):
+        await svc.decide(p.approval.id, "bad\nid", DecisionKind.APPROVE)
+    with pytest.raises(NotFound):
+        await svc.decide("apr_NOPE", "U_SUPPORT1", DecisionKind.APPROVE)
+    out = await svc.decide(
+        p.approval.id,
+        "U_SUPPORT1",
+        DecisionKind.APPROVE,
+        expected_version=1,
+        expected_hash=p.approval.action_hash,
+        via="cli",
+    )
+    assert out.status is Status.APPROVED
+    assert ("changed", (out.id, "approved")) in notifier.events
+
+
+async def test_modify_same_tier_approves_with_new_args(svc: ApprovalService) -> None:
+    p = await svc.propose("refund", {"amount": 100, "order_id": "1"}, session_id="s")
+    assert p.approval is not None
+    out = await svc.decide(p.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 80, "order_id": "1"})
+    assert out.status is Status.APPROVED and out.execute_args == {"amount": 80, "order_id": "1"}
+
+
+async def test_modify_raising_tier_supersedes(svc: ApprovalService, notifier: RecordingNotifier) -> None:
+    p = await svc.propose("refund", {"amount": 100}, session_id="s")
+    assert p.approval is not None
+    out = await svc.decide(p.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 900})
+    assert out.status is Status.SUPERSEDED and out.superseded_by
+    new = await svc.store.get_approval(out.superseded_by)
+    assert (new.tier, new.required_role, new.quorum, new.args) == (
+        Tier.ESCALATE,
+        "finance",
+        2,
+        {"amount": 900},
+    )
+    assert new.status is Status.PENDING and ("requested", new.id) in notifier.events
+    # A refused modification leaves no orphan pending replacement behind.
+    q = await svc.propose("refund", {"amount": 101}, session_id="s")
+    assert q.approval is not None
+    with pytest.raises(DecisionRefused):
+        await svc.decide(q.approval.id, "agent:riley", DecisionKind.MODIFY, args={"amount": 901})
+    pending = (await svc.store.list_pending(roles=["finance"])).items
+    assert [a.id for a in pending] == [new.id]
+
+
+async def test_trust_grants_session_trust_with_ttl(svc: ApprovalService, clock: FakeClock) -> None:
+    p = await svc.propose("refund", {"amount": 10}, session_id="s1")
+    assert p.approval is not None
+    await svc.decide(p.approval.id, "U_SUPPORT1", DecisionKind.TRUST)
+    assert (await svc.propose("refund", {"amount": 11}, session_id="s1")).may_run
+    assert not (await svc.propose("refund", {"amount": 11}, session_id="s2")).may_run
+    assert not (await svc.propose("refund", {"amount": 600}, session_id="s1")).may_run  # rules still raise
+    clock.advance(601)
+    assert not (await svc.propose("refund", {"amount": 12}, session_id="s1")).may_run
+    d = await svc.propose("delete_customer", {"id": "C1"}, session_id="s1")
+    assert d.approval is not None and not d.approval.trustable
+    with pytest.raises(DecisionRefused) as err:
+        await svc.decide(d.approval.id, "U_SUPPORT1", DecisionKind.TRUST)
+    assert err.value.code is ErrorCode.NOT_TRUSTABLE
+
+
+async def test_reason_required_and_bad_input_write_nothing(svc: ApprovalService) -> None:
+    d = await svc.propose("delete_customer", {"id": "C1"}, session_id="s")
+    assert d.approval is not None
+    with pytest.raises(InvalidInput, match="needs a reason"):
+        await svc.decide(d.approval.id, "U_SUPPORT1", DecisionKind.REJECT)
+    assert (await svc.store.get_approval(d.approval.id)).version == 1
+    for bad_tool, bad_args in [("", {}), ("x" * 200, {}), ("t", [1, 2]), ("t", {"n": float("nan")})]:
+        with pytest.raises(EngineError):
+            await svc.propose(bad_tool, bad_args, session_id="s")  # type: ignore[arg-type]
+    assert len((await svc.store.list_pending()).items) == 1
+
+
+async def test_explain_records_nothing(svc: ApprovalService) -> None:
+    v = await svc.explain("refund", {"amount": 900})
+    assert v.tier is Tier.ESCALATE
+    assert (await svc.store.list_pending()).items == []
+
+
+async def test_expiry_through_the_service(svc: ApprovalService, clock: FakeClock, notifier: RecordingNotifier) -> None:
+    p = await svc.propose("refund", {"amount": 10}, session_id="s")
+    assert p.approval is not None
+    clock.advance(3601)
+    expired = await svc.expire_due()
+    assert [a.status for a in expired] == [Status.EXPIRED]
+    assert ("changed", (p.approval.id, "expired")) in notifier.events
