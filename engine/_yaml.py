@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,11 +46,15 @@ def parse_model(text: str, model: type[M], *, code: ErrorCode, what: str, source
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(first["loc"])
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        hint = re.match(r"^(\w+)\[(\d+)\]", msg)
+        if not loc and hint:  # a cross-field check names its place in the message: point at that line
+            loc = (hint.group(1), int(hint.group(2)))
         field = ".".join(str(p) for p in loc) or "(top level)"
         lineno = _line_of(node, loc)
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
         raise EngineError(
-            f"{source}:{lineno}: {what} field '{field}': {first['msg']}{more}",
+            f"{source}:{lineno}: {what} field '{field}': {msg}{more}",
             code=code,
             source=source,
             line=lineno,

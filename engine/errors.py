@@ -54,6 +54,7 @@ class ErrorCode(StrEnum):
     WORKFLOW_INVALID = "workflow_invalid"
     WORKFLOW_CHANGED = "workflow_changed"
     TOOL_FAILED = "tool_failed"
+    ACTION_REJECTED = "action_rejected"
 
 
 class EngineError(Exception):

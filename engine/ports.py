@@ -57,6 +57,13 @@ class Store(Protocol):
         """Apply one decision atomically or raise :class:`~engine.errors.DecisionRefused`. Both are audited."""
         ...
 
+    async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
+        """Return the approval once its version passes ``after_version``, or as it is after ``timeout`` seconds.
+
+        Redis wakes waiters through pub/sub from the deciding script; SQLite polls with backoff.
+        """
+        ...
+
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         """Expire pending approvals whose deadline passed; returns those this call expired."""
         ...

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from engine.config import HitlConfig
 from engine.domain.decide import DecideCommand
-from engine.domain.hashing import action_hash, normalize
+from engine.domain.hashing import action_hash, batch_hash, normalize
 from engine.domain.ids import approval_id
 from engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
 from engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
@@ -123,23 +123,31 @@ class ApprovalService:
         dedupe_key: str | None = None,
         metadata: dict[str, Any] | None = None,
         timeout: float | None = None,
+        role: str | None = None,
+        batch: list[dict[str, Any]] | None = None,
     ) -> Proposal:
         """Evaluate the policy; create (or re-attach to) an approval when a human is needed.
 
         ``dedupe_key`` defaults to session + action hash: asking again for the same action in the same
         session returns the same approval, and counts once toward velocity and rolling-sum rules.
+        ``role`` forces the approver role (review gates). ``batch`` proposes every item of a batch under one
+        approval bound to :func:`~engine.domain.hashing.batch_hash` of the exact ordered items.
         """
         now = self.clock.now()
-        clean = _clean_args(tool, args)
-        digest = action_hash(tool, clean)
+        items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, args)]
+        clean = {"items": items} if batch is not None else items[0]
+        digest = batch_hash([(tool, a) for a in items]) if batch is not None else action_hash(tool, clean)
         dedupe = dedupe_key or f"{session_id}:{digest}"
-        windows: dict[str, WindowStats] = {}
-        for key, (window, amount) in self.policy.window_keys(tool, clean).items():
-            windows[key] = await self.store.window_add(key, amount=amount, now=now, window=window, event_id=dedupe)
         trusted = await self._trusted(session_id, now)
-        verdict = self.policy.evaluate(
-            tool, clean, PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
-        )
+        verdicts = []
+        for i, item in enumerate(items):
+            windows: dict[str, WindowStats] = {}
+            for key, (window, amount) in self.policy.window_keys(tool, item).items():
+                event = f"{dedupe}#{i}" if batch is not None else dedupe
+                windows[key] = await self.store.window_add(key, amount=amount, now=now, window=window, event_id=event)
+            ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
+            verdicts.append(self.policy.evaluate(tool, item, ctx))
+        verdict = max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
         if verdict.denied:
             return Proposal(verdict=verdict, approval=None)
         if not verdict.tier.needs_human:
@@ -160,15 +168,15 @@ class ApprovalService:
             tier=verdict.tier,
             rule=verdict.rule,
             reasons=verdict.reasons,
-            required_role=verdict.required_role,
+            required_role=role or verdict.required_role,
             quorum=verdict.quorum,
             requester=requester or self.requester,
             created_at=now,
             expires_at=now + (timeout or verdict.timeout),
             evidence=bounded(self.redactor.redact(evidence), self.evidence_limit),
             preview=bounded(self.redactor.redact(preview), self.evidence_limit),
-            trustable=verdict.trustable,
-            metadata=metadata or {},
+            trustable=verdict.trustable and batch is None,
+            metadata={**(metadata or {}), **({"batch": len(items)} if batch is not None else {})},
         )
         stored, created = await self.store.create_approval(approval)
         if created and self.notifier is not None:
@@ -207,7 +215,30 @@ class ApprovalService:
         ``expected_version``/``expected_hash`` bind the decision to what the reviewer saw (a Slack card
         carries both). A CLI call that names only the id binds to the current version.
         """
-        reviewer = self.reviewer(reviewer_id)
+        return await self.decide_as(
+            self.reviewer(reviewer_id),
+            approval_id,
+            kind,
+            expected_version=expected_version,
+            expected_hash=expected_hash,
+            reason=reason,
+            args=args,
+            via=via,
+        )
+
+    async def decide_as(
+        self,
+        reviewer: Reviewer,
+        approval_id: str,
+        kind: DecisionKind,
+        *,
+        expected_version: int | None = None,
+        expected_hash: str | None = None,
+        reason: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        via: str = "api",
+    ) -> Approval:
+        """:meth:`decide` for a reviewer whose roles the caller resolved (the bot's user groups, auto-approve)."""
         current = await self.store.get_approval(approval_id)
         version = current.version if expected_version is None else expected_version
         digest = current.action_hash if expected_hash is None else expected_hash
@@ -221,6 +252,8 @@ class ApprovalService:
         if kind is DecisionKind.MODIFY:
             if args is None:
                 raise InvalidInput("modify needs the edited arguments (--args JSON)", approval_id=approval_id)
+            if "batch" in current.metadata:
+                raise InvalidInput("a batch cannot be modified item by item; reject it and propose a new batch")
             new_args = self._validated(current.tool, dict(args))
             replacement = await self._replacement_if_riskier(current, new_args)
         cmd = DecideCommand(

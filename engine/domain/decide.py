@@ -59,7 +59,7 @@ def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> st
     winner = _winner(approval)
     match code:
         case ErrorCode.ALREADY_DECIDED:
-            return f"{approval.id} was already {approval.status} by {winner}; nothing changed"
+            return f"{approval.id} was already decided by {winner} (now {approval.status}); nothing changed"
         case ErrorCode.EXPIRED:
             return f"{approval.id} expired; ask the requester to propose the action again"
         case ErrorCode.STALE_VERSION:

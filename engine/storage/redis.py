@@ -9,6 +9,7 @@ stale but an approval can never be missing from its index.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Collection
 from importlib import resources
@@ -241,7 +242,7 @@ class RedisStore:
             cmd.approval_id,
             *sorted(cmd.reviewer.roles),
         ]
-        args = [json.dumps(packed, ensure_ascii=False)]
+        args = [json.dumps(packed, ensure_ascii=False), self.channel(cmd.approval_id)]
         out = await self._call(self._decide, self._keys(cmd.approval_id), args)
         tag = _s(out[0])
         if tag == "missing":
@@ -265,6 +266,26 @@ class RedisStore:
             winner=winner,
         )
 
+    def channel(self, approval_id: str) -> str:
+        """Pub/sub channel on which the scripts announce every change of ``approval_id``."""
+        return f"{self.p}:ev:{approval_id}"
+
+    async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(self.channel(approval_id))
+            while True:
+                # Read after subscribing, so a change between the two cannot be missed.
+                current = await self.get_approval(approval_id)
+                left = deadline - loop.time()
+                if current.version > after_version or left <= 0:
+                    return current
+                await pubsub.get_message(timeout=left)
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         due = [_s(m) for m in await self.r.zrangebyscore(f"{self.p}:due", "-inf", now, start=0, num=limit)]
         if not due:
@@ -282,6 +303,7 @@ class RedisStore:
                         "expired without a decision",
                         aid,
                         "",
+                        self.channel(aid),
                         "pending",
                     ],
                 )
@@ -308,6 +330,7 @@ class RedisStore:
             reason or "",
             approval_id,
             reason or "",
+            self.channel(approval_id),
             *sorted(str(s) for s in sources_of(target)),
         ]
         out = await self._call(self._transition, self._keys(approval_id), args)

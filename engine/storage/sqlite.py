@@ -188,6 +188,19 @@ class SqliteStore:
             raise out
         return out
 
+    async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
+        # Several processes share the file and SQLite has no notifications: poll, backing off 5 ms -> 250 ms.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.005
+        while True:
+            current = await self.get_approval(approval_id)
+            left = deadline - loop.time()
+            if current.version > after_version or left <= 0:
+                return current
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 0.25)
+
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         def tx(c: sqlite3.Connection) -> list[Approval]:
             rows = c.execute(

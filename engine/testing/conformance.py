@@ -399,3 +399,18 @@ class StoreConformance:
         assert await store.get_message(a.id) == ref
         assert await store.approval_for_message(ref) == a.id
         assert await store.approval_for_message(MessageRef(channel="C123", ts="1")) is None
+
+    # -- waiting --------------------------------------------------------------------------------------
+    async def test_waiters_wake_on_a_decision_and_time_out_otherwise(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.create_approval(a)
+        idle = await store.wait_changed(a.id, after_version=a.version, timeout=0.05)
+        assert idle == a
+        waiter = asyncio.create_task(store.wait_changed(a.id, after_version=a.version, timeout=30))
+        cancelled = asyncio.create_task(store.wait_changed(a.id, after_version=a.version, timeout=30))
+        await asyncio.sleep(0.05)
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        decided = await store.decide(cmd(a, "U_SUPPORT1"), now=clock.now())  # a cancelled wait changed nothing
+        woke = await asyncio.wait_for(waiter, timeout=5)
+        assert woke == decided and woke.status is Status.APPROVED

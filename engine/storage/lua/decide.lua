@@ -3,7 +3,7 @@
 -- KEYS[1] approval hash, KEYS[2] its audit list, KEYS[3] its static document (same hash slot)
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
---       supersede_with, via, approval_id, roles...
+--       supersede_with, via, approval_id, roles...; ARGV[2]: the approval's pub/sub channel
 local k, ak = KEYS[1], KEYS[2]
 local A = cjson.decode(ARGV[1])
 local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
@@ -74,4 +74,6 @@ redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'a
 f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
   superseded_by, now_s
 audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target)
+-- Wake every waiter on any replica (ARGV[2] is the approval's channel).
+redis.call('PUBLISH', ARGV[2], target .. ':' .. version)
 return result('ok', '')

@@ -1,7 +1,8 @@
 -- Move an approval along the state machine (expire, cancel, executing, executed, failed).
 -- Mirrors engine/domain/execution.py:transitioned and decide.py:apply_expiry.
 -- KEYS[1] approval hash, KEYS[2] audit list, KEYS[3] static document
--- ARGV: now, target, expected_version ('' = any), actor, reason ('' = keep), approval_id, detail, sources...
+-- ARGV: now, target, expected_version ('' = any), actor, reason ('' = keep), approval_id, detail, channel,
+--       sources...
 local k, ak = KEYS[1], KEYS[2]
 local now_s, target, actor = ARGV[1], ARGV[2], ARGV[4]
 local f = redis.call('HMGET', k, 'status', 'version', 'hash', 'expires_at')
@@ -12,7 +13,7 @@ if target == 'expired' and (status ~= 'pending' or tonumber(now_s) < tonumber(f[
 end
 if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= version then return {'stale', status, tostring(version)} end
 local allowed = false
-for i = 8, #ARGV do if ARGV[i] == status then allowed = true end end
+for i = 9, #ARGV do if ARGV[i] == status then allowed = true end end
 if not allowed then return {'illegal', status, tostring(version)} end
 version = version + 1
 redis.call('HSET', k, 'status', target, 'version', version, 'updated_at', now_s)
@@ -20,6 +21,7 @@ if ARGV[5] ~= '' then redis.call('HSET', k, 'reason', ARGV[5]) end
 redis.call('RPUSH', ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(actor) .. ',"event":"' .. target ..
   '","approval_id":' .. cjson.encode(ARGV[6]) .. ',"version":' .. version .. ',"action_hash":"' .. f[3] ..
   '","outcome":"ok","detail":' .. cjson.encode(ARGV[7]) .. '}')
+redis.call('PUBLISH', ARGV[8], target .. ':' .. version)
 local d = redis.call('HMGET', k, 'status', 'version', 'decisions', 'reason', 'approved_args', 'superseded_by',
   'updated_at')
 return {'ok', '', redis.call('GET', KEYS[3]), d[1], d[2], d[3], d[4] or '', d[5] or '', d[6] or '', d[7] or ''}

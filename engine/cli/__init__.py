@@ -1,0 +1,7 @@
+"""The ``hitl`` command: the composition root that wires the engine (and, for ``serve``, the bot)."""
+
+from __future__ import annotations
+
+from engine.cli.app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,306 @@
+"""The ``hitl`` command (Typer). Contract: ../shared/DESIGN.md (exit codes 0/1/2/3/4, --json)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
+
+import typer
+
+from engine.cli.context import Settings, open_app
+from engine.cli.flows import auto_approve, decide_and_resume, interactive_loop, resolve_target
+from engine.cli.output import Out
+from engine.domain.models import DecisionKind
+from engine.errors import EngineError, ErrorCode
+from engine.runner.spec import load_workflow
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="hitl",
+    help="Human approval gates for AI agents and workflows.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+policy_app = typer.Typer(help="Inspect the policy.", no_args_is_help=True)
+app.add_typer(policy_app, name="policy")
+
+StoreOpt = Annotated[str | None, typer.Option("--store", help="Store URL (env HITL_STORE).")]
+ConfigOpt = Annotated[str | None, typer.Option("--config", help="hitl.yaml path (env HITL_CONFIG).")]
+AsOpt = Annotated[str | None, typer.Option("--as", help="Reviewer identity (env HITL_REVIEWER).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+_USAGE_CODES = {ErrorCode.WORKFLOW_INVALID}
+
+
+def _run(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
+    try:
+        code = asyncio.run(work())
+    except EngineError as exc:
+        out.error(str(exc.code), exc.message)
+        usage = exc.code in _USAGE_CODES and ("variable" in exc.message or "--var" in exc.message)
+        raise typer.Exit(2 if usage else 1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    raise typer.Exit(code)
+
+
+def _parse_vars(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--var")
+        out[key] = value
+    return out
+
+
+@app.command()
+def run(
+    workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
+    var: Annotated[list[str] | None, typer.Option("--var", help="KEY=VALUE (repeatable).")] = None,
+    interactive: Annotated[bool, typer.Option("--interactive", help="Prompt at each pause.")] = False,
+    auto: Annotated[bool, typer.Option("--auto-approve", help="Approve every pause (CI only; audited).")] = False,
+    auto_escalations: Annotated[
+        bool, typer.Option("--auto-approve-escalations", help="Let --auto-approve approve ESCALATE tiers too.")
+    ] = False,
+    session: Annotated[str | None, typer.Option("--session", help="Session id (default: new).")] = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    reviewer: AsOpt = None,
+) -> None:
+    """Run a workflow until it completes or pauses for a human."""
+    out = Out(as_json=as_json)
+    given = _parse_vars(var or [])
+    settings = Settings.resolve(store=store, config=config, reviewer=reviewer)
+
+    async def work() -> int:
+        wf = load_workflow(workflow)
+        async with open_app(settings, workflow=wf) as ctx:
+            result = await ctx.runner.start(wf, given, config_path=ctx.config_path)
+            if auto:
+                result = await auto_approve(ctx, result, out, escalations=auto_escalations)
+            elif interactive:
+                result = await interactive_loop(ctx, result, out)
+            out.run_result(result)
+            return result.exit_code
+
+    _run(out, work)
+
+
+@app.command()
+def resume(
+    target: Annotated[str, typer.Argument(metavar="ID", help="Approval id (apr_…) or session id (ses_…).")],
+    approve: Annotated[bool, typer.Option("--approve")] = False,
+    reject: Annotated[bool, typer.Option("--reject")] = False,
+    modify: Annotated[bool, typer.Option("--modify")] = False,
+    trust: Annotated[bool, typer.Option("--trust", help="Approve and trust this tool for the session.")] = False,
+    feedback: Annotated[str | None, typer.Option("--feedback", help="Re-run the previous step with this text.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason")] = None,
+    args: Annotated[str | None, typer.Option("--args", help="Edited arguments as JSON (with --modify).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Resume even if the workflow file changed.")] = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    reviewer: AsOpt = None,
+) -> None:
+    """Decide a paused approval and continue its run (or just continue a run)."""
+    out = Out(as_json=as_json)
+    chosen = [
+        k
+        for k, on in (
+            ("approve", approve),
+            ("reject", reject),
+            ("modify", modify),
+            ("trust", trust),
+            ("feedback", feedback is not None),
+        )
+        if on
+    ]
+    if len(chosen) > 1:
+        raise typer.BadParameter(f"choose one decision, not {' and '.join(chosen)}")
+    if modify and not args:
+        raise typer.BadParameter("--modify needs --args JSON", param_hint="--args")
+    edited: dict[str, Any] | None = None
+    if args is not None:
+        try:
+            edited = json.loads(args)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
+        if not isinstance(edited, dict):
+            raise typer.BadParameter("must be a JSON object", param_hint="--args")
+    kind = (
+        {
+            "approve": DecisionKind.APPROVE,
+            "reject": DecisionKind.REJECT,
+            "modify": DecisionKind.MODIFY,
+            "trust": DecisionKind.TRUST,
+            "feedback": DecisionKind.FEEDBACK,
+        }.get(chosen[0])
+        if chosen
+        else None
+    )
+    settings = Settings.resolve(store=store, config=config, reviewer=reviewer)
+
+    async def work() -> int:
+        result = await decide_and_resume(
+            settings,
+            target,
+            kind,
+            reason=feedback if feedback is not None else reason,
+            args=edited,
+            force=force,
+            out=out,
+        )
+        out.run_result(result)
+        return result.exit_code
+
+    _run(out, work)
+
+
+@app.command()
+def pending(
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    reviewer: AsOpt = None,
+    limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
+) -> None:
+    """List pending approvals (only those the reviewer may decide, with --as)."""
+    out = Out(as_json=as_json)
+    settings = Settings.resolve(store=store, config=config, reviewer=reviewer)
+
+    async def work() -> int:
+        async with open_app(settings) as ctx:
+            roles = None
+            if settings.reviewer:
+                roles = sorted(ctx.service.roles.roles_of(settings.reviewer))
+                if ctx.config_path is None:
+                    out.warn("no hitl.yaml found (pass --config or set HITL_CONFIG): no roles are known")
+            page = await ctx.store.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
+            out.pending(page.items)
+        return 0
+
+    _run(out, work)
+
+
+@app.command()
+def show(
+    target: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonOpt = False, store: StoreOpt = None
+) -> None:
+    """Show one approval (or the approval a session is waiting on)."""
+    out = Out(as_json=as_json)
+    settings = Settings.resolve(store=store, config=None, reviewer=None)
+
+    async def work() -> int:
+        async with open_app(settings) as ctx:
+            approval, _ = await resolve_target(ctx, target)
+            if out.json:
+                from engine.cli.output import approval_json
+
+                out.emit(approval_json(approval))
+            else:
+                out.approval(approval)
+        return 0
+
+    _run(out, work)
+
+
+@app.command()
+def audit(
+    target: Annotated[str | None, typer.Argument(metavar="[ID]", help="Only this approval.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=100000)] = 200,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+) -> None:
+    """Print the audit trail (oldest first)."""
+    out = Out(as_json=as_json)
+    settings = Settings.resolve(store=store, config=None, reviewer=None)
+
+    async def work() -> int:
+        async with open_app(settings) as ctx:
+            approval_id = (await resolve_target(ctx, target))[0].id if target else None
+            out.audit(await ctx.store.audit(approval_id=approval_id, limit=limit))
+        return 0
+
+    _run(out, work)
+
+
+@app.command()
+def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None) -> None:
+    """Expire due approvals and apply each paused run's fallback."""
+    out = Out(as_json=as_json)
+    settings = Settings.resolve(store=store, config=config, reviewer=None)
+
+    async def work() -> int:
+        from engine.cli.flows import expire_and_apply
+
+        results = await expire_and_apply(settings)
+        if out.json:
+            out.emit({"expired": [{"approval_id": a, "session_id": s, "status": st} for a, s, st in results]})
+        else:
+            for a, s, st in results:
+                out.text(f"{a} expired", (f"  run {s} -> {st}" if s else "", "dim"))
+            if not results:
+                out.text(("nothing was due", "dim"))
+        return 0
+
+    _run(out, work)
+
+
+@policy_app.command("explain")
+def policy_explain(
+    tool: Annotated[str, typer.Argument()],
+    args: Annotated[str, typer.Option("--args", help="Arguments as JSON.")] = "{}",
+    session: Annotated[str, typer.Option("--session")] = "",
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Show the tier, approver role, quorum and every rule that fires for TOOL with ARGS."""
+    out = Out(as_json=as_json)
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
+    settings = Settings.resolve(store=store, config=config, reviewer=None)
+
+    async def work() -> int:
+        async with open_app(settings) as ctx:
+            v = await ctx.service.explain(tool, parsed, session_id=session)
+        if out.json:
+            out.emit(
+                {
+                    "tool": tool,
+                    "tier": str(v.tier),
+                    "denied": v.denied,
+                    "required_role": v.required_role,
+                    "quorum": v.quorum,
+                    "trustable": v.trustable,
+                    "rule": v.rule,
+                    "fired": [{"rule": f.rule, "tier": str(f.tier), "reason": f.reason} for f in v.fired],
+                }
+            )
+        else:
+            out.text(v.explain())
+        return 0
+
+    _run(out, work)
+
+
+@app.command()
+def demo(
+    store: StoreOpt = None,
+) -> None:
+    """Run the refund example end to end on a throwaway SQLite store and print the transcript."""
+    from engine.cli.demo import run_demo
+
+    raise typer.Exit(run_demo(store))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,213 @@
+"""The refund example through the real `hitl` CLI: pause, decide, resume, exactly once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.conftest import REFUND, Cli
+
+NOTE = "note=Broken! <!channel> *APPROVED* mail jane@example.com"
+
+
+def run_refund(cli: Cli, amount: str = "120", *extra: str) -> dict[str, object]:
+    r = cli("run", str(REFUND), "--var", "order_id=78291", "--var", f"amount={amount}", "--var", NOTE, "--json", *extra)
+    assert r.code == 4, (r.out, r.err)
+    return r.json()
+
+
+def test_pause_approve_resume_exactly_once(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    paused = run_refund(cli)
+    assert paused["status"] == "paused" and str(paused["session_id"]).startswith("ses_")
+    aid = str(paused["approval_id"])
+    assert paused["resume"] == f"hitl resume {aid} --approve --as <reviewer>"
+    assert shop("SELECT * FROM refunds") == []  # nothing ran before the approval
+
+    show = cli("show", aid, "--json").json()
+    assert {
+        "id",
+        "status",
+        "tool",
+        "args",
+        "action_hash",
+        "version",
+        "tier",
+        "required_role",
+        "quorum",
+        "decisions",
+        "expires_at",
+    } <= set(show)
+    assert (show["tool"], show["tier"], show["required_role"], show["quorum"]) == ("refund", "approve", "support", 1)
+    assert show["args"]["amount"] == 120 and "[email]" in show["evidence"] and "jane@" not in show["evidence"]
+
+    stranger = cli("resume", aid, "--approve", "--as", "U_STRANGER", "--json")
+    assert stranger.code == 1 and stranger.json()["error"]["code"] == "not_eligible"
+    own = cli("resume", aid, "--approve", "--as", "agent:riley", "--json")
+    assert own.code == 1 and own.json()["error"]["code"] == "self_approval"
+    assert cli("show", aid, "--json").json()["version"] == 1
+
+    done = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", "--json")
+    assert done.code == 0, done.out
+    body = done.json()
+    assert body["status"] == "completed" and body["outputs"]["refund"]["amount"] == 120
+    assert shop("SELECT order_id, amount FROM refunds") == [("78291", 120.0)]
+    assert len(shop("SELECT * FROM emails")) == 1
+
+    again = cli("resume", aid, "--approve", "--as", "U_SUPPORT2", "--json")
+    assert again.code == 1 and again.json()["error"]["code"] == "already_decided"
+    replay = cli("resume", str(paused["session_id"]), "--json")
+    assert replay.code == 0 and replay.json()["status"] == "completed"
+    assert len(shop("SELECT * FROM refunds")) == 1 and len(shop("SELECT * FROM emails")) == 1
+
+    audit = cli("audit", aid, "--json").json()["audit"]
+    assert [e["event"] for e in audit] == [
+        "created",
+        "refused",
+        "refused",
+        "decided",
+        "executing",
+        "executed",
+        "refused",
+    ]
+
+
+def test_large_refund_needs_two_distinct_finance_approvers(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    paused = run_refund(cli, "899")
+    aid = str(paused["approval_id"])
+    assert paused["approval"]["tier"] == "escalate" and paused["approval"]["quorum"] == 2  # type: ignore[index]
+    assert cli("resume", aid, "--approve", "--as", "U_SUPPORT1").code == 1
+    one = cli("resume", aid, "--approve", "--as", "U_FIN1", "--json")
+    assert one.code == 4 and "1 of 2" in one.json()["reason"]
+    twice = cli("resume", aid, "--approve", "--as", "U_FIN1", "--json")
+    assert twice.code == 1 and twice.json()["error"]["code"] == "duplicate_vote"
+    assert shop("SELECT * FROM refunds") == []
+    two = cli("resume", aid, "--approve", "--as", "U_FIN2", "--json")
+    assert two.code == 0 and shop("SELECT amount FROM refunds") == [(899.0,)]
+
+
+def test_reject_stops_with_exit_3(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    aid = str(run_refund(cli)["approval_id"])
+    r = cli("resume", aid, "--reject", "--reason", "duplicate claim", "--as", "U_SUPPORT2", "--json")
+    assert r.code == 3 and r.json()["status"] == "rejected" and r.json()["reason"] == "duplicate claim"
+    assert shop("SELECT * FROM refunds") == [] and shop("SELECT * FROM emails") == []
+
+
+def test_modify_validates_and_reruns_policy(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    aid = str(run_refund(cli)["approval_id"])
+    base = {"order_id": "78291", "customer_id": "C-1042", "reason": "partial"}
+    bad = cli("resume", aid, "--modify", "--args", json.dumps({**base, "amount": -5}), "--as", "U_SUPPORT1", "--json")
+    assert bad.code == 1 and "amount" in bad.json()["error"]["message"]
+    assert cli("show", aid, "--json").json()["version"] == 1
+    ok = cli("resume", aid, "--modify", "--args", json.dumps({**base, "amount": 50}), "--as", "U_SUPPORT1", "--json")
+    assert ok.code == 0 and shop("SELECT amount, reason FROM refunds") == [(50.0, "partial")]
+
+    aid2 = str(run_refund(cli, "60", "--session", "ses_second")["approval_id"])
+    up = cli("resume", aid2, "--modify", "--args", json.dumps({**base, "amount": 700}), "--as", "U_SUPPORT1", "--json")
+    assert up.code == 4, up.out
+    new = up.json()["approval"]
+    assert new["id"] != aid2 and new["tier"] == "escalate" and new["required_role"] == "finance"
+    assert cli("show", aid2, "--json").json()["status"] == "superseded"
+    cli("resume", new["id"], "--approve", "--as", "U_FIN1")
+    fin = cli("resume", new["id"], "--approve", "--as", "U_FIN3", "--json")
+    assert fin.code == 0 and shop("SELECT amount FROM refunds ORDER BY refund_id") == [(50.0,), (700.0,)]
+
+
+def test_changed_workflow_is_refused_unless_forced(cli: Cli, tmp_path: Path, shop) -> None:  # type: ignore[no-untyped-def]
+    wf_dir = tmp_path / "wf"
+    wf_dir.mkdir()
+    for name in ("workflow.yaml", "hitl.yaml", "tools.py"):
+        (wf_dir / name).write_text((REFUND.parent / name).read_text())
+    wf = wf_dir / "workflow.yaml"
+    r = cli("run", str(wf), "--var", "order_id=78291", "--var", "amount=20", "--json")
+    aid = r.json()["approval_id"]
+    wf.write_text(wf.read_text().replace("Your refund for order", "About your order"))
+    refused = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", "--json")
+    assert refused.code == 1 and refused.json()["error"]["code"] == "workflow_changed"
+    assert "changed: notify" in refused.json()["error"]["message"]
+    assert cli("show", aid, "--json").json()["status"] == "pending"  # refused before deciding
+    forced = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", "--force", "--json")
+    assert forced.code == 0
+    assert any(e["event"] == "forced_resume" for e in cli("audit", "--json").json()["audit"])
+
+
+def test_bad_input_is_one_line_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:
+    missing = cli("run", str(REFUND), "--var", "order_id=1")
+    assert missing.code == 2 and "missing variable(s) amount" in missing.err and "Traceback" not in missing.err
+    unknown = cli("run", str(REFUND), "--var", "order_id=1", "--var", "amount=1", "--var", "colour=red")
+    assert unknown.code == 2 and "unknown variable(s) colour" in unknown.err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nsteps:\n  - id: a\n    tool: nope\n")
+    r = cli("run", str(bad))
+    assert r.code == 1 and "unknown tool 'nope'" in r.err and "bad.yaml:3" in r.err
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\nsteps: [\n")
+    assert "not valid YAML" in cli("run", str(broken)).err
+    assert cli("resume", "apr_NOSUCH", "--approve", "--as", "U_SUPPORT1").code == 1
+    assert cli("resume", "apr_X", "--approve", "--reject").code == 2
+    assert cli("resume", "apr_X", "--modify").code == 2
+    no_reviewer = cli("resume", "apr_NOSUCH", "--approve")
+    assert no_reviewer.code == 1
+    assert cli("pending", "--json").json()["count"] == 0
+
+
+def test_auto_approve_is_loud_audited_and_refuses_escalations(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    r = cli("run", str(REFUND), "--var", "order_id=78291", "--var", "amount=30", "--auto-approve", "--json")
+    assert r.code == 0 and "AUTO-APPROVING" in r.err
+    assert any(e["event"] == "auto_approve" for e in cli("audit", "--json").json()["audit"])
+    esc = cli(
+        "run",
+        str(REFUND),
+        "--var",
+        "order_id=78292",
+        "--var",
+        "amount=600",
+        "--var",
+        "note=x",
+        "--auto-approve",
+        "--json",
+    )
+    assert esc.code == 4 and "--auto-approve-escalations" in esc.err
+    wide = cli(
+        "run",
+        str(REFUND),
+        "--var",
+        "order_id=78291",
+        "--var",
+        "amount=700",
+        "--auto-approve",
+        "--auto-approve-escalations",
+        "--json",
+    )
+    assert wide.code == 0, wide.err
+
+
+def test_pending_show_policy_and_expiry(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    t0 = "1800000000"
+    r = cli("run", str(REFUND), "--var", "order_id=78291", "--var", "amount=40", "--json", HITL_NOW=t0)
+    aid = r.json()["approval_id"]
+    cfg = str(REFUND.parent / "hitl.yaml")
+    assert [a["id"] for a in cli("pending", "--json", "--as", "U_SUPPORT1", HITL_CONFIG=cfg).json()["pending"]] == [aid]
+    assert cli("pending", "--json", "--as", "U_FIN1", HITL_CONFIG=cfg).json()["pending"] == []
+    assert cli("pending", "--json", "--as", "agent:riley", HITL_CONFIG=cfg).json()["pending"] == []
+    assert "no hitl.yaml found" in cli("pending", "--as", "U_SUPPORT1").err
+    human = cli("pending", "--as", "U_SUPPORT1", "--config", cfg)
+    assert aid in human.out
+    explain = cli(
+        "policy",
+        "explain",
+        "refund",
+        "--args",
+        '{"amount": 900, "customer_id": "C-9"}',
+        "--json",
+        "--config",
+        str(REFUND.parent / "hitl.yaml"),
+    ).json()
+    assert explain["tier"] == "escalate" and explain["quorum"] == 2
+    assert cli("expire", "--json", HITL_NOW=str(1800000000 + 3600)).json()["expired"] == []
+    out = cli("expire", "--json", HITL_NOW=str(1800000000 + 5 * 3600)).json()["expired"]
+    assert out == [{"approval_id": aid, "session_id": r.json()["session_id"], "status": "expired"}]
+    shown = cli("show", aid, "--json").json()
+    assert shown["status"] == "expired" and shown["decisions"] == []  # expiry is not a human rejection
+    late = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", "--json")
+    assert late.code == 1 and late.json()["error"]["code"] == "expired"
+    assert shop("SELECT * FROM refunds") == []
