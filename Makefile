@@ -31,11 +31,12 @@ pytest: $(STAMP) redis
 test: lint typecheck pytest
 
 demo: $(STAMP)
-	$(BIN)/python -m engine.demo
+	$(BIN)/hitl demo
 
 bench: $(STAMP) redis
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/store_bench.py
+	$(BIN)/python bench/cycle_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

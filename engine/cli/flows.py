@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any
 
+from rich.markup import escape
 from rich.prompt import Prompt
 
 from engine.cli.context import App, Settings, open_app
@@ -128,7 +129,7 @@ async def interactive_loop(ctx: App, result: RunResult, out: Out) -> RunResult:
         a = result.approval
         out.approval(a)
         choice = Prompt.ask(
-            "[a]pprove, [r]eject, [m]odify, [e]vidence, [d]efer", choices=["a", "r", "m", "e", "d"], default="d"
+            escape("[a]pprove, [r]eject, [m]odify, [e]vidence, [d]efer"), choices=["a", "r", "m", "e", "d"], default="d"
         )
         try:
             if choice == "d":
@@ -142,7 +143,7 @@ async def interactive_loop(ctx: App, result: RunResult, out: Out) -> RunResult:
                 reason = Prompt.ask("Reason")
                 a = await ctx.service.decide(a.id, who, DecisionKind.REJECT, reason=reason, via="cli")
             else:
-                raw = Prompt.ask("Arguments as JSON", default=json.dumps(a.execute_args, ensure_ascii=False))
+                raw = Prompt.ask("Arguments as JSON", default=escape(json.dumps(a.execute_args, ensure_ascii=False)))
                 edited = json.loads(raw)
                 a = await ctx.service.decide(a.id, who, DecisionKind.MODIFY, args=edited, via="cli")
         except (EngineError, json.JSONDecodeError) as exc:

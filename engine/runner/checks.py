@@ -55,8 +55,9 @@ def check_templates(wf: LoadedWorkflow) -> None:
                         f"{wf.path.name}: steps.{step.id}.{where} uses vars.{name}, which is not declared under vars",
                         code=ErrorCode.WORKFLOW_INVALID,
                     )
+            visible = earlier | {step.id} if where == "repeat.until" else earlier  # a loop tests its own output
             for ref in _STEP.findall(text):
-                if ref not in earlier:
+                if ref not in visible:
                     raise InvalidInput(
                         f"{wf.path.name}: steps.{step.id}.{where} uses steps.{ref}, which is not an earlier step",
                         code=ErrorCode.WORKFLOW_INVALID,

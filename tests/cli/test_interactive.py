@@ -1,0 +1,62 @@
+"""`hitl run --interactive` through a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+
+from tests.cli.conftest import REFUND, ROOT
+
+
+def spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
+    env = {**os.environ, "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db", "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+           "PYTHONPATH": str(ROOT), "COLUMNS": "160", "TERM": "dumb"}
+    env.pop("HITL_CONFIG", None)
+    return pexpect.spawn(sys.executable, ["-m", "engine", "run", str(REFUND), "--var", "order_id=78291",
+                                          "--var", "amount=75", "--var", "note=call me at 030 1234 5678",
+                                          "--interactive", *args],
+                         env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60)
+
+
+def test_interactive_evidence_then_approve(tmp_path: Path) -> None:
+    child = spawn(tmp_path, "--as", "U_SUPPORT1")
+    child.expect(r"\[a\]pprove, \[r\]eject, \[m\]odify, \[e\]vidence, \[d\]efer")
+    child.sendline("e")
+    child.expect("evidence \\(untrusted, redacted\\)")
+    child.expect(r"\[phone\]")
+    child.expect(r"\[d\]efer")
+    child.sendline("a")
+    child.expect("completed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_interactive_modify_invalid_then_reject(tmp_path: Path) -> None:
+    child = spawn(tmp_path, "--as", "U_SUPPORT2")
+    child.expect(r"\[d\]efer")
+    child.sendline("m")
+    child.expect("Arguments as JSON")
+    child.sendline('{"order_id": "78291", "customer_id": "C-1042", "amount": "lots"}')
+    child.expect("amount")
+    child.expect(r"\[d\]efer")
+    child.sendline("r")
+    child.expect("Reason")
+    child.sendline("customer withdrew")
+    child.expect("rejected")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 3
+
+
+def test_interactive_defer_leaves_it_paused(tmp_path: Path) -> None:
+    child = spawn(tmp_path, "--as", "U_SUPPORT1")
+    child.expect(r"\[d\]efer")
+    child.sendline("d")
+    child.expect("paused")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 4

@@ -1,0 +1,120 @@
+"""The ask API and guard on both real stores."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.ask import ActionRejected, Approvals
+from engine.config import parse_config
+from engine.domain.models import DecisionKind, Status
+from engine.ports import Store
+from engine.service import ApprovalService
+from engine.storage.redis import RedisStore, connect
+from engine.storage.sqlite import SqliteStore
+from engine.testing import FakeClock
+
+CONFIG = parse_config("""
+requester: agent:riley
+roles: {support: [U_SUPPORT1, U_SUPPORT2]}
+policy:
+  allowed_tools: [look_up_order]
+  tools: {refund: {tier: approve, role: support, timeout: 10m}}
+""")
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str) -> AsyncIterator[Store]:
+    s: Store = (
+        SqliteStore(tmp_path / "ask.db")
+        if request.param == "sqlite"
+        else RedisStore(connect(redis_url), prefix=f"ask{uuid.uuid4().hex[:8]}")
+    )
+    yield s
+    await s.close()
+
+
+def service(store: Store, clock: FakeClock) -> ApprovalService:
+    return ApprovalService.from_config(CONFIG, store=store, clock=clock)
+
+
+async def wait_pending(store: Store) -> str:
+    for _ in range(400):
+        items = (await store.list_pending()).items
+        if items:
+            return items[0].id
+        await asyncio.sleep(0.005)
+    raise AssertionError("no approval appeared")
+
+
+async def test_ask_waits_for_a_decision_from_another_replica(store: Store, clock: FakeClock) -> None:
+    agent = Approvals(service(store, clock))
+    reviewer_side = service(store, clock)  # a second service instance, like a bot replica
+    assert (await agent.ask("look_up_order", {"order_id": "1"}, session="s")).approved
+    task = asyncio.create_task(agent.ask("refund", {"order_id": "1", "amount": 30}, session="s", evidence="hi"))
+    aid = await wait_pending(store)
+    await reviewer_side.decide(aid, "U_SUPPORT1", DecisionKind.MODIFY, args={"order_id": "1", "amount": 25})
+    answer = await asyncio.wait_for(task, 5)
+    assert answer.approved and answer.modified and answer.args == {"order_id": "1", "amount": 25}
+
+
+async def test_restart_reattaches_and_cancelled_wait_leaves_it_decidable(store: Store, clock: FakeClock) -> None:
+    first = Approvals(service(store, clock))
+    task = asyncio.create_task(first.ask("refund", {"order_id": "2", "amount": 10}, session="s"))
+    aid = await wait_pending(store)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert (await store.get_approval(aid)).status is Status.PENDING
+    await service(store, clock).decide(aid, "U_SUPPORT2", DecisionKind.REJECT, reason="no")
+    restarted = Approvals(service(store, clock))
+    answer = await restarted.ask("refund", {"order_id": "2", "amount": 10.0}, session="s")
+    assert answer.status == "rejected" and answer.reason == "no" and answer.approval is not None
+    assert answer.approval.id == aid and len((await store.list_pending()).items) == 0
+
+
+async def test_expiry_is_reported_as_expired(store: Store, clock: FakeClock) -> None:
+    agent = Approvals(service(store, clock))
+    task = asyncio.create_task(agent.ask("refund", {"order_id": "3", "amount": 10}, session="s", wait=3600))
+    await wait_pending(store)
+    clock.advance(601)
+    await service(store, clock).expire_due()
+    answer = await asyncio.wait_for(task, 5)
+    assert answer.status == "expired" and not answer.approved
+
+
+async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock) -> None:
+    agent = Approvals(service(store, clock))
+    calls: list[dict[str, Any]] = []
+
+    @agent.guard(session="s")
+    def refund(order_id: str, amount: float) -> str:
+        calls.append({"order_id": order_id, "amount": amount})
+        return f"refunded {amount}"
+
+    task = asyncio.create_task(refund("9", 40))
+    aid = await wait_pending(store)
+    await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
+    assert await asyncio.wait_for(task, 5) == "refunded 40"
+    assert await refund("9", 40) == "refunded 40"  # re-asking re-attaches; the effect is not repeated
+    assert calls == [{"order_id": "9", "amount": 40}]
+    assert (await store.get_approval(aid)).status is Status.EXECUTED
+
+    @agent.guard(tool="refund", session="s")
+    async def refund_other(order_id: str, amount: float) -> str:
+        return "never"
+
+    task2 = asyncio.create_task(refund_other("10", 5))
+    aid2 = next(a.id for a in (await _pending_eventually(store)) if a.args["order_id"] == "10")
+    await service(store, clock).decide(aid2, "U_SUPPORT2", DecisionKind.REJECT, reason="fraud")
+    with pytest.raises(ActionRejected, match="fraud"):
+        await asyncio.wait_for(task2, 5)
+
+
+async def _pending_eventually(store: Store) -> list[Any]:
+    await wait_pending(store)
+    return (await store.list_pending()).items

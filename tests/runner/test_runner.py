@@ -1,0 +1,158 @@
+"""The runner through its API on real stores: gates, feedback, batches, quality loops, crash recovery."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from engine.config import load_config
+from engine.domain.models import DecisionKind, Status
+from engine.errors import EngineError, ErrorCode
+from engine.ports import Store
+from engine.runner import Runner, RunStatus, load_workflow
+from engine.service import ApprovalService
+from engine.storage.redis import RedisStore, connect
+from engine.storage.sqlite import SqliteStore
+from engine.testing import FakeClock
+
+FLOWS = Path(__file__).parent / "flows"
+
+
+@pytest.fixture
+def effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    monkeypatch.setenv("HITL_TEST_DIR", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("flow_tools_view", FLOWS / "tools.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    yield mod
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str) -> AsyncIterator[Store]:
+    if request.param == "sqlite":
+        s: Store = SqliteStore(tmp_path / "runner.db")
+    else:
+        s = RedisStore(connect(redis_url), prefix=f"run{uuid.uuid4().hex[:8]}")
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+def svc(store: Store, clock: FakeClock) -> ApprovalService:
+    return ApprovalService.from_config(load_config(FLOWS / "hitl.yaml"), store=store, clock=clock)
+
+
+async def test_gate_feedback_reruns_previous_step_then_publishes_once(
+    svc: ApprovalService, effects: ModuleType
+) -> None:
+    wf = load_workflow(FLOWS / "gate.yaml")
+    runner = Runner(svc)
+    r = await runner.start(wf, {})
+    assert r.status is RunStatus.PAUSED and r.approval is not None and r.approval.tool == "gate:review"
+    assert r.approval.required_role == "editors" and "A note about hitl." in r.approval.preview
+    await svc.decide(r.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="mention the audit log")
+    r2 = await runner.resume(r.session_id)
+    assert r2.status is RunStatus.PAUSED and r2.approval is not None and r2.approval.id != r.approval.id
+    assert "revised: mention the audit log" in r2.approval.preview
+    assert [c["feedback"] for c in effects.read("calls") if c["tool"] == "draft"] == ["", "mention the audit log"]
+    await svc.decide(r2.approval.id, "U_ED2", DecisionKind.APPROVE)
+    r3 = await runner.resume(r.session_id)
+    assert r3.status is RunStatus.PAUSED and r3.approval is not None and r3.approval.tool == "publish"
+    await svc.decide(r3.approval.id, "U_ED1", DecisionKind.APPROVE)
+    done = await runner.resume(r.session_id)
+    assert done.status is RunStatus.COMPLETED
+    assert len(effects.read("published")) == 1
+    again = await runner.resume(r.session_id)
+    assert again.status is RunStatus.COMPLETED and len(effects.read("calls")) == 3
+
+
+async def test_gate_expiry_with_continue_fallback(svc: ApprovalService, clock: FakeClock, effects: ModuleType) -> None:
+    runner = Runner(svc)
+    r = await runner.start(load_workflow(FLOWS / "gate.yaml"), {})
+    clock.advance(601)
+    [expired] = await svc.expire_due()
+    assert expired.status is Status.EXPIRED and expired.decisions == ()
+    r2 = await runner.resume(r.session_id)
+    assert r2.status is RunStatus.PAUSED and r2.approval is not None and r2.approval.tool == "publish"
+    assert any("fallback continue" in h for h in r2.history)
+
+
+async def test_batch_one_approval_items_once_failed_item_retried_alone(
+    svc: ApprovalService, effects: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wf = load_workflow(FLOWS / "batch.yaml")
+    runner = Runner(svc)
+    r = await runner.start(wf, {})
+    assert r.status is RunStatus.PAUSED and r.approval is not None
+    assert r.approval.args == {"items": [{"to": "a@x.io"}, {"to": "b@x.io"}, {"to": "c@x.io"}]}
+    assert r.approval.metadata["batch"] == 3 and not r.approval.trustable
+    # An item added after approval cannot ride along: a new list needs a new approval.
+    grown = await Runner(svc).start(wf, {"people": "a@x.io,b@x.io,c@x.io,evil@x.io"}, session_id=r.session_id + "b")
+    assert grown.approval is not None and grown.approval.action_hash != r.approval.action_hash
+    await svc.decide(r.approval.id, "U_OPS1", DecisionKind.APPROVE)
+    monkeypatch.setenv("HITL_TEST_FAIL_TO", "b@x.io")
+    failed = await runner.resume(r.session_id)
+    assert failed.status is RunStatus.FAILED and "mail server refused b@x.io" in (failed.reason or "")
+    assert [e["to"] for e in effects.read("sent")] == ["a@x.io"]
+    monkeypatch.delenv("HITL_TEST_FAIL_TO")
+    done = await runner.resume(r.session_id)
+    assert done.status is RunStatus.COMPLETED
+    assert [e["to"] for e in effects.read("sent")] == ["a@x.io", "b@x.io", "c@x.io"]
+    assert [c["to"] for c in effects.read("calls")] == ["a@x.io", "b@x.io", "b@x.io", "c@x.io"]
+    assert (await svc.store.get_approval(r.approval.id)).status is Status.EXECUTED
+
+
+async def test_quality_loop_reviews_after_n_iterations(svc: ApprovalService, effects: ModuleType) -> None:
+    runner = Runner(svc)
+    r = await runner.start(load_workflow(FLOWS / "loop.yaml"), {})
+    assert r.status is RunStatus.PAUSED and r.approval is not None and r.approval.tool == "review:polish"
+    assert [c["round"] for c in effects.read("calls")] == [0, 1]
+    await svc.decide(r.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="tighten it")
+    done = await runner.resume(r.session_id)
+    assert done.status is RunStatus.COMPLETED and done.outputs["polish"]["score"] == 100
+    assert effects.read("calls")[-1] == {"tool": "improve", "round": 3, "feedback": "tighten it"}
+
+
+async def test_crash_mid_effect_recovers_exactly_once(
+    svc: ApprovalService, clock: FakeClock, effects: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wf = load_workflow(FLOWS / "gate.yaml")
+    first = Runner(svc, worker_id="worker-1", lease=60)
+    r = await first.start(wf, {})
+    assert r.approval is not None
+    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    r = await first.resume(r.session_id)
+    assert r.approval is not None
+    await svc.decide(r.approval.id, "U_ED2", DecisionKind.APPROVE)
+    monkeypatch.setenv("HITL_TEST_CRASH", "publish")
+    with pytest.raises(KeyboardInterrupt):
+        await first.resume(r.session_id)  # the process "dies" after the effect, before recording it
+    second = Runner(svc, worker_id="worker-2", lease=60)
+    with pytest.raises(EngineError) as busy:
+        await second.resume(r.session_id)
+    assert busy.value.code is ErrorCode.CLAIM_IN_PROGRESS
+    clock.advance(61)
+    done = await second.resume(r.session_id)
+    assert done.status is RunStatus.COMPLETED
+    assert len(effects.read("published")) == 1  # the tool saw the same idempotency key and deduplicated
+    assert [c["tool"] for c in effects.read("calls")].count("publish") == 2
+    assert (await svc.store.get_approval(r.approval.id)).status is Status.EXECUTED
+
+
+async def test_templates_are_checked_before_anything_runs(
+    svc: ApprovalService, tmp_path: Path, effects: ModuleType
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((FLOWS / "gate.yaml").read_text().replace('steps.draft.output.text }}"}', 'steps.publish.x }}"}'))
+    (tmp_path / "tools.py").write_text((FLOWS / "tools.py").read_text())
+    with pytest.raises(EngineError, match="steps.publish, which is not an earlier step"):
+        await Runner(svc).start(load_workflow(bad), {})
+    assert effects.read("calls") == []
+    assert os.environ["HITL_TEST_DIR"] == str(tmp_path)
