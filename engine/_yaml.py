@@ -14,6 +14,7 @@ from engine.errors import EngineError, ErrorCode
 __all__ = ["load_model", "parse_model"]
 
 M = TypeVar("M", bound=BaseModel)
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_model(path: str | Path, model: type[M], *, code: ErrorCode, what: str) -> M:
@@ -30,8 +31,7 @@ def load_model(path: str | Path, model: type[M], *, code: ErrorCode, what: str) 
 
 def parse_model(text: str, model: type[M], *, code: ErrorCode, what: str, source: str = "<string>") -> M:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader (the C one when libyaml is present)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -44,6 +44,7 @@ def parse_model(text: str, model: type[M], *, code: ErrorCode, what: str, source
     try:
         return model.model_validate(data)
     except ValidationError as exc:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)  # only on the error path: line numbers cost a parse
         first = exc.errors()[0]
         loc = tuple(first["loc"])
         msg = str(first["msg"]).removeprefix("Value error, ")

@@ -138,7 +138,7 @@ class ApprovalService:
         clean = {"items": items} if batch is not None else items[0]
         digest = batch_hash([(tool, a) for a in items]) if batch is not None else action_hash(tool, clean)
         dedupe = dedupe_key or f"{session_id}:{digest}"
-        trusted = await self._trusted(session_id, now)
+        trusted = await self._trusted(session_id, now) if self.policy.trust_matters(tool) else frozenset()
         verdicts = []
         for i, item in enumerate(items):
             windows: dict[str, WindowStats] = {}
@@ -239,6 +239,21 @@ class ApprovalService:
         via: str = "api",
     ) -> Approval:
         """:meth:`decide` for a reviewer whose roles the caller resolved (the bot's user groups, auto-approve)."""
+        if (
+            expected_version is not None
+            and expected_hash is not None
+            and kind in (DecisionKind.APPROVE, DecisionKind.TRUST)
+        ):
+            # Fully bound and nothing to validate: one atomic store step, no read first.
+            cmd = DecideCommand(
+                approval_id=approval_id,
+                reviewer=reviewer,
+                kind=kind,
+                expected_version=expected_version,
+                expected_hash=expected_hash,
+                via=via,
+            )
+            return await self._after_decision(await self.store.decide(cmd, now=self.clock.now()), kind, reviewer)
         current = await self.store.get_approval(approval_id)
         version = current.version if expected_version is None else expected_version
         digest = current.action_hash if expected_hash is None else expected_hash
@@ -286,6 +301,9 @@ class ApprovalService:
             raise
         if replacement is not None and self.notifier is not None:
             await self._safe(self.notifier.approval_requested(await self.store.get_approval(replacement.id)))
+        return await self._after_decision(updated, kind, reviewer)
+
+    async def _after_decision(self, updated: Approval, kind: DecisionKind, reviewer: Reviewer) -> Approval:
         if kind is DecisionKind.TRUST and updated.status is Status.APPROVED:
             await self.store.grant_trust(
                 updated.session_id,

@@ -146,6 +146,13 @@ class Policy:
     def knows(self, tool: str) -> bool:
         return tool in self.spec.tools or tool in self._allowed or tool in self._always_ask
 
+    def trust_matters(self, tool: str) -> bool:
+        """Whether a session trust grant could change this tool's verdict (else callers skip looking it up)."""
+        spec = self.spec.tools.get(tool)
+        if spec is None or not spec.trustable or tool in self._always_ask or tool in self._denied:
+            return False
+        return not (self._allow_all or tool in self._allowed)
+
     def tool_spec(self, tool: str) -> ToolPolicySpec:
         spec = self.spec.tools.get(tool)
         if spec is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from engine.domain.hashing import action_hash
 from engine.domain.models import Approval, Status
 from engine.domain.records import AuditEntry, ClaimState
-from engine.errors import ClaimRefused, EngineError, ErrorCode
+from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition
 from engine.ports import Clock, Store
 from engine.runner.tools import Tool
 
@@ -70,11 +70,11 @@ class Effects:
             raise
         if not claim.acquired:
             if approval is not None:
-                await self.mark(approval, Status.EXECUTED)
+                await self.mark(await self.store.get_approval(approval.id), Status.EXECUTED)
             assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
             return claim.result.get("output")
         if approval is not None:
-            await self.mark(approval, Status.EXECUTING)
+            approval = await self.mark(approval, Status.EXECUTING)
         try:
             output = await tool(args, idempotency_key=key)
         except Exception as exc:  # any tool error is recorded, never swallowed
@@ -106,12 +106,24 @@ class Effects:
             await self.mark(approval, Status.EXECUTED)
         return output
 
-    async def mark(self, approval: Approval, target: Status) -> None:
-        current = await self.store.get_approval(approval.id)
-        if target is Status.EXECUTING and current.status not in (Status.APPROVED, Status.EXECUTING):
-            return
-        if target is Status.EXECUTED and current.status is not Status.EXECUTING:
-            return
-        await self.store.transition(
-            current.id, target=target, expected_version=current.version, actor=self.worker_id, now=self.clock.now()
-        )
+    async def mark(self, approval: Approval, target: Status) -> Approval:
+        """Move ``approval`` to executing/executed unless it is already there (or past it)."""
+        current = approval
+        for _ in range(3):
+            if target is Status.EXECUTING and current.status not in (Status.APPROVED, Status.EXECUTING):
+                return current
+            if target is Status.EXECUTED and current.status is not Status.EXECUTING:
+                return current
+            try:
+                return await self.store.transition(
+                    current.id,
+                    target=target,
+                    expected_version=current.version,
+                    actor=self.worker_id,
+                    now=self.clock.now(),
+                )
+            except (IllegalTransition, EngineError) as exc:
+                if exc.code not in (ErrorCode.STALE_VERSION, ErrorCode.ILLEGAL_TRANSITION):
+                    raise
+                current = await self.store.get_approval(approval.id)  # someone moved it: look again
+        return current

@@ -72,6 +72,7 @@ class Runner:
         self.worker_id = worker_id or f"runner:{socket.gethostname()}:{short_id('w')}"
         self.effects = Effects(service.store, service.clock, self.worker_id, lease)
         self._tools: dict[str, dict[str, Tool]] = {}
+        self._checked: set[str] = set()
 
     # -- entry points -----------------------------------------------------------------------------------
     async def start(
@@ -85,7 +86,9 @@ class Runner:
     ) -> RunResult:
         """Validate everything that can be checked up front, then run until done or paused."""
         values = resolve_vars(wf, given_vars)
-        check_templates(wf)
+        if wf.spec_hash not in self._checked:
+            check_templates(wf)
+            self._checked.add(wf.spec_hash)
         tools = self._load(wf)
         state = RunState(
             session_id=session_id or new_session_id(),
@@ -155,9 +158,12 @@ class Runner:
                 return self._result(state, outcome.approval)
             state.position = outcome.position if isinstance(outcome, _Jump) else state.position + 1
             state.waiting = None
+            if state.position >= len(steps):
+                state.status, state.reason = RunStatus.COMPLETED, None
             await self._save(state)
-        state.status, state.reason = RunStatus.COMPLETED, None
-        await self._save(state)
+        if state.status is not RunStatus.COMPLETED:  # a run resumed after it had already finished its steps
+            state.status, state.reason = RunStatus.COMPLETED, None
+            await self._save(state)
         return self._result(state)
 
     def _scope(self, state: RunState, step_id: str, **extra: Any) -> dict[str, Any]:

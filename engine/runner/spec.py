@@ -108,7 +108,12 @@ class LoadedWorkflow(BaseModel):
     step_hashes: dict[str, str]
 
 
+_LOADED: dict[tuple[str, str], LoadedWorkflow] = {}
+
+
 def load_workflow(path: str | Path) -> LoadedWorkflow:
+    """Read and validate a workflow file. The file is always re-read (resume compares its hash); parsing is
+    skipped when the content is unchanged since the last load in this process."""
     p = Path(path).resolve()
     try:
         text = p.read_text(encoding="utf-8")
@@ -116,11 +121,19 @@ def load_workflow(path: str | Path) -> LoadedWorkflow:
         raise EngineError(
             f"cannot read workflow {path}: {exc.strerror or exc}; check the path", code=ErrorCode.WORKFLOW_INVALID
         ) from None
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    cached = _LOADED.get((str(p), digest))
+    if cached is not None:
+        return cached
     spec = parse_model(text, Workflow, code=ErrorCode.WORKFLOW_INVALID, what="workflow", source=str(path))
     steps = {s.id: _digest(s.model_dump(mode="json", by_alias=True)) for s in spec.steps}
     steps.update({f"tool:{n}": _digest(t.model_dump(mode="json", by_alias=True)) for n, t in spec.tools.items()})
     steps["vars"] = _digest(spec.vars)
-    return LoadedWorkflow(spec=spec, path=p, spec_hash=hashlib.sha256(text.encode()).hexdigest(), step_hashes=steps)
+    loaded = LoadedWorkflow(spec=spec, path=p, spec_hash=digest, step_hashes=steps)
+    if len(_LOADED) > 256:
+        _LOADED.clear()
+    _LOADED[(str(p), digest)] = loaded
+    return loaded
 
 
 def _digest(value: Any) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from importlib import resources
 from typing import Any, cast
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, RedisError
 
@@ -109,6 +110,22 @@ class RedisStore:
             raise StoreError(f"Redis store failed: {exc}; nothing was applied") from exc
         return list(out)
 
+    async def _pipeline(self, build: Callable[[Pipeline], None], scripts: list[AsyncScript]) -> list[Any]:
+        """One round trip; loads the scripts once if the server lost them (restart, SCRIPT FLUSH)."""
+        for attempt in (1, 2):
+            try:
+                async with self.r.pipeline(transaction=False) as pipe:
+                    build(pipe)
+                    return list(await pipe.execute())
+            except NoScriptError:
+                if attempt == 2:
+                    raise
+                for script in scripts:
+                    await self.r.script_load(script.script)
+            except RedisError as exc:
+                raise StoreError(f"Redis store failed: {exc}; nothing was applied") from exc
+        raise AssertionError("unreachable")
+
     async def close(self) -> None:
         await self.r.aclose()
 
@@ -127,17 +144,16 @@ class RedisStore:
         args: list[Any] = [entry.model_dump_json(), static_doc(approval)]
         for k, v in fields.items():
             args += [k, v]
-        try:
-            async with self.r.pipeline(transaction=False) as pipe:
-                # Indexes first: a crash between the two leaves a dangling index entry (repaired on read),
-                # never an approval that no index knows about.
-                pipe.zadd(self._pending(approval.required_role), {approval.id: approval.created_at}, nx=True)
-                pipe.zadd(f"{self.p}:due", {approval.id: approval.expires_at}, nx=True)
-                pipe.zadd(f"{self.p}:all", {approval.id: approval.created_at}, nx=True)
-                await self._create(keys=self._keys(approval.id), args=args, client=pipe)
-                out = await pipe.execute()
-        except RedisError as exc:
-            raise StoreError(f"Redis store failed: {exc}; nothing was applied") from exc
+
+        def build(pipe: Pipeline) -> None:
+            # Indexes first: a crash between the two leaves a dangling index entry (repaired on read),
+            # never an approval that no index knows about.
+            pipe.zadd(self._pending(approval.required_role), {approval.id: approval.created_at}, nx=True)
+            pipe.zadd(f"{self.p}:due", {approval.id: approval.expires_at}, nx=True)
+            pipe.zadd(f"{self.p}:all", {approval.id: approval.created_at}, nx=True)
+            pipe.evalsha(self._create.sha, 3, *self._keys(approval.id), *args)
+
+        out = await self._pipeline(build, [self._create])
         res = list(out[-1])
         if _s(res[0]) == "created":
             return approval, True
@@ -290,12 +306,14 @@ class RedisStore:
         due = [_s(m) for m in await self.r.zrangebyscore(f"{self.p}:due", "-inf", now, start=0, num=limit)]
         if not due:
             return []
-        async with self.r.pipeline(transaction=False) as pipe:
+
+        def build(pipe: Pipeline) -> None:
             for aid in due:
-                await self._transition(
-                    keys=self._keys(aid),
-                    client=pipe,
-                    args=[
+                pipe.evalsha(
+                    self._transition.sha,
+                    3,
+                    *self._keys(aid),
+                    *[
                         repr(now),
                         "expired",
                         "",
@@ -307,7 +325,8 @@ class RedisStore:
                         "pending",
                     ],
                 )
-            results = await pipe.execute()
+
+        results = await self._pipeline(build, [self._transition])
         expired = [approval_from_result(list(r)) for r in results if _s(r[0]) == "ok"]
         await self.r.zrem(f"{self.p}:due", *due)  # decided, expired or missing: none is due any more
         return expired

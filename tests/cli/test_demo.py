@@ -14,8 +14,9 @@ def test_hitl_demo_runs_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
     for name in ("HITL_STORE", "HITL_CONFIG", "HITL_REVIEWER", "HITL_NOW"):
         env.pop(name, None)
-    out = subprocess.run([sys.executable, "-m", "engine", "demo"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "engine", "demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     for expected in ("escalate", "not_eligible", "self_approval", "completed", "already_decided", "executed"):

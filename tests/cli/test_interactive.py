@@ -12,13 +12,36 @@ from tests.cli.conftest import REFUND, ROOT
 
 
 def spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
-    env = {**os.environ, "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db", "HITL_SHOP_DB": str(tmp_path / "shop.db"),
-           "PYTHONPATH": str(ROOT), "COLUMNS": "160", "TERM": "dumb"}
+    env = {
+        **os.environ,
+        "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
+        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "PYTHONPATH": str(ROOT),
+        "COLUMNS": "160",
+        "TERM": "dumb",
+    }
     env.pop("HITL_CONFIG", None)
-    return pexpect.spawn(sys.executable, ["-m", "engine", "run", str(REFUND), "--var", "order_id=78291",
-                                          "--var", "amount=75", "--var", "note=call me at 030 1234 5678",
-                                          "--interactive", *args],
-                         env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60)
+    return pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "engine",
+            "run",
+            str(REFUND),
+            "--var",
+            "order_id=78291",
+            "--var",
+            "amount=75",
+            "--var",
+            "note=call me at 030 1234 5678",
+            "--interactive",
+            *args,
+        ],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=60,
+    )
 
 
 def test_interactive_evidence_then_approve(tmp_path: Path) -> None:
