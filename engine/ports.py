@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 from engine.domain.decide import DecideCommand
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
-from engine.domain.records import AuditEntry, Claim, MessageRef, Page, TrustGrant
+from engine.domain.records import AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 
 __all__ = ["Clock", "Notifier", "Store"]
 
@@ -105,6 +105,10 @@ class Store(Protocol):
 
     async def list_trust(self, session_id: str, *, now: float) -> list[TrustGrant]: ...
 
+    async def list_all_trust(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
+        """Active grants across sessions (for ``/hitl trust list``)."""
+        ...
+
     async def revoke_trust(self, session_id: str, tool: str, *, by: str, now: float) -> bool: ...
 
     async def window_add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
@@ -124,6 +128,19 @@ class Store(Protocol):
     async def get_message(self, approval_id: str) -> MessageRef | None: ...
 
     async def approval_for_message(self, ref: MessageRef) -> str | None: ...
+
+    async def enqueue_job(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
+        """Queue a job durably; returns its id."""
+        ...
+
+    async def claim_jobs(self, consumer: str, *, limit: int, now: float, lease: float) -> list[Job]:
+        """Jobs for ``consumer``: new ones, and ones another consumer claimed over ``lease`` seconds ago
+        without acknowledging (it crashed). Delivery is at least once; handlers must be idempotent."""
+        ...
+
+    async def ack_job(self, job_id: str) -> None:
+        """Mark a job done; it is never delivered again."""
+        ...
 
     async def close(self) -> None: ...
 

@@ -293,6 +293,50 @@ def policy_explain(
 
 
 @app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to bind (use 0.0.0.0 in a container).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 3000,
+    socket: Annotated[bool, typer.Option("--socket", help="Socket Mode (SLACK_APP_TOKEN) instead of HTTP.")] = False,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the Slack app: POST /slack/events, GET /healthz, GET /metrics (or Socket Mode)."""
+    out = Out(as_json=False)
+    import logging
+
+    from bot.app import build_bot
+    from bot.errors import BotError
+    from bot.server import serve_http, serve_socket
+    from bot.settings import BotSettings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides: dict[str, Any] = {}
+    if store:
+        overrides["hitl_store"] = store
+    if config:
+        overrides["hitl_config"] = config
+    settings = BotSettings(**overrides)
+
+    async def work() -> int:
+        rt = await build_bot(settings, socket_mode=socket)
+        try:
+            if socket:
+                assert settings.slack_app_token is not None
+                await serve_socket(rt, settings.slack_app_token.get_secret_value())
+            else:
+                await serve_http(rt, host=host, port=port)
+        finally:
+            await rt.close()
+        return 0
+
+    try:
+        _run(out, work)
+    except BotError as exc:
+        out.error(str(exc.code), exc.message)
+        raise typer.Exit(1) from None
+
+
+@app.command()
 def demo(
     store: StoreOpt = None,
 ) -> None:

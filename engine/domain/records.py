@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.domain.models import Approval
 
-__all__ = ["AuditEntry", "Claim", "ClaimState", "MessageRef", "Page", "TrustGrant"]
+__all__ = ["AuditEntry", "Claim", "ClaimState", "Job", "MessageRef", "Page", "TrustGrant"]
 
 
 class _Rec(BaseModel):
@@ -77,3 +77,12 @@ class Page(_Rec):
     items: list[Approval] = Field(default_factory=list)
     cursor: str | None = None
     """Pass back to get the next page; None at the end."""
+
+
+class Job(_Rec):
+    """A durable background job (e.g. resume a run after a decision), delivered at least once."""
+
+    id: str
+    kind: str
+    payload: dict[str, Any]
+    attempts: int = 1

@@ -23,7 +23,7 @@ from redis.exceptions import NoScriptError, RedisError
 from engine.domain.decide import DecideCommand, refusal_message
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
-from engine.domain.records import AuditEntry, Claim, ClaimState, MessageRef, Page, TrustGrant
+from engine.domain.records import AuditEntry, Claim, ClaimState, Job, MessageRef, Page, TrustGrant
 from engine.domain.states import sources_of
 from engine.errors import (
     ClaimRefused,
@@ -497,6 +497,7 @@ class RedisStore:
     async def grant_trust(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None:
         async with self.r.pipeline(transaction=True) as pipe:
             pipe.hset(self._tk(session_id), tool, json.dumps([until, by]))
+            pipe.sadd(f"{self.p}:trust-sessions", session_id)
             pipe.xadd(
                 f"{self.p}:audit",
                 {
@@ -515,6 +516,17 @@ class RedisStore:
             if until > now:
                 out.append(TrustGrant(session_id=session_id, tool=_s(tool), granted_by=by, until=until))
         return sorted(out, key=lambda g: g.tool)
+
+    async def list_all_trust(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
+        out: list[TrustGrant] = []
+        for session_id in sorted(_s(x) for x in await self.r.smembers(f"{self.p}:trust-sessions")):
+            grants = await self.list_trust(session_id, now=now)
+            if not grants:
+                await self.r.srem(f"{self.p}:trust-sessions", session_id)
+            out += grants
+            if len(out) >= limit:
+                break
+        return out[:limit]
 
     async def revoke_trust(self, session_id: str, tool: str, *, by: str, now: float) -> bool:
         grants = {g.tool for g in await self.list_trust(session_id, now=now)}
@@ -560,6 +572,46 @@ class RedisStore:
         entries += [AuditEntry.model_validate_json(fields[b"e" if b"e" in fields else "e"]) for _, fields in stream]
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
+
+    # -- jobs: a stream with a consumer group; a crashed consumer's jobs are reclaimed with XAUTOCLAIM ----------
+    _GROUP = "hitl-workers"
+
+    async def enqueue_job(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
+        job_id = await self.r.xadd(f"{self.p}:jobs", {"kind": kind, "payload": json.dumps(payload), "at": repr(now)})
+        return _s(job_id)
+
+    async def claim_jobs(self, consumer: str, *, limit: int, now: float, lease: float) -> list[Job]:
+        key = f"{self.p}:jobs"
+        try:
+            await self.r.xgroup_create(key, self._GROUP, id="0", mkstream=True)
+        except RedisError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise StoreError(f"Redis store failed: {exc}") from exc
+        # Idle time is the server's clock: ``lease`` is how long a consumer may hold a job unacknowledged.
+        reclaimed = await self.r.xautoclaim(
+            key, self._GROUP, consumer, min_idle_time=int(lease * 1000), start_id="0-0", count=limit
+        )
+        entries = list(reclaimed[1]) if reclaimed else []
+        if len(entries) < limit:
+            fresh = cast(
+                list[Any], await self.r.xreadgroup(self._GROUP, consumer, {key: ">"}, count=limit - len(entries))
+            )
+            for _stream, items in fresh or []:
+                entries += list(items)
+        jobs = []
+        for job_id, fields in entries:
+            if not fields:  # deleted while pending
+                continue
+            f = {_s(k): _s(v) for k, v in fields.items()}
+            jobs.append(Job(id=_s(job_id), kind=f["kind"], payload=json.loads(f["payload"])))
+        return jobs
+
+    async def ack_job(self, job_id: str) -> None:
+        key = f"{self.p}:jobs"
+        async with self.r.pipeline(transaction=True) as pipe:
+            pipe.xack(key, self._GROUP, job_id)
+            pipe.xdel(key, job_id)
+            await pipe.execute()
 
     async def set_message(self, approval_id: str, ref: MessageRef) -> None:
         async with self.r.pipeline(transaction=False) as pipe:

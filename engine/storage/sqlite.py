@@ -18,7 +18,7 @@ from engine.domain import execution as claim_rules
 from engine.domain.decide import DecideCommand, apply_decision, apply_expiry
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
-from engine.domain.records import AuditEntry, Claim, MessageRef, Page, TrustGrant
+from engine.domain.records import AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from engine.errors import DecisionRefused, NotFound, StoreError
 from engine.storage._codec import audit_for_decision, decode_cursor, dumps, encode_cursor, loads
 from engine.storage.sqlite_schema import SCHEMA, SCHEMA_VERSION
@@ -318,6 +318,17 @@ class SqliteStore:
 
         return await self._run(tx, write=False)
 
+    async def list_all_trust(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
+        def tx(c: sqlite3.Connection) -> list[TrustGrant]:
+            rows = c.execute(
+                "SELECT session_id, tool, granted_by, until FROM trust WHERE until > ? ORDER BY session_id, tool "
+                "LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            return [TrustGrant(session_id=s, tool=t, granted_by=b, until=u) for s, t, b, u in rows]
+
+        return await self._run(tx, write=False)
+
     async def revoke_trust(self, session_id: str, tool: str, *, by: str, now: float) -> bool:
         def tx(c: sqlite3.Connection) -> bool:
             n = c.execute(
@@ -366,6 +377,34 @@ class SqliteStore:
             return [AuditEntry.model_validate(dict(zip(keys, r, strict=True))) for r in rows]
 
         return await self._run(tx, write=False)
+
+    async def enqueue_job(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
+        def tx(c: sqlite3.Connection) -> str:
+            cur = c.execute(
+                "INSERT INTO jobs (kind, payload, created_at) VALUES (?, ?, ?)", (kind, dumps(payload), now)
+            )
+            return str(cur.lastrowid)
+
+        return await self._run(tx)
+
+    async def claim_jobs(self, consumer: str, *, limit: int, now: float, lease: float) -> list[Job]:
+        def tx(c: sqlite3.Connection) -> list[Job]:
+            rows = c.execute(
+                "SELECT id, kind, payload, attempts FROM jobs WHERE done = 0 AND (consumer IS NULL OR "
+                "claimed_at + ? <= ?) ORDER BY id LIMIT ?",
+                (lease, now, limit),
+            ).fetchall()
+            for row in rows:
+                c.execute(
+                    "UPDATE jobs SET consumer = ?, claimed_at = ?, attempts = attempts + 1 WHERE id = ?",
+                    (consumer, now, row[0]),
+                )
+            return [Job(id=str(r[0]), kind=r[1], payload=loads(r[2]), attempts=r[3] + 1) for r in rows]
+
+        return await self._run(tx)
+
+    async def ack_job(self, job_id: str) -> None:
+        await self._run(lambda c: c.execute("UPDATE jobs SET done = 1 WHERE id = ?", (int(job_id),)) and None)
 
     async def set_message(self, approval_id: str, ref: MessageRef) -> None:
         await self._run(

@@ -366,11 +366,18 @@ class StoreConformance:
         await store.grant_trust("s1", "email", until=clock.now() + 600, by="U_SUPPORT1", now=clock.now())
         assert [g.tool for g in await store.list_trust("s1", now=clock.now())] == ["email", "refund"]
         assert await store.list_trust("s2", now=clock.now()) == []
+        await store.grant_trust("s2", "email", until=clock.now() + 60, by="U_SUPPORT2", now=clock.now())
+        assert [(g.session_id, g.tool) for g in await store.list_all_trust(now=clock.now())] == [
+            ("s1", "email"),
+            ("s1", "refund"),
+            ("s2", "email"),
+        ]
         clock.advance(61)
         assert [g.tool for g in await store.list_trust("s1", now=clock.now())] == ["email"]
         assert await store.revoke_trust("s1", "email", by="U_SUPPORT2", now=clock.now())
         assert not await store.revoke_trust("s1", "email", by="U_SUPPORT2", now=clock.now())
         assert await store.list_trust("s1", now=clock.now()) == []
+        assert [(g.session_id, g.tool) for g in await store.list_all_trust(now=clock.now())] == []
 
     async def test_rolling_windows_count_and_sum(self, store: Store, clock: FakeClock) -> None:
         key = "split:cust-1"
@@ -414,3 +421,18 @@ class StoreConformance:
         decided = await store.decide(cmd(a, "U_SUPPORT1"), now=clock.now())  # a cancelled wait changed nothing
         woke = await asyncio.wait_for(waiter, timeout=5)
         assert woke == decided and woke.status is Status.APPROVED
+
+    # -- jobs -----------------------------------------------------------------------------------------
+    async def test_jobs_are_delivered_until_acknowledged(self, store: Store, clock: FakeClock) -> None:
+        first = await store.enqueue_job("resume", {"session_id": "s1"}, now=clock.now())
+        second = await store.enqueue_job("resume", {"session_id": "s2"}, now=clock.now())
+        got = await store.claim_jobs("worker-a", limit=10, now=clock.now(), lease=60)
+        assert [(j.id, j.payload["session_id"]) for j in got] == [(first, "s1"), (second, "s2")]
+        assert await store.claim_jobs("worker-b", limit=10, now=clock.now(), lease=60) == []
+        await store.ack_job(first)
+        # worker-a "crashed" holding s2: with its lease over, another worker takes it; s1 never comes back.
+        clock.advance(61)
+        again = await store.claim_jobs("worker-b", limit=10, now=clock.now(), lease=0)
+        assert [j.payload["session_id"] for j in again] == ["s2"]
+        await store.ack_job(second)
+        assert await store.claim_jobs("worker-c", limit=10, now=clock.now(), lease=0) == []

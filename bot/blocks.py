@@ -1,0 +1,273 @@
+"""Approval -> Block Kit. Pure functions: no I/O, time passed in.
+
+The card has a trusted part built only from structured fields, a labelled untrusted-evidence part shown
+as an escaped code block, and the controls. Button values carry ``id|version|short hash`` so a click on
+an old card is detected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bot.escape import code_block, label
+from engine.domain.models import Approval, Decision, DecisionKind, Status
+
+__all__ = [
+    "ACTION_APPROVE",
+    "ACTION_FEEDBACK",
+    "ACTION_MODIFY",
+    "ACTION_REJECT",
+    "ACTION_TRUST",
+    "ACTION_VIEW_ALL",
+    "button_value",
+    "card",
+    "card_text",
+    "parse_button_value",
+    "who",
+]
+
+ACTION_APPROVE = "hitl_approve"
+ACTION_REJECT = "hitl_reject"
+ACTION_MODIFY = "hitl_modify"
+ACTION_TRUST = "hitl_trust"
+ACTION_VIEW_ALL = "hitl_view_all"
+ACTION_FEEDBACK = "hitl_feedback"
+SHORT_HASH = 16
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
+_VALUE = re.compile(r"^(apr_[0-9A-Z]{10})\|(\d{1,9})\|([0-9a-f]{16})$")
+
+_TITLES = {
+    Status.PENDING: "Approval needed",
+    Status.APPROVED: "Approved",
+    Status.REJECTED: "Rejected",
+    Status.EXPIRED: "Expired",
+    Status.CANCELLED: "Cancelled",
+    Status.SUPERSEDED: "Superseded",
+    Status.EXECUTING: "Approved, running",
+    Status.EXECUTED: "Approved and done",
+    Status.FAILED: "Approved, but it failed",
+}
+_ICONS = {
+    Status.PENDING: ":lock:",
+    Status.APPROVED: ":white_check_mark:",
+    Status.REJECTED: ":x:",
+    Status.EXPIRED: ":hourglass:",
+    Status.CANCELLED: ":no_entry_sign:",
+    Status.SUPERSEDED: ":arrows_counterclockwise:",
+    Status.EXECUTING: ":gear:",
+    Status.EXECUTED: ":white_check_mark:",
+    Status.FAILED: ":warning:",
+}
+
+
+def button_value(a: Approval) -> str:
+    return f"{a.id}|{a.version}|{a.action_hash[:SHORT_HASH]}"
+
+
+def parse_button_value(value: str) -> tuple[str, int, str] | None:
+    """``(approval id, version, short hash)`` or None for anything malformed or tampered with."""
+    m = _VALUE.match(value or "")
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else None
+
+
+def who(reviewer: str) -> str:
+    """A Slack user as a mention; any other identity (cli:alice, auto-approve) escaped as text."""
+    return f"<@{reviewer}>" if _SLACK_USER.match(reviewer) else f"`{label(reviewer, 80)}`"
+
+
+def when(ts: float) -> str:
+    """Slack renders the date in the reader's timezone; the fallback is UTC."""
+    from datetime import UTC, datetime
+
+    iso = datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{iso}>"
+
+
+def card_text(a: Approval) -> str:
+    """The notification text (shown in notifications and by clients without blocks)."""
+    return f"{_TITLES[a.status]}: {label(a.tool, 80)} ({a.id})"
+
+
+def card(a: Approval, *, now: float, live: bool = True) -> list[dict[str, Any]]:
+    """The review card for ``a`` in its current state. Controls only while it is pending."""
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": f"{_TITLES[a.status]}: {a.tool}"[:150], "emoji": False},
+        },
+        {"type": "section", "fields": _fields(a)},
+    ]
+    if a.reasons:
+        why = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:6])
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Why it needs review*\n{why}"}})
+    blocks += _action_blocks(a)
+    if a.status is not Status.PENDING:
+        blocks.append(_outcome(a))
+    elif a.decisions:
+        blocks.append(_progress(a))
+    if a.evidence:
+        blocks += [
+            {"type": "divider"},
+            {
+                "type": "context",
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": ":warning: *Untrusted evidence* supplied with the request. It is shown as "
+                        "plain text; do not follow instructions in it.",
+                    }
+                ],
+            },
+            {"type": "section", "text": {"type": "mrkdwn", "text": code_block(a.evidence, 1800), "verbatim": True}},
+        ]
+    if a.status is Status.PENDING and live:
+        blocks += [{"type": "divider"}, _controls(a)]
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": f"Or: `/hitl approve {a.id}`  ·  `/hitl show {a.id}`"}],
+            }
+        )
+    return blocks
+
+
+def _fields(a: Approval) -> list[dict[str, Any]]:
+    approvers = a.required_role or "any reviewer"
+    votes = f" · {len(a.approvers)} of {a.quorum}" if a.quorum > 1 else ""
+    return [
+        {"type": "mrkdwn", "text": f"*Tier*\n{a.tier} ({label(a.rule, 60)})"},
+        {"type": "mrkdwn", "text": f"*Requested by*\n{who(a.requester)}"},
+        {"type": "mrkdwn", "text": f"*Approvers*\n{label(approvers, 60)}{votes}"},
+        {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}"},
+        {"type": "mrkdwn", "text": f"*Approval*\n`{a.id}` v{a.version}"},
+        {"type": "mrkdwn", "text": f"*Action hash*\n`{a.action_hash[:SHORT_HASH]}`"},
+    ]
+
+
+def _action_blocks(a: Approval) -> list[dict[str, Any]]:
+    items = a.args.get("items") if "batch" in a.metadata else None
+    if isinstance(items, list):
+        shown = json.dumps(items[:5], ensure_ascii=False, indent=1)
+        more = " (showing 5; press *View all*)" if len(items) > 5 else ""
+        out: list[dict[str, Any]] = [
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": f"*Batch of {len(items)} × {label(a.tool, 60)}*{more}\n{code_block(shown, 2200)}",
+                    "verbatim": True,
+                },
+            }
+        ]
+        if len(items) > 5:
+            out.append(
+                {
+                    "type": "actions",
+                    "block_id": f"hitl_batch:{a.id}",
+                    "elements": [
+                        {
+                            "type": "button",
+                            "action_id": ACTION_VIEW_ALL,
+                            "text": {"type": "plain_text", "text": f"View all {len(items)}"},
+                            "value": button_value(a),
+                        }
+                    ],
+                }
+            )
+        return out
+    text = json.dumps(a.args, ensure_ascii=False, indent=1)
+    body = f"*Exact arguments* (`{label(a.tool, 60)}`)\n{code_block(text, 2400)}"
+    if a.approved_args is not None and a.approved_args != a.args:
+        after = json.dumps(a.approved_args, ensure_ascii=False, indent=1)
+        body = (
+            f"*Arguments: before → after* (`{label(a.tool, 60)}`)\n{code_block(text, 1200)}\n{code_block(after, 1200)}"
+        )
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": body, "verbatim": True}}]
+
+
+def _decision_line(d: Decision) -> str:
+    verb = {
+        DecisionKind.APPROVE: "approved",
+        DecisionKind.REJECT: "rejected",
+        DecisionKind.MODIFY: "modified and approved",
+        DecisionKind.TRUST: "approved and trusted for this session",
+        DecisionKind.FEEDBACK: "sent feedback",
+    }[d.kind]
+    return f"{who(d.reviewer)} {verb} {when(d.at)} via {label(d.via, 20)}"
+
+
+def _outcome(a: Approval) -> dict[str, Any]:
+    lines = [f"{_ICONS[a.status]} *{_TITLES[a.status]}*"]
+    lines += [_decision_line(d) for d in a.decisions[-5:]]
+    if a.status is Status.EXPIRED:
+        lines.append(f"Expired {when(a.expires_at)} without a decision.")
+    if a.superseded_by:
+        lines.append(f"Replaced by `{a.superseded_by}` (the edit needs other approvers).")
+    text = "\n".join(lines)
+    if a.reason:
+        text += "\n" + code_block(a.reason, 600)
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
+
+
+def _progress(a: Approval) -> dict[str, Any]:
+    role = label(a.required_role or "reviewer", 40)
+    lines = [f":ballot_box_with_check: *{len(a.approvers)} of {a.quorum} {role} approvals*"]
+    lines += [_decision_line(d) for d in a.decisions[-5:]]
+    return {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True}}
+
+
+def _controls(a: Approval) -> dict[str, Any]:
+    value = button_value(a)
+    buttons: list[dict[str, Any]] = [
+        {
+            "type": "button",
+            "action_id": ACTION_APPROVE,
+            "style": "primary",
+            "text": {"type": "plain_text", "text": "Approve"},
+            "value": value,
+        },
+        {
+            "type": "button",
+            "action_id": ACTION_REJECT,
+            "style": "danger",
+            "text": {"type": "plain_text", "text": "Reject"},
+            "value": value,
+            "confirm": {
+                "title": {"type": "plain_text", "text": "Reject this action?"},
+                "text": {"type": "plain_text", "text": f"{a.tool} will not run. You will be asked for a reason."[:300]},
+                "confirm": {"type": "plain_text", "text": "Reject"},
+                "deny": {"type": "plain_text", "text": "Cancel"},
+                "style": "danger",
+            },
+        },
+    ]
+    if "batch" not in a.metadata and not a.tool.startswith(("gate:", "review:")):
+        buttons.append(
+            {
+                "type": "button",
+                "action_id": ACTION_MODIFY,
+                "text": {"type": "plain_text", "text": "Modify"},
+                "value": value,
+            }
+        )
+    if a.tool.startswith(("gate:", "review:")):
+        buttons.append(
+            {
+                "type": "button",
+                "action_id": ACTION_FEEDBACK,
+                "text": {"type": "plain_text", "text": "Send feedback"},
+                "value": value,
+            }
+        )
+    if a.trustable and a.quorum == 1:
+        buttons.append(
+            {
+                "type": "button",
+                "action_id": ACTION_TRUST,
+                "text": {"type": "plain_text", "text": "Trust for session"},
+                "value": value,
+            }
+        )
+    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}

@@ -1,0 +1,89 @@
+"""Everything the listeners need, built once per app by the composition root (no globals)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.metrics import Metrics
+from bot.notifier import SlackNotifier
+from bot.reviewers import ReviewerDirectory
+from bot.signing import Signer
+from engine.config import HitlConfig
+from engine.domain.models import Approval
+from engine.ports import Store
+from engine.runner.schema import ArgSpec, ToolSchema
+from engine.runner.spec import load_workflow
+from engine.runner.state import RunState
+from engine.runner.tools import load_tools
+from engine.service import ApprovalService
+
+__all__ = ["BotContext"]
+
+log = logging.getLogger("hitl.bot")
+
+
+@dataclass
+class BotContext:
+    service: ApprovalService
+    config: HitlConfig
+    directory: ReviewerDirectory
+    notifier: SlackNotifier
+    metrics: Metrics
+    signer: Signer
+    replica: str
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    @property
+    def store(self) -> Store:
+        return self.service.store
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        """Fire-and-forget work after ``ack()``: keep a reference, and log (never lose) its errors."""
+        task = asyncio.create_task(coro, name=name)
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    async def drain(self) -> None:
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+
+    async def schema_for(self, a: Approval) -> ToolSchema:
+        """The tool's schema from the run's workflow; for ask-API approvals, inferred from the arguments."""
+        found = await self.store.load_checkpoint(a.session_id)
+        if found is not None:
+            try:
+                state = RunState.model_validate({**found[0], "version": found[1]})
+                wf = load_workflow(state.workflow_path)
+                tools = load_tools(wf.spec.tools, base=wf.path.parent)
+                if a.tool in tools and tools[a.tool].schema.args:
+                    return tools[a.tool].schema
+            except Exception:  # a missing or broken workflow file: fall back to inference
+                log.warning("cannot load the workflow of %s; inferring the form from its arguments", a.id)
+        return infer_schema(a.tool, a.execute_args)
+
+
+def infer_schema(tool: str, args: dict[str, Any]) -> ToolSchema:
+    specs: dict[str, ArgSpec] = {}
+    for name, value in args.items():
+        if isinstance(value, bool):
+            specs[name] = ArgSpec(type="boolean")
+        elif isinstance(value, int):
+            specs[name] = ArgSpec(type="integer")
+        elif isinstance(value, float):
+            specs[name] = ArgSpec(type="number")
+        elif isinstance(value, dict):
+            specs[name] = ArgSpec(type="object")
+        elif isinstance(value, list):
+            specs[name] = ArgSpec(type="array")
+        else:
+            specs[name] = ArgSpec(type="string", multiline=isinstance(value, str) and len(value) > 80)
+    return ToolSchema(tool, specs)

@@ -1,0 +1,76 @@
+"""One path from a Slack click or command to the core's atomic decide, with words for every refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.blocks import who
+from bot.context import BotContext
+from engine.domain.models import Approval, DecisionKind
+from engine.errors import EngineError, ErrorCode, NotFound
+
+__all__ = ["decide", "refusal_text"]
+
+
+def refusal_text(exc: EngineError, approval: Approval | None) -> str:
+    role = (approval.required_role if approval else None) or "a reviewer role"
+    match exc.code:
+        case ErrorCode.NOT_ELIGIBLE:
+            return f":no_entry: You are not a reviewer for this request: it needs *{role}*."
+        case ErrorCode.SELF_APPROVAL:
+            return ":no_entry: You requested this action, so someone else has to decide it."
+        case ErrorCode.DUPLICATE_VOTE:
+            n = approval.quorum if approval else 2
+            return f":ballot_box_with_check: You already voted. It needs {n} different approvers."
+        case ErrorCode.STALE_VERSION | ErrorCode.HASH_MISMATCH:
+            return ":arrows_counterclockwise: This request changed since this card was shown. Use the updated card."
+        case ErrorCode.EXPIRED:
+            return ":hourglass: This request expired. The requester has to propose it again."
+        case ErrorCode.ALREADY_DECIDED:
+            winner = exc.context.get("winner") or "someone else"
+            status = exc.context.get("status", "decided")
+            return f":lock: Already decided by {who(str(winner))} ({status}). Nothing changed."
+        case ErrorCode.NOT_TRUSTABLE:
+            return ":no_entry: This tool cannot be trusted for a session. Approve it once instead."
+        case ErrorCode.NOT_FOUND:
+            return ":grey_question: No such approval. `/hitl pending` lists what you can decide."
+        case _:
+            return f":warning: Not recorded: {exc.message}"
+
+
+async def decide(
+    ctx: BotContext,
+    user_id: str,
+    approval_id: str,
+    kind: DecisionKind,
+    *,
+    version: int | None,
+    short_hash: str | None,
+    reason: str | None = None,
+    args: dict[str, Any] | None = None,
+) -> tuple[Approval | None, str | None]:
+    """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user)."""
+    current: Approval | None = None
+    try:
+        current = await ctx.store.get_approval(approval_id)
+        expected_hash = current.action_hash
+        if short_hash is not None and not current.action_hash.startswith(short_hash):
+            expected_hash = short_hash.ljust(64, "0")  # the store refuses (and audits) the mismatch
+        reviewer = await ctx.directory.reviewer(user_id)
+        updated = await ctx.service.decide_as(
+            reviewer,
+            approval_id,
+            kind,
+            expected_version=current.version if version is None else version,
+            expected_hash=expected_hash,
+            reason=reason,
+            args=args,
+            via="slack",
+        )
+    except NotFound as exc:
+        return None, refusal_text(exc, None)
+    except EngineError as exc:
+        ctx.metrics.refusals.labels(code=str(exc.code)).inc()
+        return None, refusal_text(exc, current)
+    ctx.metrics.decided(updated, kind, ctx.service.clock.now())
+    return updated, None

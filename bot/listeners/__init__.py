@@ -1,0 +1,18 @@
+"""Bolt listeners: button clicks, slash commands, modal submissions."""
+
+from __future__ import annotations
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.context import BotContext
+from bot.listeners.actions import register_actions
+from bot.listeners.commands import register_commands
+from bot.listeners.views import register_views
+
+__all__ = ["register"]
+
+
+def register(app: AsyncApp, ctx: BotContext) -> None:
+    register_actions(app, ctx)
+    register_commands(app, ctx)
+    register_views(app, ctx)

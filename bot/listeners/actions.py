@@ -1,0 +1,134 @@
+"""Button clicks on review cards. Every handler acks first; refusals reach only the clicker."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.blocks import (
+    ACTION_APPROVE,
+    ACTION_FEEDBACK,
+    ACTION_MODIFY,
+    ACTION_REJECT,
+    ACTION_TRUST,
+    ACTION_VIEW_ALL,
+    parse_button_value,
+)
+from bot.context import BotContext
+from bot.decisions import decide, refusal_text
+from bot.modals import batch_view, modify_view, reason_view
+from engine.domain.models import Approval, DecisionKind
+from engine.errors import EngineError
+
+__all__ = ["register_actions"]
+
+log = logging.getLogger("hitl.bot")
+_BAD_VALUE = ":warning: This button is not valid (it may have been altered). Nothing changed."
+
+
+def _click(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    user = (body.get("user") or {}).get("id")
+    actions = body.get("actions") or []
+    if not isinstance(user, str) or not actions or not isinstance(actions[0], dict):
+        return None
+    return user, actions[0]
+
+
+def register_actions(app: AsyncApp, ctx: BotContext) -> None:
+    async def simple(kind: DecisionKind, ack: Any, body: dict[str, Any], respond: Any) -> None:
+        await ack()
+        try:
+            click = _click(body)
+            parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
+            if click is None or parsed is None:
+                await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
+                return
+            approval_id, version, short = parsed
+            updated, refusal = await decide(ctx, click[0], approval_id, kind, version=version, short_hash=short)
+            if refusal is not None:
+                await respond(text=refusal, response_type="ephemeral", replace_original=False)
+            elif body.get("container", {}).get("is_ephemeral"):
+                await respond(text=_done_text(updated), response_type="ephemeral", replace_original=True)
+        except Exception:  # never let an error after ack() turn into a Slack-side failure
+            log.exception("%s click failed", kind)
+            await _safe_respond(respond, ":warning: Something went wrong; nothing was recorded. Try again.")
+
+    async def on_approve(ack: Any, body: dict[str, Any], respond: Any) -> None:
+        await simple(DecisionKind.APPROVE, ack, body, respond)
+
+    async def on_trust(ack: Any, body: dict[str, Any], respond: Any) -> None:
+        await simple(DecisionKind.TRUST, ack, body, respond)
+
+    async def open_modal(kind: str, ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+        await ack()
+        try:
+            click = _click(body)
+            parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
+            trigger = body.get("trigger_id")
+            if click is None or parsed is None or not isinstance(trigger, str):
+                await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
+                return
+            approval_id, version, short = parsed
+            try:
+                a = await ctx.store.get_approval(approval_id)
+            except EngineError as exc:
+                await respond(text=refusal_text(exc, None), response_type="ephemeral", replace_original=False)
+                return
+            meta = ctx.signer.dumps(
+                {"id": a.id, "v": version, "h": short, "u": click[0], "r": body.get("response_url")}
+            )
+            if kind == ACTION_VIEW_ALL:
+                view = batch_view(a)
+            elif kind == ACTION_MODIFY:
+                view = modify_view(a, await ctx.schema_for(a), meta)
+            else:
+                required = ctx.service.policy.tool_spec(a.tool).reason_required
+                view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)
+            # The trigger expires 3 s after the click: open the modal before anything slow.
+            await client.views_open(trigger_id=trigger, view=view)
+        except SlackApiError as exc:
+            log.warning("views.open failed: %s", exc.response.get("error"))
+            await _safe_respond(
+                respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again."
+            )
+        except Exception:
+            log.exception("opening a modal failed")
+            await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
+
+    async def on_reject(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+        await open_modal(ACTION_REJECT, ack, body, respond, client)
+
+    async def on_modify(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+        await open_modal(ACTION_MODIFY, ack, body, respond, client)
+
+    async def on_feedback(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+        await open_modal(ACTION_FEEDBACK, ack, body, respond, client)
+
+    async def on_view_all(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+        await open_modal(ACTION_VIEW_ALL, ack, body, respond, client)
+
+    app.action(ACTION_APPROVE)(on_approve)
+    app.action(ACTION_TRUST)(on_trust)
+    app.action(ACTION_REJECT)(on_reject)
+    app.action(ACTION_MODIFY)(on_modify)
+    app.action(ACTION_FEEDBACK)(on_feedback)
+    app.action(ACTION_VIEW_ALL)(on_view_all)
+
+
+def _done_text(a: Approval | None) -> str:
+    if a is None:
+        return "Done."
+    if a.is_open:
+        return f":ballot_box_with_check: Vote recorded on `{a.id}`: {len(a.approvers)} of {a.quorum} approvals."
+    return f":white_check_mark: `{a.id}` is now {a.status}."
+
+
+async def _safe_respond(respond: Any, text: str) -> None:
+    try:
+        await respond(text=text, response_type="ephemeral", replace_original=False)
+    except Exception:
+        log.exception("could not tell the user")

@@ -1,0 +1,109 @@
+"""Modal submissions: Modify (schema-checked, inline errors), Reject (reason), Feedback."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.context import BotContext
+from bot.decisions import decide
+from bot.errors import BotError
+from bot.modals import CALLBACK_FEEDBACK, CALLBACK_MODIFY, CALLBACK_REJECT, parse_modify
+from engine.domain.models import DecisionKind
+
+__all__ = ["register_views"]
+
+log = logging.getLogger("hitl.bot")
+
+
+def _meta(ctx: BotContext, body: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        meta = ctx.signer.loads(str((body.get("view") or {}).get("private_metadata") or ""))
+    except BotError:
+        return None
+    user = (body.get("user") or {}).get("id")
+    # A modal opened for one person cannot be submitted as another.
+    return meta if meta.get("u") == user else None
+
+
+def _values(body: dict[str, Any]) -> dict[str, Any]:
+    return dict(((body.get("view") or {}).get("state") or {}).get("values") or {})
+
+
+def register_views(app: AsyncApp, ctx: BotContext) -> None:
+    async def on_modify(ack: Any, body: dict[str, Any]) -> None:
+        meta = _meta(ctx, body)
+        if meta is None:
+            await ack(response_action="errors", errors=_first_field(body, "This form was altered; nothing changed."))
+            return
+        try:
+            a = await ctx.store.get_approval(str(meta["id"]))
+            schema = await ctx.schema_for(a)
+            args, errors = parse_modify(_values(body), schema)
+            if errors:
+                await ack(response_action="errors", errors=errors)
+                return
+            _, refusal = await decide(
+                ctx,
+                body["user"]["id"],
+                a.id,
+                DecisionKind.MODIFY,
+                version=int(meta["v"]),
+                short_hash=str(meta["h"]),
+                args=args,
+            )
+        except Exception:
+            log.exception("modify submission failed")
+            refusal = "Something went wrong; nothing was recorded."
+        if refusal:
+            await ack(response_action="errors", errors=_first_field(body, _plain(refusal)))
+        else:
+            await ack()
+
+    async def reason_submitted(kind: DecisionKind, ack: Any, body: dict[str, Any]) -> None:
+        meta = _meta(ctx, body)
+        if meta is None:
+            await ack(response_action="errors", errors={"hitl_reason": "This form was altered; nothing changed."})
+            return
+        reason = ((_values(body).get("hitl_reason") or {}).get("value") or {}).get("value") or None
+        try:
+            _, refusal = await decide(
+                ctx,
+                body["user"]["id"],
+                str(meta["id"]),
+                kind,
+                version=int(meta["v"]),
+                short_hash=str(meta["h"]),
+                reason=reason,
+            )
+        except Exception:
+            log.exception("%s submission failed", kind)
+            refusal = "Something went wrong; nothing was recorded."
+        if refusal:
+            await ack(response_action="errors", errors={"hitl_reason": _plain(refusal)})
+        else:
+            await ack()
+
+    async def on_reject(ack: Any, body: dict[str, Any]) -> None:
+        await reason_submitted(DecisionKind.REJECT, ack, body)
+
+    async def on_feedback(ack: Any, body: dict[str, Any]) -> None:
+        await reason_submitted(DecisionKind.FEEDBACK, ack, body)
+
+    app.view(CALLBACK_MODIFY)(on_modify)
+    app.view(CALLBACK_REJECT)(on_reject)
+    app.view(CALLBACK_FEEDBACK)(on_feedback)
+
+
+def _first_field(body: dict[str, Any], message: str) -> dict[str, str]:
+    blocks = (body.get("view") or {}).get("blocks") or []
+    block_id = next((b.get("block_id") for b in blocks if b.get("type") == "input"), "hitl_reason")
+    return {str(block_id): message}
+
+
+def _plain(text: str) -> str:
+    """Modal errors are plain text: drop emoji codes and mrkdwn marks from refusal words."""
+    words = [w for w in text.split() if not (w.startswith(":") and w.endswith(":"))]
+    return " ".join(words).replace("*", "")[:150]

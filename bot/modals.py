@@ -1,0 +1,179 @@
+"""Modals: Modify (typed inputs from the tool's schema), Reject (reason), Feedback, View all (batches)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.escape import code_block, label
+from engine.domain.models import Approval
+from engine.runner.schema import ArgSpec, ToolSchema
+
+__all__ = [
+    "CALLBACK_FEEDBACK",
+    "CALLBACK_MODIFY",
+    "CALLBACK_REJECT",
+    "batch_view",
+    "modify_view",
+    "parse_modify",
+    "reason_view",
+]
+
+CALLBACK_MODIFY = "hitl_modify_submit"
+CALLBACK_REJECT = "hitl_reject_submit"
+CALLBACK_FEEDBACK = "hitl_feedback_submit"
+_FIELD = "hitl_field:"
+
+
+def _pt(text: str) -> dict[str, Any]:
+    return {"type": "plain_text", "text": text, "emoji": False}
+
+
+def modify_view(a: Approval, schema: ToolSchema, metadata: str) -> dict[str, Any]:
+    """Inputs typed from the schema, pre-filled with the proposal."""
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": f"Edit the arguments of `{label(a.tool, 60)}`. "
+                "The policy runs again on your edit: if it needs other approvers, a new "
+                "request goes to them.",
+            },
+        },
+    ]
+    for name, spec in list(schema.args.items())[:90]:
+        blocks.append(_input(name, spec, a.execute_args.get(name)))
+    return {
+        "type": "modal",
+        "callback_id": CALLBACK_MODIFY,
+        "private_metadata": metadata,
+        "title": _pt("Modify action"),
+        "submit": _pt("Approve edit"),
+        "close": _pt("Cancel"),
+        "blocks": blocks,
+    }
+
+
+def _input(name: str, spec: ArgSpec, value: Any) -> dict[str, Any]:
+    title = _pt(f"{name}{'' if spec.required else ' (optional)'}"[:2000])
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": f"{_FIELD}{name}",
+        "label": title,
+        "optional": not spec.required or spec.type == "boolean",
+    }
+    if spec.description:
+        block["hint"] = _pt(spec.description[:2000])
+    action = "value"
+    if spec.enum:
+        options = [{"text": _pt(o[:75]), "value": o[:150]} for o in spec.enum[:100]]
+        element: dict[str, Any] = {"type": "static_select", "action_id": action, "options": options}
+        chosen = next((o for o in options if o["value"] == value), None)
+        if chosen:
+            element["initial_option"] = chosen
+    elif spec.type == "boolean":
+        option = {"text": _pt("Yes"), "value": "true"}
+        element = {"type": "checkboxes", "action_id": action, "options": [option]}
+        if value:
+            element["initial_options"] = [option]
+    elif spec.type in ("number", "integer"):
+        element = {"type": "number_input", "action_id": action, "is_decimal_allowed": spec.type == "number"}
+        if value is not None:
+            element["initial_value"] = str(value)
+        if spec.minimum is not None:
+            element["min_value"] = str(spec.minimum)
+        if spec.maximum is not None:
+            element["max_value"] = str(spec.maximum)
+    else:
+        limit = spec.max_length or 3000
+        text = value if isinstance(value, str) else ("" if value is None else json.dumps(value))
+        element = {
+            "type": "plain_text_input",
+            "action_id": action,
+            "max_length": limit,
+            "multiline": spec.multiline or spec.type in ("object", "array"),
+        }
+        if text:
+            element["initial_value"] = text[:limit]
+    block["element"] = element
+    return block
+
+
+def parse_modify(state_values: dict[str, Any], schema: ToolSchema) -> tuple[dict[str, Any], dict[str, str]]:
+    """Raw modal values -> (typed args, errors by block id). Errors go back in the ack, inline."""
+    raw: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name, spec in schema.args.items():
+        cell = (state_values.get(f"{_FIELD}{name}") or {}).get("value") or {}
+        kind = cell.get("type")
+        if kind == "static_select":
+            value: Any = (cell.get("selected_option") or {}).get("value")
+        elif kind == "checkboxes":
+            value = bool(cell.get("selected_options"))
+        else:
+            value = cell.get("value")
+        if value in (None, "") and not spec.required:
+            continue
+        if spec.type in ("object", "array") and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                errors[f"{_FIELD}{name}"] = "must be valid JSON"
+                continue
+        raw[name] = value
+    if errors:
+        return {}, errors
+    problems = schema.errors(raw)
+    if problems:
+        return {}, {f"{_FIELD}{field.split('.')[0]}": msg[:150] for field, msg in problems.items()}
+    return schema.validate(raw), {}
+
+
+def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -> dict[str, Any]:
+    what = "Feedback for the previous step" if feedback else "Why reject it?"
+    return {
+        "type": "modal",
+        "callback_id": CALLBACK_FEEDBACK if feedback else CALLBACK_REJECT,
+        "private_metadata": metadata,
+        "title": _pt("Send feedback" if feedback else "Reject action"),
+        "submit": _pt("Send" if feedback else "Reject"),
+        "close": _pt("Cancel"),
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": f"`{a.id}` · `{label(a.tool, 60)}`"}},
+            {
+                "type": "input",
+                "block_id": "hitl_reason",
+                "optional": not (required or feedback),
+                "label": _pt(what),
+                "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": 2000},
+            },
+        ],
+    }
+
+
+def batch_view(a: Approval) -> dict[str, Any]:
+    items = a.args.get("items") or []
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": f"*{len(items)} × {label(a.tool, 60)}* · digest `{a.action_hash[:16]}`"},
+        }
+    ]
+    per_block = 20
+    for start in range(0, len(items), per_block):
+        if len(blocks) >= 99:
+            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "(more items not shown)"}]})
+            break
+        chunk = json.dumps(items[start : start + per_block], ensure_ascii=False, indent=1)
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "verbatim": True,
+                    "text": f"items {start + 1}–{min(len(items), start + per_block)}\n{code_block(chunk, 2800)}",
+                },
+            }
+        )
+    return {"type": "modal", "title": _pt("Batch items"), "close": _pt("Close"), "blocks": blocks}

@@ -1,0 +1,253 @@
+"""SlackNotifier: posts review cards once, keeps them current, and never loses an update.
+
+* A card is posted under an execution claim (``notify:<approval id>``), so replicas, retries and restarts
+  never post a second card for one approval.
+* Card updates are coalesced per approval and always render the approval as the store has it *now*, so
+  an update that arrives late cannot show a stale state. A failed update (429 after the SDK's own
+  retries, 5xx, network) is queued again with backoff until it lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.blocks import card, card_text, when
+from bot.escape import code_block, label
+from bot.metrics import Metrics
+from engine.config import NotifySpec
+from engine.domain.models import Approval
+from engine.domain.records import MessageRef
+from engine.errors import ClaimRefused
+from engine.ports import Clock, Store
+
+__all__ = ["SlackNotifier"]
+
+log = logging.getLogger("hitl.bot")
+_RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+
+
+class SlackNotifier:
+    """The :class:`engine.ports.Notifier` for Slack."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: Store,
+        clock: Clock,
+        spec: NotifySpec,
+        *,
+        default_channel: str | None,
+        replica: str,
+        metrics: Metrics,
+        backoff: Callable[[int], float] = lambda n: min(30.0, 0.5 * 2**n),
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.clock = clock
+        self.spec = spec
+        self.default_channel = default_channel
+        self.replica = replica
+        self.metrics = metrics
+        self.backoff = backoff
+        self._dirty: dict[str, int] = {}
+        self._wake = asyncio.Event()
+        self._worker: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # -- Notifier protocol ----------------------------------------------------------------------------------
+    def channel_for(self, a: Approval) -> str | None:
+        channels = self.spec.channels
+        return (
+            channels.get(a.required_role or "")
+            or channels.get(str(a.tier))
+            or self.spec.channel
+            or self.default_channel
+        )
+
+    async def approval_requested(self, approval: Approval) -> None:
+        await self.post_card(approval)
+
+    async def approval_changed(self, approval: Approval) -> None:
+        self._dirty[approval.id] = max(self._dirty.get(approval.id, 0), approval.version)
+        self._idle.clear()
+        self._wake.set()
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._run_updates(), name="hitl-card-updates")
+
+    async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None:
+        channel = self.spec.channels.get("notify") or self.spec.channel or self.default_channel
+        if not channel:
+            return
+        text = f":information_source: *{label(tool, 80)}* ran without review ({label(reason, 300)})"
+        body = code_block(json.dumps(args, ensure_ascii=False, indent=1), 2000)
+        await self._call(
+            "chat.postMessage",
+            self.client.chat_postMessage,
+            channel=channel,
+            text=f"{tool} ran without review",
+            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": f"{text}\n{body}", "verbatim": True}}],
+        )
+
+    # -- posting -----------------------------------------------------------------------------------------------
+    async def post_card(self, approval: Approval) -> MessageRef | None:
+        """Post the card unless it was posted (or is being posted) already. Returns where it is."""
+        channel = self.channel_for(approval)
+        if channel is None:
+            log.warning("no approval channel configured; %s is only visible through /hitl pending", approval.id)
+            return None
+        key = f"notify:{approval.id}"
+        try:
+            claim = await self.store.claim(
+                key,
+                action_hash=approval.action_hash,
+                holder=self.replica,
+                now=self.clock.now(),
+                lease=60.0,
+                retry_failed=True,
+            )
+        except ClaimRefused:
+            return None  # another replica is posting it right now
+        if not claim.acquired:
+            return await self.store.get_message(approval.id)
+        existing = await self.store.get_message(approval.id)
+        if existing is not None:  # posted by a holder that died before recording its outcome
+            await self.store.record_outcome(
+                key,
+                holder=self.replica,
+                attempt=claim.attempt,
+                ok=True,
+                result={"channel": existing.channel, "ts": existing.ts},
+                now=self.clock.now(),
+            )
+            return existing
+        current = await self.store.get_approval(approval.id)
+        try:
+            resp = await self._call(
+                "chat.postMessage",
+                self.client.chat_postMessage,
+                channel=channel,
+                text=card_text(current),
+                blocks=card(current, now=self.clock.now()),
+            )
+        except SlackApiError as exc:
+            await self.store.record_outcome(
+                key,
+                holder=self.replica,
+                attempt=claim.attempt,
+                ok=False,
+                result={"error": str(exc.response.get("error"))},
+                now=self.clock.now(),
+            )
+            log.error("could not post the card for %s: %s", approval.id, exc.response.get("error"))
+            return None
+        ref = MessageRef(channel=str(resp["channel"]), ts=str(resp["ts"]))
+        await self.store.set_message(approval.id, ref)
+        await self.store.record_outcome(
+            key,
+            holder=self.replica,
+            attempt=claim.attempt,
+            ok=True,
+            result={"channel": ref.channel, "ts": ref.ts},
+            now=self.clock.now(),
+        )
+        self.metrics.approval_requested(current)
+        if current.version != approval.version or not current.is_open:
+            await self.approval_changed(current)
+        return ref
+
+    async def remind(self, approval: Approval) -> bool:
+        """Post one reminder in the card's thread (once across replicas and restarts)."""
+        ref = await self.store.get_message(approval.id)
+        if ref is None:
+            return False
+        key = f"remind:{approval.id}"
+        try:
+            claim = await self.store.claim(
+                key, action_hash=approval.action_hash, holder=self.replica, now=self.clock.now(), lease=60.0
+            )
+        except ClaimRefused:
+            return False
+        if not claim.acquired:
+            return False
+        role = label(approval.required_role or "any reviewer", 40)
+        await self._call(
+            "chat.postMessage",
+            self.client.chat_postMessage,
+            channel=ref.channel,
+            thread_ts=ref.ts,
+            text=f":alarm_clock: `{approval.id}` expires {when(approval.expires_at)} and still needs "
+            f"{role} approval ({len(approval.approvers)} of {approval.quorum}).",
+        )
+        await self.store.record_outcome(
+            key, holder=self.replica, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
+        )
+        return True
+
+    # -- updating ----------------------------------------------------------------------------------------------
+    async def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every queued card update has landed (tests, shutdown)."""
+        await asyncio.wait_for(self._idle.wait(), timeout)
+
+    async def close(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+
+    async def _run_updates(self) -> None:
+        failures: dict[str, int] = {}
+        while True:
+            if not self._dirty:
+                self._idle.set()
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=60)
+                except TimeoutError:
+                    return
+                continue
+            approval_id, _ = self._dirty.popitem()
+            try:
+                await self._update(approval_id)
+                failures.pop(approval_id, None)
+            except Exception as exc:  # any failure: keep it queued, back off, try again
+                n = failures.get(approval_id, 0)
+                failures[approval_id] = n + 1
+                log.warning("card update for %s failed (%s); retrying", approval_id, exc)
+                self._dirty.setdefault(approval_id, 0)
+                await asyncio.sleep(self.backoff(n))
+
+    async def _update(self, approval_id: str) -> None:
+        ref = await self.store.get_message(approval_id)
+        if ref is None:
+            return
+        current = await self.store.get_approval(approval_id)
+        try:
+            await self._call(
+                "chat.update",
+                self.client.chat_update,
+                channel=ref.channel,
+                ts=ref.ts,
+                text=card_text(current),
+                blocks=card(current, now=self.clock.now()),
+            )
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            if error in _RETRYABLE or exc.response.status_code >= 500 or exc.response.status_code == 429:
+                raise
+            log.error("Slack refused the card update for %s: %s", approval_id, error)
+
+    async def _call(self, method: str, fn: Any, **kwargs: Any) -> Any:
+        try:
+            resp = await fn(**kwargs)
+        except SlackApiError as exc:
+            self.metrics.slack_calls.labels(method=method, outcome=str(exc.response.get("error"))).inc()
+            raise
+        self.metrics.slack_calls.labels(method=method, outcome="ok").inc()
+        return resp

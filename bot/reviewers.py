@@ -1,0 +1,60 @@
+"""Who is deciding: Slack user -> Reviewer with roles, user groups expanded through Slack (cached)."""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from engine.domain.models import Reviewer
+from engine.domain.reviewers import Roles
+from engine.ports import Clock
+
+__all__ = ["ReviewerDirectory"]
+
+log = logging.getLogger("hitl.bot")
+
+
+class ReviewerDirectory:
+    """Roles from hitl.yaml; ``S…`` user-group ids resolved with ``usergroups.users.list`` every ``ttl`` s.
+
+    A group that cannot be resolved grants nobody anything (fail closed); a stale answer is kept when a
+    refresh fails.
+    """
+
+    def __init__(self, roles: Roles, client: AsyncWebClient, clock: Clock, *, ttl: float = 300.0) -> None:
+        self.roles = roles
+        self.client = client
+        self.clock = clock
+        self.ttl = ttl
+        self._groups: dict[str, frozenset[str]] = {}
+        self._fetched = -1e18
+
+    async def reviewer(self, user_id: str) -> Reviewer:
+        roles = self.roles
+        if roles.groups():
+            await self._refresh()
+            roles = roles.expanded(self._groups)
+        return roles.reviewer(user_id)
+
+    async def members(self, role: str | None) -> frozenset[str]:
+        if self.roles.groups():
+            await self._refresh()
+            return self.roles.expanded(self._groups).members_of(role)
+        return self.roles.members_of(role)
+
+    async def _refresh(self) -> None:
+        if self.clock.now() - self._fetched < self.ttl:
+            return
+        fresh: dict[str, frozenset[str]] = {}
+        for group in sorted(self.roles.groups()):
+            try:
+                resp = await self.client.usergroups_users_list(usergroup=group)
+                fresh[group] = frozenset(resp.get("users") or [])
+            except SlackApiError as exc:
+                log.warning("cannot resolve user group %s: %s", group, exc.response.get("error"))
+                if group in self._groups:
+                    fresh[group] = self._groups[group]
+        self._groups = fresh
+        self._fetched = self.clock.now()

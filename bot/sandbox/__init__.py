@@ -1,0 +1,1 @@
+"""A local stand-in for Slack: the Web API subset the bot uses, validated the way Slack validates it."""

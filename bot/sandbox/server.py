@@ -1,0 +1,40 @@
+"""Run the emulated Slack Web API (and, later, the sandbox page) on a local address."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from bot.sandbox.webapi import SlackState, webapi_routes
+
+__all__ = ["Emulator", "start_emulator"]
+
+
+@dataclass
+class Emulator:
+    state: SlackState
+    runner: web.AppRunner
+    url: str
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start_emulator(
+    state: SlackState, *, host: str = "127.0.0.1", port: int = 0, extra_routes: list[web.RouteDef] | None = None
+) -> Emulator:
+    app = web.Application(client_max_size=4 * 1024 * 1024)
+    app.add_routes(webapi_routes(state) + (extra_routes or []))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = site._server.sockets[0].getsockname()  # type: ignore[union-attr]
+    url = f"http://{host}:{bound[1]}"
+    state.base_url = url
+    return Emulator(state=state, runner=runner, url=url)

@@ -1,0 +1,77 @@
+"""Serving the bot: HTTP (aiohttp: /slack/events, /healthz, /metrics) or Socket Mode."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
+from bot.app import BotRuntime
+
+__all__ = ["http_app", "serve_http", "serve_socket"]
+
+log = logging.getLogger("hitl.bot")
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Close two sharp edges of Bolt's adapter: a non-integer timestamp header gives a 500 (it should be
+    a 401 like any other unverifiable request), and an unexpected error must never become a 5xx."""
+    if request.method == "POST" and request.path == "/slack/events":
+        stamp = request.headers.get("X-Slack-Request-Timestamp", "")
+        if not stamp.isdigit():
+            return web.json_response({"error": "invalid request"}, status=401)
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("request failed")
+        return web.json_response({"error": "bad request"}, status=400)
+
+
+def http_app(rt: BotRuntime) -> web.Application:
+    """Bolt's aiohttp application plus the health and metrics endpoints."""
+    app = rt.app.web_app(path="/slack/events")
+    app.middlewares.append(_guard)
+
+    async def healthz(_: web.Request) -> web.Response:
+        try:
+            await rt.store.get_claim("healthz")
+        except Exception as exc:  # the store is down: say so, and let the orchestrator act
+            return web.json_response({"ok": False, "error": str(exc)[:200]}, status=503)
+        return web.json_response({"ok": True, "replica": rt.ctx.replica})
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=rt.ctx.metrics.render(), content_type="text/plain", charset="utf-8")
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def serve_http(rt: BotRuntime, *, host: str, port: int, ready: asyncio.Event | None = None) -> None:
+    runner = web.AppRunner(http_app(rt))
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    rt.worker.start()
+    log.info("hitl serving Slack requests on http://%s:%s/slack/events", host, port)
+    if ready is not None:
+        ready.set()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+async def serve_socket(rt: BotRuntime, app_token: str) -> None:
+    handler = AsyncSocketModeHandler(rt.app, app_token, web_client=rt.client)
+    rt.worker.start()
+    try:
+        await handler.start_async()  # type: ignore[no-untyped-call]
+    finally:
+        await handler.close_async()  # type: ignore[no-untyped-call]

@@ -1,0 +1,125 @@
+"""The bot served on 127.0.0.1 against the emulated Slack Web API, with requests signed as Slack signs them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.app import BotRuntime, build_bot
+from bot.sandbox.dispatch import Dispatcher
+from bot.sandbox.server import Emulator, start_emulator
+from bot.sandbox.webapi import Message, SlackState
+from bot.server import http_app
+from bot.settings import BotSettings
+from engine.ports import Store
+from engine.storage.redis import RedisStore, connect
+from engine.storage.sqlite import SqliteStore
+from engine.testing import FakeClock
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
+SECRET = "test-signing-secret"
+PEOPLE = ["U_SUPPORT1", "U_SUPPORT2", "U_FIN1", "U_FIN2", "U_FIN3", "U_STRANGER"]
+
+
+def workspace() -> SlackState:
+    state = SlackState()
+    state.add_channel("refund-approvals")
+    state.add_channel("finance-approvals")
+    state.add_channel("general")
+    for user in PEOPLE:
+        state.users[user] = {"name": user.lower(), "real_name": user.replace("_", " ").title(), "tz": "UTC"}
+    return state
+
+
+@dataclass
+class Harness:
+    state: SlackState
+    emulator: Emulator
+    rt: BotRuntime
+    slack: Dispatcher
+    bot_url: str
+    http: aiohttp.ClientSession
+    clock: FakeClock
+    runner: web.AppRunner
+
+    @property
+    def svc(self) -> Any:
+        return self.rt.ctx.service
+
+    def cards(self, channel: str = "refund-approvals") -> list[Message]:
+        ch = self.state.channel(channel)
+        assert ch is not None
+        return [m for m in self.state.messages if m.channel == ch.id and not m.ephemeral_to and not m.thread_ts]
+
+    def card_for(self, approval_id: str) -> Message:
+        found = [m for m in self.state.messages if not m.ephemeral_to and approval_id in m.text]
+        assert len(found) == 1, [m.text for m in self.state.messages]
+        return found[0]
+
+    def ephemeral(self, user: str) -> list[Message]:
+        return [m for m in self.state.messages if m.ephemeral_to == user]
+
+    async def settle(self) -> None:
+        await self.rt.ctx.notifier.flush()
+
+
+async def start(
+    store: Store, clock: FakeClock, *, state: SlackState | None = None, replica: str | None = None
+) -> Harness:
+    state = state or workspace()
+    emulator = await start_emulator(state)
+    settings = BotSettings(
+        slack_bot_token=state.token,
+        slack_signing_secret=SECRET,
+        slack_api_url=emulator.api_url,
+        hitl_config=str(CONFIG),
+        hitl_approval_channel="#refund-approvals",
+    )
+    rt = await build_bot(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
+    runner = web.AppRunner(http_app(rt))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bot_url = f"http://127.0.0.1:{port}"
+    http = aiohttp.ClientSession()
+    slack = Dispatcher(state, http, bot_url=f"{bot_url}/slack/events", signing_secret=SECRET)
+    return Harness(state, emulator, rt, slack, bot_url, http, clock, runner)
+
+
+async def stop(h: Harness) -> None:
+    await h.http.close()
+    await h.runner.cleanup()
+    await h.rt.close()
+    await h.emulator.close()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def harness(
+    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Harness]:
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    store: Store = (
+        SqliteStore(tmp_path / "bot.db")
+        if request.param == "sqlite"
+        else RedisStore(connect(redis_url), prefix=f"bot{uuid.uuid4().hex[:8]}")
+    )
+    h = await start(store, clock)
+    yield h
+    await stop(h)
+
+
+@pytest.fixture
+async def sqlite_harness(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    h = await start(SqliteStore(tmp_path / "bot.db"), clock)
+    yield h
+    await stop(h)
