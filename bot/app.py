@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
+from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.context import BotContext
@@ -72,7 +73,15 @@ async def build_bot(
     replica = replica or f"bot:{socket.gethostname()}:{short_id('r')}"
     store = store or open_store(settings.hitl_store)
     http = aiohttp.ClientSession()
-    handlers = [AsyncRateLimitErrorRetryHandler(max_retry_count=3), AsyncServerErrorRetryHandler(max_retry_count=3)]
+    server_errors = (
+        AsyncServerErrorRetryHandler(max_retry_count=3)
+        if retry_interval is None
+        else AsyncServerErrorRetryHandler(
+            max_retry_count=3,
+            interval_calculator=FixedValueRetryIntervalCalculator(fixed_internal=retry_interval),
+        )
+    )
+    handlers = [AsyncRateLimitErrorRetryHandler(max_retry_count=3), server_errors]
     client = AsyncWebClient(token=token, base_url=settings.api_base, session=http, retry_handlers=handlers)
     metrics = Metrics()
     backoff = (lambda n: retry_interval) if retry_interval is not None else (lambda n: min(30.0, 0.5 * 2**n))

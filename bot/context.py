@@ -68,6 +68,9 @@ class BotContext:
                     return tools[a.tool].schema
             except Exception:  # a missing or broken workflow file: fall back to inference
                 log.warning("cannot load the workflow of %s; inferring the form from its arguments", a.id)
+        declared = self.config.policy.tools.get(a.tool)
+        if declared is not None and declared.schema_:
+            return ToolSchema(a.tool, dict(declared.schema_))
         return infer_schema(a.tool, a.execute_args)
 
 

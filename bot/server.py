@@ -10,6 +10,7 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
 from bot.app import BotRuntime
+from bot.payloads import well_formed
 
 __all__ = ["http_app", "serve_http", "serve_socket"]
 
@@ -25,12 +26,17 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         if not stamp.isdigit():
             return web.json_response({"error": "invalid request"}, status=401)
     try:
-        return await handler(request)
+        response: web.StreamResponse = await handler(request)
     except web.HTTPException:
         raise
     except Exception:
         log.exception("request failed")
         return web.json_response({"error": "bad request"}, status=400)
+    # Bolt verified the signature first (a bad one is already a 401); a 5xx after that on a payload of the
+    # wrong shape is Bolt choking on malformed input: answer that as the client's error.
+    if response.status >= 500 and request.method == "POST" and not well_formed(await request.read()):
+        return web.json_response({"error": "malformed payload"}, status=400)
+    return response
 
 
 def http_app(rt: BotRuntime) -> web.Application:

@@ -72,7 +72,7 @@ class Dispatcher:
         """Press a button on ``message`` (found by its action id) as ``user``."""
         element, block_id = _find_button(message.blocks, action_id, value)
         channel = self.state.channels.get(message.channel)
-        payload = {
+        payload: dict[str, Any] = {
             "type": "block_actions",
             "user": self._user(user),
             "api_app_id": self.app_id,

@@ -6,6 +6,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.domain.argspec import ArgSpec
 from engine.domain.durations import Seconds
 from engine.domain.models import Tier
 
@@ -13,7 +14,7 @@ __all__ = ["OffHoursSpec", "PolicySpec", "RollingSumSpec", "RuleSpec", "ToolPoli
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class ToolPolicySpec(_Spec):
@@ -29,6 +30,8 @@ class ToolPolicySpec(_Spec):
     fallback: str = "cancel"
     reason_required: bool = False
     """Whether a rejection must carry a reason."""
+    schema_: dict[str, ArgSpec] | None = Field(default=None, alias="schema")
+    """Argument schema for tools proposed through the ask API (workflows declare theirs in the workflow)."""
 
     @field_validator("fallback")
     @classmethod

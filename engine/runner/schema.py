@@ -14,28 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from engine.errors import InvalidInput
 
 __all__ = ["ArgSpec", "ToolSchema"]
 
+from engine.domain.argspec import ArgSpec  # noqa: E402  (re-exported: schemas are written in it)
+
 _TYPES: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
-
-
-class ArgSpec(BaseModel):
-    """One argument's type and limits."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    type: Literal["string", "number", "integer", "boolean", "object", "array"] = "string"
-    description: str = ""
-    required: bool = True
-    default: Any = None
-    minimum: float | None = None
-    maximum: float | None = None
-    max_length: int | None = Field(default=None, ge=1, le=3000)
-    enum: list[str] | None = None
-    multiline: bool = False
 
 
 class ToolSchema:

@@ -60,7 +60,7 @@ class Harness:
         return [m for m in self.state.messages if m.channel == ch.id and not m.ephemeral_to and not m.thread_ts]
 
     def card_for(self, approval_id: str) -> Message:
-        found = [m for m in self.state.messages if not m.ephemeral_to and approval_id in m.text]
+        found = [m for m in self.state.messages if not m.ephemeral_to and not m.thread_ts and approval_id in m.text]
         assert len(found) == 1, [m.text for m in self.state.messages]
         return found[0]
 

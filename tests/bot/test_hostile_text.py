@@ -1,0 +1,86 @@
+"""No untrusted text becomes a mention, a link, formatting, a control, or breaks Slack's limits."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from bot.blocks import card
+from bot.escape import code_block, inert
+from bot.sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
+from engine.domain.models import Decision, DecisionKind, Status
+from engine.domain.redaction import bounded
+from engine.testing import FakeClock, make_approval
+from tests.bot.conftest import Harness
+from tests.bot.hostile import HOSTILE
+
+TRUSTED = re.compile(r"<!date\^\d+\^\{date_short_pretty\} \{time\}\|[0-9: -]+UTC>|<@[UW][A-Z0-9_]+>")
+INVISIBLE = re.compile("[\u200b\u200c\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f]")
+
+
+def texts(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        own = [value["text"]] if isinstance(value.get("text"), str) else []
+        return own + [t for k, v in value.items() if k != "text" for t in texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in texts(v)]
+    return []
+
+
+def assert_inert(blocks: list[dict[str, Any]]) -> None:
+    assert message_problems(blocks) == (None, [])
+    for text in texts(blocks):
+        stripped = TRUSTED.sub("", text)
+        assert "<" not in stripped and ">" not in stripped, text[:200]
+        assert not INVISIBLE.search(text), text[:200]
+        if "```" in text:
+            assert text.count("```") % 2 == 0  # every code block closed by our own fence only
+    assert sum(len(t) for t in texts(blocks)) <= MESSAGE_TEXT_BUDGET
+
+
+@pytest.mark.parametrize("hostile", HOSTILE, ids=[f"h{i}" for i in range(len(HOSTILE))])
+def test_every_hostile_string_stays_inert_on_every_card_state(hostile: str) -> None:
+    clock = FakeClock()
+    args = {"order_id": hostile[:5000], "note": hostile, "nested": {"x": [hostile[:100]]}}
+    a = make_approval(now=clock.now(), args=args, evidence=bounded(hostile, 2000), requester=hostile[:80] or "x")
+    assert_inert(card(a, now=clock.now()))
+    vote = Decision(
+        reviewer=hostile[:60] or "x",
+        kind=DecisionKind.REJECT,
+        at=clock.now(),
+        version=1,
+        reason=hostile,
+        via=hostile[:10] or "x",
+    )
+    decided = a.model_copy(update={"status": Status.REJECTED, "reason": hostile, "version": 2, "decisions": (vote,)})
+    assert_inert(card(decided, now=clock.now()))
+    modified = a.model_copy(update={"status": Status.APPROVED, "approved_args": {"note": hostile[::-1]}})
+    assert_inert(card(modified, now=clock.now()))
+
+
+def test_escaping_is_minimal_and_truncation_never_splits_an_entity() -> None:
+    assert inert("a & b <c> d") == "a &amp; b &lt;c&gt; d"
+    for n in range(1, 40):
+        out = inert("&" * 100, n)
+        assert len(out) <= n and not re.search(r"&[a-z]{0,3}…$", out) and not out.endswith("&…")
+    assert code_block("x").startswith("```\n") and code_block("x").endswith("\n```")
+    assert "[U+202E]" in inert("\u202e")
+
+
+async def test_hostile_evidence_posts_through_slacks_validation(harness: Harness) -> None:
+    for i, hostile in enumerate(HOSTILE):
+        p = await harness.svc.propose(
+            "refund",
+            {"order_id": hostile[:32], "customer_id": "C", "amount": 10 + i},
+            session_id=f"hostile{i}",
+            evidence=hostile,
+        )
+        assert p.approval is not None
+    posts = harness.state.calls_to("chat.postMessage")
+    assert len(posts) == len(HOSTILE) and all(c.response["ok"] for c in posts), [c.response for c in posts]
+    for m in harness.cards():
+        assert_inert(m.blocks)
+    assert "&lt;!channel&gt;" in json.dumps([m.blocks for m in harness.cards()])

@@ -1,0 +1,174 @@
+"""Signatures, malformed input, Slack API faults, health and metrics."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from urllib.parse import urlencode
+
+import pytest
+
+from bot.blocks import ACTION_APPROVE
+from bot.errors import BotError
+from bot.sandbox.dispatch import sign
+from bot.settings import BotSettings
+from engine.domain.models import Status
+from tests.bot.conftest import SECRET, Harness
+
+
+async def pending(h: Harness, amount: float = 50, session: str = "ses_e"):  # type: ignore[no-untyped-def]
+    p = await h.svc.propose("refund", {"order_id": "1", "customer_id": "C-1", "amount": amount}, session_id=session)
+    assert p.approval is not None
+    return p.approval
+
+
+async def test_bad_signatures_get_401_and_change_nothing(harness: Harness) -> None:
+    a = await pending(harness)
+    card = copy.deepcopy(harness.card_for(a.id))
+    button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U_SUPPORT1"},
+        "actions": [{**button, "block_id": "x"}],
+        "team": {"id": "T0SANDBOX"},
+        "api_app_id": "A0HITLAPP",
+        "token": "t",
+        "trigger_id": "1.2.3",
+        "container": {"type": "message", "message_ts": card.ts, "channel_id": card.channel},
+    }
+    body = urlencode({"payload": json.dumps(payload)})
+    now = int(time.time())
+    cases = [
+        dict(signature="v0=" + "0" * 64),  # forged
+        dict(signature=sign("wrong-secret", body, now)),  # wrong secret
+        dict(timestamp=now - 301, signature=sign(SECRET, body, now - 301)),  # stale: outside 5 minutes
+        dict(signature="garbage"),
+        dict(signature=""),
+    ]
+    for case in cases:
+        r = await harness.slack.post(body, **case)  # type: ignore[arg-type]
+        assert r.status == 401, case
+    async with harness.http.post(
+        f"{harness.bot_url}/slack/events",
+        data=body.encode(),
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": "soon",
+            "X-Slack-Signature": sign(SECRET, body, now),
+        },
+    ) as resp:
+        assert resp.status == 401  # Bolt alone would answer 500 here
+    async with harness.http.post(
+        f"{harness.bot_url}/slack/events",
+        data=body.encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    ) as resp:
+        assert resp.status == 401
+    assert (await harness.svc.store.get_approval(a.id)).version == 1
+    assert harness.ephemeral("U_SUPPORT1") == []
+
+
+async def test_malformed_payloads_never_5xx(harness: Harness) -> None:
+    a = await pending(harness)
+    bodies = [
+        "payload=not-json",
+        urlencode({"payload": json.dumps({"type": "block_actions"})}),
+        urlencode(
+            {
+                "payload": json.dumps(
+                    {
+                        "type": "block_actions",
+                        "user": {"id": "U_SUPPORT1"},
+                        "actions": [{"action_id": "unknown_action", "value": "x"}],
+                    }
+                )
+            }
+        ),
+        urlencode(
+            {
+                "payload": json.dumps(
+                    {
+                        "type": "block_actions",
+                        "user": {"id": "U_SUPPORT1"},
+                        "actions": [{"action_id": ACTION_APPROVE, "value": 12}],
+                    }
+                )
+            }
+        ),
+        urlencode(
+            {
+                "payload": json.dumps(
+                    {
+                        "type": "view_submission",
+                        "user": {"id": "U_SUPPORT1"},
+                        "view": {"callback_id": "hitl_reject_submit", "private_metadata": "x"},
+                    }
+                )
+            }
+        ),
+        urlencode({"payload": json.dumps([1, 2, 3])}),
+        "",
+        "command=/hitl&text=approve",
+    ]
+    for body in bodies:
+        r = await harness.slack.post(body)
+        assert r.status < 500, (body, r.status, r.body)
+    assert (await harness.svc.store.get_approval(a.id)).version == 1
+
+
+async def test_rate_limits_and_server_errors_never_lose_or_repeat_a_decision(harness: Harness) -> None:
+    a = await pending(harness)
+    card = copy.deepcopy(harness.card_for(a.id))
+    harness.state.fail_next("chat.update", status=429, retry_after=1)
+    for _ in range(6):  # beyond the SDK's own retries: the notifier keeps the update queued
+        harness.state.fail_next("chat.update", status=503)
+    r = await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+    assert r.status == 200
+    await harness.settle()
+    assert (await harness.svc.store.get_approval(a.id)).status is Status.APPROVED
+    updates = harness.state.calls_to("chat.update")
+    assert [c.status for c in updates][-1] == 200 and [c.status for c in updates][0] == 429
+    assert "Approved" in harness.card_for(a.id).blocks[0]["text"]["text"]
+    log = await harness.svc.store.audit(approval_id=a.id)
+    assert [e.event for e in log].count("decided") == 1
+
+    b = await pending(harness, amount=60, session="ses_e2")
+    harness.state.fail_next("chat.postMessage", status=500)
+    for _ in range(4):
+        harness.state.fail_next("chat.postMessage", status=500)
+    c = await pending(harness, amount=61, session="ses_e3")
+    assert [m for m in harness.state.messages if c.id in m.text] == []  # the post failed for now
+    await harness.rt.worker.sweep_pending()  # the sweeper posts cards that never made it, once
+    await harness.rt.worker.sweep_pending()
+    assert len([m for m in harness.state.messages if c.id in m.text]) == 1
+    assert len([m for m in harness.state.messages if b.id in m.text]) == 1
+
+
+async def test_healthz_and_metrics(harness: Harness) -> None:
+    a = await pending(harness)
+    await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(a.id)), ACTION_APPROVE)
+    async with harness.http.get(f"{harness.bot_url}/healthz") as resp:
+        assert resp.status == 200 and (await resp.json())["ok"] is True
+    async with harness.http.get(f"{harness.bot_url}/metrics") as resp:
+        text = await resp.text()
+    assert 'hitl_approvals_requested_total{tier="approve",tool="refund"} 1.0' in text
+    assert 'hitl_decisions_total{kind="approve"} 1.0' in text
+    assert "hitl_time_to_decision_seconds_count 1.0" in text and "hitl_correction_rate 0.0" in text
+
+
+def test_refuses_to_start_without_a_signing_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(BotError, match="SLACK_BOT_TOKEN"):
+        BotSettings().require_http()
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    with pytest.raises(BotError, match="SLACK_SIGNING_SECRET is not set"):
+        BotSettings().require_http()
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "")
+    with pytest.raises(BotError, match="SLACK_SIGNING_SECRET"):
+        BotSettings().require_http()
+    with pytest.raises(BotError, match="SLACK_APP_TOKEN"):
+        BotSettings().require_socket()
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    BotSettings().require_http()

@@ -1,0 +1,73 @@
+"""Interrupt mode (a decision in Slack resumes the paused run), the sweeper, batches."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+from pathlib import Path
+
+from bot.blocks import ACTION_APPROVE, ACTION_VIEW_ALL
+from engine.domain.models import Status
+from engine.runner import Runner, RunStatus, load_workflow
+from tests.bot.conftest import ROOT, Harness
+
+REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
+CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
+
+
+async def test_slack_approval_resumes_the_paused_run_exactly_once(harness: Harness, tmp_path: Path) -> None:
+    runner = Runner(harness.svc)
+    r = await runner.start(
+        load_workflow(REFUND), {"order_id": "78291", "amount": "120", "note": "box crushed"}, config_path=str(CONFIG)
+    )
+    assert r.status is RunStatus.PAUSED and r.approval is not None
+    card = copy.deepcopy(harness.card_for(r.approval.id))
+    await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+    assert await harness.rt.worker.process_jobs() == 1
+    await harness.settle()
+    state = await runner.load(r.session_id)
+    assert state.status is RunStatus.COMPLETED
+    done = await harness.svc.store.get_approval(r.approval.id)
+    assert done.status is Status.EXECUTED
+    assert "Approved and done" in harness.card_for(r.approval.id).blocks[0]["text"]["text"]
+    thread = [m for m in harness.state.messages if m.thread_ts == card.ts]
+    assert thread and "completed" in thread[-1].text
+    with sqlite3.connect(tmp_path / "shop.db") as db:
+        assert db.execute("SELECT amount FROM refunds").fetchall() == [(120.0,)]
+    # a replayed click and a second worker pass change nothing
+    await harness.slack.click("U_SUPPORT2", card, ACTION_APPROVE)
+    assert await harness.rt.worker.process_jobs() == 0
+    with sqlite3.connect(tmp_path / "shop.db") as db:
+        assert len(db.execute("SELECT * FROM refunds").fetchall()) == 1
+
+
+async def test_sweeper_reminds_once_then_expires_and_updates_the_card(harness: Harness) -> None:
+    p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C-1", "amount": 20}, session_id="sw")
+    assert p.approval is not None
+    card = harness.card_for(p.approval.id)
+    harness.clock.advance(4 * 3600 - 300)  # 5 minutes left; reminders go 10 minutes before expiry
+    await harness.rt.worker.tick()
+    await harness.rt.worker.tick()
+    reminders = [m for m in harness.state.messages if m.thread_ts == card.ts]
+    assert len(reminders) == 1 and "expires" in reminders[0].text
+    harness.clock.advance(301)
+    await harness.rt.worker.tick()
+    await harness.settle()
+    assert (await harness.svc.store.get_approval(p.approval.id)).status is Status.EXPIRED
+    top = harness.card_for(p.approval.id)
+    assert top.blocks[0]["text"]["text"].startswith("Expired") and "without a decision" in json.dumps(top.blocks)
+    assert not any(b["type"] == "actions" for b in top.blocks)
+
+
+async def test_batch_card_shows_count_digest_and_view_all(harness: Harness) -> None:
+    items = [{"to": f"user{i}@example.com", "subject": "s", "body": "b"} for i in range(12)]
+    p = await harness.svc.propose("send_email_batch", {}, session_id="b", batch=items)
+    assert p.approval is not None
+    card = copy.deepcopy(harness.card_for(p.approval.id))
+    text = json.dumps(card.blocks)
+    assert "Batch of 12" in text and p.approval.action_hash[:16] in text and "user0@example.com" in text
+    assert "user11@example.com" not in text
+    await harness.slack.click("U_SUPPORT1", card, ACTION_VIEW_ALL)
+    view = list(harness.state.views.values())[-1]
+    assert "user11@example.com" in json.dumps(view["blocks"])
