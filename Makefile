@@ -37,6 +37,7 @@ bench: $(STAMP) redis
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/store_bench.py
 	$(BIN)/python bench/cycle_bench.py
+	$(BIN)/python bench/slack_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

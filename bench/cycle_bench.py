@@ -43,8 +43,13 @@ async def hitl_cycles(store: Store, n: int, warm: int) -> list[float]:
         t0 = time.perf_counter()
         r = await runner.start(wf, {}, session_id=f"ses_{i}_{uuid.uuid4().hex[:6]}")
         assert r.status is RunStatus.PAUSED and r.approval is not None
-        await svc.decide(r.approval.id, "U_OPS", DecisionKind.APPROVE,
-                         expected_version=r.approval.version, expected_hash=r.approval.action_hash)
+        await svc.decide(
+            r.approval.id,
+            "U_OPS",
+            DecisionKind.APPROVE,
+            expected_version=r.approval.version,
+            expected_hash=r.approval.action_hash,
+        )
         done = await runner.resume(r.session_id)
         assert done.status is RunStatus.COMPLETED
         if i >= warm:
@@ -113,8 +118,10 @@ async def main() -> None:
     ap.add_argument("--warm", type=int, default=100)
     a = ap.parse_args()
     gc.enable()
-    print(f"hitl cycle benchmark: {a.n} sequential pause -> decide -> resume cycles after {a.warm} warm-up "
-          f"({os.cpu_count()} cores)")
+    print(
+        f"hitl cycle benchmark: {a.n} sequential pause -> decide -> resume cycles after {a.warm} warm-up "
+        f"({os.cpu_count()} cores)"
+    )
     res: dict[str, list[float]] = {}
     sizes: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

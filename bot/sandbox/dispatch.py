@@ -8,12 +8,12 @@ import hashlib
 import hmac
 import json
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 
+from bot.sandbox.socket import Reply, SocketHub
 from bot.sandbox.webapi import Message, SlackState
 
 __all__ = ["Dispatcher", "Reply", "sign"]
@@ -22,15 +22,6 @@ __all__ = ["Dispatcher", "Reply", "sign"]
 def sign(secret: str, body: str, timestamp: int) -> str:
     base = f"v0:{timestamp}:{body}".encode()
     return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
-
-
-@dataclass
-class Reply:
-    status: int
-    body: str
-
-    def json(self) -> Any:
-        return json.loads(self.body) if self.body.strip().startswith("{") else None
 
 
 class Dispatcher:
@@ -50,6 +41,7 @@ class Dispatcher:
         self.bot_url = bot_url
         self.secret = signing_secret
         self.app_id = app_id
+        self.socket: SocketHub | None = None
 
     async def post(self, body: str, *, timestamp: int | None = None, signature: str | None = None) -> Reply:
         ts = int(time.time()) if timestamp is None else timestamp
@@ -93,7 +85,7 @@ class Dispatcher:
             "response_url": self.state.new_response_url(message.channel, user),
             "actions": [{**element, "block_id": block_id, "action_ts": f"{time.time():.6f}"}],
         }
-        return await self.post(urlencode({"payload": json.dumps(payload)}))
+        return await self.send("interactive", payload)
 
     async def command(self, user: str, channel: str, text: str, *, command: str = "/hitl") -> Reply:
         ch = self.state.channel(channel)
@@ -112,7 +104,7 @@ class Dispatcher:
             "response_url": self.state.new_response_url(ch.id if ch else channel, user),
             "trigger_id": self.state.new_trigger(user),
         }
-        return await self.post(urlencode(fields))
+        return await self.send("slash_commands", fields)
 
     async def submit(self, user: str, view_id: str, values: dict[str, dict[str, dict[str, Any]]]) -> Reply:
         """Submit an open modal with ``state.values`` shaped as Slack sends them."""
@@ -135,7 +127,14 @@ class Dispatcher:
             "response_urls": [],
             "is_enterprise_install": False,
         }
-        return await self.post(urlencode({"payload": json.dumps(payload)}))
+        return await self.send("interactive", payload)
+
+    async def send(self, kind: str, payload: dict[str, Any]) -> Reply:
+        """Deliver over HTTP (signed, form-encoded) or, when the bot is in Socket Mode, over its websocket."""
+        if self.socket is not None:
+            return await self.socket.deliver(kind, payload)
+        body = urlencode(payload) if kind == "slash_commands" else urlencode({"payload": json.dumps(payload)})
+        return await self.post(body)
 
 
 def _find_button(blocks: list[dict[str, Any]], action_id: str, value: str | None) -> tuple[dict[str, Any], str]:

@@ -1,4 +1,4 @@
-"""Run the emulated Slack Web API (and, later, the sandbox page) on a local address."""
+"""Run the emulated Slack (Web API, response URLs, Socket Mode, the sandbox page) on a local address."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.sandbox.socket import SocketHub
 from bot.sandbox.webapi import SlackState, webapi_routes
 
 __all__ = ["Emulator", "start_emulator"]
@@ -26,10 +27,16 @@ class Emulator:
 
 
 async def start_emulator(
-    state: SlackState, *, host: str = "127.0.0.1", port: int = 0, extra_routes: list[web.RouteDef] | None = None
+    state: SlackState,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    extra_routes: list[web.RouteDef] | None = None,
+    socket: SocketHub | None = None,
 ) -> Emulator:
     app = web.Application(client_max_size=4 * 1024 * 1024)
-    app.add_routes(webapi_routes(state) + (extra_routes or []))
+    # Socket Mode's routes go first: apps.connections.open takes the app token, not the bot token.
+    app.add_routes((socket.routes() if socket else []) + webapi_routes(state) + (extra_routes or []))
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -37,4 +44,6 @@ async def start_emulator(
     bound = site._server.sockets[0].getsockname()  # type: ignore[union-attr]
     url = f"http://{host}:{bound[1]}"
     state.base_url = url
+    if socket is not None:
+        socket.base_url = url
     return Emulator(state=state, runner=runner, url=url)

@@ -1,0 +1,129 @@
+"""`hitl serve` as a real process: a run paused by `hitl run` gets its card, a signed click resumes it."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from bot.blocks import ACTION_APPROVE
+from bot.sandbox.dispatch import Dispatcher
+from bot.sandbox.server import start_emulator
+from tests.bot.conftest import CONFIG, ROOT, SECRET, workspace
+from tests.conftest import free_port
+
+
+async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> None:
+    state = workspace()
+    emulator = await start_emulator(state)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SLACK_BOT_TOKEN": state.token,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": emulator.api_url,
+        "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
+        "HITL_CONFIG": str(CONFIG),
+        "HITL_APPROVAL_CHANNEL": "#refund-approvals",
+        "SWEEP_INTERVAL": "0.1",
+        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+    }
+    env.pop("HITL_NOW", None)
+    log = (tmp_path / "serve.log").open("w")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "engine", "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    http = aiohttp.ClientSession()
+    try:
+        for _ in range(300):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                    if resp.status == 200:
+                        break
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+        run = await asyncio.to_thread(
+            subprocess.run,
+            [
+                sys.executable,
+                "-m",
+                "engine",
+                "run",
+                str(ROOT / "examples/refund/workflow.yaml"),
+                "--var",
+                "order_id=78291",
+                "--var",
+                "amount=75",
+                "--json",
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 4, run.stderr
+        approval_id = json.loads(run.stdout)["approval_id"]
+        card = None
+        for _ in range(300):
+            found = [m for m in state.messages if approval_id in m.text and not m.thread_ts]
+            if found:
+                card = copy.deepcopy(found[0])
+                break
+            await asyncio.sleep(0.05)
+        assert card is not None, "hitl serve did not post the card:\n" + (tmp_path / "serve.log").read_text()
+        slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)
+        reply = await slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+        assert reply.status == 200
+        refunds: list[tuple[float]] = []
+        for _ in range(300):
+            if (tmp_path / "shop.db").exists():
+                with sqlite3.connect(tmp_path / "shop.db") as db:
+                    refunds = db.execute("SELECT amount FROM refunds").fetchall()
+                if refunds and any("completed" in m.text for m in state.messages if m.thread_ts):
+                    break
+            await asyncio.sleep(0.05)
+        assert refunds == [(75.0,)], (tmp_path / "serve.log").read_text()
+        show = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "engine", "show", approval_id, "--json"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert json.loads(show.stdout)["status"] == "executed"
+    finally:
+        serve.terminate()
+        serve.wait(timeout=20)
+        log.close()
+        await http.close()
+        await emulator.close()
+
+
+def test_serve_refuses_to_start_without_a_signing_secret(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLACK_")}
+    env.update({"PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": "xoxb-x"})
+    out = subprocess.run(
+        [sys.executable, "-m", "engine", "serve", "--port", str(free_port())],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1 and "SLACK_SIGNING_SECRET is not set" in out.stderr

@@ -1,0 +1,61 @@
+"""Socket Mode through Bolt's aiohttp handler, against the emulator's websocket."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from pathlib import Path
+
+import aiohttp
+
+from bot.app import build_bot
+from bot.blocks import ACTION_APPROVE
+from bot.sandbox.dispatch import Dispatcher
+from bot.sandbox.server import start_emulator
+from bot.sandbox.socket import SocketHub
+from bot.server import serve_socket
+from bot.settings import BotSettings
+from engine.domain.models import Status
+from engine.storage.sqlite import SqliteStore
+from engine.testing import FakeClock
+from tests.bot.conftest import CONFIG, workspace
+
+
+async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
+    state = workspace()
+    hub = SocketHub()
+    emulator = await start_emulator(state, socket=hub)
+    settings = BotSettings(
+        slack_bot_token=state.token,
+        slack_app_token=hub.app_token,
+        slack_api_url=emulator.api_url,
+        hitl_config=str(CONFIG),
+        hitl_approval_channel="#refund-approvals",
+    )
+    rt = await build_bot(settings, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock(), socket_mode=True)
+    serving = asyncio.create_task(serve_socket(rt, hub.app_token))
+    http = aiohttp.ClientSession()
+    slack = Dispatcher(state, http, bot_url="unused", signing_secret="unused")
+    slack.socket = hub
+    try:
+        p = await rt.ctx.service.propose(
+            "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
+        )
+        assert p.approval is not None
+        card = copy.deepcopy(next(m for m in state.messages if p.approval.id in m.text))
+        await slack.click("U_STRANGER", card, ACTION_APPROVE)
+        await slack.command("U_SUPPORT1", "general", "pending")
+        await slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+        for _ in range(200):
+            if (await rt.store.get_approval(p.approval.id)).status is Status.APPROVED:
+                break
+            await asyncio.sleep(0.01)
+        assert (await rt.store.get_approval(p.approval.id)).status is Status.APPROVED
+        assert any("not a reviewer" in m.text for m in state.messages if m.ephemeral_to == "U_STRANGER")
+        assert any(p.approval.id in str(m.blocks) for m in state.messages if m.ephemeral_to == "U_SUPPORT1")
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+        await http.close()
+        await rt.close()
+        await emulator.close()

@@ -1,0 +1,53 @@
+"""Deploy files: the Dockerfile lints clean, the manifest parses and names exactly the scopes the code uses."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+# Web API methods the bot may call -> the bot scope Slack requires for them (None: no scope needed).
+SCOPES = {
+    "chat_postMessage": "chat:write",
+    "chat_update": "chat:write",
+    "chat_postEphemeral": "chat:write",
+    "views_open": None,
+    "views_update": None,
+    "usergroups_users_list": "usergroups:read",
+    "users_info": "users:read",
+    "auth_test": None,
+}
+
+
+def test_manifest_names_exactly_the_scopes_the_code_uses() -> None:
+    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text())
+    declared = set(manifest["oauth_config"]["scopes"]["bot"])
+    code = "\n".join(p.read_text() for p in (ROOT / "bot").rglob("*.py") if "sandbox" not in p.parts)
+    called = set(re.findall(r"\bclient\.([a-z]+_[A-Za-z_]+)\b", code))
+    unknown = called - set(SCOPES)
+    assert not unknown, f"add these methods to SCOPES: {unknown}"
+    needed = {SCOPES[m] for m in called} - {None}
+    if "/hitl" in [c["command"] for c in manifest["features"]["slash_commands"]]:
+        needed.add("commands")
+    assert declared == needed
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True
+    assert manifest["settings"]["interactivity"]["request_url"].endswith("/slack/events")
+
+
+def test_dockerfile_lints_clean_and_runs_as_non_root() -> None:
+    hadolint = shutil.which("hadolint") or str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "hadolint")
+    out = subprocess.run([hadolint, "--no-color", str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^USER 10001$", text, re.M) and "HEALTHCHECK" in text and "/healthz" in text
+    assert '"hitl", "serve"' in text
+
+
+def test_compose_has_redis_and_replicas() -> None:
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    assert compose["services"]["hitl"]["environment"]["HITL_STORE"].startswith("redis://")
+    assert compose["services"]["hitl"]["deploy"]["replicas"] >= 2
