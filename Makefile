@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck pytest bench redis install clean
+.PHONY: test demo lint typecheck pytest bench redis chromium install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)
 redis:
 	@scripts/ensure-redis
 
+chromium:
+	@scripts/ensure-chromium
+
 lint: $(STAMP)
 	$(BIN)/ruff check engine bot tests bench examples
 	$(BIN)/ruff format --check engine bot tests bench examples
@@ -25,7 +28,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) redis
+pytest: $(STAMP) redis chromium
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -110,7 +110,8 @@ async def _pending(ctx: BotContext, user: str) -> dict[str, Any]:
         blocks += [{"type": "divider"}, *compact]
     if len(blocks) > 50:
         blocks = blocks[:50]
-    return {"text": f"{len(mine)} approvals are waiting for you", "blocks": blocks}
+    noun = "approval is" if len(mine) == 1 else "approvals are"
+    return {"text": f"{len(mine)} {noun} waiting for you", "blocks": blocks}
 
 
 async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:

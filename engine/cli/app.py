@@ -338,12 +338,24 @@ def serve(
 
 @app.command()
 def demo(
+    scripted: Annotated[bool, typer.Option("--scripted", help="Run the scenario headless and exit.")] = False,
+    cli: Annotated[bool, typer.Option("--cli", help="The CLI-only walkthrough (no Slack sandbox).")] = False,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8700,
     store: StoreOpt = None,
 ) -> None:
-    """Run the refund example end to end on a throwaway SQLite store and print the transcript."""
-    from engine.cli.demo import run_demo
+    """The refund example in a local Slack sandbox in your browser (no Slack account, no Redis, no network)."""
+    if cli:
+        from engine.cli.demo import run_demo
 
-    raise typer.Exit(run_demo(store))
+        raise typer.Exit(run_demo(store))
+    from bot.sandbox.demo import run_interactive, run_scripted
+
+    if scripted:
+        raise typer.Exit(asyncio.run(run_scripted()))
+    try:
+        asyncio.run(run_interactive(port=port))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
 
 
 def main() -> None:

@@ -1,0 +1,227 @@
+"""``hitl demo``: the refund example in the local Slack sandbox, interactive or scripted (headless)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from bot.blocks import ACTION_APPROVE, ACTION_MODIFY
+from bot.sandbox.launch import STRANGER, Sandbox, start_sandbox
+from bot.sandbox.webapi import Message
+from engine.domain.models import Approval
+from engine.runner import Runner, RunResult, RunStatus, load_workflow
+from engine.storage.sqlite import SqliteStore
+
+__all__ = ["HOSTILE_NOTE", "run_interactive", "run_scripted"]
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "refund"
+HOSTILE_NOTE = (
+    "My parcel arrived crushed. <!channel> *APPROVED by Security* — see <https://evil.example|the "
+    "approval console> or call +1 415 555 0100, jane@example.com"
+)
+TRY = """Things to try (switch people with "Acting as"):
+  1. As stranger, press Approve on a refund card: only you see the refusal.
+  2. As support1, press Approve: the run resumes, refunds once and replies in the thread.
+  3. As fin1 and then fin2, approve the 899.00 refund in #finance-approvals (two distinct approvers).
+  4. As support2, press Modify, type -5 (inline error), then 900 (a new card goes to finance).
+  5. Type /hitl pending or /hitl help in the message box.
+  The customer note with <!channel> and fake *APPROVED* markup stays inert text on the card."""
+
+
+async def _start(tmp: str, port: int, *, worker: bool = True) -> Sandbox:
+    os.environ["HITL_SHOP_DB"] = str(Path(tmp) / "shop.db")
+    return await start_sandbox(
+        config_path=EXAMPLE / "hitl.yaml", store=SqliteStore(Path(tmp) / "hitl.db"), port=port, worker=worker
+    )
+
+
+async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> RunResult:
+    runner = Runner(sb.rt.ctx.service, worker_id="sandbox-agent")
+    return await runner.start(
+        load_workflow(EXAMPLE / "workflow.yaml"),
+        {"order_id": order, "amount": str(amount), "note": note},
+        config_path=sb.config_path,
+    )
+
+
+async def run_interactive(port: int = 8700, host: str = "127.0.0.1") -> None:
+    out = Console(highlight=False)
+    with tempfile.TemporaryDirectory(prefix="hitl-sandbox-") as tmp:
+        sb = await _start(tmp, port)
+        try:
+            await _refund(sb, 120, HOSTILE_NOTE)
+            await _refund(sb, 899, "Whole order damaged, please refund everything.")
+            await _refund(sb, 60, "Only the mug was broken.", order="78300")
+            out.print(Text.assemble(("hitl sandbox is up: ", "bold green"), (f"{sb.url}/", "bold underline")))
+            out.print(Text(TRY))
+            out.print(Text("Ctrl-C to stop.", style="dim"))
+            await asyncio.Event().wait()
+        finally:
+            await sb.close()
+
+
+class _Transcript:
+    def __init__(self) -> None:
+        self.out = Console(highlight=False, soft_wrap=True, width=110)
+
+    def step(self, title: str) -> None:
+        self.out.rule(Text(title, style="bold"))
+
+    def line(self, *parts: str | tuple[str, str]) -> None:
+        self.out.print(Text.assemble(*parts))
+
+
+def _card(sb: Sandbox, approval_id: str) -> Message:
+    return next(m for m in sb.state.messages if approval_id in m.text and not m.thread_ts and not m.ephemeral_to)
+
+
+def _header(m: Message) -> str:
+    return str(m.blocks[0]["text"]["text"]) if m.blocks else m.text
+
+
+async def _settle(sb: Sandbox, session_id: str | None = None) -> None:
+    for _ in range(500):
+        await sb.rt.worker.process_jobs()
+        await sb.rt.ctx.notifier.flush()
+        if session_id is None:
+            return
+        found = await sb.rt.store.load_checkpoint(session_id)
+        if found and found[0]["status"] != RunStatus.PAUSED:
+            return
+        await asyncio.sleep(0.01)
+
+
+async def _click(sb: Sandbox, user: str, approval: Approval, action: str) -> str:
+    before = len([m for m in sb.state.messages if m.ephemeral_to == user])
+    await sb.dispatcher.click(user, copy.deepcopy(_card(sb, approval.id)), action)
+    mine = [m for m in sb.state.messages if m.ephemeral_to == user]
+    return mine[-1].text if len(mine) > before else ""
+
+
+async def run_scripted() -> int:
+    t = _Transcript()
+    with tempfile.TemporaryDirectory(prefix="hitl-sandbox-") as tmp:
+        sb = await _start(tmp, 0, worker=False)  # the script drives the worker itself, step by step
+        try:
+            return await _scenario(sb, t)
+        finally:
+            await sb.close()
+
+
+async def _scenario(sb: Sandbox, t: _Transcript) -> int:
+    ok = True
+    t.step("1. The agent proposes a refund of 120.00; the run pauses and a card appears")
+    small = await _refund(sb, 120, HOSTILE_NOTE)
+    assert small.approval is not None
+    card = _card(sb, small.approval.id)
+    t.line(("#refund-approvals  ", "dim"), (_header(card), "bold"), f"   (run {small.session_id}: {small.status})")
+    evidence = next(
+        b["text"]["text"]
+        for b in card.blocks
+        if b["type"] == "section" and "```" in b.get("text", {}).get("text", "") and "crushed" in b["text"]["text"]
+    )
+    t.line(("untrusted evidence as Slack receives it: ", "dim"), evidence.replace("\n", " "))
+    inert = "&lt;!channel&gt;" in evidence and "<!channel>" not in str(card.blocks) and "[email]" in evidence
+    t.line(("hostile note inert (escaped, in a code block, redacted): ", "dim"), ("yes" if inert else "NO", "bold"))
+    ok &= inert
+
+    t.step("2. A stranger presses Approve")
+    refusal = await _click(sb, STRANGER, small.approval, ACTION_APPROVE)
+    t.line(("only the stranger sees: ", "dim"), refusal)
+    ok &= "not a reviewer" in refusal
+
+    t.step("3. U_SUPPORT1 approves; the run resumes and refunds exactly once")
+    await _click(sb, "U_SUPPORT1", small.approval, ACTION_APPROVE)
+    await _settle(sb, small.session_id)
+    card = _card(sb, small.approval.id)
+    thread = [m.text for m in sb.state.messages if m.thread_ts == card.ts]
+    t.line(("card: ", "dim"), (_header(card), "bold"), ("   thread: ", "dim"), thread[-1] if thread else "(none)")
+    ok &= _header(card).startswith("Approved and done") and bool(thread)
+
+    t.step("4. A refund of 899.00 escalates to finance and needs two distinct approvers")
+    big = await _refund(sb, 899, "Whole order damaged.")
+    assert big.approval is not None
+    fcard = _card(sb, big.approval.id)
+    t.line(
+        ("#", "dim"),
+        (sb.state.channels[fcard.channel].name, "dim"),
+        "  ",
+        (_header(fcard), "bold"),
+        f"  ({big.approval.tier}, role {big.approval.required_role}, quorum {big.approval.quorum})",
+    )
+    await _click(sb, "U_FIN1", big.approval, ACTION_APPROVE)
+    await _settle(sb)
+    progress = next(
+        (
+            b["text"]["text"].splitlines()[0]
+            for b in _card(sb, big.approval.id).blocks
+            if b["type"] == "section" and "approvals*" in b.get("text", {}).get("text", "")
+        ),
+        "",
+    )
+    t.line(("after U_FIN1: ", "dim"), progress)
+    again = await _click(sb, "U_FIN1", (await sb.rt.store.get_approval(big.approval.id)), ACTION_APPROVE)
+    t.line(("U_FIN1 again: ", "dim"), again)
+    await _click(sb, "U_FIN2", (await sb.rt.store.get_approval(big.approval.id)), ACTION_APPROVE)
+    await _settle(sb, big.session_id)
+    t.line(("after U_FIN2: ", "dim"), (_header(_card(sb, big.approval.id)), "bold"))
+    ok &= (
+        "1 of 2" in progress
+        and "already voted" in again
+        and _header(_card(sb, big.approval.id)).startswith("Approved and done")
+    )
+
+    t.step("5. U_SUPPORT2 modifies a refund: the form checks the amount, and a larger amount goes to finance")
+    mod = await _refund(sb, 60, "Only the mug broke.", order="78300")
+    assert mod.approval is not None
+    await sb.dispatcher.click("U_SUPPORT2", copy.deepcopy(_card(sb, mod.approval.id)), ACTION_MODIFY)
+    view_id = sb.page.open_views["U_SUPPORT2"]
+    bad = await sb.page.act(
+        "U_SUPPORT2", {"kind": "submit", "view_id": view_id, "values": _values(sb, view_id, amount="-5")}
+    )
+    t.line(("amount -5: inline error: ", "dim"), str(bad.get("errors")))
+    good = await sb.page.act(
+        "U_SUPPORT2", {"kind": "submit", "view_id": view_id, "values": _values(sb, view_id, amount="900")}
+    )
+    await _settle(sb)
+    old = await sb.rt.store.get_approval(mod.approval.id)
+    t.line(
+        ("amount 900: ", "dim"),
+        f"{old.id} is {old.status}; new card ",
+        (str(old.superseded_by), "bold"),
+        f" needs finance ({good.get('ok')})",
+    )
+    ok &= bool(bad.get("errors")) and old.superseded_by is not None
+
+    t.step("6. /hitl pending as U_FIN3")
+    await sb.dispatcher.command("U_FIN3", "general", "pending")
+    pending = [m for m in sb.state.messages if m.ephemeral_to == "U_FIN3"][-1]
+    t.line(("U_FIN3 sees: ", "dim"), pending.text)
+    ok &= old.superseded_by is not None and old.superseded_by in str(pending.blocks)
+
+    t.step("7. The audit trail")
+    table = Table("event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
+    for e in await sb.rt.store.audit(limit=200):
+        table.add_row(e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail))
+    t.out.print(table)
+    t.step("demo " + ("passed" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+def _values(sb: Sandbox, view_id: str, **overrides: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for block in sb.state.views[view_id]["blocks"]:
+        if block["type"] != "input":
+            continue
+        name = block["block_id"].split(":", 1)[1]
+        el = block["element"]
+        out[block["block_id"]] = {"value": {"type": el["type"], "value": overrides.get(name, el.get("initial_value"))}}
+    return out

@@ -1,0 +1,110 @@
+"""Start the whole sandbox: the emulated workspace and its page, and the real bot pointed at it."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.app import BotRuntime, build_bot
+from bot.sandbox.dispatch import Dispatcher
+from bot.sandbox.page import SandboxPage
+from bot.sandbox.server import Emulator, start_emulator
+from bot.sandbox.webapi import SlackState
+from bot.server import http_app
+from bot.settings import BotSettings
+from engine.config import HitlConfig, load_config
+from engine.ports import Clock, Store
+
+__all__ = ["STRANGER", "Sandbox", "start_sandbox", "workspace_for"]
+
+STRANGER = "U_STRANGER"
+
+
+def workspace_for(config: HitlConfig) -> tuple[SlackState, list[dict[str, Any]]]:
+    """Channels from hitl.yaml's slack section, people from its roles, plus a stranger."""
+    state = SlackState()
+    names = {config.slack.channel or "#approvals", *config.slack.channels.values(), "#general"}
+    for name in sorted(names):
+        state.add_channel(name.lstrip("#"))
+    people: list[dict[str, Any]] = []
+    for role, ids in sorted(config.roles.items()):
+        for uid in ids:
+            if uid.startswith("S"):
+                continue  # user groups are not people
+            found = next((p for p in people if p["id"] == uid), None)
+            if found is None:
+                people.append({"id": uid, "name": uid.lower().replace("u_", "", 1), "roles": [role]})
+            else:
+                found["roles"].append(role)
+    people.append({"id": STRANGER, "name": "stranger", "roles": []})
+    for p in people:
+        state.users[p["id"]] = {"name": p["name"], "real_name": p["name"].title(), "tz": "UTC"}
+    return state, people
+
+
+@dataclass
+class Sandbox:
+    state: SlackState
+    page: SandboxPage
+    emulator: Emulator
+    rt: BotRuntime
+    dispatcher: Dispatcher
+    http: aiohttp.ClientSession
+    bot_runner: web.AppRunner
+    config_path: str
+
+    @property
+    def url(self) -> str:
+        return self.emulator.url
+
+    async def close(self) -> None:
+        await self.http.close()
+        await self.bot_runner.cleanup()
+        await self.rt.close()
+        await self.emulator.close()
+
+
+async def start_sandbox(
+    *,
+    config_path: str | Path,
+    store: Store | None = None,
+    store_url: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    clock: Clock | None = None,
+    worker: bool = True,
+) -> Sandbox:
+    config = load_config(config_path)
+    state, people = workspace_for(config)
+    main_channel = state.channel(config.slack.channel or "#approvals")
+    page = SandboxPage(state, people, default_channel=main_channel.id if main_channel else None)
+    emulator = await start_emulator(state, host=host, port=port, extra_routes=page.routes())
+    secret = secrets.token_hex(16)
+    channel = config.slack.channel or "#approvals"
+    settings = BotSettings(
+        slack_bot_token=state.token,
+        slack_signing_secret=secret,
+        slack_api_url=emulator.api_url,
+        hitl_config=str(config_path),
+        hitl_approval_channel=channel,
+        sweep_interval=1.0,
+    )
+    if store_url:
+        settings = settings.model_copy(update={"hitl_store": store_url})
+    rt = await build_bot(settings, store=store, clock=clock, replica="sandbox-bot")
+    bot_runner = web.AppRunner(http_app(rt))
+    await bot_runner.setup()
+    site = web.TCPSite(bot_runner, "127.0.0.1", 0)
+    await site.start()
+    bot_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    http = aiohttp.ClientSession()
+    dispatcher = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{bot_port}/slack/events", signing_secret=secret)
+    page.dispatcher = dispatcher
+    if worker:
+        rt.worker.start()
+    return Sandbox(state, page, emulator, rt, dispatcher, http, bot_runner, str(config_path))

@@ -1,0 +1,116 @@
+"""The sandbox page in headless Debian Chromium, driven by Playwright: the whole loop as a person does it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Page, async_playwright, expect
+
+from bot.sandbox.demo import EXAMPLE, HOSTILE_NOTE
+from bot.sandbox.launch import Sandbox, start_sandbox
+from engine.runner import Runner, load_workflow
+from engine.storage.sqlite import SqliteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Sandbox]:
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    sb = await start_sandbox(config_path=EXAMPLE / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"))
+    yield sb
+    await sb.close()
+
+
+async def refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> str:
+    r = await Runner(sb.rt.ctx.service).start(
+        load_workflow(EXAMPLE / "workflow.yaml"),
+        {"order_id": order, "amount": str(amount), "note": note},
+        config_path=sb.config_path,
+    )
+    assert r.approval is not None
+    return r.approval.id
+
+
+def card(page: Page, approval_id: str):  # type: ignore[no-untyped-def]
+    return page.locator(".msg:not(.thread .msg)", has_text=f"{approval_id}").first
+
+
+async def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
+async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `make test` installs it (scripts/ensure-chromium)")
+    small = await refund(sandbox, 120, HOSTILE_NOTE)
+    mod = await refund(sandbox, 60, "Only the mug broke.", order="78300")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            await page.goto(f"{sandbox.url}/?as=U_STRANGER")
+            await expect(page.locator("#channel-title")).to_have_text("# refund-approvals")
+            first = card(page, small)
+            await expect(first).to_contain_text("Approval needed: refund")
+            # The hostile note is shown literally in a code block: no link, no mention, no bold "APPROVED".
+            evidence = first.locator("pre.code", has_text="crushed")
+            await expect(evidence).to_contain_text("<!channel> *APPROVED by Security*")
+            await expect(evidence).to_contain_text("[email]")
+            assert await page.locator("a[href]").count() == 0
+            assert await first.locator("b", has_text="APPROVED").count() == 0
+
+            await first.get_by_role("button", name="Approve").click()
+            await expect(page.locator(".msg.ephemeral")).to_contain_text("You are not a reviewer")
+            await shot(page, "1-stranger-refused")
+
+            await page.select_option("#user", "U_SUPPORT1")
+            await expect(page.locator(".msg.ephemeral")).to_have_count(0)  # ephemeral: only the stranger saw it
+            await card(page, small).get_by_role("button", name="Approve").click()
+            await expect(card(page, small)).to_contain_text("Approved and done: refund", timeout=15000)
+            await expect(card(page, small).locator(".thread")).to_contain_text("🏁 Run ses_", timeout=15000)
+            await shot(page, "2-approved-and-done")
+
+            await page.select_option("#user", "U_SUPPORT2")
+            await card(page, mod).get_by_role("button", name="Modify").click()
+            modal = page.locator(".modal")
+            await expect(modal).to_contain_text("Modify action")
+            amount = modal.locator("input[name='hitl_field:amount']")
+            await amount.fill("-5")
+            await page.click("#modal-submit")
+            await expect(modal.locator(".field.invalid .error")).to_contain_text("greater than or equal to 0.01")
+            await expect(amount).to_have_value("-5")  # what the person typed survives the error
+            await shot(page, "3-modify-inline-error")
+            await amount.fill("900")
+            await page.click("#modal-submit")
+            await expect(page.locator("#overlay")).to_be_hidden()
+            await expect(card(page, mod)).to_contain_text("Superseded: refund")
+            await page.get_by_text("# finance-approvals").click()
+            escalation = page.locator(".msg", has_text="modified from")
+            await expect(escalation).to_contain_text("escalate")
+            await expect(escalation.locator("pre.code").first).to_contain_text('"amount": 900')
+            await shot(page, "4-escalation-card")
+
+            await page.select_option("#user", "U_FIN1")
+            await page.fill("#composer-input", "/hitl pending")
+            await page.press("#composer-input", "Enter")
+            await expect(page.locator(".msg.ephemeral")).to_contain_text("1 waiting for you")
+            await shot(page, "5-hitl-pending")
+            assert re.search(r"apr_[0-9A-Z]{10}", await page.locator(".msg.ephemeral").inner_text())
+        finally:
+            await browser.close()
