@@ -6,10 +6,11 @@ from typing import Any
 
 from bot.blocks import who
 from bot.context import BotContext
+from bot.escape import label
 from engine.domain.models import Approval, DecisionKind
 from engine.errors import EngineError, ErrorCode, NotFound
 
-__all__ = ["decide", "refusal_text"]
+__all__ = ["decide", "done_text", "refusal_text"]
 
 
 def refusal_text(exc: EngineError, approval: Approval | None) -> str:
@@ -74,3 +75,12 @@ async def decide(
         return None, refusal_text(exc, current)
     ctx.metrics.decided(updated, kind, ctx.service.clock.now())
     return updated, None
+
+
+def done_text(a: Approval | None) -> str:
+    """What the decider is told after a recorded decision."""
+    if a is None:
+        return "Done."
+    if a.is_open:
+        return f":ballot_box_with_check: Vote recorded on `{a.id}`: {len(a.approvers)} of {a.quorum} approvals."
+    return f":white_check_mark: `{a.id}` ({label(a.tool, 60)}) is now *{a.status}*."

@@ -19,9 +19,9 @@ from bot.blocks import (
     parse_button_value,
 )
 from bot.context import BotContext
-from bot.decisions import decide, refusal_text
+from bot.decisions import decide, done_text, refusal_text
 from bot.modals import batch_view, modify_view, reason_view
-from engine.domain.models import Approval, DecisionKind
+from engine.domain.models import DecisionKind
 from engine.errors import EngineError
 
 __all__ = ["register_actions"]
@@ -52,7 +52,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             if refusal is not None:
                 await respond(text=refusal, response_type="ephemeral", replace_original=False)
             elif body.get("container", {}).get("is_ephemeral"):
-                await respond(text=_done_text(updated), response_type="ephemeral", replace_original=True)
+                await respond(text=done_text(updated), response_type="ephemeral", replace_original=True)
         except Exception:  # never let an error after ack() turn into a Slack-side failure
             log.exception("%s click failed", kind)
             await _safe_respond(respond, ":warning: Something went wrong; nothing was recorded. Try again.")
@@ -117,14 +117,6 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     app.action(ACTION_MODIFY)(on_modify)
     app.action(ACTION_FEEDBACK)(on_feedback)
     app.action(ACTION_VIEW_ALL)(on_view_all)
-
-
-def _done_text(a: Approval | None) -> str:
-    if a is None:
-        return "Done."
-    if a.is_open:
-        return f":ballot_box_with_check: Vote recorded on `{a.id}`: {len(a.approvers)} of {a.quorum} approvals."
-    return f":white_check_mark: `{a.id}` is now {a.status}."
 
 
 async def _safe_respond(respond: Any, text: str) -> None:

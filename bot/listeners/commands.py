@@ -10,9 +10,9 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.blocks import card, who
 from bot.context import BotContext
-from bot.decisions import decide, refusal_text
+from bot.decisions import decide, done_text, refusal_text
 from bot.escape import label
-from engine.domain.models import Approval, DecisionKind
+from engine.domain.models import DecisionKind
 from engine.errors import EngineError
 
 __all__ = ["USAGE", "register_commands"]
@@ -65,13 +65,13 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
         }
     if cmd == "approve":
         updated, refusal = await decide(ctx, user, rest[0], DecisionKind.APPROVE, version=None, short_hash=None)
-        return {"text": refusal or _done(updated)}
+        return {"text": refusal or done_text(updated)}
     if cmd == "reject":
         reason = " ".join(rest[1:]) or None
         updated, refusal = await decide(
             ctx, user, rest[0], DecisionKind.REJECT, version=None, short_hash=None, reason=reason
         )
-        return {"text": refusal or _done(updated)}
+        return {"text": refusal or done_text(updated)}
     if cmd == "show":
         try:
             a = await ctx.store.get_approval(rest[0])
@@ -83,14 +83,6 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
     if cmd == "help":
         return {"text": USAGE}
     return {"text": f":grey_question: Unknown command `{label(cmd, 30)}`.\n{USAGE}"}
-
-
-def _done(a: Approval | None) -> str:
-    if a is None:
-        return "Done."
-    if a.is_open:
-        return f":ballot_box_with_check: Vote recorded on `{a.id}`: {len(a.approvers)} of {a.quorum} approvals."
-    return f":white_check_mark: `{a.id}` ({label(a.tool, 60)}) is now *{a.status}*."
 
 
 async def _pending(ctx: BotContext, user: str) -> dict[str, Any]:

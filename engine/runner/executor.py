@@ -24,7 +24,7 @@ from engine.runner.spec import GateStep, LoadedWorkflow, ToolStep, describe_chan
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import evaluate, render_value
 from engine.runner.tools import Tool, load_tools
-from engine.service import ApprovalService
+from engine.service import ApprovalService, Proposal
 
 __all__ = ["RunResult", "Runner"]
 
@@ -219,17 +219,19 @@ class Runner:
     async def _gated(
         self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep, args: dict[str, Any], *, key: str
     ) -> Any:
-        prop = await self._propose(wf, state, step, tool.name, args)
+        verdict = await self._standing(tool.name, await self._propose(wf, state, step, tool.name, args))
+        if isinstance(verdict, _Halt):
+            return verdict
+        return await self.effects.execute(tool, verdict.execute_args if verdict else args, key=key, approval=verdict)
+
+    async def _standing(self, tool: str, prop: Proposal) -> Approval | _Halt | None:
+        """What a proposal means for the run: halt (denied, pending, rejected...), go with an approval, or go."""
         if prop.verdict.denied:
-            return _Halt(RunStatus.REJECTED, reason=f"{tool.name} is denied by policy; nothing ran")
-        approval = None
-        if prop.approval is not None:
-            approval = await self.effects.follow(prop.approval)
-            halt = _halt_for(approval)
-            if halt is not None:
-                return halt
-            args = approval.execute_args
-        return await self.effects.execute(tool, args, key=key, approval=approval)
+            return _Halt(RunStatus.REJECTED, reason=f"{tool} is denied by policy; nothing ran")
+        if prop.approval is None:
+            return None
+        approval = await self.effects.follow(prop.approval)
+        return _halt_for(approval) or approval
 
     async def _batch(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> _Halt | None:
         assert step.for_each is not None
@@ -237,15 +239,10 @@ class Runner:
         if not isinstance(items, list | tuple):
             raise InvalidInput(f"steps.{step.id}.for_each must give a list, got {type(items).__name__}")
         all_args = [self._args(tool, state, step, **{step.as_: item}) for item in items]
-        prop = await self._propose(wf, state, step, tool.name, {}, batch=all_args)
-        if prop.verdict.denied:
-            return _Halt(RunStatus.REJECTED, reason=f"{tool.name} is denied by policy; nothing ran")
-        approval = None
-        if prop.approval is not None:
-            approval = await self.effects.follow(prop.approval)
-            halt = _halt_for(approval)
-            if halt is not None:
-                return halt
+        approval = await self._standing(tool.name, await self._propose(wf, state, step, tool.name, {}, batch=all_args))
+        if isinstance(approval, _Halt):
+            return approval
+        if approval is not None:
             await self.effects.mark(approval, Status.EXECUTING)
         it = state.iteration.get(step.id, 0)
         outputs = []
