@@ -31,8 +31,11 @@ from bot.sandbox.webapi import Message, SlackState  # noqa: E402
 from engine.ask import Approvals  # noqa: E402
 from engine.clock import SystemClock  # noqa: E402
 from engine.config import load_config  # noqa: E402
+from engine.domain.hashing import action_hash  # noqa: E402
+from engine.domain.ids import approval_id  # noqa: E402
 from engine.domain.models import Status  # noqa: E402
 from engine.domain.records import MessageRef  # noqa: E402
+from engine.errors import NotFound  # noqa: E402
 from engine.service import ApprovalService  # noqa: E402
 from engine.storage.redis import RedisStore, connect  # noqa: E402
 
@@ -124,8 +127,39 @@ async def main() -> None:
                     break
                 await asyncio.sleep(0.01)
             elapsed = time.perf_counter() - t0
-            await asyncio.sleep(1.0)  # let the card updates land
+            for _ in range(1200):  # card updates trail the decisions (one worker, like Slack's rate limits want)
+                if len(state.calls_to("chat.update")) >= len(ids):
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
             updates = len(state.calls_to("chat.update"))
+
+            # The same clicks at low concurrency: the ack latency of an unloaded bot.
+            light: list[float] = []
+            extra = []
+            for i in range(200):
+                p = await svc.propose(
+                    "refund", {"order_id": f"l{i}", "customer_id": "L", "amount": 3}, session_id=f"light-{i}"
+                )
+                assert p.approval is not None
+                extra.append(
+                    Message(
+                        ts=state.new_ts(),
+                        channel=channel.id,
+                        user=state.bot_user,
+                        text="",
+                        blocks=card(p.approval, now=time.time()),
+                    )
+                )
+            light_sem = asyncio.Semaphore(10)
+
+            async def light_click(msg: Message) -> None:
+                async with light_sem:
+                    t1 = time.perf_counter()
+                    await slack.click("U_SUPPORT1", msg, ACTION_APPROVE)
+                    light.append((time.perf_counter() - t1) * 1000)
+
+            await asyncio.gather(*(light_click(m) for m in extra))
 
             wake: list[float] = []
             asker = SlackAsk(
@@ -133,17 +167,20 @@ async def main() -> None:
                 session="wake",
             )
 
-            async def timed_ask(i: int) -> tuple[str, float]:
-                answer = await asker(tool="refund", args={"order_id": f"w{i}", "customer_id": "W", "amount": 5})
+            async def timed_ask(args: dict[str, object]) -> tuple[str, float]:
+                answer = await asker(tool="refund", args=args)
                 return answer, time.time()  # the moment the waiting agent has its answer
 
             for i in range(a.wakeups):
-                task = asyncio.create_task(timed_ask(i))
-                aid = None
-                while aid is None:
-                    await asyncio.sleep(0.002)
-                    page = await store.list_pending(limit=5)
-                    aid = next((x.id for x in page.items if x.args.get("order_id") == f"w{i}"), None)
+                args: dict[str, object] = {"order_id": f"w{i}", "customer_id": f"W{i}", "amount": 5}
+                task = asyncio.create_task(timed_ask(args))
+                aid = approval_id(f"wake:{action_hash('refund', args)}")  # the id the asker's request gets
+                while True:
+                    try:
+                        await store.get_approval(aid)
+                        break
+                    except NotFound:
+                        await asyncio.sleep(0.002)
                 await asyncio.sleep(0.01)  # the asker is now waiting on pub/sub
                 current = await store.get_approval(aid)
                 msg = Message(
@@ -169,8 +206,10 @@ async def main() -> None:
         f"({os.cpu_count()} cores)"
     )
     row("figure", "measured", "target")
-    row("click ack latency p50", f"{median(acks):.1f} ms", "")
-    row("click ack latency p99", f"{pct(acks, 0.99):.1f} ms", "<= 50 ms", pct(acks, 0.99) <= 50)
+    row(f"click ack latency p50 ({a.c} concurrent)", f"{median(acks):.1f} ms", "")
+    row(f"click ack latency p99 ({a.c} concurrent)", f"{pct(acks, 0.99):.1f} ms", "<= 50 ms", pct(acks, 0.99) <= 50)
+    row("  Little's law: concurrency / throughput", f"{a.c / (len(ids) / ack_elapsed) * 1000:.0f} ms", "")
+    row("click ack latency p50 / p99 (10 concurrent)", f"{median(light):.1f} / {pct(light, 0.99):.1f} ms", "")
     row("decisions per second (all recorded)", f"{len(ids) / elapsed:,.0f} /s", ">= 500 /s", len(ids) / elapsed >= 500)
     row("  (acks per second)", f"{len(ids) / ack_elapsed:,.0f} /s", "")
     row("decision -> waiting SlackAsk wake-up p50", f"{median(wake):.2f} ms", "<= 5 ms", median(wake) <= 5)

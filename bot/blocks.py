@@ -1,7 +1,7 @@
 """Approval -> Block Kit. Pure functions: no I/O, time passed in.
 
 The card has a trusted part built only from structured fields, a labelled untrusted-evidence part shown
-as an escaped code block, and the controls. Button values carry ``id|version|short hash`` so a click on
+as an escaped code block, and the controls. Button values carry ``id|version|action hash`` so a click on
 an old card is detected.
 """
 
@@ -36,7 +36,7 @@ ACTION_VIEW_ALL = "hitl_view_all"
 ACTION_FEEDBACK = "hitl_feedback"
 SHORT_HASH = 16
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
-_VALUE = re.compile(r"^(apr_[0-9A-Z]{10})\|(\d{1,9})\|([0-9a-f]{16})$")
+_VALUE = re.compile(r"^(apr_[0-9A-Z]{10})\|(\d{1,9})\|([0-9a-f]{64})$")
 
 _TITLES = {
     Status.PENDING: "Approval needed",
@@ -63,11 +63,12 @@ _ICONS = {
 
 
 def button_value(a: Approval) -> str:
-    return f"{a.id}|{a.version}|{a.action_hash[:SHORT_HASH]}"
+    # The full hash (not a prefix): the click is bound to exactly this action, and the decide needs no read first.
+    return f"{a.id}|{a.version}|{a.action_hash}"
 
 
 def parse_button_value(value: str) -> tuple[str, int, str] | None:
-    """``(approval id, version, short hash)`` or None for anything malformed or tampered with."""
+    """``(approval id, version, action hash)`` or None for anything malformed or tampered with."""
     m = _VALUE.match(value or "")
     return (m.group(1), int(m.group(2)), m.group(3)) if m else None
 

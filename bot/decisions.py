@@ -8,7 +8,7 @@ from bot.blocks import who
 from bot.context import BotContext
 from bot.escape import label
 from engine.domain.models import Approval, DecisionKind
-from engine.errors import EngineError, ErrorCode, NotFound
+from engine.errors import EngineError, ErrorCode
 
 __all__ = ["decide", "done_text", "refusal_text"]
 
@@ -46,32 +46,36 @@ async def decide(
     kind: DecisionKind,
     *,
     version: int | None,
-    short_hash: str | None,
+    action_hash: str | None,
     reason: str | None = None,
     args: dict[str, Any] | None = None,
 ) -> tuple[Approval | None, str | None]:
-    """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user)."""
-    current: Approval | None = None
+    """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user).
+
+    A click carries the version and action hash it was shown: the decision binds to them in the store's one
+    atomic step, with no read first. A command (``/hitl approve <id>``) binds to the current version.
+    """
     try:
-        current = await ctx.store.get_approval(approval_id)
-        expected_hash = current.action_hash
-        if short_hash is not None and not current.action_hash.startswith(short_hash):
-            expected_hash = short_hash.ljust(64, "0")  # the store refuses (and audits) the mismatch
         reviewer = await ctx.directory.reviewer(user_id)
         updated = await ctx.service.decide_as(
             reviewer,
             approval_id,
             kind,
-            expected_version=current.version if version is None else version,
-            expected_hash=expected_hash,
+            expected_version=version,
+            expected_hash=action_hash,
             reason=reason,
             args=args,
             via="slack",
         )
-    except NotFound as exc:
-        return None, refusal_text(exc, None)
     except EngineError as exc:
-        ctx.metrics.refusals.labels(code=str(exc.code)).inc()
+        if exc.code is not ErrorCode.NOT_FOUND:
+            ctx.metrics.refusals.labels(code=str(exc.code)).inc()
+        current = None
+        if exc.code is not ErrorCode.NOT_FOUND:
+            try:
+                current = await ctx.store.get_approval(approval_id)
+            except EngineError:
+                current = None
         return None, refusal_text(exc, current)
     ctx.metrics.decided(updated, kind, ctx.service.clock.now())
     return updated, None

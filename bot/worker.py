@@ -33,6 +33,8 @@ class Worker:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._services: dict[str | None, ApprovalService] = {}
+        self._ticks = 0
+        self._recovered: set[tuple[str, str]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -69,8 +71,33 @@ class Worker:
     # -- one round of work ----------------------------------------------------------------------------------
     async def tick(self) -> None:
         await self.ctx.service.expire_due(limit=200)
+        self._ticks += 1
+        if self._ticks % 12 == 1:
+            await self.recover_resumes()
         await self.process_jobs()
         await self.sweep_pending()
+
+    async def recover_resumes(self) -> int:
+        """Queue a resume for every paused run whose approval was decided but whose job never got queued
+        (the process died between the decision and the enqueue). Resuming twice is harmless."""
+        queued = 0
+        now = self.ctx.service.clock.now()
+        for run_id in await self.ctx.store.paused_runs(limit=500):
+            found = await self.ctx.store.load_checkpoint(run_id)
+            waiting = found[0].get("waiting") if found else None
+            if not waiting:
+                continue
+            try:
+                approval = await self.ctx.store.get_approval(str(waiting))
+            except EngineError:
+                continue
+            # Give the normal path a minute, and recover each (run, approval) once per process.
+            fresh = now - approval.updated_at < 60
+            if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
+                self._recovered.add((run_id, approval.id))
+                await self.ctx.store.enqueue_job("resume", {"session_id": run_id, "approval_id": approval.id}, now=now)
+                queued += 1
+        return queued
 
     async def process_jobs(self) -> int:
         jobs = await self.ctx.store.claim_jobs(

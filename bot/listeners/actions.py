@@ -47,8 +47,8 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             if click is None or parsed is None:
                 await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
                 return
-            approval_id, version, short = parsed
-            updated, refusal = await decide(ctx, click[0], approval_id, kind, version=version, short_hash=short)
+            approval_id, version, digest = parsed
+            updated, refusal = await decide(ctx, click[0], approval_id, kind, version=version, action_hash=digest)
             if refusal is not None:
                 await respond(text=refusal, response_type="ephemeral", replace_original=False)
             elif body.get("container", {}).get("is_ephemeral"):
@@ -72,14 +72,14 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             if click is None or parsed is None or not isinstance(trigger, str):
                 await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
                 return
-            approval_id, version, short = parsed
+            approval_id, version, digest = parsed
             try:
                 a = await ctx.store.get_approval(approval_id)
             except EngineError as exc:
                 await respond(text=refusal_text(exc, None), response_type="ephemeral", replace_original=False)
                 return
             meta = ctx.signer.dumps(
-                {"id": a.id, "v": version, "h": short, "u": click[0], "r": body.get("response_url")}
+                {"id": a.id, "v": version, "h": digest, "u": click[0], "r": body.get("response_url")}
             )
             if kind == ACTION_VIEW_ALL:
                 view = batch_view(a)

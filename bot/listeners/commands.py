@@ -64,12 +64,12 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
             "text": f":grey_question: `/hitl {cmd}` needs an approval id, e.g. `/hitl {cmd} apr_7KQ2M9XW3A`.\n{USAGE}"
         }
     if cmd == "approve":
-        updated, refusal = await decide(ctx, user, rest[0], DecisionKind.APPROVE, version=None, short_hash=None)
+        updated, refusal = await decide(ctx, user, rest[0], DecisionKind.APPROVE, version=None, action_hash=None)
         return {"text": refusal or done_text(updated)}
     if cmd == "reject":
         reason = " ".join(rest[1:]) or None
         updated, refusal = await decide(
-            ctx, user, rest[0], DecisionKind.REJECT, version=None, short_hash=None, reason=reason
+            ctx, user, rest[0], DecisionKind.REJECT, version=None, action_hash=None, reason=reason
         )
         return {"text": refusal or done_text(updated)}
     if cmd == "show":

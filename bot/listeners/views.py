@@ -51,7 +51,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
                 a.id,
                 DecisionKind.MODIFY,
                 version=int(meta["v"]),
-                short_hash=str(meta["h"]),
+                action_hash=str(meta["h"]),
                 args=args,
             )
         except Exception:
@@ -75,7 +75,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
                 str(meta["id"]),
                 kind,
                 version=int(meta["v"]),
-                short_hash=str(meta["h"]),
+                action_hash=str(meta["h"]),
                 reason=reason,
             )
         except Exception:

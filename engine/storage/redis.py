@@ -151,6 +151,7 @@ class RedisStore:
             pipe.zadd(self._pending(approval.required_role), {approval.id: approval.created_at}, nx=True)
             pipe.zadd(f"{self.p}:due", {approval.id: approval.expires_at}, nx=True)
             pipe.zadd(f"{self.p}:all", {approval.id: approval.created_at}, nx=True)
+            pipe.sadd(f"{self.p}:pending-roles", approval.required_role or _ANY_ROLE)
             pipe.evalsha(self._create.sha, 3, *self._keys(approval.id), *args)
 
         out = await self._pipeline(build, [self._create])
@@ -189,11 +190,13 @@ class RedisStore:
         cursor: str | None = None,
     ) -> Page:
         after = decode_cursor(cursor)
-        index_keys = (
-            [self._pending(None)] + [self._pending(r) for r in (roles or ())]
-            if roles is not None
-            else [k async for k in self.r.scan_iter(match=f"{self.p}:pending:*", count=1000)]
-        )
+        if roles is None:  # every role that ever had a pending approval (a small set; no keyspace scan)
+            index_keys = [
+                self._pending(None if r == _ANY_ROLE else r)
+                for r in sorted(_s(x) for x in await self.r.smembers(f"{self.p}:pending-roles"))
+            ]
+        else:
+            index_keys = [self._pending(None)] + [self._pending(r) for r in roles]
         items: list[tuple[float, str, Approval]] = []
         seen: set[str] = set()
         for key in index_keys:
@@ -468,13 +471,11 @@ class RedisStore:
 
     # -- checkpoints ------------------------------------------------------------------------------------
     async def save_checkpoint(self, run_id: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
+        status = str(data.get("status", ""))
+        keys = [f"{self.p}:run:{{{run_id}}}"]
         out = [
             _s(x)
-            for x in await self._call(
-                self._checkpoint,
-                [f"{self.p}:run:{{{run_id}}}"],
-                [expected_version, json.dumps(data), repr(now)],
-            )
+            for x in await self._call(self._checkpoint, keys, [expected_version, json.dumps(data), repr(now), status])
         ]
         if out[0] != "ok":
             raise EngineError(
@@ -484,7 +485,17 @@ class RedisStore:
                 run_id=run_id,
                 version=int(out[1]),
             )
+        # The paused-runs index changes only when a run pauses or continues: one more round trip then, not
+        # on every step. It is read with verification, so a crash in between leaves nothing unrecoverable.
+        was, now_paused = out[2] == "paused", status == "paused"
+        if now_paused and not was:
+            await self.r.zadd(f"{self.p}:paused-runs", {run_id: now})
+        elif was and not now_paused:
+            await self.r.zrem(f"{self.p}:paused-runs", run_id)
         return int(out[1])
+
+    async def paused_runs(self, *, limit: int = 500) -> list[str]:
+        return [_s(x) for x in await self.r.zrange(f"{self.p}:paused-runs", 0, limit - 1)]
 
     async def load_checkpoint(self, run_id: str) -> tuple[dict[str, Any], int] | None:
         data, version = await self.r.hmget(f"{self.p}:run:{{{run_id}}}", ["data", "version"])

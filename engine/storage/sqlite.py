@@ -290,6 +290,17 @@ class SqliteStore:
 
         return await self._run(tx)
 
+    async def paused_runs(self, *, limit: int = 500) -> list[str]:
+        def tx(c: sqlite3.Connection) -> list[str]:
+            rows = c.execute(
+                "SELECT run_id FROM checkpoints WHERE json_extract(data, '$.status') = 'paused' "
+                "ORDER BY updated_at LIMIT ?",
+                (limit,),
+            ).fetchall()
+            return [str(r[0]) for r in rows]
+
+        return await self._run(tx, write=False)
+
     async def load_checkpoint(self, run_id: str) -> tuple[dict[str, Any], int] | None:
         def tx(c: sqlite3.Connection) -> tuple[dict[str, Any], int] | None:
             row = c.execute("SELECT data, version FROM checkpoints WHERE run_id = ?", (run_id,)).fetchone()

@@ -360,6 +360,12 @@ class StoreConformance:
         assert err.value.code is ErrorCode.STALE_VERSION
         assert await store.save_checkpoint("run1", {"step": 2}, expected_version=1, now=clock.now()) == 2
         assert await store.load_checkpoint("run1") == ({"step": 2}, 2)
+        await store.save_checkpoint("run2", {"status": "paused"}, expected_version=0, now=clock.now())
+        await store.save_checkpoint("run3", {"status": "paused"}, expected_version=0, now=clock.now())
+        await store.save_checkpoint("run3", {"status": "paused", "x": 1}, expected_version=1, now=clock.now())
+        assert sorted(await store.paused_runs()) == ["run2", "run3"]
+        await store.save_checkpoint("run2", {"status": "completed"}, expected_version=1, now=clock.now())
+        assert await store.paused_runs() == ["run3"]
 
     async def test_trust_grants_expire_and_revoke(self, store: Store, clock: FakeClock) -> None:
         await store.grant_trust("s1", "refund", until=clock.now() + 60, by="U_SUPPORT1", now=clock.now())

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from bot.blocks import ACTION_APPROVE, ACTION_VIEW_ALL
-from engine.domain.models import Status
+from engine.domain.models import DecisionKind, Status
 from engine.runner import Runner, RunStatus, load_workflow
 from tests.bot.conftest import ROOT, Harness
 
@@ -71,3 +71,22 @@ async def test_batch_card_shows_count_digest_and_view_all(harness: Harness) -> N
     await harness.slack.click("U_SUPPORT1", card, ACTION_VIEW_ALL)
     view = list(harness.state.views.values())[-1]
     assert "user11@example.com" in json.dumps(view["blocks"])
+
+
+async def test_a_resume_lost_to_a_crash_is_recovered(harness: Harness, tmp_path: Path) -> None:
+    runner = Runner(harness.svc)
+    r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "40"}, config_path=str(CONFIG))
+    assert r.approval is not None
+    assert await harness.svc.store.paused_runs() == [r.session_id]
+    harness.svc.on_decided.clear()  # the process "dies" right after recording the decision: no resume job
+    await harness.svc.decide(r.approval.id, "U_SUPPORT1", DecisionKind.APPROVE)
+    assert await harness.rt.worker.process_jobs() == 0
+    assert await harness.rt.worker.recover_resumes() == 0  # the normal path gets a minute first
+    harness.clock.advance(61)
+    assert await harness.rt.worker.recover_resumes() == 1
+    assert await harness.rt.worker.recover_resumes() == 0
+    assert await harness.rt.worker.process_jobs() == 1
+    assert (await runner.load(r.session_id)).status is RunStatus.COMPLETED
+    assert await harness.svc.store.paused_runs() == []
+    with sqlite3.connect(tmp_path / "shop.db") as db:
+        assert db.execute("SELECT amount FROM refunds").fetchall() == [(40.0,)]
