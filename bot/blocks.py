@@ -24,6 +24,7 @@ __all__ = [
     "button_value",
     "card",
     "card_text",
+    "compact_card",
     "parse_button_value",
     "who",
 ]
@@ -132,6 +133,14 @@ def card(a: Approval, *, now: float, live: bool = True) -> list[dict[str, Any]]:
             }
         )
     return blocks
+
+
+def compact_card(a: Approval, *, now: float) -> list[dict[str, Any]]:
+    """Header, fields, arguments and controls: for lists such as ``/hitl pending``."""
+    blocks = card(a, now=now)
+    keep = [blocks[0], blocks[1], *_action_blocks(a)[:1]]
+    controls = [b for b in blocks if b["type"] == "actions" and str(b.get("block_id", "")).startswith("hitl_actions")]
+    return keep + controls
 
 
 def _fields(a: Approval) -> list[dict[str, Any]]:

@@ -8,14 +8,14 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.blocks import card, who
+from bot.blocks import card, compact_card, who
 from bot.context import BotContext
 from bot.decisions import decide, done_text, refusal_text
 from bot.escape import label
 from engine.domain.models import DecisionKind
 from engine.errors import EngineError
 
-__all__ = ["USAGE", "register_commands"]
+__all__ = ["ACTION_PENDING_PAGE", "USAGE", "pending_page", "register_commands"]
 
 log = logging.getLogger("hitl.bot")
 
@@ -30,6 +30,7 @@ USAGE = (
     "• `/hitl help` — this message"
 )
 PAGE = 8
+ACTION_PENDING_PAGE = "hitl_pending_page"
 
 
 def register_commands(app: AsyncApp, ctx: BotContext) -> None:
@@ -50,7 +51,24 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
         except Exception:
             log.exception("could not answer /hitl")
 
+    async def on_next_page(ack: Any, body: dict[str, Any], respond: Any) -> None:
+        await ack()
+        try:
+            user = str((body.get("user") or {}).get("id") or "")
+            cursor = str(((body.get("actions") or [{}])[0]).get("value") or "")
+            reply = await pending_page(ctx, user, cursor or None)
+        except EngineError:
+            reply = {"text": ":warning: That page is no longer valid; run `/hitl pending` again."}
+        except Exception:
+            log.exception("next page failed")
+            reply = {"text": ":warning: Something went wrong. Run `/hitl pending` again."}
+        try:
+            await respond(response_type="ephemeral", replace_original=True, **reply)
+        except Exception:
+            log.exception("could not answer the page click")
+
     app.command("/hitl")(on_hitl)
+    app.action(ACTION_PENDING_PAGE)(on_next_page)
 
 
 async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, Any]:
@@ -58,7 +76,7 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
         return {"text": USAGE}
     cmd, rest = (words[0].lower(), words[1:]) if words else ("help", [])
     if cmd == "pending":
-        return await _pending(ctx, user)
+        return await pending_page(ctx, user)
     if cmd in ("approve", "reject", "show") and not rest:
         return {
             "text": f":grey_question: `/hitl {cmd}` needs an approval id, e.g. `/hitl {cmd} apr_7KQ2M9XW3A`.\n{USAGE}"
@@ -85,25 +103,44 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
     return {"text": f":grey_question: Unknown command `{label(cmd, 30)}`.\n{USAGE}"}
 
 
-async def _pending(ctx: BotContext, user: str) -> dict[str, Any]:
+async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) -> dict[str, Any]:
+    """One page of what ``user`` may decide, oldest first, with a "Next page" button when there is more."""
     reviewer = await ctx.directory.reviewer(user)
     if not reviewer.roles:
         return {"text": ":information_source: You are not a reviewer in any role, so there is nothing for you."}
-    page = await ctx.store.list_pending(roles=sorted(reviewer.roles), exclude_requester=user, limit=PAGE + 10)
-    mine = [a for a in page.items if user not in a.approvers][:PAGE]
-    if not mine:
+    page = await ctx.store.list_pending(roles=sorted(reviewer.roles), exclude_requester=user, limit=PAGE, cursor=cursor)
+    mine = [a for a in page.items if user not in a.approvers]
+    if not mine and page.cursor is None:
         return {"text": ":tada: Nothing is waiting for you."}
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{len(mine)} waiting for you*"}}
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": f"*{len(mine)} waiting for you*" + (" (more on the next page)" if page.cursor else ""),
+            },
+        }
     ]
     now = ctx.service.clock.now()
     for a in mine:
-        compact = [b for b in card(a, now=now) if b["type"] in ("header", "section", "actions")][:5]
-        blocks += [{"type": "divider"}, *compact]
-    if len(blocks) > 50:
-        blocks = blocks[:50]
+        blocks += [{"type": "divider"}, *compact_card(a, now=now)]
+    if page.cursor:
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "hitl_pending_more",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": ACTION_PENDING_PAGE,
+                        "text": {"type": "plain_text", "text": "Next page"},
+                        "value": page.cursor,
+                    }
+                ],
+            }
+        )
     noun = "approval is" if len(mine) == 1 else "approvals are"
-    return {"text": f"{len(mine)} {noun} waiting for you", "blocks": blocks}
+    return {"text": f"{len(mine)} {noun} waiting for you", "blocks": blocks[:50]}
 
 
 async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:

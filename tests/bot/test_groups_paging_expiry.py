@@ -1,0 +1,115 @@
+"""User groups, /hitl pending paging, expiry through the bot, and typed modal inputs."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from bot.blocks import ACTION_APPROVE
+from bot.listeners.commands import ACTION_PENDING_PAGE
+from bot.modals import modify_view, parse_modify
+from engine.domain.argspec import ArgSpec
+from engine.domain.models import Status
+from engine.domain.reviewers import Roles
+from engine.runner import Runner, RunStatus, load_workflow
+from engine.runner.schema import ToolSchema
+from engine.storage.sqlite import SqliteStore
+from engine.testing import FakeClock, make_approval
+from tests.bot.conftest import ROOT, Harness, start, stop, workspace
+
+REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
+CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
+
+
+async def test_user_groups_grant_roles_and_are_cached(tmp_path: Path, clock: FakeClock) -> None:
+    state = workspace()
+    state.usergroups["S_SUPPORT"] = ["U_FIN3"]
+    h = await start(SqliteStore(tmp_path / "g.db"), clock, state=state)
+    try:
+        # support is now granted through a Slack user group only
+        h.rt.ctx.directory.roles = Roles.from_config({"support": ["S_SUPPORT"], "finance": ["U_FIN1", "U_FIN2"]})
+        p = await h.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="g")
+        q = await h.svc.propose("refund", {"order_id": "2", "customer_id": "D", "amount": 6}, session_id="g")
+        assert p.approval is not None and q.approval is not None
+        await h.slack.click("U_SUPPORT1", copy.deepcopy(h.card_for(p.approval.id)), ACTION_APPROVE)
+        assert "not a reviewer" in h.ephemeral("U_SUPPORT1")[-1].text  # not in the group any more
+        await h.slack.click("U_FIN3", copy.deepcopy(h.card_for(p.approval.id)), ACTION_APPROVE)
+        await h.slack.click("U_FIN3", copy.deepcopy(h.card_for(q.approval.id)), ACTION_APPROVE)
+        assert (await h.svc.store.get_approval(p.approval.id)).status is Status.APPROVED
+        assert (await h.svc.store.get_approval(q.approval.id)).status is Status.APPROVED
+        assert len(state.calls_to("usergroups.users.list")) == 1  # cached between clicks
+    finally:
+        await stop(h)
+
+
+async def test_pending_pages_with_a_next_button(harness: Harness) -> None:
+    ids = []
+    for i in range(11):
+        p = await harness.svc.propose(
+            "refund", {"order_id": str(i), "customer_id": f"C{i}", "amount": 5}, session_id=f"page{i}"
+        )
+        assert p.approval is not None
+        ids.append(p.approval.id)
+        harness.clock.advance(1)
+    await harness.slack.command("U_SUPPORT1", "general", "pending")
+    first = harness.ephemeral("U_SUPPORT1")[-1]
+    text = json.dumps(first.blocks)
+    assert all(i in text for i in ids[:8]) and not any(i in text for i in ids[8:])
+    assert any(b.get("type") == "actions" and b["elements"][0]["action_id"] == "hitl_approve" for b in first.blocks)
+    await harness.slack.click("U_SUPPORT1", first, ACTION_PENDING_PAGE)
+    second = json.dumps(harness.ephemeral("U_SUPPORT1")[-1].blocks)
+    assert all(i in second for i in ids[8:]) and not any(i in second for i in ids[:8])
+
+
+async def test_expiry_applies_the_runs_fallback_and_late_clicks_are_told(harness: Harness) -> None:
+    runner = Runner(harness.svc)
+    r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "30"}, config_path=str(CONFIG))
+    assert r.approval is not None
+    card = copy.deepcopy(harness.card_for(r.approval.id))
+    harness.clock.advance(4 * 3600 + 1)
+    await harness.rt.worker.tick()
+    await harness.rt.worker.process_jobs()
+    await harness.settle()
+    assert (await runner.load(r.session_id)).status is RunStatus.EXPIRED
+    a = await harness.svc.store.get_approval(r.approval.id)
+    assert a.status is Status.EXPIRED and a.decisions == ()
+    await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+    assert "expired" in harness.ephemeral("U_SUPPORT1")[-1].text
+
+
+def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
+    schema = ToolSchema(
+        "ship",
+        {
+            "carrier": ArgSpec(type="string", enum=["ups", "dhl"]),
+            "express": ArgSpec(type="boolean", required=False, default=False),
+            "weight": ArgSpec(type="integer", minimum=1),
+            "note": ArgSpec(type="string", required=False, default="", multiline=True),
+        },
+    )
+    a = make_approval(now=FakeClock().now(), tool="ship", args={"carrier": "dhl", "express": True, "weight": 3})
+    view = modify_view(a, schema, "meta")
+    elements = {b["block_id"]: b["element"] for b in view["blocks"] if b["type"] == "input"}
+    assert elements["hitl_field:carrier"]["type"] == "static_select"
+    assert elements["hitl_field:carrier"]["initial_option"]["value"] == "dhl"
+    assert elements["hitl_field:express"]["type"] == "checkboxes" and elements["hitl_field:express"]["initial_options"]
+    assert elements["hitl_field:weight"] == {
+        "type": "number_input",
+        "action_id": "value",
+        "is_decimal_allowed": False,
+        "initial_value": "3",
+        "min_value": "1.0",
+    }
+    values = {
+        "hitl_field:carrier": {"value": {"type": "static_select", "selected_option": {"value": "ups"}}},
+        "hitl_field:express": {"value": {"type": "checkboxes", "selected_options": []}},
+        "hitl_field:weight": {"value": {"type": "number_input", "value": "7"}},
+        "hitl_field:note": {"value": {"type": "plain_text_input", "value": None}},
+    }
+    args, errors = parse_modify(values, schema)
+    assert errors == {} and args == {"carrier": "ups", "express": False, "weight": 7, "note": ""}
+    values["hitl_field:carrier"]["value"]["selected_option"] = {"value": "fedex"}
+    values["hitl_field:weight"]["value"]["value"] = "0"
+    _, errors = parse_modify(values, schema)
+    assert set(errors) == {"hitl_field:carrier", "hitl_field:weight"}
