@@ -135,6 +135,11 @@ class SandboxPage:
 
     # -- acting ---------------------------------------------------------------------------------------------
     async def _act(self, request: web.Request) -> web.Response:
+        # Only the page itself may act: a JSON content type forces a CORS preflight that cross-site pages
+        # cannot pass, and a Host check stops DNS rebinding.
+        host = (request.host or "").rsplit(":", 1)[0].strip("[]")
+        if request.content_type != "application/json" or host not in ("127.0.0.1", "localhost", "::1"):
+            return web.json_response({"ok": False, "error": "forbidden"}, status=403)
         try:
             body = await request.json()
         except json.JSONDecodeError:

@@ -169,3 +169,28 @@ async def test_response_urls_work_five_times(slack: tuple[Emulator, AsyncWebClie
     assert [m.ephemeral_to for m in state.messages] == ["U1"] * 5
     async with http.post(state.new_response_url(channel, "U1"), json={"blocks": [section("x")] * 51}) as resp:
         assert resp.status == 400
+
+
+async def test_sandbox_page_refuses_cross_site_and_rebinding_requests(tmp_path: Any, monkeypatch: Any) -> None:
+    from bot.sandbox.demo import EXAMPLE
+    from bot.sandbox.launch import start_sandbox
+    from engine.storage.sqlite import SqliteStore
+
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    sb = await start_sandbox(config_path=EXAMPLE / "hitl.yaml", store=SqliteStore(tmp_path / "s.db"), worker=False)
+    try:
+        act = f"{sb.url}/sandbox/act"
+        body = '{"user": "U_SUPPORT1", "kind": "command", "channel": "x", "text": "/hitl help"}'
+        async with aiohttp.ClientSession() as http:
+            async with http.post(act, data=body, headers={"Content-Type": "text/plain"}) as r:
+                assert r.status == 403
+            async with http.post(
+                act, data=body, headers={"Content-Type": "application/json", "Host": "evil.example"}
+            ) as r:
+                assert r.status == 403
+            async with http.post(act, data=body, headers={"Content-Type": "application/json"}) as r:
+                assert r.status == 200
+            async with http.post(act, json={"user": "U_NOBODY", "kind": "close"}) as r:
+                assert r.status == 400
+    finally:
+        await sb.close()
