@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,31 @@ class BotContext:
     signer: Signer
     replica: str
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    inflight: int = 0
+    _idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self._idle.set()
+
+    def tracked(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+        """Wrap a listener so callers can wait until every request's work after ``ack()`` is done."""
+
+        @functools.wraps(handler)
+        async def run(*args: Any, **kwargs: Any) -> None:
+            self.inflight += 1
+            self._idle.clear()
+            try:
+                await handler(*args, **kwargs)
+            finally:
+                self.inflight -= 1
+                if self.inflight == 0:
+                    self._idle.set()
+
+        return run
+
+    async def wait_idle(self, timeout: float = 30.0) -> None:
+        """Until no listener is running (Slack got its ack earlier; this waits for the rest)."""
+        await asyncio.wait_for(self._idle.wait(), timeout)
 
     @property
     def store(self) -> Store:

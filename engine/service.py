@@ -8,6 +8,7 @@ are the same everywhere.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -387,9 +388,17 @@ class ApprovalService:
             log.exception("notification failed; the decision itself is recorded")
 
 
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/\-]{0,127}$")
+
+
 def _clean_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(tool, str) or not tool or len(tool) > 128:
-        raise InvalidInput(f"tool name {tool!r} must be 1-128 characters of text", tool=str(tool))
+    # Tool names are identifiers: a proposal cannot smuggle prose ("refund, approved by the CFO") into the
+    # trusted part of a review card through its name.
+    if not isinstance(tool, str) or not _TOOL_NAME.match(tool):
+        raise InvalidInput(
+            f"tool name {str(tool)[:60]!r} is not an identifier: use 1-128 letters, digits and _ . : / -",
+            tool=str(tool)[:128],
+        )
     if not isinstance(args, Mapping):
         raise InvalidInput(f"arguments for {tool} must be a JSON object, not {type(args).__name__}", tool=tool)
     clean = normalize(args)

@@ -111,12 +111,12 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     async def on_view_all(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
         await open_modal(ACTION_VIEW_ALL, ack, body, respond, client)
 
-    app.action(ACTION_APPROVE)(on_approve)
-    app.action(ACTION_TRUST)(on_trust)
-    app.action(ACTION_REJECT)(on_reject)
-    app.action(ACTION_MODIFY)(on_modify)
-    app.action(ACTION_FEEDBACK)(on_feedback)
-    app.action(ACTION_VIEW_ALL)(on_view_all)
+    app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
+    app.action(ACTION_TRUST)(ctx.tracked(on_trust))
+    app.action(ACTION_REJECT)(ctx.tracked(on_reject))
+    app.action(ACTION_MODIFY)(ctx.tracked(on_modify))
+    app.action(ACTION_FEEDBACK)(ctx.tracked(on_feedback))
+    app.action(ACTION_VIEW_ALL)(ctx.tracked(on_view_all))
 
 
 async def _safe_respond(respond: Any, text: str) -> None:

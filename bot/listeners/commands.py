@@ -67,8 +67,8 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
         except Exception:
             log.exception("could not answer the page click")
 
-    app.command("/hitl")(on_hitl)
-    app.action(ACTION_PENDING_PAGE)(on_next_page)
+    app.command("/hitl")(ctx.tracked(on_hitl))
+    app.action(ACTION_PENDING_PAGE)(ctx.tracked(on_next_page))
 
 
 async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, Any]:

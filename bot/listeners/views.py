@@ -92,9 +92,9 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
     async def on_feedback(ack: Any, body: dict[str, Any]) -> None:
         await reason_submitted(DecisionKind.FEEDBACK, ack, body)
 
-    app.view(CALLBACK_MODIFY)(on_modify)
-    app.view(CALLBACK_REJECT)(on_reject)
-    app.view(CALLBACK_FEEDBACK)(on_feedback)
+    app.view(CALLBACK_MODIFY)(ctx.tracked(on_modify))
+    app.view(CALLBACK_REJECT)(ctx.tracked(on_reject))
+    app.view(CALLBACK_FEEDBACK)(ctx.tracked(on_feedback))
 
 
 def _first_field(body: dict[str, Any], message: str) -> dict[str, str]:

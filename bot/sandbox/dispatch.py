@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -42,6 +43,8 @@ class Dispatcher:
         self.secret = signing_secret
         self.app_id = app_id
         self.socket: SocketHub | None = None
+        self.after: Callable[[], Awaitable[None]] | None = None
+        """Awaited after each delivery: the sandbox waits for the bot to finish what it does after ``ack()``."""
 
     async def post(self, body: str, *, timestamp: int | None = None, signature: str | None = None) -> Reply:
         ts = int(time.time()) if timestamp is None else timestamp
@@ -132,9 +135,13 @@ class Dispatcher:
     async def send(self, kind: str, payload: dict[str, Any]) -> Reply:
         """Deliver over HTTP (signed, form-encoded) or, when the bot is in Socket Mode, over its websocket."""
         if self.socket is not None:
-            return await self.socket.deliver(kind, payload)
-        body = urlencode(payload) if kind == "slash_commands" else urlencode({"payload": json.dumps(payload)})
-        return await self.post(body)
+            reply = await self.socket.deliver(kind, payload)
+        else:
+            body = urlencode(payload) if kind == "slash_commands" else urlencode({"payload": json.dumps(payload)})
+            reply = await self.post(body)
+        if self.after is not None:
+            await self.after()
+        return reply
 
 
 def _find_button(blocks: list[dict[str, Any]], action_id: str, value: str | None) -> tuple[dict[str, Any], str]:

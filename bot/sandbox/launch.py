@@ -104,6 +104,7 @@ async def start_sandbox(
     bot_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     http = aiohttp.ClientSession()
     dispatcher = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{bot_port}/slack/events", signing_secret=secret)
+    dispatcher.after = rt.ctx.wait_idle
     page.dispatcher = dispatcher
     if worker:
         rt.worker.start()

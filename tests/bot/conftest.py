@@ -68,6 +68,7 @@ class Harness:
         return [m for m in self.state.messages if m.ephemeral_to == user]
 
     async def settle(self) -> None:
+        await self.rt.ctx.wait_idle()
         await self.rt.ctx.notifier.flush()
 
 
@@ -92,6 +93,7 @@ async def start(
     bot_url = f"http://127.0.0.1:{port}"
     http = aiohttp.ClientSession()
     slack = Dispatcher(state, http, bot_url=f"{bot_url}/slack/events", signing_secret=SECRET)
+    slack.after = rt.ctx.wait_idle  # the bot acks first; tests look at what it did after the ack
     return Harness(state, emulator, rt, slack, bot_url, http, clock, runner)
 
 

@@ -37,6 +37,7 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
     http = aiohttp.ClientSession()
     slack = Dispatcher(state, http, bot_url="unused", signing_secret="unused")
     slack.socket = hub
+    slack.after = rt.ctx.wait_idle
     try:
         p = await rt.ctx.service.propose(
             "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"

@@ -137,7 +137,15 @@ async def test_reason_required_and_bad_input_write_nothing(svc: ApprovalService)
     with pytest.raises(InvalidInput, match="needs a reason"):
         await svc.decide(d.approval.id, "U_SUPPORT1", DecisionKind.REJECT)
     assert (await svc.store.get_approval(d.approval.id)).version == 1
-    for bad_tool, bad_args in [("", {}), ("x" * 200, {}), ("t", [1, 2]), ("t", {"n": float("nan")})]:
+    for bad_tool, bad_args in [
+        ("", {}),
+        ("x" * 200, {}),
+        ("t", [1, 2]),
+        ("t", {"n": float("nan")}),
+        ("refund — approved by the CFO", {}),
+        ("<!channel>", {}),
+        ("a\nb", {}),
+    ]:
         with pytest.raises(EngineError):
             await svc.propose(bad_tool, bad_args, session_id="s")  # type: ignore[arg-type]
     assert len((await svc.store.list_pending()).items) == 1
