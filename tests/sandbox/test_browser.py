@@ -60,6 +60,7 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
         pytest.fail("Chromium is missing: `make test` installs it (scripts/ensure-chromium)")
     small = await refund(sandbox, 120, HOSTILE_NOTE)
     mod = await refund(sandbox, 60, "Only the mug broke.", order="78300")
+    rej = await refund(sandbox, 20, "Changed my mind.", order="78292")
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         page = await browser.new_page(viewport={"width": 1280, "height": 900})
@@ -105,6 +106,16 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await expect(escalation).to_contain_text("escalate")
             await expect(escalation.locator("pre.code").first).to_contain_text('"amount": 900')
             await shot(page, "4-escalation-card")
+
+            await page.get_by_text("# refund-approvals").click()
+            await card(page, rej).get_by_role("button", name="Reject").click()
+            await expect(page.locator(".modal")).to_contain_text("Reject this action?")  # Slack's confirm dialog
+            await page.click("#confirm-ok")
+            await expect(page.locator(".modal")).to_contain_text("Why reject it?")
+            await page.locator(".modal textarea").fill("Customer withdrew the request")
+            await page.click("#modal-submit")
+            await expect(card(page, rej)).to_contain_text("Rejected: refund")
+            await expect(card(page, rej)).to_contain_text("Customer withdrew the request")
 
             await page.select_option("#user", "U_FIN1")
             await page.fill("#composer-input", "/hitl pending")
