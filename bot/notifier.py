@@ -23,7 +23,7 @@ from bot.escape import code_block, label
 from bot.metrics import Metrics
 from engine.config import NotifySpec
 from engine.domain.models import Approval
-from engine.domain.records import MessageRef
+from engine.domain.records import Claim, MessageRef
 from engine.errors import ClaimRefused
 from engine.ports import Clock, Store
 
@@ -119,14 +119,7 @@ class SlackNotifier:
             return await self.store.get_message(approval.id)
         existing = await self.store.get_message(approval.id)
         if existing is not None:  # posted by a holder that died before recording its outcome
-            await self.store.record_outcome(
-                key,
-                holder=self.replica,
-                attempt=claim.attempt,
-                ok=True,
-                result={"channel": existing.channel, "ts": existing.ts},
-                now=self.clock.now(),
-            )
+            await self._done(key, claim, channel=existing.channel, ts=existing.ts)
             return existing
         current = await self.store.get_approval(approval.id)
         try:
@@ -138,30 +131,21 @@ class SlackNotifier:
                 blocks=card(current, now=self.clock.now()),
             )
         except SlackApiError as exc:
-            await self.store.record_outcome(
-                key,
-                holder=self.replica,
-                attempt=claim.attempt,
-                ok=False,
-                result={"error": str(exc.response.get("error"))},
-                now=self.clock.now(),
-            )
+            await self._done(key, claim, ok=False, error=str(exc.response.get("error")))
             log.error("could not post the card for %s: %s", approval.id, exc.response.get("error"))
             return None
         ref = MessageRef(channel=str(resp["channel"]), ts=str(resp["ts"]))
         await self.store.set_message(approval.id, ref)
-        await self.store.record_outcome(
-            key,
-            holder=self.replica,
-            attempt=claim.attempt,
-            ok=True,
-            result={"channel": ref.channel, "ts": ref.ts},
-            now=self.clock.now(),
-        )
+        await self._done(key, claim, channel=ref.channel, ts=ref.ts)
         self.metrics.approval_requested(current)
         if current.version != approval.version or not current.is_open:
             await self.approval_changed(current)
         return ref
+
+    async def _done(self, key: str, claim: Claim, *, ok: bool = True, **result: str) -> None:
+        await self.store.record_outcome(
+            key, holder=self.replica, attempt=claim.attempt, ok=ok, result=result, now=self.clock.now()
+        )
 
     async def remind(self, approval: Approval) -> bool:
         """Post one reminder in the card's thread (once across replicas and restarts)."""
@@ -186,9 +170,7 @@ class SlackNotifier:
             text=f":alarm_clock: `{approval.id}` expires {when(approval.expires_at)} and still needs "
             f"{role} approval ({len(approval.approvers)} of {approval.quorum}).",
         )
-        await self.store.record_outcome(
-            key, holder=self.replica, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
-        )
+        await self._done(key, claim)
         return True
 
     # -- updating ----------------------------------------------------------------------------------------------
