@@ -2,14 +2,16 @@
 
 * A card is posted under an execution claim (``notify:<approval id>``), so replicas, retries and restarts
   never post a second card for one approval.
-* Card updates are coalesced per approval and always render the approval as the store has it *now*, so
-  an update that arrives late cannot show a stale state. A failed update (429 after the SDK's own
-  retries, 5xx, network) is queued again with backoff until it lands.
+* Card updates are durable jobs (the store's job queue), so a crash between a decision and its card update
+  loses nothing. An update always renders the approval as the store has it *now*, so a late one cannot show
+  a stale state. A failed update (429 after the SDK's own retries, 5xx, network) is retried with backoff
+  until it lands; its job is acknowledged only then.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 from collections.abc import Callable
@@ -47,6 +49,8 @@ class SlackNotifier:
         replica: str,
         metrics: Metrics,
         backoff: Callable[[int], float] = lambda n: min(30.0, 0.5 * 2**n),
+        lease: float = 120.0,
+        poll: float = 5.0,
     ) -> None:
         self.client = client
         self.store = store
@@ -56,7 +60,8 @@ class SlackNotifier:
         self.replica = replica
         self.metrics = metrics
         self.backoff = backoff
-        self._dirty: dict[str, int] = {}
+        self.lease = lease
+        self.poll = poll
         self._wake = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
@@ -76,7 +81,13 @@ class SlackNotifier:
         await self.post_card(approval)
 
     async def approval_changed(self, approval: Approval) -> None:
-        self._dirty[approval.id] = max(self._dirty.get(approval.id, 0), approval.version)
+        # Durable, so a crash or restart between the decision and the card update loses nothing: any replica
+        # picks the job up (after its lease, if the one that took it died).
+        await self.store.enqueue_job("card", {"approval_id": approval.id}, now=self.clock.now())
+        self.kick()
+
+    def kick(self) -> None:
+        """Make sure the update loop is running and looks at the queue now."""
         self._idle.clear()
         self._wake.set()
         if self._worker is None or self._worker.done():
@@ -184,25 +195,36 @@ class SlackNotifier:
             await asyncio.gather(self._worker, return_exceptions=True)
 
     async def _run_updates(self) -> None:
-        failures: dict[str, int] = {}
         while True:
-            if not self._dirty:
+            self._wake.clear()
+            jobs = await self.store.claim_jobs(
+                self.replica, kind="card", limit=50, now=self.clock.now(), lease=self.lease
+            )
+            if not jobs:
+                if self._wake.is_set():  # a change arrived while we were looking: look again
+                    continue
                 self._idle.set()
-                self._wake.clear()
                 try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=60)
+                    # Also poll now and then: a replica that died may have left jobs to take over.
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
                 except TimeoutError:
-                    return
+                    pass
                 continue
-            approval_id, _ = self._dirty.popitem()
+            done: set[str] = set()
+            for job in jobs:
+                approval_id = str(job.payload.get("approval_id", ""))
+                if approval_id not in done:  # several changes queued: one update shows the latest state
+                    await self._update_until_it_lands(approval_id)
+                    done.add(approval_id)
+                await self.store.ack_job(job.id)
+
+    async def _update_until_it_lands(self, approval_id: str) -> None:
+        for n in itertools.count():
             try:
                 await self._update(approval_id)
-                failures.pop(approval_id, None)
-            except Exception as exc:  # any failure: keep it queued, back off, try again
-                n = failures.get(approval_id, 0)
-                failures[approval_id] = n + 1
+                return
+            except Exception as exc:  # any failure: back off and try again; the job stays unacknowledged
                 log.warning("card update for %s failed (%s); retrying", approval_id, exc)
-                self._dirty.setdefault(approval_id, 0)
                 await asyncio.sleep(self.backoff(n))
 
     async def _update(self, approval_id: str) -> None:

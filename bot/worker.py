@@ -101,7 +101,7 @@ class Worker:
 
     async def process_jobs(self) -> int:
         jobs = await self.ctx.store.claim_jobs(
-            self.ctx.replica, limit=20, now=self.ctx.service.clock.now(), lease=self.lease
+            self.ctx.replica, kind="resume", limit=20, now=self.ctx.service.clock.now(), lease=self.lease
         )
         for job in jobs:
             try:

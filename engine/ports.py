@@ -137,9 +137,9 @@ class Store(Protocol):
         """Queue a job durably; returns its id."""
         ...
 
-    async def claim_jobs(self, consumer: str, *, limit: int, now: float, lease: float) -> list[Job]:
-        """Jobs for ``consumer``: new ones, and ones another consumer claimed over ``lease`` seconds ago
-        without acknowledging (it crashed). Delivery is at least once; handlers must be idempotent."""
+    async def claim_jobs(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
+        """Jobs of ``kind`` for ``consumer``: new ones, and ones another consumer claimed over ``lease`` seconds
+        ago without acknowledging (it crashed). Delivery is at least once; handlers must be idempotent."""
         ...
 
     async def ack_job(self, job_id: str) -> None:

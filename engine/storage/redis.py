@@ -584,15 +584,18 @@ class RedisStore:
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
 
-    # -- jobs: a stream with a consumer group; a crashed consumer's jobs are reclaimed with XAUTOCLAIM ----------
+    # -- jobs: a stream per kind with a consumer group; a crashed consumer's jobs are reclaimed (XAUTOCLAIM) ----
     _GROUP = "hitl-workers"
 
-    async def enqueue_job(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
-        job_id = await self.r.xadd(f"{self.p}:jobs", {"kind": kind, "payload": json.dumps(payload), "at": repr(now)})
-        return _s(job_id)
+    def _jk(self, kind: str) -> str:
+        return f"{self.p}:jobs:{kind}"
 
-    async def claim_jobs(self, consumer: str, *, limit: int, now: float, lease: float) -> list[Job]:
-        key = f"{self.p}:jobs"
+    async def enqueue_job(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
+        job_id = await self.r.xadd(self._jk(kind), {"payload": json.dumps(payload), "at": repr(now)})
+        return f"{kind}/{_s(job_id)}"
+
+    async def claim_jobs(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
+        key = self._jk(kind)
         try:
             await self.r.xgroup_create(key, self._GROUP, id="0", mkstream=True)
         except RedisError as exc:
@@ -614,14 +617,14 @@ class RedisStore:
             if not fields:  # deleted while pending
                 continue
             f = {_s(k): _s(v) for k, v in fields.items()}
-            jobs.append(Job(id=_s(job_id), kind=f["kind"], payload=json.loads(f["payload"])))
+            jobs.append(Job(id=f"{kind}/{_s(job_id)}", kind=kind, payload=json.loads(f["payload"])))
         return jobs
 
     async def ack_job(self, job_id: str) -> None:
-        key = f"{self.p}:jobs"
+        kind, _, xid = job_id.partition("/")
         async with self.r.pipeline(transaction=True) as pipe:
-            pipe.xack(key, self._GROUP, job_id)
-            pipe.xdel(key, job_id)
+            pipe.xack(self._jk(kind), self._GROUP, xid)
+            pipe.xdel(self._jk(kind), xid)
             await pipe.execute()
 
     async def set_message(self, approval_id: str, ref: MessageRef) -> None:

@@ -398,12 +398,12 @@ class SqliteStore:
 
         return await self._run(tx)
 
-    async def claim_jobs(self, consumer: str, *, limit: int, now: float, lease: float) -> list[Job]:
+    async def claim_jobs(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
         def tx(c: sqlite3.Connection) -> list[Job]:
             rows = c.execute(
-                "SELECT id, kind, payload, attempts FROM jobs WHERE done = 0 AND (consumer IS NULL OR "
+                "SELECT id, kind, payload, attempts FROM jobs WHERE done = 0 AND kind = ? AND (consumer IS NULL OR "
                 "claimed_at + ? <= ?) ORDER BY id LIMIT ?",
-                (lease, now, limit),
+                (kind, lease, now, limit),
             ).fetchall()
             for row in rows:
                 c.execute(

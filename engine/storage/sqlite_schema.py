@@ -84,7 +84,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     attempts INTEGER NOT NULL DEFAULT 0,
     done INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS jobs_open ON jobs (id) WHERE done = 0;
+CREATE INDEX IF NOT EXISTS jobs_open ON jobs (kind, id) WHERE done = 0;
 
 CREATE TABLE IF NOT EXISTS messages (
     approval_id TEXT PRIMARY KEY,

@@ -431,14 +431,20 @@ class StoreConformance:
     # -- jobs -----------------------------------------------------------------------------------------
     async def test_jobs_are_delivered_until_acknowledged(self, store: Store, clock: FakeClock) -> None:
         first = await store.enqueue_job("resume", {"session_id": "s1"}, now=clock.now())
+        other = await store.enqueue_job("card", {"approval_id": "a1"}, now=clock.now())
         second = await store.enqueue_job("resume", {"session_id": "s2"}, now=clock.now())
-        got = await store.claim_jobs("worker-a", limit=10, now=clock.now(), lease=60)
-        assert [(j.id, j.payload["session_id"]) for j in got] == [(first, "s1"), (second, "s2")]
-        assert await store.claim_jobs("worker-b", limit=10, now=clock.now(), lease=60) == []
+        got = await store.claim_jobs("worker-a", kind="resume", limit=10, now=clock.now(), lease=60)
+        assert [(j.id, j.kind, j.payload["session_id"]) for j in got] == [(first, "resume", "s1"),
+                                                                       (second, "resume", "s2")]
+        assert await store.claim_jobs("worker-b", kind="resume", limit=10, now=clock.now(), lease=60) == []
+        cards = await store.claim_jobs("worker-b", kind="card", limit=10, now=clock.now(), lease=60)
+        assert [(j.id, j.payload) for j in cards] == [(other, {"approval_id": "a1"})]
+        await store.ack_job(other)
         await store.ack_job(first)
         # worker-a "crashed" holding s2: with its lease over, another worker takes it; s1 never comes back.
         clock.advance(61)
-        again = await store.claim_jobs("worker-b", limit=10, now=clock.now(), lease=0)
+        again = await store.claim_jobs("worker-b", kind="resume", limit=10, now=clock.now(), lease=0)
         assert [j.payload["session_id"] for j in again] == ["s2"]
         await store.ack_job(second)
-        assert await store.claim_jobs("worker-c", limit=10, now=clock.now(), lease=0) == []
+        assert await store.claim_jobs("worker-c", kind="resume", limit=10, now=clock.now(), lease=0) == []
+        assert await store.claim_jobs("worker-c", kind="card", limit=10, now=clock.now(), lease=0) == []

@@ -13,7 +13,7 @@ from bot.blocks import ACTION_APPROVE
 from bot.errors import BotError
 from bot.sandbox.dispatch import sign
 from bot.settings import BotSettings
-from engine.domain.models import Status
+from engine.domain.models import DecisionKind, Status
 from tests.bot.conftest import SECRET, Harness
 
 
@@ -172,3 +172,19 @@ def test_refuses_to_start_without_a_signing_secret(monkeypatch: pytest.MonkeyPat
         BotSettings().require_socket()
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
     BotSettings().require_http()
+
+
+async def test_a_card_update_lost_to_a_crash_is_taken_over(harness: Harness) -> None:
+    a = await pending(harness, amount=33, session="ses_crash")
+    await harness.svc.decide(a.id, "U_SUPPORT1", DecisionKind.APPROVE)
+    await harness.settle()
+    assert len(harness.state.calls_to("chat.update")) == 1
+    # Another replica took the next update job and died before doing it.
+    await harness.svc.store.enqueue_job("card", {"approval_id": a.id}, now=harness.clock.now())
+    taken = await harness.svc.store.claim_jobs("dead-replica", kind="card", limit=10, now=harness.clock.now(), lease=60)
+    assert len(taken) == 1
+    harness.rt.ctx.notifier.lease = 0  # its lease is over
+    harness.rt.ctx.notifier.kick()
+    await harness.settle()
+    assert len(harness.state.calls_to("chat.update")) == 2
+    assert await harness.svc.store.claim_jobs("anyone", kind="card", limit=10, now=harness.clock.now(), lease=0) == []
