@@ -434,8 +434,10 @@ class StoreConformance:
         other = await store.enqueue_job("card", {"approval_id": "a1"}, now=clock.now())
         second = await store.enqueue_job("resume", {"session_id": "s2"}, now=clock.now())
         got = await store.claim_jobs("worker-a", kind="resume", limit=10, now=clock.now(), lease=60)
-        assert [(j.id, j.kind, j.payload["session_id"]) for j in got] == [(first, "resume", "s1"),
-                                                                       (second, "resume", "s2")]
+        assert [(j.id, j.kind, j.payload["session_id"]) for j in got] == [
+            (first, "resume", "s1"),
+            (second, "resume", "s2"),
+        ]
         assert await store.claim_jobs("worker-b", kind="resume", limit=10, now=clock.now(), lease=60) == []
         cards = await store.claim_jobs("worker-b", kind="card", limit=10, now=clock.now(), lease=60)
         assert [(j.id, j.payload) for j in cards] == [(other, {"approval_id": "a1"})]
