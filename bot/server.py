@@ -60,8 +60,9 @@ def http_app(rt: BotRuntime) -> web.Application:
 
 
 async def serve_http(rt: BotRuntime, *, host: str, port: int, ready: asyncio.Event | None = None) -> None:
-    runner = web.AppRunner(http_app(rt))
+    runner = web.AppRunner(http_app(rt), shutdown_timeout=5.0)
     await runner.setup()
+    # Slack retries what is not acknowledged within 3 s: a long graceful drain on shutdown helps nobody.
     site = web.TCPSite(runner, host, port)
     await site.start()
     rt.worker.start()

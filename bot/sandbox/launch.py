@@ -97,7 +97,7 @@ async def start_sandbox(
     if store_url:
         settings = settings.model_copy(update={"hitl_store": store_url})
     rt = await build_bot(settings, store=store, clock=clock, replica="sandbox-bot")
-    bot_runner = web.AppRunner(http_app(rt))
+    bot_runner = web.AppRunner(http_app(rt), shutdown_timeout=1.0)
     await bot_runner.setup()
     site = web.TCPSite(bot_runner, "127.0.0.1", 0)
     await site.start()

@@ -85,7 +85,7 @@ async def start(
         hitl_approval_channel="#refund-approvals",
     )
     rt = await build_bot(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
-    runner = web.AppRunner(http_app(rt))
+    runner = web.AppRunner(http_app(rt), shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -98,6 +98,7 @@ async def start(
 
 
 async def stop(h: Harness) -> None:
+    await h.settle()  # let queued card updates land rather than cut them off mid-request
     await h.http.close()
     await h.runner.cleanup()
     await h.rt.close()
