@@ -1,0 +1,273 @@
+"""Approvals in Redis: create, read, list, decide, expire, move along the state machine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Collection
+from typing import Any, cast
+
+from redis.asyncio.client import Pipeline
+from redis.exceptions import RedisError
+
+from engine.domain.decide import DecideCommand, refusal_message
+from engine.domain.models import Approval, Status
+from engine.domain.records import AuditEntry, Page
+from engine.domain.states import sources_of
+from engine.errors import (
+    DecisionRefused,
+    EngineError,
+    ErrorCode,
+    IllegalTransition,
+    NotFound,
+    StoreError,
+)
+from engine.storage._codec import decode_cursor, encode_cursor
+from engine.storage.redis_base import _ANY_ROLE, _DYNAMIC_FIELDS, RedisBase, _s
+from engine.storage.redis_codec import approval_from_result, approval_to_fields, static_doc
+
+__all__ = ["RedisApprovals"]
+
+
+class RedisApprovals(RedisBase):
+    # -- approvals --------------------------------------------------------------------------------------
+    async def create_approval(self, approval: Approval) -> tuple[Approval, bool]:
+        fields = approval_to_fields(approval)
+        entry = AuditEntry(
+            at=approval.created_at,
+            actor=approval.requester,
+            event="created",
+            approval_id=approval.id,
+            version=approval.version,
+            action_hash=approval.action_hash,
+            detail=f"{approval.tool} {approval.tier}",
+        )
+        args: list[Any] = [entry.model_dump_json(), static_doc(approval)]
+        for k, v in fields.items():
+            args += [k, v]
+
+        def build(pipe: Pipeline) -> None:
+            # Indexes first: a crash between the two leaves a dangling index entry (repaired on read),
+            # never an approval that no index knows about.
+            pipe.zadd(self._pending(approval.required_role), {approval.id: approval.created_at}, nx=True)
+            pipe.zadd(f"{self.p}:due", {approval.id: approval.expires_at}, nx=True)
+            pipe.zadd(f"{self.p}:all", {approval.id: approval.created_at}, nx=True)
+            pipe.sadd(f"{self.p}:pending-roles", approval.required_role or _ANY_ROLE)
+            pipe.evalsha(self._create.sha, 3, *self._keys(approval.id), *args)
+
+        out = await self._pipeline(build, [self._create])
+        res = list(out[-1])
+        if _s(res[0]) == "created":
+            return approval, True
+        return approval_from_result(res), False
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        found = (await self._fetch([approval_id]))[0]
+        if found is None:
+            raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
+        return found
+
+    async def _fetch(self, ids: list[str]) -> list[Approval | None]:
+        try:
+            async with self.r.pipeline(transaction=False) as pipe:
+                for aid in ids:
+                    pipe.get(self._dk(aid))
+                    pipe.hmget(self._k(aid), _DYNAMIC_FIELDS)
+                rows = await pipe.execute()
+        except RedisError as exc:
+            raise StoreError(f"Redis store failed: {exc}") from exc
+        out: list[Approval | None] = []
+        for i in range(0, len(rows), 2):
+            doc, dyn = rows[i], rows[i + 1]
+            out.append(None if doc is None or dyn[0] is None else approval_from_result(["", "", doc, *dyn]))
+        return out
+
+    async def list_pending(
+        self,
+        *,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        after = decode_cursor(cursor)
+        if roles is None:  # every role that ever had a pending approval (a small set; no keyspace scan)
+            index_keys = [
+                self._pending(None if r == _ANY_ROLE else r)
+                for r in sorted(_s(x) for x in await self.r.smembers(f"{self.p}:pending-roles"))
+            ]
+        else:
+            index_keys = [self._pending(None)] + [self._pending(r) for r in roles]
+        items: list[tuple[float, str, Approval]] = []
+        seen: set[str] = set()
+        for key in index_keys:
+            items += await self._scan_index(_s(key), after, limit + 1, exclude_requester, seen)
+        items.sort(key=lambda t: (t[0], t[1]))
+        page = items[:limit]
+        nxt = encode_cursor(page[-1][0], page[-1][1]) if len(items) > limit else None
+        return Page(items=[a for _, _, a in page], cursor=nxt)
+
+    async def _scan_index(
+        self, key: str, after: tuple[float, str] | None, want: int, exclude: str | None, seen: set[str]
+    ) -> list[tuple[float, str, Approval]]:
+        out: list[tuple[float, str, Approval]] = []
+        lo: float | str = after[0] if after else "-inf"
+        offset = 0
+        while len(out) < want:
+            batch = cast(
+                list[tuple[Any, float]],
+                await self.r.zrangebyscore(key, lo, "+inf", start=offset, num=want * 2, withscores=True),
+            )
+            if not batch:
+                break
+            offset += len(batch)
+            ids = [(_s(m), float(sc)) for m, sc in batch]
+            ids = [(m, sc) for m, sc in ids if after is None or (sc, m) > after]
+            rows = await self._fetch([m for m, _ in ids])
+            stale: list[str] = []
+            for (m, sc), a in zip(ids, rows, strict=True):
+                if a is None:
+                    continue  # created index-first and not (yet) written, or removed: skip
+                if a.status is not Status.PENDING:
+                    stale.append(m)
+                elif a.requester != exclude and m not in seen:
+                    seen.add(m)
+                    out.append((sc, m, a))
+            if stale:
+                await self.r.zrem(key, *stale)
+                offset -= len(stale)
+        return out
+
+    async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
+        decision = {
+            "reviewer": cmd.reviewer.id,
+            "kind": str(cmd.kind),
+            "at": now,
+            "version": cmd.expected_version,
+            "reason": cmd.reason,
+            "args": cmd.args,
+            "via": cmd.via,
+        }
+        packed = [
+            repr(now),
+            str(cmd.expected_version),
+            cmd.expected_hash,
+            cmd.reviewer.id,
+            str(cmd.kind),
+            json.dumps(decision, separators=(",", ":"), ensure_ascii=False),
+            cmd.reason or "",
+            json.dumps(cmd.args) if cmd.args is not None else "",
+            cmd.supersede_with or "",
+            cmd.via,
+            cmd.approval_id,
+            *sorted(cmd.reviewer.roles),
+        ]
+        args = [json.dumps(packed, ensure_ascii=False), self.channel(cmd.approval_id)]
+        out = await self._call(self._decide, self._keys(cmd.approval_id), args)
+        tag = _s(out[0])
+        if tag == "missing":
+            raise NotFound(
+                f"no approval {cmd.approval_id!r}; list open ones with `hitl pending`",
+                approval_id=cmd.approval_id,
+            )
+        approval = approval_from_result(out)
+        if tag == "ok":
+            return approval
+        code = ErrorCode(_s(out[1]))
+        winner = None
+        if code is ErrorCode.ALREADY_DECIDED:
+            winner = approval.decisions[-1].reviewer if approval.decisions else "the system"
+        raise DecisionRefused(
+            refusal_message(code, approval, cmd.reviewer.id),
+            code=code,
+            approval_id=approval.id,
+            status=str(approval.status),
+            version=approval.version,
+            winner=winner,
+        )
+
+    async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(self.channel(approval_id))
+            while True:
+                # Read after subscribing, so a change between the two cannot be missed.
+                current = await self.get_approval(approval_id)
+                left = deadline - loop.time()
+                if current.version > after_version or left <= 0:
+                    return current
+                await pubsub.get_message(timeout=left)
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
+        due = [_s(m) for m in await self.r.zrangebyscore(f"{self.p}:due", "-inf", now, start=0, num=limit)]
+        if not due:
+            return []
+
+        def build(pipe: Pipeline) -> None:
+            for aid in due:
+                pipe.evalsha(
+                    self._transition.sha,
+                    3,
+                    *self._keys(aid),
+                    *[
+                        repr(now),
+                        "expired",
+                        "",
+                        "system",
+                        "expired without a decision",
+                        aid,
+                        "",
+                        self.channel(aid),
+                        "pending",
+                    ],
+                )
+
+        results = await self._pipeline(build, [self._transition])
+        expired = [approval_from_result(list(r)) for r in results if _s(r[0]) == "ok"]
+        await self.r.zrem(f"{self.p}:due", *due)  # decided, expired or missing: none is due any more
+        return expired
+
+    async def transition(
+        self,
+        approval_id: str,
+        *,
+        target: Status,
+        expected_version: int | None,
+        actor: str,
+        now: float,
+        reason: str | None = None,
+    ) -> Approval:
+        args = [
+            repr(now),
+            str(target),
+            "" if expected_version is None else expected_version,
+            actor,
+            reason or "",
+            approval_id,
+            reason or "",
+            self.channel(approval_id),
+            *sorted(str(s) for s in sources_of(target)),
+        ]
+        out = await self._call(self._transition, self._keys(approval_id), args)
+        tag = _s(out[0])
+        if tag == "missing":
+            raise NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+        if tag == "stale":
+            raise EngineError(
+                f"{approval_id} changed (version {_s(out[2])}, expected {expected_version}); reload",
+                code=ErrorCode.STALE_VERSION,
+                approval_id=approval_id,
+                version=int(_s(out[2])),
+            )
+        if tag == "illegal":
+            raise IllegalTransition(
+                f"approval {approval_id} cannot move from {_s(out[1])} to {target}",
+                approval_id=approval_id,
+                current=_s(out[1]),
+                target=str(target),
+            )
+        return approval_from_result(out)

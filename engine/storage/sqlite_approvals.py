@@ -1,0 +1,163 @@
+"""Approvals in SQLite: create, read, list, decide, wait, expire, move along the state machine."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Collection
+from typing import Any
+
+from engine.domain import execution as claim_rules
+from engine.domain.decide import DecideCommand, apply_decision, apply_expiry
+from engine.domain.models import Approval, Status
+from engine.domain.records import Page
+from engine.errors import DecisionRefused
+from engine.storage._codec import audit_for_decision, decode_cursor, encode_cursor
+from engine.storage.sqlite_base import SqliteBase, _audit, _load, _write
+
+__all__ = ["SqliteApprovals"]
+
+
+class SqliteApprovals(SqliteBase):
+    # -- approvals ------------------------------------------------------------------------------------
+    async def create_approval(self, approval: Approval) -> tuple[Approval, bool]:
+        def tx(c: sqlite3.Connection) -> tuple[Approval, bool]:
+            row = c.execute("SELECT doc FROM approvals WHERE id = ?", (approval.id,)).fetchone()
+            if row:
+                return Approval.model_validate_json(row[0]), False
+            _write(c, approval, insert=True)
+            _audit(
+                c,
+                audit_for_decision(
+                    approval,
+                    actor=approval.requester,
+                    event="created",
+                    now=approval.created_at,
+                    detail=f"{approval.tool} {approval.tier}",
+                ),
+            )
+            return approval, True
+
+        return await self._run(tx)
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        return await self._run(lambda c: _load(c, approval_id), write=False)
+
+    async def list_pending(
+        self,
+        *,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        after = decode_cursor(cursor)
+
+        def tx(c: sqlite3.Connection) -> Page:
+            sql = "SELECT doc, created_at, id FROM approvals WHERE status = 'pending'"
+            params: list[Any] = []
+            if after:
+                sql += " AND (created_at, id) > (?, ?)"
+                params += list(after)
+            if roles is not None:
+                marks = ",".join("?" * len(roles))
+                sql += f" AND (required_role IS NULL OR required_role IN ({marks}))"
+                params += list(roles)
+            if exclude_requester:
+                sql += " AND requester != ?"
+                params.append(exclude_requester)
+            sql += " ORDER BY created_at, id LIMIT ?"
+            params.append(limit + 1)
+            rows = c.execute(sql, params).fetchall()
+            items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
+            nxt = encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
+            return Page(items=items, cursor=nxt)
+
+        return await self._run(tx, write=False)
+
+    async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
+        def tx(c: sqlite3.Connection) -> Approval | DecisionRefused:
+            current = _load(c, cmd.approval_id)
+            try:
+                updated = apply_decision(current, cmd, now)
+            except DecisionRefused as exc:
+                _audit(
+                    c,
+                    audit_for_decision(
+                        current,
+                        actor=cmd.reviewer.id,
+                        event="refused",
+                        now=now,
+                        outcome=str(exc.code),
+                        detail=f"{cmd.kind} via {cmd.via}",
+                    ),
+                )
+                return exc
+            _write(c, updated)
+            _audit(
+                c,
+                audit_for_decision(
+                    updated,
+                    actor=cmd.reviewer.id,
+                    event="decided",
+                    now=now,
+                    detail=f"{cmd.kind} via {cmd.via} -> {updated.status}",
+                ),
+            )
+            return updated
+
+        out = await self._run(tx)
+        if isinstance(out, DecisionRefused):
+            raise out
+        return out
+
+    async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
+        # Several processes share the file and SQLite has no notifications: poll, backing off 5 ms -> 250 ms.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.005
+        while True:
+            current = await self.get_approval(approval_id)
+            left = deadline - loop.time()
+            if current.version > after_version or left <= 0:
+                return current
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 0.25)
+
+    async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
+        def tx(c: sqlite3.Connection) -> list[Approval]:
+            rows = c.execute(
+                "SELECT doc FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            out = []
+            for (doc,) in rows:
+                expired = apply_expiry(Approval.model_validate_json(doc), now)
+                if expired is not None:
+                    _write(c, expired)
+                    _audit(c, audit_for_decision(expired, actor="system", event="expired", now=now))
+                    out.append(expired)
+            return out
+
+        return await self._run(tx)
+
+    async def transition(
+        self,
+        approval_id: str,
+        *,
+        target: Status,
+        expected_version: int | None,
+        actor: str,
+        now: float,
+        reason: str | None = None,
+    ) -> Approval:
+        def tx(c: sqlite3.Connection) -> Approval:
+            current = _load(c, approval_id)
+            updated = claim_rules.transitioned(
+                current, target=target, expected_version=expected_version, now=now, reason=reason
+            )
+            _write(c, updated)
+            _audit(c, audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or ""))
+            return updated
+
+        return await self._run(tx)
