@@ -1,0 +1,65 @@
+"""What a step can tell the run: halt (and why), jump to another step, or carry on; and the run's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.domain.models import Approval, Status
+from engine.runner.spec import LoadedWorkflow, ToolStep
+from engine.runner.state import RunStatus
+
+__all__ = ["Halt", "Jump", "RunResult", "halt_for", "previous_tool_step"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run stands after ``start`` or ``resume``."""
+
+    status: RunStatus
+    session_id: str
+    approval: Approval | None = None
+    reason: str | None = None
+    outputs: dict[str, Any] = field(default_factory=dict)
+    history: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return self.status.exit_code
+
+
+@dataclass(frozen=True)
+class Halt:
+    """Stop the run here: paused on an approval, or ended (rejected, expired, cancelled, failed)."""
+
+    status: RunStatus
+    approval: Approval | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Jump:
+    """Continue at another step (a gate's feedback re-runs an earlier one)."""
+
+    position: int
+
+
+def halt_for(a: Approval) -> Halt | None:
+    match a.status:
+        case Status.PENDING:
+            return Halt(RunStatus.PAUSED, approval=a)
+        case Status.REJECTED:
+            return Halt(RunStatus.REJECTED, approval=a, reason=a.reason or "rejected")
+        case Status.EXPIRED:
+            return Halt(RunStatus.EXPIRED, approval=a, reason="the approval expired without a decision")
+        case Status.CANCELLED:
+            return Halt(RunStatus.CANCELLED, approval=a, reason=a.reason or "cancelled")
+        case _:
+            return None
+
+
+def previous_tool_step(wf: LoadedWorkflow, position: int) -> int | None:
+    for i in range(position - 1, -1, -1):
+        if isinstance(wf.spec.steps[i], ToolStep):
+            return i
+    return None
