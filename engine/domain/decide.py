@@ -25,7 +25,7 @@ from engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Sta
 from engine.domain.states import check_transition
 from engine.errors import DecisionRefused, ErrorCode
 
-__all__ = ["DecideCommand", "apply_decision", "apply_expiry", "eligible", "refusal_message"]
+__all__ = ["DecideCommand", "apply_decision", "apply_expiry", "eligible", "refusal", "refusal_message"]
 
 
 class DecideCommand(BaseModel):
@@ -89,9 +89,10 @@ def _winner(approval: Approval) -> str:
     return approval.decisions[-1].reviewer if approval.decisions else "the system"
 
 
-def _refuse(code: ErrorCode, approval: Approval, cmd: DecideCommand) -> DecisionRefused:
+def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> DecisionRefused:
+    """The refusal for ``code`` (both stores raise exactly this; Redis learns the code from its script)."""
     return DecisionRefused(
-        refusal_message(code, approval, cmd.reviewer.id),
+        refusal_message(code, approval, reviewer_id),
         code=code,
         approval_id=approval.id,
         status=str(approval.status),
@@ -104,24 +105,24 @@ def check_decision(approval: Approval, cmd: DecideCommand, now: float) -> None:
     """Raise the first refusal that applies (order in the module docstring)."""
     if approval.status is not Status.PENDING:
         code = ErrorCode.EXPIRED if approval.status is Status.EXPIRED else ErrorCode.ALREADY_DECIDED
-        raise _refuse(code, approval, cmd)
+        raise refusal(code, approval, cmd.reviewer.id)
     if now >= approval.expires_at:
-        raise _refuse(ErrorCode.EXPIRED, approval, cmd)
+        raise refusal(ErrorCode.EXPIRED, approval, cmd.reviewer.id)
     if cmd.expected_version != approval.version:
-        raise _refuse(ErrorCode.STALE_VERSION, approval, cmd)
+        raise refusal(ErrorCode.STALE_VERSION, approval, cmd.reviewer.id)
     if cmd.expected_hash != approval.action_hash:
-        raise _refuse(ErrorCode.HASH_MISMATCH, approval, cmd)
+        raise refusal(ErrorCode.HASH_MISMATCH, approval, cmd.reviewer.id)
     if cmd.reviewer.id == approval.requester:
-        raise _refuse(ErrorCode.SELF_APPROVAL, approval, cmd)
+        raise refusal(ErrorCode.SELF_APPROVAL, approval, cmd.reviewer.id)
     if not eligible(approval, cmd.reviewer):
-        raise _refuse(ErrorCode.NOT_ELIGIBLE, approval, cmd)
+        raise refusal(ErrorCode.NOT_ELIGIBLE, approval, cmd.reviewer.id)
     if any(d.reviewer == cmd.reviewer.id for d in approval.decisions):
-        raise _refuse(ErrorCode.DUPLICATE_VOTE, approval, cmd)
+        raise refusal(ErrorCode.DUPLICATE_VOTE, approval, cmd.reviewer.id)
     if cmd.kind is DecisionKind.TRUST and not approval.trustable:
-        raise _refuse(ErrorCode.NOT_TRUSTABLE, approval, cmd)
+        raise refusal(ErrorCode.NOT_TRUSTABLE, approval, cmd.reviewer.id)
     if cmd.kind is DecisionKind.MODIFY and approval.quorum > 1 and not cmd.supersede_with:
         # Earlier votes were cast on other arguments; a modified multi-approver action starts a new approval.
-        raise _refuse(ErrorCode.INVALID_INPUT, approval, cmd)
+        raise refusal(ErrorCode.INVALID_INPUT, approval, cmd.reviewer.id)
 
 
 def apply_decision(approval: Approval, cmd: DecideCommand, now: float) -> Approval:

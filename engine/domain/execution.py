@@ -12,7 +12,67 @@ from engine.domain.records import Claim, ClaimState
 from engine.domain.states import check_transition
 from engine.errors import ClaimRefused, EngineError, ErrorCode
 
-__all__ = ["check_checkpoint_version", "finished", "next_claim", "transitioned"]
+__all__ = [
+    "check_checkpoint_version",
+    "claim_fenced",
+    "claim_hash_mismatch",
+    "claim_in_progress",
+    "finished",
+    "next_claim",
+    "stale_approval",
+    "stale_run",
+    "transitioned",
+]
+
+
+# Errors both stores raise (SQLite from these rules, Redis from its scripts' answers): built in one place.
+def claim_hash_mismatch(key: str, recorded_hash: str, action_hash: str) -> ClaimRefused:
+    return ClaimRefused(
+        f"idempotency key {key!r} was used for a different action; use a new key for a new action",
+        code=ErrorCode.CLAIM_HASH_MISMATCH,
+        key=key,
+        recorded_hash=recorded_hash,
+        action_hash=action_hash,
+    )
+
+
+def claim_in_progress(key: str, holder: str, attempt: int) -> ClaimRefused:
+    return ClaimRefused(
+        f"{key!r} is being executed by {holder} (attempt {attempt}); wait for its outcome",
+        code=ErrorCode.CLAIM_IN_PROGRESS,
+        key=key,
+        holder=holder,
+        attempt=attempt,
+    )
+
+
+def claim_fenced(key: str, holder: str, attempt: int) -> ClaimRefused:
+    return ClaimRefused(
+        f"{holder} no longer holds {key!r} (attempt {attempt}); its outcome was not recorded",
+        code=ErrorCode.CLAIM_FENCED,
+        key=key,
+        holder=holder,
+        attempt=attempt,
+    )
+
+
+def stale_approval(approval_id: str, version: int, expected: int | None) -> EngineError:
+    return EngineError(
+        f"{approval_id} changed (version {version}, expected {expected}); reload and retry",
+        code=ErrorCode.STALE_VERSION,
+        approval_id=approval_id,
+        version=version,
+    )
+
+
+def stale_run(run_id: str, version: int, expected: int) -> EngineError:
+    return EngineError(
+        f"run {run_id} was saved by another process (version {version}, expected {expected}); "
+        "it is being resumed elsewhere",
+        code=ErrorCode.STALE_VERSION,
+        run_id=run_id,
+        version=version,
+    )
 
 
 def next_claim(
@@ -37,23 +97,11 @@ def next_claim(
             acquired=True,
         )
     if existing.action_hash != action_hash:
-        raise ClaimRefused(
-            f"idempotency key {key!r} was used for a different action; use a new key for a new action",
-            code=ErrorCode.CLAIM_HASH_MISMATCH,
-            key=key,
-            recorded_hash=existing.action_hash,
-            action_hash=action_hash,
-        )
+        raise claim_hash_mismatch(key, existing.action_hash, action_hash)
     if existing.state is ClaimState.SUCCEEDED or (existing.state is ClaimState.FAILED and not retry_failed):
         return existing.model_copy(update={"acquired": False, "recovered": False})
     if existing.state is ClaimState.RUNNING and now < existing.lease_until:
-        raise ClaimRefused(
-            f"{key!r} is being executed by {existing.holder} (attempt {existing.attempt}); wait for its outcome",
-            code=ErrorCode.CLAIM_IN_PROGRESS,
-            key=key,
-            holder=existing.holder,
-            attempt=existing.attempt,
-        )
+        raise claim_in_progress(key, existing.holder, existing.attempt)
     return Claim(
         key=key,
         action_hash=action_hash,
@@ -74,13 +122,7 @@ def finished(existing: Claim | None, *, key: str, holder: str, attempt: int, ok:
         or existing.holder != holder
         or existing.attempt != attempt
     ):
-        raise ClaimRefused(
-            f"{holder} no longer holds {key!r} (attempt {attempt}); its outcome was not recorded",
-            code=ErrorCode.CLAIM_FENCED,
-            key=key,
-            holder=holder,
-            attempt=attempt,
-        )
+        raise claim_fenced(key, holder, attempt)
     return existing.model_copy(
         update={
             "state": ClaimState.SUCCEEDED if ok else ClaimState.FAILED,
@@ -96,12 +138,7 @@ def transitioned(
 ) -> Approval:
     """``current`` moved to ``target`` (checked against the table and the expected version)."""
     if expected_version is not None and expected_version != current.version:
-        raise EngineError(
-            f"{current.id} changed (version {current.version}, expected {expected_version}); reload and retry",
-            code=ErrorCode.STALE_VERSION,
-            approval_id=current.id,
-            version=current.version,
-        )
+        raise stale_approval(current.id, current.version, expected_version)
     check_transition(current.status, target, approval_id=current.id)
     changes: dict[str, Any] = {"status": target, "version": current.version + 1, "updated_at": now}
     if reason is not None:
@@ -111,10 +148,4 @@ def transitioned(
 
 def check_checkpoint_version(run_id: str, current: int, expected: int) -> None:
     if current != expected:
-        raise EngineError(
-            f"run {run_id} was saved by another process (version {current}, expected {expected}); "
-            "it is being resumed elsewhere",
-            code=ErrorCode.STALE_VERSION,
-            run_id=run_id,
-            version=current,
-        )
+        raise stale_run(run_id, current, expected)

@@ -10,21 +10,19 @@ from typing import Any, cast
 from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
-from engine.domain.decide import DecideCommand, refusal_message
+from engine.domain.decide import DecideCommand, refusal
+from engine.domain.execution import stale_approval
 from engine.domain.models import Approval, Status
 from engine.domain.records import AuditEntry, Page
-from engine.domain.states import sources_of
+from engine.domain.states import check_transition, sources_of
 from engine.errors import (
-    DecisionRefused,
-    EngineError,
     ErrorCode,
-    IllegalTransition,
     NotFound,
     StoreError,
 )
 from engine.storage._codec import decode_cursor, encode_cursor
-from engine.storage.redis_base import _ANY_ROLE, _DYNAMIC_FIELDS, RedisBase, _s
-from engine.storage.redis_codec import approval_from_result, approval_to_fields, static_doc
+from engine.storage.redis_base import _ANY_ROLE, _DYNAMIC_FIELDS, RedisBase
+from engine.storage.redis_codec import _s, approval_from_result, approval_to_fields, static_doc
 
 __all__ = ["RedisApprovals"]
 
@@ -173,18 +171,7 @@ class RedisApprovals(RedisBase):
         approval = approval_from_result(out)
         if tag == "ok":
             return approval
-        code = ErrorCode(_s(out[1]))
-        winner = None
-        if code is ErrorCode.ALREADY_DECIDED:
-            winner = approval.decisions[-1].reviewer if approval.decisions else "the system"
-        raise DecisionRefused(
-            refusal_message(code, approval, cmd.reviewer.id),
-            code=code,
-            approval_id=approval.id,
-            status=str(approval.status),
-            version=approval.version,
-            winner=winner,
-        )
+        raise refusal(ErrorCode(_s(out[1])), approval, cmd.reviewer.id)
 
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
         loop = asyncio.get_running_loop()
@@ -257,17 +244,8 @@ class RedisApprovals(RedisBase):
         if tag == "missing":
             raise NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
         if tag == "stale":
-            raise EngineError(
-                f"{approval_id} changed (version {_s(out[2])}, expected {expected_version}); reload",
-                code=ErrorCode.STALE_VERSION,
-                approval_id=approval_id,
-                version=int(_s(out[2])),
-            )
-        if tag == "illegal":
-            raise IllegalTransition(
-                f"approval {approval_id} cannot move from {_s(out[1])} to {target}",
-                approval_id=approval_id,
-                current=_s(out[1]),
-                target=str(target),
-            )
+            raise stale_approval(approval_id, int(_s(out[2])), expected_version)
+        if tag == "illegal":  # the script checked the sources the table allows: the table names both states
+            check_transition(Status(_s(out[1])), target, approval_id=approval_id)
+            raise AssertionError("the state table and transition.lua disagree")
         return approval_from_result(out)

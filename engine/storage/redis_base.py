@@ -37,10 +37,6 @@ def _lua(name: str) -> str:
     return resources.files("engine.storage").joinpath(f"lua/{name}.lua").read_text(encoding="utf-8")
 
 
-def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
 class RedisBase:
     """Client, prefix and scripts; every part of :class:`~engine.storage.redis.RedisStore` builds on it."""
 

@@ -6,7 +6,8 @@ import json
 
 from engine.domain.policy import WindowStats
 from engine.domain.records import AuditEntry, MessageRef, TrustGrant
-from engine.storage.redis_base import RedisBase, _s
+from engine.storage.redis_base import RedisBase
+from engine.storage.redis_codec import _s
 
 __all__ = ["RedisRecords"]
 

@@ -7,14 +7,13 @@ from typing import Any, cast
 
 from redis.exceptions import RedisError
 
+from engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress, stale_run
 from engine.domain.records import Claim, ClaimState, Job
 from engine.errors import (
-    ClaimRefused,
-    EngineError,
-    ErrorCode,
     StoreError,
 )
-from engine.storage.redis_base import RedisBase, _s
+from engine.storage.redis_base import RedisBase
+from engine.storage.redis_codec import _s
 
 __all__ = ["RedisRuns"]
 
@@ -47,21 +46,9 @@ class RedisRuns(RedisBase):
                 recovered=out[2] == "1",
             )
         if out[0] == "hash_mismatch":
-            raise ClaimRefused(
-                f"idempotency key {key!r} was used for a different action; use a new key for a new action",
-                code=ErrorCode.CLAIM_HASH_MISMATCH,
-                key=key,
-                recorded_hash=out[1],
-                action_hash=action_hash,
-            )
+            raise claim_hash_mismatch(key, out[1], action_hash)
         if out[0] == "in_progress":
-            raise ClaimRefused(
-                f"{key!r} is being executed by {out[1]} (attempt {out[2]}); wait for its outcome",
-                code=ErrorCode.CLAIM_IN_PROGRESS,
-                key=key,
-                holder=out[1],
-                attempt=int(out[2]),
-            )
+            raise claim_in_progress(key, out[1], int(out[2]))
         return Claim(
             key=key,
             action_hash=action_hash,
@@ -83,13 +70,7 @@ class RedisRuns(RedisBase):
             )
         ]
         if out[0] != "ok":
-            raise ClaimRefused(
-                f"{holder} no longer holds {key!r} (attempt {attempt}); its outcome was not recorded",
-                code=ErrorCode.CLAIM_FENCED,
-                key=key,
-                holder=holder,
-                attempt=attempt,
-            )
+            raise claim_fenced(key, holder, attempt)
         return Claim(
             key=key,
             action_hash=out[1],
@@ -123,13 +104,7 @@ class RedisRuns(RedisBase):
             for x in await self._call(self._checkpoint, keys, [expected_version, json.dumps(data), repr(now), status])
         ]
         if out[0] != "ok":
-            raise EngineError(
-                f"run {run_id} was saved by another process (version {out[1]}, expected "
-                f"{expected_version}); it is being resumed elsewhere",
-                code=ErrorCode.STALE_VERSION,
-                run_id=run_id,
-                version=int(out[1]),
-            )
+            raise stale_run(run_id, int(out[1]), expected_version)
         # The paused-runs index changes only when a run pauses or continues: one more round trip then, not
         # on every step. It is read with verification, so a crash in between leaves nothing unrecoverable.
         was, now_paused = out[2] == "paused", status == "paused"
