@@ -81,7 +81,7 @@ def run(
     async def work() -> int:
         wf = load_workflow(workflow)
         async with open_app(settings, workflow=wf) as ctx:
-            result = await ctx.runner.start(wf, given, config_path=ctx.config_path)
+            result = await ctx.runner.start(wf, given, session_id=session, config_path=ctx.config_path)
             if auto:
                 result = await auto_approve(ctx, result, out, escalations=auto_escalations)
             elif interactive:

@@ -47,6 +47,12 @@ class Runner(ReviewSteps):
     ) -> RunResult:
         """Validate everything that can be checked up front, then run until done or paused."""
         values = resolve_vars(wf, given_vars)
+        if session_id is not None and await self.store.load_checkpoint(session_id) is not None:
+            raise InvalidInput(
+                f"session {session_id} already has a run; continue it with `hitl resume {session_id}` "
+                "or start a new one without --session",
+                session_id=session_id,
+            )
         if wf.spec_hash not in self._checked:
             check_templates(wf)
             self._checked.add(wf.spec_hash)
