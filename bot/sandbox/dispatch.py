@@ -4,8 +4,6 @@ form-encoded, signed with the signing secret (``v0:{timestamp}:{body}``, HMAC-SH
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -13,6 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
+from slack_sdk.signature import SignatureVerifier
 
 from bot.sandbox.socket import Reply, SocketHub
 from bot.sandbox.webapi import Message, SlackState
@@ -21,8 +20,10 @@ __all__ = ["Dispatcher", "Reply", "sign"]
 
 
 def sign(secret: str, body: str, timestamp: int) -> str:
-    base = f"v0:{timestamp}:{body}".encode()
-    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    """``X-Slack-Signature`` for ``body``, computed by slack_sdk exactly as Slack computes it."""
+    signature = SignatureVerifier(secret).generate_signature(timestamp=str(timestamp), body=body)
+    assert signature is not None
+    return signature
 
 
 class Dispatcher:
