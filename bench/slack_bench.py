@@ -98,7 +98,7 @@ async def main() -> None:
                     blocks=card(p.approval, now=time.time()),
                 )
                 state.messages.append(msg)
-                await store.set_message(p.approval.id, MessageRef(channel=msg.channel, ts=msg.ts))
+                await store.messages.set(p.approval.id, MessageRef(channel=msg.channel, ts=msg.ts))
                 cards.append((p.approval.id, msg))
             for _, msg in cards[:50]:  # warm-up
                 await slack.click("U_SUPPORT1", msg, ACTION_APPROVE)
@@ -120,7 +120,7 @@ async def main() -> None:
             while True:
                 decided = sum(
                     1
-                    for x in await asyncio.gather(*(store.get_approval(i) for i in ids))
+                    for x in await asyncio.gather(*(store.approvals.get(i) for i in ids))
                     if x.status is Status.APPROVED
                 )
                 if decided == len(ids):
@@ -177,12 +177,12 @@ async def main() -> None:
                 aid = approval_id(f"wake:{action_hash('refund', args)}")  # the id the asker's request gets
                 while True:
                     try:
-                        await store.get_approval(aid)
+                        await store.approvals.get(aid)
                         break
                     except NotFound:
                         await asyncio.sleep(0.002)
                 await asyncio.sleep(0.01)  # the asker is now waiting on pub/sub
-                current = await store.get_approval(aid)
+                current = await store.approvals.get(aid)
                 msg = Message(
                     ts=state.new_ts(),
                     channel=channel.id,
@@ -192,7 +192,7 @@ async def main() -> None:
                 )
                 await slack.click("U_SUPPORT1", msg, ACTION_APPROVE)
                 answer, woke = await task
-                decided_at = (await store.get_approval(aid)).decisions[-1].at
+                decided_at = (await store.approvals.get(aid)).decisions[-1].at
                 assert answer == "y"
                 wake.append((woke - decided_at) * 1000)
         finally:

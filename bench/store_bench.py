@@ -55,7 +55,7 @@ async def create_all(store: Store, items: list[Approval], concurrency: int = 64)
 
     async def worker() -> None:
         for a in it:
-            await store.create_approval(a)
+            await store.approvals.create(a)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
@@ -64,7 +64,7 @@ async def decide_bench(store: Store, clock: FakeClock, n_seq: int, n_conc: int) 
     warm = approvals(200, clock, "warm")
     await create_all(store, warm)
     for a in warm:
-        await store.decide(cmd(a), now=clock.now())
+        await store.approvals.decide(cmd(a), now=clock.now())
     seq = approvals(n_seq, clock, "seq")
     await create_all(store, seq)
     # Setup objects are long-lived: move them out of the collector's way, as a server does after start-up.
@@ -73,7 +73,7 @@ async def decide_bench(store: Store, clock: FakeClock, n_seq: int, n_conc: int) 
     lat = []
     for a in seq:
         t0 = time.perf_counter()
-        await store.decide(cmd(a), now=clock.now())
+        await store.approvals.decide(cmd(a), now=clock.now())
         lat.append((time.perf_counter() - t0) * 1000)
     conc = approvals(n_conc, clock, "conc")
     await create_all(store, conc)
@@ -81,7 +81,7 @@ async def decide_bench(store: Store, clock: FakeClock, n_seq: int, n_conc: int) 
 
     async def caller() -> None:
         for a in it:
-            await store.decide(cmd(a), now=clock.now())
+            await store.approvals.decide(cmd(a), now=clock.now())
 
     t0 = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(50)))
@@ -95,12 +95,12 @@ async def list_bench(store: Store, clock: FakeClock, sizes: list[int]) -> dict[i
     for size in sizes:
         await create_all(store, approvals(size - have, clock, f"list{size}-"))
         have = size
-        await store.list_pending(limit=50)
+        await store.approvals.list_pending(limit=50)
         times = []
         cursor = None
         for i in range(30):
             t0 = time.perf_counter()
-            page = await store.list_pending(limit=50, roles=["support"], cursor=cursor if i % 2 else None)
+            page = await store.approvals.list_pending(limit=50, roles=["support"], cursor=cursor if i % 2 else None)
             times.append((time.perf_counter() - t0) * 1000)
             cursor = page.cursor
         out[size] = median(times)
@@ -126,10 +126,10 @@ async def redis_part(url: str, args: argparse.Namespace) -> None:
     probe = approvals(500, clock, "rt")
     await create_all(store, probe)
     for a in probe[:10]:  # load the scripts
-        await store.decide(cmd(a), now=clock.now())
+        await store.approvals.decide(cmd(a), now=clock.now())
     before = CountingConnection.writes
     for a in probe[10:]:
-        await store.decide(cmd(a), now=clock.now())
+        await store.approvals.decide(cmd(a), now=clock.now())
     per_decide = (CountingConnection.writes - before) / len(probe[10:])
     d = await decide_bench(store, clock, args.seq, args.conc)
     sha = await client.script_load("return redis.call('HGET', KEYS[1], 'status')")

@@ -84,7 +84,7 @@ class BotContext:
 
     async def schema_for(self, a: Approval) -> ToolSchema:
         """The tool's schema from the run's workflow; for ask-API approvals, inferred from the arguments."""
-        found = await self.store.load_checkpoint(a.session_id)
+        found = await self.store.runs.load(a.session_id)
         if found is not None:
             try:
                 state = RunState.model_validate({**found[0], "version": found[1]})

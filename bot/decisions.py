@@ -73,7 +73,7 @@ async def decide(
         current = None
         if exc.code is not ErrorCode.NOT_FOUND:
             try:
-                current = await ctx.store.get_approval(approval_id)
+                current = await ctx.store.approvals.get(approval_id)
             except EngineError:
                 current = None
         return None, refusal_text(exc, current)

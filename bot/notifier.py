@@ -83,7 +83,7 @@ class SlackNotifier:
     async def approval_changed(self, approval: Approval) -> None:
         # Durable, so a crash or restart between the decision and the card update loses nothing: any replica
         # picks the job up (after its lease, if the one that took it died).
-        await self.store.enqueue_job("card", {"approval_id": approval.id}, now=self.clock.now())
+        await self.store.jobs.enqueue("card", {"approval_id": approval.id}, now=self.clock.now())
         self.kick()
 
     def kick(self) -> None:
@@ -116,7 +116,7 @@ class SlackNotifier:
             return None
         key = f"notify:{approval.id}"
         try:
-            claim = await self.store.claim(
+            claim = await self.store.ledger.claim(
                 key,
                 action_hash=approval.action_hash,
                 holder=self.replica,
@@ -127,12 +127,12 @@ class SlackNotifier:
         except ClaimRefused:
             return None  # another replica is posting it right now
         if not claim.acquired:
-            return await self.store.get_message(approval.id)
-        existing = await self.store.get_message(approval.id)
+            return await self.store.messages.get(approval.id)
+        existing = await self.store.messages.get(approval.id)
         if existing is not None:  # posted by a holder that died before recording its outcome
             await self._done(key, claim, channel=existing.channel, ts=existing.ts)
             return existing
-        current = await self.store.get_approval(approval.id)
+        current = await self.store.approvals.get(approval.id)
         try:
             resp = await self._call(
                 "chat.postMessage",
@@ -146,7 +146,7 @@ class SlackNotifier:
             log.error("could not post the card for %s: %s", approval.id, exc.response.get("error"))
             return None
         ref = MessageRef(channel=str(resp["channel"]), ts=str(resp["ts"]))
-        await self.store.set_message(approval.id, ref)
+        await self.store.messages.set(approval.id, ref)
         await self._done(key, claim, channel=ref.channel, ts=ref.ts)
         self.metrics.approval_requested(current)
         if current.version != approval.version or not current.is_open:
@@ -154,18 +154,18 @@ class SlackNotifier:
         return ref
 
     async def _done(self, key: str, claim: Claim, *, ok: bool = True, **result: str) -> None:
-        await self.store.record_outcome(
+        await self.store.ledger.record_outcome(
             key, holder=self.replica, attempt=claim.attempt, ok=ok, result=result, now=self.clock.now()
         )
 
     async def remind(self, approval: Approval) -> bool:
         """Post one reminder in the card's thread (once across replicas and restarts)."""
-        ref = await self.store.get_message(approval.id)
+        ref = await self.store.messages.get(approval.id)
         if ref is None:
             return False
         key = f"remind:{approval.id}"
         try:
-            claim = await self.store.claim(
+            claim = await self.store.ledger.claim(
                 key, action_hash=approval.action_hash, holder=self.replica, now=self.clock.now(), lease=60.0
             )
         except ClaimRefused:
@@ -197,7 +197,7 @@ class SlackNotifier:
     async def _run_updates(self) -> None:
         while True:
             self._wake.clear()
-            jobs = await self.store.claim_jobs(
+            jobs = await self.store.jobs.claim(
                 self.replica, kind="card", limit=50, now=self.clock.now(), lease=self.lease
             )
             if not jobs:
@@ -216,7 +216,7 @@ class SlackNotifier:
                 if approval_id not in done:  # several changes queued: one update shows the latest state
                     await self._update_until_it_lands(approval_id)
                     done.add(approval_id)
-                await self.store.ack_job(job.id)
+                await self.store.jobs.ack(job.id)
 
     async def _update_until_it_lands(self, approval_id: str) -> None:
         for n in itertools.count():
@@ -228,10 +228,10 @@ class SlackNotifier:
                 await asyncio.sleep(self.backoff(n))
 
     async def _update(self, approval_id: str) -> None:
-        ref = await self.store.get_message(approval_id)
+        ref = await self.store.messages.get(approval_id)
         if ref is None:
             return
-        current = await self.store.get_approval(approval_id)
+        current = await self.store.approvals.get(approval_id)
         try:
             await self._call(
                 "chat.update",

@@ -46,7 +46,7 @@ def http_app(rt: BotRuntime) -> web.Application:
 
     async def healthz(_: web.Request) -> web.Response:
         try:
-            await rt.store.get_claim("healthz")
+            await rt.store.ledger.get("healthz")
         except Exception as exc:  # the store is down: say so, and let the orchestrator act
             return web.json_response({"ok": False, "error": str(exc)[:200]}, status=503)
         return web.json_response({"ok": True, "replica": rt.ctx.replica})

@@ -63,7 +63,7 @@ class Worker:
     async def approval_decided(self, a: Approval) -> None:
         """A decision (or expiry) on an approval some run is paused on: queue its resume durably."""
         if a.status in _DECIDED and a.metadata.get("step"):
-            await self.ctx.store.enqueue_job(
+            await self.ctx.store.jobs.enqueue(
                 "resume", {"session_id": a.session_id, "approval_id": a.id}, now=self.ctx.service.clock.now()
             )
             self._wake.set()
@@ -82,25 +82,25 @@ class Worker:
         (the process died between the decision and the enqueue). Resuming twice is harmless."""
         queued = 0
         now = self.ctx.service.clock.now()
-        for run_id in await self.ctx.store.paused_runs(limit=500):
-            found = await self.ctx.store.load_checkpoint(run_id)
+        for run_id in await self.ctx.store.runs.paused(limit=500):
+            found = await self.ctx.store.runs.load(run_id)
             waiting = found[0].get("waiting") if found else None
             if not waiting:
                 continue
             try:
-                approval = await self.ctx.store.get_approval(str(waiting))
+                approval = await self.ctx.store.approvals.get(str(waiting))
             except EngineError:
                 continue
             # Give the normal path a minute, and recover each (run, approval) once per process.
             fresh = now - approval.updated_at < 60
             if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
                 self._recovered.add((run_id, approval.id))
-                await self.ctx.store.enqueue_job("resume", {"session_id": run_id, "approval_id": approval.id}, now=now)
+                await self.ctx.store.jobs.enqueue("resume", {"session_id": run_id, "approval_id": approval.id}, now=now)
                 queued += 1
         return queued
 
     async def process_jobs(self) -> int:
-        jobs = await self.ctx.store.claim_jobs(
+        jobs = await self.ctx.store.jobs.claim(
             self.ctx.replica, kind="resume", limit=20, now=self.ctx.service.clock.now(), lease=self.lease
         )
         for job in jobs:
@@ -110,16 +110,16 @@ class Worker:
                 log.exception("job %s failed; it will be retried", job.id)
                 done = False
             if done:
-                await self.ctx.store.ack_job(job.id)
+                await self.ctx.store.jobs.ack(job.id)
         return len(jobs)
 
     async def sweep_pending(self) -> None:
         """Post cards that never made it, and one reminder before expiry."""
         now = self.ctx.service.clock.now()
         before = self.ctx.config.slack.reminder_before
-        page = await self.ctx.store.list_pending(limit=200)
+        page = await self.ctx.store.approvals.list_pending(limit=200)
         for a in page.items:
-            if await self.ctx.store.get_message(a.id) is None:
+            if await self.ctx.store.messages.get(a.id) is None:
                 await self.ctx.notifier.post_card(a)
             elif before and 0 < a.expires_at - now <= before:
                 await self.ctx.notifier.remind(a)
@@ -135,7 +135,7 @@ class Worker:
 
     async def _resume(self, payload: dict[str, Any]) -> bool:
         """True when the job is finished with (resumed, or nothing to do); False to retry later."""
-        found = await self.ctx.store.load_checkpoint(str(payload["session_id"]))
+        found = await self.ctx.store.runs.load(str(payload["session_id"]))
         if found is None:
             return True
         state = RunState.model_validate({**found[0], "version": found[1]})
@@ -153,7 +153,7 @@ class Worker:
         return True
 
     async def _report(self, approval_id: str, result: RunResult) -> None:
-        approval = await self.ctx.store.get_approval(approval_id)
+        approval = await self.ctx.store.approvals.get(approval_id)
         await self.ctx.notifier.approval_changed(approval)
         if result.status is RunStatus.FAILED:
             reason = label(result.reason or "unknown error", 500)
@@ -164,7 +164,7 @@ class Worker:
             await self._tell(approval_id, f":checkered_flag: Run `{result.session_id}` completed.")
 
     async def _tell(self, approval_id: str, text: str) -> None:
-        ref = await self.ctx.store.get_message(approval_id)
+        ref = await self.ctx.store.messages.get(approval_id)
         if ref is None:
             return
         try:

@@ -116,12 +116,12 @@ class Approvals:
             now = clock.now()
             if now >= approval.expires_at:
                 await self.svc.expire_due()
-                approval = await self.svc.store.get_approval(approval.id)
+                approval = await self.svc.store.approvals.get(approval.id)
                 continue
             left = min(deadline, approval.expires_at) - now
             if left <= 0:
                 return Answer("pending", approval.execute_args, approval)
-            approval = await self.svc.store.wait_changed(
+            approval = await self.svc.store.approvals.wait_changed(
                 approval.id, after_version=approval.version, timeout=min(left, 60.0)
             )
 

@@ -94,7 +94,7 @@ async def main() -> None:
     out.print(f"[green]{done.status}[/green] by U_SUPPORT1 at version {done.version}")
 
     out.rule("[bold]4. Audit trail")
-    for e in await store.audit(approval_id=a.id):
+    for e in await store.audit.entries(approval_id=a.id):
         out.print(escape(f"{e.seq:>3}  {e.event:<9} {e.actor:<12} v{e.version}  {e.outcome:<14} {e.detail}"))
     await store.close()
 

@@ -8,9 +8,16 @@ Every error carries a stable string code, a message that says what to do next, a
     ├── PolicyError                  the policy file cannot be loaded or evaluated (fail closed)
     ├── NotFound                     unknown approval / run / claim id
     ├── IllegalTransition            the state machine refuses a move
-    ├── DecisionRefused              decide() refused: stale, wrong hash, expired, ineligible, ...
+    ├── StaleVersion                 a compare-and-swap lost: an approval, a decision or a run checkpoint
+    │                                changed since it was read (the same class wherever it arises)
+    ├── DecisionRefused              decide() refused: decided, wrong hash, expired, ineligible, ...
     ├── ClaimRefused                 execution claim refused: in progress, hash mismatch, fenced
-    └── StoreError                   the backing store failed (never turns into an approval)
+    ├── StoreError                   the backing store failed (never turns into an approval)
+    └── EffectFailed                 (engine.runner.effects) a tool raised; its failure is recorded
+
+Each :class:`ErrorCode` says whether trying the same call again later can succeed (``retryable``) and
+whether the caller asked for something malformed (``usage``: the CLI exits 2), so callers read the code
+instead of matching message text.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ __all__ = [
     "InvalidInput",
     "NotFound",
     "PolicyError",
+    "StaleVersion",
     "StoreError",
 ]
 
@@ -51,10 +59,27 @@ class ErrorCode(StrEnum):
     CLAIM_HASH_MISMATCH = "claim_hash_mismatch"
     CLAIM_FENCED = "claim_fenced"
     STORE_ERROR = "store_error"
+    ID_COLLISION = "id_collision"
     WORKFLOW_INVALID = "workflow_invalid"
+    VARIABLES_INVALID = "variables_invalid"
     WORKFLOW_CHANGED = "workflow_changed"
     TOOL_FAILED = "tool_failed"
     ACTION_REJECTED = "action_rejected"
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same call may succeed later without changing it (the store came back, a concurrent
+        holder finished, another worker's save landed and a fresh read will see it)."""
+        return self in _RETRYABLE
+
+    @property
+    def usage(self) -> bool:
+        """Whether the caller asked for something malformed (the CLI exits 2 for these)."""
+        return self in _USAGE
+
+
+_RETRYABLE = frozenset({ErrorCode.STORE_ERROR, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.STALE_VERSION})
+_USAGE = frozenset({ErrorCode.VARIABLES_INVALID})
 
 
 class EngineError(Exception):
@@ -77,9 +102,13 @@ class EngineError(Exception):
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"
 
+    @property
+    def retryable(self) -> bool:
+        return self.code.retryable
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form for CLIs and HTTP answers."""
-        return {"code": str(self.code), "message": self.message, **_jsonable(self.context)}
+        return {"code": str(self.code), "message": self.message, "retryable": self.retryable, **_jsonable(self.context)}
 
 
 def _jsonable(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +131,10 @@ class NotFound(EngineError):
 
 class IllegalTransition(EngineError):
     default_code = ErrorCode.ILLEGAL_TRANSITION
+
+
+class StaleVersion(EngineError):
+    default_code = ErrorCode.STALE_VERSION
 
 
 class DecisionRefused(EngineError):

@@ -1,20 +1,42 @@
 """Ports: what the engine needs from the outside world, as ``typing.Protocol``s.
 
-Implementations live in ``engine.storage`` (stores), ``engine.clock`` (clocks) and the ``bot`` package
-(Slack notifier). Every argument after the first is keyword-only so call sites stay readable.
+The store is eight narrow ports, one per concern, that a backend implements as small classes sharing one
+connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
+callers pass one object but each piece of code depends only on the part it uses. Implementations live in
+``engine.storage`` (stores) and ``engine.clock`` (clocks); the Slack notifier and run reporter live in
+``bot``. Every argument after the first is keyword-only so call sites stay readable.
+
+Every store method raises :class:`~engine.errors.StoreError` when its backend fails, never a client
+library's own exception.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engine.domain.decide import DecideCommand
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
 from engine.domain.records import AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 
-__all__ = ["Clock", "Notifier", "Store"]
+if TYPE_CHECKING:
+    from engine.runner.outcomes import RunResult
+
+__all__ = [
+    "ApprovalStore",
+    "AuditLog",
+    "Clock",
+    "ExecutionLedger",
+    "JobQueue",
+    "MessageMap",
+    "Notifier",
+    "RateWindows",
+    "RunReporter",
+    "RunStore",
+    "Store",
+    "TrustStore",
+]
 
 
 @runtime_checkable
@@ -24,21 +46,19 @@ class Clock(Protocol):
     def now(self) -> float: ...
 
 
-class Store(Protocol):
-    """Durable state for approvals, executions, runs, trust, counters, audit and message mapping.
+class ApprovalStore(Protocol):
+    """Approvals and their state machine. ``decide``, ``expire_due`` and ``transition`` are compare-and-swap
+    steps: exactly one of any set of racing callers wins, and each is audited in the same atomic step."""
 
-    Every method is atomic on its own. ``decide``, ``expire_due``, ``transition`` and ``claim`` are
-    compare-and-swap steps: exactly one of any set of racing callers wins.
-    """
-
-    async def create_approval(self, approval: Approval) -> tuple[Approval, bool]:
+    async def create(self, approval: Approval) -> tuple[Approval, bool]:
         """Store ``approval`` unless one with its id exists; returns the stored one and whether it is new.
 
-        Approval ids derive from the dedupe key, so re-asking the same action returns the same approval.
+        Approval ids derive from the dedupe key, so re-asking the same action returns the same approval. An id
+        that is taken by an approval with another dedupe key (a collision) is refused with ``id_collision``.
         """
         ...
 
-    async def get_approval(self, approval_id: str) -> Approval:
+    async def get(self, approval_id: str) -> Approval:
         """The approval, or :class:`~engine.errors.NotFound`."""
         ...
 
@@ -58,10 +78,7 @@ class Store(Protocol):
         ...
 
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
-        """Return the approval once its version passes ``after_version``, or as it is after ``timeout`` seconds.
-
-        Redis wakes waiters through pub/sub from the deciding script; SQLite polls with backoff.
-        """
+        """Return the approval once its version passes ``after_version``, or as it is after ``timeout`` seconds."""
         ...
 
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
@@ -81,11 +98,13 @@ class Store(Protocol):
         """Move an approval along the state machine (cancel, executing, executed, failed), audited."""
         ...
 
+
+class ExecutionLedger(Protocol):
+    """Execution claims under idempotency keys: exactly one claimant runs an effect (see :class:`Claim`)."""
+
     async def claim(
         self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
-    ) -> Claim:
-        """Claim execution under an idempotency key (see :class:`~engine.records.Claim`)."""
-        ...
+    ) -> Claim: ...
 
     async def record_outcome(
         self, key: str, *, holder: str, attempt: int, ok: bool, result: dict[str, Any], now: float
@@ -93,57 +112,111 @@ class Store(Protocol):
         """Record the outcome of the current attempt; a fenced (superseded) holder is refused."""
         ...
 
-    async def get_claim(self, key: str) -> Claim | None: ...
+    async def get(self, key: str) -> Claim | None: ...
 
-    async def save_checkpoint(self, run_id: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
-        """Save a run checkpoint if its version is still ``expected_version`` (0 for a new run)."""
+
+class RunStore(Protocol):
+    """Run checkpoints, saved by compare-and-swap on their version."""
+
+    async def save(self, run_id: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
+        """Save a checkpoint if its version is still ``expected_version`` (0 for a new run); the new version."""
         ...
 
-    async def load_checkpoint(self, run_id: str) -> tuple[dict[str, Any], int] | None: ...
+    async def load(self, run_id: str) -> tuple[dict[str, Any], int] | None: ...
 
-    async def paused_runs(self, *, limit: int = 500) -> list[str]:
+    async def paused(self, *, limit: int = 500) -> list[str]:
         """Ids of runs whose last checkpoint says ``paused`` (so a lost resume can be recovered)."""
         ...
 
-    async def grant_trust(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None: ...
 
-    async def list_trust(self, session_id: str, *, now: float) -> list[TrustGrant]: ...
+class JobQueue(Protocol):
+    """Durable background jobs (resume a run, update a card), delivered at least once."""
 
-    async def list_all_trust(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
+    async def enqueue(self, kind: str, payload: dict[str, Any], *, now: float) -> str: ...
+
+    async def claim(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
+        """Jobs of ``kind`` for ``consumer``: new ones, and ones another consumer claimed over ``lease`` seconds
+        ago without acknowledging (it crashed). Handlers must be idempotent."""
+        ...
+
+    async def ack(self, job_id: str) -> None:
+        """Mark a job done; it is never delivered again."""
+        ...
+
+
+class TrustStore(Protocol):
+    """Session trust grants ("approve and stop asking for this tool in this session"), with a deadline."""
+
+    async def grant(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None: ...
+
+    async def active(self, session_id: str, *, now: float) -> list[TrustGrant]: ...
+
+    async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
         """Active grants across sessions (for ``/hitl trust list``)."""
         ...
 
-    async def revoke_trust(self, session_id: str, tool: str, *, by: str, now: float) -> bool: ...
+    async def revoke(self, session_id: str, tool: str, *, by: str, now: float) -> bool: ...
 
-    async def window_add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
-        """Atomically read the window's prior stats and add this event to it."""
+
+class RateWindows(Protocol):
+    """Rolling windows for velocity and rolling-sum rules."""
+
+    async def add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
+        """Atomically read the window's prior stats and add this event to it (an event counts once)."""
         ...
 
-    async def window_stats(self, key: str, *, now: float, window: float) -> WindowStats: ...
+    async def stats(self, key: str, *, now: float, window: float) -> WindowStats: ...
 
-    async def append_audit(self, entry: AuditEntry) -> None: ...
 
-    async def audit(self, *, approval_id: str | None = None, limit: int = 1000) -> list[AuditEntry]:
+class AuditLog(Protocol):
+    """The append-only audit trail."""
+
+    async def append(self, entry: AuditEntry) -> None: ...
+
+    async def entries(self, *, approval_id: str | None = None, limit: int = 1000) -> list[AuditEntry]:
         """Audit entries, oldest first."""
         ...
 
-    async def set_message(self, approval_id: str, ref: MessageRef) -> None: ...
 
-    async def get_message(self, approval_id: str) -> MessageRef | None: ...
+class MessageMap(Protocol):
+    """Where each approval's card was posted, both ways."""
 
-    async def approval_for_message(self, ref: MessageRef) -> str | None: ...
+    async def set(self, approval_id: str, ref: MessageRef) -> None: ...
 
-    async def enqueue_job(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
-        """Queue a job durably; returns its id."""
-        ...
+    async def get(self, approval_id: str) -> MessageRef | None: ...
 
-    async def claim_jobs(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
-        """Jobs of ``kind`` for ``consumer``: new ones, and ones another consumer claimed over ``lease`` seconds
-        ago without acknowledging (it crashed). Delivery is at least once; handlers must be idempotent."""
-        ...
+    async def approval_for(self, ref: MessageRef) -> str | None: ...
 
-    async def ack_job(self, job_id: str) -> None:
-        """Mark a job done; it is never delivered again."""
+
+class Store(Protocol):
+    """One backend's ports behind one object, sharing one connection."""
+
+    @property
+    def approvals(self) -> ApprovalStore: ...
+
+    @property
+    def ledger(self) -> ExecutionLedger: ...
+
+    @property
+    def runs(self) -> RunStore: ...
+
+    @property
+    def jobs(self) -> JobQueue: ...
+
+    @property
+    def trust(self) -> TrustStore: ...
+
+    @property
+    def windows(self) -> RateWindows: ...
+
+    @property
+    def audit(self) -> AuditLog: ...
+
+    @property
+    def messages(self) -> MessageMap: ...
+
+    async def ping(self) -> None:
+        """Raise :class:`~engine.errors.StoreError` unless the backend answers (health checks)."""
         ...
 
     async def close(self) -> None: ...
@@ -157,3 +230,15 @@ class Notifier(Protocol):
     async def approval_changed(self, approval: Approval) -> None: ...
 
     async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None: ...
+
+
+class RunReporter(Protocol):
+    """Tells people how a run went on after a decision (the bot posts in the card's thread)."""
+
+    async def run_continued(self, approval: Approval, result: RunResult) -> None:
+        """The run waiting on ``approval`` was resumed and now stands at ``result``."""
+        ...
+
+    async def run_blocked(self, approval: Approval, message: str) -> None:
+        """The run waiting on ``approval`` could not continue; ``message`` says why and what to do."""
+        ...

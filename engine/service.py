@@ -103,7 +103,7 @@ class ApprovalService:
         now = self.clock.now()
         clean = _clean_args(tool, args)
         windows = {
-            k: await self.store.window_stats(k, now=now, window=w)
+            k: await self.store.windows.stats(k, now=now, window=w)
             for k, (w, _) in self.policy.window_keys(tool, clean).items()
         }
         trusted = await self._trusted(session_id, now)
@@ -145,7 +145,7 @@ class ApprovalService:
             windows: dict[str, WindowStats] = {}
             for key, (window, amount) in self.policy.window_keys(tool, item).items():
                 event = f"{dedupe}#{i}" if batch is not None else dedupe
-                windows[key] = await self.store.window_add(key, amount=amount, now=now, window=window, event_id=event)
+                windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
             ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
             verdicts.append(self.policy.evaluate(tool, item, ctx))
         verdict = max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
@@ -179,7 +179,7 @@ class ApprovalService:
             trustable=verdict.trustable and batch is None,
             metadata={**(metadata or {}), **({"batch": len(items)} if batch is not None else {})},
         )
-        stored, created = await self.store.create_approval(approval)
+        stored, created = await self.store.approvals.create(approval)
         if created and self.notifier is not None:
             await self._safe(self.notifier.approval_requested(stored))
         return Proposal(verdict=verdict, approval=stored, created=created)
@@ -187,7 +187,7 @@ class ApprovalService:
     async def _trusted(self, session_id: str, now: float) -> frozenset[str]:
         if not session_id:
             return frozenset()
-        return frozenset(g.tool for g in await self.store.list_trust(session_id, now=now))
+        return frozenset(g.tool for g in await self.store.trust.active(session_id, now=now))
 
     # -- deciding -----------------------------------------------------------------------------------------
     def reviewer(self, reviewer_id: str) -> Reviewer:
@@ -254,8 +254,10 @@ class ApprovalService:
                 expected_hash=expected_hash,
                 via=via,
             )
-            return await self._after_decision(await self.store.decide(cmd, now=self.clock.now()), kind, reviewer)
-        current = await self.store.get_approval(approval_id)
+            return await self._after_decision(
+                await self.store.approvals.decide(cmd, now=self.clock.now()), kind, reviewer
+            )
+        current = await self.store.approvals.get(approval_id)
         version = current.version if expected_version is None else expected_version
         digest = current.action_hash if expected_hash is None else expected_hash
         if kind is DecisionKind.REJECT and not reason and self.policy.tool_spec(current.tool).reason_required:
@@ -286,12 +288,12 @@ class ApprovalService:
         if replacement is not None:
             # Created before the original is superseded: a crash in between leaves an extra pending
             # approval that nothing executes (runs follow ``superseded_by``), never a lost one.
-            await self.store.create_approval(replacement)
+            await self.store.approvals.create(replacement)
         try:
-            updated = await self.store.decide(cmd, now=self.clock.now())
+            updated = await self.store.approvals.decide(cmd, now=self.clock.now())
         except EngineError:
             if replacement is not None:
-                await self.store.transition(
+                await self.store.approvals.transition(
                     replacement.id,
                     target=Status.CANCELLED,
                     expected_version=None,
@@ -301,12 +303,12 @@ class ApprovalService:
                 )
             raise
         if replacement is not None and self.notifier is not None:
-            await self._safe(self.notifier.approval_requested(await self.store.get_approval(replacement.id)))
+            await self._safe(self.notifier.approval_requested(await self.store.approvals.get(replacement.id)))
         return await self._after_decision(updated, kind, reviewer)
 
     async def _after_decision(self, updated: Approval, kind: DecisionKind, reviewer: Reviewer) -> Approval:
         if kind is DecisionKind.TRUST and updated.status is Status.APPROVED:
-            await self.store.grant_trust(
+            await self.store.trust.grant(
                 updated.session_id,
                 updated.tool,
                 by=reviewer.id,
@@ -356,7 +358,7 @@ class ApprovalService:
         )
 
     async def cancel(self, approval_id: str, *, actor: str, reason: str) -> Approval:
-        updated = await self.store.transition(
+        updated = await self.store.approvals.transition(
             approval_id,
             target=Status.CANCELLED,
             expected_version=None,
@@ -369,7 +371,7 @@ class ApprovalService:
 
     async def expire_due(self, *, limit: int = 100) -> list[Approval]:
         """Expire what is due; an expiry is recorded as expiry, never as a rejection."""
-        expired = await self.store.expire_due(now=self.clock.now(), limit=limit)
+        expired = await self.store.approvals.expire_due(now=self.clock.now(), limit=limit)
         for a in expired:
             await self._changed(a)
         return expired

@@ -74,7 +74,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
                 return
             approval_id, version, digest = parsed
             try:
-                a = await ctx.store.get_approval(approval_id)
+                a = await ctx.store.approvals.get(approval_id)
             except EngineError as exc:
                 await respond(text=refusal_text(exc, None), response_type="ephemeral", replace_original=False)
                 return

@@ -92,7 +92,7 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
         return {"text": refusal or done_text(updated)}
     if cmd == "show":
         try:
-            a = await ctx.store.get_approval(rest[0])
+            a = await ctx.store.approvals.get(rest[0])
         except EngineError as exc:
             return {"text": refusal_text(exc, None)}
         return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.service.clock.now())}
@@ -108,7 +108,9 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
     reviewer = await ctx.directory.reviewer(user)
     if not reviewer.roles:
         return {"text": ":information_source: You are not a reviewer in any role, so there is nothing for you."}
-    page = await ctx.store.list_pending(roles=sorted(reviewer.roles), exclude_requester=user, limit=PAGE, cursor=cursor)
+    page = await ctx.store.approvals.list_pending(
+        roles=sorted(reviewer.roles), exclude_requester=user, limit=PAGE, cursor=cursor
+    )
     mine = [a for a in page.items if user not in a.approvers]
     if not mine and page.cursor is None:
         return {"text": ":tada: Nothing is waiting for you."}
@@ -148,7 +150,9 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
     sub = rest[0].lower() if rest else "list"
     if sub == "list":
         grants = (
-            await ctx.store.list_trust(rest[1], now=now) if len(rest) > 1 else await ctx.store.list_all_trust(now=now)
+            await ctx.store.trust.active(rest[1], now=now)
+            if len(rest) > 1
+            else await ctx.store.trust.all_active(now=now)
         )
         if not grants:
             return {"text": "No tool is trusted right now."}
@@ -162,9 +166,9 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
         sessions = (
             [rest[2]]
             if len(rest) > 2
-            else sorted({g.session_id for g in await ctx.store.list_all_trust(now=now) if g.tool == tool})
+            else sorted({g.session_id for g in await ctx.store.trust.all_active(now=now) if g.tool == tool})
         )
-        revoked = [s for s in sessions if await ctx.store.revoke_trust(s, tool, by=user, now=now)]
+        revoked = [s for s in sessions if await ctx.store.trust.revoke(s, tool, by=user, now=now)]
         if not revoked:
             return {"text": f"`{label(tool, 60)}` was not trusted anywhere."}
         return {"text": f":lock: `{label(tool, 60)}` is no longer trusted in {len(revoked)} session(s)."}

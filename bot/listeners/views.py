@@ -39,7 +39,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             await ack(response_action="errors", errors=_first_field(body, "This form was altered; nothing changed."))
             return
         try:
-            a = await ctx.store.get_approval(str(meta["id"]))
+            a = await ctx.store.approvals.get(str(meta["id"]))
             schema = await ctx.schema_for(a)
             args, errors = parse_modify(_values(body), schema)
             if errors:

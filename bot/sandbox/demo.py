@@ -94,7 +94,7 @@ async def _settle(sb: Sandbox, session_id: str | None = None) -> None:
         await sb.rt.ctx.notifier.flush()
         if session_id is None:
             return
-        found = await sb.rt.store.load_checkpoint(session_id)
+        found = await sb.rt.store.runs.load(session_id)
         if found and found[0]["status"] != RunStatus.PAUSED:
             return
         await asyncio.sleep(0.01)
@@ -169,9 +169,9 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
         "",
     )
     t.line(("after U_FIN1: ", "dim"), progress)
-    again = await _click(sb, "U_FIN1", (await sb.rt.store.get_approval(big.approval.id)), ACTION_APPROVE)
+    again = await _click(sb, "U_FIN1", (await sb.rt.store.approvals.get(big.approval.id)), ACTION_APPROVE)
     t.line(("U_FIN1 again: ", "dim"), again)
-    await _click(sb, "U_FIN2", (await sb.rt.store.get_approval(big.approval.id)), ACTION_APPROVE)
+    await _click(sb, "U_FIN2", (await sb.rt.store.approvals.get(big.approval.id)), ACTION_APPROVE)
     await _settle(sb, big.session_id)
     t.line(("after U_FIN2: ", "dim"), (_header(_card(sb, big.approval.id)), "bold"))
     ok &= (
@@ -193,7 +193,7 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
         "U_SUPPORT2", {"kind": "submit", "view_id": view_id, "values": _values(sb, view_id, amount="900")}
     )
     await _settle(sb)
-    old = await sb.rt.store.get_approval(mod.approval.id)
+    old = await sb.rt.store.approvals.get(mod.approval.id)
     t.line(
         ("amount 900: ", "dim"),
         f"{old.id} is {old.status}; new card ",
@@ -210,7 +210,7 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
 
     t.step("7. The audit trail")
     table = Table("event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
-    for e in await sb.rt.store.audit(limit=200):
+    for e in await sb.rt.store.audit.entries(limit=200):
         table.add_row(e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail))
     t.out.print(table)
     t.step("demo " + ("passed" if ok else "FAILED"))

@@ -181,7 +181,7 @@ def pending(
                 roles = sorted(ctx.service.roles.roles_of(settings.reviewer))
                 if ctx.config_path is None:
                     out.warn("no hitl.yaml found (pass --config or set HITL_CONFIG): no roles are known")
-            page = await ctx.store.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
+            page = await ctx.store.approvals.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
             out.pending(page.items)
         return 0
 
@@ -224,7 +224,7 @@ def audit(
     async def work() -> int:
         async with open_app(settings) as ctx:
             approval_id = (await resolve_target(ctx, target))[0].id if target else None
-            out.audit(await ctx.store.audit(approval_id=approval_id, limit=limit))
+            out.audit(await ctx.store.audit.entries(approval_id=approval_id, limit=limit))
         return 0
 
     _run(out, work)

@@ -36,13 +36,13 @@ _BY_APPROVAL = {
 async def resolve_target(ctx: App, target: str) -> tuple[Approval, RunState | None]:
     """An approval id, or a session id whose run is waiting on an approval."""
     if target.startswith("apr_"):
-        approval = await ctx.store.get_approval(target)
-        found = await ctx.store.load_checkpoint(approval.session_id)
+        approval = await ctx.store.approvals.get(target)
+        found = await ctx.store.runs.load(approval.session_id)
         return approval, (RunState.model_validate({**found[0], "version": found[1]}) if found else None)
     state = await ctx.runner.load(target)
     if state.waiting is None:
         raise NotFound(f"run {target} is not waiting on an approval (it is {state.status})", session_id=target)
-    return await ctx.store.get_approval(state.waiting), state
+    return await ctx.store.approvals.get(state.waiting), state
 
 
 async def _locate(settings: Settings, target: str) -> tuple[Approval | None, RunState | None]:
@@ -50,7 +50,7 @@ async def _locate(settings: Settings, target: str) -> tuple[Approval | None, Run
         if target.startswith("apr_"):
             return await resolve_target(ctx, target)
         state = await ctx.runner.load(target)
-        return (await ctx.store.get_approval(state.waiting) if state.waiting else None), state
+        return (await ctx.store.approvals.get(state.waiting) if state.waiting else None), state
 
 
 async def decide_and_resume(
@@ -100,7 +100,7 @@ async def auto_approve(ctx: App, result: RunResult, out: Out, *, escalations: bo
             )
             return result
         out.warn(f"AUTO-APPROVING {a.id}: {a.tool} {json.dumps(a.args, ensure_ascii=False)[:200]}")
-        await ctx.store.append_audit(
+        await ctx.store.audit.append(
             AuditEntry(
                 at=ctx.service.clock.now(),
                 actor="cli:auto-approve",

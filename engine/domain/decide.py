@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Status
 from engine.domain.states import check_transition
-from engine.errors import DecisionRefused, ErrorCode
+from engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
 
 __all__ = ["DecideCommand", "apply_decision", "apply_expiry", "eligible", "refusal", "refusal_message"]
 
@@ -89,9 +89,14 @@ def _winner(approval: Approval) -> str:
     return approval.decisions[-1].reviewer if approval.decisions else "the system"
 
 
-def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> DecisionRefused:
-    """The refusal for ``code`` (both stores raise exactly this; Redis learns the code from its script)."""
-    return DecisionRefused(
+def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> EngineError:
+    """The refusal for ``code`` (both stores raise exactly this; Redis learns the code from its script).
+
+    A stale version is a :class:`StaleVersion`, as it is everywhere a compare-and-swap loses; every other
+    refusal is a :class:`DecisionRefused`.
+    """
+    cls = StaleVersion if code is ErrorCode.STALE_VERSION else DecisionRefused
+    return cls(
         refusal_message(code, approval, reviewer_id),
         code=code,
         approval_id=approval.id,

@@ -10,7 +10,7 @@ from typing import Any
 from engine.domain.models import Approval, Status
 from engine.domain.records import Claim, ClaimState
 from engine.domain.states import check_transition
-from engine.errors import ClaimRefused, EngineError, ErrorCode
+from engine.errors import ClaimRefused, ErrorCode, StaleVersion
 
 __all__ = [
     "check_checkpoint_version",
@@ -56,8 +56,8 @@ def claim_fenced(key: str, holder: str, attempt: int) -> ClaimRefused:
     )
 
 
-def stale_approval(approval_id: str, version: int, expected: int | None) -> EngineError:
-    return EngineError(
+def stale_approval(approval_id: str, version: int, expected: int | None) -> StaleVersion:
+    return StaleVersion(
         f"{approval_id} changed (version {version}, expected {expected}); reload and retry",
         code=ErrorCode.STALE_VERSION,
         approval_id=approval_id,
@@ -65,8 +65,8 @@ def stale_approval(approval_id: str, version: int, expected: int | None) -> Engi
     )
 
 
-def stale_run(run_id: str, version: int, expected: int) -> EngineError:
-    return EngineError(
+def stale_run(run_id: str, version: int, expected: int) -> StaleVersion:
+    return StaleVersion(
         f"run {run_id} was saved by another process (version {version}, expected {expected}); "
         "it is being resumed elsewhere",
         code=ErrorCode.STALE_VERSION,

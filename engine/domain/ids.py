@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-__all__ = ["approval_id", "new_session_id", "short_id"]
+from engine.domain.models import Approval
+from engine.errors import EngineError, ErrorCode
+
+__all__ = ["approval_id", "check_same_action", "new_session_id", "short_id"]
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -31,3 +34,18 @@ def short_id(prefix: str) -> str:
 
 def new_session_id() -> str:
     return short_id("ses")
+
+
+def check_same_action(stored: Approval, proposed: Approval) -> None:
+    """Refuse to hand back ``stored`` for ``proposed`` unless both came from the same dedupe key.
+
+    Ids are 50 bits of a hash of the dedupe key: two different actions can, very rarely, share one. Returning
+    the stored approval then would let one action run on another's approval, so a collision is an error.
+    """
+    if stored.dedupe_key != proposed.dedupe_key:
+        raise EngineError(
+            f"approval id {stored.id} is already taken by another action ({stored.tool}); propose this action "
+            "with a different dedupe key (for example a new session id)",
+            code=ErrorCode.ID_COLLISION,
+            approval_id=stored.id,
+        )

@@ -86,7 +86,7 @@ class RunnerBase:
     # -- persistence ------------------------------------------------------------------------------------
     async def _save(self, state: RunState) -> None:
         data = state.model_dump(mode="json", exclude={"version"})
-        state.version = await self.store.save_checkpoint(
+        state.version = await self.store.runs.save(
             state.session_id, data, expected_version=state.version, now=self.svc.clock.now()
         )
 

@@ -38,7 +38,7 @@ class Effects:
         """The approval that now stands for this action (modifications can supersede it)."""
         seen = {approval.id}
         while approval.status is Status.SUPERSEDED and approval.superseded_by:
-            approval = await self.store.get_approval(approval.superseded_by)
+            approval = await self.store.approvals.get(approval.superseded_by)
             if approval.id in seen:
                 break
             seen.add(approval.id)
@@ -52,7 +52,7 @@ class Effects:
         """
         digest = action_hash(tool.name, args)
         try:
-            claim = await self.store.claim(
+            claim = await self.store.ledger.claim(
                 key,
                 action_hash=digest,
                 holder=self.worker_id,
@@ -70,7 +70,7 @@ class Effects:
             raise
         if not claim.acquired:
             if approval is not None:
-                await self.mark(await self.store.get_approval(approval.id), Status.EXECUTED)
+                await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
             assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
             return claim.result.get("output")
         if approval is not None:
@@ -79,7 +79,7 @@ class Effects:
             output = await tool(args, idempotency_key=key)
         except Exception as exc:  # any tool error is recorded, never swallowed
             error = f"{type(exc).__name__}: {exc}"
-            await self.store.record_outcome(
+            await self.store.ledger.record_outcome(
                 key,
                 holder=self.worker_id,
                 attempt=claim.attempt,
@@ -87,7 +87,7 @@ class Effects:
                 result={"error": error},
                 now=self.clock.now(),
             )
-            await self.store.append_audit(
+            await self.store.audit.append(
                 AuditEntry(
                     at=self.clock.now(),
                     actor=self.worker_id,
@@ -99,7 +99,7 @@ class Effects:
                 )
             )
             raise EffectFailed(tool.name, error) from exc
-        await self.store.record_outcome(
+        await self.store.ledger.record_outcome(
             key, holder=self.worker_id, attempt=claim.attempt, ok=True, result={"output": output}, now=self.clock.now()
         )
         if approval is not None:
@@ -115,7 +115,7 @@ class Effects:
             if target is Status.EXECUTED and current.status is not Status.EXECUTING:
                 return current
             try:
-                return await self.store.transition(
+                return await self.store.approvals.transition(
                     current.id,
                     target=target,
                     expected_version=current.version,
@@ -125,5 +125,5 @@ class Effects:
             except (IllegalTransition, EngineError) as exc:
                 if exc.code not in (ErrorCode.STALE_VERSION, ErrorCode.ILLEGAL_TRANSITION):
                     raise
-                current = await self.store.get_approval(approval.id)  # someone moved it: look again
+                current = await self.store.approvals.get(approval.id)  # someone moved it: look again
         return current

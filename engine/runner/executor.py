@@ -47,7 +47,7 @@ class Runner(ReviewSteps):
     ) -> RunResult:
         """Validate everything that can be checked up front, then run until done or paused."""
         values = resolve_vars(wf, given_vars)
-        if session_id is not None and await self.store.load_checkpoint(session_id) is not None:
+        if session_id is not None and await self.store.runs.load(session_id) is not None:
             raise InvalidInput(
                 f"session {session_id} already has a run; continue it with `hitl resume {session_id}` "
                 "or start a new one without --session",
@@ -85,7 +85,7 @@ class Runner(ReviewSteps):
                     code=ErrorCode.WORKFLOW_CHANGED,
                     session_id=session_id,
                 )
-            await self.store.append_audit(
+            await self.store.audit.append(
                 AuditEntry(
                     at=self.svc.clock.now(),
                     actor=actor,
@@ -99,7 +99,7 @@ class Runner(ReviewSteps):
         return await self._drive(wf, self._load(wf), state)
 
     async def load(self, session_id: str) -> RunState:
-        found = await self.store.load_checkpoint(session_id)
+        found = await self.store.runs.load(session_id)
         if found is None:
             raise NotFound(f"no run {session_id!r}; `hitl pending` lists paused runs", session_id=session_id)
         data, version = found

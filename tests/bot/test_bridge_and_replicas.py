@@ -74,7 +74,7 @@ async def test_replicas_share_cards_decisions_and_wakeups(redis_url: str, tmp_pa
         # the click is served by replica one; the agent waiting on replica two wakes up (Redis pub/sub)
         await one.slack.click("U_SUPPORT2", copy.deepcopy(one.cards()[-1]), ACTION_APPROVE)
         assert await asyncio.wait_for(waiting, 5) == "y"
-        a = await two.svc.store.get_approval(again.approval.id)
+        a = await two.svc.store.approvals.get(again.approval.id)
         assert a.status is Status.APPROVED
     finally:
         await stop(one)

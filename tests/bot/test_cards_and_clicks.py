@@ -47,13 +47,13 @@ async def test_stranger_refused_privately_then_support_approves_once(harness: Ha
     assert r.status == 200
     [refusal] = harness.ephemeral("U_STRANGER")
     assert "not a reviewer" in refusal.text and "support" in refusal.text
-    assert (await harness.svc.store.get_approval(a.id)).version == 1
+    assert (await harness.svc.store.approvals.get(a.id)).version == 1
     assert harness.state.calls_to("chat.update") == []
 
     r = await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
     assert r.status == 200
     await harness.settle()
-    final = await harness.svc.store.get_approval(a.id)
+    final = await harness.svc.store.approvals.get(a.id)
     assert final.status is Status.APPROVED and final.decisions[0].via == "slack"
     assert len(harness.state.calls_to("chat.update")) == 1
     updated = harness.card_for(a.id)
@@ -63,14 +63,14 @@ async def test_stranger_refused_privately_then_support_approves_once(harness: Ha
     replay = await harness.slack.click("U_SUPPORT2", card, ACTION_APPROVE)  # the old card, clicked again
     assert replay.status == 200
     assert "Already decided by <@U_SUPPORT1>" in harness.ephemeral("U_SUPPORT2")[0].text
-    assert (await harness.svc.store.get_approval(a.id)).version == final.version
+    assert (await harness.svc.store.approvals.get(a.id)).version == final.version
 
 
 async def test_requester_cannot_approve_their_own_request(harness: Harness) -> None:
     a = await propose(harness, requester="U_SUPPORT2")
     await harness.slack.click("U_SUPPORT2", harness.card_for(a.id), ACTION_APPROVE)
     assert "You requested this action" in harness.ephemeral("U_SUPPORT2")[0].text
-    assert (await harness.svc.store.get_approval(a.id)).status is Status.PENDING
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.PENDING
 
 
 async def test_quorum_card_keeps_buttons_until_two_finance_approvals(harness: Harness) -> None:
@@ -88,7 +88,7 @@ async def test_quorum_card_keeps_buttons_until_two_finance_approvals(harness: Ha
     assert "changed since this card" in harness.ephemeral("U_FIN2")[0].text
     await harness.slack.click("U_FIN2", mid, ACTION_APPROVE)
     await harness.settle()
-    assert (await harness.svc.store.get_approval(a.id)).status is Status.APPROVED
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
     assert len(harness.state.calls_to("chat.update")) == 2  # one per recorded decision
 
 
@@ -105,7 +105,7 @@ async def test_tampered_buttons_and_forged_trust_change_nothing(harness: Harness
     assert len(texts) == 4 and all(
         "Nothing changed" in t or "No such approval" in t or "changed since" in t for t in texts
     )
-    assert (await harness.svc.store.get_approval(a.id)).version == 1
+    assert (await harness.svc.store.approvals.get(a.id)).version == 1
 
     d = await harness.svc.propose("delete_customer", {"customer_id": "C-1042"}, session_id="ses_slack")
     assert d.approval is not None
@@ -119,4 +119,4 @@ async def test_tampered_buttons_and_forged_trust_change_nothing(harness: Harness
     )
     await harness.slack.click("U_SUPPORT1", dcard, ACTION_TRUST)
     assert "cannot be trusted" in harness.ephemeral("U_SUPPORT1")[-1].text
-    assert (await harness.svc.store.get_approval(d.approval.id)).status is Status.PENDING
+    assert (await harness.svc.store.approvals.get(d.approval.id)).status is Status.PENDING

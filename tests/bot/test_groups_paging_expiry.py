@@ -36,8 +36,8 @@ async def test_user_groups_grant_roles_and_are_cached(tmp_path: Path, clock: Fak
         assert "not a reviewer" in h.ephemeral("U_SUPPORT1")[-1].text  # not in the group any more
         await h.slack.click("U_FIN3", copy.deepcopy(h.card_for(p.approval.id)), ACTION_APPROVE)
         await h.slack.click("U_FIN3", copy.deepcopy(h.card_for(q.approval.id)), ACTION_APPROVE)
-        assert (await h.svc.store.get_approval(p.approval.id)).status is Status.APPROVED
-        assert (await h.svc.store.get_approval(q.approval.id)).status is Status.APPROVED
+        assert (await h.svc.store.approvals.get(p.approval.id)).status is Status.APPROVED
+        assert (await h.svc.store.approvals.get(q.approval.id)).status is Status.APPROVED
         assert len(state.calls_to("usergroups.users.list")) == 1  # cached between clicks
     finally:
         await stop(h)
@@ -72,7 +72,7 @@ async def test_expiry_applies_the_runs_fallback_and_late_clicks_are_told(harness
     await harness.rt.worker.process_jobs()
     await harness.settle()
     assert (await runner.load(r.session_id)).status is RunStatus.EXPIRED
-    a = await harness.svc.store.get_approval(r.approval.id)
+    a = await harness.svc.store.approvals.get(r.approval.id)
     assert a.status is Status.EXPIRED and a.decisions == ()
     await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
     assert "expired" in harness.ephemeral("U_SUPPORT1")[-1].text

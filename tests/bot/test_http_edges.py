@@ -65,7 +65,7 @@ async def test_bad_signatures_get_401_and_change_nothing(harness: Harness) -> No
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     ) as resp:
         assert resp.status == 401
-    assert (await harness.svc.store.get_approval(a.id)).version == 1
+    assert (await harness.svc.store.approvals.get(a.id)).version == 1
     assert harness.ephemeral("U_SUPPORT1") == []
 
 
@@ -114,7 +114,7 @@ async def test_malformed_payloads_never_5xx(harness: Harness) -> None:
     for body in bodies:
         r = await harness.slack.post(body)
         assert r.status < 500, (body, r.status, r.body)
-    assert (await harness.svc.store.get_approval(a.id)).version == 1
+    assert (await harness.svc.store.approvals.get(a.id)).version == 1
 
 
 async def test_rate_limits_and_server_errors_never_lose_or_repeat_a_decision(harness: Harness) -> None:
@@ -126,11 +126,11 @@ async def test_rate_limits_and_server_errors_never_lose_or_repeat_a_decision(har
     r = await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
     assert r.status == 200
     await harness.settle()
-    assert (await harness.svc.store.get_approval(a.id)).status is Status.APPROVED
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
     updates = harness.state.calls_to("chat.update")
     assert [c.status for c in updates][-1] == 200 and [c.status for c in updates][0] == 429
     assert "Approved" in harness.card_for(a.id).blocks[0]["text"]["text"]
-    log = await harness.svc.store.audit(approval_id=a.id)
+    log = await harness.svc.store.audit.entries(approval_id=a.id)
     assert [e.event for e in log].count("decided") == 1
 
     b = await pending(harness, amount=60, session="ses_e2")
@@ -180,11 +180,11 @@ async def test_a_card_update_lost_to_a_crash_is_taken_over(harness: Harness) -> 
     await harness.settle()
     assert len(harness.state.calls_to("chat.update")) == 1
     # Another replica took the next update job and died before doing it.
-    await harness.svc.store.enqueue_job("card", {"approval_id": a.id}, now=harness.clock.now())
-    taken = await harness.svc.store.claim_jobs("dead-replica", kind="card", limit=10, now=harness.clock.now(), lease=60)
+    await harness.svc.store.jobs.enqueue("card", {"approval_id": a.id}, now=harness.clock.now())
+    taken = await harness.svc.store.jobs.claim("dead-replica", kind="card", limit=10, now=harness.clock.now(), lease=60)
     assert len(taken) == 1
     harness.rt.ctx.notifier.lease = 0  # its lease is over
     harness.rt.ctx.notifier.kick()
     await harness.settle()
     assert len(harness.state.calls_to("chat.update")) == 2
-    assert await harness.svc.store.claim_jobs("anyone", kind="card", limit=10, now=harness.clock.now(), lease=0) == []
+    assert await harness.svc.store.jobs.claim("anyone", kind="card", limit=10, now=harness.clock.now(), lease=0) == []

@@ -58,7 +58,7 @@ async def test_modify_modal_is_typed_validates_inline_and_reruns_policy(harness:
     bad = await harness.slack.submit("U_SUPPORT1", view_id, field_values(view, amount=-5))
     assert bad.status == 200 and bad.json()["response_action"] == "errors"
     assert "hitl_field:amount" in bad.json()["errors"]
-    assert (await harness.svc.store.get_approval(a.id)).version == 1
+    assert (await harness.svc.store.approvals.get(a.id)).version == 1
 
     tampered = copy.deepcopy(view)
     harness.state.views[view_id] = {**tampered, "private_metadata": tampered["private_metadata"][:-2] + "00"}
@@ -71,7 +71,7 @@ async def test_modify_modal_is_typed_validates_inline_and_reruns_policy(harness:
     ok = await harness.slack.submit("U_SUPPORT1", view_id, field_values(view, amount=80))
     assert ok.status == 200 and ok.body.strip() == ""
     await harness.settle()
-    done = await harness.svc.store.get_approval(a.id)
+    done = await harness.svc.store.approvals.get(a.id)
     assert done.status is Status.APPROVED and done.execute_args["amount"] == 80
     text = json.dumps(harness.card_for(a.id).blocks, ensure_ascii=False)
     assert "before → after" in text and "80" in text
@@ -84,9 +84,9 @@ async def test_modify_to_a_higher_tier_supersedes_with_a_finance_card(harness: H
     r = await harness.slack.submit("U_SUPPORT1", view_id, field_values(view, amount=900))
     assert r.status == 200
     await harness.settle()
-    old = await harness.svc.store.get_approval(a.id)
+    old = await harness.svc.store.approvals.get(a.id)
     assert old.status is Status.SUPERSEDED and old.superseded_by
-    new = await harness.svc.store.get_approval(old.superseded_by)
+    new = await harness.svc.store.approvals.get(old.superseded_by)
     assert (new.tier, new.required_role, new.quorum) == (Tier.ESCALATE, "finance", 2)
     assert [m.text for m in harness.cards("finance-approvals")] == [f"Approval needed: refund ({new.id})"]
     assert "Replaced by" in json.dumps(harness.card_for(a.id).blocks)
@@ -109,7 +109,7 @@ async def test_reject_asks_for_a_reason_and_expired_triggers_fail(harness: Harne
     )
     assert r.status == 200
     await harness.settle()
-    done = await harness.svc.store.get_approval(a.id)
+    done = await harness.svc.store.approvals.get(a.id)
     assert done.status is Status.REJECTED and done.reason == "Customer <!here> already refunded"
     assert "&lt;!here&gt;" in json.dumps(harness.card_for(a.id).blocks)
 
@@ -129,7 +129,7 @@ async def test_reject_asks_for_a_reason_and_expired_triggers_fail(harness: Harne
 async def test_trust_button_and_trust_commands(harness: Harness) -> None:
     a = await propose(harness, session="ses_trust")
     await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(a.id)), ACTION_TRUST)
-    assert (await harness.svc.store.get_approval(a.id)).status is Status.APPROVED
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
     assert (
         await harness.svc.propose(
             "refund", {"order_id": "1", "customer_id": "C-9", "amount": 5}, session_id="ses_trust"
@@ -165,7 +165,7 @@ async def test_slash_commands(harness: Harness) -> None:
     await harness.slack.command("U_SUPPORT1", "general", f"approve {a.id}")
     assert "is now *approved*" in harness.ephemeral("U_SUPPORT1")[-1].text
     await harness.slack.command("U_FIN1", "general", f'reject {b.id} "too much" for now')
-    done = await harness.svc.store.get_approval(b.id)
+    done = await harness.svc.store.approvals.get(b.id)
     assert done.status is Status.REJECTED and done.reason == "too much for now"
     await harness.slack.command("U_SUPPORT2", "general", f"show {a.id}")
     assert "Approved" in json.dumps(harness.ephemeral("U_SUPPORT2")[-1].blocks)

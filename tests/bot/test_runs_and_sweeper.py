@@ -28,7 +28,7 @@ async def test_slack_approval_resumes_the_paused_run_exactly_once(harness: Harne
     await harness.settle()
     state = await runner.load(r.session_id)
     assert state.status is RunStatus.COMPLETED
-    done = await harness.svc.store.get_approval(r.approval.id)
+    done = await harness.svc.store.approvals.get(r.approval.id)
     assert done.status is Status.EXECUTED
     assert "Approved and done" in harness.card_for(r.approval.id).blocks[0]["text"]["text"]
     thread = [m for m in harness.state.messages if m.thread_ts == card.ts]
@@ -54,7 +54,7 @@ async def test_sweeper_reminds_once_then_expires_and_updates_the_card(harness: H
     harness.clock.advance(301)
     await harness.rt.worker.tick()
     await harness.settle()
-    assert (await harness.svc.store.get_approval(p.approval.id)).status is Status.EXPIRED
+    assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.EXPIRED
     top = harness.card_for(p.approval.id)
     assert top.blocks[0]["text"]["text"].startswith("Expired") and "without a decision" in json.dumps(top.blocks)
     assert not any(b["type"] == "actions" for b in top.blocks)
@@ -77,7 +77,7 @@ async def test_a_resume_lost_to_a_crash_is_recovered(harness: Harness, tmp_path:
     runner = Runner(harness.svc)
     r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "40"}, config_path=str(CONFIG))
     assert r.approval is not None
-    assert await harness.svc.store.paused_runs() == [r.session_id]
+    assert await harness.svc.store.runs.paused() == [r.session_id]
     harness.svc.on_decided.clear()  # the process "dies" right after recording the decision: no resume job
     await harness.svc.decide(r.approval.id, "U_SUPPORT1", DecisionKind.APPROVE)
     assert await harness.rt.worker.process_jobs() == 0
@@ -87,6 +87,6 @@ async def test_a_resume_lost_to_a_crash_is_recovered(harness: Harness, tmp_path:
     assert await harness.rt.worker.recover_resumes() == 0
     assert await harness.rt.worker.process_jobs() == 1
     assert (await runner.load(r.session_id)).status is RunStatus.COMPLETED
-    assert await harness.svc.store.paused_runs() == []
+    assert await harness.svc.store.runs.paused() == []
     with sqlite3.connect(tmp_path / "shop.db") as db:
         assert db.execute("SELECT amount FROM refunds").fetchall() == [(40.0,)]

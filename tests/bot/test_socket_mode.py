@@ -48,10 +48,10 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
         await slack.command("U_SUPPORT1", "general", "pending")
         await slack.click("U_SUPPORT1", card, ACTION_APPROVE)
         for _ in range(200):
-            if (await rt.store.get_approval(p.approval.id)).status is Status.APPROVED:
+            if (await rt.store.approvals.get(p.approval.id)).status is Status.APPROVED:
                 break
             await asyncio.sleep(0.01)
-        assert (await rt.store.get_approval(p.approval.id)).status is Status.APPROVED
+        assert (await rt.store.approvals.get(p.approval.id)).status is Status.APPROVED
         assert any("not a reviewer" in m.text for m in state.messages if m.ephemeral_to == "U_STRANGER")
         assert any(p.approval.id in str(m.blocks) for m in state.messages if m.ephemeral_to == "U_SUPPORT1")
     finally:

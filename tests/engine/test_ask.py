@@ -45,7 +45,7 @@ def service(store: Store, clock: FakeClock) -> ApprovalService:
 
 async def wait_pending(store: Store) -> str:
     for _ in range(400):
-        items = (await store.list_pending()).items
+        items = (await store.approvals.list_pending()).items
         if items:
             return items[0].id
         await asyncio.sleep(0.005)
@@ -69,12 +69,12 @@ async def test_restart_reattaches_and_cancelled_wait_leaves_it_decidable(store: 
     aid = await wait_pending(store)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    assert (await store.get_approval(aid)).status is Status.PENDING
+    assert (await store.approvals.get(aid)).status is Status.PENDING
     await service(store, clock).decide(aid, "U_SUPPORT2", DecisionKind.REJECT, reason="no")
     restarted = Approvals(service(store, clock))
     answer = await restarted.ask("refund", {"order_id": "2", "amount": 10.0}, session="s")
     assert answer.status == "rejected" and answer.reason == "no" and answer.approval is not None
-    assert answer.approval.id == aid and len((await store.list_pending()).items) == 0
+    assert answer.approval.id == aid and len((await store.approvals.list_pending()).items) == 0
 
 
 async def test_expiry_is_reported_as_expired(store: Store, clock: FakeClock) -> None:
@@ -102,7 +102,7 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
     assert await asyncio.wait_for(task, 5) == "refunded 40"
     assert await refund("9", 40) == "refunded 40"  # re-asking re-attaches; the effect is not repeated
     assert calls == [{"order_id": "9", "amount": 40}]
-    assert (await store.get_approval(aid)).status is Status.EXECUTED
+    assert (await store.approvals.get(aid)).status is Status.EXECUTED
 
     @agent.guard(tool="refund", session="s")
     async def refund_other(order_id: str, amount: float) -> str:
@@ -117,4 +117,4 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
 
 async def _pending_eventually(store: Store) -> list[Any]:
     await wait_pending(store)
-    return (await store.list_pending()).items
+    return (await store.approvals.list_pending()).items

@@ -98,7 +98,7 @@ async def test_modify_raising_tier_supersedes(svc: ApprovalService, notifier: Re
     assert p.approval is not None
     out = await svc.decide(p.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 900})
     assert out.status is Status.SUPERSEDED and out.superseded_by
-    new = await svc.store.get_approval(out.superseded_by)
+    new = await svc.store.approvals.get(out.superseded_by)
     assert (new.tier, new.required_role, new.quorum, new.args) == (
         Tier.ESCALATE,
         "finance",
@@ -111,7 +111,7 @@ async def test_modify_raising_tier_supersedes(svc: ApprovalService, notifier: Re
     assert q.approval is not None
     with pytest.raises(DecisionRefused):
         await svc.decide(q.approval.id, "agent:riley", DecisionKind.MODIFY, args={"amount": 901})
-    pending = (await svc.store.list_pending(roles=["finance"])).items
+    pending = (await svc.store.approvals.list_pending(roles=["finance"])).items
     assert [a.id for a in pending] == [new.id]
 
 
@@ -136,7 +136,7 @@ async def test_reason_required_and_bad_input_write_nothing(svc: ApprovalService)
     assert d.approval is not None
     with pytest.raises(InvalidInput, match="needs a reason"):
         await svc.decide(d.approval.id, "U_SUPPORT1", DecisionKind.REJECT)
-    assert (await svc.store.get_approval(d.approval.id)).version == 1
+    assert (await svc.store.approvals.get(d.approval.id)).version == 1
     for bad_tool, bad_args in [
         ("", {}),
         ("x" * 200, {}),
@@ -148,13 +148,13 @@ async def test_reason_required_and_bad_input_write_nothing(svc: ApprovalService)
     ]:
         with pytest.raises(EngineError):
             await svc.propose(bad_tool, bad_args, session_id="s")  # type: ignore[arg-type]
-    assert len((await svc.store.list_pending()).items) == 1
+    assert len((await svc.store.approvals.list_pending()).items) == 1
 
 
 async def test_explain_records_nothing(svc: ApprovalService) -> None:
     v = await svc.explain("refund", {"amount": 900})
     assert v.tier is Tier.ESCALATE
-    assert (await svc.store.list_pending()).items == []
+    assert (await svc.store.approvals.list_pending()).items == []
 
 
 async def test_expiry_through_the_service(svc: ApprovalService, clock: FakeClock, notifier: RecordingNotifier) -> None:

@@ -106,7 +106,7 @@ async def test_batch_one_approval_items_once_failed_item_retried_alone(
     assert done.status is RunStatus.COMPLETED
     assert [e["to"] for e in effects.read("sent")] == ["a@x.io", "b@x.io", "c@x.io"]
     assert [c["to"] for c in effects.read("calls")] == ["a@x.io", "b@x.io", "b@x.io", "c@x.io"]
-    assert (await svc.store.get_approval(r.approval.id)).status is Status.EXECUTED
+    assert (await svc.store.approvals.get(r.approval.id)).status is Status.EXECUTED
 
 
 async def test_quality_loop_reviews_after_n_iterations(svc: ApprovalService, effects: ModuleType) -> None:
@@ -143,7 +143,7 @@ async def test_crash_mid_effect_recovers_exactly_once(
     assert done.status is RunStatus.COMPLETED
     assert len(effects.read("published")) == 1  # the tool saw the same idempotency key and deduplicated
     assert [c["tool"] for c in effects.read("calls")].count("publish") == 2
-    assert (await svc.store.get_approval(r.approval.id)).status is Status.EXECUTED
+    assert (await svc.store.approvals.get(r.approval.id)).status is Status.EXECUTED
 
 
 async def test_templates_are_checked_before_anything_runs(

@@ -1,21 +1,52 @@
-"""Both stores pass the one conformance suite."""
+"""Both stores pass every per-port conformance suite (the ``store`` fixture runs each on SQLite and Redis)."""
 
 from __future__ import annotations
 
-import pytest
+from engine.testing.conformance import (
+    STORE_SUITES,
+    ApprovalsConformance,
+    FailureConformance,
+    JobsConformance,
+    LedgerConformance,
+    RecordsConformance,
+    RunsConformance,
+    TrustConformance,
+    WindowsConformance,
+)
 
-from engine.storage.redis import RedisStore
-from engine.storage.sqlite import SqliteStore
-from engine.testing import StoreConformance
+
+class TestApprovals(ApprovalsConformance):
+    pass
 
 
-class TestSqliteConformance(StoreConformance):
-    @pytest.fixture
-    def store(self, sqlite_store: SqliteStore) -> SqliteStore:
-        return sqlite_store
+class TestLedger(LedgerConformance):
+    pass
 
 
-class TestRedisConformance(StoreConformance):
-    @pytest.fixture
-    def store(self, redis_store: RedisStore) -> RedisStore:
-        return redis_store
+class TestRuns(RunsConformance):
+    pass
+
+
+class TestJobs(JobsConformance):
+    pass
+
+
+class TestTrust(TrustConformance):
+    pass
+
+
+class TestWindows(WindowsConformance):
+    pass
+
+
+class TestRecords(RecordsConformance):
+    pass
+
+
+class TestFailures(FailureConformance):
+    pass
+
+
+def test_this_module_runs_every_suite() -> None:
+    here = {base for cls in globals().values() if isinstance(cls, type) for base in cls.__bases__}
+    assert set(STORE_SUITES) <= here

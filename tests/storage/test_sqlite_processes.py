@@ -17,7 +17,7 @@ from engine.testing import FakeClock, make_approval
 def _worker(db: str, approval_id: str, version: int, digest: str, proc: int, start: Any, out: Any) -> None:
     async def go() -> dict[str, Any]:
         store = SqliteStore(db)
-        await store.get_claim("warm-up")  # open the connection before the gate
+        await store.ledger.get("warm-up")  # open the connection before the gate
         start.wait()
         now = FakeClock().now()
 
@@ -32,14 +32,14 @@ def _worker(db: str, approval_id: str, version: int, digest: str, proc: int, sta
                 reason="r",
             )
             try:
-                await store.decide(cmd, now=now)
+                await store.approvals.decide(cmd, now=now)
                 return "won"
             except DecisionRefused as exc:
                 return str(exc.code)
 
         async def claim(i: int) -> str:
             try:
-                c = await store.claim("proc-claim", action_hash="h", holder=f"p{proc}-{i}", now=now, lease=60)
+                c = await store.ledger.claim("proc-claim", action_hash="h", holder=f"p{proc}-{i}", now=now, lease=60)
                 return "acquired" if c.acquired else "replayed"
             except ClaimRefused as exc:
                 return str(exc.code)
@@ -59,7 +59,7 @@ def test_four_processes_deciding_one_approval(tmp_path: Path) -> None:
 
     async def setup() -> None:
         store = SqliteStore(db)
-        await store.create_approval(a)
+        await store.approvals.create(a)
         await store.close()
 
     asyncio.run(setup())
@@ -83,9 +83,9 @@ def test_four_processes_deciding_one_approval(tmp_path: Path) -> None:
 
     async def check() -> None:
         store = SqliteStore(db)
-        final = await store.get_approval(a.id)
+        final = await store.approvals.get(a.id)
         assert final.status in (Status.APPROVED, Status.REJECTED) and final.version == 2
-        log = await store.audit(approval_id=a.id)
+        log = await store.audit.entries(approval_id=a.id)
         assert [e.event for e in log].count("decided") == 1 and len(log) == 201
         await store.close()
 

@@ -70,7 +70,7 @@ def machine_for(make_store: Any) -> type[RuleBasedStateMachine]:
                 ttl=ttl,
                 trustable=trustable,
             )
-            stored, created = self.run(self.store.create_approval(a))
+            stored, created = self.run(self.store.approvals.create(a))
             assert created
             self.model[a.id] = stored
             self.ops[a.id] = 1
@@ -112,7 +112,7 @@ def machine_for(make_store: Any) -> type[RuleBasedStateMachine]:
             except EngineError as exc:
                 expected = exc
             try:
-                got: Approval | EngineError = self.run(self.store.decide(cmd, now=now))
+                got: Approval | EngineError = self.run(self.store.approvals.decide(cmd, now=now))
             except EngineError as exc:
                 got = exc
             self.ops[aid] += 1
@@ -125,11 +125,11 @@ def machine_for(make_store: Any) -> type[RuleBasedStateMachine]:
         @rule(seconds=st.integers(1, 30))
         def expire(self, seconds: int) -> None:
             now = self.clock.advance(seconds)
-            expired = {a.id for a in self.run(self.store.expire_due(now=now, limit=1000))}
+            expired = {a.id for a in self.run(self.store.approvals.expire_due(now=now, limit=1000))}
             want = {aid for aid, a in self.model.items() if apply_expiry(a, now) is not None}
             assert expired == want
             for aid in want:
-                self.model[aid] = self.run(self.store.get_approval(aid))
+                self.model[aid] = self.run(self.store.approvals.get(aid))
                 self.ops[aid] += 1
 
         @rule(
@@ -149,7 +149,9 @@ def machine_for(make_store: Any) -> type[RuleBasedStateMachine]:
                 expected = exc
             try:
                 got: Approval | EngineError = self.run(
-                    self.store.transition(aid, target=dest, expected_version=cur.version, actor="runner", now=now)
+                    self.store.approvals.transition(
+                        aid, target=dest, expected_version=cur.version, actor="runner", now=now
+                    )
                 )
             except EngineError as exc:
                 got = exc
@@ -165,9 +167,9 @@ def machine_for(make_store: Any) -> type[RuleBasedStateMachine]:
             if not hasattr(self, "store"):
                 return
             for aid, want in self.model.items():
-                got = self.run(self.store.get_approval(aid))
+                got = self.run(self.store.approvals.get(aid))
                 assert got == want and got.status in TRANSITIONS
-                log = self.run(self.store.audit(approval_id=aid))
+                log = self.run(self.store.audit.entries(approval_id=aid))
                 assert len(log) == self.ops[aid], (aid, [e.event for e in log])
                 assert log[0].event == "created"
 

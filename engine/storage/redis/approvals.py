@@ -8,28 +8,31 @@ from collections.abc import Collection
 from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
-from redis.exceptions import RedisError
 
 from engine.domain.decide import DecideCommand, refusal
 from engine.domain.execution import stale_approval
+from engine.domain.ids import check_same_action
 from engine.domain.models import Approval, Status
 from engine.domain.records import AuditEntry, Page
 from engine.domain.states import check_transition, sources_of
-from engine.errors import (
-    ErrorCode,
-    NotFound,
-    StoreError,
-)
-from engine.storage._codec import decode_cursor, encode_cursor
-from engine.storage.redis_base import _ANY_ROLE, _DYNAMIC_FIELDS, RedisBase
-from engine.storage.redis_codec import _s, approval_from_result, approval_to_fields, static_doc
+from engine.errors import ErrorCode, NotFound
+from engine.storage.codec import decode_cursor, encode_cursor
+from engine.storage.redis.codec import approval_from_result, approval_to_fields, static_doc, text
+from engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors
 
 __all__ = ["RedisApprovals"]
 
 
-class RedisApprovals(RedisBase):
-    # -- approvals --------------------------------------------------------------------------------------
-    async def create_approval(self, approval: Approval) -> tuple[Approval, bool]:
+@store_errors
+class RedisApprovals:
+    """:class:`engine.ports.ApprovalStore` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+        self.r = conn.r
+        self.p = conn.p
+
+    async def create(self, approval: Approval) -> tuple[Approval, bool]:
         fields = approval_to_fields(approval)
         entry = AuditEntry(
             at=approval.created_at,
@@ -47,33 +50,32 @@ class RedisApprovals(RedisBase):
         def build(pipe: Pipeline) -> None:
             # Indexes first: a crash between the two leaves a dangling index entry (repaired on read),
             # never an approval that no index knows about.
-            pipe.zadd(self._pending(approval.required_role), {approval.id: approval.created_at}, nx=True)
+            pipe.zadd(self.conn.pending_key(approval.required_role), {approval.id: approval.created_at}, nx=True)
             pipe.zadd(f"{self.p}:due", {approval.id: approval.expires_at}, nx=True)
-            pipe.zadd(f"{self.p}:all", {approval.id: approval.created_at}, nx=True)
-            pipe.sadd(f"{self.p}:pending-roles", approval.required_role or _ANY_ROLE)
-            pipe.evalsha(self._create.sha, 3, *self._keys(approval.id), *args)
+            pipe.zadd(self.conn.all_key, {approval.id: approval.created_at}, nx=True)
+            pipe.sadd(f"{self.p}:pending-roles", approval.required_role or ANY_ROLE)
+            pipe.evalsha(self.conn.create_script.sha, 3, *self.conn.approval_keys(approval.id), *args)
 
-        out = await self._pipeline(build, [self._create])
+        out = await self.conn.pipeline(build, [self.conn.create_script])
         res = list(out[-1])
-        if _s(res[0]) == "created":
+        if text(res[0]) == "created":
             return approval, True
-        return approval_from_result(res), False
+        stored = approval_from_result(res)
+        check_same_action(stored, approval)
+        return stored, False
 
-    async def get_approval(self, approval_id: str) -> Approval:
+    async def get(self, approval_id: str) -> Approval:
         found = (await self._fetch([approval_id]))[0]
         if found is None:
             raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
         return found
 
     async def _fetch(self, ids: list[str]) -> list[Approval | None]:
-        try:
-            async with self.r.pipeline(transaction=False) as pipe:
-                for aid in ids:
-                    pipe.get(self._dk(aid))
-                    pipe.hmget(self._k(aid), _DYNAMIC_FIELDS)
-                rows = await pipe.execute()
-        except RedisError as exc:
-            raise StoreError(f"Redis store failed: {exc}") from exc
+        async with self.r.pipeline(transaction=False) as pipe:
+            for aid in ids:
+                pipe.get(self.conn.doc_key(aid))
+                pipe.hmget(self.conn.approval_key(aid), DYNAMIC_FIELDS)
+            rows = await pipe.execute()
         out: list[Approval | None] = []
         for i in range(0, len(rows), 2):
             doc, dyn = rows[i], rows[i + 1]
@@ -91,15 +93,15 @@ class RedisApprovals(RedisBase):
         after = decode_cursor(cursor)
         if roles is None:  # every role that ever had a pending approval (a small set; no keyspace scan)
             index_keys = [
-                self._pending(None if r == _ANY_ROLE else r)
-                for r in sorted(_s(x) for x in await self.r.smembers(f"{self.p}:pending-roles"))
+                self.conn.pending_key(None if r == ANY_ROLE else r)
+                for r in sorted(text(x) for x in await self.r.smembers(f"{self.p}:pending-roles"))
             ]
         else:
-            index_keys = [self._pending(None)] + [self._pending(r) for r in roles]
+            index_keys = [self.conn.pending_key(None)] + [self.conn.pending_key(r) for r in roles]
         items: list[tuple[float, str, Approval]] = []
         seen: set[str] = set()
         for key in index_keys:
-            items += await self._scan_index(_s(key), after, limit + 1, exclude_requester, seen)
+            items += await self._scan_index(text(key), after, limit + 1, exclude_requester, seen)
         items.sort(key=lambda t: (t[0], t[1]))
         page = items[:limit]
         nxt = encode_cursor(page[-1][0], page[-1][1]) if len(items) > limit else None
@@ -119,7 +121,7 @@ class RedisApprovals(RedisBase):
             if not batch:
                 break
             offset += len(batch)
-            ids = [(_s(m), float(sc)) for m, sc in batch]
+            ids = [(text(m), float(sc)) for m, sc in batch]
             ids = [(m, sc) for m, sc in ids if after is None or (sc, m) > after]
             rows = await self._fetch([m for m, _ in ids])
             stale: list[str] = []
@@ -160,9 +162,9 @@ class RedisApprovals(RedisBase):
             cmd.approval_id,
             *sorted(cmd.reviewer.roles),
         ]
-        args = [json.dumps(packed, ensure_ascii=False), self.channel(cmd.approval_id)]
-        out = await self._call(self._decide, self._keys(cmd.approval_id), args)
-        tag = _s(out[0])
+        args = [json.dumps(packed, ensure_ascii=False), self.conn.channel(cmd.approval_id)]
+        out = await self.conn.call(self.conn.decide_script, self.conn.approval_keys(cmd.approval_id), args)
+        tag = text(out[0])
         if tag == "missing":
             raise NotFound(
                 f"no approval {cmd.approval_id!r}; list open ones with `hitl pending`",
@@ -171,17 +173,17 @@ class RedisApprovals(RedisBase):
         approval = approval_from_result(out)
         if tag == "ok":
             return approval
-        raise refusal(ErrorCode(_s(out[1])), approval, cmd.reviewer.id)
+        raise refusal(ErrorCode(text(out[1])), approval, cmd.reviewer.id)
 
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         pubsub = self.r.pubsub(ignore_subscribe_messages=True)
         try:
-            await pubsub.subscribe(self.channel(approval_id))
+            await pubsub.subscribe(self.conn.channel(approval_id))
             while True:
                 # Read after subscribing, so a change between the two cannot be missed.
-                current = await self.get_approval(approval_id)
+                current = await self.get(approval_id)
                 left = deadline - loop.time()
                 if current.version > after_version or left <= 0:
                     return current
@@ -190,16 +192,16 @@ class RedisApprovals(RedisBase):
             await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
-        due = [_s(m) for m in await self.r.zrangebyscore(f"{self.p}:due", "-inf", now, start=0, num=limit)]
+        due = [text(m) for m in await self.r.zrangebyscore(f"{self.p}:due", "-inf", now, start=0, num=limit)]
         if not due:
             return []
 
         def build(pipe: Pipeline) -> None:
             for aid in due:
                 pipe.evalsha(
-                    self._transition.sha,
+                    self.conn.transition_script.sha,
                     3,
-                    *self._keys(aid),
+                    *self.conn.approval_keys(aid),
                     *[
                         repr(now),
                         "expired",
@@ -208,13 +210,13 @@ class RedisApprovals(RedisBase):
                         "expired without a decision",
                         aid,
                         "",
-                        self.channel(aid),
+                        self.conn.channel(aid),
                         "pending",
                     ],
                 )
 
-        results = await self._pipeline(build, [self._transition])
-        expired = [approval_from_result(list(r)) for r in results if _s(r[0]) == "ok"]
+        results = await self.conn.pipeline(build, [self.conn.transition_script])
+        expired = [approval_from_result(list(r)) for r in results if text(r[0]) == "ok"]
         await self.r.zrem(f"{self.p}:due", *due)  # decided, expired or missing: none is due any more
         return expired
 
@@ -236,16 +238,16 @@ class RedisApprovals(RedisBase):
             reason or "",
             approval_id,
             reason or "",
-            self.channel(approval_id),
+            self.conn.channel(approval_id),
             *sorted(str(s) for s in sources_of(target)),
         ]
-        out = await self._call(self._transition, self._keys(approval_id), args)
-        tag = _s(out[0])
+        out = await self.conn.call(self.conn.transition_script, self.conn.approval_keys(approval_id), args)
+        tag = text(out[0])
         if tag == "missing":
             raise NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
         if tag == "stale":
-            raise stale_approval(approval_id, int(_s(out[2])), expected_version)
+            raise stale_approval(approval_id, int(text(out[2])), expected_version)
         if tag == "illegal":  # the script checked the sources the table allows: the table names both states
-            check_transition(Status(_s(out[1])), target, approval_id=approval_id)
+            check_transition(Status(text(out[1])), target, approval_id=approval_id)
             raise AssertionError("the state table and transition.lua disagree")
         return approval_from_result(out)

@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.domain.models import Approval
 
-__all__ = ["DYNAMIC", "approval_from_result", "approval_to_fields", "static_doc"]
+__all__ = ["DYNAMIC", "approval_from_result", "approval_to_fields", "static_doc", "text"]
 
 # Fields the scripts maintain; everything else lives in the static document.
 DYNAMIC = ("status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at")
@@ -47,7 +47,7 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
 
 def approval_from_result(res: list[Any]) -> Approval:
     """Build an approval from a script's fixed-order answer: tag, code, doc, then the DYNAMIC fields."""
-    doc, status, version, decisions, reason, approved_args, superseded_by, updated_at = (_s(x) for x in res[2:10])
+    doc, status, version, decisions, reason, approved_args, superseded_by, updated_at = (text(x) for x in res[2:10])
     data: dict[str, Any] = json.loads(doc)
     data["status"] = status
     data["version"] = int(version)
@@ -59,7 +59,8 @@ def approval_from_result(res: list[Any]) -> Approval:
     return Approval.model_validate(data)
 
 
-def _s(v: Any) -> str:
+def text(v: Any) -> str:
+    """A reply value as ``str`` (``None`` as empty)."""
     if v is None:
         return ""
     return v.decode() if isinstance(v, bytes) else str(v)

@@ -9,24 +9,32 @@ from typing import Any
 
 from engine.domain import execution as claim_rules
 from engine.domain.decide import DecideCommand, apply_decision, apply_expiry
+from engine.domain.ids import check_same_action
 from engine.domain.models import Approval, Status
 from engine.domain.records import Page
-from engine.errors import DecisionRefused
-from engine.storage._codec import audit_for_decision, decode_cursor, encode_cursor
-from engine.storage.sqlite_base import SqliteBase, _audit, _load, _write
+from engine.errors import DecisionRefused, StaleVersion
+from engine.storage.codec import audit_for_decision, decode_cursor, encode_cursor
+from engine.storage.sqlite.connection import SqliteConnection
+from engine.storage.sqlite.rows import insert_audit, load_approval, write_approval
 
 __all__ = ["SqliteApprovals"]
 
 
-class SqliteApprovals(SqliteBase):
-    # -- approvals ------------------------------------------------------------------------------------
-    async def create_approval(self, approval: Approval) -> tuple[Approval, bool]:
+class SqliteApprovals:
+    """:class:`engine.ports.ApprovalStore` on SQLite."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self.db = db
+
+    async def create(self, approval: Approval) -> tuple[Approval, bool]:
         def tx(c: sqlite3.Connection) -> tuple[Approval, bool]:
             row = c.execute("SELECT doc FROM approvals WHERE id = ?", (approval.id,)).fetchone()
             if row:
-                return Approval.model_validate_json(row[0]), False
-            _write(c, approval, insert=True)
-            _audit(
+                stored = Approval.model_validate_json(row[0])
+                check_same_action(stored, approval)
+                return stored, False
+            write_approval(c, approval, insert=True)
+            insert_audit(
                 c,
                 audit_for_decision(
                     approval,
@@ -38,10 +46,10 @@ class SqliteApprovals(SqliteBase):
             )
             return approval, True
 
-        return await self._run(tx)
+        return await self.db.run(tx)
 
-    async def get_approval(self, approval_id: str) -> Approval:
-        return await self._run(lambda c: _load(c, approval_id), write=False)
+    async def get(self, approval_id: str) -> Approval:
+        return await self.db.run(lambda c: load_approval(c, approval_id), write=False)
 
     async def list_pending(
         self,
@@ -73,28 +81,26 @@ class SqliteApprovals(SqliteBase):
             nxt = encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
             return Page(items=items, cursor=nxt)
 
-        return await self._run(tx, write=False)
+        return await self.db.run(tx, write=False)
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
-        def tx(c: sqlite3.Connection) -> Approval | DecisionRefused:
-            current = _load(c, cmd.approval_id)
+        def tx(c: sqlite3.Connection) -> Approval | DecisionRefused | StaleVersion:
+            current = load_approval(c, cmd.approval_id)
             try:
                 updated = apply_decision(current, cmd, now)
-            except DecisionRefused as exc:
-                _audit(
-                    c,
-                    audit_for_decision(
-                        current,
-                        actor=cmd.reviewer.id,
-                        event="refused",
-                        now=now,
-                        outcome=str(exc.code),
-                        detail=f"{cmd.kind} via {cmd.via}",
-                    ),
+            except (DecisionRefused, StaleVersion) as exc:
+                entry = audit_for_decision(
+                    current,
+                    actor=cmd.reviewer.id,
+                    event="refused",
+                    now=now,
+                    outcome=str(exc.code),
+                    detail=f"{cmd.kind} via {cmd.via}",
                 )
-                return exc
-            _write(c, updated)
-            _audit(
+                insert_audit(c, entry)
+                return exc  # the refusal is committed with its audit line, then raised
+            write_approval(c, updated)
+            insert_audit(
                 c,
                 audit_for_decision(
                     updated,
@@ -106,8 +112,8 @@ class SqliteApprovals(SqliteBase):
             )
             return updated
 
-        out = await self._run(tx)
-        if isinstance(out, DecisionRefused):
+        out = await self.db.run(tx)
+        if isinstance(out, DecisionRefused | StaleVersion):
             raise out
         return out
 
@@ -117,7 +123,7 @@ class SqliteApprovals(SqliteBase):
         deadline = loop.time() + timeout
         delay = 0.005
         while True:
-            current = await self.get_approval(approval_id)
+            current = await self.get(approval_id)
             left = deadline - loop.time()
             if current.version > after_version or left <= 0:
                 return current
@@ -134,12 +140,12 @@ class SqliteApprovals(SqliteBase):
             for (doc,) in rows:
                 expired = apply_expiry(Approval.model_validate_json(doc), now)
                 if expired is not None:
-                    _write(c, expired)
-                    _audit(c, audit_for_decision(expired, actor="system", event="expired", now=now))
+                    write_approval(c, expired)
+                    insert_audit(c, audit_for_decision(expired, actor="system", event="expired", now=now))
                     out.append(expired)
             return out
 
-        return await self._run(tx)
+        return await self.db.run(tx)
 
     async def transition(
         self,
@@ -152,12 +158,12 @@ class SqliteApprovals(SqliteBase):
         reason: str | None = None,
     ) -> Approval:
         def tx(c: sqlite3.Connection) -> Approval:
-            current = _load(c, approval_id)
+            current = load_approval(c, approval_id)
             updated = claim_rules.transitioned(
                 current, target=target, expected_version=expected_version, now=now, reason=reason
             )
-            _write(c, updated)
-            _audit(c, audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or ""))
+            write_approval(c, updated)
+            insert_audit(c, audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or ""))
             return updated
 
-        return await self._run(tx)
+        return await self.db.run(tx)

@@ -7,6 +7,7 @@ from typing import Any
 
 from engine.domain.models import Approval
 from engine.domain.records import AuditEntry
+from engine.errors import InvalidInput
 
 __all__ = ["audit_for_decision", "decode_cursor", "dumps", "encode_cursor", "loads"]
 
@@ -30,8 +31,6 @@ def decode_cursor(cursor: str | None) -> tuple[float, str] | None:
     try:
         return float(at), aid
     except ValueError:
-        from engine.errors import InvalidInput
-
         raise InvalidInput(f"malformed page cursor {cursor!r}; pass the cursor a previous page returned") from None
 
 

@@ -9,18 +9,7 @@ stale but an approval can never be missing from its index.
 
 from __future__ import annotations
 
-from engine.storage.redis_approvals import RedisApprovals
-from engine.storage.redis_base import connect
-from engine.storage.redis_records import RedisRecords
-from engine.storage.redis_runs import RedisRuns
+from engine.storage.redis.connection import connect
+from engine.storage.redis.store import RedisStore
 
 __all__ = ["RedisStore", "connect"]
-
-
-class RedisStore(RedisApprovals, RedisRuns, RedisRecords):
-    """Redis implementation of :class:`engine.ports.Store`.
-
-    Args:
-        client: an injected ``redis.asyncio.Redis`` (the caller owns pooling and TLS settings).
-        prefix: key prefix, so several deployments or tests share one server.
-    """

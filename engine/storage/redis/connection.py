@@ -1,0 +1,142 @@
+"""What every part of the Redis store shares: the client, the key layout, the Lua scripts, one-round-trip
+calls, and the error boundary (a client failure is always a :class:`StoreError`)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from importlib import resources
+from typing import Any, TypeVar
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.client import Pipeline
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError, RedisError
+
+from engine.errors import StoreError
+
+__all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "store_errors"]
+
+ANY_ROLE = "*"
+DYNAMIC_FIELDS = ["status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at"]
+C = TypeVar("C", bound=type)
+
+
+def connect(url: str, *, max_connections: int = 64, socket_timeout: float = 5.0) -> Redis:
+    """A client whose pool makes callers wait for a free connection instead of failing under load.
+
+    Waiting for a pooled connection has no deadline of its own (each command still times out after
+    ``socket_timeout``), which also keeps a timer off the hot path.
+    """
+    pool = BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, timeout=None, socket_timeout=socket_timeout, decode_responses=True
+    )
+    return Redis.from_pool(pool)  # the client owns the pool and closes it in aclose()
+
+
+def _failed(exc: BaseException) -> StoreError:
+    return StoreError(f"Redis store failed: {exc}; nothing was applied. Check that Redis is up, then retry")
+
+
+def store_errors(cls: C) -> C:
+    """Wrap every public coroutine method of ``cls`` so a Redis client failure surfaces as :class:`StoreError`
+    (one boundary for the whole store, instead of a try/except per method that a new method could forget)."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not inspect.iscoroutinefunction(fn):
+            continue
+
+        def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(method)
+            async def guarded(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await method(*args, **kwargs)
+                except (RedisError, OSError) as exc:
+                    raise _failed(exc) from exc
+
+            return guarded
+
+        setattr(cls, name, wrap(fn))
+    return cls
+
+
+def _lua(name: str) -> str:
+    return resources.files("engine.storage.redis").joinpath(f"lua/{name}.lua").read_text(encoding="utf-8")
+
+
+class RedisConnection:
+    """Client, key prefix and scripts."""
+
+    def __init__(self, client: Redis, *, prefix: str = "hitl") -> None:
+        self.r = client
+        self.p = prefix
+        self.decide_script: AsyncScript = client.register_script(_lua("decide"))
+        self.transition_script: AsyncScript = client.register_script(_lua("transition"))
+        self.create_script: AsyncScript = client.register_script(_lua("create"))
+        self.claim_script: AsyncScript = client.register_script(_lua("claim"))
+        self.finish_script: AsyncScript = client.register_script(_lua("finish"))
+        self.window_script: AsyncScript = client.register_script(_lua("window"))
+        self.checkpoint_script: AsyncScript = client.register_script(_lua("checkpoint"))
+
+    # -- key layout -------------------------------------------------------------------------------------
+    def approval_key(self, approval_id: str) -> str:
+        return f"{self.p}:{{{approval_id}}}"
+
+    def audit_key(self, approval_id: str) -> str:
+        return f"{self.p}:{{{approval_id}}}:audit"
+
+    def doc_key(self, approval_id: str) -> str:
+        return f"{self.p}:{{{approval_id}}}:doc"
+
+    def approval_keys(self, approval_id: str) -> list[str]:
+        """The three keys of one approval, in the order the scripts take them."""
+        return [self.approval_key(approval_id), self.audit_key(approval_id), self.doc_key(approval_id)]
+
+    def pending_key(self, role: str | None) -> str:
+        return f"{self.p}:pending:{role or ANY_ROLE}"
+
+    def channel(self, approval_id: str) -> str:
+        """Pub/sub channel on which the scripts announce every change of ``approval_id``."""
+        return f"{self.p}:ev:{approval_id}"
+
+    @property
+    def all_key(self) -> str:
+        """Every approval by creation time (the global audit view starts from it)."""
+        return f"{self.p}:all"
+
+    @property
+    def events_key(self) -> str:
+        """The stream of audit entries that belong to no approval (trust grants, forced resumes)."""
+        return f"{self.p}:audit"
+
+    # -- calls ------------------------------------------------------------------------------------------
+    async def call(self, script: AsyncScript, keys: list[str], args: list[Any]) -> list[Any]:
+        # EVALSHA directly: one round trip, and cheaper than redis-py's Script wrapper on the hot path.
+        try:
+            try:
+                out = await self.r.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                await self.r.script_load(script.script)
+                out = await self.r.evalsha(script.sha, len(keys), *keys, *args)
+        except (RedisError, OSError) as exc:
+            raise _failed(exc) from exc
+        return list(out)
+
+    async def pipeline(self, build: Callable[[Pipeline], None], scripts: list[AsyncScript]) -> list[Any]:
+        """One round trip; loads the scripts once if the server lost them (restart, SCRIPT FLUSH)."""
+        for attempt in (1, 2):
+            try:
+                async with self.r.pipeline(transaction=False) as pipe:
+                    build(pipe)
+                    return list(await pipe.execute())
+            except NoScriptError:
+                if attempt == 2:
+                    raise _failed(NoScriptError("scripts could not be loaded")) from None
+                for script in scripts:
+                    await self.r.script_load(script.script)
+            except (RedisError, OSError) as exc:
+                raise _failed(exc) from exc
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        await self.r.aclose()

@@ -1,0 +1,64 @@
+"""Durable jobs in Redis: a stream per kind with a consumer group; a crashed consumer's jobs are reclaimed
+(XAUTOCLAIM)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from redis.exceptions import ResponseError
+
+from engine.domain.records import Job
+from engine.storage.redis.codec import text
+from engine.storage.redis.connection import RedisConnection, store_errors
+
+__all__ = ["RedisJobs"]
+
+_GROUP = "hitl-workers"
+
+
+@store_errors
+class RedisJobs:
+    """:class:`engine.ports.JobQueue` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+        self.r = conn.r
+
+    def _key(self, kind: str) -> str:
+        return f"{self.conn.p}:jobs:{kind}"
+
+    async def enqueue(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
+        job_id = await self.r.xadd(self._key(kind), {"payload": json.dumps(payload), "at": repr(now)})
+        return f"{kind}/{text(job_id)}"
+
+    async def claim(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
+        key = self._key(kind)
+        try:
+            await self.r.xgroup_create(key, _GROUP, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        # Idle time is the server's clock: ``lease`` is how long a consumer may hold a job unacknowledged.
+        reclaimed = await self.r.xautoclaim(
+            key, _GROUP, consumer, min_idle_time=int(lease * 1000), start_id="0-0", count=limit
+        )
+        entries = list(reclaimed[1]) if reclaimed else []
+        if len(entries) < limit:
+            fresh = cast(list[Any], await self.r.xreadgroup(_GROUP, consumer, {key: ">"}, count=limit - len(entries)))
+            for _stream, items in fresh or []:
+                entries += list(items)
+        jobs = []
+        for job_id, fields in entries:
+            if not fields:  # deleted while pending
+                continue
+            f = {text(k): text(v) for k, v in fields.items()}
+            jobs.append(Job(id=f"{kind}/{text(job_id)}", kind=kind, payload=json.loads(f["payload"])))
+        return jobs
+
+    async def ack(self, job_id: str) -> None:
+        kind, _, xid = job_id.partition("/")
+        async with self.r.pipeline(transaction=True) as pipe:
+            pipe.xack(self._key(kind), _GROUP, xid)
+            pipe.xdel(self._key(kind), xid)
+            await pipe.execute()

@@ -1,0 +1,86 @@
+"""Execution claims in Redis: one Lua script per claim and per outcome."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress
+from engine.domain.records import Claim, ClaimState
+from engine.storage.redis.codec import text
+from engine.storage.redis.connection import RedisConnection, store_errors
+
+__all__ = ["RedisLedger"]
+
+
+@store_errors
+class RedisLedger:
+    """:class:`engine.ports.ExecutionLedger` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+
+    def _key(self, key: str) -> str:
+        return f"{self.conn.p}:claim:{{{key}}}"
+
+    async def claim(
+        self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
+    ) -> Claim:
+        args = [action_hash, holder, repr(now), repr(now + lease), "1" if retry_failed else "0"]
+        out = [text(x) for x in await self.conn.call(self.conn.claim_script, [self._key(key)], args)]
+        if out[0] == "acquired":
+            return Claim(
+                key=key,
+                action_hash=action_hash,
+                holder=holder,
+                attempt=int(out[1]),
+                state=ClaimState.RUNNING,
+                lease_until=now + lease,
+                acquired=True,
+                recovered=out[2] == "1",
+            )
+        if out[0] == "hash_mismatch":
+            raise claim_hash_mismatch(key, out[1], action_hash)
+        if out[0] == "in_progress":
+            raise claim_in_progress(key, out[1], int(out[2]))
+        return Claim(
+            key=key,
+            action_hash=action_hash,
+            holder=out[1],
+            attempt=int(out[2]),
+            state=ClaimState(out[3]),
+            lease_until=float(out[4]),
+            result=json.loads(out[5]) if out[5] else None,
+        )
+
+    async def record_outcome(
+        self, key: str, *, holder: str, attempt: int, ok: bool, result: dict[str, Any], now: float
+    ) -> Claim:
+        state = ClaimState.SUCCEEDED if ok else ClaimState.FAILED
+        args = [holder, str(attempt), str(state), json.dumps(result)]
+        out = [text(x) for x in await self.conn.call(self.conn.finish_script, [self._key(key)], args)]
+        if out[0] != "ok":
+            raise claim_fenced(key, holder, attempt)
+        return Claim(
+            key=key,
+            action_hash=out[1],
+            holder=holder,
+            attempt=attempt,
+            state=state,
+            lease_until=float(out[2]),
+            result=result,
+        )
+
+    async def get(self, key: str) -> Claim | None:
+        f = {text(k): text(v) for k, v in (await self.conn.r.hgetall(self._key(key))).items()}
+        if not f:
+            return None
+        return Claim(
+            key=key,
+            action_hash=f["action_hash"],
+            holder=f["holder"],
+            attempt=int(f["attempt"]),
+            state=ClaimState(f["state"]),
+            lease_until=float(f["lease_until"]),
+            result=json.loads(f["result"]) if f.get("result") else None,
+        )

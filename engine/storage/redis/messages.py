@@ -1,0 +1,38 @@
+"""Card message references in Redis, both ways."""
+
+from __future__ import annotations
+
+from engine.domain.records import MessageRef
+from engine.storage.redis.codec import text
+from engine.storage.redis.connection import RedisConnection, store_errors
+
+__all__ = ["RedisMessages"]
+
+
+@store_errors
+class RedisMessages:
+    """:class:`engine.ports.MessageMap` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+        self.r = conn.r
+
+    def _by_approval(self, approval_id: str) -> str:
+        return f"{self.conn.p}:{{{approval_id}}}:msg"
+
+    def _by_message(self, ref: MessageRef) -> str:
+        return f"{self.conn.p}:msgref:{ref.channel}:{ref.ts}"
+
+    async def set(self, approval_id: str, ref: MessageRef) -> None:
+        async with self.r.pipeline(transaction=False) as pipe:
+            pipe.hset(self._by_approval(approval_id), mapping={"channel": ref.channel, "ts": ref.ts})
+            pipe.set(self._by_message(ref), approval_id)
+            await pipe.execute()
+
+    async def get(self, approval_id: str) -> MessageRef | None:
+        f = {text(k): text(v) for k, v in (await self.r.hgetall(self._by_approval(approval_id))).items()}
+        return MessageRef(channel=f["channel"], ts=f["ts"]) if f else None
+
+    async def approval_for(self, ref: MessageRef) -> str | None:
+        v = await self.r.get(self._by_message(ref))
+        return text(v) if v is not None else None

@@ -1,0 +1,49 @@
+"""The Redis store: every port on one shared client."""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from engine.errors import StoreError
+from engine.storage.redis.approvals import RedisApprovals
+from engine.storage.redis.audit import RedisAudit
+from engine.storage.redis.connection import RedisConnection
+from engine.storage.redis.jobs import RedisJobs
+from engine.storage.redis.ledger import RedisLedger
+from engine.storage.redis.messages import RedisMessages
+from engine.storage.redis.runs import RedisRuns
+from engine.storage.redis.trust import RedisTrust
+from engine.storage.redis.windows import RedisWindows
+
+__all__ = ["RedisStore"]
+
+
+class RedisStore:
+    """Redis implementation of :class:`engine.ports.Store`.
+
+    Args:
+        client: an injected ``redis.asyncio.Redis`` (the caller owns pooling and TLS settings).
+        prefix: key prefix, so several deployments or tests share one server.
+    """
+
+    def __init__(self, client: Redis, *, prefix: str = "hitl") -> None:
+        self.conn = RedisConnection(client, prefix=prefix)
+        self.prefix = prefix
+        self.approvals = RedisApprovals(self.conn)
+        self.ledger = RedisLedger(self.conn)
+        self.runs = RedisRuns(self.conn)
+        self.jobs = RedisJobs(self.conn)
+        self.trust = RedisTrust(self.conn)
+        self.windows = RedisWindows(self.conn)
+        self.audit = RedisAudit(self.conn)
+        self.messages = RedisMessages(self.conn)
+
+    async def ping(self) -> None:
+        try:
+            await self.conn.r.ping()
+        except (RedisError, OSError) as exc:
+            raise StoreError(f"Redis store failed: {exc}; check that Redis is up") from exc
+
+    async def close(self) -> None:
+        await self.conn.close()

@@ -1,0 +1,31 @@
+"""Rolling windows in Redis: a sorted set per subject, read and added to by one script."""
+
+from __future__ import annotations
+
+from engine.domain.policy import WindowStats
+from engine.storage.redis.codec import text
+from engine.storage.redis.connection import RedisConnection, store_errors
+
+__all__ = ["RedisWindows"]
+
+
+@store_errors
+class RedisWindows:
+    """:class:`engine.ports.RateWindows` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+
+    def _key(self, key: str) -> str:
+        return f"{self.conn.p}:win:{{{key}}}"
+
+    async def add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
+        args = [repr(now), repr(now - window), f"{event_id}|{amount!r}", int(window) + 1, event_id]
+        out = await self.conn.call(self.conn.window_script, [self._key(key)], args)
+        return WindowStats(count=int(text(out[0])), total=float(text(out[1])))
+
+    async def stats(self, key: str, *, now: float, window: float) -> WindowStats:
+        out = await self.conn.call(
+            self.conn.window_script, [self._key(key)], [repr(now), repr(now - window), "", 0, ""]
+        )
+        return WindowStats(count=int(text(out[0])), total=float(text(out[1])))

@@ -1,0 +1,38 @@
+"""The audit trail in SQLite: one append-only table (triggers refuse updates and deletes)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.domain.records import AuditEntry
+from engine.storage.sqlite.connection import SqliteConnection
+from engine.storage.sqlite.rows import insert_audit
+
+__all__ = ["SqliteAudit"]
+
+_COLS = "seq, at, actor, event, approval_id, version, action_hash, outcome, detail"
+_KEYS = _COLS.split(", ")
+
+
+class SqliteAudit:
+    """:class:`engine.ports.AuditLog` on SQLite."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self.db = db
+
+    async def append(self, entry: AuditEntry) -> None:
+        await self.db.run(lambda c: insert_audit(c, entry))
+
+    async def entries(self, *, approval_id: str | None = None, limit: int = 1000) -> list[AuditEntry]:
+        def tx(c: sqlite3.Connection) -> list[AuditEntry]:
+            if approval_id:
+                rows = c.execute(
+                    f"SELECT {_COLS} FROM audit WHERE approval_id = ? ORDER BY seq LIMIT ?", (approval_id, limit)
+                ).fetchall()
+            else:
+                rows = c.execute(
+                    f"SELECT {_COLS} FROM (SELECT {_COLS} FROM audit ORDER BY seq DESC LIMIT ?) ORDER BY seq", (limit,)
+                ).fetchall()
+            return [AuditEntry.model_validate(dict(zip(_KEYS, r, strict=True))) for r in rows]
+
+        return await self.db.run(tx, write=False)

@@ -1,0 +1,50 @@
+"""Durable jobs in SQLite: a table; a claimed job whose consumer went quiet past its lease is taken over."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from engine.domain.records import Job
+from engine.storage.codec import dumps, loads
+from engine.storage.sqlite.connection import SqliteConnection
+
+__all__ = ["SqliteJobs"]
+
+
+class SqliteJobs:
+    """:class:`engine.ports.JobQueue` on SQLite."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self.db = db
+
+    async def enqueue(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
+        def tx(c: sqlite3.Connection) -> str:
+            cur = c.execute(
+                "INSERT INTO jobs (kind, payload, created_at) VALUES (?, ?, ?)", (kind, dumps(payload), now)
+            )
+            return str(cur.lastrowid)
+
+        return await self.db.run(tx)
+
+    async def claim(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
+        def tx(c: sqlite3.Connection) -> list[Job]:
+            rows = c.execute(
+                "SELECT id, kind, payload, attempts FROM jobs WHERE done = 0 AND kind = ? AND (consumer IS NULL OR "
+                "claimed_at + ? <= ?) ORDER BY id LIMIT ?",
+                (kind, lease, now, limit),
+            ).fetchall()
+            for row in rows:
+                c.execute(
+                    "UPDATE jobs SET consumer = ?, claimed_at = ?, attempts = attempts + 1 WHERE id = ?",
+                    (consumer, now, row[0]),
+                )
+            return [Job(id=str(r[0]), kind=r[1], payload=loads(r[2]), attempts=r[3] + 1) for r in rows]
+
+        return await self.db.run(tx)
+
+    async def ack(self, job_id: str) -> None:
+        def tx(c: sqlite3.Connection) -> None:
+            c.execute("UPDATE jobs SET done = 1 WHERE id = ?", (int(job_id),))
+
+        await self.db.run(tx)

@@ -1,0 +1,40 @@
+"""Row helpers several parts of the SQLite store share inside their transactions (approvals, audit lines)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.domain.models import Approval
+from engine.domain.records import AuditEntry
+from engine.errors import NotFound
+
+__all__ = ["insert_audit", "load_approval", "write_approval"]
+
+
+def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
+    row = c.execute("SELECT doc FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
+    return Approval.model_validate_json(row[0])
+
+
+def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) -> None:
+    doc = a.model_dump_json()
+    if insert:
+        c.execute(
+            "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (a.id, a.status, a.version, a.created_at, a.expires_at, a.required_role, a.requester, doc),
+        )
+    else:
+        c.execute(
+            "UPDATE approvals SET status = ?, version = ?, doc = ? WHERE id = ?", (a.status, a.version, doc, a.id)
+        )
+
+
+def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
+    c.execute(
+        "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (e.at, e.actor, e.event, e.approval_id, e.version, e.action_hash, e.outcome, e.detail),
+    )

@@ -1,0 +1,44 @@
+"""The SQLite store: every port on one shared connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.storage.sqlite.approvals import SqliteApprovals
+from engine.storage.sqlite.audit import SqliteAudit
+from engine.storage.sqlite.connection import SqliteConnection
+from engine.storage.sqlite.jobs import SqliteJobs
+from engine.storage.sqlite.ledger import SqliteLedger
+from engine.storage.sqlite.messages import SqliteMessages
+from engine.storage.sqlite.runs import SqliteRuns
+from engine.storage.sqlite.trust import SqliteTrust
+from engine.storage.sqlite.windows import SqliteWindows
+
+__all__ = ["SqliteStore"]
+
+
+class SqliteStore:
+    """SQLite implementation of :class:`engine.ports.Store`.
+
+    Args:
+        path: database file (created with its folder when missing).
+        synchronous: ``normal`` (default; with WAL it survives process crashes) or ``full`` (also power loss).
+    """
+
+    def __init__(self, path: str | Path, *, synchronous: str = "normal") -> None:
+        self.db = SqliteConnection(path, synchronous=synchronous)
+        self.path = self.db.path
+        self.approvals = SqliteApprovals(self.db)
+        self.ledger = SqliteLedger(self.db)
+        self.runs = SqliteRuns(self.db)
+        self.jobs = SqliteJobs(self.db)
+        self.trust = SqliteTrust(self.db)
+        self.windows = SqliteWindows(self.db)
+        self.audit = SqliteAudit(self.db)
+        self.messages = SqliteMessages(self.db)
+
+    async def ping(self) -> None:
+        await self.db.run(lambda c: c.execute("SELECT 1").fetchone(), write=False)
+
+    async def close(self) -> None:
+        await self.db.close()

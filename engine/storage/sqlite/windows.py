@@ -1,0 +1,41 @@
+"""Rolling windows in SQLite (velocity and rolling-sum rules)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.domain.policy import WindowStats
+from engine.storage.sqlite.connection import SqliteConnection
+
+__all__ = ["SqliteWindows"]
+
+
+class SqliteWindows:
+    """:class:`engine.ports.RateWindows` on SQLite."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self.db = db
+
+    async def add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
+        def tx(c: sqlite3.Connection) -> WindowStats:
+            stats = _stats(c, key, now, window, exclude=event_id)
+            c.execute("DELETE FROM windows WHERE key = ? AND at <= ?", (key, now - window))
+            c.execute(
+                "INSERT OR IGNORE INTO windows (key, event_id, at, amount) VALUES (?, ?, ?, ?)",
+                (key, event_id, now, amount),
+            )
+            return stats
+
+        return await self.db.run(tx)
+
+    async def stats(self, key: str, *, now: float, window: float) -> WindowStats:
+        return await self.db.run(lambda c: _stats(c, key, now, window), write=False)
+
+
+def _stats(c: sqlite3.Connection, key: str, now: float, window: float, exclude: str = "") -> WindowStats:
+    # The event itself never counts toward its own prior stats (re-asking is not double counted).
+    row = c.execute(
+        "SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM windows WHERE key = ? AND at > ? AND event_id != ?",
+        (key, now - window, exclude),
+    ).fetchone()
+    return WindowStats(count=int(row[0]), total=float(row[1]))

@@ -1,0 +1,305 @@
+"""Conformance for the approval store: create, decide, refusals, expiry, listing, transitions, waiting.
+
+Subclass it and provide ``store`` and ``clock`` fixtures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine.domain.models import Approval, DecisionKind, Status
+from engine.errors import DecisionRefused, EngineError, ErrorCode, IllegalTransition, NotFound, StaleVersion
+from engine.ports import Store
+from engine.testing.clock import FakeClock
+from engine.testing.conformance.helpers import SUPPORT, cmd
+from engine.testing.factories import make_approval
+
+__all__ = ["ApprovalsConformance"]
+
+
+class ApprovalsConformance:
+    """What every store must do here."""
+
+    async def test_create_get_roundtrip_keeps_args_exact(self, store: Store, clock: FakeClock) -> None:
+        args = {
+            "amount": 12345678.123456789,
+            "note": "Grüße 👋🏽 <!channel>",
+            "nested": {"b": [1, 2.5, None]},
+        }
+        a = make_approval(now=clock.now(), args=args, evidence="customer says hi")
+        stored, created = await store.approvals.create(a)
+        assert created and stored == a
+        got = await store.approvals.get(a.id)
+        assert got == a
+        assert got.args["amount"] == 12345678.123456789
+
+    async def test_create_is_idempotent_on_dedupe_key(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        approved = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())
+        again, created = await store.approvals.create(make_approval(now=clock.advance(5)))
+        assert not created
+        assert again == approved
+
+    async def test_an_id_collision_is_refused_never_returned(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now(), tool="refund", args={"amount": 5})
+        await store.approvals.create(a)
+        other = make_approval(now=clock.now(), tool="delete_customer", args={"customer_id": "C1"}, key="other")
+        forged = other.model_copy(update={"id": a.id})  # a different dedupe key whose id happens to match
+        with pytest.raises(EngineError) as err:
+            await store.approvals.create(forged)
+        assert err.value.code is ErrorCode.ID_COLLISION and err.value.context["approval_id"] == a.id
+        assert await store.approvals.get(a.id) == a
+
+    async def test_unknown_id_is_not_found_and_writes_nothing(self, store: Store, clock: FakeClock) -> None:
+        with pytest.raises(NotFound) as err:
+            await store.approvals.get("apr_NOPE")
+        assert err.value.code is ErrorCode.NOT_FOUND
+        ghost = make_approval(now=clock.now(), key="ghost")
+        with pytest.raises(NotFound):
+            await store.approvals.decide(cmd(ghost, "U_SUPPORT1"), now=clock.now())
+        with pytest.raises(NotFound):
+            await store.approvals.get(ghost.id)
+        assert await store.audit.entries(approval_id=ghost.id) == []
+
+    async def test_approve_records_once_and_audits(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        out = await store.approvals.decide(cmd(a, "U_SUPPORT1", via="cli"), now=clock.advance(1))
+        assert out.status is Status.APPROVED and out.version == 2
+        assert [(d.reviewer, d.kind, d.via) for d in out.decisions] == [("U_SUPPORT1", DecisionKind.APPROVE, "cli")]
+        log = await store.audit.entries(approval_id=a.id)
+        assert [(e.event, e.actor, e.outcome, e.version) for e in log] == [
+            ("created", "agent:riley", "ok", 1),
+            ("decided", "U_SUPPORT1", "ok", 2),
+        ]
+
+    async def test_200_concurrent_deciders_exactly_one_wins(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        reviewers = [f"U_R{i:03d}" for i in range(200)]
+        results = await asyncio.gather(
+            *(store.approvals.decide(cmd(a, r), now=clock.now()) for r in reviewers), return_exceptions=True
+        )
+        wins = [r for r in results if isinstance(r, Approval)]
+        losses = [r for r in results if isinstance(r, DecisionRefused)]
+        assert len(wins) == 1 and len(losses) == 199
+        winner = wins[0].decisions[0].reviewer
+        assert all(e.code is ErrorCode.ALREADY_DECIDED and e.context["winner"] == winner for e in losses)
+        assert all(winner in e.message for e in losses)
+        final = await store.approvals.get(a.id)
+        assert final.version == 2 and len(final.decisions) == 1
+        log = await store.audit.entries(approval_id=a.id)
+        assert sum(e.event == "decided" for e in log) == 1 and sum(e.event == "refused" for e in log) == 199
+
+    async def test_approve_racing_reject_gives_one_terminal_state(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        calls = []
+        for i in range(50):
+            kind = DecisionKind.APPROVE if i % 2 else DecisionKind.REJECT
+            calls.append(store.approvals.decide(cmd(a, f"U_X{i}", kind, reason="no"), now=clock.now()))
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        wins = [r for r in results if isinstance(r, Approval)]
+        assert len(wins) == 1
+        final = await store.approvals.get(a.id)
+        assert final.status in (Status.APPROVED, Status.REJECTED) and final == wins[0]
+
+    @pytest.mark.parametrize("case", ["stale", "hash", "expired", "ineligible", "self", "duplicate", "trust"])
+    async def test_refusals_change_nothing_and_are_audited(self, store: Store, clock: FakeClock, case: str) -> None:
+        a = make_approval(
+            now=clock.now(),
+            quorum=2 if case == "duplicate" else 1,
+            trustable=case != "trust",
+            role="finance" if case == "duplicate" else "support",
+        )
+        await store.approvals.create(a)
+        roles = frozenset({"finance"}) if case == "duplicate" else SUPPORT
+        if case == "duplicate":
+            a = await store.approvals.decide(cmd(a, "U_FIN1", roles=roles), now=clock.now())
+        c, now = cmd(a, "U_SUPPORT1", roles=roles), clock.now()
+        expected = {
+            "stale": ErrorCode.STALE_VERSION,
+            "hash": ErrorCode.HASH_MISMATCH,
+            "expired": ErrorCode.EXPIRED,
+            "ineligible": ErrorCode.NOT_ELIGIBLE,
+            "self": ErrorCode.SELF_APPROVAL,
+            "duplicate": ErrorCode.DUPLICATE_VOTE,
+            "trust": ErrorCode.NOT_TRUSTABLE,
+        }[case]
+        if case == "stale":
+            c = c.model_copy(update={"expected_version": a.version - 1})
+        elif case == "hash":
+            c = c.model_copy(update={"expected_hash": "0" * 64})
+        elif case == "expired":
+            now = a.expires_at
+        elif case == "ineligible":
+            c = cmd(a, "U_STRANGER", roles=frozenset())
+        elif case == "self":
+            c = cmd(a, "agent:riley")
+        elif case == "duplicate":
+            c = cmd(a, "U_FIN1", roles=roles)
+        elif case == "trust":
+            c = cmd(a, "U_SUPPORT1", DecisionKind.TRUST)
+        before = await store.approvals.get(a.id)
+        with pytest.raises(EngineError) as err:
+            await store.approvals.decide(c, now=now)
+        assert err.value.code is expected
+        assert isinstance(err.value, StaleVersion if case == "stale" else DecisionRefused)
+        assert await store.approvals.get(a.id) == before
+        last = (await store.audit.entries(approval_id=a.id))[-1]
+        assert (last.event, last.outcome, last.actor) == ("refused", str(expected), c.reviewer.id)
+
+    async def test_quorum_needs_distinct_approvers(self, store: Store, clock: FakeClock) -> None:
+        fin = frozenset({"finance"})
+        a = make_approval(now=clock.now(), role="finance", quorum=2, trustable=False)
+        await store.approvals.create(a)
+        one = await store.approvals.decide(cmd(a, "U_FIN1", roles=fin), now=clock.now())
+        assert one.status is Status.PENDING and one.version == 2 and one.approvers == ("U_FIN1",)
+        two = await store.approvals.decide(cmd(one, "U_FIN2", roles=fin), now=clock.now())
+        assert two.status is Status.APPROVED and two.approvers == ("U_FIN1", "U_FIN2")
+
+    async def test_reject_modify_and_supersede(self, store: Store, clock: FakeClock) -> None:
+        r = make_approval(now=clock.now(), key="r")
+        await store.approvals.create(r)
+        rejected = await store.approvals.decide(
+            cmd(r, "U_SUPPORT1", DecisionKind.REJECT, reason="wrong order"), now=clock.now()
+        )
+        assert rejected.status is Status.REJECTED and rejected.reason == "wrong order"
+        m = make_approval(now=clock.now(), key="m")
+        await store.approvals.create(m)
+        new_args = {"order_id": "78291", "amount": 40.0}
+        mod = await store.approvals.decide(cmd(m, "U_SUPPORT1", DecisionKind.MODIFY, args=new_args), now=clock.now())
+        assert mod.status is Status.APPROVED and mod.execute_args == new_args and mod.args == m.args
+        q = make_approval(now=clock.now(), key="q", quorum=2)
+        await store.approvals.create(q)
+        with pytest.raises(DecisionRefused) as err:
+            await store.approvals.decide(cmd(q, "U_SUPPORT1", DecisionKind.MODIFY, args=new_args), now=clock.now())
+        assert err.value.code is ErrorCode.INVALID_INPUT
+        sup = await store.approvals.decide(
+            cmd(q, "U_SUPPORT1", DecisionKind.MODIFY, args=new_args, supersede_with="apr_NEW"),
+            now=clock.now(),
+        )
+        assert sup.status is Status.SUPERSEDED and sup.superseded_by == "apr_NEW"
+
+    async def test_expiry_is_recorded_as_expiry(self, store: Store, clock: FakeClock) -> None:
+        due = make_approval(now=clock.now(), key="due", ttl=60)
+        later = make_approval(now=clock.now(), key="later", ttl=600)
+        for a in (due, later):
+            await store.approvals.create(a)
+        assert await store.approvals.expire_due(now=clock.advance(30)) == []
+        expired = await store.approvals.expire_due(now=clock.advance(31))
+        assert [a.id for a in expired] == [due.id]
+        got = await store.approvals.get(due.id)
+        assert got.status is Status.EXPIRED and got.decisions == () and got.version == 2
+        assert (await store.audit.entries(approval_id=due.id))[-1].event == "expired"
+        assert (await store.approvals.get(later.id)).status is Status.PENDING
+        with pytest.raises(DecisionRefused) as err:
+            await store.approvals.decide(cmd(due, "U_SUPPORT1"), now=clock.now())
+        assert err.value.code is ErrorCode.EXPIRED
+        assert await store.approvals.expire_due(now=clock.now()) == []
+
+    async def test_decision_racing_expiry_exactly_one_wins(self, store: Store, clock: FakeClock) -> None:
+        for i in range(20):
+            a = make_approval(now=clock.now(), key=f"race{i}", ttl=10)
+            await store.approvals.create(a)
+            decided, expired = await asyncio.gather(
+                store.approvals.decide(cmd(a, "U_SUPPORT1"), now=a.expires_at - 0.001),
+                store.approvals.expire_due(now=a.expires_at + 0.001),
+                return_exceptions=True,
+            )
+            final = await store.approvals.get(a.id)
+            if isinstance(decided, Approval):
+                assert final.status is Status.APPROVED and expired == []
+            else:
+                assert isinstance(decided, DecisionRefused) and decided.code is ErrorCode.EXPIRED
+                assert final.status is Status.EXPIRED and [x.id for x in expired] == [a.id]  # type: ignore[union-attr]
+
+    async def test_list_pending_pages_filters_and_skips_decided(self, store: Store, clock: FakeClock) -> None:
+        made = []
+        for i in range(120):
+            role = "finance" if i % 3 == 0 else "support"
+            a = make_approval(
+                now=clock.advance(1),
+                key=f"p{i}",
+                role=role,
+                requester="U_SUPPORT2" if i % 10 == 0 else "agent:riley",
+            )
+            await store.approvals.create(a)
+            made.append(a)
+        await store.approvals.decide(cmd(made[1], "U_SUPPORT1"), now=clock.now())
+        seen, cursor = [], None
+        while True:
+            page = await store.approvals.list_pending(limit=50, cursor=cursor)
+            seen += [a.id for a in page.items]
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        assert seen == [a.id for i, a in enumerate(made) if i != 1]
+        support = await store.approvals.list_pending(roles=["support"], exclude_requester="U_SUPPORT2", limit=200)
+        expected = [a.id for i, a in enumerate(made) if i % 3 and i % 10 and i != 1]
+        assert [a.id for a in support.items] == expected and support.cursor is None
+        with pytest.raises(EngineError):
+            await store.approvals.list_pending(cursor="garbage-cursor")
+
+    async def test_transitions_follow_the_table(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        with pytest.raises(IllegalTransition) as err:
+            await store.approvals.transition(
+                a.id, target=Status.EXECUTED, expected_version=1, actor="runner", now=clock.now()
+            )
+        assert err.value.context["current"] == "pending" and err.value.context["target"] == "executed"
+        ok = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())
+        with pytest.raises(EngineError) as stale:
+            await store.approvals.transition(
+                a.id, target=Status.EXECUTING, expected_version=1, actor="runner", now=clock.now()
+            )
+        assert stale.value.code is ErrorCode.STALE_VERSION
+        ex = await store.approvals.transition(
+            a.id, target=Status.EXECUTING, expected_version=ok.version, actor="runner", now=clock.now()
+        )
+        done = await store.approvals.transition(
+            a.id,
+            target=Status.EXECUTED,
+            expected_version=ex.version,
+            actor="runner",
+            now=clock.now(),
+            reason="refund R-1",
+        )
+        assert done.status is Status.EXECUTED and done.version == 4
+        assert [e.event for e in await store.audit.entries(approval_id=a.id)] == [
+            "created",
+            "decided",
+            "executing",
+            "executed",
+        ]
+        cancel = make_approval(now=clock.now(), key="c")
+        await store.approvals.create(cancel)
+        out = await store.approvals.transition(
+            cancel.id,
+            target=Status.CANCELLED,
+            expected_version=None,
+            actor="U_SUPPORT1",
+            now=clock.now(),
+            reason="customer withdrew",
+        )
+        assert out.status is Status.CANCELLED and out.reason == "customer withdrew"
+
+    async def test_waiters_wake_on_a_decision_and_time_out_otherwise(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        idle = await store.approvals.wait_changed(a.id, after_version=a.version, timeout=0.05)
+        assert idle == a
+        waiter = asyncio.create_task(store.approvals.wait_changed(a.id, after_version=a.version, timeout=30))
+        cancelled = asyncio.create_task(store.approvals.wait_changed(a.id, after_version=a.version, timeout=30))
+        await asyncio.sleep(0.05)
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        decided = await store.approvals.decide(
+            cmd(a, "U_SUPPORT1"), now=clock.now()
+        )  # a cancelled wait changed nothing
+        woke = await asyncio.wait_for(waiter, timeout=5)
+        assert woke == decided and woke.status is Status.APPROVED

@@ -1,0 +1,37 @@
+"""Conformance for the durable job queue.
+
+Subclass it and provide ``store`` and ``clock`` fixtures.
+"""
+
+from __future__ import annotations
+
+from engine.ports import Store
+from engine.testing.clock import FakeClock
+
+__all__ = ["JobsConformance"]
+
+
+class JobsConformance:
+    """What every store must do here."""
+
+    async def test_jobs_are_delivered_until_acknowledged(self, store: Store, clock: FakeClock) -> None:
+        first = await store.jobs.enqueue("resume", {"session_id": "s1"}, now=clock.now())
+        other = await store.jobs.enqueue("card", {"approval_id": "a1"}, now=clock.now())
+        second = await store.jobs.enqueue("resume", {"session_id": "s2"}, now=clock.now())
+        got = await store.jobs.claim("worker-a", kind="resume", limit=10, now=clock.now(), lease=60)
+        assert [(j.id, j.kind, j.payload["session_id"]) for j in got] == [
+            (first, "resume", "s1"),
+            (second, "resume", "s2"),
+        ]
+        assert await store.jobs.claim("worker-b", kind="resume", limit=10, now=clock.now(), lease=60) == []
+        cards = await store.jobs.claim("worker-b", kind="card", limit=10, now=clock.now(), lease=60)
+        assert [(j.id, j.payload) for j in cards] == [(other, {"approval_id": "a1"})]
+        await store.jobs.ack(other)
+        await store.jobs.ack(first)
+        # worker-a "crashed" holding s2: with its lease over, another worker takes it; s1 never comes back.
+        clock.advance(61)
+        again = await store.jobs.claim("worker-b", kind="resume", limit=10, now=clock.now(), lease=0)
+        assert [j.payload["session_id"] for j in again] == ["s2"]
+        await store.jobs.ack(second)
+        assert await store.jobs.claim("worker-c", kind="resume", limit=10, now=clock.now(), lease=0) == []
+        assert await store.jobs.claim("worker-c", kind="card", limit=10, now=clock.now(), lease=0) == []

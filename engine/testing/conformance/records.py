@@ -1,0 +1,31 @@
+"""Conformance for the audit log and the message map.
+
+Subclass it and provide ``store`` and ``clock`` fixtures.
+"""
+
+from __future__ import annotations
+
+from engine.domain.records import AuditEntry, MessageRef
+from engine.ports import Store
+from engine.testing.clock import FakeClock
+from engine.testing.factories import make_approval
+
+__all__ = ["RecordsConformance"]
+
+
+class RecordsConformance:
+    """What every store must do here."""
+
+    async def test_audit_is_ordered_and_messages_map_both_ways(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        await store.audit.append(AuditEntry(at=clock.advance(1), actor="runner", event="note", approval_id=a.id))
+        await store.audit.append(AuditEntry(at=clock.advance(1), actor="cli", event="auto_approve", detail="ci"))
+        everything = await store.audit.entries()
+        assert [e.event for e in everything][-3:] == ["created", "note", "auto_approve"]
+        ref = MessageRef(channel="C123", ts="1700000000.000100")
+        assert await store.messages.get(a.id) is None
+        await store.messages.set(a.id, ref)
+        assert await store.messages.get(a.id) == ref
+        assert await store.messages.approval_for(ref) == a.id
+        assert await store.messages.approval_for(MessageRef(channel="C123", ts="1")) is None

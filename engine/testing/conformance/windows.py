@@ -1,0 +1,29 @@
+"""Conformance for rolling windows.
+
+Subclass it and provide ``store`` and ``clock`` fixtures.
+"""
+
+from __future__ import annotations
+
+from engine.ports import Store
+from engine.testing.clock import FakeClock
+
+__all__ = ["WindowsConformance"]
+
+
+class WindowsConformance:
+    """What every store must do here."""
+
+    async def test_rolling_windows_count_and_sum(self, store: Store, clock: FakeClock) -> None:
+        key = "split:cust-1"
+        for i in range(3):
+            prior = await store.windows.add(key, amount=49.0, now=clock.advance(600), window=86400, event_id=f"e{i}")
+            assert (prior.count, prior.total) == (i, 49.0 * i)
+        stats = await store.windows.stats(key, now=clock.now(), window=86400)
+        assert (stats.count, stats.total) == (3, 147.0)
+        again = await store.windows.add(key, amount=49.0, now=clock.now(), window=86400, event_id="e2")
+        assert (again.count, again.total) == (2, 98.0)  # re-adding an event neither counts it nor doubles it
+        assert (await store.windows.stats(key, now=clock.now(), window=86400)).count == 3
+        clock.advance(86400 - 1200 + 1)
+        stats = await store.windows.stats(key, now=clock.now(), window=86400)
+        assert (stats.count, stats.total) == (2, 98.0)

@@ -1,0 +1,38 @@
+"""Every store backend, for the per-port conformance suites: ``store`` runs each suite on SQLite and Redis."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from engine.ports import Store
+from engine.storage.redis import RedisStore, connect
+from engine.storage.sqlite import SqliteStore
+from tests.conftest import free_port
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    made: Store
+    if request.param == "sqlite":
+        made = SqliteStore(tmp_path / "hitl.db")
+    else:
+        made = RedisStore(connect(request.getfixturevalue("redis_url")), prefix=f"t{uuid.uuid4().hex[:10]}")
+    yield made
+    await made.close()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def dead_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A backend that cannot answer: a database path that is a directory, a Redis port nothing listens on."""
+    made: Store
+    if request.param == "sqlite":
+        (tmp_path / "dir.db").mkdir()
+        made = SqliteStore(tmp_path / "dir.db")
+    else:
+        made = RedisStore(connect(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=0.5), prefix="dead")
+    yield made
+    await made.close()
