@@ -22,8 +22,8 @@ chromium:
 	@scripts/ensure-chromium
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine bot tests bench examples
-	$(BIN)/ruff format --check engine bot tests bench examples
+	$(BIN)/ruff check engine bot hitl slack_sandbox tests bench examples
+	$(BIN)/ruff format --check engine bot hitl slack_sandbox tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -24,10 +24,6 @@ sys.path.insert(0, str(ROOT))
 from _common import free_port, median, pct, redis_server, row  # noqa: E402
 
 from bot.blocks import ACTION_APPROVE, card, card_text  # noqa: E402
-from bot.bridge import SlackAsk  # noqa: E402
-from bot.sandbox.dispatch import Dispatcher  # noqa: E402
-from bot.sandbox.server import start_emulator  # noqa: E402
-from bot.sandbox.webapi import Message, SlackState  # noqa: E402
 from engine.ask import Approvals  # noqa: E402
 from engine.clock import SystemClock  # noqa: E402
 from engine.config import load_config  # noqa: E402
@@ -38,6 +34,10 @@ from engine.domain.records import MessageRef  # noqa: E402
 from engine.errors import NotFound  # noqa: E402
 from engine.service import ApprovalService  # noqa: E402
 from engine.storage.redis import RedisStore, connect  # noqa: E402
+from hitl.adapters.strands import SlackAsk  # noqa: E402
+from slack_sandbox.dispatch import Dispatcher  # noqa: E402
+from slack_sandbox.server import start_emulator  # noqa: E402
+from slack_sandbox.webapi import Message, SlackState  # noqa: E402
 
 SECRET = "bench-secret"
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
@@ -67,7 +67,7 @@ async def main() -> None:
             "SWEEP_INTERVAL": "3600",
         }
         serve = subprocess.Popen(
-            [sys.executable, "-m", "engine", "serve", "--port", str(port)],
+            [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -1,9 +1,9 @@
-"""build_bot(settings) -> BotRuntime: the Bolt app wired to the engine. No globals, no I/O at import."""
+"""The Slack side of ``hitl serve``: the Web API client, the notifier and reporter (engine ports), and the Bolt
+app with its listeners. No globals, no I/O at import; the composition root (``hitl.serve``) wires it to the
+engine's runtime."""
 
 from __future__ import annotations
 
-import logging
-import socket
 from dataclasses import dataclass
 
 import aiohttp
@@ -16,62 +16,43 @@ from bot.context import BotContext
 from bot.listeners import register
 from bot.metrics import Metrics
 from bot.notifier import SlackNotifier
+from bot.reporter import SlackReporter
 from bot.reviewers import ReviewerDirectory
 from bot.settings import BotSettings
 from bot.signing import Signer
-from bot.worker import Worker
-from engine.clock import SystemClock
-from engine.config import load_config
-from engine.domain.ids import short_id
-from engine.domain.models import Approval
+from engine.config import HitlConfig
+from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Store
-from engine.service import ApprovalService
-from engine.storage import open_store
 
-__all__ = ["BotRuntime", "build_bot"]
-
-log = logging.getLogger("hitl.bot")
+__all__ = ["BotRuntime", "SlackSide", "build_app", "slack_side"]
 
 
 @dataclass
-class BotRuntime:
-    """The running pieces; ``close()`` releases them."""
+class SlackSide:
+    """What talks to Slack: built before the engine's runtime, which takes the notifier and reporter."""
 
-    app: AsyncApp
-    ctx: BotContext
     client: AsyncWebClient
-    worker: Worker
     http: aiohttp.ClientSession
-    store: Store
+    notifier: SlackNotifier
+    reporter: SlackReporter
+    metrics: Metrics
 
     async def close(self) -> None:
-        await self.worker.stop()
-        await self.ctx.drain()
-        await self.ctx.notifier.close()
+        await self.notifier.close()
         await self.http.close()
-        await self.store.close()
 
 
-async def build_bot(
+def slack_side(
     settings: BotSettings,
     *,
-    store: Store | None = None,
-    clock: Clock | None = None,
-    replica: str | None = None,
-    socket_mode: bool = False,
+    store: Store,
+    clock: Clock,
+    config: HitlConfig,
+    replica: str,
     retry_interval: float | None = None,
-) -> BotRuntime:
-    """Wire settings -> store, config, Slack client, service, listeners, notifier, worker."""
-    if socket_mode:
-        settings.require_socket()
-    else:
-        settings.require_http()
+) -> SlackSide:
+    """The Web API client (retrying 429s and 5xx), the notifier that posts and updates cards, the reporter."""
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
-    secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
-    config = load_config(settings.hitl_config)
-    clock = clock or SystemClock()
-    replica = replica or f"bot:{socket.gethostname()}:{short_id('r')}"
-    store = store or open_store(settings.hitl_store)
     http = aiohttp.ClientSession()
     server_errors = (
         AsyncServerErrorRetryHandler(max_retry_count=3)
@@ -95,27 +76,50 @@ async def build_bot(
         metrics=metrics,
         backoff=backoff,
     )
-    service = ApprovalService.from_config(config, store=store, clock=clock, notifier=notifier)
+    return SlackSide(client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics)
+
+
+@dataclass
+class BotRuntime:
+    """The Bolt app and what its listeners share; ``close()`` releases the Slack side."""
+
+    app: AsyncApp
+    ctx: BotContext
+    side: SlackSide
+
+    @property
+    def client(self) -> AsyncWebClient:
+        return self.side.client
+
+    @property
+    def store(self) -> Store:
+        return self.ctx.store
+
+    async def close(self) -> None:
+        await self.ctx.wait_idle()
+        await self.side.close()
+
+
+def build_app(
+    settings: BotSettings, *, side: SlackSide, lifecycle: RunLifecycle, config: HitlConfig, replica: str
+) -> BotRuntime:
+    """The Bolt ``AsyncApp`` with hitl's listeners, deciding through ``lifecycle``."""
+    secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
     ctx = BotContext(
-        service=service,
+        lifecycle=lifecycle,
         config=config,
-        directory=ReviewerDirectory(config.build_roles(), client, clock),
-        notifier=notifier,
-        metrics=metrics,
+        directory=ReviewerDirectory(config.build_roles(), side.client, lifecycle.worlds.clock),
+        notifier=side.notifier,
+        metrics=side.metrics,
         signer=Signer(secret or token),
         replica=replica,
     )
     app = AsyncApp(
-        client=client,
+        client=side.client,
         signing_secret=secret or None,
         process_before_response=False,
         raise_error_for_unhandled_request=False,
     )
     register(app, ctx)
-    worker = Worker(ctx, interval=settings.sweep_interval)
-
-    async def on_decided(a: Approval) -> None:
-        await worker.approval_decided(a)
-
-    service.on_decided.append(on_decided)
-    return BotRuntime(app=app, ctx=ctx, client=client, worker=worker, http=http, store=store)
+    return BotRuntime(app=app, ctx=ctx, side=side)

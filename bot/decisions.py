@@ -53,19 +53,21 @@ async def decide(
     """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user).
 
     A click carries the version and action hash it was shown: the decision binds to them in the store's one
-    atomic step, with no read first. A command (``/hitl approve <id>``) binds to the current version.
+    atomic step, with no read first. A command (``/hitl approve <id>``) binds to the current version. The run
+    lifecycle queues the resume of a run waiting on it; any replica's background loop picks that up.
     """
     try:
         reviewer = await ctx.directory.reviewer(user_id)
-        updated = await ctx.service.decide_as(
-            reviewer,
+        decided = await ctx.lifecycle.decide(
             approval_id,
+            reviewer,
             kind,
             expected_version=version,
             expected_hash=action_hash,
             reason=reason,
             args=args,
             via="slack",
+            resume="queue",
         )
     except EngineError as exc:
         if exc.code is not ErrorCode.NOT_FOUND:
@@ -77,8 +79,8 @@ async def decide(
             except EngineError:
                 current = None
         return None, refusal_text(exc, current)
-    ctx.metrics.decided(updated, kind, ctx.service.clock.now())
-    return updated, None
+    ctx.metrics.decided(decided.approval, kind, ctx.clock.now())
+    return decided.approval, None
 
 
 def done_text(a: Approval | None) -> str:

@@ -31,7 +31,7 @@ from engine.ports import Clock, Store
 
 __all__ = ["SlackNotifier"]
 
-log = logging.getLogger("hitl.bot")
+log = logging.getLogger(__name__)
 _RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 
@@ -183,6 +183,17 @@ class SlackNotifier:
         )
         await self._done(key, claim)
         return True
+
+    async def sweep(self) -> None:
+        """Post cards that never made it, and one reminder before expiry (a :class:`~engine.background.Sweeper`)."""
+        now = self.clock.now()
+        before = self.spec.reminder_before
+        page = await self.store.approvals.list_pending(limit=200)
+        for a in page.items:
+            if await self.store.messages.get(a.id) is None:
+                await self.post_card(a)
+            elif before and 0 < a.expires_at - now <= before:
+                await self.remind(a)
 
     # -- updating ----------------------------------------------------------------------------------------------
     async def flush(self, timeout: float = 30.0) -> None:

@@ -13,7 +13,7 @@ from engine.ports import Clock
 
 __all__ = ["ReviewerDirectory"]
 
-log = logging.getLogger("hitl.bot")
+log = logging.getLogger(__name__)
 
 
 class ReviewerDirectory:

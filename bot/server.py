@@ -11,10 +11,11 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
 from bot.app import BotRuntime
 from bot.payloads import well_formed
+from engine.errors import EngineError
 
 __all__ = ["http_app", "serve_http", "serve_socket"]
 
-log = logging.getLogger("hitl.bot")
+log = logging.getLogger(__name__)
 
 
 @web.middleware
@@ -46,8 +47,8 @@ def http_app(rt: BotRuntime) -> web.Application:
 
     async def healthz(_: web.Request) -> web.Response:
         try:
-            await rt.store.ledger.get("healthz")
-        except Exception as exc:  # the store is down: say so, and let the orchestrator act
+            await rt.store.ping()
+        except EngineError as exc:  # the store is down: say so, and let the orchestrator act
             return web.json_response({"ok": False, "error": str(exc)[:200]}, status=503)
         return web.json_response({"ok": True, "replica": rt.ctx.replica})
 
@@ -65,7 +66,6 @@ async def serve_http(rt: BotRuntime, *, host: str, port: int, ready: asyncio.Eve
     # Slack retries what is not acknowledged within 3 s: a long graceful drain on shutdown helps nobody.
     site = web.TCPSite(runner, host, port)
     await site.start()
-    rt.worker.start()
     log.info("hitl serving Slack requests on http://%s:%s/slack/events", host, port)
     if ready is not None:
         ready.set()
@@ -77,7 +77,6 @@ async def serve_http(rt: BotRuntime, *, host: str, port: int, ready: asyncio.Eve
 
 async def serve_socket(rt: BotRuntime, app_token: str) -> None:
     handler = AsyncSocketModeHandler(rt.app, app_token, web_client=rt.client)
-    rt.worker.start()
     try:
         await handler.start_async()  # type: ignore[no-untyped-call]
     finally:

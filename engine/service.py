@@ -28,7 +28,7 @@ from engine.ports import Clock, Notifier, Store
 
 __all__ = ["ApprovalService", "ArgsValidator", "Proposal"]
 
-log = logging.getLogger("hitl.service")
+log = logging.getLogger(__name__)
 
 ArgsValidator = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Validates edited arguments for a tool and returns them normalised, or raises InvalidInput."""
@@ -71,7 +71,6 @@ class ApprovalService:
     redactor: Redactor = field(default_factory=Redactor)
     evidence_limit: int = 2000
     validate_args: ArgsValidator | None = None
-    on_decided: list[Callable[[Approval], Awaitable[None]]] = field(default_factory=list)
 
     @classmethod
     def from_config(
@@ -177,6 +176,7 @@ class ApprovalService:
             evidence=bounded(self.redactor.redact(evidence), self.evidence_limit),
             preview=bounded(self.redactor.redact(preview), self.evidence_limit),
             trustable=verdict.trustable and batch is None,
+            reason_required=verdict.reason_required,
             metadata={**(metadata or {}), **({"batch": len(items)} if batch is not None else {})},
         )
         stored, created = await self.store.approvals.create(approval)
@@ -260,7 +260,7 @@ class ApprovalService:
         current = await self.store.approvals.get(approval_id)
         version = current.version if expected_version is None else expected_version
         digest = current.action_hash if expected_hash is None else expected_hash
-        if kind is DecisionKind.REJECT and not reason and self.policy.tool_spec(current.tool).reason_required:
+        if kind is DecisionKind.REJECT and not reason and current.reason_required:
             raise InvalidInput(
                 f"rejecting {current.tool} needs a reason; pass --reason or fill in the reason field",
                 approval_id=approval_id,
@@ -354,6 +354,7 @@ class ApprovalService:
             evidence=current.evidence,
             preview=current.preview,
             trustable=verdict.trustable,
+            reason_required=verdict.reason_required or current.reason_required,
             metadata={**current.metadata, "supersedes": current.id},
         )
 
@@ -379,8 +380,6 @@ class ApprovalService:
     async def _changed(self, approval: Approval) -> None:
         if self.notifier is not None:
             await self._safe(self.notifier.approval_changed(approval))
-        for hook in self.on_decided:
-            await self._safe(hook(approval))
 
     async def _safe(self, aw: Awaitable[None]) -> None:
         # A notification failure must never undo or block a recorded decision; the bot retries updates.

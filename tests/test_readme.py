@@ -28,16 +28,3 @@ def test_readme_python_api_example_runs(tmp_path: Path) -> None:
     assert "self_approval" in out.stdout and "approved 2" in out.stdout
     assert "[email]" in out.stdout and "jane@example.com" not in out.stdout
     assert "decided U_SUPPORT1 ok" in out.stdout
-
-
-def test_core_demo_runs(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "engine.demo"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
-    )
-    assert out.returncode == 0, out.stderr
-    assert "self_approval" in out.stdout and "not_eligible" in out.stdout and "escalate" in out.stdout

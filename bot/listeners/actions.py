@@ -26,7 +26,7 @@ from engine.errors import EngineError
 
 __all__ = ["register_actions"]
 
-log = logging.getLogger("hitl.bot")
+log = logging.getLogger(__name__)
 _BAD_VALUE = ":warning: This button is not valid (it may have been altered). Nothing changed."
 
 
@@ -86,7 +86,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             elif kind == ACTION_MODIFY:
                 view = modify_view(a, await ctx.schema_for(a), meta)
             else:
-                required = ctx.service.policy.tool_spec(a.tool).reason_required
+                required = a.reason_required
                 view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)
             # The trigger expires 3 s after the click: open the modal before anything slow.
             await client.views_open(trigger_id=trigger, view=view)

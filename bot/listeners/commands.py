@@ -17,7 +17,7 @@ from engine.errors import EngineError
 
 __all__ = ["ACTION_PENDING_PAGE", "USAGE", "pending_page", "register_commands"]
 
-log = logging.getLogger("hitl.bot")
+log = logging.getLogger(__name__)
 
 USAGE = (
     "*hitl* — human approval for agent actions\n"
@@ -95,7 +95,7 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
             a = await ctx.store.approvals.get(rest[0])
         except EngineError as exc:
             return {"text": refusal_text(exc, None)}
-        return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.service.clock.now())}
+        return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.clock.now())}
     if cmd == "trust":
         return await _trust(ctx, user, rest)
     if cmd == "help":
@@ -123,7 +123,7 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
             },
         }
     ]
-    now = ctx.service.clock.now()
+    now = ctx.clock.now()
     for a in mine:
         blocks += [{"type": "divider"}, *compact_card(a, now=now)]
     if page.cursor:
@@ -146,7 +146,7 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
 
 
 async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
-    now = ctx.service.clock.now()
+    now = ctx.clock.now()
     sub = rest[0].lower() if rest else "list"
     if sub == "list":
         grants = (

@@ -15,7 +15,7 @@ from engine.domain.models import DecisionKind
 
 __all__ = ["register_views"]
 
-log = logging.getLogger("hitl.bot")
+log = logging.getLogger(__name__)
 
 
 def _meta(ctx: BotContext, body: dict[str, Any]) -> dict[str, Any] | None:

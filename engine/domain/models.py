@@ -119,6 +119,8 @@ class Approval(_Frozen):
     """Redacted, bounded, untrusted text. Never rendered as markup."""
     preview: str = ""
     trustable: bool = False
+    reason_required: bool = False
+    """Whether a rejection must carry a reason (from the policy when the approval was created)."""
     fallback: str = "cancel"
     approved_args: dict[str, Any] | None = None
     """Arguments to execute with once approved (differs from ``args`` after a modify)."""

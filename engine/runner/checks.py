@@ -26,13 +26,13 @@ def resolve_vars(wf: LoadedWorkflow, given: dict[str, Any]) -> dict[str, Any]:
         names = ", ".join(sorted(declared)) or "none"
         raise InvalidInput(
             f"unknown variable(s) {', '.join(unknown)}; {wf.path.name} declares: {names}",
-            code=ErrorCode.WORKFLOW_INVALID,
+            code=ErrorCode.VARIABLES_INVALID,
         )
     values = {**declared, **given}
     missing = sorted(k for k, v in values.items() if v is None)
     if missing:
         flags = " ".join(f"--var {k}=..." for k in missing)
-        raise InvalidInput(f"missing variable(s) {', '.join(missing)}; pass {flags}", code=ErrorCode.WORKFLOW_INVALID)
+        raise InvalidInput(f"missing variable(s) {', '.join(missing)}; pass {flags}", code=ErrorCode.VARIABLES_INVALID)
     return values
 
 

@@ -15,14 +15,18 @@ from engine.runner.tools import Tool
 
 __all__ = ["EffectFailed", "Effects"]
 
-log = logging.getLogger("hitl.runner")
+log = logging.getLogger(__name__)
 
 
-class EffectFailed(Exception):
+class EffectFailed(EngineError):
     """The tool raised; its failure is recorded and the run stops as failed (``hitl resume`` retries it)."""
 
+    default_code = ErrorCode.TOOL_FAILED
+
     def __init__(self, tool: str, error: str) -> None:
-        super().__init__(f"{tool} failed: {error}")
+        super().__init__(
+            f"{tool} failed: {error}; fix the cause, then `hitl resume` retries just this effect", tool=tool
+        )
         self.tool = tool
         self.error = error
 

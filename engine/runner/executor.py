@@ -11,29 +11,43 @@ from __future__ import annotations
 from typing import Any
 
 from engine.domain.ids import new_session_id
-from engine.domain.models import Status
 from engine.domain.records import AuditEntry
 from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
 from engine.runner.checks import check_templates, resolve_vars
 from engine.runner.effects import EffectFailed
+from engine.runner.kit import StepKit
 from engine.runner.outcomes import Halt, Jump, RunResult
-from engine.runner.reviews import ReviewSteps
-from engine.runner.spec import GateStep, LoadedWorkflow, ToolStep, describe_changes, load_workflow
+from engine.runner.spec import GateStep, LoadedWorkflow, describe_changes, load_workflow
 from engine.runner.state import RunState, RunStatus
-from engine.runner.templates import evaluate
-from engine.runner.tools import Tool
+from engine.runner.steps import BatchHandler, GateHandler, LoopHandler, ToolHandler
+from engine.runner.tools import Tool, load_tools
+from engine.service import ApprovalService
 
 __all__ = ["RunResult", "Runner"]
 
+_ENDED = (RunStatus.COMPLETED, RunStatus.REJECTED, RunStatus.CANCELLED, RunStatus.EXPIRED)
 
-class Runner(ReviewSteps):
+
+class Runner:
     """Runs workflows against an :class:`ApprovalService`.
 
     Args:
-        service: policy + store + reviewers.
+        service: policy + store + reviewers (of the run's world: hitl.yaml with the workflow's tool policies).
         worker_id: names this process in execution claims and the audit log.
         lease: seconds an execution claim stays valid without an outcome (recovery takes over after).
     """
+
+    def __init__(self, service: ApprovalService, *, worker_id: str | None = None, lease: float = 300.0) -> None:
+        self.kit = StepKit(service, worker_id=worker_id, lease=lease)
+        self.svc = service
+        self.store = service.store
+        self.worker_id = self.kit.worker_id
+        self._tool = ToolHandler(self.kit)
+        self._batch = BatchHandler(self.kit)
+        self._loop = LoopHandler(self.kit)
+        self._gate = GateHandler(self.kit)
+        self._tools: dict[str, dict[str, Tool]] = {}
+        self._checked: set[str] = set()
 
     # -- entry points -----------------------------------------------------------------------------------
     async def start(
@@ -67,13 +81,13 @@ class Runner(ReviewSteps):
             vars=values,
             requester=requester or self.svc.requester,
         )
-        await self._save(state)
+        await self.kit.save(state)
         return await self._drive(wf, tools, state)
 
     async def resume(self, session_id: str, *, force: bool = False, actor: str = "cli") -> RunResult:
         """Continue a paused (or crashed, or failed) run from its checkpoint."""
         state = await self.load(session_id)
-        if state.status in (RunStatus.COMPLETED, RunStatus.REJECTED, RunStatus.CANCELLED, RunStatus.EXPIRED):
+        if state.status in _ENDED:
             return self._result(state)
         wf = load_workflow(state.workflow_path)
         if wf.spec_hash != state.spec_hash:
@@ -110,63 +124,46 @@ class Runner(ReviewSteps):
         steps = wf.spec.steps
         while state.position < len(steps):
             step = steps[state.position]
+            outcome: Halt | Jump | None
             try:
                 if isinstance(step, GateStep):
-                    outcome = await self._gate(wf, state, step)
+                    outcome = await self._gate.run(wf, state, step)
+                elif step.for_each:
+                    outcome = await self._batch.run(wf, tools[step.tool], state, step)
+                elif step.repeat:
+                    outcome = await self._loop.run(wf, tools[step.tool], state, step)
                 else:
-                    outcome = await self._tool_step(wf, tools[step.tool], state, step)
+                    outcome = await self._tool.run(wf, tools[step.tool], state, step)
             except EffectFailed as exc:
-                outcome = Halt(RunStatus.FAILED, reason=str(exc))
+                outcome = Halt(RunStatus.FAILED, reason=exc.message)
             if isinstance(outcome, Halt):
                 state.status = outcome.status
                 state.waiting = outcome.approval.id if outcome.approval else None
                 state.reason = outcome.reason
-                await self._save(state)
+                await self.kit.save(state)
                 return self._result(state, outcome.approval)
             state.position = outcome.position if isinstance(outcome, Jump) else state.position + 1
             state.waiting = None
             if state.position >= len(steps):
                 state.status, state.reason = RunStatus.COMPLETED, None
-            await self._save(state)
+            await self.kit.save(state)
         if state.status is not RunStatus.COMPLETED:  # a run resumed after it had already finished its steps
             state.status, state.reason = RunStatus.COMPLETED, None
-            await self._save(state)
+            await self.kit.save(state)
         return self._result(state)
 
-    # -- tool steps -------------------------------------------------------------------------------------
-    async def _tool_step(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> Halt | Jump | None:
-        if step.for_each:
-            return await self._batch(wf, tool, state, step)
-        if step.repeat:
-            return await self._loop(wf, tool, state, step)
-        it = state.iteration.get(step.id, 0)
-        out = await self._gated(
-            wf, tool, state, step, self._args(tool, state, step), key=f"{state.session_id}:{step.id}:{it}"
-        )
-        if isinstance(out, Halt):
-            return out
-        state.outputs[step.id] = out
-        return None
+    def _load(self, wf: LoadedWorkflow) -> dict[str, Tool]:
+        key = wf.spec_hash
+        if key not in self._tools:
+            self._tools[key] = load_tools(wf.spec.tools, base=wf.path.parent)
+        return self._tools[key]
 
-    async def _batch(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> Halt | None:
-        assert step.for_each is not None
-        items = evaluate(step.for_each, self._scope(state, step.id), where=f"steps.{step.id}.for_each")
-        if not isinstance(items, list | tuple):
-            raise InvalidInput(f"steps.{step.id}.for_each must give a list, got {type(items).__name__}")
-        all_args = [self._args(tool, state, step, **{step.as_: item}) for item in items]
-        approval = await self._standing(tool.name, await self._propose(wf, state, step, tool.name, {}, batch=all_args))
-        if isinstance(approval, Halt):
-            return approval
-        if approval is not None:
-            await self.effects.mark(approval, Status.EXECUTING)
-        it = state.iteration.get(step.id, 0)
-        outputs = []
-        for idx, args in enumerate(all_args):
-            outputs.append(
-                await self.effects.execute(tool, args, key=f"{state.session_id}:{step.id}:{it}:{idx}", approval=None)
-            )
-            state.history.append(f"{step.id}: item {idx + 1}/{len(all_args)} done")
-        if approval is not None:
-            await self.effects.mark(approval, Status.EXECUTED)
-        state.outputs[step.id] = outputs
-        return None
+    def _result(self, state: RunState, approval: Any = None) -> RunResult:
+        return RunResult(
+            status=state.status,
+            session_id=state.session_id,
+            approval=approval,
+            reason=state.reason,
+            outputs=dict(state.outputs),
+            history=tuple(state.history),
+        )

@@ -12,16 +12,16 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.app import BotRuntime, build_bot
-from bot.sandbox.dispatch import Dispatcher
-from bot.sandbox.server import Emulator, start_emulator
-from bot.sandbox.webapi import Message, SlackState
 from bot.server import http_app
 from bot.settings import BotSettings
 from engine.ports import Store
 from engine.storage.redis import RedisStore, connect
 from engine.storage.sqlite import SqliteStore
 from engine.testing import FakeClock
+from hitl.serve import Server, build_server
+from slack_sandbox.dispatch import Dispatcher
+from slack_sandbox.server import Emulator, start_emulator
+from slack_sandbox.webapi import Message, SlackState
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
@@ -43,7 +43,7 @@ def workspace() -> SlackState:
 class Harness:
     state: SlackState
     emulator: Emulator
-    rt: BotRuntime
+    rt: Server
     slack: Dispatcher
     bot_url: str
     http: aiohttp.ClientSession
@@ -52,7 +52,7 @@ class Harness:
 
     @property
     def svc(self) -> Any:
-        return self.rt.ctx.service
+        return self.rt.runtime.worlds.default.service
 
     def cards(self, channel: str = "refund-approvals") -> list[Message]:
         ch = self.state.channel(channel)
@@ -84,8 +84,8 @@ async def start(
         hitl_config=str(CONFIG),
         hitl_approval_channel="#refund-approvals",
     )
-    rt = await build_bot(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
-    runner = web.AppRunner(http_app(rt), shutdown_timeout=1.0)
+    rt = await build_server(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
+    runner = web.AppRunner(http_app(rt.bot), shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -8,12 +8,12 @@ import uuid
 from pathlib import Path
 
 from bot.blocks import ACTION_APPROVE, ACTION_TRUST
-from bot.bridge import SlackAsk, parse_prompt
-from bot.sandbox.webapi import SlackState
 from engine.ask import Approvals
 from engine.domain.models import Status
 from engine.storage.redis import RedisStore, connect
 from engine.testing import FakeClock
+from hitl.adapters.strands import SlackAsk, parse_prompt
+from slack_sandbox.webapi import SlackState
 from tests.bot.conftest import Harness, start, stop, workspace
 
 PROMPT = 'Approve "refund"?\n  Input: {"order_id": "78291", "customer_id": "C-1042", "amount": 42}'

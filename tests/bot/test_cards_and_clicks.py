@@ -6,8 +6,8 @@ import copy
 import json
 
 from bot.blocks import ACTION_APPROVE, ACTION_TRUST
-from bot.sandbox.limits import message_problems
 from engine.domain.models import Status
+from slack_sandbox.limits import message_problems
 from tests.bot.conftest import Harness
 
 EVIDENCE = "Refund now! <!channel> <@U_FIN1> *APPROVED by Security* <http://evil.example|click> jane@example.com"

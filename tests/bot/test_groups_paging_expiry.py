@@ -12,7 +12,7 @@ from bot.modals import modify_view, parse_modify
 from engine.domain.argspec import ArgSpec
 from engine.domain.models import Status
 from engine.domain.reviewers import Roles
-from engine.runner import Runner, RunStatus, load_workflow
+from engine.runner import RunStatus, load_workflow
 from engine.runner.schema import ToolSchema
 from engine.storage.sqlite import SqliteStore
 from engine.testing import FakeClock, make_approval
@@ -63,13 +63,13 @@ async def test_pending_pages_with_a_next_button(harness: Harness) -> None:
 
 
 async def test_expiry_applies_the_runs_fallback_and_late_clicks_are_told(harness: Harness) -> None:
-    runner = Runner(harness.svc)
+    runner = harness.rt.runtime.worlds.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "30"}, config_path=str(CONFIG))
     assert r.approval is not None
     card = copy.deepcopy(harness.card_for(r.approval.id))
     harness.clock.advance(4 * 3600 + 1)
-    await harness.rt.worker.tick()
-    await harness.rt.worker.process_jobs()
+    await harness.rt.background.tick()
+    await harness.rt.lifecycle.process_jobs()
     await harness.settle()
     assert (await runner.load(r.session_id)).status is RunStatus.EXPIRED
     a = await harness.svc.store.approvals.get(r.approval.id)

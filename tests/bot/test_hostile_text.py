@@ -10,10 +10,10 @@ import pytest
 
 from bot.blocks import card
 from bot.escape import code_block, inert
-from bot.sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
 from engine.domain.models import Decision, DecisionKind, Status
 from engine.domain.redaction import bounded
 from engine.testing import FakeClock, make_approval
+from slack_sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
 from tests.bot.conftest import Harness
 from tests.bot.hostile import HOSTILE
 

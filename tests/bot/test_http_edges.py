@@ -11,9 +11,9 @@ import pytest
 
 from bot.blocks import ACTION_APPROVE
 from bot.errors import BotError
-from bot.sandbox.dispatch import sign
 from bot.settings import BotSettings
 from engine.domain.models import DecisionKind, Status
+from slack_sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
 
 
@@ -139,8 +139,8 @@ async def test_rate_limits_and_server_errors_never_lose_or_repeat_a_decision(har
         harness.state.fail_next("chat.postMessage", status=500)
     c = await pending(harness, amount=61, session="ses_e3")
     assert [m for m in harness.state.messages if c.id in m.text] == []  # the post failed for now
-    await harness.rt.worker.sweep_pending()  # the sweeper posts cards that never made it, once
-    await harness.rt.worker.sweep_pending()
+    await harness.rt.ctx.notifier.sweep()  # the sweeper posts cards that never made it, once
+    await harness.rt.ctx.notifier.sweep()
     assert len([m for m in harness.state.messages if c.id in m.text]) == 1
     assert len([m for m in harness.state.messages if b.id in m.text]) == 1
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.blocks import ACTION_APPROVE, ACTION_VIEW_ALL
 from engine.domain.models import DecisionKind, Status
-from engine.runner import Runner, RunStatus, load_workflow
+from engine.runner import RunStatus, load_workflow
 from tests.bot.conftest import ROOT, Harness
 
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
@@ -17,14 +17,14 @@ CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
 
 
 async def test_slack_approval_resumes_the_paused_run_exactly_once(harness: Harness, tmp_path: Path) -> None:
-    runner = Runner(harness.svc)
+    runner = harness.rt.runtime.worlds.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(
         load_workflow(REFUND), {"order_id": "78291", "amount": "120", "note": "box crushed"}, config_path=str(CONFIG)
     )
     assert r.status is RunStatus.PAUSED and r.approval is not None
     card = copy.deepcopy(harness.card_for(r.approval.id))
     await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
-    assert await harness.rt.worker.process_jobs() == 1
+    assert await harness.rt.lifecycle.process_jobs() == 1
     await harness.settle()
     state = await runner.load(r.session_id)
     assert state.status is RunStatus.COMPLETED
@@ -37,7 +37,7 @@ async def test_slack_approval_resumes_the_paused_run_exactly_once(harness: Harne
         assert db.execute("SELECT amount FROM refunds").fetchall() == [(120.0,)]
     # a replayed click and a second worker pass change nothing
     await harness.slack.click("U_SUPPORT2", card, ACTION_APPROVE)
-    assert await harness.rt.worker.process_jobs() == 0
+    assert await harness.rt.lifecycle.process_jobs() == 0
     with sqlite3.connect(tmp_path / "shop.db") as db:
         assert len(db.execute("SELECT * FROM refunds").fetchall()) == 1
 
@@ -47,12 +47,12 @@ async def test_sweeper_reminds_once_then_expires_and_updates_the_card(harness: H
     assert p.approval is not None
     card = harness.card_for(p.approval.id)
     harness.clock.advance(4 * 3600 - 300)  # 5 minutes left; reminders go 10 minutes before expiry
-    await harness.rt.worker.tick()
-    await harness.rt.worker.tick()
+    await harness.rt.background.tick()
+    await harness.rt.background.tick()
     reminders = [m for m in harness.state.messages if m.thread_ts == card.ts]
     assert len(reminders) == 1 and "expires" in reminders[0].text
     harness.clock.advance(301)
-    await harness.rt.worker.tick()
+    await harness.rt.background.tick()
     await harness.settle()
     assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.EXPIRED
     top = harness.card_for(p.approval.id)
@@ -74,18 +74,17 @@ async def test_batch_card_shows_count_digest_and_view_all(harness: Harness) -> N
 
 
 async def test_a_resume_lost_to_a_crash_is_recovered(harness: Harness, tmp_path: Path) -> None:
-    runner = Runner(harness.svc)
+    runner = harness.rt.runtime.worlds.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "40"}, config_path=str(CONFIG))
     assert r.approval is not None
     assert await harness.svc.store.runs.paused() == [r.session_id]
-    harness.svc.on_decided.clear()  # the process "dies" right after recording the decision: no resume job
     await harness.svc.decide(r.approval.id, "U_SUPPORT1", DecisionKind.APPROVE)
-    assert await harness.rt.worker.process_jobs() == 0
-    assert await harness.rt.worker.recover_resumes() == 0  # the normal path gets a minute first
+    assert await harness.rt.lifecycle.process_jobs() == 0
+    assert await harness.rt.lifecycle.recover() == 0  # the normal path gets a minute first
     harness.clock.advance(61)
-    assert await harness.rt.worker.recover_resumes() == 1
-    assert await harness.rt.worker.recover_resumes() == 0
-    assert await harness.rt.worker.process_jobs() == 1
+    assert await harness.rt.lifecycle.recover() == 1
+    assert await harness.rt.lifecycle.recover() == 0
+    assert await harness.rt.lifecycle.process_jobs() == 1
     assert (await runner.load(r.session_id)).status is RunStatus.COMPLETED
     assert await harness.svc.store.runs.paused() == []
     with sqlite3.connect(tmp_path / "shop.db") as db:

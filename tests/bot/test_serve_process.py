@@ -14,8 +14,8 @@ from pathlib import Path
 import aiohttp
 
 from bot.blocks import ACTION_APPROVE
-from bot.sandbox.dispatch import Dispatcher
-from bot.sandbox.server import start_emulator
+from slack_sandbox.dispatch import Dispatcher
+from slack_sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, ROOT, SECRET, workspace
 from tests.conftest import free_port
 
@@ -39,7 +39,7 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
     env.pop("HITL_NOW", None)
     log = (tmp_path / "serve.log").open("w")
     serve = subprocess.Popen(
-        [sys.executable, "-m", "engine", "serve", "--port", str(port)],
+        [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
         env=env,
         cwd=tmp_path,
         stdout=log,
@@ -60,7 +60,7 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
             [
                 sys.executable,
                 "-m",
-                "engine",
+                "hitl",
                 "run",
                 str(ROOT / "examples/refund/workflow.yaml"),
                 "--var",
@@ -99,7 +99,7 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
         assert refunds == [(75.0,)], (tmp_path / "serve.log").read_text()
         show = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "engine", "show", approval_id, "--json"],
+            [sys.executable, "-m", "hitl", "show", approval_id, "--json"],
             env=env,
             cwd=tmp_path,
             capture_output=True,
@@ -119,7 +119,7 @@ def test_serve_refuses_to_start_without_a_signing_secret(tmp_path: Path) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLACK_")}
     env.update({"PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": "xoxb-x"})
     out = subprocess.run(
-        [sys.executable, "-m", "engine", "serve", "--port", str(free_port())],
+        [sys.executable, "-m", "hitl", "serve", "--port", str(free_port())],
         env=env,
         cwd=tmp_path,
         capture_output=True,

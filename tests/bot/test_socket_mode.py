@@ -8,16 +8,16 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.app import build_bot
 from bot.blocks import ACTION_APPROVE
-from bot.sandbox.dispatch import Dispatcher
-from bot.sandbox.server import start_emulator
-from bot.sandbox.socket import SocketHub
 from bot.server import serve_socket
 from bot.settings import BotSettings
 from engine.domain.models import Status
 from engine.storage.sqlite import SqliteStore
 from engine.testing import FakeClock
+from hitl.serve import build_server
+from slack_sandbox.dispatch import Dispatcher
+from slack_sandbox.server import start_emulator
+from slack_sandbox.socket import SocketHub
 from tests.bot.conftest import CONFIG, workspace
 
 
@@ -32,14 +32,14 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
         hitl_config=str(CONFIG),
         hitl_approval_channel="#refund-approvals",
     )
-    rt = await build_bot(settings, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock(), socket_mode=True)
-    serving = asyncio.create_task(serve_socket(rt, hub.app_token))
+    rt = await build_server(settings, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock(), socket_mode=True)
+    serving = asyncio.create_task(serve_socket(rt.bot, hub.app_token))
     http = aiohttp.ClientSession()
     slack = Dispatcher(state, http, bot_url="unused", signing_secret="unused")
     slack.socket = hub
     slack.after = rt.ctx.wait_idle
     try:
-        p = await rt.ctx.service.propose(
+        p = await rt.runtime.worlds.default.service.propose(
             "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
         )
         assert p.approval is not None

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
+from hitl.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"

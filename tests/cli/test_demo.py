@@ -24,7 +24,7 @@ def _env() -> dict[str, str]:
 
 def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "engine", "demo", "--scripted"],
+        [sys.executable, "-m", "hitl", "demo", "--scripted"],
         cwd=tmp_path,
         env=_env(),
         capture_output=True,
@@ -50,7 +50,7 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
 
 def test_cli_walkthrough_demo(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "engine", "demo", "--cli"],
+        [sys.executable, "-m", "hitl", "demo", "--cli"],
         cwd=tmp_path,
         env=_env(),
         capture_output=True,
@@ -66,7 +66,7 @@ def test_cli_walkthrough_demo(tmp_path: Path) -> None:
 def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -> None:
     log = (tmp_path / "demo.log").open("w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine", "demo", "--port", "0"],
+        [sys.executable, "-m", "hitl", "demo", "--port", "0"],
         cwd=tmp_path,
         env=_env(),
         stdout=log,

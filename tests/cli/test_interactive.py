@@ -25,7 +25,7 @@ def spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
         sys.executable,
         [
             "-m",
-            "engine",
+            "hitl",
             "run",
             str(REFUND),
             "--var",

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
-from bot.sandbox.demo import EXAMPLE, HOSTILE_NOTE
-from bot.sandbox.launch import Sandbox, start_sandbox
-from engine.runner import Runner, load_workflow
+from engine.runner import load_workflow
 from engine.storage.sqlite import SqliteStore
+from hitl.demo.launch import Sandbox, start_sandbox
+from hitl.demo.scenario import EXAMPLE, HOSTILE_NOTE
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -37,10 +37,8 @@ async def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
 
 
 async def refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> str:
-    r = await Runner(sb.rt.ctx.service).start(
-        load_workflow(EXAMPLE / "workflow.yaml"),
-        {"order_id": order, "amount": str(amount), "note": note},
-        config_path=sb.config_path,
+    r = await sb.rt.lifecycle.start(
+        load_workflow(EXAMPLE / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
     )
     assert r.approval is not None
     return r.approval.id

@@ -12,7 +12,7 @@ import tempfile
 from rich.console import Console
 from rich.text import Text
 
-from engine.runner.examples import refund_example
+from hitl.demo.examples import refund_example
 
 __all__ = ["run_demo"]
 
@@ -33,7 +33,7 @@ def run_demo(store: str | None = None) -> int:
         env.pop("HITL_REVIEWER", None)
 
         def hitl(*args: str, show: bool = True) -> subprocess.CompletedProcess[str]:
-            cmd = [sys.executable, "-m", "engine", *args]
+            cmd = [sys.executable, "-m", "hitl", *args]
             if show:
                 out.print(Text.assemble(("\n$ ", "bold cyan"), ("hitl " + shlex.join(args), "bold")))
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp, timeout=120)

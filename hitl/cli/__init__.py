@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from engine.cli.app import app, main
+from hitl.cli.app import app, main
 
 __all__ = ["app", "main"]

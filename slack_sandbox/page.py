@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.dispatch import Dispatcher
-from bot.sandbox.webapi import Message, SlackState
+from slack_sandbox.dispatch import Dispatcher
+from slack_sandbox.webapi import Message, SlackState
 
 __all__ = ["SandboxPage"]
 
@@ -75,7 +75,7 @@ class SandboxPage:
         return self._file(name)
 
     def _file(self, name: str) -> web.Response:
-        text = resources.files("bot.sandbox").joinpath(f"static/{name}").read_text(encoding="utf-8")
+        text = resources.files("slack_sandbox").joinpath(f"static/{name}").read_text(encoding="utf-8")
         return web.Response(text=text, content_type=_STATIC[name], charset="utf-8", headers=_SECURITY)
 
     def snapshot(self, user: str, channel_id: str | None) -> dict[str, Any]:

@@ -14,12 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.blocks import ACTION_APPROVE, ACTION_MODIFY
-from bot.sandbox.launch import STRANGER, Sandbox, start_sandbox
-from bot.sandbox.webapi import Message
 from engine.domain.models import Approval
-from engine.runner import Runner, RunResult, RunStatus, load_workflow
-from engine.runner.examples import refund_example
+from engine.runner import RunResult, RunStatus, load_workflow
 from engine.storage.sqlite import SqliteStore
+from hitl.demo.examples import refund_example
+from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
+from slack_sandbox.webapi import Message
 
 __all__ = ["HOSTILE_NOTE", "run_interactive", "run_scripted"]
 
@@ -45,11 +45,8 @@ async def _start(tmp: str, port: int, *, worker: bool = True) -> Sandbox:
 
 
 async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> RunResult:
-    runner = Runner(sb.rt.ctx.service, worker_id="sandbox-agent")
-    return await runner.start(
-        load_workflow(EXAMPLE / "workflow.yaml"),
-        {"order_id": order, "amount": str(amount), "note": note},
-        config_path=sb.config_path,
+    return await sb.rt.lifecycle.start(
+        load_workflow(EXAMPLE / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
     )
 
 
@@ -90,7 +87,7 @@ def _header(m: Message) -> str:
 
 async def _settle(sb: Sandbox, session_id: str | None = None) -> None:
     for _ in range(500):
-        await sb.rt.worker.process_jobs()
+        await sb.rt.lifecycle.process_jobs()
         await sb.rt.ctx.notifier.flush()
         if session_id is None:
             return

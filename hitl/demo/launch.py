@@ -10,15 +10,15 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.app import BotRuntime, build_bot
-from bot.sandbox.dispatch import Dispatcher
-from bot.sandbox.page import SandboxPage
-from bot.sandbox.server import Emulator, start_emulator
-from bot.sandbox.webapi import SlackState
 from bot.server import http_app
 from bot.settings import BotSettings
 from engine.config import HitlConfig, load_config
 from engine.ports import Clock, Store
+from hitl.serve import Server, build_server
+from slack_sandbox.dispatch import Dispatcher
+from slack_sandbox.page import SandboxPage
+from slack_sandbox.server import Emulator, start_emulator
+from slack_sandbox.webapi import SlackState
 
 __all__ = ["STRANGER", "Sandbox", "start_sandbox", "workspace_for"]
 
@@ -52,7 +52,7 @@ class Sandbox:
     state: SlackState
     page: SandboxPage
     emulator: Emulator
-    rt: BotRuntime
+    rt: Server
     dispatcher: Dispatcher
     http: aiohttp.ClientSession
     bot_runner: web.AppRunner
@@ -96,8 +96,8 @@ async def start_sandbox(
     )
     if store_url:
         settings = settings.model_copy(update={"hitl_store": store_url})
-    rt = await build_bot(settings, store=store, clock=clock, replica="sandbox-bot")
-    bot_runner = web.AppRunner(http_app(rt), shutdown_timeout=1.0)
+    rt = await build_server(settings, store=store, clock=clock, replica="sandbox-bot")
+    bot_runner = web.AppRunner(http_app(rt.bot), shutdown_timeout=1.0)
     await bot_runner.setup()
     site = web.TCPSite(bot_runner, "127.0.0.1", 0)
     await site.start()
@@ -107,5 +107,5 @@ async def start_sandbox(
     dispatcher.after = rt.ctx.wait_idle
     page.dispatcher = dispatcher
     if worker:
-        rt.worker.start()
+        rt.background.start()
     return Sandbox(state, page, emulator, rt, dispatcher, http, bot_runner, str(config_path))

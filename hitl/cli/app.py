@@ -9,12 +9,13 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli.context import Settings, open_app
-from engine.cli.flows import auto_approve, decide_and_resume, interactive_loop, resolve_target
-from engine.cli.output import Out
 from engine.domain.models import DecisionKind
-from engine.errors import EngineError, ErrorCode
+from engine.errors import EngineError
 from engine.runner.spec import load_workflow
+from engine.runtime import open_runtime
+from hitl.cli.context import CliSettings
+from hitl.cli.flows import auto_approve, decide_and_resume, expire_and_apply, interactive_loop, resolve_target
+from hitl.cli.output import Out, approval_json
 
 __all__ = ["app", "main"]
 
@@ -33,16 +34,13 @@ ConfigOpt = Annotated[str | None, typer.Option("--config", help="hitl.yaml path 
 AsOpt = Annotated[str | None, typer.Option("--as", help="Reviewer identity (env HITL_REVIEWER).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
-_USAGE_CODES = {ErrorCode.WORKFLOW_INVALID}
-
 
 def _run(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
     try:
         code = asyncio.run(work())
     except EngineError as exc:
         out.error(str(exc.code), exc.message)
-        usage = exc.code in _USAGE_CODES and ("variable" in exc.message or "--var" in exc.message)
-        raise typer.Exit(2 if usage else 1) from None
+        raise typer.Exit(2 if exc.code.usage else 1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     raise typer.Exit(code)
@@ -76,16 +74,16 @@ def run(
     """Run a workflow until it completes or pauses for a human."""
     out = Out(as_json=as_json)
     given = _parse_vars(var or [])
-    settings = Settings.resolve(store=store, config=config, reviewer=reviewer)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
         wf = load_workflow(workflow)
-        async with open_app(settings, workflow=wf) as ctx:
-            result = await ctx.runner.start(wf, given, session_id=session, config_path=ctx.config_path)
+        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+            result = await rt.lifecycle.start(wf, given, session_id=session)
             if auto:
-                result = await auto_approve(ctx, result, out, escalations=auto_escalations)
+                result = await auto_approve(rt, result, out, escalations=auto_escalations)
             elif interactive:
-                result = await interactive_loop(ctx, result, out)
+                result = await interactive_loop(rt, settings, result, out)
             out.run_result(result)
             return result.exit_code
 
@@ -144,18 +142,19 @@ def resume(
         if chosen
         else None
     )
-    settings = Settings.resolve(store=store, config=config, reviewer=reviewer)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
-        result = await decide_and_resume(
-            settings,
-            target,
-            kind,
-            reason=feedback if feedback is not None else reason,
-            args=edited,
-            force=force,
-            out=out,
-        )
+        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+            result = await decide_and_resume(
+                rt,
+                settings,
+                target,
+                kind,
+                reason=feedback if feedback is not None else reason,
+                args=edited,
+                force=force,
+            )
         out.run_result(result)
         return result.exit_code
 
@@ -172,16 +171,17 @@ def pending(
 ) -> None:
     """List pending approvals (only those the reviewer may decide, with --as)."""
     out = Out(as_json=as_json)
-    settings = Settings.resolve(store=store, config=config, reviewer=reviewer)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
-        async with open_app(settings) as ctx:
+        async with open_runtime(settings.runtime) as rt:
+            world = rt.worlds.default
             roles = None
             if settings.reviewer:
-                roles = sorted(ctx.service.roles.roles_of(settings.reviewer))
-                if ctx.config_path is None:
+                roles = sorted(world.service.roles.roles_of(settings.reviewer))
+                if world.config_path is None:
                     out.warn("no hitl.yaml found (pass --config or set HITL_CONFIG): no roles are known")
-            page = await ctx.store.approvals.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
+            page = await rt.store.approvals.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
             out.pending(page.items)
         return 0
 
@@ -194,14 +194,12 @@ def show(
 ) -> None:
     """Show one approval (or the approval a session is waiting on)."""
     out = Out(as_json=as_json)
-    settings = Settings.resolve(store=store, config=None, reviewer=None)
+    settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
-        async with open_app(settings) as ctx:
-            approval, _ = await resolve_target(ctx, target)
+        async with open_runtime(settings.runtime) as rt:
+            approval, _ = await resolve_target(rt, target)
             if out.json:
-                from engine.cli.output import approval_json
-
                 out.emit(approval_json(approval))
             else:
                 out.approval(approval)
@@ -219,12 +217,12 @@ def audit(
 ) -> None:
     """Print the audit trail (oldest first)."""
     out = Out(as_json=as_json)
-    settings = Settings.resolve(store=store, config=None, reviewer=None)
+    settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
-        async with open_app(settings) as ctx:
-            approval_id = (await resolve_target(ctx, target))[0].id if target else None
-            out.audit(await ctx.store.audit.entries(approval_id=approval_id, limit=limit))
+        async with open_runtime(settings.runtime) as rt:
+            approval_id = (await resolve_target(rt, target))[0].id if target else None
+            out.audit(await rt.store.audit.entries(approval_id=approval_id, limit=limit))
         return 0
 
     _run(out, work)
@@ -234,12 +232,11 @@ def audit(
 def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None) -> None:
     """Expire due approvals and apply each paused run's fallback."""
     out = Out(as_json=as_json)
-    settings = Settings.resolve(store=store, config=config, reviewer=None)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
     async def work() -> int:
-        from engine.cli.flows import expire_and_apply
-
-        results = await expire_and_apply(settings)
+        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+            results = await expire_and_apply(rt)
         if out.json:
             out.emit({"expired": [{"approval_id": a, "session_id": s, "status": st} for a, s, st in results]})
         else:
@@ -267,11 +264,11 @@ def policy_explain(
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
-    settings = Settings.resolve(store=store, config=config, reviewer=None)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
     async def work() -> int:
-        async with open_app(settings) as ctx:
-            v = await ctx.service.explain(tool, parsed, session_id=session)
+        async with open_runtime(settings.runtime) as rt:
+            v = await rt.worlds.default.service.explain(tool, parsed, session_id=session)
         if out.json:
             out.emit(
                 {
@@ -304,10 +301,10 @@ def serve(
     out = Out(as_json=False)
     import logging
 
-    from bot.app import build_bot
     from bot.errors import BotError
     from bot.server import serve_http, serve_socket
     from bot.settings import BotSettings
+    from hitl.serve import build_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides: dict[str, Any] = {}
@@ -318,15 +315,16 @@ def serve(
     settings = BotSettings(**overrides)
 
     async def work() -> int:
-        rt = await build_bot(settings, socket_mode=socket)
+        server = await build_server(settings, socket_mode=socket)
         try:
+            server.background.start()
             if socket:
                 assert settings.slack_app_token is not None
-                await serve_socket(rt, settings.slack_app_token.get_secret_value())
+                await serve_socket(server.bot, settings.slack_app_token.get_secret_value())
             else:
-                await serve_http(rt, host=host, port=port)
+                await serve_http(server.bot, host=host, port=port)
         finally:
-            await rt.close()
+            await server.close()
         return 0
 
     try:
@@ -345,10 +343,10 @@ def demo(
 ) -> None:
     """The refund example in a local Slack sandbox in your browser (no Slack account, no Redis, no network)."""
     if cli:
-        from engine.cli.demo import run_demo
+        from hitl.demo.cli_tour import run_demo
 
         raise typer.Exit(run_demo(store))
-    from bot.sandbox.demo import run_interactive, run_scripted
+    from hitl.demo.scenario import run_interactive, run_scripted
 
     if scripted:
         raise typer.Exit(asyncio.run(run_scripted()))

@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
-from bot.sandbox.socket import Reply, SocketHub
-from bot.sandbox.webapi import Message, SlackState
+from slack_sandbox.socket import Reply, SocketHub
+from slack_sandbox.webapi import Message, SlackState
 
 __all__ = ["Dispatcher", "Reply", "sign"]
 

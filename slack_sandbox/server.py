@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from bot.sandbox.socket import SocketHub
-from bot.sandbox.webapi import SlackState, webapi_routes
+from slack_sandbox.socket import SocketHub
+from slack_sandbox.webapi import SlackState, webapi_routes
 
 __all__ = ["Emulator", "start_emulator"]
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
-from bot.sandbox.limits import message_problems, view_problems
+from slack_sandbox.limits import message_problems, view_problems
 
 __all__ = ["Call", "Channel", "Message", "SlackState", "webapi_routes"]
 

@@ -1,0 +1,260 @@
+"""The run lifecycle: a decision, what it does to the run waiting on it, and the background work that keeps
+runs moving (resume jobs, recovery of resumes lost to a crash, expiry fallbacks).
+
+Every surface decides through :meth:`RunLifecycle.decide`: Slack clicks, modals and commands, the CLI, the
+Python API. A decision on an approval some run waits on either resumes the run right here (``resume="inline"``,
+what the CLI does) or enqueues a durable resume job (``resume="queue"``, what ``hitl serve`` does) that any
+worker picks up. Either way the run continues in its own world (:mod:`engine.compose`), never in the deciding
+process's default one. How it went is told through a :class:`~engine.ports.RunReporter` (the bot posts in the
+card's thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.compose import World, Worlds
+from engine.domain.models import Approval, DecisionKind, Reviewer, Status
+from engine.errors import EngineError, ErrorCode, NotFound
+from engine.ports import RunReporter, Store
+from engine.runner.outcomes import RunResult
+from engine.runner.spec import LoadedWorkflow, describe_changes, load_workflow
+from engine.runner.state import RunState, RunStatus
+
+__all__ = ["Decided", "Resume", "RunLifecycle"]
+
+log = logging.getLogger(__name__)
+
+Resume = Literal["queue", "inline", "none"]
+"""What a decision does to the run waiting on it: enqueue a durable resume job, resume it in this process and
+return the result, or nothing (the caller continues the run itself)."""
+
+_DECIDED = frozenset({Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED, Status.SUPERSEDED})
+_RESUME = "resume"
+_POLICY_FREE = frozenset({DecisionKind.APPROVE, DecisionKind.REJECT, DecisionKind.FEEDBACK})
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A recorded decision and, when it was resumed inline, where its run stands now."""
+
+    approval: Approval
+    run: RunResult | None = None
+
+
+def _run_of(a: Approval) -> str | None:
+    """The run an approval pauses, if it belongs to one (workflow steps record their step)."""
+    return a.session_id if a.metadata.get("step") else None
+
+
+class RunLifecycle:
+    """Decisions and the runs that wait on them.
+
+    Args:
+        worlds: composes each run's world (its recorded config, its workflow).
+        reporter: tells people how runs went on; optional.
+        worker_id: names this process as a job consumer.
+        lease: seconds a claimed resume job stays with this worker before another may take it over.
+    """
+
+    def __init__(
+        self, worlds: Worlds, *, reporter: RunReporter | None = None, worker_id: str = "hitl", lease: float = 120.0
+    ) -> None:
+        self.worlds = worlds
+        self.reporter = reporter
+        self.worker_id = worker_id
+        self.lease = lease
+        self.work = asyncio.Event()
+        """Set when a resume job was queued here: a background loop waits on it instead of its full interval."""
+        self._recovered: set[tuple[str, str]] = set()
+        self._ticks = 0
+
+    @property
+    def store(self) -> Store:
+        return self.worlds.store
+
+    async def world_of(self, approval: Approval) -> World:
+        """The world an approval's decisions are judged in: its run's, or the default one."""
+        run = _run_of(approval)
+        return await self.worlds.for_session(run) if run else self.worlds.default
+
+    # -- deciding -----------------------------------------------------------------------------------------
+    async def decide(
+        self,
+        approval_id: str,
+        reviewer: Reviewer | str,
+        kind: DecisionKind,
+        *,
+        expected_version: int | None = None,
+        expected_hash: str | None = None,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
+        via: str = "api",
+        resume: Resume = "queue",
+        force: bool = False,
+        actor: str | None = None,
+    ) -> Decided:
+        """Record one decision in the approval's own world, then continue its run as ``resume`` says.
+
+        ``reviewer`` is a resolved :class:`Reviewer` (the bot expands Slack user groups) or an id whose roles
+        come from configuration. With ``resume="inline"`` a run whose workflow file changed is refused before
+        anything is recorded, unless ``force``.
+        """
+        if kind in _POLICY_FREE and isinstance(reviewer, Reviewer):
+            # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime) and a reviewer
+            # named by id (roles from the run's config) need the run's world; the rest are judged from what the
+            # approval itself records. A fully bound approve is then one atomic store step with no read first.
+            world = self.worlds.default
+        else:
+            world = await self.world_of(await self.store.approvals.get(approval_id))
+        who = reviewer if isinstance(reviewer, Reviewer) else world.service.reviewer(reviewer)
+        if resume == "inline" and not force:
+            await self._check_unchanged(approval_id)
+        updated = await world.service.decide_as(
+            who,
+            approval_id,
+            kind,
+            expected_version=expected_version,
+            expected_hash=expected_hash,
+            reason=reason,
+            args=args,
+            via=via,
+        )
+        run = _run_of(updated)
+        if run is None or updated.status not in _DECIDED or resume == "none":
+            return Decided(updated)
+        if resume == "queue":
+            await self._queue(run, updated.id)
+            return Decided(updated)
+        return Decided(updated, await self.resume(run, force=force, actor=actor or who.id))
+
+    async def _check_unchanged(self, approval_id: str) -> None:
+        a = await self.store.approvals.get(approval_id)
+        run = _run_of(a)
+        found = await self.store.runs.load(run) if run else None
+        if found is None:
+            return
+        state = RunState.model_validate({**found[0], "version": found[1]})
+        wf = load_workflow(state.workflow_path)
+        if wf.spec_hash != state.spec_hash:
+            # Refuse before deciding: a decision must not land on a run that cannot continue.
+            what = describe_changes(state.step_hashes, wf.step_hashes)
+            raise EngineError(
+                f"{state.workflow_path} changed since the run paused ({what}); resume with --force to continue with it",
+                code=ErrorCode.WORKFLOW_CHANGED,
+                session_id=state.session_id,
+            )
+
+    # -- runs ---------------------------------------------------------------------------------------------
+    async def start(
+        self,
+        workflow: LoadedWorkflow,
+        given_vars: dict[str, Any],
+        *,
+        session_id: str | None = None,
+        requester: str | None = None,
+    ) -> RunResult:
+        """Start a run of ``workflow`` in its world; the run records that world's config for its whole life."""
+        world = self.worlds.for_workflow(workflow)
+        return await world.runner.start(
+            workflow, given_vars, session_id=session_id, requester=requester, config_path=world.config_path
+        )
+
+    async def resume(self, session_id: str, *, force: bool = False, actor: str = "cli") -> RunResult:
+        """Continue the run ``session_id`` in its own world, from its checkpoint."""
+        world = await self.worlds.for_session(session_id)
+        if world.workflow is None:
+            raise NotFound(f"no run {session_id!r}; `hitl pending` lists paused runs", session_id=session_id)
+        return await world.runner.resume(session_id, force=force, actor=actor)
+
+    async def _queue(self, session_id: str, approval_id: str) -> None:
+        now = self.worlds.clock.now()
+        await self.store.jobs.enqueue(_RESUME, {"session_id": session_id, "approval_id": approval_id}, now=now)
+        self.work.set()
+
+    async def process_jobs(self, *, limit: int = 20) -> int:
+        """Run the queued resume jobs this worker can claim; a job is acknowledged only once it is finished."""
+        now = self.worlds.clock.now()
+        jobs = await self.store.jobs.claim(self.worker_id, kind=_RESUME, limit=limit, now=now, lease=self.lease)
+        for job in jobs:
+            try:
+                done = await self._continue(str(job.payload["session_id"]), str(job.payload["approval_id"]))
+            except Exception:
+                log.exception("resume job %s failed; it will be retried", job.id)
+                done = False
+            if done:
+                await self.store.jobs.ack(job.id)
+        return len(jobs)
+
+    async def _continue(self, session_id: str, approval_id: str) -> bool:
+        """True when the job is finished with (resumed, or nothing to do); False to retry it later."""
+        found = await self.store.runs.load(session_id)
+        if found is None:
+            return True
+        state = RunState.model_validate({**found[0], "version": found[1]})
+        if state.waiting != approval_id or state.status is not RunStatus.PAUSED:
+            return True  # resumed already (by the CLI or another worker)
+        approval = await self.store.approvals.get(approval_id)
+        try:
+            result = await self.resume(session_id, actor="system:resume")
+        except EngineError as exc:
+            if exc.code.retryable:
+                return False
+            if self.reporter is not None:
+                await self.reporter.run_blocked(approval, f"The run could not continue: {exc.message}")
+            return True
+        if self.reporter is not None:
+            await self.reporter.run_continued(await self.store.approvals.get(approval_id), result)
+        return True
+
+    async def recover(self, *, grace: float = 60.0) -> int:
+        """Queue a resume for every paused run whose approval was decided but whose job never got queued (the
+        process died between the decision and the enqueue). Resuming twice is harmless."""
+        queued = 0
+        now = self.worlds.clock.now()
+        for run_id in await self.store.runs.paused(limit=500):
+            found = await self.store.runs.load(run_id)
+            waiting = found[0].get("waiting") if found else None
+            if not waiting:
+                continue
+            try:
+                approval = await self.store.approvals.get(str(waiting))
+            except NotFound:
+                continue
+            # Give the normal path ``grace`` seconds, and recover each (run, approval) once per process.
+            fresh = now - approval.updated_at < grace
+            if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
+                self._recovered.add((run_id, approval.id))
+                await self._queue(run_id, approval.id)
+                queued += 1
+        return queued
+
+    # -- expiry -------------------------------------------------------------------------------------------
+    async def expire_due(
+        self, *, limit: int = 200, resume: Resume = "queue"
+    ) -> list[tuple[Approval, RunResult | None]]:
+        """Expire what is due (recorded as expiry, never as rejection) and apply each paused run's fallback."""
+        expired = await self.worlds.default.service.expire_due(limit=limit)
+        out: list[tuple[Approval, RunResult | None]] = []
+        for a in expired:
+            run = _run_of(a)
+            result: RunResult | None = None
+            if run is not None and resume == "queue":
+                await self._queue(run, a.id)
+            elif run is not None and resume == "inline":
+                found = await self.store.runs.load(run)
+                if found is not None and found[0].get("waiting") == a.id:
+                    result = await self.resume(run, force=True, actor="system:expiry")
+            out.append((a, result))
+        return out
+
+    async def tick(self, *, recover_every: int = 12) -> None:
+        """One round of background work: expire, recover now and then, run queued resumes."""
+        self._ticks += 1
+        await self.expire_due()
+        if self._ticks % recover_every == 1:
+            await self.recover()
+        await self.process_jobs()

@@ -1,0 +1,42 @@
+"""A batch: one approval bound to the exact ordered items, then one effect per item under its own key."""
+
+from __future__ import annotations
+
+from engine.domain.models import Status
+from engine.errors import InvalidInput
+from engine.runner.kit import StepKit
+from engine.runner.outcomes import Halt
+from engine.runner.spec import LoadedWorkflow, ToolStep
+from engine.runner.state import RunState
+from engine.runner.templates import evaluate
+from engine.runner.tools import Tool
+
+__all__ = ["BatchHandler"]
+
+
+class BatchHandler:
+    def __init__(self, kit: StepKit) -> None:
+        self.kit = kit
+
+    async def run(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> Halt | None:
+        assert step.for_each is not None
+        items = evaluate(step.for_each, self.kit.scope(state, step.id), where=f"steps.{step.id}.for_each")
+        if not isinstance(items, list | tuple):
+            raise InvalidInput(f"steps.{step.id}.for_each must give a list, got {type(items).__name__}")
+        all_args = [self.kit.args(tool, state, step, **{step.as_: item}) for item in items]
+        approval = await self.kit.standing(wf, state, step, tool.name, {}, batch=all_args)
+        if isinstance(approval, Halt):
+            return approval
+        effects = self.kit.effects
+        if approval is not None:
+            await effects.mark(approval, Status.EXECUTING)
+        it = state.iteration.get(step.id, 0)
+        outputs = []
+        for idx, args in enumerate(all_args):
+            key = f"{state.session_id}:{step.id}:{it}:{idx}"
+            outputs.append(await effects.execute(tool, args, key=key, approval=None))
+            state.history.append(f"{step.id}: item {idx + 1}/{len(all_args)} done")
+        if approval is not None:
+            await effects.mark(approval, Status.EXECUTED)
+        state.outputs[step.id] = outputs
+        return None

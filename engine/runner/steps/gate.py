@@ -1,0 +1,54 @@
+"""A review gate: a person approves, rejects, gives feedback (re-run the previous step) or lets it expire."""
+
+from __future__ import annotations
+
+from engine.domain.models import DecisionKind, Status
+from engine.runner.kit import StepKit
+from engine.runner.outcomes import Halt, Jump, halt_for, previous_tool_step
+from engine.runner.spec import GateStep, LoadedWorkflow
+from engine.runner.state import RunState, RunStatus
+from engine.runner.templates import evaluate, render_value
+
+__all__ = ["GateHandler"]
+
+
+class GateHandler:
+    def __init__(self, kit: StepKit) -> None:
+        self.kit = kit
+
+    async def run(self, wf: LoadedWorkflow, state: RunState, step: GateStep) -> Halt | Jump | None:
+        scope = self.kit.scope(state, step.id)
+        if step.condition and not evaluate(step.condition, scope, where=f"steps.{step.id}.condition"):
+            state.outputs[step.id] = {"skipped": True}
+            return None
+        prompt = str(render_value(step.prompt, scope, where=f"steps.{step.id}.prompt"))
+        preview = str(render_value(step.preview, scope, where=f"steps.{step.id}.preview"))[: step.preview_length]
+        it = state.iteration.get(step.id, 0)
+        a = await self.kit.review(
+            state,
+            f"gate:{step.id}",
+            step.id,
+            prompt,
+            preview,
+            role=step.role,
+            timeout=step.timeout,
+            fallback=step.fallback,
+        )
+        if a.status is Status.APPROVED:
+            state.outputs[step.id] = {"approved_by": list(a.approvers)}
+            return None
+        if a.status is Status.EXPIRED and step.fallback == "continue":
+            state.outputs[step.id] = {"expired": True}
+            state.history.append(f"{step.id}: expired; fallback continue")
+            return None
+        if a.status is Status.REJECTED and a.decisions and a.decisions[-1].kind is DecisionKind.FEEDBACK:
+            prev = previous_tool_step(wf, state.position)
+            if prev is None:
+                return Halt(RunStatus.REJECTED, approval=a, reason="feedback given, but no earlier step to re-run")
+            target = wf.spec.steps[prev]
+            state.feedback[target.id] = a.reason or ""
+            state.iteration[target.id] = state.iteration.get(target.id, 0) + 1
+            state.iteration[step.id] = it + 1
+            state.history.append(f"{step.id}: feedback from {a.decisions[-1].reviewer}; re-running {target.id}")
+            return Jump(prev)
+        return halt_for(a) or Halt(RunStatus.REJECTED, approval=a, reason=a.reason)

@@ -1,0 +1,65 @@
+"""A quality loop: repeat a tool step until a condition holds; after N iterations a reviewer looks."""
+
+from __future__ import annotations
+
+import json
+
+from engine.domain.models import DecisionKind, Status
+from engine.runner.kit import StepKit
+from engine.runner.outcomes import Halt, Jump, halt_for
+from engine.runner.spec import LoadedWorkflow, ToolStep
+from engine.runner.state import RunState, RunStatus
+from engine.runner.templates import evaluate
+from engine.runner.tools import Tool
+
+__all__ = ["LoopHandler"]
+
+
+class LoopHandler:
+    def __init__(self, kit: StepKit) -> None:
+        self.kit = kit
+
+    async def run(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> Halt | None:
+        spec = step.repeat
+        assert spec is not None
+        kit = self.kit
+        while True:
+            it = state.iteration.get(step.id, 0)
+            due = spec.review_after and it and (it % spec.review_after == 0 or it >= spec.max)
+            if due and state.iteration.get(f"{step.id}@reviewed") != it:
+                verdict = await self._review(state, step, it)
+                if verdict is not None:
+                    return verdict if isinstance(verdict, Halt) else None
+                state.iteration[f"{step.id}@reviewed"] = it
+            args = kit.args(tool, state, step)
+            out = await kit.gated(wf, tool, state, step, args, key=f"{state.session_id}:{step.id}:{it}")
+            if isinstance(out, Halt):
+                return out
+            state.outputs[step.id] = out
+            if evaluate(spec.until, kit.scope(state, step.id), where=f"steps.{step.id}.repeat.until"):
+                return None
+            state.iteration[step.id] = it + 1
+            state.history.append(f"{step.id}: iteration {it + 1} did not meet '{spec.until}'")
+            await kit.save(state)
+            if it + 1 >= spec.max and not spec.review_after:
+                return Halt(RunStatus.FAILED, reason=f"{step.id} did not meet '{spec.until}' in {spec.max} iterations")
+
+    async def _review(self, state: RunState, step: ToolStep, it: int) -> Halt | Jump | None:
+        """A reviewer looks: approve the current output, continue, give feedback, or reject."""
+        preview = json.dumps(state.outputs.get(step.id), ensure_ascii=False, default=str)[:1500]
+        a = await self.kit.review(
+            state,
+            f"review:{step.id}",
+            step.id,
+            "Accept the current output?",
+            preview,
+            role=None,
+            timeout=step.timeout,
+            fallback="cancel",
+        )
+        if a.status is Status.APPROVED:
+            return Jump(state.position + 1)
+        if a.status is Status.REJECTED and a.decisions and a.decisions[-1].kind is DecisionKind.FEEDBACK:
+            state.feedback[step.id] = a.reason or ""
+            return None
+        return halt_for(a) or Halt(RunStatus.REJECTED, approval=a, reason=a.reason)

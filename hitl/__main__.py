@@ -1,0 +1,5 @@
+"""``python -m hitl`` is the ``hitl`` command."""
+
+from hitl.cli import main
+
+main()

@@ -1,0 +1,33 @@
+"""What a ``hitl`` command runs with: the runtime settings (store, config, clock) and who is deciding."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from engine.errors import ErrorCode, InvalidInput
+from engine.runtime import RuntimeSettings
+
+__all__ = ["CliSettings"]
+
+
+@dataclass(frozen=True)
+class CliSettings:
+    """Flags win over environment variables (``HITL_STORE``, ``HITL_CONFIG``, ``HITL_REVIEWER``, ``HITL_NOW``)."""
+
+    runtime: RuntimeSettings
+    reviewer: str | None
+
+    @classmethod
+    def resolve(cls, *, store: str | None, config: str | None, reviewer: str | None) -> CliSettings:
+        return cls(
+            runtime=RuntimeSettings.from_env(store=store, config=config),
+            reviewer=reviewer or os.environ.get("HITL_REVIEWER") or None,
+        )
+
+    def require_reviewer(self) -> str:
+        if not self.reviewer:
+            raise InvalidInput(
+                "say who is deciding: pass --as REVIEWER or set HITL_REVIEWER", code=ErrorCode.INVALID_INPUT
+            )
+        return self.reviewer

@@ -1,0 +1,186 @@
+"""The CLI's multi-step flows: decide then resume, auto-approve, the interactive prompt, expiry fallbacks.
+
+Every decision goes through the engine's run lifecycle, exactly as a Slack click does; the CLI asks it to
+resume the run inline so the command can print where the run stands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.markup import escape
+from rich.prompt import Prompt
+
+from engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
+from engine.domain.records import AuditEntry
+from engine.errors import EngineError, NotFound
+from engine.lifecycle import Decided
+from engine.runner.outcomes import RunResult
+from engine.runner.state import RunState, RunStatus
+from engine.runtime import Runtime
+from hitl.cli.context import CliSettings
+from hitl.cli.output import Out
+
+__all__ = ["auto_approve", "decide_and_resume", "expire_and_apply", "interactive_loop", "locate", "resolve_target"]
+
+_BY_APPROVAL = {
+    Status.PENDING: RunStatus.PAUSED,
+    Status.APPROVED: RunStatus.COMPLETED,
+    Status.EXECUTING: RunStatus.COMPLETED,
+    Status.EXECUTED: RunStatus.COMPLETED,
+    Status.FAILED: RunStatus.FAILED,
+    Status.REJECTED: RunStatus.REJECTED,
+    Status.EXPIRED: RunStatus.EXPIRED,
+    Status.CANCELLED: RunStatus.CANCELLED,
+    Status.SUPERSEDED: RunStatus.PAUSED,
+}
+
+
+async def _state(rt: Runtime, session_id: str) -> RunState | None:
+    found = await rt.store.runs.load(session_id)
+    return RunState.model_validate({**found[0], "version": found[1]}) if found else None
+
+
+async def locate(rt: Runtime, target: str) -> tuple[Approval | None, RunState | None]:
+    """An approval id (and the run it pauses, if any), or a session id (and the approval it waits on, if any)."""
+    if target.startswith("apr_"):
+        approval = await rt.store.approvals.get(target)
+        return approval, await _state(rt, approval.session_id) if approval.metadata.get("step") else None
+    state = await _state(rt, target)
+    if state is None:
+        raise NotFound(f"no run {target!r}; `hitl pending` lists paused runs", session_id=target)
+    return (await rt.store.approvals.get(state.waiting) if state.waiting else None), state
+
+
+async def resolve_target(rt: Runtime, target: str) -> tuple[Approval, RunState | None]:
+    """Like :func:`locate`, for commands that need an approval."""
+    approval, state = await locate(rt, target)
+    if approval is None:
+        status = state.status if state else "unknown"
+        raise NotFound(f"run {target} is not waiting on an approval (it is {status})", session_id=target)
+    return approval, state
+
+
+def _standing(d: Decided) -> RunResult:
+    """Where things stand after a decision that did not continue a run."""
+    a = d.approval
+    if a.status is Status.PENDING:
+        votes = f"{len(a.approvers)} of {a.quorum} approvals recorded"
+        return RunResult(RunStatus.PAUSED, a.session_id, approval=a, reason=votes)
+    return RunResult(_BY_APPROVAL[a.status], a.session_id, approval=a, reason=a.reason)
+
+
+async def decide_and_resume(
+    rt: Runtime,
+    settings: CliSettings,
+    target: str,
+    kind: DecisionKind | None,
+    *,
+    reason: str | None,
+    args: dict[str, Any] | None,
+    force: bool,
+) -> RunResult:
+    approval, state = await locate(rt, target)
+    actor = settings.reviewer or "cli"
+    if kind is not None:
+        if approval is None:
+            raise NotFound(f"run {target} is not waiting on an approval; resume it without a decision")
+        who = settings.require_reviewer()
+        d = await rt.lifecycle.decide(
+            approval.id, who, kind, reason=reason, args=args, via="cli", resume="inline", force=force, actor=actor
+        )
+        return d.run if d.run is not None else _standing(d)
+    if state is None:
+        assert approval is not None
+        return _standing(Decided(approval))
+    return await rt.lifecycle.resume(state.session_id, force=force, actor=actor)
+
+
+async def auto_approve(rt: Runtime, result: RunResult, out: Out, *, escalations: bool) -> RunResult:
+    """Approve every pause: for CI and tests only. Loud on stderr and recorded in the audit log."""
+    while result.status is RunStatus.PAUSED and result.approval is not None:
+        a = result.approval
+        if a.tier is Tier.ESCALATE and not escalations:
+            out.warn(
+                f"--auto-approve does not approve {a.id} ({a.tool}, escalate tier); "
+                "pass --auto-approve-escalations to widen it, or decide it by hand"
+            )
+            return result
+        out.warn(f"AUTO-APPROVING {a.id}: {a.tool} {json.dumps(a.args, ensure_ascii=False)[:200]}")
+        await rt.store.audit.append(
+            AuditEntry(
+                at=rt.clock.now(),
+                actor="cli:auto-approve",
+                event="auto_approve",
+                approval_id=a.id,
+                version=a.version,
+                action_hash=a.action_hash,
+                detail=f"--auto-approve approved {a.tool} ({a.tier})",
+            )
+        )
+        role = a.required_role or "auto-approve"
+        decided: Decided | None = None
+        for n in range(len(a.approvers), a.quorum):
+            voter = Reviewer(id=f"cli:auto-approve#{n + 1}", roles=frozenset({role}))
+            decided = await rt.lifecycle.decide(
+                a.id, voter, DecisionKind.APPROVE, via="auto-approve", resume="inline", actor="cli:auto-approve"
+            )
+        if decided is not None and decided.run is not None:
+            result = decided.run
+        else:
+            result = await rt.lifecycle.resume(result.session_id, actor="cli:auto-approve")
+    return result
+
+
+async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult, out: Out) -> RunResult:
+    """A prompt at each pause: approve, reject (reason), modify (JSON), evidence, defer."""
+    if not sys.stdin.isatty():
+        out.warn("--interactive needs a terminal; leaving the run paused")
+        return result
+    who = settings.reviewer or Prompt.ask("Reviewer id (e.g. U_SUPPORT1)")
+    while result.status is RunStatus.PAUSED and result.approval is not None:
+        a = result.approval
+        out.approval(a)
+        choice = Prompt.ask(
+            escape("[a]pprove, [r]eject, [m]odify, [e]vidence, [d]efer"), choices=["a", "r", "m", "e", "d"], default="d"
+        )
+        if choice == "d":
+            return result
+        if choice == "e":
+            out.text(("evidence (untrusted, redacted):\n", "bold"), a.evidence or "(none)")
+            continue
+        try:
+            if choice == "a":
+                kind, reason, edited = DecisionKind.APPROVE, None, None
+            elif choice == "r":
+                kind, reason, edited = DecisionKind.REJECT, Prompt.ask("Reason"), None
+            else:
+                raw = Prompt.ask("Arguments as JSON", default=escape(json.dumps(a.execute_args, ensure_ascii=False)))
+                kind, reason, edited = DecisionKind.MODIFY, None, json.loads(raw)
+            d = await rt.lifecycle.decide(
+                a.id, who, kind, reason=reason, args=edited, via="cli", resume="inline", actor=who
+            )
+        except (EngineError, json.JSONDecodeError) as exc:
+            out.error(str(getattr(exc, "code", "invalid_input")), getattr(exc, "message", str(exc)))
+            continue
+        if d.run is None:
+            if d.approval.status is Status.PENDING:
+                out.text(
+                    f"{len(d.approval.approvers)} of {d.approval.quorum} approvals recorded; waiting for the others"
+                )
+            return _standing(d)
+        result = d.run
+    return result
+
+
+async def expire_and_apply(rt: Runtime) -> list[tuple[str, str | None, str]]:
+    """Expire what is due, then resume each affected run so its fallback applies."""
+    results: list[tuple[str, str | None, str]] = []
+    for a, run in await rt.lifecycle.expire_due(limit=1000, resume="inline"):
+        if run is None:
+            results.append((a.id, None, str(a.status)))
+        else:
+            results.append((a.id, run.session_id, str(run.status)))
+    return results

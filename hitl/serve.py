@@ -1,0 +1,86 @@
+"""``hitl serve`` wiring: the engine's runtime with the Slack notifier and reporter, the Bolt app deciding
+through the run lifecycle, and the background loop (resume jobs, recovery, expiry, card sweeps)."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.app import BotRuntime, build_app, slack_side
+from bot.context import BotContext
+from bot.settings import BotSettings
+from engine.background import Background
+from engine.clock import SystemClock
+from engine.compose import config_path_for
+from engine.config import load_config
+from engine.domain.ids import short_id
+from engine.lifecycle import RunLifecycle
+from engine.ports import Clock, Store
+from engine.runtime import Runtime
+from engine.storage import open_store
+
+__all__ = ["Server", "build_server"]
+
+
+@dataclass
+class Server:
+    """Everything ``hitl serve`` runs; ``close()`` stops and releases it all."""
+
+    runtime: Runtime
+    bot: BotRuntime
+    background: Background
+
+    @property
+    def app(self) -> AsyncApp:
+        return self.bot.app
+
+    @property
+    def ctx(self) -> BotContext:
+        return self.bot.ctx
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def lifecycle(self) -> RunLifecycle:
+        return self.runtime.lifecycle
+
+    async def close(self) -> None:
+        await self.background.stop()
+        await self.bot.close()
+        await self.runtime.close()
+
+
+async def build_server(
+    settings: BotSettings,
+    *,
+    store: Store | None = None,
+    clock: Clock | None = None,
+    replica: str | None = None,
+    socket_mode: bool = False,
+    retry_interval: float | None = None,
+) -> Server:
+    """Wire settings -> store, config, Slack side, runtime (worlds + lifecycle), Bolt app, background loop."""
+    if socket_mode:
+        settings.require_socket()
+    else:
+        settings.require_http()
+    config = load_config(config_path_for(settings.hitl_config))
+    clock = clock or SystemClock()
+    replica = replica or f"bot:{socket.gethostname()}:{short_id('r')}"
+    store = store or open_store(settings.hitl_store)
+    side = slack_side(settings, store=store, clock=clock, config=config, replica=replica, retry_interval=retry_interval)
+    runtime = Runtime.build(
+        store=store,
+        clock=clock,
+        config_path=settings.hitl_config,
+        notifier=side.notifier,
+        reporter=side.reporter,
+        worker_id=replica,
+    )
+    bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
+    background = Background(runtime.lifecycle, interval=settings.sweep_interval, sweepers=[side.notifier])
+    return Server(runtime=runtime, bot=bot, background=background)
