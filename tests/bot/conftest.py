@@ -73,7 +73,13 @@ class Harness:
 
 
 async def start(
-    store: Store, clock: FakeClock, *, state: SlackState | None = None, replica: str | None = None
+    store: Store,
+    clock: FakeClock,
+    *,
+    state: SlackState | None = None,
+    replica: str | None = None,
+    config: Path = CONFIG,
+    channel: str = "#refund-approvals",
 ) -> Harness:
     state = state or workspace()
     emulator = await start_emulator(state)
@@ -81,8 +87,8 @@ async def start(
         slack_bot_token=state.token,
         slack_signing_secret=SECRET,
         slack_api_url=emulator.api_url,
-        hitl_config=str(CONFIG),
-        hitl_approval_channel="#refund-approvals",
+        hitl_config=str(config),
+        hitl_approval_channel=channel,
     )
     rt = await build_server(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
     runner = web.AppRunner(http_app(rt.bot), shutdown_timeout=1.0)
