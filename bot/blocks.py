@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from bot.escape import code_block, label
+from engine.domain.hashing import short_hash
 from engine.domain.models import Approval, Decision, DecisionKind, Status
 
 __all__ = [
@@ -35,7 +36,6 @@ ACTION_MODIFY = "hitl_modify"
 ACTION_TRUST = "hitl_trust"
 ACTION_VIEW_ALL = "hitl_view_all"
 ACTION_FEEDBACK = "hitl_feedback"
-SHORT_HASH = 16
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
 _VALUE = re.compile(r"^(apr_[0-9A-Z]{10})\|(\d{1,9})\|([0-9a-f]{64})$")
 
@@ -152,7 +152,7 @@ def _fields(a: Approval) -> list[dict[str, Any]]:
         {"type": "mrkdwn", "text": f"*Approvers*\n{label(approvers, 60)}{votes}"},
         {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}"},
         {"type": "mrkdwn", "text": f"*Approval*\n`{a.id}` v{a.version}"},
-        {"type": "mrkdwn", "text": f"*Action hash*\n`{a.action_hash[:SHORT_HASH]}`"},
+        {"type": "mrkdwn", "text": f"*Action hash*\n`{short_hash(a.action_hash)}`"},
     ]
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from bot.escape import code_block, label
+from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
 from engine.runner.schema import ArgSpec, ToolSchema
 
@@ -157,7 +158,10 @@ def batch_view(a: Approval) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
-            "text": {"type": "mrkdwn", "text": f"*{len(items)} × {label(a.tool, 60)}* · digest `{a.action_hash[:16]}`"},
+            "text": {
+                "type": "mrkdwn",
+                "text": f"*{len(items)} × {label(a.tool, 60)}* · digest `{short_hash(a.action_hash)}`",
+            },
         }
     ]
     per_block = 20

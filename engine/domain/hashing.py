@@ -73,6 +73,12 @@ def batch_hash(items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
 
 
+SHORT_HASH_DIGITS = 16
+
+
 def short_hash(digest: str) -> str:
-    """The first 12 hex digits, used where space is tight (button values, logs)."""
-    return digest[:12]
+    """The first 16 hex digits (64 bits): how people see an action hash, on cards and in the CLI alike.
+
+    Buttons and API calls always carry the full hash; this is only for reading and comparing by eye.
+    """
+    return digest[:SHORT_HASH_DIGITS]

@@ -138,11 +138,6 @@ class Policy:
             )
         return cls(spec, compiled)
 
-    @classmethod
-    def permissive_default(cls) -> Policy:
-        """The policy used when no file is configured: every tool needs approval."""
-        return cls.from_spec(PolicySpec())
-
     def knows(self, tool: str) -> bool:
         return tool in self.spec.tools or tool in self._allowed or tool in self._always_ask
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
 from engine.domain.records import AuditEntry
 from engine.runner.executor import RunResult
@@ -111,7 +112,7 @@ class Out:
         t = Table.grid(padding=(0, 2))
         t.add_column(style="dim")
         t.add_column()
-        t.add_row("approval", Text(f"{a.id}  ({a.status}, v{a.version}, hash {a.action_hash[:12]})"))
+        t.add_row("approval", Text(f"{a.id}  ({a.status}, v{a.version}, hash {short_hash(a.action_hash)})"))
         t.add_row("action", Text(f"{a.tool} {json.dumps(a.execute_args, ensure_ascii=False)}"))
         who = f"{a.required_role or 'any reviewer'}" + (
             f", {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
