@@ -10,6 +10,8 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY engine ./engine
 COPY bot ./bot
+COPY hitl ./hitl
+COPY slack_sandbox ./slack_sandbox
 COPY examples ./examples
 RUN pip install --no-cache-dir . \
     && useradd --create-home --uid 10001 hitl \

@@ -22,11 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, pct, redis_server, row  # noqa: E402
 
-from engine.config import load_config  # noqa: E402
+from engine.compose import compose  # noqa: E402
 from engine.domain.models import DecisionKind  # noqa: E402
 from engine.ports import Store  # noqa: E402
-from engine.runner import Runner, RunStatus, load_workflow  # noqa: E402
-from engine.service import ApprovalService  # noqa: E402
+from engine.runner import RunStatus, load_workflow  # noqa: E402
 from engine.storage.redis import RedisStore, connect  # noqa: E402
 from engine.storage.sqlite import SqliteStore  # noqa: E402
 from engine.testing import FakeClock  # noqa: E402
@@ -35,9 +34,9 @@ HERE = Path(__file__).resolve().parent / "cycle"
 
 
 async def hitl_cycles(store: Store, n: int, warm: int) -> list[float]:
-    svc = ApprovalService.from_config(load_config(HERE / "hitl.yaml"), store=store, clock=FakeClock())
-    runner = Runner(svc, worker_id="bench")
     wf = load_workflow(HERE / "workflow.yaml")
+    world = compose(store=store, clock=FakeClock(), config_path=str(HERE / "hitl.yaml"), workflow=wf, worker_id="bench")
+    svc, runner = world.service, world.runner
     times = []
     for i in range(warm + n):
         t0 = time.perf_counter()

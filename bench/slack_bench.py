@@ -26,13 +26,12 @@ from _common import free_port, median, pct, redis_server, row  # noqa: E402
 from bot.blocks import ACTION_APPROVE, card, card_text  # noqa: E402
 from engine.ask import Approvals  # noqa: E402
 from engine.clock import SystemClock  # noqa: E402
-from engine.config import load_config  # noqa: E402
+from engine.compose import compose  # noqa: E402
 from engine.domain.hashing import action_hash  # noqa: E402
 from engine.domain.ids import approval_id  # noqa: E402
 from engine.domain.models import Status  # noqa: E402
 from engine.domain.records import MessageRef  # noqa: E402
 from engine.errors import NotFound  # noqa: E402
-from engine.service import ApprovalService  # noqa: E402
 from engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.adapters.strands import SlackAsk  # noqa: E402
 from slack_sandbox.dispatch import Dispatcher  # noqa: E402
@@ -73,7 +72,7 @@ async def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         store = RedisStore(connect(url, max_connections=256), prefix="bench")
-        svc = ApprovalService.from_config(load_config(CONFIG), store=store, clock=SystemClock())
+        svc = compose(store=store, clock=SystemClock(), config_path=str(CONFIG)).service
         http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=a.c + 10))
         try:
             for _ in range(400):
@@ -163,7 +162,7 @@ async def main() -> None:
 
             wake: list[float] = []
             asker = SlackAsk(
-                Approvals(ApprovalService.from_config(load_config(CONFIG), store=store, clock=SystemClock())),
+                Approvals(svc),
                 session="wake",
             )
 
