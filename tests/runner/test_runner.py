@@ -156,3 +156,26 @@ async def test_templates_are_checked_before_anything_runs(
         await Runner(svc).start(load_workflow(bad), {})
     assert effects.read("calls") == []
     assert os.environ["HITL_TEST_DIR"] == str(tmp_path)
+
+
+async def test_resume_reads_the_waiting_approval_from_the_checkpoint(
+    svc: ApprovalService, effects: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed step does not propose again: no second policy evaluation, no rolling-window count, and a
+    decision stands even if the policy changed meanwhile (the run resumes on the approval it waited for)."""
+    wf = load_workflow(FLOWS / "gate.yaml")
+    runner = Runner(svc)
+    r = await runner.start(wf, {})
+    assert r.approval is not None and r.approval.tool == "gate:review"
+    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    proposed: list[str] = []
+    real = svc.propose
+
+    async def spy(tool: str, *a: object, **kw: object) -> object:
+        proposed.append(tool)
+        return await real(tool, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(svc, "propose", spy)
+    done = await runner.resume(r.session_id)
+    assert done.status is RunStatus.PAUSED and done.approval is not None and done.approval.tool == "publish"
+    assert proposed == ["publish"]  # the gate was read from the checkpoint; only the next step proposed
