@@ -112,11 +112,20 @@ class ExecutionLedger(Protocol):
         """Record the outcome of the current attempt; a fenced (superseded) holder is refused."""
         ...
 
+    async def renew(self, key: str, *, holder: str, attempt: int, now: float, lease: float) -> bool:
+        """Extend a running claim's lease while its effect runs; False when ``holder`` no longer holds it."""
+        ...
+
     async def get(self, key: str) -> Claim | None: ...
 
 
 class RunStore(Protocol):
-    """Run checkpoints, saved by compare-and-swap on their version."""
+    """Run checkpoints, saved by compare-and-swap on their version, and run ownership.
+
+    A run that is being driven is owned by one worker through a lease it renews. A run whose checkpoint says
+    ``running`` and whose owner's lease passed (the worker died mid-step or between steps) is an orphan: another
+    worker takes it over. Ownership decides who drives; the checkpoint's version still fences every save.
+    """
 
     async def save(self, run_id: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
         """Save a checkpoint if its version is still ``expected_version`` (0 for a new run); the new version."""
@@ -124,8 +133,24 @@ class RunStore(Protocol):
 
     async def load(self, run_id: str) -> tuple[dict[str, Any], int] | None: ...
 
-    async def paused(self, *, limit: int = 500) -> list[str]:
-        """Ids of runs whose last checkpoint says ``paused`` (so a lost resume can be recovered)."""
+    async def paused(self, *, limit: int = 500, after: str | None = None) -> list[str]:
+        """Ids of runs whose last checkpoint says ``paused``, in id order after ``after`` (page through all)."""
+        ...
+
+    async def own(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
+        """Take (or keep) ownership of ``run_id`` unless another holder's lease is still live."""
+        ...
+
+    async def renew(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
+        """Extend ``holder``'s lease; False when it no longer owns the run."""
+        ...
+
+    async def release(self, run_id: str, *, holder: str) -> None:
+        """Give the run up (it paused or ended); a no-op unless ``holder`` owns it."""
+        ...
+
+    async def orphaned(self, *, now: float, limit: int = 100) -> list[str]:
+        """Runs whose checkpoint says ``running`` and that no live lease owns, longest-abandoned first."""
         ...
 
 

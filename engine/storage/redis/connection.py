@@ -77,6 +77,8 @@ class RedisConnection:
         self.finish_script: AsyncScript = client.register_script(_lua("finish"))
         self.window_script: AsyncScript = client.register_script(_lua("window"))
         self.checkpoint_script: AsyncScript = client.register_script(_lua("checkpoint"))
+        self.renew_script: AsyncScript = client.register_script(_lua("renew"))
+        self.own_script: AsyncScript = client.register_script(_lua("own"))
 
     # -- key layout -------------------------------------------------------------------------------------
     def approval_key(self, approval_id: str) -> str:

@@ -71,6 +71,11 @@ class RedisLedger:
             result=result,
         )
 
+    async def renew(self, key: str, *, holder: str, attempt: int, now: float, lease: float) -> bool:
+        args = [holder, str(attempt), repr(now + lease)]
+        out = await self.conn.call(self.conn.renew_script, [self._key(key)], args)
+        return text(out[0]) == "1"
+
     async def get(self, key: str) -> Claim | None:
         f = {text(k): text(v) for k, v in (await self.conn.r.hgetall(self._key(key))).items()}
         if not f:

@@ -19,6 +19,7 @@ class RedisRuns:
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
         self._paused = f"{conn.p}:paused-runs"
+        self._running = f"{conn.p}:running-runs"
 
     def _key(self, run_id: str) -> str:
         return f"{self.conn.p}:run:{{{run_id}}}"
@@ -33,7 +34,7 @@ class RedisRuns:
         # on every step. It is read with verification, so a crash in between leaves nothing unrecoverable.
         was, now_paused = out[2] == "paused", status == "paused"
         if now_paused and not was:
-            await self.conn.r.zadd(self._paused, {run_id: now})
+            await self.conn.r.zadd(self._paused, {run_id: 0})  # one score: paged in id order
         elif was and not now_paused:
             await self.conn.r.zrem(self._paused, run_id)
         return int(out[1])
@@ -42,5 +43,58 @@ class RedisRuns:
         data, version = await self.conn.r.hmget(self._key(run_id), ["data", "version"])
         return (json.loads(data), int(text(version))) if data is not None else None
 
-    async def paused(self, *, limit: int = 500) -> list[str]:
-        return [text(x) for x in await self.conn.r.zrange(self._paused, 0, limit - 1)]
+    async def paused(self, *, limit: int = 500, after: str | None = None) -> list[str]:
+        low = f"({after}" if after else "-"
+        return [text(x) for x in await self.conn.r.zrangebylex(self._paused, low, "+", start=0, num=limit)]
+
+    async def _own(self, op: str, run_id: str, holder: str, now: float, lease: float) -> bool:
+        args = [op, holder, repr(now), repr(now + lease)]
+        out = await self.conn.call(self.conn.own_script, [self._key(run_id)], args)
+        return text(out[0]) == "1"
+
+    async def own(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
+        # Indexed (if it is not yet) before the lease is written: a crash in between leaves an index entry the scan
+        # verifies, never an owned run that no scan can find. The score becomes the real lease only on success, so
+        # a refused attempt cannot push a dying owner's orphan out of reach.
+        await self.conn.r.zadd(self._running, {run_id: now}, nx=True)
+        return await self._indexed(await self._own("own", run_id, holder, now, lease), run_id, now + lease)
+
+    async def renew(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
+        return await self._indexed(await self._own("renew", run_id, holder, now, lease), run_id, now + lease)
+
+    async def _indexed(self, ok: bool, run_id: str, until: float) -> bool:
+        if ok:
+            await self.conn.r.zadd(self._running, {run_id: until})
+        return ok
+
+    async def release(self, run_id: str, *, holder: str) -> None:
+        await self._own("release", run_id, holder, 0.0, 0.0)
+        # Due at once: the next scan drops it (paused, ended) or, if it is still running, finds an orphan.
+        await self.conn.r.zadd(self._running, {run_id: 0}, xx=True)
+
+    async def orphaned(self, *, now: float, limit: int = 100) -> list[str]:
+        candidates = [
+            text(x) for x in await self.conn.r.zrangebyscore(self._running, "-inf", now, start=0, num=limit * 4)
+        ]
+        if not candidates:
+            return []
+        async with self.conn.r.pipeline(transaction=False) as pipe:
+            for run_id in candidates:
+                pipe.hmget(self._key(run_id), ["status", "holder", "lease_until"])
+            rows = await pipe.execute()
+        out: list[str] = []
+        done: list[str] = []
+        live: dict[str, float] = {}
+        for run_id, (status, holder, lease_until) in zip(candidates, rows, strict=True):
+            status = text(status)
+            if status not in ("running", ""):
+                done.append(run_id)  # paused or ended: not driven, not an orphan
+            elif holder and float(text(lease_until) or 0) > now:
+                live[run_id] = float(text(lease_until))  # renewed since it was indexed: repair the score
+            elif status == "running" and len(out) < limit:
+                out.append(run_id)
+        if done:
+            await self.conn.r.zrem(self._running, *done)
+        if live:
+            await self.conn.r.zadd(self._running, live)
+        return out

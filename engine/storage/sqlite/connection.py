@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from engine.errors import StoreError
-from engine.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION
+from engine.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION, add_missing_columns
 
 __all__ = ["SqliteConnection"]
 
@@ -48,6 +48,7 @@ class SqliteConnection:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                        add_missing_columns(conn)
                         for stmt in _statements(SCHEMA):
                             conn.execute(stmt)
                         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -48,6 +48,16 @@ class SqliteLedger:
 
         return await self.db.run(tx)
 
+    async def renew(self, key: str, *, holder: str, attempt: int, now: float, lease: float) -> bool:
+        def tx(c: sqlite3.Connection) -> bool:
+            n = c.execute(
+                "UPDATE claims SET lease_until = ? WHERE key = ? AND holder = ? AND attempt = ? AND state = 'running'",
+                (now + lease, key, holder, attempt),
+            ).rowcount
+            return bool(n)
+
+        return await self.db.run(tx)
+
     async def get(self, key: str) -> Claim | None:
         return await self.db.run(lambda c: _get(c, key), write=False)
 

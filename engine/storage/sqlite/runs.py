@@ -23,10 +23,10 @@ class SqliteRuns:
             row = c.execute("SELECT version FROM checkpoints WHERE run_id = ?", (run_id,)).fetchone()
             claim_rules.check_checkpoint_version(run_id, row[0] if row else 0, expected_version)
             c.execute(
-                "INSERT INTO checkpoints (run_id, version, data, updated_at) VALUES (?, ?, ?, ?) "
+                "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, data = excluded.data, "
-                "updated_at = excluded.updated_at",
-                (run_id, expected_version + 1, dumps(data), now),
+                "updated_at = excluded.updated_at, status = excluded.status",
+                (run_id, expected_version + 1, dumps(data), now, str(data.get("status", ""))),
             )
             return expected_version + 1
 
@@ -39,12 +39,51 @@ class SqliteRuns:
 
         return await self.db.run(tx, write=False)
 
-    async def paused(self, *, limit: int = 500) -> list[str]:
+    async def paused(self, *, limit: int = 500, after: str | None = None) -> list[str]:
         def tx(c: sqlite3.Connection) -> list[str]:
             rows = c.execute(
-                "SELECT run_id FROM checkpoints WHERE json_extract(data, '$.status') = 'paused' "
-                "ORDER BY updated_at LIMIT ?",
-                (limit,),
+                "SELECT run_id FROM checkpoints WHERE status = 'paused' AND run_id > ? ORDER BY run_id LIMIT ?",
+                (after or "", limit),
+            ).fetchall()
+            return [str(r[0]) for r in rows]
+
+        return await self.db.run(tx, write=False)
+
+    async def own(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
+        def tx(c: sqlite3.Connection) -> bool:
+            row = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
+            if row is not None and row[0] != holder and row[1] > now:
+                return False
+            c.execute(
+                "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",
+                (run_id, holder, now + lease),
+            )
+            return True
+
+        return await self.db.run(tx)
+
+    async def renew(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
+        def tx(c: sqlite3.Connection) -> bool:
+            n = c.execute(
+                "UPDATE run_owners SET lease_until = ? WHERE run_id = ? AND holder = ?", (now + lease, run_id, holder)
+            ).rowcount
+            return bool(n)
+
+        return await self.db.run(tx)
+
+    async def release(self, run_id: str, *, holder: str) -> None:
+        def tx(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM run_owners WHERE run_id = ? AND holder = ?", (run_id, holder))
+
+        await self.db.run(tx)
+
+    async def orphaned(self, *, now: float, limit: int = 100) -> list[str]:
+        def tx(c: sqlite3.Connection) -> list[str]:
+            rows = c.execute(
+                "SELECT c.run_id FROM checkpoints c LEFT JOIN run_owners o ON o.run_id = c.run_id "
+                "WHERE c.status = 'running' AND (o.lease_until IS NULL OR o.lease_until <= ?) "
+                "ORDER BY COALESCE(o.lease_until, c.updated_at), c.run_id LIMIT ?",
+                (now, limit),
             ).fetchall()
             return [str(r[0]) for r in rows]
 

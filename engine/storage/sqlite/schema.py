@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION"]
+import sqlite3
 
-SCHEMA_VERSION = 2
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "add_missing_columns"]
+
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -36,7 +38,16 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     run_id TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
     data TEXT NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS checkpoints_by_status ON checkpoints (status, run_id);
+
+-- Who drives a run now: a lease the owner renews; a running run with no live lease is an orphan.
+CREATE TABLE IF NOT EXISTS run_owners (
+    run_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    lease_until REAL NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS trust (
@@ -93,3 +104,13 @@ CREATE TABLE IF NOT EXISTS messages (
     UNIQUE (channel, ts)
 );
 """
+
+
+def add_missing_columns(c: sqlite3.Connection) -> None:
+    """Bring tables of an older schema up to this one before :data:`SCHEMA` runs (it only creates what is new)."""
+    tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "checkpoints" in tables:
+        columns = {r[1] for r in c.execute("PRAGMA table_info(checkpoints)")}
+        if "status" not in columns:  # version 2 -> 3: the run status, indexed, for recovery scans
+            c.execute("ALTER TABLE checkpoints ADD COLUMN status TEXT NOT NULL DEFAULT ''")
+            c.execute("UPDATE checkpoints SET status = COALESCE(json_extract(data, '$.status'), '')")

@@ -36,10 +36,15 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "ledger.record_outcome": lambda: store.ledger.record_outcome(
             "k", holder="w", attempt=1, ok=True, result={}, now=now
         ),
+        "ledger.renew": lambda: store.ledger.renew("k", holder="w", attempt=1, now=now, lease=1),
         "ledger.get": lambda: store.ledger.get("k"),
         "runs.save": lambda: store.runs.save("r", {"status": "paused"}, expected_version=0, now=now),
         "runs.load": lambda: store.runs.load("r"),
         "runs.paused": lambda: store.runs.paused(),
+        "runs.own": lambda: store.runs.own("r", holder="w", now=now, lease=1),
+        "runs.renew": lambda: store.runs.renew("r", holder="w", now=now, lease=1),
+        "runs.release": lambda: store.runs.release("r", holder="w"),
+        "runs.orphaned": lambda: store.runs.orphaned(now=now),
         "jobs.enqueue": lambda: store.jobs.enqueue("resume", {}, now=now),
         "jobs.claim": lambda: store.jobs.claim("w", kind="resume", limit=1, now=now, lease=1),
         "jobs.ack": lambda: store.jobs.ack("resume/1-0" if "Redis" in type(store).__name__ else "1"),
@@ -72,4 +77,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 28  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 33  # every method of every port, plus ping: a new method needs a line here

@@ -74,3 +74,18 @@ class LedgerConformance:
         )
         assert retry.acquired and retry.attempt == 3 and not retry.recovered
         assert (await store.ledger.get("idem-2")) is not None and await store.ledger.get("nope") is None
+
+    async def test_a_live_holder_renews_its_lease_and_only_it(self, store: Store, clock: FakeClock) -> None:
+        first = await store.ledger.claim("idem-3", action_hash="h", holder="slow", now=clock.now(), lease=10)
+        clock.advance(8)
+        assert await store.ledger.renew("idem-3", holder="slow", attempt=1, now=clock.now(), lease=10)
+        assert not await store.ledger.renew("idem-3", holder="other", attempt=1, now=clock.now(), lease=10)
+        assert not await store.ledger.renew("idem-3", holder="slow", attempt=2, now=clock.now(), lease=10)
+        clock.advance(8)  # past the first lease, inside the renewed one: nobody may take over
+        with pytest.raises(ClaimRefused) as err:
+            await store.ledger.claim("idem-3", action_hash="h", holder="other", now=clock.now(), lease=10)
+        assert err.value.code is ErrorCode.CLAIM_IN_PROGRESS
+        await store.ledger.record_outcome(
+            "idem-3", holder="slow", attempt=first.attempt, ok=True, result={"x": 1}, now=clock.now()
+        )
+        assert not await store.ledger.renew("idem-3", holder="slow", attempt=1, now=clock.now(), lease=10)
