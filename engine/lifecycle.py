@@ -57,11 +57,12 @@ class RunLifecycle:
         worlds: composes each run's world (its recorded config, its workflow).
         reporter: tells people how runs went on; optional.
         worker_id: names this process as a job consumer.
-        lease: seconds a claimed resume job stays with this worker before another may take it over.
+        lease: seconds a claimed resume job stays with this worker before another may take it over (a resume
+            that takes longer is harmless: the run's own lease keeps a second worker from driving it).
     """
 
     def __init__(
-        self, worlds: Worlds, *, reporter: RunReporter | None = None, worker_id: str = "hitl", lease: float = 120.0
+        self, worlds: Worlds, *, reporter: RunReporter | None = None, worker_id: str = "hitl", lease: float = 6.0
     ) -> None:
         self.worlds = worlds
         self.reporter = reporter
@@ -70,7 +71,7 @@ class RunLifecycle:
         self.work = asyncio.Event()
         """Set when a resume job was queued here: a background loop waits on it instead of its full interval."""
         self._recovered: set[tuple[str, str]] = set()
-        self._ticks = 0
+        self._paused_after: str | None = None
 
     @property
     def store(self) -> Store:
@@ -170,7 +171,7 @@ class RunLifecycle:
             raise NotFound(f"no run {session_id!r}; `hitl pending` lists paused runs", session_id=session_id)
         return await world.runner.resume(session_id, force=force, actor=actor)
 
-    async def _queue(self, session_id: str, approval_id: str) -> None:
+    async def _queue(self, session_id: str, approval_id: str | None) -> None:
         now = self.worlds.clock.now()
         await self.store.jobs.enqueue(_RESUME, {"session_id": session_id, "approval_id": approval_id}, now=now)
         self.work.set()
@@ -180,8 +181,9 @@ class RunLifecycle:
         now = self.worlds.clock.now()
         jobs = await self.store.jobs.claim(self.worker_id, kind=_RESUME, limit=limit, now=now, lease=self.lease)
         for job in jobs:
+            waiting = job.payload.get("approval_id")
             try:
-                done = await self._continue(str(job.payload["session_id"]), str(job.payload["approval_id"]))
+                done = await self._continue(str(job.payload["session_id"]), str(waiting) if waiting else None)
             except Exception:
                 log.exception("resume job %s failed; it will be retried", job.id)
                 done = False
@@ -189,33 +191,53 @@ class RunLifecycle:
                 await self.store.jobs.ack(job.id)
         return len(jobs)
 
-    async def _continue(self, session_id: str, approval_id: str) -> bool:
-        """True when the job is finished with (resumed, or nothing to do); False to retry it later."""
+    async def _continue(self, session_id: str, approval_id: str | None) -> bool:
+        """True when the job is finished with (resumed, or nothing to do); False to retry it later.
+
+        With an approval id: the run paused on it and it was decided. Without: the run's owner died mid-run.
+        """
         found = await self.store.runs.load(session_id)
         if found is None:
             return True
         state = RunState.model_validate({**found[0], "version": found[1]})
-        if state.waiting != approval_id or state.status is not RunStatus.PAUSED:
+        if approval_id is None and state.status is not RunStatus.RUNNING:
+            return True  # taken over and moved on already
+        if approval_id is not None and (state.waiting != approval_id or state.status is not RunStatus.PAUSED):
             return True  # resumed already (by the CLI or another worker)
-        approval = await self.store.approvals.get(approval_id)
         try:
-            result = await self.resume(session_id, actor="system:resume")
+            result = await self.resume(session_id, actor="system:recovery" if approval_id is None else "system:resume")
         except EngineError as exc:
             if exc.code.retryable:
                 return False
-            if self.reporter is not None:
+            log.warning("run %s could not continue: %s", session_id, exc.message)
+            if self.reporter is not None and approval_id is not None:
+                approval = await self.store.approvals.get(approval_id)
                 await self.reporter.run_blocked(approval, f"The run could not continue: {exc.message}")
             return True
-        if self.reporter is not None:
-            await self.reporter.run_continued(await self.store.approvals.get(approval_id), result)
+        shown = approval_id or (result.approval.id if result.approval else None)
+        if self.reporter is not None and shown is not None:
+            await self.reporter.run_continued(await self.store.approvals.get(shown), result)
         return True
 
-    async def recover(self, *, grace: float = 60.0) -> int:
-        """Queue a resume for every paused run whose approval was decided but whose job never got queued (the
-        process died between the decision and the enqueue). Resuming twice is harmless."""
-        queued = 0
+    async def recover(self, *, grace: float = 5.0, page: int = 200) -> int:
+        """Queue a resume for every run that lost its way in a crash; returns how many were queued.
+
+        * a run whose checkpoint says ``running`` and whose owner's lease ran out (it died mid-step or between
+          steps): taken over at once;
+        * a paused run whose approval was decided but whose resume job was never queued (the process died between
+          the decision and the enqueue): after ``grace`` seconds, so the normal path goes first. Paused runs are
+          paged through, ``page`` per call, wrapping around, so none is starved however many there are.
+
+        Queuing twice is harmless: a run has one owner at a time and every save is compare-and-swap.
+        """
         now = self.worlds.clock.now()
-        for run_id in await self.store.runs.paused(limit=500):
+        queued = 0
+        for run_id in await self.store.runs.orphaned(now=now, limit=page):
+            await self._queue(run_id, None)
+            queued += 1
+        batch = await self.store.runs.paused(limit=page, after=self._paused_after)
+        self._paused_after = batch[-1] if len(batch) == page else None
+        for run_id in batch:
             found = await self.store.runs.load(run_id)
             waiting = found[0].get("waiting") if found else None
             if not waiting:
@@ -224,7 +246,6 @@ class RunLifecycle:
                 approval = await self.store.approvals.get(str(waiting))
             except NotFound:
                 continue
-            # Give the normal path ``grace`` seconds, and recover each (run, approval) once per process.
             fresh = now - approval.updated_at < grace
             if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
                 self._recovered.add((run_id, approval.id))
@@ -251,10 +272,8 @@ class RunLifecycle:
             out.append((a, result))
         return out
 
-    async def tick(self, *, recover_every: int = 12) -> None:
-        """One round of background work: expire, recover now and then, run queued resumes."""
-        self._ticks += 1
+    async def tick(self) -> None:
+        """One round of background work: expire, recover what crashes left behind, run queued resumes."""
         await self.expire_due()
-        if self._ticks % recover_every == 1:
-            await self.recover()
+        await self.recover()
         await self.process_jobs()

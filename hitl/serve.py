@@ -82,5 +82,10 @@ async def build_server(
         worker_id=replica,
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
-    background = Background(runtime.lifecycle, interval=settings.sweep_interval, sweepers=[side.notifier])
+    background = Background(
+        runtime.lifecycle,
+        interval=min(2.0, settings.sweep_interval),
+        sweepers=[side.notifier],
+        sweep_interval=settings.sweep_interval,
+    )
     return Server(runtime=runtime, bot=bot, background=background)

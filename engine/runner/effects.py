@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from engine.domain.hashing import action_hash
 from engine.domain.models import Approval, Status
 from engine.domain.records import AuditEntry, ClaimState
-from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition
+from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from engine.ports import Clock, Store
 from engine.runner.tools import Tool
 
-__all__ = ["EffectFailed", "Effects"]
+__all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution"]
+
+Resolution = Literal["rerun", "done"]
+"""A person's answer about an effect in doubt: run it again, or record it as done."""
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +37,41 @@ class EffectFailed(EngineError):
         self.error = error
 
 
+class EffectInDoubt(EngineError):
+    """The holder of an execution claim died mid-effect: it may or may not have happened. The tool neither
+    honours its idempotency key nor has a reconcile hook, so nothing runs until a person says what happened."""
+
+    default_code = ErrorCode.EFFECT_IN_DOUBT
+
+    def __init__(self, tool: str, key: str, attempt: int) -> None:
+        super().__init__(
+            f"{tool} may or may not have run (its worker stopped mid-effect, attempt {attempt}); check the system "
+            "it acts on, then mark it done, run it again, or stop",
+            tool=tool,
+            key=key,
+            attempt=attempt,
+        )
+        self.tool = tool
+        self.key = key
+        self.attempt = attempt
+
+
 @dataclass
 class Effects:
+    """Runs effects at most once under their idempotency keys, exactly once after recovery.
+
+    Args:
+        store: the ledger and approvals.
+        clock: the time source.
+        worker_id: the claim holder's name.
+        lease: seconds a claim stays ours without renewal; a running effect renews it every third of that, so a
+            dead holder's effect is found in doubt within one lease.
+    """
+
     store: Store
     clock: Clock
     worker_id: str
-    lease: float = 300.0
+    lease: float = 6.0
 
     async def follow(self, approval: Approval) -> Approval:
         """The approval that now stands for this action (modifications can supersede it)."""
@@ -48,11 +83,20 @@ class Effects:
             seen.add(approval.id)
         return approval
 
-    async def execute(self, tool: Tool, args: dict[str, Any], *, key: str, approval: Approval | None) -> Any:
+    async def execute(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        *,
+        key: str,
+        approval: Approval | None,
+        resolution: Resolution | None = None,
+    ) -> Any:
         """Run ``tool`` at most once under ``key``; a repeat returns the recorded output.
 
-        A failed attempt is retried when the run is driven again; a running attempt whose holder died is
-        taken over after its lease (see :class:`engine.domain.records.Claim`).
+        A failed attempt is retried when the run is driven again. An attempt whose holder died (its lease ran out)
+        is *in doubt*: it is run again only if the tool honours its idempotency key, else its reconcile hook says
+        whether it happened, else :class:`EffectInDoubt` is raised until a person gives a ``resolution``.
         """
         digest = action_hash(tool.name, args)
         try:
@@ -77,10 +121,17 @@ class Effects:
                 await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
             assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
             return claim.result.get("output")
+        reconciled: Any = None
+        if claim.recovered and resolution is None:
+            resolution, reconciled = await self._settle_doubt(tool, args, key, claim.attempt, digest, approval)
+        if resolution == "done":
+            output = reconciled if reconciled is not None else {"recorded_as_done": True, "tool": tool.name}
+            return await self._done(key, claim.attempt, approval, output)
         if approval is not None:
             approval = await self.mark(approval, Status.EXECUTING)
         try:
-            output = await tool(args, idempotency_key=key)
+            async with self._renewing(key, claim.attempt):
+                output = await tool(args, idempotency_key=key)
         except Exception as exc:  # any tool error is recorded, never swallowed
             error = f"{type(exc).__name__}: {exc}"
             await self.store.ledger.record_outcome(
@@ -91,24 +142,76 @@ class Effects:
                 result={"error": error},
                 now=self.clock.now(),
             )
-            await self.store.audit.append(
-                AuditEntry(
-                    at=self.clock.now(),
-                    actor=self.worker_id,
-                    event="failed",
-                    approval_id=approval.id if approval else None,
-                    action_hash=digest,
-                    outcome=str(ErrorCode.TOOL_FAILED),
-                    detail=f"{tool.name} attempt {claim.attempt}: {error}"[:500],
-                )
+            await self._audit(
+                "failed", approval, digest, str(ErrorCode.TOOL_FAILED), f"{tool.name} attempt {claim.attempt}: {error}"
             )
             raise EffectFailed(tool.name, error) from exc
+        return await self._done(key, claim.attempt, approval, output)
+
+    async def _settle_doubt(
+        self, tool: Tool, args: dict[str, Any], key: str, attempt: int, digest: str, approval: Approval | None
+    ) -> tuple[Resolution, Any]:
+        """Decide what an attempt in doubt means, or raise :class:`EffectInDoubt` for a person to decide."""
+        if tool.idempotent:
+            await self._audit("recovered", approval, digest, "ok", f"{tool.name}: re-run under the same key ({key})")
+            return "rerun", None
+        answer = await tool.reconcile(args, idempotency_key=key)
+        if answer is not None:
+            done, output = answer
+            what = "it happened" if done else "it did not happen"
+            await self._audit("reconciled", approval, digest, "ok", f"{tool.name}: the reconcile hook says {what}")
+            return ("done", output) if done else ("rerun", None)
+        # Let the claim go at once, so the person's answer can take it, then ask.
+        await self.store.ledger.renew(key, holder=self.worker_id, attempt=attempt, now=self.clock.now(), lease=0.0)
+        await self._audit(
+            "in_doubt", approval, digest, str(ErrorCode.EFFECT_IN_DOUBT), f"{tool.name} attempt {attempt - 1}"
+        )
+        raise EffectInDoubt(tool.name, key, attempt)
+
+    async def _done(self, key: str, attempt: int, approval: Approval | None, output: Any) -> Any:
         await self.store.ledger.record_outcome(
-            key, holder=self.worker_id, attempt=claim.attempt, ok=True, result={"output": output}, now=self.clock.now()
+            key, holder=self.worker_id, attempt=attempt, ok=True, result={"output": output}, now=self.clock.now()
         )
         if approval is not None:
-            await self.mark(approval, Status.EXECUTED)
+            current = await self.store.approvals.get(approval.id)
+            if current.status is Status.APPROVED:  # recorded as done without running: it still passes executing
+                current = await self.mark(current, Status.EXECUTING)
+            await self.mark(current, Status.EXECUTED)
         return output
+
+    @contextlib.asynccontextmanager
+    async def _renewing(self, key: str, attempt: int) -> AsyncIterator[None]:
+        """Keep the claim's lease alive while the effect runs (a live but slow holder is never taken over)."""
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(self.lease / 3)
+                renewed = await self.store.ledger.renew(
+                    key, holder=self.worker_id, attempt=attempt, now=self.clock.now(), lease=self.lease
+                )
+                if not renewed:
+                    log.warning("lost the claim on %s while its effect ran", key)
+                    return
+
+        task = asyncio.create_task(beat(), name=f"hitl-claim-{key}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _audit(self, event: str, approval: Approval | None, digest: str, outcome: str, detail: str) -> None:
+        await self.store.audit.append(
+            AuditEntry(
+                at=self.clock.now(),
+                actor=self.worker_id,
+                event=event,
+                approval_id=approval.id if approval else None,
+                action_hash=digest,
+                outcome=outcome,
+                detail=detail[:500],
+            )
+        )
 
     async def mark(self, approval: Approval, target: Status) -> Approval:
         """Move ``approval`` to executing/executed unless it is already there (or past it)."""
@@ -126,8 +229,6 @@ class Effects:
                     actor=self.worker_id,
                     now=self.clock.now(),
                 )
-            except (IllegalTransition, EngineError) as exc:
-                if exc.code not in (ErrorCode.STALE_VERSION, ErrorCode.ILLEGAL_TRANSITION):
-                    raise
+            except (IllegalTransition, StaleVersion):
                 current = await self.store.approvals.get(approval.id)  # someone moved it: look again
         return current

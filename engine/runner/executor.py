@@ -33,11 +33,12 @@ class Runner:
 
     Args:
         service: policy + store + reviewers (of the run's world: hitl.yaml with the workflow's tool policies).
-        worker_id: names this process in execution claims and the audit log.
-        lease: seconds an execution claim stays valid without an outcome (recovery takes over after).
+        worker_id: names this process as run owner and claim holder, and in the audit log (unique per process).
+        lease: seconds a run's ownership and an effect's claim stay valid unrenewed (renewed while working), so a
+            worker that dies is taken over within one lease.
     """
 
-    def __init__(self, service: ApprovalService, *, worker_id: str | None = None, lease: float = 300.0) -> None:
+    def __init__(self, service: ApprovalService, *, worker_id: str | None = None, lease: float = 6.0) -> None:
         self.kit = StepKit(service, worker_id=worker_id, lease=lease)
         self.svc = service
         self.store = service.store
@@ -81,11 +82,16 @@ class Runner:
             vars=values,
             requester=requester or self.svc.requester,
         )
-        await self.kit.save(state)
-        return await self._drive(wf, tools, state)
+        async with self.kit.owning(state.session_id):
+            await self.kit.save(state)
+            return await self._drive(wf, tools, state)
 
     async def resume(self, session_id: str, *, force: bool = False, actor: str = "cli") -> RunResult:
-        """Continue a paused (or crashed, or failed) run from its checkpoint."""
+        """Continue a paused (or crashed, or failed) run from its checkpoint, as its owner."""
+        async with self.kit.owning(session_id):
+            return await self._resume(session_id, force=force, actor=actor)
+
+    async def _resume(self, session_id: str, *, force: bool, actor: str) -> RunResult:
         state = await self.load(session_id)
         if state.status in _ENDED:
             return self._result(state)
@@ -136,6 +142,14 @@ class Runner:
                     outcome = await self._tool.run(wf, tools[step.tool], state, step)
             except EffectFailed as exc:
                 outcome = Halt(RunStatus.FAILED, reason=exc.message)
+            except EngineError as exc:
+                if not exc.code.retryable:
+                    # It would fail the same way on every retry: stop here, saying why, rather than leave a
+                    # running run for recovery to pick up again and again. A retryable error (the store blinked,
+                    # an effect is held elsewhere) leaves it running: the next owner tries again.
+                    state.status, state.reason, state.waiting = RunStatus.FAILED, exc.message, None
+                    await self.kit.save(state)
+                raise
             if isinstance(outcome, Halt):
                 state.status = outcome.status
                 state.waiting = outcome.approval.id if outcome.approval else None

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 from engine.domain.hashing import action_hash, batch_hash
 from engine.domain.ids import short_id
-from engine.domain.models import Approval, Tier
+from engine.domain.models import Approval, DecisionKind, Status, Tier
 from engine.errors import EngineError, ErrorCode
-from engine.runner.effects import Effects
+from engine.runner.effects import EffectInDoubt, Effects, Resolution
 from engine.runner.outcomes import Halt, halt_for
 from engine.runner.spec import LoadedWorkflow, ToolStep
 from engine.runner.state import RunState, RunStatus
@@ -18,7 +22,12 @@ from engine.runner.templates import render_value
 from engine.runner.tools import Tool
 from engine.service import ApprovalService, Proposal
 
-__all__ = ["StepKit"]
+__all__ = ["DOUBT", "StepKit"]
+
+log = logging.getLogger(__name__)
+
+DOUBT = "doubt:"
+"""Prefix of the tool name of an approval that asks a person about an effect in doubt."""
 
 
 class StepKit:
@@ -26,14 +35,16 @@ class StepKit:
 
     Args:
         service: policy + store + reviewers of the run's world.
-        worker_id: names this process in execution claims and the audit log.
-        lease: seconds an execution claim stays valid without an outcome (recovery takes over after).
+        worker_id: names this process as run owner, claim holder and in the audit log (unique per process).
+        lease: seconds a run's ownership and an effect's claim stay valid unrenewed. The owner renews both every
+            third of that while it works, so a worker that dies is taken over within one lease.
     """
 
-    def __init__(self, service: ApprovalService, *, worker_id: str | None = None, lease: float = 300.0) -> None:
+    def __init__(self, service: ApprovalService, *, worker_id: str | None = None, lease: float = 6.0) -> None:
         self.svc = service
         self.store = service.store
         self.worker_id = worker_id or f"runner:{socket.gethostname()}:{short_id('w')}"
+        self.lease = lease
         self.effects = Effects(service.store, service.clock, self.worker_id, lease)
 
     # -- templates ----------------------------------------------------------------------------------------
@@ -51,7 +62,7 @@ class StepKit:
         return tool.schema.validate(rendered)
 
     # -- approvals ----------------------------------------------------------------------------------------
-    async def waiting(self, state: RunState, *, step_id: str, tool: str) -> Approval | None:
+    async def waiting(self, state: RunState, *, step_id: str, tool: str, key: str | None = None) -> Approval | None:
         """The approval the checkpoint says this step waits on, if any (followed through modifications).
 
         A resumed step reads its approval from the checkpoint instead of proposing again, so a resume never
@@ -63,6 +74,8 @@ class StepKit:
         found = await self.store.approvals.get(state.waiting)
         it = state.iteration.get(step_id, 0)
         if found.metadata.get("step") != step_id or found.tool != tool or found.metadata.get("iteration", it) != it:
+            return None
+        if key is not None and found.metadata.get("key") != key:
             return None
         state.waiting = None
         return await self.effects.follow(found)
@@ -111,7 +124,68 @@ class StepKit:
         verdict = await self.standing(wf, state, step, tool.name, args)
         if isinstance(verdict, Halt):
             return verdict
-        return await self.effects.execute(tool, verdict.execute_args if verdict else args, key=key, approval=verdict)
+        return await self.effect(
+            state, step, tool, verdict.execute_args if verdict else args, key=key, approval=verdict
+        )
+
+    async def effect(
+        self, state: RunState, step: ToolStep, tool: Tool, args: dict[str, Any], *, key: str, approval: Approval | None
+    ) -> Any:
+        """Run the effect exactly once; when a crash left it in doubt, pause on a person's answer and apply it."""
+        resolution: Resolution | None = None
+        doubt = await self.waiting(state, step_id=step.id, tool=DOUBT + tool.name, key=key)
+        if doubt is not None:
+            if (
+                doubt.status is Status.REJECTED
+                and doubt.decisions
+                and doubt.decisions[-1].kind is DecisionKind.FEEDBACK
+            ):
+                resolution = "done"  # "Mark done": the reviewer checked, it happened
+            elif doubt.status is Status.APPROVED:
+                resolution = "rerun"  # "Run again": it did not happen
+            else:
+                return halt_for(doubt) or Halt(RunStatus.REJECTED, approval=doubt, reason=doubt.reason or "stopped")
+        try:
+            return await self.effects.execute(tool, args, key=key, approval=approval, resolution=resolution)
+        except EffectInDoubt as exc:
+            return Halt(RunStatus.PAUSED, approval=await self._ask_about(state, step, tool, args, exc, approval))
+
+    async def _ask_about(
+        self,
+        state: RunState,
+        step: ToolStep,
+        tool: Tool,
+        args: dict[str, Any],
+        exc: EffectInDoubt,
+        approval: Approval | None,
+    ) -> Approval:
+        name = DOUBT + tool.name
+        question = {"tool": tool.name, "args": args, "idempotency_key": exc.key}
+        preview = (
+            f"The worker running {tool.name} stopped before recording whether it happened. Check the system it acts "
+            "on, then: Mark done (it happened), Run again (it did not), or Stop the run."
+        )
+        prop = await self.svc.propose(
+            name,
+            question,
+            session_id=state.session_id,
+            requester=state.requester,
+            preview=preview,
+            min_tier=Tier.APPROVE,
+            dedupe_key=f"{state.session_id}:{name}:{exc.key}:{exc.attempt}",
+            metadata={
+                "step": step.id,
+                "iteration": state.iteration.get(step.id, 0),
+                "workflow": state.workflow,
+                "kind": "doubt",
+                "key": exc.key,
+                "approval_id": approval.id if approval else None,
+            },
+            role=approval.required_role if approval else None,
+        )
+        if prop.approval is None:
+            raise EngineError(f"{name}: the policy denies asking about it; allow {name}", code=ErrorCode.POLICY_DENIED)
+        return prop.approval
 
     async def review(
         self,
@@ -155,6 +229,33 @@ class StepKit:
                 code=ErrorCode.POLICY_DENIED,
             )
         return prop.approval
+
+    # -- ownership and persistence ------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def owning(self, run_id: str) -> AsyncIterator[None]:
+        """Own the run while driving it: renew the lease every third of it, give it up at the end."""
+        clock = self.svc.clock
+        if not await self.store.runs.own(run_id, holder=self.worker_id, now=clock.now(), lease=self.lease):
+            raise EngineError(
+                f"run {run_id} is being driven by another worker; it continues there (try again in a few seconds)",
+                code=ErrorCode.CLAIM_IN_PROGRESS,
+                session_id=run_id,
+            )
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(self.lease / 3)
+                if not await self.store.runs.renew(run_id, holder=self.worker_id, now=clock.now(), lease=self.lease):
+                    log.warning("lost ownership of run %s; another worker took it over", run_id)
+                    return
+
+        task = asyncio.create_task(beat(), name=f"hitl-run-{run_id}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await self.store.runs.release(run_id, holder=self.worker_id)
 
     # -- persistence --------------------------------------------------------------------------------------
     async def save(self, state: RunState) -> None:

@@ -33,6 +33,11 @@ class ToolDef(_Spec):
     schema_: dict[str, ArgSpec] = Field(default_factory=dict, alias="schema")
     policy: ToolPolicySpec | None = None
     """Used when hitl.yaml says nothing about this tool; hitl.yaml always wins."""
+    idempotent: bool = False
+    """The tool honours ``idempotency_key`` (like Stripe's API): after a crash mid-effect it may simply run again."""
+    reconcile: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    """``module:callable`` that says whether a lost attempt happened (``{"done": bool, "output": ...}``).
+    Without either, an effect whose outcome was lost in a crash is put to a person."""
 
 
 class LoopSpec(_Spec):

@@ -22,25 +22,59 @@ __all__ = ["Tool", "load_tools"]
 
 
 class Tool:
-    """A callable with its schema. Receives ``idempotency_key=`` when its signature accepts it."""
+    """A callable with its schema. Receives ``idempotency_key=`` when its signature accepts it.
 
-    def __init__(self, name: str, fn: Callable[..., Any], schema: ToolSchema | None) -> None:
+    Args:
+        name: the tool's name in policies and approvals.
+        fn: the effect, sync or async.
+        schema: argument schema (None: arguments taken as they are).
+        idempotent: the tool honours its idempotency key, so running it again after a crash is safe.
+        reconcile: asks the business system whether an attempt whose outcome was lost happened; called with the
+            arguments and ``idempotency_key=``, it returns ``{"done": true, "output": ...}`` or ``{"done": false}``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        schema: ToolSchema | None,
+        *,
+        idempotent: bool = False,
+        reconcile: Callable[..., Any] | None = None,
+    ) -> None:
         self.name = name
         self.fn = fn
         self.schema = schema or ToolSchema(name, {}, open_=True)
-        params = inspect.signature(fn).parameters
-        self._wants_key = "idempotency_key" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        self.idempotent = idempotent
+        self.reconcile_fn = reconcile
+        self._wants_key = _wants_key(fn)
 
     async def __call__(self, args: dict[str, Any], *, idempotency_key: str) -> Any:
-        kwargs = dict(args)
-        if self._wants_key:
-            kwargs["idempotency_key"] = idempotency_key
-        if inspect.iscoroutinefunction(self.fn):
-            out = await self.fn(**kwargs)
-        else:
-            out = await asyncio.to_thread(self.fn, **kwargs)
-        # Outputs go into checkpoints and templates: keep them plain JSON.
-        return json.loads(json.dumps(out, default=str))
+        return await _call(self.fn, args, idempotency_key, self._wants_key)
+
+    async def reconcile(self, args: dict[str, Any], *, idempotency_key: str) -> tuple[bool, Any] | None:
+        """``(done, output)`` from the reconcile hook; None when there is none or its answer is not readable
+        (then a person decides)."""
+        if self.reconcile_fn is None:
+            return None
+        answer = await _call(self.reconcile_fn, args, idempotency_key, _wants_key(self.reconcile_fn))
+        if not isinstance(answer, dict) or not isinstance(answer.get("done"), bool):
+            return None
+        return answer["done"], answer.get("output")
+
+
+def _wants_key(fn: Callable[..., Any]) -> bool:
+    params = inspect.signature(fn).parameters
+    return "idempotency_key" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+async def _call(fn: Callable[..., Any], args: dict[str, Any], key: str, wants_key: bool) -> Any:
+    kwargs = dict(args)
+    if wants_key:
+        kwargs["idempotency_key"] = key
+    out = await fn(**kwargs) if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn, **kwargs)
+    # Outputs go into checkpoints and templates: keep them plain JSON.
+    return json.loads(json.dumps(out, default=str))
 
 
 def _import(module_name: str, base: Path) -> ModuleType:
@@ -70,17 +104,22 @@ def load_tools(defs: dict[str, ToolDef], *, base: Path) -> dict[str, Tool]:
     """Import every tool; modules resolve from the workflow's folder first."""
     tools: dict[str, Tool] = {}
     for name, d in defs.items():
-        module_name, _, attr = d.function.partition(":")
-        try:
-            module = _import(module_name, base)
-            fn = getattr(module, attr)
-        except (ImportError, AttributeError, SyntaxError) as exc:
-            raise EngineError(
-                f"tool {name}: cannot import {d.function} ({exc}); check the module path relative to {base}",
-                code=ErrorCode.WORKFLOW_INVALID,
-                tool=name,
-            ) from None
-        if not callable(fn):
-            raise EngineError(f"tool {name}: {d.function} is not callable", code=ErrorCode.WORKFLOW_INVALID)
-        tools[name] = Tool(name, fn, ToolSchema(name, d.schema_))
+        fn = _resolve(name, d.function, base)
+        hook = _resolve(name, d.reconcile, base) if d.reconcile else None
+        tools[name] = Tool(name, fn, ToolSchema(name, d.schema_), idempotent=d.idempotent, reconcile=hook)
     return tools
+
+
+def _resolve(tool: str, path: str, base: Path) -> Callable[..., Any]:
+    module_name, _, attr = path.partition(":")
+    try:
+        fn = getattr(_import(module_name, base), attr)
+    except (ImportError, AttributeError, SyntaxError) as exc:
+        raise EngineError(
+            f"tool {tool}: cannot import {path} ({exc}); check the module path relative to {base}",
+            code=ErrorCode.WORKFLOW_INVALID,
+            tool=tool,
+        ) from None
+    if not callable(fn):
+        raise EngineError(f"tool {tool}: {path} is not callable", code=ErrorCode.WORKFLOW_INVALID)
+    return fn  # type: ignore[no-any-return]

@@ -179,3 +179,80 @@ async def test_resume_reads_the_waiting_approval_from_the_checkpoint(
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.PAUSED and done.approval is not None and done.approval.tool == "publish"
     assert proposed == ["publish"]  # the gate was read from the checkpoint; only the next step proposed
+
+
+def _variant(tmp_path: Path, publish: str) -> Path:
+    """gate.yaml with another declaration of the publish tool, beside a copy of the tools and hitl.yaml."""
+    for name in ("tools.py", "hitl.yaml"):
+        (tmp_path / name).write_text((FLOWS / name).read_text())
+    path = tmp_path / "variant.yaml"
+    text = (FLOWS / "gate.yaml").read_text()
+    path.write_text(text.replace('{function: "tools:publish", idempotent: true,', publish))
+    return path
+
+
+async def _crash_in_publish(svc: ApprovalService, wf_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run to the publish effect and "die" inside it, after the side effect and before its outcome is recorded."""
+    first = Runner(svc, worker_id="worker-1", lease=60)
+    r = await first.start(load_workflow(wf_path), {})
+    assert r.approval is not None
+    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    r = await first.resume(r.session_id)
+    assert r.approval is not None and r.approval.tool == "publish"
+    await svc.decide(r.approval.id, "U_ED2", DecisionKind.APPROVE)
+    monkeypatch.setenv("HITL_TEST_CRASH", "publish")
+    with pytest.raises(KeyboardInterrupt):
+        await first.resume(r.session_id)
+    return r.session_id
+
+
+@pytest.mark.parametrize("answer", ["mark_done", "run_again", "stop"])
+async def test_an_effect_in_doubt_goes_to_a_person_and_never_repeats_blindly(
+    svc: ApprovalService,
+    clock: FakeClock,
+    effects: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    answer: str,
+) -> None:
+    wf_path = _variant(tmp_path, '{function: "tools:publish",')  # no idempotency promise, no reconcile hook
+    session = await _crash_in_publish(svc, wf_path, monkeypatch)
+    clock.advance(61)
+    second = Runner(svc, worker_id="worker-2", lease=60)
+    paused = await second.resume(session)
+    doubt = paused.approval
+    assert paused.status is RunStatus.PAUSED and doubt is not None and doubt.tool == "doubt:publish"
+    assert doubt.required_role == "editors" and doubt.args["tool"] == "publish"
+    assert "stopped before recording whether it happened" in doubt.preview
+    assert [c["tool"] for c in effects.read("calls")].count("publish") == 1  # nothing ran again on its own
+    again = await second.resume(session)  # asking again is the same question, not a second one
+    assert again.approval is not None and again.approval.id == doubt.id
+    if answer == "mark_done":
+        await svc.decide(doubt.id, "U_ED1", DecisionKind.FEEDBACK, reason="post P-1 is live")
+    elif answer == "run_again":
+        await svc.decide(doubt.id, "U_ED1", DecisionKind.APPROVE)
+    else:
+        await svc.decide(doubt.id, "U_ED1", DecisionKind.REJECT, reason="check with legal first")
+    done = await second.resume(session)
+    calls = [c["tool"] for c in effects.read("calls")].count("publish")
+    audit = [e.event for e in await svc.store.audit.entries(limit=500)]
+    assert "in_doubt" in audit
+    if answer == "stop":
+        assert done.status is RunStatus.REJECTED and calls == 1
+    else:
+        assert done.status is RunStatus.COMPLETED and calls == (1 if answer == "mark_done" else 2)
+        assert done.outputs["publish"] == (
+            {"recorded_as_done": True, "tool": "publish"} if answer == "mark_done" else {"published": True}
+        )
+
+
+async def test_a_reconcile_hook_settles_a_doubt_without_a_person(
+    svc: ApprovalService, clock: FakeClock, effects: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    wf_path = _variant(tmp_path, '{function: "tools:publish", reconcile: "tools:was_published",')
+    session = await _crash_in_publish(svc, wf_path, monkeypatch)
+    clock.advance(61)
+    done = await Runner(svc, worker_id="worker-2", lease=60).resume(session)
+    assert done.status is RunStatus.COMPLETED and done.outputs["publish"]["reconciled"] is True
+    assert [c["tool"] for c in effects.read("calls")].count("publish") == 1 and len(effects.read("published")) == 1
+    assert "reconciled" in [e.event for e in await svc.store.audit.entries(limit=500)]

@@ -34,7 +34,10 @@ class BatchHandler:
         outputs = []
         for idx, args in enumerate(all_args):
             key = f"{state.session_id}:{step.id}:{it}:{idx}"
-            outputs.append(await effects.execute(tool, args, key=key, approval=None))
+            out = await self.kit.effect(state, step, tool, args, key=key, approval=None)
+            if isinstance(out, Halt):
+                return out
+            outputs.append(out)
             state.history.append(f"{step.id}: item {idx + 1}/{len(all_args)} done")
         if approval is not None:
             await effects.mark(approval, Status.EXECUTED)

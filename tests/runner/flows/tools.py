@@ -52,3 +52,9 @@ def send(to: str, *, idempotency_key: str) -> dict[str, Any]:
 def improve(round: int, feedback: str = "") -> dict[str, Any]:
     _log("calls", {"tool": "improve", "round": round, "feedback": feedback})
     return {"score": 40 + 20 * round, "feedback": feedback}
+
+
+def was_published(text: str, *, idempotency_key: str) -> dict[str, Any]:
+    """Reconcile hook for publish: asks the "business system" (the published log) whether the attempt happened."""
+    found = any(e["key"] == idempotency_key for e in read("published"))
+    return {"done": True, "output": {"published": True, "reconciled": True}} if found else {"done": False}
