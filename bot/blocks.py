@@ -14,6 +14,7 @@ from typing import Any
 from bot.escape import code_block, label
 from engine.domain.hashing import short_hash
 from engine.domain.models import Approval, Decision, DecisionKind, Status
+from engine.runner.kit import DOUBT
 
 __all__ = [
     "ACTION_APPROVE",
@@ -87,6 +88,12 @@ def when(ts: float) -> str:
     return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{iso}>"
 
 
+def _title(a: Approval) -> str:
+    if _in_doubt(a) and a.status is Status.PENDING:
+        return f"Did it happen? {a.tool.removeprefix(DOUBT)}"
+    return f"{_TITLES[a.status]}: {a.tool}"
+
+
 def card_text(a: Approval) -> str:
     """The notification text (shown in notifications and by clients without blocks)."""
     return f"{_TITLES[a.status]}: {label(a.tool, 80)} ({a.id})"
@@ -97,11 +104,24 @@ def card(a: Approval, *, now: float, live: bool = True) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": f"{_TITLES[a.status]}: {a.tool}"[:150], "emoji": False},
+            "text": {"type": "plain_text", "text": _title(a)[:150], "emoji": False},
         },
         {"type": "section", "fields": _fields(a)},
     ]
-    if a.reasons:
+    if _in_doubt(a):
+        tool = label(str(a.args.get("tool", a.tool.removeprefix(DOUBT))), 60)
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": f":warning: *`{tool}` may or may not have happened.* The worker running it stopped "
+                    "before recording its outcome. Check the system it acts on, then *Mark done* (it happened), "
+                    "*Run again* (it did not) or *Stop* the run.",
+                },
+            }
+        )
+    elif a.reasons:
         why = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:6])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Why it needs review*\n{why}"}})
     blocks += _action_blocks(a)
@@ -228,7 +248,55 @@ def _progress(a: Approval) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True}}
 
 
+def _in_doubt(a: Approval) -> bool:
+    return a.tool.startswith(DOUBT)
+
+
+def _doubt_controls(a: Approval) -> dict[str, Any]:
+    """Mark done (feedback: what the reviewer found), Run again (approve), Stop (reject)."""
+    value = button_value(a)
+    tool = str(a.args.get("tool", ""))[:60]
+    buttons: list[dict[str, Any]] = [
+        {
+            "type": "button",
+            "action_id": ACTION_FEEDBACK,
+            "style": "primary",
+            "text": {"type": "plain_text", "text": "Mark done"},
+            "value": value,
+        },
+        {
+            "type": "button",
+            "action_id": ACTION_APPROVE,
+            "text": {"type": "plain_text", "text": "Run again"},
+            "value": value,
+            "confirm": {
+                "title": {"type": "plain_text", "text": "Run it again?"},
+                "text": {"type": "plain_text", "text": f"If {tool} did happen, it will happen twice."[:300]},
+                "confirm": {"type": "plain_text", "text": "Run again"},
+                "deny": {"type": "plain_text", "text": "Cancel"},
+            },
+        },
+        {
+            "type": "button",
+            "action_id": ACTION_REJECT,
+            "style": "danger",
+            "text": {"type": "plain_text", "text": "Stop"},
+            "value": value,
+            "confirm": {
+                "title": {"type": "plain_text", "text": "Stop the run?"},
+                "text": {"type": "plain_text", "text": "Nothing more runs. You will be asked for a reason."},
+                "confirm": {"type": "plain_text", "text": "Stop"},
+                "deny": {"type": "plain_text", "text": "Cancel"},
+                "style": "danger",
+            },
+        },
+    ]
+    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
+
+
 def _controls(a: Approval) -> dict[str, Any]:
+    if _in_doubt(a):
+        return _doubt_controls(a)
     value = button_value(a)
     buttons: list[dict[str, Any]] = [
         {
@@ -253,7 +321,7 @@ def _controls(a: Approval) -> dict[str, Any]:
             },
         },
     ]
-    if "batch" not in a.metadata and not a.tool.startswith(("gate:", "review:")):
+    if "batch" not in a.metadata and not a.tool.startswith(("gate:", "review:", DOUBT)):
         buttons.append(
             {
                 "type": "button",

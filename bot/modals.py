@@ -8,6 +8,7 @@ from typing import Any
 from bot.escape import code_block, label
 from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
+from engine.runner.kit import DOUBT
 from engine.runner.schema import ArgSpec, ToolSchema
 
 __all__ = [
@@ -132,13 +133,19 @@ def parse_modify(state_values: dict[str, Any], schema: ToolSchema) -> tuple[dict
 
 
 def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -> dict[str, Any]:
-    what = "Feedback for the previous step" if feedback else "Why reject it?"
+    doubt = a.tool.startswith(DOUBT)
+    if doubt:
+        what = "What did you find? (e.g. refund R-123 exists)" if feedback else "Why stop the run?"
+        title, submit = ("Mark done", "Mark done") if feedback else ("Stop the run", "Stop")
+    else:
+        what = "Feedback for the previous step" if feedback else "Why reject it?"
+        title, submit = ("Send feedback", "Send") if feedback else ("Reject action", "Reject")
     return {
         "type": "modal",
         "callback_id": CALLBACK_FEEDBACK if feedback else CALLBACK_REJECT,
         "private_metadata": metadata,
-        "title": _pt("Send feedback" if feedback else "Reject action"),
-        "submit": _pt("Send" if feedback else "Reject"),
+        "title": _pt(title),
+        "submit": _pt(submit),
         "close": _pt("Cancel"),
         "blocks": [
             {"type": "section", "text": {"type": "mrkdwn", "text": f"`{a.id}` · `{label(a.tool, 60)}`"}},
