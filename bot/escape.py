@@ -12,13 +12,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from engine.domain.redaction import bounded
+from engine.domain.redaction import bounded, reveal_hidden
 
 __all__ = ["code_block", "escape_mrkdwn", "inert", "label"]
 
-# Bidirectional overrides/isolates and invisible characters that can hide or reorder text.
-_HIDDEN = re.compile("[\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ENTITY_TAIL = re.compile(r"&[a-z]{0,4}$")
 
 
@@ -28,8 +25,7 @@ def escape_mrkdwn(text: str) -> str:
 
 
 def _visible(text: str) -> str:
-    text = _CONTROL.sub("", text)
-    return _HIDDEN.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
+    return reveal_hidden(text)
 
 
 def _cut(escaped: str, limit: int) -> str:

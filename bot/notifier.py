@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -26,10 +26,20 @@ from bot.metrics import Metrics
 from engine.config import NotifySpec
 from engine.domain.models import Approval
 from engine.domain.records import Claim, MessageRef
-from engine.errors import ClaimRefused
+from engine.errors import ClaimRefused, EngineError
 from engine.ports import Clock, Store
 
 __all__ = ["SlackNotifier"]
+
+
+@dataclass
+class _Retry:
+    """One card's pending update: the queue jobs it answers, when to try next, how often it failed."""
+
+    due: float
+    jobs: list[str] = field(default_factory=list)
+    attempts: int = 0
+
 
 log = logging.getLogger(__name__)
 _RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
@@ -49,7 +59,7 @@ class SlackNotifier:
         replica: str,
         metrics: Metrics,
         backoff: Callable[[int], float] = lambda n: min(30.0, 0.5 * 2**n),
-        lease: float = 120.0,
+        lease: float = 15.0,
         poll: float = 5.0,
     ) -> None:
         self.client = client
@@ -66,6 +76,7 @@ class SlackNotifier:
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        self._sweep_cursor: str | None = None
 
     # -- Notifier protocol ----------------------------------------------------------------------------------
     def channel_for(self, a: Approval) -> str | None:
@@ -184,16 +195,22 @@ class SlackNotifier:
         await self._done(key, claim)
         return True
 
-    async def sweep(self) -> None:
-        """Post cards that never made it, and one reminder before expiry (a :class:`~engine.background.Sweeper`)."""
+    async def sweep(self, *, pages: int = 5, page_size: int = 200) -> None:
+        """Post cards that never made it (approvals created by agent processes, posts that failed), and one
+        reminder before expiry. Pages through every pending approval, ``pages`` pages per sweep, resuming where
+        the last sweep stopped, so no approval waits behind old ones (a :class:`~engine.background.Sweeper`)."""
         now = self.clock.now()
         before = self.spec.reminder_before
-        page = await self.store.approvals.list_pending(limit=200)
-        for a in page.items:
-            if await self.store.messages.get(a.id) is None:
-                await self.post_card(a)
-            elif before and 0 < a.expires_at - now <= before:
-                await self.remind(a)
+        for _ in range(pages):
+            page = await self.store.approvals.list_pending(limit=page_size, cursor=self._sweep_cursor)
+            self._sweep_cursor = page.cursor
+            for a in page.items:
+                if await self.store.messages.get(a.id) is None:
+                    await self.post_card(a)
+                elif before and 0 < a.expires_at - now <= before:
+                    await self.remind(a)
+            if page.cursor is None:
+                return
 
     # -- updating ----------------------------------------------------------------------------------------------
     async def flush(self, timeout: float = 30.0) -> None:
@@ -206,37 +223,46 @@ class SlackNotifier:
             await asyncio.gather(self._worker, return_exceptions=True)
 
     async def _run_updates(self) -> None:
+        """Apply queued card updates. A card whose update fails waits out its own backoff while the others go on;
+        its jobs stay unacknowledged (durable) until it lands."""
+        loop = asyncio.get_running_loop()
+        retrying: dict[str, _Retry] = {}
         while True:
             self._wake.clear()
-            jobs = await self.store.jobs.claim(
-                self.replica, kind="card", limit=50, now=self.clock.now(), lease=self.lease
-            )
-            if not jobs:
-                if self._wake.is_set():  # a change arrived while we were looking: look again
-                    continue
-                self._idle.set()
-                try:
-                    # Also poll now and then: a replica that died may have left jobs to take over.
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
-                except TimeoutError:
-                    pass
-                continue
-            done: set[str] = set()
+            try:
+                jobs = await self.store.jobs.claim(
+                    self.replica, kind="card", limit=50, now=self.clock.now(), lease=self.lease
+                )
+            except EngineError as exc:  # the store is down: keep what we hold, try again shortly
+                log.warning("cannot read the card-update queue (%s); retrying", exc.message)
+                jobs = []
+                await asyncio.sleep(self.backoff(0))
             for job in jobs:
                 approval_id = str(job.payload.get("approval_id", ""))
-                if approval_id not in done:  # several changes queued: one update shows the latest state
-                    await self._update_until_it_lands(approval_id)
-                    done.add(approval_id)
-                await self.store.jobs.ack(job.id)
-
-    async def _update_until_it_lands(self, approval_id: str) -> None:
-        for n in itertools.count():
+                retrying.setdefault(approval_id, _Retry(due=loop.time())).jobs.append(job.id)
+            for approval_id, entry in list(retrying.items()):
+                if entry.due > loop.time():
+                    continue
+                try:
+                    await self._update(approval_id)  # several changes queued: one update shows the latest state
+                    for job_id in entry.jobs:
+                        await self.store.jobs.ack(job_id)
+                except Exception as exc:  # any failure: this card backs off; the others are not held up
+                    log.warning("card update for %s failed (%s); retrying it", approval_id, exc)
+                    entry.due = loop.time() + self.backoff(entry.attempts)
+                    entry.attempts += 1
+                    continue
+                del retrying[approval_id]
+            if jobs:
+                continue  # there may be more queued
+            if not retrying:
+                self._idle.set()
+            # Also poll now and then: a replica that died may have left jobs to take over.
+            wait = min([self.poll, *(e.due - loop.time() for e in retrying.values())])
             try:
-                await self._update(approval_id)
-                return
-            except Exception as exc:  # any failure: back off and try again; the job stays unacknowledged
-                log.warning("card update for %s failed (%s); retrying", approval_id, exc)
-                await asyncio.sleep(self.backoff(n))
+                await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.0))
+            except TimeoutError:
+                pass
 
     async def _update(self, approval_id: str) -> None:
         ref = await self.store.messages.get(approval_id)

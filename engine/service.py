@@ -258,6 +258,12 @@ class ApprovalService:
                 await self.store.approvals.decide(cmd, now=self.clock.now()), kind, reviewer
             )
         current = await self.store.approvals.get(approval_id)
+        if kind is DecisionKind.FEEDBACK and current.metadata.get("kind") not in ("gate", "doubt"):
+            raise InvalidInput(
+                f"feedback goes to review gates; {current.id} is a {current.tool} action: reject it with a reason, "
+                "or modify its arguments",
+                approval_id=approval_id,
+            )
         version = current.version if expected_version is None else expected_version
         digest = current.action_hash if expected_hash is None else expected_hash
         if kind is DecisionKind.REJECT and not reason and current.reason_required:

@@ -204,7 +204,10 @@ class StepKit:
         if waited is not None:
             return waited
         it = state.iteration.get(step_id, 0)
-        args = {"prompt": prompt, "preview": preview}
+        # Redacted before anything is stored: the gate's arguments are what cards, `hitl show` and the audit show.
+        redact = self.svc.redactor.redact
+        args = {"prompt": redact(prompt), "preview": redact(preview)}
+        preview = args["preview"]
         prop = await self.svc.propose(
             tool,
             args,

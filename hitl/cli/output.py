@@ -14,6 +14,7 @@ from rich.text import Text
 from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
 from engine.domain.records import AuditEntry
+from engine.domain.redaction import reveal_hidden
 from engine.runner.executor import RunResult
 from engine.runner.state import RunStatus
 
@@ -113,7 +114,7 @@ class Out:
         t.add_column(style="dim")
         t.add_column()
         t.add_row("approval", Text(f"{a.id}  ({a.status}, v{a.version}, hash {short_hash(a.action_hash)})"))
-        t.add_row("action", Text(f"{a.tool} {json.dumps(a.execute_args, ensure_ascii=False)}"))
+        t.add_row("action", Text(reveal_hidden(f"{a.tool} {json.dumps(a.execute_args, ensure_ascii=False)}")))
         who = f"{a.required_role or 'any reviewer'}" + (
             f", {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
         )
@@ -126,7 +127,7 @@ class Out:
                 Text(f"{d.kind} by {d.reviewer} at {iso(d.at)} via {d.via}" + (f": {d.reason}" if d.reason else "")),
             )
         if a.evidence:
-            t.add_row("evidence", Text(f"(untrusted) {a.evidence}", style="italic"))
+            t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(a.evidence)}", style="italic"))
         self.console.print(t)
 
     def pending(self, items: list[Approval]) -> None:

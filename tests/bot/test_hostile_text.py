@@ -18,7 +18,10 @@ from tests.bot.conftest import Harness
 from tests.bot.hostile import HOSTILE
 
 TRUSTED = re.compile(r"<!date\^\d+\^\{date_short_pretty\} \{time\}\|[0-9: -]+UTC>|<@[UW][A-Z0-9_]+>")
-INVISIBLE = re.compile("[\u200b\u200c\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f]")
+INVISIBLE = re.compile(
+    "[\u200b\u200c\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f"
+    "\u061c\u3164\u115f\u1160\u180e\uffa0\u2800\U000e0000-\U000e007f]"
+)
 
 
 def texts(value: Any) -> list[str]:

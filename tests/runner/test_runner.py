@@ -256,3 +256,20 @@ async def test_a_reconcile_hook_settles_a_doubt_without_a_person(
     assert done.status is RunStatus.COMPLETED and done.outputs["publish"]["reconciled"] is True
     assert [c["tool"] for c in effects.read("calls")].count("publish") == 1 and len(effects.read("published")) == 1
     assert "reconciled" in [e.event for e in await svc.store.audit.entries(limit=500)]
+
+
+async def test_gate_previews_are_redacted_before_they_are_stored(svc: ApprovalService, effects: ModuleType) -> None:
+    r = await Runner(svc).start(load_workflow(FLOWS / "gate.yaml"), {"topic": "jane@example.com, +1 415 555 0100"})
+    assert r.approval is not None and r.approval.tool == "gate:review"
+    stored = await svc.store.approvals.get(r.approval.id)
+    shown = f"{stored.args} {stored.preview}"
+    assert "jane@example.com" not in shown and "555 0100" not in shown and "[email]" in stored.args["preview"]
+
+
+async def test_feedback_on_a_tool_approval_is_refused_not_turned_into_a_rejection(svc: ApprovalService) -> None:
+    p = await svc.propose("publish", {"text": "hi"}, session_id="ses_fb")
+    assert p.approval is not None
+    with pytest.raises(EngineError) as err:
+        await svc.decide(p.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="shorter please")
+    assert err.value.code is ErrorCode.INVALID_INPUT and "reject it with a reason" in err.value.message
+    assert (await svc.store.approvals.get(p.approval.id)).status is Status.PENDING

@@ -1,0 +1,57 @@
+"""Every pending approval gets its card promptly, and one card's failing update never holds up the others."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+
+from bot.blocks import ACTION_APPROVE
+from engine.background import Background
+from engine.compose import compose
+from engine.domain.models import Status
+from tests.bot.conftest import CONFIG, Harness
+
+
+async def test_a_burst_of_1000_approvals_is_all_carded_within_30_seconds(harness: Harness) -> None:
+    """Agent processes create approvals on the store with no notifier; one replica's sweeps card them all, however
+    many older ones wait (the sweep pages through every pending approval instead of re-reading the first page)."""
+    agent = compose(store=harness.rt.store, clock=harness.clock, config_path=str(CONFIG)).service  # no notifier
+    ids = []
+    for i in range(1000):
+        p = await agent.propose("refund", {"order_id": str(i), "customer_id": f"C{i}", "amount": 5}, session_id=f"b{i}")
+        assert p.approval is not None
+        ids.append(p.approval.id)
+    assert not any(m.text for m in harness.state.messages)  # nobody told Slack yet
+    background = Background(harness.rt.lifecycle, sweepers=[harness.rt.ctx.notifier], sweep_interval=5.0)
+    started = time.monotonic()
+    background.start()
+    try:
+        while True:
+            carded = {m.text.split("(")[-1].rstrip(")") for m in harness.cards()}
+            if carded >= set(ids):
+                break
+            assert time.monotonic() - started < 30, f"{len(carded)} of 1000 carded after 30 s"
+            await asyncio.sleep(0.2)
+    finally:
+        await background.stop()
+    assert len(harness.cards()) == 1000  # one card each, never two
+
+
+async def test_a_failing_card_update_backs_off_without_holding_up_other_cards(harness: Harness) -> None:
+    first = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C1", "amount": 5}, session_id="x1")
+    second = await harness.svc.propose("refund", {"order_id": "2", "customer_id": "C2", "amount": 6}, session_id="x2")
+    assert first.approval is not None and second.approval is not None
+    harness.rt.ctx.notifier.backoff = lambda n: 2.0
+    for _ in range(4):  # the SDK retries a 5xx three times; the fourth failure reaches the notifier
+        harness.state.fail_next("chat.update", status=503)
+    await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(first.approval.id)), ACTION_APPROVE)
+    await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(second.approval.id)), ACTION_APPROVE)
+    deadline = time.monotonic() + 1.5
+    while "Approved" not in harness.card_for(second.approval.id).blocks[0]["text"]["text"]:
+        assert time.monotonic() < deadline, "the second card waited behind the first one's backoff"
+        await asyncio.sleep(0.02)
+    assert "Approved" not in harness.card_for(first.approval.id).blocks[0]["text"]["text"]  # still backing off
+    await harness.settle()  # then it lands too
+    assert "Approved" in harness.card_for(first.approval.id).blocks[0]["text"]["text"]
+    assert (await harness.svc.store.approvals.get(first.approval.id)).status is Status.APPROVED
