@@ -15,12 +15,19 @@ __all__ = [
     "CALLBACK_FEEDBACK",
     "CALLBACK_MODIFY",
     "CALLBACK_REJECT",
+    "FORM_FEEDBACK",
+    "FORM_MODIFY",
+    "FORM_REJECT",
     "batch_view",
     "modify_view",
     "parse_modify",
     "reason_view",
 ]
 
+FORM_MODIFY = "modify"
+FORM_REJECT = "reject"
+FORM_FEEDBACK = "feedback"
+"""Form kinds, signed into each modal's metadata so a form cannot be submitted as another kind."""
 CALLBACK_MODIFY = "hitl_modify_submit"
 CALLBACK_REJECT = "hitl_reject_submit"
 CALLBACK_FEEDBACK = "hitl_feedback_submit"

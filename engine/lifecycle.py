@@ -132,6 +132,10 @@ class RunLifecycle:
             return Decided(updated)
         return Decided(updated, await self.resume(run, force=force, actor=actor or who.id))
 
+    async def refused(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
+        """Audit a refusal a surface made before any decision reached the engine (an altered form, a stranger)."""
+        await self.worlds.default.service.record_refusal(approval_id, actor, code, detail)
+
     async def _check_unchanged(self, approval_id: str) -> None:
         a = await self.store.approvals.get(approval_id)
         run = _run_of(a)

@@ -21,9 +21,10 @@ from engine.domain.hashing import action_hash, batch_hash, normalize
 from engine.domain.ids import approval_id
 from engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
 from engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
+from engine.domain.records import AuditEntry
 from engine.domain.redaction import Redactor, bounded
 from engine.domain.reviewers import Roles
-from engine.errors import EngineError, ErrorCode, InvalidInput
+from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
 from engine.ports import Clock, Notifier, Store
 
 __all__ = ["ApprovalService", "ArgsValidator", "Proposal"]
@@ -239,7 +240,61 @@ class ApprovalService:
         args: Mapping[str, Any] | None = None,
         via: str = "api",
     ) -> Approval:
-        """:meth:`decide` for a reviewer whose roles the caller resolved (the bot's user groups, auto-approve)."""
+        """:meth:`decide` for a reviewer whose roles the caller resolved (the bot's user groups, auto-approve).
+
+        Every refusal is audited: the store audits the ones its atomic step makes; the ones made before it (a
+        missing reason, invalid edited arguments, feedback on an action) are audited here.
+        """
+        try:
+            return await self._decide_as(
+                reviewer,
+                approval_id,
+                kind,
+                expected_version=expected_version,
+                expected_hash=expected_hash,
+                reason=reason,
+                args=args,
+                via=via,
+            )
+        except (InvalidInput, PolicyError) as exc:
+            await self.record_refusal(approval_id, reviewer.id, exc.code, f"{kind} via {via}: {exc.message}")
+            raise
+        except EngineError as exc:
+            if exc.code is ErrorCode.POLICY_DENIED:
+                await self.record_refusal(approval_id, reviewer.id, exc.code, f"{kind} via {via}: {exc.message}")
+            raise
+
+    async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
+        """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""
+        try:
+            current: Approval | None = await self.store.approvals.get(approval_id)
+        except NotFound:
+            current = None
+        await self.store.audit.append(
+            AuditEntry(
+                at=self.clock.now(),
+                actor=actor[:200],
+                event="refused",
+                approval_id=current.id if current else None,
+                version=current.version if current else None,
+                action_hash=current.action_hash if current else None,
+                outcome=str(code),
+                detail=detail[:500],
+            )
+        )
+
+    async def _decide_as(
+        self,
+        reviewer: Reviewer,
+        approval_id: str,
+        kind: DecisionKind,
+        *,
+        expected_version: int | None,
+        expected_hash: str | None,
+        reason: str | None,
+        args: Mapping[str, Any] | None,
+        via: str,
+    ) -> Approval:
         if (
             expected_version is not None
             and expected_hash is not None

@@ -20,14 +20,17 @@ from bot.blocks import (
 )
 from bot.context import BotContext
 from bot.decisions import decide, done_text, refusal_text
-from bot.modals import batch_view, modify_view, reason_view
+from bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, batch_view, modify_view, reason_view
+from engine.domain.decide import eligible
 from engine.domain.models import DecisionKind
-from engine.errors import EngineError
+from engine.errors import EngineError, ErrorCode
 
 __all__ = ["register_actions"]
 
 log = logging.getLogger(__name__)
 _BAD_VALUE = ":warning: This button is not valid (it may have been altered). Nothing changed."
+_EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False}
+_FORMS = {ACTION_MODIFY: FORM_MODIFY, ACTION_REJECT: FORM_REJECT, ACTION_FEEDBACK: FORM_FEEDBACK}
 
 
 def _click(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -55,7 +58,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
                 await respond(text=done_text(updated), response_type="ephemeral", replace_original=True)
         except Exception:  # never let an error after ack() turn into a Slack-side failure
             log.exception("%s click failed", kind)
-            await _safe_respond(respond, ":warning: Something went wrong; nothing was recorded. Try again.")
+            await _safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again.")
 
     async def on_approve(ack: Any, body: dict[str, Any], respond: Any) -> None:
         await simple(DecisionKind.APPROVE, ack, body, respond)
@@ -78,8 +81,24 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             except EngineError as exc:
                 await respond(text=refusal_text(exc, None), response_type="ephemeral", replace_original=False)
                 return
+            form = _FORMS.get(kind)
+            if form is not None:
+                # Only someone who may decide gets the form (a stranger's decision would be refused anyway).
+                reviewer = await ctx.directory.reviewer(click[0])
+                if not eligible(a, reviewer):
+                    code = ErrorCode.SELF_APPROVAL if reviewer.id == a.requester else ErrorCode.NOT_ELIGIBLE
+                    await ctx.lifecycle.refused(a.id, click[0], code, f"opening the {form} form")
+                    await respond(text=refusal_text(EngineError("", code=code), a), **_EPHEMERAL)
+                    return
             meta = ctx.signer.dumps(
-                {"id": a.id, "v": version, "h": digest, "u": click[0], "r": body.get("response_url")}
+                {
+                    "id": a.id,
+                    "v": version,
+                    "h": digest,
+                    "u": click[0],
+                    "k": form or "view",
+                    "r": body.get("response_url"),
+                }
             )
             if kind == ACTION_VIEW_ALL:
                 view = batch_view(a)

@@ -12,8 +12,9 @@ from bot.blocks import card, compact_card, who
 from bot.context import BotContext
 from bot.decisions import decide, done_text, refusal_text
 from bot.escape import label
+from engine.domain.decide import eligible
 from engine.domain.models import DecisionKind
-from engine.errors import EngineError
+from engine.errors import EngineError, ErrorCode
 
 __all__ = ["ACTION_PENDING_PAGE", "USAGE", "pending_page", "register_commands"]
 
@@ -45,7 +46,7 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
             reply = await _dispatch(ctx, user, words)
         except Exception:
             log.exception("/hitl %s failed", words[:1])
-            reply = {"text": ":warning: Something went wrong; nothing was recorded. Try again."}
+            reply = {"text": ":warning: Something went wrong. Run `/hitl pending` to see where things stand."}
         try:
             await respond(response_type="ephemeral", **reply)
         except Exception:
@@ -95,6 +96,11 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
             a = await ctx.store.approvals.get(rest[0])
         except EngineError as exc:
             return {"text": refusal_text(exc, None)}
+        reviewer = await ctx.directory.reviewer(user)
+        if user != a.requester and not eligible(a, reviewer):
+            # The arguments and evidence are for the people who decide (and the requester), not the workspace.
+            await ctx.lifecycle.refused(a.id, user, ErrorCode.NOT_ELIGIBLE, "/hitl show")
+            return {"text": refusal_text(EngineError("", code=ErrorCode.NOT_ELIGIBLE), a)}
         return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.clock.now())}
     if cmd == "trust":
         return await _trust(ctx, user, rest)

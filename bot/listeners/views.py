@@ -10,7 +10,15 @@ from slack_bolt.async_app import AsyncApp
 from bot.context import BotContext
 from bot.decisions import decide
 from bot.errors import BotError
-from bot.modals import CALLBACK_FEEDBACK, CALLBACK_MODIFY, CALLBACK_REJECT, parse_modify
+from bot.modals import (
+    CALLBACK_FEEDBACK,
+    CALLBACK_MODIFY,
+    CALLBACK_REJECT,
+    FORM_FEEDBACK,
+    FORM_MODIFY,
+    FORM_REJECT,
+    parse_modify,
+)
 from engine.domain.models import DecisionKind
 
 __all__ = ["register_views"]
@@ -18,14 +26,24 @@ __all__ = ["register_views"]
 log = logging.getLogger(__name__)
 
 
-def _meta(ctx: BotContext, body: dict[str, Any]) -> dict[str, Any] | None:
+async def _meta(ctx: BotContext, body: dict[str, Any], form: str) -> dict[str, Any] | None:
+    """The form's signed metadata, if it is intact, was opened as this kind of form, and is submitted by the
+    person it was opened for. Every other submission is refused and audited."""
+    user = str((body.get("user") or {}).get("id") or "")[:64] or "unknown"
     try:
         meta = ctx.signer.loads(str((body.get("view") or {}).get("private_metadata") or ""))
     except BotError:
+        await ctx.lifecycle.refused("", user, "form_tampered", f"{form} form with altered metadata")
         return None
-    user = (body.get("user") or {}).get("id")
-    # A modal opened for one person cannot be submitted as another.
-    return meta if meta.get("u") == user else None
+    approval_id = str(meta.get("id", ""))
+    if meta.get("k") != form:
+        # A reject form submitted under the feedback callback (or any other swap) must not decide anything.
+        await ctx.lifecycle.refused(approval_id, user, "form_kind_mismatch", f"{meta.get('k')} form sent as {form}")
+        return None
+    if meta.get("u") != user:
+        await ctx.lifecycle.refused(approval_id, user, "foreign_submitter", f"{form} form opened by {meta.get('u')}")
+        return None
+    return meta
 
 
 def _values(body: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +52,7 @@ def _values(body: dict[str, Any]) -> dict[str, Any]:
 
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
     async def on_modify(ack: Any, body: dict[str, Any]) -> None:
-        meta = _meta(ctx, body)
+        meta = await _meta(ctx, body, FORM_MODIFY)
         if meta is None:
             await ack(response_action="errors", errors=_first_field(body, "This form was altered; nothing changed."))
             return
@@ -56,14 +74,14 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             )
         except Exception:
             log.exception("modify submission failed")
-            refusal = "Something went wrong; nothing was recorded."
+            refusal = "Something went wrong. Check the card before deciding again."
         if refusal:
             await ack(response_action="errors", errors=_first_field(body, _plain(refusal)))
         else:
             await ack()
 
     async def reason_submitted(kind: DecisionKind, ack: Any, body: dict[str, Any]) -> None:
-        meta = _meta(ctx, body)
+        meta = await _meta(ctx, body, FORM_FEEDBACK if kind is DecisionKind.FEEDBACK else FORM_REJECT)
         if meta is None:
             await ack(response_action="errors", errors={"hitl_reason": "This form was altered; nothing changed."})
             return
@@ -80,7 +98,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             )
         except Exception:
             log.exception("%s submission failed", kind)
-            refusal = "Something went wrong; nothing was recorded."
+            refusal = "Something went wrong. Check the card before deciding again."
         if refusal:
             await ack(response_action="errors", errors={"hitl_reason": _plain(refusal)})
         else:
