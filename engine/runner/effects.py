@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -14,14 +11,13 @@ from engine.domain.models import Approval, Status
 from engine.domain.records import AuditEntry, ClaimState
 from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from engine.ports import Clock, Store
+from engine.runner.leases import kept_alive
 from engine.runner.tools import Tool
 
 __all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution"]
 
 Resolution = Literal["rerun", "done"]
 """A person's answer about an effect in doubt: run it again, or record it as done."""
-
-log = logging.getLogger(__name__)
 
 
 class EffectFailed(EngineError):
@@ -179,26 +175,14 @@ class Effects:
             await self.mark(current, Status.EXECUTED)
         return output
 
-    @contextlib.asynccontextmanager
-    async def _renewing(self, key: str, attempt: int) -> AsyncIterator[None]:
-        """Keep the claim's lease alive while the effect runs (a live but slow holder is never taken over)."""
+    def _renewing(self, key: str, attempt: int) -> contextlib.AbstractAsyncContextManager[None]:
+        """Keep the claim's lease alive while the effect runs."""
 
-        async def beat() -> None:
-            while True:
-                await asyncio.sleep(self.lease / 3)
-                renewed = await self.store.ledger.renew(
-                    key, holder=self.worker_id, attempt=attempt, now=self.clock.now(), lease=self.lease
-                )
-                if not renewed:
-                    log.warning("lost the claim on %s while its effect ran", key)
-                    return
+        async def renew() -> bool:
+            now = self.clock.now()
+            return await self.store.ledger.renew(key, holder=self.worker_id, attempt=attempt, now=now, lease=self.lease)
 
-        task = asyncio.create_task(beat(), name=f"hitl-claim-{key}")
-        try:
-            yield
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        return kept_alive(renew, every=self.lease / 3, what=f"the claim on {key}")
 
     async def _audit(self, event: str, approval: Approval | None, digest: str, outcome: str, detail: str) -> None:
         await self.store.audit.append(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import logging
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,6 +13,7 @@ from engine.domain.ids import short_id
 from engine.domain.models import Approval, DecisionKind, Status, Tier
 from engine.errors import EngineError, ErrorCode
 from engine.runner.effects import EffectInDoubt, Effects, Resolution
+from engine.runner.leases import kept_alive
 from engine.runner.outcomes import Halt, halt_for
 from engine.runner.spec import LoadedWorkflow, ToolStep
 from engine.runner.state import RunState, RunStatus
@@ -23,8 +22,6 @@ from engine.runner.tools import Tool
 from engine.service import ApprovalService, Proposal
 
 __all__ = ["DOUBT", "StepKit"]
-
-log = logging.getLogger(__name__)
 
 DOUBT = "doubt:"
 """Prefix of the tool name of an approval that asks a person about an effect in doubt."""
@@ -245,19 +242,13 @@ class StepKit:
                 session_id=run_id,
             )
 
-        async def beat() -> None:
-            while True:
-                await asyncio.sleep(self.lease / 3)
-                if not await self.store.runs.renew(run_id, holder=self.worker_id, now=clock.now(), lease=self.lease):
-                    log.warning("lost ownership of run %s; another worker took it over", run_id)
-                    return
+        async def renew() -> bool:
+            return await self.store.runs.renew(run_id, holder=self.worker_id, now=clock.now(), lease=self.lease)
 
-        task = asyncio.create_task(beat(), name=f"hitl-run-{run_id}")
         try:
-            yield
+            async with kept_alive(renew, every=self.lease / 3, what=f"ownership of run {run_id}"):
+                yield
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
             await self.store.runs.release(run_id, holder=self.worker_id)
 
     # -- persistence --------------------------------------------------------------------------------------
