@@ -38,7 +38,8 @@ ACTION_TRUST = "hitl_trust"
 ACTION_VIEW_ALL = "hitl_view_all"
 ACTION_FEEDBACK = "hitl_feedback"
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
-_VALUE = re.compile(r"^(apr_[0-9A-Z]{10})\|(\d{1,9})\|([0-9a-f]{64})$")
+# The exact grammar, ASCII only: no Unicode digits, no leading zeros, no trailing newline.
+_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([1-9][0-9]{0,8})\|([0-9a-f]{64})", re.ASCII)
 
 _TITLES = {
     Status.PENDING: "Approval needed",
@@ -71,7 +72,7 @@ def button_value(a: Approval) -> str:
 
 def parse_button_value(value: str) -> tuple[str, int, str] | None:
     """``(approval id, version, action hash)`` or None for anything malformed or tampered with."""
-    m = _VALUE.match(value or "")
+    m = _VALUE.fullmatch(value) if isinstance(value, str) else None
     return (m.group(1), int(m.group(2)), m.group(3)) if m else None
 
 

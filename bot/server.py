@@ -18,20 +18,31 @@ __all__ = ["http_app", "serve_http", "serve_socket"]
 log = logging.getLogger(__name__)
 
 
+REQUEST_TIMEOUT = 10.0
+"""Seconds a request may take from its first byte to its answer: a body sent slowly is cut off, not waited for."""
+
+
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Close two sharp edges of Bolt's adapter: a non-integer timestamp header gives a 500 (it should be
-    a 401 like any other unverifiable request), and an unexpected error must never become a 5xx."""
+    """Close the sharp edges of Bolt's adapter before it parses anything: signature headers must be plain ASCII
+    (a Unicode-digit timestamp or a non-ASCII signature is a 400, not a 500), a body must arrive within
+    :data:`REQUEST_TIMEOUT`, and an unexpected error must never become a 5xx or a traceback."""
     if request.method == "POST" and request.path == "/slack/events":
         stamp = request.headers.get("X-Slack-Request-Timestamp", "")
-        if not stamp.isdigit():
+        signature = request.headers.get("X-Slack-Signature", "")
+        if not (stamp.isascii() and signature.isascii()):
+            return web.json_response({"error": "malformed signature headers"}, status=400)
+        if not (stamp.isdigit() and 0 < len(stamp) <= 12):
             return web.json_response({"error": "invalid request"}, status=401)
     try:
-        response: web.StreamResponse = await handler(request)
+        response: web.StreamResponse = await asyncio.wait_for(handler(request), REQUEST_TIMEOUT)
     except web.HTTPException:
         raise
-    except Exception:
-        log.exception("request failed")
+    except TimeoutError:
+        log.warning("request to %s took over %.0f s; cut off", request.path, REQUEST_TIMEOUT)
+        return web.json_response({"error": "request timeout"}, status=408)
+    except Exception as exc:  # one line, no traceback: hostile input must not fill the log
+        log.warning("request to %s failed: %s: %s", request.path, type(exc).__name__, str(exc)[:200])
         return web.json_response({"error": "bad request"}, status=400)
     # Bolt verified the signature first (a bad one is already a 401); a 5xx after that on a payload of the
     # wrong shape is Bolt choking on malformed input: answer that as the client's error.

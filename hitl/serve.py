@@ -3,8 +3,10 @@ through the run lifecycle, and the background loop (resume jobs, recovery, expir
 
 from __future__ import annotations
 
+import logging
 import socket
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from slack_bolt.async_app import AsyncApp
 
@@ -22,6 +24,20 @@ from engine.runtime import Runtime
 from engine.storage import open_store
 
 __all__ = ["Server", "build_server"]
+
+log = logging.getLogger(__name__)
+
+
+def _warn_plain_http(api_base: str) -> None:
+    """The bot token travels with every Web API call: say so loudly if it would cross a network unencrypted."""
+    url = urlsplit(api_base)
+    local = url.hostname in ("127.0.0.1", "localhost", "::1")
+    if url.scheme != "https" and not local:
+        log.warning(
+            "SLACK_API_URL %s is plain HTTP to a non-local host: the bot token would travel unencrypted. "
+            "Use https:// (Slack's default) unless this is a test stand-in on your own machine",
+            api_base,
+        )
 
 
 @dataclass
@@ -68,6 +84,7 @@ async def build_server(
         settings.require_socket()
     else:
         settings.require_http()
+    _warn_plain_http(settings.api_base)
     config = load_config(config_path_for(settings.hitl_config))
     clock = clock or SystemClock()
     replica = replica or f"bot:{socket.gethostname()}:{short_id('r')}"

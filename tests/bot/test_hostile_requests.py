@@ -1,0 +1,93 @@
+"""Hostile HTTP edges: odd signature headers, tampered button values, slow bodies. None is a 5xx, a traceback
+or a change."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import time
+from urllib.parse import urlencode
+
+import pytest
+
+import bot.server
+from bot.blocks import parse_button_value
+from slack_sandbox.dispatch import sign
+from tests.bot.conftest import SECRET, Harness
+
+HASH = "a" * 64
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"apr_0123456789|\u00b9|{HASH}",  # superscript one
+        f"apr_0123456789|\u0661|{HASH}",  # Arabic-Indic one
+        f"apr_0123456789|01|{HASH}",  # leading zero
+        f"apr_0123456789|1|{HASH}\n",  # trailing newline
+        f"apr_0123456789|0|{HASH}",
+        f"apr_0123456789|1|{HASH.upper()}",
+        f"apr_0123456789|1|{HASH}|extra",
+        "",
+    ],
+)
+def test_button_values_follow_the_exact_ascii_grammar(value: str) -> None:
+    assert parse_button_value(value) is None
+    assert parse_button_value(f"apr_0123456789|12|{HASH}") == ("apr_0123456789", 12, HASH)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "signature", "status"),
+    [
+        ("\u00b9\u2077\u2070\u2070", None, 400),  # Unicode superscript digits
+        ("1700000000", "v0=\u00e9" + "0" * 63, 400),  # non-ASCII signature
+        ("1" * 40, None, 401),
+        ("-1", None, 401),
+        ("", None, 401),
+    ],
+)
+async def test_odd_signature_headers_are_4xx_before_anything_parses_them(
+    harness: Harness, caplog: pytest.LogCaptureFixture, stamp: str, signature: str | None, status: int
+) -> None:
+    a = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="h")
+    assert a.approval is not None
+    card = copy.deepcopy(harness.card_for(a.approval.id))
+    button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])
+    body = urlencode(
+        {"payload": json.dumps({"type": "block_actions", "user": {"id": "U_SUPPORT1"}, "actions": [button]})}
+    )
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature if signature is not None else sign(SECRET, body, int(time.time())),
+    }
+    with caplog.at_level(logging.INFO):
+        async with harness.http.post(
+            f"{harness.bot_url}/slack/events", data=body.encode("utf-8"), headers=headers
+        ) as r:
+            assert r.status == status
+    assert "Traceback" not in caplog.text
+    assert (await harness.svc.store.approvals.get(a.approval.id)).version == 1
+
+
+async def test_a_slow_body_is_cut_off(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bot.server, "REQUEST_TIMEOUT", 0.5)
+    host, port = harness.bot_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    stamp = str(int(time.time()))
+    writer.write(
+        (
+            "POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            f"Content-Length: 5000\r\nX-Slack-Request-Timestamp: {stamp}\r\nX-Slack-Signature: v0=00\r\n\r\npayload="
+        ).encode()
+    )
+    await writer.drain()
+    started = time.monotonic()
+    status_line = await asyncio.wait_for(reader.readline(), 5)
+    assert status_line.startswith(b"HTTP/1.1 408") and time.monotonic() - started < 3
+    writer.close()
+    await asyncio.gather(writer.wait_closed(), return_exceptions=True)
+    async with harness.http.get(f"{harness.bot_url}/healthz") as r:
+        assert r.status == 200
