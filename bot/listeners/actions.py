@@ -34,6 +34,10 @@ _FORMS = {ACTION_MODIFY: FORM_MODIFY, ACTION_REJECT: FORM_REJECT, ACTION_FEEDBAC
 
 
 def _click(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The clicking user and the clicked element of a Block Kit click; None for anything else (a legacy
+    ``interactive_message`` payload carrying our action ids is not a click on a card of ours)."""
+    if body.get("type") != "block_actions" or not isinstance(body.get("user"), dict):
+        return None
     user = (body.get("user") or {}).get("id")
     actions = body.get("actions") or []
     if not isinstance(user, str) or not actions or not isinstance(actions[0], dict):

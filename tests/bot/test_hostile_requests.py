@@ -14,6 +14,7 @@ import pytest
 
 import bot.server
 from bot.blocks import parse_button_value
+from engine.domain.models import Status
 from slack_sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
 
@@ -91,3 +92,19 @@ async def test_a_slow_body_is_cut_off(harness: Harness, monkeypatch: pytest.Monk
     await asyncio.gather(writer.wait_closed(), return_exceptions=True)
     async with harness.http.get(f"{harness.bot_url}/healthz") as r:
         assert r.status == 200
+
+
+async def test_a_legacy_interactive_message_is_not_a_click(harness: Harness) -> None:
+    p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="legacy")
+    assert p.approval is not None
+    a = p.approval
+    legacy = {
+        "type": "interactive_message",
+        "callback_id": "hitl_approve",
+        "user": {"id": "U_SUPPORT1"},
+        "actions": [{"name": "hitl_approve", "action_id": "hitl_approve", "value": f"{a.id}|1|{a.action_hash}"}],
+        "response_url": harness.state.new_response_url("C1", "U_SUPPORT1"),
+    }
+    reply = await harness.slack.send("interactive", legacy)
+    assert reply.status < 500
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.PENDING
