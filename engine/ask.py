@@ -21,7 +21,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 
 from engine.domain.hashing import action_hash
 from engine.domain.models import Approval, Status
-from engine.errors import EngineError, ErrorCode
+from engine.errors import EngineError, ErrorCode, IllegalTransition, StaleVersion
 from engine.runner.effects import Effects
 from engine.runner.tools import Tool
 from engine.service import ApprovalService
@@ -31,7 +31,7 @@ __all__ = ["ActionRejected", "Answer", "Approvals"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-Outcome = Literal["approved", "rejected", "expired", "cancelled", "pending"]
+Outcome = Literal["approved", "rejected", "expired", "cancelled"]
 
 _FINAL: dict[Status, Outcome] = {
     Status.APPROVED: "approved",
@@ -105,7 +105,8 @@ class Approvals:
         return await self.wait(prop.approval, wait=wait)
 
     async def wait(self, approval: Approval, *, wait: float | None = None) -> Answer:
-        """Wait until ``approval`` is decided (following supersessions), it expires, or ``wait`` passes."""
+        """Wait until ``approval`` is decided (following supersessions) or expires. When ``wait`` passes first, the
+        approval is cancelled (an agent that stopped waiting must not be approved behind its back)."""
         clock = self.svc.clock
         budget = self.wait_default if wait is None else wait
         deadline = clock.now() + budget
@@ -120,7 +121,19 @@ class Approvals:
                 continue
             left = min(deadline, approval.expires_at) - now
             if left <= 0:
-                return Answer("pending", approval.execute_args, approval)
+                # The agent stops waiting: it was told "no", so nobody may approve this any more. Close it (the
+                # card says so, a late click is refused) unless a decision landed in the meantime.
+                try:
+                    closed = await self.svc.cancel(
+                        approval.id,
+                        actor=approval.requester,
+                        reason=f"the agent stopped waiting after {budget:g} s",
+                        expected_version=approval.version,
+                    )
+                except (StaleVersion, IllegalTransition):
+                    approval = await self.svc.store.approvals.get(approval.id)
+                    continue
+                return Answer("cancelled", closed.execute_args, closed, closed.reason)
             approval = await self.svc.store.approvals.wait_changed(
                 approval.id, after_version=approval.version, timeout=min(left, 60.0)
             )

@@ -419,11 +419,15 @@ class ApprovalService:
             metadata={**current.metadata, "supersedes": current.id},
         )
 
-    async def cancel(self, approval_id: str, *, actor: str, reason: str) -> Approval:
+    async def cancel(
+        self, approval_id: str, *, actor: str, reason: str, expected_version: int | None = None
+    ) -> Approval:
+        """Close a pending approval nobody will act on (audited; the card says so). With ``expected_version`` it
+        loses to a decision made meanwhile (:class:`~engine.errors.StaleVersion`)."""
         updated = await self.store.approvals.transition(
             approval_id,
             target=Status.CANCELLED,
-            expected_version=None,
+            expected_version=expected_version,
             actor=actor,
             now=self.clock.now(),
             reason=reason,

@@ -13,6 +13,7 @@ import pytest
 from engine.ask import ActionRejected, Approvals
 from engine.config import parse_config
 from engine.domain.models import DecisionKind, Status
+from engine.errors import DecisionRefused, ErrorCode
 from engine.ports import Store
 from engine.service import ApprovalService
 from engine.storage.redis import RedisStore, connect
@@ -118,3 +119,18 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
 async def _pending_eventually(store: Store) -> list[Any]:
     await wait_pending(store)
     return (await store.approvals.list_pending()).items
+
+
+async def test_a_wait_that_gives_up_closes_the_approval(store: Store, clock: FakeClock) -> None:
+    """The agent was told "no" (it stopped waiting): nobody may approve it behind its back any more."""
+    agent = Approvals(service(store, clock))
+    answer = await agent.ask("refund", {"order_id": "7", "amount": 10}, session="gave-up", wait=0)
+    assert answer.status == "cancelled" and not answer.approved and answer.approval is not None
+    assert "stopped waiting" in (answer.reason or "")
+    closed = await store.approvals.get(answer.approval.id)
+    assert closed.status is Status.CANCELLED
+    with pytest.raises(DecisionRefused) as late:
+        await service(store, clock).decide(closed.id, "U_SUPPORT1", DecisionKind.APPROVE)
+    assert late.value.code is ErrorCode.ALREADY_DECIDED
+    events = [e.event for e in await store.audit.entries(approval_id=closed.id)]
+    assert events[:2] == ["created", "cancelled"] and events[-1] == "refused"
