@@ -5,6 +5,7 @@ engine's runtime."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -17,6 +18,7 @@ from bot.listeners import register
 from bot.metrics import Metrics
 from bot.notifier import SlackNotifier
 from bot.reporter import SlackReporter
+from bot.response_urls import response_url_guard
 from bot.reviewers import ReviewerDirectory
 from bot.settings import BotSettings
 from bot.signing import Signer
@@ -121,5 +123,8 @@ def build_app(
         process_before_response=False,
         raise_error_for_unhandled_request=False,
     )
+    # A local stand-in for Slack (SLACK_API_URL off slack.com) serves its own response URLs: trust that one too.
+    api = urlsplit(settings.api_base)
+    app.use(response_url_guard([api.netloc] if api.hostname not in ("slack.com", "www.slack.com") else []))
     register(app, ctx)
     return BotRuntime(app=app, ctx=ctx, side=side)

@@ -11,9 +11,10 @@ import time
 from urllib.parse import urlencode
 
 import pytest
+from aiohttp import web
 
 import bot.server
-from bot.blocks import parse_button_value
+from bot.blocks import ACTION_APPROVE, parse_button_value
 from engine.domain.models import Status
 from slack_sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
@@ -108,3 +109,31 @@ async def test_a_legacy_interactive_message_is_not_a_click(harness: Harness) -> 
     reply = await harness.slack.send("interactive", legacy)
     assert reply.status < 500
     assert (await harness.svc.store.approvals.get(a.id)).status is Status.PENDING
+
+
+async def test_response_urls_off_slack_are_never_followed(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signed payload whose response_url points elsewhere gets no reply sent there; the click still counts."""
+    hits: list[str] = []
+
+    async def evil(request: web.Request) -> web.Response:
+        hits.append(await request.text())
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", evil)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="ru")
+        assert p.approval is not None
+        monkeypatch.setattr(harness.state, "new_response_url", lambda *_: f"http://127.0.0.1:{port}/steal")
+        card = copy.deepcopy(harness.card_for(p.approval.id))
+        await harness.slack.click("U_STRANGER", card, ACTION_APPROVE)  # refused: the refusal would go to respond()
+        await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+        assert hits == []
+        assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.APPROVED
+    finally:
+        await runner.cleanup()
