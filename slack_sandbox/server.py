@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -26,6 +27,20 @@ class Emulator:
         await self.runner.cleanup()
 
 
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@web.middleware
+async def _local_only(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Answer only requests addressed to this machine: a foreign ``Host`` is DNS rebinding (a page on another
+    site resolving its name to 127.0.0.1 to read the workspace or act in it)."""
+    host = (request.host or "").rsplit(":", 1)[0].strip("[]").lower() if request.host else ""
+    if host not in _LOOPBACK:
+        return web.json_response({"ok": False, "error": "forbidden_host"}, status=403)
+    response: web.StreamResponse = await handler(request)
+    return response
+
+
 async def start_emulator(
     state: SlackState,
     *,
@@ -34,7 +49,7 @@ async def start_emulator(
     extra_routes: list[web.RouteDef] | None = None,
     socket: SocketHub | None = None,
 ) -> Emulator:
-    app = web.Application(client_max_size=4 * 1024 * 1024)
+    app = web.Application(client_max_size=4 * 1024 * 1024, middlewares=[_local_only])
     # Socket Mode's routes go first: apps.connections.open takes the app token, not the bot token.
     app.add_routes((socket.routes() if socket else []) + webapi_routes(state) + (extra_routes or []))
     runner = web.AppRunner(app, shutdown_timeout=1.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,7 +57,8 @@ class Call:
 class SlackState:
     """Everything the fake workspace holds. ``clock`` is injectable for trigger expiry."""
 
-    token: str = "xoxb-sandbox"
+    token: str = field(default_factory=lambda: f"xoxb-sandbox-{secrets.token_hex(8)}")
+    """A fresh token per workspace: a page on another site cannot guess it to post as the bot."""
     team_id: str = "T0SANDBOX"
     bot_user: str = "U0HITLBOT"
     channels: dict[str, Channel] = field(default_factory=dict)
@@ -290,12 +292,18 @@ def _method_table(state: SlackState) -> dict[str, Callable[[dict[str, Any]], dic
     }
 
 
+_READS = frozenset({"auth.test", "users.info", "usergroups.users.list"})
+
+
 def webapi_routes(state: SlackState) -> list[web.RouteDef]:
     """Routes for ``/api/{method}`` on an aiohttp application."""
     table = _method_table(state)
 
     async def handle(request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        if request.method == "GET" and method not in _READS:
+            # Slack takes GET too, but a stand-in on your machine must not let a cross-site <img> change state.
+            return web.json_response({"ok": False, "error": "method_not_allowed", "hint": "use POST"}, status=405)
         args: dict[str, Any] = {}
         status, body = 200, {}
         headers: dict[str, str] = {}

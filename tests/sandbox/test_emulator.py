@@ -123,9 +123,11 @@ async def test_auth_and_unknown_methods(slack: tuple[Emulator, AsyncWebClient, a
     assert await error_of(bad.auth_test()) == "invalid_auth"
     async with http.post(f"{emulator.api_url}auth.test") as resp:
         assert (await resp.json())["error"] == "not_authed"
-    async with http.post(f"{emulator.api_url}files.upload", headers={"Authorization": "Bearer xoxb-sandbox"}) as r:
+    async with http.post(
+        f"{emulator.api_url}files.upload", headers={"Authorization": f"Bearer {emulator.state.token}"}
+    ) as r:
         assert r.status == 404
-    good = await AsyncWebClient(token="xoxb-sandbox", base_url=emulator.api_url, session=http).auth_test()
+    good = await AsyncWebClient(token=emulator.state.token, base_url=emulator.api_url, session=http).auth_test()
     assert {"user_id", "team_id", "bot_id"} <= set(good.data)  # type: ignore[arg-type]
 
 
@@ -194,3 +196,21 @@ async def test_sandbox_page_refuses_cross_site_and_rebinding_requests(tmp_path: 
                 assert r.status == 400
     finally:
         await sb.close()
+
+
+async def test_the_sandbox_refuses_foreign_hosts_and_state_changing_gets(
+    slack: tuple[Emulator, AsyncWebClient, aiohttp.ClientSession],
+) -> None:
+    """DNS rebinding (a foreign Host) and a cross-site GET (an <img> tag) can neither read nor act."""
+    emulator, _, http = slack
+    for path in ("/", "/sandbox/state", f"/api/auth.test?token={emulator.state.token}"):
+        async with http.get(f"{emulator.url}{path}", headers={"Host": "evil.example"}) as r:
+            assert r.status == 403 and (await r.json())["error"] == "forbidden_host"
+    general = emulator.state.channel("approvals")
+    assert general is not None
+    query = f"token={emulator.state.token}&channel={general.id}&text=pwned"
+    async with http.get(f"{emulator.api_url}chat.postMessage?{query}") as r:
+        assert r.status == 405
+    assert not any(m.text == "pwned" for m in emulator.state.messages)
+    async with http.get(f"{emulator.api_url}auth.test?token={emulator.state.token}") as r:
+        assert (await r.json())["ok"] is True  # reads still work
