@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from engine.domain.decide import DecideCommand
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
-from engine.domain.records import AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
+from engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 
 if TYPE_CHECKING:
     from engine.runner.outcomes import RunResult
@@ -200,6 +200,11 @@ class AuditLog(Protocol):
 
     async def entries(self, *, approval_id: str | None = None, limit: int = 1000) -> list[AuditEntry]:
         """Audit entries, oldest first."""
+        ...
+
+    async def verify(self) -> tuple[int, AuditBreak | None]:
+        """Check every chain (one per approval, one for entries that belong to no approval): how many entries
+        were checked, and the first broken link, if any."""
         ...
 
 

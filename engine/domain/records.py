@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
 from typing import Any
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.domain.models import Approval
 
-__all__ = ["AuditEntry", "Claim", "ClaimState", "Job", "MessageRef", "Page", "TrustGrant"]
+__all__ = ["AuditBreak", "AuditEntry", "Claim", "ClaimState", "Job", "MessageRef", "Page", "TrustGrant", "chain_link"]
 
 
 class _Rec(BaseModel):
@@ -59,6 +60,32 @@ class AuditEntry(_Rec):
     """``ok`` or an error code."""
     detail: str = ""
     seq: int = 0
+    prev: str = ""
+    """The link of the entry before this one in its chain (empty for the first)."""
+    link: str = ""
+    """SHA-1 of ``prev`` and this entry's content: editing, removing or reordering an entry breaks the chain."""
+
+
+def chain_link(prev: str, body: str) -> str:
+    """The link of an audit entry whose content is ``body``, after the entry whose link is ``prev``.
+
+    SHA-1, because it is the digest Redis scripts can compute inside the same atomic step that writes the entry.
+    A chain makes the log tamper-evident (an edit, a removal or a reordering is detected); it is not a signature:
+    someone who can rewrite the whole store can rewrite the chain too.
+    """
+    return hashlib.sha1(f"{prev}\n{body}".encode(), usedforsecurity=False).hexdigest()
+
+
+class AuditBreak(_Rec):
+    """The first broken link found by ``hitl audit verify``."""
+
+    chain: str
+    """The approval id whose entries form the chain, or ``events`` for entries that belong to no approval."""
+    position: int
+    """1-based position of the first entry that does not link."""
+    reason: str
+    checked: int
+    """Entries checked before the break."""
 
 
 class TrustGrant(_Rec):

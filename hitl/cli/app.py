@@ -210,17 +210,24 @@ def show(
 
 @app.command()
 def audit(
-    target: Annotated[str | None, typer.Argument(metavar="[ID]", help="Only this approval.")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=100000)] = 200,
+    target: Annotated[
+        str | None, typer.Argument(metavar="[ID|verify]", help="Only this approval; or `verify` to check the chains.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=100000, help="Newest entries to print.")] = 200,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
 ) -> None:
-    """Print the audit trail (oldest first)."""
+    """Print the audit trail (oldest first), or `hitl audit verify`: check that no entry was changed, removed or
+    reordered (exit 0 intact, 1 broken, naming the first broken link)."""
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
         async with open_runtime(settings.runtime) as rt:
+            if target == "verify":
+                checked, broken = await rt.store.audit.verify()
+                out.audit_verified(checked, broken)
+                return 0 if broken is None else 1
             approval_id = (await resolve_target(rt, target))[0].id if target else None
             out.audit(await rt.store.audit.entries(approval_id=approval_id, limit=limit))
         return 0

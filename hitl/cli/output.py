@@ -13,7 +13,7 @@ from rich.text import Text
 
 from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
-from engine.domain.records import AuditEntry
+from engine.domain.records import AuditBreak, AuditEntry
 from engine.domain.redaction import reveal_hidden
 from engine.runner.executor import RunResult
 from engine.runner.state import RunStatus
@@ -149,6 +149,17 @@ class Out:
                 iso(a.expires_at),
             )
         self.console.print(t)
+
+    def audit_verified(self, checked: int, broken: AuditBreak | None) -> None:
+        if self.json:
+            self.emit({"intact": broken is None, "checked": checked, "broken": broken.model_dump() if broken else None})
+        elif broken is None:
+            self.text(("audit chain intact", "bold green"), f": {checked} entries checked")
+        else:
+            self.text(
+                ("audit chain BROKEN", "bold red"),
+                f" in {broken.chain} at entry {broken.position}: {broken.reason} ({checked} verified before it)",
+            )
 
     def audit(self, entries: list[AuditEntry]) -> None:
         if self.json:

@@ -17,7 +17,7 @@ from engine.domain.records import AuditEntry, Page
 from engine.domain.states import check_transition, sources_of
 from engine.errors import ErrorCode, NotFound
 from engine.storage.codec import decode_cursor, encode_cursor
-from engine.storage.redis.codec import approval_from_result, approval_to_fields, static_doc, text
+from engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors
 
 __all__ = ["RedisApprovals"]
@@ -43,7 +43,7 @@ class RedisApprovals:
             action_hash=approval.action_hash,
             detail=f"{approval.tool} {approval.tier}",
         )
-        args: list[Any] = [entry.model_dump_json(), static_doc(approval)]
+        args: list[Any] = [entry_body(entry), static_doc(approval)]
         for k, v in fields.items():
             args += [k, v]
 

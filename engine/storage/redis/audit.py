@@ -3,8 +3,10 @@ of entries that belong to no approval."""
 
 from __future__ import annotations
 
-from engine.domain.records import AuditEntry
-from engine.storage.redis.codec import text
+from typing import Any, cast
+
+from engine.domain.records import AuditBreak, AuditEntry, chain_link
+from engine.storage.redis.codec import entry_body, split_link, text
 from engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisAudit"]
@@ -20,9 +22,9 @@ class RedisAudit:
 
     async def append(self, entry: AuditEntry) -> None:
         if entry.approval_id:
-            await self.r.rpush(self.conn.audit_key(entry.approval_id), entry.model_dump_json())
+            await self.conn.call(self.conn.audit_script, [self.conn.audit_key(entry.approval_id)], [entry_body(entry)])
         else:
-            await self.r.xadd(self.conn.events_key, {"e": entry.model_dump_json()})
+            await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])
 
     async def entries(self, *, approval_id: str | None = None, limit: int = 1000) -> list[AuditEntry]:
         if approval_id:
@@ -39,3 +41,34 @@ class RedisAudit:
         entries += [AuditEntry.model_validate_json(fields[b"e" if b"e" in fields else "e"]) for _, fields in stream]
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
+
+    async def verify(self) -> tuple[int, AuditBreak | None]:
+        checked = 0
+        ids = [text(m) for m in await self.r.zrange(self.conn.all_key, 0, -1)]
+        chains: list[tuple[str, list[str]]] = []
+        for start in range(0, len(ids), 200):
+            async with self.r.pipeline(transaction=False) as pipe:
+                for aid in ids[start : start + 200]:
+                    pipe.lrange(self.conn.audit_key(aid), 0, -1)
+                logs = await pipe.execute()
+            chains += [(aid, [text(x) for x in log]) for aid, log in zip(ids[start : start + 200], logs, strict=True)]
+        stream = cast(list[tuple[Any, dict[str, Any]]], await self.r.xrange(self.conn.events_key))
+        events = [text(fields.get("e", "")) for _, fields in stream]
+        for chain, stored in [*chains, ("events", events)]:
+            prev = ""
+            for position, element in enumerate(stored, start=1):
+                parts = split_link(element)
+                if parts is None:
+                    reason = "the entry carries no link (written or replaced outside hitl)"
+                    return checked, AuditBreak(chain=chain, position=position, reason=reason, checked=checked)
+                body, claimed_prev, link = parts
+                if claimed_prev != prev:
+                    reason = "an entry before it was removed or moved"
+                    return checked, AuditBreak(chain=chain, position=position, reason=reason, checked=checked)
+                if link != chain_link(prev, body):
+                    return checked, AuditBreak(
+                        chain=chain, position=position, reason="the entry was changed", checked=checked
+                    )
+                prev = link
+                checked += 1
+        return checked, None

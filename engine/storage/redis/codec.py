@@ -10,11 +10,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from engine.domain.models import Approval
+from engine.domain.records import AuditEntry
 
-__all__ = ["DYNAMIC", "approval_from_result", "approval_to_fields", "static_doc", "text"]
+__all__ = ["DYNAMIC", "approval_from_result", "approval_to_fields", "entry_body", "split_link", "static_doc", "text"]
 
 # Fields the scripts maintain; everything else lives in the static document.
 DYNAMIC = ("status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at")
@@ -64,3 +66,17 @@ def text(v: Any) -> str:
     if v is None:
         return ""
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def entry_body(e: AuditEntry) -> str:
+    """An audit entry's JSON as the scripts chain it (its position and links are added by the script)."""
+    return e.model_dump_json(exclude={"seq", "prev", "link"})
+
+
+_LINKED = re.compile(r',"prev":"([0-9a-f]*)","link":"([0-9a-f]{40})"\}\Z')
+
+
+def split_link(stored: str) -> tuple[str, str, str] | None:
+    """``(body, prev, link)`` of a chained entry as stored, or None when it carries no link."""
+    m = _LINKED.search(stored)
+    return (stored[: m.start()] + "}", m.group(1), m.group(2)) if m else None

@@ -79,6 +79,8 @@ class RedisConnection:
         self.checkpoint_script: AsyncScript = client.register_script(_lua("checkpoint"))
         self.renew_script: AsyncScript = client.register_script(_lua("renew"))
         self.own_script: AsyncScript = client.register_script(_lua("own"))
+        self.audit_script: AsyncScript = client.register_script(_lua("audit"))
+        self.events_script: AsyncScript = client.register_script(_lua("events"))
 
     # -- key layout -------------------------------------------------------------------------------------
     def approval_key(self, approval_id: str) -> str:

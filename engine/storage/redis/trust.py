@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from engine.domain.records import AuditEntry, TrustGrant
-from engine.storage.redis.codec import text
+from engine.storage.redis.codec import entry_body, text
 from engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisTrust"]
@@ -28,8 +28,8 @@ class RedisTrust:
         async with self.r.pipeline(transaction=True) as pipe:
             pipe.hset(self._key(session_id), tool, json.dumps([until, by]))
             pipe.sadd(self._sessions, session_id)
-            pipe.xadd(self.conn.events_key, {"e": entry.model_dump_json()})
             await pipe.execute()
+        await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])
 
     async def active(self, session_id: str, *, now: float) -> list[TrustGrant]:
         raw = await self.r.hgetall(self._key(session_id))
@@ -56,5 +56,5 @@ class RedisTrust:
         removed = bool(await self.r.hdel(self._key(session_id), tool)) and tool in grants
         if removed:
             entry = AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool} in {session_id}")
-            await self.r.xadd(self.conn.events_key, {"e": entry.model_dump_json()})
+            await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])
         return removed

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 
-from engine.domain.records import AuditEntry
+from engine.domain.records import AuditBreak, AuditEntry, chain_link
 from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import insert_audit
+from engine.storage.sqlite.rows import audit_body, insert_audit
 
 __all__ = ["SqliteAudit"]
 
-_COLS = "seq, at, actor, event, approval_id, version, action_hash, outcome, detail"
+_COLS = "seq, at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link"
 _KEYS = _COLS.split(", ")
 
 
@@ -34,5 +34,31 @@ class SqliteAudit:
                     f"SELECT {_COLS} FROM (SELECT {_COLS} FROM audit ORDER BY seq DESC LIMIT ?) ORDER BY seq", (limit,)
                 ).fetchall()
             return [AuditEntry.model_validate(dict(zip(_KEYS, r, strict=True))) for r in rows]
+
+        return await self.db.run(tx, write=False)
+
+    async def verify(self) -> tuple[int, AuditBreak | None]:
+        def tx(c: sqlite3.Connection) -> tuple[int, AuditBreak | None]:
+            heads: dict[str | None, tuple[str, int]] = {}
+            checked = 0
+            for row in c.execute(f"SELECT {_COLS} FROM audit ORDER BY seq"):
+                e = AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True)))
+                head, position = heads.get(e.approval_id, ("", 0))
+                position += 1
+                chain = e.approval_id or "events"
+                if e.prev != head:
+                    return checked, AuditBreak(
+                        chain=chain,
+                        position=position,
+                        reason="an entry before it was removed or moved",
+                        checked=checked,
+                    )
+                if e.link != chain_link(e.prev, audit_body(e)):
+                    return checked, AuditBreak(
+                        chain=chain, position=position, reason="the entry was changed", checked=checked
+                    )
+                heads[e.approval_id] = (e.link, position)
+                checked += 1
+            return checked, None
 
         return await self.db.run(tx, write=False)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 
+from engine.domain.hashing import canonical_json
 from engine.domain.models import Approval
-from engine.domain.records import AuditEntry
+from engine.domain.records import AuditEntry, chain_link
 from engine.errors import NotFound
 
-__all__ = ["insert_audit", "load_approval", "write_approval"]
+__all__ = ["audit_body", "insert_audit", "load_approval", "write_approval"]
 
 
 def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
@@ -32,9 +33,30 @@ def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) 
         )
 
 
+def audit_body(e: AuditEntry) -> str:
+    """What an entry's link covers: every field it records (not its position or its links)."""
+    return canonical_json(e.model_dump(exclude={"seq", "prev", "link"}))
+
+
 def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
+    """Append ``e`` to its chain (its approval's, or the one for entries that belong to no approval)."""
+    row = c.execute(
+        "SELECT link FROM audit WHERE approval_id IS ? ORDER BY seq DESC LIMIT 1", (e.approval_id,)
+    ).fetchone()
+    prev = row[0] if row else ""
     c.execute(
-        "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (e.at, e.actor, e.event, e.approval_id, e.version, e.action_hash, e.outcome, e.detail),
+        "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            e.at,
+            e.actor,
+            e.event,
+            e.approval_id,
+            e.version,
+            e.action_hash,
+            e.outcome,
+            e.detail,
+            prev,
+            chain_link(prev, audit_body(e)),
+        ),
     )

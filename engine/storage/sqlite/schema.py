@@ -76,7 +76,9 @@ CREATE TABLE IF NOT EXISTS audit (
     version INTEGER,
     action_hash TEXT,
     outcome TEXT NOT NULL,
-    detail TEXT NOT NULL
+    detail TEXT NOT NULL,
+    prev TEXT NOT NULL DEFAULT '',
+    link TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS audit_by_approval ON audit (approval_id, seq);
 -- Append-only: the database itself refuses to rewrite history.
@@ -114,3 +116,8 @@ def add_missing_columns(c: sqlite3.Connection) -> None:
         if "status" not in columns:  # version 2 -> 3: the run status, indexed, for recovery scans
             c.execute("ALTER TABLE checkpoints ADD COLUMN status TEXT NOT NULL DEFAULT ''")
             c.execute("UPDATE checkpoints SET status = COALESCE(json_extract(data, '$.status'), '')")
+    if "audit" in tables:
+        columns = {r[1] for r in c.execute("PRAGMA table_info(audit)")}
+        if "link" not in columns:  # version 2 -> 3: the audit chain (older entries stay unlinked)
+            c.execute("ALTER TABLE audit ADD COLUMN prev TEXT NOT NULL DEFAULT ''")
+            c.execute("ALTER TABLE audit ADD COLUMN link TEXT NOT NULL DEFAULT ''")

@@ -56,6 +56,7 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "windows.stats": lambda: store.windows.stats("k", now=now, window=60),
         "audit.append": lambda: store.audit.append(AuditEntry(at=now, actor="x", event="note")),
         "audit.entries": lambda: store.audit.entries(),
+        "audit.verify": lambda: store.audit.verify(),
         "messages.set": lambda: store.messages.set(a.id, ref),
         "messages.get": lambda: store.messages.get(a.id),
         "messages.approval_for": lambda: store.messages.approval_for(ref),
@@ -77,4 +78,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 33  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 34  # every method of every port, plus ping: a new method needs a line here

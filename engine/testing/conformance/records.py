@@ -5,9 +5,11 @@ Subclass it and provide ``store`` and ``clock`` fixtures.
 
 from __future__ import annotations
 
+from engine.domain.models import Status
 from engine.domain.records import AuditEntry, MessageRef
 from engine.ports import Store
 from engine.testing.clock import FakeClock
+from engine.testing.conformance.helpers import cmd
 from engine.testing.factories import make_approval
 
 __all__ = ["RecordsConformance"]
@@ -29,3 +31,20 @@ class RecordsConformance:
         assert await store.messages.get(a.id) == ref
         assert await store.messages.approval_for(ref) == a.id
         assert await store.messages.approval_for(MessageRef(channel="C123", ts="1")) is None
+
+    async def test_every_entry_is_chained_and_the_chains_verify(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now(), key="chain")
+        await store.approvals.create(a)
+        decided = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.advance(1))
+        await store.approvals.transition(
+            a.id, target=Status.EXECUTING, expected_version=decided.version, actor="w", now=clock.advance(1)
+        )
+        await store.audit.append(AuditEntry(at=clock.advance(1), actor="w", event="note", approval_id=a.id))
+        await store.trust.grant("s1", "refund", until=clock.now() + 60, by="U_SUPPORT1", now=clock.now())
+        await store.audit.append(AuditEntry(at=clock.advance(1), actor="cli", event="forced_resume", detail="x"))
+        mine = await store.audit.entries(approval_id=a.id)
+        assert [e.event for e in mine] == ["created", "decided", "executing", "note"]
+        assert mine[0].prev == "" and all(e.link for e in mine)
+        assert [e.prev for e in mine[1:]] == [e.link for e in mine[:-1]]
+        checked, broken = await store.audit.verify()
+        assert broken is None and checked == 6

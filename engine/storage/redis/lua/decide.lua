@@ -4,6 +4,14 @@
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
 --       supersede_with, via, approval_id, roles...; ARGV[2]: the approval's pub/sub channel
+-- Append an audit entry to its approval's chain: its link covers the previous link and its own text.
+local function chain_push(key, body)
+  local last = redis.call('LINDEX', key, -1)
+  local prev = ''
+  if last then prev = string.match(last, '"link":"(%x+)"}$') or '' end
+  local link = redis.sha1hex(prev .. '\n' .. body)
+  redis.call('RPUSH', key, string.sub(body, 1, -2) .. ',"prev":"' .. prev .. '","link":"' .. link .. '"}')
+end
 local k, ak = KEYS[1], KEYS[2]
 local A = cjson.decode(ARGV[1])
 local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
@@ -14,7 +22,7 @@ if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
 
 local function audit(event, outcome, ver, detail)
-  redis.call('RPUSH', ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
+  chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
     '","approval_id":' .. cjson.encode(aid) .. ',"version":' .. ver .. ',"action_hash":"' .. f[4] ..
     '","outcome":"' .. outcome .. '","detail":' .. cjson.encode(detail) .. '}')
 end
