@@ -84,6 +84,7 @@ class Runner:
         )
         async with self.kit.owning(state.session_id):
             await self.kit.save(state)
+            await self._event(state, "run_started", f"{wf.spec.name} by {state.requester}")
             return await self._drive(wf, tools, state)
 
     async def resume(self, session_id: str, *, force: bool = False, actor: str = "cli") -> RunResult:
@@ -116,6 +117,7 @@ class Runner:
             state.history.append(f"resumed with --force by {actor}: {what}")
             state.spec_hash, state.step_hashes = wf.spec_hash, wf.step_hashes
         state.status = RunStatus.RUNNING
+        await self._event(state, "run_resumed", f"by {actor} at step {state.position + 1}")
         return await self._drive(wf, self._load(wf), state)
 
     async def load(self, session_id: str) -> RunState:
@@ -155,6 +157,8 @@ class Runner:
                 state.waiting = outcome.approval.id if outcome.approval else None
                 state.reason = outcome.reason
                 await self.kit.save(state)
+                waiting = f" on {outcome.approval.id}" if outcome.approval else ""
+                await self._event(state, f"run_{outcome.status}", f"{outcome.reason or ''}{waiting}".strip())
                 return self._result(state, outcome.approval)
             state.position = outcome.position if isinstance(outcome, Jump) else state.position + 1
             state.waiting = None
@@ -164,7 +168,19 @@ class Runner:
         if state.status is not RunStatus.COMPLETED:  # a run resumed after it had already finished its steps
             state.status, state.reason = RunStatus.COMPLETED, None
             await self.kit.save(state)
+        await self._event(state, "run_completed", f"{len(steps)} steps")
         return self._result(state)
+
+    async def _event(self, state: RunState, event: str, detail: str) -> None:
+        """Run-level events join the audit trail (the chain of entries that belong to no approval)."""
+        await self.store.audit.append(
+            AuditEntry(
+                at=self.svc.clock.now(),
+                actor=self.worker_id,
+                event=event,
+                detail=f"{state.session_id}: {detail}"[:500],
+            )
+        )
 
     def _load(self, wf: LoadedWorkflow) -> dict[str, Tool]:
         key = wf.spec_hash

@@ -273,3 +273,26 @@ async def test_feedback_on_a_tool_approval_is_refused_not_turned_into_a_rejectio
         await svc.decide(p.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="shorter please")
     assert err.value.code is ErrorCode.INVALID_INPUT and "reject it with a reason" in err.value.message
     assert (await svc.store.approvals.get(p.approval.id)).status is Status.PENDING
+
+
+async def test_run_level_events_join_the_audit_chain(svc: ApprovalService, effects: ModuleType) -> None:
+    runner = Runner(svc)
+    r = await runner.start(load_workflow(FLOWS / "gate.yaml"), {})
+    assert r.approval is not None
+    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    r = await runner.resume(r.session_id)
+    assert r.approval is not None
+    await svc.decide(r.approval.id, "U_ED2", DecisionKind.APPROVE)
+    await runner.resume(r.session_id)
+    runs = [(e.event, e.detail.split(":")[0]) for e in await svc.store.audit.entries() if e.event.startswith("run_")]
+    assert [event for event, _ in runs] == [
+        "run_started",
+        "run_paused",
+        "run_resumed",
+        "run_paused",
+        "run_resumed",
+        "run_completed",
+    ]
+    assert {session for _, session in runs} == {r.session_id}
+    checked, broken = await svc.store.audit.verify()
+    assert broken is None and checked > len(runs)

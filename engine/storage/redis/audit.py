@@ -38,7 +38,10 @@ class RedisAudit:
             pipe.xrevrange(self.conn.events_key, count=limit)
             *logs, stream = await pipe.execute()
         entries = [AuditEntry.model_validate_json(r) for log in logs for r in log]
-        entries += [AuditEntry.model_validate_json(fields[b"e" if b"e" in fields else "e"]) for _, fields in stream]
+        # The stream read came newest first: put it back in order, so entries with equal times keep theirs.
+        entries += [
+            AuditEntry.model_validate_json(fields[b"e" if b"e" in fields else "e"]) for _, fields in stream[::-1]
+        ]
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
 
