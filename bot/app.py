@@ -88,6 +88,8 @@ class BotRuntime:
     app: AsyncApp
     ctx: BotContext
     side: SlackSide
+    signing_secret: str | None = None
+    """Verified by the HTTP server before a payload is parsed (None in Socket Mode)."""
 
     @property
     def client(self) -> AsyncWebClient:
@@ -127,4 +129,4 @@ def build_app(
     api = urlsplit(settings.api_base)
     app.use(response_url_guard([api.netloc] if api.hostname not in ("slack.com", "www.slack.com") else []))
     register(app, ctx)
-    return BotRuntime(app=app, ctx=ctx, side=side)
+    return BotRuntime(app=app, ctx=ctx, side=side, signing_secret=secret or None)

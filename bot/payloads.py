@@ -1,77 +1,167 @@
-"""Shapes of the Slack requests hitl handles, checked with pydantic (extra fields allowed: Slack adds them)."""
+"""Every Slack request hitl handles, parsed once and strictly, before Bolt sees it.
+
+A request is a form body holding either a slash command or a ``payload`` of JSON. Only the payload types hitl
+uses are accepted (``block_actions``, ``view_submission``, ``view_closed``); the fields the listeners read must
+have exactly their types; sizes and JSON nesting are bounded; text must be valid Unicode (no lone surrogates).
+Anything else is refused with a short reason and changes nothing. Fields hitl does not read are allowed (Slack
+adds fields over time) but still count toward the bounds.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
-from urllib.parse import parse_qs
+from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-__all__ = ["well_formed"]
+__all__ = ["Command", "Interaction", "PayloadError", "SlackRequest", "parse_request"]
+
+MAX_DEPTH = 32
+"""Deepest JSON nesting accepted (Slack's own payloads stay under 12)."""
+
+Short = Annotated[str, StringConstraints(max_length=255)]
+Id = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
+
+
+class PayloadError(ValueError):
+    """The request is not one hitl can read; the message says which part, briefly (it goes to the log)."""
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
-class _User(_Open):
-    id: str = Field(min_length=1, max_length=64)
+class User(_Open):
+    id: Id
 
 
-class _Action(_Open):
-    action_id: str = Field(min_length=1, max_length=255)
+class Action(_Open):
+    action_id: Short
+    block_id: Short | None = None
+    value: Annotated[str, StringConstraints(max_length=2000)] | None = None
 
 
-class _BlockActions(_Open):
-    type: Literal["block_actions"]
-    user: _User
-    actions: list[_Action] = Field(min_length=1)
+class Container(_Open):
+    type: Short
+    is_ephemeral: bool = False
 
 
-class _View(_Open):
-    type: str
-    callback_id: str = ""
-    private_metadata: str = ""
-    state: dict[str, Any] = Field(default_factory=dict)
+class ViewState(_Open):
+    values: dict[Short, dict[Short, dict[Short, Any]]] = Field(default_factory=dict)
 
 
-class _ViewSubmission(_Open):
-    type: Literal["view_submission", "view_closed"]
-    user: _User
-    view: _View
+class View(_Open):
+    callback_id: Short = ""
+    private_metadata: Annotated[str, StringConstraints(max_length=3000)] = ""
+    state: ViewState = Field(default_factory=ViewState)
 
 
-class _Command(_Open):
-    command: str
-    user_id: str = Field(min_length=1)
-    text: str = ""
+class Interaction(_Open):
+    """A button click or a modal submission."""
+
+    type: Literal["block_actions", "view_submission", "view_closed"]
+    user: User
+    actions: list[Action] = Field(default_factory=list, max_length=5)
+    container: Container | None = None
+    view: View | None = None
+    trigger_id: Short | None = None
+    response_url: Annotated[str, StringConstraints(max_length=500)] | None = None
 
 
-def well_formed(body: bytes) -> bool:
-    """Whether a form-encoded Slack request has the shape its type requires."""
+class Command(_Open):
+    """A ``/hitl`` slash command."""
+
+    command: Short
+    user_id: Id
+    text: Annotated[str, StringConstraints(max_length=4000)] = ""
+    trigger_id: Short | None = None
+    response_url: Annotated[str, StringConstraints(max_length=500)] | None = None
+
+
+SlackRequest = Interaction | Command
+
+
+def parse_request(body: bytes) -> SlackRequest:
+    """The request in ``body``, or :class:`PayloadError` naming what is wrong."""
     try:
-        form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8"), keep_blank_values=True).items()}
+        text = body.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
-        return False
+        raise PayloadError("body is not UTF-8") from None
+    try:
+        form = dict(parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text), errors="strict"))
+    except (ValueError, UnicodeDecodeError):
+        raise PayloadError("body is not a form") from None
     if "payload" in form:
-        try:
-            data = json.loads(form["payload"])
-        except json.JSONDecodeError:
-            return False
+        data = _json(form["payload"])
         if not isinstance(data, dict):
-            return False
-        model: type[BaseModel] = _ViewSubmission if str(data.get("type", "")).startswith("view_") else _BlockActions
+            raise PayloadError("payload is not a JSON object")
         if data.get("type") not in ("block_actions", "view_submission", "view_closed"):
-            return True  # not ours: Bolt answers it (or says it is unhandled)
-        try:
-            model.model_validate(data)
-        except ValidationError:
-            return False
-        return True
+            raise PayloadError(f"payload type {str(data.get('type'))[:40]!r} is not one hitl handles")
+        if data["type"] == "block_actions" and not data.get("actions"):
+            raise PayloadError("block_actions without actions")
+        if data["type"] != "block_actions" and not isinstance(data.get("view"), dict):
+            raise PayloadError(f"{data['type']} without a view")
+        return _validated(Interaction, data)
     if "command" in form:
+        _no_surrogates(form)
+        return _validated(Command, form)
+    raise PayloadError("neither a payload nor a command")
+
+
+def _json(text: str) -> Any:
+    if text.startswith("\ufeff"):
+        raise PayloadError("payload starts with a byte-order mark")
+    _check_depth(text)
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise PayloadError("payload is not valid JSON") from None
+    _no_surrogates(data)
+    return data
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` before parsing (a deep document costs the parser dearly)."""
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
+        elif ch in "]}":
+            depth -= 1
+
+
+def _no_surrogates(value: Any) -> None:
+    if isinstance(value, str):
         try:
-            _Command.model_validate(form)
-        except ValidationError:
-            return False
-    return True
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise PayloadError("text holds a lone surrogate") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _no_surrogates(k)
+            _no_surrogates(v)
+    elif isinstance(value, list):
+        for v in value:
+            _no_surrogates(v)
+
+
+def _validated(model: type[Interaction] | type[Command], data: dict[str, Any]) -> SlackRequest:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(payload)"
+        raise PayloadError(f"{where}: {first['msg']}"[:200]) from None

@@ -34,8 +34,10 @@ def response_url_guard(
 
     async def guard(context: AsyncBoltContext, next: Callable[[], Awaitable[None]]) -> None:  # noqa: A002 (Bolt's name)
         url = context.response_url
-        if url and not allowed(url):
-            log.warning("dropped a response_url to %s: not a Slack host", urlsplit(url).netloc[:100])
+        if not url or not allowed(url):
+            if url:
+                log.warning("dropped a response_url to %s: not a Slack host", urlsplit(url).netloc[:100])
+            # Without a usable response_url there is nobody to answer privately: replies go nowhere, quietly.
             context["response_url"] = None
             context["respond"] = _dropped
         await next()

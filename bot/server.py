@@ -8,9 +8,10 @@ from typing import Any
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_sdk.signature import SignatureVerifier
 
 from bot.app import BotRuntime
-from bot.payloads import well_formed
+from bot.payloads import PayloadError, parse_request
 from engine.errors import EngineError
 
 __all__ = ["http_app", "serve_http", "serve_socket"]
@@ -18,24 +19,19 @@ __all__ = ["http_app", "serve_http", "serve_socket"]
 log = logging.getLogger(__name__)
 
 
+VERIFIER: web.AppKey[SignatureVerifier | None] = web.AppKey("hitl_signature_verifier", SignatureVerifier)
 REQUEST_TIMEOUT = 10.0
 """Seconds a request may take from its first byte to its answer: a body sent slowly is cut off, not waited for."""
 
 
 @web.middleware
 async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Close the sharp edges of Bolt's adapter before it parses anything: signature headers must be plain ASCII
-    (a Unicode-digit timestamp or a non-ASCII signature is a 400, not a 500), a body must arrive within
-    :data:`REQUEST_TIMEOUT`, and an unexpected error must never become a 5xx or a traceback."""
-    if request.method == "POST" and request.path == "/slack/events":
-        stamp = request.headers.get("X-Slack-Request-Timestamp", "")
-        signature = request.headers.get("X-Slack-Signature", "")
-        if not (stamp.isascii() and signature.isascii()):
-            return web.json_response({"error": "malformed signature headers"}, status=400)
-        if not (stamp.isdigit() and 0 < len(stamp) <= 12):
-            return web.json_response({"error": "invalid request"}, status=401)
+    """Everything Bolt's adapter should not have to survive, refused before it runs: signature headers that are
+    not plain ASCII (400), a body that arrives too slowly (408) or is too large (413), a bad signature (401), and a
+    payload that is not exactly one hitl handles (400, one log line). An unexpected error is never a 5xx or a
+    traceback."""
     try:
-        response: web.StreamResponse = await asyncio.wait_for(handler(request), REQUEST_TIMEOUT)
+        response: web.StreamResponse = await asyncio.wait_for(_checked(request, handler), REQUEST_TIMEOUT)
     except web.HTTPException:
         raise
     except TimeoutError:
@@ -44,16 +40,37 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except Exception as exc:  # one line, no traceback: hostile input must not fill the log
         log.warning("request to %s failed: %s: %s", request.path, type(exc).__name__, str(exc)[:200])
         return web.json_response({"error": "bad request"}, status=400)
-    # Bolt verified the signature first (a bad one is already a 401); a 5xx after that on a payload of the
-    # wrong shape is Bolt choking on malformed input: answer that as the client's error.
-    if response.status >= 500 and request.method == "POST" and not well_formed(await request.read()):
-        return web.json_response({"error": "malformed payload"}, status=400)
+    if response.status >= 500:  # whatever Bolt thought, the request was ours to refuse, not a server fault
+        log.warning("request to %s answered %s; reported as 400", request.path, response.status)
+        return web.json_response({"error": "bad request"}, status=400)
+    return response
+
+
+async def _checked(request: web.Request, handler: Any) -> web.StreamResponse:
+    if request.method == "POST" and request.path == "/slack/events":
+        stamp = request.headers.get("X-Slack-Request-Timestamp", "")
+        signature = request.headers.get("X-Slack-Signature", "")
+        if not (stamp.isascii() and signature.isascii()):
+            return web.json_response({"error": "malformed signature headers"}, status=400)
+        if not (stamp.isdigit() and 0 < len(stamp) <= 12):
+            return web.json_response({"error": "invalid request"}, status=401)
+        body = await request.read()
+        verifier: SignatureVerifier | None = request.app[VERIFIER]
+        if verifier is not None and not verifier.is_valid(body=body, timestamp=stamp, signature=signature):
+            return web.json_response({"error": "invalid request"}, status=401)
+        try:
+            parse_request(body)
+        except PayloadError as exc:
+            log.warning("refused an unreadable Slack request: %s", exc)
+            return web.json_response({"error": "unreadable payload", "detail": str(exc)}, status=400)
+    response: web.StreamResponse = await handler(request)
     return response
 
 
 def http_app(rt: BotRuntime) -> web.Application:
     """Bolt's aiohttp application plus the health and metrics endpoints."""
     app = rt.app.web_app(path="/slack/events")
+    app[VERIFIER] = SignatureVerifier(rt.signing_secret) if rt.signing_secret else None
     app.middlewares.append(_guard)
 
     async def healthz(_: web.Request) -> web.Response:
