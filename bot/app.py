@@ -4,7 +4,7 @@ engine's runtime."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -18,7 +18,7 @@ from bot.listeners import register
 from bot.metrics import Metrics
 from bot.notifier import SlackNotifier
 from bot.reporter import SlackReporter
-from bot.response_urls import response_url_guard
+from bot.response_urls import ResponseUrls, response_url_guard
 from bot.reviewers import ReviewerDirectory
 from bot.settings import BotSettings
 from bot.signing import Signer
@@ -90,6 +90,8 @@ class BotRuntime:
     side: SlackSide
     signing_secret: str | None = None
     """Verified by the HTTP server before a payload is parsed (None in Socket Mode)."""
+    response_urls: ResponseUrls = field(default_factory=ResponseUrls)
+    """Where replies may go (the server tells the clicker when a click could not be read)."""
 
     @property
     def client(self) -> AsyncWebClient:
@@ -127,6 +129,7 @@ def build_app(
     )
     # A local stand-in for Slack (SLACK_API_URL off slack.com) serves its own response URLs: trust that one too.
     api = urlsplit(settings.api_base)
-    app.use(response_url_guard([api.netloc] if api.hostname not in ("slack.com", "www.slack.com") else []))
+    urls = ResponseUrls([api.netloc] if api.hostname not in ("slack.com", "www.slack.com") else [])
+    app.use(response_url_guard(urls))
     register(app, ctx)
-    return BotRuntime(app=app, ctx=ctx, side=side, signing_secret=secret or None)
+    return BotRuntime(app=app, ctx=ctx, side=side, signing_secret=secret or None, response_urls=urls)

@@ -9,28 +9,37 @@ from urllib.parse import urlsplit
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
-__all__ = ["SLACK_RESPONSE_HOSTS", "response_url_guard"]
+__all__ = ["SLACK_RESPONSE_HOSTS", "ResponseUrls", "response_url_guard"]
 
 log = logging.getLogger(__name__)
 
 SLACK_RESPONSE_HOSTS = frozenset({"hooks.slack.com"})
-"""Where Slack's ``response_url``\\s live (https only)."""
+"""Where Slack's response URLs live (https only)."""
 
 
 async def _dropped(*_: Any, **__: Any) -> None:
     """Stands in for ``respond`` when the payload's ``response_url`` is not Slack's: the reply is not sent."""
 
 
-def response_url_guard(
-    extra_netlocs: Iterable[str] = (),
-) -> Callable[[AsyncBoltContext, Callable[[], Awaitable[None]]], Awaitable[None]]:
-    """A Bolt global middleware that drops a ``response_url`` not on Slack's hosts over https, or on one of
-    ``extra_netlocs`` (``host:port``: a local Slack stand-in, whose Web API also serves its response URLs)."""
-    extra = frozenset(extra_netlocs)
+class ResponseUrls:
+    """Which response URLs the bot follows: Slack's hosts over https, and ``extra_netlocs`` (``host:port``:
+    a local Slack stand-in, whose Web API also serves its response URLs)."""
 
-    def allowed(url: str) -> bool:
+    def __init__(self, extra_netlocs: Iterable[str] = ()) -> None:
+        self.extra = frozenset(extra_netlocs)
+
+    def allowed(self, url: object) -> bool:
+        if not isinstance(url, str) or not url:
+            return False
         parts = urlsplit(url)
-        return (parts.scheme == "https" and parts.hostname in SLACK_RESPONSE_HOSTS) or parts.netloc in extra
+        return (parts.scheme == "https" and parts.hostname in SLACK_RESPONSE_HOSTS) or parts.netloc in self.extra
+
+
+def response_url_guard(
+    urls: ResponseUrls,
+) -> Callable[[AsyncBoltContext, Callable[[], Awaitable[None]]], Awaitable[None]]:
+    """A Bolt global middleware that drops a ``response_url`` :class:`ResponseUrls` does not allow."""
+    allowed = urls.allowed
 
     async def guard(context: AsyncBoltContext, next: Callable[[], Awaitable[None]]) -> None:  # noqa: A002 (Bolt's name)
         url = context.response_url

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
+from urllib.parse import parse_qsl
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.signature import SignatureVerifier
@@ -20,6 +23,8 @@ log = logging.getLogger(__name__)
 
 
 VERIFIER: web.AppKey[SignatureVerifier | None] = web.AppKey("hitl_signature_verifier", SignatureVerifier)
+RUNTIME: web.AppKey[BotRuntime] = web.AppKey("hitl_bot_runtime", BotRuntime)
+UNREADABLE = ":warning: This click could not be read, so nothing was recorded. Reload the card and try again."
 REQUEST_TIMEOUT = 10.0
 """Seconds a request may take from its first byte to its answer: a body sent slowly is cut off, not waited for."""
 
@@ -62,15 +67,35 @@ async def _checked(request: web.Request, handler: Any) -> web.StreamResponse:
             parse_request(body)
         except PayloadError as exc:
             log.warning("refused an unreadable Slack request: %s", exc)
+            await _tell_unreadable(request.app[RUNTIME], body)
             return web.json_response({"error": "unreadable payload", "detail": str(exc)}, status=400)
     response: web.StreamResponse = await handler(request)
     return response
+
+
+async def _tell_unreadable(rt: BotRuntime, body: bytes) -> None:
+    """Where the request (signed: it came from Slack) names a Slack ``response_url``, tell the clicker privately
+    that the click could not be read, so nobody believes it was recorded."""
+    try:
+        payload = json.loads(dict(parse_qsl(body.decode("utf-8"))).get("payload", "null"))
+    except (ValueError, RecursionError):
+        return
+    url = payload.get("response_url") if isinstance(payload, dict) else None
+    if not rt.response_urls.allowed(url):
+        return
+    message = {"response_type": "ephemeral", "replace_original": False, "text": UNREADABLE}
+    try:
+        async with rt.side.http.post(str(url), json=message, timeout=aiohttp.ClientTimeout(total=3)) as resp:
+            await resp.read()
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        log.warning("could not tell the clicker their click was unreadable: %s", type(exc).__name__)
 
 
 def http_app(rt: BotRuntime) -> web.Application:
     """Bolt's aiohttp application plus the health and metrics endpoints."""
     app = rt.app.web_app(path="/slack/events")
     app[VERIFIER] = SignatureVerifier(rt.signing_secret) if rt.signing_secret else None
+    app[RUNTIME] = rt
     app.middlewares.append(_guard)
 
     async def healthz(_: web.Request) -> web.Response:

@@ -137,3 +137,22 @@ async def test_response_urls_off_slack_are_never_followed(harness: Harness, monk
         assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.APPROVED
     finally:
         await runner.cleanup()
+
+
+async def test_an_unreadable_click_is_told_so_privately_and_changes_nothing(harness: Harness) -> None:
+    p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="unread")
+    assert p.approval is not None
+    card = copy.deepcopy(harness.card_for(p.approval.id))
+    button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U_SUPPORT1"},
+        "actions": [button],
+        "container": ["not", "an", "object"],  # the wrong type: the whole click is unreadable
+        "response_url": harness.state.new_response_url(card.channel, "U_SUPPORT1"),
+    }
+    body = urlencode({"payload": json.dumps(payload)})
+    reply = await harness.slack.post(body)
+    assert reply.status == 400
+    assert "could not be read" in harness.ephemeral("U_SUPPORT1")[-1].text
+    assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.PENDING
