@@ -24,7 +24,11 @@ log = logging.getLogger(__name__)
 
 VERIFIER: web.AppKey[SignatureVerifier | None] = web.AppKey("hitl_signature_verifier", SignatureVerifier)
 RUNTIME: web.AppKey[BotRuntime] = web.AppKey("hitl_bot_runtime", BotRuntime)
+IN_FLIGHT: web.AppKey[list[int]] = web.AppKey("hitl_in_flight", list)
 UNREADABLE = ":warning: This click could not be read, so nothing was recorded. Reload the card and try again."
+MAX_IN_FLIGHT = 256
+"""Slack requests handled at once by one process; more get 429 with Retry-After (Slack retries), so a flood of slow
+or hostile connections cannot starve the event loop or the store."""
 REQUEST_TIMEOUT = 10.0
 """Seconds a request may take from its first byte to its answer: a body sent slowly is cut off, not waited for."""
 
@@ -35,6 +39,10 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     not plain ASCII (400), a body that arrives too slowly (408) or is too large (413), a bad signature (401), and a
     payload that is not exactly one hitl handles (400, one log line). An unexpected error is never a 5xx or a
     traceback."""
+    in_flight = request.app[IN_FLIGHT]
+    if request.path == "/slack/events" and in_flight[0] >= MAX_IN_FLIGHT:
+        return web.json_response({"error": "busy"}, status=429, headers={"Retry-After": "1"})
+    in_flight[0] += 1
     try:
         response: web.StreamResponse = await asyncio.wait_for(_checked(request, handler), REQUEST_TIMEOUT)
     except web.HTTPException:
@@ -45,6 +53,8 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except Exception as exc:  # one line, no traceback: hostile input must not fill the log
         log.warning("request to %s failed: %s: %s", request.path, type(exc).__name__, str(exc)[:200])
         return web.json_response({"error": "bad request"}, status=400)
+    finally:
+        in_flight[0] -= 1
     if response.status >= 500:  # whatever Bolt thought, the request was ours to refuse, not a server fault
         log.warning("request to %s answered %s; reported as 400", request.path, response.status)
         return web.json_response({"error": "bad request"}, status=400)
@@ -96,6 +106,7 @@ def http_app(rt: BotRuntime) -> web.Application:
     app = rt.app.web_app(path="/slack/events")
     app[VERIFIER] = SignatureVerifier(rt.signing_secret) if rt.signing_secret else None
     app[RUNTIME] = rt
+    app[IN_FLIGHT] = [0]
     app.middlewares.append(_guard)
 
     async def healthz(_: web.Request) -> web.Response:
@@ -114,7 +125,8 @@ def http_app(rt: BotRuntime) -> web.Application:
 
 
 async def serve_http(rt: BotRuntime, *, host: str, port: int, ready: asyncio.Event | None = None) -> None:
-    runner = web.AppRunner(http_app(rt), shutdown_timeout=5.0)
+    # Idle keep-alive connections are closed after 15 s (aiohttp keeps them 75 s by default).
+    runner = web.AppRunner(http_app(rt), shutdown_timeout=5.0, keepalive_timeout=15.0)
     await runner.setup()
     # Slack retries what is not acknowledged within 3 s: a long graceful drain on shutdown helps nobody.
     site = web.TCPSite(runner, host, port)

@@ -8,8 +8,10 @@ import copy
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
 from urllib.parse import urlencode
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -156,3 +158,50 @@ async def test_an_unreadable_click_is_told_so_privately_and_changes_nothing(harn
     assert reply.status == 400
     assert "could not be read" in harness.ephemeral("U_SUPPORT1")[-1].text
     assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.PENDING
+
+
+async def test_slow_connections_cannot_starve_the_server(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the in-flight limit a Slack request gets 429 with Retry-After at once; health checks still answer."""
+    monkeypatch.setattr(bot.server, "MAX_IN_FLIGHT", 5)
+    monkeypatch.setattr(bot.server, "REQUEST_TIMEOUT", 3.0)
+    host, port = harness.bot_url.removeprefix("http://").split(":")
+    head = (
+        "POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: 5000\r\nX-Slack-Request-Timestamp: {int(time.time())}\r\nX-Slack-Signature: v0=00\r\n\r\n"
+    ).encode()
+    slow = []
+    for _ in range(5):  # five slow senders hold every slot
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(head + b"payload=")
+        await writer.drain()
+        slow.append((reader, writer))
+    await asyncio.sleep(0.2)
+    r = await harness.slack.post("payload=%7B%7D")
+    assert r.status == 429
+    async with harness.http.get(f"{harness.bot_url}/healthz") as health:
+        assert health.status == 200
+    for reader, writer in slow:  # the slow ones are cut off by the request timeout
+        line = await asyncio.wait_for(reader.readline(), 6)
+        assert line.startswith(b"HTTP/1.1 408")
+        writer.close()
+        await asyncio.gather(writer.wait_closed(), return_exceptions=True)
+    assert (await harness.slack.post("payload=%7B%7D")).status == 400  # slots free again
+
+
+async def test_an_oversize_chunked_body_is_refused_as_it_streams(harness: Harness) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"payload="
+        for _ in range(64):  # 4 MiB, never announced: chunked transfer encoding
+            yield b"A" * 65536
+            await asyncio.sleep(0)
+
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": str(int(time.time()))}
+    headers["X-Slack-Signature"] = "v0=" + "0" * 64
+    try:
+        async with harness.http.post(f"{harness.bot_url}/slack/events", data=chunks(), headers=headers) as r:
+            status = r.status
+    except aiohttp.ClientError:
+        status = 413  # the server may close the connection as soon as the limit is passed, mid-upload
+    assert status == 413
+    async with harness.http.get(f"{harness.bot_url}/healthz") as health:
+        assert health.status == 200

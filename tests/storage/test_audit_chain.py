@@ -70,3 +70,28 @@ async def test_verify_finds_the_first_broken_link(backend: str, tmp_path: Path, 
         "reason": "the entry was changed",
         "checked": broken["checked"],
     }
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_verify_finds_an_approval_whose_whole_trail_was_deleted(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path}/audit.db"
+    else:
+        url = f"{request.getfixturevalue('redis_url')}?prefix=gone{uuid.uuid4().hex[:8]}"
+    store = open_store(url)
+    try:
+        target = await _history(store)
+        if backend == "redis":
+            await store.conn.r.delete(store.conn.audit_key(target))  # type: ignore[attr-defined]
+    finally:
+        await store.close()
+    if backend == "sqlite":
+        with sqlite3.connect(tmp_path / "audit.db") as db:
+            db.execute("DROP TRIGGER audit_no_delete")
+            db.execute("DELETE FROM audit WHERE approval_id = ?", (target,))
+    code, broken = await asyncio.to_thread(_verify, url)
+    where = broken["broken"]
+    assert code == 1 and isinstance(where, dict) and where["chain"] == target
+    assert where["reason"] == "the approval's audit entries are missing"

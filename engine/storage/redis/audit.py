@@ -58,6 +58,9 @@ class RedisAudit:
         stream = cast(list[tuple[Any, dict[str, Any]]], await self.r.xrange(self.conn.events_key))
         events = [text(fields.get("e", "")) for _, fields in stream]
         for chain, stored in [*chains, ("events", events)]:
+            if not stored and chain != "events":
+                reason = "the approval's audit entries are missing"
+                return checked, AuditBreak(chain=chain, position=1, reason=reason, checked=checked)
             prev = ""
             for position, element in enumerate(stored, start=1):
                 parts = split_link(element)

@@ -59,6 +59,13 @@ class SqliteAudit:
                     )
                 heads[e.approval_id] = (e.link, position)
                 checked += 1
+            orphan = c.execute(
+                "SELECT id FROM approvals WHERE id NOT IN "
+                "(SELECT approval_id FROM audit WHERE approval_id IS NOT NULL) ORDER BY created_at LIMIT 1"
+            ).fetchone()
+            if orphan is not None:
+                reason = "the approval's audit entries are missing"
+                return checked, AuditBreak(chain=orphan[0], position=1, reason=reason, checked=checked)
             return checked, None
 
         return await self.db.run(tx, write=False)
