@@ -52,6 +52,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             click = _click(body)
             parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
             if click is None or parsed is None:
+                await _refuse_button(ctx, body, f"{kind} click")
                 await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
                 return
             approval_id, version, digest = parsed
@@ -77,6 +78,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
             trigger = body.get("trigger_id")
             if click is None or parsed is None or not isinstance(trigger, str):
+                await _refuse_button(ctx, body, f"{kind} click")
                 await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
                 return
             approval_id, version, digest = parsed
@@ -140,6 +142,15 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     app.action(ACTION_MODIFY)(ctx.tracked(on_modify))
     app.action(ACTION_FEEDBACK)(ctx.tracked(on_feedback))
     app.action(ACTION_VIEW_ALL)(ctx.tracked(on_view_all))
+
+
+async def _refuse_button(ctx: BotContext, body: dict[str, Any], what: str) -> None:
+    """A signed click whose button value is not ours (altered, or from a foreign message): audited, changes nothing."""
+    user = body.get("user")
+    actor = str(user.get("id") or "unknown") if isinstance(user, dict) else "unknown"
+    actions = body.get("actions") or [{}]
+    value = str(actions[0].get("value", "") if isinstance(actions[0], dict) else "")
+    await ctx.lifecycle.refused(value.split("|", 1)[0][:20], actor[:64], "tampered_button", f"{what}: {value[:80]!r}")
 
 
 async def _safe_respond(respond: Any, text: str) -> None:

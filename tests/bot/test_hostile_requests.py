@@ -205,3 +205,18 @@ async def test_an_oversize_chunked_body_is_refused_as_it_streams(harness: Harnes
     assert status == 413
     async with harness.http.get(f"{harness.bot_url}/healthz") as health:
         assert health.status == 200
+
+
+async def test_a_tampered_button_is_refused_and_audited(harness: Harness) -> None:
+    p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="tamper")
+    assert p.approval is not None
+    card = copy.deepcopy(harness.card_for(p.approval.id))
+    value = f"{p.approval.id}|01|{p.approval.action_hash}"  # a leading zero: not our grammar
+    for block in card.blocks:
+        for element in block.get("elements", []) if block["type"] == "actions" else []:
+            element["value"] = value
+    await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+    assert "not valid" in harness.ephemeral("U_SUPPORT1")[-1].text
+    assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.PENDING
+    refused = [e for e in await harness.svc.store.audit.entries(limit=500) if e.outcome == "tampered_button"]
+    assert len(refused) == 1 and refused[0].actor == "U_SUPPORT1" and refused[0].approval_id == p.approval.id
