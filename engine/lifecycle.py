@@ -175,10 +175,11 @@ class RunLifecycle:
             raise NotFound(f"no run {session_id!r}; `hitl pending` lists paused runs", session_id=session_id)
         return await world.runner.resume(session_id, force=force, actor=actor)
 
-    async def _queue(self, session_id: str, approval_id: str | None) -> None:
+    async def _queue(self, session_id: str, approval_id: str | None, *, wake: bool = True) -> None:
         now = self.worlds.clock.now()
         await self.store.jobs.enqueue(_RESUME, {"session_id": session_id, "approval_id": approval_id}, now=now)
-        self.work.set()
+        if wake:
+            self.work.set()
 
     async def process_jobs(self, *, limit: int = 20) -> int:
         """Run the queued resume jobs this worker can claim; a job is acknowledged only once it is finished."""
@@ -191,7 +192,9 @@ class RunLifecycle:
             except Exception:
                 log.exception("resume job %s failed; it will be retried", job.id)
                 done = False
-            if done:
+            # An orphan's job is finished with either way: if the run is still orphaned, the next scan finds it
+            # again (so a retry comes one round later, not one job lease later).
+            if done or not waiting:
                 await self.store.jobs.ack(job.id)
         return len(jobs)
 
@@ -237,7 +240,7 @@ class RunLifecycle:
         now = self.worlds.clock.now()
         queued = 0
         for run_id in await self.store.runs.orphaned(now=now, limit=page):
-            await self._queue(run_id, None)
+            await self._queue(run_id, None, wake=False)  # found by scanning: the next scan comes soon anyway
             queued += 1
         batch = await self.store.runs.paused(limit=page, after=self._paused_after)
         self._paused_after = batch[-1] if len(batch) == page else None
