@@ -253,44 +253,35 @@ def _in_doubt(a: Approval) -> bool:
     return a.tool.startswith(DOUBT)
 
 
+def _button(action: str, label: str, value: str, *, style: str | None = None, confirm: Any = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "button", "action_id": action, "text": _plain(label), "value": value}
+    if style:
+        out["style"] = style
+    if confirm:
+        out["confirm"] = confirm
+    return out
+
+
+def _confirm(title: str, text: str, yes: str, *, danger: bool = False) -> dict[str, Any]:
+    """Slack's own "are you sure?" dialog before a button acts."""
+    out = {"title": _plain(title), "text": _plain(text[:300]), "confirm": _plain(yes), "deny": _plain("Cancel")}
+    return {**out, "style": "danger"} if danger else out
+
+
+def _plain(text: str) -> dict[str, Any]:
+    return {"type": "plain_text", "text": text}
+
+
 def _doubt_controls(a: Approval) -> dict[str, Any]:
     """Mark done (feedback: what the reviewer found), Run again (approve), Stop (reject)."""
     value = button_value(a)
     tool = str(a.args.get("tool", ""))[:60]
-    buttons: list[dict[str, Any]] = [
-        {
-            "type": "button",
-            "action_id": ACTION_FEEDBACK,
-            "style": "primary",
-            "text": {"type": "plain_text", "text": "Mark done"},
-            "value": value,
-        },
-        {
-            "type": "button",
-            "action_id": ACTION_APPROVE,
-            "text": {"type": "plain_text", "text": "Run again"},
-            "value": value,
-            "confirm": {
-                "title": {"type": "plain_text", "text": "Run it again?"},
-                "text": {"type": "plain_text", "text": f"If {tool} did happen, it will happen twice."[:300]},
-                "confirm": {"type": "plain_text", "text": "Run again"},
-                "deny": {"type": "plain_text", "text": "Cancel"},
-            },
-        },
-        {
-            "type": "button",
-            "action_id": ACTION_REJECT,
-            "style": "danger",
-            "text": {"type": "plain_text", "text": "Stop"},
-            "value": value,
-            "confirm": {
-                "title": {"type": "plain_text", "text": "Stop the run?"},
-                "text": {"type": "plain_text", "text": "Nothing more runs. You will be asked for a reason."},
-                "confirm": {"type": "plain_text", "text": "Stop"},
-                "deny": {"type": "plain_text", "text": "Cancel"},
-                "style": "danger",
-            },
-        },
+    again = _confirm("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
+    stop = _confirm("Stop the run?", "Nothing more runs. You will be asked for a reason.", "Stop", danger=True)
+    buttons = [
+        _button(ACTION_FEEDBACK, "Mark done", value, style="primary"),
+        _button(ACTION_APPROVE, "Run again", value, confirm=again),
+        _button(ACTION_REJECT, "Stop", value, style="danger", confirm=stop),
     ]
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
@@ -299,54 +290,17 @@ def _controls(a: Approval) -> dict[str, Any]:
     if _in_doubt(a):
         return _doubt_controls(a)
     value = button_value(a)
-    buttons: list[dict[str, Any]] = [
-        {
-            "type": "button",
-            "action_id": ACTION_APPROVE,
-            "style": "primary",
-            "text": {"type": "plain_text", "text": "Approve"},
-            "value": value,
-        },
-        {
-            "type": "button",
-            "action_id": ACTION_REJECT,
-            "style": "danger",
-            "text": {"type": "plain_text", "text": "Reject"},
-            "value": value,
-            "confirm": {
-                "title": {"type": "plain_text", "text": "Reject this action?"},
-                "text": {"type": "plain_text", "text": f"{a.tool} will not run. You will be asked for a reason."[:300]},
-                "confirm": {"type": "plain_text", "text": "Reject"},
-                "deny": {"type": "plain_text", "text": "Cancel"},
-                "style": "danger",
-            },
-        },
+    reject = _confirm(
+        "Reject this action?", f"{a.tool} will not run. You will be asked for a reason.", "Reject", danger=True
+    )
+    buttons = [
+        _button(ACTION_APPROVE, "Approve", value, style="primary"),
+        _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
     ]
     if "batch" not in a.metadata and not a.tool.startswith(("gate:", "review:", DOUBT)):
-        buttons.append(
-            {
-                "type": "button",
-                "action_id": ACTION_MODIFY,
-                "text": {"type": "plain_text", "text": "Modify"},
-                "value": value,
-            }
-        )
+        buttons.append(_button(ACTION_MODIFY, "Modify", value))
     if a.tool.startswith(("gate:", "review:")):
-        buttons.append(
-            {
-                "type": "button",
-                "action_id": ACTION_FEEDBACK,
-                "text": {"type": "plain_text", "text": "Send feedback"},
-                "value": value,
-            }
-        )
+        buttons.append(_button(ACTION_FEEDBACK, "Send feedback", value))
     if a.trustable and a.quorum == 1:
-        buttons.append(
-            {
-                "type": "button",
-                "action_id": ACTION_TRUST,
-                "text": {"type": "plain_text", "text": "Trust for session"},
-                "value": value,
-            }
-        )
+        buttons.append(_button(ACTION_TRUST, "Trust for session", value))
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}

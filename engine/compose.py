@@ -129,11 +129,13 @@ class Worlds:
         self.notifier = notifier
         self.worker_id = worker_id
         self._cache: dict[tuple[str | None, str | None, str | None], World] = {}
+        # Resolved once: the default world is on every decision's path (a fully bound approve uses it).
+        self._default_path = config_path_for(config_path)
 
     @property
     def default(self) -> World:
         """``hitl.yaml`` alone: the ask API, ``hitl pending``, approvals that belong to no run."""
-        return self._world(config_path_for(self.config_path), None)
+        return self._world(self._default_path, None)
 
     def for_workflow(self, workflow: LoadedWorkflow, *, recorded_config: str | None = None) -> World:
         """The world a run of ``workflow`` starts (or, with ``recorded_config``, continues) in."""

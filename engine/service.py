@@ -245,24 +245,7 @@ class ApprovalService:
         Every refusal is audited: the store audits the ones its atomic step makes; the ones made before it (a
         missing reason, invalid edited arguments, feedback on an action) are audited here.
         """
-        try:
-            return await self._decide_as(
-                reviewer,
-                approval_id,
-                kind,
-                expected_version=expected_version,
-                expected_hash=expected_hash,
-                reason=reason,
-                args=args,
-                via=via,
-            )
-        except (InvalidInput, PolicyError) as exc:
-            await self.record_refusal(approval_id, reviewer.id, exc.code, f"{kind} via {via}: {exc.message}")
-            raise
-        except EngineError as exc:
-            if exc.code is ErrorCode.POLICY_DENIED:
-                await self.record_refusal(approval_id, reviewer.id, exc.code, f"{kind} via {via}: {exc.message}")
-            raise
+        return await self._decide(reviewer, approval_id, kind, expected_version, expected_hash, reason, args, via)
 
     async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""
@@ -283,12 +266,11 @@ class ApprovalService:
             )
         )
 
-    async def _decide_as(
+    async def _decide(
         self,
         reviewer: Reviewer,
         approval_id: str,
         kind: DecisionKind,
-        *,
         expected_version: int | None,
         expected_hash: str | None,
         reason: str | None,
@@ -313,28 +295,13 @@ class ApprovalService:
                 await self.store.approvals.decide(cmd, now=self.clock.now()), kind, reviewer
             )
         current = await self.store.approvals.get(approval_id)
-        if kind is DecisionKind.FEEDBACK and current.metadata.get("kind") not in ("gate", "doubt"):
-            raise InvalidInput(
-                f"feedback goes to review gates; {current.id} is a {current.tool} action: reject it with a reason, "
-                "or modify its arguments",
-                approval_id=approval_id,
-            )
         version = current.version if expected_version is None else expected_version
         digest = current.action_hash if expected_hash is None else expected_hash
-        if kind is DecisionKind.REJECT and not reason and current.reason_required:
-            raise InvalidInput(
-                f"rejecting {current.tool} needs a reason; pass --reason or fill in the reason field",
-                approval_id=approval_id,
-            )
-        new_args: dict[str, Any] | None = None
-        replacement: Approval | None = None
-        if kind is DecisionKind.MODIFY:
-            if args is None:
-                raise InvalidInput("modify needs the edited arguments (--args JSON)", approval_id=approval_id)
-            if "batch" in current.metadata:
-                raise InvalidInput("a batch cannot be modified item by item; reject it and propose a new batch")
-            new_args = self._validated(current.tool, dict(args))
-            replacement = await self._replacement_if_riskier(current, new_args)
+        try:
+            new_args, replacement = await self._checked(current, kind, reason, args)
+        except (InvalidInput, PolicyError) as exc:
+            await self.record_refusal(approval_id, reviewer.id, exc.code, f"{kind} via {via}: {exc.message}")
+            raise
         cmd = DecideCommand(
             approval_id=approval_id,
             reviewer=reviewer,
@@ -367,6 +334,31 @@ class ApprovalService:
             await self._safe(self.notifier.approval_requested(await self.store.approvals.get(replacement.id)))
         return await self._after_decision(updated, kind, reviewer)
 
+    async def _checked(
+        self, current: Approval, kind: DecisionKind, reason: str | None, args: Mapping[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, Approval | None]:
+        """The checks a decision passes before the store's atomic step: the edited arguments (validated) and the
+        replacing approval when the edit needs other approvers. A refusal here is audited by the caller."""
+        if kind is DecisionKind.FEEDBACK and current.metadata.get("kind") not in ("gate", "doubt"):
+            raise InvalidInput(
+                f"feedback goes to review gates; {current.id} is a {current.tool} action: reject it with a reason, "
+                "or modify its arguments",
+                approval_id=current.id,
+            )
+        if kind is DecisionKind.REJECT and not reason and current.reason_required:
+            raise InvalidInput(
+                f"rejecting {current.tool} needs a reason; pass --reason or fill in the reason field",
+                approval_id=current.id,
+            )
+        if kind is not DecisionKind.MODIFY:
+            return None, None
+        if args is None:
+            raise InvalidInput("modify needs the edited arguments (--args JSON)", approval_id=current.id)
+        if "batch" in current.metadata:
+            raise InvalidInput("a batch cannot be modified item by item; reject it and propose a new batch")
+        new_args = self._validated(current.tool, dict(args))
+        return new_args, await self._replacement_if_riskier(current, new_args)
+
     async def _after_decision(self, updated: Approval, kind: DecisionKind, reviewer: Reviewer) -> Approval:
         if kind is DecisionKind.TRUST and updated.status is Status.APPROVED:
             await self.store.trust.grant(
@@ -387,7 +379,7 @@ class ApprovalService:
         """Re-run the policy on the edited arguments; a higher tier (or a quorum) needs a new approval."""
         verdict = await self.explain(current.tool, new_args, session_id=current.session_id)
         if verdict.denied:
-            raise EngineError(
+            raise PolicyError(
                 f"the edited {current.tool} is denied by policy; reject it instead",
                 code=ErrorCode.POLICY_DENIED,
                 approval_id=current.id,

@@ -94,7 +94,7 @@ class StepKit:
             preview=json.dumps(args, ensure_ascii=False, indent=1)[:2000] if not kw.get("batch") else "",
             min_tier=Tier.APPROVE if step.approval == "required" else Tier.AUTO,
             dedupe_key=f"{state.session_id}:{step.id}:{it}:{digest}",
-            metadata={"step": step.id, "iteration": it, "workflow": wf.spec.name, "kind": "tool"},
+            metadata=self._about(state, step.id, "tool"),
             timeout=step.timeout,
             **kw,
         )
@@ -170,14 +170,7 @@ class StepKit:
             preview=preview,
             min_tier=Tier.APPROVE,
             dedupe_key=f"{state.session_id}:{name}:{exc.key}:{exc.attempt}",
-            metadata={
-                "step": step.id,
-                "iteration": state.iteration.get(step.id, 0),
-                "workflow": state.workflow,
-                "kind": "doubt",
-                "key": exc.key,
-                "approval_id": approval.id if approval else None,
-            },
+            metadata=self._about(state, step.id, "doubt", key=exc.key, approval_id=approval.id if approval else None),
             role=approval.required_role if approval else None,
         )
         if prop.approval is None:
@@ -213,13 +206,7 @@ class StepKit:
             preview=preview,
             min_tier=Tier.APPROVE,
             dedupe_key=f"{state.session_id}:{tool}:{it}:{action_hash(tool, args)}",
-            metadata={
-                "step": step_id,
-                "iteration": it,
-                "workflow": state.workflow,
-                "kind": "gate",
-                "fallback": fallback,
-            },
+            metadata=self._about(state, step_id, "gate", fallback=fallback),
             timeout=timeout,
             role=role,
         )
@@ -229,6 +216,12 @@ class StepKit:
                 code=ErrorCode.POLICY_DENIED,
             )
         return prop.approval
+
+    @staticmethod
+    def _about(state: RunState, step_id: str, kind: str, **extra: Any) -> dict[str, Any]:
+        """What an approval records about the run step that asked for it (``waiting`` matches on it)."""
+        it = state.iteration.get(step_id, 0)
+        return {"step": step_id, "iteration": it, "workflow": state.workflow, "kind": kind, **extra}
 
     # -- ownership and persistence ------------------------------------------------------------------------
     @contextlib.asynccontextmanager
