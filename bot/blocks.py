@@ -297,7 +297,7 @@ def _controls(a: Approval) -> dict[str, Any]:
         _button(ACTION_APPROVE, "Approve", value, style="primary"),
         _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
     ]
-    if "batch" not in a.metadata and not a.tool.startswith(("gate:", "review:", DOUBT)):
+    if a.modifiable and not a.tool.startswith(("gate:", "review:", DOUBT)):
         buttons.append(_button(ACTION_MODIFY, "Modify", value))
     if a.tool.startswith(("gate:", "review:")):
         buttons.append(_button(ACTION_FEEDBACK, "Send feedback", value))

@@ -69,7 +69,10 @@ class BotContext:
         await asyncio.wait_for(self._idle.wait(), timeout)
 
     async def schema_for(self, a: Approval) -> ToolSchema:
-        """The tool's schema in the approval's world (its run's workflow), else hitl.yaml's, else inferred."""
+        """The approval's own schema snapshot (what the asker declared when it asked), else for older approvals the
+        schema in its world, hitl.yaml's, or one inferred from the arguments."""
+        if a.args_schema is not None:
+            return ToolSchema.from_json_schema(a.tool, a.args_schema)
         try:
             world = await self.lifecycle.world_of(a)
         except Exception:  # a missing or broken workflow file: fall back to what the arguments show

@@ -6,9 +6,10 @@
     if answer.approved:
         refund(**answer.args)          # the approved (possibly modified) arguments
 
-Asking again for the same action in the same session re-attaches to the same approval, so a restarted
-agent picks up the decision instead of asking twice. ``guard`` wraps a function so it runs only when
-approved, exactly once.
+Asking again for the same action in the same session re-attaches to the same approval until it is used, so a
+restarted agent picks up the decision instead of asking twice. An approval authorizes one execution: ``ask``
+hands it to the caller (recorded as executed), and an identical action afterwards is a new request. ``guard``
+wraps a function so it runs only when approved, exactly once, under hitl's execution ledger.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeVar
 
-from engine.domain.hashing import action_hash
 from engine.domain.models import Approval, Status
-from engine.errors import EngineError, ErrorCode, IllegalTransition, StaleVersion
-from engine.runner.effects import Effects
-from engine.runner.tools import Tool
+from engine.errors import EngineError, ErrorCode
+from engine.gate import GateRefused, Ticket, ToolCall, ToolGate
 from engine.service import ApprovalService
 
 __all__ = ["ActionRejected", "Answer", "Approvals"]
@@ -78,10 +77,10 @@ class Approvals:
         wait: default seconds to wait for a decision; the approval's own expiry always bounds it.
     """
 
-    def __init__(self, service: ApprovalService, *, wait: float = 24 * 3600.0) -> None:
+    def __init__(self, service: ApprovalService, *, wait: float = 24 * 3600.0, framework: str = "ask") -> None:
         self.svc = service
-        self.wait_default = wait
-        self.effects = Effects(service.store, service.clock, worker_id="ask")
+        self.framework = framework
+        self.gate = ToolGate(service, worker_id=framework, wait_default=wait)
 
     async def ask(
         self,
@@ -92,51 +91,38 @@ class Approvals:
         evidence: str = "",
         requester: str | None = None,
         wait: float | None = None,
-        dedupe_key: str | None = None,
+        call_id: str | None = None,
+        schema: dict[str, Any] | None = None,
+        modifiable: bool = True,
     ) -> Answer:
-        """Propose the action; return at once if the policy allows it, else wait for the decision."""
-        prop = await self.svc.propose(
-            tool, args, session_id=session, evidence=evidence, requester=requester, dedupe_key=dedupe_key
+        """Propose the action; return at once if the policy allows it, else wait for the decision.
+
+        An approved answer is handed to the caller: the approval is recorded as executed (it authorizes this one
+        execution), so asking for the identical action again is a new request.
+        """
+        call = ToolCall(
+            tool,
+            args,
+            session=session,
+            framework=self.framework,
+            call_id=call_id,
+            schema=schema,
+            evidence=evidence,
+            requester=requester,
+            modifiable=modifiable,
         )
-        if prop.verdict.denied:
-            return Answer("rejected", dict(args), reason=f"{tool} is denied by policy")
-        if prop.approval is None:
-            return Answer("approved", dict(args))
-        return await self.wait(prop.approval, wait=wait)
+        ticket = await self.gate.decide(call, timeout=wait)
+        if ticket.runs and ticket.approval is not None and not ticket.consumed:
+            ticket = await self.gate.begin(ticket)
+            await self.gate.finish(ticket, ok=True, detail=f"handed to the {self.framework} caller to run")
+        return _answer(ticket)
 
     async def wait(self, approval: Approval, *, wait: float | None = None) -> Answer:
         """Wait until ``approval`` is decided (following supersessions) or expires. When ``wait`` passes first, the
         approval is cancelled (an agent that stopped waiting must not be approved behind its back)."""
-        clock = self.svc.clock
-        budget = self.wait_default if wait is None else wait
-        deadline = clock.now() + budget
-        while True:
-            approval = await self.effects.follow(approval)
-            if approval.status in _FINAL:
-                return Answer(_FINAL[approval.status], approval.execute_args, approval, approval.reason)
-            now = clock.now()
-            if now >= approval.expires_at:
-                await self.svc.expire_due()
-                approval = await self.svc.store.approvals.get(approval.id)
-                continue
-            left = min(deadline, approval.expires_at) - now
-            if left <= 0:
-                # The agent stops waiting: it was told "no", so nobody may approve this any more. Close it (the
-                # card says so, a late click is refused) unless a decision landed in the meantime.
-                try:
-                    closed = await self.svc.cancel(
-                        approval.id,
-                        actor=approval.requester,
-                        reason=f"the agent stopped waiting after {budget:g} s",
-                        expected_version=approval.version,
-                    )
-                except (StaleVersion, IllegalTransition):
-                    approval = await self.svc.store.approvals.get(approval.id)
-                    continue
-                return Answer("cancelled", closed.execute_args, closed, closed.reason)
-            approval = await self.svc.store.approvals.wait_changed(
-                approval.id, after_version=approval.version, timeout=min(left, 60.0)
-            )
+        call = ToolCall(approval.tool, approval.args, session=approval.session_id, framework=self.framework)
+        ticket = await self.gate.wait(await self.gate.ticket_for(call, approval), timeout=wait)
+        return _answer(ticket)
 
     def guard(
         self, tool: str | None = None, *, session: str | Callable[..., str], evidence: str = ""
@@ -149,7 +135,6 @@ class Approvals:
         def deco(fn: Callable[P, R] | Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[Any]]:
             name = tool or fn.__name__
             sig = inspect.signature(fn)
-            runnable = Tool(name, fn, None)
 
             @functools.wraps(fn)
             async def wrapper(*a: P.args, **kw: P.kwargs) -> Any:
@@ -157,16 +142,29 @@ class Approvals:
                 bound.apply_defaults()
                 args = {k: v for k, v in bound.arguments.items() if k != "idempotency_key"}
                 sid = session(*a, **kw) if callable(session) else session
-                answer = await self.ask(name, args, session=sid, evidence=evidence)
-                if not answer.approved:
+                call = ToolCall(name, args, session=sid, framework=self.framework, evidence=evidence)
+                ticket = await self.gate.decide(call)
+                if not ticket.runs:
+                    answer = _answer(ticket)
                     raise ActionRejected(
                         f"{name} was not approved ({answer.status}): {answer.reason or 'no reason'}",
                         status=answer.status,
                     )
-                scope = answer.approval.id if answer.approval else f"{sid}:auto"
-                key = f"{scope}:{action_hash(name, answer.args)[:16]}"
-                return await self.effects.execute(runnable, answer.args, key=key, approval=answer.approval)
+                try:
+                    return await self.gate.execute(ticket, fn)
+                except GateRefused as exc:
+                    raise ActionRejected(exc.message, status="rejected") from None
 
             return wrapper
 
         return deco
+
+
+def _answer(ticket: Ticket) -> Answer:
+    approval = ticket.approval
+    if ticket.runs:
+        return Answer("approved", ticket.args, approval)
+    if approval is None:
+        return Answer("rejected", {}, None, ticket.message)
+    status = _FINAL.get(approval.status, "cancelled")
+    return Answer(status, approval.execute_args, approval, approval.reason or ticket.message)

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.config import HitlConfig
+from engine.domain.arg_schema import validate_args
 from engine.domain.decide import DecideCommand
 from engine.domain.hashing import action_hash, batch_hash, normalize
 from engine.domain.ids import approval_id
@@ -126,6 +127,7 @@ class ApprovalService:
         timeout: float | None = None,
         role: str | None = None,
         batch: list[dict[str, Any]] | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> Proposal:
         """Evaluate the policy; create (or re-attach to) an approval when a human is needed.
 
@@ -179,6 +181,7 @@ class ApprovalService:
             trustable=verdict.trustable and batch is None,
             reason_required=verdict.reason_required,
             metadata={**(metadata or {}), **({"batch": len(items)} if batch is not None else {})},
+            args_schema=schema,
         )
         stored, created = await self.store.approvals.create(approval)
         if created and self.notifier is not None:
@@ -356,7 +359,14 @@ class ApprovalService:
             raise InvalidInput("modify needs the edited arguments (--args JSON)", approval_id=current.id)
         if "batch" in current.metadata:
             raise InvalidInput("a batch cannot be modified item by item; reject it and propose a new batch")
-        new_args = self._validated(current.tool, dict(args))
+        if not current.modifiable:
+            asker = current.metadata.get("framework", "its asker")
+            raise InvalidInput(
+                f"{current.id} cannot be modified: {asker} cannot run edited arguments; approve it as it is, or "
+                "reject it with a reason that says what to change",
+                approval_id=current.id,
+            )
+        new_args = self._validated(current, dict(args))
         return new_args, await self._replacement_if_riskier(current, new_args)
 
     async def _after_decision(self, updated: Approval, kind: DecisionKind, reviewer: Reviewer) -> Approval:
@@ -371,9 +381,12 @@ class ApprovalService:
         await self._changed(updated)
         return updated
 
-    def _validated(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        clean = _clean_args(tool, args)
-        return self.validate_args(tool, clean) if self.validate_args else clean
+    def _validated(self, current: Approval, args: dict[str, Any]) -> dict[str, Any]:
+        """Edited arguments checked against the schema snapshot the reviewer saw, else the tool's declared one."""
+        clean = _clean_args(current.tool, args)
+        if current.args_schema is not None:
+            clean = validate_args(current.tool, current.args_schema, clean)
+        return self.validate_args(current.tool, clean) if self.validate_args else clean
 
     async def _replacement_if_riskier(self, current: Approval, new_args: dict[str, Any]) -> Approval | None:
         """Re-run the policy on the edited arguments; a higher tier (or a quorum) needs a new approval."""
@@ -409,6 +422,7 @@ class ApprovalService:
             trustable=verdict.trustable,
             reason_required=verdict.reason_required or current.reason_required,
             metadata={**current.metadata, "supersedes": current.id},
+            args_schema=current.args_schema,
         )
 
     async def cancel(

@@ -16,12 +16,13 @@ from engine.compose import World, Worlds
 from engine.config import HitlConfig, load_config, parse_config
 from engine.domain.models import Approval, DecisionKind, Status, Tier
 from engine.errors import EngineError, ErrorCode
+from engine.gate import GateRefused, Ticket, ToolCall, ToolGate
 from engine.lifecycle import Decided, RunLifecycle
 from engine.runner import Runner, RunResult, RunStatus, load_workflow
 from engine.runtime import Runtime, RuntimeSettings, open_runtime
 from engine.service import ApprovalService
 from engine.storage import open_store
-from hitl.adapters.strands import SlackAsk
+from hitl.adapters.ask_callback import SlackAsk
 
 __all__ = [
     "ActionRejected",
@@ -33,6 +34,7 @@ __all__ = [
     "DecisionKind",
     "EngineError",
     "ErrorCode",
+    "GateRefused",
     "HitlConfig",
     "RunLifecycle",
     "RunResult",
@@ -43,7 +45,10 @@ __all__ = [
     "SlackAsk",
     "Status",
     "SystemClock",
+    "Ticket",
     "Tier",
+    "ToolCall",
+    "ToolGate",
     "World",
     "Worlds",
     "load_config",

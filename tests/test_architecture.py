@@ -18,6 +18,8 @@ from pathlib import Path
 import engine
 import hitl
 from engine.testing import conformance
+from engine.testing.conformance import adapters as adapter_suite
+from hitl.adapters import langgraph, openai_agents, pydantic_ai, strands
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ("engine", "bot", "hitl", "slack_sandbox")
@@ -68,6 +70,13 @@ def test_bot_is_only_the_slack_adapter() -> None:
         assert not (_tops(path) & {"hitl", "slack_sandbox"}), path
 
 
+def test_framework_adapters_depend_on_the_engine_never_on_slack() -> None:
+    """An agent process writes to the store; `hitl serve` on the same store posts and updates the cards."""
+    for path in _modules("hitl/adapters"):
+        assert not (_tops(path) & ({"bot", "slack_sandbox"} | TRANSPORTS)), path
+        assert not any(m.startswith(("hitl.cli", "hitl.serve", "hitl.demo")) for m in _imports(path)), path
+
+
 def test_the_sandbox_stands_alone() -> None:
     for path in _modules("slack_sandbox"):
         assert not (_tops(path) & {"engine", "bot", "hitl"}), path
@@ -77,11 +86,6 @@ def test_only_the_composition_root_imports_engine_and_bot() -> None:
     foreign = {p: {t for path in _modules(p) for t in _tops(path) if t in OURS and t != p} for p in OURS}
     assert [p for p, deps in foreign.items() if {"engine", "bot"} <= deps] == ["hitl"]
     assert foreign["engine"] == set() and foreign["slack_sandbox"] == set() and foreign["bot"] == {"engine"}
-
-
-def test_adapters_never_touch_slack() -> None:
-    for path in _modules("hitl/adapters"):
-        assert not (_tops(path) & ({"bot", "slack_sandbox"} | TRANSPORTS)), path
 
 
 def test_importing_hitl_loads_no_slack_and_no_aiohttp() -> None:
@@ -197,6 +201,7 @@ def test_public_apis_are_pinned() -> None:
         "DecisionKind",
         "EngineError",
         "ErrorCode",
+        "GateRefused",
         "HitlConfig",
         "RunLifecycle",
         "RunResult",
@@ -207,7 +212,10 @@ def test_public_apis_are_pinned() -> None:
         "SlackAsk",
         "Status",
         "SystemClock",
+        "Ticket",
         "Tier",
+        "ToolCall",
+        "ToolGate",
         "World",
         "Worlds",
         "load_config",
@@ -227,6 +235,20 @@ def test_public_apis_are_pinned() -> None:
         "TrustConformance",
         "WindowsConformance",
     ]
-    for module in (engine, hitl, conformance):
+    assert adapter_suite.__all__ == [
+        "ADAPTER_CONFIG",
+        "AdapterConformance",
+        "BreakableStore",
+        "AgentHarness",
+        "AgentRun",
+        "AgentWorld",
+        "Ledger",
+        "ScriptedCall",
+    ]
+    assert strands.__all__ == ["HitlIntervention", "pending_approvals", "resume"]
+    assert langgraph.__all__ == ["HitlToolNode", "Resumer", "gated_call"]
+    assert openai_agents.__all__ == ["HitlRunner", "gated"]
+    assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
+    for module in (engine, hitl, conformance, adapter_suite, strands, langgraph, openai_agents, pydantic_ai):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

@@ -128,6 +128,10 @@ class Approval(_Frozen):
     reason: str | None = None
     """Rejection reason, expiry note or failure text."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    """Where the approval came from: ``framework``, ``agent``, ``call_id``, ``modifiable``, run and step ids."""
+    args_schema: dict[str, Any] | None = None
+    """JSON Schema of the arguments, snapshotted when the approval was created: edited arguments are validated
+    against exactly this, on every surface, and the Modify form is built from it."""
     updated_at: float = 0.0
 
     @property
@@ -140,6 +144,12 @@ class Approval(_Frozen):
     def execute_args(self) -> dict[str, Any]:
         """The arguments the effect runs with."""
         return self.approved_args if self.approved_args is not None else self.args
+
+    @property
+    def modifiable(self) -> bool:
+        """Whether a reviewer may edit the arguments: not a batch, and the asker can run edited arguments (an
+        adapter whose framework cannot apply them creates its approvals with ``modifiable: false``)."""
+        return "batch" not in self.metadata and self.metadata.get("modifiable", True) is not False
 
     @property
     def is_open(self) -> bool:

@@ -15,6 +15,7 @@ from engine.errors import EngineError, ErrorCode
 from engine.runner.effects import EffectInDoubt, Effects, Resolution
 from engine.runner.leases import kept_alive
 from engine.runner.outcomes import Halt, halt_for
+from engine.runner.schema import json_schema_of
 from engine.runner.spec import LoadedWorkflow, ToolStep
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import render_value
@@ -85,6 +86,9 @@ class StepKit:
             batch_hash([(tool, a) for a in kw["batch"]]) if kw.get("batch") is not None else action_hash(tool, args)
         )
         evidence = str(render_value(step.evidence, self.scope(state, step.id), where=f"steps.{step.id}.evidence"))
+        declared = wf.spec.tools.get(tool)
+        if declared is not None and declared.schema_ and kw.get("batch") is None:
+            kw["schema"] = json_schema_of(dict(declared.schema_))  # reviewers edit against exactly this
         return await self.svc.propose(
             tool,
             args,

@@ -101,9 +101,16 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
     aid = await wait_pending(store)
     await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
     assert await asyncio.wait_for(task, 5) == "refunded 40"
-    assert await refund("9", 40) == "refunded 40"  # re-asking re-attaches; the effect is not repeated
     assert calls == [{"order_id": "9", "amount": 40}]
     assert (await store.approvals.get(aid)).status is Status.EXECUTED
+    # An approval authorizes one execution: the identical call again is a new request, not a re-run.
+    again = asyncio.create_task(refund("9", 40))
+    aid_again = await wait_pending(store)
+    assert aid_again != aid
+    await service(store, clock).decide(aid_again, "U_SUPPORT1", DecisionKind.REJECT, reason="already refunded")
+    with pytest.raises(ActionRejected, match="already refunded"):
+        await asyncio.wait_for(again, 5)
+    assert calls == [{"order_id": "9", "amount": 40}]
 
     @agent.guard(tool="refund", session="s")
     async def refund_other(order_id: str, amount: float) -> str:

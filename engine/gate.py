@@ -1,0 +1,352 @@
+"""The tool gate: where an agent framework's tool call meets hitl.
+
+Every framework adapter is a thin translation over this one object, so the guarantees are written once:
+
+- the policy is keyed by the real tool name and arguments the framework is about to run, never by display text;
+- an approval is bound to one call: the framework's call id (``toolUseId``, ``tool_call_id``) when it has one, and
+  for callers without ids an approval authorizes one execution (an identical call after it needs a new approval);
+- the arguments that run are the approved ones (a reviewer's Modify included), checked against the action hash;
+- the effect runs under the ledger, at most once, and the approval moves to ``executing``/``executed``;
+- a wait that gives up closes the approval, and any failure of hitl itself (store, schema) means the call does not
+  run (:class:`Ticket` ``deny``).
+
+The gate never talks to Slack: the agent process writes to the store, and ``hitl serve`` on the same store posts and
+updates the cards.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from engine.domain.hashing import action_hash, normalize
+from engine.domain.models import Approval, DecisionKind, Status
+from engine.domain.records import ClaimState
+from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
+from engine.runner.effects import Effects
+from engine.runner.tools import Tool
+from engine.service import ApprovalService
+
+__all__ = ["GateRefused", "Outcome", "Ticket", "ToolCall", "ToolGate"]
+
+Outcome = Literal["run", "deny", "pending"]
+
+_MAX_GENERATIONS = 10_000
+_CONSUMED = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call an agent framework is about to make.
+
+    Args:
+        tool: the real tool name the framework will run.
+        args: the arguments it will run with.
+        session: the agent session (trust and re-attachment are per session).
+        framework: who asks (``strands``, ``langgraph``, ``openai-agents``, ``pydantic-ai``, ``ask``...).
+        call_id: the framework's id for this call; binds the approval to exactly this call.
+        schema: the tool's JSON Schema, snapshotted on the approval (edits are validated against it).
+        agent: the agent's name, shown to reviewers.
+        evidence: untrusted context for the reviewer (escaped on every surface).
+        modifiable: False when the framework cannot run edited arguments: the approval offers no Modify.
+    """
+
+    tool: str
+    args: Mapping[str, Any]
+    session: str
+    framework: str
+    call_id: str | None = None
+    schema: dict[str, Any] | None = None
+    agent: str | None = None
+    evidence: str = ""
+    requester: str | None = None
+    modifiable: bool = True
+
+    def metadata(self) -> dict[str, Any]:
+        about: dict[str, Any] = {"framework": self.framework, "modifiable": self.modifiable}
+        if self.agent:
+            about["agent"] = self.agent[:120]
+        if self.call_id:
+            about["call_id"] = self.call_id[:200]
+        return about
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """What the gate says about a call: run (with ``args``), deny (tell the model ``message``), or pending."""
+
+    call: ToolCall
+    outcome: Outcome
+    args: dict[str, Any]
+    """The arguments to run with: the approved ones, a reviewer's edit included."""
+    approval: Approval | None = None
+    """None when the policy let the call run without asking, or denied it outright."""
+    message: str = ""
+    """For the model: why the call did not run (a reviewer's reason reaches it here)."""
+    code: str = ""
+    trusted: bool = False
+    """The reviewer approved with Trust: later calls of this tool in this session run without asking."""
+
+    @property
+    def runs(self) -> bool:
+        return self.outcome == "run"
+
+    @property
+    def pending(self) -> bool:
+        return self.outcome == "pending"
+
+    @property
+    def modified(self) -> bool:
+        return self.approval is not None and self.approval.approved_args is not None
+
+    @property
+    def consumed(self) -> bool:
+        """The approval's one execution has started (or finished)."""
+        return self.approval is not None and self.approval.status in _CONSUMED
+
+    @property
+    def key(self) -> str | None:
+        """The execution's idempotency key (the approval's), None for a call that needed no approval."""
+        return f"call:{self.approval.id}" if self.approval is not None else None
+
+
+class GateRefused(EngineError):
+    """A call the gate will not run: denied, rejected, expired, still pending, already run, or hitl failed."""
+
+    default_code = ErrorCode.ACTION_REJECTED
+
+
+@dataclass
+class ToolGate:
+    """Propose, wait, and run agent tool calls under hitl's guarantees.
+
+    Args:
+        service: the approval service (policy, store, reviewers, clock).
+        worker_id: this process's name in claims and the audit log.
+        wait: default seconds to wait for a decision; the approval's own expiry always bounds it.
+        lease: seconds an execution claim stays ours while the framework runs the tool without renewal (a tool
+            run by the framework itself cannot renew it); a call found mid-execution past it is *in doubt*.
+    """
+
+    service: ApprovalService
+    worker_id: str = "agent"
+    wait_default: float = 24 * 3600.0
+    lease: float = 3600.0
+    effects: Effects = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.effects = Effects(self.service.store, self.service.clock, worker_id=self.worker_id, lease=6.0)
+
+    # -- asking -------------------------------------------------------------------------------------------
+    async def check(self, call: ToolCall) -> Ticket:
+        """Propose the call (or re-attach to its approval); never waits."""
+        base = f"{call.framework}:{call.session}:{call.call_id or '-'}:{action_hash(call.tool, call.args)[:16]}"
+        for generation in range(1, _MAX_GENERATIONS + 1):
+            prop = await self.service.propose(
+                call.tool,
+                call.args,
+                session_id=call.session,
+                requester=call.requester,
+                evidence=call.evidence,
+                dedupe_key=base if generation == 1 else f"{base}#{generation}",
+                metadata=call.metadata(),
+                schema=call.schema,
+            )
+            if prop.verdict.denied:
+                why = "; ".join(prop.verdict.reasons) or "denied by policy"
+                return Ticket(call, "deny", {}, message=f"{call.tool} is denied by policy: {why}", code="policy_denied")
+            if prop.approval is None:
+                return Ticket(call, "run", dict(normalize(dict(call.args))))
+            ticket = await self.ticket_for(call, prop.approval)
+            if ticket.consumed and call.call_id is None:
+                continue  # an approval authorizes one execution: the same action again is a new request
+            return ticket
+        raise EngineError(f"{call.tool} was asked {_MAX_GENERATIONS} times in session {call.session}")
+
+    async def ticket_for(self, call: ToolCall, approval: Approval) -> Ticket:
+        """The ticket an approval's current state gives (following a modify that superseded it)."""
+        approval = await self.effects.follow(approval)
+        status = approval.status
+        if status is Status.PENDING:
+            return Ticket(call, "pending", {}, approval, message=f"{call.tool} is waiting for a reviewer")
+        if status in (Status.APPROVED, *_CONSUMED):
+            last = approval.decisions[-1] if approval.decisions else None
+            trusted = last is not None and last.kind is DecisionKind.TRUST
+            return Ticket(call, "run", dict(approval.execute_args), approval, trusted=trusted)
+        if status is Status.REJECTED:
+            why = approval.reason or "no reason given"
+            return Ticket(
+                call, "deny", {}, approval, message=f"A reviewer rejected {call.tool}: {why}", code="rejected"
+            )
+        if status is Status.EXPIRED:
+            return Ticket(
+                call,
+                "deny",
+                {},
+                approval,
+                message=f"{call.tool} expired without a decision; it did not run",
+                code="expired",
+            )
+        why = approval.reason or "cancelled"
+        return Ticket(call, "deny", {}, approval, message=f"{call.tool} did not run: {why}", code=str(status))
+
+    async def ticket_of(self, approval: Approval) -> Ticket:
+        """The ticket an approval gives, for a caller that has only the approval (a resume in another process)."""
+        call = ToolCall(
+            approval.tool, approval.args, session=approval.session_id, framework=approval.metadata.get("framework", "")
+        )
+        return await self.ticket_for(call, approval)
+
+    async def refresh(self, ticket: Ticket) -> Ticket:
+        """The ticket again from the store (a decision may have landed)."""
+        if ticket.approval is None:
+            return ticket
+        return await self.ticket_for(ticket.call, await self.service.store.approvals.get(ticket.approval.id))
+
+    async def wait(self, ticket: Ticket, *, timeout: float | None = None) -> Ticket:
+        """Wait until the call's approval is decided or expires. When ``timeout`` passes first, the approval is
+        cancelled (an agent that stopped waiting was told "no": nobody may approve it behind its back)."""
+        clock = self.service.clock
+        store = self.service.store
+        budget = self.wait_default if timeout is None else timeout
+        deadline = clock.now() + budget
+        while ticket.pending:
+            approval = ticket.approval
+            assert approval is not None
+            now = clock.now()
+            if now >= approval.expires_at:
+                await self.service.expire_due()
+                ticket = await self.refresh(ticket)
+                continue
+            left = min(deadline, approval.expires_at) - now
+            if left <= 0:
+                try:
+                    await self.service.cancel(
+                        approval.id,
+                        actor=approval.requester,
+                        reason=f"the agent stopped waiting after {budget:g} s",
+                        expected_version=approval.version,
+                    )
+                except (StaleVersion, IllegalTransition):
+                    pass  # a decision landed meanwhile: it stands
+                ticket = await self.refresh(ticket)
+                continue
+            changed = await store.approvals.wait_changed(
+                approval.id, after_version=approval.version, timeout=min(left, 60.0)
+            )
+            ticket = await self.ticket_for(ticket.call, changed)
+        return ticket
+
+    async def decide(self, call: ToolCall, *, timeout: float | None = None) -> Ticket:
+        """:meth:`check`, then :meth:`wait` when a human is needed: the inline form."""
+        return await self.wait(await self.check(call), timeout=timeout)
+
+    # -- running ------------------------------------------------------------------------------------------
+    async def execute(self, ticket: Ticket, fn: Callable[..., Any], *, args: Mapping[str, Any] | None = None) -> Any:
+        """Run ``fn(**args)`` for a ``run`` ticket, exactly once per approval: a repeat returns the recorded output.
+
+        ``args`` are the arguments the framework is about to pass; they must be the approved ones (a framework
+        that re-validates an edit must arrive at the same arguments), else nothing runs.
+        """
+        if not ticket.runs:
+            raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
+        run_args = self._bound(ticket, args)
+        tool = Tool(ticket.call.tool, _kwargs_call(fn), None)
+        if ticket.approval is None:
+            return await tool(run_args, idempotency_key=f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}")
+        assert ticket.key is not None
+        return await self.effects.execute(tool, run_args, key=ticket.key, approval=ticket.approval)
+
+    async def begin(self, ticket: Ticket, *, args: Mapping[str, Any] | None = None) -> Ticket:
+        """Claim the approval's one execution for a framework that runs the tool itself (finish with
+        :meth:`finish`). Refused when it already ran, is running, or its earlier run is in doubt."""
+        if not ticket.runs:
+            raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
+        self._bound(ticket, args)
+        if ticket.approval is None or ticket.key is None:
+            return ticket
+        store, clock = self.service.store, self.service.clock
+        try:
+            claim = await store.ledger.claim(
+                ticket.key,
+                action_hash=action_hash(ticket.call.tool, ticket.args),
+                holder=self.worker_id,
+                now=clock.now(),
+                lease=self.lease,
+            )
+        except ClaimRefused as exc:
+            raise GateRefused(
+                f"{ticket.call.tool} is already running under this approval; it runs once", code=exc.code
+            ) from None
+        if not claim.acquired:
+            state = "already ran" if claim.state is ClaimState.SUCCEEDED else "ran and failed"
+            raise GateRefused(
+                f"{ticket.call.tool} {state} under approval {ticket.approval.id}; an approval authorizes one "
+                "execution: ask again",
+                code=ErrorCode.ALREADY_DECIDED,
+            )
+        if claim.recovered:
+            raise GateRefused(
+                f"{ticket.call.tool} may or may not have run (its process stopped mid-call); check the system it "
+                "acts on before asking again",
+                code=ErrorCode.EFFECT_IN_DOUBT,
+            )
+        approval = await self.effects.mark(ticket.approval, Status.EXECUTING)
+        return replace(ticket, approval=approval)
+
+    async def finish(self, ticket: Ticket, *, ok: bool, detail: str = "") -> None:
+        """Record the outcome of an execution claimed with :meth:`begin`."""
+        if ticket.approval is None or ticket.key is None:
+            return
+        store, clock = self.service.store, self.service.clock
+        claim = await store.ledger.get(ticket.key)
+        if claim is None:
+            return
+        await store.ledger.record_outcome(
+            ticket.key,
+            holder=self.worker_id,
+            attempt=claim.attempt,
+            ok=ok,
+            result={"output": detail[:500]} if ok else {"error": detail[:500]},
+            now=clock.now(),
+        )
+        current = await store.approvals.get(ticket.approval.id)
+        if ok:
+            await self.effects.mark(current, Status.EXECUTED)
+        elif current.status is Status.EXECUTING:
+            try:
+                await store.approvals.transition(
+                    current.id,
+                    target=Status.FAILED,
+                    expected_version=current.version,
+                    actor=self.worker_id,
+                    now=clock.now(),
+                    reason=detail[:500],
+                )
+            except (StaleVersion, IllegalTransition):
+                pass
+
+    def _bound(self, ticket: Ticket, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        if args is None:
+            return dict(ticket.args)
+        given = dict(normalize(dict(args)))
+        if action_hash(ticket.call.tool, given) != action_hash(ticket.call.tool, ticket.args):
+            raise GateRefused(
+                f"{ticket.call.tool} was about to run with arguments other than the approved ones; nothing ran",
+                code=ErrorCode.HASH_MISMATCH,
+            )
+        return given
+
+
+def _kwargs_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """``fn(**args)`` as a coroutine function (the ledger's Tool passes the idempotency key only if asked)."""
+
+    wants_key = "idempotency_key" in inspect.signature(fn).parameters
+
+    async def call(idempotency_key: str = "", **args: Any) -> Any:
+        out = fn(**args, idempotency_key=idempotency_key) if wants_key else fn(**args)
+        return await out if inspect.isawaitable(out) else out
+
+    return call

@@ -1,0 +1,442 @@
+"""The adapter conformance suite: every framework adapter keeps every guarantee.
+
+An adapter is tested through its framework for real: a scripted model makes the tool calls, real tools write to a
+SQLite ledger file, and reviewers decide through the approval service (the path every surface shares). Subclass
+:class:`AdapterConformance`, provide a ``world`` fixture (:class:`AgentWorld`) and implement :meth:`harness`::
+
+    class TestMyAdapter(AdapterConformance):
+        def harness(self, world: AgentWorld) -> AgentHarness:
+            return MyHarness(world)
+
+A harness drives one agent: :meth:`AgentHarness.start` runs the agent until it waits for a person (or finishes),
+:meth:`AgentHarness.finish` lets it finish after the decisions (awaiting an inline wait, or resuming an interrupted
+run from stored state), and :meth:`AgentHarness.restart` is a new process taking over (new objects, a new store
+connection). This module imports pytest; ``engine.testing`` itself does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import pytest
+
+from engine.config import HitlConfig, parse_config
+from engine.domain.models import Approval, DecisionKind, Status, Tier
+from engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, StoreError
+from engine.gate import ToolGate
+from engine.ports import Store
+from engine.service import ApprovalService
+from engine.testing.clock import FakeClock
+
+__all__ = [
+    "ADAPTER_CONFIG",
+    "AdapterConformance",
+    "BreakableStore",
+    "AgentHarness",
+    "AgentRun",
+    "AgentWorld",
+    "Ledger",
+    "ScriptedCall",
+]
+
+ADAPTER_CONFIG = """
+requester: agent:conformance
+roles:
+  support: [U_S1, U_S2]
+  finance: [U_F1, U_F2, U_F3]
+policy:
+  allowed_tools: [look_up_order]
+  denied_tools: [wipe_database]
+  trust_ttl: 1h
+  tools:
+    refund: {tier: approve, role: support, trustable: true, timeout: 10m}
+  rules:
+    - name: large_refund
+      tools: [refund]
+      when: "args.amount > 500"
+      tier: escalate
+      role: finance
+      quorum: 2
+      reason: "refund over 500 needs two finance approvers"
+"""
+"""The policy every adapter is tested under: an allowed, a denied and a gated tool, a trust grant, a quorum."""
+
+
+class Ledger:
+    """Real tools with typed signatures (frameworks derive their schemas from them) that write every execution to a
+    SQLite file, so "ran exactly once with exactly these arguments" is read back from disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE IF NOT EXISTS effects (tool TEXT, order_id TEXT, amount REAL)")
+
+    def _write(self, tool: str, order_id: str, amount: float | None) -> None:
+        with sqlite3.connect(self.path) as db:
+            db.execute("INSERT INTO effects VALUES (?, ?, ?)", (tool, order_id, amount))
+
+    def rows(self, tool: str | None = None) -> list[tuple[str, str, float | None]]:
+        with sqlite3.connect(self.path) as db:
+            rows = db.execute("SELECT tool, order_id, amount FROM effects ORDER BY rowid").fetchall()
+        return [(t, o, a) for t, o, a in rows if tool is None or t == tool]
+
+    def refund(self, order_id: str, amount: float) -> str:
+        """Refund an order."""
+        self._write("refund", order_id, float(amount))
+        return f"refunded {float(amount):g} on order {order_id}"
+
+    def look_up_order(self, order_id: str) -> str:
+        """Look up an order."""
+        self._write("look_up_order", order_id, None)
+        return f"order {order_id}: shipped"
+
+    def wipe_database(self, confirm: bool) -> str:
+        """Delete every record."""
+        self._write("wipe_database", "*", None)
+        return "wiped"
+
+    def tools(self) -> list[Callable[..., str]]:
+        return [self.refund, self.look_up_order, self.wipe_database]
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    """One tool call the scripted model makes."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass
+class AgentRun:
+    """A harness's handle on one agent run (what it holds is its own business)."""
+
+    session: str
+    calls: list[ScriptedCall]
+    store: Store
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+class _BrokenPort:
+    """One store port that fails like a backend that stopped answering, once its store is broken."""
+
+    def __init__(self, inner: Any, owner: BreakableStore) -> None:
+        self._inner = inner
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if self._owner.broken:
+                raise StoreError(f"store unavailable ({name})")
+            return await attr(*args, **kwargs)
+
+        return call
+
+
+class BreakableStore:
+    """A real store whose every method raises :class:`StoreError` after :meth:`break_` (the backend went away)."""
+
+    PORTS = ("approvals", "ledger", "runs", "jobs", "trust", "windows", "audit", "messages")
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.broken = False
+        for port in self.PORTS:
+            setattr(self, port, _BrokenPort(getattr(inner, port), self))
+
+    def break_(self) -> None:
+        self.broken = True
+
+    async def ping(self) -> None:
+        if self.broken:
+            raise StoreError("store unavailable (ping)")
+        await self.inner.ping()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+@dataclass
+class AgentWorld:
+    """What a harness builds its agent from: the backend, the clock, the ledger and the policy."""
+
+    open_store: Callable[[], Store]
+    """A new connection to the suite's backend (a new process opens its own)."""
+    clock: FakeClock
+    ledger: Ledger
+    config: HitlConfig = field(default_factory=lambda: parse_config(ADAPTER_CONFIG))
+    opened: list[Store] = field(default_factory=list)
+    cleanups: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Called when the test ends (a harness closes what its agent processes opened)."""
+
+    def store(self) -> Store:
+        made = self.open_store()
+        self.opened.append(made)
+        return cast(Store, BreakableStore(made))
+
+    def service(self, store: Store) -> ApprovalService:
+        return ApprovalService.from_config(self.config, store=store, clock=self.clock)
+
+    def gate(self, store: Store, *, wait: float | None = None) -> ToolGate:
+        gate = ToolGate(self.service(store), worker_id="conformance-agent")
+        if wait is not None:
+            gate.wait_default = wait
+        return gate
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What the model saw: each call's tool result text, by call id."""
+
+    results: dict[str, str]
+
+
+class AgentHarness(Protocol):
+    framework: str
+    modifies: bool
+    """Whether the framework runs a reviewer's edited arguments; if not, its approvals offer no Modify."""
+
+    async def start(self, calls: list[ScriptedCall], *, session: str) -> AgentRun:
+        """Run the agent until it waits for a person, or finishes."""
+        ...
+
+    async def finish(self, run: AgentRun) -> Transcript:
+        """Let the agent finish after the decisions were made (await the inline wait, or resume)."""
+        ...
+
+    async def crash(self, run: AgentRun) -> None:
+        """The agent process dies where it is (tasks cancelled, objects dropped; nothing is cleaned up)."""
+        ...
+
+    async def restart(self, run: AgentRun) -> AgentRun:
+        """A new process takes over the same session: new agent objects and a new store connection."""
+        ...
+
+
+def refund(call_id: str, order_id: str, amount: float) -> ScriptedCall:
+    return ScriptedCall(call_id, "refund", {"order_id": order_id, "amount": amount})
+
+
+class AdapterConformance:
+    """The twelve cases every adapter passes on every store."""
+
+    def harness(self, world: AgentWorld) -> AgentHarness:
+        raise NotImplementedError
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    async def pending(self, world: AgentWorld, session: str, *, at_least: int = 1) -> list[Approval]:
+        store = world.store()
+        for _ in range(1000):
+            page = await store.approvals.list_pending(limit=200)
+            found = [a for a in page.items if a.session_id == session]
+            if len(found) >= at_least:
+                return found
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no pending approval for session {session}")
+
+    async def decide(
+        self, world: AgentWorld, approval_id: str, reviewer: str, kind: DecisionKind, **kw: Any
+    ) -> Approval:
+        return await world.service(world.store()).decide(approval_id, reviewer, kind, via="conformance", **kw)
+
+    async def none_pending(self, world: AgentWorld, session: str) -> bool:
+        page = await world.store().approvals.list_pending(limit=200)
+        return not [a for a in page.items if a.session_id == session]
+
+    async def finish(self, h: AgentHarness, run: AgentRun) -> Transcript:
+        return await asyncio.wait_for(h.finish(run), 30)
+
+    # -- 1 ------------------------------------------------------------------------------------------------
+    async def test_allowed_runs_and_denied_never_runs(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        calls = [
+            ScriptedCall("c1", "look_up_order", {"order_id": "A1"}),
+            ScriptedCall("c2", "wipe_database", {"confirm": True}),
+        ]
+        run = await h.start(calls, session="s-allow")
+        seen = await self.finish(h, run)
+        assert world.ledger.rows() == [("look_up_order", "A1", None)]
+        assert "shipped" in seen.results["c1"]
+        assert "denied" in seen.results["c2"].lower()
+        assert await self.none_pending(world, "s-allow")
+
+    # -- 2 and 11 -----------------------------------------------------------------------------------------
+    async def test_approve_runs_once_with_the_approved_arguments(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A2", 120)], session="s-approve")
+        (a,) = await self.pending(world, "s-approve")
+        # keyed by the real tool name and arguments, bound to the framework's call, with the tool's schema
+        assert (a.tool, a.args, a.tier) == ("refund", {"order_id": "A2", "amount": 120}, Tier.APPROVE)
+        assert a.metadata["framework"] == h.framework and a.metadata.get("call_id")
+        assert a.args_schema is not None and "amount" in a.args_schema.get("properties", {})
+        assert world.ledger.rows() == []
+        await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+        seen = await self.finish(h, run)
+        assert world.ledger.rows() == [("refund", "A2", 120.0)]
+        assert "refunded 120" in seen.results["c1"]
+        assert (await world.store().approvals.get(a.id)).status is Status.EXECUTED
+
+    # -- 3 ------------------------------------------------------------------------------------------------
+    async def test_reject_reason_reaches_the_model(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A3", 80)], session="s-reject")
+        (a,) = await self.pending(world, "s-reject")
+        await self.decide(world, a.id, "U_S2", DecisionKind.REJECT, reason="customer was refunded by phone")
+        seen = await self.finish(h, run)
+        assert world.ledger.rows() == []
+        assert "customer was refunded by phone" in seen.results["c1"]
+
+    # -- 4 ------------------------------------------------------------------------------------------------
+    async def test_modify_runs_the_edited_validated_arguments(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A4", 120)], session="s-modify")
+        (a,) = await self.pending(world, "s-modify")
+        if not h.modifies:
+            assert not a.modifiable
+            with pytest.raises(InvalidInput, match="cannot be modified"):
+                await self.decide(world, a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "A4", "amount": 60})
+            await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+            await self.finish(h, run)
+            assert world.ledger.rows() == [("refund", "A4", 120.0)]
+            return
+        with pytest.raises(InvalidInput):  # validated against the schema snapshot the reviewer saw
+            await self.decide(world, a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "A4", "amount": "lots"})
+        await self.decide(world, a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "A4", "amount": 60})
+        seen = await self.finish(h, run)
+        assert world.ledger.rows() == [("refund", "A4", 60.0)]
+        assert "refunded 60" in seen.results["c1"]
+
+    # -- 5 ------------------------------------------------------------------------------------------------
+    async def test_modify_that_raises_the_tier_is_asked_again(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A5", 120)], session="s-raise")
+        (a,) = await self.pending(world, "s-raise")
+        if not h.modifies:  # no Modify at all: the edit is refused, and nothing runs until someone decides
+            with pytest.raises(InvalidInput, match="cannot be modified"):
+                await self.decide(world, a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "A5", "amount": 900})
+            await self.decide(world, a.id, "U_S1", DecisionKind.REJECT, reason="ask for 900 instead")
+            await self.finish(h, run)
+            assert world.ledger.rows() == []
+            return
+        after = await self.decide(world, a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "A5", "amount": 900})
+        assert after.status is Status.SUPERSEDED and after.superseded_by
+        again = await world.store().approvals.get(after.superseded_by)
+        assert (again.tier, again.required_role, again.quorum) == (Tier.ESCALATE, "finance", 2)
+        with pytest.raises(DecisionRefused):
+            await self.decide(world, again.id, "U_S1", DecisionKind.APPROVE)
+        await self.decide(world, again.id, "U_F1", DecisionKind.APPROVE)
+        assert world.ledger.rows() == []
+        await self.decide(world, again.id, "U_F2", DecisionKind.APPROVE)
+        await self.finish(h, run)
+        assert world.ledger.rows() == [("refund", "A5", 900.0)]
+
+    # -- 6 ------------------------------------------------------------------------------------------------
+    async def test_trust_runs_this_and_later_calls_of_the_session(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A6", 10)], session="s-trust")
+        (a,) = await self.pending(world, "s-trust")
+        await self.decide(world, a.id, "U_S1", DecisionKind.TRUST)
+        await self.finish(h, run)
+        later = await h.start([refund("c2", "B6", 20)], session="s-trust")
+        await self.finish(h, later)
+        assert world.ledger.rows() == [("refund", "A6", 10.0), ("refund", "B6", 20.0)]
+        other = await h.start([refund("c3", "C6", 30)], session="s-other")
+        (asked,) = await self.pending(world, "s-other")
+        await self.decide(world, asked.id, "U_S2", DecisionKind.REJECT, reason="not trusted here")
+        await self.finish(h, other)
+        assert len(world.ledger.rows()) == 2
+
+    # -- 7 ------------------------------------------------------------------------------------------------
+    async def test_an_identical_call_after_execution_needs_a_new_approval(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A7", 40)], session="s-twice")
+        (a,) = await self.pending(world, "s-twice")
+        await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+        await self.finish(h, run)
+        again = await h.start([refund("c2", "A7", 40)], session="s-twice")
+        (b,) = await self.pending(world, "s-twice")
+        assert b.id != a.id and b.args == a.args
+        await self.decide(world, b.id, "U_S1", DecisionKind.REJECT, reason="already refunded")
+        seen = await self.finish(h, again)
+        assert world.ledger.rows() == [("refund", "A7", 40.0)]
+        assert "already refunded" in seen.results["c2"]
+
+    # -- 8 ------------------------------------------------------------------------------------------------
+    async def test_a_new_process_reattaches_and_runs_once(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A8", 55)], session="s-crash")
+        (a,) = await self.pending(world, "s-crash")
+        await h.crash(run)
+        await self.decide(world, a.id, "U_S2", DecisionKind.APPROVE)
+        taken_over = await h.restart(run)
+        await self.finish(h, taken_over)
+        assert world.ledger.rows() == [("refund", "A8", 55.0)]
+        assert (await world.store().approvals.get(a.id)).status is Status.EXECUTED
+        assert await self.none_pending(world, "s-crash")
+
+    # -- 9 ------------------------------------------------------------------------------------------------
+    async def test_an_expired_wait_closes_the_approval(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A9", 70)], session="s-expire")
+        (a,) = await self.pending(world, "s-expire")
+        world.clock.advance(a.expires_at - world.clock.now() + 1)
+        expired = await world.service(world.store()).expire_due()  # what `hitl serve` does on its tick
+        assert [e.id for e in expired] == [a.id]
+        seen = await self.finish(h, run)
+        assert world.ledger.rows() == []
+        assert "expired" in seen.results["c1"]
+        with pytest.raises(DecisionRefused) as late:
+            await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+        assert late.value.code in (ErrorCode.ALREADY_DECIDED, ErrorCode.EXPIRED)
+        assert (await world.store().approvals.get(a.id)).status is Status.EXPIRED
+
+    # -- 10 -----------------------------------------------------------------------------------------------
+    async def test_quorum_two_runs_only_after_two_eligible_reviewers(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A10", 899)], session="s-quorum")
+        (a,) = await self.pending(world, "s-quorum")
+        assert (a.tier, a.required_role, a.quorum) == (Tier.ESCALATE, "finance", 2)
+        with pytest.raises(DecisionRefused) as support:
+            await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+        assert support.value.code is ErrorCode.NOT_ELIGIBLE
+        await self.decide(world, a.id, "U_F1", DecisionKind.APPROVE)
+        with pytest.raises(DecisionRefused):
+            await self.decide(world, a.id, "U_F1", DecisionKind.APPROVE)
+        assert world.ledger.rows() == []
+        await self.decide(world, a.id, "U_F3", DecisionKind.APPROVE)
+        await self.finish(h, run)
+        assert world.ledger.rows() == [("refund", "A10", 899.0)]
+
+    # -- 12 -----------------------------------------------------------------------------------------------
+    async def test_a_store_failure_during_the_wait_fails_closed(self, world: AgentWorld) -> None:
+        h = self.harness(world)
+        run = await h.start([refund("c1", "A12", 65)], session="s-broken")
+        (a,) = await self.pending(world, "s-broken")
+        assert isinstance(run.store, BreakableStore)
+        run.store.break_()  # the agent's store stops answering while it waits
+        await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+        try:
+            seen = await self.finish(h, run)
+        except EngineError:
+            seen = None  # refusing to go on is closed too
+        assert world.ledger.rows() == []
+        if seen is not None:
+            assert "did not run" in seen.results.get("c1", "did not run")
+
+
+async def settle(task: Awaitable[Any]) -> None:
+    """Await a cancelled task, ignoring its cancellation."""
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        pass

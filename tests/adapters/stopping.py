@@ -1,0 +1,47 @@
+"""The harness shape for frameworks whose runs stop for approvals and are resumed from stored state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.testing.conformance.adapters import AgentRun, AgentWorld, ScriptedCall, Transcript
+
+
+class StoppingHarness:
+    """``runner(calls)`` builds one agent process (its own store connection); ``HitlRunner.resume`` continues."""
+
+    framework = ""
+    modifies = True
+
+    def __init__(self, world: AgentWorld) -> None:
+        self.world = world
+
+    def runner(self, calls: list[ScriptedCall]) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def stopped(self, result: Any) -> bool:
+        raise NotImplementedError
+
+    def transcript(self, result: Any) -> Transcript:
+        raise NotImplementedError
+
+    async def start(self, calls: list[ScriptedCall], *, session: str) -> AgentRun:
+        runner, store = self.runner(calls)
+        result = await runner.run("go", session=session)
+        return AgentRun(session, calls, store, {"runner": runner, "result": result})
+
+    async def finish(self, run: AgentRun) -> Transcript:
+        result = run.state["result"]
+        if result is None or self.stopped(result):
+            result = await run.state["runner"].resume(run.session)
+            assert result is not None, "every approval was decided, so the run must continue"
+            assert not self.stopped(result)
+            assert await run.state["runner"].resume(run.session) is None  # continued once: nothing waits
+        return self.transcript(result)
+
+    async def crash(self, run: AgentRun) -> None:
+        run.state.clear()  # nothing survives but the store
+
+    async def restart(self, run: AgentRun) -> AgentRun:
+        runner, store = self.runner(run.calls)
+        return AgentRun(run.session, run.calls, store, {"runner": runner, "result": None})

@@ -1,0 +1,100 @@
+"""LangGraph (the real library, a scripted model node, a SQLite checkpointer): HitlToolNode and the Resumer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiosqlite
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from engine.testing.conformance.adapters import (
+    AdapterConformance,
+    AgentHarness,
+    AgentRun,
+    AgentWorld,
+    ScriptedCall,
+    Transcript,
+)
+from hitl.adapters.langgraph import HitlToolNode, Resumer
+
+
+def tools(world: AgentWorld) -> list[Any]:
+    return [tool(fn) for fn in world.ledger.tools()]
+
+
+def build(world: AgentWorld, calls: list[ScriptedCall], saver: AsyncSqliteSaver, gate: Any) -> Any:
+    def model(state: MessagesState) -> dict[str, Any]:
+        if isinstance(state["messages"][-1], ToolMessage):
+            return {"messages": [AIMessage("done")]}
+        tool_calls = [{"name": c.tool, "args": dict(c.args), "id": c.call_id, "type": "tool_call"} for c in calls]
+        return {"messages": [AIMessage("", tool_calls=tool_calls)]}
+
+    def route(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", model)
+    g.add_node("tools", HitlToolNode(tools(world), gate))
+    g.add_edge(START, "model")
+    g.add_conditional_edges("model", route, ["tools", END])
+    g.add_edge("tools", "model")
+    return g.compile(checkpointer=saver)
+
+
+class LangGraphHarness:
+    framework = "langgraph"
+    modifies = True
+
+    def __init__(self, world: AgentWorld) -> None:
+        self.world = world
+        self.connections: list[aiosqlite.Connection] = []
+        world.cleanups.append(self.close)
+
+    async def process(self, calls: list[ScriptedCall]) -> tuple[Any, Resumer, Any]:
+        """What one agent process holds: its own checkpointer connection, store connection, graph and resumer."""
+        conn = await aiosqlite.connect(self.world.ledger.path.parent / "checkpoints.db")
+        self.connections.append(conn)
+        store = self.world.store()
+        gate = self.world.gate(store)
+        graph = build(self.world, calls, AsyncSqliteSaver(conn), gate)
+        return graph, Resumer(graph, gate), store
+
+    async def start(self, calls: list[ScriptedCall], *, session: str) -> AgentRun:
+        graph, resumer, store = await self.process(calls)
+        config = {"configurable": {"thread_id": session}}
+        result = await graph.ainvoke({"messages": [HumanMessage("go")]}, config)
+        return AgentRun(session, calls, store, {"graph": graph, "resumer": resumer, "result": result})
+
+    async def finish(self, run: AgentRun) -> Transcript:
+        graph, resumer = run.state["graph"], run.state["resumer"]
+        if run.state["result"] is None or "__interrupt__" in run.state["result"]:
+            result = await resumer.resume(run.session)
+            assert result is not None, "every approval was decided, so the thread must resume"
+            assert "__interrupt__" not in result
+            assert await resumer.resume(run.session) is None  # resumed once: nothing waits any more
+        snapshot = await graph.aget_state({"configurable": {"thread_id": run.session}})
+        results = {m.tool_call_id: str(m.content) for m in snapshot.values["messages"] if isinstance(m, ToolMessage)}
+        await self.close()
+        return Transcript(results)
+
+    async def close(self) -> None:
+        for conn in self.connections:
+            await conn.close()
+        self.connections.clear()
+
+    async def crash(self, run: AgentRun) -> None:
+        run.state.clear()
+        await self.close()
+
+    async def restart(self, run: AgentRun) -> AgentRun:
+        graph, resumer, store = await self.process(run.calls)
+        return AgentRun(run.session, run.calls, store, {"graph": graph, "resumer": resumer, "result": None})
+
+
+class TestLangGraph(AdapterConformance):
+    def harness(self, world: AgentWorld) -> AgentHarness:
+        return LangGraphHarness(world)
