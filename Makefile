@@ -41,6 +41,7 @@ bench: $(STAMP) redis
 	$(BIN)/python bench/store_bench.py
 	$(BIN)/python bench/cycle_bench.py
 	$(BIN)/python bench/slack_bench.py
+	$(BIN)/python bench/gate_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

@@ -167,9 +167,10 @@ def compact_card(a: Approval, *, now: float) -> list[dict[str, Any]]:
 def _fields(a: Approval) -> list[dict[str, Any]]:
     approvers = a.required_role or "any reviewer"
     votes = f" · {len(a.approvers)} of {a.quorum}" if a.quorum > 1 else ""
+    requested = who(a.requester) + (f"\nvia {label(a.asked_by, 120)}" if a.asked_by else "")
     return [
         {"type": "mrkdwn", "text": f"*Tier*\n{a.tier} ({label(a.rule, 60)})"},
-        {"type": "mrkdwn", "text": f"*Requested by*\n{who(a.requester)}"},
+        {"type": "mrkdwn", "text": f"*Requested by*\n{requested}"},
         {"type": "mrkdwn", "text": f"*Approvers*\n{label(approvers, 60)}{votes}"},
         {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}"},
         {"type": "mrkdwn", "text": f"*Approval*\n`{a.id}` v{a.version}"},

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.config import HitlConfig
-from engine.domain.arg_schema import validate_args
+from engine.domain.arg_schema import check_schema, validate_args
 from engine.domain.decide import DecideCommand
 from engine.domain.hashing import action_hash, batch_hash, normalize
 from engine.domain.ids import approval_id
@@ -161,6 +161,8 @@ class ApprovalService:
                     )
                 )
             return Proposal(verdict=verdict, approval=None)
+        if schema is not None:  # checked only when stored: an allowed call does not pay for it
+            schema = check_schema(tool, schema)
         approval = Approval(
             id=approval_id(dedupe),
             session_id=session_id,

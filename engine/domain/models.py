@@ -146,6 +146,15 @@ class Approval(_Frozen):
         return self.approved_args if self.approved_args is not None else self.args
 
     @property
+    def asked_by(self) -> str | None:
+        """Which framework and agent asked, in which session (None for workflow runs and plain proposals)."""
+        framework = self.metadata.get("framework")
+        if not framework:
+            return None
+        agent = self.metadata.get("agent")
+        return f"{framework}{f' agent {agent}' if agent else ''}, session {self.session_id}"
+
+    @property
     def modifiable(self) -> bool:
         """Whether a reviewer may edit the arguments: not a batch, and the asker can run edited arguments (an
         adapter whose framework cannot apply them creates its approvals with ``modifiable: false``)."""

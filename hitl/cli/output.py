@@ -46,6 +46,8 @@ def approval_json(a: Approval) -> dict[str, Any]:
         "created_at": iso(a.created_at),
         "session_id": a.session_id,
         "requester": a.requester,
+        "asked_by": {k: a.metadata[k] for k in ("framework", "agent", "call_id") if k in a.metadata} or None,
+        "modifiable": a.modifiable,
         "rule": a.rule,
         "reasons": list(a.reasons),
         "evidence": a.evidence,
@@ -119,6 +121,8 @@ class Out:
             f", {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
         )
         t.add_row("tier", Text(f"{a.tier} by {who}; requested by {a.requester}; expires {iso(a.expires_at)}"))
+        if a.asked_by:
+            t.add_row("asked by", Text(a.asked_by))
         for reason in a.reasons:
             t.add_row("why", Text(reason))
         for d in a.decisions:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import aiosqlite
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -10,6 +10,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
+from engine.domain.models import DecisionKind
 from engine.testing.conformance.adapters import (
     AdapterConformance,
     AgentHarness,
@@ -18,7 +19,7 @@ from engine.testing.conformance.adapters import (
     ScriptedCall,
     Transcript,
 )
-from hitl.adapters.langgraph import HitlToolNode, Resumer
+from hitl.adapters.langgraph import HitlToolNode, Resumer, gated_call
 
 
 def tools(world: AgentWorld) -> list[Any]:
@@ -98,3 +99,46 @@ class LangGraphHarness:
 class TestLangGraph(AdapterConformance):
     def harness(self, world: AgentWorld) -> AgentHarness:
         return LangGraphHarness(world)
+
+
+class Refund(TypedDict):
+    order_id: str
+    amount: float
+    result: str
+
+
+async def test_gated_call_in_a_node_asks_once_and_runs_once_across_reruns(world: AgentWorld) -> None:
+    """The node re-runs on resume, and once more after a crash past the effect: one approval, one effect."""
+    crash_after_effect = [True]
+    store = world.store()
+    gate = world.gate(store)
+
+    async def pay(state: Refund) -> dict[str, Any]:
+        out = await gated_call(
+            gate, "refund", {"order_id": state["order_id"], "amount": state["amount"]}, world.ledger.refund
+        )
+        if crash_after_effect.pop() if crash_after_effect else False:
+            raise RuntimeError("the process died right after the effect")
+        return {"result": str(out)}
+
+    g = StateGraph(Refund)
+    g.add_node("pay", pay)
+    g.add_edge(START, "pay")
+    g.add_edge("pay", END)
+    async with aiosqlite.connect(world.ledger.path.parent / "node.db") as conn:
+        graph = g.compile(checkpointer=AsyncSqliteSaver(conn))
+        config: Any = {"configurable": {"thread_id": "node-1"}}
+        first = await graph.ainvoke({"order_id": "N1", "amount": 75, "result": ""}, config)
+        assert "__interrupt__" in first
+        (a,) = (await store.approvals.list_pending()).items
+        await world.service(store).decide(a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "N1", "amount": 70})
+        resumer = Resumer(graph, gate)
+        try:
+            await resumer.resume("node-1")
+        except RuntimeError:
+            pass  # the node died after its effect; the checkpoint still holds the interrupt's answer
+        done = await graph.ainvoke(None, config)  # the node runs again: the effect is not repeated
+        assert done["result"] == "refunded 70 on order N1"
+        assert world.ledger.rows() == [("refund", "N1", 70.0)]
+        assert (await store.approvals.list_pending()).items == []
+        assert await resumer.resume("node-1") is None

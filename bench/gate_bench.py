@@ -1,0 +1,264 @@
+"""Gate overhead: what a hitl adapter adds to an allowed (AUTO) tool call, per framework, per store.
+
+Each round runs the same agent twice, interleaved: once with hitl's adapter, once with no intervention (the named
+peer: the framework on its own), each a scripted model making CALLS allowed tool calls in one turn. The overhead per
+call is (gated - plain) / CALLS. Target: at most 50 µs per call on SQLite and Redis.
+
+Run with `make bench` (or `.venv/bin/python bench/gate_bench.py [--rounds 7 --calls 200]`). Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import median, redis_server, row  # noqa: E402
+
+from engine.clock import SystemClock  # noqa: E402
+from engine.config import parse_config  # noqa: E402
+from engine.gate import ToolCall, ToolGate  # noqa: E402
+from engine.ports import Store  # noqa: E402
+from engine.service import ApprovalService  # noqa: E402
+from engine.storage.redis import RedisStore, connect  # noqa: E402
+from engine.storage.sqlite import SqliteStore  # noqa: E402
+
+TARGET_US = 50.0
+POLICY = parse_config("policy: {allowed_tools: [look_up_order], tools: {refund: {tier: approve}}}")
+
+
+def look_up_order(order_id: str) -> str:
+    """Look up an order."""
+    return f"order {order_id}: shipped"
+
+
+Runner = Callable[[bool, int], Awaitable[None]]
+
+
+def strands_runner(gate: ToolGate) -> Runner:
+    from strands import Agent, tool
+    from strands.models.model import Model
+
+    from hitl.adapters.strands import HitlIntervention
+
+    class Scripted(Model):
+        def __init__(self, calls: int) -> None:
+            self.calls = calls
+
+        def update_config(self, **kw: Any) -> None: ...
+        def get_config(self) -> Any:
+            return {}
+
+        def structured_output(self, *a: Any, **kw: Any) -> Any:
+            raise NotImplementedError
+
+        async def stream(self, messages: Any, *a: Any, **kw: Any) -> AsyncIterator[Any]:
+            yield {"messageStart": {"role": "assistant"}}
+            if any("toolResult" in b for b in messages[-1]["content"]):
+                yield {"contentBlockDelta": {"delta": {"text": "done"}}}
+                yield {"contentBlockStop": {}}
+                yield {"messageStop": {"stopReason": "end_turn"}}
+                return
+            for i in range(self.calls):
+                yield {"contentBlockStart": {"start": {"toolUse": {"name": "look_up_order", "toolUseId": f"t{i}"}}}}
+                yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps({"order_id": str(i)})}}}}
+                yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "tool_use"}}
+
+    async def run(gated: bool, calls: int) -> None:
+        handlers = [HitlIntervention(gate, session=uuid.uuid4().hex)] if gated else []
+        agent = Agent(model=Scripted(calls), tools=[tool(look_up_order)], interventions=handlers, callback_handler=None)
+        await agent.invoke_async("go")
+
+    return run
+
+
+def pydantic_ai_runner(gate: ToolGate) -> Runner:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.toolsets import FunctionToolset
+
+    from hitl.adapters.pydantic_ai import HitlRunner, HitlToolset
+
+    def model_for(calls: int) -> FunctionModel:
+        def respond(messages: Any, info: Any) -> ModelResponse:
+            if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+                return ModelResponse(parts=[TextPart("done")])
+            parts = [ToolCallPart("look_up_order", {"order_id": str(i)}, tool_call_id=f"c{i}") for i in range(calls)]
+            return ModelResponse(parts=list(parts))
+
+        return FunctionModel(respond)
+
+    async def run(gated: bool, calls: int) -> None:
+        tools = FunctionToolset([look_up_order])
+        if gated:
+            agent: Any = Agent(model_for(calls), toolsets=[HitlToolset(tools)])
+            await HitlRunner(agent, gate).run("go", session=uuid.uuid4().hex)
+        else:
+            await Agent(model_for(calls), toolsets=[tools]).run("go")
+
+    return run
+
+
+def openai_agents_runner(gate: ToolGate) -> Runner:
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    from hitl.adapters.openai_agents import HitlRunner, gated
+
+    set_tracing_disabled(True)
+
+    class Scripted(Model):
+        def __init__(self, calls: int) -> None:
+            self.calls = calls
+
+        async def get_response(self, system_instructions: Any, input: Any, *a: Any, **kw: Any) -> ModelResponse:
+            last = input[-1] if isinstance(input, list) and input else {}
+            if isinstance(last, dict) and last.get("type") == "function_call_output":
+                text = ResponseOutputText(type="output_text", text="done", annotations=[])
+                msg = ResponseOutputMessage(
+                    id="m", type="message", role="assistant", status="completed", content=[text]
+                )
+                return ModelResponse(output=[msg], usage=Usage(), response_id=None)
+            out = [
+                ResponseFunctionToolCall(
+                    type="function_call", call_id=f"c{i}", name="look_up_order", arguments=f'{{"order_id": "{i}"}}'
+                )
+                for i in range(self.calls)
+            ]
+            return ModelResponse(output=list(out), usage=Usage(), response_id=None)
+
+        def stream_response(self, *a: Any, **kw: Any) -> Any:
+            raise NotImplementedError
+
+    async def run(is_gated: bool, calls: int) -> None:
+        tools = [function_tool(look_up_order)]
+        if is_gated:
+            agent: Any = Agent(name="b", model=Scripted(calls), tools=gated(tools))
+            await HitlRunner(agent, gate).run("go", session=uuid.uuid4().hex)
+        else:
+            await Runner.run(Agent(name="b", model=Scripted(calls), tools=tools), "go")
+
+    return run
+
+
+def langgraph_runner(gate: ToolGate) -> Runner:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from hitl.adapters.langgraph import HitlToolNode
+
+    def graph(node: Any, calls: int) -> Any:
+        def model(state: MessagesState) -> dict[str, Any]:
+            if isinstance(state["messages"][-1], ToolMessage):
+                return {"messages": [AIMessage("done")]}
+            tcs = [{"name": "look_up_order", "args": {"order_id": str(i)}, "id": f"c{i}"} for i in range(calls)]
+            return {"messages": [AIMessage("", tool_calls=tcs)]}
+
+        g = StateGraph(MessagesState)
+        g.add_node("model", model)
+        g.add_node("tools", node)
+        g.add_edge(START, "model")
+        g.add_conditional_edges("model", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
+        g.add_edge("tools", "model")
+        return g.compile(checkpointer=InMemorySaver())
+
+    async def run(gated: bool, calls: int) -> None:
+        tools = [tool(look_up_order)]
+        node = HitlToolNode(tools, gate) if gated else ToolNode(tools)
+        config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        await graph(node, calls).ainvoke({"messages": [HumanMessage("go")]}, config)
+
+    return run
+
+
+FRAMEWORKS = {
+    "strands": strands_runner,
+    "langgraph": langgraph_runner,
+    "openai-agents": openai_agents_runner,
+    "pydantic-ai": pydantic_ai_runner,
+}
+
+
+async def measure(store: Store, name: str, rounds: int, calls: int) -> None:
+    gate = ToolGate(ApprovalService.from_config(POLICY, store=store, clock=SystemClock()))
+    run = FRAMEWORKS[name](gate)
+    await run(True, 5)  # warm both paths (imports, caches)
+    await run(False, 5)
+    overheads: list[float] = []
+    plain_per_call: list[float] = []
+    for _ in range(rounds):  # interleaved: both sides see the same machine state
+        t0 = time.perf_counter()
+        await run(False, calls)
+        t1 = time.perf_counter()
+        await run(True, calls)
+        t2 = time.perf_counter()
+        plain_per_call.append((t1 - t0) / calls * 1e6)
+        overheads.append(((t2 - t1) - (t1 - t0)) / calls * 1e6)
+    lo, mid, hi = min(overheads), median(overheads), max(overheads)
+    row(
+        f"{name}: overhead per allowed call (min/med/max)",
+        f"{lo:.1f}/{mid:.1f}/{hi:.1f} µs",
+        f"<= {TARGET_US:g} µs",
+        mid <= TARGET_US,
+    )
+    row(f"{name}: the framework alone, per call (median)", f"{median(plain_per_call):.1f} µs")
+
+
+async def gate_alone(store: Store, rounds: int, calls: int) -> None:
+    """The gate's own decision for an allowed call, without any framework around it (the stable part)."""
+    gate = ToolGate(ApprovalService.from_config(POLICY, store=store, clock=SystemClock()))
+    schema = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+    per_call: list[float] = []
+    for r in range(rounds):
+        t0 = time.perf_counter()
+        for i in range(calls):
+            args = {"order_id": str(i)}
+            await gate.check(
+                ToolCall("look_up_order", args, session=f"s{r}", framework="bench", call_id=f"c{i}", schema=schema)
+            )
+        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+    lo, mid, hi = min(per_call), median(per_call), max(per_call)
+    row(
+        "gate.check of an allowed call (min/med/max)",
+        f"{lo:.1f}/{mid:.1f}/{hi:.1f} µs",
+        f"<= {TARGET_US:g} µs",
+        mid <= TARGET_US,
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=200)
+    opts = parser.parse_args()
+    with redis_server() as url, tempfile.TemporaryDirectory() as d:
+        for label, store in (
+            ("sqlite", SqliteStore(Path(d) / "b.db")),
+            ("redis", RedisStore(connect(url), prefix="gb")),
+        ):
+            print(f"gate overhead on {label} ({opts.rounds} interleaved rounds of {opts.calls} calls)")
+            await gate_alone(store, opts.rounds, opts.calls)
+            for name in FRAMEWORKS:
+                await measure(store, name, opts.rounds, opts.calls)
+            await store.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,30 @@
+"""Approvals show which framework and agent session asked: on the card (escaped) and in `hitl show --json`."""
+
+from __future__ import annotations
+
+import json
+
+from bot.blocks import card
+from engine.gate import ToolCall
+from engine.testing.conformance.adapters import AgentWorld
+from hitl.cli.output import approval_json
+
+
+async def test_the_card_and_show_name_the_asking_framework_and_session(world: AgentWorld) -> None:
+    gate = world.gate(world.store())
+    call = ToolCall(
+        "refund",
+        {"order_id": "Q1", "amount": 30},
+        session="chat-9",
+        framework="strands",
+        call_id="tu-1",
+        agent="support <!channel> bot",
+    )
+    ticket = await gate.check(call)
+    assert ticket.pending and ticket.approval is not None
+    text = json.dumps(card(ticket.approval, now=world.clock.now()))
+    assert "via strands agent support &lt;!channel&gt; bot, session chat-9" in text
+    assert "<!channel>" not in text  # the agent's name is untrusted text: inert on the card
+    shown = approval_json(ticket.approval)
+    assert shown["asked_by"] == {"framework": "strands", "agent": "support <!channel> bot", "call_id": "tu-1"}
+    assert shown["modifiable"] is True
