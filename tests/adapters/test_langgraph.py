@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, TypedDict
 
 import aiosqlite
@@ -10,16 +13,24 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
+from engine.clock import SystemClock
+from engine.config import parse_config
 from engine.domain.models import DecisionKind
+from engine.service import ApprovalService
+from engine.storage.sqlite import SqliteStore
 from engine.testing.conformance.adapters import (
+    ADAPTER_CONFIG,
     AdapterConformance,
     AgentHarness,
     AgentRun,
     AgentWorld,
+    Ledger,
     ScriptedCall,
     Transcript,
 )
 from hitl.adapters.langgraph import HitlToolNode, Resumer, gated_call
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def tools(world: AgentWorld) -> list[Any]:
@@ -142,3 +153,29 @@ async def test_gated_call_in_a_node_asks_once_and_runs_once_across_reruns(world:
         assert world.ledger.rows() == [("refund", "N1", 70.0)]
         assert (await store.approvals.list_pending()).items == []
         assert await resumer.resume("node-1") is None
+
+
+async def test_a_thread_paused_in_one_process_resumes_once_in_another(tmp_path: Path) -> None:
+    """Real processes on one SQLite store and one SQLite checkpointer: start, decide, resume, resume again."""
+
+    def agent(mode: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-m", "tests.adapters.langgraph_process", mode, str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert agent("start") == "paused"
+    store = SqliteStore(tmp_path / "hitl.db")
+    (a,) = (await store.approvals.list_pending()).items
+    assert a.metadata["framework"] == "langgraph" and a.session_id == "proc-thread"
+    svc = ApprovalService.from_config(parse_config(ADAPTER_CONFIG), store=store, clock=SystemClock())
+    await svc.decide(a.id, "U_S2", DecisionKind.APPROVE)
+    assert agent("resume") == "resumed: done"
+    assert agent("resume") == "nothing to resume"
+    assert Ledger(tmp_path / "effects.db").rows() == [("refund", "P1", 45.0)]
+    await store.close()

@@ -1,0 +1,49 @@
+"""One agent process for the cross-process LangGraph test: `start` pauses a thread, `resume` continues it.
+
+Usage: python -m tests.adapters.langgraph_process start|resume <folder>
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from engine.clock import SystemClock
+from engine.config import parse_config
+from engine.storage.sqlite import SqliteStore
+from engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentWorld, Ledger, refund
+from tests.adapters.test_langgraph import build
+
+
+async def main(mode: str, folder: Path) -> None:
+    world = AgentWorld(
+        open_store=lambda: SqliteStore(folder / "hitl.db"),
+        clock=SystemClock(),  # type: ignore[arg-type]  # a real process runs on real time
+        ledger=Ledger(folder / "effects.db"),
+        config=parse_config(ADAPTER_CONFIG),
+    )
+    store = world.open_store()
+    gate = world.gate(store)
+    async with aiosqlite.connect(folder / "checkpoints.db") as conn:
+        graph = build(world, [refund("c1", "P1", 45)], AsyncSqliteSaver(conn), gate)
+        config: Any = {"configurable": {"thread_id": "proc-thread"}}
+        if mode == "start":
+            from langchain_core.messages import HumanMessage
+
+            out = await graph.ainvoke({"messages": [HumanMessage("go")]}, config)
+            print("paused" if "__interrupt__" in out else "finished")
+        else:
+            from hitl.adapters.langgraph import Resumer
+
+            done = await Resumer(graph, gate).resume("proc-thread")
+            print("nothing to resume" if done is None else f"resumed: {done['messages'][-1].content}")
+    await store.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], Path(sys.argv[2])))
