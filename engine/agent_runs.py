@@ -116,4 +116,8 @@ class AgentRuns:
         except StaleVersion:
             pass  # it stopped again while continuing: the newer interruption stands
         finally:
-            await store.runs.release(self.run_id(run.session), holder=self.gate.worker_id)
+            await self.release(run.session)
+
+    async def release(self, session: str) -> None:
+        """Give up the continuation of ``session``'s run (taken with :meth:`take`)."""
+        await self.gate.service.store.runs.release(self.run_id(session), holder=self.gate.worker_id)

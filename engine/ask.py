@@ -120,8 +120,7 @@ class Approvals:
     async def wait(self, approval: Approval, *, wait: float | None = None) -> Answer:
         """Wait until ``approval`` is decided (following supersessions) or expires. When ``wait`` passes first, the
         approval is cancelled (an agent that stopped waiting must not be approved behind its back)."""
-        call = ToolCall(approval.tool, approval.args, session=approval.session_id, framework=self.framework)
-        ticket = await self.gate.wait(await self.gate.ticket_for(call, approval), timeout=wait)
+        ticket = await self.gate.wait(await self.gate.ticket_of(approval), timeout=wait)
         return _answer(ticket)
 
     def guard(

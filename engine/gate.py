@@ -16,6 +16,7 @@ updates the cards.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -50,6 +51,7 @@ class ToolCall:
         schema: the tool's JSON Schema, snapshotted on the approval (edits are validated against it).
         agent: the agent's name, shown to reviewers.
         evidence: untrusted context for the reviewer (escaped on every surface).
+        requester: who asks, shown to reviewers (default: the configuration's requester).
         modifiable: False when the framework cannot run edited arguments: the approval offers no Modify.
     """
 
@@ -142,7 +144,7 @@ class ToolGate:
     # -- asking -------------------------------------------------------------------------------------------
     async def check(self, call: ToolCall) -> Ticket:
         """Propose the call (or re-attach to its approval); never waits."""
-        base = f"{call.framework}:{call.session}:{call.call_id or '-'}:{action_hash(call.tool, call.args)[:16]}"
+        base = f"{call.framework}:{call.session}:{call.call_id or '-'}"
         for generation in range(1, _MAX_GENERATIONS + 1):
             prop = await self.service.propose(
                 call.tool,
@@ -150,7 +152,7 @@ class ToolGate:
                 session_id=call.session,
                 requester=call.requester,
                 evidence=call.evidence,
-                dedupe_key=base if generation == 1 else f"{base}#{generation}",
+                dedupe_scope=base if generation == 1 else f"{base}#{generation}",  # the service adds the hash
                 metadata=call.metadata(),
                 schema=call.schema,
             )
@@ -158,7 +160,7 @@ class ToolGate:
                 why = "; ".join(prop.verdict.reasons) or "denied by policy"
                 return Ticket(call, "deny", {}, message=f"{call.tool} is denied by policy: {why}", code="policy_denied")
             if prop.approval is None:
-                return Ticket(call, "run", dict(normalize(dict(call.args))))
+                return Ticket(call, "run", prop.args)
             ticket = await self.ticket_for(call, prop.approval)
             if ticket.consumed and call.call_id is None:
                 continue  # an approval authorizes one execution: the same action again is a new request
@@ -341,12 +343,18 @@ class ToolGate:
 
 
 def _kwargs_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """``fn(**args)`` as a coroutine function (the ledger's Tool passes the idempotency key only if asked)."""
+    """``fn(**args)`` as a coroutine function that names ``idempotency_key`` (so the ledger's Tool hands the key over
+    as that keyword, never as a tool argument through a ``**args`` closure). A sync ``fn`` runs in a thread, as the
+    runner runs sync tools, so a slow effect does not stall the agent's event loop."""
 
     wants_key = "idempotency_key" in inspect.signature(fn).parameters
 
     async def call(idempotency_key: str = "", **args: Any) -> Any:
-        out = fn(**args, idempotency_key=idempotency_key) if wants_key else fn(**args)
+        if wants_key:
+            args["idempotency_key"] = idempotency_key
+        if inspect.iscoroutinefunction(fn):
+            return await fn(**args)
+        out = await asyncio.to_thread(fn, **args)
         return await out if inspect.isawaitable(out) else out
 
     return call

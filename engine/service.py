@@ -44,6 +44,8 @@ class Proposal:
     approval: Approval | None
     """The pending (or earlier) approval when a human is needed; None when the action may run now."""
     created: bool = False
+    args: dict[str, Any] = field(default_factory=dict)
+    """The normalised arguments the policy judged (what runs when no approval is needed)."""
 
     @property
     def may_run(self) -> bool:
@@ -123,6 +125,7 @@ class ApprovalService:
         preview: str = "",
         min_tier: Tier = Tier.AUTO,
         dedupe_key: str | None = None,
+        dedupe_scope: str | None = None,
         metadata: dict[str, Any] | None = None,
         timeout: float | None = None,
         role: str | None = None,
@@ -133,6 +136,8 @@ class ApprovalService:
 
         ``dedupe_key`` defaults to session + action hash: asking again for the same action in the same
         session returns the same approval, and counts once toward velocity and rolling-sum rules.
+        ``dedupe_scope`` replaces the session in that default (``<scope>:<action hash>``), so callers that bind an
+        approval to something narrower (a step iteration, a framework's call id) need not hash the action again.
         ``role`` forces the approver role (review gates). ``batch`` proposes every item of a batch under one
         approval bound to :func:`~engine.domain.hashing.batch_hash` of the exact ordered items.
         """
@@ -140,7 +145,7 @@ class ApprovalService:
         items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, args)]
         clean = {"items": items} if batch is not None else items[0]
         digest = batch_hash([(tool, a) for a in items]) if batch is not None else action_hash(tool, clean)
-        dedupe = dedupe_key or f"{session_id}:{digest}"
+        dedupe = dedupe_key or f"{dedupe_scope if dedupe_scope is not None else session_id}:{digest}"
         trusted = await self._trusted(session_id, now) if self.policy.trust_matters(tool) else frozenset()
         verdicts = []
         for i, item in enumerate(items):
@@ -152,7 +157,7 @@ class ApprovalService:
             verdicts.append(self.policy.evaluate(tool, item, ctx))
         verdict = max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
         if verdict.denied:
-            return Proposal(verdict=verdict, approval=None)
+            return Proposal(verdict=verdict, approval=None, args=clean)
         if not verdict.tier.needs_human:
             if verdict.tier is Tier.NOTIFY and self.notifier is not None:
                 await self._safe(
@@ -160,7 +165,7 @@ class ApprovalService:
                         tool=tool, args=clean, session_id=session_id, reason="; ".join(verdict.reasons)
                     )
                 )
-            return Proposal(verdict=verdict, approval=None)
+            return Proposal(verdict=verdict, approval=None, args=clean)
         if schema is not None:  # checked only when stored: an allowed call does not pay for it
             schema = check_schema(tool, schema)
         approval = Approval(
@@ -188,7 +193,7 @@ class ApprovalService:
         stored, created = await self.store.approvals.create(approval)
         if created and self.notifier is not None:
             await self._safe(self.notifier.approval_requested(stored))
-        return Proposal(verdict=verdict, approval=stored, created=created)
+        return Proposal(verdict=verdict, approval=stored, created=created, args=clean)
 
     async def _trusted(self, session_id: str, now: float) -> frozenset[str]:
         if not session_id:

@@ -8,7 +8,6 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
-from engine.domain.hashing import action_hash, batch_hash
 from engine.domain.ids import short_id
 from engine.domain.models import Approval, DecisionKind, Status, Tier
 from engine.errors import EngineError, ErrorCode
@@ -82,9 +81,6 @@ class StepKit:
         self, wf: LoadedWorkflow, state: RunState, step: ToolStep, tool: str, args: dict[str, Any], **kw: Any
     ) -> Proposal:
         it = state.iteration.get(step.id, 0)
-        digest = (
-            batch_hash([(tool, a) for a in kw["batch"]]) if kw.get("batch") is not None else action_hash(tool, args)
-        )
         evidence = str(render_value(step.evidence, self.scope(state, step.id), where=f"steps.{step.id}.evidence"))
         declared = wf.spec.tools.get(tool)
         if declared is not None and declared.schema_ and kw.get("batch") is None:
@@ -97,7 +93,7 @@ class StepKit:
             evidence=evidence,
             preview=json.dumps(args, ensure_ascii=False, indent=1)[:2000] if not kw.get("batch") else "",
             min_tier=Tier.APPROVE if step.approval == "required" else Tier.AUTO,
-            dedupe_key=f"{state.session_id}:{step.id}:{it}:{digest}",
+            dedupe_scope=f"{state.session_id}:{step.id}:{it}",
             metadata=self._about(state, step.id, "tool"),
             timeout=step.timeout,
             **kw,
@@ -209,7 +205,7 @@ class StepKit:
             requester=state.requester,
             preview=preview,
             min_tier=Tier.APPROVE,
-            dedupe_key=f"{state.session_id}:{tool}:{it}:{action_hash(tool, args)}",
+            dedupe_scope=f"{state.session_id}:{tool}:{it}",
             metadata=self._about(state, step_id, "gate", fallback=fallback),
             timeout=timeout,
             role=role,

@@ -167,7 +167,6 @@ class Resumer:
                 return None
         if not await self.runs.take(thread):
             return None
-        store = self.gate.service.store
         try:
             if await self.waiting_for(thread) != ids:  # resumed meanwhile by a process whose lease ended
                 return None
@@ -175,4 +174,4 @@ class Resumer:
                 Command(resume={"decided": ids}), {"configurable": {"thread_id": thread}}, **kw
             )
         finally:
-            await store.runs.release(self.runs.run_id(thread), holder=self.gate.worker_id)
+            await self.runs.release(thread)

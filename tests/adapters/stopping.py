@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 from engine.testing.conformance.adapters import AgentRun, AgentWorld, ScriptedCall, Transcript
 
 
-class StoppingHarness:
+class StoppingHarness(abc.ABC):
     """``runner(calls)`` builds one agent process (its own store connection); ``HitlRunner.resume`` continues."""
 
     framework = ""
@@ -16,14 +17,17 @@ class StoppingHarness:
     def __init__(self, world: AgentWorld) -> None:
         self.world = world
 
+    @abc.abstractmethod
     def runner(self, calls: list[ScriptedCall]) -> tuple[Any, Any]:
-        raise NotImplementedError
+        """One agent process: the framework's HitlRunner and the store connection it uses."""
 
+    @abc.abstractmethod
     def stopped(self, result: Any) -> bool:
-        raise NotImplementedError
+        """Whether ``result`` stopped for approvals."""
 
+    @abc.abstractmethod
     def transcript(self, result: Any) -> Transcript:
-        raise NotImplementedError
+        """What the model saw in ``result``."""
 
     async def start(self, calls: list[ScriptedCall], *, session: str) -> AgentRun:
         runner, store = self.runner(calls)

@@ -16,6 +16,7 @@ connection). This module imports pytest; ``engine.testing`` itself does not.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -227,11 +228,12 @@ def refund(call_id: str, order_id: str, amount: float) -> ScriptedCall:
     return ScriptedCall(call_id, "refund", {"order_id": order_id, "amount": amount})
 
 
-class AdapterConformance:
+class AdapterConformance(abc.ABC):
     """The twelve cases every adapter passes on every store."""
 
+    @abc.abstractmethod
     def harness(self, world: AgentWorld) -> AgentHarness:
-        raise NotImplementedError
+        """A harness driving your adapter's agent in ``world``."""
 
     # -- helpers ------------------------------------------------------------------------------------------
     async def pending(self, world: AgentWorld, session: str, *, at_least: int = 1) -> list[Approval]:
