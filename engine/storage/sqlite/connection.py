@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,28 +40,42 @@ class SqliteConnection:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            try:
-                conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-                conn.execute("BEGIN IMMEDIATE")
+            # Two connections creating the same new database at once: switching it to WAL takes a lock that SQLite
+            # refuses at once instead of waiting out busy_timeout. Wait for it here, as busy_timeout would.
+            deadline = time.monotonic() + self._busy_ms / 1000
+            while True:
                 try:
-                    if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                        add_missing_columns(conn)
-                        for stmt in _statements(SCHEMA):
-                            conn.execute(stmt)
-                        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            except BaseException:
-                conn.close()
-                raise
-            self._conn = conn
+                    self._conn = self._open()
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.01)  # on the store's own worker thread, never the event loop
         return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        """A new connection, with the schema created or migrated."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    add_missing_columns(conn)
+                    for stmt in _statements(SCHEMA):
+                        conn.execute(stmt)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     async def run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = True) -> T:
         """Run ``fn`` in one transaction (``BEGIN IMMEDIATE`` for writes); any database failure is a
