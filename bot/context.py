@@ -14,11 +14,9 @@ from bot.notifier import SlackNotifier
 from bot.reviewers import ReviewerDirectory
 from bot.signing import Signer
 from engine.config import HitlConfig
-from engine.domain.argspec import ArgSpec
 from engine.domain.models import Approval
 from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Store
-from engine.runner.schema import ToolSchema
 
 __all__ = ["BotContext"]
 
@@ -68,38 +66,11 @@ class BotContext:
         """Until no listener is running (Slack got its ack earlier; this waits for the rest)."""
         await asyncio.wait_for(self._idle.wait(), timeout)
 
-    async def schema_for(self, a: Approval) -> ToolSchema:
-        """The approval's own schema snapshot (what the asker declared when it asked), else for older approvals the
-        schema in its world, hitl.yaml's, or one inferred from the arguments."""
+    def schema_for(self, a: Approval) -> dict[str, Any] | None:
+        """The JSON Schema the Modify form is built from: the approval's own snapshot (what the asker declared
+        when it asked), else for approvals made before snapshots the one ``hitl.yaml`` declares; None means a
+        JSON editor. Never the workflow's tool module: the bot does not import user code to draw a form."""
         if a.args_schema is not None:
-            return ToolSchema.from_json_schema(a.tool, a.args_schema)
-        try:
-            world = await self.lifecycle.world_of(a)
-        except Exception:  # a missing or broken workflow file: fall back to what the arguments show
-            log.warning("cannot load the world of %s; inferring the form from its arguments", a.id)
-        else:
-            tool = world.tools.get(a.tool)
-            if tool is not None and tool.schema.args:
-                return tool.schema
+            return a.args_schema
         declared = self.config.policy.tools.get(a.tool)
-        if declared is not None and declared.schema_:
-            return ToolSchema(a.tool, dict(declared.schema_))
-        return infer_schema(a.tool, a.execute_args)
-
-
-def infer_schema(tool: str, args: dict[str, Any]) -> ToolSchema:
-    specs: dict[str, ArgSpec] = {}
-    for name, value in args.items():
-        if isinstance(value, bool):
-            specs[name] = ArgSpec(type="boolean")
-        elif isinstance(value, int):
-            specs[name] = ArgSpec(type="integer")
-        elif isinstance(value, float):
-            specs[name] = ArgSpec(type="number")
-        elif isinstance(value, dict):
-            specs[name] = ArgSpec(type="object")
-        elif isinstance(value, list):
-            specs[name] = ArgSpec(type="array")
-        else:
-            specs[name] = ArgSpec(type="string", multiline=isinstance(value, str) and len(value) > 80)
-    return ToolSchema(tool, specs)
+        return declared.schema_ if declared is not None else None

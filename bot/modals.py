@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 from bot.escape import code_block, label
+from engine.domain.arg_schema import ArgField, coerce_text, fields_of, schema_errors
 from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
 from engine.runner.kit import DOUBT
-from engine.runner.schema import ArgSpec, ToolSchema
 
 __all__ = [
     "CALLBACK_FEEDBACK",
@@ -32,14 +32,16 @@ CALLBACK_MODIFY = "hitl_modify_submit"
 CALLBACK_REJECT = "hitl_reject_submit"
 CALLBACK_FEEDBACK = "hitl_feedback_submit"
 _FIELD = "hitl_field:"
+_WHOLE = "hitl_args"
 
 
 def _pt(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text, "emoji": False}
 
 
-def modify_view(a: Approval, schema: ToolSchema, metadata: str) -> dict[str, Any]:
-    """Inputs typed from the schema, pre-filled with the proposal."""
+def modify_view(a: Approval, schema: dict[str, Any] | None, metadata: str) -> dict[str, Any]:
+    """Inputs typed from the approval's JSON Schema, pre-filled with the proposal; without a schema (approvals
+    made before schemas were snapshotted) one JSON editor for the whole argument object."""
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
@@ -51,8 +53,11 @@ def modify_view(a: Approval, schema: ToolSchema, metadata: str) -> dict[str, Any
             },
         },
     ]
-    for name, spec in list(schema.args.items())[:90]:
-        blocks.append(_input(name, spec, a.execute_args.get(name)))
+    if schema is None:
+        blocks.append(_json_editor(a.execute_args))
+    else:
+        for f in fields_of(schema)[:90]:
+            blocks.append(_input(f, a.execute_args.get(f.name)))
     return {
         "type": "modal",
         "callback_id": CALLBACK_MODIFY,
@@ -64,44 +69,61 @@ def modify_view(a: Approval, schema: ToolSchema, metadata: str) -> dict[str, Any
     }
 
 
-def _input(name: str, spec: ArgSpec, value: Any) -> dict[str, Any]:
-    title = _pt(f"{name}{'' if spec.required else ' (optional)'}"[:2000])
+def _json_editor(args: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(args, ensure_ascii=False, indent=1)
+    return {
+        "type": "input",
+        "block_id": _WHOLE,
+        "label": _pt("Arguments (JSON object)"),
+        "hint": _pt("This request has no argument schema: the tool's own checks apply when you submit."),
+        "element": {
+            "type": "plain_text_input",
+            "action_id": "value",
+            "multiline": True,
+            "max_length": 3000,
+            **({"initial_value": text} if len(text) <= 3000 else {}),
+        },
+    }
+
+
+def _input(f: ArgField, value: Any) -> dict[str, Any]:
+    title = _pt(f"{f.name}{'' if f.required else ' (optional)'}"[:2000])
     block: dict[str, Any] = {
         "type": "input",
-        "block_id": f"{_FIELD}{name}",
+        "block_id": f"{_FIELD}{f.name}",
         "label": title,
-        "optional": not spec.required or spec.type == "boolean",
+        "optional": not f.required or f.kind == "boolean",
     }
-    if spec.description:
-        block["hint"] = _pt(spec.description[:2000])
+    if f.description:
+        block["hint"] = _pt(f.description[:2000])
     action = "value"
-    if spec.enum:
-        options = [{"text": _pt(o[:75]), "value": o[:150]} for o in spec.enum[:100]]
+    if f.enum:
+        options = [{"text": _pt(o[:75]), "value": o[:150]} for o in f.enum[:100]]
         element: dict[str, Any] = {"type": "static_select", "action_id": action, "options": options}
         chosen = next((o for o in options if o["value"] == value), None)
         if chosen:
             element["initial_option"] = chosen
-    elif spec.type == "boolean":
+    elif f.kind == "boolean":
         option = {"text": _pt("Yes"), "value": "true"}
         element = {"type": "checkboxes", "action_id": action, "options": [option]}
         if value:
             element["initial_options"] = [option]
-    elif spec.type in ("number", "integer"):
-        element = {"type": "number_input", "action_id": action, "is_decimal_allowed": spec.type == "number"}
+    elif f.kind in ("number", "integer"):
+        element = {"type": "number_input", "action_id": action, "is_decimal_allowed": f.kind == "number"}
         if value is not None:
             element["initial_value"] = str(value)
-        if spec.minimum is not None:
-            element["min_value"] = str(spec.minimum)
-        if spec.maximum is not None:
-            element["max_value"] = str(spec.maximum)
+        if f.minimum is not None:
+            element["min_value"] = str(f.minimum)
+        if f.maximum is not None:
+            element["max_value"] = str(f.maximum)
     else:
-        limit = spec.max_length or 3000
+        limit = min(f.max_length or 3000, 3000)
         text = value if isinstance(value, str) else ("" if value is None else json.dumps(value))
         element = {
             "type": "plain_text_input",
             "action_id": action,
             "max_length": limit,
-            "multiline": spec.multiline or spec.type in ("object", "array"),
+            "multiline": f.multiline or f.kind in ("object", "array"),
         }
         if text:
             element["initial_value"] = text[:limit]
@@ -109,34 +131,56 @@ def _input(name: str, spec: ArgSpec, value: Any) -> dict[str, Any]:
     return block
 
 
-def parse_modify(state_values: dict[str, Any], schema: ToolSchema) -> tuple[dict[str, Any], dict[str, str]]:
+def _cell_value(state_values: dict[str, Any], block_id: str) -> Any:
+    cell = (state_values.get(block_id) or {}).get("value") or {}
+    kind = cell.get("type")
+    if kind == "static_select":
+        return (cell.get("selected_option") or {}).get("value")
+    if kind == "checkboxes":
+        return bool(cell.get("selected_options"))
+    return cell.get("value")
+
+
+def parse_modify(state_values: dict[str, Any], schema: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, str]]:
     """Raw modal values -> (typed args, errors by block id). Errors go back in the ack, inline."""
+    if schema is None:
+        text = _cell_value(state_values, _WHOLE)
+        try:
+            whole = json.loads(text) if isinstance(text, str) else None
+        except json.JSONDecodeError:
+            whole = None
+        if not isinstance(whole, dict):
+            return {}, {_WHOLE: 'must be a JSON object, like {"amount": 60}'}
+        return whole, {}
     raw: dict[str, Any] = {}
     errors: dict[str, str] = {}
-    for name, spec in schema.args.items():
-        cell = (state_values.get(f"{_FIELD}{name}") or {}).get("value") or {}
-        kind = cell.get("type")
-        if kind == "static_select":
-            value: Any = (cell.get("selected_option") or {}).get("value")
-        elif kind == "checkboxes":
-            value = bool(cell.get("selected_options"))
-        else:
-            value = cell.get("value")
-        if value in (None, "") and not spec.required:
+    for f in fields_of(schema):
+        value = _cell_value(state_values, f"{_FIELD}{f.name}")
+        if value in (None, "") and not f.required:
             continue
-        if spec.type in ("object", "array") and isinstance(value, str):
+        if f.kind in ("object", "array") and isinstance(value, str):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                errors[f"{_FIELD}{name}"] = "must be valid JSON"
+                errors[f"{_FIELD}{f.name}"] = "must be valid JSON"
                 continue
-        raw[name] = value
+        raw[f.name] = value
     if errors:
         return {}, errors
-    problems = schema.errors(raw)
+    typed = coerce_text(schema, raw)
+    problems = schema_errors(schema, typed)
     if problems:
-        return {}, {f"{_FIELD}{field.split('.')[0]}": msg[:150] for field, msg in problems.items()}
-    return schema.validate(raw), {}
+        known = {f.name for f in fields_of(schema)}
+        return {}, {
+            f"{_FIELD}{field.split('.')[0]}" if field.split(".")[0] in known else _first_block(schema): msg[:150]
+            for field, msg in problems.items()
+        }
+    return typed, {}
+
+
+def _first_block(schema: dict[str, Any]) -> str:
+    fields = fields_of(schema)
+    return f"{_FIELD}{fields[0].name}" if fields else _WHOLE
 
 
 def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -> dict[str, Any]:

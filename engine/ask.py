@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from engine.domain.models import Approval, Status
-from engine.errors import EngineError, ErrorCode
+from engine.errors import EngineError, ErrorCode, InvalidInput
 from engine.gate import GateRefused, Ticket, ToolCall, ToolGate
+from engine.runner.schema import signature_schema
 from engine.service import ApprovalService
 
 __all__ = ["ActionRejected", "Answer", "Approvals"]
@@ -124,16 +125,27 @@ class Approvals:
         return _answer(ticket)
 
     def guard(
-        self, tool: str | None = None, *, session: str | Callable[..., str], evidence: str = ""
+        self,
+        tool: str | None = None,
+        *,
+        session: str | Callable[..., str],
+        evidence: str = "",
+        schema: dict[str, Any] | None = None,
     ) -> Callable[[Callable[P, R] | Callable[P, Awaitable[R]]], Callable[P, Awaitable[Any]]]:
         """Run the decorated function only when approved, with the approved arguments, exactly once.
 
-        The wrapper is always a coroutine function. Raises :class:`ActionRejected` when not approved.
+        The wrapper is always a coroutine function. Raises :class:`ActionRejected` when not approved. The
+        argument schema reviewers edit against is ``schema``, else the one derived from the function's
+        signature, else (a signature pydantic cannot describe) ``hitl.yaml``'s for the tool.
         """
 
         def deco(fn: Callable[P, R] | Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[Any]]:
             name = tool or fn.__name__
             sig = inspect.signature(fn)
+            try:
+                declared = schema if schema is not None else signature_schema(name, fn)
+            except InvalidInput:
+                declared = None
 
             @functools.wraps(fn)
             async def wrapper(*a: P.args, **kw: P.kwargs) -> Any:
@@ -141,7 +153,7 @@ class Approvals:
                 bound.apply_defaults()
                 args = {k: v for k, v in bound.arguments.items() if k != "idempotency_key"}
                 sid = session(*a, **kw) if callable(session) else session
-                call = ToolCall(name, args, session=sid, framework=self.framework, evidence=evidence)
+                call = ToolCall(name, args, session=sid, framework=self.framework, evidence=evidence, schema=declared)
                 ticket = await self.gate.decide(call)
                 if not ticket.runs:
                     answer = _answer(ticket)

@@ -166,7 +166,10 @@ class ApprovalService:
                     )
                 )
             return Proposal(verdict=verdict, approval=None, args=clean)
-        if schema is not None:  # checked only when stored: an allowed call does not pay for it
+        if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
+            declared = self.policy.spec.tools.get(tool)
+            schema = declared.schema_ if declared is not None else None
+        else:  # checked only when stored: an allowed call does not pay for it
             schema = check_schema(tool, schema)
         approval = Approval(
             id=approval_id(dedupe),

@@ -109,7 +109,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             if kind == ACTION_VIEW_ALL:
                 view = batch_view(a)
             elif kind == ACTION_MODIFY:
-                view = modify_view(a, await ctx.schema_for(a), meta)
+                view = modify_view(a, ctx.schema_for(a), meta)
             else:
                 required = a.reason_required
                 view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)

@@ -58,7 +58,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             return
         try:
             a = await ctx.store.approvals.get(str(meta["id"]))
-            schema = await ctx.schema_for(a)
+            schema = ctx.schema_for(a)
             args, errors = parse_modify(_values(body), schema)
             if errors:
                 await ack(response_action="errors", errors=errors)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -17,7 +18,17 @@ from jsonschema.exceptions import SchemaError
 
 from engine.errors import InvalidInput
 
-__all__ = ["MAX_SCHEMA_BYTES", "check_schema", "schema_errors", "validate_args"]
+__all__ = [
+    "MAX_SCHEMA_BYTES",
+    "ArgField",
+    "check_schema",
+    "coerce_text",
+    "declared_schema",
+    "fields_of",
+    "schema_errors",
+    "validate_args",
+    "with_defaults",
+]
 
 MAX_SCHEMA_BYTES = 64 * 1024
 """A schema bigger than this is refused: it is stored on every approval of its tool."""
@@ -42,6 +53,24 @@ def check_schema(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
     if problem is not None:
         raise InvalidInput(f"the argument schema of {tool} is not valid JSON Schema: {problem}", tool=tool)
     return schema
+
+
+def declared_schema(schema: Any) -> dict[str, Any]:
+    """A schema written in a config file, checked (pydantic validators raise ``ValueError`` with what to fix).
+
+    The per-argument form of hitl 0.x (``order_id: {type: string, max_length: 32}``) reads as a valid but
+    meaningless JSON Schema, so ``type: object`` is required to tell the two apart.
+    """
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ValueError(
+            "schema must be a JSON Schema object: `type: object` with the arguments under `properties:` and the "
+            "required ones listed under `required:` (the per-argument form `name: {type: ..., max_length: ...}` "
+            "was replaced by JSON Schema: write maxLength, and x-multiline: true for long text)"
+        )
+    try:
+        return check_schema("this tool", schema)
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -81,3 +110,115 @@ def validate_args(tool: str, schema: dict[str, Any], args: dict[str, Any]) -> di
         listed = "; ".join(f"{k}: {v}" for k, v in problems.items())
         raise InvalidInput(f"arguments for {tool} are invalid: {listed}", tool=tool, fields=problems)
     return args
+
+
+_KINDS = ("string", "number", "integer", "boolean", "object", "array")
+
+
+@dataclass(frozen=True)
+class ArgField:
+    """One top-level argument of a schema, read for building a form (the schema itself stays the judge)."""
+
+    name: str
+    kind: str
+    """string, number, integer, boolean, object or array (anything else reads as string)."""
+    required: bool
+    description: str = ""
+    default: Any = None
+    enum: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int | None = None
+    multiline: bool = False
+    """``x-multiline: true`` in the schema, or a string longer than 300 characters."""
+
+
+def fields_of(schema: dict[str, Any]) -> list[ArgField]:
+    """The top-level arguments of ``schema`` in declaration order (nullable unions and local ``$ref`` read through)."""
+    required = set(schema.get("required") or ())
+    props = schema.get("properties") or {}
+    return [_field(schema, str(name), p, name in required) for name, p in props.items() if isinstance(p, dict)]
+
+
+def _resolved(root: dict[str, Any], prop: dict[str, Any]) -> dict[str, Any]:
+    for _ in range(8):  # a bounded walk: a schema may reference itself
+        ref = prop.get("$ref")
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            break
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        if not isinstance(target, dict):
+            break
+        prop = {**target, **{k: v for k, v in prop.items() if k != "$ref"}}
+    for option in prop.get("anyOf") or prop.get("oneOf") or ():
+        if isinstance(option, dict) and option.get("type") != "null":
+            merged = {k: v for k, v in prop.items() if k not in ("anyOf", "oneOf")}
+            return {**_resolved(root, option), **merged}
+    return prop
+
+
+def _field(root: dict[str, Any], name: str, prop: dict[str, Any], required: bool) -> ArgField:
+    prop = _resolved(root, prop)
+    kind = prop.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    enum = prop.get("enum")
+    strings = isinstance(enum, list) and bool(enum) and all(isinstance(e, str) for e in enum)
+    max_length = prop.get("maxLength")
+    max_length = max_length if isinstance(max_length, int) and max_length >= 1 else None
+    low = prop.get("minimum", prop.get("exclusiveMinimum"))
+    high = prop.get("maximum", prop.get("exclusiveMaximum"))
+    return ArgField(
+        name=name,
+        kind=kind if kind in _KINDS else "string",
+        required=required,
+        description=str(prop.get("description") or "")[:300],
+        default=prop.get("default"),
+        enum=tuple(enum) if strings and isinstance(enum, list) else None,
+        minimum=low if isinstance(low, int | float) and not isinstance(low, bool) else None,
+        maximum=high if isinstance(high, int | float) and not isinstance(high, bool) else None,
+        max_length=max_length,
+        multiline=bool(prop.get("x-multiline")) or (max_length is not None and max_length > 300),
+    )
+
+
+def coerce_text(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with text given for a number, integer or boolean argument converted to it.
+
+    Form inputs and rendered templates arrive as text: ``"60"`` for a number is the number 60 before the schema
+    judges it. Text that does not convert is left alone, so the schema names the field.
+    """
+    kinds = {f.name: f.kind for f in fields_of(schema)}
+    out = dict(values)
+    for name, value in values.items():
+        kind = kinds.get(name)
+        if not isinstance(value, str) or kind not in ("integer", "number", "boolean"):
+            continue
+        text = value.strip()
+        if kind == "boolean":
+            if text.lower() in ("true", "false"):
+                out[name] = text.lower() == "true"
+            continue
+        try:
+            number = float(text)
+        except ValueError:
+            continue
+        if number != number or number in (float("inf"), float("-inf")):
+            continue
+        if kind == "integer" or (number.is_integer() and "." not in text and "e" not in text.lower()):
+            out[name] = int(number) if number.is_integer() else number
+        else:
+            out[name] = number
+    return out
+
+
+def with_defaults(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with each missing top-level argument that declares a ``default`` set to it, so the approval
+    shows (and the tool receives) every value that will be used."""
+    out = dict(values)
+    for name, prop in (schema.get("properties") or {}).items():
+        # A null default is the function's own "not given": left out, the function applies it.
+        if name not in out and isinstance(prop, dict) and prop.get("default") is not None:
+            out[name] = prop["default"]
+    return out

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.domain.argspec import ArgSpec
+from engine.domain.arg_schema import declared_schema
 from engine.domain.durations import Seconds
 from engine.domain.models import Tier
 
@@ -30,8 +31,14 @@ class ToolPolicySpec(_Spec):
     fallback: str = "cancel"
     reason_required: bool = False
     """Whether a rejection must carry a reason."""
-    schema_: dict[str, ArgSpec] | None = Field(default=None, alias="schema")
-    """Argument schema for tools proposed through the ask API (workflows declare theirs in the workflow)."""
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    """JSON Schema of the tool's arguments, snapshotted on approvals whose asker gave none (the ask API, the
+    HTTP API); edits are validated against it."""
+
+    @field_validator("schema_")
+    @classmethod
+    def _json_schema(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if v is None else declared_schema(v)
 
     @field_validator("fallback")
     @classmethod

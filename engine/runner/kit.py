@@ -14,7 +14,6 @@ from engine.errors import EngineError, ErrorCode
 from engine.runner.effects import EffectInDoubt, Effects, Resolution
 from engine.runner.leases import kept_alive
 from engine.runner.outcomes import Halt, halt_for
-from engine.runner.schema import json_schema_of
 from engine.runner.spec import LoadedWorkflow, ToolStep
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import render_value
@@ -82,9 +81,8 @@ class StepKit:
     ) -> Proposal:
         it = state.iteration.get(step.id, 0)
         evidence = str(render_value(step.evidence, self.scope(state, step.id), where=f"steps.{step.id}.evidence"))
-        declared = wf.spec.tools.get(tool)
-        if declared is not None and declared.schema_ and kw.get("batch") is None:
-            kw["schema"] = json_schema_of(dict(declared.schema_))  # reviewers edit against exactly this
+        if kw.get("batch") is not None:
+            kw.pop("schema", None)  # a batch is approved as a whole list and is not edited item by item
         return await self.svc.propose(
             tool,
             args,
@@ -118,7 +116,8 @@ class StepKit:
         self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep, args: dict[str, Any], *, key: str
     ) -> Any:
         """Run ``tool`` once it may run (with the approved, possibly modified, arguments), or halt."""
-        verdict = await self.standing(wf, state, step, tool.name, args)
+        # The tool's schema is snapshotted on its approval: reviewers edit against exactly it.
+        verdict = await self.standing(wf, state, step, tool.name, args, schema=tool.schema.json)
         if isinstance(verdict, Halt):
             return verdict
         return await self.effect(

@@ -1,178 +1,104 @@
-"""Argument schemas for tools: a small typed vocabulary, compiled to pydantic models.
+"""A workflow tool's argument schema: JSON Schema, declared in the workflow or derived from the function.
 
-The same schema validates workflow arguments, edited arguments from ``hitl resume --modify``, and the
-Slack Modify modal (which builds its inputs from it)::
+Without ``schema:`` in the workflow, the schema comes from the function's signature through pydantic, so
+constraints are written where the code is::
+
+    def refund(order_id: Annotated[str, Field(max_length=32)],
+               amount: Annotated[float, Field(gt=0, le=10_000, description="Amount to refund")],
+               reason: str = "", *, idempotency_key: str) -> dict: ...
+
+or declared as JSON Schema in the workflow (it wins over the signature)::
 
     schema:
-      order_id: {type: string, max_length: 32}
-      amount:   {type: number, minimum: 0.01, maximum: 10000}
-      notify:   {type: boolean, default: true}
-      reason:   {type: string, enum: [damaged, late, other]}
+      type: object
+      properties:
+        order_id: {type: string, maxLength: 32}
+        amount: {type: number, exclusiveMinimum: 0, maximum: 10000}
+      required: [order_id, amount]
+
+The same schema validates rendered workflow arguments, is snapshotted on every approval of the tool, and is what
+edits are checked against on every surface (the Slack Modify form is built from the snapshot).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, create_model
+from pydantic import ConfigDict, create_model
+from pydantic.errors import PydanticUserError
 
-from engine.domain.arg_schema import schema_errors, validate_args
+from engine.domain.arg_schema import check_schema, coerce_text, schema_errors, validate_args, with_defaults
 from engine.errors import InvalidInput
 
-__all__ = ["ArgSpec", "ToolSchema", "json_schema_of"]
-
-from engine.domain.argspec import ArgSpec  # noqa: E402  (re-exported: schemas are written in it)
-
-_TYPES: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
+__all__ = ["ToolSchema", "signature_schema"]
 
 
 class ToolSchema:
-    """Validates and normalises a tool's arguments (``extra`` arguments are refused)."""
+    """Validates and normalises a tool's arguments against its JSON Schema (``None``: taken as they are)."""
 
-    def __init__(
-        self, tool: str, args: dict[str, ArgSpec], *, open_: bool = False, json_schema: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, tool: str, json_schema: dict[str, Any] | None) -> None:
         self.tool = tool
-        self.args = args
-        self.open = open_
-        self.json_schema = json_schema
-        """Set when built from an approval's JSON Schema snapshot: validation is against exactly it."""
-        fields: dict[str, Any] = {}
-        for name, spec in args.items():
-            fields[name] = (_annotation(spec), _field(spec))
-        self._model = create_model(f"{tool}_args", __config__=ConfigDict(extra="forbid", strict=False), **fields)
+        self.json = check_schema(tool, json_schema) if json_schema is not None else None
+
+    @property
+    def open(self) -> bool:
+        return self.json is None
 
     def validate(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Coerced arguments, or :class:`InvalidInput` naming every bad field."""
-        if self.open:  # no schema declared (guarded plain functions): take the arguments as they are
+        """Arguments with text coerced to the declared scalar types and top-level defaults filled in, or
+        :class:`InvalidInput` naming every bad field."""
+        if self.json is None:  # guarded plain functions without a schema
             return dict(values)
-        if self.json_schema is not None:
-            return validate_args(self.tool, self.json_schema, self._coerced(values))
-        try:
-            model = self._model.model_validate(values)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(args)'}: {e['msg']}" for e in exc.errors())
-            raise InvalidInput(
-                f"arguments for {self.tool} are invalid: {problems}",
-                tool=self.tool,
-                fields={".".join(str(p) for p in e["loc"]): e["msg"] for e in exc.errors()},
-            ) from None
-        return dict(model.model_dump())
-
-    @classmethod
-    def from_json_schema(cls, tool: str, schema: dict[str, Any]) -> ToolSchema:
-        """The form fields of a JSON Schema (for the Modify modal); validation stays with the schema itself."""
-        props = schema.get("properties") or {}
-        required = set(schema.get("required") or ())
-        args = {str(name): _spec_of(p if isinstance(p, dict) else {}, name in required) for name, p in props.items()}
-        return cls(tool, args, json_schema=schema)
-
-    def _coerced(self, values: dict[str, Any]) -> dict[str, Any]:
-        # Form inputs arrive as text: a number field's "60" is the number 60 before the schema judges it.
-        out = dict(values)
-        for name, value in values.items():
-            spec = self.args.get(name)
-            if spec is None or not isinstance(value, str):
-                continue
-            try:
-                if spec.type == "integer" and value.strip().lstrip("-").isdigit():
-                    out[name] = int(value)
-                elif spec.type == "number":
-                    number = float(value)
-                    out[name] = int(number) if number.is_integer() and "." not in value else number
-            except ValueError:
-                pass  # left as text: the schema names the field
-        return out
+        return validate_args(self.tool, self.json, with_defaults(self.json, coerce_text(self.json, values)))
 
     def errors(self, values: dict[str, Any]) -> dict[str, str]:
-        """Field -> message, empty when valid (for modal validation)."""
-        if self.json_schema is not None and not self.open:
-            return schema_errors(self.json_schema, self._coerced(values))
-        try:
-            self.validate(values)
-        except InvalidInput as exc:
-            return dict(exc.context.get("fields", {}))
-        return {}
+        """Field -> message, empty when valid."""
+        if self.json is None:
+            return {}
+        return schema_errors(self.json, with_defaults(self.json, coerce_text(self.json, values)))
 
 
-def _annotation(spec: ArgSpec) -> Any:
-    if spec.enum:
-        base: Any = Literal[tuple(spec.enum)]
-    elif spec.type == "object":
-        base = dict[str, Any]
-    elif spec.type == "array":
-        base = list[Any]
-    else:
-        base = _TYPES[spec.type]
-    return base if spec.required else base | None
+def signature_schema(tool: str, fn: Callable[..., Any]) -> dict[str, Any]:
+    """The JSON Schema of ``fn``'s keyword arguments (pydantic; ``Annotated[..., Field(...)]`` constraints kept).
 
-
-def _field(spec: ArgSpec) -> Any:
-    kw: dict[str, Any] = {"description": spec.description}
-    if spec.minimum is not None:
-        kw["ge"] = spec.minimum
-    if spec.maximum is not None:
-        kw["le"] = spec.maximum
-    if spec.max_length is not None and spec.type == "string":
-        kw["max_length"] = spec.max_length
-    if spec.required and spec.default is None:
-        return Field(**kw)
-    return Field(default=spec.default, **kw)
-
-
-def json_schema_of(args: dict[str, ArgSpec]) -> dict[str, Any]:
-    """The JSON Schema of a workflow tool's declared arguments (snapshotted on its approvals)."""
-    props: dict[str, Any] = {}
-    for name, spec in args.items():
-        prop: dict[str, Any] = {"type": spec.type}
-        if spec.enum:
-            prop = {"type": "string", "enum": list(spec.enum)}
-        if spec.description:
-            prop["description"] = spec.description
-        if spec.minimum is not None:
-            prop["minimum"] = spec.minimum
-        if spec.maximum is not None:
-            prop["maximum"] = spec.maximum
-        if spec.max_length is not None and spec.type == "string":
-            prop["maxLength"] = spec.max_length
-        if spec.default is not None:
-            prop["default"] = spec.default
-        if not spec.required:
-            prop = {
-                "anyOf": [prop, {"type": "null"}],
-                **({"default": spec.default} if spec.default is not None else {}),
-            }
-        if spec.multiline:
-            prop["x-multiline"] = True
-        props[name] = prop
-    required = [n for n, s in args.items() if s.required and s.default is None]
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-
-
-_SCALARS = ("string", "number", "integer", "boolean", "object", "array")
-
-
-def _spec_of(prop: dict[str, Any], required: bool) -> ArgSpec:
-    """One JSON Schema property as a form field (nullable unions and pydantic's anyOf read through)."""
-    multiline = bool(prop.get("x-multiline"))
-    for option in prop.get("anyOf") or prop.get("oneOf") or ():
-        if isinstance(option, dict) and option.get("type") != "null":
-            prop = {**option, **{k: v for k, v in prop.items() if k not in ("anyOf", "oneOf")}}
-            break
-    kind = prop.get("type", "string")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    enum = prop.get("enum")
-    strings = isinstance(enum, list) and enum and all(isinstance(e, str) for e in enum)
-    max_length = prop.get("maxLength")
-    return ArgSpec(
-        type=kind if kind in _SCALARS else "string",
-        description=str(prop.get("description") or prop.get("title") or "")[:300],
-        required=required,
-        default=prop.get("default"),
-        minimum=prop.get("minimum") if isinstance(prop.get("minimum"), int | float) else None,
-        maximum=prop.get("maximum") if isinstance(prop.get("maximum"), int | float) else None,
-        max_length=max_length if isinstance(max_length, int) and 1 <= max_length <= 3000 else None,
-        enum=[str(e) for e in enum] if strings and isinstance(enum, list) else None,
-        multiline=multiline,
-    )
+    ``idempotency_key`` is hitl's, not the caller's, and is left out; ``**kwargs`` allows extra arguments.
+    Raises :class:`InvalidInput` when the signature cannot be described (declare ``schema:`` then).
+    """
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = inspect.signature(fn).parameters
+    except (NameError, TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"cannot read the signature of tool {tool} ({exc}); declare its arguments under schema: in the workflow",
+            tool=tool,
+        ) from None
+    fields: dict[str, Any] = {}
+    extra = False
+    for p in params.values():
+        if p.name == "idempotency_key" or p.kind is p.VAR_POSITIONAL:
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            extra = True
+            continue
+        if p.kind is p.POSITIONAL_ONLY:
+            raise InvalidInput(
+                f"tool {tool}: argument {p.name} is positional-only; hitl calls tools with keyword arguments",
+                tool=tool,
+            )
+        fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
+    try:
+        model = create_model(f"{tool}_args", __config__=ConfigDict(extra="allow" if extra else "forbid"), **fields)
+        schema = model.model_json_schema()
+    except (PydanticUserError, TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"cannot derive a JSON Schema for tool {tool} from its signature ({str(exc).splitlines()[0]}); "
+            "declare its arguments under schema: in the workflow",
+            tool=tool,
+        ) from None
+    schema.pop("title", None)
+    if not extra:
+        schema["additionalProperties"] = False
+    return schema

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine._yaml import parse_model
+from engine.domain.arg_schema import declared_schema
 from engine.domain.durations import Seconds
 from engine.domain.policy_spec import ToolPolicySpec
 from engine.errors import EngineError, ErrorCode
-from engine.runner.schema import ArgSpec
 
 __all__ = ["GateStep", "LoopSpec", "ToolDef", "ToolStep", "Workflow", "load_workflow"]
 
@@ -30,7 +30,14 @@ class ToolDef(_Spec):
     function: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
     """``module:attribute``; modules resolve from the workflow's folder first."""
     description: str = ""
-    schema_: dict[str, ArgSpec] = Field(default_factory=dict, alias="schema")
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    """JSON Schema of the arguments; without it the schema is derived from the function's signature."""
+
+    @field_validator("schema_")
+    @classmethod
+    def _json_schema(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if v is None else declared_schema(v)
+
     policy: ToolPolicySpec | None = None
     """Used when hitl.yaml says nothing about this tool; hitl.yaml always wins."""
     idempotent: bool = False

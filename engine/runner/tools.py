@@ -14,8 +14,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from engine.errors import EngineError, ErrorCode
-from engine.runner.schema import ToolSchema
+from engine.errors import EngineError, ErrorCode, InvalidInput
+from engine.runner.schema import ToolSchema, signature_schema
 from engine.runner.spec import ToolDef
 
 __all__ = ["Tool", "load_tools"]
@@ -27,7 +27,7 @@ class Tool:
     Args:
         name: the tool's name in policies and approvals.
         fn: the effect, sync or async.
-        schema: argument schema (None: arguments taken as they are).
+        schema: argument schema (None: arguments taken as they are, for guarded functions that declare none).
         idempotent: the tool honours its idempotency key, so running it again after a crash is safe.
         reconcile: asks the business system whether an attempt whose outcome was lost happened; called with the
             arguments and ``idempotency_key=``, it returns ``{"done": true, "output": ...}`` or ``{"done": false}``.
@@ -44,7 +44,7 @@ class Tool:
     ) -> None:
         self.name = name
         self.fn = fn
-        self.schema = schema or ToolSchema(name, {}, open_=True)
+        self.schema = schema or ToolSchema(name, None)
         self.idempotent = idempotent
         self.reconcile_fn = reconcile
         self._wants_key = _wants_key(fn)
@@ -106,7 +106,11 @@ def load_tools(defs: dict[str, ToolDef], *, base: Path) -> dict[str, Tool]:
     for name, d in defs.items():
         fn = _resolve(name, d.function, base)
         hook = _resolve(name, d.reconcile, base) if d.reconcile else None
-        tools[name] = Tool(name, fn, ToolSchema(name, d.schema_), idempotent=d.idempotent, reconcile=hook)
+        try:
+            schema = ToolSchema(name, d.schema_ if d.schema_ is not None else signature_schema(name, fn))
+        except InvalidInput as exc:
+            raise EngineError(exc.message, code=ErrorCode.WORKFLOW_INVALID, tool=name) from None
+        tools[name] = Tool(name, fn, schema, idempotent=d.idempotent, reconcile=hook)
     return tools
 
 

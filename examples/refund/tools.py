@@ -11,7 +11,9 @@ import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 SEED = [
     ("78291", "C-1042", "Dana Whitfield", "dana@example.com", 1299.00),
@@ -57,7 +59,16 @@ def look_up_order(order_id: str) -> dict[str, Any]:
     return dict(zip(keys, row, strict=True))
 
 
-def refund(order_id: str, amount: float, customer_id: str, reason: str = "", *, idempotency_key: str) -> dict[str, Any]:
+def refund(
+    order_id: Annotated[str, Field(max_length=32)],
+    amount: Annotated[float, Field(gt=0, le=10_000, description="Amount to refund")],
+    customer_id: Annotated[str, Field(max_length=32)],
+    reason: Annotated[str, Field(max_length=300, json_schema_extra={"x-multiline": True})] = "",
+    *,
+    idempotency_key: str,
+) -> dict[str, Any]:
+    """The argument schema hitl validates, snapshots on approvals and builds the Slack Modify form from comes
+    from this signature (constraints as ``Annotated[..., Field(...)]``)."""
     with closing(connect()) as db, db:
         done = db.execute(
             "SELECT refund_id, amount FROM refunds WHERE idempotency_key = ?", (idempotency_key,)
@@ -79,7 +90,13 @@ def refund(order_id: str, amount: float, customer_id: str, reason: str = "", *, 
         return {"refund_id": f"R-{cur.lastrowid}", "amount": amount, "replayed": False}
 
 
-def send_email(to: str, subject: str, body: str, *, idempotency_key: str) -> dict[str, Any]:
+def send_email(
+    to: Annotated[str, Field(max_length=200)],
+    subject: Annotated[str, Field(max_length=150)],
+    body: Annotated[str, Field(max_length=3000)],
+    *,
+    idempotency_key: str,
+) -> dict[str, Any]:
     with closing(connect()) as db, db:
         done = db.execute("SELECT email_id FROM emails WHERE idempotency_key = ?", (idempotency_key,)).fetchone()
         if done:

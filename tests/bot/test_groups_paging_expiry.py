@@ -5,15 +5,17 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from bot.blocks import ACTION_APPROVE
 from bot.listeners.commands import ACTION_PENDING_PAGE
 from bot.modals import modify_view, parse_modify
-from engine.domain.argspec import ArgSpec
 from engine.domain.models import Status
 from engine.domain.reviewers import Roles
 from engine.runner import RunStatus, load_workflow
-from engine.runner.schema import ToolSchema
+from engine.runner.schema import signature_schema
 from engine.storage.sqlite import SqliteStore
 from engine.testing import FakeClock, make_approval
 from tests.bot.conftest import ROOT, Harness, start, stop, workspace
@@ -78,16 +80,17 @@ async def test_expiry_applies_the_runs_fallback_and_late_clicks_are_told(harness
     assert "expired" in harness.ephemeral("U_SUPPORT1")[-1].text
 
 
+def _ship(
+    carrier: Literal["ups", "dhl"],
+    weight: Annotated[int, Field(ge=1)],
+    express: bool = False,
+    note: Annotated[str, Field(json_schema_extra={"x-multiline": True})] = "",
+) -> None:
+    """A tool whose schema comes from its signature, as a workflow tool's does."""
+
+
 def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
-    schema = ToolSchema(
-        "ship",
-        {
-            "carrier": ArgSpec(type="string", enum=["ups", "dhl"]),
-            "express": ArgSpec(type="boolean", required=False, default=False),
-            "weight": ArgSpec(type="integer", minimum=1),
-            "note": ArgSpec(type="string", required=False, default="", multiline=True),
-        },
-    )
+    schema = signature_schema("ship", _ship)
     a = make_approval(now=FakeClock().now(), tool="ship", args={"carrier": "dhl", "express": True, "weight": 3})
     view = modify_view(a, schema, "meta")
     elements = {b["block_id"]: b["element"] for b in view["blocks"] if b["type"] == "input"}
@@ -99,8 +102,9 @@ def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
         "action_id": "value",
         "is_decimal_allowed": False,
         "initial_value": "3",
-        "min_value": "1.0",
+        "min_value": "1",
     }
+    assert elements["hitl_field:note"]["multiline"] is True
     values = {
         "hitl_field:carrier": {"value": {"type": "static_select", "selected_option": {"value": "ups"}}},
         "hitl_field:express": {"value": {"type": "checkboxes", "selected_options": []}},
@@ -108,8 +112,21 @@ def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
         "hitl_field:note": {"value": {"type": "plain_text_input", "value": None}},
     }
     args, errors = parse_modify(values, schema)
-    assert errors == {} and args == {"carrier": "ups", "express": False, "weight": 7, "note": ""}
+    assert errors == {} and args == {"carrier": "ups", "express": False, "weight": 7}
     values["hitl_field:carrier"]["value"]["selected_option"] = {"value": "fedex"}
     values["hitl_field:weight"]["value"]["value"] = "0"
     _, errors = parse_modify(values, schema)
     assert set(errors) == {"hitl_field:carrier", "hitl_field:weight"}
+
+
+def test_modify_modal_without_a_schema_edits_the_arguments_as_one_json_object() -> None:
+    """Approvals stored before schemas were snapshotted: no form is guessed from the values."""
+    a = make_approval(now=FakeClock().now(), tool="ship", args={"carrier": "dhl", "weight": 3})
+    view = modify_view(a, None, "meta")
+    [editor] = [b for b in view["blocks"] if b["type"] == "input"]
+    assert json.loads(editor["element"]["initial_value"]) == {"carrier": "dhl", "weight": 3}
+    cell = {editor["block_id"]: {"value": {"type": "plain_text_input", "value": '{"carrier": "ups", "weight": 4}'}}}
+    assert parse_modify(cell, None) == ({"carrier": "ups", "weight": 4}, {})
+    cell[editor["block_id"]]["value"]["value"] = "[1, 2]"
+    args, errors = parse_modify(cell, None)
+    assert args == {} and "JSON object" in errors[editor["block_id"]]

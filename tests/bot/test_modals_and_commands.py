@@ -77,6 +77,24 @@ async def test_modify_modal_is_typed_validates_inline_and_reruns_policy(harness:
     assert "before → after" in text and "80" in text
 
 
+async def test_modify_without_a_schema_is_one_json_editor(harness: Harness) -> None:
+    """An approval with no schema snapshot and none in hitl.yaml (made by an older hitl): the form is not guessed
+    from the values and no workflow is loaded to find one; the reviewer edits the argument object as JSON."""
+    p = await harness.svc.propose("delete_customer", {"customer_id": "C-2001"}, session_id="ses_json")
+    a = p.approval
+    assert a is not None and a.args_schema is None
+    await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(a.id)), ACTION_MODIFY)
+    view_id, view = last_view(harness)
+    [editor] = [b for b in view["blocks"] if b["type"] == "input"]
+    assert editor["block_id"] == "hitl_args" and json.loads(editor["element"]["initial_value"]) == a.args
+    bad = await harness.slack.submit("U_SUPPORT1", view_id, field_values(view, hitl_args="customer C-2"))
+    assert bad.json()["response_action"] == "errors" and "JSON object" in bad.json()["errors"]["hitl_args"]
+    ok = await harness.slack.submit("U_SUPPORT1", view_id, field_values(view, hitl_args='{"customer_id": "C-2"}'))
+    assert ok.status == 200 and ok.body.strip() == ""
+    await harness.settle()
+    assert (await harness.svc.store.approvals.get(a.id)).execute_args == {"customer_id": "C-2"}
+
+
 async def test_modify_to_a_higher_tier_supersedes_with_a_finance_card(harness: Harness) -> None:
     a = await propose(harness, amount=100, session="ses_up")
     await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(a.id)), ACTION_MODIFY)

@@ -39,7 +39,7 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
         "Approved and done",
         "1 of 2 finance approvals",
         "already voted",
-        "less than the minimum of 0.01",
+        "less than or equal to the minimum of 0",
         "superseded",
         "waiting for you",
         "demo passed",

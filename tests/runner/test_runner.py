@@ -187,7 +187,9 @@ def _variant(tmp_path: Path, publish: str) -> Path:
         (tmp_path / name).write_text((FLOWS / name).read_text())
     path = tmp_path / "variant.yaml"
     text = (FLOWS / "gate.yaml").read_text()
-    path.write_text(text.replace('{function: "tools:publish", idempotent: true,', publish))
+    declared = '{function: "tools:publish", idempotent: true'
+    assert declared in text  # the variant must really change the declaration
+    path.write_text(text.replace(declared, publish))
     return path
 
 
@@ -215,7 +217,7 @@ async def test_an_effect_in_doubt_goes_to_a_person_and_never_repeats_blindly(
     tmp_path: Path,
     answer: str,
 ) -> None:
-    wf_path = _variant(tmp_path, '{function: "tools:publish",')  # no idempotency promise, no reconcile hook
+    wf_path = _variant(tmp_path, '{function: "tools:publish"')  # no idempotency promise, no reconcile hook
     session = await _crash_in_publish(svc, wf_path, monkeypatch)
     clock.advance(61)
     second = Runner(svc, worker_id="worker-2", lease=60)
@@ -249,7 +251,7 @@ async def test_an_effect_in_doubt_goes_to_a_person_and_never_repeats_blindly(
 async def test_a_reconcile_hook_settles_a_doubt_without_a_person(
     svc: ApprovalService, clock: FakeClock, effects: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    wf_path = _variant(tmp_path, '{function: "tools:publish", reconcile: "tools:was_published",')
+    wf_path = _variant(tmp_path, '{function: "tools:publish", reconcile: "tools:was_published"')
     session = await _crash_in_publish(svc, wf_path, monkeypatch)
     clock.advance(61)
     done = await Runner(svc, worker_id="worker-2", lease=60).resume(session)

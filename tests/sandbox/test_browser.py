@@ -92,7 +92,8 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             amount = modal.locator("input[name='hitl_field:amount']")
             await amount.fill("-5")
             await page.click("#modal-submit")
-            await expect(modal.locator(".field.invalid .error")).to_contain_text("less than the minimum of 0.01")
+            error = modal.locator(".field.invalid .error")
+            await expect(error).to_contain_text("less than or equal to the minimum of 0")
             await expect(amount).to_have_value("-5")  # what the person typed survives the error
             await shot(page, "3-modify-inline-error")
             await amount.fill("900")
