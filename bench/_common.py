@@ -8,7 +8,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 
@@ -48,7 +48,7 @@ def pct(samples: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def median(samples: list[float]) -> float:
+def median(samples: Sequence[float]) -> float:
     return statistics.median(samples)
 
 

@@ -37,7 +37,7 @@ async def hitl_cycles(store: Store, n: int, warm: int) -> list[float]:
     wf = load_workflow(HERE / "workflow.yaml")
     world = compose(store=store, clock=FakeClock(), config_path=str(HERE / "hitl.yaml"), workflow=wf, worker_id="bench")
     svc, runner = world.service, world.runner
-    times = []
+    times: list[float] = []
     for i in range(warm + n):
         t0 = time.perf_counter()
         r = await runner.start(wf, {}, session_id=f"ses_{i}_{uuid.uuid4().hex[:6]}")
@@ -83,7 +83,7 @@ def langgraph_cycles(saver: Any, n: int, warm: int) -> list[float]:
     def finish(s: S) -> dict[str, Any]:
         return {"value": s["value"] + 3}
 
-    g = StateGraph(S)
+    g: Any = StateGraph(S)
     g.add_node("prepare", prepare)
     g.add_node("approval", approval)
     g.add_node("finish", finish)
@@ -91,8 +91,8 @@ def langgraph_cycles(saver: Any, n: int, warm: int) -> list[float]:
     g.add_edge("prepare", "approval")
     g.add_edge("approval", "finish")
     g.add_edge("finish", END)
-    app = g.compile(checkpointer=saver)
-    times = []
+    app: Any = g.compile(checkpointer=saver)
+    times: list[float] = []
     for i in range(warm + n):
         cfg = {"configurable": {"thread_id": f"t{i}"}}
         t0 = time.perf_counter()

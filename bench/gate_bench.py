@@ -75,7 +75,7 @@ def strands_runner(gate: ToolGate) -> Runner:
             yield {"messageStop": {"stopReason": "tool_use"}}
 
     async def run(gated: bool, calls: int) -> None:
-        handlers = [HitlIntervention(gate, session=uuid.uuid4().hex)] if gated else []
+        handlers: list[Any] = [HitlIntervention(gate, session=uuid.uuid4().hex)] if gated else []
         agent = Agent(model=Scripted(calls), tools=[tool(look_up_order)], interventions=handlers, callback_handler=None)
         await agent.invoke_async("go")
 
@@ -150,7 +150,8 @@ def openai_agents_runner(gate: ToolGate) -> Runner:
             agent: Any = Agent(name="b", model=Scripted(calls), tools=gated(tools))
             await HitlRunner(agent, gate).run("go", session=uuid.uuid4().hex)
         else:
-            await Runner.run(Agent(name="b", model=Scripted(calls), tools=tools), "go")
+            plain: Any = Agent(name="b", model=Scripted(calls), tools=list(tools))
+            await Runner.run(plain, "go")
 
     return run
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -27,13 +28,10 @@ from bot.blocks import ACTION_APPROVE, card, card_text  # noqa: E402
 from engine.ask import Approvals  # noqa: E402
 from engine.clock import SystemClock  # noqa: E402
 from engine.compose import compose  # noqa: E402
-from engine.domain.hashing import action_hash  # noqa: E402
-from engine.domain.ids import approval_id  # noqa: E402
 from engine.domain.models import Status  # noqa: E402
 from engine.domain.records import MessageRef  # noqa: E402
-from engine.errors import NotFound  # noqa: E402
 from engine.storage.redis import RedisStore, connect  # noqa: E402
-from hitl.adapters.strands import SlackAsk  # noqa: E402
+from hitl.adapters.ask_callback import SlackAsk  # noqa: E402
 from slack_sandbox.dispatch import Dispatcher  # noqa: E402
 from slack_sandbox.server import start_emulator  # noqa: E402
 from slack_sandbox.webapi import Message, SlackState  # noqa: E402
@@ -167,19 +165,17 @@ async def main() -> None:
             )
 
             async def timed_ask(args: dict[str, object]) -> tuple[str, float]:
-                answer = await asker(tool="refund", args=args)
+                answer = await asker(f'Approve "refund"?\n  Input: {json.dumps(args)}')  # Strands' prompt
                 return answer, time.time()  # the moment the waiting agent has its answer
 
             for i in range(a.wakeups):
                 args: dict[str, object] = {"order_id": f"w{i}", "customer_id": f"W{i}", "amount": 5}
                 task = asyncio.create_task(timed_ask(args))
-                aid = approval_id(f"wake:{action_hash('refund', args)}")  # the id the asker's request gets
-                while True:
-                    try:
-                        await store.approvals.get(aid)
-                        break
-                    except NotFound:
-                        await asyncio.sleep(0.002)
+                aid = ""
+                while not aid:  # the asker's request appears in the store
+                    found = (await store.approvals.list_pending(limit=500)).items
+                    aid = next((x.id for x in found if x.args.get("order_id") == f"w{i}"), "")
+                    await asyncio.sleep(0.002)
                 await asyncio.sleep(0.01)  # the asker is now waiting on pub/sub
                 current = await store.approvals.get(aid)
                 msg = Message(

@@ -5,18 +5,34 @@ tools) leave a run that any process may continue once every approval is decided.
 under ``agent:<framework>:<session>`` with status ``interrupted`` (workflow recovery never touches it), saved by
 compare-and-swap; continuing it is owned by one process at a time through the run store's lease, so two processes
 never resume the same run.
+
+Frameworks whose paused runs can be continued without the caller (a LangGraph thread lives in its checkpointer)
+register an :class:`AgentResumer` with an :class:`AgentWatcher`: a run that stops on approvals leaves a durable
+watch job in the store (:meth:`AgentRuns.watch`), and the watcher continues it once every approval is decided,
+whichever process or surface decided, and after any crash (an unfinished job is delivered again).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from engine.domain.models import Approval
 from engine.errors import EngineError, ErrorCode, StaleVersion
 from engine.gate import ToolGate
+from engine.tasks import Periodic
 
-__all__ = ["AgentRuns", "Interrupted"]
+__all__ = ["AgentResumer", "AgentRuns", "AgentWatcher", "Interrupted"]
+
+log = logging.getLogger(__name__)
+
+_WATCH = "agent:"
+"""Job kind prefix of watch jobs: ``agent:<framework>``."""
+_HOLD = 60.0
+"""Seconds a watch job stays with a watcher that took it: one that dies mid-continue hands it on after this (a
+second watcher then finds the run held by the first, or finished)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,13 @@ class AgentRuns:
             f"the {self.framework} run of {session} keeps changing; try again", code=ErrorCode.STALE_VERSION
         )
 
+    async def watch(self, session: str, approval_ids: Sequence[str]) -> None:
+        """Leave a durable job that continues the run once every one of ``approval_ids`` is decided (done before
+        the run stops, so no crash can lose it; a duplicate is harmless, continuing is idempotent)."""
+        service = self.gate.service
+        payload = {"session": session, "approvals": list(approval_ids)}
+        await service.store.jobs.enqueue(f"{_WATCH}{self.framework}", payload, now=service.clock.now())
+
     async def load(self, session: str) -> Interrupted | None:
         """The run's interruption, or None when it has none (never interrupted, or already continued)."""
         found = await self.gate.service.store.runs.load(self.run_id(session))
@@ -121,3 +144,79 @@ class AgentRuns:
     async def release(self, session: str) -> None:
         """Give up the continuation of ``session``'s run (taken with :meth:`take`)."""
         await self.gate.service.store.runs.release(self.run_id(session), holder=self.gate.worker_id)
+
+
+class AgentResumer(Protocol):
+    """Continues a framework's paused runs without the caller (implemented by the LangGraph adapter's resumer)."""
+
+    framework: str
+
+    async def continue_run(self, session: str) -> bool:
+        """Continue ``session``'s run if everything it waits for is decided. True when finished with it
+        (continued, or nothing waits any more); False to look again later (another process holds it). Raising
+        means try again later too."""
+        ...
+
+
+class AgentWatcher:
+    """Continues watched agent runs once their approvals are decided: the agent process's background loop.
+
+    Args:
+        gate: the tool gate (store, clock, worker id).
+        resumers: one per framework this process can continue.
+        interval: seconds between rounds: the most a decision waits before its run continues.
+        limit: watch jobs looked at per framework per round.
+    """
+
+    def __init__(
+        self, gate: ToolGate, resumers: Sequence[AgentResumer], *, interval: float = 2.0, limit: int = 50
+    ) -> None:
+        self.gate = gate
+        self.resumers = {r.framework: r for r in resumers}
+        self.interval = interval
+        self.limit = limit
+        self._periodic = Periodic("hitl-agent-watcher", self._round, interval=interval)
+
+    async def tick(self) -> int:
+        """One round: continue every claimable watched run whose approvals are all decided; returns how many
+        runs were finished with."""
+        store, clock = self.gate.service.store, self.gate.service.clock
+        finished = 0
+        for framework, resumer in self.resumers.items():
+            jobs = await store.jobs.claim(
+                self.gate.worker_id, kind=f"{_WATCH}{framework}", limit=self.limit, now=clock.now(), lease=_HOLD
+            )
+            for job in jobs:
+                ids = [str(i) for i in job.payload.get("approvals") or ()]
+                done = False
+                try:
+                    if not await self._pending(ids):
+                        done = await resumer.continue_run(str(job.payload["session"]))
+                except Exception:
+                    log.exception("continuing the %s run of %s failed; it will be tried again", framework, job.id)
+                if not done:
+                    # Looked at again next round: a copy is queued before this one is acknowledged, so a crash
+                    # in between leaves a duplicate (harmless), never nothing. (A lease would also redeliver it,
+                    # but on the store's clock, not ours.)
+                    await store.jobs.enqueue(job.kind, job.payload, now=clock.now())
+                else:
+                    finished += 1
+                await store.jobs.ack(job.id)
+        return finished
+
+    async def _pending(self, approval_ids: list[str]) -> bool:
+        for approval_id in approval_ids:
+            approval = await self.gate.effects.follow(await self.gate.service.store.approvals.get(approval_id))
+            if approval.is_open:
+                return True
+        return False
+
+    def start(self) -> None:
+        """Run rounds in the background every ``interval`` seconds until :meth:`stop`."""
+        self._periodic.start()
+
+    async def stop(self) -> None:
+        await self._periodic.stop()
+
+    async def _round(self) -> None:
+        await self.tick()

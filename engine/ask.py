@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec
 
 from engine.domain.models import Approval, Status
 from engine.errors import EngineError, ErrorCode, InvalidInput
@@ -29,7 +29,6 @@ from engine.service import ApprovalService
 __all__ = ["ActionRejected", "Answer", "Approvals"]
 
 P = ParamSpec("P")
-R = TypeVar("R")
 
 Outcome = Literal["approved", "rejected", "expired", "cancelled"]
 
@@ -131,7 +130,7 @@ class Approvals:
         session: str | Callable[..., str],
         evidence: str = "",
         schema: dict[str, Any] | None = None,
-    ) -> Callable[[Callable[P, R] | Callable[P, Awaitable[R]]], Callable[P, Awaitable[Any]]]:
+    ) -> Callable[[Callable[P, Any]], Callable[P, Coroutine[Any, Any, Any]]]:
         """Run the decorated function only when approved, with the approved arguments, exactly once.
 
         The wrapper is always a coroutine function. Raises :class:`ActionRejected` when not approved. The
@@ -139,7 +138,7 @@ class Approvals:
         signature, else (a signature pydantic cannot describe) ``hitl.yaml``'s for the tool.
         """
 
-        def deco(fn: Callable[P, R] | Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[Any]]:
+        def deco(fn: Callable[P, Any]) -> Callable[P, Coroutine[Any, Any, Any]]:
             name = tool or fn.__name__
             sig = inspect.signature(fn)
             try:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from typing import Protocol
 
 from engine.lifecycle import RunLifecycle
+from engine.tasks import Periodic
 
 __all__ = ["Background", "Sweeper"]
-
-log = logging.getLogger(__name__)
 
 
 class Sweeper(Protocol):
@@ -44,7 +42,7 @@ class Background:
         self.interval = interval
         self.sweepers = list(sweepers)
         self.sweep_interval = sweep_interval
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic("hitl-background", self._round, interval=interval, wake=lifecycle.work)
         self._swept_at = -1e18
 
     async def tick(self, *, sweep: bool = True) -> None:
@@ -55,27 +53,14 @@ class Background:
                 await sweeper.sweep()
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="hitl-background")
+        self._periodic.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._periodic.stop()
 
-    async def _loop(self) -> None:
-        while True:
-            self.lifecycle.work.clear()
-            loop = asyncio.get_running_loop()
-            due = loop.time() - self._swept_at >= self.sweep_interval
-            try:
-                await self.tick(sweep=due)
-                if due:
-                    self._swept_at = loop.time()
-            except Exception:  # a failing round (the store is down) must not end the loop
-                log.exception("background round failed; trying again in %.0f s", self.interval)
-            try:
-                await asyncio.wait_for(self.lifecycle.work.wait(), self.interval)
-            except TimeoutError:
-                pass
+    async def _round(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time() - self._swept_at >= self.sweep_interval
+        await self.tick(sweep=due)
+        if due:
+            self._swept_at = loop.time()

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from engine.domain.hashing import action_hash, normalize
+from engine.domain.ids import short_id
 from engine.domain.models import Approval, DecisionKind, Status
 from engine.domain.records import ClaimState
 from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
@@ -126,14 +129,15 @@ class ToolGate:
 
     Args:
         service: the approval service (policy, store, reviewers, clock).
-        worker_id: this process's name in claims and the audit log.
+        worker_id: this gate's name in claims, leases and the audit log; unique per gate by default, so two agent
+            processes never mistake each other's claim for their own.
         wait: default seconds to wait for a decision; the approval's own expiry always bounds it.
         lease: seconds an execution claim stays ours while the framework runs the tool without renewal (a tool
             run by the framework itself cannot renew it); a call found mid-execution past it is *in doubt*.
     """
 
     service: ApprovalService
-    worker_id: str = "agent"
+    worker_id: str = field(default_factory=lambda: f"agent:{socket.gethostname()}:{os.getpid()}:{short_id('g')}")
     wait_default: float = 24 * 3600.0
     lease: float = 3600.0
     effects: Effects = field(init=False)

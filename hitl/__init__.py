@@ -10,6 +10,7 @@ The public API is what ``__all__`` lists; everything else may change between rel
 
 from __future__ import annotations
 
+from engine.agent_runs import AgentResumer, AgentWatcher
 from engine.ask import ActionRejected, Answer, Approvals
 from engine.clock import SystemClock
 from engine.compose import World, Worlds
@@ -26,6 +27,8 @@ from hitl.adapters.ask_callback import SlackAsk
 
 __all__ = [
     "ActionRejected",
+    "AgentResumer",
+    "AgentWatcher",
     "Answer",
     "Approval",
     "ApprovalService",

@@ -193,6 +193,8 @@ def test_public_apis_are_pinned() -> None:
     ]
     assert hitl.__all__ == [
         "ActionRejected",
+        "AgentResumer",
+        "AgentWatcher",
         "Answer",
         "Approval",
         "ApprovalService",

@@ -9,7 +9,7 @@ from engine.domain.models import Approval
 from engine.domain.records import AuditEntry
 from engine.errors import InvalidInput
 
-__all__ = ["audit_for_decision", "decode_cursor", "dumps", "encode_cursor", "loads"]
+__all__ = ["audit_for_decision", "audit_for_creation", "decode_cursor", "dumps", "encode_cursor", "loads"]
 
 
 def dumps(value: Any) -> str:
@@ -46,4 +46,17 @@ def audit_for_decision(
         action_hash=approval.action_hash,
         outcome=outcome,
         detail=detail[:500],
+    )
+
+
+def audit_for_creation(approval: Approval) -> AuditEntry:
+    """The ``created`` entry: the tool and tier, and which framework, agent and session asked (so the audit log
+    alone says where an action came from)."""
+    asked = f" via {approval.asked_by}" if approval.asked_by else ""
+    return audit_for_decision(
+        approval,
+        actor=approval.requester,
+        event="created",
+        now=approval.created_at,
+        detail=f"{approval.tool} {approval.tier}{asked}",
     )

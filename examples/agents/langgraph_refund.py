@@ -52,6 +52,7 @@ async def main() -> None:
             print(f"  thread paused: {len(first['__interrupt__'])} interrupt(s)")
             await reviewer_edits_amount(gate, 60)
             done = await Resumer(graph, gate).resume("chat-45")
+            assert done is not None, "every approval is decided, so the thread resumes"
             print(f"  model: {done['messages'][-1].content}")
         await gate.service.store.close()
 

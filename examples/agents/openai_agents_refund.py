@@ -52,6 +52,7 @@ async def main() -> None:
         print(f"  run stopped for {len(stopped.interruptions)} approval(s)")
         await reviewer_edits_amount(gate, 60)
         result = await runner.resume("chat-44")
+        assert result is not None, "every approval is decided, so the run continues"
         print(f"  model: {result.final_output}")
         await gate.service.store.close()
 

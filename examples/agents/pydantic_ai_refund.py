@@ -44,6 +44,7 @@ async def main() -> None:
         print(f"  run stopped for {len(stopped.output.approvals)} approval(s)")
         await reviewer_edits_amount(gate, 60)
         result = await runner.resume("chat-43")
+        assert result is not None, "every approval is decided, so the run continues"
         print(f"  model: {result.output}")
         await gate.service.store.close()
 

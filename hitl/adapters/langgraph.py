@@ -17,7 +17,7 @@ The decision is always read from hitl's store: the resume value carries nothing 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -43,10 +43,12 @@ def _thread() -> tuple[str, str]:
     return str(thread), str(configurable.get("checkpoint_ns", ""))
 
 
-async def _decided(gate: ToolGate, tickets: list[Ticket]) -> list[Ticket]:
+async def _decided(gate: ToolGate, thread: str, tickets: list[Ticket]) -> list[Ticket]:
     """Pause the graph while any ticket is pending; on resume, each ticket as the store now has it."""
     waiting = [t.approval.id for t in tickets if t.pending and t.approval is not None]
     if waiting:
+        # Durable before the graph stops: a Resumer's watcher in any process continues the thread once decided.
+        await AgentRuns(gate, FRAMEWORK).watch(thread, waiting)
         interrupt({_KEY: waiting})  # the first pass stops here; on resume it returns and the store decides
     return [await gate.refresh(t) if t.pending else t for t in tickets]
 
@@ -73,7 +75,7 @@ async def gated_call(
         schema=schema,
         evidence=evidence,
     )
-    (ticket,) = await _decided(gate, [await gate.check(call)])
+    (ticket,) = await _decided(gate, thread, [await gate.check(call)])
     return await gate.execute(ticket, fn)
 
 
@@ -93,7 +95,7 @@ class HitlToolNode:
         self.gate = gate
         self.messages_key = messages_key
 
-    async def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
+    async def __call__(self, state: Any) -> dict[str, Any]:  # any state with a messages list (graph-typed)
         thread, _ = _thread()
         last = state[self.messages_key][-1]
         calls = list(last.tool_calls) if isinstance(last, AIMessage) else []
@@ -110,7 +112,7 @@ class HitlToolNode:
             )
             tickets.append(await self.gate.check(call))
         out = []
-        for tc, ticket in zip(calls, await _decided(self.gate, tickets), strict=True):
+        for tc, ticket in zip(calls, await _decided(self.gate, thread, tickets), strict=True):
             out.append(await self._run(tc, ticket))
         return {self.messages_key: out}
 
@@ -135,14 +137,25 @@ class HitlToolNode:
 class Resumer:
     """Resumes threads paused by hitl once every approval they wait for is decided, one process at a time.
 
+    Call :meth:`resume` yourself, or let an :class:`~engine.agent_runs.AgentWatcher` do it as decisions arrive::
+
+        watcher = AgentWatcher(gate, [Resumer(graph, gate)])
+        watcher.start()          # in the agent process: paused threads continue once decided, from any surface
+
     Args:
         graph: the compiled graph (with its checkpointer).
         gate: the tool gate.
+        on_result: called with the thread id and the graph's output after each background resume.
     """
 
-    def __init__(self, graph: Any, gate: ToolGate) -> None:
+    framework = FRAMEWORK
+
+    def __init__(
+        self, graph: Any, gate: ToolGate, *, on_result: Callable[[str, Any], Awaitable[None]] | None = None
+    ) -> None:
         self.graph = graph
         self.gate = gate
+        self.on_result = on_result
         self.runs = AgentRuns(gate, FRAMEWORK)
 
     async def waiting_for(self, thread: str) -> list[str]:
@@ -175,3 +188,16 @@ class Resumer:
             )
         finally:
             await self.runs.release(thread)
+
+    async def continue_run(self, session: str) -> bool:
+        """For the watcher: resume the thread if it is ready. True when finished with it (resumed, or it no
+        longer waits on hitl); False while an approval is pending or another process is resuming it."""
+        ids = await self.waiting_for(session)
+        if not ids:
+            return True
+        result = await self.resume(session)
+        if result is None:  # pending, held by another process, or resumed (and perhaps paused anew) meanwhile
+            return await self.waiting_for(session) != ids
+        if self.on_result is not None:
+            await self.on_result(session, result)
+        return True

@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, Runner, RunState
+from agents import Agent, FunctionTool, RunContextWrapper, Runner, RunState, Tool
 from agents.tool_context import ToolContext
 
 from engine.agent_runs import AgentRuns
@@ -47,7 +47,7 @@ class _Run:
 _CURRENT: contextvars.ContextVar[_Run] = contextvars.ContextVar("hitl_openai_agents_run")
 
 
-def gated(tools: Iterable[FunctionTool]) -> list[FunctionTool]:
+def gated(tools: Iterable[FunctionTool]) -> list[Tool]:
     """The same function tools, every call decided by hitl (run the agent through :class:`HitlRunner`)."""
     return [_gate_tool(t) for t in tools]
 

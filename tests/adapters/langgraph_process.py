@@ -1,6 +1,7 @@
-"""One agent process for the cross-process LangGraph test: `start` pauses a thread, `resume` continues it.
+"""One agent process for the cross-process LangGraph tests: `start` pauses a thread, `resume` continues it, `watch`
+runs an AgentWatcher until the thread no longer waits on hitl (or 60 s pass).
 
-Usage: python -m tests.adapters.langgraph_process start|resume <folder>
+Usage: python -m tests.adapters.langgraph_process start|resume|watch <folder>
 """
 
 from __future__ import annotations
@@ -37,12 +38,33 @@ async def main(mode: str, folder: Path) -> None:
 
             out = await graph.ainvoke({"messages": [HumanMessage("go")]}, config)
             print("paused" if "__interrupt__" in out else "finished")
-        else:
+        elif mode == "resume":
             from hitl.adapters.langgraph import Resumer
 
             done = await Resumer(graph, gate).resume("proc-thread")
             print("nothing to resume" if done is None else f"resumed: {done['messages'][-1].content}")
+        else:
+            await watch(graph, gate)
     await store.close()
+
+
+async def watch(graph: Any, gate: Any) -> None:
+    from engine.agent_runs import AgentWatcher
+    from hitl.adapters.langgraph import Resumer
+
+    async def report(thread: str, out: Any) -> None:
+        print(f"resumed {thread}: {out['messages'][-1].content}", flush=True)
+
+    resumer = Resumer(graph, gate, on_result=report)
+    watcher = AgentWatcher(gate, [resumer], interval=0.1)
+    print("watching", flush=True)
+    watcher.start()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while await resumer.waiting_for("proc-thread") and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)  # a last round: a second watcher must find nothing left to do
+    await watcher.stop()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Approvals show which framework and agent session asked: on the card (escaped) and in `hitl show --json`."""
+"""Approvals show which framework and agent session asked: on the card (escaped), in `hitl show --json` and in the
+audit log."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from engine.testing.conformance.adapters import AgentWorld
 from hitl.cli.output import approval_json
 
 
-async def test_the_card_and_show_name_the_asking_framework_and_session(world: AgentWorld) -> None:
-    gate = world.gate(world.store())
+async def test_the_card_show_and_audit_name_the_asking_framework_and_session(world: AgentWorld) -> None:
+    store = world.store()
+    gate = world.gate(store)
     call = ToolCall(
         "refund",
         {"order_id": "Q1", "amount": 30},
@@ -28,3 +30,5 @@ async def test_the_card_and_show_name_the_asking_framework_and_session(world: Ag
     shown = approval_json(ticket.approval)
     assert shown["asked_by"] == {"framework": "strands", "agent": "support <!channel> bot", "call_id": "tu-1"}
     assert shown["modifiable"] is True
+    [created] = [e for e in await store.audit.entries(approval_id=ticket.approval.id) if e.event == "created"]
+    assert created.detail.endswith("via strands agent support <!channel> bot, session chat-9")

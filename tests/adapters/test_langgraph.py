@@ -15,7 +15,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from engine.clock import SystemClock
 from engine.config import parse_config
-from engine.domain.models import DecisionKind
+from engine.domain.models import DecisionKind, Status
 from engine.service import ApprovalService
 from engine.storage.sqlite import SqliteStore
 from engine.testing.conformance.adapters import (
@@ -178,4 +178,56 @@ async def test_a_thread_paused_in_one_process_resumes_once_in_another(tmp_path: 
     assert agent("resume") == "resumed: done"
     assert agent("resume") == "nothing to resume"
     assert Ledger(tmp_path / "effects.db").rows() == [("refund", "P1", 45.0)]
+    await store.close()
+
+
+async def test_watchers_in_other_processes_resume_the_thread_once_after_a_cli_decision(tmp_path: Path) -> None:
+    """The engine continues a paused thread on a decision made elsewhere: the thread pauses in one process, two
+    agent processes run watchers, a reviewer approves with the `hitl` CLI, and exactly one watcher resumes it."""
+
+    def agent(mode: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.adapters.langgraph_process", mode, str(tmp_path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    start = agent("start")
+    assert start.communicate(timeout=120)[0].strip() == "paused"
+    watchers = [agent("watch"), agent("watch")]
+    for w in watchers:
+        assert w.stdout is not None and w.stdout.readline().strip() == "watching"
+    store = SqliteStore(tmp_path / "hitl.db")
+    (a,) = (await store.approvals.list_pending()).items
+    config = tmp_path / "hitl.yaml"
+    config.write_text(ADAPTER_CONFIG)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hitl",
+            "resume",
+            a.id,
+            "--approve",
+            "--as",
+            "U_S2",
+            "--store",
+            f"sqlite:///{tmp_path / 'hitl.db'}",
+            "--config",
+            str(config),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    outputs = [w.communicate(timeout=120) for w in watchers]
+    assert all(w.returncode == 0 for w in watchers), [err for _, err in outputs]
+    resumed = [line for out, _ in outputs for line in out.splitlines() if line.startswith("resumed")]
+    assert resumed == ["resumed proc-thread: done"]
+    assert Ledger(tmp_path / "effects.db").rows() == [("refund", "P1", 45.0)]
+    assert (await store.approvals.get(a.id)).status is Status.EXECUTED
     await store.close()

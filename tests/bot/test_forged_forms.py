@@ -14,8 +14,9 @@ REASON = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "custom
 
 async def _delete(h: Harness) -> Approval:
     p = await h.svc.propose("delete_customer", {"customer_id": "C-1042"}, session_id="ses_forms")
-    assert p.approval is not None and p.approval.reason_required
-    return p.approval
+    approval: Approval = p.approval
+    assert approval is not None and approval.reason_required
+    return approval
 
 
 async def _refusals(h: Harness, approval_id: str) -> list[tuple[str, str, str]]:

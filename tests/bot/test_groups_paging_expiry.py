@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -105,7 +105,7 @@ def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
         "min_value": "1",
     }
     assert elements["hitl_field:note"]["multiline"] is True
-    values = {
+    values: dict[str, Any] = {
         "hitl_field:carrier": {"value": {"type": "static_select", "selected_option": {"value": "ups"}}},
         "hitl_field:express": {"value": {"type": "checkboxes", "selected_options": []}},
         "hitl_field:weight": {"value": {"type": "number_input", "value": "7"}},

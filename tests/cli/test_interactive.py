@@ -11,7 +11,7 @@ import pexpect
 from tests.cli.conftest import REFUND, ROOT
 
 
-def spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
+def spawn(tmp_path: Path, *args: str) -> pexpect.spawn[str]:
     env = {
         **os.environ,
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",

@@ -128,7 +128,7 @@ async def test_auth_and_unknown_methods(slack: tuple[Emulator, AsyncWebClient, a
     ) as r:
         assert r.status == 404
     good = await AsyncWebClient(token=emulator.state.token, base_url=emulator.api_url, session=http).auth_test()
-    assert {"user_id", "team_id", "bot_id"} <= set(good.data)  # type: ignore[arg-type]
+    assert {"user_id", "team_id", "bot_id"} <= set(good.data)
 
 
 async def test_modals_and_single_use_triggers(slack: tuple[Emulator, AsyncWebClient, aiohttp.ClientSession]) -> None:

@@ -13,10 +13,10 @@ from engine.domain.decide import DecideCommand, refusal
 from engine.domain.execution import stale_approval
 from engine.domain.ids import check_same_action
 from engine.domain.models import Approval, Status
-from engine.domain.records import AuditEntry, Page
+from engine.domain.records import Page
 from engine.domain.states import check_transition, sources_of
 from engine.errors import ErrorCode, NotFound
-from engine.storage.codec import decode_cursor, encode_cursor
+from engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor
 from engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors
 
@@ -34,15 +34,7 @@ class RedisApprovals:
 
     async def create(self, approval: Approval) -> tuple[Approval, bool]:
         fields = approval_to_fields(approval)
-        entry = AuditEntry(
-            at=approval.created_at,
-            actor=approval.requester,
-            event="created",
-            approval_id=approval.id,
-            version=approval.version,
-            action_hash=approval.action_hash,
-            detail=f"{approval.tool} {approval.tier}",
-        )
+        entry = audit_for_creation(approval)
         args: list[Any] = [entry_body(entry), static_doc(approval)]
         for k, v in fields.items():
             args += [k, v]

@@ -13,7 +13,7 @@ from engine.domain.ids import check_same_action
 from engine.domain.models import Approval, Status
 from engine.domain.records import Page
 from engine.errors import DecisionRefused, StaleVersion
-from engine.storage.codec import audit_for_decision, decode_cursor, encode_cursor
+from engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
 from engine.storage.sqlite.connection import SqliteConnection
 from engine.storage.sqlite.rows import insert_audit, load_approval, write_approval
 
@@ -34,16 +34,7 @@ class SqliteApprovals:
                 check_same_action(stored, approval)
                 return stored, False
             write_approval(c, approval, insert=True)
-            insert_audit(
-                c,
-                audit_for_decision(
-                    approval,
-                    actor=approval.requester,
-                    event="created",
-                    now=approval.created_at,
-                    detail=f"{approval.tool} {approval.tier}",
-                ),
-            )
+            insert_audit(c, audit_for_creation(approval))
             return approval, True
 
         return await self.db.run(tx)
