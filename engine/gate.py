@@ -17,6 +17,7 @@ updates the cards.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 import socket
@@ -259,10 +260,11 @@ class ToolGate:
         if not ticket.runs:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         run_args = self._bound(ticket, args)
-        tool = Tool(ticket.call.tool, _kwargs_call(fn), None)
         if ticket.approval is None:
-            return await tool(run_args, idempotency_key=f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}")
+            # Allowed without a person: nothing to record, so the framework's own output is returned as it is.
+            return await _kwargs_call(fn)(f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}", **run_args)
         assert ticket.key is not None
+        tool = Tool(ticket.call.tool, _kwargs_call(fn), None)
         return await self.effects.execute(tool, run_args, key=ticket.key, approval=ticket.approval)
 
     async def begin(self, ticket: Ticket, *, args: Mapping[str, Any] | None = None) -> Ticket:
@@ -346,12 +348,21 @@ class ToolGate:
         return given
 
 
+def _names_key(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a parameter named ``idempotency_key`` (read from its code object when it has one: this
+    runs on every allowed call, and ``inspect.signature`` costs more than the rest of the gate)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and not hasattr(fn, "__wrapped__") and not isinstance(fn, functools.partial):
+        return "idempotency_key" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    return "idempotency_key" in inspect.signature(fn).parameters
+
+
 def _kwargs_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     """``fn(**args)`` as a coroutine function that names ``idempotency_key`` (so the ledger's Tool hands the key over
     as that keyword, never as a tool argument through a ``**args`` closure). A sync ``fn`` runs in a thread, as the
     runner runs sync tools, so a slow effect does not stall the agent's event loop."""
 
-    wants_key = "idempotency_key" in inspect.signature(fn).parameters
+    wants_key = _names_key(fn)
 
     async def call(idempotency_key: str = "", **args: Any) -> Any:
         if wants_key:

@@ -29,7 +29,7 @@ from agents.tool_context import ToolContext
 
 from engine.agent_runs import AgentRuns
 from engine.errors import EngineError
-from engine.gate import ToolCall, ToolGate
+from engine.gate import Ticket, ToolCall, ToolGate
 
 __all__ = ["HitlRunner", "gated"]
 
@@ -42,6 +42,9 @@ class _Run:
     session: str
     asked: dict[str, str] = dataclasses.field(default_factory=dict)
     """call id -> approval id, for the calls this run stopped on."""
+    allowed: dict[str, Ticket] = dataclasses.field(default_factory=dict)
+    """call id -> the policy's "run it" from ``needs_approval``, taken by the invocation that follows it (so an
+    allowed call is judged once; the invocation's arguments are still checked against the ticket's)."""
 
 
 _CURRENT: contextvars.ContextVar[_Run] = contextvars.ContextVar("hitl_openai_agents_run")
@@ -70,6 +73,8 @@ def _gate_tool(tool: FunctionTool) -> FunctionTool:
         if ticket.pending and ticket.approval is not None:
             run.asked[call_id] = ticket.approval.id
             return True
+        if ticket.runs and ticket.approval is None:
+            run.allowed[call_id] = ticket
         return False
 
     async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
@@ -78,7 +83,8 @@ def _gate_tool(tool: FunctionTool) -> FunctionTool:
             return f"DENIED: {tool.name} did not run: run this agent through hitl's HitlRunner"
         try:
             args = json.loads(raw or "{}")
-            ticket = await run.gate.check(call_of(run, args, ctx.tool_call_id))
+            cached = run.allowed.pop(ctx.tool_call_id, None)
+            ticket = cached or await run.gate.check(call_of(run, args, ctx.tool_call_id))
             if ticket.pending:
                 return f"DENIED: {tool.name} did not run: it is still waiting for a reviewer in hitl"
             if not ticket.runs:
@@ -87,7 +93,7 @@ def _gate_tool(tool: FunctionTool) -> FunctionTool:
             async def execute(**approved: Any) -> Any:
                 return await invoke(ctx, json.dumps(approved))
 
-            return await run.gate.execute(ticket, execute)
+            return await run.gate.execute(ticket, execute, args=args if cached else None)
         except (EngineError, ValueError) as exc:
             message = exc.message if isinstance(exc, EngineError) else "its arguments are not JSON"
             return f"DENIED: {tool.name} did not run: {message}"

@@ -1,0 +1,55 @@
+"""Conformance case 8 with real processes: the agent process is killed with SIGKILL while its run waits for a
+person, a reviewer decides meanwhile, a new process takes the session over and the tool runs exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.clock import SystemClock
+from engine.config import parse_config
+from engine.domain.models import DecisionKind, Status
+from engine.service import ApprovalService
+from engine.storage.sqlite import SqliteStore
+from engine.testing.conformance.adapters import ADAPTER_CONFIG, Ledger
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("harness", ["strands-inline", "strands-interrupt", "openai-agents", "pydantic-ai"])
+async def test_killed_while_waiting_then_decided_then_taken_over_runs_once(harness: str, tmp_path: Path) -> None:
+    def agent(mode: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.adapters.agent_process", harness, mode, str(tmp_path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OTEL_SDK_DISABLED": "true"},
+        )
+
+    first = agent("start")
+    assert first.stdout is not None and first.stdout.readline().strip() == "waiting", first.stderr
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)  # reaps it and closes its pipes
+    assert first.returncode == -signal.SIGKILL
+
+    store = SqliteStore(tmp_path / "hitl.db")
+    (a,) = (await store.approvals.list_pending()).items
+    svc = ApprovalService.from_config(parse_config(ADAPTER_CONFIG), store=store, clock=SystemClock())
+    await svc.decide(a.id, "U_S1", DecisionKind.APPROVE)
+
+    second = agent("finish")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    results = json.loads(out.strip().splitlines()[-1])
+    assert "DENIED" not in results["c1"]
+    assert Ledger(tmp_path / "effects.db").rows() == [("refund", "K1", 45.0)]
+    assert (await store.approvals.get(a.id)).status is Status.EXECUTED
+    await store.close()
