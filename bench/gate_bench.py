@@ -46,11 +46,22 @@ def look_up_order(order_id: str) -> str:
 Runner = Callable[[bool, int], Awaitable[None]]
 
 
-def strands_runner(gate: ToolGate) -> Runner:
+def strands_runner(gate: ToolGate, *, noop: bool = False) -> Runner:
+    """With ``noop``, the "gated" side is a handler that lets every call proceed without asking hitl: what the
+    framework's own intervention machinery costs, the part of the overhead that is not hitl's."""
     from strands import Agent, tool
+    from strands.interventions import InterventionHandler, Proceed
     from strands.models.model import Model
 
     from hitl.adapters.strands import HitlIntervention
+
+    class Noop(InterventionHandler):
+        @property
+        def name(self) -> str:
+            return "noop"
+
+        async def before_tool_call(self, event: Any, **kw: Any) -> Proceed:
+            return Proceed()
 
     class Scripted(Model):
         def __init__(self, calls: int) -> None:
@@ -77,7 +88,8 @@ def strands_runner(gate: ToolGate) -> Runner:
             yield {"messageStop": {"stopReason": "tool_use"}}
 
     async def run(gated: bool, calls: int) -> None:
-        handlers: list[Any] = [HitlIntervention(gate, session=uuid.uuid4().hex)] if gated else []
+        handler = Noop() if noop else HitlIntervention(gate, session=uuid.uuid4().hex)
+        handlers: list[Any] = [handler] if gated else []
         agent = Agent(model=Scripted(calls), tools=[tool(look_up_order)], interventions=handlers, callback_handler=None)
         await agent.invoke_async("go")
 
@@ -193,6 +205,7 @@ def langgraph_runner(gate: ToolGate) -> Runner:
 
 FRAMEWORKS = {
     "strands": strands_runner,
+    "strands, a no-op handler (peer)": lambda gate: strands_runner(gate, noop=True),
     "langgraph": langgraph_runner,
     "openai-agents": openai_agents_runner,
     "pydantic-ai": pydantic_ai_runner,

@@ -16,6 +16,7 @@ The decision is always read from hitl's store: the resume value carries nothing 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -111,10 +112,10 @@ class HitlToolNode:
                 schema=_schema_of(tool) if tool is not None else None,
             )
             tickets.append(await self.gate.check(call))
-        out = []
-        for tc, ticket in zip(calls, await _decided(self.gate, thread, tickets), strict=True):
-            out.append(await self._run(tc, ticket))
-        return {self.messages_key: out}
+        decided = await _decided(self.gate, thread, tickets)
+        # Concurrently, as LangGraph's own ToolNode runs a message's calls (each still runs once, by its ticket).
+        out = await asyncio.gather(*(self._run(tc, t) for tc, t in zip(calls, decided, strict=True)))
+        return {self.messages_key: list(out)}
 
     async def _run(self, tc: Any, ticket: Ticket) -> ToolMessage:
         tool = self.tools.get(tc["name"])
