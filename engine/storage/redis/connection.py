@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
@@ -61,7 +62,9 @@ def store_errors(cls: C) -> C:
 
 
 def _lua(name: str) -> str:
-    return resources.files("engine.storage.redis").joinpath(f"lua/{name}.lua").read_text(encoding="utf-8")
+    """A script's text, with each ``--#include <name>`` line replaced by that file (shared Lua functions)."""
+    text = resources.files("engine.storage.redis").joinpath(f"lua/{name}.lua").read_text(encoding="utf-8")
+    return re.sub(r"^--#include (\w+)$", lambda m: _lua(m.group(1)), text, flags=re.M)
 
 
 class RedisConnection:

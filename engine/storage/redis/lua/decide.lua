@@ -4,14 +4,7 @@
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
 --       supersede_with, via, approval_id, roles...; ARGV[2]: the approval's pub/sub channel
--- Append an audit entry to its approval's chain: its link covers the previous link and its own text.
-local function chain_push(key, body)
-  local last = redis.call('LINDEX', key, -1)
-  local prev = ''
-  if last then prev = string.match(last, '"link":"(%x+)"}$') or '' end
-  local link = redis.sha1hex(prev .. '\n' .. body)
-  redis.call('RPUSH', key, string.sub(body, 1, -2) .. ',"prev":"' .. prev .. '","link":"' .. link .. '"}')
-end
+--#include chain
 local k, ak = KEYS[1], KEYS[2]
 local A = cjson.decode(ARGV[1])
 local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]

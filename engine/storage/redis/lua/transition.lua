@@ -3,14 +3,7 @@
 -- KEYS[1] approval hash, KEYS[2] audit list, KEYS[3] static document
 -- ARGV: now, target, expected_version ('' = any), actor, reason ('' = keep), approval_id, detail, channel,
 --       sources...
--- Append an audit entry to its approval's chain: its link covers the previous link and its own text.
-local function chain_push(key, body)
-  local last = redis.call('LINDEX', key, -1)
-  local prev = ''
-  if last then prev = string.match(last, '"link":"(%x+)"}$') or '' end
-  local link = redis.sha1hex(prev .. '\n' .. body)
-  redis.call('RPUSH', key, string.sub(body, 1, -2) .. ',"prev":"' .. prev .. '","link":"' .. link .. '"}')
-end
+--#include chain
 local k, ak = KEYS[1], KEYS[2]
 local now_s, target, actor = ARGV[1], ARGV[2], ARGV[4]
 local f = redis.call('HMGET', k, 'status', 'version', 'hash', 'expires_at')
