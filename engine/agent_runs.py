@@ -15,9 +15,9 @@ whichever process or surface decided, and after any crash (an unfinished job is 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from engine.domain.models import Approval
 from engine.errors import EngineError, ErrorCode, StaleVersion
@@ -27,6 +27,8 @@ from engine.tasks import Periodic
 __all__ = ["AgentResumer", "AgentRuns", "AgentWatcher", "Interrupted"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _WATCH = "agent:"
 """Job kind prefix of watch jobs: ``agent:<framework>``."""
@@ -122,6 +124,19 @@ class AgentRuns:
         if decided is None or not await self.take(session):
             return None
         return run, decided
+
+    async def continued(self, session: str, go: Callable[[Interrupted, dict[str, Approval]], Awaitable[T]]) -> T | None:
+        """``go(run, decisions)`` once every approval of ``session``'s interruption is decided, owning the
+        continuation while it runs and marking the interruption over after; None when nothing waits, an approval
+        is still pending, or another process is continuing it. Each framework's ``resume`` is its ``go``."""
+        ready = await self.ready(session)
+        if ready is None:
+            return None
+        run, decided = ready
+        try:
+            return await go(run, decided)
+        finally:
+            await self.finished(run)
 
     async def take(self, session: str) -> bool:
         """Own the continuation of ``session``'s run; False when another process is continuing it."""

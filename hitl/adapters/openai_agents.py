@@ -27,8 +27,9 @@ from typing import Any
 from agents import Agent, FunctionTool, RunContextWrapper, Runner, RunState, Tool
 from agents.tool_context import ToolContext
 
-from engine.agent_runs import AgentRuns
+from engine.agent_runs import AgentRuns, Interrupted
 from engine.domain.hashing import normalize
+from engine.domain.models import Approval
 from engine.errors import EngineError
 from engine.gate import Ticket, ToolCall, ToolGate
 
@@ -131,25 +132,22 @@ class HitlRunner:
     async def resume(self, session: str, **kw: Any) -> Any | None:
         """Continue ``session``'s stopped run once every approval is decided; None while any is pending, or when
         nothing waits, or another process is continuing it."""
-        ready = await self.runs.ready(session)
-        if ready is None:
-            return None
-        stored, decided = ready
-        state = await RunState.from_string(self.agent, str(stored.state["run_state"]))
-        for item in state.get_interruptions():
-            call_id = str(getattr(item.raw_item, "call_id", ""))
-            approval = decided.get(call_id)
-            if approval is None:
-                continue  # not hitl's: left for its own owner (the SDK keeps it pending)
-            ticket = await self.gate.ticket_of(approval)
-            if ticket.runs:
-                state.approve(item)
-            else:
-                state.reject(item, rejection_message=f"DENIED: {ticket.message}")
-        try:
+
+        async def go(stored: Interrupted, decided: dict[str, Approval]) -> Any:
+            state = await RunState.from_string(self.agent, str(stored.state["run_state"]))
+            for item in state.get_interruptions():
+                call_id = str(getattr(item.raw_item, "call_id", ""))
+                approval = decided.get(call_id)
+                if approval is None:
+                    continue  # not hitl's: left for its own owner (the SDK keeps it pending)
+                ticket = await self.gate.ticket_of(approval)
+                if ticket.runs:
+                    state.approve(item)
+                else:
+                    state.reject(item, rejection_message=f"DENIED: {ticket.message}")
             return await self._drive(_Run(self.gate, session), state, **kw)
-        finally:
-            await self.runs.finished(stored)
+
+        return await self.runs.continued(session, go)
 
     async def _stopped(self, run: _Run, result: Any) -> None:
         interruptions = list(getattr(result, "interruptions", None) or ())

@@ -29,7 +29,8 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from engine.agent_runs import AgentRuns
+from engine.agent_runs import AgentRuns, Interrupted
+from engine.domain.models import Approval
 from engine.errors import EngineError
 from engine.gate import Ticket, ToolCall, ToolGate
 
@@ -128,26 +129,23 @@ class HitlRunner:
     async def resume(self, session: str, **kw: Any) -> Any | None:
         """Continue ``session``'s stopped run once every approval is decided; None while any is pending, or when
         nothing waits, or another process is continuing it."""
-        ready = await self.runs.ready(session)
-        if ready is None:
-            return None
-        run, decided = ready
-        answers: dict[str, ToolApproved | ToolDenied] = {}
-        for call_id, approval in decided.items():
-            ticket = await self.gate.ticket_of(approval)
-            if ticket.runs:
-                # Always the approved arguments: a reviewer's edit, or the edit of an approval it superseded.
-                answers[call_id] = ToolApproved(override_args=dict(ticket.args))
-            else:
-                answers[call_id] = ToolDenied(message=f"DENIED: {ticket.message}")
-        results = DeferredToolResults(
-            approvals=dict(answers), metadata={cid: {_META: run.approvals[cid]} for cid in answers}
-        )
-        history = ModelMessagesTypeAdapter.validate_json(str(run.state["messages"]))
-        try:
+
+        async def go(run: Interrupted, decided: dict[str, Approval]) -> Any:
+            answers: dict[str, ToolApproved | ToolDenied] = {}
+            for call_id, approval in decided.items():
+                ticket = await self.gate.ticket_of(approval)
+                if ticket.runs:
+                    # Always the approved arguments: a reviewer's edit, or the edit of an approval it superseded.
+                    answers[call_id] = ToolApproved(override_args=dict(ticket.args))
+                else:
+                    answers[call_id] = ToolDenied(message=f"DENIED: {ticket.message}")
+            results = DeferredToolResults(
+                approvals=dict(answers), metadata={cid: {_META: run.approvals[cid]} for cid in answers}
+            )
+            history = ModelMessagesTypeAdapter.validate_json(str(run.state["messages"]))
             return await self._drive(session, None, message_history=history, deferred_tool_results=results, **kw)
-        finally:
-            await self.runs.finished(run)
+
+        return await self.runs.continued(session, go)
 
     async def _stopped(self, session: str, result: Any) -> None:
         requests = result.output

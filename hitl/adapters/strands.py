@@ -25,7 +25,8 @@ from strands.interrupt import InterruptException
 from strands.interventions.actions import Deny, Proceed, Transform
 from strands.interventions.handler import InterventionHandler, OnError
 
-from engine.agent_runs import AgentRuns
+from engine.agent_runs import AgentRuns, Interrupted
+from engine.domain.models import Approval
 from engine.errors import EngineError
 from engine.gate import Ticket, ToolCall, ToolGate
 
@@ -156,21 +157,19 @@ async def resume(agent: Any, handler: HitlIntervention) -> Any | None:
     manager; the interrupts are answered by id, and the handler reads each decision from the store (the response
     text is informational only).
     """
-    runs = handler.runs
-    ready = await runs.ready(handler.session)
-    if ready is None:
-        return None
-    run, decided = ready
-    responses = [
-        {"interruptResponse": {"interruptId": interrupt_id, "response": str(approval.status)}}
-        for interrupt_id, approval in decided.items()
-    ]
-    handler._fresh = True
-    try:
-        return await agent.invoke_async(responses)
-    finally:
-        handler._fresh = False
-        await runs.finished(run)
+
+    async def go(run: Interrupted, decided: dict[str, Approval]) -> Any:
+        responses = [
+            {"interruptResponse": {"interruptId": interrupt_id, "response": str(approval.status)}}
+            for interrupt_id, approval in decided.items()
+        ]
+        handler._fresh = True
+        try:
+            return await agent.invoke_async(responses)
+        finally:
+            handler._fresh = False
+
+    return await handler.runs.continued(handler.session, go)
 
 
 def _schema_of(event: BeforeToolCallEvent) -> dict[str, Any] | None:
