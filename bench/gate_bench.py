@@ -72,7 +72,7 @@ def strands_runner(gate: ToolGate, *, noop: bool = False) -> Runner:
             return {}
 
         def structured_output(self, *a: Any, **kw: Any) -> Any:
-            raise NotImplementedError
+            raise NotImplementedError("the scripted model streams tool calls; no run asks it for structured output")
 
         async def stream(self, messages: Any, *a: Any, **kw: Any) -> AsyncIterator[Any]:
             yield {"messageStart": {"role": "assistant"}}
@@ -156,7 +156,7 @@ def openai_agents_runner(gate: ToolGate) -> Runner:
             return ModelResponse(output=list(out), usage=Usage(), response_id=None)
 
         def stream_response(self, *a: Any, **kw: Any) -> Any:
-            raise NotImplementedError
+            raise NotImplementedError("the scripted model answers through get_response; no run streams")
 
     async def run(is_gated: bool, calls: int) -> None:
         tools = [function_tool(look_up_order)]

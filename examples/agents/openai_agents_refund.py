@@ -39,7 +39,7 @@ class ScriptedModel(Model):
         return ModelResponse(output=[call], usage=Usage(), response_id=None)
 
     def stream_response(self, *a: Any, **kw: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError("the scripted model answers through get_response; no run streams")
 
 
 async def main() -> None:

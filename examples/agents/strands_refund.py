@@ -30,7 +30,7 @@ class ScriptedModel(Model):
         return {}
 
     def structured_output(self, *a: Any, **kw: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError("the scripted model streams tool calls; no run asks it for structured output")
 
     async def stream(self, messages: Any, *a: Any, **kw: Any) -> AsyncIterator[Any]:
         results = [b["toolResult"] for b in messages[-1]["content"] if "toolResult" in b]

@@ -43,7 +43,7 @@ class ScriptedModel(Model):
         return ModelResponse(output=list(out), usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kw: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError("the scripted model answers through get_response; no run streams")
 
 
 def tools(world: AgentWorld) -> list[Any]:

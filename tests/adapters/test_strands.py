@@ -42,7 +42,7 @@ class ScriptedModel(Model):
         return {}
 
     def structured_output(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError("the scripted model streams tool calls; no run asks it for structured output")
 
     async def stream(
         self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kw: Any

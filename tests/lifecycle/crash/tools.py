@@ -36,7 +36,7 @@ def _effect(tool: str, key: str, *, dedupe: bool) -> None:
 
 def pay(amount: float, *, idempotency_key: str) -> dict[str, Any]:
     """Moves money. Whether it deduplicates on its key is what the workflow declares (PAY_DEDUPES)."""
-    time.sleep(0.03)
+    time.sleep(0.03)  # a payment call takes time: the effect is in flight while the other replicas run rounds
     _effect("pay", idempotency_key, dedupe=os.environ.get("PAY_DEDUPES") == "1")
     return {"paid": amount}
 
