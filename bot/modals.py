@@ -152,9 +152,10 @@ def parse_modify(state_values: dict[str, Any], schema: dict[str, Any] | None) ->
         if not isinstance(whole, dict):
             return {}, {_WHOLE: 'must be a JSON object, like {"amount": 60}'}
         return whole, {}
+    fields = fields_of(schema)
     raw: dict[str, Any] = {}
     errors: dict[str, str] = {}
-    for f in fields_of(schema):
+    for f in fields:
         value = _cell_value(state_values, f"{_FIELD}{f.name}")
         if value in (None, "") and not f.required:
             continue
@@ -170,17 +171,14 @@ def parse_modify(state_values: dict[str, Any], schema: dict[str, Any] | None) ->
     typed = coerce_text(schema, raw)
     problems = schema_errors(schema, typed)
     if problems:
-        known = {f.name for f in fields_of(schema)}
+        # An error about the whole object (or a field the form does not show) goes under the first input.
+        known = {f.name for f in fields}
+        first = f"{_FIELD}{fields[0].name}" if fields else _WHOLE
         return {}, {
-            f"{_FIELD}{field.split('.')[0]}" if field.split(".")[0] in known else _first_block(schema): msg[:150]
+            f"{_FIELD}{field.split('.')[0]}" if field.split(".")[0] in known else first: msg[:150]
             for field, msg in problems.items()
         }
     return typed, {}
-
-
-def _first_block(schema: dict[str, Any]) -> str:
-    fields = fields_of(schema)
-    return f"{_FIELD}{fields[0].name}" if fields else _WHOLE
 
 
 def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -> dict[str, Any]:

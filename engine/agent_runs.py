@@ -15,7 +15,7 @@ whichever process or surface decided, and after any crash (an unfinished job is 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -29,6 +29,7 @@ __all__ = ["AgentResumer", "AgentRuns", "AgentWatcher", "Interrupted"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 _WATCH = "agent:"
 """Job kind prefix of watch jobs: ``agent:<framework>``."""
@@ -106,13 +107,7 @@ class AgentRuns:
 
     async def decided(self, run: Interrupted) -> dict[str, Approval] | None:
         """Each call's standing approval (following modifications), or None while any is still pending."""
-        out: dict[str, Approval] = {}
-        for key, approval_id in run.approvals.items():
-            approval = await self.gate.effects.follow(await self.gate.service.store.approvals.get(approval_id))
-            if approval.is_open:
-                return None
-            out[key] = approval
-        return out
+        return await _decisions(self.gate, run.approvals)
 
     async def ready(self, session: str) -> tuple[Interrupted, dict[str, Approval]] | None:
         """The session's interruption with every decision, now owned by this process to continue; None when
@@ -161,6 +156,17 @@ class AgentRuns:
         await self.gate.service.store.runs.release(self.run_id(session), holder=self.gate.worker_id)
 
 
+async def _decisions(gate: ToolGate, approvals: Mapping[K, str]) -> dict[K, Approval] | None:
+    """Each key's standing approval (following modifications), or None while any is still pending."""
+    out: dict[K, Approval] = {}
+    for key, approval_id in approvals.items():
+        approval = await gate.effects.follow(await gate.service.store.approvals.get(approval_id))
+        if approval.is_open:
+            return None
+        out[key] = approval
+    return out
+
+
 class AgentResumer(Protocol):
     """Continues a framework's paused runs without the caller (implemented by the LangGraph adapter's resumer)."""
 
@@ -205,7 +211,7 @@ class AgentWatcher:
                 ids = [str(i) for i in job.payload.get("approvals") or ()]
                 done = False
                 try:
-                    if not await self._pending(ids):
+                    if await _decisions(self.gate, dict(enumerate(ids))) is not None:
                         done = await resumer.continue_run(str(job.payload["session"]))
                 except Exception:
                     log.exception("continuing the %s run of %s failed; it will be tried again", framework, job.id)
@@ -218,13 +224,6 @@ class AgentWatcher:
                     finished += 1
                 await store.jobs.ack(job.id)
         return finished
-
-    async def _pending(self, approval_ids: list[str]) -> bool:
-        for approval_id in approval_ids:
-            approval = await self.gate.effects.follow(await self.gate.service.store.approvals.get(approval_id))
-            if approval.is_open:
-                return True
-        return False
 
     def start(self) -> None:
         """Run rounds in the background every ``interval`` seconds until :meth:`stop`."""

@@ -14,7 +14,7 @@ from engine.errors import EngineError, ErrorCode
 from engine.runner.effects import EffectInDoubt, Effects, Resolution
 from engine.runner.leases import kept_alive
 from engine.runner.outcomes import Halt, halt_for
-from engine.runner.spec import LoadedWorkflow, ToolStep
+from engine.runner.spec import ToolStep
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import render_value
 from engine.runner.tools import Tool
@@ -76,13 +76,9 @@ class StepKit:
         state.waiting = None
         return await self.effects.follow(found)
 
-    async def propose(
-        self, wf: LoadedWorkflow, state: RunState, step: ToolStep, tool: str, args: dict[str, Any], **kw: Any
-    ) -> Proposal:
+    async def propose(self, state: RunState, step: ToolStep, tool: str, args: dict[str, Any], **kw: Any) -> Proposal:
         it = state.iteration.get(step.id, 0)
         evidence = str(render_value(step.evidence, self.scope(state, step.id), where=f"steps.{step.id}.evidence"))
-        if kw.get("batch") is not None:
-            kw.pop("schema", None)  # a batch is approved as a whole list and is not edited item by item
         return await self.svc.propose(
             tool,
             args,
@@ -98,13 +94,13 @@ class StepKit:
         )
 
     async def standing(
-        self, wf: LoadedWorkflow, state: RunState, step: ToolStep, tool: str, args: dict[str, Any], **kw: Any
+        self, state: RunState, step: ToolStep, tool: str, args: dict[str, Any], **kw: Any
     ) -> Approval | Halt | None:
         """What the step may do now: halt (denied, pending, rejected...), go with an approval, or go."""
         waited = await self.waiting(state, step_id=step.id, tool=tool)
         if waited is not None:
             return halt_for(waited) or waited
-        prop = await self.propose(wf, state, step, tool, args, **kw)
+        prop = await self.propose(state, step, tool, args, **kw)
         if prop.verdict.denied:
             return Halt(RunStatus.REJECTED, reason=f"{tool} is denied by policy; nothing ran")
         if prop.approval is None:
@@ -112,12 +108,10 @@ class StepKit:
         approval = await self.effects.follow(prop.approval)
         return halt_for(approval) or approval
 
-    async def gated(
-        self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep, args: dict[str, Any], *, key: str
-    ) -> Any:
+    async def gated(self, tool: Tool, state: RunState, step: ToolStep, args: dict[str, Any], *, key: str) -> Any:
         """Run ``tool`` once it may run (with the approved, possibly modified, arguments), or halt."""
         # The tool's schema is snapshotted on its approval: reviewers edit against exactly it.
-        verdict = await self.standing(wf, state, step, tool.name, args, schema=tool.schema.json)
+        verdict = await self.standing(state, step, tool.name, args, schema=tool.schema.json)
         if isinstance(verdict, Halt):
             return verdict
         return await self.effect(

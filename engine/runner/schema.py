@@ -43,10 +43,6 @@ class ToolSchema:
         self.tool = tool
         self.json = check_schema(tool, json_schema) if json_schema is not None else None
 
-    @property
-    def open(self) -> bool:
-        return self.json is None
-
     def validate(self, values: dict[str, Any]) -> dict[str, Any]:
         """Arguments with text coerced to the declared scalar types and top-level defaults filled in, or
         :class:`InvalidInput` naming every bad field."""

@@ -24,7 +24,7 @@ class BatchHandler:
         if not isinstance(items, list | tuple):
             raise InvalidInput(f"steps.{step.id}.for_each must give a list, got {type(items).__name__}")
         all_args = [self.kit.args(tool, state, step, **{step.as_: item}) for item in items]
-        approval = await self.kit.standing(wf, state, step, tool.name, {}, batch=all_args)
+        approval = await self.kit.standing(state, step, tool.name, {}, batch=all_args)
         if isinstance(approval, Halt):
             return approval
         effects = self.kit.effects

@@ -32,7 +32,7 @@ class LoopHandler:
                     return verdict if isinstance(verdict, Halt) else None
                 state.iteration[f"{step.id}@reviewed"] = it
             args = kit.args(tool, state, step)
-            out = await kit.gated(wf, tool, state, step, args, key=f"{state.session_id}:{step.id}:{it}")
+            out = await kit.gated(tool, state, step, args, key=f"{state.session_id}:{step.id}:{it}")
             if isinstance(out, Halt):
                 return out
             state.outputs[step.id] = out

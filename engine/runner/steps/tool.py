@@ -18,7 +18,7 @@ class ToolHandler:
     async def run(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> Halt | None:
         it = state.iteration.get(step.id, 0)
         args = self.kit.args(tool, state, step)
-        out = await self.kit.gated(wf, tool, state, step, args, key=f"{state.session_id}:{step.id}:{it}")
+        out = await self.kit.gated(tool, state, step, args, key=f"{state.session_id}:{step.id}:{it}")
         if isinstance(out, Halt):
             return out
         state.outputs[step.id] = out
