@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import socket
 import statistics
@@ -50,6 +51,21 @@ def pct(samples: list[float], q: float) -> float:
 
 def median(samples: Sequence[float]) -> float:
     return statistics.median(samples)
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval for the median: the order statistics ``(x[j], x[n-1-j])`` with the
+    largest ``j`` such that the median lies between them with at least ``confidence`` (binomial, p = 1/2)."""
+    xs = sorted(samples)
+    n = len(xs)
+    best = 0
+    for j in range(n // 2):
+        # P(x[j] <= median <= x[n-1-j]) = P(j < B <= n-1-j) for B ~ Binomial(n, 1/2), B = samples below the median
+        covered = sum(math.comb(n, i) for i in range(j + 1, n - j)) / 2**n
+        if covered < confidence:
+            break
+        best = j
+    return xs[best], xs[n - 1 - best]
 
 
 def row(label: str, measured: str, target: str = "", ok: bool | None = None) -> None:

@@ -5,7 +5,13 @@ peer: the framework on its own), each a scripted model making CALLS allowed tool
 call is (gated - plain) / CALLS in CPU time of this process (the store's own work in redis-server is not counted;
 for SQLite it is, being in-process). Target: at most 50 µs per call on SQLite and Redis.
 
-Run with `make bench` (or `.venv/bin/python bench/gate_bench.py [--rounds 7 --calls 200]`). Not a test.
+The tool is a coroutine function. A plain function runs in a worker thread on both sides (every framework and hitl's
+own AUTO path hand sync tools to a thread), and the GIL hand-offs of 200 thread hops vary by ±100 µs per call from one
+run to the next on a 2-core VM: noise larger than the figure being measured, and none of it hitl's. Even so, single
+rounds vary by tens of µs, so the verdict is the median of many paired rounds, shown with the 95% confidence
+interval of that median (order statistics, no distribution assumed).
+
+Run with `make bench` (or `.venv/bin/python bench/gate_bench.py [--rounds 31 --calls 200]`). Not a test.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, redis_server, row  # noqa: E402
+from _common import median, median_ci, redis_server, row  # noqa: E402
 
 from engine.clock import SystemClock  # noqa: E402
 from engine.config import parse_config  # noqa: E402
@@ -38,7 +44,7 @@ TARGET_US = 50.0
 POLICY = parse_config("policy: {allowed_tools: [look_up_order], tools: {refund: {tier: approve}}}")
 
 
-def look_up_order(order_id: str) -> str:
+async def look_up_order(order_id: str) -> str:
     """Look up an order."""
     return f"order {order_id}: shipped"
 
@@ -235,10 +241,11 @@ async def measure(store: Store, name: str, rounds: int, calls: int) -> None:
             gc.enable()
         plain_per_call.append(spent[False] / calls * 1e6)
         overheads.append((spent[True] - spent[False]) / calls * 1e6)
-    lo, mid, hi = min(overheads), median(overheads), max(overheads)
+    mid = median(overheads)
+    lo, hi = median_ci(overheads)
     row(
-        f"{name}: overhead per allowed call (min/med/max)",
-        f"{lo:.1f}/{mid:.1f}/{hi:.1f} µs",
+        f"{name}: overhead per allowed call, median [95% CI]",
+        f"{mid:.1f} [{lo:.1f}, {hi:.1f}] µs",
         f"<= {TARGET_US:g} µs",
         mid <= TARGET_US,
     )
@@ -269,7 +276,8 @@ async def gate_alone(store: Store, rounds: int, calls: int) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--framework", action="append", choices=sorted(FRAMEWORKS), help="only these (repeatable)")
     parser.add_argument("--calls", type=int, default=200)
     opts = parser.parse_args()
     with redis_server() as url, tempfile.TemporaryDirectory() as d:
@@ -279,7 +287,7 @@ async def main() -> None:
         ):
             print(f"gate overhead on {label} ({opts.rounds} interleaved rounds of {opts.calls} calls)")
             await gate_alone(store, opts.rounds, opts.calls)
-            for name in FRAMEWORKS:
+            for name in opts.framework or FRAMEWORKS:
                 await measure(store, name, opts.rounds, opts.calls)
             await store.close()
 

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from engine.domain.hashing import action_hash, normalize
+from engine.domain.hashing import action_hash, identical, normalize
 from engine.domain.ids import short_id
 from engine.domain.models import Approval, DecisionKind, Status
 from engine.domain.records import ClaimState
@@ -340,7 +340,7 @@ class ToolGate:
         if args is None:
             return dict(ticket.args)
         given = dict(normalize(dict(args)))
-        if action_hash(ticket.call.tool, given) != action_hash(ticket.call.tool, ticket.args):
+        if not identical(given, normalize(dict(ticket.args))):
             raise GateRefused(
                 f"{ticket.call.tool} was about to run with arguments other than the approved ones; nothing ran",
                 code=ErrorCode.HASH_MISMATCH,

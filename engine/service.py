@@ -144,18 +144,28 @@ class ApprovalService:
         now = self.clock.now()
         items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, args)]
         clean = {"items": items} if batch is not None else items[0]
-        digest = batch_hash([(tool, a) for a in items]) if batch is not None else action_hash(tool, clean)
-        dedupe = dedupe_key or f"{dedupe_scope if dedupe_scope is not None else session_id}:{digest}"
         trusted = await self._trusted(session_id, now) if self.policy.trust_matters(tool) else frozenset()
+        scope = dedupe_scope if dedupe_scope is not None else session_id
+
+        memo: list[tuple[str, str]] = []
+
+        def identity() -> tuple[str, str]:
+            # The action hash and the dedupe key, computed only when something records the action (a window rule
+            # or an approval): an allowed call with no stateful rule pays for neither.
+            if not memo:
+                digest = batch_hash([(tool, a) for a in items]) if batch is not None else action_hash(tool, clean)
+                memo.append((digest, dedupe_key or f"{scope}:{digest}"))
+            return memo[0]
+
         verdicts = []
         for i, item in enumerate(items):
             windows: dict[str, WindowStats] = {}
             for key, (window, amount) in self.policy.window_keys(tool, item).items():
-                event = f"{dedupe}#{i}" if batch is not None else dedupe
+                event = f"{identity()[1]}#{i}" if batch is not None else identity()[1]
                 windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
             ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
             verdicts.append(self.policy.evaluate(tool, item, ctx))
-        verdict = max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
+        verdict = verdicts[0] if batch is None else max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
         if verdict.denied:
             return Proposal(verdict=verdict, approval=None, args=clean)
         if not verdict.tier.needs_human:
@@ -166,6 +176,7 @@ class ApprovalService:
                     )
                 )
             return Proposal(verdict=verdict, approval=None, args=clean)
+        digest, dedupe = identity()
         if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
             declared = self.policy.spec.tools.get(tool)
             schema = declared.schema_ if declared is not None else None

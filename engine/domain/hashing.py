@@ -25,7 +25,7 @@ from typing import Any
 
 from engine.errors import InvalidInput
 
-__all__ = ["action_hash", "batch_hash", "canonical_json", "normalize", "short_hash"]
+__all__ = ["action_hash", "batch_hash", "canonical_json", "identical", "normalize", "short_hash"]
 
 
 def normalize(value: Any, *, path: str = "args") -> Any:
@@ -47,7 +47,8 @@ def normalize(value: Any, *, path: str = "args") -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise InvalidInput(f"{path} has a non-string key {k!r}; JSON object keys must be strings", path=path)
-            out[k] = normalize(v, path=f"{path}.{k}")
+            # Strings are most values: kept without a call (and without building a path only errors read).
+            out[k] = v if type(v) is str else normalize(v, path=f"{path}.{k}")
         return out
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         return [normalize(v, path=f"{path}[{i}]") for i, v in enumerate(value)]
@@ -60,6 +61,18 @@ def normalize(value: Any, *, path: str = "args") -> Any:
 def canonical_json(value: Any) -> str:
     """Canonical JSON text of ``value`` (after :func:`normalize`)."""
     return json.dumps(normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def identical(a: Any, b: Any) -> bool:
+    """Whether two :func:`normalize`-d values have the same canonical JSON (so the same action hash), compared
+    without encoding or hashing either: types must match exactly, so ``True`` is not ``1`` and ``"1"`` is not ``1``."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(identical(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def action_hash(tool: str, args: Mapping[str, Any]) -> str:

@@ -110,6 +110,8 @@ class Policy:
         self._allowed = frozenset(t for t in allowed if not t.startswith("!") and t != "*")
         self._denied = frozenset(t for t in spec.denied_tools if t != "*")
         self._deny_unknown = "*" in spec.denied_tools
+        # Built once: an unlisted tool's spec is asked for on every allowed call, the hot path of every adapter.
+        self._default_spec = ToolPolicySpec(tier=spec.default_tier, timeout=spec.default_timeout, trustable=False)
 
     @classmethod
     def from_spec(cls, spec: PolicySpec) -> Policy:
@@ -150,9 +152,7 @@ class Policy:
 
     def tool_spec(self, tool: str) -> ToolPolicySpec:
         spec = self.spec.tools.get(tool)
-        if spec is not None:
-            return spec
-        return ToolPolicySpec(tier=self.spec.default_tier, timeout=self.spec.default_timeout, trustable=False)
+        return spec if spec is not None else self._default_spec
 
     def window_keys(self, tool: str, args: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
         """``{key: (window_seconds, amount)}`` for every stateful rule that applies to this action.
@@ -201,7 +201,7 @@ class Policy:
             if hit is not None:
                 fired.append(hit)
                 raised.append(rule.spec)
-        top = max((r.tier for r in raised), key=lambda t: t.rank, default=None)
+        top = max((r.tier for r in raised), key=lambda t: t.rank) if raised else None
         if top is not None and top.rank >= tier.rank:
             at_top = [r for r in raised if r.tier is top]
             if top.rank > tier.rank or rule_name == "tool_tier":

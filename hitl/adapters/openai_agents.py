@@ -105,6 +105,9 @@ def _gate_tool(tool: FunctionTool) -> FunctionTool:
             message = exc.message if isinstance(exc, EngineError) else "its arguments are not JSON"
             return f"DENIED: {tool.name} did not run: {message}"
 
+    # The SDK resolves the wrapper's type hints on every invocation (to choose which context to pass): resolved
+    # once here, since this module's postponed (string) annotations would be evaluated again on every call.
+    on_invoke.__annotations__ = {"ctx": ToolContext[Any], "raw": str, "return": Any}
     return dataclasses.replace(tool, on_invoke_tool=on_invoke, needs_approval=needs_approval)
 
 

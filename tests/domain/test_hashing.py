@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.domain.hashing import action_hash, batch_hash, canonical_json
+from engine.domain.hashing import action_hash, batch_hash, canonical_json, identical, normalize
 from engine.errors import InvalidInput
 
 json_scalars = (
@@ -63,6 +63,20 @@ def test_different_actions_differ(a: dict[str, Any], b: dict[str, Any]) -> None:
     if canonical_json(a) != canonical_json(b):
         assert action_hash("t", a) != action_hash("t", b)
     assert action_hash("t", a) != action_hash("u", a)
+
+
+# Few, look-alike values (1, 1.0, True, "1", -0.0, 0...) so pairs often collide: where Python's == and the
+# canonical JSON disagree is exactly what ``identical`` must get right.
+look_alikes = st.recursive(
+    st.sampled_from([0, 0.0, -0.0, 1, 1.0, True, False, None, "1", "", 1.5]),
+    lambda kids: st.lists(kids, max_size=2) | st.dictionaries(st.sampled_from("ab"), kids, max_size=2),
+    max_leaves=4,
+)
+
+
+@given(look_alikes, look_alikes)
+def test_identical_means_the_same_canonical_json(a: Any, b: Any) -> None:
+    assert identical(normalize(a), normalize(b)) is (canonical_json(a) == canonical_json(b))
 
 
 @given(st.text(min_size=1, max_size=30))
