@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck pytest bench redis chromium install clean
+.PHONY: test demo lint typecheck pytest bench redis chromium tools install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ redis:
 chromium:
 	@scripts/ensure-chromium
 
+tools:
+	@scripts/ensure-curl-jq
+
 lint: $(STAMP)
 	$(BIN)/ruff check engine bot hitl slack_sandbox tests bench examples
 	$(BIN)/ruff format --check engine bot hitl slack_sandbox tests bench examples
@@ -31,7 +34,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy examples
 	$(BIN)/mypy bench
 
-pytest: $(STAMP) redis chromium
+pytest: $(STAMP) redis chromium tools
 	$(BIN)/pytest
 
 test: lint typecheck pytest

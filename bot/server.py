@@ -39,6 +39,9 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     not plain ASCII (400), a body that arrives too slowly (408) or is too large (413), a bad signature (401), and a
     payload that is not exactly one hitl handles (400, one log line). An unexpected error is never a 5xx or a
     traceback."""
+    if not request.path.startswith("/slack/"):
+        passed: web.StreamResponse = await handler(request)  # not Bolt's: health, metrics, apps mounted beside it
+        return passed
     in_flight = request.app[IN_FLIGHT]
     if request.path == "/slack/events" and in_flight[0] >= MAX_IN_FLIGHT:
         return web.json_response({"error": "busy"}, status=429, headers={"Retry-After": "1"})
@@ -124,9 +127,17 @@ def http_app(rt: BotRuntime) -> web.Application:
     return app
 
 
-async def serve_http(rt: BotRuntime, *, host: str, port: int, ready: asyncio.Event | None = None) -> None:
+async def serve_http(
+    rt: BotRuntime,
+    *,
+    host: str,
+    port: int,
+    ready: asyncio.Event | None = None,
+    app: web.Application | None = None,
+) -> None:
+    """Serve ``app`` (default: :func:`http_app`) until cancelled."""
     # Idle keep-alive connections are closed after 15 s (aiohttp keeps them 75 s by default).
-    runner = web.AppRunner(http_app(rt), shutdown_timeout=5.0, keepalive_timeout=15.0)
+    runner = web.AppRunner(app or http_app(rt), shutdown_timeout=5.0, keepalive_timeout=15.0)
     await runner.setup()
     # Slack retries what is not acknowledged within 3 s: a long graceful drain on shutdown helps nobody.
     site = web.TCPSite(runner, host, port)

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine._yaml import load_model, parse_model
+from engine.api_spec import ApiSpec
 from engine.domain.policy import Policy
 from engine.domain.policy_spec import PolicySpec
 from engine.domain.redaction import Redactor
@@ -62,6 +63,10 @@ class HitlConfig(BaseModel):
     policy: PolicySpec = Field(default_factory=PolicySpec)
     redaction: RedactionSpec = Field(default_factory=RedactionSpec)
     slack: NotifySpec = Field(default_factory=NotifySpec)
+    api: ApiSpec = Field(default_factory=ApiSpec)
+    production: bool = False
+    """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
+    ``--auto-approve``: in production every decision is an authenticated one."""
 
     @model_validator(mode="after")
     def _roles_exist(self) -> HitlConfig:

@@ -168,12 +168,15 @@ class RunLifecycle:
             workflow, given_vars, session_id=session_id, requester=requester, config_path=world.config_path
         )
 
-    async def resume(self, session_id: str, *, force: bool = False, actor: str = "cli") -> RunResult:
-        """Continue the run ``session_id`` in its own world, from its checkpoint."""
+    async def resume(
+        self, session_id: str, *, force: bool = False, actor: str = "cli", overrides: dict[str, Any] | None = None
+    ) -> RunResult:
+        """Continue the run ``session_id`` in its own world, from its checkpoint (``overrides``: new values for
+        its variables, used by the steps still to come)."""
         world = await self.worlds.for_session(session_id)
         if world.workflow is None:
             raise NotFound(f"no run {session_id!r}; `hitl pending` lists paused runs", session_id=session_id)
-        return await world.runner.resume(session_id, force=force, actor=actor)
+        return await world.runner.resume(session_id, force=force, actor=actor, overrides=overrides)
 
     async def _queue(self, session_id: str, approval_id: str | None, *, wake: bool = True) -> None:
         now = self.worlds.clock.now()

@@ -26,6 +26,7 @@ from engine.domain.records import AuditEntry
 from engine.domain.redaction import Redactor, bounded
 from engine.domain.reviewers import Roles
 from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
+from engine.events import EventSink, Outbox, approval_data, approval_event
 from engine.ports import Clock, Notifier, Store
 
 __all__ = ["ApprovalService", "ArgsValidator", "Proposal"]
@@ -62,6 +63,7 @@ class ApprovalService:
         roles: reviewer roles (user groups expanded by the bot where it can).
         clock: the time source.
         notifier: tells reviewers (Slack); optional.
+        events: queues events for webhook subscribers; optional.
         requester: default identity of whoever proposes actions.
         validate_args: schema check for modified arguments; optional.
     """
@@ -75,6 +77,8 @@ class ApprovalService:
     redactor: Redactor = field(default_factory=Redactor)
     evidence_limit: int = 2000
     validate_args: ArgsValidator | None = None
+    events: EventSink | None = None
+    """Where approval events go (the webhook outbox, when ``api.webhooks`` lists subscribers)."""
 
     @classmethod
     def from_config(
@@ -96,6 +100,7 @@ class ApprovalService:
             redactor=config.build_redactor(),
             evidence_limit=config.redaction.evidence_limit,
             validate_args=validate_args,
+            events=Outbox(store.jobs, clock, config.api.webhooks) if config.api.webhooks else None,
         )
 
     # -- proposing ----------------------------------------------------------------------------------------
@@ -157,8 +162,9 @@ class ApprovalService:
                 memo.append((digest, dedupe_key or f"{scope}:{digest}"))
             return memo[0]
 
-        verdicts = []
-        for i, item in enumerate(items):
+        static = self.policy.static_verdict(tool) if batch is None and min_tier is Tier.AUTO else None
+        verdicts = [static] if static is not None else []
+        for i, item in enumerate(items if static is None else ()):
             windows: dict[str, WindowStats] = {}
             for key, (window, amount) in self.policy.window_keys(tool, item).items():
                 event = f"{identity()[1]}#{i}" if batch is not None else identity()[1]
@@ -205,8 +211,8 @@ class ApprovalService:
             args_schema=schema,
         )
         stored, created = await self.store.approvals.create(approval)
-        if created and self.notifier is not None:
-            await self._safe(self.notifier.approval_requested(stored))
+        if created:
+            await self._created(stored)
         return Proposal(verdict=verdict, approval=stored, created=created, args=clean)
 
     async def _trusted(self, session_id: str, now: float) -> frozenset[str]:
@@ -354,8 +360,8 @@ class ApprovalService:
                     reason="modification refused",
                 )
             raise
-        if replacement is not None and self.notifier is not None:
-            await self._safe(self.notifier.approval_requested(await self.store.approvals.get(replacement.id)))
+        if replacement is not None:
+            await self._created(await self.store.approvals.get(replacement.id))
         return await self._after_decision(updated, kind, reviewer)
 
     async def _checked(
@@ -469,9 +475,20 @@ class ApprovalService:
             await self._changed(a)
         return expired
 
+    async def _created(self, approval: Approval) -> None:
+        if self.notifier is not None:
+            await self._safe(self.notifier.approval_requested(approval))
+        await self._event(approval, created=True)
+
     async def _changed(self, approval: Approval) -> None:
         if self.notifier is not None:
             await self._safe(self.notifier.approval_changed(approval))
+        await self._event(approval)
+
+    async def _event(self, approval: Approval, *, created: bool = False) -> None:
+        found = approval_event(approval, created=created) if self.events is not None else None
+        if found is not None and self.events is not None:
+            await self._safe(self.events.emit(*found, approval_data(approval)))
 
     async def _safe(self, aw: Awaitable[None]) -> None:
         # A notification failure must never undo or block a recorded decision; the bot retries updates.

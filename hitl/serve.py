@@ -8,10 +8,12 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from bot.app import BotRuntime, build_app, slack_side
 from bot.context import BotContext
+from bot.server import http_app
 from bot.settings import BotSettings
 from engine.background import Background
 from engine.clock import SystemClock
@@ -22,6 +24,8 @@ from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Store
 from engine.runtime import Runtime
 from engine.storage import open_store
+from hitl.api import PREFIX, api_app
+from hitl.api.webhooks import WebhookDelivery
 
 __all__ = ["Server", "build_server"]
 
@@ -47,6 +51,9 @@ class Server:
     runtime: Runtime
     bot: BotRuntime
     background: Background
+    webhooks: WebhookDelivery
+    config_path: str | None = None
+    """The hitl.yaml the API re-reads (tokens, webhooks, workflows)."""
 
     @property
     def app(self) -> AsyncApp:
@@ -64,8 +71,15 @@ class Server:
     def lifecycle(self) -> RunLifecycle:
         return self.runtime.lifecycle
 
+    def web_app(self) -> web.Application:
+        """What ``hitl serve`` answers over HTTP: Slack's endpoints, health and metrics, and the API at /api/v1."""
+        app = http_app(self.bot)
+        app.add_subapp(PREFIX, api_app(self.lifecycle, self.config_path))
+        return app
+
     async def close(self) -> None:
         await self.background.stop()
+        await self.webhooks.close()
         await self.bot.close()
         await self.runtime.close()
 
@@ -99,10 +113,17 @@ async def build_server(
         worker_id=replica,
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
+    webhooks = WebhookDelivery(store, clock, consumer=replica)
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
-        sweepers=[side.notifier],
+        sweepers=[side.notifier, webhooks],
         sweep_interval=settings.sweep_interval,
     )
-    return Server(runtime=runtime, bot=bot, background=background)
+    return Server(
+        runtime=runtime,
+        bot=bot,
+        background=background,
+        webhooks=webhooks,
+        config_path=config_path_for(settings.hitl_config),
+    )

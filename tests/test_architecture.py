@@ -17,6 +17,7 @@ from pathlib import Path
 
 import engine
 import hitl
+import hitl.api
 from engine.testing import conformance
 from engine.testing.conformance import adapters as adapter_suite
 from hitl.adapters import langgraph, openai_agents, pydantic_ai, strands
@@ -251,6 +252,8 @@ def test_public_apis_are_pinned() -> None:
     assert langgraph.__all__ == ["HitlToolNode", "Resumer", "gated_call"]
     assert openai_agents.__all__ == ["HitlRunner", "gated"]
     assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
-    for module in (engine, hitl, conformance, adapter_suite, strands, langgraph, openai_agents, pydantic_ai):
+    assert hitl.api.__all__ == ["PREFIX", "api_app", "mint_token", "token_hash"]
+    modules = (engine, hitl, hitl.api, conformance, adapter_suite, strands, langgraph, openai_agents, pydantic_ai)
+    for module in modules:
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

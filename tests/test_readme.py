@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -53,3 +54,90 @@ def test_readme_agent_examples_run(tmp_path: Path) -> None:
         assert out.stdout.count("effect: refunded") == 1, (script, out.stdout)
         assert "effect: refunded 60 on order 78291" in out.stdout, (script, out.stdout)
         assert "model: refunded 60 on order 78291" in out.stdout, (script, out.stdout)
+
+
+async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) -> None:
+    """The curl walkthrough, run by bash as written, against a real `hitl serve` (emulated Slack, SQLite)."""
+    import asyncio
+
+    from hitl.api import token_hash
+    from slack_sandbox.server import start_emulator
+    from tests.bot.conftest import serve_env, wait_healthy, workspace
+    from tests.conftest import free_port
+
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- api-walkthrough -->\n```bash\n(.*?)```", text, re.S)
+    assert block is not None
+    tokens = {
+        "AGENT_TOKEN": ("riley", "agent:riley", "[propose, read]"),
+        "REVIEWER_TOKEN": ("sup", "U_SUPPORT1", "[read, decide]"),
+    }
+    config = tmp_path / "hitl.yaml"
+    lines = [(ROOT / "examples/refund/hitl.yaml").read_text(), "api:", "  tokens:"]
+    for env_name, (name, reviewer, scopes) in tokens.items():
+        lines.append(
+            f"    - {{name: {name}, sha256: {token_hash(env_name)}, reviewer: '{reviewer}', scopes: {scopes}}}"
+        )
+    config.write_text("\n".join(lines) + "\n")
+    state = workspace()
+    emulator = await start_emulator(state)
+    port = free_port()
+    env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=config)
+    log = (tmp_path / "serve.log").open("w")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        await wait_healthy(port)
+        walk = await asyncio.create_subprocess_exec(
+            "bash",
+            "-euo",
+            "pipefail",
+            "-c",
+            block.group(1),
+            cwd=tmp_path,
+            env={**env, "HITL_API_URL": f"http://127.0.0.1:{port}", **{k: k for k in tokens}},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(walk.communicate(), 120)
+        assert walk.returncode == 0, (out.decode(), err.decode(), (tmp_path / "serve.log").read_text()[-3000:])
+        printed = out.decode().split()
+        assert printed[:4] == ["pending", "approved", "409", "approved"], out.decode()
+        assert json.loads(printed[4]) == {"order_id": "78291", "customer_id": "C-1", "amount": 120}
+        assert printed[5:] == ["executed"]
+        for _ in range(100):  # the card `hitl serve` posted for the agent's proposal
+            if any("refund" in m.text for m in state.messages):
+                break
+            await asyncio.sleep(0.05)
+        assert any("refund" in m.text for m in state.messages)
+    finally:
+        serve.terminate()
+        serve.wait(timeout=10)
+        log.close()
+        await emulator.close()
+
+
+def test_readme_webhook_verification_snippet_agrees_with_the_signer() -> None:
+    import time
+
+    from hitl.api.webhooks import sign
+
+    text = (ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "def verified(" in b)
+    scope: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - our own README, checked here
+    verified = scope["verified"]
+    body, stamp = b'{"id":"approval.created:apr_1"}', str(int(time.time()))
+    headers = {"X-Hitl-Timestamp": stamp, "X-Hitl-Signature": sign("s3cret", stamp, body)}
+    assert verified("s3cret", headers, body)  # type: ignore[operator]
+    assert not verified("other", headers, body)  # type: ignore[operator]
+    assert not verified("s3cret", headers, body + b"x")  # type: ignore[operator]
+    old = str(int(time.time()) - 3600)
+    assert not verified(
+        "s3cret", {**headers, "X-Hitl-Timestamp": old, "X-Hitl-Signature": sign("s3cret", old, body)}, body
+    )  # type: ignore[operator]

@@ -112,6 +112,7 @@ class Policy:
         self._deny_unknown = "*" in spec.denied_tools
         # Built once: an unlisted tool's spec is asked for on every allowed call, the hot path of every adapter.
         self._default_spec = ToolPolicySpec(tier=spec.default_tier, timeout=spec.default_timeout, trustable=False)
+        self._static: dict[str, Verdict | None] = {}
 
     @classmethod
     def from_spec(cls, spec: PolicySpec) -> Policy:
@@ -173,6 +174,18 @@ class Policy:
                 amount = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else 0.0
             out[f"{rule.spec.name}:{subject!s}"] = (stats.window, amount)
         return out
+
+    def static_verdict(self, tool: str) -> Verdict | None:
+        """The verdict for ``tool`` when nothing but its name decides it (no rule can fire on it, no trust grant
+        can change it, no workflow step raises its tier), else None: the callers' hot path (every allowed agent
+        call) skips evaluating and the windows. Cached per tool name, at most ``_STATIC_CACHE`` of them."""
+        if tool in self._static:
+            return self._static[tool]
+        static = not self.trust_matters(tool) and not any(_matches(r.spec.tools, tool) for r in self._rules)
+        verdict = self.evaluate(tool, {}, PolicyContext(now=0.0)) if static else None
+        if len(self._static) < _STATIC_CACHE:
+            self._static[tool] = verdict
+        return verdict
 
     def evaluate(self, tool: str, args: Mapping[str, Any], ctx: PolicyContext) -> Verdict:
         """The tier, approver role, quorum and every rule that fired."""
@@ -337,6 +350,9 @@ def _safe_eval(fn: Any, scope: Mapping[str, Any]) -> Any:
         return fn(**scope)
     except (TemplateError, TypeError, ValueError, ArithmeticError):
         return "<unresolved>"
+
+
+_STATIC_CACHE = 4096
 
 
 def _matches(patterns: list[str], tool: str) -> bool:

@@ -8,8 +8,10 @@ recovery, with the approved (possibly modified) arguments.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from engine.api_spec import EventKind
 from engine.domain.ids import new_session_id
 from engine.domain.records import AuditEntry
 from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
@@ -25,6 +27,7 @@ from engine.service import ApprovalService
 
 __all__ = ["RunResult", "Runner"]
 
+log = logging.getLogger(__name__)
 _ENDED = (RunStatus.COMPLETED, RunStatus.REJECTED, RunStatus.CANCELLED, RunStatus.EXPIRED)
 
 
@@ -87,16 +90,29 @@ class Runner:
             await self._event(state, "run_started", f"{wf.spec.name} by {state.requester}")
             return await self._drive(wf, tools, state)
 
-    async def resume(self, session_id: str, *, force: bool = False, actor: str = "cli") -> RunResult:
-        """Continue a paused (or crashed, or failed) run from its checkpoint, as its owner."""
+    async def resume(
+        self, session_id: str, *, force: bool = False, actor: str = "cli", overrides: dict[str, Any] | None = None
+    ) -> RunResult:
+        """Continue a paused (or crashed, or failed) run from its checkpoint, as its owner. ``overrides`` replace
+        variables for the steps still to come (validated like ``--var`` at the start; recorded in the audit)."""
         async with self.kit.owning(session_id):
-            return await self._resume(session_id, force=force, actor=actor)
+            return await self._resume(session_id, force=force, actor=actor, overrides=overrides or {})
 
-    async def _resume(self, session_id: str, *, force: bool, actor: str) -> RunResult:
+    async def _resume(self, session_id: str, *, force: bool, actor: str, overrides: dict[str, Any]) -> RunResult:
         state = await self.load(session_id)
         if state.status in _ENDED:
+            if overrides:
+                raise InvalidInput(
+                    f"run {session_id} has ended ({state.status}); variables can change only on a run still to go",
+                    session_id=session_id,
+                )
             return self._result(state)
         wf = load_workflow(state.workflow_path)
+        if overrides:
+            state.vars = resolve_vars(wf, {**state.vars, **overrides})
+            names = ", ".join(sorted(overrides))
+            state.history.append(f"variables changed by {actor}: {names}")
+            await self._event(state, "run_vars_changed", f"by {actor}: {names}")
         if wf.spec_hash != state.spec_hash:
             what = describe_changes(state.step_hashes, wf.step_hashes)
             if not force:
@@ -151,6 +167,7 @@ class Runner:
                     # an effect is held elsewhere) leaves it running: the next owner tries again.
                     state.status, state.reason, state.waiting = RunStatus.FAILED, exc.message, None
                     await self.kit.save(state)
+                    await self._finished(state)
                 raise
             if isinstance(outcome, Halt):
                 state.status = outcome.status
@@ -159,6 +176,8 @@ class Runner:
                 await self.kit.save(state)
                 waiting = f" on {outcome.approval.id}" if outcome.approval else ""
                 await self._event(state, f"run_{outcome.status}", f"{outcome.reason or ''}{waiting}".strip())
+                if outcome.status is not RunStatus.PAUSED:
+                    await self._finished(state)
                 return self._result(state, outcome.approval)
             state.position = outcome.position if isinstance(outcome, Jump) else state.position + 1
             state.waiting = None
@@ -169,7 +188,20 @@ class Runner:
             state.status, state.reason = RunStatus.COMPLETED, None
             await self.kit.save(state)
         await self._event(state, "run_completed", f"{len(steps)} steps")
+        await self._finished(state)
         return self._result(state)
+
+    async def _finished(self, state: RunState) -> None:
+        """Tell webhook subscribers the run ended (completed, rejected, cancelled, expired or failed)."""
+        if self.svc.events is None:
+            return
+        run = {"session_id": state.session_id, "workflow": state.workflow, "status": str(state.status)}
+        try:
+            await self.svc.events.emit(
+                EventKind.RUN_FINISHED, f"run.finished:{state.session_id}", {"run": {**run, "reason": state.reason}}
+            )
+        except Exception:  # the run's end is recorded; a lost notice must not turn it into a failure
+            log.exception("could not queue run.finished for %s", state.session_id)
 
     async def _event(self, state: RunState, event: str, detail: str) -> None:
         """Run-level events join the audit trail (the chain of entries that belong to no approval)."""

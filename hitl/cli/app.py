@@ -8,14 +8,24 @@ from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
+from engine.api_spec import ApiTokenSpec
 from engine.domain.models import DecisionKind
-from engine.errors import EngineError
+from engine.errors import EngineError, InvalidInput
 from engine.runner.spec import load_workflow
 from engine.runtime import open_runtime
 from hitl.cli.context import CliSettings
-from hitl.cli.flows import auto_approve, decide_and_resume, expire_and_apply, interactive_loop, resolve_target
+from hitl.cli.flows import (
+    auto_approve,
+    decide_and_resume,
+    expire_and_apply,
+    interactive_loop,
+    remote_resume,
+    resolve_target,
+)
 from hitl.cli.output import Out, approval_json
+from hitl.cli.remote import remote_from_env
 
 __all__ = ["app", "main"]
 
@@ -28,6 +38,8 @@ app = typer.Typer(
 )
 policy_app = typer.Typer(help="Inspect the policy.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
+token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
 
 StoreOpt = Annotated[str | None, typer.Option("--store", help="Store URL (env HITL_STORE).")]
 ConfigOpt = Annotated[str | None, typer.Option("--config", help="hitl.yaml path (env HITL_CONFIG).")]
@@ -101,12 +113,17 @@ def resume(
     reason: Annotated[str | None, typer.Option("--reason")] = None,
     args: Annotated[str | None, typer.Option("--args", help="Edited arguments as JSON (with --modify).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Resume even if the workflow file changed.")] = False,
+    var: Annotated[
+        list[str] | None, typer.Option("--var", help="KEY=VALUE: a new value for the steps still to come.")
+    ] = None,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
     config: ConfigOpt = None,
     reviewer: AsOpt = None,
 ) -> None:
-    """Decide a paused approval and continue its run (or just continue a run)."""
+    """Decide a paused approval and continue its run (or just continue a run).
+
+    With HITL_API_URL and HITL_TOKEN set, the decision goes through `hitl serve`'s API, as the token's reviewer."""
     out = Out(as_json=as_json)
     chosen = [
         k
@@ -142,18 +159,19 @@ def resume(
         if chosen
         else None
     )
+    overrides = _parse_vars(var or [])
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+    why = feedback if feedback is not None else reason
 
     async def work() -> int:
+        client = remote_from_env()
+        if client is not None:
+            return await remote_resume(
+                client, out, target, kind, reason=why, args=edited, overrides=overrides, force=force
+            )
         async with open_runtime(settings.runtime, worker_id="cli") as rt:
             result = await decide_and_resume(
-                rt,
-                settings,
-                target,
-                kind,
-                reason=feedback if feedback is not None else reason,
-                args=edited,
-                force=force,
+                rt, settings, target, kind, reason=why, args=edited, force=force, overrides=overrides
             )
         out.run_result(result)
         return result.exit_code
@@ -174,6 +192,10 @@ def pending(
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
+        client = remote_from_env()
+        if client is not None:  # the token says who is asking: the approvals it may decide
+            out.pending(await client.pending(limit=limit))
+            return 0
         async with open_runtime(settings.runtime) as rt:
             world = rt.worlds.default
             roles = None
@@ -197,6 +219,11 @@ def show(
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
+        client = remote_from_env()
+        if client is not None:
+            view = await client.approval(target)
+            out.emit(approval_json(view.model_copy(update={"audit": None}))) if out.json else out.approval(view)
+            return 0
         async with open_runtime(settings.runtime) as rt:
             approval, _ = await resolve_target(rt, target)
             if out.json:
@@ -223,6 +250,12 @@ def audit(
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
+        client = remote_from_env()
+        if client is not None:
+            if target == "verify":
+                raise InvalidInput("`hitl audit verify` reads the store itself: run it where HITL_STORE reaches")
+            out.audit(await client.audit(target, limit=limit))
+            return 0
         async with open_runtime(settings.runtime) as rt:
             if target == "verify":
                 checked, broken = await rt.store.audit.verify()
@@ -329,7 +362,7 @@ def serve(
                 assert settings.slack_app_token is not None
                 await serve_socket(server.bot, settings.slack_app_token.get_secret_value())
             else:
-                await serve_http(server.bot, host=host, port=port)
+                await serve_http(server.bot, host=host, port=port, app=server.web_app())
         finally:
             await server.close()
         return 0
@@ -365,3 +398,31 @@ def demo(
 
 def main() -> None:
     app()
+
+
+@token_app.command("new")
+def token_new(
+    name: Annotated[str, typer.Option("--name", help="A label for logs and the audit trail (api:<name>).")],
+    reviewer: Annotated[str, typer.Option("--as", help="The reviewer id the token acts as (the ids roles list).")],
+    scope: Annotated[list[str], typer.Option("--scope", help="read, decide, propose, run or admin (repeatable).")],
+    role: Annotated[list[str] | None, typer.Option("--role", help="Decide only with these roles.")] = None,
+    tool: Annotated[list[str] | None, typer.Option("--tool", help="See and decide only these tools.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make an API token: prints it once, and the entry to paste under api.tokens in hitl.yaml (only its hash)."""
+    from hitl.api import mint_token, token_hash
+
+    out = Out(as_json=as_json)
+    try:
+        spec = ApiTokenSpec(name=name, sha256="0" * 64, reviewer=reviewer, scopes=scope, roles=role, tools=tool)
+    except ValidationError as exc:
+        raise typer.BadParameter("; ".join(str(e["msg"]) for e in exc.errors())) from None
+    token = mint_token()
+    entry = spec.model_copy(update={"sha256": token_hash(token)}).model_dump(mode="json", exclude_none=True)
+    if out.json:
+        out.emit({"token": token, "entry": entry})
+        return
+    out.text(("token (shown once; give it to its holder, keep it out of hitl.yaml):", "bold"))
+    out.text(token)
+    out.text(("add under api.tokens in hitl.yaml:", "bold"))
+    out.text(f"    - {json.dumps(entry)}")

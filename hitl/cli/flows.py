@@ -15,15 +15,29 @@ from rich.prompt import Prompt
 
 from engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
 from engine.domain.records import AuditEntry
-from engine.errors import EngineError, NotFound
+from engine.errors import EngineError, InvalidInput, NotFound
 from engine.lifecycle import Decided
 from engine.runner.outcomes import RunResult
 from engine.runner.state import RunState, RunStatus
 from engine.runtime import Runtime
 from hitl.cli.context import CliSettings
 from hitl.cli.output import Out
+from hitl.cli.remote import ApiClient
 
-__all__ = ["auto_approve", "decide_and_resume", "expire_and_apply", "interactive_loop", "locate", "resolve_target"]
+__all__ = [
+    "LOCAL",
+    "auto_approve",
+    "decide_and_resume",
+    "expire_and_apply",
+    "interactive_loop",
+    "locate",
+    "refuse_local_in_production",
+    "remote_resume",
+    "resolve_target",
+]
+
+LOCAL = "cli-local"
+"""How a decision made straight against the store is recorded (not authenticated: ``--as`` names the reviewer)."""
 
 _BY_APPROVAL = {
     Status.PENDING: RunStatus.PAUSED,
@@ -81,25 +95,84 @@ async def decide_and_resume(
     reason: str | None,
     args: dict[str, Any] | None,
     force: bool,
+    overrides: dict[str, Any] | None = None,
 ) -> RunResult:
     approval, state = await locate(rt, target)
     actor = settings.reviewer or "cli"
     if kind is not None:
         if approval is None:
             raise NotFound(f"run {target} is not waiting on an approval; resume it without a decision")
+        await refuse_local_in_production(rt, approval)
         who = settings.require_reviewer()
         d = await rt.lifecycle.decide(
-            approval.id, who, kind, reason=reason, args=args, via="cli", resume="inline", force=force, actor=actor
+            approval.id,
+            who,
+            kind,
+            reason=reason,
+            args=args,
+            via=LOCAL,
+            resume="none" if overrides else "inline",
+            force=force,
+            actor=actor,
         )
-        return d.run if d.run is not None else _standing(d)
+        if d.run is not None or not overrides or state is None:
+            return d.run if d.run is not None else _standing(d)
     if state is None:
         assert approval is not None
+        if overrides:
+            raise InvalidInput(f"{target} belongs to no run: --var applies to a run's variables")
         return _standing(Decided(approval))
-    return await rt.lifecycle.resume(state.session_id, force=force, actor=actor)
+    return await rt.lifecycle.resume(state.session_id, force=force, actor=actor, overrides=overrides)
+
+
+async def refuse_local_in_production(rt: Runtime, approval: Approval | None = None, *, what: str = "") -> None:
+    """``production: true``: a decision straight against the store (no token, any ``--as``) is refused."""
+    world = await rt.lifecycle.world_of(approval) if approval is not None else rt.worlds.default
+    if world.config.production or rt.worlds.default.config.production:
+        raise InvalidInput(
+            f"hitl.yaml says production: true, so {what or 'a decision made against the store'} is refused: "
+            "decide through the API (set HITL_API_URL and HITL_TOKEN; `hitl token new` makes a token) or in Slack"
+        )
+
+
+async def remote_resume(
+    client: ApiClient,
+    out: Out,
+    target: str,
+    kind: DecisionKind | None,
+    *,
+    reason: str | None,
+    args: dict[str, Any] | None,
+    overrides: dict[str, Any],
+    force: bool,
+) -> int:
+    """``hitl resume`` through the API: decide (authenticated by the token), then report where the run stands
+    once ``hitl serve`` has continued it. Exit codes as for a local resume."""
+    if kind is None:
+        if target.startswith("apr_"):
+            raise InvalidInput("resume an approval with a decision (--approve, --reject...), or name the session")
+        run = await client.resume(target, overrides=overrides, force=force)
+        out.remote_result(RunStatus(run.status), run.session_id, run.approval, run.reason or "")
+        return RunStatus(run.status).exit_code
+    decided = await client.decide(target, kind, reason=reason, args=args)
+    if overrides:
+        run = await client.resume(decided.session_id, overrides=overrides, force=force)
+    else:
+        found = await client.run_after(decided.session_id, decided.id)
+        if found is None:  # an agent's approval: the agent runs it, not the server
+            status = _BY_APPROVAL[decided.status]
+            out.remote_result(status, decided.session_id, decided, decided.reason or "")
+            return status.exit_code
+        run = found
+    waiting = run.approval if run.approval is not None else decided
+    out.remote_result(RunStatus(run.status), run.session_id, waiting, run.reason or "")
+    return RunStatus(run.status).exit_code
 
 
 async def auto_approve(rt: Runtime, result: RunResult, out: Out, *, escalations: bool) -> RunResult:
     """Approve every pause: for CI and tests only. Loud on stderr and recorded in the audit log."""
+    if result.status is RunStatus.PAUSED:
+        await refuse_local_in_production(rt, result.approval, what="--auto-approve")
     while result.status is RunStatus.PAUSED and result.approval is not None:
         a = result.approval
         if a.tier is Tier.ESCALATE and not escalations:
@@ -139,6 +212,7 @@ async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult
     if not sys.stdin.isatty():
         out.warn("--interactive needs a terminal; leaving the run paused")
         return result
+    await refuse_local_in_production(rt, result.approval, what="--interactive")
     who = settings.reviewer or Prompt.ask("Reviewer id (e.g. U_SUPPORT1)")
     while result.status is RunStatus.PAUSED and result.approval is not None:
         a = result.approval
@@ -160,7 +234,7 @@ async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult
                 raw = Prompt.ask("Arguments as JSON", default=escape(json.dumps(a.execute_args, ensure_ascii=False)))
                 kind, reason, edited = DecisionKind.MODIFY, None, json.loads(raw)
             d = await rt.lifecycle.decide(
-                a.id, who, kind, reason=reason, args=edited, via="cli", resume="inline", actor=who
+                a.id, who, kind, reason=reason, args=edited, via=LOCAL, resume="inline", actor=who
             )
         except (EngineError, json.JSONDecodeError) as exc:
             out.error(str(getattr(exc, "code", "invalid_input")), getattr(exc, "message", str(exc)))

@@ -17,43 +17,28 @@ from engine.domain.records import AuditBreak, AuditEntry
 from engine.domain.redaction import reveal_hidden
 from engine.runner.executor import RunResult
 from engine.runner.state import RunStatus
+from hitl.api.models import ApprovalView, AuditView
 
-__all__ = ["Out"]
+__all__ = ["Out", "approval_json", "asked_by"]
 
 
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def approval_json(a: Approval) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "status": str(a.status),
-        "tool": a.tool,
-        "args": a.args,
-        "execute_args": a.execute_args,
-        "action_hash": a.action_hash,
-        "version": a.version,
-        "tier": str(a.tier),
-        "required_role": a.required_role,
-        "quorum": a.quorum,
-        "approvals": len(a.approvers),
-        "decisions": [
-            {"reviewer": d.reviewer, "decision": str(d.kind), "at": iso(d.at), "reason": d.reason, "via": d.via}
-            for d in a.decisions
-        ],
-        "expires_at": iso(a.expires_at),
-        "created_at": iso(a.created_at),
-        "session_id": a.session_id,
-        "requester": a.requester,
-        "asked_by": {k: a.metadata[k] for k in ("framework", "agent", "call_id") if k in a.metadata} or None,
-        "modifiable": a.modifiable,
-        "rule": a.rule,
-        "reasons": list(a.reasons),
-        "evidence": a.evidence,
-        "reason": a.reason,
-        "superseded_by": a.superseded_by,
-    }
+def approval_json(a: Approval | ApprovalView) -> dict[str, Any]:
+    """``hitl show --json``: the API's view of an approval (the same fields ``GET /api/v1/approvals/{id}`` has)."""
+    view = a if isinstance(a, ApprovalView) else ApprovalView.of(a)
+    return view.model_dump(mode="json", exclude={"can_decide", "audit"} if view.audit is None else {"can_decide"})
+
+
+def asked_by(v: ApprovalView) -> str | None:
+    """Which framework and agent asked, in which session (as the card says it)."""
+    framework = (v.asked_by or {}).get("framework")
+    if not framework:
+        return None
+    agent = (v.asked_by or {}).get("agent")
+    return f"{framework}{f' agent {agent}' if agent else ''}, session {v.session_id}"
 
 
 def resume_command(a: Approval) -> str:
@@ -111,46 +96,64 @@ class Out:
                 self.text("continue with:  ", (resume_command(r.approval), "bold"))
                 self.text(("  or reject:     ", "dim"), (f"hitl resume {r.approval.id} --reject --reason TEXT", "dim"))
 
-    def approval(self, a: Approval) -> None:
+    def remote_result(self, status: RunStatus, session_id: str, approval: ApprovalView | None, note: str) -> None:
+        """Where things stand after a decision or resume made through the API (the server continues the run)."""
+        if self.json:
+            obj: dict[str, Any] = {"status": str(status), "session_id": session_id}
+            if approval is not None:
+                obj["approval_id"] = approval.id
+                obj["approval"] = approval_json(approval)
+            if note:
+                obj["reason"] = note
+            self.emit(obj)
+            return
+        style = {RunStatus.COMPLETED: "bold green", RunStatus.PAUSED: "bold yellow"}.get(status, "bold red")
+        self.text((f"{status}", style), f"  session {session_id}", (f"  {note}" if note else "", ""))
+        if approval is not None:
+            self.approval(approval)
+
+    def approval(self, a: Approval | ApprovalView) -> None:
+        v = a if isinstance(a, ApprovalView) else ApprovalView.of(a)
         t = Table.grid(padding=(0, 2))
         t.add_column(style="dim")
         t.add_column()
-        t.add_row("approval", Text(f"{a.id}  ({a.status}, v{a.version}, hash {short_hash(a.action_hash)})"))
-        t.add_row("action", Text(reveal_hidden(f"{a.tool} {json.dumps(a.execute_args, ensure_ascii=False)}")))
-        who = f"{a.required_role or 'any reviewer'}" + (
-            f", {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
+        t.add_row("approval", Text(f"{v.id}  ({v.status}, v{v.version}, hash {short_hash(v.action_hash)})"))
+        t.add_row("action", Text(reveal_hidden(f"{v.tool} {json.dumps(v.execute_args, ensure_ascii=False)}")))
+        who = f"{v.required_role or 'any reviewer'}" + (
+            f", {v.approvals} of {v.quorum} approvals" if v.quorum > 1 else ""
         )
-        t.add_row("tier", Text(f"{a.tier} by {who}; requested by {a.requester}; expires {iso(a.expires_at)}"))
-        if a.asked_by:
-            t.add_row("asked by", Text(a.asked_by))
-        for reason in a.reasons:
+        t.add_row("tier", Text(f"{v.tier} by {who}; requested by {v.requester}; expires {v.expires_at}"))
+        if asker := asked_by(v):
+            t.add_row("asked by", Text(asker))
+        for reason in v.reasons:
             t.add_row("why", Text(reason))
-        for d in a.decisions:
+        for d in v.decisions:
             t.add_row(
                 "decision",
-                Text(f"{d.kind} by {d.reviewer} at {iso(d.at)} via {d.via}" + (f": {d.reason}" if d.reason else "")),
+                Text(f"{d.decision} by {d.reviewer} at {d.at} via {d.via}" + (f": {d.reason}" if d.reason else "")),
             )
-        if a.evidence:
-            t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(a.evidence)}", style="italic"))
+        if v.evidence:
+            t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))
         self.console.print(t)
 
-    def pending(self, items: list[Approval]) -> None:
+    def pending(self, items: list[Approval] | list[ApprovalView]) -> None:
+        views = [a if isinstance(a, ApprovalView) else ApprovalView.of(a) for a in items]
         if self.json:
-            self.emit({"pending": [approval_json(a) for a in items], "count": len(items)})
+            self.emit({"pending": [approval_json(v) for v in views], "count": len(views)})
             return
-        if not items:
+        if not views:
             self.text(("no pending approvals", "dim"))
             return
         t = Table("id", "tool", "tier", "role", "votes", "requester", "expires", header_style="bold")
-        for a in items:
+        for v in views:
             t.add_row(
-                a.id,
-                Text(a.tool),
-                str(a.tier),
-                a.required_role or "any",
-                f"{len(a.approvers)}/{a.quorum}",
-                Text(a.requester),
-                iso(a.expires_at),
+                v.id,
+                Text(v.tool),
+                str(v.tier),
+                v.required_role or "any",
+                f"{v.approvals}/{v.quorum}",
+                Text(v.requester),
+                v.expires_at,
             )
         self.console.print(t)
 
@@ -165,13 +168,14 @@ class Out:
                 f" in {broken.chain} at entry {broken.position}: {broken.reason} ({checked} verified before it)",
             )
 
-    def audit(self, entries: list[AuditEntry]) -> None:
+    def audit(self, entries: list[AuditEntry] | list[AuditView]) -> None:
+        views = [e if isinstance(e, AuditView) else AuditView.of(e) for e in entries]
         if self.json:
-            self.emit({"audit": [e.model_dump(mode="json") | {"at": iso(e.at)} for e in entries]})
+            self.emit({"audit": [v.model_dump(mode="json") for v in views]})
             return
         t = Table("at", "event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
-        for e in entries:
+        for v in views:
             t.add_row(
-                iso(e.at), e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail)
+                v.at, v.event, Text(v.actor), v.approval_id or "", str(v.version or ""), v.outcome, Text(v.detail)
             )
         self.console.print(t)

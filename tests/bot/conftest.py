@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -12,7 +14,6 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.server import http_app
 from bot.settings import BotSettings
 from engine.ports import Store
 from engine.storage.redis import RedisStore, connect
@@ -27,6 +28,38 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
 SECRET = "test-signing-secret"
 PEOPLE = ["U_SUPPORT1", "U_SUPPORT2", "U_FIN1", "U_FIN2", "U_FIN3", "U_STRANGER"]
+
+
+def serve_env(state: SlackState, emulator: Emulator, *, store: str, config: Path, **extra: str) -> dict[str, str]:
+    """The environment a `hitl serve` process needs to talk to the emulated Slack on 127.0.0.1."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SLACK_BOT_TOKEN": state.token,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": emulator.api_url,
+        "HITL_STORE": store,
+        "HITL_CONFIG": str(config),
+        "HITL_APPROVAL_CHANNEL": "#refund-approvals",
+        "SWEEP_INTERVAL": "0.1",
+        **extra,
+    }
+    env.pop("HITL_NOW", None)
+    return env
+
+
+async def wait_healthy(port: int) -> None:
+    """Until `hitl serve` on ``port`` answers /healthz (it is starting in another process)."""
+    async with aiohttp.ClientSession() as http:
+        for _ in range(400):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.025)
+    raise AssertionError(f"hitl serve on port {port} never became healthy")
 
 
 def workspace() -> SlackState:
@@ -91,7 +124,7 @@ async def start(
         hitl_approval_channel=channel,
     )
     rt = await build_server(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
-    runner = web.AppRunner(http_app(rt.bot), shutdown_timeout=1.0)
+    runner = web.AppRunner(rt.web_app(), shutdown_timeout=1.0)  # what `hitl serve` answers, the API included
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

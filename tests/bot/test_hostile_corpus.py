@@ -35,7 +35,7 @@ from engine.storage import open_store
 from engine.testing import FakeClock
 from slack_sandbox.dispatch import sign
 from slack_sandbox.server import start_emulator
-from tests.bot.conftest import CONFIG, ROOT, SECRET, workspace
+from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
 from tests.conftest import free_port
 
 WRONG: list[Any] = [None, 0, -1.5, True, [], {}, "", "x" * 5000, "\ud800", "\u202e\u2066", [None], {"id": {}}]
@@ -277,15 +277,8 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     base = f"http://127.0.0.1:{port}"
     statuses: dict[str, int] = {}
     try:
+        await wait_healthy(port)
         async with aiohttp.ClientSession() as http:
-            for _ in range(400):
-                try:
-                    async with http.get(f"{base}/healthz") as r:
-                        if r.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.025)
             for _ in range(200):  # the sweep posts the card of the approval the agent created
                 if any(p.approval.id in m.text for m in state.messages):
                     break

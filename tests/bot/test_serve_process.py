@@ -16,7 +16,7 @@ import aiohttp
 from bot.blocks import ACTION_APPROVE
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import start_emulator
-from tests.bot.conftest import CONFIG, ROOT, SECRET, workspace
+from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, wait_healthy, workspace
 from tests.conftest import free_port
 
 
@@ -24,19 +24,13 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
     state = workspace()
     emulator = await start_emulator(state)
     port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "SLACK_BOT_TOKEN": state.token,
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": emulator.api_url,
-        "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "HITL_CONFIG": str(CONFIG),
-        "HITL_APPROVAL_CHANNEL": "#refund-approvals",
-        "SWEEP_INTERVAL": "0.1",
-        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
-    }
-    env.pop("HITL_NOW", None)
+    env = serve_env(
+        state,
+        emulator,
+        store=f"sqlite:///{tmp_path}/hitl.db",
+        config=CONFIG,
+        HITL_SHOP_DB=str(tmp_path / "shop.db"),
+    )
     log = (tmp_path / "serve.log").open("w")
     serve = subprocess.Popen(
         [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
@@ -47,14 +41,7 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
     )
     http = aiohttp.ClientSession()
     try:
-        for _ in range(300):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        break
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
+        await wait_healthy(port)
         run = await asyncio.to_thread(
             subprocess.run,
             [

@@ -211,3 +211,21 @@ def test_pending_show_policy_and_expiry(cli: Cli, shop) -> None:  # type: ignore
     late = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", "--json")
     assert late.code == 1 and late.json()["error"]["code"] == "expired"
     assert shop("SELECT * FROM refunds") == []
+
+
+def test_resume_takes_new_variable_values_for_the_steps_still_to_come(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    paused = run_refund(cli)
+    session, aid = str(paused["session_id"]), str(paused["approval_id"])
+    bad = cli("resume", session, "--var", "nope=1", "--json")
+    assert bad.code == 2 and "nope" in bad.json()["error"]["message"]
+    # The waiting approval stays bound to what it shows (amount 120); later steps read the new reason.
+    still = cli("resume", session, "--var", "reason=goodwill gesture", "--json")
+    assert still.code == 4 and still.json()["approval_id"] == aid
+    done = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", "--var", "amount=999", "--json")
+    assert done.code == 0, done.out
+    assert shop("SELECT amount FROM refunds") == [(120.0,)]  # what was approved, not the new amount
+    decided = cli("show", aid, "--json").json()["decisions"][0]
+    assert decided["via"] == "cli-local"  # straight against the store: audited as such
+    trail = cli("audit", "--json").json()["audit"]
+    changed = [e["detail"] for e in trail if e["event"] == "run_vars_changed"]
+    assert changed == [f"{session}: by cli: reason", f"{session}: by U_SUPPORT1: amount"], changed

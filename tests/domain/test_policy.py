@@ -168,3 +168,18 @@ def test_bad_yaml_and_bad_expressions_are_clear() -> None:
         parse_config("policy:\n  rules:\n    - {name: r, off_hours: {timezone: Mars/Base}, tier: approve}\n")
     with pytest.raises(EngineError, match="only fall back to 'cancel'"):
         parse_config("policy: {tools: {refund: {fallback: continue}}}")
+
+
+def test_a_verdict_only_the_name_decides_is_shared_and_anything_else_is_evaluated(policy: Policy) -> None:
+    # look_up_order: allowed, no rule names it -> the same verdict evaluate gives, whatever the arguments
+    static = policy.static_verdict("look_up_order")
+    assert static == policy.evaluate("look_up_order", {"order_id": "1"}, ctx())
+    assert static is policy.static_verdict("look_up_order")
+    assert policy.static_verdict("drop_database") == policy.evaluate("drop_database", {}, ctx())
+    assert policy.static_verdict("drop_database").denied  # type: ignore[union-attr]
+    assert policy.static_verdict("delete_customer").rule == "always_ask"  # type: ignore[union-attr]
+    # rules can fire on refund (amount) and send_email (hours, velocity)
+    for tool in ("refund", "send_email"):
+        assert policy.static_verdict(tool) is None, tool
+    trust = parse_config("policy: {tools: {t: {tier: approve}}}").build_policy()
+    assert trust.static_verdict("t") is None  # a session's trust grant could make it auto

@@ -1,0 +1,91 @@
+"""The ``/api/v1`` application: authentication, limits and error shape around every route.
+
+Order of refusals, none of which changes anything: 413 (body over ``api.max_body``; 411 without a length), 401
+(no or unknown bearer token), 429 (the token's rate), then the route's own 4xx. An error inside a route is
+answered in the documented error shape; a bug is a logged 500 with no detail (the fuzz test keeps there being
+none).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from engine.errors import EngineError
+from engine.lifecycle import RunLifecycle
+
+from . import approvals, executions, runs
+from .context import CALLER, CONTEXT, ApiContext, LiveConfig
+from .limits import RateLimiter
+from .openapi import document
+from .problems import ApiError, error_response, from_engine
+
+__all__ = ["PREFIX", "api_app"]
+
+PREFIX = "/api/v1"
+log = logging.getLogger("hitl.api")
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    ctx = request.app[CONTEXT]
+    try:
+        config, tokens = ctx.config.current()
+        limit = config.api.max_body
+        if request.content_length is not None and request.content_length > limit:
+            raise ApiError(413, "body_too_large", f"the body is over {limit} bytes (api.max_body)")
+        header = request.headers.get("Authorization", "")
+        scheme, _, presented = header.partition(" ")
+        caller = tokens.caller(presented.strip()) if scheme.lower() == "bearer" and presented.strip() else None
+        if caller is None:
+            raise ApiError(
+                401,
+                "unauthorized",
+                "send a valid API token as 'Authorization: Bearer <token>' (hitl token new makes one)",
+                headers={"WWW-Authenticate": 'Bearer realm="hitl"'},
+            )
+        wait = ctx.limiter.take(caller.token, rate=config.api.rate, burst=config.api.burst)
+        if wait > 0:
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"token {caller.token} is over its rate ({config.api.rate:g}/s); retry after the Retry-After seconds",
+                retryable=True,
+                headers={"Retry-After": RateLimiter.retry_after(wait)},
+            )
+        request[CALLER] = caller
+        if request.body_exists and request.content_length is None:
+            # Chunked bodies are refused rather than read to find out how big they are.
+            raise ApiError(411, "length_required", "send the body with a Content-Length header")
+        response: web.StreamResponse = await handler(request)
+        return response
+    except ApiError as exc:
+        return error_response(exc)
+    except web.HTTPException as exc:
+        if isinstance(exc, web.HTTPMethodNotAllowed):
+            allowed = ", ".join(sorted(exc.allowed_methods))
+            what = f"{request.method} is not allowed here (allowed: {allowed})"
+            return error_response(ApiError(405, "method_not_allowed", what, headers={"Allow": allowed}))
+        if exc.status == 404:
+            return error_response(ApiError(404, "not_found", "no such endpoint; see /api/v1/openapi.json"))
+        raise
+    except EngineError as exc:
+        return error_response(from_engine(exc))
+    except Exception:
+        log.exception("API %s %s failed", request.method, request.path)
+        return error_response(ApiError(500, "internal", "hitl failed to answer; this is a bug, please report it"))
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    return web.json_response(document())
+
+
+def api_app(lifecycle: RunLifecycle, config_path: str | None, *, limiter: RateLimiter | None = None) -> web.Application:
+    """The API as an aiohttp sub-application, to mount at :data:`PREFIX` (``hitl serve`` does)."""
+    app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024 + 1)
+    app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter or RateLimiter())
+    app.router.add_get("/openapi.json", _openapi)
+    app.add_routes([*approvals.routes(), *executions.routes(), *runs.routes()])
+    return app

@@ -1,0 +1,119 @@
+"""``/approvals``: list, read, decide and wait. A decision goes through the same lifecycle call a Slack click does
+(same eligibility, quorum, binding, audit), recorded with the channel ``api:<token name>``."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from engine.api_spec import Scope
+from engine.errors import DecisionRefused, EngineError, NotFound
+
+from .context import CONTEXT, body_of, caller_of, query_of
+from .models import (
+    ApprovalList,
+    ApprovalView,
+    AuditList,
+    AuditQuery,
+    AuditView,
+    DecisionRequest,
+    ListQuery,
+    WaitQuery,
+)
+from .problems import from_engine
+
+__all__ = ["routes"]
+
+
+def _json(model: ApprovalView | ApprovalList, status: int = 200) -> web.Response:
+    return web.json_response(model.model_dump(mode="json"), status=status)
+
+
+async def list_approvals(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.READ)
+    q = query_of(request, ListQuery)
+    page = await ctx.lifecycle.store.approvals.list_pending(
+        roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor
+    )
+    items: list[ApprovalView] = []
+    for a in page.items:
+        if not caller.sees(a.tool) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
+            continue
+        can = await ctx.can_decide(caller, a)
+        if q.decidable and not can:
+            continue
+        items.append(ApprovalView.of(a).model_copy(update={"can_decide": can}))
+    return _json(ApprovalList(items=items, cursor=page.cursor))
+
+
+async def get_approval(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.READ)
+    approval = await ctx.visible(caller, request.match_info["id"])
+    trail = await ctx.lifecycle.store.audit.entries(approval_id=approval.id)
+    view = ApprovalView.of(approval).model_copy(
+        update={"can_decide": await ctx.can_decide(caller, approval), "audit": [AuditView.of(e) for e in trail]}
+    )
+    return _json(view)
+
+
+async def decide(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.DECIDE)
+    body = await body_of(request, DecisionRequest)
+    approval = await ctx.visible(caller, request.match_info["id"])
+    reviewer = await ctx.reviewer(caller, approval)
+    try:
+        decided = await ctx.lifecycle.decide(
+            approval.id,
+            reviewer,
+            body.decision,
+            expected_version=body.expected_version,
+            expected_hash=body.action_hash,
+            reason=body.reason,
+            args=body.args,
+            via=caller.via,
+        )
+    except DecisionRefused as exc:
+        try:
+            current = await ctx.lifecycle.store.approvals.get(approval.id)
+        except NotFound:
+            current = None
+        raise from_engine(exc, current) from None
+    except EngineError as exc:
+        raise from_engine(exc, approval) from None
+    view = ApprovalView.of(decided.approval).model_copy(
+        update={"can_decide": await ctx.can_decide(caller, decided.approval)}
+    )
+    return _json(view)
+
+
+async def wait(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.READ)
+    q = query_of(request, WaitQuery)
+    approval = await ctx.visible(caller, request.match_info["id"])
+    if approval.version <= q.after_version and q.timeout > 0:
+        approval = await ctx.lifecycle.store.approvals.wait_changed(
+            approval.id, after_version=q.after_version, timeout=q.timeout
+        )
+    return _json(ApprovalView.of(approval).model_copy(update={"can_decide": await ctx.can_decide(caller, approval)}))
+
+
+async def audit(request: web.Request) -> web.Response:
+    """The whole trail (every approval's entries and the runs'): for admins; a reader gets one approval's."""
+    ctx = request.app[CONTEXT]
+    caller_of(request, Scope.ADMIN)
+    q = query_of(request, AuditQuery)
+    entries = await ctx.lifecycle.store.audit.entries(limit=q.limit)
+    return web.json_response(AuditList(entries=[AuditView.of(e) for e in entries]).model_dump(mode="json"))
+
+
+def routes() -> list[web.RouteDef]:
+    return [
+        web.get("/audit", audit),
+        web.get("/approvals", list_approvals),
+        web.get("/approvals/{id}", get_approval),
+        web.post("/approvals/{id}/decisions", decide),
+        web.get("/approvals/{id}/wait", wait),
+    ]

@@ -1,0 +1,147 @@
+"""What every API handler shares: the run lifecycle, the live ``hitl.yaml`` (re-read when the file changes, so a
+removed token is refused on the next request), and the request helpers (caller, typed body, typed query)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from engine.api_spec import Scope
+from engine.config import HitlConfig, load_config
+from engine.domain.decide import eligible
+from engine.domain.models import Approval, Reviewer, Status
+from engine.errors import EngineError, ErrorCode
+from engine.lifecycle import RunLifecycle
+
+from .limits import RateLimiter
+from .problems import ApiError, from_validation
+from .tokens import Caller, TokenBook
+
+__all__ = ["ApiContext", "CALLER", "CONTEXT", "LiveConfig"]
+
+M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("hitl.api")
+
+
+class LiveConfig:
+    """``hitl.yaml`` as it is now: stat on every read, parsed again only when the file changed."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._stamp: tuple[int, int, int] | None = None
+        self._config = HitlConfig()
+        self._tokens = TokenBook([])
+        self._error: str | None = None
+
+    def current(self) -> tuple[HitlConfig, TokenBook]:
+        if self.path is None:
+            return self._config, self._tokens
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            raise self._refuse(f"{self.path} cannot be read ({exc.strerror})") from None
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if stamp != self._stamp:
+            try:
+                config = load_config(self.path)
+            except EngineError as exc:
+                # Fail closed: a config that no longer parses is not an excuse to keep honouring old tokens.
+                self._stamp, self._error = stamp, exc.message
+                log.error("hitl.yaml no longer loads; the API refuses every request until it does: %s", exc.message)
+            else:
+                self._stamp, self._error = stamp, None
+                self._config, self._tokens = config, TokenBook(config.api.tokens)
+        if self._error is not None:
+            raise self._refuse(self._error)
+        return self._config, self._tokens
+
+    @staticmethod
+    def _refuse(why: str) -> ApiError:
+        return ApiError(
+            503, str(ErrorCode.POLICY_INVALID), f"hitl.yaml is not usable: {why}; fix it and retry", retryable=True
+        )
+
+
+@dataclass
+class ApiContext:
+    """The API's view of the process: decisions and runs through the lifecycle, the live config, the limiter."""
+
+    lifecycle: RunLifecycle
+    config: LiveConfig
+    limiter: RateLimiter = field(default_factory=RateLimiter)
+
+    async def reviewer(self, caller: Caller, approval: Approval) -> Reviewer:
+        """The token's reviewer with the roles the approval's world gives that id, narrowed to the token's roles."""
+        world = await self.lifecycle.world_of(approval)
+        who = world.service.reviewer(caller.reviewer)
+        if caller.roles is not None:
+            who = who.model_copy(update={"roles": who.roles & caller.roles})
+        return who
+
+    async def visible(self, caller: Caller, approval_id: str) -> Approval:
+        """The approval, or 404 when it does not exist or the token may not see its tool (the same answer)."""
+        approval = await self.lifecycle.store.approvals.get(approval_id)
+        if not caller.sees(approval.tool):
+            raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no approval {approval_id!r}")
+        return approval
+
+    async def can_decide(self, caller: Caller, approval: Approval) -> bool:
+        if not caller.may(Scope.DECIDE) or approval.status is not Status.PENDING:
+            return False
+        who = await self.reviewer(caller, approval)
+        return eligible(approval, who) and who.id not in approval.approvers
+
+
+CONTEXT: web.AppKey[ApiContext] = web.AppKey("hitl_api_context", ApiContext)
+CALLER: web.RequestKey[Caller] = web.RequestKey("hitl_api_caller", Caller)
+
+
+def caller_of(request: web.Request, scope: Scope) -> Caller:
+    """The authenticated caller (the middleware put it there), refused with 403 without ``scope``."""
+    caller = request[CALLER]
+    if not caller.may(scope):
+        raise ApiError(
+            403,
+            "missing_scope",
+            f"this token lacks the {scope!s} scope; ask an admin for a token with it",
+        )
+    return caller
+
+
+async def body_of(request: web.Request, model: type[M]) -> M:
+    """The JSON body as ``model`` (422 with every bad field; 415 when it is not JSON)."""
+    if request.content_type != "application/json":
+        raise ApiError(415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)")
+    raw = await request.read()
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ApiError(400, "malformed_json", "the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ApiError(422, str(ErrorCode.INVALID_INPUT), "the body must be a JSON object")
+    try:
+        # JSON mode: strict types as JSON has them (no "1" for 1), but enums from their string values.
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise from_validation(exc) from None
+
+
+def query_of(request: web.Request, model: type[M]) -> M:
+    """The query string as ``model`` (422 naming every bad parameter). A repeated parameter is refused."""
+    query: dict[str, str] = {}
+    for key in request.query:
+        values = request.query.getall(key)
+        if len(values) > 1:
+            raise ApiError(422, str(ErrorCode.INVALID_INPUT), f"query parameter {key!r} is given more than once")
+        query[key] = values[0]
+    try:
+        return model.model_validate(query)
+    except ValidationError as exc:
+        raise from_validation(exc, where="query") from None

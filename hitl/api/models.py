@@ -1,0 +1,305 @@
+"""Every body the HTTP API reads or writes, as pydantic models: the OpenAPI document is generated from them, and
+a request body with a wrong type or an unknown field is refused (422) before any handler runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.domain.hashing import action_hash
+from engine.domain.models import Approval, DecisionKind, Status, Tier
+from engine.domain.records import AuditEntry
+
+__all__ = [
+    "ApprovalList",
+    "ApprovalView",
+    "AuditList",
+    "AuditQuery",
+    "AuditView",
+    "ClaimRequest",
+    "ClaimView",
+    "DecisionRequest",
+    "DecisionView",
+    "ErrorBody",
+    "ErrorDetail",
+    "FieldError",
+    "ListQuery",
+    "OutcomeRequest",
+    "ProposalRequest",
+    "ProposalView",
+    "ResumeRequest",
+    "RunStartRequest",
+    "RunView",
+    "WaitQuery",
+]
+
+Args = dict[str, Any]
+Text = Annotated[str, Field(max_length=4000)]
+Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- errors -------------------------------------------------------------------------------------------------
+class FieldError(_Out):
+    """One invalid field: where (``args.amount``) and why."""
+
+    field: str
+    message: str
+
+
+class ErrorDetail(_Out):
+    code: str
+    """Stable, machine-readable (``stale_version``, ``not_eligible``, ``invalid_input``...)."""
+    message: str
+    """What happened and what to do next, for a person."""
+    retryable: bool
+    """Whether the same request may succeed later unchanged."""
+    version: int | None = None
+    """On a 409: the approval's current version."""
+    status: str | None = None
+    """On a 409: the approval's current status."""
+    fields: list[FieldError] | None = None
+    """On a 422: every invalid field."""
+
+
+class ErrorBody(_Out):
+    error: ErrorDetail
+
+
+# -- approvals ----------------------------------------------------------------------------------------------
+class DecisionView(_Out):
+    reviewer: str
+    decision: DecisionKind
+    at: str
+    reason: str | None
+    via: str
+
+
+class AuditView(_Out):
+    at: str
+    actor: str
+    event: str
+    approval_id: str | None
+    version: int | None
+    outcome: str
+    detail: str
+
+    @classmethod
+    def of(cls, e: AuditEntry) -> AuditView:
+        return cls(
+            at=iso(e.at),
+            actor=e.actor,
+            event=e.event,
+            approval_id=e.approval_id,
+            version=e.version,
+            outcome=e.outcome,
+            detail=e.detail,
+        )
+
+
+class AuditList(_Out):
+    entries: list[AuditView]
+    """Oldest first."""
+
+
+class ApprovalView(_Out):
+    """An approval as ``hitl show --json`` prints it (plus, from the API, the caller's view and the audit trail)."""
+
+    id: str
+    status: Status
+    tool: str
+    args: Args
+    execute_args: Args
+    action_hash: str
+    """SHA-256 of the canonical JSON of the tool and the proposed ``args``: what a decision is bound to."""
+    execute_hash: str
+    """The same hash of ``execute_args`` (differs after a Modify): what an execution claim is bound to."""
+    version: int
+    tier: Tier
+    required_role: str | None
+    quorum: int
+    approvals: int
+    decisions: list[DecisionView]
+    expires_at: str
+    created_at: str
+    session_id: str
+    requester: str
+    asked_by: dict[str, str] | None
+    modifiable: bool
+    trustable: bool
+    rule: str
+    reasons: list[str]
+    evidence: str
+    """Untrusted text from the requester: show it escaped, apart from the controls."""
+    reason: str | None
+    superseded_by: str | None
+    args_schema: dict[str, Any] | None
+    """The tool's JSON Schema snapshot: edited arguments (modify) are validated against it."""
+    can_decide: bool | None = None
+    """From the API: whether the calling token may decide this approval now."""
+    audit: list[AuditView] | None = None
+    """From ``GET /approvals/{id}``: the approval's audit trail, oldest first."""
+
+    @classmethod
+    def of(cls, a: Approval) -> ApprovalView:
+        return cls(
+            id=a.id,
+            status=a.status,
+            tool=a.tool,
+            args=a.args,
+            execute_args=a.execute_args,
+            action_hash=a.action_hash,
+            execute_hash=action_hash(a.tool, a.execute_args) if a.approved_args is not None else a.action_hash,
+            version=a.version,
+            tier=a.tier,
+            required_role=a.required_role,
+            quorum=a.quorum,
+            approvals=len(a.approvers),
+            decisions=[
+                DecisionView(reviewer=d.reviewer, decision=d.kind, at=iso(d.at), reason=d.reason, via=d.via)
+                for d in a.decisions
+            ],
+            expires_at=iso(a.expires_at),
+            created_at=iso(a.created_at),
+            session_id=a.session_id,
+            requester=a.requester,
+            asked_by={k: str(a.metadata[k]) for k in ("framework", "agent", "call_id") if k in a.metadata} or None,
+            modifiable=a.modifiable,
+            trustable=a.trustable,
+            rule=a.rule,
+            reasons=list(a.reasons),
+            evidence=a.evidence,
+            reason=a.reason,
+            superseded_by=a.superseded_by,
+            args_schema=a.args_schema,
+        )
+
+
+class ApprovalList(_Out):
+    items: list[ApprovalView]
+    cursor: str | None
+    """Pass as ``cursor`` for the next page; null at the end. A page may hold fewer than ``limit`` items when
+    filters drop some: follow the cursor until it is null."""
+
+
+class DecisionRequest(_In):
+    """One decision, bound to what the reviewer saw: the approval's version and its full action hash."""
+
+    decision: DecisionKind
+    expected_version: int = Field(ge=1)
+    action_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    reason: Text | None = None
+    args: Args | None = None
+    """The edited arguments, for ``modify`` (validated against the approval's schema)."""
+
+
+# -- proposals and executions -------------------------------------------------------------------------------
+class ProposalRequest(_In):
+    session: Id
+    tool: str = Field(min_length=1, max_length=128)
+    args: Args
+    idempotency_key: Id
+    """The caller's id for this one call: asking again with the same key re-attaches to the same approval."""
+    evidence: Text = ""
+    agent: Annotated[str, Field(max_length=120)] | None = None
+    args_schema: dict[str, Any] | None = None
+    """The tool's JSON Schema (for a typed Modify form, and to validate edits)."""
+
+
+class ProposalView(_Out):
+    verdict: Literal["run", "deny", "pending"]
+    """``run``: execute now with ``args``; ``deny``: do not (``message`` says why); ``pending``: wait."""
+    args: Args
+    """What to run (a reviewer's edit included), when ``verdict`` is ``run``."""
+    message: str | None
+    code: str | None
+    approval: ApprovalView | None
+    execution_key: str | None
+    """Claim this before running an approved call (``POST /executions/{key}/claim``); null when no approval."""
+
+
+class ClaimRequest(_In):
+    action_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The hash of exactly what is about to run: the approval's ``execute_hash``."""
+    lease: float = Field(default=300.0, gt=0, le=86400)
+    """Seconds the claim stays yours; a claim not finished in time is recovered as "in doubt", never re-run."""
+
+
+class ClaimView(_Out):
+    key: str
+    acquired: bool
+    args: Args
+    """Run exactly these."""
+    approval: ApprovalView
+
+
+class OutcomeRequest(_In):
+    ok: bool
+    detail: Text = ""
+
+
+# -- runs ---------------------------------------------------------------------------------------------------
+class RunStartRequest(_In):
+    workflow: str = Field(min_length=1, max_length=64)
+    """A name under ``api.workflows`` in hitl.yaml (never a path)."""
+    vars: dict[str, Any] = Field(default_factory=dict)
+    session_id: Id | None = None
+
+
+class ResumeRequest(_In):
+    vars: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of the run's variables for the steps still to come."""
+    force: bool = False
+
+
+class RunView(_Out):
+    session_id: str
+    status: str
+    """completed, paused, rejected, cancelled, expired, failed (or running)."""
+    workflow: str | None
+    position: int | None
+    approval: ApprovalView | None
+    """The approval the run waits on, when paused."""
+    reason: str | None = None
+
+
+# -- query strings --------------------------------------------------------------------------------------------
+class _Query(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ListQuery(_Query):
+    status: Literal["pending"] = "pending"
+    """Only pending approvals are listed (decided ones are read by id, with their audit trail)."""
+    role: Annotated[str, Field(max_length=64)] | None = None
+    tool: Annotated[str, Field(max_length=128)] | None = None
+    session: Annotated[str, Field(max_length=200)] | None = None
+    decidable: bool = False
+    """Only those the calling token may decide now."""
+    limit: int = Field(default=50, ge=1, le=200)
+    cursor: Annotated[str, Field(max_length=400)] | None = None
+
+
+class WaitQuery(_Query):
+    after_version: int = Field(ge=0)
+    timeout: float = Field(default=30.0, ge=0, le=60)
+    """Seconds to hold the request open (at most 60): the answer comes as soon as the version passes
+    ``after_version``, else the approval as it is when the time is up."""
+
+
+class AuditQuery(_Query):
+    limit: int = Field(default=200, ge=1, le=5000)
+    """The newest entries to return (oldest first)."""

@@ -1,0 +1,98 @@
+"""``/runs``: start a workflow registered by name under ``api.workflows`` (never a path from the request), resume
+one (optionally with new variable values), and read where it stands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from engine.api_spec import Scope
+from engine.errors import EngineError, ErrorCode, NotFound
+from engine.runner.outcomes import RunResult
+from engine.runner.spec import load_workflow
+from engine.runner.state import RunState
+
+from .context import CONTEXT, ApiContext, body_of, caller_of
+from .models import ApprovalView, ResumeRequest, RunStartRequest, RunView
+from .problems import ApiError, from_engine
+from .tokens import Caller
+
+__all__ = ["routes"]
+
+
+def _view(result: RunResult, workflow: str | None) -> RunView:
+    return RunView(
+        session_id=result.session_id,
+        status=str(result.status),
+        workflow=workflow,
+        position=None,
+        approval=ApprovalView.of(result.approval) if result.approval is not None else None,
+        reason=result.reason,
+    )
+
+
+async def start(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.RUN)
+    body = await body_of(request, RunStartRequest)
+    config, _ = ctx.config.current()
+    relative = config.api.workflows.get(body.workflow)
+    if relative is None:
+        known = ", ".join(sorted(config.api.workflows)) or "none"
+        raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no workflow named {body.workflow!r} (registered: {known})")
+    base = ctx.config.path.parent if ctx.config.path is not None else Path.cwd()
+    try:
+        workflow = load_workflow(base / relative)
+        result = await ctx.lifecycle.start(workflow, body.vars, session_id=body.session_id, requester=caller.reviewer)
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    return web.json_response(_view(result, workflow.spec.name).model_dump(mode="json"), status=201)
+
+
+async def _state(ctx: ApiContext, session_id: str) -> RunState:
+    found = await ctx.lifecycle.store.runs.load(session_id)
+    if found is None:
+        raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no run {session_id!r}")
+    return RunState.model_validate({**found[0], "version": found[1]})
+
+
+async def status(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    caller_of(request, Scope.READ)
+    state = await _state(ctx, request.match_info["id"])
+    approval = None
+    if state.waiting:
+        try:
+            approval = ApprovalView.of(await ctx.lifecycle.store.approvals.get(state.waiting))
+        except NotFound:
+            approval = None
+    view = RunView(
+        session_id=state.session_id,
+        status=str(state.status),
+        workflow=state.workflow,
+        position=state.position,
+        approval=approval,
+        reason=state.reason,
+    )
+    return web.json_response(view.model_dump(mode="json"))
+
+
+async def resume(request: web.Request) -> web.Response:
+    ctx = request.app[CONTEXT]
+    caller: Caller = caller_of(request, Scope.RUN)
+    body = await body_of(request, ResumeRequest)
+    state = await _state(ctx, request.match_info["id"])
+    try:
+        result = await ctx.lifecycle.resume(state.session_id, force=body.force, actor=caller.via, overrides=body.vars)
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    return web.json_response(_view(result, state.workflow).model_dump(mode="json"))
+
+
+def routes() -> list[web.RouteDef]:
+    return [
+        web.post("/runs", start),
+        web.get("/runs/{id}", status),
+        web.post("/runs/{id}/resume", resume),
+    ]

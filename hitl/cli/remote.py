@@ -1,0 +1,127 @@
+"""The CLI as an API client: with ``HITL_API_URL`` and ``HITL_TOKEN`` set, ``hitl pending/show/resume/audit`` go
+through ``hitl serve``'s HTTP API, so a reviewer's decision is authenticated by their token (and audited as
+``api:<token name>``) instead of by whatever ``--as`` says."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from engine.domain.models import DecisionKind
+from engine.errors import EngineError, ErrorCode
+from hitl.api.models import ApprovalView, AuditList, AuditView, RunView
+
+__all__ = ["ApiClient", "RemoteRefused", "remote_from_env"]
+
+_CODES = {c.value for c in ErrorCode}
+_BY_STATUS = {
+    401: ErrorCode.NOT_ELIGIBLE,
+    403: ErrorCode.NOT_ELIGIBLE,
+    404: ErrorCode.NOT_FOUND,
+    422: ErrorCode.INVALID_INPUT,
+}
+
+
+class RemoteRefused(EngineError):
+    """The API said no; ``message`` is its message, with its code."""
+
+    default_code = ErrorCode.INVALID_INPUT
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    url: str
+    token: str
+
+    async def call(self, method: str, path: str, *, json: Any = None, query: Mapping[str, str] | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        timeout = aiohttp.ClientTimeout(total=90)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as http,
+                http.request(method, f"{self.url}/api/v1{path}", json=json, params=query, headers=headers) as r,
+            ):
+                body = await r.json(content_type=None)
+                status = r.status
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise EngineError(
+                f"hitl serve at {self.url} did not answer ({type(exc).__name__}); is it running, and is HITL_API_URL "
+                "right?",
+                code=ErrorCode.STORE_ERROR,
+            ) from None
+        if status >= 400:
+            err = body.get("error", {}) if isinstance(body, dict) else {}
+            code = str(err.get("code", "error"))
+            mapped = ErrorCode(code) if code in _CODES else _BY_STATUS.get(status, ErrorCode.STORE_ERROR)
+            raise RemoteRefused(f"{err.get('message', f'HTTP {status}')} (API: {status} {code})", code=mapped)
+        return body
+
+    async def approval(self, target: str) -> ApprovalView:
+        """An approval id, or a session id whose run waits on an approval."""
+        if not target.startswith("apr_"):
+            run = RunView.model_validate(await self.call("GET", f"/runs/{target}"))
+            if run.approval is None:
+                raise RemoteRefused(f"run {target} is not waiting on an approval (it is {run.status})")
+            target = run.approval.id
+        return ApprovalView.model_validate(await self.call("GET", f"/approvals/{target}"))
+
+    async def audit(self, target: str | None, *, limit: int) -> list[AuditView]:
+        if target:
+            return list((await self.approval(target)).audit or [])[-limit:]
+        body = await self.call("GET", "/audit", query={"limit": str(min(limit, 5000))})
+        return AuditList.model_validate(body).entries
+
+    async def pending(self, *, limit: int) -> list[ApprovalView]:
+        body = await self.call("GET", "/approvals", query={"decidable": "true", "limit": str(min(limit, 200))})
+        return [ApprovalView.model_validate(a) for a in body["items"]]
+
+    async def decide(
+        self, target: str, kind: DecisionKind, *, reason: str | None, args: dict[str, Any] | None
+    ) -> ApprovalView:
+        current = await self.approval(target)
+        body: dict[str, Any] = {
+            "decision": str(kind),
+            "expected_version": current.version,
+            "action_hash": current.action_hash,
+        }
+        if reason is not None:
+            body["reason"] = reason
+        if args is not None:
+            body["args"] = args
+        return ApprovalView.model_validate(await self.call("POST", f"/approvals/{current.id}/decisions", json=body))
+
+    async def run_after(self, session_id: str, approval_id: str, *, patience: float = 20.0) -> RunView | None:
+        """The run once the server moved it past ``approval_id`` (it resumes runs in its background loop), or as
+        it stands after ``patience`` seconds; None when there is no such run."""
+        deadline = asyncio.get_running_loop().time() + patience
+        while True:
+            try:
+                run = RunView.model_validate(await self.call("GET", f"/runs/{session_id}"))
+            except RemoteRefused as exc:
+                if exc.code is ErrorCode.NOT_FOUND:
+                    return None
+                raise
+            moved = run.status != "paused" or run.approval is None or run.approval.id != approval_id
+            if moved or asyncio.get_running_loop().time() >= deadline:
+                return run
+            await asyncio.sleep(0.2)
+
+    async def resume(self, session_id: str, *, overrides: dict[str, Any], force: bool) -> RunView:
+        body = {"vars": overrides, "force": force}
+        return RunView.model_validate(await self.call("POST", f"/runs/{session_id}/resume", json=body))
+
+
+def remote_from_env(environ: Mapping[str, str] = os.environ) -> ApiClient | None:
+    """The API client ``HITL_API_URL`` + ``HITL_TOKEN`` describe; None when neither is set."""
+    url, token = environ.get("HITL_API_URL", "").rstrip("/"), environ.get("HITL_TOKEN", "")
+    if not url and not token:
+        return None
+    if not (url and token):
+        missing = "HITL_TOKEN" if url else "HITL_API_URL"
+        raise EngineError(f"HITL_API_URL and HITL_TOKEN go together: set {missing} too", code=ErrorCode.INVALID_INPUT)
+    return ApiClient(url, token)

@@ -1,0 +1,125 @@
+"""`hitl serve` on 127.0.0.1 (Slack emulator, both stores) with API tokens in its hitl.yaml, and an HTTP client."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from engine.ports import Store
+from engine.storage.redis import RedisStore, connect
+from engine.storage.sqlite import SqliteStore
+from engine.testing import FakeClock
+from hitl.api import token_hash
+from tests.bot.conftest import CONFIG, ROOT, Harness, start, stop
+
+TOKENS = {
+    # name: (token, reviewer, scopes, extra)
+    "sup1": ("tok-support-1", "U_SUPPORT1", ["read", "decide"], ""),
+    "sup2": ("tok-support-2", "U_SUPPORT2", ["read", "decide"], ""),
+    "fin1": ("tok-finance-1", "U_FIN1", ["read", "decide"], ""),
+    "fin2": ("tok-finance-2", "U_FIN2", ["read", "decide"], ""),
+    "reader": ("tok-reader", "U_SUPPORT2", ["read"], ""),
+    "agent": ("tok-agent", "agent:remote", ["read", "propose", "run"], ""),
+    "emails": ("tok-emails-only", "U_SUPPORT1", ["read", "decide"], "tools: [send_email]"),
+    "admin": ("tok-admin", "U_SUPPORT2", ["admin"], ""),
+}
+
+
+WEBHOOK_SECRET = "whsec-test-only"
+
+
+def api_config(tmp: Path, *, extra: str = "", webhook: str | None = None) -> Path:
+    lines = ["api:", "  workflows:", f"    refund: {ROOT / 'examples' / 'refund' / 'workflow.yaml'}"]
+    if webhook:
+        lines += ["  webhooks:", f"    - {{url: '{webhook}', secret_env: HITL_TEST_WEBHOOK_SECRET}}"]
+    lines.append("  tokens:")
+    for name, (token, reviewer, scopes, more) in TOKENS.items():
+        lines.append(f"    - {{name: {name}, sha256: {token_hash(token)}, reviewer: '{reviewer}', scopes: {scopes}}}")
+        if more:
+            lines[-1] = lines[-1][:-1] + f", {more}}}"
+    path = tmp / "hitl.yaml"
+    path.write_text(CONFIG.read_text() + "\n".join(lines) + "\n" + extra)
+    return path
+
+
+@dataclass
+class Receiver:
+    """A webhook subscriber on 127.0.0.1: records every delivery; answers ``fail`` times with 500 first."""
+
+    url: str = ""
+    fail: int = 0
+    got: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        async def hook(request: web.Request) -> web.Response:
+            self.got.append((dict(request.headers), await request.read()))
+            if self.fail > 0:
+                self.fail -= 1
+                return web.Response(status=500)
+            return web.Response(status=204)
+
+        app = web.Application()
+        app.router.add_post("/hook", hook)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/hook"  # type: ignore[union-attr]
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _, body in self.got]
+
+
+@dataclass
+class Api:
+    h: Harness
+    config: Path
+    hooks: Receiver
+
+    @property
+    def url(self) -> str:
+        return f"{self.h.bot_url}/api/v1"
+
+    async def call(
+        self, method: str, path: str, *, as_: str | None = "sup1", json: Any = None, **kw: Any
+    ) -> tuple[int, Any]:
+        headers = dict(kw.pop("headers", {}))
+        if as_ is not None:
+            headers["Authorization"] = f"Bearer {TOKENS[as_][0]}"
+        async with self.h.http.request(method, self.url + path, json=json, headers=headers, **kw) as resp:
+            body = await resp.json(content_type=None)
+            self.last_headers = resp.headers
+            return resp.status, body
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def api(
+    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Api]:
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    store: Store = (
+        SqliteStore(tmp_path / "api.db")
+        if request.param == "sqlite"
+        else RedisStore(connect(redis_url), prefix=f"api{uuid.uuid4().hex[:8]}")
+    )
+    monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
+    hooks = Receiver()
+    await hooks.start()
+    config = api_config(tmp_path, webhook=hooks.url)
+    h = await start(store, clock, config=config)
+    h.rt.webhooks.lease = 0.0  # a delivery not yet due is looked at again on the next sweep, not after 30 s
+    yield Api(h, config, hooks)
+    await stop(h)
+    assert hooks.runner is not None
+    await hooks.runner.cleanup()
+
+
+__all__ = ["TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config"]

@@ -1,0 +1,114 @@
+"""The `hitl` CLI as an API client (HITL_API_URL + HITL_TOKEN), run as a real process against `hitl serve`'s API;
+and `production: true` refusing decisions made straight against the store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ErrorCode
+from tests.api.conftest import TOKENS, Api
+from tests.bot.conftest import ROOT
+
+REFUND = {"order_id": "78291", "customer_id": "C-1", "amount": 120}
+
+
+async def hitl(*args: str, env: dict[str, str]) -> tuple[int, Any, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "hitl",
+        *args,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    text = out.decode()
+    body = json.loads(text) if text.strip().startswith("{") else text
+    assert proc.returncode is not None
+    return proc.returncode, body, err.decode()
+
+
+def as_token(api: Api, name: str) -> dict[str, str]:
+    # No store and no config: everything the CLI knows comes through the API.
+    return {"HITL_API_URL": api.h.bot_url, "HITL_TOKEN": TOKENS[name][0], "HITL_STORE": "sqlite:///nonexistent/x.db"}
+
+
+async def test_a_reviewer_decides_from_the_cli_through_the_api(api: Api) -> None:
+    status, proposal = await api.call(
+        "POST",
+        "/proposals",
+        as_="agent",
+        json={"session": "s1", "tool": "refund", "args": REFUND, "idempotency_key": "k1"},
+    )
+    assert status == 200
+    approval_id = proposal["approval"]["id"]
+
+    code, listed, err = await hitl("pending", "--json", env=as_token(api, "sup1"))
+    assert code == 0, err
+    assert [a["id"] for a in listed["pending"]] == [approval_id]
+    code, listed, _ = await hitl("pending", "--json", env=as_token(api, "fin1"))
+    assert code == 0 and listed["pending"] == []  # the token's reviewer is not in the support role
+
+    code, shown, _ = await hitl("show", approval_id, "--json", env=as_token(api, "reader"))
+    assert code == 0 and shown["id"] == approval_id and shown["args"]["amount"] == 120
+
+    code, body, err = await hitl("resume", approval_id, "--approve", "--json", env=as_token(api, "reader"))
+    assert code == 1 and "lacks the decide scope" in body["error"]["message"], (body, err)
+    code, body, err = await hitl(
+        "resume", approval_id, "--approve", "--as", "U_FIN1", "--json", env=as_token(api, "sup1")
+    )
+    assert code == 0, err
+    assert body["approval"]["status"] == "approved"
+    assert body["approval"]["decisions"][0]["reviewer"] == "U_SUPPORT1"  # the token's identity, not --as
+    assert body["approval"]["decisions"][0]["via"] == "api:sup1"
+
+    code, trail, _ = await hitl("audit", approval_id, "--json", env=as_token(api, "reader"))
+    assert code == 0 and [e["event"] for e in trail["audit"]][:2] == ["created", "decided"]
+    code, body, _ = await hitl("audit", "--json", env=as_token(api, "reader"))
+    assert code == 1 and "admin" in body["error"]["message"]  # the whole trail is for admins
+    code, trail, _ = await hitl("audit", "--json", env=as_token(api, "admin"))
+    assert code == 0 and any(e["approval_id"] == approval_id for e in trail["audit"])
+
+    code, _, err = await hitl("pending", env={**as_token(api, "sup1"), "HITL_TOKEN": "wrong"})
+    assert code == 1 and "Bearer" in err
+
+
+async def test_resuming_a_run_through_the_api_waits_for_the_server_to_continue_it(api: Api) -> None:
+    api.h.rt.background.start()  # `hitl serve` continues runs in its background loop
+    status, run = await api.call(
+        "POST", "/runs", as_="agent", json={"workflow": "refund", "vars": {"order_id": "78291", "amount": 120}}
+    )
+    assert status == 201
+    code, body, err = await hitl("resume", run["session_id"], "--approve", "--json", env=as_token(api, "sup1"))
+    assert code == 0, err
+    assert body["status"] == "completed" and body["session_id"] == run["session_id"]
+
+
+async def test_production_refuses_local_decisions_and_auto_approve(tmp_path: Path) -> None:
+    config = tmp_path / "hitl.yaml"
+    config.write_text((ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
+    env = {
+        "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
+        "HITL_CONFIG": str(config),
+        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "HITL_API_URL": "",
+        "HITL_TOKEN": "",
+    }
+    workflow = str(ROOT / "examples" / "refund" / "workflow.yaml")
+    code, _, err = await hitl(
+        "run", workflow, "--var", "order_id=78291", "--var", "amount=75", "--auto-approve", env=env
+    )
+    assert code == 1 and "production: true" in err and "--auto-approve" in err, err
+    code, paused, err = await hitl("run", workflow, "--var", "order_id=78291", "--var", "amount=75", "--json", env=env)
+    assert code == 4, err
+    code, _, err = await hitl("resume", paused["approval_id"], "--approve", "--as", "U_SUPPORT1", env=env)
+    assert code == 1 and "HITL_API_URL" in err, err
+    code, still, _ = await hitl("show", paused["approval_id"], "--json", env=env)
+    assert code == 0 and still["status"] == "pending"  # reading stays local; deciding does not
+    assert str(ErrorCode.INVALID_INPUT) in err
