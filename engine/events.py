@@ -5,19 +5,30 @@ as jobs in the shared store (one job per subscriber), right after the change. ``
 (``hitl.api.webhooks``), retrying with backoff, so a receiver hears about an approval an agent created even when
 no server was up at the time. Each event has a stable id (``approval.decided:<id>:v<version>``): delivery is at
 least once, and receivers deduplicate on it.
+
+The queueing happens after the change it reports, as a card update or a run's resume job does. A process that
+dies in that instant leaves the event unqueued; ``hitl serve``'s sweep queues the ``created`` and ``decided``
+events of every pending approval that lack one (:meth:`Outbox.catch_up`), so for an approval still waiting on
+a person nothing is lost. An approval that left ``pending`` in that same instant is the remaining gap.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any, Protocol
 
 from engine.api_spec import EventKind, WebhookSpec
+from engine.domain.ids import short_id
 from engine.domain.models import Approval, Status
-from engine.ports import Clock, JobQueue
+from engine.errors import ClaimRefused
+from engine.ports import Clock, Store
 
 __all__ = ["WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
 
 WEBHOOK_JOB = "webhook"
+_EVENT = "event"
+"""The action hash recorded on an event's claim (the claim only says "queued"; nothing is hashed)."""
 
 
 class EventSink(Protocol):
@@ -61,21 +72,46 @@ def approval_event(a: Approval, *, created: bool = False) -> tuple[EventKind, st
 
 
 class Outbox:
-    """Queues each event once per subscriber to it, as a durable ``webhook`` job."""
+    """Queues each event once per subscriber to it, as a durable ``webhook`` job.
 
-    def __init__(self, jobs: JobQueue, clock: Clock, webhooks: list[WebhookSpec]) -> None:
-        self.jobs = jobs
+    An event is queued under an execution claim on ``event:<event id>``: whoever emits it first (the process that
+    made the change, or ``hitl serve``'s sweep catching up after a crash) queues it, and later emissions of the
+    same event are no-ops. A queuer that died half-way leaves its claim to expire; the next one queues again
+    (subscribers may see an event twice, never not at all).
+    """
+
+    def __init__(self, store: Store, clock: Clock, webhooks: list[WebhookSpec], *, holder: str | None = None) -> None:
+        self.store = store
         self.clock = clock
         self.webhooks = webhooks
+        self.holder = holder or f"events:{socket.gethostname()}:{os.getpid()}:{short_id('o')}"
 
     async def emit(self, kind: EventKind, event_id: str, data: dict[str, Any]) -> None:
+        hooks = [h for h in self.webhooks if kind in h.events]
+        if not hooks:
+            return
+        key = f"event:{event_id}"
         now = self.clock.now()
-        for hook in self.webhooks:
-            if kind not in hook.events:
-                continue
-            event = {"id": event_id, "type": str(kind), "at": now, "data": data}
-            await self.jobs.enqueue(
+        try:
+            claim = await self.store.ledger.claim(key, action_hash=_EVENT, holder=self.holder, now=now, lease=60.0)
+        except ClaimRefused:
+            return  # being queued right now by another process
+        if not claim.acquired:
+            return  # queued already
+        event = {"id": event_id, "type": str(kind), "at": now, "data": data}
+        for hook in hooks:
+            await self.store.jobs.enqueue(
                 WEBHOOK_JOB,
                 {"event": event, "url": hook.url, "secret_env": hook.secret_env, "attempt": 1, "not_before": now},
                 now=now,
             )
+        await self.store.ledger.record_outcome(
+            key, holder=self.holder, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
+        )
+
+    async def catch_up(self, approval: Approval) -> None:
+        """Queue whatever events ``approval``'s state implies and nobody queued (a process died in between)."""
+        await self.emit(EventKind.APPROVAL_CREATED, f"approval.created:{approval.id}", approval_data(approval))
+        for d in approval.decisions:
+            event_id = f"approval.decided:{approval.id}:v{d.version + 1}"
+            await self.emit(EventKind.APPROVAL_DECIDED, event_id, approval_data(approval))

@@ -73,6 +73,11 @@ class ApprovalStore(Protocol):
         """Pending approvals, oldest first; cost depends on ``limit``, not on the total."""
         ...
 
+    async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        """Approvals newest first, all or of one ``status`` (decided ones included), paged. A page may hold fewer
+        than ``limit`` items (a store may stop scanning early): follow the cursor until it is None."""
+        ...
+
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         """Apply one decision atomically or raise :class:`~engine.errors.DecisionRefused`. Both are audited."""
         ...

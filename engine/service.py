@@ -100,7 +100,7 @@ class ApprovalService:
             redactor=config.build_redactor(),
             evidence_limit=config.redaction.evidence_limit,
             validate_args=validate_args,
-            events=Outbox(store.jobs, clock, config.api.webhooks) if config.api.webhooks else None,
+            events=Outbox(store, clock, config.api.webhooks) if config.api.webhooks else None,
         )
 
     # -- proposing ----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from engine.clock import SystemClock
 from engine.compose import config_path_for
 from engine.config import load_config
 from engine.domain.ids import short_id
+from engine.events import Outbox
 from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Store
 from engine.runtime import Runtime
@@ -113,7 +114,8 @@ async def build_server(
         worker_id=replica,
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
-    webhooks = WebhookDelivery(store, clock, consumer=replica)
+    outbox = runtime.worlds.default.service.events
+    webhooks = WebhookDelivery(store, clock, consumer=replica, outbox=outbox if isinstance(outbox, Outbox) else None)
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),

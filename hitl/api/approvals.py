@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from engine.api_spec import Scope
+from engine.domain.models import Status
 from engine.errors import DecisionRefused, EngineError, NotFound
 
 from .context import CONTEXT, body_of, caller_of, query_of
@@ -32,12 +33,17 @@ async def list_approvals(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.READ)
     q = query_of(request, ListQuery)
-    page = await ctx.lifecycle.store.approvals.list_pending(
-        roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor
-    )
+    approvals = ctx.lifecycle.store.approvals
+    if q.status == Status.PENDING:
+        page = await approvals.list_pending(roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor)
+    else:
+        status = None if q.status == "any" else Status(q.status)
+        page = await approvals.list_recent(status=status, limit=q.limit, cursor=q.cursor)
     items: list[ApprovalView] = []
     for a in page.items:
         if not caller.sees(a.tool) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
+            continue
+        if q.role and q.status != Status.PENDING and a.required_role not in (q.role, None):
             continue
         can = await ctx.can_decide(caller, a)
         if q.decidable and not can:

@@ -282,8 +282,9 @@ class _Query(BaseModel):
 
 
 class ListQuery(_Query):
-    status: Literal["pending"] = "pending"
-    """Only pending approvals are listed (decided ones are read by id, with their audit trail)."""
+    status: Status | Literal["any"] = Status.PENDING
+    """``pending`` (the default: oldest first, what reviewers work through), another status, or ``any``: newest
+    first."""
     role: Annotated[str, Field(max_length=64)] | None = None
     tool: Annotated[str, Field(max_length=128)] | None = None
     session: Annotated[str, Field(max_length=200)] | None = None

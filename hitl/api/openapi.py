@@ -94,7 +94,7 @@ def document() -> dict[str, Any]:
         },
         "/api/v1/approvals": {
             "get": _op(
-                "Pending approvals, oldest first, paged; each says whether this token may decide it",
+                "Approvals, paged: pending oldest first (default), or by status newest first, each with can_decide",
                 ("200", m.ApprovalList),
                 ["403", "422"],
                 query=m.ListQuery,

@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 
 from engine.domain.records import AuditEntry
-from engine.events import WEBHOOK_JOB
+from engine.events import WEBHOOK_JOB, Outbox
 from engine.ports import Clock, Store
 
 __all__ = ["MAX_ATTEMPTS", "WebhookDelivery", "sign", "verify"]
@@ -57,15 +57,44 @@ def verify(secret: str, headers: dict[str, str], body: bytes, *, now: float, tol
 class WebhookDelivery:
     """A sweeper for ``hitl serve``'s background loop: claim due deliveries, POST them, ack or reschedule."""
 
-    def __init__(self, store: Store, clock: Clock, *, consumer: str, batch: int = 50, lease: float = LEASE) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        consumer: str,
+        outbox: Outbox | None = None,
+        batch: int = 50,
+        lease: float = LEASE,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.consumer = consumer
+        self.outbox = outbox
         self.batch = batch
         self.lease = lease
         self._http: aiohttp.ClientSession | None = None
+        self._cursor: str | None = None
 
     async def sweep(self) -> None:
+        """Catch up on events a crashed process never queued, then deliver what is due."""
+        await self.catch_up()
+        await self.deliver()
+
+    async def catch_up(self, *, pages: int = 5, page_size: int = 200) -> None:
+        """Queue the events pending approvals imply and nobody queued (their creator died right after creating
+        them, say): ``pages`` pages per sweep, resuming where the last sweep stopped, like the card sweep."""
+        if self.outbox is None:
+            return
+        for _ in range(pages):
+            page = await self.store.approvals.list_pending(limit=page_size, cursor=self._cursor)
+            self._cursor = page.cursor
+            for approval in page.items:
+                await self.outbox.catch_up(approval)
+            if page.cursor is None:
+                return
+
+    async def deliver(self) -> None:
         jobs = await self.store.jobs.claim(
             self.consumer, kind=WEBHOOK_JOB, limit=self.batch, now=self.clock.now(), lease=self.lease
         )

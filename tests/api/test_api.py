@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
 from typing import Any
 
+from engine.api_spec import EventKind
 from engine.domain.hashing import action_hash
 from engine.storage.sqlite import SqliteStore
 from hitl.api.webhooks import MAX_ATTEMPTS, backoff, verify
@@ -109,6 +111,11 @@ async def test_conflicts_are_409_with_the_current_version_and_status(api: Api) -
     assert (await decide(api, approval, "reject", reason="no"))[0] == 200
     status, body = await decide(api, approval, as_="sup2")
     assert status == 409 and body["error"]["status"] == "rejected"
+    status, listed = await api.call("GET", "/approvals?status=rejected")
+    assert status == 200 and [a["id"] for a in listed["items"]] == [approval["id"]]
+    assert listed["items"][0]["can_decide"] is False
+    status, listed = await api.call("GET", "/approvals?status=any&tool=refund&limit=1")
+    assert status == 200 and len(listed["items"]) == 1 and listed["cursor"] is None
 
     late = (await propose(api, key="k2", args={**REFUND, "order_id": "2"}))["approval"]
     api.h.clock.advance(5 * 3600)  # past the refund's 4h timeout
@@ -178,7 +185,7 @@ async def test_malformed_and_unauthenticated_requests_change_nothing(api: Api) -
         ("/approvals/nope", 404),
         ("/approvals?limit=0", 422),
         ("/approvals?limit=1&limit=2", 422),
-        ("/approvals?status=approved", 422),
+        ("/approvals?status=approvedish", 422),
         (f"/approvals/{approval['id']}/wait?after_version=x", 422),
         (f"/approvals/{approval['id']}/wait?after_version=1&timeout=600", 422),
         ("/nowhere", 404),
@@ -321,3 +328,19 @@ async def test_hundreds_of_simultaneous_decisions_record_exactly_one(api: Api) -
     assert sum(1 for status, _ in answers if status == 200) == 1
     status, shown = await api.call("GET", f"/approvals/{approval['id']}")
     assert len(shown["decisions"]) == 1 and shown["version"] == approval["version"] + 1
+
+
+async def test_an_event_a_dead_process_never_queued_is_caught_up_once(api: Api) -> None:
+    # An agent process creates the approval and dies before queueing its event: its service had no outbox yet.
+    svc = api.h.svc
+    silent = dataclasses.replace(svc, events=None)
+    proposal = await silent.propose("refund", REFUND, session_id="s-dead", requester="agent:dead")
+    assert proposal.approval is not None
+    await api.h.rt.webhooks.sweep()  # the sweep queues it (and delivers)
+    await api.h.rt.webhooks.sweep()  # and does not queue it again
+    assert [e["id"] for e in api.hooks.events()] == [f"approval.created:{proposal.approval.id}"]
+    await svc.events.emit(  # the original emitter coming back late changes nothing either
+        EventKind.APPROVAL_CREATED, f"approval.created:{proposal.approval.id}", {}
+    )
+    await api.h.rt.webhooks.sweep()
+    assert len(api.hooks.got) == 1

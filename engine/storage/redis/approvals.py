@@ -99,6 +99,39 @@ class RedisApprovals:
         nxt = encode_cursor(page[-1][0], page[-1][1]) if len(items) > limit else None
         return Page(items=[a for _, _, a in page], cursor=nxt)
 
+    async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        # The creation-time index of every approval, newest first; statuses are read from each approval, so a
+        # filtered page stops after scanning a bounded number of entries and says where to continue.
+        before = decode_cursor(cursor)
+        budget = limit * 10 + 200
+        hi: float | str = before[0] if before else "+inf"
+        offset, scanned = 0, 0
+        out: list[Approval] = []
+        last: tuple[float, str] | None = None
+        while scanned < budget:
+            batch = cast(
+                list[tuple[Any, float]],
+                await self.r.zrevrangebyscore(
+                    self.conn.all_key, hi, "-inf", start=offset, num=limit + 1, withscores=True
+                ),
+            )
+            if not batch:
+                return Page(items=out, cursor=None)
+            offset += len(batch)
+            ids = [(text(m), float(sc)) for m, sc in batch]
+            ids = [(m, sc) for m, sc in ids if before is None or (sc, m) < before]
+            for (m, sc), a in zip(ids, await self._fetch([m for m, _ in ids]), strict=True):
+                scanned += 1
+                if a is None or (status is not None and a.status is not status):
+                    last = (sc, m)
+                    continue
+                if len(out) == limit:
+                    assert last is not None
+                    return Page(items=out, cursor=encode_cursor(*last))
+                out.append(a)
+                last = (sc, m)
+        return Page(items=out, cursor=encode_cursor(*last) if last is not None else None)
+
     async def _scan_index(
         self, key: str, after: tuple[float, str] | None, want: int, exclude: str | None, seen: set[str]
     ) -> list[tuple[float, str, Approval]]:

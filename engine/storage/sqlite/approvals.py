@@ -74,6 +74,27 @@ class SqliteApprovals:
 
         return await self.db.run(tx, write=False)
 
+    async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        before = decode_cursor(cursor)
+
+        def tx(c: sqlite3.Connection) -> Page:
+            sql = "SELECT doc, created_at, id FROM approvals WHERE 1 = 1"
+            params: list[Any] = []
+            if status is not None:
+                sql += " AND status = ?"
+                params.append(str(status))
+            if before:
+                sql += " AND (created_at, id) < (?, ?)"
+                params += list(before)
+            sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+            params.append(limit + 1)
+            rows = c.execute(sql, params).fetchall()
+            items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
+            nxt = encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
+            return Page(items=items, cursor=nxt)
+
+        return await self.db.run(tx, write=False)
+
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         def tx(c: sqlite3.Connection) -> Approval | DecisionRefused | StaleVersion:
             current = load_approval(c, cmd.approval_id)

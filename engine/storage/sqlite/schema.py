@@ -23,6 +23,8 @@ CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (created_at, id) WHERE
 CREATE INDEX IF NOT EXISTS approvals_pending_role ON approvals (required_role, created_at, id)
     WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS approvals_due ON approvals (expires_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS approvals_by_time ON approvals (created_at, id);
+CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status, created_at, id);
 
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY,

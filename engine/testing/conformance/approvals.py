@@ -244,6 +244,37 @@ class ApprovalsConformance:
         with pytest.raises(EngineError):
             await store.approvals.list_pending(cursor="garbage-cursor")
 
+    async def test_list_recent_pages_newest_first_by_status(self, store: Store, clock: FakeClock) -> None:
+        made = []
+        for i in range(90):
+            a = make_approval(now=clock.advance(0 if i % 4 == 1 else 1), key=f"r{i}")  # some share a time
+            await store.approvals.create(a)
+            made.append(a)
+        for a in made[::3]:
+            await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())
+        newest_first = sorted(made, key=lambda a: (a.created_at, a.id), reverse=True)
+
+        async def all_of(status: Status | None, limit: int) -> list[str]:
+            seen, cursor = [], None
+            for _ in range(1000):
+                page = await store.approvals.list_recent(status=status, limit=limit, cursor=cursor)
+                assert len(page.items) <= limit
+                seen += [a.id for a in page.items]
+                if page.cursor is None:
+                    return seen
+                cursor = page.cursor
+            raise AssertionError("the cursor never ended")
+
+        assert await all_of(None, 7) == [a.id for a in newest_first]
+        approved = {a.id for a in made[::3]}
+        assert await all_of(Status.APPROVED, 5) == [a.id for a in newest_first if a.id in approved]
+        assert await all_of(Status.PENDING, 50) == [a.id for a in newest_first if a.id not in approved]
+        assert await all_of(Status.EXPIRED, 10) == []
+        first = await store.approvals.list_recent(status=Status.APPROVED, limit=1)
+        assert first.items[0].status is Status.APPROVED and first.items[0].version == 2
+        with pytest.raises(EngineError):
+            await store.approvals.list_recent(cursor="garbage-cursor")
+
     async def test_transitions_follow_the_table(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now())
         await store.approvals.create(a)

@@ -26,6 +26,7 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "approvals.create": lambda: store.approvals.create(a),
         "approvals.get": lambda: store.approvals.get(a.id),
         "approvals.list_pending": lambda: store.approvals.list_pending(roles=["support"]),
+        "approvals.list_recent": lambda: store.approvals.list_recent(status=Status.APPROVED),
         "approvals.decide": lambda: store.approvals.decide(cmd(a, "U_SUPPORT1"), now=now),
         "approvals.wait_changed": lambda: store.approvals.wait_changed(a.id, after_version=1, timeout=0.01),
         "approvals.expire_due": lambda: store.approvals.expire_due(now=now),
