@@ -65,12 +65,7 @@ class SqliteApprovals:
             if exclude_requester:
                 sql += " AND requester != ?"
                 params.append(exclude_requester)
-            sql += " ORDER BY created_at, id LIMIT ?"
-            params.append(limit + 1)
-            rows = c.execute(sql, params).fetchall()
-            items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
-            nxt = encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
-            return Page(items=items, cursor=nxt)
+            return _page(c, sql + " ORDER BY created_at, id", params, limit)
 
         return await self.db.run(tx, write=False)
 
@@ -86,12 +81,7 @@ class SqliteApprovals:
             if before:
                 sql += " AND (created_at, id) < (?, ?)"
                 params += list(before)
-            sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
-            params.append(limit + 1)
-            rows = c.execute(sql, params).fetchall()
-            items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
-            nxt = encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
-            return Page(items=items, cursor=nxt)
+            return _page(c, sql + " ORDER BY created_at DESC, id DESC", params, limit)
 
         return await self.db.run(tx, write=False)
 
@@ -179,3 +169,12 @@ class SqliteApprovals:
             return updated
 
         return await self.db.run(tx)
+
+
+def _page(c: sqlite3.Connection, sql: str, params: list[Any], limit: int) -> Page:
+    """``limit`` approvals of an ordered ``SELECT doc, created_at, id``, and the cursor after the last one."""
+    rows = c.execute(f"{sql} LIMIT ?", [*params, limit + 1]).fetchall()
+    items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
+    return Page(
+        items=items, cursor=encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
+    )

@@ -79,4 +79,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 34  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 35  # every method of every port, plus ping: a new method needs a line here
