@@ -48,6 +48,7 @@ bench: $(STAMP) redis
 	$(BIN)/python bench/cycle_bench.py
 	$(BIN)/python bench/slack_bench.py
 	$(BIN)/python bench/gate_bench.py
+	$(BIN)/python bench/mcp_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

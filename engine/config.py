@@ -14,6 +14,7 @@ from engine.domain.policy_spec import PolicySpec
 from engine.domain.redaction import Redactor
 from engine.domain.reviewers import Roles
 from engine.errors import ErrorCode, PolicyError
+from engine.mcp_spec import McpSpec
 
 __all__ = ["HitlConfig", "NotifySpec", "RedactionSpec", "load_config", "parse_config"]
 
@@ -64,6 +65,7 @@ class HitlConfig(BaseModel):
     redaction: RedactionSpec = Field(default_factory=RedactionSpec)
     slack: NotifySpec = Field(default_factory=NotifySpec)
     api: ApiSpec = Field(default_factory=ApiSpec)
+    mcp: McpSpec = Field(default_factory=McpSpec)
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""

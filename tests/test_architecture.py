@@ -18,6 +18,7 @@ from pathlib import Path
 import engine
 import hitl
 import hitl.api
+import hitl.mcp
 from engine.testing import conformance
 from engine.testing.conformance import adapters as adapter_suite
 from hitl.adapters import langgraph, openai_agents, pydantic_ai, strands
@@ -253,7 +254,9 @@ def test_public_apis_are_pinned() -> None:
     assert openai_agents.__all__ == ["HitlRunner", "gated"]
     assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
     assert hitl.api.__all__ == ["PREFIX", "api_app", "mint_token", "token_hash"]
-    modules = (engine, hitl, hitl.api, conformance, adapter_suite, strands, langgraph, openai_agents, pydantic_ai)
+    assert hitl.mcp.__all__ == ["FRAMEWORK", "Gateway", "Upstreams", "serve_http", "serve_stdio"]
+    modules = [engine, hitl, hitl.api, hitl.mcp, conformance, adapter_suite, strands, langgraph, openai_agents]
+    modules.append(pydantic_ai)
     for module in modules:
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

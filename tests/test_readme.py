@@ -141,3 +141,23 @@ def test_readme_webhook_verification_snippet_agrees_with_the_signer() -> None:
     assert not verified(
         "s3cret", {**headers, "X-Hitl-Timestamp": old, "X-Hitl-Signature": sign("s3cret", old, body)}, body
     )  # type: ignore[operator]
+
+
+def test_readme_mcp_example_runs(tmp_path: Path) -> None:
+    """The MCP gateway example, as the README says to run it: a client, `hitl mcp`, the shop's MCP server."""
+    text = (ROOT / "README.md").read_text()
+    assert re.search(r"^python examples/mcp/desktop_client.py$", text, re.M)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples/mcp/desktop_client.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "tools: look_up_order, refund"
+    assert lines[1] == "lookup: order 78291: shipped, paid 120"
+    assert lines[2].startswith("card: refund {'order_id': '78291', 'amount': 120}")
+    assert lines[3:] == ["refund: refunded 120 on order 78291", "effects: 78291 120"]  # once, after the approval

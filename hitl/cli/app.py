@@ -375,6 +375,53 @@ def serve(
 
 
 @app.command()
+def mcp(
+    http: Annotated[bool, typer.Option("--http", help="Streamable HTTP at /mcp instead of stdio.")] = False,
+    host: Annotated[str, typer.Option("--host", help="Address for --http.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port for --http.")] = 8765,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Session for approvals and trust (default: mcp.session).")
+    ] = None,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """The MCP approval gateway: serve the tools of the MCP servers under mcp.servers in hitl.yaml, every call
+    decided by the policy (approvals appear in Slack through `hitl serve` on the same store)."""
+    import logging
+    import socket as sockets
+
+    from engine.domain.ids import short_id
+    from engine.gate import ToolGate
+    from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
+
+    # stdout carries the protocol over stdio: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    out = Out(as_json=False)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=None)
+
+    async def work() -> int:
+        async with open_runtime(settings.runtime, worker_id="mcp") as rt:
+            world = rt.worlds.default
+            spec = world.config.mcp
+            if not spec.servers:
+                raise InvalidInput("hitl.yaml lists no MCP servers under mcp.servers; add one to front it")
+            worker = f"mcp:{sockets.gethostname()}:{short_id('g')}"
+            gate = ToolGate(world.service, worker_id=worker)
+            gateway = Gateway(gate, Upstreams(dict(spec.servers)), session=session or spec.session, wait=spec.wait)
+            await gateway.start()
+            try:
+                if http:
+                    await serve_http(gateway, host=host, port=port)
+                else:
+                    await serve_stdio(gateway)
+            finally:
+                await gateway.close()
+        return 0
+
+    _run(out, work)
+
+
+@app.command()
 def demo(
     scripted: Annotated[bool, typer.Option("--scripted", help="Run the scenario headless and exit.")] = False,
     cli: Annotated[bool, typer.Option("--cli", help="The CLI-only walkthrough (no Slack sandbox).")] = False,

@@ -1,0 +1,194 @@
+"""``hitl mcp``: an MCP server in front of the upstream MCP servers in ``hitl.yaml``, every ``tools/call`` gated.
+
+Tools are listed with their upstream input schemas and descriptions; resources and prompts pass through unchanged.
+A call goes through the policy by its tool name and arguments (:class:`~engine.gate.ToolGate`): allowed calls run at
+once; a call that needs a person creates an approval (``hitl serve`` on the same store posts the card) and waits,
+sending progress notifications, for at most ``mcp.wait``; after that the answer says it is pending review, and the
+identical call later picks up the decision instead of asking again. An approved call runs upstream exactly once
+under its approval's execution claim, with exactly the approved arguments (a reviewer's edit, validated against the
+upstream ``inputSchema``, included); a rejection answers with the reviewer's reason as a tool error.
+
+The upstream's tool description is untrusted: it reaches the card only as evidence (escaped, apart from the
+controls), never as a label.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from engine.domain.redaction import bounded
+from engine.errors import EngineError
+from engine.gate import Ticket, ToolCall, ToolGate
+
+from .upstreams import Route, Upstreams
+
+__all__ = ["FRAMEWORK", "Gateway"]
+
+FRAMEWORK = "mcp"
+log = logging.getLogger(__name__)
+_STEP = 5.0
+"""Seconds between progress notifications while a call waits for a reviewer."""
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+class Gateway:
+    """The gated MCP server.
+
+    Args:
+        gate: proposes, waits and runs (its service's store is the one ``hitl serve`` watches).
+        upstreams: the servers behind the gateway (started by :meth:`start`).
+        session: the session approvals and trust grants belong to (stable across reconnects, so a reconnecting
+            client picks up decisions made while it was away).
+        wait: seconds a call waits for a reviewer before answering "pending review".
+    """
+
+    def __init__(self, gate: ToolGate, upstreams: Upstreams, *, session: str, wait: float) -> None:
+        self.gate = gate
+        self.upstreams = upstreams
+        self.session = session
+        self.wait = wait
+        self.server: Server[Any] = Server(
+            "hitl",
+            instructions="Tools behind human approval (hitl): some calls wait for a reviewer.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+        )
+
+    async def start(self) -> None:
+        await self.upstreams.start()
+
+    async def close(self) -> None:
+        await self.upstreams.close()
+
+    # -- tools --------------------------------------------------------------------------------------------------
+    async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        tools = [route.tool.model_copy(update={"name": name}) for name, route in self.upstreams.routes.items()]
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
+        route = self.upstreams.routes.get(params.name)
+        if route is None:
+            return _error(f"{params.name} is not a tool of this gateway; list the tools again")
+        call = ToolCall(
+            params.name,
+            dict(params.arguments or {}),
+            session=self.session,
+            framework=FRAMEWORK,
+            schema=route.tool.input_schema,
+            agent=_client_name(ctx),
+            evidence=_evidence(route),
+        )
+        try:
+            ticket = await self.gate.check(call)
+            ticket = await self._await_decision(ctx, ticket)
+        except EngineError as exc:
+            return _error(f"{params.name} did not run: {exc.message}")
+        if ticket.pending:
+            assert ticket.approval is not None
+            text = (
+                f"{params.name} is pending review (approval {ticket.approval.id}); nothing ran. Call it again with "
+                "the same arguments later to get the reviewer's decision."
+            )
+            # An error result: the tool produced none of its output (and a client checks a success against the
+            # tool's output schema).
+            return _error(text)
+        if not ticket.runs:
+            return _error(f"DENIED: {ticket.message}")
+        return await self._run(ticket, route)
+
+    async def _await_decision(self, ctx: ServerRequestContext[Any], ticket: Ticket) -> Ticket:
+        """Wait up to ``self.wait`` seconds for a decision, telling the client how long it has waited. The approval
+        stays open when the time is up (unlike an agent's own wait, which gives up on it)."""
+        clock, store = self.gate.service.clock, self.gate.service.store
+        start = clock.now()
+        while ticket.pending and ticket.approval is not None:
+            approval = ticket.approval
+            left = self.wait - (clock.now() - start)
+            if clock.now() >= approval.expires_at:
+                await self.gate.service.expire_due()
+                return await self.gate.refresh(ticket)
+            if left <= 0:
+                return ticket
+            await _progress(ctx, clock.now() - start, self.wait, f"waiting for a reviewer: {approval.id}")
+            await store.approvals.wait_changed(approval.id, after_version=approval.version, timeout=min(_STEP, left))
+            ticket = await self.gate.refresh(ticket)
+        return ticket
+
+    async def _run(self, ticket: Ticket, route: Route) -> types.CallToolResult:
+        recorded = ticket.approval is not None
+
+        async def upstream(**args: Any) -> Any:
+            result = await self.upstreams.call(route, args)
+            # An approved call's result is recorded in the ledger (a repeat gets it back), so it travels as JSON;
+            # an allowed call's goes straight back to the client.
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True) if recorded else result
+
+        try:
+            out = await self.gate.execute(ticket, upstream)
+        except EngineError as exc:
+            return _error(f"{ticket.call.tool} did not complete: {exc.message}")
+        return out if isinstance(out, types.CallToolResult) else types.CallToolResult.model_validate(out)
+
+    # -- resources and prompts: passed through ----------------------------------------------------------------
+    async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        found: list[types.Resource] = []
+        for _, session in await self.upstreams.sessions():
+            found += (await session.list_resources()).resources
+        return types.ListResourcesResult(resources=found)
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        for _, session in await self.upstreams.sessions():
+            if any(str(r.uri) == str(params.uri) for r in (await session.list_resources()).resources):
+                result = await session.read_resource(params.uri)
+                assert isinstance(result, types.ReadResourceResult)
+                return result
+        raise ValueError(f"no upstream offers {params.uri}")
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+        found: list[types.Prompt] = []
+        for _, session in await self.upstreams.sessions():
+            found += (await session.list_prompts()).prompts
+        return types.ListPromptsResult(prompts=found)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        for _, session in await self.upstreams.sessions():
+            if any(p.name == params.name for p in (await session.list_prompts()).prompts):
+                result = await session.get_prompt(params.name, params.arguments)
+                assert isinstance(result, types.GetPromptResult)
+                return result
+        raise ValueError(f"no upstream offers the prompt {params.name}")
+
+
+def _evidence(route: Route) -> str:
+    """What the reviewer sees about the tool: its upstream and its description, as untrusted evidence."""
+    description = route.tool.description or "(no description)"
+    return bounded(f"MCP server {route.server}, tool {route.tool.name}: {description}", 1500)
+
+
+def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
+    info = getattr(getattr(ctx.session, "client_params", None), "client_info", None)
+    name = getattr(info, "name", None)
+    return str(name)[:120] if name else None
+
+
+async def _progress(ctx: ServerRequestContext[Any], done: float, total: float, message: str) -> None:
+    try:
+        await ctx.session.report_progress(done, total, message)
+    except Exception as exc:  # a client that went away gets no progress; the approval is unaffected
+        log.debug("progress not sent: %s", exc)

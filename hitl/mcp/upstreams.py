@@ -1,0 +1,149 @@
+"""The upstream MCP servers ``hitl mcp`` fronts: one client session each (stdio or streamable HTTP), their tools under
+the names the gateway exposes (``<server>.<tool>`` where two servers offer the same name), and a fresh session when
+one died (an upstream that crashed mid-call is started again for the next call, never asked to repeat that one)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from engine.errors import EngineError, ErrorCode
+from engine.mcp_spec import McpServerSpec
+
+__all__ = ["Route", "Upstreams"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where an exposed tool goes: its server and its name there."""
+
+    server: str
+    tool: types.Tool
+
+
+class _Link:
+    """One upstream's live session, started on first use and again after it broke.
+
+    The transport and session contexts are entered and left by one task of their own: anyio's cancel scopes must be
+    left by the task that entered them, and a call that finds the upstream dead runs in some other request's task.
+    """
+
+    def __init__(self, name: str, spec: McpServerSpec) -> None:
+        self.name = name
+        self.spec = spec
+        self.session: ClientSession | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    async def open(self) -> ClientSession:
+        if self.session is not None:
+            return self.session
+        await self.close()  # whatever is left of a session that broke
+        ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._task = asyncio.create_task(self._own(ready), name=f"mcp-upstream-{self.name}")
+        self.session = await ready
+        return self.session
+
+    async def _own(self, ready: asyncio.Future[ClientSession]) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                if self.spec.command is not None:
+                    params = StdioServerParameters(
+                        command=self.spec.command[0],
+                        args=self.spec.command[1:],
+                        env={**os.environ, **self.spec.env},
+                        cwd=self.spec.cwd,
+                    )
+                    read, write = await stack.enter_async_context(stdio_client(params))
+                else:
+                    assert self.spec.url is not None
+                    read, write = await stack.enter_async_context(streamable_http_client(self.spec.url))
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                ready.set_result(session)
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the session, else logged
+            if not ready.done():
+                ready.set_exception(
+                    EngineError(
+                        f"the upstream MCP server {self.name!r} did not start ({type(exc).__name__}: {exc})",
+                        code=ErrorCode.TOOL_FAILED,
+                    )
+                )
+            elif not self._stop.is_set():
+                log.warning("upstream MCP server %s stopped: %s", self.name, type(exc).__name__)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self.session = None
+
+    async def close(self) -> None:
+        task, self._task, self.session = self._task, None, None
+        if task is None:
+            return
+        self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        except (TimeoutError, Exception) as exc:  # a dead upstream may not close cleanly; it is gone either way
+            log.debug("closing upstream %s: %s", self.name, exc)
+            task.cancel()
+
+
+class Upstreams:
+    """Every configured upstream and the tools, resources and prompts they offer."""
+
+    def __init__(self, servers: dict[str, McpServerSpec]) -> None:
+        self._links = {name: _Link(name, spec) for name, spec in servers.items()}
+        self.routes: dict[str, Route] = {}
+
+    async def start(self) -> None:
+        """Connect to every upstream and index its tools (a clash is namespaced ``<server>.<tool>``)."""
+        offered: dict[str, list[Route]] = {}
+        for name, link in self._links.items():
+            session = await link.open()
+            for tool in (await session.list_tools()).tools:
+                offered.setdefault(tool.name, []).append(Route(name, tool))
+        self.routes = {}
+        for tool_name, routes in offered.items():
+            if len(routes) == 1:
+                self.routes[tool_name] = routes[0]
+            else:
+                for route in routes:
+                    self.routes[f"{route.server}.{tool_name}"] = route
+
+    async def close(self) -> None:
+        for link in self._links.values():
+            await link.close()
+
+    async def call(self, route: Route, args: dict[str, Any]) -> types.CallToolResult:
+        """Call the upstream tool once. A transport failure closes the session (the next call starts it again)
+        and raises: the caller records the call as failed, it is never repeated here."""
+        link = self._links[route.server]
+        session = await link.open()
+        try:
+            result = await session.call_tool(route.tool.name, args)
+        except Exception as exc:
+            await link.close()
+            raise EngineError(
+                f"the upstream MCP server {route.server!r} failed during {route.tool.name} ({type(exc).__name__}); "
+                "it may or may not have acted: check before asking again",
+                code=ErrorCode.TOOL_FAILED,
+            ) from exc
+        if not isinstance(result, types.CallToolResult):
+            raise EngineError(f"{route.server} answered {route.tool.name} with {type(result).__name__}")
+        return result
+
+    async def sessions(self) -> list[tuple[str, ClientSession]]:
+        return [(name, await link.open()) for name, link in self._links.items()]

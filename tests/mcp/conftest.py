@@ -1,0 +1,121 @@
+"""`hitl mcp` as a real process in front of a real upstream MCP server (tests/mcp/upstream.py, effects in a SQLite
+ledger), reached with the SDK's own client over stdio or streamable HTTP; reviewers decide through the same store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from engine.clock import SystemClock
+from engine.config import load_config
+from engine.domain.models import Approval, DecisionKind
+from engine.service import ApprovalService
+from engine.storage.sqlite import SqliteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+UPSTREAM = Path(__file__).with_name("upstream.py")
+
+CONFIG = """
+requester: agent:desktop
+roles:
+  support: [U_SUPPORT1, U_SUPPORT2]
+policy:
+  allowed_tools: [look_up_order]
+  tools:
+    refund: {{tier: approve, role: support}}
+    delete_customer: {{tier: approve, role: support}}
+    crash: {{tier: approve, role: support}}
+mcp:
+  session: desktop-1
+  wait: {wait}
+  servers:
+    shop:
+      command: [{python}, {upstream}]
+      env: {{HITL_TEST_LEDGER: {ledger}}}
+"""
+
+
+@dataclass
+class Shop:
+    """The store, the reviewers' service and the upstream's ledger, as a test sees them."""
+
+    tmp: Path
+    env: dict[str, str]
+    store: SqliteStore
+    service: ApprovalService
+
+    def effects(self) -> list[str]:
+        ledger = self.tmp / "ledger.db"
+        if not ledger.exists():
+            return []
+        with sqlite3.connect(ledger) as db:
+            return [r[0] for r in db.execute("SELECT what FROM effects")]
+
+    async def pending(self, *, count: int = 1) -> list[Approval]:
+        """The pending approvals once ``count`` exist (the gateway creates them from another process)."""
+        for _ in range(400):
+            items = (await self.store.approvals.list_pending(limit=50)).items
+            if len(items) >= count:
+                return items
+            await asyncio.sleep(0.025)
+        raise AssertionError("the gateway created no approval")
+
+    async def decide(self, approval: Approval, kind: DecisionKind, **kw: Any) -> Approval:
+        return await self.service.decide(approval.id, "U_SUPPORT1", kind, via="slack", **kw)
+
+    @asynccontextmanager
+    async def client(self, *, http_port: int | None = None) -> AsyncIterator[ClientSession]:
+        """The SDK's client on `hitl mcp` (a new gateway process per stdio client, as desktop assistants do)."""
+        async with AsyncExitStack() as stack:
+            if http_port is None:
+                params = StdioServerParameters(
+                    command=sys.executable, args=["-m", "hitl", "mcp"], env=self.env, cwd=str(self.tmp)
+                )
+                read, write = await stack.enter_async_context(stdio_client(params))
+            else:
+                url = f"http://127.0.0.1:{http_port}/mcp"
+                read, write = await stack.enter_async_context(streamable_http_client(url))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            yield session
+
+
+def make_shop(tmp: Path, *, wait: str) -> Shop:
+    config = tmp / "hitl.yaml"
+    config.write_text(CONFIG.format(wait=wait, python=sys.executable, upstream=UPSTREAM, ledger=tmp / "ledger.db"))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("HITL_")},
+        "PYTHONPATH": str(ROOT),
+        "HITL_STORE": f"sqlite:///{tmp}/hitl.db",
+        "HITL_CONFIG": str(config),
+    }
+    store = SqliteStore(tmp / "hitl.db")
+    service = ApprovalService.from_config(load_config(config), store=store, clock=SystemClock())
+    return Shop(tmp, env, store, service)
+
+
+@pytest.fixture
+async def shop(tmp_path: Path) -> AsyncIterator[Shop]:
+    s = make_shop(tmp_path, wait="20s")
+    yield s
+    await s.store.close()
+
+
+@pytest.fixture
+async def impatient_shop(tmp_path: Path) -> AsyncIterator[Shop]:
+    """A gateway that waits one second for a reviewer before answering "pending review"."""
+    s = make_shop(tmp_path, wait="1s")
+    yield s
+    await s.store.close()

@@ -1,0 +1,174 @@
+"""The MCP gateway, end to end: the SDK's client → `hitl mcp` (a process) → a real upstream MCP server (a process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from typing import Any
+
+import mcp_types as types
+
+from bot.blocks import card
+from engine.domain.models import DecisionKind, Status
+from tests.conftest import free_port
+from tests.mcp.conftest import Shop
+
+
+def text_of(result: Any) -> str:
+    assert isinstance(result, types.CallToolResult)
+    return " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def test_tools_resources_and_prompts_come_through_with_their_schemas(shop: Shop) -> None:
+    async with shop.client() as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"look_up_order", "refund", "delete_customer", "crash"}
+        assert tools["refund"].input_schema["required"] == ["order_id", "amount"]
+        assert tools["refund"].description == "Refund part or all of an order."
+        resources = (await client.list_resources()).resources
+        assert [str(r.uri) for r in resources] == ["shop://policy"]
+        read = await client.read_resource("shop://policy")
+        assert "30 days" in json.dumps(read.model_dump(mode="json"))
+        prompt = await client.get_prompt("apologise", {"name": "Jane"})
+        assert "Dear Jane" in json.dumps(prompt.model_dump(mode="json"))
+
+
+async def test_an_allowed_call_runs_at_once_and_asks_nobody(shop: Shop) -> None:
+    async with shop.client() as client:
+        result = await client.call_tool("look_up_order", {"order_id": "78291"})
+    assert text_of(result) == "order 78291: shipped" and not result.is_error
+    assert (await shop.store.approvals.list_pending()).items == []
+
+
+async def test_an_approved_call_runs_once_with_progress_while_it_waits(shop: Shop) -> None:
+    reported: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append((progress, message))
+
+    async with shop.client() as client:
+        args: dict[str, Any] = {"order_id": "78291", "amount": 120}
+        call = asyncio.create_task(client.call_tool("refund", args, progress_callback=on_progress))
+        [approval] = await shop.pending()
+        assert approval.tool == "refund" and approval.args == {"order_id": "78291", "amount": 120}
+        assert approval.metadata["framework"] == "mcp" and approval.session_id == "desktop-1"
+        assert shop.effects() == []  # nothing ran before the decision
+        await shop.decide(approval, DecisionKind.APPROVE)
+        result = await asyncio.wait_for(call, 30)
+        assert text_of(result) == "refunded 120 on order 78291" and not result.is_error
+        assert shop.effects() == ["refund 78291 120"]
+        assert reported and approval.id in (reported[0][1] or "")
+        final = await shop.store.approvals.get(approval.id)
+        assert final.status is Status.EXECUTED
+        # The identical call again is a new action: it asks again, and nothing runs meanwhile.
+        again = asyncio.create_task(client.call_tool("refund", {"order_id": "78291", "amount": 120}))
+        pending = await shop.pending()
+        assert [a.id for a in pending] != [approval.id]
+        await shop.decide(pending[0], DecisionKind.REJECT, reason="already refunded")
+        assert "already refunded" in text_of(await asyncio.wait_for(again, 30))
+    assert shop.effects() == ["refund 78291 120"]
+
+
+async def test_a_rejection_answers_with_the_reason_and_nothing_runs(shop: Shop) -> None:
+    async with shop.client() as client:
+        call = asyncio.create_task(client.call_tool("refund", {"order_id": "1", "amount": 900}))
+        [approval] = await shop.pending()
+        await shop.decide(approval, DecisionKind.REJECT, reason="over the customer's order total")
+        result = await asyncio.wait_for(call, 30)
+    assert result.is_error and "over the customer's order total" in text_of(result)
+    assert shop.effects() == []
+
+
+async def test_a_modified_call_runs_with_the_reviewers_arguments_checked_against_the_upstream_schema(
+    shop: Shop,
+) -> None:
+    async with shop.client() as client:
+        call = asyncio.create_task(client.call_tool("refund", {"order_id": "7", "amount": 90}))
+        [approval] = await shop.pending()
+        assert approval.args_schema is not None and "amount" in approval.args_schema["properties"]
+        try:
+            await shop.decide(approval, DecisionKind.MODIFY, args={"order_id": "7", "amount": "lots"})
+            raise AssertionError("a modify that fails the upstream schema was accepted")
+        except Exception as exc:  # InvalidInput, naming the field
+            assert "amount" in str(exc)
+        await shop.decide(approval, DecisionKind.MODIFY, args={"order_id": "7", "amount": 40})
+        result = await asyncio.wait_for(call, 30)
+    assert text_of(result) == "refunded 40 on order 7"
+    assert shop.effects() == ["refund 7 40"]
+
+
+async def test_a_client_that_stopped_waiting_picks_up_the_decision_with_the_same_call(impatient_shop: Shop) -> None:
+    shop = impatient_shop
+    async with shop.client() as client:
+        first = await client.call_tool("refund", {"order_id": "5", "amount": 30})
+    assert first.is_error and "pending review" in text_of(first)
+    [approval] = await shop.pending()
+    assert approval.id in text_of(first) and shop.effects() == []
+    await shop.decide(approval, DecisionKind.APPROVE)  # decided while no client is connected
+    async with shop.client() as client:  # a new connection, a new gateway process
+        second = await client.call_tool("refund", {"order_id": "5", "amount": 30})
+    assert text_of(second) == "refunded 30 on order 5"
+    assert shop.effects() == ["refund 5 30"]
+    assert (await shop.store.approvals.get(approval.id)).status is Status.EXECUTED
+
+
+async def test_an_upstream_that_dies_mid_call_is_reported_and_not_run_again_blindly(impatient_shop: Shop) -> None:
+    shop = impatient_shop
+    async with shop.client() as client:
+        call = asyncio.create_task(client.call_tool("crash", {"note": "x"}))
+        [approval] = await shop.pending()
+        await shop.decide(approval, DecisionKind.APPROVE)
+        result = await asyncio.wait_for(call, 30)
+        assert result.is_error and "may or may not have acted" in text_of(result)
+        assert shop.effects() == ["crash x"]
+        again = await client.call_tool("crash", {"note": "x"})  # a person must say so again: it waits
+        assert "pending review" in text_of(again)
+        # The upstream was started again for the next call; other tools work.
+        assert text_of(await client.call_tool("look_up_order", {"order_id": "1"})) == "order 1: shipped"
+    assert shop.effects() == ["crash x"]
+
+
+async def test_a_hostile_tool_description_stays_inert_on_the_card(impatient_shop: Shop) -> None:
+    shop = impatient_shop
+    async with shop.client() as client:
+        await client.call_tool("delete_customer", {"customer_id": "C-9"})
+    [approval] = await shop.pending()
+    assert "<!channel>" in approval.evidence  # kept as evidence, as the upstream wrote it
+    blocks = card(approval, now=approval.created_at)
+    rendered = json.dumps(blocks)
+    assert "<!channel>" not in rendered and "<https://evil.example" not in rendered
+    trusted = json.dumps(blocks[:2])
+    assert "APPROVED BY CFO" not in trusted  # only in the labelled evidence part, never beside the controls
+
+
+async def test_the_gateway_over_streamable_http(shop: Shop) -> None:
+    port = free_port()
+    log = (shop.tmp / "mcp.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl", "mcp", "--http", "--port", str(port)],
+        env=shop.env,
+        cwd=shop.tmp,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        for _ in range(200):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        async with shop.client(http_port=port) as client:
+            assert text_of(await client.call_tool("look_up_order", {"order_id": "2"})) == "order 2: shipped"
+            call = asyncio.create_task(client.call_tool("refund", {"order_id": "2", "amount": 10}))
+            [approval] = await shop.pending()
+            await shop.decide(approval, DecisionKind.APPROVE)
+            assert text_of(await asyncio.wait_for(call, 30)) == "refunded 10 on order 2"
+        assert shop.effects() == ["refund 2 10"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
