@@ -27,6 +27,7 @@ from engine.config import NotifySpec
 from engine.domain.models import Approval
 from engine.domain.records import Claim, MessageRef
 from engine.errors import ClaimRefused, EngineError
+from engine.events import FYI_JOB
 from engine.ports import Clock, Store
 
 __all__ = ["SlackNotifier"]
@@ -195,10 +196,28 @@ class SlackNotifier:
         await self._done(key, claim)
         return True
 
+    async def post_fyis(self, *, limit: int = 50) -> None:
+        """Post the FYIs of NOTIFY-tier calls that ran in processes without Slack (queued as ``fyi`` jobs)."""
+        jobs = await self.store.jobs.claim(self.replica, kind=FYI_JOB, limit=limit, now=self.clock.now(), lease=60.0)
+        for job in jobs:
+            p = job.payload
+            try:
+                await self.action_notified(
+                    tool=str(p.get("tool", "")),
+                    args=dict(p.get("args") or {}),
+                    session_id=str(p.get("session_id", "")),
+                    reason=str(p.get("reason", "")),
+                )
+            except SlackApiError as exc:  # left unacknowledged: another sweep posts it once Slack takes it
+                log.warning("could not post an FYI for %s: %s", p.get("tool"), exc.response.get("error"))
+                continue
+            await self.store.jobs.ack(job.id)
+
     async def sweep(self, *, pages: int = 5, page_size: int = 200) -> None:
         """Post cards that never made it (approvals created by agent processes, posts that failed), and one
         reminder before expiry. Pages through every pending approval, ``pages`` pages per sweep, resuming where
         the last sweep stopped, so no approval waits behind old ones (a :class:`~engine.background.Sweeper`)."""
+        await self.post_fyis()
         now = self.clock.now()
         before = self.spec.reminder_before
         for _ in range(pages):

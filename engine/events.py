@@ -24,9 +24,12 @@ from engine.domain.models import Approval, Status
 from engine.errors import ClaimRefused
 from engine.ports import Clock, Store
 
-__all__ = ["WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
+__all__ = ["FYI_JOB", "WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
 
 WEBHOOK_JOB = "webhook"
+FYI_JOB = "fyi"
+"""A NOTIFY-tier call that ran in a process with no notifier (an agent, ``hitl mcp``, the API): ``hitl serve``
+posts its FYI."""
 _EVENT = "event"
 """The action hash recorded on an event's claim (the claim only says "queued"; nothing is hashed)."""
 

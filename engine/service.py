@@ -26,7 +26,7 @@ from engine.domain.records import AuditEntry
 from engine.domain.redaction import Redactor, bounded
 from engine.domain.reviewers import Roles
 from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
-from engine.events import EventSink, Outbox, approval_data, approval_event
+from engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
 from engine.ports import Clock, Notifier, Store
 
 __all__ = ["ApprovalService", "ArgsValidator", "Proposal"]
@@ -175,12 +175,15 @@ class ApprovalService:
         if verdict.denied:
             return Proposal(verdict=verdict, approval=None, args=clean)
         if not verdict.tier.needs_human:
-            if verdict.tier is Tier.NOTIFY and self.notifier is not None:
-                await self._safe(
-                    self.notifier.action_notified(
-                        tool=tool, args=clean, session_id=session_id, reason="; ".join(verdict.reasons)
+            if verdict.tier is Tier.NOTIFY:
+                reason = "; ".join(verdict.reasons)
+                if self.notifier is not None:
+                    await self._safe(
+                        self.notifier.action_notified(tool=tool, args=clean, session_id=session_id, reason=reason)
                     )
-                )
+                else:  # no Slack in this process: `hitl serve` on the same store posts it
+                    fyi = {"tool": tool, "args": clean, "session_id": session_id, "reason": reason}
+                    await self._safe(self.store.jobs.enqueue(FYI_JOB, fyi, now=now))
             return Proposal(verdict=verdict, approval=None, args=clean)
         digest, dedupe = identity()
         if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
@@ -490,7 +493,7 @@ class ApprovalService:
         if found is not None and self.events is not None:
             await self._safe(self.events.emit(*found, approval_data(approval)))
 
-    async def _safe(self, aw: Awaitable[None]) -> None:
+    async def _safe(self, aw: Awaitable[object]) -> None:
         # A notification failure must never undo or block a recorded decision; the bot retries updates.
         try:
             await aw

@@ -12,19 +12,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def run_python(script: str | Path, *, cwd: Path, timeout: int) -> subprocess.CompletedProcess[str]:
+    """A script run as a reader of the README would run it (with this checkout importable)."""
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
 def test_readme_python_api_example_runs(tmp_path: Path) -> None:
     text = (ROOT / "README.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "asyncio.run(main())" in b)
     script = tmp_path / "example.py"
     script.write_text(block)
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    out = run_python(str(script), cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "self_approval" in out.stdout and "approved 2" in out.stdout
     assert "[email]" in out.stdout and "jane@example.com" not in out.stdout
@@ -42,14 +47,7 @@ def test_readme_agent_examples_run(tmp_path: Path) -> None:
         "examples/agents/strands_refund.py",
     ]
     for script in commands:
-        out = subprocess.run(
-            [sys.executable, str(ROOT / script)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        out = run_python(str(ROOT / script), cwd=tmp_path, timeout=120)
         assert out.returncode == 0, (script, out.stderr)
         assert out.stdout.count("effect: refunded") == 1, (script, out.stdout)
         assert "effect: refunded 60 on order 78291" in out.stdout, (script, out.stdout)
@@ -147,14 +145,7 @@ def test_readme_mcp_example_runs(tmp_path: Path) -> None:
     """The MCP gateway example, as the README says to run it: a client, `hitl mcp`, the shop's MCP server."""
     text = (ROOT / "README.md").read_text()
     assert re.search(r"^python examples/mcp/desktop_client.py$", text, re.M)
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples/mcp/desktop_client.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    out = run_python(str(ROOT / "examples/mcp/desktop_client.py"), cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "tools: look_up_order, refund"
@@ -167,14 +158,7 @@ def test_readme_temporal_example_runs(tmp_path: Path) -> None:
     """The Temporal example as the README says to run it (it starts its own dev server on 127.0.0.1)."""
     text = (ROOT / "README.md").read_text()
     assert re.search(r"^python examples/temporal/refund_workflow.py$", text, re.M)
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples/temporal/refund_workflow.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    out = run_python(str(ROOT / "examples/temporal/refund_workflow.py"), cwd=tmp_path, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines() == [
         "card: refund 120 on order 78291",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
 
 from bot.blocks import ACTION_APPROVE, ACTION_VIEW_ALL
+from engine.config import parse_config
 from engine.domain.models import DecisionKind, Status
 from engine.runner import RunStatus, load_workflow
 from tests.bot.conftest import ROOT, Harness
@@ -89,3 +91,18 @@ async def test_a_resume_lost_to_a_crash_is_recovered(harness: Harness, tmp_path:
     assert await harness.svc.store.runs.paused() == []
     with sqlite3.connect(tmp_path / "shop.db") as db:
         assert db.execute("SELECT amount FROM refunds").fetchall() == [(40.0,)]
+
+
+async def test_a_notify_call_from_a_process_without_slack_gets_its_fyi_from_the_sweep(harness: Harness) -> None:
+    # An agent process (no notifier) runs a NOTIFY-tier tool: it runs at once, and `hitl serve` posts the FYI.
+    policy = parse_config("policy: {tools: {ping: {tier: notify}}}").build_policy()
+    agent = dataclasses.replace(harness.svc, notifier=None, policy=policy)
+    proposal = await agent.propose("ping", {"to": "<!channel> *urgent*"}, session_id="agent-7")
+    assert proposal.may_run
+    await harness.rt.ctx.notifier.sweep()
+    await harness.rt.ctx.notifier.sweep()  # posted once, not once per sweep
+    fyis = [m for m in harness.state.messages if m.text == "ping ran without review"]
+    channel = harness.state.channel("refund-approvals")
+    assert channel is not None and len(fyis) == 1 and fyis[0].channel == channel.id
+    rendered = json.dumps(fyis[0].blocks)
+    assert "<!channel>" not in rendered and "ping: tool policy sets notify" in rendered

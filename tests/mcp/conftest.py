@@ -37,6 +37,7 @@ policy:
     refund: {{tier: approve, role: support}}
     delete_customer: {{tier: approve, role: support}}
     crash: {{tier: approve, role: support}}
+    send_receipt: {{tier: notify}}
 mcp:
   session: desktop-1
   wait: {wait}

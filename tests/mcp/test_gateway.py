@@ -24,7 +24,7 @@ def text_of(result: Any) -> str:
 async def test_tools_resources_and_prompts_come_through_with_their_schemas(shop: Shop) -> None:
     async with shop.client() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"look_up_order", "refund", "delete_customer", "crash"}
+        assert set(tools) == {"look_up_order", "refund", "delete_customer", "crash", "send_receipt"}
         assert tools["refund"].input_schema["required"] == ["order_id", "amount"]
         assert tools["refund"].description == "Refund part or all of an order."
         resources = (await client.list_resources()).resources
@@ -40,6 +40,28 @@ async def test_an_allowed_call_runs_at_once_and_asks_nobody(shop: Shop) -> None:
         result = await client.call_tool("look_up_order", {"order_id": "78291"})
     assert text_of(result) == "order 78291: shipped" and not result.is_error
     assert (await shop.store.approvals.list_pending()).items == []
+
+
+async def test_a_notify_call_runs_at_once_and_leaves_its_fyi_for_hitl_serve(shop: Shop) -> None:
+    async with shop.client() as client:
+        result = await client.call_tool("send_receipt", {"order_id": "78291"})
+    assert text_of(result) == "receipt sent for 78291" and shop.effects() == ["receipt 78291"]
+    [fyi] = await shop.store.jobs.claim("test", kind="fyi", limit=10, now=0.0, lease=60.0)
+    assert fyi.payload["tool"] == "send_receipt" and fyi.payload["session_id"] == "desktop-1"
+
+
+async def test_a_client_that_disconnects_while_waiting_gets_the_decision_on_reconnect(shop: Shop) -> None:
+    async with shop.client() as client:
+        waiting = asyncio.create_task(client.call_tool("refund", {"order_id": "9", "amount": 15}))
+        [approval] = await shop.pending()
+        waiting.cancel()  # the client goes away mid-wait (its gateway process ends with the connection)
+        await asyncio.gather(waiting, return_exceptions=True)
+    assert (await shop.store.approvals.get(approval.id)).status is Status.PENDING  # still open for a reviewer
+    await shop.decide(approval, DecisionKind.APPROVE)
+    async with shop.client() as client:
+        result = await client.call_tool("refund", {"order_id": "9", "amount": 15})
+    assert text_of(result) == "refunded 15 on order 9"
+    assert shop.effects() == ["refund 9 15"]
 
 
 async def test_an_approved_call_runs_once_with_progress_while_it_waits(shop: Shop) -> None:

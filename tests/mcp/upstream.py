@@ -39,6 +39,13 @@ def delete_customer(customer_id: str) -> str:
 
 
 @server.tool()
+def send_receipt(order_id: str) -> str:
+    """E-mail a receipt."""
+    _record(f"receipt {order_id}")
+    return f"receipt sent for {order_id}"
+
+
+@server.tool()
 def crash(note: str) -> str:
     """Dies in the middle of its effect."""
     _record(f"crash {note}")
