@@ -29,21 +29,64 @@ from hitl.cli.remote import remote_from_env
 
 __all__ = ["app", "main"]
 
+EXIT_CODES = (
+    "Exit codes: 0 completed, 1 error, 2 usage error, 3 stopped by a decision (rejected, cancelled, expired), "
+    "4 paused waiting for approval."
+)
+
 app = typer.Typer(
     name="hitl",
     help="Human approval gates for AI agents and workflows.",
+    epilog=EXIT_CODES,
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("hitl")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "unknown (not installed)"
+        typer.echo(f"hitl {number}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    _: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Human approval gates for AI agents and workflows."""
+
+
 policy_app = typer.Typer(help="Inspect the policy.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
 token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 
-StoreOpt = Annotated[str | None, typer.Option("--store", help="Store URL (env HITL_STORE).")]
-ConfigOpt = Annotated[str | None, typer.Option("--config", help="hitl.yaml path (env HITL_CONFIG).")]
-AsOpt = Annotated[str | None, typer.Option("--as", help="Reviewer identity (env HITL_REVIEWER).")]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", envvar="HITL_STORE", help="Store URL: sqlite:///path.db (default .hitl/hitl.db) or redis://."
+    ),
+]
+ConfigOpt = Annotated[
+    str | None,
+    typer.Option("--config", envvar="HITL_CONFIG", help="hitl.yaml (default: beside the workflow, then ./hitl.yaml)."),
+]
+AsOpt = Annotated[
+    str | None, typer.Option("--as", envvar="HITL_REVIEWER", help="Who is deciding: a reviewer id from roles.")
+]
+NO_CONFIG = (
+    "no hitl.yaml found (pass --config, set HITL_CONFIG, or add ./hitl.yaml): the built-in defaults apply, where "
+    "every tool needs approval and no reviewer has a role"
+)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
@@ -105,12 +148,14 @@ def run(
 @app.command()
 def resume(
     target: Annotated[str, typer.Argument(metavar="ID", help="Approval id (apr_…) or session id (ses_…).")],
-    approve: Annotated[bool, typer.Option("--approve")] = False,
-    reject: Annotated[bool, typer.Option("--reject")] = False,
-    modify: Annotated[bool, typer.Option("--modify")] = False,
+    approve: Annotated[bool, typer.Option("--approve", help="Approve the action as it is.")] = False,
+    reject: Annotated[
+        bool, typer.Option("--reject", help="Reject it (give --reason; some tools require one).")
+    ] = False,
+    modify: Annotated[bool, typer.Option("--modify", help="Approve edited arguments (with --args JSON).")] = False,
     trust: Annotated[bool, typer.Option("--trust", help="Approve and trust this tool for the session.")] = False,
     feedback: Annotated[str | None, typer.Option("--feedback", help="Re-run the previous step with this text.")] = None,
-    reason: Annotated[str | None, typer.Option("--reason")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why: shown to the requester and audited.")] = None,
     args: Annotated[str | None, typer.Option("--args", help="Edited arguments as JSON (with --modify).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Resume even if the workflow file changed.")] = False,
     var: Annotated[
@@ -185,7 +230,7 @@ def pending(
     store: StoreOpt = None,
     config: ConfigOpt = None,
     reviewer: AsOpt = None,
-    limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
 ) -> None:
     """List pending approvals (only those the reviewer may decide, with --as)."""
     out = Out(as_json=as_json)
@@ -199,10 +244,10 @@ def pending(
         async with open_runtime(settings.runtime) as rt:
             world = rt.worlds.default
             roles = None
+            if world.config_path is None:
+                out.warn(NO_CONFIG)
             if settings.reviewer:
                 roles = sorted(world.service.roles.roles_of(settings.reviewer))
-                if world.config_path is None:
-                    out.warn("no hitl.yaml found (pass --config or set HITL_CONFIG): no roles are known")
             page = await rt.store.approvals.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
             out.pending(page.items)
         return 0
@@ -238,7 +283,7 @@ def show(
 @app.command()
 def audit(
     target: Annotated[
-        str | None, typer.Argument(metavar="[ID|verify]", help="Only this approval; or `verify` to check the chains.")
+        str | None, typer.Argument(metavar="ID|verify", help="Only this approval; or `verify` to check the chains.")
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=100000, help="Newest entries to print.")] = 200,
     as_json: JsonOpt = False,
@@ -291,9 +336,9 @@ def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt =
 
 @policy_app.command("explain")
 def policy_explain(
-    tool: Annotated[str, typer.Argument()],
+    tool: Annotated[str, typer.Argument(help="The tool's name, as agents call it.")],
     args: Annotated[str, typer.Option("--args", help="Arguments as JSON.")] = "{}",
-    session: Annotated[str, typer.Option("--session")] = "",
+    session: Annotated[str, typer.Option("--session", help="Judge as in this session (its trust grants).")] = "",
     as_json: JsonOpt = False,
     store: StoreOpt = None,
     config: ConfigOpt = None,
@@ -308,6 +353,8 @@ def policy_explain(
 
     async def work() -> int:
         async with open_runtime(settings.runtime) as rt:
+            if rt.worlds.default.config_path is None:
+                out.warn(NO_CONFIG)
             v = await rt.worlds.default.service.explain(tool, parsed, session_id=session)
         if out.json:
             out.emit(
@@ -332,7 +379,7 @@ def policy_explain(
 @app.command()
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind (use 0.0.0.0 in a container).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 3000,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port for HTTP.")] = 3000,
     socket: Annotated[bool, typer.Option("--socket", help="Socket Mode (SLACK_APP_TOKEN) instead of HTTP.")] = False,
     store: StoreOpt = None,
     config: ConfigOpt = None,
@@ -422,10 +469,34 @@ def mcp(
 
 
 @app.command()
+def init(
+    directory: Annotated[str, typer.Argument(help="Where to write the files.")] = ".",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files that exist.")] = False,
+) -> None:
+    """Write a commented hitl.yaml, a starter workflow and its tools.py, then say how to run them."""
+    from pathlib import Path
+
+    from hitl.cli.starter import FILES
+
+    out = Out(as_json=False)
+    target = Path(directory)
+    existing = [name for name in FILES if (target / name).exists()]
+    if existing and not force:
+        out.error("exists", f"{', '.join(existing)} already in {target}; pass --force to overwrite")
+        raise typer.Exit(1)
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in FILES.items():
+        (target / name).write_text(text)
+        out.text("wrote ", (str(target / name), "bold"))
+    out.text("next:  ", ("hitl run workflow.yaml --var to=acme --var amount=120", "bold"), "   (pauses for approval)")
+    out.text("then:  ", ("hitl resume <approval id> --approve --as U_YOU", "bold"))
+
+
+@app.command()
 def demo(
     scripted: Annotated[bool, typer.Option("--scripted", help="Run the scenario headless and exit.")] = False,
     cli: Annotated[bool, typer.Option("--cli", help="The CLI-only walkthrough (no Slack sandbox).")] = False,
-    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8700,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port for the sandbox page.")] = 8700,
     store: StoreOpt = None,
 ) -> None:
     """The refund example in a local Slack sandbox in your browser (no Slack account, no Redis, no network)."""

@@ -144,7 +144,10 @@ class Out:
         if not views:
             self.text(("no pending approvals", "dim"))
             return
-        t = Table("id", "tool", "tier", "role", "votes", "requester", "expires", header_style="bold")
+        t = Table(header_style="bold")
+        t.add_column("id", no_wrap=True, min_width=len(views[0].id))  # whole, so it can be copied at 80 columns
+        for name in ("tool", "tier", "role", "votes", "requester", "expires"):
+            t.add_column(name, overflow="fold")
         for v in views:
             t.add_row(
                 v.id,

@@ -229,3 +229,33 @@ def test_resume_takes_new_variable_values_for_the_steps_still_to_come(cli: Cli, 
     trail = cli("audit", "--json").json()["audit"]
     changed = [e["detail"] for e in trail if e["event"] == "run_vars_changed"]
     assert changed == [f"{session}: by cli: reason", f"{session}: by U_SUPPORT1: amount"], changed
+
+
+def test_the_cli_reads_as_a_typer_tool_should(cli: Cli) -> None:
+    paused = run_refund(cli)
+    listed = cli("pending", COLUMNS="80")
+    assert listed.code == 0 and str(paused["approval_id"]) in listed.out  # whole, copyable at 80 columns
+    assert "no hitl.yaml found" in listed.err  # said loudly, not answered as if the policy were empty
+    explained = cli("policy", "explain", "refund", "--args", '{"amount": 5}', COLUMNS="80")
+    assert explained.code == 0 and "no hitl.yaml found" in explained.err
+    version = cli("--version")
+    assert version.code == 0 and version.out.startswith("hitl ")
+    helped = cli("resume", "--help", COLUMNS="120")
+    assert "[env var: HITL_STORE]" in helped.out and "Approve the action as it is." in helped.out
+    assert "Exit codes: 0 completed" in cli("--help", COLUMNS="120").out
+    assert "[ID|verify]" in cli("audit", "--help", COLUMNS="120").out
+
+
+def test_init_writes_a_starter_that_runs_pauses_and_resumes(cli: Cli, tmp_path: Path) -> None:
+    made = cli("init", str(tmp_path / "start"))
+    assert made.code == 0, made.err
+    again = cli("init", str(tmp_path / "start"))
+    assert again.code == 1 and "--force" in again.err  # never overwrites silently
+    workflow = str(tmp_path / "start" / "workflow.yaml")
+    paused = cli("run", workflow, "--var", "to=acme", "--var", "amount=120", "--json")
+    assert paused.code == 4, paused.err
+    body = paused.json()
+    assert body["approval"]["tool"] == "send_payment" and body["approval"]["required_role"] == "approvers"
+    done = cli("resume", str(body["approval_id"]), "--approve", "--as", "U_YOU", "--json")
+    assert done.code == 0, done.out
+    assert len((tmp_path / "payments.log").read_text().splitlines()) == 1  # the cli fixture runs in tmp_path
