@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -51,3 +52,12 @@ def test_compose_has_redis_and_replicas() -> None:
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     assert compose["services"]["hitl"]["environment"]["HITL_STORE"].startswith("redis://")
     assert compose["services"]["hitl"]["deploy"]["replicas"] >= 2
+
+
+def test_the_license_ships_and_docker_builds_from_a_clean_context() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]  # SPDX, PEP 639
+    assert (ROOT / "LICENSE").read_text().lstrip().startswith("Apache License")
+    assert re.search(r"^COPY .*\bLICENSE\b", (ROOT / "Dockerfile").read_text(), re.M)
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {".venv", ".git", ".hitl"} <= ignored  # `docker build .` after `make install` sends neither
