@@ -497,7 +497,12 @@ def demo(
     scripted: Annotated[bool, typer.Option("--scripted", help="Run the scenario headless and exit.")] = False,
     cli: Annotated[bool, typer.Option("--cli", help="The CLI-only walkthrough (no Slack sandbox).")] = False,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port for the sandbox page.")] = 8700,
-    store: StoreOpt = None,
+    store: Annotated[
+        str | None, typer.Option("--store", help="Keep the sandbox's approvals in this store (default: a throwaway).")
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Show your own hitl.yaml (roles become the sandbox's people).")
+    ] = None,
 ) -> None:
     """The refund example in a local Slack sandbox in your browser (no Slack account, no Redis, no network)."""
     if cli:
@@ -509,7 +514,7 @@ def demo(
     if scripted:
         raise typer.Exit(asyncio.run(run_scripted()))
     try:
-        asyncio.run(run_interactive(port=port))
+        asyncio.run(run_interactive(port=port, store_url=store, config=config))
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 

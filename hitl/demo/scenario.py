@@ -37,10 +37,14 @@ TRY = """Things to try (switch people with "Acting as"):
   The customer note with <!channel> and fake *APPROVED* markup stays inert text on the card."""
 
 
-async def _start(tmp: str, port: int, *, worker: bool = True) -> Sandbox:
+async def _start(
+    tmp: str, port: int, *, worker: bool = True, store_url: str | None = None, config: str | None = None
+) -> Sandbox:
+    """The sandbox on the example's policy and a throwaway store, or on the ``config`` and ``store_url`` given."""
     os.environ["HITL_SHOP_DB"] = str(Path(tmp) / "shop.db")
+    store = None if store_url else SqliteStore(Path(tmp) / "hitl.db")
     return await start_sandbox(
-        config_path=EXAMPLE / "hitl.yaml", store=SqliteStore(Path(tmp) / "hitl.db"), port=port, worker=worker
+        config_path=config or EXAMPLE / "hitl.yaml", store=store, store_url=store_url, port=port, worker=worker
     )
 
 
@@ -50,10 +54,12 @@ async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> 
     )
 
 
-async def run_interactive(port: int = 8700, host: str = "127.0.0.1") -> None:
+async def run_interactive(
+    port: int = 8700, host: str = "127.0.0.1", *, store_url: str | None = None, config: str | None = None
+) -> None:
     out = Console(highlight=False)
     with tempfile.TemporaryDirectory(prefix="hitl-sandbox-") as tmp:
-        sb = await _start(tmp, port)
+        sb = await _start(tmp, port, store_url=store_url, config=config)
         try:
             await _refund(sb, 120, HOSTILE_NOTE)
             await _refund(sb, 899, "Whole order damaged, please refund everything.")

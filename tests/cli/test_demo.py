@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -94,3 +95,37 @@ def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -
         proc.wait(timeout=30)
         log.close()
     assert proc.returncode == 0
+
+
+def test_the_sandbox_shows_your_own_policy_and_store(tmp_path: Path) -> None:
+    config = tmp_path / "mine.yaml"
+    text = (ROOT / "examples" / "refund" / "hitl.yaml").read_text().replace("#refund-approvals", "#my-approvals")
+    config.write_text(text)
+    store = tmp_path / "mine.db"
+    log = (tmp_path / "demo.log").open("w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl", "demo", "--port", "0", "--store", f"sqlite:///{store}", "--config", str(config)],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = None
+        for _ in range(600):
+            m = re.search(r"(http://127\.0\.0\.1:\d+)/", (tmp_path / "demo.log").read_text())
+            if m:
+                url = m.group(1)
+                break
+            time.sleep(0.05)
+        assert url, (tmp_path / "demo.log").read_text()
+        with urllib.request.urlopen(f"{url}/sandbox/state?user=U_SUPPORT1", timeout=10) as resp:
+            state = json.loads(resp.read())
+        assert "my-approvals" in [c["name"] for c in state["channels"]]  # the channel your hitl.yaml names
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        log.close()
+    assert proc.returncode == 0
+    with sqlite3.connect(store) as db:  # the approvals stayed in your store
+        assert db.execute("SELECT count(*) FROM approvals").fetchone()[0] == 3
