@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.cli.conftest import ROOT
@@ -64,10 +66,12 @@ def test_cli_walkthrough_demo(tmp_path: Path) -> None:
     assert not (tmp_path / ".hitl").exists()
 
 
-def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -> None:
+@contextmanager
+def interactive_demo(tmp_path: Path, *extra: str) -> Iterator[str]:
+    """`hitl demo` (interactive) as a process; yields the sandbox's URL, then stops it with Ctrl-C (exit 0)."""
     log = (tmp_path / "demo.log").open("w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "demo", "--port", "0"],
+        [sys.executable, "-m", "hitl", "demo", "--port", "0", *extra],
         cwd=tmp_path,
         env=_env(),
         stdout=log,
@@ -82,6 +86,16 @@ def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -
                 break
             time.sleep(0.05)
         assert url, (tmp_path / "demo.log").read_text()
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        log.close()
+    assert proc.returncode == 0
+
+
+def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -> None:
+    with interactive_demo(tmp_path) as url:
         with urllib.request.urlopen(f"{url}/", timeout=10) as resp:
             page = resp.read().decode()
             assert resp.headers["Content-Security-Policy"].startswith("default-src 'self'")
@@ -90,11 +104,6 @@ def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -
             state = json.loads(resp.read())
         assert [c["name"] for c in state["channels"]] == ["finance-approvals", "general", "refund-approvals"]
         assert sum(c["count"] for c in state["channels"]) == 3  # three refunds waiting
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-        log.close()
-    assert proc.returncode == 0
 
 
 def test_the_sandbox_shows_your_own_policy_and_store(tmp_path: Path) -> None:
@@ -102,30 +111,9 @@ def test_the_sandbox_shows_your_own_policy_and_store(tmp_path: Path) -> None:
     text = (ROOT / "examples" / "refund" / "hitl.yaml").read_text().replace("#refund-approvals", "#my-approvals")
     config.write_text(text)
     store = tmp_path / "mine.db"
-    log = (tmp_path / "demo.log").open("w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "demo", "--port", "0", "--store", f"sqlite:///{store}", "--config", str(config)],
-        cwd=tmp_path,
-        env=_env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = None
-        for _ in range(600):
-            m = re.search(r"(http://127\.0\.0\.1:\d+)/", (tmp_path / "demo.log").read_text())
-            if m:
-                url = m.group(1)
-                break
-            time.sleep(0.05)
-        assert url, (tmp_path / "demo.log").read_text()
+    with interactive_demo(tmp_path, "--store", f"sqlite:///{store}", "--config", str(config)) as url:
         with urllib.request.urlopen(f"{url}/sandbox/state?user=U_SUPPORT1", timeout=10) as resp:
             state = json.loads(resp.read())
         assert "my-approvals" in [c["name"] for c in state["channels"]]  # the channel your hitl.yaml names
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-        log.close()
-    assert proc.returncode == 0
     with sqlite3.connect(store) as db:  # the approvals stayed in your store
         assert db.execute("SELECT count(*) FROM approvals").fetchone()[0] == 3
