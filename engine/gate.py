@@ -212,13 +212,25 @@ class ToolGate:
             return ticket
         return await self.ticket_for(ticket.call, await self.service.store.approvals.get(ticket.approval.id))
 
-    async def wait(self, ticket: Ticket, *, timeout: float | None = None) -> Ticket:
+    async def wait(
+        self,
+        ticket: Ticket,
+        *,
+        timeout: float | None = None,
+        keep_open: bool = False,
+        step: float = 60.0,
+        on_wait: Callable[[float, Approval], Awaitable[None]] | None = None,
+    ) -> Ticket:
         """Wait until the call's approval is decided or expires. When ``timeout`` passes first, the approval is
-        cancelled (an agent that stopped waiting was told "no": nobody may approve it behind its back)."""
+        cancelled (an agent that stopped waiting was told "no": nobody may approve it behind its back), unless
+        ``keep_open``: then the ticket comes back still pending, for a caller that will ask again with the same
+        call (the MCP gateway). ``on_wait(seconds waited, approval)`` runs before each wait of at most ``step``
+        seconds (progress for a client that is watching)."""
         clock = self.service.clock
         store = self.service.store
         budget = self.wait_default if timeout is None else timeout
-        deadline = clock.now() + budget
+        start = clock.now()
+        deadline = start + budget
         while ticket.pending:
             approval = ticket.approval
             assert approval is not None
@@ -228,6 +240,8 @@ class ToolGate:
                 ticket = await self.refresh(ticket)
                 continue
             left = min(deadline, approval.expires_at) - now
+            if left <= 0 and keep_open:
+                return ticket
             if left <= 0:
                 try:
                     await self.service.cancel(
@@ -240,8 +254,10 @@ class ToolGate:
                     pass  # a decision landed meanwhile: it stands
                 ticket = await self.refresh(ticket)
                 continue
+            if on_wait is not None:
+                await on_wait(now - start, approval)
             changed = await store.approvals.wait_changed(
-                approval.id, after_version=approval.version, timeout=min(left, 60.0)
+                approval.id, after_version=approval.version, timeout=min(left, step)
             )
             ticket = await self.ticket_for(ticket.call, changed)
         return ticket

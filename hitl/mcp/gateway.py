@@ -21,6 +21,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from engine.domain.models import Approval
 from engine.domain.redaction import bounded
 from engine.errors import EngineError
 from engine.gate import Ticket, ToolCall, ToolGate
@@ -111,20 +112,11 @@ class Gateway:
     async def _await_decision(self, ctx: ServerRequestContext[Any], ticket: Ticket) -> Ticket:
         """Wait up to ``self.wait`` seconds for a decision, telling the client how long it has waited. The approval
         stays open when the time is up (unlike an agent's own wait, which gives up on it)."""
-        clock, store = self.gate.service.clock, self.gate.service.store
-        start = clock.now()
-        while ticket.pending and ticket.approval is not None:
-            approval = ticket.approval
-            left = self.wait - (clock.now() - start)
-            if clock.now() >= approval.expires_at:
-                await self.gate.service.expire_due()
-                return await self.gate.refresh(ticket)
-            if left <= 0:
-                return ticket
-            await _progress(ctx, clock.now() - start, self.wait, f"waiting for a reviewer: {approval.id}")
-            await store.approvals.wait_changed(approval.id, after_version=approval.version, timeout=min(_STEP, left))
-            ticket = await self.gate.refresh(ticket)
-        return ticket
+
+        async def progress(waited: float, approval: Approval) -> None:
+            await _progress(ctx, waited, self.wait, f"waiting for a reviewer: {approval.id}")
+
+        return await self.gate.wait(ticket, timeout=self.wait, keep_open=True, step=_STEP, on_wait=progress)
 
     async def _run(self, ticket: Ticket, route: Route) -> types.CallToolResult:
         recorded = ticket.approval is not None
