@@ -24,7 +24,7 @@ from engine.runner.outcomes import RunResult
 from engine.runner.spec import LoadedWorkflow, describe_changes, load_workflow
 from engine.runner.state import RunState, RunStatus
 
-__all__ = ["Decided", "Resume", "RunLifecycle"]
+__all__ = ["Decided", "Resume", "RunLifecycle", "run_of"]
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class Decided:
     run: RunResult | None = None
 
 
-def _run_of(a: Approval) -> str | None:
+def run_of(a: Approval) -> str | None:
     """The run an approval pauses, if it belongs to one (workflow steps record their step)."""
     return a.session_id if a.metadata.get("step") else None
 
@@ -79,7 +79,7 @@ class RunLifecycle:
 
     async def world_of(self, approval: Approval) -> World:
         """The world an approval's decisions are judged in: its run's, or the default one."""
-        run = _run_of(approval)
+        run = run_of(approval)
         return await self.worlds.for_session(run) if run else self.worlds.default
 
     # -- deciding -----------------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ class RunLifecycle:
             args=args,
             via=via,
         )
-        run = _run_of(updated)
+        run = run_of(updated)
         if run is None or updated.status not in _DECIDED or resume == "none":
             return Decided(updated)
         if resume == "queue":
@@ -138,7 +138,7 @@ class RunLifecycle:
 
     async def _check_unchanged(self, approval_id: str) -> None:
         a = await self.store.approvals.get(approval_id)
-        run = _run_of(a)
+        run = run_of(a)
         found = await self.store.runs.load(run) if run else None
         if found is None:
             return
@@ -271,7 +271,7 @@ class RunLifecycle:
         expired = await self.worlds.default.service.expire_due(limit=limit)
         out: list[tuple[Approval, RunResult | None]] = []
         for a in expired:
-            run = _run_of(a)
+            run = run_of(a)
             result: RunResult | None = None
             if run is not None and resume == "queue":
                 await self._queue(run, a.id)

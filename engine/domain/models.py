@@ -14,6 +14,7 @@ __all__ = [
     "Reviewer",
     "Status",
     "Tier",
+    "asker_text",
 ]
 
 
@@ -89,6 +90,13 @@ class Decision(_Frozen):
     """Channel the decision came through: slack, cli, api."""
 
 
+def asker_text(framework: object, agent: object, session_id: str) -> str | None:
+    """How every surface says who asked: ``<framework>[ agent <name>], session <id>`` (None for no framework)."""
+    if not framework:
+        return None
+    return f"{framework}{f' agent {agent}' if agent else ''}, session {session_id}"
+
+
 class Approval(_Frozen):
     """A proposed action waiting for (or past) human review.
 
@@ -148,11 +156,7 @@ class Approval(_Frozen):
     @property
     def asked_by(self) -> str | None:
         """Which framework and agent asked, in which session (None for workflow runs and plain proposals)."""
-        framework = self.metadata.get("framework")
-        if not framework:
-            return None
-        agent = self.metadata.get("agent")
-        return f"{framework}{f' agent {agent}' if agent else ''}, session {self.session_id}"
+        return asker_text(self.metadata.get("framework"), self.metadata.get("agent"), self.session_id)
 
     @property
     def modifiable(self) -> bool:

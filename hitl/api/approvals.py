@@ -6,7 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from engine.api_spec import Scope
-from engine.domain.models import Status
+from engine.domain.models import Reviewer, Status
 from engine.errors import DecisionRefused, EngineError, NotFound
 
 from .context import CONTEXT, body_of, caller_of, query_of
@@ -40,12 +40,13 @@ async def list_approvals(request: web.Request) -> web.Response:
         status = None if q.status == "any" else Status(q.status)
         page = await approvals.list_recent(status=status, limit=q.limit, cursor=q.cursor)
     items: list[ApprovalView] = []
+    reviewers: dict[str | None, Reviewer] = {}
     for a in page.items:
         if not caller.sees(a.tool) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
             continue
         if q.role and q.status != Status.PENDING and a.required_role not in (q.role, None):
             continue
-        can = await ctx.can_decide(caller, a)
+        can = await ctx.can_decide(caller, a, reviewers)
         if q.decidable and not can:
             continue
         items.append(ApprovalView.of(a).model_copy(update={"can_decide": can}))

@@ -18,7 +18,7 @@ from engine.config import HitlConfig, load_config
 from engine.domain.decide import eligible
 from engine.domain.models import Approval, Reviewer, Status
 from engine.errors import EngineError, ErrorCode
-from engine.lifecycle import RunLifecycle
+from engine.lifecycle import RunLifecycle, run_of
 
 from .limits import RateLimiter
 from .problems import ApiError, from_validation
@@ -77,12 +77,20 @@ class ApiContext:
     config: LiveConfig
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
-    async def reviewer(self, caller: Caller, approval: Approval) -> Reviewer:
-        """The token's reviewer with the roles the approval's world gives that id, narrowed to the token's roles."""
+    async def reviewer(
+        self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None
+    ) -> Reviewer:
+        """The token's reviewer with the roles the approval's world gives that id, narrowed to the token's roles.
+        ``memo`` keeps the answer per run within one request (a page of approvals reads each run's world once)."""
+        run = run_of(approval)
+        if memo is not None and run in memo:
+            return memo[run]
         world = await self.lifecycle.world_of(approval)
         who = world.service.reviewer(caller.reviewer)
         if caller.roles is not None:
             who = who.model_copy(update={"roles": who.roles & caller.roles})
+        if memo is not None:
+            memo[run] = who
         return who
 
     async def visible(self, caller: Caller, approval_id: str) -> Approval:
@@ -92,10 +100,12 @@ class ApiContext:
             raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no approval {approval_id!r}")
         return approval
 
-    async def can_decide(self, caller: Caller, approval: Approval) -> bool:
+    async def can_decide(
+        self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None
+    ) -> bool:
         if not caller.may(Scope.DECIDE) or approval.status is not Status.PENDING:
             return False
-        who = await self.reviewer(caller, approval)
+        who = await self.reviewer(caller, approval, memo)
         return eligible(approval, who) and who.id not in approval.approvers
 
 

@@ -75,6 +75,9 @@ class WebhookDelivery:
         self.lease = lease
         self._http: aiohttp.ClientSession | None = None
         self._cursor: str | None = None
+        self._reconciled: dict[str, int] = {}
+        """Approval id -> the version whose events were last reconciled (pending approvals of the last pass)."""
+        self._passing: dict[str, int] = {}
 
     async def sweep(self) -> None:
         """Catch up on events a crashed process never queued, then deliver what is due."""
@@ -90,8 +93,14 @@ class WebhookDelivery:
             page = await self.store.approvals.list_pending(limit=page_size, cursor=self._cursor)
             self._cursor = page.cursor
             for approval in page.items:
-                await self.outbox.catch_up(approval)
+                # Each approval is reconciled once per version this process sees, not on every sweep: its events
+                # change only when its version does.
+                if self._reconciled.get(approval.id) != approval.version:
+                    await self.outbox.catch_up(approval)
+                self._passing[approval.id] = approval.version
             if page.cursor is None:
+                # A whole pass is done: what it saw is all that is pending (decided approvals drop out).
+                self._reconciled, self._passing = self._passing, {}
                 return
 
     async def deliver(self) -> None:

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.domain.hashing import short_hash
-from engine.domain.models import Approval
+from engine.domain.models import Approval, asker_text
 from engine.domain.records import AuditBreak, AuditEntry
 from engine.domain.redaction import reveal_hidden
 from engine.runner.executor import RunResult
@@ -34,11 +34,8 @@ def approval_json(a: Approval | ApprovalView) -> dict[str, Any]:
 
 def asked_by(v: ApprovalView) -> str | None:
     """Which framework and agent asked, in which session (as the card says it)."""
-    framework = (v.asked_by or {}).get("framework")
-    if not framework:
-        return None
-    agent = (v.asked_by or {}).get("agent")
-    return f"{framework}{f' agent {agent}' if agent else ''}, session {v.session_id}"
+    about = v.asked_by or {}
+    return asker_text(about.get("framework"), about.get("agent"), v.session_id)
 
 
 def resume_command(a: Approval) -> str:
