@@ -3,7 +3,6 @@ removed token is refused on the next request), and the request helpers (caller, 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -131,15 +130,11 @@ async def body_of(request: web.Request, model: type[M]) -> M:
         raise ApiError(415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)")
     raw = await request.read()
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise ApiError(400, "malformed_json", "the body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise ApiError(422, str(ErrorCode.INVALID_INPUT), "the body must be a JSON object")
-    try:
-        # JSON mode: strict types as JSON has them (no "1" for 1), but enums from their string values.
+        # Parsed once, in JSON mode: strict types as JSON has them (no "1" for 1), enums from their string values.
         return model.model_validate_json(raw)
     except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors(include_url=False)):
+            raise ApiError(400, "malformed_json", "the body is not valid JSON") from None
         raise from_validation(exc) from None
 
 
