@@ -60,8 +60,7 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
 
     from hitl.api import token_hash
     from slack_sandbox.server import start_emulator
-    from tests.bot.conftest import serve_env, wait_healthy, workspace
-    from tests.conftest import free_port
+    from tests.bot.conftest import serve_env, serve_process, workspace
 
     text = (ROOT / "README.md").read_text()
     block = re.search(r"<!-- api-walkthrough -->\n```bash\n(.*?)```", text, re.S)
@@ -79,44 +78,32 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
     config.write_text("\n".join(lines) + "\n")
     state = workspace()
     emulator = await start_emulator(state)
-    port = free_port()
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=config)
-    log = (tmp_path / "serve.log").open("w")
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
-        env=env,
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     try:
-        await wait_healthy(port)
-        walk = await asyncio.create_subprocess_exec(
-            "bash",
-            "-euo",
-            "pipefail",
-            "-c",
-            block.group(1),
-            cwd=tmp_path,
-            env={**env, "HITL_API_URL": f"http://127.0.0.1:{port}", **{k: k for k in tokens}},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(walk.communicate(), 120)
-        assert walk.returncode == 0, (out.decode(), err.decode(), (tmp_path / "serve.log").read_text()[-3000:])
-        printed = out.decode().split()
-        assert printed[:4] == ["pending", "approved", "409", "approved"], out.decode()
-        assert json.loads(printed[4]) == {"order_id": "78291", "customer_id": "C-1", "amount": 120}
-        assert printed[5:] == ["executed"]
-        for _ in range(100):  # the card `hitl serve` posted for the agent's proposal
-            if any("refund" in m.text for m in state.messages):
-                break
-            await asyncio.sleep(0.05)
-        assert any("refund" in m.text for m in state.messages)
+        async with serve_process(env, tmp_path) as port:
+            walk = await asyncio.create_subprocess_exec(
+                "bash",
+                "-euo",
+                "pipefail",
+                "-c",
+                block.group(1),
+                cwd=tmp_path,
+                env={**env, "HITL_API_URL": f"http://127.0.0.1:{port}", **{k: k for k in tokens}},
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(walk.communicate(), 120)
+            assert walk.returncode == 0, (out.decode(), err.decode(), (tmp_path / "serve.log").read_text()[-3000:])
+            printed = out.decode().split()
+            assert printed[:4] == ["pending", "approved", "409", "approved"], out.decode()
+            assert json.loads(printed[4]) == {"order_id": "78291", "customer_id": "C-1", "amount": 120}
+            assert printed[5:] == ["executed"]
+            for _ in range(100):  # the card `hitl serve` posted for the agent's proposal
+                if any("refund" in m.text for m in state.messages):
+                    break
+                await asyncio.sleep(0.05)
+            assert any("refund" in m.text for m in state.messages)
     finally:
-        serve.terminate()
-        serve.wait(timeout=10)
-        log.close()
         await emulator.close()
 
 

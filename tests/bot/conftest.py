@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from hitl.serve import Server, build_server
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import Emulator, start_emulator
 from slack_sandbox.webapi import Message, SlackState
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
@@ -60,6 +64,27 @@ async def wait_healthy(port: int) -> None:
                 pass
             await asyncio.sleep(0.025)
     raise AssertionError(f"hitl serve on port {port} never became healthy")
+
+
+@asynccontextmanager
+async def serve_process(env: dict[str, str], cwd: Path) -> AsyncIterator[int]:
+    """`hitl serve` as a real process on a free port of 127.0.0.1 (its output in ``cwd/serve.log``); yields the
+    port once it answers /healthz, and stops it after."""
+    port = free_port()
+    with (cwd / "serve.log").open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
+            env=env,
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            await wait_healthy(port)
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
 
 
 def workspace() -> SlackState:

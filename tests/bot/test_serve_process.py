@@ -16,14 +16,13 @@ import aiohttp
 from bot.blocks import ACTION_APPROVE
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import start_emulator
-from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, wait_healthy, workspace
+from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, workspace
 from tests.conftest import free_port
 
 
 async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> None:
     state = workspace()
     emulator = await start_emulator(state)
-    port = free_port()
     env = serve_env(
         state,
         emulator,
@@ -31,73 +30,62 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
         config=CONFIG,
         HITL_SHOP_DB=str(tmp_path / "shop.db"),
     )
-    log = (tmp_path / "serve.log").open("w")
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
-        env=env,
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     http = aiohttp.ClientSession()
     try:
-        await wait_healthy(port)
-        run = await asyncio.to_thread(
-            subprocess.run,
-            [
-                sys.executable,
-                "-m",
-                "hitl",
-                "run",
-                str(ROOT / "examples/refund/workflow.yaml"),
-                "--var",
-                "order_id=78291",
-                "--var",
-                "amount=75",
-                "--json",
-            ],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 4, run.stderr
-        approval_id = json.loads(run.stdout)["approval_id"]
-        card = None
-        for _ in range(300):
-            found = [m for m in state.messages if approval_id in m.text and not m.thread_ts]
-            if found:
-                card = copy.deepcopy(found[0])
-                break
-            await asyncio.sleep(0.05)
-        assert card is not None, "hitl serve did not post the card:\n" + (tmp_path / "serve.log").read_text()
-        slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)
-        reply = await slack.click("U_SUPPORT1", card, ACTION_APPROVE)
-        assert reply.status == 200
-        refunds: list[tuple[float]] = []
-        for _ in range(300):
-            if (tmp_path / "shop.db").exists():
-                with sqlite3.connect(tmp_path / "shop.db") as db:
-                    refunds = db.execute("SELECT amount FROM refunds").fetchall()
-                if refunds and any("completed" in m.text for m in state.messages if m.thread_ts):
+        async with serve_process(env, tmp_path) as port:
+            run = await asyncio.to_thread(
+                subprocess.run,
+                [
+                    sys.executable,
+                    "-m",
+                    "hitl",
+                    "run",
+                    str(ROOT / "examples/refund/workflow.yaml"),
+                    "--var",
+                    "order_id=78291",
+                    "--var",
+                    "amount=75",
+                    "--json",
+                ],
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert run.returncode == 4, run.stderr
+            approval_id = json.loads(run.stdout)["approval_id"]
+            card = None
+            for _ in range(300):
+                found = [m for m in state.messages if approval_id in m.text and not m.thread_ts]
+                if found:
+                    card = copy.deepcopy(found[0])
                     break
-            await asyncio.sleep(0.05)
-        assert refunds == [(75.0,)], (tmp_path / "serve.log").read_text()
-        show = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "hitl", "show", approval_id, "--json"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert json.loads(show.stdout)["status"] == "executed"
+                await asyncio.sleep(0.05)
+            assert card is not None, "hitl serve did not post the card:\n" + (tmp_path / "serve.log").read_text()
+            slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)
+            reply = await slack.click("U_SUPPORT1", card, ACTION_APPROVE)
+            assert reply.status == 200
+            refunds: list[tuple[float]] = []
+            for _ in range(300):
+                if (tmp_path / "shop.db").exists():
+                    with sqlite3.connect(tmp_path / "shop.db") as db:
+                        refunds = db.execute("SELECT amount FROM refunds").fetchall()
+                    if refunds and any("completed" in m.text for m in state.messages if m.thread_ts):
+                        break
+                await asyncio.sleep(0.05)
+            assert refunds == [(75.0,)], (tmp_path / "serve.log").read_text()
+            show = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-m", "hitl", "show", approval_id, "--json"],
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert json.loads(show.stdout)["status"] == "executed"
     finally:
-        serve.terminate()
-        serve.wait(timeout=20)
-        log.close()
         await http.close()
         await emulator.close()
 
