@@ -11,6 +11,9 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
+
+from redis.asyncio import Connection
 
 
 def free_port() -> int:
@@ -71,3 +74,13 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
 def row(label: str, measured: str, target: str = "", ok: bool | None = None) -> None:
     mark = "" if ok is None else ("  ok" if ok else "  MISSED")
     print(f"  {label:<52} {measured:>16}   {target:<18}{mark}")
+
+
+class CountingConnection(Connection):
+    """Counts what the client writes to the socket: one write per command or per pipeline (a round trip)."""
+
+    writes = 0
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        CountingConnection.writes += 1
+        await super().send_packed_command(command, check_health)

@@ -1,7 +1,10 @@
 """Pause -> decide -> resume cycles: hitl's runner on both stores vs LangGraph interrupt()/Command(resume=...).
 
-Same shape on both sides: prepare -> approval -> finish, one new thread/session per cycle, run sequentially.
-Prints medians, p99, ratios and bytes stored per finished run. Needs the `bench` extra (langgraph).
+Same shape on both sides: prepare -> approval -> finish, one new thread/session per cycle. The contenders run in
+interleaved rounds (each round runs every contender in turn), so a slow patch of the machine hits them all alike;
+each figure is the min / median / max of the per-round medians. Also printed: store round trips (Redis) and
+transactions (SQLite) per cycle, SQLite inline on the event loop against the same transactions through a thread,
+and bytes stored per finished run. Needs the `bench` extra (langgraph).
 """
 
 from __future__ import annotations
@@ -11,16 +14,17 @@ import asyncio
 import gc
 import os
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
-import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, pct, redis_server, row  # noqa: E402
+from _common import CountingConnection, redis_server, row  # noqa: E402
 
 from engine.compose import compose  # noqa: E402
 from engine.domain.models import DecisionKind  # noqa: E402
@@ -28,40 +32,34 @@ from engine.ports import Store  # noqa: E402
 from engine.runner import RunStatus, load_workflow  # noqa: E402
 from engine.storage.redis import RedisStore, connect  # noqa: E402
 from engine.storage.sqlite import SqliteStore  # noqa: E402
+from engine.storage.sqlite.connection import SqliteConnection  # noqa: E402
 from engine.testing import FakeClock  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "cycle"
 
 
-async def hitl_cycles(store: Store, n: int, warm: int) -> list[float]:
-    wf = load_workflow(HERE / "workflow.yaml")
-    world = compose(store=store, clock=FakeClock(), config_path=str(HERE / "hitl.yaml"), workflow=wf, worker_id="bench")
-    svc, runner = world.service, world.runner
-    times: list[float] = []
-    for i in range(warm + n):
-        t0 = time.perf_counter()
-        r = await runner.start(wf, {}, session_id=f"ses_{i}_{uuid.uuid4().hex[:6]}")
+class HitlCycles:
+    """hitl's runner on one store: start (runs `prepare`, pauses on `act`), decide, resume (runs `act`, `finish`)."""
+
+    def __init__(self, store: Store) -> None:
+        self.wf = load_workflow(HERE / "workflow.yaml")
+        world = compose(
+            store=store, clock=FakeClock(), config_path=str(HERE / "hitl.yaml"), workflow=self.wf, worker_id="bench"
+        )
+        self.svc, self.runner = world.service, world.runner
+
+    async def cycle(self) -> None:
+        r = await self.runner.start(self.wf, {})  # a new session: the runner names it
         assert r.status is RunStatus.PAUSED and r.approval is not None
-        await svc.decide(
+        await self.svc.decide(
             r.approval.id,
             "U_OPS",
             DecisionKind.APPROVE,
             expected_version=r.approval.version,
             expected_hash=r.approval.action_hash,
         )
-        done = await runner.resume(r.session_id)
+        done = await self.runner.resume(r.session_id)
         assert done.status is RunStatus.COMPLETED
-        _record(times, i, warm, t0)
-    return times
-
-
-def _record(times: list[float], i: int, warm: int, t0: float) -> None:
-    """Keep the time of a measured cycle; after warm-up, move setup objects out of the collector's way."""
-    if i >= warm:
-        times.append((time.perf_counter() - t0) * 1000)
-    if i == warm:
-        gc.collect()
-        gc.freeze()
 
 
 class S(TypedDict):
@@ -69,7 +67,7 @@ class S(TypedDict):
     approved: bool
 
 
-def langgraph_cycles(saver: Any, n: int, warm: int) -> list[float]:
+def langgraph_cycle(saver: Any) -> Callable[[], None]:
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import Command, interrupt
 
@@ -92,80 +90,147 @@ def langgraph_cycles(saver: Any, n: int, warm: int) -> list[float]:
     g.add_edge("approval", "finish")
     g.add_edge("finish", END)
     app: Any = g.compile(checkpointer=saver)
-    times: list[float] = []
-    for i in range(warm + n):
-        cfg = {"configurable": {"thread_id": f"t{i}"}}
-        t0 = time.perf_counter()
+    count = iter(range(10**9))
+
+    def cycle() -> None:
+        cfg = {"configurable": {"thread_id": f"t{next(count)}"}}
         out = app.invoke({"value": 1, "approved": False}, cfg)
         assert "__interrupt__" in out
         final = app.invoke(Command(resume="approve"), cfg)
         assert final["value"] == 7
-        _record(times, i, warm, t0)
-    return times
+
+    return cycle
 
 
 def dir_bytes(d: Path) -> int:
     return sum(p.stat().st_size for p in d.iterdir() if p.is_file())
 
 
-def report(label: str, t: list[float]) -> None:
-    row(f"{label}: cycle median / p99", f"{median(t):.3f} / {pct(t, 0.99):.3f} ms", "")
+Cycle = Callable[[], Awaitable[None] | None]
+
+
+async def timed(cycle: Cycle, n: int) -> float:
+    """The median of ``n`` cycles, in ms."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = cycle()
+        if out is not None:
+            await out
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+async def count_transactions(h: HitlCycles) -> float:
+    """SQLite transactions per cycle (every store call is one)."""
+    calls = 0
+    original = SqliteConnection.run
+
+    async def counting(self: SqliteConnection, fn: Any, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return await original(self, fn, **kw)
+
+    SqliteConnection.run = counting  # type: ignore[method-assign]
+    try:
+        for _ in range(10):
+            await h.cycle()
+    finally:
+        SqliteConnection.run = original  # type: ignore[method-assign]
+    return calls / 10
+
+
+async def count_round_trips(h: HitlCycles) -> float:
+    """Redis round trips per cycle: what the client writes to its sockets (a command or a pipeline each)."""
+    before = CountingConnection.writes
+    for _ in range(10):
+        await h.cycle()
+    return (CountingConnection.writes - before) / 10
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("-n", type=int, default=1000, help="measured cycles per contender")
+    ap.add_argument("-n", type=int, default=1000, help="measured cycles per contender, over all rounds")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warm", type=int, default=100)
     a = ap.parse_args()
-    gc.enable()
+    per = max(1, a.n // a.rounds)
     print(
-        f"hitl cycle benchmark: {a.n} sequential pause -> decide -> resume cycles after {a.warm} warm-up "
-        f"({os.cpu_count()} cores)"
+        f"hitl cycle benchmark: {a.rounds} interleaved rounds of {per} sequential pause -> decide -> resume cycles "
+        f"per contender, after {a.warm} warm-up ({os.cpu_count()} cores)"
     )
-    res: dict[str, list[float]] = {}
-    sizes: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with tempfile.TemporaryDirectory() as tmp, redis_server() as url:
+        dirs: dict[str, Path] = {}
+        contenders: dict[str, Cycle] = {}
+        stores: list[Store] = []
         for sync in ("normal", "full"):
-            d = Path(tmp) / f"hitl-{sync}"
-            store = SqliteStore(d / "hitl.db", synchronous=sync)
-            res[f"hitl SQLite ({sync.upper()})"] = await hitl_cycles(store, a.n, a.warm)
-            await store.close()
-            sizes[f"hitl SQLite ({sync.upper()})"] = dir_bytes(d) / (a.n + a.warm)
-        with redis_server() as url:
-            client = connect(url)
-            rstore = RedisStore(client, prefix="cycle")
-            res["hitl Redis"] = await hitl_cycles(rstore, a.n, a.warm)
-            used = int((await client.info("memory"))["used_memory_dataset"])
-            sizes["hitl Redis"] = used / (a.n + a.warm)
-            await rstore.close()
-
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        res["LangGraph InMemorySaver"] = langgraph_cycles(InMemorySaver(), a.n, a.warm)
+            for inline in (True, False):
+                label = f"hitl SQLite {sync.upper()}" + ("" if inline else " (thread)")
+                dirs[label] = Path(tmp) / label.replace(" ", "_")
+                store = SqliteStore(dirs[label] / "hitl.db", synchronous=sync, inline=inline)
+                stores.append(store)
+                contenders[label] = HitlCycles(store).cycle
+        client = connect(url)
+        client.connection_pool.connection_class = CountingConnection
+        rstore = RedisStore(client, prefix="cycle")
+        stores.append(rstore)
+        redis_cycles = HitlCycles(rstore)
+        contenders["hitl Redis"] = redis_cycles.cycle
+        contenders["LangGraph InMemorySaver"] = langgraph_cycle(InMemorySaver())
         lg_dir = Path(tmp) / "lg"
         lg_dir.mkdir()
         conn = sqlite3.connect(lg_dir / "lg.db", check_same_thread=False)
-        saver = SqliteSaver(conn)
-        res["LangGraph SqliteSaver"] = langgraph_cycles(saver, a.n, a.warm)
-        lg_mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        contenders["LangGraph SqliteSaver"] = langgraph_cycle(SqliteSaver(conn))
         lg_sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[conn.execute("PRAGMA synchronous").fetchone()[0]]
-        conn.close()
-        sizes["LangGraph SqliteSaver"] = dir_bytes(lg_dir) / (a.n + a.warm)
 
-    row("contender", "latency", "")
-    for label, t in res.items():
-        report(label, t)
-    print(f"  (LangGraph SqliteSaver: journal_mode={lg_mode}, synchronous={lg_sync}; hitl SQLite: WAL, setting shown)")
-    m = {k: median(v) for k, v in res.items()}
-    r1 = m["LangGraph InMemorySaver"] / m["hitl Redis"]
-    r2 = m["LangGraph SqliteSaver"] / m["hitl Redis"]
-    same = f"hitl SQLite ({lg_sync})" if f"hitl SQLite ({lg_sync})" in m else "hitl SQLite (FULL)"
-    r3 = m["LangGraph SqliteSaver"] / m[same]
+        for cycle in contenders.values():
+            await timed(cycle, a.warm)
+        gc.collect()
+        gc.freeze()
+        rounds: dict[str, list[float]] = {k: [] for k in contenders}
+        for _ in range(a.rounds):
+            for label, cycle in contenders.items():
+                rounds[label].append(await timed(cycle, per))
+        done = a.warm + a.rounds * per
+        redis_bytes = int((await client.info("memory"))["used_memory_dataset"]) / done
+        counted = SqliteStore(Path(tmp) / "count.db")
+        sqlite_tx = await count_transactions(HitlCycles(counted))
+        redis_rt = await count_round_trips(redis_cycles)
+        for each in (*stores, counted):
+            await each.close()  # the last connection to a WAL database folds the WAL into the file
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        sizes = {label: dir_bytes(d) / done for label, d in dirs.items() if "thread" not in label}
+        sizes["hitl Redis"] = redis_bytes
+        sizes["LangGraph SqliteSaver"] = dir_bytes(lg_dir) / done
+
+    m = {k: statistics.median(v) for k, v in rounds.items()}
+    row("contender: cycle, ms (min / median / max of round medians)", "", "")
+    for label, r in rounds.items():
+        row(label, f"{min(r):.3f} / {m[label]:.3f} / {max(r):.3f}", "")
+    print(f"  (LangGraph SqliteSaver: WAL, synchronous={lg_sync}; hitl SQLite: WAL, the setting shown)")
+
+    def ratio(peer: str, ours: str) -> float:
+        return m[peer] / m[ours]
+
     print("\n  ratios (LangGraph median / hitl median; higher is better for hitl)")
-    row("hitl Redis vs LangGraph InMemorySaver", f"{r1:.2f}x", ">= 3x", r1 >= 3)
-    row("hitl Redis vs LangGraph SqliteSaver", f"{r2:.2f}x", ">= 7x", r2 >= 7)
-    row(f"{same} vs LangGraph SqliteSaver ({lg_sync}, equal durability)", f"{r3:.2f}x", ">= 2x", r3 >= 2)
+    for ours, peer, target in (
+        ("hitl Redis", "LangGraph InMemorySaver", 3.0),
+        ("hitl Redis", "LangGraph SqliteSaver", 6.0),
+        ("hitl SQLite NORMAL", "LangGraph InMemorySaver", 10.0),
+        ("hitl SQLite FULL", "LangGraph SqliteSaver", 5.0),
+    ):
+        x = ratio(peer, ours)
+        row(f"{ours} vs {peer}", f"{x:.2f}x", f">= {target:g}x", x >= target)
+    for sync in ("NORMAL", "FULL"):
+        x = m[f"hitl SQLite {sync} (thread)"] / m[f"hitl SQLite {sync}"]
+        row(f"SQLite {sync}: inline on the loop vs through a thread", f"{x:.2f}x faster", "")
+    print("\n  store work per cycle")
+    row("Redis round trips per cycle", f"{redis_rt:.1f}", "<= 7", redis_rt <= 7)
+    row("SQLite transactions per cycle", f"{sqlite_tx:.1f}", "<= 7", sqlite_tx <= 7)
     print("\n  bytes stored per finished run")
     for label, b in sizes.items():
         row(label, f"{b:,.0f} B", "")

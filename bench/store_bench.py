@@ -15,12 +15,10 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, pct, redis_server, row  # noqa: E402
-from redis.asyncio.connection import Connection  # noqa: E402
+from _common import CountingConnection, median, pct, redis_server, row  # noqa: E402
 
 from engine.domain.decide import DecideCommand  # noqa: E402
 from engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
@@ -105,16 +103,6 @@ async def list_bench(store: Store, clock: FakeClock, sizes: list[int]) -> dict[i
             cursor = page.cursor
         out[size] = median(times)
     return out
-
-
-class CountingConnection(Connection):
-    """Counts what the client writes to the socket: one write per command or per pipeline (a round trip)."""
-
-    writes = 0
-
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        CountingConnection.writes += 1
-        await super().send_packed_command(command, check_health)
 
 
 async def redis_part(url: str, args: argparse.Namespace) -> None:

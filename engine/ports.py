@@ -16,6 +16,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engine.domain.decide import DecideCommand
+from engine.domain.journal import Commit, Committed, Opened
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
 from engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
@@ -29,6 +30,7 @@ __all__ = [
     "Clock",
     "ExecutionLedger",
     "JobQueue",
+    "Journal",
     "MessageMap",
     "Notifier",
     "RateWindows",
@@ -159,6 +161,24 @@ class RunStore(Protocol):
         ...
 
 
+class Journal(Protocol):
+    """A run's step boundaries, each one atomic store operation (see :mod:`engine.domain.journal`): the outcome
+    of the effect just run, the checkpoint, audit lines, the approval it pauses on, the next effect's claim and
+    the release of ownership, written together or not at all."""
+
+    async def commit(self, commit: Commit) -> Committed:
+        """Apply ``commit`` atomically, or raise (:class:`~engine.errors.StaleVersion`: the checkpoint moved or
+        another worker owns the run; :class:`~engine.errors.ClaimRefused`: the outcome's claim was fenced) having
+        written nothing. A refused claim is returned, not raised."""
+        ...
+
+    async def open(self, run_id: str, *, holder: str, now: float, lease: float) -> Opened:
+        """Take ownership of a run to resume it, and read its checkpoint, the approval it waits on and its
+        session's trusted tools, in one step. :class:`~engine.errors.NotFound` when there is no such run;
+        ``claim_in_progress`` while another worker's lease on it is live."""
+        ...
+
+
 class JobQueue(Protocol):
     """Durable background jobs (resume a run, update a card), delivered at least once."""
 
@@ -234,6 +254,9 @@ class Store(Protocol):
 
     @property
     def runs(self) -> RunStore: ...
+
+    @property
+    def journal(self) -> Journal: ...
 
     @property
     def jobs(self) -> JobQueue: ...

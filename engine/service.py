@@ -136,6 +136,8 @@ class ApprovalService:
         role: str | None = None,
         batch: list[dict[str, Any]] | None = None,
         schema: dict[str, Any] | None = None,
+        trusted: frozenset[str] | None = None,
+        create: bool = True,
     ) -> Proposal:
         """Evaluate the policy; create (or re-attach to) an approval when a human is needed.
 
@@ -145,11 +147,19 @@ class ApprovalService:
         approval to something narrower (a step iteration, a framework's call id) need not hash the action again.
         ``role`` forces the approver role (review gates). ``batch`` proposes every item of a batch under one
         approval bound to :func:`~engine.domain.hashing.batch_hash` of the exact ordered items.
+
+        ``trusted``: the session's trusted tools as the caller read them (a run reads them when it is opened). Only
+        their absence is taken on trust: a tool they name is checked against the store again, so a revoked grant
+        never approves anything. ``create=False`` returns the approval a human must give without storing it (the
+        run stores it with its checkpoint when it pauses, then calls :meth:`announce`).
         """
         now = self.clock.now()
         items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, args)]
         clean = {"items": items} if batch is not None else items[0]
-        trusted = await self._trusted(session_id, now) if self.policy.trust_matters(tool) else frozenset()
+        if not self.policy.trust_matters(tool):
+            trusted = frozenset()
+        elif trusted is None or tool in trusted:
+            trusted = await self._trusted(session_id, now)
         scope = dedupe_scope if dedupe_scope is not None else session_id
 
         memo: list[tuple[str, str]] = []
@@ -213,9 +223,11 @@ class ApprovalService:
             metadata={**(metadata or {}), **({"batch": len(items)} if batch is not None else {})},
             args_schema=schema,
         )
+        if not create:
+            return Proposal(verdict=verdict, approval=approval, args=clean)
         stored, created = await self.store.approvals.create(approval)
         if created:
-            await self._created(stored)
+            await self.announce(stored)
         return Proposal(verdict=verdict, approval=stored, created=created, args=clean)
 
     async def _trusted(self, session_id: str, now: float) -> frozenset[str]:
@@ -364,7 +376,7 @@ class ApprovalService:
                 )
             raise
         if replacement is not None:
-            await self._created(await self.store.approvals.get(replacement.id))
+            await self.announce(await self.store.approvals.get(replacement.id))
         return await self._after_decision(updated, kind, reviewer)
 
     async def _checked(
@@ -478,7 +490,8 @@ class ApprovalService:
             await self._changed(a)
         return expired
 
-    async def _created(self, approval: Approval) -> None:
+    async def announce(self, approval: Approval) -> None:
+        """Tell reviewers and subscribers about a new approval (after it was stored)."""
         if self.notifier is not None:
             await self._safe(self.notifier.approval_requested(approval))
         await self._event(approval, created=True)

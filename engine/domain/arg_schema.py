@@ -83,10 +83,14 @@ def _meta_problem(canonical: str) -> str | None:
     return None
 
 
-def schema_errors(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, str]:
-    """Field -> message for every violation (empty when ``args`` is valid). ``(args)`` names the whole object."""
+def schema_errors(
+    schema: dict[str, Any], args: dict[str, Any], validator: Draft202012Validator | None = None
+) -> dict[str, str]:
+    """Field -> message for every violation (empty when ``args`` is valid). ``(args)`` names the whole object.
+    ``validator``: one built for ``schema`` before (building it costs more than most validations)."""
     problems: dict[str, str] = {}
-    for err in sorted(Draft202012Validator(schema).iter_errors(args), key=lambda e: list(map(str, e.path))):
+    checker = validator if validator is not None else Draft202012Validator(schema)
+    for err in sorted(checker.iter_errors(args), key=lambda e: list(map(str, e.path))):
         where = ".".join(str(p) for p in err.absolute_path)
         if not where and err.validator == "required":
             missing = [str(name) for name in err.validator_value if name not in args]
@@ -103,9 +107,13 @@ def schema_errors(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, str
     return problems
 
 
-def validate_args(tool: str, schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+def validate_args(
+    tool: str, schema: dict[str, Any], args: dict[str, Any], validator: Draft202012Validator | None = None
+) -> dict[str, Any]:
     """``args`` when they satisfy ``schema``, else :class:`InvalidInput` naming every bad field."""
-    problems = schema_errors(schema, args)
+    if validator is not None and validator.is_valid(args):  # the common case, without collecting errors
+        return args
+    problems = schema_errors(schema, args, validator)
     if problems:
         listed = "; ".join(f"{k}: {v}" for k, v in problems.items())
         raise InvalidInput(f"arguments for {tool} are invalid: {listed}", tool=tool, fields=problems)

@@ -10,7 +10,7 @@ from typing import Any
 from engine.domain.models import Approval, Status
 from engine.domain.records import Claim, ClaimState
 from engine.domain.states import check_transition
-from engine.errors import ClaimRefused, ErrorCode, StaleVersion
+from engine.errors import ClaimRefused, EngineError, ErrorCode, StaleVersion
 
 __all__ = [
     "check_checkpoint_version",
@@ -19,6 +19,7 @@ __all__ = [
     "claim_in_progress",
     "finished",
     "next_claim",
+    "not_owner",
     "stale_approval",
     "stale_run",
     "transitioned",
@@ -72,6 +73,16 @@ def stale_run(run_id: str, version: int, expected: int) -> StaleVersion:
         code=ErrorCode.STALE_VERSION,
         run_id=run_id,
         version=version,
+    )
+
+
+def not_owner(run_id: str, owner: str | None) -> EngineError:
+    """A run's step boundary written by a worker that does not (or no longer) own the run: refused whole."""
+    by = f" by {owner}" if owner else ""
+    return EngineError(
+        f"run {run_id} is being driven{by}, not by this worker; it continues there (try again in a few seconds)",
+        code=ErrorCode.CLAIM_IN_PROGRESS,
+        session_id=run_id,
     )
 
 

@@ -43,9 +43,14 @@ def check_same_action(stored: Approval, proposed: Approval) -> None:
     the stored approval then would let one action run on another's approval, so a collision is an error.
     """
     if stored.dedupe_key != proposed.dedupe_key:
-        raise EngineError(
-            f"approval id {stored.id} is already taken by another action ({stored.tool}); propose this action "
-            "with a different dedupe key (for example a new session id)",
-            code=ErrorCode.ID_COLLISION,
-            approval_id=stored.id,
-        )
+        raise id_collision(stored.id, stored.tool)
+
+
+def id_collision(approval_id: str, tool: str) -> EngineError:
+    """The error for an approval id already taken by another action (see :func:`check_same_action`)."""
+    return EngineError(
+        f"approval id {approval_id} is already taken by another action ({tool}); propose this action "
+        "with a different dedupe key (for example a new session id)",
+        code=ErrorCode.ID_COLLISION,
+        approval_id=approval_id,
+    )

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.domain.hashing import action_hash
+from engine.domain.journal import ClaimIntent, OutcomeRecord
 from engine.domain.models import Approval, Status
-from engine.domain.records import AuditEntry, ClaimState
+from engine.domain.records import AuditEntry, Claim, ClaimState
 from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from engine.ports import Clock, Store
+from engine.runner.drive import Drive
 from engine.runner.leases import kept_alive
 from engine.runner.tools import Tool
 
@@ -87,23 +89,20 @@ class Effects:
         key: str,
         approval: Approval | None,
         resolution: Resolution | None = None,
+        drive: Drive | None = None,
     ) -> Any:
         """Run ``tool`` at most once under ``key``; a repeat returns the recorded output.
 
         A failed attempt is retried when the run is driven again. An attempt whose holder died (its lease ran out)
         is *in doubt*: it is run again only if the tool honours its idempotency key, else its reconcile hook says
         whether it happened, else :class:`EffectInDoubt` is raised until a person gives a ``resolution``.
+
+        With a run's ``drive``, the claim is written with the run's waiting writes in one commit (which also moves
+        the approval to ``executing``), and a success is recorded with its next commit.
         """
         digest = action_hash(tool.name, args)
         try:
-            claim = await self.store.ledger.claim(
-                key,
-                action_hash=digest,
-                holder=self.worker_id,
-                now=self.clock.now(),
-                lease=self.lease,
-                retry_failed=True,
-            )
+            claim = await self._claim(key, digest, approval, drive)
         except ClaimRefused as exc:
             if exc.code is ErrorCode.CLAIM_IN_PROGRESS:
                 raise EngineError(
@@ -113,7 +112,7 @@ class Effects:
                 ) from None
             raise
         if not claim.acquired:
-            if approval is not None:
+            if approval is not None and drive is None:  # a run's commit moved it along with the claim
                 await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
             assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
             return claim.result.get("output")
@@ -123,7 +122,7 @@ class Effects:
         if resolution == "done":
             output = reconciled if reconciled is not None else {"recorded_as_done": True, "tool": tool.name}
             return await self._done(key, claim.attempt, approval, output)
-        if approval is not None:
+        if approval is not None and drive is None:  # a run's commit moved it to executing with the claim
             approval = await self.mark(approval, Status.EXECUTING)
         try:
             async with self._renewing(key, claim.attempt):
@@ -142,7 +141,23 @@ class Effects:
                 "failed", approval, digest, str(ErrorCode.TOOL_FAILED), f"{tool.name} attempt {claim.attempt}: {error}"
             )
             raise EffectFailed(tool.name, error) from exc
+        if drive is not None:  # recorded, with the approval's move to executed, by the run's next commit
+            result = {"output": output}
+            drive.outcome = OutcomeRecord(key, claim.attempt, True, result, approval.id if approval else None)
+            return output
         return await self._done(key, claim.attempt, approval, output)
+
+    async def _claim(self, key: str, digest: str, approval: Approval | None, drive: Drive | None) -> Claim:
+        if drive is None:
+            now = self.clock.now()
+            return await self.store.ledger.claim(
+                key, action_hash=digest, holder=self.worker_id, now=now, lease=self.lease, retry_failed=True
+            )
+        done = await drive.commit(claim=ClaimIntent(key, digest, approval.id if approval else None))
+        if done.claim_refused is not None:
+            raise done.claim_refused
+        assert done.claim is not None
+        return done.claim
 
     async def _settle_doubt(
         self, tool: Tool, args: dict[str, Any], key: str, attempt: int, digest: str, approval: Approval | None

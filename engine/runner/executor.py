@@ -14,7 +14,7 @@ from typing import Any
 from engine.api_spec import EventKind
 from engine.domain.ids import new_session_id
 from engine.domain.records import AuditEntry
-from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
+from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, StaleVersion
 from engine.runner.checks import check_templates, resolve_vars
 from engine.runner.effects import EffectFailed
 from engine.runner.kit import StepKit
@@ -65,12 +65,6 @@ class Runner:
     ) -> RunResult:
         """Validate everything that can be checked up front, then run until done or paused."""
         values = resolve_vars(wf, given_vars)
-        if session_id is not None and await self.store.runs.load(session_id) is not None:
-            raise InvalidInput(
-                f"session {session_id} already has a run; continue it with `hitl resume {session_id}` "
-                "or start a new one without --session",
-                session_id=session_id,
-            )
         if wf.spec_hash not in self._checked:
             check_templates(wf)
             self._checked.add(wf.spec_hash)
@@ -85,21 +79,33 @@ class Runner:
             vars=values,
             requester=requester or self.svc.requester,
         )
-        async with self.kit.owning(state.session_id):
-            await self.kit.save(state)
-            await self._event(state, "run_started", f"{wf.spec.name} by {state.requester}")
-            return await self._drive(wf, tools, state)
+        drive = self.kit.begin(state)
+        # A session named here is new: no grant can exist for it. One the caller named may have some.
+        drive.trusted = frozenset() if session_id is None else None
+        try:
+            async with self.kit.driving(drive):
+                self._event(state, "run_started", f"{wf.spec.name} by {state.requester}")
+                return await self._drive(wf, tools, state)
+        except StaleVersion:
+            if drive.committed:
+                raise
+            # The run's first commit creates it: refused because the session already has a run.
+            raise InvalidInput(
+                f"session {state.session_id} already has a run; continue it with `hitl resume {state.session_id}` "
+                "or start a new one without --session",
+                session_id=state.session_id,
+            ) from None
 
     async def resume(
         self, session_id: str, *, force: bool = False, actor: str = "cli", overrides: dict[str, Any] | None = None
     ) -> RunResult:
         """Continue a paused (or crashed, or failed) run from its checkpoint, as its owner. ``overrides`` replace
         variables for the steps still to come (validated like ``--var`` at the start; recorded in the audit)."""
-        async with self.kit.owning(session_id):
-            return await self._resume(session_id, force=force, actor=actor, overrides=overrides or {})
+        async with self.kit.driving(await self.kit.open(session_id)) as drive:
+            return await self._resume(drive.state, force=force, actor=actor, overrides=overrides or {})
 
-    async def _resume(self, session_id: str, *, force: bool, actor: str, overrides: dict[str, Any]) -> RunResult:
-        state = await self.load(session_id)
+    async def _resume(self, state: RunState, *, force: bool, actor: str, overrides: dict[str, Any]) -> RunResult:
+        session_id = state.session_id
         if state.status in _ENDED:
             if overrides:
                 raise InvalidInput(
@@ -112,7 +118,7 @@ class Runner:
             state.vars = resolve_vars(wf, {**state.vars, **overrides})
             names = ", ".join(sorted(overrides))
             state.history.append(f"variables changed by {actor}: {names}")
-            await self._event(state, "run_vars_changed", f"by {actor}: {names}")
+            self._event(state, "run_vars_changed", f"by {actor}: {names}")
         if wf.spec_hash != state.spec_hash:
             what = describe_changes(state.step_hashes, wf.step_hashes)
             if not force:
@@ -122,7 +128,7 @@ class Runner:
                     code=ErrorCode.WORKFLOW_CHANGED,
                     session_id=session_id,
                 )
-            await self.store.audit.append(
+            self.kit.drive(state).events.append(
                 AuditEntry(
                     at=self.svc.clock.now(),
                     actor=actor,
@@ -133,7 +139,8 @@ class Runner:
             state.history.append(f"resumed with --force by {actor}: {what}")
             state.spec_hash, state.step_hashes = wf.spec_hash, wf.step_hashes
         state.status = RunStatus.RUNNING
-        await self._event(state, "run_resumed", f"by {actor} at step {state.position + 1}")
+        await self.kit.save(state)
+        self._event(state, "run_resumed", f"by {actor} at step {state.position + 1}")
         return await self._drive(wf, self._load(wf), state)
 
     async def load(self, session_id: str) -> RunState:
@@ -167,29 +174,50 @@ class Runner:
                     # an effect is held elsewhere) leaves it running: the next owner tries again.
                     state.status, state.reason, state.waiting = RunStatus.FAILED, exc.message, None
                     await self.kit.save(state)
+                    await self.kit.drive(state).commit(release=True)
                     await self._finished(state)
                 raise
             if isinstance(outcome, Halt):
-                state.status = outcome.status
-                state.waiting = outcome.approval.id if outcome.approval else None
-                state.reason = outcome.reason
-                await self.kit.save(state)
-                waiting = f" on {outcome.approval.id}" if outcome.approval else ""
-                await self._event(state, f"run_{outcome.status}", f"{outcome.reason or ''}{waiting}".strip())
-                if outcome.status is not RunStatus.PAUSED:
-                    await self._finished(state)
-                return self._result(state, outcome.approval)
+                halted = await self._halt(state, outcome)
+                if halted is None:
+                    continue  # the approval it would pause on was asked and answered before: go on with it
+                return halted
             state.position = outcome.position if isinstance(outcome, Jump) else state.position + 1
             state.waiting = None
-            if state.position >= len(steps):
-                state.status, state.reason = RunStatus.COMPLETED, None
             await self.kit.save(state)
-        if state.status is not RunStatus.COMPLETED:  # a run resumed after it had already finished its steps
-            state.status, state.reason = RunStatus.COMPLETED, None
-            await self.kit.save(state)
-        await self._event(state, "run_completed", f"{len(steps)} steps")
+        state.status, state.reason = RunStatus.COMPLETED, None
+        await self.kit.save(state)
+        self._event(state, "run_completed", f"{len(steps)} steps")
+        await self.kit.drive(state).commit(release=True)
         await self._finished(state)
         return self._result(state)
+
+    async def _halt(self, state: RunState, halt: Halt) -> RunResult | None:
+        """Pause or end the run in one commit (storing the approval it pauses on, if it is new). None when that
+        approval turns out to have been answered already: then nothing was written and the step runs again."""
+        drive = self.kit.drive(state)
+        approval = halt.approval
+        ask = drive.ask if approval is not None and drive.ask is not None and drive.ask.id == approval.id else None
+        drive.ask = None
+        before = (state.status, state.waiting, state.reason, len(drive.events))
+        state.status, state.waiting, state.reason = halt.status, approval.id if approval else None, halt.reason
+        await self.kit.save(state)
+        waiting = f" on {approval.id}" if approval else ""
+        self._event(state, f"run_{halt.status}", f"{halt.reason or ''}{waiting}".strip())
+        done = await drive.commit(ask=ask, release=True)
+        if not done.applied:
+            state.status, state.waiting, state.reason = before[0], before[1], before[2]
+            del drive.events[before[3] :]
+            assert done.approval is not None
+            drive.answered[done.approval.id] = done.approval
+            return None
+        if ask is not None and done.approval is not None:
+            approval = done.approval
+            if done.created:
+                await self.svc.announce(approval)
+        if halt.status is not RunStatus.PAUSED:
+            await self._finished(state)
+        return self._result(state, approval)
 
     async def _finished(self, state: RunState) -> None:
         """Tell webhook subscribers the run ended (completed, rejected, cancelled, expired or failed)."""
@@ -203,9 +231,10 @@ class Runner:
         except Exception:  # the run's end is recorded; a lost notice must not turn it into a failure
             log.exception("could not queue run.finished for %s", state.session_id)
 
-    async def _event(self, state: RunState, event: str, detail: str) -> None:
-        """Run-level events join the audit trail (the chain of entries that belong to no approval)."""
-        await self.store.audit.append(
+    def _event(self, state: RunState, event: str, detail: str) -> None:
+        """Run-level events join the audit trail (the chain of entries that belong to no approval), written with
+        the run's next commit."""
+        self.kit.drive(state).events.append(
             AuditEntry(
                 at=self.svc.clock.now(),
                 actor=self.worker_id,

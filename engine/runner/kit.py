@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from engine.domain.ids import short_id
 from engine.domain.models import Approval, DecisionKind, Status, Tier
 from engine.errors import EngineError, ErrorCode
+from engine.runner.drive import Drive
 from engine.runner.effects import EffectInDoubt, Effects, Resolution
 from engine.runner.leases import kept_alive
 from engine.runner.outcomes import Halt, halt_for
@@ -22,12 +24,14 @@ from engine.service import ApprovalService, Proposal
 
 __all__ = ["DOUBT", "StepKit"]
 
+log = logging.getLogger(__name__)
+
 DOUBT = "doubt:"
 """Prefix of the tool name of an approval that asks a person about an effect in doubt."""
 
 
 class StepKit:
-    """The toolkit a step handler works with. One per runner; holds no run state of its own.
+    """The toolkit a step handler works with. One per runner; a run's state lives in its :class:`Drive`.
 
     Args:
         service: policy + store + reviewers of the run's world.
@@ -42,6 +46,8 @@ class StepKit:
         self.worker_id = worker_id or f"runner:{socket.gethostname()}:{short_id('w')}"
         self.lease = lease
         self.effects = Effects(service.store, service.clock, self.worker_id, lease)
+        self.drives: dict[str, Drive] = {}
+        """The runs this runner drives now, by session id."""
 
     # -- templates ----------------------------------------------------------------------------------------
     def scope(self, state: RunState, step_id: str, **extra: Any) -> dict[str, Any]:
@@ -67,7 +73,11 @@ class StepKit:
         """
         if state.waiting is None:
             return None
-        found = await self.store.approvals.get(state.waiting)
+        drive = self.drive(state)
+        if drive.waiting is not None and drive.waiting.id == state.waiting:
+            found, drive.waiting = drive.waiting, None  # read with the checkpoint when the run was opened
+        else:
+            found = await self.store.approvals.get(state.waiting)
         it = state.iteration.get(step_id, 0)
         if found.metadata.get("step") != step_id or found.tool != tool or found.metadata.get("iteration", it) != it:
             return None
@@ -90,6 +100,8 @@ class StepKit:
             dedupe_scope=f"{state.session_id}:{step.id}:{it}",
             metadata=self._about(state, step.id, "tool"),
             timeout=step.timeout,
+            trusted=self.drive(state).trusted,
+            create=False,
             **kw,
         )
 
@@ -105,8 +117,16 @@ class StepKit:
             return Halt(RunStatus.REJECTED, reason=f"{tool} is denied by policy; nothing ran")
         if prop.approval is None:
             return None
-        approval = await self.effects.follow(prop.approval)
-        return halt_for(approval) or approval
+        known = self.drive(state).answered.pop(prop.approval.id, None)
+        if known is not None:  # asked and answered before: go on with the answer
+            approval = await self.effects.follow(known)
+            return halt_for(approval) or approval
+        return self._pause_on(state, prop.approval)
+
+    def _pause_on(self, state: RunState, approval: Approval) -> Halt:
+        """Pause on an approval proposed but not stored: the pause stores it with the checkpoint, in one step."""
+        self.drive(state).ask = approval
+        return Halt(RunStatus.PAUSED, approval=approval)
 
     async def gated(self, tool: Tool, state: RunState, step: ToolStep, args: dict[str, Any], *, key: str) -> Any:
         """Run ``tool`` once it may run (with the approved, possibly modified, arguments), or halt."""
@@ -136,7 +156,9 @@ class StepKit:
             else:
                 return halt_for(doubt) or Halt(RunStatus.REJECTED, approval=doubt, reason=doubt.reason or "stopped")
         try:
-            return await self.effects.execute(tool, args, key=key, approval=approval, resolution=resolution)
+            return await self.effects.execute(
+                tool, args, key=key, approval=approval, resolution=resolution, drive=self.drive(state)
+            )
         except EffectInDoubt as exc:
             return Halt(RunStatus.PAUSED, approval=await self._ask_about(state, step, tool, args, exc, approval))
 
@@ -202,12 +224,18 @@ class StepKit:
             metadata=self._about(state, step_id, "gate", fallback=fallback),
             timeout=timeout,
             role=role,
+            create=False,
         )
         if prop.approval is None:
             raise EngineError(
                 f"{tool}: the policy denies review gates here; allow it or remove the gate",
                 code=ErrorCode.POLICY_DENIED,
             )
+        drive = self.drive(state)
+        known = drive.answered.pop(prop.approval.id, None)
+        if known is not None:  # asked and answered before
+            return known
+        drive.ask = prop.approval  # pending: the gate pauses, and the pause stores it
         return prop.approval
 
     @staticmethod
@@ -217,29 +245,65 @@ class StepKit:
         return {"step": step_id, "iteration": it, "workflow": state.workflow, "kind": kind, **extra}
 
     # -- ownership and persistence ------------------------------------------------------------------------
+    def drive(self, state: RunState) -> Drive:
+        return self.drives[state.session_id]
+
+    def begin(self, state: RunState) -> Drive:
+        """A new run: nothing is written until its first commit, which creates it and takes ownership."""
+        return Drive(self.store, self.svc.clock, self.worker_id, self.lease, state, dirty=True)
+
+    async def open(self, session_id: str) -> Drive:
+        """An existing run taken over to resume it: ownership, checkpoint, waiting approval, trust, one read."""
+        opened = await self.store.journal.open(
+            session_id, holder=self.worker_id, now=self.svc.clock.now(), lease=self.lease
+        )
+        state = RunState.model_validate({**opened.data, "version": opened.version})
+        return Drive(
+            self.store,
+            self.svc.clock,
+            self.worker_id,
+            self.lease,
+            state,
+            owned=True,
+            waiting=opened.waiting,
+            trusted=opened.trusted,
+        )
+
     @contextlib.asynccontextmanager
-    async def owning(self, run_id: str) -> AsyncIterator[None]:
-        """Own the run while driving it: renew the lease every third of it, give it up at the end."""
+    async def driving(self, drive: Drive) -> AsyncIterator[Drive]:
+        """Drive the run: renew its lease every third of it; at the end write what still waits and let it go."""
+        run_id = drive.state.session_id
         clock = self.svc.clock
-        if not await self.store.runs.own(run_id, holder=self.worker_id, now=clock.now(), lease=self.lease):
-            raise EngineError(
-                f"run {run_id} is being driven by another worker; it continues there (try again in a few seconds)",
-                code=ErrorCode.CLAIM_IN_PROGRESS,
-                session_id=run_id,
-            )
 
         async def renew() -> bool:
+            if not drive.owned:  # not taken yet (a start before its first commit) or already let go
+                return True
             return await self.store.runs.renew(run_id, holder=self.worker_id, now=clock.now(), lease=self.lease)
 
+        self.drives[run_id] = drive
         try:
             async with kept_alive(renew, every=self.lease / 3, what=f"ownership of run {run_id}"):
-                yield
+                yield drive
         finally:
-            await self.store.runs.release(run_id, holder=self.worker_id)
+            del self.drives[run_id]
+            await self._let_go(drive)
 
-    # -- persistence --------------------------------------------------------------------------------------
+    async def _let_go(self, drive: Drive) -> None:
+        """Normally the run's last commit let it go. After an error: keep what was done, then let it go."""
+        try:
+            if drive.pending and (drive.owned or drive.committed):
+                await drive.commit(release=True)
+            elif drive.owned:
+                await self.store.runs.release(drive.state.session_id, holder=self.worker_id)
+        except Exception:  # already failing: the run stays for recovery to take over when the lease runs out
+            log.warning("could not write the last steps of run %s; recovery resumes it", drive.state.session_id)
+
     async def save(self, state: RunState) -> None:
-        data = state.model_dump(mode="json", exclude={"version"})
-        state.version = await self.store.runs.save(
-            state.session_id, data, expected_version=state.version, now=self.svc.clock.now()
-        )
+        """The checkpoint changed: it is written with the run's next commit."""
+        self.drive(state).dirty = True
+
+    async def flush(self, state: RunState) -> None:
+        """Write what waits now (before a write outside the run's commits must follow it)."""
+        drive = self.drive(state)
+        if drive.pending:
+            await drive.commit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -120,19 +121,36 @@ class LoadedWorkflow(BaseModel):
     step_hashes: dict[str, str]
 
 
+_STAT: dict[str, tuple[tuple[int, int, int], LoadedWorkflow]] = {}
 _LOADED: dict[tuple[str, str], LoadedWorkflow] = {}
 
 
 def load_workflow(path: str | Path) -> LoadedWorkflow:
-    """Read and validate a workflow file. The file is always re-read (resume compares its hash); parsing is
-    skipped when the content is unchanged since the last load in this process."""
+    """Read and validate a workflow file. A file whose ``stat`` (size, modification time, inode) is what it was at
+    the last load in this process is not read again; otherwise it is read and hashed (resume compares the hash),
+    and parsed only when its content changed."""
     p = Path(path).resolve()
     try:
+        st = p.stat()
+        seen = _STAT.get(str(p))
+        # A file changed within the clock's granularity could change again with the same stat ("racy git"): only
+        # a file older than that is trusted by its stat.
+        settled = time.time_ns() - st.st_mtime_ns > 2_000_000_000
+        if seen is not None and settled and seen[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
+            return seen[1]
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise EngineError(
             f"cannot read workflow {path}: {exc.strerror or exc}; check the path", code=ErrorCode.WORKFLOW_INVALID
         ) from None
+    loaded = _parse(p, text, path)
+    if len(_STAT) > 256:
+        _STAT.clear()
+    _STAT[str(p)] = ((st.st_size, st.st_mtime_ns, st.st_ino), loaded)
+    return loaded
+
+
+def _parse(p: Path, text: str, path: str | Path) -> LoadedWorkflow:
     digest = hashlib.sha256(text.encode()).hexdigest()
     cached = _LOADED.get((str(p), digest))
     if cached is not None:

@@ -106,7 +106,10 @@ class ApiClient:
                 if exc.code is ErrorCode.NOT_FOUND:
                     return None
                 raise
-            moved = run.status != "paused" or run.approval is None or run.approval.id != approval_id
+            # Running: the server is driving it now, past the approval; wait for where it stops.
+            moved = run.status != "running" and (
+                run.status != "paused" or run.approval is None or run.approval.id != approval_id
+            )
             if moved or asyncio.get_running_loop().time() >= deadline:
                 return run
             await asyncio.sleep(0.2)

@@ -86,7 +86,7 @@ async def test_resuming_a_run_through_the_api_waits_for_the_server_to_continue_i
     )
     assert status == 201
     code, body, err = await hitl("resume", run["session_id"], "--approve", "--json", env=as_token(api, "sup1"))
-    assert code == 0, err
+    assert code == 0, (err, body)
     assert body["status"] == "completed" and body["session_id"] == run["session_id"]
 
 

@@ -7,6 +7,7 @@ from engine.testing.conformance import (
     ApprovalsConformance,
     FailureConformance,
     JobsConformance,
+    JournalConformance,
     LedgerConformance,
     RecordsConformance,
     RunsConformance,
@@ -28,6 +29,10 @@ class TestRuns(RunsConformance):
 
 
 class TestJobs(JobsConformance):
+    pass
+
+
+class TestJournal(JournalConformance):
     pass
 
 

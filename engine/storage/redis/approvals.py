@@ -18,7 +18,7 @@ from engine.domain.states import check_transition, sources_of
 from engine.errors import ErrorCode, NotFound
 from engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor
 from engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
-from engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors
+from engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
 
 __all__ = ["RedisApprovals"]
 
@@ -200,6 +200,7 @@ class RedisApprovals:
             return approval
         raise refusal(ErrorCode(text(out[1])), approval, cmd.reviewer.id)
 
+    @waits
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

@@ -3,6 +3,7 @@ calls, and the error boundary (a client failure is always a :class:`StoreError`)
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import re
@@ -10,28 +11,30 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, RedisError
 
 from engine.errors import StoreError
 
-__all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "store_errors"]
+__all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "store_errors", "waits"]
 
 ANY_ROLE = "*"
 DYNAMIC_FIELDS = ["status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at"]
 C = TypeVar("C", bound=type)
 
 
-def connect(url: str, *, max_connections: int = 64, socket_timeout: float = 5.0) -> Redis:
-    """A client whose pool makes callers wait for a free connection instead of failing under load.
+def connect(url: str, *, max_connections: int = 256, socket_timeout: float | None = None) -> Redis:
+    """A client on a plain connection pool, with no per-command socket timeout.
 
-    Waiting for a pooled connection has no deadline of its own (each command still times out after
-    ``socket_timeout``), which also keeps a timer off the hot path.
+    A socket timeout makes redis-py wrap every read in a timer task; the store instead bounds each whole operation
+    once (:class:`RedisConnection`'s ``deadline``), which costs one timer handle per operation. A blocking pool
+    (callers queue for a free connection) costs more per call than it saves: the pool opens up to
+    ``max_connections`` and an operation beyond that fails as a retryable :class:`~engine.errors.StoreError`.
     """
-    pool = BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, timeout=None, socket_timeout=socket_timeout, decode_responses=True
+    pool = ConnectionPool.from_url(
+        url, max_connections=max_connections, socket_timeout=socket_timeout, decode_responses=True
     )
     return Redis.from_pool(pool)  # the client owns the pool and closes it in aclose()
 
@@ -42,23 +45,41 @@ def _failed(exc: BaseException) -> StoreError:
 
 def store_errors(cls: C) -> C:
     """Wrap every public coroutine method of ``cls`` so a Redis client failure surfaces as :class:`StoreError`
-    (one boundary for the whole store, instead of a try/except per method that a new method could forget)."""
+    (one boundary for the whole store, instead of a try/except per method that a new method could forget), and
+    so the whole operation answers within the connection's ``deadline`` (methods that wait by design, marked
+    :func:`waits`, bound themselves)."""
     for name, fn in list(vars(cls).items()):
         if name.startswith("_") or not inspect.iscoroutinefunction(fn):
             continue
 
-        def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        def wrap(method: Callable[..., Any], bounded: bool) -> Callable[..., Any]:
             @functools.wraps(method)
-            async def guarded(*args: Any, **kwargs: Any) -> Any:
+            async def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+                deadline: float | None = self.conn.deadline if bounded else None
                 try:
-                    return await method(*args, **kwargs)
+                    async with asyncio.timeout(deadline):
+                        return await method(self, *args, **kwargs)
                 except (RedisError, OSError) as exc:
                     raise _failed(exc) from exc
+                except TimeoutError:
+                    raise StoreError(
+                        f"Redis did not answer within {deadline} s; nothing is known to be applied. Check that Redis "
+                        "is up and not overloaded, then retry"
+                    ) from None
 
             return guarded
 
-        setattr(cls, name, wrap(fn))
+        setattr(cls, name, wrap(fn, not getattr(fn, "_hitl_waits", False)))
     return cls
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def waits(fn: F) -> F:
+    """Mark a store method that waits by design (up to a timeout of its own): no operation deadline for it."""
+    fn._hitl_waits = True  # type: ignore[attr-defined]
+    return fn
 
 
 def _lua(name: str) -> str:
@@ -70,9 +91,11 @@ def _lua(name: str) -> str:
 class RedisConnection:
     """Client, key prefix and scripts."""
 
-    def __init__(self, client: Redis, *, prefix: str = "hitl") -> None:
+    def __init__(self, client: Redis, *, prefix: str = "hitl", deadline: float = 5.0) -> None:
         self.r = client
         self.p = prefix
+        self.deadline = deadline
+        """Seconds a store operation may take, all its round trips together, before it fails as a StoreError."""
         self.decide_script: AsyncScript = client.register_script(_lua("decide"))
         self.transition_script: AsyncScript = client.register_script(_lua("transition"))
         self.create_script: AsyncScript = client.register_script(_lua("create"))
@@ -84,6 +107,8 @@ class RedisConnection:
         self.own_script: AsyncScript = client.register_script(_lua("own"))
         self.audit_script: AsyncScript = client.register_script(_lua("audit"))
         self.events_script: AsyncScript = client.register_script(_lua("events"))
+        self.commit_script: AsyncScript = client.register_script(_lua("commit"))
+        self.open_script: AsyncScript = client.register_script(_lua("open"))
 
     # -- key layout -------------------------------------------------------------------------------------
     def approval_key(self, approval_id: str) -> str:
@@ -98,6 +123,20 @@ class RedisConnection:
     def approval_keys(self, approval_id: str) -> list[str]:
         """The three keys of one approval, in the order the scripts take them."""
         return [self.approval_key(approval_id), self.audit_key(approval_id), self.doc_key(approval_id)]
+
+    def run_key(self, run_id: str) -> str:
+        """A run's hash: its checkpoint (data, version, status) and its owner (holder, lease_until)."""
+        return f"{self.p}:run:{{{run_id}}}"
+
+    @property
+    def running_key(self) -> str:
+        """Runs by the deadline of their owner's lease (recovery finds orphans from it)."""
+        return f"{self.p}:running-runs"
+
+    @property
+    def paused_key(self) -> str:
+        """Ids of paused runs (one score: paged in id order)."""
+        return f"{self.p}:paused-runs"
 
     def pending_key(self, role: str | None) -> str:
         return f"{self.p}:pending:{role or ANY_ROLE}"

@@ -18,11 +18,9 @@ class RedisRuns:
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
-        self._paused = f"{conn.p}:paused-runs"
-        self._running = f"{conn.p}:running-runs"
-
-    def _key(self, run_id: str) -> str:
-        return f"{self.conn.p}:run:{{{run_id}}}"
+        self._paused = conn.paused_key
+        self._running = conn.running_key
+        self._key = conn.run_key
 
     async def save(self, run_id: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
         status = str(data.get("status", ""))

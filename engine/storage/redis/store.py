@@ -10,6 +10,7 @@ from engine.storage.redis.approvals import RedisApprovals
 from engine.storage.redis.audit import RedisAudit
 from engine.storage.redis.connection import RedisConnection
 from engine.storage.redis.jobs import RedisJobs
+from engine.storage.redis.journal import RedisJournal
 from engine.storage.redis.ledger import RedisLedger
 from engine.storage.redis.messages import RedisMessages
 from engine.storage.redis.runs import RedisRuns
@@ -25,14 +26,16 @@ class RedisStore:
     Args:
         client: an injected ``redis.asyncio.Redis`` (the caller owns pooling and TLS settings).
         prefix: key prefix, so several deployments or tests share one server.
+        deadline: seconds any one store operation may take before it fails as a retryable StoreError.
     """
 
-    def __init__(self, client: Redis, *, prefix: str = "hitl") -> None:
-        self.conn = RedisConnection(client, prefix=prefix)
+    def __init__(self, client: Redis, *, prefix: str = "hitl", deadline: float = 5.0) -> None:
+        self.conn = RedisConnection(client, prefix=prefix, deadline=deadline)
         self.prefix = prefix
         self.approvals = RedisApprovals(self.conn)
         self.ledger = RedisLedger(self.conn)
         self.runs = RedisRuns(self.conn)
+        self.journal = RedisJournal(self.conn)
         self.jobs = RedisJobs(self.conn)
         self.trust = RedisTrust(self.conn)
         self.windows = RedisWindows(self.conn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Collection
 from typing import Any
@@ -37,7 +38,10 @@ class SqliteApprovals:
             insert_audit(c, audit_for_creation(approval))
             return approval, True
 
-        return await self.db.run(tx)
+        stored, created = await self.db.run(tx)
+        if created:
+            self.db.changed(stored.id)
+        return stored, created
 
     async def get(self, approval_id: str) -> Approval:
         return await self.db.run(lambda c: load_approval(c, approval_id), write=False)
@@ -117,20 +121,23 @@ class SqliteApprovals:
         out = await self.db.run(tx)
         if isinstance(out, DecisionRefused | StaleVersion):
             raise out
+        self.db.changed(out.id)
         return out
 
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
-        # Several processes share the file and SQLite has no notifications: poll, backing off 5 ms -> 250 ms.
+        # SQLite has no notifications: a change made in this process wakes the waiter at once, one made by another
+        # process within a poll of the file's data_version (one poll for all waiters, see SqliteConnection).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        delay = 0.005
         while True:
+            signal = self.db.change_signal(approval_id)  # taken before the read: a change after it still wakes us
             current = await self.get(approval_id)
             left = deadline - loop.time()
             if current.version > after_version or left <= 0:
                 return current
-            await asyncio.sleep(min(delay, left))
-            delay = min(delay * 2, 0.25)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await signal.wait()
 
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         def tx(c: sqlite3.Connection) -> list[Approval]:
@@ -147,7 +154,9 @@ class SqliteApprovals:
                     out.append(expired)
             return out
 
-        return await self.db.run(tx)
+        expired = await self.db.run(tx)
+        self.db.changed(*(a.id for a in expired))
+        return expired
 
     async def transition(
         self,
@@ -168,7 +177,9 @@ class SqliteApprovals:
             insert_audit(c, audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or ""))
             return updated
 
-        return await self.db.run(tx)
+        updated = await self.db.run(tx)
+        self.db.changed(updated.id)
+        return updated
 
 
 def _page(c: sqlite3.Connection, sql: str, params: list[Any], limit: int) -> Page:

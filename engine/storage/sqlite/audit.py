@@ -68,4 +68,4 @@ class SqliteAudit:
                 return checked, AuditBreak(chain=orphan[0], position=1, reason=reason, checked=checked)
             return checked, None
 
-        return await self.db.run(tx, write=False)
+        return await self.db.run(tx, write=False, blocking=True)  # the whole trail: off the loop

@@ -7,8 +7,8 @@ from typing import Any
 
 from engine.domain import execution as claim_rules
 from engine.domain.records import Claim
-from engine.storage.codec import dumps, loads
 from engine.storage.sqlite.connection import SqliteConnection
+from engine.storage.sqlite.rows import load_claim, write_claim
 
 __all__ = ["SqliteLedger"]
 
@@ -24,7 +24,7 @@ class SqliteLedger:
     ) -> Claim:
         def tx(c: sqlite3.Connection) -> Claim:
             out = claim_rules.next_claim(
-                _get(c, key),
+                load_claim(c, key),
                 key=key,
                 action_hash=action_hash,
                 holder=holder,
@@ -33,7 +33,7 @@ class SqliteLedger:
                 retry_failed=retry_failed,
             )
             if out.acquired:
-                _put(c, out)
+                write_claim(c, out)
             return out
 
         return await self.db.run(tx)
@@ -42,8 +42,10 @@ class SqliteLedger:
         self, key: str, *, holder: str, attempt: int, ok: bool, result: dict[str, Any], now: float
     ) -> Claim:
         def tx(c: sqlite3.Connection) -> Claim:
-            out = claim_rules.finished(_get(c, key), key=key, holder=holder, attempt=attempt, ok=ok, result=result)
-            _put(c, out)
+            out = claim_rules.finished(
+                load_claim(c, key), key=key, holder=holder, attempt=attempt, ok=ok, result=result
+            )
+            write_claim(c, out)
             return out
 
         return await self.db.run(tx)
@@ -59,37 +61,4 @@ class SqliteLedger:
         return await self.db.run(tx)
 
     async def get(self, key: str) -> Claim | None:
-        return await self.db.run(lambda c: _get(c, key), write=False)
-
-
-def _get(c: sqlite3.Connection, key: str) -> Claim | None:
-    row = c.execute(
-        "SELECT action_hash, holder, attempt, state, lease_until, result FROM claims WHERE key = ?", (key,)
-    ).fetchone()
-    if row is None:
-        return None
-    return Claim(
-        key=key,
-        action_hash=row[0],
-        holder=row[1],
-        attempt=row[2],
-        state=row[3],
-        lease_until=row[4],
-        result=loads(row[5]) if row[5] else None,
-    )
-
-
-def _put(c: sqlite3.Connection, cl: Claim) -> None:
-    c.execute(
-        "INSERT OR REPLACE INTO claims (key, action_hash, holder, attempt, state, lease_until, result) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            cl.key,
-            cl.action_hash,
-            cl.holder,
-            cl.attempt,
-            cl.state,
-            cl.lease_until,
-            dumps(cl.result) if cl.result is not None else None,
-        ),
-    )
+        return await self.db.run(lambda c: load_claim(c, key), write=False)

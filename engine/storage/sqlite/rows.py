@@ -1,4 +1,4 @@
-"""Row helpers several parts of the SQLite store share inside their transactions (approvals, audit lines)."""
+"""Row helpers several parts of the SQLite store share inside their transactions (approvals, claims, audit lines)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import sqlite3
 
 from engine.domain.hashing import canonical_json
 from engine.domain.models import Approval
-from engine.domain.records import AuditEntry, chain_link
+from engine.domain.records import AuditEntry, Claim, chain_link
 from engine.errors import NotFound
+from engine.storage.codec import dumps, loads
 
-__all__ = ["audit_body", "insert_audit", "load_approval", "write_approval"]
+__all__ = ["audit_body", "insert_audit", "load_approval", "load_claim", "write_approval", "write_claim"]
 
 
 def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
@@ -58,5 +59,38 @@ def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
             e.detail,
             prev,
             chain_link(prev, audit_body(e)),
+        ),
+    )
+
+
+def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
+    row = c.execute(
+        "SELECT action_hash, holder, attempt, state, lease_until, result FROM claims WHERE key = ?", (key,)
+    ).fetchone()
+    if row is None:
+        return None
+    return Claim(
+        key=key,
+        action_hash=row[0],
+        holder=row[1],
+        attempt=row[2],
+        state=row[3],
+        lease_until=row[4],
+        result=loads(row[5]) if row[5] else None,
+    )
+
+
+def write_claim(c: sqlite3.Connection, cl: Claim) -> None:
+    c.execute(
+        "INSERT OR REPLACE INTO claims (key, action_hash, holder, attempt, state, lease_until, result) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            cl.key,
+            cl.action_hash,
+            cl.holder,
+            cl.attempt,
+            cl.state,
+            cl.lease_until,
+            dumps(cl.result) if cl.result is not None else None,
         ),
     )

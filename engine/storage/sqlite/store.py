@@ -8,6 +8,7 @@ from engine.storage.sqlite.approvals import SqliteApprovals
 from engine.storage.sqlite.audit import SqliteAudit
 from engine.storage.sqlite.connection import SqliteConnection
 from engine.storage.sqlite.jobs import SqliteJobs
+from engine.storage.sqlite.journal import SqliteJournal
 from engine.storage.sqlite.ledger import SqliteLedger
 from engine.storage.sqlite.messages import SqliteMessages
 from engine.storage.sqlite.runs import SqliteRuns
@@ -23,14 +24,17 @@ class SqliteStore:
     Args:
         path: database file (created with its folder when missing).
         synchronous: ``normal`` (default; with WAL it survives process crashes) or ``full`` (also power loss).
+        inline: run short transactions on the event loop when they can take their lock at once (default), else
+            every call through the store's worker thread (see :class:`SqliteConnection`).
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "normal") -> None:
-        self.db = SqliteConnection(path, synchronous=synchronous)
+    def __init__(self, path: str | Path, *, synchronous: str = "normal", inline: bool = True) -> None:
+        self.db = SqliteConnection(path, synchronous=synchronous, inline=inline)
         self.path = self.db.path
         self.approvals = SqliteApprovals(self.db)
         self.ledger = SqliteLedger(self.db)
         self.runs = SqliteRuns(self.db)
+        self.journal = SqliteJournal(self.db)
         self.jobs = SqliteJobs(self.db)
         self.trust = SqliteTrust(self.db)
         self.windows = SqliteWindows(self.db)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from engine.testing.conformance.approvals import ApprovalsConformance
 from engine.testing.conformance.failures import FailureConformance
 from engine.testing.conformance.jobs import JobsConformance
+from engine.testing.conformance.journal import JournalConformance
 from engine.testing.conformance.ledger import LedgerConformance
 from engine.testing.conformance.records import RecordsConformance
 from engine.testing.conformance.runs import RunsConformance
@@ -27,6 +28,7 @@ __all__ = [
     "ApprovalsConformance",
     "FailureConformance",
     "JobsConformance",
+    "JournalConformance",
     "LedgerConformance",
     "RecordsConformance",
     "RunsConformance",
@@ -38,6 +40,7 @@ STORE_SUITES: tuple[type, ...] = (
     ApprovalsConformance,
     LedgerConformance,
     RunsConformance,
+    JournalConformance,
     JobsConformance,
     TrustConformance,
     WindowsConformance,

@@ -2,6 +2,7 @@
 -- KEYS[1] approval hash, KEYS[2] audit list, KEYS[3] static document.
 -- ARGV: audit_json, doc, field, value, field, value, ...
 --#include chain
+--#include approval_new
 local k = KEYS[1]
 if redis.call('EXISTS', k) == 1 then
   local d = redis.call('HMGET', k, 'status', 'version', 'decisions', 'reason', 'approved_args', 'superseded_by',
@@ -11,7 +12,5 @@ if redis.call('EXISTS', k) == 1 then
 end
 local fields = {}
 for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
-redis.call('SET', KEYS[3], ARGV[2])
-redis.call('HSET', k, unpack(fields))
-chain_push(KEYS[2], ARGV[1])
+approval_new(k, KEYS[2], KEYS[3], ARGV[1], ARGV[2], fields)
 return {'created'}

@@ -4,8 +4,9 @@
 -- ARGV: now, target, expected_version ('' = any), actor, reason ('' = keep), approval_id, detail, channel,
 --       sources...
 --#include chain
-local k, ak = KEYS[1], KEYS[2]
-local now_s, target, actor = ARGV[1], ARGV[2], ARGV[4]
+--#include move
+local k = KEYS[1]
+local now_s, target = ARGV[1], ARGV[2]
 local f = redis.call('HMGET', k, 'status', 'version', 'hash', 'expires_at')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
@@ -16,13 +17,8 @@ if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= version then return {'stale', status, 
 local allowed = false
 for i = 9, #ARGV do if ARGV[i] == status then allowed = true end end
 if not allowed then return {'illegal', status, tostring(version)} end
-version = version + 1
-redis.call('HSET', k, 'status', target, 'version', version, 'updated_at', now_s)
 if ARGV[5] ~= '' then redis.call('HSET', k, 'reason', ARGV[5]) end
-chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(actor) .. ',"event":"' .. target ..
-  '","approval_id":' .. cjson.encode(ARGV[6]) .. ',"version":' .. version .. ',"action_hash":"' .. f[3] ..
-  '","outcome":"ok","detail":' .. cjson.encode(ARGV[7]) .. '}')
-redis.call('PUBLISH', ARGV[8], target .. ':' .. version)
+move_to(k, KEYS[2], ARGV[6], target, now_s, ARGV[4], ARGV[7], ARGV[8])
 local d = redis.call('HMGET', k, 'status', 'version', 'decisions', 'reason', 'approved_args', 'superseded_by',
   'updated_at')
 return {'ok', '', redis.call('GET', KEYS[3]), d[1], d[2], d[3], d[4] or '', d[5] or '', d[6] or '', d[7] or ''}

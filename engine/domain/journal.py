@@ -1,0 +1,118 @@
+"""What one step boundary of a run writes, as one atomic store operation (the :class:`~engine.ports.Journal` port).
+
+A run used to write each thing on its own: the outcome of the effect it ran, its checkpoint, an audit line, the
+claim of the next effect, the approval it pauses on, the release of its ownership. Each was a round trip, and a
+crash between two of them left a state that recovery had to reason about. A :class:`Commit` carries all of a step
+boundary's writes, and the store applies them together or not at all:
+
+* preconditions first: the committer owns the run (or takes it with ``own``), its checkpoint is still at
+  ``expected_version``, the outcome's claim is still its own (not fenced). Any failing refuses the whole commit
+  with the usual error, and nothing is written;
+* then, in one transaction or script: the outcome (and ``executing -> executed`` of its approval), the checkpoint,
+  the run-level audit entries, the approval it asks for, the claim of the next effect (and ``approved ->
+  executing`` of its approval), the release of ownership.
+
+A refused *claim* does not refuse the rest: the outcome and checkpoint before it stand, and the refusal is returned
+for the runner to act on. An *ask* that finds its approval already decided (the same action asked before, and
+answered) applies nothing, so the run can go on with that answer instead of pausing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.domain.models import Approval
+from engine.domain.records import AuditEntry, Claim
+from engine.errors import EngineError
+
+__all__ = ["ClaimIntent", "Commit", "Committed", "Opened", "OutcomeRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimIntent:
+    """Claim the next effect under its idempotency key (see :meth:`~engine.ports.ExecutionLedger.claim`).
+
+    ``approval_id``: the approval the effect runs under. The claim is refused unless it is ``approved`` (moved to
+    ``executing`` with the claim) or already ``executing`` (a retry); a claim that finds the effect already done
+    moves it to ``executed``.
+    """
+
+    key: str
+    action_hash: str
+    approval_id: str | None = None
+    retry_failed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRecord:
+    """The outcome of the effect the committer holds (fenced: refused unless ``attempt`` still holds ``key``).
+    ``approval_id``: moved ``executing -> executed`` when the outcome is a success."""
+
+    key: str
+    attempt: int
+    ok: bool
+    result: dict[str, Any]
+    approval_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Everything one step boundary of run ``run_id`` writes (see the module docstring for the rules).
+
+    Args:
+        run_id: the run (its session id).
+        holder: the worker driving it: run owner, claim holder, actor of the approval transitions.
+        now: the time of the commit.
+        lease: seconds the run's ownership and the claim stay valid unrenewed.
+        own: take ownership of the run (refused while another holder's lease is live); otherwise the committer
+            must already own it.
+        checkpoint: the run's new checkpoint (``None``: unchanged); saved if the stored one is still at
+            ``expected_version`` (0 for a run that does not exist yet).
+        outcome: the outcome of the effect just run.
+        events: run-level audit entries (entries that belong to no approval).
+        ask: an approval the run pauses on: created (or found: ids derive from the dedupe key). When it is then
+            pending, everything is applied; when it was found already decided, nothing is.
+        claim: the next effect's claim.
+        release: give up ownership at the end (the run paused or ended).
+    """
+
+    run_id: str
+    holder: str
+    now: float
+    lease: float
+    own: bool = False
+    checkpoint: dict[str, Any] | None = None
+    expected_version: int = 0
+    outcome: OutcomeRecord | None = None
+    events: tuple[AuditEntry, ...] = ()
+    ask: Approval | None = None
+    claim: ClaimIntent | None = None
+    release: bool = False
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What a :class:`Commit` did."""
+
+    applied: bool
+    """False only when ``ask`` found its approval already decided (then nothing was written)."""
+    version: int
+    """The checkpoint's version after the commit."""
+    claim: Claim | None = None
+    """The claim's answer: ``acquired`` (run the effect), or the recorded outcome of an effect already done."""
+    claim_refused: EngineError | None = None
+    """Why the claim was refused (held by another worker, another action under the key, approval not approved)."""
+    approval: Approval | None = None
+    """The asked approval as stored (new, or found)."""
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A run taken over for resuming: its checkpoint, the approval it waits on, its session's trusted tools."""
+
+    data: dict[str, Any]
+    version: int
+    waiting: Approval | None
+    trusted: frozenset[str]

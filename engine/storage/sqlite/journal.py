@@ -1,0 +1,171 @@
+"""A run's step boundaries in SQLite: each :class:`~engine.domain.journal.Commit` is one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.domain import execution as claim_rules
+from engine.domain.ids import check_same_action
+from engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord
+from engine.domain.models import Approval, Status
+from engine.domain.records import Claim
+from engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
+from engine.storage.codec import audit_for_creation, audit_for_decision, dumps, loads
+from engine.storage.sqlite.connection import SqliteConnection
+from engine.storage.sqlite.rows import insert_audit, load_approval, load_claim, write_approval, write_claim
+
+__all__ = ["SqliteJournal"]
+
+
+class SqliteJournal:
+    """:class:`engine.ports.Journal` on SQLite."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self.db = db
+
+    async def commit(self, commit: Commit) -> Committed:
+        touched: list[str] = []
+        out = await self.db.run(lambda c: _commit(c, commit, touched))
+        self.db.changed(*touched)
+        return out
+
+    async def open(self, run_id: str, *, holder: str, now: float, lease: float) -> Opened:
+        def tx(c: sqlite3.Connection) -> Opened:
+            row = c.execute("SELECT data, version FROM checkpoints WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no run {run_id!r}; `hitl pending` lists paused runs", session_id=run_id)
+            _own(c, run_id, holder, now, lease)
+            data = loads(row[0])
+            waiting = data.get("waiting")
+            found = c.execute("SELECT doc FROM approvals WHERE id = ?", (waiting,)).fetchone() if waiting else None
+            trusted = c.execute("SELECT tool FROM trust WHERE session_id = ? AND until > ?", (run_id, now)).fetchall()
+            return Opened(
+                data=data,
+                version=int(row[1]),
+                waiting=Approval.model_validate_json(found[0]) if found else None,
+                trusted=frozenset(t for (t,) in trusted),
+            )
+
+        return await self.db.run(tx)
+
+
+def _own(c: sqlite3.Connection, run_id: str, holder: str, now: float, lease: float) -> None:
+    row = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
+    if row is not None and row[0] != holder and row[1] > now:
+        raise claim_rules.not_owner(run_id, row[0])
+    c.execute(
+        "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",
+        (run_id, holder, now + lease),
+    )
+
+
+def _commit(c: sqlite3.Connection, m: Commit, touched: list[str]) -> Committed:
+    # -- preconditions: any failing refuses the whole commit (the transaction rolls back; nothing is written yet)
+    owner = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (m.run_id,)).fetchone()
+    if m.own:
+        if owner is not None and owner[0] != m.holder and owner[1] > m.now:
+            raise claim_rules.not_owner(m.run_id, owner[0])
+    elif owner is None or owner[0] != m.holder:
+        raise claim_rules.not_owner(m.run_id, owner[0] if owner else None)
+    row = c.execute("SELECT version FROM checkpoints WHERE run_id = ?", (m.run_id,)).fetchone()
+    version = int(row[0]) if row else 0
+    if m.checkpoint is not None:
+        claim_rules.check_checkpoint_version(m.run_id, version, m.expected_version)
+    finished: Claim | None = None
+    if m.outcome is not None:
+        o = m.outcome
+        finished = claim_rules.finished(
+            load_claim(c, o.key), key=o.key, holder=m.holder, attempt=o.attempt, ok=o.ok, result=o.result
+        )
+    asked: Approval | None = None
+    if m.ask is not None:
+        found = c.execute("SELECT doc FROM approvals WHERE id = ?", (m.ask.id,)).fetchone()
+        if found is not None:
+            asked = Approval.model_validate_json(found[0])
+            check_same_action(asked, m.ask)
+            if asked.status is not Status.PENDING:
+                return Committed(applied=False, version=version, approval=asked)
+    # -- writes
+    if m.own:
+        c.execute(
+            "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",
+            (m.run_id, m.holder, m.now + m.lease),
+        )
+    if finished is not None:
+        write_claim(c, finished)
+        assert m.outcome is not None
+        if m.outcome.ok and m.outcome.approval_id:
+            _executed(c, m.outcome, m, touched)
+    if m.checkpoint is not None:
+        version = m.expected_version + 1
+        c.execute(
+            "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, data = excluded.data, "
+            "updated_at = excluded.updated_at, status = excluded.status",
+            (m.run_id, version, dumps(m.checkpoint), m.now, str(m.checkpoint.get("status", ""))),
+        )
+    for entry in m.events:
+        insert_audit(c, entry)
+    created = False
+    if m.ask is not None and asked is None:
+        write_approval(c, m.ask, insert=True)
+        insert_audit(c, audit_for_creation(m.ask))
+        asked, created = m.ask, True
+        touched.append(m.ask.id)
+    claim: Claim | None = None
+    refused: EngineError | None = None
+    if m.claim is not None:
+        try:
+            claim = _claim(c, m.claim, m, touched)
+        except (ClaimRefused, IllegalTransition) as exc:
+            refused = exc
+    if m.release:
+        c.execute("DELETE FROM run_owners WHERE run_id = ? AND holder = ?", (m.run_id, m.holder))
+    return Committed(applied=True, version=version, claim=claim, claim_refused=refused, approval=asked, created=created)
+
+
+def _claim(c: sqlite3.Connection, intent: ClaimIntent, m: Commit, touched: list[str]) -> Claim:
+    out = claim_rules.next_claim(
+        load_claim(c, intent.key),
+        key=intent.key,
+        action_hash=intent.action_hash,
+        holder=m.holder,
+        now=m.now,
+        lease=m.lease,
+        retry_failed=intent.retry_failed,
+    )
+    if intent.approval_id is None:
+        if out.acquired:
+            write_claim(c, out)
+        return out
+    a = load_approval(c, intent.approval_id)
+    if out.acquired:
+        if a.status not in (Status.APPROVED, Status.EXECUTING):
+            # Nothing runs on an approval that is not (or no longer) approved: fail closed, claim nothing.
+            raise IllegalTransition(
+                f"{a.id} is {a.status}, not approved; {a.tool} does not run", approval_id=a.id, current=str(a.status)
+            )
+        write_claim(c, out)
+        _move(c, a, Status.EXECUTING, m, touched)
+    elif a.status in (Status.APPROVED, Status.EXECUTING):  # done before: the approval catches up
+        if a.status is Status.APPROVED:
+            a = _move(c, a, Status.EXECUTING, m, touched)
+        _move(c, a, Status.EXECUTED, m, touched)
+    return out
+
+
+def _executed(c: sqlite3.Connection, o: OutcomeRecord, m: Commit, touched: list[str]) -> None:
+    assert o.approval_id is not None
+    a = load_approval(c, o.approval_id)
+    if a.status is Status.APPROVED:  # recorded as done without running: it still passes executing
+        a = _move(c, a, Status.EXECUTING, m, touched)
+    if a.status is Status.EXECUTING:
+        _move(c, a, Status.EXECUTED, m, touched)
+
+
+def _move(c: sqlite3.Connection, a: Approval, target: Status, m: Commit, touched: list[str]) -> Approval:
+    updated = claim_rules.transitioned(a, target=target, expected_version=a.version, now=m.now, reason=None)
+    write_approval(c, updated)
+    insert_audit(c, audit_for_decision(updated, actor=m.holder, event=str(target), now=m.now))
+    touched.append(a.id)
+    return updated

@@ -1,0 +1,268 @@
+"""Conformance for a run's step boundaries (:class:`engine.ports.Journal`): all of a commit or none of it.
+
+Subclass it and provide ``store`` and ``clock`` fixtures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.domain.decide import DecideCommand
+from engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
+from engine.domain.models import DecisionKind, Reviewer, Status
+from engine.domain.records import AuditEntry, ClaimState
+from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
+from engine.ports import Store
+from engine.testing.clock import FakeClock
+from engine.testing.factories import make_approval
+
+__all__ = ["JournalConformance"]
+
+W1, W2 = "worker-1", "worker-2"
+
+
+def _cp(status: str = "running", **extra: Any) -> dict[str, Any]:
+    return {"status": status, "position": 0, "waiting": None, **extra}
+
+
+def _at(clock: FakeClock, *, run_id: str = "r1", holder: str = W1, **kw: Any) -> Commit:
+    """A commit of ``run_id`` by ``holder`` now, with a 5 s lease."""
+    return Commit(run_id=run_id, holder=holder, now=clock.now(), lease=5.0, **kw)
+
+
+async def _approved(store: Store, clock: FakeClock, **kw: Any) -> str:
+    a, _ = await store.approvals.create(make_approval(now=clock.now(), **kw))
+    cmd = DecideCommand(
+        approval_id=a.id,
+        reviewer=Reviewer(id="U_OPS", roles=frozenset({"support"})),
+        kind=DecisionKind.APPROVE,
+        expected_version=a.version,
+        expected_hash=a.action_hash,
+    )
+    await store.approvals.decide(cmd, now=clock.now())
+    return a.id
+
+
+class JournalConformance:
+    """What every store must do here."""
+
+    async def test_a_start_owns_saves_audits_and_claims_in_one_step(self, store: Store, clock: FakeClock) -> None:
+        event = AuditEntry(at=clock.now(), actor=W1, event="run_started", detail="r1: wf")
+        done = await store.journal.commit(
+            _at(
+                clock,
+                own=True,
+                checkpoint=_cp(),
+                events=(event,),
+                claim=ClaimIntent(key="r1:a:0", action_hash="h-a"),
+            )
+        )
+        assert done.applied and done.version == 1
+        assert done.claim is not None and done.claim.acquired and done.claim.attempt == 1
+        assert await store.runs.load("r1") == (_cp(), 1)
+        assert not await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # owned by W1
+        claim = await store.ledger.get("r1:a:0")
+        assert claim is not None and claim.holder == W1 and claim.state is ClaimState.RUNNING
+        assert [e.event for e in await store.audit.entries()] == ["run_started"]
+
+    async def test_a_start_of_a_run_that_exists_writes_nothing(self, store: Store, clock: FakeClock) -> None:
+        await store.runs.save("r1", _cp(), expected_version=0, now=clock.now())
+        with pytest.raises(EngineError) as err:
+            await store.journal.commit(
+                _at(
+                    clock,
+                    own=True,
+                    checkpoint=_cp(x=1),
+                    events=(AuditEntry(at=clock.now(), actor=W1, event="run_started"),),
+                    claim=ClaimIntent(key="r1:a:0", action_hash="h"),
+                )
+            )
+        assert err.value.code is ErrorCode.STALE_VERSION
+        assert await store.runs.load("r1") == (_cp(), 1)
+        assert await store.ledger.get("r1:a:0") is None
+        assert await store.audit.entries() == []
+        assert await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # W1 did not take it
+
+    async def test_only_the_owner_commits(self, store: Store, clock: FakeClock) -> None:
+        await store.journal.commit(_at(clock, holder=W1, own=True, checkpoint=_cp()))
+        for attempt in (
+            _at(clock, holder=W2, own=True, checkpoint=_cp(x=1), expected_version=1),
+            _at(clock, holder=W2, checkpoint=_cp(x=2), expected_version=1),
+        ):
+            with pytest.raises(EngineError) as err:
+                await store.journal.commit(attempt)
+            assert err.value.code is ErrorCode.CLAIM_IN_PROGRESS
+        assert await store.runs.load("r1") == (_cp(), 1)
+        # W1's lease runs out: W2 may take over, and from then on W1 is fenced.
+        clock.advance(6)
+        await store.journal.commit(_at(clock, holder=W2, own=True, checkpoint=_cp(x=3), expected_version=1))
+        with pytest.raises(EngineError):
+            await store.journal.commit(_at(clock, holder=W1, checkpoint=_cp(x=4), expected_version=2))
+        assert await store.runs.load("r1") == (_cp(x=3), 2)
+
+    async def test_a_step_records_its_outcome_saves_and_claims_the_next(self, store: Store, clock: FakeClock) -> None:
+        first = await store.journal.commit(
+            _at(
+                clock,
+                own=True,
+                checkpoint=_cp(),
+                claim=ClaimIntent(key="k1", action_hash="h1"),
+            )
+        )
+        assert first.claim is not None
+        step = await store.journal.commit(
+            _at(
+                clock,
+                checkpoint=_cp(position=1),
+                expected_version=1,
+                outcome=OutcomeRecord(key="k1", attempt=first.claim.attempt, ok=True, result={"output": 7}),
+                claim=ClaimIntent(key="k2", action_hash="h2"),
+            )
+        )
+        assert step.version == 2 and step.claim is not None and step.claim.acquired
+        k1 = await store.ledger.get("k1")
+        assert k1 is not None and k1.state is ClaimState.SUCCEEDED and k1.result == {"output": 7}
+        assert await store.runs.load("r1") == (_cp(position=1), 2)
+
+    async def test_a_fenced_outcome_refuses_the_whole_commit(self, store: Store, clock: FakeClock) -> None:
+        await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))
+        await store.ledger.claim("k1", action_hash="h1", holder="someone-else", now=clock.now(), lease=5)
+        with pytest.raises(ClaimRefused) as err:
+            await store.journal.commit(
+                _at(
+                    clock,
+                    checkpoint=_cp(position=1),
+                    expected_version=1,
+                    outcome=OutcomeRecord(key="k1", attempt=1, ok=True, result={"output": 1}),
+                    events=(AuditEntry(at=clock.now(), actor=W1, event="x"),),
+                    claim=ClaimIntent(key="k2", action_hash="h2"),
+                    release=True,
+                )
+            )
+        assert err.value.code is ErrorCode.CLAIM_FENCED
+        assert await store.runs.load("r1") == (_cp(), 1)
+        assert await store.ledger.get("k2") is None
+        assert await store.audit.entries() == []
+        assert not await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # not released
+
+    async def test_a_refused_claim_keeps_the_rest(self, store: Store, clock: FakeClock) -> None:
+        await store.ledger.claim("k2", action_hash="other", holder="w9", now=clock.now(), lease=5)
+        done = await store.journal.commit(
+            _at(
+                clock,
+                own=True,
+                checkpoint=_cp(),
+                claim=ClaimIntent(key="k2", action_hash="h2"),
+            )
+        )
+        assert done.applied and done.claim is None
+        assert isinstance(done.claim_refused, ClaimRefused)
+        assert done.claim_refused.code is ErrorCode.CLAIM_HASH_MISMATCH
+        assert await store.runs.load("r1") == (_cp(), 1)
+
+    async def test_a_claim_moves_its_approval_to_executing_and_the_outcome_to_executed(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        aid = await _approved(store, clock)
+        await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))
+        done = await store.journal.commit(
+            _at(
+                clock,
+                claim=ClaimIntent(key="k1", action_hash="h1", approval_id=aid),
+            )
+        )
+        assert done.claim is not None and done.claim.acquired
+        assert (await store.approvals.get(aid)).status is Status.EXECUTING
+        await store.journal.commit(
+            _at(
+                clock,
+                outcome=OutcomeRecord(key="k1", attempt=1, ok=True, result={"output": 1}, approval_id=aid),
+            )
+        )
+        a = await store.approvals.get(aid)
+        assert a.status is Status.EXECUTED
+        assert [e.event for e in await store.audit.entries(approval_id=aid)][-2:] == ["executing", "executed"]
+
+    async def test_nothing_is_claimed_on_an_approval_that_is_not_approved(self, store: Store, clock: FakeClock) -> None:
+        a, _ = await store.approvals.create(make_approval(now=clock.now()))  # pending
+        await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))
+        done = await store.journal.commit(
+            _at(
+                clock,
+                claim=ClaimIntent(key="k1", action_hash="h1", approval_id=a.id),
+            )
+        )
+        assert isinstance(done.claim_refused, IllegalTransition) and done.claim is None
+        assert await store.ledger.get("k1") is None
+        assert (await store.approvals.get(a.id)).status is Status.PENDING
+
+    async def test_a_pause_creates_its_approval_with_the_checkpoint_and_lets_go(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        ask = make_approval(now=clock.now(), session_id="r1")
+        done = await store.journal.commit(
+            _at(
+                clock,
+                own=True,
+                checkpoint=_cp("paused", waiting=ask.id),
+                ask=ask,
+                events=(AuditEntry(at=clock.now(), actor=W1, event="run_paused"),),
+                release=True,
+            )
+        )
+        assert done.applied and done.created and done.approval == ask
+        assert (await store.approvals.get(ask.id)).status is Status.PENDING
+        assert [a.id for a in (await store.approvals.list_pending()).items] == [ask.id]
+        assert await store.runs.paused() == ["r1"]
+        assert [e.event for e in await store.audit.entries(approval_id=ask.id)] == ["created"]
+        assert await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # released
+        # The run's approval is what opening it for a resume hands back, with the checkpoint.
+        await store.runs.release("r1", holder=W2)
+        opened = await store.journal.open("r1", holder=W1, now=clock.now(), lease=5)
+        assert opened.version == 1 and opened.data["waiting"] == ask.id
+        assert opened.waiting is not None and opened.waiting.id == ask.id and opened.trusted == frozenset()
+
+    async def test_asking_again_for_a_decided_action_writes_nothing(self, store: Store, clock: FakeClock) -> None:
+        aid = await _approved(store, clock, session_id="r1")
+        ask = make_approval(now=clock.now(), session_id="r1")
+        assert ask.id == aid
+        done = await store.journal.commit(
+            _at(
+                clock,
+                own=True,
+                checkpoint=_cp("paused", waiting=aid),
+                ask=ask,
+                release=True,
+            )
+        )
+        assert not done.applied and done.approval is not None and done.approval.status is Status.APPROVED
+        assert await store.runs.load("r1") is None
+        # Still pending: the run pauses on the approval it already had.
+        ask2 = make_approval(now=clock.now(), session_id="r2", key="other")
+        await store.approvals.create(ask2)
+        again = await store.journal.commit(
+            _at(
+                clock,
+                run_id="r2",
+                own=True,
+                checkpoint=_cp("paused", waiting=ask2.id),
+                ask=ask2,
+                release=True,
+            )
+        )
+        assert again.applied and not again.created and again.approval is not None
+        assert again.approval.id == ask2.id and await store.runs.paused() == ["r2"]
+
+    async def test_open_takes_the_run_and_reads_its_trust(self, store: Store, clock: FakeClock) -> None:
+        with pytest.raises(NotFound):
+            await store.journal.open("nope", holder=W1, now=clock.now(), lease=5)
+        await store.runs.save("r1", _cp("paused"), expected_version=0, now=clock.now())
+        await store.trust.grant("r1", "refund", until=clock.now() + 60, by="U_OPS", now=clock.now())
+        await store.trust.grant("r1", "old", until=clock.now() - 1, by="U_OPS", now=clock.now())
+        opened = await store.journal.open("r1", holder=W1, now=clock.now(), lease=5)
+        assert opened.waiting is None and opened.trusted == frozenset({"refund"})
+        with pytest.raises(EngineError) as err:
+            await store.journal.open("r1", holder=W2, now=clock.now(), lease=5)
+        assert err.value.code is ErrorCode.CLAIM_IN_PROGRESS
