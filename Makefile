@@ -49,6 +49,7 @@ bench: $(STAMP) redis
 	$(BIN)/python bench/slack_bench.py
 	$(BIN)/python bench/gate_bench.py
 	$(BIN)/python bench/mcp_bench.py
+	$(BIN)/python bench/redis_clients.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

@@ -47,7 +47,8 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         return web.json_response({"error": "busy"}, status=429, headers={"Retry-After": "1"})
     in_flight[0] += 1
     try:
-        response: web.StreamResponse = await asyncio.wait_for(_checked(request, handler), REQUEST_TIMEOUT)
+        async with asyncio.timeout(REQUEST_TIMEOUT):  # a timer handle, not a task per request as wait_for makes
+            response: web.StreamResponse = await _checked(request, handler)
     except web.HTTPException:
         raise
     except TimeoutError:
@@ -134,13 +135,15 @@ async def serve_http(
     port: int,
     ready: asyncio.Event | None = None,
     app: web.Application | None = None,
+    reuse_port: bool = False,
 ) -> None:
-    """Serve ``app`` (default: :func:`http_app`) until cancelled."""
+    """Serve ``app`` (default: :func:`http_app`) until cancelled. ``reuse_port``: bind with ``SO_REUSEPORT``, so
+    several processes serve one port and the kernel spreads connections among them (``hitl serve --workers``)."""
     # Idle keep-alive connections are closed after 15 s (aiohttp keeps them 75 s by default).
     runner = web.AppRunner(app or http_app(rt), shutdown_timeout=5.0, keepalive_timeout=15.0)
     await runner.setup()
     # Slack retries what is not acknowledged within 3 s: a long graceful drain on shutdown helps nobody.
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
     await site.start()
     log.info("hitl serving Slack requests on http://%s:%s/slack/events", host, port)
     if ready is not None:

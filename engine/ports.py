@@ -1,6 +1,6 @@
 """Ports: what the engine needs from the outside world, as ``typing.Protocol``s.
 
-The store is eight narrow ports, one per concern, that a backend implements as small classes sharing one
+The store is nine narrow ports, one per concern, that a backend implements as small classes sharing one
 connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
 callers pass one object but each piece of code depends only on the part it uses. Implementations live in
 ``engine.storage`` (stores) and ``engine.clock`` (clocks); the Slack notifier and run reporter live in

@@ -381,11 +381,29 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind (use 0.0.0.0 in a container).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port for HTTP.")] = 3000,
     socket: Annotated[bool, typer.Option("--socket", help="Socket Mode (SLACK_APP_TOKEN) instead of HTTP.")] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            envvar="HITL_WORKERS",
+            help="HTTP server processes sharing the port (SO_REUSEPORT) and the store; about one per core.",
+        ),
+    ] = 1,
+    reuse_port: Annotated[bool, typer.Option("--reuse-port", hidden=True)] = False,
     store: StoreOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Serve the Slack app: POST /slack/events, GET /healthz, GET /metrics (or Socket Mode)."""
     out = Out(as_json=False)
+    if workers > 1:
+        if socket:
+            out.error("invalid_input", "--workers is for HTTP; Socket Mode runs in one process")
+            raise typer.Exit(2)
+        from hitl.cli.workers import supervise
+
+        raise typer.Exit(supervise(workers, host=host, port=port, store=store, config=config))
     import logging
 
     from bot.errors import BotError
@@ -409,7 +427,7 @@ def serve(
                 assert settings.slack_app_token is not None
                 await serve_socket(server.bot, settings.slack_app_token.get_secret_value())
             else:
-                await serve_http(server.bot, host=host, port=port, app=server.web_app())
+                await serve_http(server.bot, host=host, port=port, app=server.web_app(), reuse_port=reuse_port)
         finally:
             await server.close()
         return 0

@@ -67,13 +67,13 @@ async def wait_healthy(port: int) -> None:
 
 
 @asynccontextmanager
-async def serve_process(env: dict[str, str], cwd: Path) -> AsyncIterator[int]:
-    """`hitl serve` as a real process on a free port of 127.0.0.1 (its output in ``cwd/serve.log``); yields the
-    port once it answers /healthz, and stops it after."""
+async def serve_process(env: dict[str, str], cwd: Path, *args: str) -> AsyncIterator[int]:
+    """`hitl serve` (with ``args``) as a real process on a free port of 127.0.0.1 (its output in
+    ``cwd/serve.log``); yields the port once it answers /healthz, and stops it after."""
     port = free_port()
     with (cwd / "serve.log").open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
+            [sys.executable, "-m", "hitl", "serve", "--port", str(port), *args],
             env=env,
             cwd=cwd,
             stdout=log,

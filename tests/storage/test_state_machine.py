@@ -1,7 +1,8 @@
 """Hypothesis drives random operation sequences against each real store, with the pure domain as the model.
 
 Invariants: the store agrees with the domain after every step, no state outside the table is reached,
-the version counts state changes, and every operation leaves exactly one audit entry.
+the version counts state changes, and every operation leaves exactly one audit entry. Runs' fused commits (claim an
+effect under an approval, record its outcome) move approvals by the same table.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from engine.domain.decide import DecideCommand, apply_decision, apply_expiry
 from engine.domain.execution import transitioned
+from engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
 from engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from engine.domain.states import TRANSITIONS
-from engine.errors import EngineError
+from engine.errors import EngineError, IllegalTransition
 from engine.ports import Store
 from engine.storage.redis import RedisStore, connect
 from engine.storage.sqlite import SqliteStore
@@ -160,6 +162,53 @@ def machine_for(make_store: Any) -> type[RuleBasedStateMachine]:
             else:
                 assert got == expected
                 self.model[aid] = expected
+                self.ops[aid] += 1
+
+        @rule(data=st.data(), finish=st.booleans())
+        def run_effect(self, data: st.DataObject, finish: bool) -> None:
+            """A run claims an effect under an approval in one commit (approved -> executing with the claim; nothing
+            claimed on an approval in any other state), then records its success (executing -> executed)."""
+            if not self.model:
+                return
+            aid = data.draw(st.sampled_from(sorted(self.model)))
+            cur, now = self.model[aid], self.clock.now()
+            run, key = f"run-{uuid.uuid4().hex[:8]}", f"key-{uuid.uuid4().hex[:8]}"
+            begun = self.run(
+                self.store.journal.commit(
+                    Commit(
+                        run_id=run,
+                        holder="w",
+                        now=now,
+                        lease=60,
+                        own=True,
+                        checkpoint={"status": "running"},
+                        claim=ClaimIntent(key, "h", aid),
+                    )
+                )
+            )
+            if cur.status not in (Status.APPROVED, Status.EXECUTING):
+                assert isinstance(begun.claim_refused, IllegalTransition) and begun.claim is None
+                assert self.run(self.store.ledger.get(key)) is None
+                return
+            assert begun.claim is not None and begun.claim.acquired
+            self.model[aid] = transitioned(
+                cur, target=Status.EXECUTING, expected_version=cur.version, now=now, reason=None
+            )
+            self.ops[aid] += 1
+            if finish:
+                outcome = OutcomeRecord(key, begun.claim.attempt, True, {"output": 1}, aid)
+                self.run(
+                    self.store.journal.commit(
+                        Commit(run_id=run, holder="w", now=now, lease=60, outcome=outcome, release=True)
+                    )
+                )
+                self.model[aid] = transitioned(
+                    self.model[aid],
+                    target=Status.EXECUTED,
+                    expected_version=self.model[aid].version,
+                    now=now,
+                    reason=None,
+                )
                 self.ops[aid] += 1
 
         @invariant()

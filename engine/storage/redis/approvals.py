@@ -90,14 +90,19 @@ class RedisApprovals:
             ]
         else:
             index_keys = [self.conn.pending_key(None)] + [self.conn.pending_key(r) for r in roles]
-        items: list[tuple[float, str, Approval]] = []
-        seen: set[str] = set()
-        for key in index_keys:
-            items += await self._scan_index(text(key), after, limit + 1, exclude_requester, seen)
-        items.sort(key=lambda t: (t[0], t[1]))
-        page = items[:limit]
-        nxt = encode_cursor(page[-1][0], page[-1][1]) if len(items) > limit else None
-        return Page(items=[a for _, _, a in page], cursor=nxt)
+        args = [
+            repr(after[0]) if after else "",
+            after[1] if after else "",
+            limit + 1,
+            exclude_requester or "",
+            f"{self.p}:{{",
+        ]
+        out = [text(x) for x in await self.conn.call(self.conn.page_script, [text(k) for k in index_keys], args)]
+        n = int(out[0])
+        rows = [out[1 + 10 * i : 11 + 10 * i] for i in range(n)]
+        page = [r for r in rows[:limit] if r[2]]  # a document not (yet) written: created index-first, skipped
+        nxt = encode_cursor(float(rows[limit - 1][1]), rows[limit - 1][0]) if n > limit else None
+        return Page(items=[approval_from_result(["", "", *r[2:]]) for r in page], cursor=nxt)
 
     async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
         # The creation-time index of every approval, newest first; statuses are read from each approval, so a
@@ -131,37 +136,6 @@ class RedisApprovals:
                 out.append(a)
                 last = (sc, m)
         return Page(items=out, cursor=encode_cursor(*last) if last is not None else None)
-
-    async def _scan_index(
-        self, key: str, after: tuple[float, str] | None, want: int, exclude: str | None, seen: set[str]
-    ) -> list[tuple[float, str, Approval]]:
-        out: list[tuple[float, str, Approval]] = []
-        lo: float | str = after[0] if after else "-inf"
-        offset = 0
-        while len(out) < want:
-            batch = cast(
-                list[tuple[Any, float]],
-                await self.r.zrangebyscore(key, lo, "+inf", start=offset, num=want * 2, withscores=True),
-            )
-            if not batch:
-                break
-            offset += len(batch)
-            ids = [(text(m), float(sc)) for m, sc in batch]
-            ids = [(m, sc) for m, sc in ids if after is None or (sc, m) > after]
-            rows = await self._fetch([m for m, _ in ids])
-            stale: list[str] = []
-            for (m, sc), a in zip(ids, rows, strict=True):
-                if a is None:
-                    continue  # created index-first and not (yet) written, or removed: skip
-                if a.status is not Status.PENDING:
-                    stale.append(m)
-                elif a.requester != exclude and m not in seen:
-                    seen.add(m)
-                    out.append((sc, m, a))
-            if stale:
-                await self.r.zrem(key, *stale)
-                offset -= len(stale)
-        return out
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         decision = {

@@ -109,6 +109,7 @@ class RedisConnection:
         self.events_script: AsyncScript = client.register_script(_lua("events"))
         self.commit_script: AsyncScript = client.register_script(_lua("commit"))
         self.open_script: AsyncScript = client.register_script(_lua("open"))
+        self.page_script: AsyncScript = client.register_script(_lua("page"))
 
     # -- key layout -------------------------------------------------------------------------------------
     def approval_key(self, approval_id: str) -> str:

@@ -222,7 +222,8 @@ class ApprovalsConformance:
         for i in range(120):
             role = "finance" if i % 3 == 0 else "support"
             a = make_approval(
-                now=clock.advance(1),
+                # Shared and fractional creation times: a page's cursor must resume exactly after its last item.
+                now=clock.advance(0 if i % 5 == 2 else 1.000123456789),
                 key=f"p{i}",
                 role=role,
                 requester="U_SUPPORT2" if i % 10 == 0 else "agent:riley",
@@ -237,9 +238,10 @@ class ApprovalsConformance:
             if page.cursor is None:
                 break
             cursor = page.cursor
-        assert seen == [a.id for i, a in enumerate(made) if i != 1]
+        order = sorted(range(len(made)), key=lambda i: (made[i].created_at, made[i].id))  # oldest first, ties by id
+        assert seen == [made[i].id for i in order if i != 1]
         support = await store.approvals.list_pending(roles=["support"], exclude_requester="U_SUPPORT2", limit=200)
-        expected = [a.id for i, a in enumerate(made) if i % 3 and i % 10 and i != 1]
+        expected = [made[i].id for i in order if i % 3 and i % 10 and i != 1]
         assert [a.id for a in support.items] == expected and support.cursor is None
         with pytest.raises(EngineError):
             await store.approvals.list_pending(cursor="garbage-cursor")

@@ -1,0 +1,89 @@
+"""`hitl serve --workers N`: N processes on one port (SO_REUSEPORT) and one store, stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+
+from slack_sandbox.server import start_emulator
+from tests.bot.conftest import CONFIG, serve_env, wait_healthy, workspace
+from tests.conftest import free_port
+
+
+@asynccontextmanager
+async def two_workers(tmp_path: Path) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
+    """`hitl serve --workers 2` on a free port, healthy; its supervisor process and the port."""
+    state = workspace()
+    emulator = await start_emulator(state)
+    env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
+    port = free_port()
+    with (tmp_path / "serve.log").open("w") as log:
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "hitl", "serve", "--port", str(port), "--workers", "2"],
+            env=env,
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            await wait_healthy(port)
+            yield supervisor, port
+        finally:
+            if supervisor.poll() is None:
+                supervisor.kill()
+                supervisor.wait()
+            await emulator.close()
+
+
+async def test_workers_share_the_port_and_stop_together(tmp_path: Path) -> None:
+    async with two_workers(tmp_path) as (supervisor, port):
+        replicas: set[str] = set()
+        # A new connection each time: the kernel spreads connections, not requests, among the workers.
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+            for _ in range(400):
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                    if resp.status == 200:
+                        replicas.add((await resp.json())["replica"])
+                if len(replicas) == 2:
+                    break
+                await asyncio.sleep(0.01)  # the second worker may still be starting
+        assert len(replicas) == 2, (tmp_path / "serve.log").read_text()
+        supervisor.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(supervisor.wait, 30) == 0
+        refused = 0
+        for _ in range(3):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+            except OSError:
+                refused += 1
+        assert refused == 3  # every worker stopped with the supervisor
+
+
+async def test_a_worker_that_dies_takes_the_set_down_for_the_orchestrator_to_restart(tmp_path: Path) -> None:
+    async with two_workers(tmp_path) as (supervisor, _):
+        children = Path(f"/proc/{supervisor.pid}/task/{supervisor.pid}/children").read_text().split()
+        assert len(children) == 2
+        os.kill(int(children[0]), signal.SIGKILL)
+        assert await asyncio.to_thread(supervisor.wait, 30) != 0  # the set went down, saying so
+        assert not Path(f"/proc/{children[1]}").exists()  # the other worker was stopped and reaped
+        assert "exited with -9; stopping the others" in (tmp_path / "serve.log").read_text()
+
+
+def test_workers_are_for_http_not_socket_mode(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "hitl", "serve", "--socket", "--workers", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "Socket Mode runs in one process" in out.stderr
