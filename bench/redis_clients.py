@@ -1,7 +1,8 @@
 """Redis clients on the store's hot call: EVALSHA of a small script (read and write one hash), as the decide and
-commit scripts are called. redis-py as the store configures it (plain pool, no socket timeout: one deadline per
-operation instead) and as it was (blocking pool, socket timeout), against coredis and valkey-glide, in interleaved
-rounds of the same run. Sequential latency and throughput at 50 concurrent callers. Needs the `bench` extra.
+commit scripts are called. redis-py as the store configures it (a pool that queues callers, no socket timeout: one
+deadline per store operation instead), as it was (with a socket timeout), and on a plain pool, against coredis and
+valkey-glide, in interleaved rounds of the same run: sequential latency and throughput at 50 concurrent callers.
+Needs the `bench` extra.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ SCRIPT = "local v = redis.call('HINCRBY', KEYS[1], 'n', 1) return {tostring(v), 
 Call = Callable[[str], Awaitable[Any]]
 
 
-async def redis_py(url: str, tuned: bool) -> tuple[Call, Callable[[], Awaitable[None]]]:
-    from redis.asyncio import BlockingConnectionPool, Redis
+async def redis_py(url: str, tuned: bool, plain: bool = False) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 
     if tuned:
         from engine.storage.redis import connect
 
         client = connect(url)
+    elif plain:
+        client = Redis.from_pool(ConnectionPool.from_url(url, max_connections=4096, decode_responses=True))
     else:
         pool = BlockingConnectionPool.from_url(
             url, max_connections=64, timeout=None, socket_timeout=5.0, decode_responses=True
@@ -106,6 +109,7 @@ async def main() -> None:
         makers: dict[str, Callable[[], Awaitable[tuple[Call, Callable[[], Awaitable[None]]]]]] = {
             "redis-py, as the store uses it": lambda: redis_py(url, True),
             "redis-py, blocking pool + socket timeout": lambda: redis_py(url, False),
+            "redis-py, plain pool, no timeout": lambda: redis_py(url, False, plain=True),
             "coredis": lambda: coredis_client(port),
             "valkey-glide": lambda: glide_client(port),
         }
