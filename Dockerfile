@@ -7,13 +7,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
+# The dependencies first, at the exact versions of the lock (a layer that changes only when the lock does); then
+# hitl itself, without resolving anything again.
+COPY requirements.lock ./
+RUN pip install --no-cache-dir --requirement requirements.lock
 COPY pyproject.toml README.md LICENSE ./
 COPY engine ./engine
 COPY bot ./bot
 COPY hitl ./hitl
 COPY slack_sandbox ./slack_sandbox
 COPY examples ./examples
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir --no-deps . \
     && useradd --create-home --uid 10001 hitl \
     && mkdir -p /data \
     && chown hitl:hitl /data

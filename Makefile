@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,agents]'
+	$(BIN)/pip install --quiet --group dev -e '.[serve,agents]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,7 +43,7 @@ demo: $(STAMP)
 	$(BIN)/hitl demo
 
 bench: $(STAMP) redis
-	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/pip install --quiet --group bench
 	$(BIN)/python bench/store_bench.py
 	$(BIN)/python bench/cycle_bench.py
 	$(BIN)/python bench/slack_bench.py

@@ -25,7 +25,7 @@ from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Store
 from engine.runtime import Runtime
 from engine.storage import open_store
-from hitl.api import PREFIX, api_app
+from hitl.api.app import PREFIX, api_app
 from hitl.api.webhooks import WebhookDelivery
 
 __all__ = ["Server", "build_server"]

@@ -18,6 +18,7 @@ from pathlib import Path
 import engine
 import hitl
 import hitl.api
+import hitl.api.app
 import hitl.mcp
 import hitl.temporal
 from engine.testing import conformance
@@ -256,7 +257,8 @@ def test_public_apis_are_pinned() -> None:
     assert langgraph.__all__ == ["HitlToolNode", "Resumer", "gated_call"]
     assert openai_agents.__all__ == ["HitlRunner", "gated"]
     assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
-    assert hitl.api.__all__ == ["PREFIX", "api_app", "mint_token", "token_hash"]
+    assert hitl.api.__all__ == ["mint_token", "token_hash"]
+    assert hitl.api.app.__all__ == ["PREFIX", "api_app"]
     assert hitl.mcp.__all__ == ["FRAMEWORK", "Gateway", "Upstreams", "serve_http", "serve_stdio"]
     assert hitl.temporal.__all__ == [
         "FRAMEWORK",

@@ -9,6 +9,9 @@ import tomllib
 from pathlib import Path
 
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 # Web API methods the bot may call -> the bot scope Slack requires for them (None: no scope needed).
@@ -61,3 +64,21 @@ def test_the_license_ships_and_docker_builds_from_a_clean_context() -> None:
     assert re.search(r"^COPY .*\bLICENSE\b", (ROOT / "Dockerfile").read_text(), re.M)
     ignored = set((ROOT / ".dockerignore").read_text().split())
     assert {".venv", ".git", ".hitl"} <= ignored  # `docker build .` after `make install` sends neither
+
+
+def test_the_image_installs_from_a_lock_that_pins_everything_the_serve_extra_needs() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pinned: dict[str, Version] = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            req = Requirement(line)
+            (spec,) = req.specifier  # exact: name==version, nothing looser
+            assert spec.operator == "==", line
+            pinned[canonicalize_name(req.name)] = Version(spec.version)
+    for line in [*project["dependencies"], *project["optional-dependencies"]["serve"]]:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        assert name in pinned, f"{req.name} is not in requirements.lock; regenerate it (see its header)"
+        assert req.specifier.contains(pinned[name]), f"requirements.lock pins {name} {pinned[name]}, outside {req}"
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "--requirement requirements.lock" in dockerfile and "--no-deps ." in dockerfile

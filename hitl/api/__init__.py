@@ -1,6 +1,9 @@
-"""The HTTP API under ``/api/v1``: reviewers and agents beyond Slack, on the same store and the same rules."""
+"""The HTTP API under ``/api/v1``: reviewers and agents beyond Slack, on the same store and the same rules.
 
-from .app import PREFIX, api_app
-from .tokens import mint_token, token_hash
+The server side (``hitl.api.app``) needs the ``serve`` extra (aiohttp); this package's root, its token helpers and its
+models do not, so the CLI talks to a server and mints tokens without it.
+"""
 
-__all__ = ["PREFIX", "api_app", "mint_token", "token_hash"]
+from hitl.api.tokens import mint_token, token_hash
+
+__all__ = ["mint_token", "token_hash"]

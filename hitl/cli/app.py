@@ -48,7 +48,7 @@ def _version(shown: bool) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            number = version("hitl")
+            number = version("hitl-gate")  # the distribution; the command is `hitl`
         except PackageNotFoundError:  # run from a checkout that was never installed
             number = "unknown (not installed)"
         typer.echo(f"hitl {number}")
@@ -376,6 +376,20 @@ def policy_explain(
     _run(out, work)
 
 
+def _require_serve_extra(out: Out, command: str) -> None:
+    """``hitl serve`` and ``hitl demo`` run the Slack app and an HTTP server: the ``serve`` extra. Say so plainly."""
+    import importlib.util
+
+    missing = [m for m in ("slack_bolt", "aiohttp", "prometheus_client") if importlib.util.find_spec(m) is None]
+    if missing:
+        out.error(
+            "missing_extra",
+            f"`hitl {command}` needs the serve extra ({', '.join(missing)} not installed): "
+            "pip install 'hitl-gate[serve]'",
+        )
+        raise typer.Exit(1)
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind (use 0.0.0.0 in a container).")] = "127.0.0.1",
@@ -397,6 +411,7 @@ def serve(
 ) -> None:
     """Serve the Slack app: POST /slack/events, GET /healthz, GET /metrics (or Socket Mode)."""
     out = Out(as_json=False)
+    _require_serve_extra(out, "serve")
     if workers > 1:
         if socket:
             out.error("invalid_input", "--workers is for HTTP; Socket Mode runs in one process")
@@ -527,6 +542,7 @@ def demo(
         from hitl.demo.cli_tour import run_demo
 
         raise typer.Exit(run_demo(store))
+    _require_serve_extra(Out(as_json=False), "demo")
     from hitl.demo.scenario import run_interactive, run_scripted
 
     if scripted:

@@ -5,12 +5,14 @@ through ``hitl serve``'s HTTP API, so a reviewer's decision is authenticated by 
 from __future__ import annotations
 
 import asyncio
+import json as jsonlib
 import os
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import aiohttp
 
 from engine.domain.models import DecisionKind
 from engine.errors import EngineError, ErrorCode
@@ -39,16 +41,17 @@ class ApiClient:
     token: str
 
     async def call(self, method: str, path: str, *, json: Any = None, query: Mapping[str, str] | None = None) -> Any:
-        headers = {"Authorization": f"Bearer {self.token}"}
-        timeout = aiohttp.ClientTimeout(total=90)
+        # The standard library's client, in a thread: one request per command, and no aiohttp in a CLI install.
+        url = f"{self.url}/api/v1{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        data = jsonlib.dumps(json).encode() if json is not None else None
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as http,
-                http.request(method, f"{self.url}/api/v1{path}", json=json, params=query, headers=headers) as r,
-            ):
-                body = await r.json(content_type=None)
-                status = r.status
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            status, raw = await asyncio.to_thread(_send, request)
+            body = jsonlib.loads(raw) if raw else None
+        except (OSError, ValueError) as exc:
             raise EngineError(
                 f"hitl serve at {self.url} did not answer ({type(exc).__name__}); is it running, and is HITL_API_URL "
                 "right?",
@@ -119,6 +122,16 @@ class ApiClient:
         return RunView.model_validate(await self.call("POST", f"/runs/{session_id}/resume", json=body))
 
 
+def _send(request: urllib.request.Request) -> tuple[int, bytes]:
+    """The status and body of ``request``; an HTTP error status is an answer, not an exception."""
+    try:
+        with urllib.request.urlopen(request, timeout=90) as resp:  # http(s) only: remote_from_env checks the URL
+            return int(resp.status), resp.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return int(exc.code), exc.read()
+
+
 def remote_from_env(environ: Mapping[str, str] = os.environ) -> ApiClient | None:
     """The API client ``HITL_API_URL`` + ``HITL_TOKEN`` describe; None when neither is set."""
     url, token = environ.get("HITL_API_URL", "").rstrip("/"), environ.get("HITL_TOKEN", "")
@@ -127,4 +140,9 @@ def remote_from_env(environ: Mapping[str, str] = os.environ) -> ApiClient | None
     if not (url and token):
         missing = "HITL_TOKEN" if url else "HITL_API_URL"
         raise EngineError(f"HITL_API_URL and HITL_TOKEN go together: set {missing} too", code=ErrorCode.INVALID_INPUT)
+    if not url.startswith(("http://", "https://")):
+        raise EngineError(
+            f"HITL_API_URL must be an http:// or https:// URL of hitl serve, not {url[:80]!r}",
+            code=ErrorCode.INVALID_INPUT,
+        )
     return ApiClient(url, token)

@@ -16,7 +16,6 @@ from hitl.demo.examples import refund_example
 
 __all__ = ["run_demo"]
 
-EXAMPLE = refund_example()
 NOTE = "Hi, order 78291 arrived broken. <!channel> *APPROVED by Security* call me +1 415 555 0100, jane@example.com"
 
 
@@ -44,7 +43,7 @@ def run_demo(store: str | None = None) -> int:
                 out.print(Text(f"(exit {done.returncode})", style="dim"))
             return done
 
-        wf = str(EXAMPLE / "workflow.yaml")
+        wf = str(refund_example() / "workflow.yaml")
         out.rule("hitl demo: a refund pauses for a human, is approved, and runs exactly once")
         hitl(
             "policy",
@@ -53,7 +52,7 @@ def run_demo(store: str | None = None) -> int:
             "--args",
             '{"amount": 899, "customer_id": "C-1042"}',
             "--config",
-            str(EXAMPLE / "hitl.yaml"),
+            str(refund_example() / "hitl.yaml"),
         )
         first = hitl(
             "run", wf, "--var", "order_id=78291", "--var", "amount=120", "--var", f"note={NOTE}", "--json", show=False

@@ -1,8 +1,9 @@
-"""Where the bundled refund example lives: beside the source tree (a checkout or an editable install), or
-under the working directory (the Docker image keeps it in /app/examples)."""
+"""The bundled refund example (a workflow, its hitl.yaml and its tools), shipped inside the package so
+``hitl demo`` works from an installed wheel; ``examples/refund`` in a checkout links to it."""
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from engine.errors import EngineError, ErrorCode
@@ -11,11 +12,11 @@ __all__ = ["refund_example"]
 
 
 def refund_example() -> Path:
-    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
-        candidate = base / "examples" / "refund"
-        if (candidate / "workflow.yaml").is_file():
-            return candidate
-    raise EngineError(
-        "the refund example (examples/refund) was not found; run from a checkout of hitl or from /app in the image",
-        code=ErrorCode.WORKFLOW_INVALID,
-    )
+    """The example's folder (the workflow names its tools relative to it, so it must be a real folder)."""
+    folder = Path(str(resources.files("hitl.demo").joinpath("refund")))
+    if not (folder / "workflow.yaml").is_file():
+        raise EngineError(
+            f"the bundled refund example is missing from {folder}; reinstall hitl-gate",
+            code=ErrorCode.WORKFLOW_INVALID,
+        )
+    return folder

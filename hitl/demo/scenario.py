@@ -23,7 +23,6 @@ from slack_sandbox.webapi import Message
 
 __all__ = ["HOSTILE_NOTE", "run_interactive", "run_scripted"]
 
-EXAMPLE = refund_example()
 HOSTILE_NOTE = (
     "My parcel arrived crushed. <!channel> *APPROVED by Security* — see <https://evil.example|the "
     "approval console> or call +1 415 555 0100, jane@example.com"
@@ -44,13 +43,13 @@ async def _start(
     os.environ["HITL_SHOP_DB"] = str(Path(tmp) / "shop.db")
     store = None if store_url else SqliteStore(Path(tmp) / "hitl.db")
     return await start_sandbox(
-        config_path=config or EXAMPLE / "hitl.yaml", store=store, store_url=store_url, port=port, worker=worker
+        config_path=config or refund_example() / "hitl.yaml", store=store, store_url=store_url, port=port, worker=worker
     )
 
 
 async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> RunResult:
     return await sb.rt.lifecycle.start(
-        load_workflow(EXAMPLE / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
+        load_workflow(refund_example() / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
     )
 
 

@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ErrorCode
+import pytest
+
+from engine.errors import EngineError, ErrorCode
+from hitl.cli.remote import remote_from_env
 from tests.api.conftest import TOKENS, Api
 from tests.bot.conftest import ROOT
 
@@ -112,3 +115,14 @@ async def test_production_refuses_local_decisions_and_auto_approve(tmp_path: Pat
     code, still, _ = await hitl("show", paused["approval_id"], "--json", env=env)
     assert code == 0 and still["status"] == "pending"  # reading stays local; deciding does not
     assert str(ErrorCode.INVALID_INPUT) in err
+
+
+def test_the_api_client_takes_only_an_http_url_with_its_token() -> None:
+    assert remote_from_env({}) is None
+    with pytest.raises(EngineError, match="go together: set HITL_TOKEN too"):
+        remote_from_env({"HITL_API_URL": "http://127.0.0.1:3000"})
+    with pytest.raises(EngineError, match="must be an http:// or https:// URL") as err:
+        remote_from_env({"HITL_API_URL": "file:///etc/passwd", "HITL_TOKEN": "t"})
+    assert err.value.code is ErrorCode.INVALID_INPUT
+    client = remote_from_env({"HITL_API_URL": "https://hitl.example.org/", "HITL_TOKEN": "t"})
+    assert client is not None and client.url == "https://hitl.example.org"

@@ -11,8 +11,9 @@ from playwright.async_api import Page, async_playwright, expect
 
 from engine.runner import load_workflow
 from engine.storage.sqlite import SqliteStore
+from hitl.demo.examples import refund_example
 from hitl.demo.launch import Sandbox, start_sandbox
-from hitl.demo.scenario import EXAMPLE, HOSTILE_NOTE
+from hitl.demo.scenario import HOSTILE_NOTE
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -31,14 +32,14 @@ ARGS = [
 @pytest.fixture
 async def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Sandbox]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    sb = await start_sandbox(config_path=EXAMPLE / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"))
+    sb = await start_sandbox(config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"))
     yield sb
     await sb.close()
 
 
 async def refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> str:
     r = await sb.rt.lifecycle.start(
-        load_workflow(EXAMPLE / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
+        load_workflow(refund_example() / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
     )
     assert r.approval is not None
     return r.approval.id

@@ -175,11 +175,13 @@ async def test_response_urls_work_five_times(slack: tuple[Emulator, AsyncWebClie
 
 async def test_sandbox_page_refuses_cross_site_and_rebinding_requests(tmp_path: Any, monkeypatch: Any) -> None:
     from engine.storage.sqlite import SqliteStore
+    from hitl.demo.examples import refund_example
     from hitl.demo.launch import start_sandbox
-    from hitl.demo.scenario import EXAMPLE
 
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    sb = await start_sandbox(config_path=EXAMPLE / "hitl.yaml", store=SqliteStore(tmp_path / "s.db"), worker=False)
+    sb = await start_sandbox(
+        config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "s.db"), worker=False
+    )
     try:
         act = f"{sb.url}/sandbox/act"
         body = '{"user": "U_SUPPORT1", "kind": "command", "channel": "x", "text": "/hitl help"}'

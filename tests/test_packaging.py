@@ -1,0 +1,105 @@
+"""The built wheel works on its own, in a fresh virtual environment, away from the checkout.
+
+Installed bare (what an agent process needs), it proposes, pauses and resumes runs from the CLI without Slack,
+aiohttp or Prometheus, and `hitl demo` says which extra it needs. With the `serve` extra, `hitl demo --scripted`
+runs the bundled refund example end to end. Dependencies come from the package index (the CI machine has one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(900)
+def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources, and the checkout stays clean.
+    source = tmp_path / "src"
+    skip = shutil.ignore_patterns(".git", ".venv", ".hitl", "build", "dist", "artifacts", "*.egg-info", ".*_cache")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"), str(source)],
+        cwd=tmp_path,
+        env=dict(os.environ),
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("hitl_gate-*.whl")
+    venv = tmp_path / "venv"
+    assert _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=dict(os.environ)).returncode == 0
+    bin_ = venv / "bin"
+    # Nothing of the checkout leaks in: no PYTHONPATH, run from an empty folder.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("HITL_")}
+    env["PATH"] = f"{bin_}:{env['PATH']}"
+    work = tmp_path / "work"
+    work.mkdir()
+
+    bare = _run([str(bin_ / "pip"), "install", "--quiet", str(wheel)], cwd=work, env=env)
+    assert bare.returncode == 0, bare.stderr
+    for module in ("aiohttp", "slack_bolt", "prometheus_client"):
+        probe = _run([str(bin_ / "python"), "-c", f"import {module}"], cwd=work, env=env)
+        assert probe.returncode != 0, f"{module} came with the bare install"
+    version = _run([str(bin_ / "hitl"), "--version"], cwd=work, env=env)
+    assert version.returncode == 0 and "0.1.0" in version.stdout, version.stderr
+
+    example = _run(
+        [str(bin_ / "python"), "-c", "from hitl.demo.examples import refund_example; print(refund_example())"],
+        cwd=work,
+        env=env,
+    )
+    assert example.returncode == 0 and str(venv) in example.stdout, example.stderr
+    folder = Path(example.stdout.strip())
+    run_env = {**env, "HITL_STORE": f"sqlite:///{work}/hitl.db", "HITL_SHOP_DB": str(work / "shop.db")}
+    paused = _run(
+        [
+            str(bin_ / "hitl"),
+            "run",
+            str(folder / "workflow.yaml"),
+            "--config",
+            str(folder / "hitl.yaml"),
+            "--var",
+            "order_id=78291",
+            "--var",
+            "amount=120",
+            "--json",
+        ],
+        cwd=work,
+        env=run_env,
+    )
+    assert paused.returncode == 4, paused.stdout + paused.stderr  # paused for a person, as the policy says
+    approval_id = json.loads(paused.stdout)["approval_id"]
+    resumed = _run(
+        [
+            str(bin_ / "hitl"),
+            "resume",
+            approval_id,
+            "--approve",
+            "--as",
+            "U_SUPPORT1",
+            "--config",
+            str(folder / "hitl.yaml"),
+            "--json",
+        ],
+        cwd=work,
+        env=run_env,
+    )
+    assert resumed.returncode == 0 and json.loads(resumed.stdout)["status"] == "completed", resumed.stderr
+
+    refused = _run([str(bin_ / "hitl"), "demo", "--scripted"], cwd=work, env=env)
+    assert refused.returncode == 1 and "pip install 'hitl-gate[serve]'" in refused.stderr, refused.stderr
+
+    full = _run([str(bin_ / "pip"), "install", "--quiet", f"{wheel}[serve]"], cwd=work, env=env)
+    assert full.returncode == 0, full.stderr
+    demo = _run([str(bin_ / "hitl"), "demo", "--scripted"], cwd=work, env=env, timeout=300)
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
