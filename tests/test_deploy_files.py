@@ -51,10 +51,17 @@ def test_dockerfile_lints_clean_and_runs_as_non_root() -> None:
     assert '"hitl", "serve"' in text
 
 
-def test_compose_has_redis_and_replicas() -> None:
+def test_compose_has_redis_replicas_and_one_entry_point() -> None:
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
-    assert compose["services"]["hitl"]["environment"]["HITL_STORE"].startswith("redis://")
-    assert compose["services"]["hitl"]["deploy"]["replicas"] >= 2
+    services = compose["services"]
+    assert services["hitl"]["environment"]["HITL_STORE"].startswith("redis://")
+    assert services["hitl"]["deploy"]["replicas"] >= 2
+    assert "ports" not in services["hitl"] and services["proxy"]["ports"] == ["3000:3000"]  # Slack's one URL
+    caddyfile = compose["configs"]["caddyfile"]["content"]
+    assert "dynamic a" in caddyfile and "name hitl" in caddyfile and "port 3000" in caddyfile
+    assert all(service["restart"] == "unless-stopped" for service in services.values())
+    assert services["hitl"]["env_file"] == [{"path": ".env", "required": False}]
+    assert "--appendfsync" in services["redis"]["command"] and "always" in services["redis"]["command"]
 
 
 def test_the_license_ships_and_docker_builds_from_a_clean_context() -> None:
