@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import aiohttp
+import aiohttp.http_exceptions
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.signature import SignatureVerifier
@@ -17,7 +18,7 @@ from bot.app import BotRuntime
 from bot.payloads import PayloadError, parse_request
 from engine.errors import EngineError
 
-__all__ = ["http_app", "serve_http", "serve_socket"]
+__all__ = ["MAX_FIELD", "MAX_LINE", "app_runner", "http_app", "serve_http", "serve_socket"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,40 @@ MAX_IN_FLIGHT = 256
 or hostile connections cannot starve the event loop or the store."""
 REQUEST_TIMEOUT = 10.0
 """Seconds a request may take from its first byte to its answer: a body sent slowly is cut off, not waited for."""
+MAX_LINE, MAX_FIELD = 32768, 16384
+"""aiohttp's limits on a request line and a header, in bytes: room for the API's longest documented query (aiohttp's
+default 8 KB is less); anything longer is refused with a 400 before any handler runs."""
+
+
+class _MalformedHttp(logging.Filter):
+    """aiohttp logs a request it cannot parse (not HTTP, a line over the limits) at ERROR with a traceback. It was
+    refused with a 400 and changed nothing: one warning line says so, and hostile input cannot fill the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, aiohttp.http_exceptions.HttpProcessingError):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "refused a malformed HTTP request (400): %s", (str(exc.message)[:120],)
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_QUIET = _MalformedHttp()
+
+
+def app_runner(app: web.Application, *, shutdown_timeout: float = 5.0) -> web.AppRunner:
+    """The runner ``hitl serve`` serves ``app`` with: its HTTP limits, idle keep-alive connections closed after
+    15 s (aiohttp keeps them 75 s), and a malformed request logged as one line."""
+    server_log = logging.getLogger("aiohttp.server")
+    if _QUIET not in server_log.filters:
+        server_log.addFilter(_QUIET)
+    return web.AppRunner(
+        app,
+        shutdown_timeout=shutdown_timeout,
+        keepalive_timeout=15.0,
+        max_line_size=MAX_LINE,
+        max_field_size=MAX_FIELD,
+    )
 
 
 @web.middleware
@@ -139,8 +174,7 @@ async def serve_http(
 ) -> None:
     """Serve ``app`` (default: :func:`http_app`) until cancelled. ``reuse_port``: bind with ``SO_REUSEPORT``, so
     several processes serve one port and the kernel spreads connections among them (``hitl serve --workers``)."""
-    # Idle keep-alive connections are closed after 15 s (aiohttp keeps them 75 s by default).
-    runner = web.AppRunner(app or http_app(rt), shutdown_timeout=5.0, keepalive_timeout=15.0)
+    runner = app_runner(app or http_app(rt))
     await runner.setup()
     # Slack retries what is not acknowledged within 3 s: a long graceful drain on shutdown helps nobody.
     site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)

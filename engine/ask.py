@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Literal, ParamSpec
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from engine.domain.models import Approval, Status
 from engine.errors import EngineError, ErrorCode, InvalidInput
@@ -26,9 +26,21 @@ from engine.gate import GateRefused, Ticket, ToolCall, ToolGate
 from engine.runner.schema import signature_schema
 from engine.service import ApprovalService
 
-__all__ = ["ActionRejected", "Answer", "Approvals"]
+__all__ = ["ActionRejected", "Answer", "Approvals", "Guard"]
 
 P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Guard(Protocol):
+    """What ``@approvals.guard(...)`` applies: the function, gated, as a coroutine function with the same parameters
+    and the same result (awaited when the function is itself a coroutine function)."""
+
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[R]], /) -> Callable[P, Coroutine[Any, Any, R]]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
 Outcome = Literal["approved", "rejected", "expired", "cancelled"]
 
@@ -130,7 +142,7 @@ class Approvals:
         session: str | Callable[..., str],
         evidence: str = "",
         schema: dict[str, Any] | None = None,
-    ) -> Callable[[Callable[P, Any]], Callable[P, Coroutine[Any, Any, Any]]]:
+    ) -> Guard:
         """Run the decorated function only when approved, with the approved arguments, exactly once.
 
         The wrapper is always a coroutine function. Raises :class:`ActionRejected` when not approved. The
@@ -167,7 +179,7 @@ class Approvals:
 
             return wrapper
 
-        return deco
+        return cast(Guard, deco)
 
 
 def _answer(ticket: Ticket) -> Answer:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from engine.compose import World, Worlds
 from engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from engine.errors import EngineError, ErrorCode, NotFound
+from engine.log_context import about
 from engine.ports import RunReporter, Store
 from engine.runner.outcomes import RunResult
 from engine.runner.spec import LoadedWorkflow, describe_changes, load_workflow
@@ -104,33 +105,34 @@ class RunLifecycle:
         come from configuration. With ``resume="inline"`` a run whose workflow file changed is refused before
         anything is recorded, unless ``force``.
         """
-        if kind in _POLICY_FREE and isinstance(reviewer, Reviewer):
-            # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime) and a reviewer
-            # named by id (roles from the run's config) need the run's world; the rest are judged from what the
-            # approval itself records. A fully bound approve is then one atomic store step with no read first.
-            world = self.worlds.default
-        else:
-            world = await self.world_of(await self.store.approvals.get(approval_id))
-        who = reviewer if isinstance(reviewer, Reviewer) else world.service.reviewer(reviewer)
-        if resume == "inline" and not force:
-            await self._check_unchanged(approval_id)
-        updated = await world.service.decide_as(
-            who,
-            approval_id,
-            kind,
-            expected_version=expected_version,
-            expected_hash=expected_hash,
-            reason=reason,
-            args=args,
-            via=via,
-        )
-        run = run_of(updated)
-        if run is None or updated.status not in _DECIDED or resume == "none":
-            return Decided(updated)
-        if resume == "queue":
-            await self._queue(run, updated.id)
-            return Decided(updated)
-        return Decided(updated, await self.resume(run, force=force, actor=actor or who.id))
+        with about(approval_id=approval_id):
+            if kind in _POLICY_FREE and isinstance(reviewer, Reviewer):
+                # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime) and a reviewer
+                # named by id (roles from the run's config) need the run's world; the rest are judged from what the
+                # approval itself records. A fully bound approve is then one atomic store step with no read first.
+                world = self.worlds.default
+            else:
+                world = await self.world_of(await self.store.approvals.get(approval_id))
+            who = reviewer if isinstance(reviewer, Reviewer) else world.service.reviewer(reviewer)
+            if resume == "inline" and not force:
+                await self._check_unchanged(approval_id)
+            updated = await world.service.decide_as(
+                who,
+                approval_id,
+                kind,
+                expected_version=expected_version,
+                expected_hash=expected_hash,
+                reason=reason,
+                args=args,
+                via=via,
+            )
+            run = run_of(updated)
+            if run is None or updated.status not in _DECIDED or resume == "none":
+                return Decided(updated)
+            if resume == "queue":
+                await self._queue(run, updated.id)
+                return Decided(updated)
+            return Decided(updated, await self.resume(run, force=force, actor=actor or who.id))
 
     async def refused(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal a surface made before any decision reached the engine (an altered form, a stranger)."""
@@ -190,8 +192,10 @@ class RunLifecycle:
         jobs = await self.store.jobs.claim(self.worker_id, kind=_RESUME, limit=limit, now=now, lease=self.lease)
         for job in jobs:
             waiting = job.payload.get("approval_id")
+            session = str(job.payload["session_id"])
             try:
-                done = await self._continue(str(job.payload["session_id"]), str(waiting) if waiting else None)
+                with about(session_id=session, approval_id=str(waiting) if waiting else None):
+                    done = await self._continue(session, str(waiting) if waiting else None)
             except Exception:
                 log.exception("resume job %s failed; it will be retried", job.id)
                 done = False

@@ -28,7 +28,7 @@ from engine.storage import open_store
 from hitl.api.app import PREFIX, api_app
 from hitl.api.webhooks import WebhookDelivery
 
-__all__ = ["Server", "build_server"]
+__all__ = ["Server", "build_server", "new_replica_id"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,11 @@ class Server:
         await self.runtime.close()
 
 
+def new_replica_id() -> str:
+    """This process's name among the replicas (job consumer, run owner, and ``replica`` in its log lines)."""
+    return f"bot:{socket.gethostname()}:{short_id('r')}"
+
+
 async def build_server(
     settings: BotSettings,
     *,
@@ -102,7 +107,7 @@ async def build_server(
     _warn_plain_http(settings.api_base)
     config = load_config(config_path_for(settings.hitl_config))
     clock = clock or SystemClock()
-    replica = replica or f"bot:{socket.gethostname()}:{short_id('r')}"
+    replica = replica or new_replica_id()
     store = store or open_store(settings.hitl_store)
     side = slack_side(settings, store=store, clock=clock, config=config, replica=replica, retry_interval=retry_interval)
     runtime = Runtime.build(

@@ -6,6 +6,8 @@ import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -46,7 +48,7 @@ def _click(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 
 
 def register_actions(app: AsyncApp, ctx: BotContext) -> None:
-    async def simple(kind: DecisionKind, ack: Any, body: dict[str, Any], respond: Any) -> None:
+    async def simple(kind: DecisionKind, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
         try:
             click = _click(body)
@@ -65,13 +67,15 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("%s click failed", kind)
             await _safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again.")
 
-    async def on_approve(ack: Any, body: dict[str, Any], respond: Any) -> None:
+    async def on_approve(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await simple(DecisionKind.APPROVE, ack, body, respond)
 
-    async def on_trust(ack: Any, body: dict[str, Any], respond: Any) -> None:
+    async def on_trust(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await simple(DecisionKind.TRUST, ack, body, respond)
 
-    async def open_modal(kind: str, ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+    async def open_modal(
+        kind: str, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
         await ack()
         try:
             click = _click(body)
@@ -124,16 +128,16 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("opening a modal failed")
             await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
 
-    async def on_reject(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+    async def on_reject(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await open_modal(ACTION_REJECT, ack, body, respond, client)
 
-    async def on_modify(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+    async def on_modify(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await open_modal(ACTION_MODIFY, ack, body, respond, client)
 
-    async def on_feedback(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+    async def on_feedback(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await open_modal(ACTION_FEEDBACK, ack, body, respond, client)
 
-    async def on_view_all(ack: Any, body: dict[str, Any], respond: Any, client: AsyncWebClient) -> None:
+    async def on_view_all(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await open_modal(ACTION_VIEW_ALL, ack, body, respond, client)
 
     app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
@@ -153,7 +157,7 @@ async def _refuse_button(ctx: BotContext, body: dict[str, Any], what: str) -> No
     await ctx.lifecycle.refused(value.split("|", 1)[0][:20], actor[:64], "tampered_button", f"{what}: {value[:80]!r}")
 
 
-async def _safe_respond(respond: Any, text: str) -> None:
+async def _safe_respond(respond: AsyncRespond, text: str) -> None:
     try:
         await respond(text=text, response_type="ephemeral", replace_original=False)
     except Exception:

@@ -7,6 +7,8 @@ import shlex
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.blocks import card, compact_card, who
 from bot.context import BotContext
@@ -35,7 +37,7 @@ ACTION_PENDING_PAGE = "hitl_pending_page"
 
 
 def register_commands(app: AsyncApp, ctx: BotContext) -> None:
-    async def on_hitl(ack: Any, body: dict[str, Any], respond: Any) -> None:
+    async def on_hitl(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
         user = str(body.get("user_id") or "")
         try:
@@ -52,7 +54,7 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
         except Exception:
             log.exception("could not answer /hitl")
 
-    async def on_next_page(ack: Any, body: dict[str, Any], respond: Any) -> None:
+    async def on_next_page(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
         try:
             user = str((body.get("user") or {}).get("id") or "")

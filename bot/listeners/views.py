@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.context import BotContext
 from bot.decisions import decide
@@ -51,7 +52,7 @@ def _values(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
-    async def on_modify(ack: Any, body: dict[str, Any]) -> None:
+    async def on_modify(ack: AsyncAck, body: dict[str, Any]) -> None:
         meta = await _meta(ctx, body, FORM_MODIFY)
         if meta is None:
             await ack(response_action="errors", errors=_first_field(body, "This form was altered; nothing changed."))
@@ -80,7 +81,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
         else:
             await ack()
 
-    async def reason_submitted(kind: DecisionKind, ack: Any, body: dict[str, Any]) -> None:
+    async def reason_submitted(kind: DecisionKind, ack: AsyncAck, body: dict[str, Any]) -> None:
         meta = await _meta(ctx, body, FORM_FEEDBACK if kind is DecisionKind.FEEDBACK else FORM_REJECT)
         if meta is None:
             await ack(response_action="errors", errors={"hitl_reason": "This form was altered; nothing changed."})
@@ -104,10 +105,10 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
         else:
             await ack()
 
-    async def on_reject(ack: Any, body: dict[str, Any]) -> None:
+    async def on_reject(ack: AsyncAck, body: dict[str, Any]) -> None:
         await reason_submitted(DecisionKind.REJECT, ack, body)
 
-    async def on_feedback(ack: Any, body: dict[str, Any]) -> None:
+    async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:
         await reason_submitted(DecisionKind.FEEDBACK, ack, body)
 
     app.view(CALLBACK_MODIFY)(ctx.tracked(on_modify))

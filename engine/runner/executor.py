@@ -15,7 +15,9 @@ from engine.api_spec import EventKind
 from engine.domain.ids import new_session_id
 from engine.domain.records import AuditEntry
 from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, StaleVersion
+from engine.log_context import about
 from engine.runner.checks import check_templates, resolve_vars
+from engine.runner.drive import Drive
 from engine.runner.effects import EffectFailed
 from engine.runner.kit import StepKit
 from engine.runner.outcomes import Halt, Jump, RunResult
@@ -83,9 +85,8 @@ class Runner:
         # A session named here is new: no grant can exist for it. One the caller named may have some.
         drive.trusted = frozenset() if session_id is None else None
         try:
-            async with self.kit.driving(drive):
-                self._event(state, "run_started", f"{wf.spec.name} by {state.requester}")
-                return await self._drive(wf, tools, state)
+            with about(session_id=state.session_id):
+                return await self._start(wf, tools, drive)
         except StaleVersion:
             if drive.committed:
                 raise
@@ -96,13 +97,20 @@ class Runner:
                 session_id=state.session_id,
             ) from None
 
+    async def _start(self, wf: LoadedWorkflow, tools: dict[str, Tool], drive: Drive) -> RunResult:
+        async with self.kit.driving(drive):
+            state = drive.state
+            self._event(state, "run_started", f"{wf.spec.name} by {state.requester}")
+            return await self._drive(wf, tools, state)
+
     async def resume(
         self, session_id: str, *, force: bool = False, actor: str = "cli", overrides: dict[str, Any] | None = None
     ) -> RunResult:
         """Continue a paused (or crashed, or failed) run from its checkpoint, as its owner. ``overrides`` replace
         variables for the steps still to come (validated like ``--var`` at the start; recorded in the audit)."""
-        async with self.kit.driving(await self.kit.open(session_id)) as drive:
-            return await self._resume(drive.state, force=force, actor=actor, overrides=overrides or {})
+        with about(session_id=session_id):
+            async with self.kit.driving(await self.kit.open(session_id)) as drive:
+                return await self._resume(drive.state, force=force, actor=actor, overrides=overrides or {})
 
     async def _resume(self, state: RunState, *, force: bool, actor: str, overrides: dict[str, Any]) -> RunResult:
         session_id = state.session_id

@@ -25,7 +25,7 @@ from .problems import ApiError, error_response, from_engine
 __all__ = ["PREFIX", "api_app"]
 
 PREFIX = "/api/v1"
-log = logging.getLogger("hitl.api")
+log = logging.getLogger(__name__)
 
 
 @web.middleware

@@ -26,7 +26,7 @@ from .tokens import Caller, TokenBook
 __all__ = ["ApiContext", "CALLER", "CONTEXT", "LiveConfig"]
 
 M = TypeVar("M", bound=BaseModel)
-log = logging.getLogger("hitl.api")
+log = logging.getLogger(__name__)
 
 
 class LiveConfig:

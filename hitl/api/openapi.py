@@ -20,7 +20,8 @@ _OUTPUTS: list[type[BaseModel]] = [m.ApprovalView, m.ApprovalList, m.ProposalVie
 _OUTPUTS += [m.ErrorBody]
 
 _ERRORS = {
-    "400": "The body is not JSON.",
+    "400": "The request is malformed: not HTTP, a request line or header over the server's limits (32 KB, 16 KB), "
+    "or a body that is not JSON.",
     "401": "No valid bearer token.",
     "403": "The token lacks the scope, or the reviewer may not decide this approval.",
     "404": "No such approval, execution, run or workflow (or the token may not see it).",
@@ -68,7 +69,7 @@ def _op(
             prop = {k: v for k, v in prop.items() if k not in ("title", "description")}
             params.append({"name": name, "in": "query", "required": name in required, "schema": prop})
     responses: dict[str, Any] = {ok[0]: {"description": summary, **_json(ok[1])}}
-    for code in ["401", "429", "503", *errors]:
+    for code in ["400", "401", "429", "503", *errors]:
         responses[code] = {"description": _ERRORS[code], **_json(m.ErrorBody)}
     op: dict[str, Any] = {"summary": summary, "parameters": params, "responses": responses}
     if body is not None:

@@ -29,7 +29,7 @@ from engine.ports import Clock, Store
 
 __all__ = ["MAX_ATTEMPTS", "WebhookDelivery", "sign", "verify"]
 
-log = logging.getLogger("hitl.webhooks")
+log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 12
 TIMEOUT = 10.0

@@ -424,9 +424,11 @@ def serve(
     from bot.errors import BotError
     from bot.server import serve_http, serve_socket
     from bot.settings import BotSettings
-    from hitl.serve import build_server
+    from hitl.logs import configure_logging
+    from hitl.serve import build_server, new_replica_id
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    replica = new_replica_id()
+    configure_logging(logging.INFO, replica=replica)
     overrides: dict[str, Any] = {}
     if store:
         overrides["hitl_store"] = store
@@ -435,7 +437,7 @@ def serve(
     settings = BotSettings(**overrides)
 
     async def work() -> int:
-        server = await build_server(settings, socket_mode=socket)
+        server = await build_server(settings, socket_mode=socket, replica=replica)
         try:
             server.background.start()
             if socket:
@@ -472,10 +474,11 @@ def mcp(
 
     from engine.domain.ids import short_id
     from engine.gate import ToolGate
+    from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
 
     # stdout carries the protocol over stdio: every log line goes to stderr.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(logging.WARNING, replica="mcp")
     out = Out(as_json=False)
     settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 

@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from bot.server import app_runner
 from bot.settings import BotSettings
 from engine.ports import Store
 from engine.storage.redis import RedisStore, connect
@@ -149,7 +150,7 @@ async def start(
         hitl_approval_channel=channel,
     )
     rt = await build_server(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
-    runner = web.AppRunner(rt.web_app(), shutdown_timeout=1.0)  # what `hitl serve` answers, the API included
+    runner = app_runner(rt.web_app(), shutdown_timeout=1.0)  # what `hitl serve` answers, the API included
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

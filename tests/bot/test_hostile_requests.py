@@ -97,6 +97,31 @@ async def test_a_slow_body_is_cut_off(harness: Harness, monkeypatch: pytest.Monk
         assert r.status == 200
 
 
+@pytest.mark.parametrize("what", ["line", "header", "garbage"])
+async def test_a_request_past_the_http_limits_is_a_400_and_one_log_line(
+    harness: Harness, caplog: pytest.LogCaptureFixture, what: str
+) -> None:
+    host, port = harness.bot_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    request = {
+        "line": f"GET /api/v1/approvals?cursor={'x' * 40_000} HTTP/1.1\r\nHost: h\r\n\r\n",
+        "header": f"GET /healthz HTTP/1.1\r\nHost: h\r\nX-Big: {'y' * 20_000}\r\n\r\n",
+        "garbage": "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http at all\r\n\r\n",
+    }[what]
+    with caplog.at_level(logging.DEBUG):
+        writer.write(request.encode("latin-1"))
+        await writer.drain()
+        status_line = await asyncio.wait_for(reader.readline(), 5)
+        writer.close()
+        await asyncio.gather(writer.wait_closed(), return_exceptions=True)
+    assert status_line.split(b" ")[1] == b"400", status_line
+    mine = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert mine and all(r.levelno == logging.WARNING and not r.exc_info for r in mine)  # no traceback
+    assert "refused a malformed HTTP request (400)" in mine[0].getMessage()
+    async with harness.http.get(f"{harness.bot_url}/healthz") as r:
+        assert r.status == 200
+
+
 async def test_a_legacy_interactive_message_is_not_a_click(harness: Harness) -> None:
     p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="legacy")
     assert p.approval is not None

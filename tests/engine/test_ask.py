@@ -6,7 +6,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_type
 
 import pytest
 
@@ -100,7 +100,9 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
     task = asyncio.create_task(refund("9", 40))
     aid = await wait_pending(store)
     await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
-    assert await asyncio.wait_for(task, 5) == "refunded 40"
+    result = await asyncio.wait_for(task, 5)
+    assert_type(result, str)  # the guarded function keeps its parameters and result under a type checker
+    assert result == "refunded 40"
     assert calls == [{"order_id": "9", "amount": 40}]
     assert (await store.approvals.get(aid)).status is Status.EXECUTED
     # An approval authorizes one execution: the identical call again is a new request, not a re-run.
@@ -117,6 +119,7 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
         return "never"
 
     task2 = asyncio.create_task(refund_other("10", 5))
+    assert_type(task2, asyncio.Task[str])  # an async function's result is awaited once, not twice
     aid2 = next(a.id for a in (await _pending_eventually(store)) if a.args["order_id"] == "10")
     await service(store, clock).decide(aid2, "U_SUPPORT2", DecisionKind.REJECT, reason="fraud")
     with pytest.raises(ActionRejected, match="fraud"):
