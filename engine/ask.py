@@ -42,6 +42,7 @@ class Guard(Protocol):
     @overload
     def __call__(self, fn: Callable[P, R], /) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
+
 Outcome = Literal["approved", "rejected", "expired", "cancelled"]
 
 _FINAL: dict[Status, Outcome] = {
