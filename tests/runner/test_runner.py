@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 from engine.config import load_config
-from engine.domain.models import DecisionKind, Status
+from engine.domain.models import Approval, DecisionKind, Status
 from engine.errors import EngineError, ErrorCode
 from engine.ports import Store
 from engine.runner import Runner, RunStatus, load_workflow
@@ -102,8 +102,20 @@ async def test_batch_one_approval_items_once_failed_item_retried_alone(
     assert failed.status is RunStatus.FAILED and "mail server refused b@x.io" in (failed.reason or "")
     assert [e["to"] for e in effects.read("sent")] == ["a@x.io"]
     monkeypatch.delenv("HITL_TEST_FAIL_TO")
+    # The batch's approval is recorded as executed only once every item's outcome is: never ahead of them.
+    mark = runner.kit.effects.mark
+    seen_at_executed: list[list[str]] = []
+
+    async def watched(approval: Approval, target: Status) -> Approval:
+        if target is Status.EXECUTED:
+            claims = [await svc.store.ledger.get(f"{r.session_id}:send_all:0:{i}") for i in range(3)]
+            seen_at_executed.append([str(c.state) if c else "none" for c in claims])
+        return await mark(approval, target)
+
+    monkeypatch.setattr(runner.kit.effects, "mark", watched)
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.COMPLETED
+    assert seen_at_executed == [["succeeded", "succeeded", "succeeded"]]
     assert [e["to"] for e in effects.read("sent")] == ["a@x.io", "b@x.io", "c@x.io"]
     assert [c["to"] for c in effects.read("calls")] == ["a@x.io", "b@x.io", "b@x.io", "c@x.io"]
     assert (await svc.store.approvals.get(r.approval.id)).status is Status.EXECUTED

@@ -40,6 +40,9 @@ class BatchHandler:
             outputs.append(out)
             state.history.append(f"{step.id}: item {idx + 1}/{len(all_args)} done")
         if approval is not None:
+            # The last item's outcome waits for the run's next commit: write it first, so the batch's approval is
+            # never recorded as executed before every item it covers is.
+            await self.kit.flush(state)
             await effects.mark(approval, Status.EXECUTED)
         state.outputs[step.id] = outputs
         return None
