@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import socket
 import statistics
@@ -11,6 +12,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Connection
@@ -45,6 +47,17 @@ def redis_server() -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux ``/proc``), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def spread(samples: Sequence[float], fmt: str = "{:.1f}") -> str:
+    """``min / median / max`` of per-round figures."""
+    return " / ".join(fmt.format(x) for x in (min(samples), statistics.median(samples), max(samples)))
 
 
 def pct(samples: list[float], q: float) -> float:

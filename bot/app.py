@@ -123,8 +123,13 @@ def build_app(
     )
     app = AsyncApp(
         client=side.client,
-        signing_secret=secret or None,
-        process_before_response=False,
+        # The HTTP server verifies every request's signature before Bolt sees it (bot/server.py); Socket Mode
+        # needs none. Checking twice cost a second HMAC per click.
+        request_verification_enabled=False,
+        # Bolt answers Slack when the listener returns, not by polling for ack() every 10 ms (which made an
+        # unloaded click's ack ~12 ms). Listeners that answer at once and keep working do the rest in a task of
+        # their own (BotContext.acked); the form listeners answer after their decision, with its errors.
+        process_before_response=True,
         raise_error_for_unhandled_request=False,
     )
     # A local stand-in for Slack (SLACK_API_URL off slack.com) serves its own response URLs: trust that one too.

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_bolt.context.ack.async_ack import AsyncAck
+
 from bot.metrics import Metrics
 from bot.notifier import SlackNotifier
 from bot.reviewers import ReviewerDirectory
@@ -34,6 +36,7 @@ class BotContext:
     replica: str
     inflight: int = 0
     _idle: asyncio.Event = field(default_factory=asyncio.Event)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -51,16 +54,45 @@ class BotContext:
 
         @functools.wraps(handler)
         async def run(*args: Any, **kwargs: Any) -> None:
-            self.inflight += 1
-            self._idle.clear()
+            self._busy(+1)
             try:
                 await handler(*args, **kwargs)
             finally:
-                self.inflight -= 1
-                if self.inflight == 0:
-                    self._idle.set()
+                self._busy(-1)
 
         return run
+
+    def acked(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+        """Wrap a listener that answers Slack with an empty ack before its work: the wrapper acks, runs
+        ``handler`` (which then must not ack) in a task counted like :meth:`tracked`, and returns at once, so Bolt
+        answers Slack without waiting for the work. The handler catches its own errors (nobody awaits the task
+        but :meth:`wait_idle`). Bolt still sees the handler's parameters (``functools.wraps``)."""
+
+        @functools.wraps(handler)
+        async def run(*args: Any, **kwargs: Any) -> None:
+            ack: AsyncAck = kwargs["ack"]
+            await ack()
+            self._busy(+1)  # counted before the task starts, so wait_idle cannot slip in between
+            task = asyncio.create_task(self._finish(handler(*args, **kwargs)))
+            self._tasks.add(task)  # held until done: the loop keeps only a weak reference to tasks
+            task.add_done_callback(self._tasks.discard)
+
+        return run
+
+    async def _finish(self, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Exception:  # a handler's own net failed: say so, and keep serving
+            log.exception("a Slack listener failed after its ack")
+        finally:
+            self._busy(-1)
+
+    def _busy(self, delta: int) -> None:
+        self.inflight += delta
+        if self.inflight == 0:
+            self._idle.set()
+        else:
+            self._idle.clear()
 
     async def wait_idle(self, timeout: float = 30.0) -> None:
         """Until no listener is running (Slack got its ack earlier; this waits for the rest)."""

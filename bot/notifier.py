@@ -43,6 +43,8 @@ class _Retry:
 
 
 log = logging.getLogger(__name__)
+CARD_JOB = "card"
+"""The durable job that brings an approval's card up to date (queued by a decision's own store step)."""
 _RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 
@@ -80,6 +82,8 @@ class SlackNotifier:
         self._sweep_cursor: str | None = None
 
     # -- Notifier protocol ----------------------------------------------------------------------------------
+    decision_jobs = (CARD_JOB,)
+
     def channel_for(self, a: Approval) -> str | None:
         channels = self.spec.channels
         return (
@@ -92,10 +96,11 @@ class SlackNotifier:
     async def approval_requested(self, approval: Approval) -> None:
         await self.post_card(approval)
 
-    async def approval_changed(self, approval: Approval) -> None:
-        # Durable, so a crash or restart between the decision and the card update loses nothing: any replica
-        # picks the job up (after its lease, if the one that took it died).
-        await self.store.jobs.enqueue("card", {"approval_id": approval.id}, now=self.clock.now())
+    async def approval_changed(self, approval: Approval, *, queued: bool = False) -> None:
+        # Durable, so a crash or restart between the change and the card update loses nothing: any replica picks
+        # the job up (after its lease, if the one that took it died). A decision queued it in its own step.
+        if not queued:
+            await self.store.jobs.enqueue(CARD_JOB, {"approval_id": approval.id}, now=self.clock.now())
         self.kick()
 
     def kick(self) -> None:
@@ -250,7 +255,7 @@ class SlackNotifier:
             self._wake.clear()
             try:
                 jobs = await self.store.jobs.claim(
-                    self.replica, kind="card", limit=50, now=self.clock.now(), lease=self.lease
+                    self.replica, kind=CARD_JOB, limit=50, now=self.clock.now(), lease=self.lease
                 )
             except EngineError as exc:  # the store is down: keep what we hold, try again shortly
                 log.warning("cannot read the card-update queue (%s); retrying", exc.message)

@@ -9,13 +9,15 @@ adds fields over time) but still count toward the bounds.
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from yarl import URL
 
-__all__ = ["Command", "Interaction", "PayloadError", "SlackRequest", "parse_request"]
+__all__ = ["Command", "Interaction", "Parsed", "PayloadError", "SlackRequest", "parse_request"]
 
 MAX_DEPTH = 32
 """Deepest JSON nesting accepted (Slack's own payloads stay under 12)."""
@@ -82,16 +84,27 @@ class Command(_Open):
 SlackRequest = Interaction | Command
 
 
-def parse_request(body: bytes) -> SlackRequest:
-    """The request in ``body``, or :class:`PayloadError` naming what is wrong."""
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A request read once: ``body`` is what Bolt dispatches on (the payload object, or the command's form fields,
+    as Bolt's own parser would give them) and ``request`` the same, validated."""
+
+    body: dict[str, Any]
+    request: SlackRequest
+
+
+def parse_request(body: bytes) -> Parsed:
+    """The request in ``body``, or :class:`PayloadError` naming what is wrong.
+
+    This runs on every click, so it uses C parsers: yarl's unquoter for the form (urllib's is pure Python, ~0.6 ms
+    for a 20 KB card payload against ~5 µs) and orjson for the JSON (which also refuses lone surrogates and
+    nesting past 1,024 levels before :data:`MAX_DEPTH` is checked on the parsed value).
+    """
     try:
         text = body.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
         raise PayloadError("body is not UTF-8") from None
-    try:
-        form = dict(parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text), errors="strict"))
-    except (ValueError, UnicodeDecodeError):
-        raise PayloadError("body is not a form") from None
+    form = _form(text)
     if "payload" in form:
         data = _json(form["payload"])
         if not isinstance(data, dict):
@@ -102,45 +115,53 @@ def parse_request(body: bytes) -> SlackRequest:
             raise PayloadError("block_actions without actions")
         if data["type"] != "block_actions" and not isinstance(data.get("view"), dict):
             raise PayloadError(f"{data['type']} without a view")
-        return _validated(Interaction, data)
+        return Parsed(data, _validated(Interaction, data))
     if "command" in form:
         _no_surrogates(form)
-        return _validated(Command, form)
+        return Parsed(form, _validated(Command, form))
     raise PayloadError("neither a payload nor a command")
+
+
+def _form(text: str) -> dict[str, str]:
+    if "%" not in text or "=" not in text:
+        return _strict_form(text)
+    # yarl turns an escape that is not UTF-8 into U+FFFD where urllib's strict mode refuses it: a body showing
+    # U+FFFD is read again strictly (and refused when it is not a form). Anything else both read alike.
+    form = dict(URL(f"http://slack/?{text}", encoded=True).query)
+    if any("\ufffd" in v for v in form.values()):
+        return _strict_form(text)
+    return form
+
+
+def _strict_form(text: str) -> dict[str, str]:
+    try:
+        return dict(parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text), errors="strict"))
+    except (ValueError, UnicodeDecodeError):
+        raise PayloadError("body is not a form") from None
 
 
 def _json(text: str) -> Any:
     if text.startswith("\ufeff"):
         raise PayloadError("payload starts with a byte-order mark")
-    _check_depth(text)
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
         raise PayloadError("payload is not valid JSON") from None
-    _no_surrogates(data)
+    if _depth(data) > MAX_DEPTH:
+        raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
     return data
 
 
-def _check_depth(text: str) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` before parsing (a deep document costs the parser dearly)."""
-    depth = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
-        elif ch in "]}":
-            depth -= 1
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (a scalar is 0), visiting only its containers."""
+    deepest = 0
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return deepest
 
 
 def _no_surrogates(value: Any) -> None:

@@ -285,7 +285,15 @@ class Notifier(Protocol):
 
     async def approval_requested(self, approval: Approval) -> None: ...
 
-    async def approval_changed(self, approval: Approval) -> None: ...
+    @property
+    def decision_jobs(self) -> tuple[str, ...]:
+        """Kinds of durable job the store queues with every recorded decision, in the decision's own atomic step
+        (payload ``{"approval_id": ...}``): the Slack card update. Empty when the notifier needs none."""
+        ...
+
+    async def approval_changed(self, approval: Approval, *, queued: bool = False) -> None:
+        """``approval`` changed. ``queued``: its :attr:`decision_jobs` are already in the store (a decision)."""
+        ...
 
     async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None: ...
 

@@ -335,6 +335,7 @@ class ApprovalService:
                 expected_version=expected_version,
                 expected_hash=expected_hash,
                 via=via,
+                jobs=self._decision_jobs,
             )
             return await self._after_decision(
                 await self.store.approvals.decide(cmd, now=self.clock.now()), kind, reviewer
@@ -357,6 +358,7 @@ class ApprovalService:
             args=new_args,
             supersede_with=replacement.id if replacement else None,
             via=via,
+            jobs=self._decision_jobs,
         )
         if replacement is not None:
             # Created before the original is superseded: a crash in between leaves an extra pending
@@ -420,8 +422,12 @@ class ApprovalService:
                 now=self.clock.now(),
                 until=self.clock.now() + self.policy.spec.trust_ttl,
             )
-        await self._changed(updated)
+        await self._changed(updated, queued=True)
         return updated
+
+    @property
+    def _decision_jobs(self) -> tuple[str, ...]:
+        return self.notifier.decision_jobs if self.notifier is not None else ()
 
     def _validated(self, current: Approval, args: dict[str, Any]) -> dict[str, Any]:
         """Edited arguments checked against the schema snapshot the reviewer saw, else the tool's declared one."""
@@ -496,9 +502,9 @@ class ApprovalService:
             await self._safe(self.notifier.approval_requested(approval))
         await self._event(approval, created=True)
 
-    async def _changed(self, approval: Approval) -> None:
+    async def _changed(self, approval: Approval, *, queued: bool = False) -> None:
         if self.notifier is not None:
-            await self._safe(self.notifier.approval_changed(approval))
+            await self._safe(self.notifier.approval_changed(approval, queued=queued))
         await self._event(approval)
 
     async def _event(self, approval: Approval, *, created: bool = False) -> None:

@@ -1,4 +1,5 @@
-"""Button clicks on review cards. Every handler acks first; refusals reach only the clicker."""
+"""Button clicks on review cards. Each is acked before its work (``BotContext.acked``); refusals reach only the
+clicker."""
 
 from __future__ import annotations
 
@@ -48,8 +49,7 @@ def _click(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 
 
 def register_actions(app: AsyncApp, ctx: BotContext) -> None:
-    async def simple(kind: DecisionKind, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
+    async def simple(kind: DecisionKind, body: dict[str, Any], respond: AsyncRespond) -> None:
         try:
             click = _click(body)
             parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
@@ -63,20 +63,17 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
                 await respond(text=refusal, response_type="ephemeral", replace_original=False)
             elif body.get("container", {}).get("is_ephemeral"):
                 await respond(text=done_text(updated), response_type="ephemeral", replace_original=True)
-        except Exception:  # never let an error after ack() turn into a Slack-side failure
+        except Exception:  # the click was acked: tell the clicker, never fail silently
             log.exception("%s click failed", kind)
             await _safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again.")
 
     async def on_approve(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await simple(DecisionKind.APPROVE, ack, body, respond)
+        await simple(DecisionKind.APPROVE, body, respond)
 
     async def on_trust(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await simple(DecisionKind.TRUST, ack, body, respond)
+        await simple(DecisionKind.TRUST, body, respond)
 
-    async def open_modal(
-        kind: str, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
-    ) -> None:
-        await ack()
+    async def open_modal(kind: str, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         try:
             click = _click(body)
             parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
@@ -129,23 +126,23 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
 
     async def on_reject(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_REJECT, ack, body, respond, client)
+        await open_modal(ACTION_REJECT, body, respond, client)
 
     async def on_modify(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_MODIFY, ack, body, respond, client)
+        await open_modal(ACTION_MODIFY, body, respond, client)
 
     async def on_feedback(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_FEEDBACK, ack, body, respond, client)
+        await open_modal(ACTION_FEEDBACK, body, respond, client)
 
     async def on_view_all(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_VIEW_ALL, ack, body, respond, client)
+        await open_modal(ACTION_VIEW_ALL, body, respond, client)
 
-    app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
-    app.action(ACTION_TRUST)(ctx.tracked(on_trust))
-    app.action(ACTION_REJECT)(ctx.tracked(on_reject))
-    app.action(ACTION_MODIFY)(ctx.tracked(on_modify))
-    app.action(ACTION_FEEDBACK)(ctx.tracked(on_feedback))
-    app.action(ACTION_VIEW_ALL)(ctx.tracked(on_view_all))
+    app.action(ACTION_APPROVE)(ctx.acked(on_approve))
+    app.action(ACTION_TRUST)(ctx.acked(on_trust))
+    app.action(ACTION_REJECT)(ctx.acked(on_reject))
+    app.action(ACTION_MODIFY)(ctx.acked(on_modify))
+    app.action(ACTION_FEEDBACK)(ctx.acked(on_feedback))
+    app.action(ACTION_VIEW_ALL)(ctx.acked(on_view_all))
 
 
 async def _refuse_button(ctx: BotContext, body: dict[str, Any], what: str) -> None:

@@ -38,7 +38,6 @@ ACTION_PENDING_PAGE = "hitl_pending_page"
 
 def register_commands(app: AsyncApp, ctx: BotContext) -> None:
     async def on_hitl(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
         user = str(body.get("user_id") or "")
         try:
             words = shlex.split(str(body.get("text") or ""))
@@ -55,7 +54,6 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("could not answer /hitl")
 
     async def on_next_page(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
         try:
             user = str((body.get("user") or {}).get("id") or "")
             cursor = str(((body.get("actions") or [{}])[0]).get("value") or "")
@@ -70,8 +68,8 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
         except Exception:
             log.exception("could not answer the page click")
 
-    app.command("/hitl")(ctx.tracked(on_hitl))
-    app.action(ACTION_PENDING_PAGE)(ctx.tracked(on_next_page))
+    app.command("/hitl")(ctx.acked(on_hitl))
+    app.action(ACTION_PENDING_PAGE)(ctx.acked(on_next_page))
 
 
 async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, Any]:

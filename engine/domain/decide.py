@@ -43,6 +43,10 @@ class DecideCommand(BaseModel):
     supersede_with: str | None = None
     """For a modify whose new arguments raised the tier: the id of the replacing approval."""
     via: str = "api"
+    jobs: tuple[str, ...] = ()
+    """Kinds of durable job queued with the decision, in its atomic step, each with ``{"approval_id": ...}`` as
+    payload (the card update): a recorded decision never lacks its follow-up, and costs no second round trip.
+    Nothing is queued when the decision is refused."""
 
 
 def eligible(approval: Approval, reviewer: Reviewer) -> bool:

@@ -444,7 +444,14 @@ def serve(
                 assert settings.slack_app_token is not None
                 await serve_socket(server.bot, settings.slack_app_token.get_secret_value())
             else:
-                await serve_http(server.bot, host=host, port=port, app=server.web_app(), reuse_port=reuse_port)
+                await serve_http(
+                    server.bot,
+                    host=host,
+                    port=port,
+                    app=server.web_app(),
+                    reuse_port=reuse_port,
+                    access_log=settings.hitl_access_log,
+                )
         finally:
             await server.close()
         return 0

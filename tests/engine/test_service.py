@@ -28,14 +28,18 @@ policy:
 
 
 class RecordingNotifier:
+    decision_jobs = ("card",)
+
     def __init__(self) -> None:
         self.events: list[tuple[str, Any]] = []
+        self.queued: list[bool] = []
 
     async def approval_requested(self, approval: Approval) -> None:
         self.events.append(("requested", approval.id))
 
-    async def approval_changed(self, approval: Approval) -> None:
+    async def approval_changed(self, approval: Approval, *, queued: bool = False) -> None:
         self.events.append(("changed", (approval.id, str(approval.status))))
+        self.queued.append(queued)
 
     async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None:
         self.events.append(("notified", tool))
@@ -84,6 +88,10 @@ async def test_decide_binds_and_reports(svc: ApprovalService, notifier: Recordin
     )
     assert out.status is Status.APPROVED
     assert ("changed", (out.id, "approved")) in notifier.events
+    # The notifier's job was queued by the decision's own store step, and the notifier was told so.
+    assert notifier.queued[-1] is True
+    jobs = await svc.store.jobs.claim("w", kind="card", limit=5, now=0.0, lease=30)
+    assert [j.payload for j in jobs] == [{"approval_id": out.id}]
 
 
 async def test_modify_same_tier_approves_with_new_args(svc: ApprovalService) -> None:
@@ -164,3 +172,4 @@ async def test_expiry_through_the_service(svc: ApprovalService, clock: FakeClock
     expired = await svc.expire_due()
     assert [a.status for a in expired] == [Status.EXPIRED]
     assert ("changed", (p.approval.id, "expired")) in notifier.events
+    assert notifier.queued[-1] is False  # not a decision: the notifier queues its own job

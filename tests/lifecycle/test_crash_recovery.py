@@ -237,7 +237,12 @@ async def _crash_and_recover(rig: Rig, workflow: str, answer: str, replicas: int
         if answer == "run_again":
             await slack.click("U_FIN2", doubt_card, ACTION_APPROVE)
         else:
+            opened = len(rig.state.views)
             await slack.click("U_FIN2", doubt_card, ACTION_FEEDBACK)
+            deadline = time.monotonic() + 10
+            while len(rig.state.views) == opened:  # the bot acks first, then opens the form (as with Slack)
+                assert time.monotonic() < deadline, "the feedback form never opened"
+                await asyncio.sleep(0.01)
             view_id = list(rig.state.views)[-1]
             values = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "payment P-1 is in the bank"}}}
             assert (await slack.submit("U_FIN2", view_id, values)).status == 200

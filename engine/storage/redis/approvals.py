@@ -162,7 +162,11 @@ class RedisApprovals:
             *sorted(cmd.reviewer.roles),
         ]
         args = [json.dumps(packed, ensure_ascii=False), self.conn.channel(cmd.approval_id)]
-        out = await self.conn.call(self.conn.decide_script, self.conn.approval_keys(cmd.approval_id), args)
+        keys = self.conn.approval_keys(cmd.approval_id)
+        if cmd.jobs:
+            keys += [self.conn.jobs_key(kind) for kind in cmd.jobs]
+            args.append(json.dumps({"approval_id": cmd.approval_id}))
+        out = await self.conn.call(self.conn.decide_script, keys, args)
         tag = text(out[0])
         if tag == "missing":
             raise NotFound(

@@ -149,6 +149,10 @@ class RedisConnection:
         """Every approval by creation time (the global audit view starts from it)."""
         return f"{self.p}:all"
 
+    def jobs_key(self, kind: str) -> str:
+        """The stream of durable jobs of one kind."""
+        return f"{self.p}:jobs:{kind}"
+
     @property
     def events_key(self) -> str:
         """The stream of audit entries that belong to no approval (trust grants, forced resumes)."""

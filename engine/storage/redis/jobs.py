@@ -24,26 +24,47 @@ class RedisJobs:
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
         self.r = conn.r
+        self._groups: set[str] = set()
+        """Kinds whose consumer group this process made or found (made once, not on every claim)."""
+        self._reclaimed: dict[str, float] = {}
+        """Per kind, the ``now`` of the last look for jobs a crashed consumer left."""
 
     def _key(self, kind: str) -> str:
-        return f"{self.conn.p}:jobs:{kind}"
+        return self.conn.jobs_key(kind)
 
     async def enqueue(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
         job_id = await self.r.xadd(self._key(kind), {"payload": json.dumps(payload), "at": repr(now)})
         return f"{kind}/{text(job_id)}"
 
     async def claim(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
-        key = self._key(kind)
         try:
-            await self.r.xgroup_create(key, _GROUP, id="0", mkstream=True)
+            return await self._claim(consumer, kind, limit, now, lease)
         except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
+            if "NOGROUP" not in str(exc):
                 raise
-        # Idle time is the server's clock: ``lease`` is how long a consumer may hold a job unacknowledged.
-        reclaimed = await self.r.xautoclaim(
-            key, _GROUP, consumer, min_idle_time=int(lease * 1000), start_id="0-0", count=limit
-        )
-        entries = list(reclaimed[1]) if reclaimed else []
+            self._groups.discard(kind)  # the stream went away since: make the group again, once
+            return await self._claim(consumer, kind, limit, now, lease)
+
+    async def _claim(self, consumer: str, kind: str, limit: int, now: float, lease: float) -> list[Job]:
+        key = self._key(kind)
+        if kind not in self._groups:
+            try:
+                await self.r.xgroup_create(key, _GROUP, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+            self._groups.add(kind)
+        entries: list[Any] = []
+        last = self._reclaimed.get(kind)
+        if last is None or not last <= now < last + lease / 4:
+            # Jobs a crashed consumer held are taken over at most a quarter lease after their lease ran out: a
+            # claim looks for them then, not on every call (a busy queue is claimed from hundreds of times a
+            # second). Idle time is the server's clock: ``lease`` is how long a job may stay unacknowledged.
+            self._reclaimed[kind] = now
+            reclaimed = await self.r.xautoclaim(
+                key, _GROUP, consumer, min_idle_time=int(lease * 1000), start_id="0-0", count=limit
+            )
+            entries = list(reclaimed[1]) if reclaimed else []
         if len(entries) < limit:
             fresh = cast(list[Any], await self.r.xreadgroup(_GROUP, consumer, {key: ">"}, count=limit - len(entries)))
             for _stream, items in fresh or []:

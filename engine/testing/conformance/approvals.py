@@ -76,6 +76,22 @@ class ApprovalsConformance:
             ("decided", "U_SUPPORT1", "ok", 2),
         ]
 
+    async def test_a_decision_queues_its_follow_up_jobs_in_its_own_step(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        with pytest.raises(DecisionRefused):  # refused: nothing queued
+            await store.approvals.decide(cmd(a, "agent:riley", jobs=("card", "hook")), now=clock.now())
+        assert await store.jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=30) == []
+        await store.approvals.decide(cmd(a, "U_SUPPORT1", jobs=("card", "hook")), now=clock.advance(1))
+        for kind in ("card", "hook"):
+            jobs = await store.jobs.claim("w", kind=kind, limit=10, now=clock.now(), lease=30)
+            assert [(j.kind, j.payload) for j in jobs] == [(kind, {"approval_id": a.id})]
+            await store.jobs.ack(jobs[0].id)
+        b = make_approval(now=clock.now(), key="b")
+        await store.approvals.create(b)
+        await store.approvals.decide(cmd(b, "U_SUPPORT1"), now=clock.now())  # none asked for: none queued
+        assert await store.jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=30) == []
+
     async def test_200_concurrent_deciders_exactly_one_wins(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now())
         await store.approvals.create(a)

@@ -1,6 +1,7 @@
 -- One decision, atomically. Mirrors engine/domain/decide.py (same checks, same order); the conformance
 -- suite keeps them in agreement.
--- KEYS[1] approval hash, KEYS[2] its audit list, KEYS[3] its static document (same hash slot)
+-- KEYS[1] approval hash, KEYS[2] its audit list, KEYS[3] its static document (same hash slot); KEYS[4..]: job
+-- streams that get one entry each when the decision is recorded (payload ARGV[3])
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
 --       supersede_with, via, approval_id, roles...; ARGV[2]: the approval's pub/sub channel
@@ -75,6 +76,7 @@ redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'a
 f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
   superseded_by, now_s
 audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target)
+for i = 4, #KEYS do redis.call('XADD', KEYS[i], '*', 'payload', ARGV[3], 'at', now_s) end
 -- Wake every waiter on any replica (ARGV[2] is the approval's channel).
 redis.call('PUBLISH', ARGV[2], target .. ':' .. version)
 return result('ok', '')

@@ -1,0 +1,164 @@
+"""The click's own path: Slack gets its answer before the work, the body is read once, the card job rides along
+with the decision, and the fast form reader agrees with the standard library."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import pytest
+import slack_bolt.request.async_request
+from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.blocks import ACTION_APPROVE
+from bot.payloads import Interaction, PayloadError, parse_request
+from bot.reviewers import ReviewerDirectory
+from bot.server import app_runner, http_app
+from engine.domain.models import Reviewer, Status
+from slack_sandbox.dispatch import Dispatcher
+from tests.bot.conftest import SECRET, Harness
+from tests.bot.test_cards_and_clicks import propose
+
+
+async def test_slack_gets_its_ack_before_the_decision_is_worked_on(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = await propose(harness)
+    card = harness.card_for(a.id)
+    release = asyncio.Event()
+    lookup = ReviewerDirectory.reviewer
+
+    async def slow_lookup(self: ReviewerDirectory, user_id: str) -> Reviewer:
+        await release.wait()  # as a slow users.info or user-group call would be
+        return await lookup(self, user_id)
+
+    monkeypatch.setattr(ReviewerDirectory, "reviewer", slow_lookup)
+    harness.slack.after = None
+    reply = await asyncio.wait_for(harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE), 5)
+    assert reply.status == 200  # answered while the decision still waits on the lookup
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.PENDING
+    assert harness.rt.ctx.inflight == 1
+    release.set()
+    await harness.settle()
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
+    assert len(harness.state.calls_to("chat.update")) == 1
+
+
+async def test_bolt_dispatches_the_body_the_server_parsed(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bolt never parses the body again (its urllib + json parse cost as much as the rest of the click)."""
+
+    def refuse(*_: Any) -> dict[str, Any]:
+        raise AssertionError("Bolt parsed the body a second time")
+
+    monkeypatch.setattr(slack_bolt.request.async_request, "parse_body", refuse)
+    a = await propose(harness)
+    reply = await harness.slack.click("U_SUPPORT1", harness.card_for(a.id), ACTION_APPROVE)
+    assert reply.status == 200
+    await harness.settle()
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
+
+
+async def test_the_card_job_is_queued_by_the_decision_itself(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = await propose(harness)
+    enqueued: list[str] = []
+    enqueue = harness.rt.store.jobs.enqueue
+
+    async def watched(kind: str, payload: dict[str, Any], *, now: float) -> str:
+        enqueued.append(kind)
+        return await enqueue(kind, payload, now=now)
+
+    monkeypatch.setattr(harness.rt.store.jobs, "enqueue", watched)
+    await harness.slack.click("U_SUPPORT1", harness.card_for(a.id), ACTION_APPROVE)
+    await harness.settle()
+    assert "card" not in enqueued  # no second round trip: the decide step queued it
+    assert len(harness.state.calls_to("chat.update")) == 1
+    assert not any(b["type"] == "actions" for b in harness.card_for(a.id).blocks)
+
+
+async def test_a_server_without_a_signing_secret_accepts_nothing(harness: Harness) -> None:
+    """Bolt's own signature check is off, so the server's is the only one: without a secret nothing gets in."""
+    app = http_app(dataclasses.replace(harness.rt.bot, signing_secret=None))
+    runner = app_runner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        unsigned = Dispatcher(
+            harness.state, harness.http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET
+        )
+        a = await propose(harness)
+        reply = await unsigned.click("U_SUPPORT1", harness.card_for(a.id), ACTION_APPROVE)
+        assert reply.status == 401
+    finally:
+        await runner.cleanup()
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.PENDING
+
+
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXT, user=st.from_regex(r"[A-Z0-9]{1,12}", fullmatch=True), extra=_TEXT)
+def test_a_command_form_reads_as_the_standard_library_reads_it(text: str, user: str, extra: str) -> None:
+    body = urlencode({"command": "/hitl", "user_id": user, "text": text, "team_domain": extra}).encode()
+    expected = dict(parse_qsl(body.decode(), keep_blank_values=True))
+    assert parse_request(body).body == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_TEXT, reason=_TEXT)
+def test_a_payload_reads_as_json_reads_it(value: str, reason: str) -> None:
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U1"},
+        "actions": [{"action_id": "hitl_approve", "value": value[:2000]}],
+        "note": reason,
+    }
+    parsed = parse_request(urlencode({"payload": json.dumps(payload)}).encode())
+    assert parsed.body == payload
+    assert isinstance(parsed.request, Interaction) and parsed.request.actions[0].value == value[:2000]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"payload=%7B%22a%22%3A%22%FF%22%7D", "body is not a form"),  # an escape that is not UTF-8
+        (b"command=%2Fhitl&user_id=U1&text=%C3", "body is not a form"),
+        (urlencode({"payload": '{"type":"block_actions","x":' + "[" * 40 + "]" * 40 + "}"}).encode(), "deeper"),
+        (urlencode({"payload": '{"type":"block_actions","user":{"id":"\\ud800"}}'}).encode(), "not valid JSON"),
+    ],
+)
+def test_what_the_fast_reader_cannot_decode_is_refused(body: bytes, reason: str) -> None:
+    with pytest.raises(PayloadError, match=reason):
+        parse_request(body)
+
+
+def test_text_that_holds_a_replacement_character_is_still_read() -> None:
+    body = urlencode({"command": "/hitl", "user_id": "U1", "text": "approve \ufffd 100%"}).encode()
+    assert parse_request(body).body["text"] == "approve \ufffd 100%"
+
+
+@pytest.mark.parametrize("access_log", [False, True])
+async def test_the_access_log_is_off_unless_asked_for(
+    harness: Harness, caplog: pytest.LogCaptureFixture, access_log: bool
+) -> None:
+    runner = app_runner(http_app(harness.rt.bot), shutdown_timeout=1.0, access_log=access_log)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        with caplog.at_level(logging.INFO, logger="aiohttp.access"):
+            async with harness.http.get(f"http://127.0.0.1:{runner.addresses[0][1]}/healthz") as r:
+                assert r.status == 200
+            await asyncio.sleep(0)  # the line is written after the response
+    finally:
+        await runner.cleanup()
+    lines = [rec for rec in caplog.records if rec.name == "aiohttp.access"]
+    assert bool(lines) is access_log
