@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import os
+import pstats
 import sqlite3
 import statistics
 import sys
@@ -148,6 +150,57 @@ async def count_round_trips(h: HitlCycles) -> float:
     return (CountingConnection.writes - before) / 10
 
 
+Match = Callable[[str, str], bool]
+CATEGORIES: tuple[tuple[str, Match], ...] = (
+    ("SQL statements (sqlite3 execute)", lambda f, n: n in ("<method 'execute' of 'sqlite3.Connection' objects>",)),
+    ("JSON (json, orjson)", lambda f, n: "json" in f or "orjson" in n),
+    ("pydantic validation and dumps", lambda f, n: "pydantic" in f or "pydantic_core" in n),
+    ("hashes and audit links (canonical JSON, SHA)", lambda f, n: "hashing" in f or "_hashlib" in n),
+    ("templates (Jinja sandbox)", lambda f, n: "jinja2" in f or "templates" in f),
+    ("argument validation (jsonschema)", lambda f, n: "jsonschema" in f or "arg_schema" in f),
+    ("event loop (asyncio)", lambda f, n: "asyncio" in f or "selectors" in f or "epoll" in n),
+)
+
+
+async def breakdown(h: HitlCycles, n: int = 200) -> tuple[list[tuple[str, float]], float, float]:
+    """Where a cycle's CPU goes, by a profile of ``n`` cycles: (category, share) pairs, the profiled ms per cycle,
+    and SQL statements per cycle (counted by SQLite's trace hook)."""
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(n):
+        await h.cycle()
+    profile.disable()
+    stats: dict[Any, Any] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(v[2] for v in stats.values())
+    shares = []
+    seen: set[Any] = set()
+    for label, match in CATEGORIES:
+        own = [k for k in stats if k not in seen and match(k[0], k[2])]
+        seen.update(own)
+        shares.append((label, sum(stats[k][2] for k in own) / total))
+    shares.append(("everything else (the runner, the store's Python)", 1 - sum(x for _, x in shares)))
+    before = STATEMENTS[0]
+    for _ in range(20):
+        await h.cycle()
+    return shares, total / n * 1000, (STATEMENTS[0] - before) / 20
+
+
+STATEMENTS = [0]
+"""SQL statements run on connections to a database named ``count.db`` (see :func:`_counting_connect`)."""
+_connect = sqlite3.connect
+
+
+def _counting_connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+    conn: sqlite3.Connection = _connect(database, *args, **kwargs)
+    if Path(str(database)).name == "count.db":
+        conn.set_trace_callback(lambda _: STATEMENTS.__setitem__(0, STATEMENTS[0] + 1))
+    return conn
+
+
+# The store opens its connections lazily, through the module's function.
+sqlite3.connect = _counting_connect  # type: ignore[assignment]
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-n", type=int, default=1000, help="measured cycles per contender, over all rounds")
@@ -198,6 +251,7 @@ async def main() -> None:
         redis_bytes = int((await client.info("memory"))["used_memory_dataset"]) / done
         counted = SqliteStore(Path(tmp) / "count.db")
         sqlite_tx = await count_transactions(HitlCycles(counted))
+        shares, profiled_ms, statements = await breakdown(HitlCycles(counted))
         redis_rt = await count_round_trips(redis_cycles)
         for each in (*stores, counted):
             await each.close()  # the last connection to a WAL database folds the WAL into the file
@@ -231,6 +285,10 @@ async def main() -> None:
     print("\n  store work per cycle")
     row("Redis round trips per cycle", f"{redis_rt:.1f}", "<= 7", redis_rt <= 7)
     row("SQLite transactions per cycle", f"{sqlite_tx:.1f}", "<= 7", sqlite_tx <= 7)
+    print(f"\n  where a cycle's CPU goes (hitl SQLite NORMAL under cProfile, {profiled_ms:.2f} ms a cycle profiled)")
+    row("SQL statements per cycle (in its 7 transactions)", f"{statements:.0f}", "")
+    for label, share in shares:
+        row(label, f"{share:.0%}", "")
     print("\n  bytes stored per finished run")
     for label, b in sizes.items():
         row(label, f"{b:,.0f} B", "")
