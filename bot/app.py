@@ -17,6 +17,7 @@ from bot.context import BotContext
 from bot.listeners import register
 from bot.metrics import Metrics
 from bot.notifier import SlackNotifier
+from bot.payloads import parsed_once
 from bot.reporter import SlackReporter
 from bot.response_urls import ResponseUrls, response_url_guard
 from bot.reviewers import ReviewerDirectory
@@ -135,6 +136,7 @@ def build_app(
     # A local stand-in for Slack (SLACK_API_URL off slack.com) serves its own response URLs: trust that one too.
     api = urlsplit(settings.api_base)
     urls = ResponseUrls([api.netloc] if api.hostname not in ("slack.com", "www.slack.com") else [])
+    app.use(parsed_once)
     app.use(response_url_guard(urls))
     register(app, ctx)
     return BotRuntime(app=app, ctx=ctx, side=side, signing_secret=secret or None, response_urls=urls)

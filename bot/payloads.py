@@ -9,15 +9,35 @@ adds fields over time) but still count toward the bounds.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import parse_qsl
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from yarl import URL
 
-__all__ = ["Command", "Interaction", "Parsed", "PayloadError", "SlackRequest", "parse_request"]
+__all__ = [
+    "REQUEST",
+    "Action",
+    "Command",
+    "Interaction",
+    "Parsed",
+    "PayloadError",
+    "SlackRequest",
+    "command",
+    "interaction",
+    "parse_request",
+    "parsed_once",
+    "read_body",
+]
+
+log = logging.getLogger(__name__)
 
 MAX_DEPTH = 32
 """Deepest JSON nesting accepted (Slack's own payloads stay under 12)."""
@@ -53,10 +73,16 @@ class ViewState(_Open):
     values: dict[Short, dict[Short, dict[Short, Any]]] = Field(default_factory=dict)
 
 
+class Block(_Open):
+    type: Short
+    block_id: Short | None = None
+
+
 class View(_Open):
     callback_id: Short = ""
     private_metadata: Annotated[str, StringConstraints(max_length=3000)] = ""
     state: ViewState = Field(default_factory=ViewState)
+    blocks: list[Block] = Field(default_factory=list, max_length=100)
 
 
 class Interaction(_Open):
@@ -82,6 +108,45 @@ class Command(_Open):
 
 
 SlackRequest = Interaction | Command
+M = TypeVar("M", Interaction, Command)
+
+REQUEST = "hitl_request"
+"""Where Bolt's context holds the request as parsed once (:func:`parsed_once`), for the listeners."""
+
+
+def interaction(context: Mapping[str, Any]) -> Interaction:
+    """The click or submission a listener is handling, as parsed once."""
+    return _of(context, Interaction)
+
+
+def command(context: Mapping[str, Any]) -> Command:
+    """The slash command a listener is handling, as parsed once."""
+    return _of(context, Command)
+
+
+def _of(context: Mapping[str, Any], model: type[M]) -> M:
+    found = context.get(REQUEST)
+    if not isinstance(found, model):  # only if a listener is registered for the wrong kind of request
+        raise PayloadError(f"expected a {model.__name__}, got {type(found).__name__}")
+    return found
+
+
+async def parsed_once(
+    req: AsyncBoltRequest,
+    context: AsyncBoltContext,
+    next: Callable[[], Awaitable[None]],  # noqa: A002 (Bolt's name)
+) -> BoltResponse | None:
+    """Bolt global middleware: the request as a model in ``context`` for the listeners. Over HTTP the server
+    parsed and checked it already and hands it over; in Socket Mode Bolt's body is checked here the same way, and
+    one that is not hitl's is refused before any listener runs."""
+    if REQUEST not in context:
+        try:
+            context[REQUEST] = read_body(req.body)
+        except PayloadError as exc:
+            log.warning("refused an unreadable Slack request: %s", exc)
+            return BoltResponse(status=400, body="unreadable payload")
+    await next()
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,19 +172,35 @@ def parse_request(body: bytes) -> Parsed:
     form = _form(text)
     if "payload" in form:
         data = _json(form["payload"])
-        if not isinstance(data, dict):
-            raise PayloadError("payload is not a JSON object")
-        if data.get("type") not in ("block_actions", "view_submission", "view_closed"):
-            raise PayloadError(f"payload type {str(data.get('type'))[:40]!r} is not one hitl handles")
-        if data["type"] == "block_actions" and not data.get("actions"):
-            raise PayloadError("block_actions without actions")
-        if data["type"] != "block_actions" and not isinstance(data.get("view"), dict):
-            raise PayloadError(f"{data['type']} without a view")
-        return Parsed(data, _validated(Interaction, data))
+        return Parsed(data, _interaction(data))
     if "command" in form:
         _no_surrogates(form)
         return Parsed(form, _validated(Command, form))
     raise PayloadError("neither a payload nor a command")
+
+
+def read_body(body: dict[str, Any]) -> SlackRequest:
+    """A request Bolt received already parsed (Socket Mode hands it over as a dict), with the same checks as
+    :func:`parse_request`: a slash command's fields, or an interaction payload."""
+    if "command" in body and "type" not in body:
+        _no_surrogates(body)
+        return _validated(Command, body)
+    if _depth(body) > MAX_DEPTH:
+        raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
+    _no_surrogates(body)  # parsed by the standard library, which lets an escaped lone surrogate through
+    return _interaction(body)
+
+
+def _interaction(data: Any) -> Interaction:
+    if not isinstance(data, dict):
+        raise PayloadError("payload is not a JSON object")
+    if data.get("type") not in ("block_actions", "view_submission", "view_closed"):
+        raise PayloadError(f"payload type {str(data.get('type'))[:40]!r} is not one hitl handles")
+    if data["type"] == "block_actions" and not data.get("actions"):
+        raise PayloadError("block_actions without actions")
+    if data["type"] != "block_actions" and not isinstance(data.get("view"), dict):
+        raise PayloadError(f"{data['type']} without a view")
+    return _validated(Interaction, data)
 
 
 def _form(text: str) -> dict[str, str]:
@@ -179,7 +260,7 @@ def _no_surrogates(value: Any) -> None:
             _no_surrogates(v)
 
 
-def _validated(model: type[Interaction] | type[Command], data: dict[str, Any]) -> SlackRequest:
+def _validated(model: type[M], data: dict[str, Any]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:

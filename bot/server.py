@@ -16,7 +16,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
 from bot.app import BotRuntime
-from bot.payloads import Parsed, PayloadError, parse_request
+from bot.payloads import REQUEST, Parsed, PayloadError, parse_request
 from engine.errors import EngineError
 
 __all__ = ["MAX_FIELD", "MAX_LINE", "app_runner", "http_app", "serve_http", "serve_socket"]
@@ -143,7 +143,11 @@ def _slack_events(rt: BotRuntime) -> Any:
         if parsed is None:  # not a POST the middleware read: Slack only ever POSTs here
             return web.json_response({"error": "method not allowed"}, status=405)
         bolt_request = AsyncBoltRequest(
-            body=parsed.body, query=request.query_string, headers=dict(request.headers), mode="socket_mode"
+            body=parsed.body,
+            query=request.query_string,
+            headers=dict(request.headers),
+            context={REQUEST: parsed.request},  # the listeners read the model, not the dict
+            mode="socket_mode",
         )
         answer = await rt.app.async_dispatch(bolt_request)
         return web.Response(status=answer.status, body=answer.body, headers=answer.first_headers_without_set_cookie())

@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -24,6 +25,7 @@ from bot.blocks import (
 from bot.context import BotContext
 from bot.decisions import decide, done_text, refusal_text
 from bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, batch_view, modify_view, reason_view
+from bot.payloads import Action, Interaction, interaction
 from engine.domain.decide import eligible
 from engine.domain.models import DecisionKind
 from engine.errors import EngineError, ErrorCode
@@ -36,50 +38,45 @@ _EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral", "replace_original": 
 _FORMS = {ACTION_MODIFY: FORM_MODIFY, ACTION_REJECT: FORM_REJECT, ACTION_FEEDBACK: FORM_FEEDBACK}
 
 
-def _click(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The clicking user and the clicked element of a Block Kit click; None for anything else (a legacy
-    ``interactive_message`` payload carrying our action ids is not a click on a card of ours)."""
-    if body.get("type") != "block_actions" or not isinstance(body.get("user"), dict):
+def _click(req: Interaction) -> tuple[str, Action] | None:
+    """The clicking user and the clicked element of a Block Kit click; None for anything else."""
+    if req.type != "block_actions" or not req.actions:
         return None
-    user = (body.get("user") or {}).get("id")
-    actions = body.get("actions") or []
-    if not isinstance(user, str) or not actions or not isinstance(actions[0], dict):
-        return None
-    return user, actions[0]
+    return req.user.id, req.actions[0]
 
 
 def register_actions(app: AsyncApp, ctx: BotContext) -> None:
-    async def simple(kind: DecisionKind, body: dict[str, Any], respond: AsyncRespond) -> None:
+    async def simple(kind: DecisionKind, req: Interaction, respond: AsyncRespond) -> None:
         try:
-            click = _click(body)
-            parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
+            click = _click(req)
+            parsed = parse_button_value(click[1].value or "") if click else None
             if click is None or parsed is None:
-                await _refuse_button(ctx, body, f"{kind} click")
+                await _refuse_button(ctx, req, f"{kind} click")
                 await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
                 return
             approval_id, version, digest = parsed
             updated, refusal = await decide(ctx, click[0], approval_id, kind, version=version, action_hash=digest)
             if refusal is not None:
                 await respond(text=refusal, response_type="ephemeral", replace_original=False)
-            elif body.get("container", {}).get("is_ephemeral"):
+            elif req.container is not None and req.container.is_ephemeral:
                 await respond(text=done_text(updated), response_type="ephemeral", replace_original=True)
         except Exception:  # the click was acked: tell the clicker, never fail silently
             log.exception("%s click failed", kind)
             await _safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again.")
 
-    async def on_approve(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await simple(DecisionKind.APPROVE, body, respond)
+    async def on_approve(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
+        await simple(DecisionKind.APPROVE, interaction(context), respond)
 
-    async def on_trust(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await simple(DecisionKind.TRUST, body, respond)
+    async def on_trust(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
+        await simple(DecisionKind.TRUST, interaction(context), respond)
 
-    async def open_modal(kind: str, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+    async def open_modal(kind: str, req: Interaction, respond: AsyncRespond, client: AsyncWebClient) -> None:
         try:
-            click = _click(body)
-            parsed = parse_button_value(str(click[1].get("value", ""))) if click else None
-            trigger = body.get("trigger_id")
-            if click is None or parsed is None or not isinstance(trigger, str):
-                await _refuse_button(ctx, body, f"{kind} click")
+            click = _click(req)
+            parsed = parse_button_value(click[1].value or "") if click else None
+            trigger = req.trigger_id
+            if click is None or parsed is None or trigger is None:
+                await _refuse_button(ctx, req, f"{kind} click")
                 await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
                 return
             approval_id, version, digest = parsed
@@ -104,7 +101,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
                     "h": digest,
                     "u": click[0],
                     "k": form or "view",
-                    "r": body.get("response_url"),
+                    "r": req.response_url,
                 }
             )
             if kind == ACTION_VIEW_ALL:
@@ -125,17 +122,25 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("opening a modal failed")
             await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
 
-    async def on_reject(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_REJECT, body, respond, client)
+    async def on_reject(
+        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await open_modal(ACTION_REJECT, interaction(context), respond, client)
 
-    async def on_modify(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_MODIFY, body, respond, client)
+    async def on_modify(
+        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await open_modal(ACTION_MODIFY, interaction(context), respond, client)
 
-    async def on_feedback(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_FEEDBACK, body, respond, client)
+    async def on_feedback(
+        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await open_modal(ACTION_FEEDBACK, interaction(context), respond, client)
 
-    async def on_view_all(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await open_modal(ACTION_VIEW_ALL, body, respond, client)
+    async def on_view_all(
+        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await open_modal(ACTION_VIEW_ALL, interaction(context), respond, client)
 
     app.action(ACTION_APPROVE)(ctx.acked(on_approve))
     app.action(ACTION_TRUST)(ctx.acked(on_trust))
@@ -145,13 +150,10 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     app.action(ACTION_VIEW_ALL)(ctx.acked(on_view_all))
 
 
-async def _refuse_button(ctx: BotContext, body: dict[str, Any], what: str) -> None:
+async def _refuse_button(ctx: BotContext, req: Interaction, what: str) -> None:
     """A signed click whose button value is not ours (altered, or from a foreign message): audited, changes nothing."""
-    user = body.get("user")
-    actor = str(user.get("id") or "unknown") if isinstance(user, dict) else "unknown"
-    actions = body.get("actions") or [{}]
-    value = str(actions[0].get("value", "") if isinstance(actions[0], dict) else "")
-    await ctx.lifecycle.refused(value.split("|", 1)[0][:20], actor[:64], "tampered_button", f"{what}: {value[:80]!r}")
+    value = (req.actions[0].value or "") if req.actions else ""
+    await ctx.lifecycle.refused(value.split("|", 1)[0][:20], req.user.id, "tampered_button", f"{what}: {value[:80]!r}")
 
 
 async def _safe_respond(respond: AsyncRespond, text: str) -> None:

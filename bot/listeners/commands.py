@@ -8,12 +8,14 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.blocks import card, compact_card, who
 from bot.context import BotContext
 from bot.decisions import decide, done_text, refusal_text
 from bot.escape import label
+from bot.payloads import command, interaction
 from engine.domain.decide import eligible
 from engine.domain.models import DecisionKind
 from engine.errors import EngineError, ErrorCode
@@ -37,12 +39,13 @@ ACTION_PENDING_PAGE = "hitl_pending_page"
 
 
 def register_commands(app: AsyncApp, ctx: BotContext) -> None:
-    async def on_hitl(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        user = str(body.get("user_id") or "")
+    async def on_hitl(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
+        req = command(context)
+        user = req.user_id
         try:
-            words = shlex.split(str(body.get("text") or ""))
+            words = shlex.split(req.text)
         except ValueError:
-            words = str(body.get("text") or "").split()
+            words = req.text.split()
         try:
             reply = await _dispatch(ctx, user, words)
         except Exception:
@@ -53,10 +56,11 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
         except Exception:
             log.exception("could not answer /hitl")
 
-    async def on_next_page(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+    async def on_next_page(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
         try:
-            user = str((body.get("user") or {}).get("id") or "")
-            cursor = str(((body.get("actions") or [{}])[0]).get("value") or "")
+            req = interaction(context)
+            user = req.user.id
+            cursor = (req.actions[0].value if req.actions else None) or ""
             reply = await pending_page(ctx, user, cursor or None)
         except EngineError:
             reply = {"text": ":warning: That page is no longer valid; run `/hitl pending` again."}

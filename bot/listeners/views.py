@@ -7,6 +7,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.context import BotContext
 from bot.decisions import decide
@@ -20,6 +21,7 @@ from bot.modals import (
     FORM_REJECT,
     parse_modify,
 )
+from bot.payloads import Interaction, interaction
 from engine.domain.models import DecisionKind
 
 __all__ = ["register_views"]
@@ -27,12 +29,12 @@ __all__ = ["register_views"]
 log = logging.getLogger(__name__)
 
 
-async def _meta(ctx: BotContext, body: dict[str, Any], form: str) -> dict[str, Any] | None:
+async def _meta(ctx: BotContext, req: Interaction, form: str) -> dict[str, Any] | None:
     """The form's signed metadata, if it is intact, was opened as this kind of form, and is submitted by the
     person it was opened for. Every other submission is refused and audited."""
-    user = str((body.get("user") or {}).get("id") or "")[:64] or "unknown"
+    user = req.user.id
     try:
-        meta = ctx.signer.loads(str((body.get("view") or {}).get("private_metadata") or ""))
+        meta = ctx.signer.loads(req.view.private_metadata if req.view else "")
     except BotError:
         await ctx.lifecycle.refused("", user, "form_tampered", f"{form} form with altered metadata")
         return None
@@ -47,26 +49,27 @@ async def _meta(ctx: BotContext, body: dict[str, Any], form: str) -> dict[str, A
     return meta
 
 
-def _values(body: dict[str, Any]) -> dict[str, Any]:
-    return dict(((body.get("view") or {}).get("state") or {}).get("values") or {})
+def _values(req: Interaction) -> dict[str, Any]:
+    return dict(req.view.state.values) if req.view else {}
 
 
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
-    async def on_modify(ack: AsyncAck, body: dict[str, Any]) -> None:
-        meta = await _meta(ctx, body, FORM_MODIFY)
+    async def on_modify(ack: AsyncAck, context: AsyncBoltContext) -> None:
+        req = interaction(context)
+        meta = await _meta(ctx, req, FORM_MODIFY)
         if meta is None:
-            await ack(response_action="errors", errors=_first_field(body, "This form was altered; nothing changed."))
+            await ack(response_action="errors", errors=_first_field(req, "This form was altered; nothing changed."))
             return
         try:
             a = await ctx.store.approvals.get(str(meta["id"]))
             schema = ctx.schema_for(a)
-            args, errors = parse_modify(_values(body), schema)
+            args, errors = parse_modify(_values(req), schema)
             if errors:
                 await ack(response_action="errors", errors=errors)
                 return
             _, refusal = await decide(
                 ctx,
-                body["user"]["id"],
+                req.user.id,
                 a.id,
                 DecisionKind.MODIFY,
                 version=int(meta["v"]),
@@ -77,20 +80,20 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("modify submission failed")
             refusal = "Something went wrong. Check the card before deciding again."
         if refusal:
-            await ack(response_action="errors", errors=_first_field(body, _plain(refusal)))
+            await ack(response_action="errors", errors=_first_field(req, _plain(refusal)))
         else:
             await ack()
 
-    async def reason_submitted(kind: DecisionKind, ack: AsyncAck, body: dict[str, Any]) -> None:
-        meta = await _meta(ctx, body, FORM_FEEDBACK if kind is DecisionKind.FEEDBACK else FORM_REJECT)
+    async def reason_submitted(kind: DecisionKind, ack: AsyncAck, req: Interaction) -> None:
+        meta = await _meta(ctx, req, FORM_FEEDBACK if kind is DecisionKind.FEEDBACK else FORM_REJECT)
         if meta is None:
             await ack(response_action="errors", errors={"hitl_reason": "This form was altered; nothing changed."})
             return
-        reason = ((_values(body).get("hitl_reason") or {}).get("value") or {}).get("value") or None
+        reason = ((_values(req).get("hitl_reason") or {}).get("value") or {}).get("value") or None
         try:
             _, refusal = await decide(
                 ctx,
-                body["user"]["id"],
+                req.user.id,
                 str(meta["id"]),
                 kind,
                 version=int(meta["v"]),
@@ -105,21 +108,21 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
         else:
             await ack()
 
-    async def on_reject(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await reason_submitted(DecisionKind.REJECT, ack, body)
+    async def on_reject(ack: AsyncAck, context: AsyncBoltContext) -> None:
+        await reason_submitted(DecisionKind.REJECT, ack, interaction(context))
 
-    async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await reason_submitted(DecisionKind.FEEDBACK, ack, body)
+    async def on_feedback(ack: AsyncAck, context: AsyncBoltContext) -> None:
+        await reason_submitted(DecisionKind.FEEDBACK, ack, interaction(context))
 
     app.view(CALLBACK_MODIFY)(ctx.tracked(on_modify))
     app.view(CALLBACK_REJECT)(ctx.tracked(on_reject))
     app.view(CALLBACK_FEEDBACK)(ctx.tracked(on_feedback))
 
 
-def _first_field(body: dict[str, Any], message: str) -> dict[str, str]:
-    blocks = (body.get("view") or {}).get("blocks") or []
-    block_id = next((b.get("block_id") for b in blocks if b.get("type") == "input"), "hitl_reason")
-    return {str(block_id): message}
+def _first_field(req: Interaction, message: str) -> dict[str, str]:
+    blocks = req.view.blocks if req.view else []
+    block_id = next((b.block_id for b in blocks if b.type == "input" and b.block_id), "hitl_reason")
+    return {block_id: message}
 
 
 def _plain(text: str) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
+import logging
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from bot.blocks import ACTION_APPROVE
 from bot.server import serve_socket
@@ -58,5 +61,54 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
         serving.cancel()
         await asyncio.gather(serving, return_exceptions=True)
         await http.close()
+        await rt.close()
+        await emulator.close()
+
+
+async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Bolt hands Socket Mode payloads over already parsed: they get the same checks before any listener runs."""
+    state = workspace()
+    hub = SocketHub()
+    emulator = await start_emulator(state, socket=hub)
+    settings = BotSettings(
+        slack_bot_token=state.token,
+        slack_app_token=hub.app_token,
+        slack_api_url=emulator.api_url,
+        hitl_config=str(CONFIG),
+        hitl_approval_channel="#refund-approvals",
+    )
+    rt = await build_server(settings, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock(), socket_mode=True)
+    serving = asyncio.create_task(serve_socket(rt.bot, hub.app_token))
+    try:
+        p = await rt.runtime.worlds.default.service.propose(
+            "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
+        )
+        assert p.approval is not None
+        value = f"{p.approval.id}|{p.approval.version}|{p.approval.action_hash}"
+        click = {
+            "type": "block_actions",
+            "user": {"id": "U_SUPPORT1"},
+            "actions": [{"action_id": ACTION_APPROVE, "value": value, "block_id": "b"}],
+            "container": {"type": "message"},
+            "trigger_id": "1.2.3",
+        }
+        hostile = [
+            {**click, "user": {"id": "U_SUPPORT1", "name": "x\udc80"}},  # a lone surrogate, as JSON can carry one
+            {**click, "extra": json.loads("[" * 40 + "]" * 40)},  # nested past the bound
+            {**click, "user": {"id": 12}},  # a field of the wrong type
+        ]
+        with caplog.at_level(logging.WARNING, logger="bot.payloads"):
+            for payload in hostile:
+                with pytest.raises(TimeoutError):  # refused: Bolt does not acknowledge it, and nothing runs
+                    await hub.deliver("interactive", payload, timeout=1.0)
+        await rt.ctx.wait_idle()
+        assert (await rt.store.approvals.get(p.approval.id)).status is Status.PENDING
+        assert len([r for r in caplog.records if "refused an unreadable Slack request" in r.message]) == 3
+        await hub.deliver("interactive", click)  # the same click, well formed, is decided
+        await rt.ctx.wait_idle()
+        assert (await rt.store.approvals.get(p.approval.id)).status is Status.APPROVED
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
         await rt.close()
         await emulator.close()
