@@ -4,6 +4,7 @@ clicker."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -122,32 +123,21 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("opening a modal failed")
             await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
 
-    async def on_reject(
-        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
-    ) -> None:
-        await open_modal(ACTION_REJECT, interaction(context), respond, client)
+    def opens(kind: str) -> Callable[..., Awaitable[None]]:
+        """The listener for a button that opens a form (Bolt passes arguments by these parameter names)."""
 
-    async def on_modify(
-        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
-    ) -> None:
-        await open_modal(ACTION_MODIFY, interaction(context), respond, client)
+        async def on_click(
+            ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
+        ) -> None:
+            await open_modal(kind, interaction(context), respond, client)
 
-    async def on_feedback(
-        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
-    ) -> None:
-        await open_modal(ACTION_FEEDBACK, interaction(context), respond, client)
-
-    async def on_view_all(
-        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
-    ) -> None:
-        await open_modal(ACTION_VIEW_ALL, interaction(context), respond, client)
+        on_click.__name__ = f"on_{kind}"
+        return on_click
 
     app.action(ACTION_APPROVE)(ctx.acked(on_approve))
     app.action(ACTION_TRUST)(ctx.acked(on_trust))
-    app.action(ACTION_REJECT)(ctx.acked(on_reject))
-    app.action(ACTION_MODIFY)(ctx.acked(on_modify))
-    app.action(ACTION_FEEDBACK)(ctx.acked(on_feedback))
-    app.action(ACTION_VIEW_ALL)(ctx.acked(on_view_all))
+    for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL):
+        app.action(kind)(ctx.acked(opens(kind)))
 
 
 async def _refuse_button(ctx: BotContext, req: Interaction, what: str) -> None:

@@ -6,6 +6,9 @@ import asyncio
 import copy
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -17,14 +20,24 @@ from bot.settings import BotSettings
 from engine.domain.models import Status
 from engine.storage.sqlite import SqliteStore
 from engine.testing import FakeClock
-from hitl.serve import build_server
+from hitl.serve import Server, build_server
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import start_emulator
 from slack_sandbox.socket import SocketHub
+from slack_sandbox.webapi import SlackState
 from tests.bot.conftest import CONFIG, workspace
 
 
-async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
+@dataclass
+class SocketBot:
+    state: SlackState
+    hub: SocketHub
+    server: Server
+
+
+@asynccontextmanager
+async def socket_bot(tmp_path: Path) -> AsyncIterator[SocketBot]:
+    """`hitl serve --socket` against the emulator's websocket, on a fresh SQLite store."""
     state = workspace()
     hub = SocketHub()
     emulator = await start_emulator(state, socket=hub)
@@ -37,11 +50,21 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
     )
     rt = await build_server(settings, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock(), socket_mode=True)
     serving = asyncio.create_task(serve_socket(rt.bot, hub.app_token))
-    http = aiohttp.ClientSession()
-    slack = Dispatcher(state, http, bot_url="unused", signing_secret="unused")
-    slack.socket = hub
-    slack.after = rt.ctx.wait_idle
     try:
+        yield SocketBot(state, hub, rt)
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+        await rt.close()
+        await emulator.close()
+
+
+async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
+    async with socket_bot(tmp_path) as bot, aiohttp.ClientSession() as http:
+        state, rt = bot.state, bot.server
+        slack = Dispatcher(state, http, bot_url="unused", signing_secret="unused")
+        slack.socket = bot.hub
+        slack.after = rt.ctx.wait_idle
         p = await rt.runtime.worlds.default.service.propose(
             "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
         )
@@ -57,29 +80,12 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
         assert (await rt.store.approvals.get(p.approval.id)).status is Status.APPROVED
         assert any("not a reviewer" in m.text for m in state.messages if m.ephemeral_to == "U_STRANGER")
         assert any(p.approval.id in str(m.blocks) for m in state.messages if m.ephemeral_to == "U_SUPPORT1")
-    finally:
-        serving.cancel()
-        await asyncio.gather(serving, return_exceptions=True)
-        await http.close()
-        await rt.close()
-        await emulator.close()
 
 
 async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Bolt hands Socket Mode payloads over already parsed: they get the same checks before any listener runs."""
-    state = workspace()
-    hub = SocketHub()
-    emulator = await start_emulator(state, socket=hub)
-    settings = BotSettings(
-        slack_bot_token=state.token,
-        slack_app_token=hub.app_token,
-        slack_api_url=emulator.api_url,
-        hitl_config=str(CONFIG),
-        hitl_approval_channel="#refund-approvals",
-    )
-    rt = await build_server(settings, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock(), socket_mode=True)
-    serving = asyncio.create_task(serve_socket(rt.bot, hub.app_token))
-    try:
+    async with socket_bot(tmp_path) as bot:
+        hub, rt = bot.hub, bot.server
         p = await rt.runtime.worlds.default.service.propose(
             "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
         )
@@ -107,8 +113,3 @@ async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: 
         await hub.deliver("interactive", click)  # the same click, well formed, is decided
         await rt.ctx.wait_idle()
         assert (await rt.store.approvals.get(p.approval.id)).status is Status.APPROVED
-    finally:
-        serving.cancel()
-        await asyncio.gather(serving, return_exceptions=True)
-        await rt.close()
-        await emulator.close()
