@@ -67,8 +67,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_the_api_keeps_to_its_document(case: Any, served: str) -> None:
     # Every default check but "schema-valid data is accepted": a string-typed cursor or id the server never issued
     # is rightly refused (422, 404) though the schema cannot tell which strings those are.
-    case.call_and_validate(
-        base_url=served,
-        headers={"Authorization": f"Bearer {TOKENS['admin'][0]}"},
-        excluded_checks=[positive_data_acceptance],
-    )
+    # The bearer token replaces the one the case carries, and only then: a negative case that leaves the header out
+    # on purpose must reach the server without it (forcing a token in made such a case, whose other mutation was an
+    # extra query parameter the client dropped, look like invalid data accepted).
+    if "Authorization" in (case.headers or {}):
+        case.headers["Authorization"] = f"Bearer {TOKENS['admin'][0]}"
+    case.call_and_validate(base_url=served, excluded_checks=[positive_data_acceptance])

@@ -20,11 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from engine.domain.records import chain_link
 from engine.errors import StoreError
 from engine.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION, add_missing_columns
 
-__all__ = ["SqliteConnection"]
+__all__ = ["CHAIN_LINK_SQL", "SqliteConnection"]
 
+CHAIN_LINK_SQL = "hitl_chain_link"
+"""The SQL name of :func:`engine.domain.records.chain_link` on every connection the store opens."""
 T = TypeVar("T")
 POLL = 0.005
 """Seconds between looks for changes other processes made, while anyone in this process waits for one."""
@@ -87,6 +90,9 @@ class SqliteConnection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
+            # An audit line's link is computed in the statement that inserts it (after reading its chain's last
+            # link there): one statement per line instead of two.
+            conn.create_function(CHAIN_LINK_SQL, 2, chain_link, deterministic=True)
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")

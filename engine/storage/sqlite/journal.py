@@ -59,16 +59,22 @@ def _own(c: sqlite3.Connection, run_id: str, holder: str, now: float, lease: flo
     )
 
 
+_OWNER_AND_VERSION = (
+    "SELECT (SELECT holder FROM run_owners WHERE run_id = :run), (SELECT lease_until FROM run_owners WHERE run_id = "
+    ":run), (SELECT version FROM checkpoints WHERE run_id = :run)"
+)
+"""A run's owner and checkpoint version, read in one statement (every commit checks both first)."""
+
+
 def _commit(c: sqlite3.Connection, m: Commit, touched: list[str]) -> Committed:
     # -- preconditions: any failing refuses the whole commit (the transaction rolls back; nothing is written yet)
-    owner = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (m.run_id,)).fetchone()
+    holder, lease_until, stored = c.execute(_OWNER_AND_VERSION, {"run": m.run_id}).fetchone()
     if m.own:
-        if owner is not None and owner[0] != m.holder and owner[1] > m.now:
-            raise claim_rules.not_owner(m.run_id, owner[0])
-    elif owner is None or owner[0] != m.holder:
-        raise claim_rules.not_owner(m.run_id, owner[0] if owner else None)
-    row = c.execute("SELECT version FROM checkpoints WHERE run_id = ?", (m.run_id,)).fetchone()
-    version = int(row[0]) if row else 0
+        if holder is not None and holder != m.holder and lease_until > m.now:
+            raise claim_rules.not_owner(m.run_id, holder)
+    elif holder != m.holder:
+        raise claim_rules.not_owner(m.run_id, holder)
+    version = int(stored) if stored is not None else 0
     if m.checkpoint is not None:
         claim_rules.check_checkpoint_version(m.run_id, version, m.expected_version)
     finished: Claim | None = None

@@ -6,9 +6,10 @@ import sqlite3
 
 from engine.domain.hashing import canonical_json
 from engine.domain.models import Approval
-from engine.domain.records import AuditEntry, Claim, chain_link
+from engine.domain.records import AuditEntry, Claim
 from engine.errors import NotFound
 from engine.storage.codec import dumps, loads
+from engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
 __all__ = ["audit_body", "insert_audit", "load_approval", "load_claim", "write_approval", "write_claim"]
 
@@ -39,15 +40,18 @@ def audit_body(e: AuditEntry) -> str:
     return canonical_json(e.model_dump(exclude={"seq", "prev", "link"}))
 
 
+_INSERT_AUDIT = (
+    "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
+    f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, last.link, {CHAIN_LINK_SQL}(last.link, ?) FROM "
+    "(SELECT coalesce((SELECT link FROM audit WHERE approval_id IS ? ORDER BY seq DESC LIMIT 1), '') AS link) AS last"
+)
+
+
 def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
-    """Append ``e`` to its chain (its approval's, or the one for entries that belong to no approval)."""
-    row = c.execute(
-        "SELECT link FROM audit WHERE approval_id IS ? ORDER BY seq DESC LIMIT 1", (e.approval_id,)
-    ).fetchone()
-    prev = row[0] if row else ""
+    """Append ``e`` to its chain (its approval's, or the one for entries that belong to no approval), reading the
+    chain's last link and writing the new one in one statement."""
     c.execute(
-        "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _INSERT_AUDIT,
         (
             e.at,
             e.actor,
@@ -57,8 +61,8 @@ def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
             e.action_hash,
             e.outcome,
             e.detail,
-            prev,
-            chain_link(prev, audit_body(e)),
+            audit_body(e),
+            e.approval_id,
         ),
     )
 
