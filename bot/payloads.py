@@ -185,8 +185,7 @@ def read_body(body: dict[str, Any]) -> SlackRequest:
     if "command" in body and "type" not in body:
         _no_surrogates(body)
         return _validated(Command, body)
-    if _depth(body) > MAX_DEPTH:
-        raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
+    _check_depth(body)
     _no_surrogates(body)  # parsed by the standard library, which lets an escaped lone surrogate through
     return _interaction(body)
 
@@ -228,21 +227,19 @@ def _json(text: str) -> Any:
         data = orjson.loads(text)
     except orjson.JSONDecodeError:
         raise PayloadError("payload is not valid JSON") from None
-    if _depth(data) > MAX_DEPTH:
-        raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
+    _check_depth(data)
     return data
 
 
-def _depth(value: Any) -> int:
-    """How deeply ``value`` nests (a scalar is 0), visiting only its containers."""
-    deepest = 0
+def _check_depth(value: Any) -> None:
+    """Refuse a parsed value nesting deeper than :data:`MAX_DEPTH` (visiting only its containers)."""
     stack = [(value, 1)] if isinstance(value, dict | list) else []
     while stack:
         node, depth = stack.pop()
-        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
         children = node.values() if isinstance(node, dict) else node
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return deepest
 
 
 def _no_surrogates(value: Any) -> None:

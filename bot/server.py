@@ -139,9 +139,7 @@ def _slack_events(rt: BotRuntime) -> Any:
     """
 
     async def handle(request: web.Request) -> web.Response:
-        parsed = request.get(PARSED)
-        if parsed is None:  # not a POST the middleware read: Slack only ever POSTs here
-            return web.json_response({"error": "method not allowed"}, status=405)
+        parsed = request[PARSED]  # a POST here always passed the middleware, which read it
         bolt_request = AsyncBoltRequest(
             body=parsed.body,
             query=request.query_string,
@@ -176,7 +174,7 @@ async def _tell_unreadable(rt: BotRuntime, body: bytes) -> None:
 def http_app(rt: BotRuntime) -> web.Application:
     """Bolt's aiohttp application plus the health and metrics endpoints."""
     app = web.Application()
-    app.router.add_route("*", "/slack/events", _slack_events(rt))
+    app.router.add_post("/slack/events", _slack_events(rt))
     app[VERIFIER] = SignatureVerifier(rt.signing_secret) if rt.signing_secret else None
     app[RUNTIME] = rt
     app[IN_FLIGHT] = [0]

@@ -14,9 +14,9 @@ from engine.domain.ids import check_same_action
 from engine.domain.models import Approval, Status
 from engine.domain.records import Page
 from engine.errors import DecisionRefused, StaleVersion
-from engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, dumps, encode_cursor
+from engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
 from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import insert_audit, load_approval, write_approval
+from engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
 
 __all__ = ["SqliteApprovals"]
 
@@ -116,12 +116,8 @@ class SqliteApprovals:
                     detail=f"{cmd.kind} via {cmd.via} -> {updated.status}",
                 ),
             )
-            if cmd.jobs:
-                payload = dumps({"approval_id": updated.id})
-                c.executemany(
-                    "INSERT INTO jobs (kind, payload, created_at) VALUES (?, ?, ?)",
-                    [(kind, payload, now) for kind in cmd.jobs],
-                )
+            for kind in cmd.jobs:
+                insert_job(c, kind, {"approval_id": updated.id}, now)
             return updated
 
         out = await self.db.run(tx)

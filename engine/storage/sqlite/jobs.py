@@ -6,8 +6,9 @@ import sqlite3
 from typing import Any
 
 from engine.domain.records import Job
-from engine.storage.codec import dumps, loads
+from engine.storage.codec import loads
 from engine.storage.sqlite.connection import SqliteConnection
+from engine.storage.sqlite.rows import insert_job
 
 __all__ = ["SqliteJobs"]
 
@@ -19,13 +20,7 @@ class SqliteJobs:
         self.db = db
 
     async def enqueue(self, kind: str, payload: dict[str, Any], *, now: float) -> str:
-        def tx(c: sqlite3.Connection) -> str:
-            cur = c.execute(
-                "INSERT INTO jobs (kind, payload, created_at) VALUES (?, ?, ?)", (kind, dumps(payload), now)
-            )
-            return str(cur.lastrowid)
-
-        return await self.db.run(tx)
+        return await self.db.run(lambda c: insert_job(c, kind, payload, now))
 
     async def claim(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
         def tx(c: sqlite3.Connection) -> list[Job]:

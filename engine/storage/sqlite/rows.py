@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from engine.domain.hashing import canonical_json
 from engine.domain.models import Approval
@@ -11,7 +12,7 @@ from engine.errors import NotFound
 from engine.storage.codec import dumps, loads
 from engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
-__all__ = ["audit_body", "insert_audit", "load_approval", "load_claim", "write_approval", "write_claim"]
+__all__ = ["audit_body", "insert_audit", "insert_job", "load_approval", "load_claim", "write_approval", "write_claim"]
 
 
 def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
@@ -65,6 +66,12 @@ def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
             e.approval_id,
         ),
     )
+
+
+def insert_job(c: sqlite3.Connection, kind: str, payload: dict[str, Any], now: float) -> str:
+    """Queue a durable job inside the caller's transaction; returns its id."""
+    cur = c.execute("INSERT INTO jobs (kind, payload, created_at) VALUES (?, ?, ?)", (kind, dumps(payload), now))
+    return str(cur.lastrowid)
 
 
 def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
