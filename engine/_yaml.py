@@ -14,6 +14,8 @@ from engine.errors import EngineError, ErrorCode
 __all__ = ["load_model", "parse_model"]
 
 M = TypeVar("M", bound=BaseModel)
+_PLACE = re.compile(r"^([A-Za-z_][\w\-]*(?:\.[\w\-]+|\[\d+\])*)(?: \([^)]*\))?: ")
+_PART = re.compile(r"\[\d+\]|[^.\[\]]+")
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -48,9 +50,10 @@ def parse_model(text: str, model: type[M], *, code: ErrorCode, what: str, source
         first = exc.errors()[0]
         loc = tuple(first["loc"])
         msg = str(first["msg"]).removeprefix("Value error, ")
-        hint = re.match(r"^(\w+)\[(\d+)\]", msg)
+        hint = _PLACE.match(msg)
         if not loc and hint:  # a cross-field check names its place in the message: point at that line
-            loc = (hint.group(1), int(hint.group(2)))
+            loc = tuple(int(p[1:-1]) if p.startswith("[") else p for p in _PART.findall(hint.group(1)))
+            msg = msg[hint.end() :]
         field = ".".join(str(p) for p in loc) or "(top level)"
         lineno = _line_of(node, loc)
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""

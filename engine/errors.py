@@ -67,6 +67,7 @@ class ErrorCode(StrEnum):
     TOOL_FAILED = "tool_failed"
     EFFECT_IN_DOUBT = "effect_in_doubt"
     ACTION_REJECTED = "action_rejected"
+    AGENT_FAILED = "agent_failed"
 
     @property
     def retryable(self) -> bool:

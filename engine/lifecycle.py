@@ -216,7 +216,7 @@ class RunLifecycle:
         state = RunState.model_validate({**found[0], "version": found[1]})
         if approval_id is None and state.status is not RunStatus.RUNNING:
             return True  # taken over and moved on already
-        if approval_id is not None and (state.waiting != approval_id or state.status is not RunStatus.PAUSED):
+        if approval_id is not None and (approval_id not in state.waiting_on() or state.status is not RunStatus.PAUSED):
             return True  # resumed already (by the CLI or another worker)
         try:
             result = await self.resume(session_id, actor="system:recovery" if approval_id is None else "system:resume")
@@ -253,18 +253,17 @@ class RunLifecycle:
         self._paused_after = batch[-1] if len(batch) == page else None
         for run_id in batch:
             found = await self.store.runs.load(run_id)
-            waiting = found[0].get("waiting") if found else None
-            if not waiting:
-                continue
-            try:
-                approval = await self.store.approvals.get(str(waiting))
-            except NotFound:
-                continue
-            fresh = now - approval.updated_at < grace
-            if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
-                self._recovered.add((run_id, approval.id))
-                await self._queue(run_id, approval.id)
-                queued += 1
+            for waiting in sorted(_waiting_on(found[0])) if found else ():
+                try:
+                    approval = await self.store.approvals.get(waiting)
+                except NotFound:
+                    continue
+                fresh = now - approval.updated_at < grace
+                if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
+                    self._recovered.add((run_id, approval.id))
+                    await self._queue(run_id, approval.id)
+                    queued += 1
+                    break  # one resume continues every branch whose approval was decided
         return queued
 
     # -- expiry -------------------------------------------------------------------------------------------
@@ -281,7 +280,7 @@ class RunLifecycle:
                 await self._queue(run, a.id)
             elif run is not None and resume == "inline":
                 found = await self.store.runs.load(run)
-                if found is not None and found[0].get("waiting") == a.id:
+                if found is not None and a.id in _waiting_on(found[0]):
                     result = await self.resume(run, force=True, actor="system:expiry")
             out.append((a, result))
         return out
@@ -291,3 +290,10 @@ class RunLifecycle:
         await self.expire_due()
         await self.recover()
         await self.process_jobs()
+
+
+def _waiting_on(checkpoint: dict[str, Any]) -> set[str]:
+    """The approvals a stored checkpoint waits on (read without validating the whole run)."""
+    waits = checkpoint.get("waits") or {}
+    found = {str(v) for v in waits.values()} if isinstance(waits, dict) else set()
+    return found | ({str(checkpoint["waiting"])} if checkpoint.get("waiting") else set())

@@ -9,9 +9,10 @@ from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
 from engine.errors import ErrorCode, InvalidInput
-from engine.runner.spec import GateStep, LoadedWorkflow, ToolStep
+from engine.runner.pattern_spec import ChainPattern, GraphPattern, OrchestratorWorkersPattern, RoutingPattern, Where
+from engine.runner.spec import AgentStep, LoadedWorkflow, Step, ToolStep, where_text
 
-__all__ = ["check_templates", "resolve_vars"]
+__all__ = ["check_templates", "resolve_vars", "template_problems"]
 
 _ENV = SandboxedEnvironment()
 _VAR = re.compile(r"\bvars\.([A-Za-z_]\w*)")
@@ -37,56 +38,83 @@ def resolve_vars(wf: LoadedWorkflow, given: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_templates(wf: LoadedWorkflow) -> None:
-    """Template syntax, variables that exist, and step references that point backwards."""
-    declared = set(wf.spec.vars)
+    """Template syntax, variables that exist, and step references that point to steps the template can see."""
+    found = template_problems(wf)
+    if found:
+        loc, msg = found[0]
+        more = f" (and {len(found) - 1} more problems; `hitl validate` lists them all)" if len(found) > 1 else ""
+        raise InvalidInput(f"{wf.path.name}: {where_text(loc)}: {msg}{more}", code=ErrorCode.WORKFLOW_INVALID)
+
+
+def template_problems(wf: LoadedWorkflow) -> list[tuple[Where, str]]:
+    """Every template problem, with its place in the file. In a chain a step sees the steps before it (and a loop
+    its own output); in the other patterns any step of the workflow (which ones ran is the pattern's business)."""
+    spec = wf.spec
+    declared = set(spec.vars)
+    chained = isinstance(spec.flow, ChainPattern)
+    every = set(wf.by_id) | ({spec.flow.workers.id} if isinstance(spec.flow, OrchestratorWorkersPattern) else set())
+    out: list[tuple[Where, str]] = []
     earlier: set[str] = set()
-    for step in wf.spec.steps:
+    texts: list[tuple[Where, str, set[str]]] = []
+    for loc, step in spec.placed():
         for where, text in _templates(step):
-            try:
-                _ENV.parse(text)
-            except TemplateSyntaxError as exc:
-                raise InvalidInput(
-                    f"{wf.path.name}: steps.{step.id}.{where}: template error: {exc.message}",
-                    code=ErrorCode.WORKFLOW_INVALID,
-                ) from None
-            for name in _VAR.findall(text):
-                if name not in declared:
-                    raise InvalidInput(
-                        f"{wf.path.name}: steps.{step.id}.{where} uses vars.{name}, which is not declared under vars",
-                        code=ErrorCode.WORKFLOW_INVALID,
-                    )
-            visible = earlier | {step.id} if where == "repeat.until" else earlier  # a loop tests its own output
-            for ref in _STEP.findall(text):
-                if ref not in visible:
-                    raise InvalidInput(
-                        f"{wf.path.name}: steps.{step.id}.{where} uses steps.{ref}, which is not an earlier step",
-                        code=ErrorCode.WORKFLOW_INVALID,
-                    )
+            own = {step.id} if where == ("repeat", "until") else set()  # a loop tests its own output
+            texts.append(((*loc, *where), text, (earlier | own) if chained else every))
         earlier.add(step.id)
-
-
-def _templates(step: ToolStep | GateStep) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    if isinstance(step, ToolStep):
-        _collect(step.args, "args", out)
-        out.append(("evidence", step.evidence))
-        if step.for_each:
-            out.append(("for_each", "{{ " + step.for_each + " }}"))
-        if step.repeat:
-            out.append(("repeat.until", "{{ " + step.repeat.until + " }}"))
-    else:
-        out += [("prompt", step.prompt), ("preview", step.preview)]
-        if step.condition:
-            out.append(("condition", "{{ " + step.condition + " }}"))
+    for name, agent in spec.agents.items():
+        texts.append((("agents", name, "prompt"), agent.prompt, every))
+    flow = spec.flow
+    if isinstance(flow, RoutingPattern):
+        texts += [(("pattern", "routes", n, "when"), _expr(r.when), every) for n, r in flow.routes.items() if r.when]
+    if isinstance(flow, GraphPattern):
+        for source, edges in flow.edges.items():
+            texts += [
+                (("pattern", "edges", source, i, "when"), _expr(e.when), every) for i, e in enumerate(edges) if e.when
+            ]
+    for loc, text, visible in texts:
+        try:
+            _ENV.parse(text)
+        except TemplateSyntaxError as exc:
+            out.append((loc, f"template error: {exc.message}"))
+            continue
+        for name in _VAR.findall(text):
+            if name not in declared:
+                out.append((loc, f"uses vars.{name}, which is not declared under vars"))
+        for ref in _STEP.findall(text):
+            if ref not in visible:
+                what = "an earlier step" if chained else "a step of this workflow"
+                out.append((loc, f"uses steps.{ref}, which is not {what}"))
     return out
 
 
-def _collect(value: Any, where: str, out: list[tuple[str, str]]) -> None:
+def _expr(text: str | None) -> str:
+    return "{{ " + (text or "") + " }}"
+
+
+def _templates(step: Step) -> list[tuple[Where, str]]:
+    out: list[tuple[Where, str]] = []
+    if isinstance(step, ToolStep):
+        _collect(step.args, ("args",), out)
+        out.append((("evidence",), step.evidence))
+        if step.for_each:
+            out.append((("for_each",), _expr(step.for_each)))
+        if step.repeat:
+            out.append((("repeat", "until"), _expr(step.repeat.until)))
+    elif isinstance(step, AgentStep):
+        out.append((("input",), step.input))
+    else:
+        out += [(("prompt",), step.prompt), (("preview",), step.preview)]
+        if step.condition:
+            out.append((("condition",), _expr(step.condition)))
+    return out
+
+
+def _collect(value: Any, where: Where, out: list[tuple[Where, str]]) -> None:
     if isinstance(value, str):
         out.append((where, value))
     elif isinstance(value, dict):
         for k, v in value.items():
-            _collect(v, f"{where}.{k}", out)
+            _collect(v, (*where, k), out)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _collect(v, f"{where}[{i}]", out)
+            _collect(v, (*where, i), out)

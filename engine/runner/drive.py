@@ -8,6 +8,7 @@ there is no moment at which a step's outcome is recorded but its checkpoint is n
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from engine.domain.journal import ClaimIntent, Commit, Committed, OutcomeRecord
@@ -42,8 +43,9 @@ class Drive:
     """The checkpoint changed since it was last written."""
     outcome: OutcomeRecord | None = None
     events: list[AuditEntry] = field(default_factory=list)
-    ask: Approval | None = None
-    """An approval proposed but not yet stored: the run's pause creates it, with the checkpoint."""
+    asks: dict[str, Approval] = field(default_factory=dict)
+    """Approvals proposed but not yet stored, by id: the pause of the step that asked creates each, with the
+    checkpoint."""
     answered: dict[str, Approval] = field(default_factory=dict)
     """Approvals a pause found already answered (the same action asked before): the step goes on with them."""
     committed: bool = False
@@ -54,10 +56,25 @@ class Drive:
         """Writes are waiting for a commit."""
         return self.dirty or self.outcome is not None or bool(self.events)
 
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Steps running at the same time (parallel branches, workers) share the run: one commit at a time."""
+
     async def commit(
         self, *, claim: ClaimIntent | None = None, ask: Approval | None = None, release: bool = False
     ) -> Committed:
         """Write what waits, with ``claim``/``ask``/``release``, in one atomic store operation."""
+        async with self.lock:
+            return await self._commit(claim, ask, release)
+
+    async def hold(self, outcome: OutcomeRecord) -> None:
+        """Keep an effect's outcome for the next commit (writing the one held before first, if another step's
+        effect left one: a commit carries one outcome)."""
+        async with self.lock:
+            if self.outcome is not None:
+                await self._commit(None, None, False)
+            self.outcome = outcome
+
+    async def _commit(self, claim: ClaimIntent | None, ask: Approval | None, release: bool) -> Committed:
         state = self.state
         commit = Commit(
             run_id=state.session_id,

@@ -143,7 +143,7 @@ class Effects:
             raise EffectFailed(tool.name, error) from exc
         if drive is not None:  # recorded, with the approval's move to executed, by the run's next commit
             result = {"output": output}
-            drive.outcome = OutcomeRecord(key, claim.attempt, True, result, approval.id if approval else None)
+            await drive.hold(OutcomeRecord(key, claim.attempt, True, result, approval.id if approval else None))
             return output
         return await self._done(key, claim.attempt, approval, output)
 

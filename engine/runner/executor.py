@@ -16,15 +16,16 @@ from engine.domain.ids import new_session_id
 from engine.domain.records import AuditEntry
 from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, StaleVersion
 from engine.log_context import about
+from engine.runner.agents import AgentBackend
 from engine.runner.checks import check_templates, resolve_vars
 from engine.runner.drive import Drive
-from engine.runner.effects import EffectFailed
 from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, Jump, RunResult
-from engine.runner.spec import GateStep, LoadedWorkflow, describe_changes, load_workflow
+from engine.runner.outcomes import Halt, RunResult
+from engine.runner.patterns import Patterns
+from engine.runner.spec import LoadedWorkflow, describe_changes, load_workflow
 from engine.runner.state import RunState, RunStatus
-from engine.runner.steps import BatchHandler, GateHandler, LoopHandler, ToolHandler
 from engine.runner.tools import Tool, load_tools
+from engine.runner.units import StepRunner
 from engine.service import ApprovalService
 
 __all__ = ["RunResult", "Runner"]
@@ -41,17 +42,22 @@ class Runner:
         worker_id: names this process as run owner and claim holder, and in the audit log (unique per process).
         lease: seconds a run's ownership and an effect's claim stay valid unrenewed (renewed while working), so a
             worker that dies is taken over within one lease.
+        agents: runs agent steps (default: the ``strands`` backend, loaded when a workflow first needs it).
     """
 
-    def __init__(self, service: ApprovalService, *, worker_id: str | None = None, lease: float = 6.0) -> None:
+    def __init__(
+        self,
+        service: ApprovalService,
+        *,
+        worker_id: str | None = None,
+        lease: float = 6.0,
+        agents: AgentBackend | None = None,
+    ) -> None:
         self.kit = StepKit(service, worker_id=worker_id, lease=lease)
         self.svc = service
         self.store = service.store
         self.worker_id = self.kit.worker_id
-        self._tool = ToolHandler(self.kit)
-        self._batch = BatchHandler(self.kit)
-        self._loop = LoopHandler(self.kit)
-        self._gate = GateHandler(self.kit)
+        self.patterns = Patterns(self.kit, StepRunner(self.kit, agents))
         self._tools: dict[str, dict[str, Tool]] = {}
         self._checked: set[str] = set()
 
@@ -160,21 +166,9 @@ class Runner:
 
     # -- the loop ---------------------------------------------------------------------------------------
     async def _drive(self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState) -> RunResult:
-        steps = wf.spec.steps
-        while state.position < len(steps):
-            step = steps[state.position]
-            outcome: Halt | Jump | None
+        while True:
             try:
-                if isinstance(step, GateStep):
-                    outcome = await self._gate.run(wf, state, step)
-                elif step.for_each:
-                    outcome = await self._batch.run(wf, tools[step.tool], state, step)
-                elif step.repeat:
-                    outcome = await self._loop.run(wf, tools[step.tool], state, step)
-                else:
-                    outcome = await self._tool.run(wf, tools[step.tool], state, step)
-            except EffectFailed as exc:
-                outcome = Halt(RunStatus.FAILED, reason=exc.message)
+                outcome = await self.patterns.run(wf, tools, state)
             except EngineError as exc:
                 if not exc.code.retryable:
                     # It would fail the same way on every retry: stop here, saying why, rather than leave a
@@ -185,17 +179,15 @@ class Runner:
                     await self.kit.drive(state).commit(release=True)
                     await self._finished(state)
                 raise
-            if isinstance(outcome, Halt):
-                halted = await self._halt(state, outcome)
-                if halted is None:
-                    continue  # the approval it would pause on was asked and answered before: go on with it
+            if outcome is None:
+                break
+            halted = await self._halt(state, outcome)
+            if halted is not None:
                 return halted
-            state.position = outcome.position if isinstance(outcome, Jump) else state.position + 1
-            state.waiting = None
-            await self.kit.save(state)
-        state.status, state.reason = RunStatus.COMPLETED, None
+            # the approval it would pause on was asked and answered before: go on with it
+        state.status, state.reason, state.waiting = RunStatus.COMPLETED, None, None
         await self.kit.save(state)
-        self._event(state, "run_completed", f"{len(steps)} steps")
+        self._event(state, "run_completed", f"{len(wf.by_id)} steps")
         await self.kit.drive(state).commit(release=True)
         await self._finished(state)
         return self._result(state)
@@ -205,8 +197,7 @@ class Runner:
         approval turns out to have been answered already: then nothing was written and the step runs again."""
         drive = self.kit.drive(state)
         approval = halt.approval
-        ask = drive.ask if approval is not None and drive.ask is not None and drive.ask.id == approval.id else None
-        drive.ask = None
+        ask = drive.asks.pop(approval.id, None) if approval is not None else None
         before = (state.status, state.waiting, state.reason, len(drive.events))
         state.status, state.waiting, state.reason = halt.status, approval.id if approval else None, halt.reason
         await self.kit.save(state)
@@ -214,6 +205,7 @@ class Runner:
         self._event(state, f"run_{halt.status}", f"{halt.reason or ''}{waiting}".strip())
         done = await drive.commit(ask=ask, release=True)
         if not done.applied:
+            drive.asks.clear()
             state.status, state.waiting, state.reason = before[0], before[1], before[2]
             del drive.events[before[3] :]
             assert done.approval is not None
@@ -240,16 +232,7 @@ class Runner:
             log.exception("could not queue run.finished for %s", state.session_id)
 
     def _event(self, state: RunState, event: str, detail: str) -> None:
-        """Run-level events join the audit trail (the chain of entries that belong to no approval), written with
-        the run's next commit."""
-        self.kit.drive(state).events.append(
-            AuditEntry(
-                at=self.svc.clock.now(),
-                actor=self.worker_id,
-                event=event,
-                detail=f"{state.session_id}: {detail}"[:500],
-            )
-        )
+        self.kit.event(state, event, detail)
 
     def _load(self, wf: LoadedWorkflow) -> dict[str, Tool]:
         key = wf.spec_hash

@@ -7,10 +7,12 @@ import json
 import logging
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from engine.domain.ids import short_id
 from engine.domain.models import Approval, DecisionKind, Status, Tier
+from engine.domain.records import AuditEntry
 from engine.errors import EngineError, ErrorCode
 from engine.runner.drive import Drive
 from engine.runner.effects import EffectInDoubt, Effects, Resolution
@@ -22,12 +24,31 @@ from engine.runner.templates import render_value
 from engine.runner.tools import Tool
 from engine.service import ApprovalService, Proposal
 
-__all__ = ["DOUBT", "StepKit"]
+__all__ = ["DOUBT", "Ask", "StepKit"]
 
 log = logging.getLogger(__name__)
 
 DOUBT = "doubt:"
 """Prefix of the tool name of an approval that asks a person about an effect in doubt."""
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a step asks reviewers about one action: where it comes from and how strictly it is gated.
+
+    Args:
+        step_id: the step (its approvals record it; a resume finds them by it).
+        evidence: untrusted text shown beside the action (already rendered; never rendered again).
+        required: a person decides whatever the policy's tier.
+        timeout: how long the approval stays open (None: the policy's).
+        key: one call among several in the step (an agent's tool call), so each has its own approval.
+    """
+
+    step_id: str
+    evidence: str
+    required: bool
+    timeout: float | None
+    key: str | None = None
 
 
 class StepKit:
@@ -53,7 +74,7 @@ class StepKit:
     def scope(self, state: RunState, step_id: str, **extra: Any) -> dict[str, Any]:
         return {
             "vars": state.vars,
-            "steps": {k: {"output": v} for k, v in state.outputs.items()},
+            "steps": {k: {"output": v, "response": state.responses.get(k)} for k, v in state.outputs.items()},
             "feedback": state.feedback.get(step_id, ""),
             "iteration": state.iteration.get(step_id, 0),
             **extra,
@@ -71,48 +92,57 @@ class StepKit:
         re-evaluates the policy or re-counts rolling windows. It is consumed here: a later iteration of the same
         step proposes its own approval.
         """
-        if state.waiting is None:
+        wanted = state.waits.get(step_id) or state.waiting
+        if wanted is None:
             return None
         drive = self.drive(state)
-        if drive.waiting is not None and drive.waiting.id == state.waiting:
+        if drive.waiting is not None and drive.waiting.id == wanted:
             found, drive.waiting = drive.waiting, None  # read with the checkpoint when the run was opened
         else:
-            found = await self.store.approvals.get(state.waiting)
+            found = await self.store.approvals.get(wanted)
         it = state.iteration.get(step_id, 0)
         if found.metadata.get("step") != step_id or found.tool != tool or found.metadata.get("iteration", it) != it:
             return None
         if key is not None and found.metadata.get("key") != key:
             return None
-        state.waiting = None
+        state.waits.pop(step_id, None)
+        if state.waiting == wanted:
+            state.waiting = None
         return await self.effects.follow(found)
 
-    async def propose(self, state: RunState, step: ToolStep, tool: str, args: dict[str, Any], **kw: Any) -> Proposal:
-        it = state.iteration.get(step.id, 0)
+    def ask_for(self, state: RunState, step: ToolStep) -> Ask:
+        """What a tool step asks reviewers about (its evidence rendered now)."""
         evidence = str(render_value(step.evidence, self.scope(state, step.id), where=f"steps.{step.id}.evidence"))
+        return Ask(step.id, evidence, step.approval == "required", step.timeout)
+
+    async def propose(self, state: RunState, ask: Ask, tool: str, args: dict[str, Any], **kw: Any) -> Proposal:
+        it = state.iteration.get(ask.step_id, 0)
+        scope = f"{state.session_id}:{ask.step_id}:{it}" + (f":{ask.key}" if ask.key else "")
+        extra = {"key": ask.key} if ask.key else {}
         return await self.svc.propose(
             tool,
             args,
             session_id=state.session_id,
             requester=state.requester,
-            evidence=evidence,
+            evidence=ask.evidence,
             preview=json.dumps(args, ensure_ascii=False, indent=1)[:2000] if not kw.get("batch") else "",
-            min_tier=Tier.APPROVE if step.approval == "required" else Tier.AUTO,
-            dedupe_scope=f"{state.session_id}:{step.id}:{it}",
-            metadata=self._about(state, step.id, "tool"),
-            timeout=step.timeout,
+            min_tier=Tier.APPROVE if ask.required else Tier.AUTO,
+            dedupe_scope=scope,
+            metadata=self._about(state, ask.step_id, "tool", **extra),
+            timeout=ask.timeout,
             trusted=self.drive(state).trusted,
             create=False,
             **kw,
         )
 
     async def standing(
-        self, state: RunState, step: ToolStep, tool: str, args: dict[str, Any], **kw: Any
+        self, state: RunState, ask: Ask, tool: str, args: dict[str, Any], **kw: Any
     ) -> Approval | Halt | None:
         """What the step may do now: halt (denied, pending, rejected...), go with an approval, or go."""
-        waited = await self.waiting(state, step_id=step.id, tool=tool)
+        waited = await self.waiting(state, step_id=ask.step_id, tool=tool, key=ask.key)
         if waited is not None:
             return halt_for(waited) or waited
-        prop = await self.propose(state, step, tool, args, **kw)
+        prop = await self.propose(state, ask, tool, args, **kw)
         if prop.verdict.denied:
             return Halt(RunStatus.REJECTED, reason=f"{tool} is denied by policy; nothing ran")
         if prop.approval is None:
@@ -125,25 +155,25 @@ class StepKit:
 
     def _pause_on(self, state: RunState, approval: Approval) -> Halt:
         """Pause on an approval proposed but not stored: the pause stores it with the checkpoint, in one step."""
-        self.drive(state).ask = approval
+        self.drive(state).asks[approval.id] = approval
         return Halt(RunStatus.PAUSED, approval=approval)
 
     async def gated(self, tool: Tool, state: RunState, step: ToolStep, args: dict[str, Any], *, key: str) -> Any:
         """Run ``tool`` once it may run (with the approved, possibly modified, arguments), or halt."""
         # The tool's schema is snapshotted on its approval: reviewers edit against exactly it.
-        verdict = await self.standing(state, step, tool.name, args, schema=tool.schema.json)
+        verdict = await self.standing(state, self.ask_for(state, step), tool.name, args, schema=tool.schema.json)
         if isinstance(verdict, Halt):
             return verdict
         return await self.effect(
-            state, step, tool, verdict.execute_args if verdict else args, key=key, approval=verdict
+            state, step.id, tool, verdict.execute_args if verdict else args, key=key, approval=verdict
         )
 
     async def effect(
-        self, state: RunState, step: ToolStep, tool: Tool, args: dict[str, Any], *, key: str, approval: Approval | None
+        self, state: RunState, step_id: str, tool: Tool, args: dict[str, Any], *, key: str, approval: Approval | None
     ) -> Any:
         """Run the effect exactly once; when a crash left it in doubt, pause on a person's answer and apply it."""
         resolution: Resolution | None = None
-        doubt = await self.waiting(state, step_id=step.id, tool=DOUBT + tool.name, key=key)
+        doubt = await self.waiting(state, step_id=step_id, tool=DOUBT + tool.name, key=key)
         if doubt is not None:
             if (
                 doubt.status is Status.REJECTED
@@ -160,12 +190,12 @@ class StepKit:
                 tool, args, key=key, approval=approval, resolution=resolution, drive=self.drive(state)
             )
         except EffectInDoubt as exc:
-            return Halt(RunStatus.PAUSED, approval=await self._ask_about(state, step, tool, args, exc, approval))
+            return Halt(RunStatus.PAUSED, approval=await self._ask_about(state, step_id, tool, args, exc, approval))
 
     async def _ask_about(
         self,
         state: RunState,
-        step: ToolStep,
+        step_id: str,
         tool: Tool,
         args: dict[str, Any],
         exc: EffectInDoubt,
@@ -185,7 +215,7 @@ class StepKit:
             preview=preview,
             min_tier=Tier.APPROVE,
             dedupe_key=f"{state.session_id}:{name}:{exc.key}:{exc.attempt}",
-            metadata=self._about(state, step.id, "doubt", key=exc.key, approval_id=approval.id if approval else None),
+            metadata=self._about(state, step_id, "doubt", key=exc.key, approval_id=approval.id if approval else None),
             role=approval.required_role if approval else None,
         )
         if prop.approval is None:
@@ -235,7 +265,7 @@ class StepKit:
         known = drive.answered.pop(prop.approval.id, None)
         if known is not None:  # asked and answered before
             return known
-        drive.ask = prop.approval  # pending: the gate pauses, and the pause stores it
+        drive.asks[prop.approval.id] = prop.approval  # pending: the gate pauses, and the pause stores it
         return prop.approval
 
     @staticmethod
@@ -243,6 +273,41 @@ class StepKit:
         """What an approval records about the run step that asked for it (``waiting`` matches on it)."""
         it = state.iteration.get(step_id, 0)
         return {"step": step_id, "iteration": it, "workflow": state.workflow, "kind": kind, **extra}
+
+    async def park(self, state: RunState, step_id: str, halt: Halt) -> bool:
+        """A step running beside others pauses: store its approval now (so it can be decided while the others
+        work) and note that the step waits on it. False when that approval was asked and answered before: the
+        step runs again and goes on with the answer."""
+        drive = self.drive(state)
+        approval = halt.approval
+        if approval is None:
+            return True
+        ask = drive.asks.pop(approval.id, None)
+        if ask is not None:
+            done = await drive.commit(ask=ask)
+            if not done.applied:
+                assert done.approval is not None
+                drive.answered[done.approval.id] = done.approval
+                return False
+            if done.approval is not None:
+                approval = done.approval
+                if done.created:
+                    await self.svc.announce(approval)
+        state.waits[step_id] = approval.id
+        await self.save(state)
+        return True
+
+    def event(self, state: RunState, event: str, detail: str) -> None:
+        """Run-level events join the audit trail (the chain of entries that belong to no approval), written with
+        the run's next commit."""
+        self.drive(state).events.append(
+            AuditEntry(
+                at=self.svc.clock.now(),
+                actor=self.worker_id,
+                event=event,
+                detail=f"{state.session_id}: {detail}"[:500],
+            )
+        )
 
     # -- ownership and persistence ------------------------------------------------------------------------
     def drive(self, state: RunState) -> Drive:

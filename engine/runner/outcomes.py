@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.domain.models import Approval, Status
-from engine.runner.spec import LoadedWorkflow, ToolStep
 from engine.runner.state import RunStatus
 
-__all__ = ["Halt", "Jump", "RunResult", "halt_for", "previous_tool_step"]
+__all__ = ["Halt", "Redo", "RunResult", "halt_for"]
 
 
 @dataclass(frozen=True)
@@ -38,10 +37,10 @@ class Halt:
 
 
 @dataclass(frozen=True)
-class Jump:
-    """Continue at another step (a gate's feedback re-runs an earlier one)."""
+class Redo:
+    """Run ``step_id`` again, then go on from it (a gate's feedback re-runs the step it reviewed)."""
 
-    position: int
+    step_id: str
 
 
 def halt_for(a: Approval) -> Halt | None:
@@ -56,10 +55,3 @@ def halt_for(a: Approval) -> Halt | None:
             return Halt(RunStatus.CANCELLED, approval=a, reason=a.reason or "cancelled")
         case _:
             return None
-
-
-def previous_tool_step(wf: LoadedWorkflow, position: int) -> int | None:
-    for i in range(position - 1, -1, -1):
-        if isinstance(wf.spec.steps[i], ToolStep):
-            return i
-    return None

@@ -6,109 +6,182 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine._yaml import parse_model
-from engine.domain.arg_schema import declared_schema
-from engine.domain.durations import Seconds
-from engine.domain.policy_spec import ToolPolicySpec
 from engine.errors import EngineError, ErrorCode
+from engine.runner.agent_spec import AgentDef, RuntimeSpec
+from engine.runner.pattern_spec import (
+    ChainPattern,
+    GraphPattern,
+    ParallelPattern,
+    Pattern,
+    RoutingPattern,
+    Where,
+    WorkflowPattern,
+    placed_steps,
+)
+from engine.runner.step_spec import AgentStep, GateStep, LoopSpec, Spec, Step, ToolDef, ToolStep
 
-__all__ = ["GateStep", "LoopSpec", "ToolDef", "ToolStep", "Workflow", "load_workflow"]
-
-_ID = r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$"
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ToolDef(_Spec):
-    """A tool: a Python callable by import path, its argument schema, and (optionally) its policy."""
-
-    function: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-    """``module:attribute``; modules resolve from the workflow's folder first."""
-    description: str = ""
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
-    """JSON Schema of the arguments; without it the schema is derived from the function's signature."""
-
-    @field_validator("schema_")
-    @classmethod
-    def _json_schema(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if v is None else declared_schema(v)
-
-    policy: ToolPolicySpec | None = None
-    """Used when hitl.yaml says nothing about this tool; hitl.yaml always wins."""
-    idempotent: bool = False
-    """The tool honours ``idempotency_key`` (like Stripe's API): after a crash mid-effect it may simply run again."""
-    reconcile: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-    """``module:callable`` that says whether a lost attempt happened (``{"done": bool, "output": ...}``).
-    Without either, an effect whose outcome was lost in a crash is put to a person."""
+__all__ = [
+    "AgentStep",
+    "GateStep",
+    "LoadedWorkflow",
+    "LoopSpec",
+    "Step",
+    "ToolDef",
+    "ToolStep",
+    "Workflow",
+    "describe_changes",
+    "load_workflow",
+    "problems",
+]
 
 
-class LoopSpec(_Spec):
-    """Repeat a step until ``until`` holds; after ``review_after`` iterations a reviewer looks."""
-
-    until: str
-    max: int = Field(default=5, ge=1, le=100)
-    review_after: int | None = Field(default=None, ge=1)
-
-
-class ToolStep(_Spec):
-    id: str = Field(pattern=_ID)
-    type: Literal["tool"] = "tool"
-    tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    evidence: str = ""
-    """Untrusted text shown to reviewers (redacted, escaped, bounded)."""
-    approval: Literal["policy", "required"] = "policy"
-    for_each: str | None = None
-    """Batch: an expression giving a list; one approval covers the exact ordered items."""
-    as_: str = Field(default="item", alias="as", pattern=_ID)
-    repeat: LoopSpec | None = None
-    timeout: Seconds | None = None
+def where_text(loc: Where) -> str:
+    """``pattern.steps[2].tool``: how a place is named in messages (``engine._yaml`` maps it back to a line)."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
-class GateStep(_Spec):
-    """A human review gate: approve, reject, feedback (re-run the previous step) or defer."""
-
-    id: str = Field(pattern=_ID)
-    type: Literal["gate"]
-    prompt: str
-    preview: str = ""
-    """Template for what the reviewer reads, e.g. ``{{ steps.draft.output.text }}``."""
-    preview_length: int = Field(default=1500, ge=50, le=2900)
-    condition: str | None = None
-    role: str | None = None
-    timeout: Seconds | None = None
-    fallback: Literal["cancel", "continue"] = "cancel"
-
-
-class Workflow(_Spec):
+class Workflow(Spec):
     name: str = Field(pattern=r"^[\w.\-]{1,64}$")
     version: int | str = 1
     vars: dict[str, Any] = Field(default_factory=dict)
     """Variables with their defaults; ``null`` means the variable must be given with --var."""
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     tools: dict[str, ToolDef] = Field(default_factory=dict)
-    steps: list[ToolStep | GateStep] = Field(min_length=1)
+    agents: dict[str, AgentDef] = Field(default_factory=dict)
+    steps: list[Step] = Field(default_factory=list)
+    """A chain of steps (the same as ``pattern: {type: chain, steps: [...]}``)."""
+    pattern: Pattern | None = None
     config: str | None = None
     """Path of hitl.yaml, relative to this file (default: hitl.yaml beside it, if present)."""
 
+    @property
+    def flow(self) -> Pattern:
+        """The pattern the run follows (a top-level ``steps:`` list is a chain)."""
+        return self.pattern if self.pattern is not None else ChainPattern(type="chain", steps=self.steps)
+
+    def placed(self) -> list[tuple[Where, Step]]:
+        """Every step, with its place in the file."""
+        if self.pattern is None:
+            return [(("steps", i), s) for i, s in enumerate(self.steps)]
+        return list(placed_steps(self.pattern))
+
     @model_validator(mode="after")
     def _references(self) -> Workflow:
-        seen: set[str] = set()
-        for i, step in enumerate(self.steps):
-            if step.id in seen:
-                raise ValueError(f"steps[{i}]: step id {step.id!r} is used twice")
-            seen.add(step.id)
-            if isinstance(step, ToolStep) and step.tool not in self.tools:
-                known = ", ".join(sorted(self.tools)) or "none"
-                raise ValueError(f"steps[{i}] ({step.id}): unknown tool {step.tool!r}; tools defined: {known}")
-            if isinstance(step, ToolStep) and step.for_each and step.repeat:
-                raise ValueError(f"steps[{i}] ({step.id}): a step cannot be both for_each and repeat")
+        found = problems(self)
+        if found:
+            loc, msg = found[0]
+            more = f" (and {len(found) - 1} more problems; `hitl validate` lists them all)" if len(found) > 1 else ""
+            raise ValueError(f"{where_text(loc)}: {msg}{more}")
         return self
+
+
+def problems(wf: Workflow) -> list[tuple[Where, str]]:
+    """Every reference in ``wf`` that points nowhere, with its place (each is reported, not only the first)."""
+    out: list[tuple[Where, str]] = []
+    if bool(wf.steps) == (wf.pattern is not None):
+        both = "give either `steps:` (a chain) or `pattern:`, not both or neither"
+        out.append((("steps",) if wf.steps else (), both))
+        return out
+    placed = wf.placed()
+    tools = ", ".join(sorted(wf.tools)) or "none"
+    agents = ", ".join(sorted(wf.agents)) or "none"
+    seen: set[str] = set()
+    for loc, step in placed:
+        if step.id in seen:
+            out.append((loc, f"step id {step.id!r} is used twice"))
+        seen.add(step.id)
+        if isinstance(step, ToolStep):
+            if step.tool not in wf.tools:
+                out.append(((*loc, "tool"), f"unknown tool {step.tool!r}; tools defined: {tools}"))
+            if step.for_each and step.repeat:
+                out.append((loc, f"step {step.id} cannot be both for_each and repeat"))
+        if isinstance(step, AgentStep) and step.agent not in wf.agents:
+            out.append(((*loc, "agent"), f"unknown agent {step.agent!r}; agents defined: {agents}"))
+        if step.depends_on and not isinstance(wf.pattern, WorkflowPattern):
+            out.append(((*loc, "depends_on"), "depends_on is for the `workflow` pattern only"))
+    for name, agent in wf.agents.items():
+        for i, tool in enumerate(agent.tools):
+            if tool not in wf.tools:
+                out.append((("agents", name, "tools", i), f"unknown tool {tool!r}; tools defined: {tools}"))
+    if wf.agents and wf.runtime.provider == "scripted" and not wf.runtime.script:
+        out.append(
+            (
+                ("runtime",),
+                "the scripted provider replays `runtime.script` (a YAML file); name it, or "
+                "choose a provider such as bedrock, openai, anthropic or ollama",
+            )
+        )
+    out += _pattern_problems(wf.pattern, seen) if wf.pattern is not None else []
+    return out
+
+
+def _pattern_problems(pattern: Pattern, ids: set[str]) -> list[tuple[Where, str]]:
+    out: list[tuple[Where, str]] = []
+    base: Where = ("pattern",)
+    match pattern:
+        case WorkflowPattern():
+            deps = {s.id: s.depends_on for s in pattern.steps}
+            for i, step in enumerate(pattern.steps):
+                for j, dep in enumerate(step.depends_on):
+                    if dep not in deps:
+                        out.append(((*base, "steps", i, "depends_on", j), f"{step.id} depends on unknown step {dep!r}"))
+            cycle = _cycle(deps)
+            if cycle:
+                out.append(((*base, "steps"), "depends_on goes round in a circle: " + " -> ".join(cycle)))
+        case ParallelPattern():
+            names = [b.id for b in pattern.branches]
+            for i, name in enumerate(names):
+                if name in names[:i] or name in ids:
+                    out.append(((*base, "branches", i, "id"), f"branch id {name!r} is used twice"))
+        case RoutingPattern():
+            if pattern.default is not None and pattern.default not in pattern.routes:
+                out.append(((*base, "default"), f"default route {pattern.default!r} is not under routes"))
+            if pattern.router is None and all(r.when is None for r in pattern.routes.values()):
+                out.append(((*base, "routes"), "without a router agent, routes choose by their `when` conditions"))
+        case GraphPattern():
+            nodes = {s.id for s in pattern.nodes}
+            if pattern.start is not None and pattern.start not in nodes:
+                out.append(((*base, "start"), f"start node {pattern.start!r} is not a node"))
+            for source, edges in pattern.edges.items():
+                if source not in nodes:
+                    out.append(((*base, "edges", source), f"edges from {source!r}, which is not a node"))
+                for i, edge in enumerate(edges):
+                    if edge.to != "end" and edge.to not in nodes:
+                        out.append(((*base, "edges", source, i, "to"), f"edge to {edge.to!r}, which is not a node"))
+        case _:
+            pass
+    return out
+
+
+def _cycle(deps: dict[str, tuple[str, ...]]) -> list[str]:
+    """One cycle in the dependency graph, if there is one (as the path that closes it)."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for dep in deps.get(node, ()):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            if dep in deps and dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in deps:
+        if node not in state and (found := visit(node)):
+            return found
+    return []
 
 
 class LoadedWorkflow(BaseModel):
@@ -119,6 +192,11 @@ class LoadedWorkflow(BaseModel):
     path: Path
     spec_hash: str
     step_hashes: dict[str, str]
+    by_id: dict[str, Step] = Field(default_factory=dict)
+    """Every step by id (pattern roles included)."""
+
+    def step(self, step_id: str) -> Step:
+        return self.by_id[step_id]
 
 
 _STAT: dict[str, tuple[tuple[int, int, int], LoadedWorkflow]] = {}
@@ -156,10 +234,15 @@ def _parse(p: Path, text: str, path: str | Path) -> LoadedWorkflow:
     if cached is not None:
         return cached
     spec = parse_model(text, Workflow, code=ErrorCode.WORKFLOW_INVALID, what="workflow", source=str(path))
-    steps = {s.id: _digest(s.model_dump(mode="json", by_alias=True)) for s in spec.steps}
+    steps = {s.id: _digest(s.model_dump(mode="json", by_alias=True)) for _, s in spec.placed()}
+    if spec.pattern is not None:
+        steps["pattern"] = _digest(spec.pattern.model_dump(mode="json", by_alias=True))
+    steps.update({f"agent:{n}": _digest(a.model_dump(mode="json", by_alias=True)) for n, a in spec.agents.items()})
+    steps["runtime"] = _digest(spec.runtime.model_dump(mode="json"))
     steps.update({f"tool:{n}": _digest(t.model_dump(mode="json", by_alias=True)) for n, t in spec.tools.items()})
     steps["vars"] = _digest(spec.vars)
-    loaded = LoadedWorkflow(spec=spec, path=p, spec_hash=digest, step_hashes=steps)
+    by_id = {s.id: s for _, s in spec.placed()}
+    loaded = LoadedWorkflow(spec=spec, path=p, spec_hash=digest, step_hashes=steps, by_id=by_id)
     if len(_LOADED) > 256:
         _LOADED.clear()
     _LOADED[(str(p), digest)] = loaded

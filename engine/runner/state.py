@@ -47,12 +47,27 @@ class RunState(BaseModel):
     requester: str
     position: int = 0
     outputs: dict[str, Any] = Field(default_factory=dict)
+    """Each finished step's output (a tool's result; an agent's structured output, else its answer)."""
+    responses: dict[str, str] = Field(default_factory=dict)
+    """Each finished agent step's final answer (``steps.<id>.response``)."""
+    agents: dict[str, Any] = Field(default_factory=dict)
+    """Agent steps under way, by ``<step>:<iteration>``: the rendered prompt and input, the model turns taken and
+    the tool calls answered, so a resume replays them instead of running them again."""
+    cursor: dict[str, Any] = Field(default_factory=dict)
+    """Where the pattern stands: steps done, the route chosen, the loop's round, the orchestrator's tasks, the
+    graph's node and visits."""
+    waits: dict[str, str] = Field(default_factory=dict)
+    """Steps paused at the same time (parallel branches, workers), each on its approval id."""
     iteration: dict[str, int] = Field(default_factory=dict)
     feedback: dict[str, str] = Field(default_factory=dict)
     status: RunStatus = RunStatus.RUNNING
     waiting: str | None = None
-    """Approval id the run is paused on."""
+    """Approval id the run is paused on (the first, when several steps wait: see ``waits``)."""
     reason: str | None = None
     history: list[str] = Field(default_factory=list)
     """Human-readable progress lines (batch items, retries, forced resumes)."""
     version: int = 0
+
+    def waiting_on(self) -> set[str]:
+        """Every approval the run waits on; a decision on any of them resumes it."""
+        return set(self.waits.values()) | ({self.waiting} if self.waiting else set())

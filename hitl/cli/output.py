@@ -78,6 +78,7 @@ class Out:
             if r.reason:
                 obj["reason"] = r.reason
             obj["outputs"] = r.outputs
+            obj["history"] = list(r.history)
             self.emit(obj)
             return
         for line in r.history:

@@ -138,7 +138,7 @@ def test_bad_input_is_one_line_and_writes_nothing(cli: Cli, tmp_path: Path) -> N
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nsteps:\n  - id: a\n    tool: nope\n")
     r = cli("run", str(bad))
-    assert r.code == 1 and "unknown tool 'nope'" in r.err and "bad.yaml:3" in r.err
+    assert r.code == 1 and "unknown tool 'nope'" in r.err and "bad.yaml:4" in r.err  # the `tool:` line
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\nsteps: [\n")
     assert "not valid YAML" in cli("run", str(broken)).err

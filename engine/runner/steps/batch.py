@@ -24,7 +24,7 @@ class BatchHandler:
         if not isinstance(items, list | tuple):
             raise InvalidInput(f"steps.{step.id}.for_each must give a list, got {type(items).__name__}")
         all_args = [self.kit.args(tool, state, step, **{step.as_: item}) for item in items]
-        approval = await self.kit.standing(state, step, tool.name, {}, batch=all_args)
+        approval = await self.kit.standing(state, self.kit.ask_for(state, step), tool.name, {}, batch=all_args)
         if isinstance(approval, Halt):
             return approval
         effects = self.kit.effects
@@ -34,7 +34,7 @@ class BatchHandler:
         outputs = []
         for idx, args in enumerate(all_args):
             key = f"{state.session_id}:{step.id}:{it}:{idx}"
-            out = await self.kit.effect(state, step, tool, args, key=key, approval=None)
+            out = await self.kit.effect(state, step.id, tool, args, key=key, approval=None)
             if isinstance(out, Halt):
                 return out
             outputs.append(out)

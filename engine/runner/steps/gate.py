@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from engine.domain.models import DecisionKind, Status
 from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, Jump, halt_for, previous_tool_step
-from engine.runner.spec import GateStep, LoadedWorkflow
+from engine.runner.outcomes import Halt, Redo, halt_for
+from engine.runner.spec import GateStep, LoadedWorkflow, Step
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import evaluate, render_value
 
@@ -16,7 +16,8 @@ class GateHandler:
     def __init__(self, kit: StepKit) -> None:
         self.kit = kit
 
-    async def run(self, wf: LoadedWorkflow, state: RunState, step: GateStep) -> Halt | Jump | None:
+    async def run(self, wf: LoadedWorkflow, state: RunState, step: GateStep, before: Step | None) -> Halt | Redo | None:
+        """Ask (or read the answer); ``before`` is the step whose work the gate reviews (feedback re-runs it)."""
         scope = self.kit.scope(state, step.id)
         if step.condition and not evaluate(step.condition, scope, where=f"steps.{step.id}.condition"):
             state.outputs[step.id] = {"skipped": True}
@@ -42,13 +43,12 @@ class GateHandler:
             state.history.append(f"{step.id}: expired; fallback continue")
             return None
         if a.status is Status.REJECTED and a.decisions and a.decisions[-1].kind is DecisionKind.FEEDBACK:
-            prev = previous_tool_step(wf, state.position)
-            if prev is None:
+            if before is None:
                 return Halt(RunStatus.REJECTED, approval=a, reason="feedback given, but no earlier step to re-run")
-            target = wf.spec.steps[prev]
+            target = before
             state.feedback[target.id] = a.reason or ""
             state.iteration[target.id] = state.iteration.get(target.id, 0) + 1
             state.iteration[step.id] = it + 1
             state.history.append(f"{step.id}: feedback from {a.decisions[-1].reviewer}; re-running {target.id}")
-            return Jump(prev)
+            return Redo(target.id)
         return halt_for(a) or Halt(RunStatus.REJECTED, approval=a, reason=a.reason)

@@ -6,7 +6,7 @@ import json
 
 from engine.domain.models import DecisionKind, Status
 from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, Jump, halt_for
+from engine.runner.outcomes import Halt, halt_for
 from engine.runner.spec import LoadedWorkflow, ToolStep
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import evaluate
@@ -29,7 +29,7 @@ class LoopHandler:
             if due and state.iteration.get(f"{step.id}@reviewed") != it:
                 verdict = await self._review(state, step, it)
                 if verdict is not None:
-                    return verdict if isinstance(verdict, Halt) else None
+                    return verdict if isinstance(verdict, Halt) else None  # True: accepted as it is
                 state.iteration[f"{step.id}@reviewed"] = it
             args = kit.args(tool, state, step)
             out = await kit.gated(tool, state, step, args, key=f"{state.session_id}:{step.id}:{it}")
@@ -44,7 +44,7 @@ class LoopHandler:
             if it + 1 >= spec.max and not spec.review_after:
                 return Halt(RunStatus.FAILED, reason=f"{step.id} did not meet '{spec.until}' in {spec.max} iterations")
 
-    async def _review(self, state: RunState, step: ToolStep, it: int) -> Halt | Jump | None:
+    async def _review(self, state: RunState, step: ToolStep, it: int) -> Halt | bool | None:
         """A reviewer looks: approve the current output, continue, give feedback, or reject."""
         preview = json.dumps(state.outputs.get(step.id), ensure_ascii=False, default=str)[:1500]
         a = await self.kit.review(
@@ -58,7 +58,7 @@ class LoopHandler:
             fallback="cancel",
         )
         if a.status is Status.APPROVED:
-            return Jump(state.position + 1)
+            return True
         if a.status is Status.REJECTED and a.decisions and a.decisions[-1].kind is DecisionKind.FEEDBACK:
             state.feedback[step.id] = a.reason or ""
             return None

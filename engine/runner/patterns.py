@@ -1,0 +1,358 @@
+"""The seven patterns, driven from the checkpoint: each picks up where its ``cursor`` says, so a resume never
+re-runs a finished step, branch, worker or round.
+
+Gates, ``approval: required`` and batches are steps like any other, so they work inside every pattern; a step
+that pauses inside concurrent work (a branch, a worker) pauses only what depends on it (:mod:`together`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from engine.domain.models import DecisionKind, Status
+from engine.runner.kit import StepKit
+from engine.runner.outcomes import Halt, Redo, halt_for
+from engine.runner.pattern_spec import (
+    ChainPattern,
+    EvaluatorOptimizerPattern,
+    GraphPattern,
+    OrchestratorWorkersPattern,
+    ParallelPattern,
+    RoutingPattern,
+    WorkflowPattern,
+)
+from engine.runner.spec import AgentStep, LoadedWorkflow, Step, ToolStep
+from engine.runner.state import RunState, RunStatus
+from engine.runner.steps.agent import parse_json_answer
+from engine.runner.templates import evaluate
+from engine.runner.together import run_together
+from engine.runner.tools import Tool
+from engine.runner.units import StepRunner
+
+__all__ = ["Patterns"]
+
+
+def _reviewable(step: Step | None) -> bool:
+    return isinstance(step, ToolStep | AgentStep)
+
+
+class Patterns:
+    """Runs a workflow's pattern until it finishes (None) or halts."""
+
+    def __init__(self, kit: StepKit, units: StepRunner) -> None:
+        self.kit = kit
+        self.units = units
+
+    async def run(self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState) -> Halt | None:
+        flow = wf.spec.flow
+        match flow:
+            case ChainPattern():
+                return await self.chain(wf, tools, state, flow.steps, slot=None)
+            case WorkflowPattern():
+                deps = {s.id: tuple(s.depends_on) for s in flow.steps}
+                return await self.together(wf, tools, state, flow.steps, deps, limit=flow.max_parallel)
+            case ParallelPattern():
+                return await self._parallel(wf, tools, state, flow)
+            case RoutingPattern():
+                return await self._routing(wf, tools, state, flow)
+            case EvaluatorOptimizerPattern():
+                return await self._evaluator_optimizer(wf, tools, state, flow)
+            case OrchestratorWorkersPattern():
+                return await self._orchestrator_workers(wf, tools, state, flow)
+            case GraphPattern():
+                return await self._graph(wf, tools, state, flow)
+
+    # -- the two ways steps follow each other ---------------------------------------------------------------
+    async def chain(
+        self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, steps: list[Step], *, slot: str | None
+    ) -> Halt | None:
+        """One step after another; the position is ``state.position`` (the top-level chain) or ``cursor[slot]``."""
+        ids = [s.id for s in steps]
+        pos = state.position if slot is None else int(state.cursor.get(slot, 0))
+        while pos < len(steps):
+            before = next((s for s in reversed(steps[:pos]) if _reviewable(s)), None)
+            outcome = await self.units.run(wf, tools, state, steps[pos], before=before)
+            if isinstance(outcome, Halt):
+                return outcome
+            pos = ids.index(outcome.step_id) if isinstance(outcome, Redo) else pos + 1
+            if slot is None:
+                state.position = pos
+            else:
+                state.cursor[slot] = pos
+            state.waiting = None
+            await self.kit.save(state)
+        return None
+
+    async def together(
+        self,
+        wf: LoadedWorkflow,
+        tools: dict[str, Tool],
+        state: RunState,
+        steps: list[Step],
+        deps: dict[str, tuple[str, ...]],
+        *,
+        limit: int,
+        slot: str = "done",
+        extra: dict[str, dict[str, Any]] | None = None,
+    ) -> Halt | None:
+        """Steps by their dependencies, independent ones at the same time; ``cursor[slot]`` lists those done."""
+        by_id = {s.id: s for s in steps}
+        done = set(state.cursor.get(slot, []))
+
+        async def one(sid: str) -> Halt | Redo | None:
+            step = by_id[sid]
+            before = next((by_id[d] for d in reversed(deps.get(sid, ())) if _reviewable(by_id.get(d))), None)
+            outcome = await self.units.run(wf, tools, state, step, before=before, **(extra or {}).get(sid, {}))
+            if outcome is None:
+                state.cursor[slot] = sorted({*state.cursor.get(slot, []), sid})
+                await self.kit.save(state)
+            return outcome
+
+        def redo(sid: str, again: Redo) -> None:
+            done.discard(again.step_id)
+            state.cursor[slot] = sorted(set(state.cursor.get(slot, [])) - {again.step_id})
+
+        async def park(sid: str, halt: Halt) -> bool:
+            return await self.kit.park(state, sid, halt)
+
+        order = [s.id for s in steps]
+        return await run_together(order, deps, done, one, park, limit=limit, redo=redo)
+
+    # -- the patterns -------------------------------------------------------------------------------------
+    async def _parallel(
+        self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: ParallelPattern
+    ) -> Halt | None:
+        steps: list[Step] = []
+        deps: dict[str, tuple[str, ...]] = {}
+        for branch in flow.branches:  # each branch is a chain
+            for i, step in enumerate(branch.steps):
+                deps[step.id] = (branch.steps[i - 1].id,) if i else ()
+                steps.append(step)
+        last = tuple(b.steps[-1].id for b in flow.branches)
+        for i, step in enumerate(flow.reduce):  # reduce waits for every branch
+            deps[step.id] = (flow.reduce[i - 1].id,) if i else last
+            steps.append(step)
+        return await self.together(wf, tools, state, steps, deps, limit=flow.max_parallel)
+
+    async def _routing(
+        self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: RoutingPattern
+    ) -> Halt | None:
+        route = state.cursor.get("route")
+        if route is None:
+            answer = ""
+            if flow.router is not None:
+                router = flow.router.step("router")
+                outcome = await self.units.run(wf, tools, state, router)
+                if isinstance(outcome, Halt):
+                    return outcome
+                answer = state.responses.get(router.id, "")
+                route = _named_route(answer, list(flow.routes))
+            else:
+                scope = self.kit.scope(state, "router")
+                route = next(
+                    (n for n, r in flow.routes.items() if r.when and evaluate(r.when, scope, where=f"routes.{n}.when")),
+                    None,
+                )
+            how = "chosen"
+            if route is None and flow.default is not None:
+                route, how = flow.default, "taken by default"
+            if route is None:
+                return Halt(
+                    RunStatus.FAILED,
+                    reason=f"no route fits (the router answered {answer[:120]!r}); nothing after the router ran",
+                )
+            state.cursor["route"] = route
+            state.history.append(f"route {route} {how}")
+            self.kit.event(state, "run_route_chosen", f"route {route} {how}")
+            await self.kit.save(state)
+        return await self.chain(wf, tools, state, flow.routes[str(route)].steps, slot="route_position")
+
+    async def _evaluator_optimizer(
+        self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: EvaluatorOptimizerPattern
+    ) -> Halt | None:
+        producer, evaluator = flow.producer.step("producer"), flow.evaluator.step("evaluator")
+        accept = flow.accept
+        loop: dict[str, Any] = state.cursor.setdefault("loop", {"round": 0, "phase": "produce"})
+        while loop["phase"] != "accepted":
+            k = int(loop["round"])
+            state.iteration[producer.id] = state.iteration[evaluator.id] = k
+            if loop["phase"] == "produce":
+                draft = state.responses.get(producer.id, "")
+                outcome = await self.units.run(wf, tools, state, producer, draft=draft)
+                if isinstance(outcome, Halt):
+                    return outcome
+                loop["phase"] = "evaluate"
+                await self.kit.save(state)
+            if loop["phase"] == "evaluate":
+                outcome = await self.units.run(wf, tools, state, evaluator, draft=state.responses.get(producer.id, ""))
+                if isinstance(outcome, Halt):
+                    return outcome
+                score, feedback = _evaluation(state.outputs.get(evaluator.id), state.responses.get(evaluator.id, ""))
+                if score is None:
+                    return Halt(
+                        RunStatus.FAILED,
+                        reason=f"the evaluator's answer has no numeric score (round {k + 1}); the quality gate "
+                        "cannot pass on a guess",
+                    )
+                state.history.append(f"round {k + 1}: score {score:g} (needs {accept.min_score:g})")
+                loop.update(score=score, feedback=feedback)
+                review = accept.manual_review
+                if score >= accept.min_score:
+                    loop["phase"] = "accepted"
+                elif review is not None and ((k + 1) % review.after_iterations == 0 or k + 1 >= accept.max_iters):
+                    loop["phase"] = "review"
+                elif k + 1 >= accept.max_iters:
+                    return Halt(
+                        RunStatus.FAILED,
+                        reason=f"the draft scored {score:g} after {k + 1} rounds; it needed {accept.min_score:g}",
+                    )
+                else:
+                    self._next_round(state, loop, producer, feedback)
+                await self.kit.save(state)
+            if loop["phase"] == "review":
+                verdict = await self._review(state, flow, producer, evaluator, loop)
+                if isinstance(verdict, Halt):
+                    return verdict
+                await self.kit.save(state)
+        return await self.chain(wf, tools, state, flow.then, slot="then_position")
+
+    async def _review(
+        self,
+        state: RunState,
+        flow: EvaluatorOptimizerPattern,
+        producer: AgentStep,
+        evaluator: AgentStep,
+        loop: dict[str, Any],
+    ) -> Halt | None:
+        """A person looks at the draft: approve it, continue (feedback: its text guides the next round), reject."""
+        review = flow.accept.manual_review
+        assert review is not None
+        k = int(loop["round"])
+        preview = (
+            f"Round {k + 1}, score {loop['score']:g} (needs {flow.accept.min_score:g}). "
+            f"Evaluator: {loop.get('feedback') or '-'}\n\n{state.responses.get(producer.id, '')}"
+        )
+        a = await self.kit.review(
+            state,
+            f"review:{producer.id}",
+            evaluator.id,
+            review.prompt,
+            preview[:2900],
+            role=review.role,
+            timeout=review.timeout,
+            fallback=review.fallback,
+        )
+        if a.status is Status.APPROVED or (a.status is Status.EXPIRED and review.fallback == "continue"):
+            loop["phase"] = "accepted"
+            state.history.append(
+                f"round {k + 1}: draft accepted by {'expiry' if a.status is Status.EXPIRED else 'review'}"
+            )
+            return None
+        if a.status is Status.REJECTED and a.decisions and a.decisions[-1].kind is DecisionKind.FEEDBACK:
+            self._next_round(state, loop, producer, a.reason or loop.get("feedback") or "")
+            state.history.append(f"round {k + 1}: {a.decisions[-1].reviewer} asked for another round")
+            return None
+        return halt_for(a) or Halt(RunStatus.REJECTED, approval=a, reason=a.reason)
+
+    @staticmethod
+    def _next_round(state: RunState, loop: dict[str, Any], producer: AgentStep, feedback: str) -> None:
+        state.feedback[producer.id] = feedback
+        loop.update(round=int(loop["round"]) + 1, phase="produce")
+
+    async def _orchestrator_workers(
+        self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: OrchestratorWorkersPattern
+    ) -> Halt | None:
+        orchestrator, w = flow.orchestrator.step("orchestrator"), flow.workers
+        if "tasks" not in state.cursor:
+            outcome = await self.units.run(wf, tools, state, orchestrator)
+            if isinstance(outcome, Halt):
+                return outcome
+            found = parse_json_answer(state.responses.get(orchestrator.id, ""))
+            tasks = found.get("tasks") if isinstance(found, dict) else found
+            if not isinstance(tasks, list) or not tasks:
+                return Halt(RunStatus.FAILED, reason="the orchestrator did not answer with a JSON list of tasks")
+            if len(tasks) > w.max_tasks:
+                return Halt(
+                    RunStatus.FAILED,
+                    reason=f"the orchestrator planned {len(tasks)} tasks; workers.max_tasks allows {w.max_tasks}",
+                )
+            state.cursor["tasks"] = tasks
+            state.outputs[orchestrator.id] = tasks
+            self.kit.event(state, "run_tasks_planned", f"{len(tasks)} tasks")
+            await self.kit.save(state)
+        tasks = list(state.cursor["tasks"])
+        if w.id not in state.outputs:
+            steps: list[Step] = [
+                AgentStep(id=f"{w.id}-{i + 1}", agent=w.agent, input=w.input, approval=w.approval, timeout=w.timeout)
+                for i in range(len(tasks))
+            ]
+            extra = {s.id: {"task": tasks[i], "index": i} for i, s in enumerate(steps)}
+            halt = await self.together(
+                wf, tools, state, steps, {}, limit=w.max_parallel, slot="workers_done", extra=extra
+            )
+            if halt is not None:
+                return halt
+            state.outputs[w.id] = [state.outputs[s.id] for s in steps]
+            state.responses[w.id] = "\n\n".join(state.responses.get(s.id, "") for s in steps)
+            await self.kit.save(state)
+        return await self.chain(wf, tools, state, flow.synthesis, slot="synthesis_position")
+
+    async def _graph(
+        self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: GraphPattern
+    ) -> Halt | None:
+        nodes = {s.id: s for s in flow.nodes}
+        at: dict[str, Any] = state.cursor.setdefault(
+            "graph", {"node": flow.start or flow.nodes[0].id, "visits": {}, "entered": False, "previous": None}
+        )
+        while at["node"] != "end":
+            node = str(at["node"])
+            if not at["entered"]:
+                visits = int(at["visits"].get(node, 0))
+                if visits >= flow.max_visits:
+                    return Halt(RunStatus.FAILED, reason=f"node {node} was reached {visits} times (max_visits)")
+                at["visits"][node] = visits + 1
+                state.iteration[node] = visits  # a visit is a new round: its own conversation, approvals, effects
+                at["entered"] = True
+                await self.kit.save(state)
+            previous = nodes.get(str(at["previous"])) if at["previous"] else None
+            outcome = await self.units.run(wf, tools, state, nodes[node], before=previous)
+            if isinstance(outcome, Halt):
+                return outcome
+            if isinstance(outcome, Redo):
+                at.update(node=outcome.step_id, entered=False, previous=None)
+            else:
+                scope = self.kit.scope(state, node)
+                edges = flow.edges.get(node, [])
+                nxt = next(
+                    (e.to for e in edges if e.when is None or evaluate(e.when, scope, where=f"edges.{node}.when")),
+                    "end",
+                )
+                at.update(node=nxt, entered=False, previous=node)
+                state.history.append(f"{node} -> {nxt}")
+            state.waiting = None
+            await self.kit.save(state)
+        return None
+
+
+def _named_route(answer: str, routes: list[str]) -> str | None:
+    """The route a router's answer names: ``{"route": name}``, the name alone, or the one name it mentions."""
+    found = parse_json_answer(answer)
+    if isinstance(found, dict) and str(found.get("route")) in routes:
+        return str(found["route"])
+    bare = answer.strip().strip("\"'`.").strip()
+    if bare in routes:
+        return bare
+    mentioned = [r for r in routes if re.search(rf"\b{re.escape(r)}\b", answer)]
+    return mentioned[0] if len(mentioned) == 1 else None  # two names: ambiguous, so none
+
+
+def _evaluation(output: Any, response: str) -> tuple[float | None, str]:
+    """The evaluator's ``score`` and ``feedback``, from its structured output or the JSON in its answer."""
+    found = output if isinstance(output, dict) else parse_json_answer(response)
+    if not isinstance(found, dict):
+        return None, ""
+    score = found.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return None, ""
+    return float(score), str(found.get("feedback", ""))
