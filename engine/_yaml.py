@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.errors import EngineError, ErrorCode
 
-__all__ = ["load_model", "parse_model"]
+__all__ = ["Problem", "Tag", "field_text", "line_of", "load_model", "parse_model", "place", "read_model"]
 
 M = TypeVar("M", bound=BaseModel)
 _PLACE = re.compile(r"^([A-Za-z_][\w\-]*(?:\.[\w\-]+|\[\d+\])*)(?: \([^)]*\))?: ")
@@ -31,7 +33,39 @@ def load_model(path: str | Path, model: type[M], *, code: ErrorCode, what: str) 
     return parse_model(text, model, code=code, what=what, source=str(p))
 
 
-def parse_model(text: str, model: type[M], *, code: ErrorCode, what: str, source: str = "<string>") -> M:
+Tag = Callable[[dict[str, Any]], str | None]
+"""The tag pydantic puts in an error's location for a tagged union member (a step's kind, a pattern's type):
+given the mapping, the tag it would have. Tags are not keys of the file, so they are left out of places."""
+
+
+def place(data: Any, loc: tuple[Any, ...], tag: Tag | None) -> tuple[Any, ...]:
+    """``loc`` without union tags: the path of keys and indexes as they are in the file."""
+    out: list[Any] = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and tag is not None and i < len(loc) - 1 and part == tag(node):
+            continue
+        out.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(out)
+
+
+def field_text(loc: tuple[Any, ...]) -> str:
+    """``pattern.steps[2].tool``: how a place is named in messages."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_model(
+    text: str, model: type[M], *, code: ErrorCode, what: str, source: str = "<string>", tag: Tag | None = None
+) -> M:
     try:
         data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader (the C one when libyaml is present)
     except yaml.YAMLError as exc:
@@ -48,14 +82,14 @@ def parse_model(text: str, model: type[M], *, code: ErrorCode, what: str, source
     except ValidationError as exc:
         node = yaml.compose(text, Loader=yaml.SafeLoader)  # only on the error path: line numbers cost a parse
         first = exc.errors()[0]
-        loc = tuple(first["loc"])
+        loc = place(data, tuple(first["loc"]), tag)
         msg = str(first["msg"]).removeprefix("Value error, ")
         hint = _PLACE.match(msg)
         if not loc and hint:  # a cross-field check names its place in the message: point at that line
             loc = tuple(int(p[1:-1]) if p.startswith("[") else p for p in _PART.findall(hint.group(1)))
             msg = msg[hint.end() :]
-        field = ".".join(str(p) for p in loc) or "(top level)"
-        lineno = _line_of(node, loc)
+        field = field_text(loc)
+        lineno = line_of(node, loc)
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
         raise EngineError(
             f"{source}:{lineno}: {what} field '{field}': {msg}{more}",
@@ -66,7 +100,41 @@ def parse_model(text: str, model: type[M], *, code: ErrorCode, what: str, source
         ) from None
 
 
-def _line_of(node: Any, loc: tuple[Any, ...]) -> int:
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a file: where (line, dotted field) and what."""
+
+    line: int
+    field: str
+    message: str
+
+
+def read_model(
+    text: str, model: type[M], *, context: dict[str, Any] | None = None, tag: Tag | None = None
+) -> tuple[M | None, list[Problem]]:
+    """Validate ``text`` as ``model`` and report every problem pydantic finds, each with its line (not only the
+    first, as :func:`parse_model` does): the model, or None and the problems."""
+    try:
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader (the C one when libyaml is present)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        return None, [Problem(mark.line + 1 if mark is not None else 1, "(file)", f"not valid YAML: {problem}")]
+    if not isinstance(data, dict | None):
+        return None, [Problem(1, "(top level)", "must be a mapping")]
+    try:
+        return model.model_validate(data or {}, context=context), []
+    except ValidationError as exc:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        found = []
+        for error in exc.errors():
+            loc = place(data, tuple(error["loc"]), tag)
+            message = str(error["msg"]).removeprefix("Value error, ")
+            found.append(Problem(line_of(node, loc), field_text(loc), message))
+        return None, found
+
+
+def line_of(node: Any, loc: tuple[Any, ...]) -> int:
     """Best line for ``loc`` in a composed YAML node tree: the deepest part of the path that exists."""
     line = (node.start_mark.line + 1) if node is not None else 1
     for part in loc:

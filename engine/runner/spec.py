@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from engine._yaml import parse_model
+from engine._yaml import field_text, parse_model
 from engine.errors import EngineError, ErrorCode
 from engine.runner.agent_spec import AgentDef, RuntimeSpec
 from engine.runner.pattern_spec import (
@@ -23,7 +23,7 @@ from engine.runner.pattern_spec import (
     WorkflowPattern,
     placed_steps,
 )
-from engine.runner.step_spec import AgentStep, GateStep, LoopSpec, Spec, Step, ToolDef, ToolStep
+from engine.runner.step_spec import AgentStep, GateStep, LoopSpec, Spec, Step, ToolDef, ToolStep, step_kind
 
 __all__ = [
     "AgentStep",
@@ -33,19 +33,24 @@ __all__ = [
     "Step",
     "ToolDef",
     "ToolStep",
+    "Where",
     "Workflow",
     "describe_changes",
     "load_workflow",
     "problems",
+    "union_tag",
+    "where_text",
 ]
 
 
 def where_text(loc: Where) -> str:
     """``pattern.steps[2].tool``: how a place is named in messages (``engine._yaml`` maps it back to a line)."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    return field_text(loc)
+
+
+def union_tag(value: dict[str, Any]) -> str | None:
+    """The tag of a workflow mapping in pydantic's error locations: a pattern's type, a step's kind."""
+    return step_kind(value)
 
 
 class Workflow(Spec):
@@ -74,7 +79,9 @@ class Workflow(Spec):
         return list(placed_steps(self.pattern))
 
     @model_validator(mode="after")
-    def _references(self) -> Workflow:
+    def _references(self, info: ValidationInfo) -> Workflow:
+        if info.context and info.context.get("all_problems"):
+            return self  # `hitl validate` lists them all itself
         found = problems(self)
         if found:
             loc, msg = found[0]
@@ -114,7 +121,7 @@ def problems(wf: Workflow) -> list[tuple[Where, str]]:
     if wf.agents and wf.runtime.provider == "scripted" and not wf.runtime.script:
         out.append(
             (
-                ("runtime",),
+                ("runtime",) if "runtime" in wf.model_fields_set else ("agents",),
                 "the scripted provider replays `runtime.script` (a YAML file); name it, or "
                 "choose a provider such as bedrock, openai, anthropic or ollama",
             )
@@ -233,7 +240,9 @@ def _parse(p: Path, text: str, path: str | Path) -> LoadedWorkflow:
     cached = _LOADED.get((str(p), digest))
     if cached is not None:
         return cached
-    spec = parse_model(text, Workflow, code=ErrorCode.WORKFLOW_INVALID, what="workflow", source=str(path))
+    spec = parse_model(
+        text, Workflow, code=ErrorCode.WORKFLOW_INVALID, what="workflow", source=str(path), tag=union_tag
+    )
     steps = {s.id: _digest(s.model_dump(mode="json", by_alias=True)) for _, s in spec.placed()}
     if spec.pattern is not None:
         steps["pattern"] = _digest(spec.pattern.model_dump(mode="json", by_alias=True))

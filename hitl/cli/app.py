@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from rich.text import Text
 
 from engine.api_spec import ApiTokenSpec
 from engine.domain.models import DecisionKind
-from engine.errors import EngineError, InvalidInput
+from engine.errors import InvalidInput
 from engine.runner.spec import load_workflow
+from engine.runner.validation import validate_workflow
 from engine.runtime import open_runtime
+from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.flows import (
     auto_approve,
@@ -24,8 +27,10 @@ from hitl.cli.flows import (
     remote_resume,
     resolve_target,
 )
+from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out, approval_json
 from hitl.cli.remote import remote_from_env
+from hitl.cli.sessions import sessions_app
 
 __all__ = ["app", "main"]
 
@@ -69,36 +74,7 @@ policy_app = typer.Typer(help="Inspect the policy.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
 token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
-
-StoreOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--store", envvar="HITL_STORE", help="Store URL: sqlite:///path.db (default .hitl/hitl.db) or redis://."
-    ),
-]
-ConfigOpt = Annotated[
-    str | None,
-    typer.Option("--config", envvar="HITL_CONFIG", help="hitl.yaml (default: beside the workflow, then ./hitl.yaml)."),
-]
-AsOpt = Annotated[
-    str | None, typer.Option("--as", envvar="HITL_REVIEWER", help="Who is deciding: a reviewer id from roles.")
-]
-NO_CONFIG = (
-    "no hitl.yaml found (pass --config, set HITL_CONFIG, or add ./hitl.yaml): the built-in defaults apply, where "
-    "every tool needs approval and no reviewer has a role"
-)
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
-
-
-def _run(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
-    try:
-        code = asyncio.run(work())
-    except EngineError as exc:
-        out.error(str(exc.code), exc.message)
-        raise typer.Exit(2 if exc.code.usage else 1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-    raise typer.Exit(code)
+app.add_typer(sessions_app, name="sessions")
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, Any]:
@@ -142,7 +118,25 @@ def run(
             out.run_result(result)
             return result.exit_code
 
-    _run(out, work)
+    run_command(out, work)
+
+
+@app.command()
+def validate(
+    workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a workflow without running it: every problem with its file and line (exit 2 when there are any)."""
+    out = Out(as_json=as_json)
+    found = validate_workflow(workflow)
+    if out.json:
+        out.emit({"valid": not found, "problems": [dataclasses.asdict(p) for p in found]})
+    elif not found:
+        flow = load_workflow(workflow).spec.flow
+        out.text(("valid", "bold green"), f"  {workflow}: a {flow.type} workflow")
+    for p in [] if out.json else found:
+        out.err.print(Text.assemble((f"{workflow}:{p.line}: ", "bold"), (p.field, "cyan"), ": ", p.message))
+    raise typer.Exit(2 if found else 0)
 
 
 @app.command()
@@ -221,7 +215,7 @@ def resume(
         out.run_result(result)
         return result.exit_code
 
-    _run(out, work)
+    run_command(out, work)
 
 
 @app.command()
@@ -252,7 +246,7 @@ def pending(
             out.pending(page.items)
         return 0
 
-    _run(out, work)
+    run_command(out, work)
 
 
 @app.command()
@@ -277,7 +271,7 @@ def show(
                 out.approval(approval)
         return 0
 
-    _run(out, work)
+    run_command(out, work)
 
 
 @app.command()
@@ -310,7 +304,7 @@ def audit(
             out.audit(await rt.store.audit.entries(approval_id=approval_id, limit=limit))
         return 0
 
-    _run(out, work)
+    run_command(out, work)
 
 
 @app.command()
@@ -331,7 +325,7 @@ def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt =
                 out.text(("nothing was due", "dim"))
         return 0
 
-    _run(out, work)
+    run_command(out, work)
 
 
 @policy_app.command("explain")
@@ -373,7 +367,7 @@ def policy_explain(
             out.text(v.explain())
         return 0
 
-    _run(out, work)
+    run_command(out, work)
 
 
 def _require_serve_extra(out: Out, command: str) -> None:
@@ -457,7 +451,7 @@ def serve(
         return 0
 
     try:
-        _run(out, work)
+        run_command(out, work)
     except BotError as exc:
         out.error(str(exc.code), exc.message)
         raise typer.Exit(1) from None
@@ -508,7 +502,7 @@ def mcp(
                 await gateway.close()
         return 0
 
-    _run(out, work)
+    run_command(out, work)
 
 
 @app.command()

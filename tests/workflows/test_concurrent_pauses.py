@@ -1,0 +1,66 @@
+"""Two steps paused at once, on both stores: a queued resume (what `hitl serve` does after a Slack click) and
+recovery both act on a decision of either approval, not only the one the run names first."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.domain.models import DecisionKind
+from engine.runner.spec import load_workflow
+from engine.runner.state import RunState, RunStatus
+from engine.runtime import Runtime
+from engine.storage import open_store
+from engine.testing import FakeClock
+from tests.workflows.conftest import RESEARCH, Desk
+from tests.workflows.test_validate_and_sessions import SCRIPT, TWO_EMAILS
+
+
+async def _state(rt: Runtime, session: str) -> RunState:
+    found = await rt.store.runs.load(session)
+    assert found is not None
+    return RunState.model_validate({**found[0], "version": found[1]})
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_either_decision_resumes_a_run_with_two_waiting_steps(
+    backend: str, tmp_path: Path, desk: Desk, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HITL_EFFECTS", str(desk.path))
+    shutil.copy(RESEARCH / "desk.py", tmp_path / "desk.py")
+    shutil.copy(RESEARCH / "hitl.yaml", tmp_path / "hitl.yaml")
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
+    (tmp_path / "two.yaml").write_text(yaml.safe_dump(TWO_EMAILS))
+    url = (
+        f"sqlite:///{tmp_path}/w.db"
+        if backend == "sqlite"
+        else f"{request.getfixturevalue('redis_url')}?prefix=w{tmp_path.name[-8:]}"
+    )
+    clock = FakeClock()
+    rt = Runtime.build(store=open_store(url), clock=clock, config_path=str(tmp_path / "hitl.yaml"))
+    try:
+        first = await rt.lifecycle.start(load_workflow(tmp_path / "two.yaml"), {})
+        assert first.status is RunStatus.PAUSED and first.approval is not None
+        session = first.session_id
+        state = await _state(rt, session)
+        assert sorted(state.waits) == ["workers-1", "workers-2"] and state.waiting == first.approval.id
+        other = next(a for a in state.waits.values() if a != first.approval.id)
+        await rt.lifecycle.decide(other, "U_EDITOR1", DecisionKind.APPROVE, resume="queue")
+        assert await rt.lifecycle.process_jobs() == 1
+        state = await _state(rt, session)
+        assert state.status is RunStatus.PAUSED and list(state.waits.values()) == [first.approval.id]
+        assert desk.tools() == ["send_email"]
+        # The last decision's resume is lost (the process died before queuing it): recovery finds it.
+        await rt.lifecycle.decide(first.approval.id, "U_EDITOR1", DecisionKind.APPROVE, resume="none")
+        clock.advance(60)
+        assert await rt.lifecycle.recover() == 1
+        assert await rt.lifecycle.process_jobs() == 1
+        state = await _state(rt, session)
+        assert state.status is RunStatus.COMPLETED and state.waits == {} and state.waiting is None
+        assert desk.tools() == ["send_email", "send_email"]
+        desk.assert_nothing_twice()
+    finally:
+        await rt.close()

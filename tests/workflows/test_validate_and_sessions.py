@@ -1,0 +1,169 @@
+"""`hitl validate` lists every problem with its line; `hitl sessions` shows what paused runs ask; concurrent
+pauses (two workers waiting at once) are each stored, shown and resumed by a decision on either."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from tests.workflows.conftest import RESEARCH, Desk, Hitl
+
+BROKEN = """\
+name: broken
+vars: {topic: x}
+runtime: {provider: scripted, script: script.yaml}
+tools:
+  search: {function: desk:search}
+agents:
+  researcher: {prompt: "about {{ vars.topic }}", tools: [search, missing_tool]}
+pattern:
+  type: workflow
+  steps:
+    - {id: a, agent: researcher, input: x, depends_on: [b]}
+    - {id: b, agent: ghost, input: y, depends_on: [a]}
+    - {id: c, tool: nothing}
+"""
+
+SHAPES = """\
+name: shapes
+steps:
+  - id: 1bad
+    tool: t
+    bogus: 1
+  - {type: gate}
+  - {type: teleport, id: z}
+"""
+
+TEMPLATES = """\
+name: templates
+vars: {topic: x}
+tools:
+  search: {function: desk:search}
+steps:
+  - {id: first, tool: search, args: {query: "{{ steps.later.output }}"}}
+  - {id: later, tool: search, args: {query: "{{ vars.colour }} {{ broken"}}
+"""
+
+
+def test_validate_lists_every_problem_with_its_line(hitl: Hitl, tmp_path: Path) -> None:
+    (tmp_path / "script.yaml").write_text("{}\n")
+    for name, text in (("broken.yaml", BROKEN), ("shapes.yaml", SHAPES), ("templates.yaml", TEMPLATES)):
+        (tmp_path / name).write_text(text)
+    broken = hitl("validate", str(tmp_path / "broken.yaml"), expect=2).out
+    assert broken["valid"] is False
+    assert [(p["line"], p["field"]) for p in broken["problems"]] == [
+        (7, "agents.researcher.tools[1]"),
+        (10, "pattern.steps"),  # the cycle a -> b -> a
+        (12, "pattern.steps[1].agent"),
+        (13, "pattern.steps[2].tool"),
+    ]
+    assert "a -> b -> a" in broken["problems"][1]["message"]
+    shapes = hitl("validate", str(tmp_path / "shapes.yaml"), expect=2).out["problems"]
+    assert [(p["line"], p["field"]) for p in shapes] == [
+        (3, "steps[0].id"),
+        (5, "steps[0].bogus"),
+        (6, "steps[1].id"),
+        (6, "steps[1].prompt"),
+        (7, "steps[2]"),
+    ]
+    assert "tool, gate or agent" in shapes[-1]["message"]
+    templates = hitl("validate", str(tmp_path / "templates.yaml"), expect=2).out["problems"]
+    assert [(p["line"], p["field"]) for p in templates] == [
+        (6, "steps[0].args.query"),
+        (7, "steps[1].args.query"),
+    ]
+    assert "not an earlier step" in templates[0]["message"] and "template error" in templates[1]["message"]
+
+
+def test_validate_accepts_every_example_and_prints_for_people(hitl: Hitl, tmp_path: Path) -> None:
+    for path in sorted(RESEARCH.glob("*.yaml")):
+        if path.name not in ("hitl.yaml", "script.yaml"):
+            assert hitl("validate", str(path), expect=0).out == {"valid": True, "problems": []}
+
+
+def test_sessions_show_gives_the_interrupt_details(hitl: Hitl) -> None:
+    first = hitl("run", str(RESEARCH / "workflow.yaml"), "--var", "topic=solid-state batteries", expect=4)
+    session = str(first.out["session_id"])
+    listed = hitl("sessions", "list", expect=0).out["sessions"]
+    assert listed == [
+        {
+            "session_id": session,
+            "workflow": "research-report",
+            "status": "paused",
+            "waiting": [
+                {
+                    "interrupt_id": first.approval_id,
+                    "interrupt_type": "manual_gate",
+                    "interrupt_name": "review_research",
+                }
+            ],
+        }
+    ]
+    shown = hitl("sessions", "show", session, expect=0).out
+    assert shown["status"] == "paused" and shown["steps_done"] == ["research"]
+    (gate,) = shown["interrupts"]
+    assert gate["prompt"] == "Review the research before it is analysed."
+    assert gate["preview"].startswith("Findings: solid electrolytes")
+    assert set(gate["options"]) == {"approve", "reject", "feedback"}
+    assert gate["fallback_action"] == "continue" and gate["role"] == "editors"
+    assert gate["timeout_at"] > gate["created_at"]
+    at_tool = hitl("resume", first.approval_id, "--approve", "--as", "U_EDITOR1", expect=4)
+    (tool,) = hitl("sessions", "show", session, expect=0).out["interrupts"]
+    assert tool["interrupt_type"] == "tool_approval" and tool["interrupt_name"] == "publish_report"
+    assert tool["evidence"] == "writer: Publishing the report." and "modify" in tool["options"]
+    assert tool["interrupt_id"] == at_tool.approval_id
+    missing = hitl("sessions", "show", "ses_NOPE", expect=1).out
+    assert missing["error"]["code"] == "not_found"
+
+
+TWO_EMAILS = {
+    "name": "two-emails",
+    "runtime": {"provider": "scripted", "script": "script.yaml"},
+    "tools": {"send_email": {"function": "desk:send_email", "idempotent": True}},
+    "agents": {
+        "planner": {"prompt": "Plan."},
+        "investigator": {"prompt": "Investigate.", "tools": ["send_email"]},
+    },
+    "pattern": {
+        "type": "orchestrator_workers",
+        "orchestrator": {"agent": "planner", "input": "Plan"},
+        "workers": {"agent": "investigator", "input": "Investigate {{ task }}", "max_parallel": 2},
+    },
+}
+SCRIPT = {
+    "planner": [{"turns": [{"say": '["safety", "safety again"]'}]}],
+    "investigator": [
+        {
+            "turns": [
+                {
+                    "say": "Telling the officer.",
+                    "call": "send_email",
+                    "args": {"to": "a@example.com", "subject": "s", "body": "b"},
+                },
+                {"say": "Done."},
+            ]
+        }
+    ],
+}
+
+
+def test_two_workers_waiting_at_once_resume_on_either_decision(hitl: Hitl, desk: Desk, tmp_path: Path) -> None:
+    shutil.copy(RESEARCH / "desk.py", tmp_path / "desk.py")
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
+    flow = tmp_path / "two.yaml"
+    flow.write_text(yaml.safe_dump(TWO_EMAILS))
+    first = hitl("run", str(flow), expect=4)
+    session = str(first.out["session_id"])
+    waits = hitl("sessions", "show", session, expect=0).out["interrupts"]
+    assert sorted(w["step"] for w in waits) == ["workers-1", "workers-2"]  # both stored, both shown
+    other, other_step = next((w["interrupt_id"], w["step"]) for w in waits if w["interrupt_id"] != first.approval_id)
+    # Deciding the approval the run does not name first still resumes it: that worker finishes, the other waits.
+    still = hitl("resume", other, "--approve", "--as", "U_EDITOR1", expect=4)
+    assert still.approval_id == first.approval_id and desk.tools() == ["send_email"]
+    assert still.out["outputs"][other_step] == "Done." and len(still.out["outputs"]) == 2  # + the plan
+    done = hitl("resume", first.approval_id, "--approve", "--as", "U_EDITOR1", expect=0)
+    assert done.out["outputs"]["workers"] == ["Done.", "Done."]
+    assert desk.tools() == ["send_email", "send_email"]
+    desk.assert_nothing_twice()
