@@ -187,6 +187,18 @@ class ApprovalService:
         if not verdict.tier.needs_human:
             if verdict.tier is Tier.NOTIFY:
                 reason = "; ".join(verdict.reasons)
+                # Recorded before it runs, like any decision the policy makes for a person to see: if the store
+                # cannot take the line, the call does not go ahead.
+                await self.store.audit.append(
+                    AuditEntry(
+                        at=now,
+                        actor=(requester or self.requester)[:200],
+                        event="notified",
+                        action_hash=identity()[0],
+                        outcome=str(Tier.NOTIFY),
+                        detail=f"{session_id}: {tool} ran with an FYI to reviewers ({reason})"[:500],
+                    )
+                )
                 if self.notifier is not None:
                     await self._safe(
                         self.notifier.action_notified(tool=tool, args=clean, session_id=session_id, reason=reason)

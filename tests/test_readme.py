@@ -187,3 +187,48 @@ def test_readme_python_type_checks_as_a_user_writes_it(tmp_path: Path) -> None:
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _section(text: str, start: str, end: str) -> str:
+    return text[text.index(start) : text.index(end, text.index(start))]
+
+
+def _keys(value: object) -> set[str]:
+    if isinstance(value, dict):
+        return {str(k) for k in value} | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+def test_readme_documents_every_workflow_key_with_valid_examples() -> None:
+    """The README's workflow format names every key a workflow file accepts, in examples that validate."""
+    import yaml
+    from pydantic import BaseModel
+
+    from engine.runner import agent_spec, pattern_spec, step_spec
+    from engine.runner.spec import Workflow, problems, union_tag
+    from hitl.agents.scripted import Script
+
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", _section(text, "### Writing a workflow", "### CLI reference"), re.S)
+    documents = [yaml.safe_load(b) for b in blocks]
+    documented = set().union(*(_keys(d) for d in documents))
+    models: list[type[BaseModel]] = [Workflow]
+    for module in (step_spec, agent_spec, pattern_spec):
+        models += [m for m in vars(module).values() if isinstance(m, type) and issubclass(m, step_spec.Spec)]
+    expected = {f.alias or name for m in models for name, f in m.model_fields.items()}
+    assert expected - documented == set(), "keys the README's workflow format does not show"
+
+    reference = next(d for d in documents if d.get("name") == "research-report")
+    assert problems(Workflow.model_validate(reference, context={"all_problems": True})) == []
+    patterns = [d["pattern"] for d in documents if set(d) == {"pattern"}]
+    assert sorted(p["type"] for p in patterns) == sorted(
+        ["chain", "workflow", "parallel", "routing", "evaluator_optimizer", "orchestrator_workers", "graph"]
+    )
+    for pattern in patterns:  # each pattern snippet is a valid workflow with the reference's agents
+        spec = {**{k: v for k, v in reference.items() if k != "steps"}, "pattern": pattern}
+        assert problems(Workflow.model_validate(spec, context={"all_problems": True})) == [], pattern["type"]
+        assert union_tag(pattern) == pattern["type"]
+    script = next(d for d in documents if "researcher" in d and "name" not in d)
+    Script.model_validate({"agents": {k: [c if "turns" in c else {"turns": c} for c in v] for k, v in script.items()}})

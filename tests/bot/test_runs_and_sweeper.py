@@ -99,6 +99,10 @@ async def test_a_notify_call_from_a_process_without_slack_gets_its_fyi_from_the_
     agent = dataclasses.replace(harness.svc, notifier=None, policy=policy)
     proposal = await agent.propose("ping", {"to": "<!channel> *urgent*"}, session_id="agent-7")
     assert proposal.may_run
+    trail = await harness.svc.store.audit.entries()
+    assert [e.detail for e in trail if e.event == "notified"] == [
+        "agent-7: ping ran with an FYI to reviewers (ping: tool policy sets notify)"
+    ]
     await harness.rt.ctx.notifier.sweep()
     await harness.rt.ctx.notifier.sweep()  # posted once, not once per sweep
     fyis = [m for m in harness.state.messages if m.text == "ping ran without review"]

@@ -108,6 +108,8 @@ def test_orchestrator_workers_a_waiting_worker_pauses_only_itself(hitl: Hitl, de
     # The other workers finished (the cost note is NOTIFY-tier: it ran without waiting).
     assert outputs["workers-1"].startswith("Chemistry") and outputs["workers-2"].startswith("Cost")
     assert sorted(desk.tools()) == ["save_note", "search"]
+    notified = [e for e in hitl("audit", expect=0).out["audit"] if e["event"] == "notified"]
+    assert len(notified) == 1 and "save_note ran with an FYI" in notified[0]["detail"]  # and `hitl serve` posts it
     at_gate = hitl("resume", first.approval_id, "--approve", *EDITOR, expect=4)
     assert at_gate.tool == "gate:review_findings"
     assert "Safety: no thermal runaway" in at_gate.out["approval"]["args"]["preview"]
