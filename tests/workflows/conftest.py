@@ -73,7 +73,7 @@ def store_url(tmp_path: Path) -> str:
 @pytest.fixture
 def hitl(tmp_path: Path, desk: Desk, store_url: str) -> Hitl:
     """``hitl ARGS --json`` in a new process (what a person or a cron job does days apart)."""
-    env = {
+    base = {
         **os.environ,
         "HITL_STORE": store_url,
         "HITL_CONFIG": str(RESEARCH / "hitl.yaml"),
@@ -81,21 +81,24 @@ def hitl(tmp_path: Path, desk: Desk, store_url: str) -> Hitl:
         "HITL_REVIEWER": "",
         "COLUMNS": "200",
     }
-    env.pop("HITL_API_URL", None)
+    base.pop("HITL_API_URL", None)
+    base.pop("HITL_NOW", None)
 
-    def run(*args: str, expect: int | None = None) -> Ran:
+    def run(*args: str, expect: int | None = None, env: dict[str, str] | None = None) -> Ran:
         proc = subprocess.run(
             [sys.executable, "-m", "hitl", *args, "--json"],
             cwd=tmp_path,
-            env=env,
+            env={**base, **(env or {})},
             capture_output=True,
             text=True,
             timeout=120,
             check=False,
         )
         lines = [line for line in proc.stdout.splitlines() if line.strip()]
-        assert len(lines) == 1, (proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr, proc.stderr
+        if proc.returncode < 0:  # killed: it printed nothing
+            return Ran(proc.returncode, {}, proc.stderr)
+        assert len(lines) == 1, (proc.stdout, proc.stderr)
         ran = Ran(proc.returncode, json.loads(lines[0]), proc.stderr)
         if expect is not None:
             assert ran.code == expect, (ran.out, ran.err)
