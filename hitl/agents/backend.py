@@ -17,7 +17,9 @@ from strands.hooks import HookProvider, HookRegistry
 from strands.hooks.events import BeforeToolCallEvent
 from strands.tools.executors import SequentialToolExecutor
 from strands.tools.tools import PythonAgentTool
+from strands.types.exceptions import EventLoopException
 
+from engine.errors import EngineError
 from engine.runner.agents import AgentReply, AgentRequest, AgentStopped, CallAnswer
 from hitl.agents.providers import build_model
 from hitl.agents.replay import ReplayModel
@@ -48,7 +50,12 @@ class StrandsAgents:
             tool_executor=SequentialToolExecutor(),
             name=request.name,
         )
-        result = await agent.invoke_async(request.input)
+        try:
+            result = await agent.invoke_async(request.input)
+        except EventLoopException as exc:
+            if isinstance(exc.original_exception, EngineError):  # hitl's own error (a store error stays retryable)
+                raise exc.original_exception from None
+            raise
         if gate.stopped is not None:
             return AgentReply(stopped=True)
         return AgentReply(text=str(result).strip())

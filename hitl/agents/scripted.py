@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from strands.models.model import Model
 
 from engine.errors import EngineError, ErrorCode
@@ -56,6 +56,16 @@ class Turn(_Part):
 class Conversation(_Part):
     when: str | None = None
     turns: list[Turn] = Field(min_length=1)
+
+    @field_validator("when")
+    @classmethod
+    def _pattern(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"`when` is not a regular expression: {exc}") from None
+        return v
 
 
 class Script(_Part):

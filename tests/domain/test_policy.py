@@ -146,7 +146,7 @@ def test_explain_reads_well(policy: Policy) -> None:
     ("text", "line", "field"),
     [
         ("policy:\n  tools:\n    refund:\n      tier: sometimes\n", 4, "policy.tools.refund.tier"),
-        ("roles: {a: [x]}\npolicy:\n  rules:\n    - name: r\n      tier: approve\n", 4, "policy.rules.0"),
+        ("roles: {a: [x]}\npolicy:\n  rules:\n    - name: r\n      tier: approve\n", 4, "policy.rules[0]"),
         ("policy:\n  tools:\n    refund: {role: ghosts}\n", 1, "(top level)"),
         ("policy:\n  bogus: 1\n", 2, "policy.bogus"),
         ("policy:\n  tools:\n    refund:\n      timeout: soon\n", 4, "policy.tools.refund.timeout"),
