@@ -28,6 +28,7 @@ _GATE = {
 }
 _REVIEW = {
     "approve": "Accept the current draft",
+    "continue": "Another round with the evaluator's feedback (--feedback '')",
     "feedback": "Another round, guided by your text (--feedback TEXT)",
     "reject": "Stop the run",
 }

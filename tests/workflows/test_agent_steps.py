@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from engine.domain.models import DecisionKind
 from engine.errors import EngineError, ErrorCode
 from engine.runner.spec import load_workflow
 from engine.runner.state import RunStatus
@@ -190,3 +191,56 @@ async def _failed(desk2: Desk2, flow: dict[str, Any], script: dict[str, Any]) ->
     found = await desk2.rt.store.runs.load(f"ses_{flow['name']}")
     assert found is not None and found[0]["status"] == "failed" and found[0]["reason"] == caught.value.message
     return caught.value.message
+
+
+async def test_batches_conditional_gates_and_required_approval_work_inside_parallel_branches(
+    desk2: Desk2, desk: Desk
+) -> None:
+    flow = {
+        "name": "gates",
+        "vars": {"recipients": ["a@example.com", "b@example.com"], "strict": "no"},
+        "tools": {"search": TOOLS["search"], "send_email": {"function": "desk:send_email"}},
+        "pattern": {
+            "type": "parallel",
+            "branches": [
+                {
+                    "id": "mail",
+                    "steps": [
+                        {
+                            "id": "mail_all",
+                            "tool": "send_email",
+                            "for_each": "vars.recipients",
+                            "as": "to",
+                            "args": {"to": "{{ to }}", "subject": "s", "body": "b"},
+                        }
+                    ],
+                },
+                {
+                    "id": "look",
+                    "steps": [
+                        {"id": "maybe", "type": "gate", "prompt": "Strict?", "condition": "vars.strict == 'yes'"},
+                        {"id": "lookup", "tool": "search", "args": {"query": "q"}, "approval": "required"},
+                    ],
+                },
+            ],
+        },
+    }
+    policy = POLICY.replace("denied_tools: [send_email]", "denied_tools: []").replace(
+        "publish_report: {tier: approve, role: editors}", "send_email: {tier: approve, role: editors}"
+    )
+    (desk2.tmp / "hitl.yaml").write_text(policy)
+    desk2.rt = Runtime.build(store=desk2.rt.store, clock=FakeClock(), config_path=str(desk2.tmp / "hitl.yaml"))
+    paused = await desk2.run(flow, {})
+    assert paused.status is RunStatus.PAUSED and paused.outputs["maybe"] == {"skipped": True}
+    found = await desk2.rt.store.runs.load("ses_gates")
+    assert found is not None
+    waits = found[0]["waits"]
+    assert sorted(waits) == ["lookup", "mail_all"]  # the batch and the required search, both asked at once
+    batch = await desk2.rt.store.approvals.get(waits["mail_all"])
+    assert [item["to"] for item in batch.args["items"]] == ["a@example.com", "b@example.com"]  # bound to both
+    for approval_id in waits.values():
+        await desk2.rt.lifecycle.decide(approval_id, "U_EDITOR1", DecisionKind.APPROVE, resume="none")
+    done = await desk2.rt.lifecycle.resume("ses_gates")
+    assert done.status is RunStatus.COMPLETED
+    assert sorted(desk.tools()) == ["search", "send_email", "send_email"]
+    desk.assert_nothing_twice()
