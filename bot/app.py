@@ -67,7 +67,7 @@ def slack_side(
     )
     handlers = [AsyncRateLimitErrorRetryHandler(max_retry_count=3), server_errors]
     client = AsyncWebClient(token=token, base_url=settings.api_base, session=http, retry_handlers=handlers)
-    metrics = Metrics()
+    metrics = Metrics(store, clock)
     backoff = (lambda n: retry_interval) if retry_interval is not None else (lambda n: min(30.0, 0.5 * 2**n))
     notifier = SlackNotifier(
         client,

@@ -1,48 +1,114 @@
-"""Prometheus metrics for ``GET /metrics`` (one registry per app, no globals)."""
+"""Prometheus metrics for ``GET /metrics`` (one registry per app, no globals).
+
+Two kinds. The HITL metrics (actions by outcome, autonomous completion, corrections, intervention latency, each
+per tool and tier) are computed from the store's counts (:mod:`engine.domain.tally`) over a rolling window, so
+every replica reports the same figures and a restart loses none: the background loop refreshes them (a sweep).
+This process's own work (decisions it recorded, refusals, Slack calls) stays in ordinary counters.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from engine.domain.models import Approval, DecisionKind
+from engine.domain.tally import Outcome, TallyRow, summarize
+from engine.ports import Clock, Store
 
-__all__ = ["Metrics"]
+__all__ = ["HITL_METRICS", "Metrics", "StoreMetrics"]
+
+HITL_METRICS = (
+    "hitl_actions",
+    "hitl_autonomous_completion_ratio",
+    "hitl_correction_ratio",
+    "hitl_intervention_latency_seconds",
+)
+"""The store-computed metric families (the Grafana dashboard in ``docs/grafana/`` queries these)."""
+
+
+class StoreMetrics(Collector):
+    """The HITL metrics over the last ``window`` seconds, as last read from the store by :meth:`refresh`."""
+
+    def __init__(self, store: Store | None = None, clock: Clock | None = None, *, window: float = 7 * 86400) -> None:
+        self.store = store
+        self.clock = clock
+        self.window = window
+        self.every = 15.0
+        self.rows: list[TallyRow] = []
+        self._read_at = -1e18
+
+    async def sweep(self) -> None:
+        """Read the counts again when ``every`` seconds passed (a background sweep)."""
+        if self.store is None or self.clock is None or self.clock.now() - self._read_at < self.every:
+            return
+        await self.refresh()
+
+    async def refresh(self) -> None:
+        assert self.store is not None and self.clock is not None
+        now = self.clock.now()
+        await self.store.tallies.flush()  # this process's held counts first
+        self.rows = summarize(await self.store.tallies.read(since=now - self.window, now=now))
+        self._read_at = now
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["tool", "tier"]
+        days = f"{self.window / 86400:g} days"
+        actions = GaugeMetricFamily(
+            "hitl_actions", f"Actions proposed in the last {days}, by outcome", labels=[*labels, "outcome"]
+        )
+        autonomous = GaugeMetricFamily(
+            "hitl_autonomous_completion_ratio", f"Share of actions that ran without a person ({days})", labels=labels
+        )
+        corrected = GaugeMetricFamily(
+            "hitl_correction_ratio", f"Share of human decisions that modified or rejected ({days})", labels=labels
+        )
+        latency = HistogramMetricFamily(
+            "hitl_intervention_latency_seconds",
+            f"From the request to the final human decision ({days}; read it without rate())",
+            labels=labels,
+        )
+        for r in self.rows:
+            for outcome in Outcome:
+                actions.add_metric([r.tool, r.tier, str(outcome)], r.n(outcome))
+            if r.autonomous_rate is not None:
+                autonomous.add_metric([r.tool, r.tier], r.autonomous_rate)
+            if r.correction_rate is not None:
+                corrected.add_metric([r.tool, r.tier], r.correction_rate)
+            if r.latency_count:
+                buckets = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in r.latency_buckets]
+                latency.add_metric([r.tool, r.tier], buckets, sum_value=r.latency_sum)
+        yield from (actions, autonomous, corrected, latency)
 
 
 class Metrics:
-    def __init__(self) -> None:
+    """The bot's registry: the store-computed HITL metrics and this process's own counters."""
+
+    def __init__(self, store: Store | None = None, clock: Clock | None = None) -> None:
         self.registry = CollectorRegistry()
+        self.hitl = StoreMetrics(store, clock)
+        self.registry.register(self.hitl)
         self.requested = Counter(
-            "hitl_approvals_requested", "Approvals requested", ["tool", "tier"], registry=self.registry
-        )
-        self.decisions = Counter("hitl_decisions", "Decisions recorded", ["kind"], registry=self.registry)
-        self.refusals = Counter("hitl_refusals", "Decisions refused", ["code"], registry=self.registry)
-        self.time_to_decision = Histogram(
-            "hitl_time_to_decision_seconds",
-            "From request to a final decision",
+            "hitl_approvals_requested",
+            "Approval cards posted by this process",
+            ["tool", "tier"],
             registry=self.registry,
-            buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600),
         )
-        self.correction_rate = Gauge(
-            "hitl_correction_rate", "Share of decisions that modified or rejected", registry=self.registry
+        self.decisions = Counter(
+            "hitl_decisions", "Decisions recorded by this process", ["kind"], registry=self.registry
         )
+        self.refusals = Counter("hitl_refusals", "Decisions refused", ["code"], registry=self.registry)
         self.slack_calls = Counter(
             "hitl_slack_calls", "Slack Web API calls", ["method", "outcome"], registry=self.registry
         )
-        self._total = 0
-        self._corrected = 0
 
     def approval_requested(self, a: Approval) -> None:
         self.requested.labels(tool=a.tool, tier=str(a.tier)).inc()
 
     def decided(self, a: Approval, kind: DecisionKind, now: float) -> None:
         self.decisions.labels(kind=str(kind)).inc()
-        self._total += 1
-        if kind in (DecisionKind.MODIFY, DecisionKind.REJECT):
-            self._corrected += 1
-        self.correction_rate.set(self._corrected / self._total)
-        if not a.is_open:
-            self.time_to_decision.observe(max(0.0, now - a.created_at))
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    async def sweep(self) -> None:
+        await self.hitl.sweep()

@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl
 import aiohttp
 import aiohttp.http_exceptions
 from aiohttp import web
+from prometheus_client.aiohttp import make_aiohttp_handler
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
@@ -187,11 +188,8 @@ def http_app(rt: BotRuntime) -> web.Application:
             return web.json_response({"ok": False, "error": str(exc)[:200]}, status=503)
         return web.json_response({"ok": True, "replica": rt.ctx.replica})
 
-    async def metrics(_: web.Request) -> web.Response:
-        return web.Response(body=rt.ctx.metrics.render(), content_type="text/plain", charset="utf-8")
-
     app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/metrics", make_aiohttp_handler(rt.ctx.metrics.registry))  # prometheus_client's own
     return app
 
 

@@ -39,6 +39,7 @@ from engine.ports import (
     RunReporter,
     RunStore,
     Store,
+    Tallies,
     TrustStore,
 )
 from engine.service import ApprovalService, Proposal
@@ -86,6 +87,7 @@ __all__ = [
     "Store",
     "StoreError",
     "SystemClock",
+    "Tallies",
     "Tier",
     "TrustGrant",
     "TrustStore",

@@ -12,7 +12,7 @@ library's own exception.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engine.domain.decide import DecideCommand
@@ -20,6 +20,7 @@ from engine.domain.journal import Commit, Committed, Opened
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
 from engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
+from engine.domain.tally import TallyKey
 
 if TYPE_CHECKING:
     from engine.runner.outcomes import RunResult
@@ -37,6 +38,7 @@ __all__ = [
     "RunReporter",
     "RunStore",
     "Store",
+    "Tallies",
     "TrustStore",
 ]
 
@@ -233,6 +235,22 @@ class AuditLog(Protocol):
         ...
 
 
+class Tallies(Protocol):
+    """The counts behind the HITL metrics (:mod:`engine.domain.tally`), shared by every replica.
+
+    ``add`` may hold counts for a few seconds before writing them (a metric is not worth a round trip on an
+    allowed call's fast path); ``flush`` writes what is held, and a store's ``close`` flushes.
+    """
+
+    async def add(self, counts: Mapping[TallyKey, float], *, now: float) -> None: ...
+
+    async def flush(self) -> None: ...
+
+    async def read(self, *, since: float, now: float) -> dict[tuple[str, str, str], float]:
+        """Counts summed over the hours from ``since`` to ``now``, by (tool, tier, field)."""
+        ...
+
+
 class MessageMap(Protocol):
     """Where each approval's card was posted, both ways."""
 
@@ -272,6 +290,9 @@ class Store(Protocol):
 
     @property
     def messages(self) -> MessageMap: ...
+
+    @property
+    def tallies(self) -> Tallies: ...
 
     async def ping(self) -> None:
         """Raise :class:`~engine.errors.StoreError` unless the backend answers (health checks)."""

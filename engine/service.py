@@ -25,6 +25,7 @@ from engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
 from engine.domain.records import AuditEntry
 from engine.domain.redaction import Redactor, bounded
 from engine.domain.reviewers import Roles
+from engine.domain.tally import Outcome, counts_for
 from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
 from engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
 from engine.ports import Clock, Notifier, Store
@@ -35,6 +36,16 @@ log = logging.getLogger(__name__)
 
 ArgsValidator = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Validates edited arguments for a tool and returns them normalised, or raises InvalidInput."""
+
+
+_OUTCOMES = {
+    DecisionKind.APPROVE: Outcome.APPROVED,
+    DecisionKind.TRUST: Outcome.APPROVED,
+    DecisionKind.MODIFY: Outcome.MODIFIED,
+    DecisionKind.REJECT: Outcome.REJECTED,
+    DecisionKind.FEEDBACK: Outcome.REJECTED,
+}
+"""What a final decision counts as in the metrics (feedback sends work back: a correction)."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +196,7 @@ class ApprovalService:
         if verdict.denied:
             return Proposal(verdict=verdict, approval=None, args=clean)
         if not verdict.tier.needs_human:
+            await self._tally(tool, str(verdict.tier), Outcome.AUTONOMOUS, now=now)
             if verdict.tier is Tier.NOTIFY:
                 reason = "; ".join(verdict.reasons)
                 # Recorded before it runs, like any decision the policy makes for a person to see: if the store
@@ -434,8 +446,19 @@ class ApprovalService:
                 now=self.clock.now(),
                 until=self.clock.now() + self.policy.spec.trust_ttl,
             )
+        outcome = (
+            _OUTCOMES.get(kind) if updated.status in (Status.APPROVED, Status.REJECTED, Status.SUPERSEDED) else None
+        )
+        if outcome is not None:  # final (a first vote of two is not); a superseding edit is a correction too
+            now = self.clock.now()
+            latency = now - updated.created_at
+            await self._tally(updated.tool, str(updated.tier), outcome, now=now, latency=latency)
         await self._changed(updated, queued=True)
         return updated
+
+    async def _tally(self, tool: str, tier: str, outcome: Outcome, *, now: float, latency: float | None = None) -> None:
+        """Count an event for the metrics (:mod:`engine.domain.tally`); a metric never blocks an action."""
+        await self._safe(self.store.tallies.add(counts_for(tool, tier, outcome, now=now, latency=latency), now=now))
 
     @property
     def _decision_jobs(self) -> tuple[str, ...]:
@@ -505,11 +528,13 @@ class ApprovalService:
         """Expire what is due; an expiry is recorded as expiry, never as a rejection."""
         expired = await self.store.approvals.expire_due(now=self.clock.now(), limit=limit)
         for a in expired:
+            await self._tally(a.tool, str(a.tier), Outcome.EXPIRED, now=self.clock.now())
             await self._changed(a)
         return expired
 
     async def announce(self, approval: Approval) -> None:
         """Tell reviewers and subscribers about a new approval (after it was stored)."""
+        await self._tally(approval.tool, str(approval.tier), Outcome.ASKED, now=approval.created_at)
         if self.notifier is not None:
             await self._safe(self.notifier.approval_requested(approval))
         await self._event(approval, created=True)

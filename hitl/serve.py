@@ -124,7 +124,7 @@ async def build_server(
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
-        sweepers=[side.notifier, webhooks],
+        sweepers=[side.notifier, webhooks, side.metrics],
         sweep_interval=settings.sweep_interval,
     )
     return Server(

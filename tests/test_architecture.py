@@ -183,6 +183,7 @@ def test_public_apis_are_pinned() -> None:
         "Store",
         "StoreError",
         "SystemClock",
+        "Tallies",
         "Tier",
         "TrustGrant",
         "TrustStore",
@@ -240,6 +241,7 @@ def test_public_apis_are_pinned() -> None:
         "LedgerConformance",
         "RecordsConformance",
         "RunsConformance",
+        "TalliesConformance",
         "TrustConformance",
         "WindowsConformance",
     ]

@@ -31,6 +31,7 @@ from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out, approval_json
 from hitl.cli.remote import remote_from_env
 from hitl.cli.sessions import sessions_app
+from hitl.cli.stats import stats
 
 __all__ = ["app", "main"]
 
@@ -75,6 +76,7 @@ app.add_typer(policy_app, name="policy")
 token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(sessions_app, name="sessions")
+app.command()(stats)
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, Any]:

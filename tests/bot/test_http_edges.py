@@ -150,11 +150,21 @@ async def test_healthz_and_metrics(harness: Harness) -> None:
     await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(a.id)), ACTION_APPROVE)
     async with harness.http.get(f"{harness.bot_url}/healthz") as resp:
         assert resp.status == 200 and (await resp.json())["ok"] is True
+    harness.clock.advance(90)
+    b = await pending(harness, amount=70, session="ses_m2")
+    await harness.rt.lifecycle.decide(b.id, "U_SUPPORT1", DecisionKind.REJECT, reason="duplicate", resume="none")
+    await harness.rt.ctx.metrics.hitl.refresh()  # what the background sweep does every 15 s
     async with harness.http.get(f"{harness.bot_url}/metrics") as resp:
+        assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/plain")
         text = await resp.text()
-    assert 'hitl_approvals_requested_total{tier="approve",tool="refund"} 1.0' in text
+    assert 'hitl_approvals_requested_total{tier="approve",tool="refund"} 2.0' in text
     assert 'hitl_decisions_total{kind="approve"} 1.0' in text
-    assert "hitl_time_to_decision_seconds_count 1.0" in text and "hitl_correction_rate 0.0" in text
+    # From the store, per tool and tier: two asked, one approved, one rejected; half the decisions corrected.
+    assert 'hitl_actions{outcome="asked",tier="approve",tool="refund"} 2.0' in text
+    assert 'hitl_actions{outcome="rejected",tier="approve",tool="refund"} 1.0' in text
+    assert 'hitl_correction_ratio{tier="approve",tool="refund"} 0.5' in text
+    assert 'hitl_intervention_latency_seconds_count{tier="approve",tool="refund"} 2.0' in text
+    assert "hitl_correction_rate" not in text  # the per-replica ratio is gone
 
 
 def test_refuses_to_start_without_a_signing_secret(monkeypatch: pytest.MonkeyPatch) -> None:

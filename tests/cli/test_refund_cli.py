@@ -10,8 +10,20 @@ from tests.cli.conftest import REFUND, Cli
 NOTE = "note=Broken! <!channel> *APPROVED* mail jane@example.com"
 
 
-def run_refund(cli: Cli, amount: str = "120", *extra: str) -> dict[str, object]:
-    r = cli("run", str(REFUND), "--var", "order_id=78291", "--var", f"amount={amount}", "--var", NOTE, "--json", *extra)
+def run_refund(cli: Cli, amount: str = "120", *extra: str, **env: str) -> dict[str, object]:
+    r = cli(
+        "run",
+        str(REFUND),
+        "--var",
+        "order_id=78291",
+        "--var",
+        f"amount={amount}",
+        "--var",
+        NOTE,
+        "--json",
+        *extra,
+        **env,
+    )
     assert r.code == 4, (r.out, r.err)
     return r.json()
 
@@ -259,3 +271,34 @@ def test_init_writes_a_starter_that_runs_pauses_and_resumes(cli: Cli, tmp_path: 
     done = cli("resume", str(body["approval_id"]), "--approve", "--as", "U_YOU", "--json")
     assert done.code == 0, done.out
     assert len((tmp_path / "payments.log").read_text().splitlines()) == 1  # the cli fixture runs in tmp_path
+
+
+def test_stats_reads_the_hitl_metrics_from_the_store(cli: Cli) -> None:
+    now = 1_900_000_000
+    paused = run_refund(cli, "120", HITL_NOW=str(now))
+    cli("resume", str(paused["approval_id"]), "--approve", "--as", "U_SUPPORT1", "--json", HITL_NOW=str(now + 600))
+    second = run_refund(cli, "130", "--session", "ses_second", HITL_NOW=str(now + 700))
+    rejected = cli(
+        "resume",
+        str(second["approval_id"]),
+        "--reject",
+        "--reason",
+        "dup",
+        "--as",
+        "U_SUPPORT2",
+        "--json",
+        HITL_NOW=str(now + 760),
+    )
+    assert rejected.code == 3
+    shown = cli("stats", "--since", "1d", "--json", HITL_NOW=str(now + 800)).json()
+    rows = {(r["tool"], r["tier"]): r for r in shown["rows"]}
+    assert rows[("look_up_order", "auto")]["autonomous"] == 2  # every process's counts, written when it closed
+    refund = rows[("refund", "approve")]
+    assert (refund["asked"], refund["approved"], refund["rejected"]) == (2, 1, 1)
+    assert refund["autonomous_completion_rate"] == 0.0 and refund["correction_rate"] == 0.5
+    latency = refund["intervention_latency"]
+    assert latency["count"] == 2 and latency["sum_seconds"] == 660.0 and latency["p90_seconds_at_most"] == 900
+    assert shown["all"]["actions"] == 5  # two lookups, two refunds, one e-mail
+    people = cli("stats", HITL_NOW=str(now + 800), COLUMNS="80")
+    assert people.code == 0 and "refund" in people.out and "intervention latency" in people.out
+    assert cli("stats", "--since", "soon").code == 2

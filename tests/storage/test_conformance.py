@@ -11,6 +11,7 @@ from engine.testing.conformance import (
     LedgerConformance,
     RecordsConformance,
     RunsConformance,
+    TalliesConformance,
     TrustConformance,
     WindowsConformance,
 )
@@ -41,6 +42,10 @@ class TestTrust(TrustConformance):
 
 
 class TestWindows(WindowsConformance):
+    pass
+
+
+class TestTallies(TalliesConformance):
     pass
 
 

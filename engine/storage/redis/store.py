@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -14,8 +16,11 @@ from engine.storage.redis.journal import RedisJournal
 from engine.storage.redis.ledger import RedisLedger
 from engine.storage.redis.messages import RedisMessages
 from engine.storage.redis.runs import RedisRuns
+from engine.storage.redis.tallies import RedisTallies
 from engine.storage.redis.trust import RedisTrust
 from engine.storage.redis.windows import RedisWindows
+
+log = logging.getLogger(__name__)
 
 __all__ = ["RedisStore"]
 
@@ -41,6 +46,7 @@ class RedisStore:
         self.windows = RedisWindows(self.conn)
         self.audit = RedisAudit(self.conn)
         self.messages = RedisMessages(self.conn)
+        self.tallies = RedisTallies(self.conn)
 
     async def ping(self) -> None:
         try:
@@ -49,4 +55,8 @@ class RedisStore:
             raise StoreError(f"Redis store failed: {exc}; check that Redis is up") from exc
 
     async def close(self) -> None:
+        try:
+            await self.tallies.flush()  # the metric counts still held
+        except Exception:  # closing anyway: a metric is not worth failing a shutdown over
+            log.warning("could not write the last metric counts; they are lost")
         await self.conn.close()

@@ -6,7 +6,7 @@ import sqlite3
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "add_missing_columns"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -107,6 +107,15 @@ CREATE TABLE IF NOT EXISTS messages (
     ts TEXT NOT NULL,
     UNIQUE (channel, ts)
 );
+
+CREATE TABLE IF NOT EXISTS tallies (
+    hour INTEGER NOT NULL,
+    tool TEXT NOT NULL,
+    tier TEXT NOT NULL,
+    field TEXT NOT NULL,
+    n REAL NOT NULL,
+    PRIMARY KEY (hour, tool, tier, field)
+) WITHOUT ROWID;
 """
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from engine.storage.sqlite.approvals import SqliteApprovals
@@ -12,8 +13,11 @@ from engine.storage.sqlite.journal import SqliteJournal
 from engine.storage.sqlite.ledger import SqliteLedger
 from engine.storage.sqlite.messages import SqliteMessages
 from engine.storage.sqlite.runs import SqliteRuns
+from engine.storage.sqlite.tallies import SqliteTallies
 from engine.storage.sqlite.trust import SqliteTrust
 from engine.storage.sqlite.windows import SqliteWindows
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SqliteStore"]
 
@@ -40,9 +44,14 @@ class SqliteStore:
         self.windows = SqliteWindows(self.db)
         self.audit = SqliteAudit(self.db)
         self.messages = SqliteMessages(self.db)
+        self.tallies = SqliteTallies(self.db)
 
     async def ping(self) -> None:
         await self.db.run(lambda c: c.execute("SELECT 1").fetchone(), write=False)
 
     async def close(self) -> None:
+        try:
+            await self.tallies.flush()  # the metric counts still held
+        except Exception:  # closing anyway: a metric is not worth failing a shutdown over
+            log.warning("could not write the last metric counts; they are lost")
         await self.db.close()

@@ -20,6 +20,7 @@ from engine.testing.conformance.journal import JournalConformance
 from engine.testing.conformance.ledger import LedgerConformance
 from engine.testing.conformance.records import RecordsConformance
 from engine.testing.conformance.runs import RunsConformance
+from engine.testing.conformance.tallies import TalliesConformance
 from engine.testing.conformance.trust import TrustConformance
 from engine.testing.conformance.windows import WindowsConformance
 
@@ -32,6 +33,7 @@ __all__ = [
     "LedgerConformance",
     "RecordsConformance",
     "RunsConformance",
+    "TalliesConformance",
     "TrustConformance",
     "WindowsConformance",
 ]
@@ -44,6 +46,7 @@ STORE_SUITES: tuple[type, ...] = (
     JobsConformance,
     TrustConformance,
     WindowsConformance,
+    TalliesConformance,
     RecordsConformance,
     FailureConformance,
 )

@@ -147,7 +147,7 @@ class _BrokenPort:
 class BreakableStore:
     """A real store whose every method raises :class:`StoreError` after :meth:`break_` (the backend went away)."""
 
-    PORTS = ("approvals", "ledger", "runs", "jobs", "trust", "windows", "audit", "messages")
+    PORTS = ("approvals", "ledger", "runs", "jobs", "trust", "windows", "audit", "messages", "tallies")
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner

@@ -1,0 +1,127 @@
+"""What the HITL metrics are made of: counts per tool, tier and hour, kept in the store so that every replica and
+every restart sees the same figures.
+
+An action either runs on its own (``autonomous``: the policy's auto or notify tier) or is put to people
+(``asked``), whose approval ends ``approved``, ``modified``, ``rejected`` or ``expired``. A decision's latency (from
+the request to the final human decision) is counted into fixed buckets, so hours and replicas add up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+__all__ = [
+    "LATENCY_BUCKETS",
+    "Outcome",
+    "TallyKey",
+    "TallyRow",
+    "counts_for",
+    "hour_of",
+    "summarize",
+]
+
+LATENCY_BUCKETS: tuple[float, ...] = (60, 300, 900, 3600, 4 * 3600, 24 * 3600, 7 * 86400)
+"""Upper bounds (seconds) of the latency buckets: a minute, 5 and 15 minutes, an hour, 4 hours, a day, a week."""
+
+TallyKey = tuple[int, str, str, str]
+"""(hour since the epoch, tool, tier, field)."""
+
+
+class Outcome(StrEnum):
+    AUTONOMOUS = "autonomous"
+    ASKED = "asked"
+    APPROVED = "approved"
+    MODIFIED = "modified"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+def hour_of(ts: float) -> int:
+    return int(ts // 3600)
+
+
+def _bucket(latency: float) -> str:
+    for bound in LATENCY_BUCKETS:
+        if latency <= bound:
+            return f"le_{bound:g}"
+    return "le_inf"
+
+
+def counts_for(
+    tool: str, tier: str, outcome: Outcome, *, now: float, latency: float | None = None
+) -> dict[TallyKey, float]:
+    """The counts one event adds (a decision's latency into its bucket, its sum and its count)."""
+    hour = hour_of(now)
+    out: dict[TallyKey, float] = {(hour, tool, tier, str(outcome)): 1.0}
+    if latency is not None:
+        latency = max(0.0, latency)
+        out[(hour, tool, tier, f"latency_{_bucket(latency)}")] = 1.0
+        out[(hour, tool, tier, "latency_sum")] = latency
+    return out
+
+
+@dataclass(frozen=True)
+class TallyRow:
+    """One tool at one tier over a period."""
+
+    tool: str
+    tier: str
+    counts: dict[str, float] = field(default_factory=dict)
+
+    def n(self, outcome: Outcome) -> int:
+        return int(self.counts.get(str(outcome), 0))
+
+    @property
+    def actions(self) -> int:
+        return self.n(Outcome.AUTONOMOUS) + self.n(Outcome.ASKED)
+
+    @property
+    def decided(self) -> int:
+        return self.n(Outcome.APPROVED) + self.n(Outcome.MODIFIED) + self.n(Outcome.REJECTED)
+
+    @property
+    def autonomous_rate(self) -> float | None:
+        """Share of actions that completed without a person (None: no actions)."""
+        return self.n(Outcome.AUTONOMOUS) / self.actions if self.actions else None
+
+    @property
+    def correction_rate(self) -> float | None:
+        """Share of human decisions that changed the action: modified or rejected (None: no decisions)."""
+        corrected = self.n(Outcome.MODIFIED) + self.n(Outcome.REJECTED)
+        return corrected / self.decided if self.decided else None
+
+    @property
+    def latency_buckets(self) -> list[tuple[float, int]]:
+        """(upper bound, decisions within it) per bucket, cumulative like a Prometheus histogram; the last bound
+        is infinity."""
+        out, total = [], 0
+        for bound in (*LATENCY_BUCKETS, float("inf")):
+            name = "le_inf" if bound == float("inf") else f"le_{bound:g}"
+            total += int(self.counts.get(f"latency_{name}", 0))
+            out.append((bound, total))
+        return out
+
+    @property
+    def latency_count(self) -> int:
+        return self.latency_buckets[-1][1]
+
+    @property
+    def latency_sum(self) -> float:
+        return self.counts.get("latency_sum", 0.0)
+
+    def latency_quantile(self, q: float) -> float | None:
+        """The bucket bound below which ``q`` of the decisions fell (None: no decisions)."""
+        count = self.latency_count
+        if not count:
+            return None
+        return next(bound for bound, seen in self.latency_buckets if seen >= q * count)
+
+
+def summarize(raw: Mapping[tuple[str, str, str], float]) -> list[TallyRow]:
+    """Rows per (tool, tier) from summed (tool, tier, field) counts, sorted by tool and tier."""
+    rows: dict[tuple[str, str], dict[str, float]] = {}
+    for (tool, tier, name), value in raw.items():
+        rows.setdefault((tool, tier), {})[name] = rows.get((tool, tier), {}).get(name, 0.0) + value
+    return [TallyRow(tool, tier, counts) for (tool, tier), counts in sorted(rows.items())]

@@ -1,0 +1,56 @@
+"""Metric counts in Redis: a hash per hour (``<prefix>:tally:<hour>``), one field per tool, tier and count, kept
+as long as the tally retention says."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from engine.domain.tally import TallyKey, hour_of
+from engine.storage.redis.codec import text
+from engine.storage.redis.connection import RedisConnection, store_errors
+from engine.storage.tally_buffer import TallyBuffer
+
+__all__ = ["RedisTallies"]
+
+_SEP = "\x1f"
+KEEP = 400 * 86400
+"""Seconds an hour's counts are kept (a year of dashboards, and the same hour last year)."""
+
+
+@store_errors
+class RedisTallies:
+    """:class:`engine.ports.Tallies` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+        self.buffer = TallyBuffer(self._write)
+
+    def _key(self, hour: int) -> str:
+        return f"{self.conn.p}:tally:{hour}"
+
+    async def add(self, counts: Mapping[TallyKey, float], *, now: float) -> None:
+        await self.buffer.add(counts, now=now)
+
+    async def flush(self) -> None:
+        await self.buffer.flush()
+
+    async def _write(self, counts: dict[TallyKey, float]) -> None:
+        pipe = self.conn.r.pipeline(transaction=False)
+        hours = set()
+        for (hour, tool, tier, name), value in counts.items():
+            pipe.hincrbyfloat(self._key(hour), _SEP.join((tool, tier, name)), value)
+            hours.add(hour)
+        for hour in hours:
+            pipe.expire(self._key(hour), KEEP)
+        await pipe.execute()
+
+    async def read(self, *, since: float, now: float) -> dict[tuple[str, str, str], float]:
+        pipe = self.conn.r.pipeline(transaction=False)
+        for hour in range(hour_of(since), hour_of(now) + 1):
+            pipe.hgetall(self._key(hour))
+        out: dict[tuple[str, str, str], float] = {}
+        for found in await pipe.execute():
+            for field, value in found.items():
+                tool, tier, name = text(field).split(_SEP)
+                out[(tool, tier, name)] = out.get((tool, tier, name), 0.0) + float(text(value))
+        return out

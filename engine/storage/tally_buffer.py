@@ -1,0 +1,47 @@
+"""Metric counts held for a few seconds and written together: an allowed call's fast path pays no round trip for
+them. Both stores use it in front of their own write."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+
+from engine.domain.tally import TallyKey
+
+__all__ = ["TallyBuffer"]
+
+
+class TallyBuffer:
+    """Sums counts and hands them to ``write`` once ``every`` seconds passed since the first one held, once
+    ``most`` keys are held, or on :meth:`flush` (a store's ``close``). A process killed outright loses at most
+    those seconds of counts; a failed write keeps them for the next one."""
+
+    def __init__(
+        self, write: Callable[[dict[TallyKey, float]], Awaitable[None]], *, every: float = 5.0, most: int = 500
+    ) -> None:
+        self._write = write
+        self.every = every
+        self.most = most
+        self._held: dict[TallyKey, float] = {}
+        self._since: float | None = None
+        self._lock = asyncio.Lock()
+
+    async def add(self, counts: Mapping[TallyKey, float], *, now: float) -> None:
+        for key, value in counts.items():
+            self._held[key] = self._held.get(key, 0.0) + value
+        if self._since is None:
+            self._since = now
+        if len(self._held) >= self.most or now - self._since >= self.every:
+            await self.flush()
+
+    async def flush(self) -> None:
+        async with self._lock:
+            if not self._held:
+                return
+            held, self._held, self._since = self._held, {}, None
+            try:
+                await self._write(held)
+            except BaseException:
+                for key, value in held.items():  # kept for the next write
+                    self._held[key] = self._held.get(key, 0.0) + value
+                raise

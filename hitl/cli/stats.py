@@ -1,0 +1,113 @@
+"""``hitl stats``: the HITL metrics from the store, per tool and tier, over a period."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from engine.domain.durations import parse_duration
+from engine.domain.tally import Outcome, TallyRow, summarize
+from engine.runtime import open_runtime
+from hitl.cli.command import run_command
+from hitl.cli.context import CliSettings
+from hitl.cli.options import JsonOpt, StoreOpt
+from hitl.cli.output import Out, iso
+
+__all__ = ["stats"]
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _span(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds == float("inf"):
+        return "> 1w"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"<= {seconds / size:g}{unit}"
+    return f"<= {seconds:g}s"
+
+
+def row_json(r: TallyRow) -> dict[str, Any]:
+    return {
+        "tool": r.tool,
+        "tier": r.tier,
+        "actions": r.actions,
+        **{str(o): r.n(o) for o in Outcome},
+        "autonomous_completion_rate": r.autonomous_rate,
+        "correction_rate": r.correction_rate,
+        "intervention_latency": {
+            "count": r.latency_count,
+            "sum_seconds": r.latency_sum,
+            "p50_seconds_at_most": r.latency_quantile(0.5),
+            "p90_seconds_at_most": r.latency_quantile(0.9),
+            "buckets": [{"le": "+Inf" if b == float("inf") else b, "count": n} for b, n in r.latency_buckets],
+        },
+    }
+
+
+def stats(
+    since: Annotated[str, typer.Option("--since", help="How far back: 90m, 24h, 7d, 30d.")] = "7d",
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+) -> None:
+    """The HITL metrics from the store: autonomous completion, corrections, intervention latency.
+
+    Columns: actions proposed; auto% ran without a person; asked; ok approved, edit modified, no rejected, exp
+    expired; corr% of decisions that modified or rejected; p50/p90 decision latency (bucket bounds)."""
+    out = Out(as_json=as_json)
+    try:
+        window = parse_duration(since)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
+    settings = CliSettings.resolve(store=store, config=None, reviewer=None)
+
+    async def work() -> int:
+        async with open_runtime(settings.runtime) as rt:
+            now = rt.clock.now()
+            rows = summarize(await rt.store.tallies.read(since=now - window, now=now))
+            start = now - window
+        every = TallyRow("(all)", "", {k: sum(r.counts.get(k, 0.0) for r in rows) for r in rows for k in r.counts})
+        if out.json:
+            out.emit(
+                {"since": iso(start), "until": iso(now), "rows": [row_json(r) for r in rows], "all": row_json(every)}
+            )
+            return 0
+        out.text(("since ", "dim"), iso(start), ("  until ", "dim"), iso(now))
+        if not rows:
+            out.text("nothing was proposed in this period")
+            return 0
+        # Short headings: the table fits an 80-column terminal with tool names whole.
+        table = Table(box=None, pad_edge=False)
+        table.add_column("tool", no_wrap=True)
+        table.add_column("tier", no_wrap=True)
+        for heading in ("actions", "auto%", "asked", "ok", "edit", "no", "exp", "corr%", "p50", "p90"):
+            table.add_column(heading, justify="right", no_wrap=True)
+        shown = (Outcome.ASKED, Outcome.APPROVED, Outcome.MODIFIED, Outcome.REJECTED, Outcome.EXPIRED)
+        for r in [*rows, every]:
+            table.add_row(
+                Text(r.tool),
+                Text(r.tier),
+                str(r.actions),
+                _pct(r.autonomous_rate),
+                *(str(r.n(o)) for o in shown),
+                _pct(r.correction_rate),
+                _span(r.latency_quantile(0.5)),
+                _span(r.latency_quantile(0.9)),
+            )
+        out.console.print(table)
+        out.text(("intervention latency (all decisions)", "bold"))
+        previous, widest = 0, max(1, every.latency_count)
+        for bound, seen in every.latency_buckets:
+            n, previous = seen - previous, seen
+            bar = "#" * round(40 * n / widest)
+            out.text((f"  {_span(bound):>8} ", "dim"), f"{n:>6} ", (bar, "cyan"))
+        return 0
+
+    run_command(out, work)
