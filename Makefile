@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck pytest bench redis chromium tools install clean
+.PHONY: test demo lint typecheck docs pytest bench redis chromium tools install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,12 @@ tools:
 	@scripts/ensure-curl-jq
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine bot hitl slack_sandbox tests bench examples
-	$(BIN)/ruff format --check engine bot hitl slack_sandbox tests bench examples
+	$(BIN)/ruff check engine bot hitl slack_sandbox tests bench examples docs
+	$(BIN)/ruff format --check engine bot hitl slack_sandbox tests bench examples docs
+
+# The documentation site (docs/mkdocs.yml), strict: a broken link or a missing README section fails it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --quiet --strict -f docs/mkdocs.yml
 
 # Three runs: the examples and the benchmark each have a tools.py, which one mypy run would see as one module.
 typecheck: $(STAMP)
@@ -37,7 +41,7 @@ typecheck: $(STAMP)
 pytest: $(STAMP) redis chromium tools
 	$(BIN)/pytest
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
 
 demo: $(STAMP)
 	$(BIN)/hitl demo
