@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from bot.escape import code_block, label
+from bot.payloads import Cell
 from engine.domain.arg_schema import ArgField, coerce_text, fields_of, schema_errors
 from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
@@ -18,7 +20,9 @@ __all__ = [
     "FORM_FEEDBACK",
     "FORM_MODIFY",
     "FORM_REJECT",
+    "FormValues",
     "batch_view",
+    "form_value",
     "modify_view",
     "parse_modify",
     "reason_view",
@@ -131,20 +135,20 @@ def _input(f: ArgField, value: Any) -> dict[str, Any]:
     return block
 
 
-def _cell_value(state_values: dict[str, Any], block_id: str) -> Any:
-    cell = (state_values.get(block_id) or {}).get("value") or {}
-    kind = cell.get("type")
-    if kind == "static_select":
-        return (cell.get("selected_option") or {}).get("value")
-    if kind == "checkboxes":
-        return bool(cell.get("selected_options"))
-    return cell.get("value")
+FormValues = Mapping[str, Mapping[str, Cell]]
+"""A submitted form's inputs by block id and action id (``view.state.values``, parsed by :mod:`bot.payloads`)."""
 
 
-def parse_modify(state_values: dict[str, Any], schema: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, str]]:
-    """Raw modal values -> (typed args, errors by block id). Errors go back in the ack, inline."""
+def form_value(state_values: FormValues, block_id: str) -> Any:
+    """What the person entered in the input ``block_id`` (None when the form has no such input)."""
+    cell = state_values.get(block_id, {}).get("value")  # every input of ours has action_id "value"
+    return cell.read() if cell is not None else None
+
+
+def parse_modify(state_values: FormValues, schema: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """Modal values -> (typed args, errors by block id). Errors go back in the ack, inline."""
     if schema is None:
-        text = _cell_value(state_values, _WHOLE)
+        text = form_value(state_values, _WHOLE)
         try:
             whole = json.loads(text) if isinstance(text, str) else None
         except json.JSONDecodeError:
@@ -156,7 +160,7 @@ def parse_modify(state_values: dict[str, Any], schema: dict[str, Any] | None) ->
     raw: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for f in fields:
-        value = _cell_value(state_values, f"{_FIELD}{f.name}")
+        value = form_value(state_values, f"{_FIELD}{f.name}")
         if value in (None, "") and not f.required:
             continue
         if f.kind in ("object", "array") and isinstance(value, str):

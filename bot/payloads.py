@@ -25,11 +25,13 @@ from yarl import URL
 __all__ = [
     "REQUEST",
     "Action",
+    "Cell",
     "Command",
     "Interaction",
     "Parsed",
     "PayloadError",
     "SlackRequest",
+    "ViewState",
     "command",
     "interaction",
     "parse_request",
@@ -69,8 +71,29 @@ class Container(_Open):
     is_ephemeral: bool = False
 
 
+class Option(_Open):
+    value: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+class Cell(_Open):
+    """One input's value in a submitted form (``view.state.values[block_id][action_id]``)."""
+
+    type: Short | None = None
+    value: Annotated[str, StringConstraints(max_length=20000)] | None = None
+    selected_option: Option | None = None
+    selected_options: list[Option] = Field(default_factory=list, max_length=100)
+
+    def read(self) -> str | bool | None:
+        """What the person entered: a select's chosen value, whether a checkbox is ticked, or the text."""
+        if self.type == "static_select":
+            return self.selected_option.value if self.selected_option else None
+        if self.type == "checkboxes":
+            return bool(self.selected_options)
+        return self.value
+
+
 class ViewState(_Open):
-    values: dict[Short, dict[Short, dict[Short, Any]]] = Field(default_factory=dict)
+    values: dict[Short, dict[Short, Cell]] = Field(default_factory=dict)
 
 
 class Block(_Open):

@@ -19,6 +19,8 @@ from bot.modals import (
     FORM_FEEDBACK,
     FORM_MODIFY,
     FORM_REJECT,
+    FormValues,
+    form_value,
     parse_modify,
 )
 from bot.payloads import Interaction, interaction
@@ -49,8 +51,8 @@ async def _meta(ctx: BotContext, req: Interaction, form: str) -> dict[str, Any] 
     return meta
 
 
-def _values(req: Interaction) -> dict[str, Any]:
-    return dict(req.view.state.values) if req.view else {}
+def _values(req: Interaction) -> FormValues:
+    return req.view.state.values if req.view else {}
 
 
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
@@ -89,7 +91,8 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
         if meta is None:
             await ack(response_action="errors", errors={"hitl_reason": "This form was altered; nothing changed."})
             return
-        reason = ((_values(req).get("hitl_reason") or {}).get("value") or {}).get("value") or None
+        entered = form_value(_values(req), "hitl_reason")
+        reason = entered if isinstance(entered, str) and entered else None
         try:
             _, refusal = await decide(
                 ctx,

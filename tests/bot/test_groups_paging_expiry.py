@@ -11,7 +11,8 @@ from pydantic import Field
 
 from bot.blocks import ACTION_APPROVE
 from bot.listeners.commands import ACTION_PENDING_PAGE
-from bot.modals import modify_view, parse_modify
+from bot.modals import FormValues, modify_view, parse_modify
+from bot.payloads import ViewState
 from engine.domain.models import Status
 from engine.domain.reviewers import Roles
 from engine.runner import RunStatus, load_workflow
@@ -89,6 +90,11 @@ def _ship(
     """A tool whose schema comes from its signature, as a workflow tool's does."""
 
 
+def form(values: dict[str, Any]) -> FormValues:
+    """Form values as the payload parser reads them from a submission."""
+    return ViewState.model_validate({"values": values}).values
+
+
 def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
     schema = signature_schema("ship", _ship)
     a = make_approval(now=FakeClock().now(), tool="ship", args={"carrier": "dhl", "express": True, "weight": 3})
@@ -111,11 +117,11 @@ def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
         "hitl_field:weight": {"value": {"type": "number_input", "value": "7"}},
         "hitl_field:note": {"value": {"type": "plain_text_input", "value": None}},
     }
-    args, errors = parse_modify(values, schema)
+    args, errors = parse_modify(form(values), schema)
     assert errors == {} and args == {"carrier": "ups", "express": False, "weight": 7}
     values["hitl_field:carrier"]["value"]["selected_option"] = {"value": "fedex"}
     values["hitl_field:weight"]["value"]["value"] = "0"
-    _, errors = parse_modify(values, schema)
+    _, errors = parse_modify(form(values), schema)
     assert set(errors) == {"hitl_field:carrier", "hitl_field:weight"}
 
 
@@ -126,7 +132,7 @@ def test_modify_modal_without_a_schema_edits_the_arguments_as_one_json_object() 
     [editor] = [b for b in view["blocks"] if b["type"] == "input"]
     assert json.loads(editor["element"]["initial_value"]) == {"carrier": "dhl", "weight": 3}
     cell = {editor["block_id"]: {"value": {"type": "plain_text_input", "value": '{"carrier": "ups", "weight": 4}'}}}
-    assert parse_modify(cell, None) == ({"carrier": "ups", "weight": 4}, {})
+    assert parse_modify(form(cell), None) == ({"carrier": "ups", "weight": 4}, {})
     cell[editor["block_id"]]["value"]["value"] = "[1, 2]"
-    args, errors = parse_modify(cell, None)
+    args, errors = parse_modify(form(cell), None)
     assert args == {} and "JSON object" in errors[editor["block_id"]]

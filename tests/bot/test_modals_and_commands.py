@@ -61,7 +61,9 @@ async def test_modify_modal_is_typed_validates_inline_and_reruns_policy(harness:
     assert (await harness.svc.store.approvals.get(a.id)).version == 1
 
     tampered = copy.deepcopy(view)
-    harness.state.views[view_id] = {**tampered, "private_metadata": tampered["private_metadata"][:-2] + "00"}
+    signed = tampered["private_metadata"]
+    flipped = signed[:-1] + ("1" if signed.endswith("0") else "0")  # always a change (was a no-op 1 time in 256)
+    harness.state.views[view_id] = {**tampered, "private_metadata": flipped}
     forged = await harness.slack.submit("U_SUPPORT1", view_id, field_values(view, amount=80))
     assert forged.json()["response_action"] == "errors" and "altered" in json.dumps(forged.json())
     harness.state.views[view_id] = view
