@@ -45,7 +45,7 @@ class Patterns:
         self.units = units
 
     async def run(self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState) -> Halt | None:
-        flow = wf.spec.flow
+        flow = wf.flow or wf.spec.flow
         match flow:
             case ChainPattern():
                 return await self.chain(wf, tools, state, flow.steps, slot=None)

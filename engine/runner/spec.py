@@ -201,6 +201,8 @@ class LoadedWorkflow(BaseModel):
     step_hashes: dict[str, str]
     by_id: dict[str, Step] = Field(default_factory=dict)
     """Every step by id (pattern roles included)."""
+    flow: Pattern | None = None
+    """The pattern the run follows (``spec.flow``, built once)."""
 
     def step(self, step_id: str) -> Step:
         return self.by_id[step_id]
@@ -251,7 +253,7 @@ def _parse(p: Path, text: str, path: str | Path) -> LoadedWorkflow:
     steps.update({f"tool:{n}": _digest(t.model_dump(mode="json", by_alias=True)) for n, t in spec.tools.items()})
     steps["vars"] = _digest(spec.vars)
     by_id = {s.id: s for _, s in spec.placed()}
-    loaded = LoadedWorkflow(spec=spec, path=p, spec_hash=digest, step_hashes=steps, by_id=by_id)
+    loaded = LoadedWorkflow(spec=spec, path=p, spec_hash=digest, step_hashes=steps, by_id=by_id, flow=spec.flow)
     if len(_LOADED) > 256:
         _LOADED.clear()
     _LOADED[(str(p), digest)] = loaded
