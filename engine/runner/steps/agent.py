@@ -12,11 +12,18 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NoReturn
 
 from engine.errors import EngineError, ErrorCode, InvalidInput
-from engine.runner.agents import AgentBackend, AgentRequest, AgentStopped, AgentTool, CallAnswer, ModelChoice
+from engine.runner.agents import (
+    AgentBackend,
+    AgentRequest,
+    AgentStopped,
+    AgentTool,
+    CallAnswer,
+    ModelChoice,
+    load_backend,
+)
 from engine.runner.effects import EffectFailed
 from engine.runner.kit import Ask, StepKit
 from engine.runner.outcomes import Halt
@@ -38,9 +45,7 @@ class AgentHandler:
 
     @property
     def backend(self) -> AgentBackend:
-        if self._backend is None:
-            from engine.runner.agents import load_backend  # only a workflow with agents needs one
-
+        if self._backend is None:  # loaded when a workflow first runs an agent: others never need one
             self._backend = load_backend()
         return self._backend
 
@@ -115,7 +120,7 @@ def _model(wf: LoadedWorkflow, agent: str) -> ModelChoice:
         provider=provider,
         model_id=(own.model_id if own and own.model_id else None) or runtime.model_id,
         params={**runtime.params, **(own.params if own else {})},
-        script=Path(script) if script else None,
+        script=script,
     )
 
 
