@@ -14,7 +14,7 @@ from typing import Any
 from engine.api_spec import EventKind
 from engine.domain.ids import new_session_id
 from engine.domain.records import AuditEntry
-from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, StaleVersion
+from engine.errors import EngineError, ErrorCode, IllegalTransition, InvalidInput, NotFound, StaleVersion
 from engine.log_context import about
 from engine.runner.agents import AgentBackend
 from engine.runner.checks import check_templates, resolve_vars
@@ -175,8 +175,10 @@ class Runner:
                     # running run for recovery to pick up again and again. A retryable error (the store blinked,
                     # an effect is held elsewhere) leaves it running: the next owner tries again.
                     state.status, state.reason, state.waiting = RunStatus.FAILED, exc.message, None
+                    leftover = self._leftover(state, Halt(RunStatus.FAILED))
                     await self.kit.save(state)
                     await self.kit.drive(state).commit(release=True)
+                    await self._close_leftover(state, leftover)
                     await self._finished(state)
                 raise
             if outcome is None:
@@ -198,15 +200,16 @@ class Runner:
         drive = self.kit.drive(state)
         approval = halt.approval
         ask = drive.asks.pop(approval.id, None) if approval is not None else None
-        before = (state.status, state.waiting, state.reason, len(drive.events))
+        before = (state.status, state.waiting, state.reason, len(drive.events), dict(state.waits))
         state.status, state.waiting, state.reason = halt.status, approval.id if approval else None, halt.reason
+        leftover = self._leftover(state, halt)
         await self.kit.save(state)
         waiting = f" on {approval.id}" if approval else ""
         self._event(state, f"run_{halt.status}", f"{halt.reason or ''}{waiting}".strip())
         done = await drive.commit(ask=ask, release=True)
         if not done.applied:
             drive.asks.clear()
-            state.status, state.waiting, state.reason = before[0], before[1], before[2]
+            state.status, state.waiting, state.reason, state.waits = before[0], before[1], before[2], before[4]
             del drive.events[before[3] :]
             assert done.approval is not None
             drive.answered[done.approval.id] = done.approval
@@ -216,8 +219,31 @@ class Runner:
             if done.created:
                 await self.svc.announce(approval)
         if halt.status is not RunStatus.PAUSED:
+            await self._close_leftover(state, leftover)
             await self._finished(state)
         return self._result(state, approval)
+
+    @staticmethod
+    def _leftover(state: RunState, halt: Halt) -> list[str]:
+        """A run that ends while other steps wait (a branch rejected, another branch paused): the approvals those
+        steps wait on, which nobody needs any more. The checkpoint stops naming them."""
+        if halt.status is RunStatus.PAUSED:
+            return []
+        ended_on = halt.approval.id if halt.approval else None
+        leftover = [a for a in state.waits.values() if a != ended_on]
+        state.waits = {}
+        return leftover
+
+    async def _close_leftover(self, state: RunState, leftover: list[str]) -> None:
+        """Cancel them (audited; their cards say so), so no reviewer decides what can no longer run. One decided
+        meanwhile keeps its decision; one that stays open by a crash here is harmless: its run has ended."""
+        for approval_id in leftover:
+            try:
+                await self.svc.cancel(
+                    approval_id, actor=self.worker_id, reason=f"the run ended ({state.status}) before this was decided"
+                )
+            except (IllegalTransition, StaleVersion):
+                continue
 
     async def _finished(self, state: RunState) -> None:
         """Tell webhook subscribers the run ended (completed, rejected, cancelled, expired or failed)."""

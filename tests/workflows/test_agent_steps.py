@@ -244,3 +244,48 @@ async def test_batches_conditional_gates_and_required_approval_work_inside_paral
     assert done.status is RunStatus.COMPLETED
     assert sorted(desk.tools()) == ["search", "send_email", "send_email"]
     desk.assert_nothing_twice()
+
+
+async def test_a_run_that_ends_cancels_what_its_other_branches_wait_on(desk2: Desk2, desk: Desk) -> None:
+    flow = {
+        "name": "ended",
+        "tools": {"send_email": {"function": "desk:send_email"}},
+        "pattern": {
+            "type": "parallel",
+            "branches": [
+                {"id": "ask", "steps": [{"id": "check", "type": "gate", "prompt": "Go on?"}]},
+                {
+                    "id": "mailing",
+                    "steps": [
+                        {
+                            "id": "mail",
+                            "tool": "send_email",
+                            "args": {"to": "a@example.com", "subject": "s", "body": "b"},
+                        }
+                    ],
+                },
+            ],
+        },
+    }
+    policy = (
+        POLICY.replace("denied_tools: [send_email]", "denied_tools: []").replace(
+            "publish_report: {tier: approve, role: editors}", "send_email: {tier: approve, role: editors}"
+        )
+        + "    gate:check: {tier: approve, role: editors}\n"
+    )
+    (desk2.tmp / "hitl.yaml").write_text(policy)
+    desk2.rt = Runtime.build(store=desk2.rt.store, clock=FakeClock(), config_path=str(desk2.tmp / "hitl.yaml"))
+    paused = await desk2.run(flow, {})
+    found = await desk2.rt.store.runs.load("ses_ended")
+    assert found is not None and sorted(found[0]["waits"]) == ["check", "mail"]
+    gate, mail = found[0]["waits"]["check"], found[0]["waits"]["mail"]
+    assert paused.status is RunStatus.PAUSED
+    await desk2.rt.lifecycle.decide(gate, "U_EDITOR1", DecisionKind.REJECT, reason="stop", resume="none")
+    ended = await desk2.rt.lifecycle.resume("ses_ended")
+    assert ended.status is RunStatus.REJECTED and desk.calls() == []
+    left = await desk2.rt.store.approvals.get(mail)
+    assert left.status.value == "cancelled" and "the run ended (rejected)" in str(left.reason)
+    found = await desk2.rt.store.runs.load("ses_ended")
+    assert found is not None and found[0]["waits"] == {}
+    trail = await desk2.rt.store.audit.entries(approval_id=mail)
+    assert trail[-1].event == "cancelled"
