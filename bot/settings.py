@@ -24,6 +24,10 @@ class BotSettings(BaseSettings):
     hitl_approval_channel: str | None = None
     sweep_interval: float = Field(default=5.0, gt=0)
     """Seconds between expiry/reminder sweeps."""
+    hitl_retention: str | None = None
+    """How long ended runs, final approvals, claims and done jobs are kept (default 30d; ``never``)."""
+    hitl_audit_retention: str | None = None
+    """How long the audit trail is kept, at least the retention (default 400d; ``never``)."""
     hitl_access_log: bool = False
     """Log a line per HTTP request (off by default: ~70 µs a click, and the audit trail says who decided what)."""
 

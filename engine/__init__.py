@@ -13,6 +13,7 @@ from engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Sta
 from engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
 from engine.domain.records import AuditEntry, Claim, ClaimState, MessageRef, Page, TrustGrant
 from engine.domain.redaction import Redactor, bounded
+from engine.domain.retention import Purged, Retention
 from engine.domain.reviewers import Roles
 from engine.errors import (
     ClaimRefused,
@@ -35,6 +36,7 @@ from engine.ports import (
     Journal,
     MessageMap,
     Notifier,
+    Purger,
     RateWindows,
     RunReporter,
     RunStore,
@@ -76,8 +78,11 @@ __all__ = [
     "PolicyContext",
     "PolicyError",
     "Proposal",
+    "Purged",
+    "Purger",
     "RateWindows",
     "Redactor",
+    "Retention",
     "Reviewer",
     "Roles",
     "RunReporter",

@@ -1,6 +1,6 @@
 """Ports: what the engine needs from the outside world, as ``typing.Protocol``s.
 
-The store is nine narrow ports, one per concern, that a backend implements as small classes sharing one
+The store is eleven narrow ports, one per concern, that a backend implements as small classes sharing one
 connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
 callers pass one object but each piece of code depends only on the part it uses. Implementations live in
 ``engine.storage`` (stores) and ``engine.clock`` (clocks); the Slack notifier and run reporter live in
@@ -20,6 +20,7 @@ from engine.domain.journal import Commit, Committed, Opened
 from engine.domain.models import Approval, Status
 from engine.domain.policy import WindowStats
 from engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
+from engine.domain.retention import Purged, Retention
 from engine.domain.tally import TallyKey
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "Journal",
     "MessageMap",
     "Notifier",
+    "Purger",
     "RateWindows",
     "RunReporter",
     "RunStore",
@@ -251,6 +253,16 @@ class Tallies(Protocol):
         ...
 
 
+class Purger(Protocol):
+    """Retention: removes what ended longer ago than a :class:`~engine.domain.retention.Retention` keeps, and the
+    audit chains past its audit horizon, tamper-evidently (see :mod:`engine.domain.retention`)."""
+
+    async def purge(self, retention: Retention, *, now: float, actor: str = "retention", limit: int = 500) -> Purged:
+        """Remove up to about ``limit`` records of each kind; what was removed. Call again until it removes
+        nothing. Anything removed is audited, in a run-level ``purged`` entry naming the counts."""
+        ...
+
+
 class MessageMap(Protocol):
     """Where each approval's card was posted, both ways."""
 
@@ -293,6 +305,9 @@ class Store(Protocol):
 
     @property
     def tallies(self) -> Tallies: ...
+
+    @property
+    def purger(self) -> Purger: ...
 
     async def ping(self) -> None:
         """Raise :class:`~engine.errors.StoreError` unless the backend answers (health checks)."""

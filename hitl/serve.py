@@ -20,9 +20,11 @@ from engine.clock import SystemClock
 from engine.compose import config_path_for
 from engine.config import load_config
 from engine.domain.ids import short_id
+from engine.domain.retention import Retention
 from engine.events import Outbox
 from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Store
+from engine.retention_sweep import RetentionSweep
 from engine.runtime import Runtime
 from engine.storage import open_store
 from hitl.api.app import PREFIX, api_app
@@ -106,8 +108,10 @@ async def build_server(
         settings.require_http()
     _warn_plain_http(settings.api_base)
     config = load_config(config_path_for(settings.hitl_config))
+    retention = Retention.parse(settings.hitl_retention, settings.hitl_audit_retention)
     clock = clock or SystemClock()
     replica = replica or new_replica_id()
+    purger = f"retention:{replica}"
     store = store or open_store(settings.hitl_store)
     side = slack_side(settings, store=store, clock=clock, config=config, replica=replica, retry_interval=retry_interval)
     runtime = Runtime.build(
@@ -124,7 +128,7 @@ async def build_server(
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
-        sweepers=[side.notifier, webhooks, side.metrics],
+        sweepers=[side.notifier, webhooks, side.metrics, RetentionSweep(store, clock, retention, actor=purger)],
         sweep_interval=settings.sweep_interval,
     )
     return Server(

@@ -29,6 +29,7 @@ from hitl.cli.flows import (
 )
 from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out, approval_json
+from hitl.cli.purge import purge
 from hitl.cli.remote import remote_from_env
 from hitl.cli.sessions import sessions_app
 from hitl.cli.stats import stats
@@ -77,6 +78,7 @@ token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_
 app.add_typer(token_app, name="token")
 app.add_typer(sessions_app, name="sessions")
 app.command()(stats)
+app.command()(purge)
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,22 @@ async def dead_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         made = RedisStore(connect(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=0.5), prefix="dead")
     yield made
     await made.close()
+
+
+@dataclass(frozen=True)
+class StoreUrl:
+    """A store as the CLI and other processes reach it: its ``HITL_STORE`` URL."""
+
+    backend: str
+    url: str
+    path: Path
+    """The SQLite file (unused on Redis)."""
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUrl:
+    """A fresh store on each backend, by URL: a new SQLite file, or a Redis key prefix of its own."""
+    path = tmp_path / "store.db"
+    if request.param == "sqlite":
+        return StoreUrl("sqlite", f"sqlite:///{path}", path)
+    return StoreUrl("redis", f"{request.getfixturevalue('redis_url')}?prefix=t{uuid.uuid4().hex[:10]}", path)

@@ -5,19 +5,22 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import uuid
+import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from engine.domain.models import DecisionKind
+from engine.domain.records import AuditEntry
+from engine.domain.retention import DAY, Retention
 from engine.ports import Store
 from engine.service import ApprovalService
 from engine.storage import open_store
 from engine.testing import FakeClock
 from hitl.cli import app
 from tests.engine.test_ask import CONFIG
+from tests.storage.conftest import StoreUrl
 
 
 async def _history(store: Store) -> str:
@@ -37,12 +40,8 @@ def _verify(url: str) -> tuple[int, dict[str, object]]:
     return r.exit_code, dict(json.loads(r.stdout))
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
-async def test_verify_finds_the_first_broken_link(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path}/audit.db"
-    else:
-        url = f"{request.getfixturevalue('redis_url')}?prefix=chain{uuid.uuid4().hex[:8]}"
+async def test_verify_finds_the_first_broken_link(store_url: StoreUrl) -> None:
+    url = store_url.url
     store = open_store(url)
     try:
         target = await _history(store)
@@ -50,8 +49,8 @@ async def test_verify_finds_the_first_broken_link(backend: str, tmp_path: Path, 
         await store.close()
     code, intact = await asyncio.to_thread(_verify, url)
     assert code == 0 and intact["intact"] is True and intact["checked"] == 5
-    if backend == "sqlite":
-        with sqlite3.connect(tmp_path / "audit.db") as db:  # the attacker drops the append-only guard first
+    if store_url.backend == "sqlite":
+        with sqlite3.connect(store_url.path) as db:  # the attacker drops the append-only guard first
             db.execute("DROP TRIGGER audit_no_update")
             db.execute("UPDATE audit SET actor = 'U_MALLORY' WHERE approval_id = ? AND event = 'decided'", (target,))
     else:
@@ -72,26 +71,94 @@ async def test_verify_finds_the_first_broken_link(backend: str, tmp_path: Path, 
     }
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
-async def test_verify_finds_an_approval_whose_whole_trail_was_deleted(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path}/audit.db"
-    else:
-        url = f"{request.getfixturevalue('redis_url')}?prefix=gone{uuid.uuid4().hex[:8]}"
+async def test_verify_finds_an_approval_whose_whole_trail_was_deleted(store_url: StoreUrl) -> None:
+    url = store_url.url
     store = open_store(url)
     try:
         target = await _history(store)
-        if backend == "redis":
+        if store_url.backend == "redis":
             await store.conn.r.delete(store.conn.audit_key(target))  # type: ignore[attr-defined]
     finally:
         await store.close()
-    if backend == "sqlite":
-        with sqlite3.connect(tmp_path / "audit.db") as db:
+    if store_url.backend == "sqlite":
+        with sqlite3.connect(store_url.path) as db:
             db.execute("DROP TRIGGER audit_no_delete")
             db.execute("DELETE FROM audit WHERE approval_id = ?", (target,))
     code, broken = await asyncio.to_thread(_verify, url)
     where = broken["broken"]
     assert code == 1 and isinstance(where, dict) and where["chain"] == target
     assert where["reason"] == "the approval's audit entries are missing"
+
+
+def _purge(url: str, *args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(app, ["purge", *args], env={"HITL_STORE": url}, catch_exceptions=False)
+    return r.exit_code, r.stdout
+
+
+async def test_a_purge_keeps_the_trail_verifiable_and_a_removal_by_hand_still_shows(store_url: StoreUrl) -> None:
+    url = store_url.url
+    store = open_store(url)
+    try:  # run-level entries, long ago (the CLI purges at the real time)
+        for i in range(3):
+            await store.audit.append(AuditEntry(at=1_000_000.0 + i, actor="cli", event="forced_resume", detail=str(i)))
+        await store.audit.append(AuditEntry(at=time.time(), actor="cli", event="forced_resume", detail="recent"))
+    finally:
+        await store.close()
+    code, said = await asyncio.to_thread(_purge, url, "--retention", "30d", "--audit-retention", "400d", "--json")
+    assert code == 0 and json.loads(said)["removed"]["audit_entries"] == 3
+    code, intact = await asyncio.to_thread(_verify, url)
+    assert code == 0 and intact["intact"] is True and intact["checked"] == 2  # the recent entry and the purge's
+    code, said = await asyncio.to_thread(_purge, url)  # the defaults, as a person reads them
+    assert code == 0 and said.splitlines() == ["retention: records 30d, audit 400d", "nothing to remove"]
+    # Someone removes the oldest entry left by hand: the chain no longer starts after the purge's anchor.
+    if store_url.backend == "sqlite":
+        with sqlite3.connect(store_url.path) as db:
+            db.execute("DROP TRIGGER audit_no_delete")
+            db.execute("DELETE FROM audit WHERE seq = (SELECT MIN(seq) FROM audit)")
+    else:
+        store = open_store(url)
+        try:
+            r = store.conn.r  # type: ignore[attr-defined]
+            [(first, _)] = await r.xrange(store.conn.events_key, count=1)  # type: ignore[attr-defined]
+            await r.xdel(store.conn.events_key, first)  # type: ignore[attr-defined]
+        finally:
+            await store.close()
+    code, broken = await asyncio.to_thread(_verify, url)
+    assert code == 1 and broken["broken"] == {
+        "chain": "events",
+        "position": 1,
+        "reason": "an entry before it was removed or moved",
+        "checked": 0,
+    }
+
+
+def test_purge_refuses_horizons_it_cannot_keep(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/audit.db"
+    code, _ = _purge(url, "--retention", "30d", "--audit-retention", "7d")
+    assert code == 2
+    r = CliRunner().invoke(app, ["purge", "--retention", "soon"], env={"HITL_STORE": url})
+    said = " ".join(r.output.replace("│", " ").split())  # Rich boxes and wraps the message
+    assert r.exit_code == 2 and "'soon' is not a duration" in said and "'never' to keep everything" in said
+
+
+async def test_the_database_still_refuses_deletes_outside_a_purge_and_an_older_one_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:  # a version-4 database: the guard that refused every delete
+        db.executescript(
+            "CREATE TABLE audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL, "
+            "event TEXT NOT NULL, approval_id TEXT, version INTEGER, action_hash TEXT, outcome TEXT NOT NULL, "
+            "detail TEXT NOT NULL, prev TEXT NOT NULL DEFAULT '', link TEXT NOT NULL DEFAULT '');"
+            "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit "
+            "BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;"
+            "PRAGMA user_version = 4;"
+        )
+    store = open_store(f"sqlite:///{path}")
+    try:
+        await store.audit.append(AuditEntry(at=1.0, actor="cli", event="note"))
+        await store.audit.append(AuditEntry(at=2.0, actor="cli", event="note"))
+        done = await store.purger.purge(Retention(records=DAY, audit=DAY), now=10 * DAY)
+        assert done.audit_entries == 2 and (await store.audit.verify()) == (1, None)
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db, pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        db.execute("DELETE FROM audit")

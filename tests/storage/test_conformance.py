@@ -10,6 +10,7 @@ from engine.testing.conformance import (
     JournalConformance,
     LedgerConformance,
     RecordsConformance,
+    RetentionConformance,
     RunsConformance,
     TalliesConformance,
     TrustConformance,
@@ -50,6 +51,10 @@ class TestTallies(TalliesConformance):
 
 
 class TestRecords(RecordsConformance):
+    pass
+
+
+class TestRetention(RetentionConformance):
     pass
 
 

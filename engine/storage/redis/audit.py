@@ -1,11 +1,13 @@
 """The audit trail in Redis: each approval's list (written by the same scripts that change it) and a stream
-of entries that belong to no approval."""
+of entries that belong to no approval. Approvals are found from two indexes: the stored ones, and those retention
+removed while their chain is kept (see :mod:`engine.domain.retention`)."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
 from engine.domain.records import AuditBreak, AuditEntry, chain_link
+from engine.domain.retention import anchor_of
 from engine.storage.redis.codec import entry_body, split_link, text
 from engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -31,7 +33,11 @@ class RedisAudit:
             rows = await self.r.lrange(self.conn.audit_key(approval_id), 0, limit - 1)
             return [AuditEntry.model_validate_json(r).model_copy(update={"seq": i + 1}) for i, r in enumerate(rows)]
         # The global view merges the newest approvals' logs with the entries that belong to no approval.
-        ids = [text(m) for m in await self.r.zrevrange(self.conn.all_key, 0, limit - 1)]
+        async with self.r.pipeline(transaction=False) as pipe:
+            pipe.zrevrange(self.conn.all_key, 0, limit - 1)
+            pipe.zrevrange(self.conn.chains_key, 0, limit - 1)
+            stored, kept = await pipe.execute()
+        ids = [text(m) for m in [*stored, *kept]]
         async with self.r.pipeline(transaction=False) as pipe:
             for aid in ids:
                 pipe.lrange(self.conn.audit_key(aid), 0, -1)
@@ -48,6 +54,7 @@ class RedisAudit:
     async def verify(self) -> tuple[int, AuditBreak | None]:
         checked = 0
         ids = [text(m) for m in await self.r.zrange(self.conn.all_key, 0, -1)]
+        ids += [text(m) for m in await self.r.zrange(self.conn.chains_key, 0, -1)]
         chains: list[tuple[str, list[str]]] = []
         for start in range(0, len(ids), 200):
             async with self.r.pipeline(transaction=False) as pipe:
@@ -61,7 +68,7 @@ class RedisAudit:
             if not stored and chain != "events":
                 reason = "the approval's audit entries are missing"
                 return checked, AuditBreak(chain=chain, position=1, reason=reason, checked=checked)
-            prev = ""
+            prev = _anchor(events) if chain == "events" else ""
             for position, element in enumerate(stored, start=1):
                 parts = split_link(element)
                 if parts is None:
@@ -78,3 +85,15 @@ class RedisAudit:
                 prev = link
                 checked += 1
         return checked, None
+
+
+def _anchor(events: list[str]) -> str:
+    """The link the events chain starts after: the anchor its latest purge entry names ('' before any purge)."""
+    for element in reversed(events):
+        parts = split_link(element)
+        if parts is None:
+            continue
+        anchor = anchor_of(AuditEntry.model_validate_json(parts[0]))
+        if anchor is not None:
+            return anchor
+    return ""

@@ -108,6 +108,8 @@ class RedisConnection:
         self.commit_script: AsyncScript = client.register_script(_lua("commit"))
         self.open_script: AsyncScript = client.register_script(_lua("open"))
         self.page_script: AsyncScript = client.register_script(_lua("page"))
+        self.purge_script: AsyncScript = client.register_script(_lua("purge"))
+        self.purge_audit_script: AsyncScript = client.register_script(_lua("purge_audit"))
 
     # -- key layout -------------------------------------------------------------------------------------
     def approval_key(self, approval_id: str) -> str:
@@ -137,6 +139,22 @@ class RedisConnection:
         """Ids of paused runs (one score: paged in id order)."""
         return f"{self.p}:paused-runs"
 
+    @property
+    def ended_key(self) -> str:
+        """Runs that ended, by the time they ended (retention finds them from it)."""
+        return f"{self.p}:ended-runs"
+
+    @property
+    def finished_claims_key(self) -> str:
+        """Finished execution claims, by the time they finished (retention finds them from it)."""
+        return f"{self.p}:finished-claims"
+
+    @property
+    def chains_key(self) -> str:
+        """Audit chains whose approval retention removed, by the approval's last change (the audit retention
+        removes them from here; verify and the audit view read them with :attr:`all_key`'s)."""
+        return f"{self.p}:chains"
+
     def pending_key(self, role: str | None) -> str:
         return f"{self.p}:pending:{role or ANY_ROLE}"
 
@@ -146,8 +164,29 @@ class RedisConnection:
 
     @property
     def all_key(self) -> str:
-        """Every approval by creation time (the global audit view starts from it)."""
+        """Every stored approval by creation time (the global audit view starts from it)."""
         return f"{self.p}:all"
+
+    def message_key(self, approval_id: str) -> str:
+        """Where an approval's card was posted (a hash: channel, ts)."""
+        return f"{self.p}:{{{approval_id}}}:msg"
+
+    def message_ref_key(self, channel: str, ts: str) -> str:
+        """Which approval a posted card shows."""
+        return f"{self.p}:msgref:{channel}:{ts}"
+
+    def trust_key(self, session_id: str) -> str:
+        """A session's trust grants (a hash: tool -> [until, by])."""
+        return f"{self.p}:trust:{{{session_id}}}"
+
+    @property
+    def trust_sessions_key(self) -> str:
+        """Sessions that have (or had) trust grants."""
+        return f"{self.p}:trust-sessions"
+
+    def claim_key(self, key: str) -> str:
+        """An execution claim's hash."""
+        return f"{self.p}:claim:{{{key}}}"
 
     def jobs_key(self, kind: str) -> str:
         """The stream of durable jobs of one kind."""

@@ -43,6 +43,8 @@ class RedisJournal:
             f"{c.p}:due",
             c.all_key,
             f"{c.p}:pending-roles",
+            c.ended_key,
+            c.finished_claims_key,
         ]
         out = [text(x) for x in await c.call(c.commit_script, keys, [json.dumps(self._plan(commit))])]
         tag = out[0]
@@ -93,6 +95,7 @@ class RedisJournal:
         if m.outcome is not None:
             o = m.outcome
             plan["outcome"] = {
+                "key": o.key,
                 "attempt": str(o.attempt),
                 "state": str(ClaimState.SUCCEEDED if o.ok else ClaimState.FAILED),
                 "result": json.dumps(o.result),
@@ -163,7 +166,7 @@ class RedisJournal:
 
     async def open(self, run_id: str, *, holder: str, now: float, lease: float) -> Opened:
         c = self.conn
-        keys = [c.run_key(run_id), c.running_key, f"{c.p}:trust:{{{run_id}}}"]
+        keys = [c.run_key(run_id), c.running_key, c.trust_key(run_id)]
         args = [run_id, holder, repr(now), repr(now + lease), f"{c.p}:{{"]
         out = [text(x) for x in await c.call(c.open_script, keys, args)]
         if out[0] == "missing":
@@ -180,7 +183,7 @@ class RedisJournal:
         )
 
     def _claim_keys(self, key: str | None) -> list[str]:
-        return [f"{self.conn.p}:claim:{{{key}}}" if key is not None else self._none]
+        return [self.conn.claim_key(key) if key is not None else self._none]
 
     def _approval_keys(self, approval_id: str | None) -> list[str]:
         return self.conn.approval_keys(approval_id) if approval_id is not None else [self._none] * 3

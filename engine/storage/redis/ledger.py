@@ -21,7 +21,7 @@ class RedisLedger:
         self.conn = conn
 
     def _key(self, key: str) -> str:
-        return f"{self.conn.p}:claim:{{{key}}}"
+        return self.conn.claim_key(key)
 
     async def claim(
         self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
@@ -57,8 +57,9 @@ class RedisLedger:
         self, key: str, *, holder: str, attempt: int, ok: bool, result: dict[str, Any], now: float
     ) -> Claim:
         state = ClaimState.SUCCEEDED if ok else ClaimState.FAILED
-        args = [holder, str(attempt), str(state), json.dumps(result)]
-        out = [text(x) for x in await self.conn.call(self.conn.finish_script, [self._key(key)], args)]
+        args = [holder, str(attempt), str(state), json.dumps(result), repr(now), key]
+        keys = [self._key(key), self.conn.finished_claims_key]
+        out = [text(x) for x in await self.conn.call(self.conn.finish_script, keys, args)]
         if out[0] != "ok":
             raise claim_fenced(key, holder, attempt)
         return Claim(

@@ -18,10 +18,10 @@ class RedisMessages:
         self.r = conn.r
 
     def _by_approval(self, approval_id: str) -> str:
-        return f"{self.conn.p}:{{{approval_id}}}:msg"
+        return self.conn.message_key(approval_id)
 
     def _by_message(self, ref: MessageRef) -> str:
-        return f"{self.conn.p}:msgref:{ref.channel}:{ref.ts}"
+        return self.conn.message_ref_key(ref.channel, ref.ts)
 
     async def set(self, approval_id: str, ref: MessageRef) -> None:
         async with self.r.pipeline(transaction=False) as pipe:

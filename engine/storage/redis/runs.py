@@ -24,8 +24,9 @@ class RedisRuns:
 
     async def save(self, run_id: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
         status = str(data.get("status", ""))
-        args = [expected_version, json.dumps(data), repr(now), status]
-        out = [text(x) for x in await self.conn.call(self.conn.checkpoint_script, [self._key(run_id)], args)]
+        args = [expected_version, json.dumps(data), repr(now), status, run_id]
+        keys = [self._key(run_id), self.conn.ended_key]
+        out = [text(x) for x in await self.conn.call(self.conn.checkpoint_script, keys, args)]
         if out[0] != "ok":
             raise stale_run(run_id, int(out[1]), expected_version)
         # The paused-runs index changes only when a run pauses or continues: one more round trip then, not

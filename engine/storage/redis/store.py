@@ -15,6 +15,7 @@ from engine.storage.redis.jobs import RedisJobs
 from engine.storage.redis.journal import RedisJournal
 from engine.storage.redis.ledger import RedisLedger
 from engine.storage.redis.messages import RedisMessages
+from engine.storage.redis.purge import RedisPurger
 from engine.storage.redis.runs import RedisRuns
 from engine.storage.redis.tallies import RedisTallies
 from engine.storage.redis.trust import RedisTrust
@@ -47,6 +48,7 @@ class RedisStore:
         self.audit = RedisAudit(self.conn)
         self.messages = RedisMessages(self.conn)
         self.tallies = RedisTallies(self.conn)
+        self.purger = RedisPurger(self.conn)
 
     async def ping(self) -> None:
         try:

@@ -1,10 +1,11 @@
 """Metric counts in Redis: a hash per hour (``<prefix>:tally:<hour>``), one field per tool, tier and count, kept
-as long as the tally retention says."""
+:data:`~engine.domain.retention.TALLY_KEEP` (the key's TTL)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from engine.domain.retention import TALLY_KEEP
 from engine.domain.tally import TallyKey, hour_of
 from engine.storage.redis.codec import text
 from engine.storage.redis.connection import RedisConnection, store_errors
@@ -13,8 +14,6 @@ from engine.storage.tally_buffer import TallyBuffer
 __all__ = ["RedisTallies"]
 
 _SEP = "\x1f"
-KEEP = 400 * 86400
-"""Seconds an hour's counts are kept (a year of dashboards, and the same hour last year)."""
 
 
 @store_errors
@@ -41,7 +40,7 @@ class RedisTallies:
             pipe.hincrbyfloat(self._key(hour), _SEP.join((tool, tier, name)), value)
             hours.add(hour)
         for hour in hours:
-            pipe.expire(self._key(hour), KEEP)
+            pipe.expire(self._key(hour), int(TALLY_KEEP))
         await pipe.execute()
 
     async def read(self, *, since: float, now: float) -> dict[tuple[str, str, str], float]:

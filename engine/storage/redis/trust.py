@@ -18,10 +18,8 @@ class RedisTrust:
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
         self.r = conn.r
-        self._sessions = f"{conn.p}:trust-sessions"
-
-    def _key(self, session_id: str) -> str:
-        return f"{self.conn.p}:trust:{{{session_id}}}"
+        self._sessions = conn.trust_sessions_key
+        self._key = conn.trust_key
 
     async def grant(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None:
         entry = AuditEntry(at=now, actor=by, event="trust_granted", detail=f"{tool} in {session_id}")
@@ -43,10 +41,7 @@ class RedisTrust:
     async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
         out: list[TrustGrant] = []
         for session_id in sorted(text(x) for x in await self.r.smembers(self._sessions)):
-            grants = await self.active(session_id, now=now)
-            if not grants:
-                await self.r.srem(self._sessions, session_id)
-            out += grants
+            out += await self.active(session_id, now=now)  # lapsed grants stay until retention removes them
             if len(out) >= limit:
                 break
         return out[:limit]

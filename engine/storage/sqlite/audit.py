@@ -1,10 +1,11 @@
-"""The audit trail in SQLite: one append-only table (triggers refuse updates and deletes)."""
+"""The audit trail in SQLite: one append-only table (triggers refuse updates, and deletes but retention's)."""
 
 from __future__ import annotations
 
 import sqlite3
 
 from engine.domain.records import AuditBreak, AuditEntry, chain_link
+from engine.domain.retention import PURGE_EVENT, anchor_of
 from engine.storage.sqlite.connection import SqliteConnection
 from engine.storage.sqlite.rows import audit_body, insert_audit
 
@@ -39,7 +40,7 @@ class SqliteAudit:
 
     async def verify(self) -> tuple[int, AuditBreak | None]:
         def tx(c: sqlite3.Connection) -> tuple[int, AuditBreak | None]:
-            heads: dict[str | None, tuple[str, int]] = {}
+            heads: dict[str | None, tuple[str, int]] = {None: (_anchor(c), 0)}
             checked = 0
             for row in c.execute(f"SELECT {_COLS} FROM audit ORDER BY seq"):
                 e = AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True)))
@@ -69,3 +70,12 @@ class SqliteAudit:
             return checked, None
 
         return await self.db.run(tx, write=False, blocking=True)  # the whole trail: off the loop
+
+
+def _anchor(c: sqlite3.Connection) -> str:
+    """The link the run-level chain starts after: the anchor its latest purge entry names ('' before any purge)."""
+    row = c.execute(
+        f"SELECT {_COLS} FROM audit WHERE approval_id IS NULL AND event = ? ORDER BY seq DESC LIMIT 1", (PURGE_EVENT,)
+    ).fetchone()
+    anchor = anchor_of(AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True)))) if row is not None else None
+    return anchor or ""

@@ -12,6 +12,7 @@ from engine.storage.sqlite.jobs import SqliteJobs
 from engine.storage.sqlite.journal import SqliteJournal
 from engine.storage.sqlite.ledger import SqliteLedger
 from engine.storage.sqlite.messages import SqliteMessages
+from engine.storage.sqlite.purge import SqlitePurger
 from engine.storage.sqlite.runs import SqliteRuns
 from engine.storage.sqlite.tallies import SqliteTallies
 from engine.storage.sqlite.trust import SqliteTrust
@@ -45,6 +46,7 @@ class SqliteStore:
         self.audit = SqliteAudit(self.db)
         self.messages = SqliteMessages(self.db)
         self.tallies = SqliteTallies(self.db)
+        self.purger = SqlitePurger(self.db)
 
     async def ping(self) -> None:
         await self.db.run(lambda c: c.execute("SELECT 1").fetchone(), write=False)

@@ -19,6 +19,7 @@ from engine.testing.conformance.jobs import JobsConformance
 from engine.testing.conformance.journal import JournalConformance
 from engine.testing.conformance.ledger import LedgerConformance
 from engine.testing.conformance.records import RecordsConformance
+from engine.testing.conformance.retention import RetentionConformance
 from engine.testing.conformance.runs import RunsConformance
 from engine.testing.conformance.tallies import TalliesConformance
 from engine.testing.conformance.trust import TrustConformance
@@ -32,6 +33,7 @@ __all__ = [
     "JournalConformance",
     "LedgerConformance",
     "RecordsConformance",
+    "RetentionConformance",
     "RunsConformance",
     "TalliesConformance",
     "TrustConformance",
@@ -48,6 +50,7 @@ STORE_SUITES: tuple[type, ...] = (
     WindowsConformance,
     TalliesConformance,
     RecordsConformance,
+    RetentionConformance,
     FailureConformance,
 )
 """Every suite a complete :class:`engine.ports.Store` must pass."""

@@ -10,6 +10,7 @@ import pytest
 
 from engine.domain.models import Status
 from engine.domain.records import AuditEntry, MessageRef
+from engine.domain.retention import Retention
 from engine.errors import StoreError
 from engine.ports import Store
 from engine.testing.clock import FakeClock
@@ -58,6 +59,7 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "audit.append": lambda: store.audit.append(AuditEntry(at=now, actor="x", event="note")),
         "audit.entries": lambda: store.audit.entries(),
         "audit.verify": lambda: store.audit.verify(),
+        "purger.purge": lambda: store.purger.purge(Retention(), now=now),
         "messages.set": lambda: store.messages.set(a.id, ref),
         "messages.get": lambda: store.messages.get(a.id),
         "messages.approval_for": lambda: store.messages.approval_for(ref),
@@ -79,4 +81,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 35  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 36  # every method of every port, plus ping: a new method needs a line here

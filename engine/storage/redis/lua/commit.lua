@@ -3,13 +3,15 @@
 -- anything is written (a Lua script is atomic but cannot roll back).
 -- KEYS: 1 run hash, 2 running-runs index, 3 paused-runs index, 4 events stream,
 --       5 outcome claim, 6-8 its approval (hash, audit, doc), 9 next claim, 10-12 its approval,
---       13-15 asked approval, 16 its pending index, 17 due index, 18 all-approvals index, 19 pending roles
+--       13-15 asked approval, 16 its pending index, 17 due index, 18 all-approvals index, 19 pending roles,
+--       20 ended-runs index, 21 finished-claims index
 -- ARGV[1]: the plan (JSON, built by engine/storage/redis/journal.py); times travel as strings, exactly.
 --#include chain
 --#include claims
 --#include move
 --#include events_chain
 --#include approval_new
+--#include ended
 local P = cjson.decode(ARGV[1])
 local run, now_s, holder = KEYS[1], P.now, P.holder
 local now = tonumber(now_s)
@@ -62,11 +64,13 @@ end
 if P.outcome ~= null then
   local o = P.outcome
   redis.call('HSET', KEYS[5], 'state', o.state, 'result', o.result)
+  redis.call('ZADD', KEYS[21], now_s, o.key)
   if o.state == 'succeeded' and o.approval ~= '' then executed(KEYS[6], KEYS[7], o.approval, o.channel) end
 end
 if P.cp ~= null then
   version = version + 1
   redis.call('HSET', run, 'version', version, 'data', P.cp.data, 'updated_at', now_s, 'status', P.cp.status)
+  index_ended(KEYS[20], P.run_id, r[4] or '', P.cp.status, now_s)
   local was, paused = r[4] == 'paused', P.cp.status == 'paused'
   if paused and not was then redis.call('ZADD', KEYS[3], 0, P.run_id)
   elseif was and not paused then redis.call('ZREM', KEYS[3], P.run_id) end

@@ -1,0 +1,180 @@
+"""Retention in Redis: ended runs, final approvals, finished claims and lapsed trust grants found from their
+indexes and removed one by one (each re-checked in the script that removes it); then the audit removal, atomic
+and anchored (see :mod:`engine.domain.retention`). Jobs need nothing: an acknowledged job is deleted at once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from redis.asyncio.client import Pipeline
+
+from engine.domain.records import AuditEntry
+from engine.domain.retention import CLAIM_GRACE, Purged, Retention, purge_entry
+from engine.domain.states import TERMINAL
+from engine.storage.redis.codec import entry_body, split_link, text
+from engine.storage.redis.connection import RedisConnection, store_errors
+
+__all__ = ["RedisPurger"]
+
+_FINAL = ",".join(sorted(str(s) for s in TERMINAL))
+_SCAN = 500
+"""Index entries read per round trip."""
+
+
+@store_errors
+class RedisPurger:
+    """:class:`engine.ports.Purger` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+        self.r = conn.r
+
+    async def purge(self, retention: Retention, *, now: float, actor: str = "retention", limit: int = 500) -> Purged:
+        records = retention.records_before(now)
+        done = Purged()
+        if records is not None:
+            done = Purged(
+                runs=await self._runs(records, limit),
+                approvals=await self._approvals(records, limit),
+                claims=await self._claims(records - CLAIM_GRACE, limit),
+                trust=await self._trust(records),
+            )
+        for _attempt in range(3):  # another replica's purge going first moves the stream's head: plan again
+            planned = await self._audit(retention, now, actor, limit, done)
+            if planned is not None:
+                return planned
+        return done
+
+    async def _remove(self, kind: str, cutoff: float, calls: list[tuple[list[str], list[Any]]]) -> int:
+        if not calls:
+            return 0
+        c = self.conn
+
+        def build(pipe: Pipeline) -> None:
+            for keys, extra in calls:
+                pipe.evalsha(c.purge_script.sha, len(keys), *keys, kind, repr(cutoff), *extra)
+
+        return sum(int(n) for n in await c.pipeline(build, [c.purge_script]))
+
+    async def _due(self, index: str, cutoff: float, limit: int) -> list[str]:
+        return [text(m) for m in await self.r.zrangebyscore(index, "-inf", f"({cutoff!r}", start=0, num=limit)]
+
+    async def _runs(self, cutoff: float, limit: int) -> int:
+        c = self.conn
+        ids = await self._due(c.ended_key, cutoff, limit)
+        return await self._remove("run", cutoff, [([c.run_key(i), c.ended_key, c.running_key], [i]) for i in ids])
+
+    async def _claims(self, cutoff: float, limit: int) -> int:
+        c = self.conn
+        keys = await self._due(c.finished_claims_key, cutoff, limit)
+        return await self._remove("claim", cutoff, [([c.claim_key(k), c.finished_claims_key], [k]) for k in keys])
+
+    async def _approvals(self, cutoff: float, limit: int) -> int:
+        # Approvals by creation time: one created after the cutoff cannot have ended before it. Ones kept (not
+        # final yet, or their run still reads them) are passed over, so the scan goes on past them.
+        c = self.conn
+        removed, offset = 0, 0
+        while removed < limit:
+            ids = [
+                text(m) for m in await self.r.zrangebyscore(c.all_key, "-inf", f"({cutoff!r}", start=offset, num=_SCAN)
+            ]
+            if not ids:
+                break
+            async with self.r.pipeline(transaction=False) as pipe:
+                for aid in ids:
+                    pipe.hmget(c.approval_key(aid), ["status", "role"])
+                    pipe.get(c.doc_key(aid))
+                    pipe.hgetall(c.message_key(aid))
+                rows = await pipe.execute()
+            calls: list[tuple[list[str], list[Any]]] = []
+            for i, aid in enumerate(ids):
+                (status, role), doc, card = rows[3 * i], rows[3 * i + 1], rows[3 * i + 2]
+                if status is None or doc is None or text(status) not in _FINAL.split(","):
+                    continue
+                session = str(json.loads(text(doc)).get("session_id", ""))
+                card = {text(k): text(v) for k, v in card.items()}
+                keys = [
+                    c.approval_key(aid),
+                    c.doc_key(aid),
+                    c.all_key,
+                    f"{c.p}:due",
+                    c.chains_key,
+                    c.pending_key(text(role) or None),
+                    c.message_key(aid),
+                    c.message_ref_key(card["channel"], card["ts"]) if card else c.message_key(aid),
+                    c.run_key(session),
+                ]
+                calls.append((keys, [aid, _FINAL]))
+            gone = await self._remove("approval", cutoff, calls[: limit - removed])
+            removed += gone
+            offset += len(ids) - gone  # what was removed no longer takes a place in the index
+        return removed
+
+    async def _trust(self, cutoff: float) -> int:
+        c = self.conn
+        sessions = sorted(text(s) for s in await self.r.smembers(c.trust_sessions_key))
+        calls = [([c.trust_key(s), c.trust_sessions_key], [s]) for s in sessions]
+        return await self._remove("trust", cutoff, calls)
+
+    async def _audit(self, retention: Retention, now: float, actor: str, limit: int, done: Purged) -> Purged | None:
+        """Plan and apply the audit removal; None when another purge changed the plan's ground (plan again)."""
+        c = self.conn
+        cutoff = retention.audit_before(now)
+        chains: list[str] = []
+        lengths: list[int] = []
+        stream: list[tuple[Any, dict[str, Any]]] = []
+        if cutoff is not None:
+            due = [text(m) for m in await self.r.zrangebyscore(c.chains_key, "-inf", f"({cutoff!r}", 0, limit)]
+            async with self.r.pipeline(transaction=False) as pipe:
+                for aid in due:
+                    pipe.llen(c.audit_key(aid))
+                    pipe.lindex(c.audit_key(aid), -1)
+                rows = await pipe.execute()
+            later: dict[str, float] = {}
+            for i, aid in enumerate(due):
+                last = split_link(text(rows[2 * i + 1]))
+                at = AuditEntry.model_validate_json(last[0]).at if last is not None else 0.0
+                if at >= cutoff:  # written to after its approval went: kept, and indexed by its last entry
+                    later[aid] = at
+                else:
+                    chains.append(aid)
+                    lengths.append(int(rows[2 * i]))
+            if later:
+                await self.r.zadd(c.chains_key, later)
+        head = cast(list[tuple[Any, dict[str, Any]]], await self.r.xrange(c.events_key, count=limit + 1))
+        if cutoff is not None:
+            for xid, fields in head[:limit]:
+                entry = AuditEntry.model_validate_json(text(fields.get("e", "")))
+                if entry.at >= cutoff:
+                    break
+                stream.append((xid, fields))
+        anchor = ""
+        if stream:
+            anchor = _link(stream[-1][1])
+        elif head:
+            anchor = _prev(head[0][1])
+        purged = done.model_copy(
+            update={"chains": len(chains), "audit_entries": sum(lengths) + len(stream)}, deep=False
+        )
+        if purged.total == 0:
+            return purged
+        body = entry_body(purge_entry(purged, anchor=anchor, now=now, actor=actor, retention=retention))
+        first = text(head[0][0]) if head else ""
+        args = [first, body, json.dumps([text(x) for x, _ in stream]), json.dumps(chains)]
+        keys = [c.events_key, c.chains_key, *(c.audit_key(a) for a in chains)]
+        out = await c.call(c.purge_audit_script, keys, args)
+        return purged if text(out[0]) == "ok" else None
+
+
+def _parts(fields: dict[str, Any]) -> tuple[str, str, str]:
+    parts = split_link(text(fields.get("e", "")))
+    return parts if parts is not None else ("", "", "")
+
+
+def _link(fields: dict[str, Any]) -> str:
+    return _parts(fields)[2]
+
+
+def _prev(fields: dict[str, Any]) -> str:
+    return _parts(fields)[1]
