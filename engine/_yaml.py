@@ -81,22 +81,14 @@ def parse_model(
         return model.model_validate(data)
     except ValidationError as exc:
         node = yaml.compose(text, Loader=yaml.SafeLoader)  # only on the error path: line numbers cost a parse
-        first = exc.errors()[0]
-        loc = place(data, tuple(first["loc"]), tag)
-        msg = str(first["msg"]).removeprefix("Value error, ")
-        hint = _PLACE.match(msg)
-        if not loc and hint:  # a cross-field check names its place in the message: point at that line
-            loc = tuple(int(p[1:-1]) if p.startswith("[") else p for p in _PART.findall(hint.group(1)))
-            msg = msg[hint.end() :]
-        field = field_text(loc)
-        lineno = line_of(node, loc)
+        first = _problem(data, node, exc.errors()[0], tag)
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
         raise EngineError(
-            f"{source}:{lineno}: {what} field '{field}': {msg}{more}",
+            f"{source}:{first.line}: {what} field '{first.field}': {first.message}{more}",
             code=code,
             source=source,
-            line=lineno,
-            field=field,
+            line=first.line,
+            field=first.field,
         ) from None
 
 
@@ -126,12 +118,18 @@ def read_model(
         return model.model_validate(data or {}, context=context), []
     except ValidationError as exc:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        found = []
-        for error in exc.errors():
-            loc = place(data, tuple(error["loc"]), tag)
-            message = str(error["msg"]).removeprefix("Value error, ")
-            found.append(Problem(line_of(node, loc), field_text(loc), message))
-        return None, found
+        return None, [_problem(data, node, error, tag) for error in exc.errors()]
+
+
+def _problem(data: Any, node: Any, error: Any, tag: Tag | None) -> Problem:
+    """One pydantic error as a problem at its place in the file (a union's tags left out)."""
+    loc = place(data, tuple(error["loc"]), tag)
+    message = str(error["msg"]).removeprefix("Value error, ")
+    hint = _PLACE.match(message)
+    if not loc and hint:  # a cross-field check names its place in the message: point at that line
+        loc = tuple(int(p[1:-1]) if p.startswith("[") else p for p in _PART.findall(hint.group(1)))
+        message = message[hint.end() :]
+    return Problem(line_of(node, loc), field_text(loc), message)
 
 
 def line_of(node: Any, loc: tuple[Any, ...]) -> int:

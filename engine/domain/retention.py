@@ -117,8 +117,6 @@ class Purged(BaseModel):
     claims: int = 0
     jobs: int = 0
     trust: int = 0
-    tallies: int = 0
-    """Hours of metric counts."""
     chains: int = 0
     """Approval audit chains, removed whole."""
     audit_entries: int = 0

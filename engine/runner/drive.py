@@ -50,14 +50,13 @@ class Drive:
     """Approvals a pause found already answered (the same action asked before): the step goes on with them."""
     committed: bool = False
     """True once anything was written (a start whose first commit is refused never existed)."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Steps running at the same time (parallel branches, workers) share the run: one commit at a time."""
 
     @property
     def pending(self) -> bool:
         """Writes are waiting for a commit."""
         return self.dirty or self.outcome is not None or bool(self.events)
-
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """Steps running at the same time (parallel branches, workers) share the run: one commit at a time."""
 
     async def commit(
         self, *, claim: ClaimIntent | None = None, ask: Approval | None = None, release: bool = False

@@ -106,7 +106,7 @@ class Runner:
     async def _start(self, wf: LoadedWorkflow, tools: dict[str, Tool], drive: Drive) -> RunResult:
         async with self.kit.driving(drive):
             state = drive.state
-            self._event(state, "run_started", f"{wf.spec.name} by {state.requester}")
+            self.kit.event(state, "run_started", f"{wf.spec.name} by {state.requester}")
             return await self._drive(wf, tools, state)
 
     async def resume(
@@ -132,7 +132,7 @@ class Runner:
             state.vars = resolve_vars(wf, {**state.vars, **overrides})
             names = ", ".join(sorted(overrides))
             state.history.append(f"variables changed by {actor}: {names}")
-            self._event(state, "run_vars_changed", f"by {actor}: {names}")
+            self.kit.event(state, "run_vars_changed", f"by {actor}: {names}")
         if wf.spec_hash != state.spec_hash:
             what = describe_changes(state.step_hashes, wf.step_hashes)
             if not force:
@@ -154,7 +154,7 @@ class Runner:
             state.spec_hash, state.step_hashes = wf.spec_hash, wf.step_hashes
         state.status = RunStatus.RUNNING
         await self.kit.save(state)
-        self._event(state, "run_resumed", f"by {actor} at step {state.position + 1}")
+        self.kit.event(state, "run_resumed", f"by {actor} at step {state.position + 1}")
         return await self._drive(wf, self._load(wf), state)
 
     async def load(self, session_id: str) -> RunState:
@@ -189,7 +189,7 @@ class Runner:
             # the approval it would pause on was asked and answered before: go on with it
         state.status, state.reason, state.waiting = RunStatus.COMPLETED, None, None
         await self.kit.save(state)
-        self._event(state, "run_completed", f"{len(wf.by_id)} steps")
+        self.kit.event(state, "run_completed", f"{len(wf.by_id)} steps")
         await self.kit.drive(state).commit(release=True)
         await self._finished(state)
         return self._result(state)
@@ -205,7 +205,7 @@ class Runner:
         leftover = self._leftover(state, halt)
         await self.kit.save(state)
         waiting = f" on {approval.id}" if approval else ""
-        self._event(state, f"run_{halt.status}", f"{halt.reason or ''}{waiting}".strip())
+        self.kit.event(state, f"run_{halt.status}", f"{halt.reason or ''}{waiting}".strip())
         done = await drive.commit(ask=ask, release=True)
         if not done.applied:
             drive.asks.clear()
@@ -256,9 +256,6 @@ class Runner:
             )
         except Exception:  # the run's end is recorded; a lost notice must not turn it into a failure
             log.exception("could not queue run.finished for %s", state.session_id)
-
-    def _event(self, state: RunState, event: str, detail: str) -> None:
-        self.kit.event(state, event, detail)
 
     def _load(self, wf: LoadedWorkflow) -> dict[str, Tool]:
         key = wf.spec_hash

@@ -92,7 +92,9 @@ class StepKit:
         re-evaluates the policy or re-counts rolling windows. It is consumed here: a later iteration of the same
         step proposes its own approval.
         """
-        wanted = state.waits.get(step_id) or state.waiting
+        wanted = state.waits.get(step_id)
+        if wanted is None and state.waiting not in state.waits.values():
+            wanted = state.waiting  # a run that waits on one step (a chain): its approval; else another step's
         if wanted is None:
             return None
         drive = self.drive(state)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import graphlib
 import hashlib
 import json
 import time
@@ -169,25 +170,12 @@ def _pattern_problems(pattern: Pattern, ids: set[str]) -> list[tuple[Where, str]
 
 
 def _cycle(deps: dict[str, tuple[str, ...]]) -> list[str]:
-    """One cycle in the dependency graph, if there is one (as the path that closes it)."""
-    state: dict[str, int] = {}
-    path: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        state[node] = 1
-        path.append(node)
-        for dep in deps.get(node, ()):
-            if state.get(dep) == 1:
-                return [*path[path.index(dep) :], dep]
-            if dep in deps and dep not in state and (found := visit(dep)):
-                return found
-        path.pop()
-        state[node] = 2
-        return []
-
-    for node in deps:
-        if node not in state and (found := visit(node)):
-            return found
+    """One cycle in the dependency graph, if there is one, as the path that closes it (``a -> b -> a``: a depends
+    on b, which depends on a). Unknown dependencies are reported on their own."""
+    try:
+        graphlib.TopologicalSorter({n: [d for d in ds if d in deps] for n, ds in deps.items()}).prepare()
+    except graphlib.CycleError as exc:
+        return list(reversed(exc.args[1]))  # graphlib lists each node before the ones that depend on it
     return []
 
 
@@ -203,6 +191,25 @@ class LoadedWorkflow(BaseModel):
     """Every step by id (pattern roles included)."""
     flow: Pattern | None = None
     """The pattern the run follows (``spec.flow``, built once)."""
+
+    @classmethod
+    def of(cls, spec: Workflow, path: Path, text: str) -> LoadedWorkflow:
+        """``spec``, validated from ``text`` at ``path``, with its steps by id and the hashes resume compares."""
+        steps = {s.id: _digest(s.model_dump(mode="json", by_alias=True)) for _, s in spec.placed()}
+        if spec.pattern is not None:
+            steps["pattern"] = _digest(spec.pattern.model_dump(mode="json", by_alias=True))
+        steps.update({f"agent:{n}": _digest(a.model_dump(mode="json", by_alias=True)) for n, a in spec.agents.items()})
+        steps["runtime"] = _digest(spec.runtime.model_dump(mode="json"))
+        steps.update({f"tool:{n}": _digest(t.model_dump(mode="json", by_alias=True)) for n, t in spec.tools.items()})
+        steps["vars"] = _digest(spec.vars)
+        return cls(
+            spec=spec,
+            path=path,
+            spec_hash=hashlib.sha256(text.encode()).hexdigest(),
+            step_hashes=steps,
+            by_id={s.id: s for _, s in spec.placed()},
+            flow=spec.flow,
+        )
 
     def step(self, step_id: str) -> Step:
         return self.by_id[step_id]
@@ -245,15 +252,7 @@ def _parse(p: Path, text: str, path: str | Path) -> LoadedWorkflow:
     spec = parse_model(
         text, Workflow, code=ErrorCode.WORKFLOW_INVALID, what="workflow", source=str(path), tag=union_tag
     )
-    steps = {s.id: _digest(s.model_dump(mode="json", by_alias=True)) for _, s in spec.placed()}
-    if spec.pattern is not None:
-        steps["pattern"] = _digest(spec.pattern.model_dump(mode="json", by_alias=True))
-    steps.update({f"agent:{n}": _digest(a.model_dump(mode="json", by_alias=True)) for n, a in spec.agents.items()})
-    steps["runtime"] = _digest(spec.runtime.model_dump(mode="json"))
-    steps.update({f"tool:{n}": _digest(t.model_dump(mode="json", by_alias=True)) for n, t in spec.tools.items()})
-    steps["vars"] = _digest(spec.vars)
-    by_id = {s.id: s for _, s in spec.placed()}
-    loaded = LoadedWorkflow(spec=spec, path=p, spec_hash=digest, step_hashes=steps, by_id=by_id, flow=spec.flow)
+    loaded = LoadedWorkflow.of(spec, p, text)
     if len(_LOADED) > 256:
         _LOADED.clear()
     _LOADED[(str(p), digest)] = loaded

@@ -38,8 +38,5 @@ def validate_workflow(path: str | Path) -> list[Problem]:
         if not (p.parent / spec.runtime.script).is_file():
             out.append(at(("runtime", "script"), f"{spec.runtime.script} does not exist beside the workflow"))
     if not out:  # templates are checked against references that exist
-        loaded = LoadedWorkflow(
-            spec=spec, path=p, spec_hash="", step_hashes={}, by_id={s.id: s for _, s in spec.placed()}
-        )
-        out = [at(loc, msg) for loc, msg in template_problems(loaded)]
+        out = [at(loc, msg) for loc, msg in template_problems(LoadedWorkflow.of(spec, p, text))]
     return sorted(out, key=lambda problem: problem.line)

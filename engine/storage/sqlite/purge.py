@@ -87,6 +87,11 @@ def _records(c: sqlite3.Connection, before: float, limit: int) -> Purged:
     for aid in approvals:
         c.execute("DELETE FROM approvals WHERE id = ?", (aid,))
         c.execute("DELETE FROM messages WHERE approval_id = ?", (aid,))
+        c.execute(  # its chain stays, for the audit retention, which finds it here
+            "INSERT OR REPLACE INTO kept_chains (approval_id, last_at) "
+            "SELECT approval_id, MAX(at) FROM audit WHERE approval_id = ? GROUP BY approval_id",
+            (aid,),
+        )
     # Claims have no finish time of their own: the lease they last held is when they last ran (a running claim
     # renews it), and they are kept a grace period longer than what they served.
     claims = c.execute(
@@ -105,15 +110,21 @@ def _records(c: sqlite3.Connection, before: float, limit: int) -> Purged:
 
 
 def _chains(c: sqlite3.Connection, before: float, limit: int) -> list[tuple[str, int]]:
-    """Approval chains to remove whole: their approval is gone and their last entry is older than ``before``."""
-    return [
-        (str(aid), int(n))
-        for aid, n in c.execute(
-            "SELECT approval_id, COUNT(*) FROM audit WHERE approval_id IS NOT NULL "
-            "AND approval_id NOT IN (SELECT id FROM approvals) GROUP BY approval_id HAVING MAX(at) < ? LIMIT ?",
-            (before, limit),
-        )
-    ]
+    """Approval chains to remove whole, with their lengths: their approval is gone and their last entry is older
+    than ``before``. A chain written to after its approval went is kept, and indexed by its new last entry."""
+    out: list[tuple[str, int]] = []
+    due = c.execute(
+        "SELECT approval_id FROM kept_chains WHERE last_at < ? ORDER BY last_at LIMIT ?", (before, limit)
+    ).fetchall()
+    for (aid,) in due:
+        n, last = c.execute("SELECT COUNT(*), MAX(at) FROM audit WHERE approval_id = ?", (aid,)).fetchone()
+        if last is not None and last >= before:
+            c.execute("UPDATE kept_chains SET last_at = ? WHERE approval_id = ?", (last, aid))
+            continue
+        c.execute("DELETE FROM kept_chains WHERE approval_id = ?", (aid,))
+        if n:
+            out.append((str(aid), int(n)))
+    return out
 
 
 def _events_prefix(c: sqlite3.Connection, before: float, limit: int) -> list[tuple[int, str]]:

@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS claims (
     lease_until REAL NOT NULL,
     result TEXT
 );
+CREATE INDEX IF NOT EXISTS claims_finished ON claims (lease_until) WHERE state IN ('succeeded', 'failed');
 
 CREATE TABLE IF NOT EXISTS checkpoints (
     run_id TEXT PRIMARY KEY,
@@ -84,6 +85,12 @@ CREATE TABLE IF NOT EXISTS audit (
     link TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS audit_by_approval ON audit (approval_id, seq);
+-- The chains retention keeps after removing their approval, by their last entry (the audit retention removes them).
+CREATE TABLE IF NOT EXISTS kept_chains (
+    approval_id TEXT PRIMARY KEY,
+    last_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kept_chains_by_time ON kept_chains (last_at);
 -- Append-only: the database itself refuses to rewrite history.
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
     BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
