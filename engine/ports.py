@@ -262,6 +262,10 @@ class Purger(Protocol):
         nothing. Anything removed is audited, in a run-level ``purged`` entry naming the counts."""
         ...
 
+    async def due(self, retention: Retention, *, now: float) -> Purged:
+        """What purging at ``now`` until nothing is left would remove, removing nothing (``hitl purge --dry-run``)."""
+        ...
+
 
 class MessageMap(Protocol):
     """Where each approval's card was posted, both ways."""

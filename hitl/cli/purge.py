@@ -41,13 +41,17 @@ AuditRetentionOpt = Annotated[
 def purge(
     retention: RetentionOpt = None,
     audit_retention: AuditRetentionOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be removed, and remove nothing.")
+    ] = False,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
 ) -> None:
     """Remove what ended longer ago than the retention, and audit chains older than the audit retention.
 
-    The removal is audited (a `purged` entry naming the counts) and `hitl audit verify` still passes after it.
-    `hitl serve` purges every hour with the same settings; run this for a store no server runs against."""
+    Use --dry-run to count it first. The removal is audited (a `purged` entry naming the counts) and `hitl audit verify`
+    still passes after it. `hitl serve` purges every hour with the same settings; run this for a store no server
+    runs against."""
     out = Out(as_json=as_json)
     try:
         horizons = Retention.parse(retention, audit_retention)
@@ -57,17 +61,22 @@ def purge(
 
     async def work() -> int:
         async with open_runtime(settings.runtime) as rt:
-            done = await purge_all(rt.store, horizons, now=rt.clock.now(), actor=f"cli:{_user()}")
+            now = rt.clock.now()
+            if dry_run:
+                done = await rt.store.purger.due(horizons, now=now)
+            else:
+                done = await purge_all(rt.store, horizons, now=now, actor=f"cli:{_user()}")
         counts = done.model_dump()
+        heading = "would remove" if dry_run else "removed"
         if out.json:
-            out.emit({"retention": horizons.describe(), "removed": counts})
+            out.emit({"retention": horizons.describe(), "dry_run": dry_run, heading.replace(" ", "_"): counts})
             return 0
         out.text(("retention: ", "dim"), horizons.describe())
         if done.total == 0:
             out.text("nothing to remove")
             return 0
         table = Table(box=None, pad_edge=False)
-        table.add_column("removed")
+        table.add_column(heading)
         table.add_column("count", justify="right")
         for name, n in counts.items():
             if n:

@@ -104,6 +104,15 @@ async def test_a_purge_keeps_the_trail_verifiable_and_a_removal_by_hand_still_sh
         await store.audit.append(AuditEntry(at=time.time(), actor="cli", event="forced_resume", detail="recent"))
     finally:
         await store.close()
+    code, said = await asyncio.to_thread(_purge, url, "--dry-run", "--json")
+    assert code == 0 and json.loads(said)["would_remove"]["audit_entries"] == 3 and json.loads(said)["dry_run"]
+    code, said = await asyncio.to_thread(_purge, url, "--dry-run")
+    assert code == 0 and [line.split() for line in said.splitlines()[1:]] == [
+        ["would", "remove", "count"],
+        ["audit", "entries", "3"],
+    ]
+    code, intact = await asyncio.to_thread(_verify, url)
+    assert intact["checked"] == 4  # the dry run removed nothing, and wrote nothing
     code, said = await asyncio.to_thread(_purge, url, "--retention", "30d", "--audit-retention", "400d", "--json")
     assert code == 0 and json.loads(said)["removed"]["audit_entries"] == 3
     code, intact = await asyncio.to_thread(_verify, url)

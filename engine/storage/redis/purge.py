@@ -10,7 +10,7 @@ from typing import Any, cast
 from redis.asyncio.client import Pipeline
 
 from engine.domain.records import AuditEntry
-from engine.domain.retention import CLAIM_GRACE, Purged, Retention, purge_entry
+from engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, Purged, Retention, purge_entry
 from engine.domain.states import TERMINAL
 from engine.storage.redis.codec import entry_body, split_link, text
 from engine.storage.redis.connection import RedisConnection, store_errors
@@ -20,6 +20,8 @@ __all__ = ["RedisPurger"]
 _FINAL = ",".join(sorted(str(s) for s in TERMINAL))
 _SCAN = 500
 """Index entries read per round trip."""
+_ALL = 2**62
+"""No limit."""
 
 
 @store_errors
@@ -45,6 +47,61 @@ class RedisPurger:
             if planned is not None:
                 return planned
         return done
+
+    async def due(self, retention: Retention, *, now: float) -> Purged:
+        """What :meth:`purge` would remove at ``now`` (all of it, not one round), read without removing anything."""
+        c = self.conn
+        records, audit = retention.records_before(now), retention.audit_before(now)
+        runs = claims = trust = 0
+        leaving: list[str] = []
+        if records is not None:
+            ended = await self._due(c.ended_key, records, _ALL)
+            async with self.r.pipeline(transaction=False) as pipe:
+                for run_id in ended:
+                    pipe.hmget(c.run_key(run_id), ["status", "updated_at"])
+                rows = await pipe.execute()
+            runs = sum(1 for st, at in rows if st and text(st) not in (*LIVE_RUN_STATUSES, "") and float(at) < records)
+            offset = 0
+            while (page := await self._approval_page(records, offset)) is not None:
+                leaving += [aid for aid, _ in page[1]]
+                offset += page[0]
+            finished = await self._due(c.finished_claims_key, records - CLAIM_GRACE, _ALL)
+            async with self.r.pipeline(transaction=False) as pipe:
+                for key in finished:
+                    pipe.hget(c.claim_key(key), "state")
+                claims = sum(1 for st in await pipe.execute() if text(st) in ("succeeded", "failed"))
+            for session in await self.r.smembers(c.trust_sessions_key):
+                grants = await self.r.hgetall(c.trust_key(text(session)))
+                trust += sum(1 for v in grants.values() if float(json.loads(text(v))[0]) < records)
+        chains = entries = 0
+        if audit is not None:
+            kept = [text(m) for m in await self.r.zrangebyscore(c.chains_key, "-inf", f"({audit!r}")]
+            async with self.r.pipeline(transaction=False) as pipe:
+                for aid in [*kept, *leaving]:
+                    pipe.llen(c.audit_key(aid))
+                    pipe.lindex(c.audit_key(aid), -1)
+                rows = await pipe.execute()
+            for n, last in zip(rows[::2], rows[1::2], strict=True):
+                parts = split_link(text(last))
+                if parts is not None and AuditEntry.model_validate_json(parts[0]).at < audit:
+                    chains, entries = chains + 1, entries + int(n)
+            entries += await self._old_events(audit)
+        return Purged(
+            runs=runs, approvals=len(leaving), claims=claims, trust=trust, chains=chains, audit_entries=entries
+        )
+
+    async def _old_events(self, before: float) -> int:
+        """How many of the run-level chain's oldest entries are older than ``before`` (its removable prefix)."""
+        c, n, start = self.conn, 0, "-"
+        while True:
+            page = cast(list[tuple[Any, dict[str, Any]]], await self.r.xrange(c.events_key, start, "+", count=_SCAN))
+            for _, fields in page:
+                if AuditEntry.model_validate_json(text(fields.get("e", ""))).at >= before:
+                    return n
+                n += 1
+            if len(page) < _SCAN:
+                return n
+            start = f"({text(page[-1][0])}"
 
     async def _remove(self, kind: str, cutoff: float, calls: list[tuple[list[str], list[Any]]]) -> int:
         if not calls:
@@ -73,43 +130,59 @@ class RedisPurger:
     async def _approvals(self, cutoff: float, limit: int) -> int:
         # Approvals by creation time: one created after the cutoff cannot have ended before it. Ones kept (not
         # final yet, or their run still reads them) are passed over, so the scan goes on past them.
-        c = self.conn
         removed, offset = 0, 0
         while removed < limit:
-            ids = [
-                text(m) for m in await self.r.zrangebyscore(c.all_key, "-inf", f"({cutoff!r}", start=offset, num=_SCAN)
-            ]
-            if not ids:
+            found = await self._approval_page(cutoff, offset)
+            if found is None:
                 break
-            async with self.r.pipeline(transaction=False) as pipe:
-                for aid in ids:
-                    pipe.hmget(c.approval_key(aid), ["status", "role"])
-                    pipe.get(c.doc_key(aid))
-                    pipe.hgetall(c.message_key(aid))
-                rows = await pipe.execute()
-            calls: list[tuple[list[str], list[Any]]] = []
-            for i, aid in enumerate(ids):
-                (status, role), doc, card = rows[3 * i], rows[3 * i + 1], rows[3 * i + 2]
-                if status is None or doc is None or text(status) not in _FINAL.split(","):
-                    continue
-                session = str(json.loads(text(doc)).get("session_id", ""))
-                card = {text(k): text(v) for k, v in card.items()}
-                keys = [
-                    c.approval_key(aid),
-                    c.doc_key(aid),
-                    c.all_key,
-                    f"{c.p}:due",
-                    c.chains_key,
-                    c.pending_key(text(role) or None),
-                    c.message_key(aid),
-                    c.message_ref_key(card["channel"], card["ts"]) if card else c.message_key(aid),
-                    c.run_key(session),
-                ]
-                calls.append((keys, [aid, _FINAL]))
-            gone = await self._remove("approval", cutoff, calls[: limit - removed])
+            scanned, calls = found
+            gone = await self._remove(
+                "approval", cutoff, [(keys, [aid, _FINAL]) for aid, keys in calls][: limit - removed]
+            )
             removed += gone
-            offset += len(ids) - gone  # what was removed no longer takes a place in the index
+            offset += scanned - gone  # what was removed no longer takes a place in the index
         return removed
+
+    async def _approval_page(self, cutoff: float, offset: int) -> tuple[int, list[tuple[str, list[str]]]] | None:
+        """One page of the creation-time index from ``offset``: how many entries it held, and the approvals in it
+        that retention removes now with the keys the removal script takes (None past the last page)."""
+        c = self.conn
+        ids = [text(m) for m in await self.r.zrangebyscore(c.all_key, "-inf", f"({cutoff!r}", start=offset, num=_SCAN)]
+        if not ids:
+            return None
+        async with self.r.pipeline(transaction=False) as pipe:
+            for aid in ids:
+                pipe.hmget(c.approval_key(aid), ["status", "role", "updated_at"])
+                pipe.get(c.doc_key(aid))
+                pipe.hgetall(c.message_key(aid))
+            rows = await pipe.execute()
+        due: list[tuple[str, list[str], str]] = []
+        for i, aid in enumerate(ids):
+            (status, role, updated), doc, card = rows[3 * i], rows[3 * i + 1], rows[3 * i + 2]
+            if status is None or doc is None or text(status) not in _FINAL.split(","):
+                continue
+            if float(text(updated) or 0) >= cutoff:
+                continue
+            session = str(json.loads(text(doc)).get("session_id", ""))
+            card = {text(k): text(v) for k, v in card.items()}
+            keys = [
+                c.approval_key(aid),
+                c.doc_key(aid),
+                c.all_key,
+                f"{c.p}:due",
+                c.chains_key,
+                c.pending_key(text(role) or None),
+                c.message_key(aid),
+                c.message_ref_key(card["channel"], card["ts"]) if card else c.message_key(aid),
+                c.run_key(session),
+            ]
+            due.append((aid, keys, session))
+        async with self.r.pipeline(transaction=False) as pipe:
+            for _, _, session in due:
+                pipe.hget(c.run_key(session), "status")
+            runs = [text(x) for x in await pipe.execute()] if due else []
+        calls = [(aid, keys) for (aid, keys, _), run in zip(due, runs, strict=True) if run not in LIVE_RUN_STATUSES]
+        return len(ids), calls
 
     async def _trust(self, cutoff: float) -> int:
         c = self.conn

@@ -27,37 +27,59 @@ class SqlitePurger:
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db
 
-    async def purge(self, retention: Retention, *, now: float, actor: str = "retention", limit: int = 500) -> Purged:
+    async def due(self, retention: Retention, *, now: float) -> Purged:
         def tx(c: sqlite3.Connection) -> Purged:
-            c.execute("DELETE FROM tallies WHERE hour < ?", (hour_of(now - TALLY_KEEP),))  # kept by age alone
-            records = retention.records_before(now)
-            audit = retention.audit_before(now)
-            done = _records(c, records, limit) if records is not None else Purged()
-            chains = _chains(c, audit, limit) if audit is not None else []
-            events = _events_prefix(c, audit, limit) if audit is not None else []
-            lengths = [n for _, n in chains]
-            purged = done.model_copy(update={"chains": len(chains), "audit_entries": sum(lengths) + len(events)})
-            if purged.total == 0:
-                return purged
-            if events:
-                anchor = events[-1][1]
-            else:
-                first = c.execute("SELECT prev FROM audit WHERE approval_id IS NULL ORDER BY seq LIMIT 1").fetchone()
-                anchor = first[0] if first is not None else ""
-            # The purge entry first (it chains onto the newest entry, which stays unless it is old too), then the
-            # removal, under the permit the append-only trigger asks for.
-            insert_audit(c, purge_entry(purged, anchor=anchor, now=now, actor=actor, retention=retention))
-            c.execute("INSERT INTO audit_purge (permit) VALUES (1)")
-            if events:
-                c.execute("DELETE FROM audit WHERE approval_id IS NULL AND seq <= ?", (events[-1][0],))
-            ids = [aid for aid, _ in chains]
-            for start in range(0, len(ids), 500):
-                part = ids[start : start + 500]
-                c.execute(f"DELETE FROM audit WHERE approval_id IN ({_marks(part)})", part)
-            c.execute("DELETE FROM audit_purge")
-            return purged
+            raise _Undo(_purge(c, retention, now, "preview", _ALL))
 
-        return await self.db.run(tx, blocking=True)  # up to ``limit`` of each kind: off the loop
+        try:
+            return await self.db.run(tx, blocking=True)
+        except _Undo as undone:  # the whole purge, rolled back: exactly what it would remove, nothing removed
+            return undone.purged
+
+    async def purge(self, retention: Retention, *, now: float, actor: str = "retention", limit: int = 500) -> Purged:
+        # Up to ``limit`` of each kind, off the loop: the write lock is held for one round, never a whole purge.
+        return await self.db.run(lambda c: _purge(c, retention, now, actor, limit), blocking=True)
+
+
+class _Undo(Exception):
+    def __init__(self, purged: Purged) -> None:
+        super().__init__("preview")
+        self.purged = purged
+
+
+_ALL = 2**62
+"""No limit (a preview counts everything due)."""
+
+
+def _purge(c: sqlite3.Connection, retention: Retention, now: float, actor: str, limit: int) -> Purged:
+    """One purge, in the caller's transaction (see the module docstring)."""
+    c.execute("DELETE FROM tallies WHERE hour < ?", (hour_of(now - TALLY_KEEP),))  # kept by age alone
+    records = retention.records_before(now)
+    audit = retention.audit_before(now)
+    done = _records(c, records, limit) if records is not None else Purged()
+    chains = _chains(c, audit, limit) if audit is not None else []
+    events = _events_prefix(c, audit, limit) if audit is not None else []
+    lengths = [n for _, n in chains]
+    purged = done.model_copy(update={"chains": len(chains), "audit_entries": sum(lengths) + len(events)})
+    if purged.total == 0:
+        return purged
+    if events:
+        anchor = events[-1][1]
+    else:
+        first = c.execute("SELECT prev FROM audit WHERE approval_id IS NULL ORDER BY seq LIMIT 1").fetchone()
+        anchor = first[0] if first is not None else ""
+    # The purge entry first (it chains onto the newest entry, which stays unless it is old too), then the
+    # removal, under the permit the append-only trigger asks for.
+    insert_audit(c, purge_entry(purged, anchor=anchor, now=now, actor=actor, retention=retention))
+    c.execute("INSERT INTO audit_purge (permit) VALUES (1)")
+    if events:
+        c.execute("DELETE FROM audit WHERE approval_id IS NULL AND seq <= ?", (events[-1][0],))
+    ids = [aid for aid, _ in chains]
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        c.execute(f"DELETE FROM audit WHERE approval_id IN ({_marks(part)})", part)
+    c.execute("DELETE FROM audit_purge")
+    return purged
 
 
 def _records(c: sqlite3.Connection, before: float, limit: int) -> Purged:

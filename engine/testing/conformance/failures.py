@@ -60,6 +60,7 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "audit.entries": lambda: store.audit.entries(),
         "audit.verify": lambda: store.audit.verify(),
         "purger.purge": lambda: store.purger.purge(Retention(), now=now),
+        "purger.due": lambda: store.purger.due(Retention(), now=now),
         "messages.set": lambda: store.messages.set(a.id, ref),
         "messages.get": lambda: store.messages.get(a.id),
         "messages.approval_for": lambda: store.messages.approval_for(ref),
@@ -81,4 +82,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 36  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 37  # every method of every port, plus ping: a new method needs a line here

@@ -37,6 +37,16 @@ async def _run(store: Store, clock: FakeClock, run_id: str, status: str) -> None
         await store.runs.save(run_id, {"status": status}, expected_version=version, now=clock.now())
 
 
+async def _purge(store: Store, now: float) -> Purged:
+    """Purge, after checking that a dry run says exactly what the purge removes, and removes nothing itself."""
+    trail = await store.audit.entries(limit=100_000)
+    preview = await store.purger.due(MONTH, now=now)
+    assert await store.audit.entries(limit=100_000) == trail
+    done = await store.purger.purge(MONTH, now=now)
+    assert preview == done
+    return done
+
+
 def _counts(p: Purged) -> dict[str, int]:
     """What a purge removed, but done jobs (Redis deletes a job when it is acknowledged; SQLite keeps it till now)."""
     return {k: v for k, v in p.model_dump().items() if k != "jobs" and v}
@@ -69,11 +79,11 @@ class RetentionConformance:
         entries = len(await store.audit.entries())
 
         clock.set(t0 + 29 * DAY)
-        assert (await store.purger.purge(MONTH, now=clock.now())).total == 0
+        assert (await _purge(store, clock.now())).total == 0
         assert len(await store.audit.entries()) == entries  # nothing removed: nothing written
 
         clock.set(t0 + 30 * DAY + 100)
-        purged = await store.purger.purge(MONTH, now=clock.now())
+        purged = await _purge(store, clock.now())
         assert _counts(purged) == {"runs": 1, "approvals": 1, "trust": 1}
         with pytest.raises(NotFound):
             await store.approvals.get(done)
@@ -92,10 +102,10 @@ class RetentionConformance:
         assert (await store.audit.verify())[1] is None
 
         clock.advance(DAY)
-        assert _counts(await store.purger.purge(MONTH, now=clock.now())) == {"claims": 1}
+        assert _counts(await _purge(store, clock.now())) == {"claims": 1}
         assert await store.ledger.get("call:done") is None
         assert await store.ledger.get("call:running") is not None  # never finished: never removed
-        assert (await store.purger.purge(MONTH, now=clock.now())).total == 0
+        assert (await _purge(store, clock.now())).total == 0
         assert (await store.audit.verify())[1] is None
 
     async def test_audit_chains_go_after_the_audit_horizon_and_the_trail_still_verifies(
@@ -106,13 +116,13 @@ class RetentionConformance:
         gone = await _rejected(store, clock, "s-old")
         kept = await _rejected(store, clock, "s-old", key="other")
         clock.set(t0 + 31 * DAY)
-        assert _counts(await store.purger.purge(MONTH, now=clock.now())) == {"approvals": 2}
+        assert _counts(await _purge(store, clock.now())) == {"approvals": 2}
         await store.audit.append(AuditEntry(at=clock.now(), actor="cli", event="forced_resume", detail="new"))
         # ``kept``'s chain has a late entry: a chain goes only when all of it is older than the horizon.
         await store.audit.append(AuditEntry(at=t0 + 200 * DAY, actor="w", event="note", approval_id=kept))
 
         clock.set(t0 + 401 * DAY)
-        purged = await store.purger.purge(MONTH, now=clock.now())
+        purged = await _purge(store, clock.now())
         assert _counts(purged) == {"chains": 1, "audit_entries": 3}  # gone's two entries and the old run-level one
         assert await store.audit.entries(approval_id=gone) == []
         assert [e.event for e in await store.audit.entries(approval_id=kept)] == ["created", "decided", "note"]
@@ -122,7 +132,7 @@ class RetentionConformance:
         assert broken is None and checked == 6
 
         clock.set(t0 + 900 * DAY)  # everything is old now, the purge entries too: the chain starts at the new one
-        purged = await store.purger.purge(MONTH, now=clock.now())
+        purged = await _purge(store, clock.now())
         assert _counts(purged) == {"chains": 1, "audit_entries": 6}
         assert [e.event for e in await store.audit.entries()] == [PURGE_EVENT]
         assert (await store.audit.verify()) == (1, None)
