@@ -272,7 +272,10 @@ class RunView(_Out):
     workflow: str | None
     position: int | None
     approval: ApprovalView | None
-    """The approval the run waits on, when paused."""
+    """The approval the run waits on, when paused (the first of ``waiting``)."""
+    waiting: list[ApprovalView] = Field(default_factory=list)
+    """Every approval the run waits on: steps that run at the same time (parallel branches, workers) may each wait
+    on one, and a decision on any of them resumes the run."""
     reason: str | None = None
 
 

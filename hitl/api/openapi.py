@@ -158,7 +158,7 @@ def document() -> dict[str, Any]:
         },
         "/api/v1/runs/{id}": {
             "get": _op(
-                "Where a run stands, with the approval it waits on", ("200", m.RunView), ["403", "404"], path=["id"]
+                "Where a run stands, with the approvals it waits on", ("200", m.RunView), ["403", "404"], path=["id"]
             )
         },
         "/api/v1/runs/{id}/resume": {

@@ -8,10 +8,11 @@ from pathlib import Path
 from aiohttp import web
 
 from engine.api_spec import Scope
+from engine.domain.models import Approval
 from engine.errors import EngineError, ErrorCode, NotFound
 from engine.runner.outcomes import RunResult
 from engine.runner.spec import load_workflow
-from engine.runner.state import RunState
+from engine.runner.state import RunState, RunStatus
 
 from .context import CONTEXT, ApiContext, body_of, caller_of
 from .models import ApprovalView, ResumeRequest, RunStartRequest, RunView
@@ -21,15 +22,33 @@ from .tokens import Caller
 __all__ = ["routes"]
 
 
-def _view(result: RunResult, workflow: str | None) -> RunView:
+async def _view(ctx: ApiContext, result: RunResult, workflow: str | None) -> RunView:
+    waiting = [result.approval] if result.approval is not None else []
+    if result.status is RunStatus.PAUSED:  # the others its parallel steps wait on, from the checkpoint
+        found = await ctx.lifecycle.store.runs.load(result.session_id)
+        if found is not None:
+            waiting = await _waiting(ctx, RunState.model_validate({**found[0], "version": found[1]}))
     return RunView(
         session_id=result.session_id,
         status=str(result.status),
         workflow=workflow,
         position=None,
         approval=ApprovalView.of(result.approval) if result.approval is not None else None,
+        waiting=[ApprovalView.of(a) for a in waiting],
         reason=result.reason,
     )
+
+
+async def _waiting(ctx: ApiContext, state: RunState) -> list[Approval]:
+    """The approvals ``state`` waits on, the one it names first first (one removed meanwhile is left out)."""
+    ids = sorted(state.waiting_on(), key=lambda i: (i != state.waiting, i))
+    out = []
+    for approval_id in ids:
+        try:
+            out.append(await ctx.lifecycle.store.approvals.get(approval_id))
+        except NotFound:
+            continue
+    return out
 
 
 async def start(request: web.Request) -> web.Response:
@@ -47,7 +66,7 @@ async def start(request: web.Request) -> web.Response:
         result = await ctx.lifecycle.start(workflow, body.vars, session_id=body.session_id, requester=caller.reviewer)
     except EngineError as exc:
         raise from_engine(exc) from None
-    return web.json_response(_view(result, workflow.spec.name).model_dump(mode="json"), status=201)
+    return web.json_response((await _view(ctx, result, workflow.spec.name)).model_dump(mode="json"), status=201)
 
 
 async def _state(ctx: ApiContext, session_id: str) -> RunState:
@@ -61,18 +80,14 @@ async def status(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.READ)
     state = await _state(ctx, request.match_info["id"])
-    approval = None
-    if state.waiting:
-        try:
-            approval = ApprovalView.of(await ctx.lifecycle.store.approvals.get(state.waiting))
-        except NotFound:
-            approval = None
+    waiting = [ApprovalView.of(a) for a in await _waiting(ctx, state)]
     view = RunView(
         session_id=state.session_id,
         status=str(state.status),
         workflow=state.workflow,
         position=state.position,
-        approval=approval,
+        approval=waiting[0] if waiting else None,
+        waiting=waiting,
         reason=state.reason,
     )
     return web.json_response(view.model_dump(mode="json"))
@@ -87,7 +102,7 @@ async def resume(request: web.Request) -> web.Response:
         result = await ctx.lifecycle.resume(state.session_id, force=body.force, actor=caller.via, overrides=body.vars)
     except EngineError as exc:
         raise from_engine(exc) from None
-    return web.json_response(_view(result, state.workflow).model_dump(mode="json"))
+    return web.json_response((await _view(ctx, result, state.workflow)).model_dump(mode="json"))
 
 
 def routes() -> list[web.RouteDef]:

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from engine.api_spec import EventKind
@@ -344,3 +345,33 @@ async def test_an_event_a_dead_process_never_queued_is_caught_up_once(api: Api) 
     )
     await api.h.rt.webhooks.sweep()
     assert len(api.hooks.got) == 1
+
+
+async def test_a_run_waiting_on_two_steps_shows_both_until_each_is_decided(api: Api, tmp_path: Path) -> None:
+    flow = tmp_path / "both.yaml"
+    flow.write_text(
+        "name: both-reviews\n"
+        "pattern:\n"
+        "  type: parallel\n"
+        "  branches:\n"
+        "    - {id: legal, steps: [{id: legal_review, type: gate, prompt: Legal review}]}\n"
+        "    - {id: brand, steps: [{id: brand_review, type: gate, prompt: Brand review}]}\n"
+    )
+    api.config.write_text(api.config.read_text().replace("  workflows:\n", f"  workflows:\n    both: {flow}\n", 1))
+    status, run = await api.call("POST", "/runs", as_="agent", json={"workflow": "both"})
+    assert status == 201 and run["status"] == "paused", run
+    assert sorted(a["tool"] for a in run["waiting"]) == ["gate:brand_review", "gate:legal_review"]
+    assert run["approval"]["id"] == run["waiting"][0]["id"]
+    status, shown = await api.call("GET", f"/runs/{run['session_id']}", as_="reader")
+    assert status == 200 and [a["id"] for a in shown["waiting"]] == [a["id"] for a in run["waiting"]]
+
+    first, second = shown["waiting"]
+    assert (await decide(api, first))[0] == 200
+    assert await api.h.rt.lifecycle.process_jobs() == 1
+    status, shown = await api.call("GET", f"/runs/{run['session_id']}")
+    assert shown["status"] == "paused" and [a["id"] for a in shown["waiting"]] == [second["id"]], shown
+    assert shown["approval"]["id"] == second["id"]
+    assert (await decide(api, second))[0] == 200
+    assert await api.h.rt.lifecycle.process_jobs() == 1
+    status, shown = await api.call("GET", f"/runs/{run['session_id']}")
+    assert shown["status"] == "completed" and shown["waiting"] == [] and shown["approval"] is None, shown
