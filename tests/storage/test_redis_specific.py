@@ -6,6 +6,7 @@ import re
 
 from engine.domain.decide import DecideCommand
 from engine.domain.models import DecisionKind, Reviewer, Status
+from engine.domain.retention import DAY, Retention
 from engine.storage.redis import RedisStore
 from engine.testing import FakeClock, make_approval
 
@@ -33,3 +34,26 @@ async def test_one_approvals_keys_share_a_hash_tag(redis_store: RedisStore, cloc
     keys = [k async for k in redis_store.conn.r.scan_iter(match=f"{redis_store.prefix}:{{{a.id}}}*")]
     assert len(keys) == 3  # hash, static document, audit list
     assert {re.search(r"\{([^}]*)\}", k).group(1) for k in keys} == {a.id}  # type: ignore[union-attr]
+
+
+async def test_retention_finds_runs_and_claims_an_older_hitl_wrote_without_its_indexes(redis_store: RedisStore) -> None:
+    store = redis_store
+    c = store.conn
+    t0 = 1_800_000_000.0
+    version = await store.runs.save("r-old", {"status": "running"}, expected_version=0, now=t0)
+    await store.runs.save("r-old", {"status": "completed"}, expected_version=version, now=t0)
+    await store.runs.save("r-live", {"status": "paused"}, expected_version=0, now=t0)
+    claim = await store.ledger.claim("k:{braced}", action_hash="h", holder="w", now=t0, lease=5)
+    await store.ledger.record_outcome("k:{braced}", holder="w", attempt=claim.attempt, ok=True, result={}, now=t0)
+    await c.r.delete(c.ended_key, c.finished_claims_key)  # as an older hitl left them: no indexes
+    horizon = Retention(records=30 * DAY, audit=400 * DAY)
+    later = t0 + 40 * DAY
+    assert (await store.purger.due(horizon, now=later)).model_dump(include={"runs", "claims"}) == {
+        "runs": 1,
+        "claims": 1,
+    }
+    done = await store.purger.purge(horizon, now=later)
+    assert (done.runs, done.claims) == (1, 1)
+    assert await store.runs.load("r-old") is None and await store.runs.load("r-live") is not None
+    assert await store.ledger.get("k:{braced}") is None
+    assert await c.r.exists(c.retention_indexed_key) == 1  # the keyspace is scanned once per store

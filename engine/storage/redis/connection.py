@@ -150,6 +150,11 @@ class RedisConnection:
         return f"{self.p}:finished-claims"
 
     @property
+    def retention_indexed_key(self) -> str:
+        """Set once the runs and claims written before the retention indexes existed were indexed."""
+        return f"{self.p}:retention-indexed"
+
+    @property
     def chains_key(self) -> str:
         """Audit chains whose approval retention removed, by the approval's last change (the audit retention
         removes them from here; verify and the audit view read them with :attr:`all_key`'s)."""

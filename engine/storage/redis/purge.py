@@ -5,6 +5,7 @@ and anchored (see :mod:`engine.domain.retention`). Jobs need nothing: an acknowl
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
@@ -32,7 +33,36 @@ class RedisPurger:
         self.conn = conn
         self.r = conn.r
 
+    async def _indexed(self) -> None:
+        """Index the runs that ended and the claims that finished before the scripts kept these indexes (a store
+        written by an older hitl), once per store: a scan of the keyspace, so it is remembered in a marker key."""
+        c = self.conn
+        if await self.r.exists(c.retention_indexed_key):
+            return
+        indexes: tuple[tuple[str, list[str], str, Callable[[str], bool]], ...] = (
+            ("run", ["status", "updated_at"], c.ended_key, _run_ended),
+            ("claim", ["state", "lease_until"], c.finished_claims_key, _claim_finished),
+        )
+        for kind, fields, index, done in indexes:
+            head = f"{c.p}:{kind}:{{"
+            keys = [text(k) async for k in self.r.scan_iter(match=f"{c.p}:{kind}:*", count=1000)]
+            for start in range(0, len(keys), _SCAN):
+                part = [k for k in keys[start : start + _SCAN] if k.startswith(head) and k.endswith("}")]
+                async with self.r.pipeline(transaction=False) as pipe:
+                    for key in part:
+                        pipe.hmget(key, fields)
+                    rows = await pipe.execute()
+                found = {
+                    key[len(head) : -1]: float(text(at))
+                    for key, (state, at) in zip(part, rows, strict=True)
+                    if state is not None and at is not None and done(text(state))
+                }
+                if found:
+                    await self.r.zadd(index, found, nx=True)
+        await self.r.set(c.retention_indexed_key, "1")
+
     async def purge(self, retention: Retention, *, now: float, actor: str = "retention", limit: int = 500) -> Purged:
+        await self._indexed()
         records = retention.records_before(now)
         done = Purged()
         if records is not None:
@@ -50,6 +80,7 @@ class RedisPurger:
 
     async def due(self, retention: Retention, *, now: float) -> Purged:
         """What :meth:`purge` would remove at ``now`` (all of it, not one round), read without removing anything."""
+        await self._indexed()
         c = self.conn
         records, audit = retention.records_before(now), retention.audit_before(now)
         runs = claims = trust = 0
@@ -60,7 +91,7 @@ class RedisPurger:
                 for run_id in ended:
                     pipe.hmget(c.run_key(run_id), ["status", "updated_at"])
                 rows = await pipe.execute()
-            runs = sum(1 for st, at in rows if st and text(st) not in (*LIVE_RUN_STATUSES, "") and float(at) < records)
+            runs = sum(1 for st, at in rows if st and _run_ended(text(st)) and float(at) < records)
             offset = 0
             while (page := await self._approval_page(records, offset)) is not None:
                 leaving += [aid for aid, _ in page[1]]
@@ -69,7 +100,7 @@ class RedisPurger:
             async with self.r.pipeline(transaction=False) as pipe:
                 for key in finished:
                     pipe.hget(c.claim_key(key), "state")
-                claims = sum(1 for st in await pipe.execute() if text(st) in ("succeeded", "failed"))
+                claims = sum(1 for st in await pipe.execute() if _claim_finished(text(st)))
             for session in await self.r.smembers(c.trust_sessions_key):
                 grants = await self.r.hgetall(c.trust_key(text(session)))
                 trust += sum(1 for v in grants.values() if float(json.loads(text(v))[0]) < records)
@@ -238,6 +269,14 @@ class RedisPurger:
         keys = [c.events_key, c.chains_key, *(c.audit_key(a) for a in chains)]
         out = await c.call(c.purge_audit_script, keys, args)
         return purged if text(out[0]) == "ok" else None
+
+
+def _run_ended(status: str) -> bool:
+    return status not in (*LIVE_RUN_STATUSES, "")
+
+
+def _claim_finished(state: str) -> bool:
+    return state in ("succeeded", "failed")
 
 
 def _parts(fields: dict[str, Any]) -> tuple[str, str, str]:
