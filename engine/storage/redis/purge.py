@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 
-from engine.domain.records import AuditEntry
+from engine.domain.records import AuditEntry, ClaimState
 from engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, Purged, Retention, purge_entry
 from engine.domain.states import TERMINAL
 from engine.storage.redis.codec import entry_body, split_link, text
@@ -18,7 +18,10 @@ from engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisPurger"]
 
-_FINAL = ",".join(sorted(str(s) for s in TERMINAL))
+_FINAL_STATES = frozenset(str(s) for s in TERMINAL)
+_FINAL = ",".join(sorted(_FINAL_STATES))
+"""The final states as ``purge.lua`` takes them."""
+_FINISHED = frozenset({str(ClaimState.SUCCEEDED), str(ClaimState.FAILED)})
 _SCAN = 500
 """Index entries read per round trip."""
 _ALL = 2**62
@@ -107,19 +110,26 @@ class RedisPurger:
         chains = entries = 0
         if audit is not None:
             kept = [text(m) for m in await self.r.zrangebyscore(c.chains_key, "-inf", f"({audit!r}")]
-            async with self.r.pipeline(transaction=False) as pipe:
-                for aid in [*kept, *leaving]:
-                    pipe.llen(c.audit_key(aid))
-                    pipe.lindex(c.audit_key(aid), -1)
-                rows = await pipe.execute()
-            for n, last in zip(rows[::2], rows[1::2], strict=True):
-                parts = split_link(text(last))
-                if parts is not None and AuditEntry.model_validate_json(parts[0]).at < audit:
-                    chains, entries = chains + 1, entries + int(n)
+            for _, n, last in await self._chain_ends([*kept, *leaving]):
+                if last < audit:
+                    chains, entries = chains + 1, entries + n
             entries += await self._old_events(audit)
         return Purged(
             runs=runs, approvals=len(leaving), claims=claims, trust=trust, chains=chains, audit_entries=entries
         )
+
+    async def _chain_ends(self, ids: list[str]) -> list[tuple[str, int, float]]:
+        """Each approval chain's length and the time of its last entry (0 for an entry without a link)."""
+        async with self.r.pipeline(transaction=False) as pipe:
+            for aid in ids:
+                pipe.llen(self.conn.audit_key(aid))
+                pipe.lindex(self.conn.audit_key(aid), -1)
+            rows = await pipe.execute() if ids else []
+        out = []
+        for aid, n, last in zip(ids, rows[::2], rows[1::2], strict=True):
+            parts = split_link(text(last))
+            out.append((aid, int(n), AuditEntry.model_validate_json(parts[0]).at if parts is not None else 0.0))
+        return out
 
     async def _old_events(self, before: float) -> int:
         """How many of the run-level chain's oldest entries are older than ``before`` (its removable prefix)."""
@@ -127,7 +137,7 @@ class RedisPurger:
         while True:
             page = cast(list[tuple[Any, dict[str, Any]]], await self.r.xrange(c.events_key, start, "+", count=_SCAN))
             for _, fields in page:
-                if AuditEntry.model_validate_json(text(fields.get("e", ""))).at >= before:
+                if _at(fields) >= before:
                     return n
                 n += 1
             if len(page) < _SCAN:
@@ -190,7 +200,7 @@ class RedisPurger:
         due: list[tuple[str, list[str], str]] = []
         for i, aid in enumerate(ids):
             (status, role, updated), doc, card = rows[3 * i], rows[3 * i + 1], rows[3 * i + 2]
-            if status is None or doc is None or text(status) not in _FINAL.split(","):
+            if status is None or doc is None or text(status) not in _FINAL_STATES:
                 continue
             if float(text(updated) or 0) >= cutoff:
                 continue
@@ -230,27 +240,19 @@ class RedisPurger:
         stream: list[tuple[Any, dict[str, Any]]] = []
         if cutoff is not None:
             due = [text(m) for m in await self.r.zrangebyscore(c.chains_key, "-inf", f"({cutoff!r}", 0, limit)]
-            async with self.r.pipeline(transaction=False) as pipe:
-                for aid in due:
-                    pipe.llen(c.audit_key(aid))
-                    pipe.lindex(c.audit_key(aid), -1)
-                rows = await pipe.execute()
             later: dict[str, float] = {}
-            for i, aid in enumerate(due):
-                last = split_link(text(rows[2 * i + 1]))
-                at = AuditEntry.model_validate_json(last[0]).at if last is not None else 0.0
-                if at >= cutoff:  # written to after its approval went: kept, and indexed by its last entry
-                    later[aid] = at
+            for aid, n, last in await self._chain_ends(due):
+                if last >= cutoff:  # written to after its approval went: kept, and indexed by its last entry
+                    later[aid] = last
                 else:
                     chains.append(aid)
-                    lengths.append(int(rows[2 * i]))
+                    lengths.append(n)
             if later:
                 await self.r.zadd(c.chains_key, later)
         head = cast(list[tuple[Any, dict[str, Any]]], await self.r.xrange(c.events_key, count=limit + 1))
         if cutoff is not None:
             for xid, fields in head[:limit]:
-                entry = AuditEntry.model_validate_json(text(fields.get("e", "")))
-                if entry.at >= cutoff:
+                if _at(fields) >= cutoff:
                     break
                 stream.append((xid, fields))
         anchor = ""
@@ -276,12 +278,17 @@ def _run_ended(status: str) -> bool:
 
 
 def _claim_finished(state: str) -> bool:
-    return state in ("succeeded", "failed")
+    return state in _FINISHED
 
 
 def _parts(fields: dict[str, Any]) -> tuple[str, str, str]:
+    """``(body, prev, link)`` of an events-stream entry."""
     parts = split_link(text(fields.get("e", "")))
     return parts if parts is not None else ("", "", "")
+
+
+def _at(fields: dict[str, Any]) -> float:
+    return AuditEntry.model_validate_json(text(fields.get("e", ""))).at
 
 
 def _link(fields: dict[str, Any]) -> str:
