@@ -34,6 +34,9 @@ class BotContext:
     metrics: Metrics
     signer: Signer
     replica: str
+    answer_budget: float = 2.0
+    """Seconds from a request's arrival within which its decision must be recorded: the store refuses it after
+    that (``too_late``), and the person is told it was not recorded. Leaves room in Slack's 3 s for the rest."""
     inflight: int = 0
     _idle: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -78,6 +81,14 @@ class BotContext:
             task.add_done_callback(self._tasks.discard)
 
         return run
+
+    def later(self, work: Awaitable[None]) -> None:
+        """Run ``work`` after the answer to Slack (a follow-up message, a correction), counted like
+        :meth:`tracked` so :meth:`wait_idle` waits for it; its errors are logged, never raised."""
+        self._busy(+1)
+        task = asyncio.create_task(self._finish(work))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _finish(self, work: Awaitable[None]) -> None:
         try:

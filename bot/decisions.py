@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.blocks import who
@@ -9,8 +13,18 @@ from bot.context import BotContext
 from bot.escape import label
 from engine.domain.models import Approval, DecisionKind
 from engine.errors import EngineError, ErrorCode
+from engine.service import AnswerWindow
 
-__all__ = ["decide", "done_text", "refusal_text"]
+__all__ = ["NOT_RECORDED", "decide", "done_text", "late_text", "refusal_text"]
+
+log = logging.getLogger(__name__)
+
+NOT_RECORDED = (
+    ":warning: Not recorded: the approval store did not answer in time, so nothing was decided. Try again in a moment."
+)
+_MARGIN = 0.5
+"""Seconds past the store's deadline that a surface still waits for the store's answer (a step that began in time
+finishes in this margin) before it tells the person nothing was recorded."""
 
 
 def refusal_text(exc: EngineError, approval: Approval | None) -> str:
@@ -35,6 +49,8 @@ def refusal_text(exc: EngineError, approval: Approval | None) -> str:
             return ":no_entry: This tool cannot be trusted for a session. Approve it once instead."
         case ErrorCode.NOT_FOUND:
             return ":grey_question: No such approval. `/hitl pending` lists what you can decide."
+        case ErrorCode.TOO_LATE | ErrorCode.STORE_ERROR:
+            return NOT_RECORDED
         case _:
             return f":warning: Not recorded: {exc.message}"
 
@@ -49,38 +65,101 @@ async def decide(
     action_hash: str | None,
     reason: str | None = None,
     args: dict[str, Any] | None = None,
+    late: Callable[[Approval], Awaitable[None]] | None = None,
 ) -> tuple[Approval | None, str | None]:
-    """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user).
+    """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user), and
+    returns only once the decision is durably recorded or refused: the caller answers Slack after this.
 
     A click carries the version and action hash it was shown: the decision binds to them in the store's one
-    atomic step, with no read first. A command (``/hitl approve <id>``) binds to the current version. The run
-    lifecycle queues the resume of a run waiting on it; any replica's background loop picks that up.
+    atomic step, with no read first. A command (``/hitl approve <id>``) binds to the current version. The store
+    refuses a decision that reaches it after ``ctx.answer_budget`` (``too_late``); when it has not answered a
+    little after that, the person is told nothing was recorded. Should a step that began in time still commit
+    after that answer, ``late`` is called with it so the caller can correct what it said. The resume of a run
+    waiting on the approval is queued after the answer; any replica's background loop picks it up.
     """
-    try:
-        reviewer = await ctx.directory.reviewer(user_id)
-        decided = await ctx.lifecycle.decide(
-            approval_id,
-            reviewer,
-            kind,
-            expected_version=version,
-            expected_hash=action_hash,
-            reason=reason,
-            args=args,
-            via="slack",
-            resume="queue",
+    window = AnswerWindow(by=time.time() + ctx.answer_budget)
+    work = asyncio.ensure_future(_decide(ctx, user_id, approval_id, kind, version, action_hash, reason, args, window))
+    first: set[asyncio.Future[Any]] = {work, window.recorded}
+    await asyncio.wait(first, timeout=ctx.answer_budget + _MARGIN, return_when="FIRST_COMPLETED")
+    if window.recorded.done():
+        ctx.later(_follow_up(work))
+        ctx.metrics.decided(window.recorded.result(), kind, ctx.clock.now())
+        return window.recorded.result(), None
+    if not work.done():
+        log.warning(
+            "the store did not record a decision on %s within %.1f s; told the reviewer", approval_id, ctx.answer_budget
         )
+        ctx.later(_too_late(ctx, work, window, late))
+        return None, NOT_RECORDED
+    try:
+        work.result()
     except EngineError as exc:
-        if exc.code is not ErrorCode.NOT_FOUND:
-            ctx.metrics.refusals.labels(code=str(exc.code)).inc()
-        current = None
-        if exc.code is not ErrorCode.NOT_FOUND:
-            try:
+        return None, await _refused(ctx, exc, approval_id)
+    raise AssertionError("a recorded decision marks its window")  # pragma: no cover - service invariant
+
+
+async def _decide(
+    ctx: BotContext,
+    user_id: str,
+    approval_id: str,
+    kind: DecisionKind,
+    version: int | None,
+    action_hash: str | None,
+    reason: str | None,
+    args: dict[str, Any] | None,
+    window: AnswerWindow,
+) -> None:
+    reviewer = await ctx.directory.reviewer(user_id)
+    await ctx.lifecycle.decide(
+        approval_id,
+        reviewer,
+        kind,
+        expected_version=version,
+        expected_hash=action_hash,
+        reason=reason,
+        args=args,
+        via="slack",
+        resume="queue",
+        window=window,
+    )
+
+
+async def _follow_up(work: Awaitable[None]) -> None:
+    """The rest of a recorded decision (trust grant, metrics, the resume job), after Slack got its answer."""
+    await work
+
+
+async def _too_late(
+    ctx: BotContext, work: Awaitable[None], window: AnswerWindow, late: Callable[[Approval], Awaitable[None]] | None
+) -> None:
+    """A decision the person was told was not recorded: almost always the store refuses it (``too_late``) or
+    fails; if a step that began in time committed after all, say so."""
+    try:
+        await work
+    except EngineError:
+        return
+    if window.recorded.done():
+        log.warning("a decision on %s committed after its reviewer was told it had not", window.recorded.result().id)
+        if late is not None:
+            await late(window.recorded.result())
+
+
+async def _refused(ctx: BotContext, exc: EngineError, approval_id: str) -> str:
+    if exc.code is not ErrorCode.NOT_FOUND:
+        ctx.metrics.refusals.labels(code=str(exc.code)).inc()
+    current = None
+    if exc.code not in (ErrorCode.NOT_FOUND, ErrorCode.STORE_ERROR, ErrorCode.TOO_LATE):
+        try:
+            async with asyncio.timeout(_MARGIN):
                 current = await ctx.store.approvals.get(approval_id)
-            except EngineError:
-                current = None
-        return None, refusal_text(exc, current)
-    ctx.metrics.decided(decided.approval, kind, ctx.clock.now())
-    return decided.approval, None
+        except (EngineError, TimeoutError):
+            current = None
+    return refusal_text(exc, current)
+
+
+def late_text(a: Approval) -> str:
+    """A correction: a decision the person was told was not recorded landed after all."""
+    return f":information_source: Correction: your decision on `{a.id}` was recorded after all. {done_text(a)}"
 
 
 def done_text(a: Approval | None) -> str:

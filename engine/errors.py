@@ -68,6 +68,9 @@ class ErrorCode(StrEnum):
     EFFECT_IN_DOUBT = "effect_in_doubt"
     ACTION_REJECTED = "action_rejected"
     AGENT_FAILED = "agent_failed"
+    TOO_LATE = "too_late"
+    """A decision reached the store after the moment its surface had to answer by (Slack's 3 s): refused, so that
+    nothing is recorded behind the back of a person who was told it was not."""
 
     @property
     def retryable(self) -> bool:
@@ -81,7 +84,9 @@ class ErrorCode(StrEnum):
         return self in _USAGE
 
 
-_RETRYABLE = frozenset({ErrorCode.STORE_ERROR, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.STALE_VERSION})
+_RETRYABLE = frozenset(
+    {ErrorCode.STORE_ERROR, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.STALE_VERSION, ErrorCode.TOO_LATE}
+)
 _USAGE = frozenset({ErrorCode.VARIABLES_INVALID})
 
 

@@ -24,6 +24,7 @@ from engine.ports import RunReporter, Store
 from engine.runner.outcomes import RunResult
 from engine.runner.spec import LoadedWorkflow, describe_changes, load_workflow
 from engine.runner.state import RunState, RunStatus
+from engine.service import AnswerWindow
 
 __all__ = ["Decided", "Resume", "RunLifecycle", "run_of"]
 
@@ -98,12 +99,14 @@ class RunLifecycle:
         resume: Resume = "queue",
         force: bool = False,
         actor: str | None = None,
+        window: AnswerWindow | None = None,
     ) -> Decided:
         """Record one decision in the approval's own world, then continue its run as ``resume`` says.
 
         ``reviewer`` is a resolved :class:`Reviewer` (the bot expands Slack user groups) or an id whose roles
         come from configuration. With ``resume="inline"`` a run whose workflow file changed is refused before
-        anything is recorded, unless ``force``.
+        anything is recorded, unless ``force``. ``window``: a surface that must answer in time learns there the moment
+        the decision is recorded, and the store refuses it after the window's deadline.
         """
         with about(approval_id=approval_id):
             if kind in _POLICY_FREE and isinstance(reviewer, Reviewer):
@@ -125,6 +128,7 @@ class RunLifecycle:
                 reason=reason,
                 args=args,
                 via=via,
+                window=window,
             )
             run = run_of(updated)
             if run is None or updated.status not in _DECIDED or resume == "none":

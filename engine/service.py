@@ -7,6 +7,7 @@ are the same everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -30,7 +31,7 @@ from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, Policy
 from engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
 from engine.ports import Clock, Notifier, Store
 
-__all__ = ["ApprovalService", "ArgsValidator", "Proposal"]
+__all__ = ["AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,26 @@ _OUTCOMES = {
     DecisionKind.FEEDBACK: Outcome.REJECTED,
 }
 """What a final decision counts as in the metrics (feedback sends work back: a correction)."""
+
+
+@dataclass(frozen=True)
+class AnswerWindow:
+    """The time a surface has before it must answer the person who decided (Slack: 3 s), and how it learns the
+    moment the decision is durably recorded.
+
+    ``by`` is a wall-clock instant (seconds since the epoch): the store refuses the decision if its atomic step
+    runs later (``too_late``), so a surface that stopped waiting and said "not recorded" is never contradicted by
+    a decision landing afterwards. ``recorded`` resolves with the approval as soon as the store's step committed,
+    before the follow-up work (trust grant, metrics, resume job) that the surface need not wait for.
+    """
+
+    by: float
+    recorded: asyncio.Future[Approval] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    def mark(self, approval: Approval) -> None:
+        """The decision is recorded: release whoever waits to answer."""
+        if not self.recorded.done():
+            self.recorded.set_result(approval)
 
 
 @dataclass(frozen=True)
@@ -308,13 +329,17 @@ class ApprovalService:
         reason: str | None = None,
         args: Mapping[str, Any] | None = None,
         via: str = "api",
+        window: AnswerWindow | None = None,
     ) -> Approval:
         """:meth:`decide` for a reviewer whose roles the caller resolved (the bot's user groups, auto-approve).
 
         Every refusal is audited: the store audits the ones its atomic step makes; the ones made before it (a
-        missing reason, invalid edited arguments, feedback on an action) are audited here.
+        missing reason, invalid edited arguments, feedback on an action) are audited here. ``window``: the
+        deadline of a surface that must answer in time, and its signal that the decision is recorded.
         """
-        return await self._decide(reviewer, approval_id, kind, expected_version, expected_hash, reason, args, via)
+        return await self._decide(
+            reviewer, approval_id, kind, expected_version, expected_hash, reason, args, via, window
+        )
 
     async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""
@@ -345,7 +370,9 @@ class ApprovalService:
         reason: str | None,
         args: Mapping[str, Any] | None,
         via: str,
+        window: AnswerWindow | None = None,
     ) -> Approval:
+        answer_by = window.by if window is not None else None
         if (
             expected_version is not None
             and expected_hash is not None
@@ -360,10 +387,12 @@ class ApprovalService:
                 expected_hash=expected_hash,
                 via=via,
                 jobs=self._decision_jobs,
+                answer_by=answer_by,
             )
-            return await self._after_decision(
-                await self.store.approvals.decide(cmd, now=self.clock.now()), kind, reviewer
-            )
+            recorded = await self.store.approvals.decide(cmd, now=self.clock.now())
+            if window is not None:
+                window.mark(recorded)
+            return await self._after_decision(recorded, kind, reviewer)
         current = await self.store.approvals.get(approval_id)
         version = current.version if expected_version is None else expected_version
         digest = current.action_hash if expected_hash is None else expected_hash
@@ -383,6 +412,7 @@ class ApprovalService:
             supersede_with=replacement.id if replacement else None,
             via=via,
             jobs=self._decision_jobs,
+            answer_by=answer_by,
         )
         if replacement is not None:
             # Created before the original is superseded: a crash in between leaves an extra pending
@@ -401,6 +431,8 @@ class ApprovalService:
                     reason="modification refused",
                 )
             raise
+        if window is not None:
+            window.mark(updated)
         if replacement is not None:
             await self.announce(await self.store.approvals.get(replacement.id))
         return await self._after_decision(updated, kind, reviewer)

@@ -46,6 +46,9 @@ class Dispatcher:
         self.socket: SocketHub | None = None
         self.after: Callable[[], Awaitable[None]] | None = None
         """Awaited after each delivery: the sandbox waits for the bot to finish what it does after ``ack()``."""
+        self.on_answer: Callable[[int], None] | None = None
+        """Called with the status the moment an HTTP answer's status line arrives, before its body is read (the
+        crash suite kills the bot there)."""
 
     async def post(self, body: str, *, timestamp: int | None = None, signature: str | None = None) -> Reply:
         ts = int(time.time()) if timestamp is None else timestamp
@@ -55,6 +58,8 @@ class Dispatcher:
             "X-Slack-Signature": signature if signature is not None else sign(self.secret, body, ts),
         }
         async with self.http.post(self.bot_url, data=body.encode(), headers=headers) as resp:
+            if self.on_answer is not None:
+                self.on_answer(resp.status)
             return Reply(resp.status, await resp.text())
 
     def _user(self, user: str) -> dict[str, Any]:

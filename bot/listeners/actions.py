@@ -1,5 +1,6 @@
-"""Button clicks on review cards. Each is acked before its work (``BotContext.acked``); refusals reach only the
-clicker."""
+"""Button clicks on review cards. Approve and Trust are answered only once their decision is recorded or refused
+(recorded, then answered); the buttons that open a form are acked before their work (``BotContext.acked``).
+Refusals reach only the clicker."""
 
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ from bot.blocks import (
     parse_button_value,
 )
 from bot.context import BotContext
-from bot.decisions import decide, done_text, refusal_text
+from bot.decisions import decide, done_text, late_text, refusal_text
 from bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, batch_view, modify_view, reason_view
 from bot.payloads import Action, Interaction, interaction
 from engine.domain.decide import eligible
-from engine.domain.models import DecisionKind
+from engine.domain.models import Approval, DecisionKind
 from engine.errors import EngineError, ErrorCode
 
 __all__ = ["register_actions"]
@@ -47,29 +48,40 @@ def _click(req: Interaction) -> tuple[str, Action] | None:
 
 
 def register_actions(app: AsyncApp, ctx: BotContext) -> None:
-    async def simple(kind: DecisionKind, req: Interaction, respond: AsyncRespond) -> None:
+    async def simple(kind: DecisionKind, ack: AsyncAck, req: Interaction, respond: AsyncRespond) -> None:
+        """Record the click's decision, then answer Slack; what the clicker is told goes after the answer."""
         try:
             click = _click(req)
             parsed = parse_button_value(click[1].value or "") if click else None
             if click is None or parsed is None:
-                await _refuse_button(ctx, req, f"{kind} click")
-                await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
+                await ack()
+                ctx.later(_refuse_button(ctx, req, f"{kind} click"))
+                ctx.later(_safe_respond(respond, _BAD_VALUE))
                 return
             approval_id, version, digest = parsed
-            updated, refusal = await decide(ctx, click[0], approval_id, kind, version=version, action_hash=digest)
-            if refusal is not None:
-                await respond(text=refusal, response_type="ephemeral", replace_original=False)
-            elif req.container is not None and req.container.is_ephemeral:
-                await respond(text=done_text(updated), response_type="ephemeral", replace_original=True)
-        except Exception:  # the click was acked: tell the clicker, never fail silently
+
+            async def correct(a: Approval) -> None:
+                await _safe_respond(respond, late_text(a))
+
+            updated, refusal = await decide(
+                ctx, click[0], approval_id, kind, version=version, action_hash=digest, late=correct
+            )
+        except Exception:  # nothing is known to be recorded: say so, never fail silently
             log.exception("%s click failed", kind)
-            await _safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again.")
+            await ack()
+            ctx.later(_safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again."))
+            return
+        await ack()
+        if refusal is not None:
+            ctx.later(_safe_respond(respond, refusal))
+        elif req.container is not None and req.container.is_ephemeral:
+            ctx.later(_safe_respond(respond, done_text(updated), replace_original=True))
 
     async def on_approve(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
-        await simple(DecisionKind.APPROVE, interaction(context), respond)
+        await simple(DecisionKind.APPROVE, ack, interaction(context), respond)
 
     async def on_trust(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
-        await simple(DecisionKind.TRUST, interaction(context), respond)
+        await simple(DecisionKind.TRUST, ack, interaction(context), respond)
 
     async def open_modal(kind: str, req: Interaction, respond: AsyncRespond, client: AsyncWebClient) -> None:
         try:
@@ -134,8 +146,8 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
         on_click.__name__ = f"on_{kind}"
         return on_click
 
-    app.action(ACTION_APPROVE)(ctx.acked(on_approve))
-    app.action(ACTION_TRUST)(ctx.acked(on_trust))
+    app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
+    app.action(ACTION_TRUST)(ctx.tracked(on_trust))
     for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL):
         app.action(kind)(ctx.acked(opens(kind)))
 
@@ -146,8 +158,8 @@ async def _refuse_button(ctx: BotContext, req: Interaction, what: str) -> None:
     await ctx.lifecycle.refused(value.split("|", 1)[0][:20], req.user.id, "tampered_button", f"{what}: {value[:80]!r}")
 
 
-async def _safe_respond(respond: AsyncRespond, text: str) -> None:
+async def _safe_respond(respond: AsyncRespond, text: str, *, replace_original: bool = False) -> None:
     try:
-        await respond(text=text, response_type="ephemeral", replace_original=False)
+        await respond(text=text, response_type="ephemeral", replace_original=replace_original)
     except Exception:
         log.exception("could not tell the user")

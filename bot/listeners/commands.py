@@ -35,6 +35,7 @@ USAGE = (
     "• `/hitl help` — this message"
 )
 PAGE = 8
+_DECISIONS = frozenset({"approve", "reject"})
 ACTION_PENDING_PAGE = "hitl_pending_page"
 
 
@@ -46,15 +47,18 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
             words = shlex.split(req.text)
         except ValueError:
             words = req.text.split()
-        try:
-            reply = await _dispatch(ctx, user, words)
-        except Exception:
-            log.exception("/hitl %s failed", words[:1])
-            reply = {"text": ":warning: Something went wrong. Run `/hitl pending` to see where things stand."}
-        try:
-            await respond(response_type="ephemeral", **reply)
-        except Exception:
-            log.exception("could not answer /hitl")
+        if words and words[0].lower() in _DECISIONS:
+            # Recorded, then answered: Slack hears back only once the decision is stored or refused.
+            reply = await _reply(ctx, user, words)
+            await ack()
+            ctx.later(_answer(respond, reply))
+            return
+        await ack()  # reads only: answered at once, the reply follows
+
+        async def read() -> None:
+            await _answer(respond, await _reply(ctx, user, words))
+
+        ctx.later(read())
 
     async def on_next_page(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
         try:
@@ -72,8 +76,24 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
         except Exception:
             log.exception("could not answer the page click")
 
-    app.command("/hitl")(ctx.acked(on_hitl))
+    app.command("/hitl")(ctx.tracked(on_hitl))
     app.action(ACTION_PENDING_PAGE)(ctx.acked(on_next_page))
+
+
+async def _reply(ctx: BotContext, user: str, words: list[str]) -> dict[str, Any]:
+    """What ``/hitl <words>`` answers; an unexpected failure is a sentence, never silence."""
+    try:
+        return await _dispatch(ctx, user, words)
+    except Exception:
+        log.exception("/hitl %s failed", words[:1])
+        return {"text": ":warning: Something went wrong. Run `/hitl pending` to see where things stand."}
+
+
+async def _answer(respond: AsyncRespond, reply: dict[str, Any]) -> None:
+    try:
+        await respond(response_type="ephemeral", **reply)
+    except Exception:
+        log.exception("could not answer /hitl")
 
 
 async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ The SQLite store runs these functions inside one transaction; the Redis store ru
 in the same order, in one Lua script (``engine/storage/lua/decide.lua``). The conformance suite keeps
 the two in agreement. Check order (the first failing check names the refusal):
 
+0. the store applies it after the command's ``answer_by`` (a wall-clock instant) -> ``too_late``
 1. status is not pending -> ``expired`` if it expired, else ``already_decided`` naming the winner
 2. ``now >= expires_at`` -> ``expired``
 3. expected version differs -> ``stale_version``
@@ -47,6 +48,10 @@ class DecideCommand(BaseModel):
     """Kinds of durable job queued with the decision, in its atomic step, each with ``{"approval_id": ...}`` as
     payload (the card update): a recorded decision never lacks its follow-up, and costs no second round trip.
     Nothing is queued when the decision is refused."""
+    answer_by: float | None = None
+    """A wall-clock instant (seconds since the epoch, the store's own clock) after which the store refuses the
+    decision as ``too_late``. A surface that must answer within a deadline (Slack: 3 s) sets it, so a decision it
+    gave up waiting for, and told the person was not recorded, can never land later."""
 
 
 def eligible(approval: Approval, reviewer: Reviewer) -> bool:
@@ -83,6 +88,8 @@ def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> st
             return f"{approval.id} needs {approval.quorum} approvers; a modification must start a new approval"
         case ErrorCode.NOT_TRUSTABLE:
             return f"{approval.tool} cannot be trusted for a session; approve it once instead"
+        case ErrorCode.TOO_LATE:
+            return f"the store took too long to record your decision on {approval.id}; nothing changed, decide again"
         case _:
             return f"{approval.id}: decision refused ({code})"
 
@@ -110,8 +117,11 @@ def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> EngineErro
     )
 
 
-def check_decision(approval: Approval, cmd: DecideCommand, now: float) -> None:
-    """Raise the first refusal that applies (order in the module docstring)."""
+def check_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: float | None = None) -> None:
+    """Raise the first refusal that applies (order in the module docstring); ``wall`` is the store's wall clock,
+    read inside its atomic step, for ``cmd.answer_by``."""
+    if cmd.answer_by is not None and wall is not None and wall > cmd.answer_by:
+        raise refusal(ErrorCode.TOO_LATE, approval, cmd.reviewer.id)
     if approval.status is not Status.PENDING:
         code = ErrorCode.EXPIRED if approval.status is Status.EXPIRED else ErrorCode.ALREADY_DECIDED
         raise refusal(code, approval, cmd.reviewer.id)
@@ -134,9 +144,9 @@ def check_decision(approval: Approval, cmd: DecideCommand, now: float) -> None:
         raise refusal(ErrorCode.INVALID_INPUT, approval, cmd.reviewer.id)
 
 
-def apply_decision(approval: Approval, cmd: DecideCommand, now: float) -> Approval:
+def apply_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: float | None = None) -> Approval:
     """Return the approval after ``cmd``, or raise :class:`DecisionRefused` leaving it unchanged."""
-    check_decision(approval, cmd, now)
+    check_decision(approval, cmd, now, wall=wall)
     decision = Decision(
         reviewer=cmd.reviewer.id,
         kind=cmd.kind,

@@ -1,5 +1,6 @@
-"""The click's own path: Slack gets its answer before the work, the body is read once, the card job rides along
-with the decision, and the fast form reader agrees with the standard library."""
+"""The click's own path: Slack is answered only once the decision is recorded (or truthfully told it was not), the
+body is read once, the card job rides along with the decision, and the fast form reader agrees with the standard
+library."""
 
 from __future__ import annotations
 
@@ -26,28 +27,54 @@ from tests.bot.conftest import SECRET, Harness
 from tests.bot.test_cards_and_clicks import propose
 
 
-async def test_slack_gets_its_ack_before_the_decision_is_worked_on(
+async def test_slack_is_answered_only_once_the_decision_is_recorded(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a = await propose(harness)
     card = harness.card_for(a.id)
-    release = asyncio.Event()
     lookup = ReviewerDirectory.reviewer
 
     async def slow_lookup(self: ReviewerDirectory, user_id: str) -> Reviewer:
-        await release.wait()  # as a slow users.info or user-group call would be
+        await asyncio.sleep(0.2)  # as a slow users.info or user-group call would be
         return await lookup(self, user_id)
 
     monkeypatch.setattr(ReviewerDirectory, "reviewer", slow_lookup)
     harness.slack.after = None
     reply = await asyncio.wait_for(harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE), 5)
-    assert reply.status == 200  # answered while the decision still waits on the lookup
-    assert (await harness.svc.store.approvals.get(a.id)).status is Status.PENDING
-    assert harness.rt.ctx.inflight == 1
+    assert reply.status == 200
+    # Read before anything else runs: by the time Slack has its answer, the store has the decision.
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
+    await harness.settle()
+    assert len(harness.state.calls_to("chat.update")) == 1
+
+
+async def test_a_decision_the_store_cannot_record_in_time_is_never_recorded_later(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slack must hear back within 3 s: past the budget the clicker is told nothing was recorded, and the store
+    refuses the decision when it finally reaches it (``too_late``, audited), so the answer stays true."""
+    a = await propose(harness)
+    card = harness.card_for(a.id)
+    release = asyncio.Event()
+    lookup = ReviewerDirectory.reviewer
+
+    async def stuck_lookup(self: ReviewerDirectory, user_id: str) -> Reviewer:
+        await release.wait()
+        return await lookup(self, user_id)
+
+    monkeypatch.setattr(ReviewerDirectory, "reviewer", stuck_lookup)
+    harness.rt.ctx.answer_budget = 0.2
+    harness.slack.after = None
+    reply = await asyncio.wait_for(harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE), 5)
+    assert reply.status == 200
     release.set()
     await harness.settle()
-    assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
-    assert len(harness.state.calls_to("chat.update")) == 1
+    told = [m.text for m in harness.ephemeral("U_SUPPORT1")]
+    assert told and "Not recorded" in told[-1], told
+    assert (await harness.svc.store.approvals.get(a.id)).status is Status.PENDING
+    trail = await harness.svc.store.audit.entries(approval_id=a.id)
+    assert [(e.event, e.outcome) for e in trail][-1] == ("refused", "too_late")
+    assert not harness.state.calls_to("chat.update")
 
 
 async def test_bolt_dispatches_the_body_the_server_parsed(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+import time
+
+import pytest
 
 from engine.domain.decide import DecideCommand
-from engine.domain.models import DecisionKind, Reviewer, Status
+from engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from engine.domain.retention import DAY, Retention
+from engine.errors import DecisionRefused, ErrorCode
 from engine.storage.redis import RedisStore
 from engine.testing import FakeClock, make_approval
 
@@ -57,3 +61,31 @@ async def test_retention_finds_runs_and_claims_an_older_hitl_wrote_without_its_i
     assert await store.runs.load("r-old") is None and await store.runs.load("r-live") is not None
     assert await store.ledger.get("k:{braced}") is None
     assert await c.r.exists(c.retention_indexed_key) == 1  # the keyspace is scanned once per store
+
+
+async def test_an_answer_deadline_holds_when_the_servers_clock_is_skewed(
+    redis_store: RedisStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline is this process's wall clock, the script compares with Redis ``TIME``: the store measures
+    the offset, so a host 100 s ahead of Redis neither refuses a timely decision nor lets a late one through."""
+    ahead = time.time
+    monkeypatch.setattr(time, "time", lambda: ahead() + 100)
+    a, b = make_approval(now=clock.now(), key="a"), make_approval(now=clock.now(), key="b")
+    for x in (a, b):
+        await redis_store.approvals.create(x)
+
+    def bound(x: Approval, answer_by: float) -> DecideCommand:
+        reviewer = Reviewer(id="U1", roles=frozenset({"support"}))
+        return DecideCommand(
+            approval_id=x.id,
+            reviewer=reviewer,
+            kind=DecisionKind.APPROVE,
+            expected_version=1,
+            expected_hash=x.action_hash,
+            answer_by=answer_by,
+        )
+
+    assert (await redis_store.approvals.decide(bound(a, time.time() + 2), now=clock.now())).status is Status.APPROVED
+    with pytest.raises(DecisionRefused) as late:
+        await redis_store.approvals.decide(bound(b, time.time() - 2), now=clock.now())
+    assert late.value.code is ErrorCode.TOO_LATE

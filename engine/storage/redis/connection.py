@@ -7,6 +7,7 @@ import asyncio
 import functools
 import inspect
 import re
+import time
 from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
@@ -110,6 +111,22 @@ class RedisConnection:
         self.page_script: AsyncScript = client.register_script(_lua("page"))
         self.purge_script: AsyncScript = client.register_script(_lua("purge"))
         self.purge_audit_script: AsyncScript = client.register_script(_lua("purge_audit"))
+        self._offset: float | None = None
+
+    async def clock_offset(self) -> float:
+        """Seconds the Redis server's clock is ahead of this process's wall clock, measured once (a ``TIME``
+        round trip, its midpoint). A wall-clock deadline this process sets (``DecideCommand.answer_by``) is
+        shifted by it before a script compares it with ``TIME``, so a skewed server clock neither refuses every
+        decision nor lets a late one through."""
+        if self._offset is None:
+            try:
+                sent = time.time()
+                seconds, micros = await self.r.time()
+                got = time.time()
+            except (RedisError, OSError) as exc:
+                raise _failed(exc) from exc
+            self._offset = seconds + micros / 1e6 - (sent + got) / 2
+        return self._offset
 
     # -- key layout -------------------------------------------------------------------------------------
     def approval_key(self, approval_id: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import Collection
 from typing import Any
 
@@ -93,7 +94,7 @@ class SqliteApprovals:
         def tx(c: sqlite3.Connection) -> Approval | DecisionRefused | StaleVersion:
             current = load_approval(c, cmd.approval_id)
             try:
-                updated = apply_decision(current, cmd, now)
+                updated = apply_decision(current, cmd, now, wall=time.time())
             except (DecisionRefused, StaleVersion) as exc:
                 entry = audit_for_decision(
                     current,

@@ -6,6 +6,7 @@ Subclass it and provide ``store`` and ``clock`` fixtures.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -75,6 +76,24 @@ class ApprovalsConformance:
             ("created", "agent:riley", "ok", 1),
             ("decided", "U_SUPPORT1", "ok", 2),
         ]
+
+    async def test_a_decision_past_its_answer_deadline_is_refused_and_audited(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        """``answer_by`` is wall-clock time read by the store inside its atomic step: a surface that stopped
+        waiting and said "not recorded" is never contradicted by the decision landing later."""
+        a = make_approval(now=clock.now())
+        await store.approvals.create(a)
+        with pytest.raises(DecisionRefused) as refused:
+            late = cmd(a, "U_SUPPORT1", jobs=("card",), answer_by=time.time() - 0.5)
+            await store.approvals.decide(late, now=clock.now())
+        assert refused.value.code is ErrorCode.TOO_LATE and refused.value.retryable
+        assert (await store.approvals.get(a.id)) == a
+        assert await store.jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=30) == []
+        log = await store.audit.entries(approval_id=a.id)
+        assert [(e.event, e.outcome) for e in log] == [("created", "ok"), ("refused", "too_late")]
+        out = await store.approvals.decide(cmd(a, "U_SUPPORT1", answer_by=time.time() + 30), now=clock.now())
+        assert out.status is Status.APPROVED
 
     async def test_a_decision_queues_its_follow_up_jobs_in_its_own_step(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now())

@@ -4,7 +4,8 @@
 -- streams that get one entry each when the decision is recorded (payload ARGV[3])
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
---       supersede_with, via, approval_id, roles...; ARGV[2]: the approval's pub/sub channel
+--       supersede_with, via, approval_id, answer_by (server seconds, '' for none), roles...;
+--       ARGV[2]: the approval's pub/sub channel
 --#include chain
 local k, ak = KEYS[1], KEYS[2]
 local A = cjson.decode(ARGV[1])
@@ -14,6 +15,7 @@ local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'req
   'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
+local ROLES = 13
 
 local function audit(event, outcome, ver, detail)
   chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
@@ -32,6 +34,10 @@ local function refuse(code)
   return result('err', code)
 end
 
+if A[12] ~= '' then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) + tonumber(t[2]) / 1000000 > tonumber(A[12]) then return refuse('too_late') end
+end
 if status ~= 'pending' then
   if status == 'expired' then return refuse('expired') end
   return refuse('already_decided')
@@ -42,9 +48,9 @@ if A[3] ~= f[4] then return refuse('hash_mismatch') end
 if reviewer == f[5] then return refuse('self_approval') end
 local role, eligible = f[6], false
 if role == '' then
-  eligible = #A >= 12
+  eligible = #A >= ROLES
 else
-  for i = 12, #A do if A[i] == role then eligible = true end end
+  for i = ROLES, #A do if A[i] == role then eligible = true end end
 end
 if not eligible then return refuse('not_eligible') end
 local voters = f[9]
