@@ -8,7 +8,9 @@
 
 Asking again for the same action in the same session re-attaches to the same approval until it is used, so a
 restarted agent picks up the decision instead of asking twice. An approval authorizes one execution: ``ask``
-hands it to the caller (recorded as executed), and an identical action afterwards is a new request. ``guard``
+hands it to one caller (recorded as executed), and an identical action afterwards is a new request. Callers that
+waited on the same approval at once get one hand-over between them: exactly one answer is ``approved``, the others
+are ``handed_elsewhere`` (naming the approval) and must not act. ``guard``
 wraps a function so it runs only when approved, exactly once, under hitl's execution ledger.
 """
 
@@ -43,7 +45,7 @@ class Guard(Protocol):
     def __call__(self, fn: Callable[P, R], /) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
 
-Outcome = Literal["approved", "rejected", "expired", "cancelled"]
+Outcome = Literal["approved", "rejected", "expired", "cancelled", "handed_elsewhere"]
 
 _FINAL: dict[Status, Outcome] = {
     Status.APPROVED: "approved",
@@ -111,7 +113,8 @@ class Approvals:
         """Propose the action; return at once if the policy allows it, else wait for the decision.
 
         An approved answer is handed to the caller: the approval is recorded as executed (it authorizes this one
-        execution), so asking for the identical action again is a new request.
+        execution), so asking for the identical action again is a new request. Of several callers waiting on the same
+        approval, one is handed it; the others get ``handed_elsewhere`` (not approved) naming the approval.
         """
         call = ToolCall(
             tool,
@@ -125,8 +128,14 @@ class Approvals:
             modifiable=modifiable,
         )
         ticket = await self.gate.decide(call, timeout=wait)
-        if ticket.runs and ticket.approval is not None and not ticket.consumed:
-            ticket = await self.gate.begin(ticket)
+        if ticket.runs and ticket.approval is not None:
+            # The hand-over is the execution claim: one atomic claim per approval, so one caller gets the go.
+            try:
+                ticket = await self.gate.begin(ticket)
+            except GateRefused as exc:
+                if exc.code is not ErrorCode.HANDED_ELSEWHERE:
+                    raise
+                return Answer("handed_elsewhere", {}, ticket.approval, exc.message)
             await self.gate.finish(ticket, ok=True, detail=f"handed to the {self.framework} caller to run")
         return _answer(ticket)
 
@@ -176,7 +185,10 @@ class Approvals:
                 try:
                     return await self.gate.execute(ticket, fn)
                 except GateRefused as exc:
-                    raise ActionRejected(exc.message, status="rejected") from None
+                    status = "handed_elsewhere" if exc.code is ErrorCode.HANDED_ELSEWHERE else "rejected"
+                    raise ActionRejected(
+                        exc.message, status=status, approval_id=exc.context.get("approval_id")
+                    ) from None
 
             return wrapper
 

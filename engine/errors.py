@@ -68,6 +68,8 @@ class ErrorCode(StrEnum):
     EFFECT_IN_DOUBT = "effect_in_doubt"
     ACTION_REJECTED = "action_rejected"
     AGENT_FAILED = "agent_failed"
+    HANDED_ELSEWHERE = "handed_elsewhere"
+    """An approval authorizes one execution, and another caller waiting on the same approval was handed it."""
     TOO_LATE = "too_late"
     """A decision reached the store after the moment its surface had to answer by (Slack's 3 s): refused, so that
     nothing is recorded behind the back of a person who was told it was not."""

@@ -5,6 +5,9 @@ Every framework adapter is a thin translation over this one object, so the guara
 - the policy is keyed by the real tool name and arguments the framework is about to run, never by display text;
 - an approval is bound to one call: the framework's call id (``toolUseId``, ``tool_call_id``) when it has one, and
   for callers without ids an approval authorizes one execution (an identical call after it needs a new approval);
+- an approval is handed to one caller: calls with the same call id are one call (a replay after a crash or a
+  retried activity gets the recorded result of its one execution), and of several callers without ids waiting on
+  one approval exactly one runs it, the others are refused with ``handed_elsewhere`` naming the approval;
 - the arguments that run are the approved ones (a reviewer's Modify included), checked against the action hash;
 - the effect runs under the ledger, at most once, and the approval moves to ``executing``/``executed``;
 - a wait that gives up closes the approval, and any failure of hitl itself (store, schema) means the call does not
@@ -30,7 +33,7 @@ from engine.domain.ids import short_id
 from engine.domain.models import Approval, DecisionKind, Status
 from engine.domain.records import ClaimState
 from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
-from engine.runner.effects import Effects
+from engine.runner.effects import Effects, handed_elsewhere
 from engine.runner.tools import Tool
 from engine.service import ApprovalService
 
@@ -202,7 +205,11 @@ class ToolGate:
     async def ticket_of(self, approval: Approval) -> Ticket:
         """The ticket an approval gives, for a caller that has only the approval (a resume in another process)."""
         call = ToolCall(
-            approval.tool, approval.args, session=approval.session_id, framework=approval.metadata.get("framework", "")
+            approval.tool,
+            approval.args,
+            session=approval.session_id,
+            framework=approval.metadata.get("framework", ""),
+            call_id=approval.metadata.get("call_id"),
         )
         return await self.ticket_for(call, approval)
 
@@ -268,7 +275,9 @@ class ToolGate:
 
     # -- running ------------------------------------------------------------------------------------------
     async def execute(self, ticket: Ticket, fn: Callable[..., Any], *, args: Mapping[str, Any] | None = None) -> Any:
-        """Run ``fn(**args)`` for a ``run`` ticket, exactly once per approval: a repeat returns the recorded output.
+        """Run ``fn(**args)`` for a ``run`` ticket, exactly once per approval. A repeat of the same call (same call
+        id, or this gate again) returns the recorded output; another caller without a call id that waited on the
+        same approval is refused (``handed_elsewhere``, a :class:`GateRefused`).
 
         ``args`` are the arguments the framework is about to pass; they must be the approved ones (a framework
         that re-validates an edit must arrive at the same arguments), else nothing runs.
@@ -281,7 +290,16 @@ class ToolGate:
             return await _kwargs_call(fn)(f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}", **run_args)
         assert ticket.key is not None
         tool = Tool(ticket.call.tool, _kwargs_call(fn), None)
-        return await self.effects.execute(tool, run_args, key=ticket.key, approval=ticket.approval)
+        try:
+            return await self.effects.execute(
+                tool, run_args, key=ticket.key, approval=ticket.approval, exclusive=ticket.call.call_id is None
+            )
+        except EngineError as exc:
+            if exc.code is ErrorCode.CLAIM_IN_PROGRESS:  # another caller holds the claim and is running it now
+                exc = handed_elsewhere(ticket.call.tool, ticket.approval, ticket.key)
+            if exc.code is ErrorCode.HANDED_ELSEWHERE:
+                raise GateRefused(exc.message, code=exc.code, **exc.context) from None
+            raise
 
     async def begin(self, ticket: Ticket, *, args: Mapping[str, Any] | None = None) -> Ticket:
         """Claim the approval's one execution for a framework that runs the tool itself (finish with
@@ -301,15 +319,21 @@ class ToolGate:
                 lease=self.lease,
             )
         except ClaimRefused as exc:
+            if exc.code is not ErrorCode.CLAIM_IN_PROGRESS:
+                raise GateRefused(exc.message, code=exc.code) from None
             raise GateRefused(
-                f"{ticket.call.tool} is already running under this approval; it runs once", code=exc.code
+                handed_elsewhere(ticket.call.tool, ticket.approval, ticket.key).message,
+                code=ErrorCode.HANDED_ELSEWHERE,
+                approval_id=ticket.approval.id,
             ) from None
         if not claim.acquired:
-            state = "already ran" if claim.state is ClaimState.SUCCEEDED else "ran and failed"
+            state = "ran" if claim.state is ClaimState.SUCCEEDED else "ran and failed"
             raise GateRefused(
-                f"{ticket.call.tool} {state} under approval {ticket.approval.id}; an approval authorizes one "
-                "execution: ask again",
-                code=ErrorCode.ALREADY_DECIDED,
+                f"{ticket.call.tool} under approval {ticket.approval.id} was already handed to a caller, which {state} "
+                "it; an approval authorizes one execution, so this call did not run. Ask again for a new approval if "
+                "it must run again",
+                code=ErrorCode.HANDED_ELSEWHERE,
+                approval_id=ticket.approval.id,
             )
         if claim.recovered:
             raise GateRefused(

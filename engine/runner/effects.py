@@ -16,7 +16,7 @@ from engine.runner.drive import Drive
 from engine.runner.leases import kept_alive
 from engine.runner.tools import Tool
 
-__all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution"]
+__all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution", "handed_elsewhere"]
 
 Resolution = Literal["rerun", "done"]
 """A person's answer about an effect in doubt: run it again, or record it as done."""
@@ -52,6 +52,18 @@ class EffectInDoubt(EngineError):
         self.tool = tool
         self.key = key
         self.attempt = attempt
+
+
+def handed_elsewhere(tool: str, approval: Approval | None, key: str) -> EngineError:
+    """The refusal for a caller whose approval's one execution went to another caller."""
+    which = approval.id if approval is not None else key
+    return EngineError(
+        f"{tool} under approval {which} was handed to another caller, which runs it; an approval authorizes one "
+        "execution, so this call did not run. Ask again for a new approval if it must run again",
+        code=ErrorCode.HANDED_ELSEWHERE,
+        approval_id=approval.id if approval is not None else None,
+        key=key,
+    )
 
 
 @dataclass
@@ -90,8 +102,13 @@ class Effects:
         approval: Approval | None,
         resolution: Resolution | None = None,
         drive: Drive | None = None,
+        exclusive: bool = False,
     ) -> Any:
         """Run ``tool`` at most once under ``key``; a repeat returns the recorded output.
+
+        ``exclusive``: the effect is handed to one caller only. A caller that finds it run (or running) by another
+        worker is refused with ``handed_elsewhere`` naming the approval, instead of being given that worker's
+        output: it is a different caller that happened to wait on the same approval, not a replay of this one.
 
         A failed attempt is retried when the run is driven again. An attempt whose holder died (its lease ran out)
         is *in doubt*: it is run again only if the tool honours its idempotency key, else its reconcile hook says
@@ -104,6 +121,8 @@ class Effects:
         try:
             claim = await self._claim(key, digest, approval, drive)
         except ClaimRefused as exc:
+            if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
+                raise handed_elsewhere(tool.name, approval, key) from None
             if exc.code is ErrorCode.CLAIM_IN_PROGRESS:
                 raise EngineError(
                     f"{tool.name} is being executed by {exc.context.get('holder')}; wait for it, then resume again",
@@ -112,6 +131,8 @@ class Effects:
                 ) from None
             raise
         if not claim.acquired:
+            if exclusive and claim.holder != self.worker_id:
+                raise handed_elsewhere(tool.name, approval, key)
             if approval is not None and drive is None:  # a run's commit moved it along with the claim
                 await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
             assert claim.state is ClaimState.SUCCEEDED and claim.result is not None

@@ -78,7 +78,8 @@ async def test_the_whole_loop_through_http_only(api: Api) -> None:
     status, done = await api.call("POST", f"/executions/{key}/outcome", as_="agent", json={"ok": True, "detail": "ok"})
     assert status == 200 and done["status"] == "executed", done
     status, third = await api.call("POST", f"/executions/{key}/claim", as_="agent", json={"action_hash": digest})
-    assert status == 409 and third["error"]["code"] == "already_decided", third
+    assert status == 409 and third["error"]["code"] == "handed_elsewhere", third  # its one execution went to a caller
+    assert approval["id"] in third["error"]["message"]
 
     status, shown = await api.call("GET", f"/approvals/{approval['id']}", as_="reader")
     assert status == 200 and shown["status"] == "executed" and shown["can_decide"] is False

@@ -144,3 +144,71 @@ async def test_a_wait_that_gives_up_closes_the_approval(store: Store, clock: Fak
     assert late.value.code is ErrorCode.ALREADY_DECIDED
     events = [e.event for e in await store.audit.entries(approval_id=closed.id)]
     assert events[:2] == ["created", "cancelled"] and events[-1] == "refused"
+
+
+def count_waiters(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every approval a caller starts waiting on, in order (to decide only once every caller is attached)."""
+    seen: list[str] = []
+    inner = store.approvals.wait_changed
+
+    async def counted(approval_id: str, **kw: Any) -> Any:
+        seen.append(approval_id)
+        return await inner(approval_id, **kw)
+
+    monkeypatch.setattr(store.approvals, "wait_changed", counted)
+    return seen
+
+
+async def attached(waiting: list[str], n: int) -> str:
+    for _ in range(2000):
+        if len(waiting) >= n:
+            assert len(set(waiting)) == 1, waiting  # one approval shared by every caller
+            return waiting[0]
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"{len(waiting)} of {n} callers waited")
+
+
+async def test_concurrent_askers_of_one_approval_get_one_hand_over(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five callers ask for the same action in one session at once: one approval, one Approve, and exactly one
+    of them is told to act; the other four are told it went to another caller, naming the approval."""
+    waiting = count_waiters(store, monkeypatch)
+    askers = [Approvals(service(store, clock)) for _ in range(5)]  # as five agent processes would
+    tasks = [asyncio.create_task(a.ask("refund", {"order_id": "5", "amount": 50}, session="s-many")) for a in askers]
+    aid = await attached(waiting, 5)
+    assert [a.id for a in (await store.approvals.list_pending()).items] == [aid]
+    await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
+    answers = await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert {a.approval.id for a in answers if a.approval} == {aid}
+    go = [a for a in answers if a.approved]
+    elsewhere = [a for a in answers if a.status == "handed_elsewhere"]
+    assert len(go) == 1 and len(elsewhere) == 4, [a.status for a in answers]
+    assert all(not a.approved and a.args == {} and aid in (a.reason or "") for a in elsewhere)
+    assert (await store.approvals.get(aid)).status is Status.EXECUTED
+
+
+async def test_concurrent_guarded_calls_of_one_approval_run_once(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waiting = count_waiters(store, monkeypatch)
+    agents = [Approvals(service(store, clock)) for _ in range(4)]
+    ran: list[int] = []
+
+    def guarded(agent: Approvals, n: int) -> Any:
+        @agent.guard(tool="refund", session="s-guard")
+        async def refund(order_id: str, amount: float) -> str:
+            ran.append(n)
+            await asyncio.sleep(0.01)  # others arrive while it runs
+            return "refunded"
+
+        return refund
+
+    tasks = [asyncio.create_task(guarded(a, n)("6", 60)) for n, a in enumerate(agents)]
+    aid = await attached(waiting, 4)
+    await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+    assert len(ran) == 1
+    assert [r for r in results if r == "refunded"] == ["refunded"]
+    refused = [r for r in results if isinstance(r, ActionRejected)]
+    assert len(refused) == 3 and all(r.context["status"] == "handed_elsewhere" and aid in r.message for r in refused)

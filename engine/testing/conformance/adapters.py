@@ -229,7 +229,7 @@ def refund(call_id: str, order_id: str, amount: float) -> ScriptedCall:
 
 
 class AdapterConformance(abc.ABC):
-    """The twelve cases every adapter passes on every store."""
+    """The thirteen cases every adapter passes on every store."""
 
     @abc.abstractmethod
     def harness(self, world: AgentWorld) -> AgentHarness:
@@ -434,6 +434,27 @@ class AdapterConformance(abc.ABC):
         assert world.ledger.rows() == []
         if seen is not None:
             assert "did not run" in seen.results.get("c1", "did not run")
+
+    # -- 13 -----------------------------------------------------------------------------------------------
+    async def test_concurrent_identical_calls_share_one_approval_and_run_once(self, world: AgentWorld) -> None:
+        """Three agent processes make the same call at once (a duplicated worker, a replayed task): one approval,
+        one Approve, and the effect runs exactly once; every process hears either its result or that another
+        caller was handed it."""
+        hs = [self.harness(world) for _ in range(3)]  # three processes on one session
+        first = await hs[0].start([refund("c1", "A13", 75)], session="s-many")
+        runs = [first, *[await h.restart(first) for h in hs[1:]]]
+        (a,) = await self.pending(world, "s-many")
+        await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+        finishing = (h.finish(r) for h, r in zip(hs, runs, strict=True))
+        seen = await asyncio.wait_for(asyncio.gather(*finishing, return_exceptions=True), 30)
+        assert world.ledger.rows() == [("refund", "A13", 75.0)]
+        for outcome in seen:
+            if isinstance(outcome, BaseException):
+                assert isinstance(outcome, EngineError) and outcome.code is ErrorCode.HANDED_ELSEWHERE, outcome
+                continue
+            told = outcome.results.get("c1", "")
+            assert "refunded 75" in told or a.id in told, told
+        assert (await world.store().approvals.get(a.id)).status is Status.EXECUTED
 
 
 async def settle(task: Awaitable[Any]) -> None:
