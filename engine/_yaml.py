@@ -13,12 +13,18 @@ from pydantic import BaseModel, ValidationError
 
 from engine.errors import EngineError, ErrorCode
 
-__all__ = ["Problem", "Tag", "field_text", "line_of", "load_model", "parse_model", "place", "read_model"]
+__all__ = ["Problem", "Tag", "compose", "field_text", "line_of", "load_model", "parse_model", "place", "read_model"]
 
 M = TypeVar("M", bound=BaseModel)
 _PLACE = re.compile(r"^([A-Za-z_][\w\-]*(?:\.[\w\-]+|\[\d+\])*)(?: \([^)]*\))?: ")
 _PART = re.compile(r"\[\d+\]|[^.\[\]]+")
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def compose(text: str) -> Any:
+    """The node tree of ``text`` (for line numbers), parsed by the same loader that read the data: the pure-Python
+    parser refuses some plain scalars libyaml accepts (``prompt: go on?}`` in a flow mapping)."""
+    return yaml.compose(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader
 
 
 def load_model(path: str | Path, model: type[M], *, code: ErrorCode, what: str) -> M:
@@ -80,7 +86,7 @@ def parse_model(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)  # only on the error path: line numbers cost a parse
+        node = compose(text)  # only on the error path: line numbers cost a parse
         first = _problem(data, node, exc.errors()[0], tag)
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
         raise EngineError(
@@ -117,7 +123,7 @@ def read_model(
     try:
         return model.model_validate(data or {}, context=context), []
     except ValidationError as exc:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = compose(text)
         return None, [_problem(data, node, error, tag) for error in exc.errors()]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.config import HitlConfig
-from engine.domain.arg_schema import check_schema, validate_args
+from engine.domain.arg_schema import check_schema, validate_args, validator_for
 from engine.domain.decide import DecideCommand
 from engine.domain.hashing import action_hash, batch_hash, normalize
 from engine.domain.ids import approval_id
@@ -188,6 +188,9 @@ class ApprovalService:
         now = self.clock.now()
         items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, args)]
         clean = {"items": items} if batch is not None else items[0]
+        if schema is not None:
+            schema = check_schema(tool, schema)
+        await self._admit(tool, items, schema, session_id=session_id, requester=requester, now=now)
         if not self.policy.trust_matters(tool):
             trusted = frozenset()
         elif trusted is None or tool in trusted:
@@ -244,8 +247,6 @@ class ApprovalService:
         if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
             declared = self.policy.spec.tools.get(tool)
             schema = declared.schema_ if declared is not None else None
-        else:  # checked only when stored: an allowed call does not pay for it
-            schema = check_schema(tool, schema)
         approval = Approval(
             id=approval_id(dedupe),
             session_id=session_id,
@@ -274,6 +275,46 @@ class ApprovalService:
         if created:
             await self.announce(stored)
         return Proposal(verdict=verdict, approval=stored, created=created, args=clean)
+
+    async def _admit(
+        self,
+        tool: str,
+        items: list[dict[str, Any]],
+        schema: dict[str, Any] | None,
+        *,
+        session_id: str,
+        requester: str | None,
+        now: float,
+    ) -> None:
+        """Nothing unchecked enters: every item must satisfy the tool's schema declared in ``hitl.yaml`` and the one
+        sent with the call, before the policy counts it or an approval exists. A refusal names every bad field, is
+        audited, and writes nothing else."""
+        declared = self.policy.spec.tools.get(tool)
+        pairs = (("hitl.yaml", declared.schema_ if declared is not None else None), ("the call", schema))
+        for source, checked in pairs:
+            if checked is None:
+                continue
+            for i, item in enumerate(items):
+                try:
+                    validate_args(tool, checked, item, validator_for(checked))
+                except InvalidInput as exc:
+                    where = f" (item {i + 1})" if len(items) > 1 else ""
+                    detail = f"{session_id}: {tool}{where} refused by the schema of {source}: {exc.message}"
+                    await self.store.audit.append(
+                        AuditEntry(
+                            at=now,
+                            actor=(requester or self.requester)[:200],
+                            event="refused",
+                            action_hash=action_hash(tool, item),
+                            outcome=str(ErrorCode.INVALID_INPUT),
+                            detail=detail[:500],
+                        )
+                    )
+                    raise InvalidInput(
+                        f"{exc.message} (checked against the schema of {source}; nothing was proposed)",
+                        tool=tool,
+                        fields=exc.context.get("fields", {}),
+                    ) from None
 
     async def _trusted(self, session_id: str, now: float) -> frozenset[str]:
         if not session_id:

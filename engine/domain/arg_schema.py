@@ -25,8 +25,10 @@ __all__ = [
     "coerce_text",
     "declared_schema",
     "fields_of",
+    "sample_args",
     "schema_errors",
     "validate_args",
+    "validator_for",
     "with_defaults",
 ]
 
@@ -71,6 +73,17 @@ def declared_schema(schema: Any) -> dict[str, Any]:
         return check_schema("this tool", schema)
     except InvalidInput as exc:
         raise ValueError(exc.message) from None
+
+
+def validator_for(schema: dict[str, Any]) -> Draft202012Validator:
+    """A validator for ``schema``, built once per distinct schema (building one costs more than most validations,
+    and a tool's schema is the same on every call)."""
+    return _validator(json.dumps(schema, sort_keys=True, separators=(",", ":")))
+
+
+@functools.lru_cache(maxsize=1024)
+def _validator(canonical: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(canonical))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -230,3 +243,38 @@ def with_defaults(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, A
         if name not in out and isinstance(prop, dict) and prop.get("default") is not None:
             out[name] = prop["default"]
     return out
+
+
+def sample_args(schema: dict[str, Any], *, full: bool) -> dict[str, Any]:
+    """Arguments of the shape ``schema`` allows, for checking what is computed from them (policy conditions):
+    only the required ones, or every declared one (``full``). Each value is its default, its first enum member, or
+    the smallest value of its type the bounds allow."""
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    return {
+        name: _sample(_resolved(schema, prop) if isinstance(prop, dict) else {})
+        for name, prop in props.items()
+        if full or name in required
+    }
+
+
+def _sample(prop: dict[str, Any]) -> Any:
+    if "default" in prop:
+        return prop["default"]
+    if prop.get("enum"):
+        return prop["enum"][0]
+    if "const" in prop:
+        return prop["const"]
+    kind = prop.get("type")
+    kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+    if kind in ("number", "integer"):
+        low = prop.get("minimum", prop.get("exclusiveMinimum", 0))
+        value = low + 1 if "exclusiveMinimum" in prop else low
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return sample_args(prop, full=False)
+    return "x" * int(prop.get("minLength", 1))

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
+from engine.domain.arg_schema import sample_args
 from engine.domain.models import Tier
 from engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
 from engine.errors import ErrorCode, PolicyError
@@ -141,6 +142,19 @@ class Policy:
             )
         return cls(spec, compiled)
 
+    def condition_problems(self) -> list[tuple[int, str, str]]:
+        """Rules whose expressions cannot be evaluated on arguments their tool's declared schema allows:
+        ``(rule index, field, message)`` for each. At run time such a rule fails closed (it fires); this finds it
+        before then (``hitl validate``). Each rule is tried on the required arguments alone and on all of them."""
+        out: list[tuple[int, str, str]] = []
+        for i, rule in enumerate(self._rules):
+            for tool, tool_spec in sorted(self.spec.tools.items()):
+                if tool_spec.schema_ is not None and _matches(rule.spec.tools, tool):
+                    failed = _first_failure(rule, tool, tool_spec.schema_)
+                    if failed is not None:
+                        out.append((i, *failed))
+        return out
+
     def knows(self, tool: str) -> bool:
         return tool in self.spec.tools or tool in self._allowed or tool in self._always_ask
 
@@ -172,7 +186,7 @@ class Policy:
             if rule.value is not None:
                 raw = _safe_eval(rule.value, scope)
                 amount = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else 0.0
-            out[f"{rule.spec.name}:{subject!s}"] = (stats.window, amount)
+            out[f"{rule.spec.name}:{_key_text(subject)}"] = (stats.window, amount)
         return out
 
     def static_verdict(self, tool: str) -> Verdict | None:
@@ -338,6 +352,38 @@ class Policy:
         return None
 
 
+def _first_failure(rule: _Compiled, tool: str, schema: dict[str, Any]) -> tuple[str, str] | None:
+    """The first of ``rule``'s expressions that fails on sample arguments of ``schema``: (field, message)."""
+    spec = rule.spec
+    stats = spec.velocity or spec.rolling_sum
+    exprs = [
+        ("when", spec.when, rule.when),
+        ("subject", stats.subject if stats else None, rule.subject),
+        ("value", spec.rolling_sum.value if spec.rolling_sum else None, rule.value),
+    ]
+    for full in (False, True):
+        args = sample_args(schema, full=full)
+        for name, text, fn in exprs:
+            if fn is None:
+                continue
+            try:
+                got = fn(tool=tool, args=args)
+                if name == "subject" and got is None:  # every call without it would share one key
+                    raise ValueError("it gives nothing: an argument it reads is missing")
+                elif name == "value" and (isinstance(got, bool) or not isinstance(got, int | float)):
+                    raise ValueError(f"it gives {type(got).__name__}, not a number")
+                elif name == "when":
+                    bool(got)
+            except (TemplateError, TypeError, ValueError, ArithmeticError) as exc:
+                which = "every argument given" if full else "only the required arguments given"
+                return name, (
+                    f"{spec.name}: {name} '{text}' cannot be evaluated for {tool} with {which} ({exc}); at run time "
+                    f"it would fail closed on every such call. Make the argument required in {tool}'s schema, or "
+                    "guard the expression (e.g. `args.amount is defined and args.amount > 500`)"
+                )
+    return None
+
+
 def _compile(expr: str, where: str, what: str) -> Any:
     try:
         return _ENV.compile_expression(expr)
@@ -349,6 +395,14 @@ def _safe_eval(fn: Any, scope: Mapping[str, Any]) -> Any:
     try:
         return fn(**scope)
     except (TemplateError, TypeError, ValueError, ArithmeticError):
+        return "<unresolved>"
+
+
+def _key_text(subject: Any) -> str:
+    """A subject as a window key; one that cannot be turned into text (undefined) gets the unresolved key."""
+    try:
+        return str(subject)
+    except TemplateError:
         return "<unresolved>"
 
 

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import yaml
 
-from engine._yaml import Problem, line_of, read_model
+from engine._yaml import Problem, compose, line_of, read_model
+from engine.config import load_config
+from engine.errors import EngineError
 from engine.runner.checks import template_problems
 from engine.runner.spec import LoadedWorkflow, Where, Workflow, problems, union_tag, where_text
 
-__all__ = ["Problem", "validate_workflow"]
+__all__ = ["Problem", "policy_problems", "validate_workflow"]
 
 
 def validate_workflow(path: str | Path) -> list[Problem]:
@@ -28,7 +30,7 @@ def validate_workflow(path: str | Path) -> list[Problem]:
     spec, found = read_model(text, Workflow, context={"all_problems": True}, tag=union_tag)
     if spec is None:
         return found
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    node = compose(text)
 
     def at(loc: Where, message: str) -> Problem:
         return Problem(line_of(node, loc), where_text(loc) or "(top level)", message)
@@ -40,3 +42,23 @@ def validate_workflow(path: str | Path) -> list[Problem]:
     if not out:  # templates are checked against references that exist
         out = [at(loc, msg) for loc, msg in template_problems(LoadedWorkflow.of(spec, p, text))]
     return sorted(out, key=lambda problem: problem.line)
+
+
+def policy_problems(config_path: str | Path) -> list[Problem]:
+    """Rules in ``hitl.yaml`` whose conditions cannot be evaluated on arguments their tool's declared schema allows
+    (at run time such a rule fails closed on every such call), each with its line. A file that does not load is
+    reported by whatever loads it; here it gives nothing."""
+    p = Path(config_path)
+    try:
+        policy = load_config(p).build_policy()
+        node = compose(p.read_text(encoding="utf-8"))
+    except (EngineError, OSError, yaml.YAMLError):
+        return []
+    out = []
+    for i, field, message in policy.condition_problems():
+        loc = ("policy", "rules", i, field if field == "when" else _STATS_FIELD.get(field, field))
+        out.append(Problem(line_of(node, loc), f"policy.rules.{i}.{field}", message))
+    return out
+
+
+_STATS_FIELD = {"subject": "rolling_sum", "value": "rolling_sum"}

@@ -12,10 +12,11 @@ from pydantic import ValidationError
 from rich.text import Text
 
 from engine.api_spec import ApiTokenSpec
+from engine.compose import config_path_for
 from engine.domain.models import DecisionKind
 from engine.errors import InvalidInput
 from engine.runner.spec import load_workflow
-from engine.runner.validation import validate_workflow
+from engine.runner.validation import policy_problems, validate_workflow
 from engine.runtime import open_runtime
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
@@ -129,17 +130,23 @@ def run(
 def validate(
     workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
     as_json: JsonOpt = False,
+    config: ConfigOpt = None,
 ) -> None:
-    """Check a workflow without running it: every problem with its file and line (exit 2 when there are any)."""
+    """Check a workflow and its hitl.yaml without running anything: every problem with its file and line (exit 2
+    when there are any), including policy rules that could not be evaluated on arguments their tool's schema allows."""
     out = Out(as_json=as_json)
-    found = validate_workflow(workflow)
+    found = [(workflow, p) for p in validate_workflow(workflow)]
+    if not found:
+        config_path = config_path_for(config, load_workflow(workflow))
+        found += [(config_path, p) for p in policy_problems(config_path)] if config_path else []
     if out.json:
-        out.emit({"valid": not found, "problems": [dataclasses.asdict(p) for p in found]})
+        problems = [{"file": f, **dataclasses.asdict(p)} for f, p in found]
+        out.emit({"valid": not found, "problems": problems})
     elif not found:
         flow = load_workflow(workflow).spec.flow
         out.text(("valid", "bold green"), f"  {workflow}: a {flow.type} workflow")
-    for p in [] if out.json else found:
-        out.err.print(Text.assemble((f"{workflow}:{p.line}: ", "bold"), (p.field, "cyan"), ": ", p.message))
+    for file, p in [] if out.json else found:
+        out.err.print(Text.assemble((f"{file}:{p.line}: ", "bold"), (p.field, "cyan"), ": ", p.message))
     raise typer.Exit(2 if found else 0)
 
 

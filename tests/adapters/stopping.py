@@ -43,6 +43,14 @@ class StoppingHarness(abc.ABC):
             assert await run.state["runner"].resume(run.session) is None  # continued once: nothing waits
         return self.transcript(result)
 
+    async def finish_shared(self, run: AgentRun) -> Transcript | None:
+        result = run.state["result"]
+        if result is None or self.stopped(result):
+            result = await run.state["runner"].resume(run.session)
+            if result is None:
+                return None  # another process continued the run
+        return self.transcript(result)
+
     async def crash(self, run: AgentRun) -> None:
         run.state.clear()  # nothing survives but the store
 

@@ -57,6 +57,13 @@ def build(world: AgentWorld, calls: list[ScriptedCall], saver: AsyncSqliteSaver,
     return g.compile(checkpointer=saver)
 
 
+async def _transcript(graph: Any, thread: str) -> Transcript:
+    snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
+    return Transcript(
+        {m.tool_call_id: str(m.content) for m in snapshot.values["messages"] if isinstance(m, ToolMessage)}
+    )
+
+
 class LangGraphHarness:
     framework = "langgraph"
     modifies = True
@@ -88,10 +95,17 @@ class LangGraphHarness:
             assert result is not None, "every approval was decided, so the thread must resume"
             assert "__interrupt__" not in result
             assert await resumer.resume(run.session) is None  # resumed once: nothing waits any more
-        snapshot = await graph.aget_state({"configurable": {"thread_id": run.session}})
-        results = {m.tool_call_id: str(m.content) for m in snapshot.values["messages"] if isinstance(m, ToolMessage)}
+        seen = await _transcript(graph, run.session)
         await self.close()
-        return Transcript(results)
+        return seen
+
+    async def finish_shared(self, run: AgentRun) -> Transcript | None:
+        graph, resumer = run.state["graph"], run.state["resumer"]
+        if (run.state["result"] is None or "__interrupt__" in run.state["result"]) and (
+            await resumer.resume(run.session) is None
+        ):
+            return None  # another process continued the thread
+        return await _transcript(graph, run.session)
 
     async def close(self) -> None:
         for conn in self.connections:

@@ -113,6 +113,9 @@ class InlineHarness:
         await run.state["task"]
         return transcript(run.state["agent"])
 
+    async def finish_shared(self, run: AgentRun) -> Transcript | None:
+        return await self.finish(run)  # each process waits inline on its own call
+
     async def crash(self, run: AgentRun) -> None:
         run.state["task"].cancel()
         await settle(run.state["task"])
@@ -154,6 +157,12 @@ class InterruptHarness:
             result = await resume(agent, handler)
             assert result is not None, "every approval was decided, so the run must continue"
             assert result.stop_reason != "interrupt"
+        return transcript(agent)
+
+    async def finish_shared(self, run: AgentRun) -> Transcript | None:
+        agent, handler = run.state["agent"], run.state["handler"]
+        if run.state["result"].stop_reason == "interrupt" and await resume(agent, handler) is None:
+            return None  # another process continued the run
         return transcript(agent)
 
     async def crash(self, run: AgentRun) -> None:

@@ -376,3 +376,46 @@ async def test_a_run_waiting_on_two_steps_shows_both_until_each_is_decided(api: 
     assert await api.h.rt.lifecycle.process_jobs() == 1
     status, shown = await api.call("GET", f"/runs/{run['session_id']}")
     assert shown["status"] == "completed" and shown["waiting"] == [] and shown["approval"] is None, shown
+
+
+async def test_a_proposal_that_breaks_the_tools_schema_is_refused_before_any_approval_exists(api: Api) -> None:
+    """hitl.yaml declares refund's schema (numeric amount, customer_id required): the proposal gets 422 naming each
+    field, no approval or window count is written, and the refusal is audited."""
+    status, body = await api.call(
+        "POST",
+        "/proposals",
+        as_="agent",
+        json={
+            "session": "s-bad",
+            "tool": "refund",
+            "args": {"order_id": "1", "amount": "lots"},
+            "idempotency_key": "b",
+        },
+    )
+    assert status == 422, body
+    assert body["error"]["code"] == "invalid_input"
+    assert {f["field"] for f in body["error"]["fields"]} == {"amount", "customer_id"}, body
+    assert "hitl.yaml" in body["error"]["message"]
+    store = api.h.rt.store
+    assert (await store.approvals.list_pending()).items == []
+    refused = [e for e in await store.audit.entries() if e.event == "refused" and "s-bad" in e.detail]
+    assert [(e.outcome, e.actor) for e in refused] == [("invalid_input", "agent:remote")], (
+        refused
+    )  # the token's identity
+    # A schema sent with the call is checked too, on top of the declared one.
+    sent = {"type": "object", "properties": {"reason": {"type": "string", "minLength": 5}}}
+    status, body = await api.call(
+        "POST",
+        "/proposals",
+        as_="agent",
+        json={
+            "session": "s-bad",
+            "tool": "refund",
+            "args": {**REFUND, "reason": "x"},
+            "args_schema": sent,
+            "idempotency_key": "c",
+        },
+    )
+    assert status == 422 and [f["field"] for f in body["error"]["fields"]] == ["reason"], body
+    assert "the call" in body["error"]["message"]
+    assert (await store.approvals.list_pending()).items == []

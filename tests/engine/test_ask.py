@@ -13,7 +13,7 @@ import pytest
 from engine.ask import ActionRejected, Approvals
 from engine.config import parse_config
 from engine.domain.models import DecisionKind, Status
-from engine.errors import DecisionRefused, ErrorCode
+from engine.errors import DecisionRefused, ErrorCode, InvalidInput
 from engine.ports import Store
 from engine.service import ApprovalService
 from engine.storage.redis import RedisStore, connect
@@ -212,3 +212,23 @@ async def test_concurrent_guarded_calls_of_one_approval_run_once(
     assert [r for r in results if r == "refunded"] == ["refunded"]
     refused = [r for r in results if isinstance(r, ActionRejected)]
     assert len(refused) == 3 and all(r.context["status"] == "handed_elsewhere" and aid in r.message for r in refused)
+
+
+async def test_arguments_that_break_a_schema_never_become_an_approval(store: Store, clock: FakeClock) -> None:
+    """The schema sent with the call (an adapter's tool schema, an MCP inputSchema) is checked before the policy
+    counts anything: a coded error naming each bad field, no approval, the refusal audited."""
+    agent = Approvals(service(store, clock))
+    schema = {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "amount": {"type": "number", "maximum": 1000}},
+        "required": ["order_id", "amount"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(InvalidInput) as bad:
+        await agent.ask("refund", {"amount": 5000, "note": "x"}, session="s-schema", schema=schema)
+    assert bad.value.code is ErrorCode.INVALID_INPUT
+    assert set(bad.value.context["fields"]) == {"order_id", "amount", "note"}
+    assert (await store.approvals.list_pending()).items == []
+    trail = await store.audit.entries()
+    assert [(e.event, e.outcome) for e in trail] == [("refused", "invalid_input")]
+    assert "s-schema" in trail[0].detail and "the call" in trail[0].detail

@@ -167,3 +167,51 @@ def test_two_workers_waiting_at_once_resume_on_either_decision(hitl: Hitl, desk:
     assert done.out["outputs"]["workers"] == ["Done.", "Done."]
     assert desk.tools() == ["send_email", "send_email"]
     desk.assert_nothing_twice()
+
+
+UNEVALUABLE = """\
+policy:
+  tools:
+    refund:
+      tier: approve
+      schema:
+        type: object
+        properties: {order_id: {type: string}, amount: {type: number}, customer_id: {type: string}}
+        required: [order_id]
+    send: {tier: approve, schema: {type: object, properties: {to: {type: string}}, required: [to]}}
+  rules:
+    - name: big
+      tools: [refund]
+      when: "args.amount > 500"
+      tier: escalate
+    - name: guarded
+      tools: [refund]
+      when: "args.amount is defined and args.amount > 500"
+      tier: escalate
+    - name: split
+      tools: [refund]
+      rolling_sum: {subject: args.customer_id, value: args.amount, window: 1h, threshold: 500}
+      tier: escalate
+    - name: outbound
+      tools: [send]
+      when: "args.to.endswith('@example.com')"
+      tier: escalate
+"""
+
+
+def test_validate_reports_policy_conditions_that_fail_on_arguments_the_schema_allows(
+    hitl: Hitl, tmp_path: Path
+) -> None:
+    """A rule over an optional argument would fail closed on every call without it: a configuration error that
+    `hitl validate` names with its line in hitl.yaml, before anything runs."""
+    (tmp_path / "hitl.yaml").write_text(UNEVALUABLE)
+    (tmp_path / "flow.yaml").write_text("name: flow\nsteps:\n  - {type: gate, id: ok, prompt: go on?}\n")
+    config = ("--config", str(tmp_path / "hitl.yaml"))
+    out = hitl("validate", str(tmp_path / "flow.yaml"), *config, expect=2).out
+    found = [(Path(p["file"]).name, p["line"], p["field"]) for p in out["problems"]]
+    assert found == [("hitl.yaml", 13, "policy.rules.0.when"), ("hitl.yaml", 21, "policy.rules.2.subject")], found
+    assert "make the argument required" in out["problems"][0]["message"].lower()
+    (tmp_path / "hitl.yaml").write_text(
+        UNEVALUABLE.replace("required: [order_id]", "required: [order_id, amount, customer_id]")
+    )
+    assert hitl("validate", str(tmp_path / "flow.yaml"), *config).out["valid"] is True
