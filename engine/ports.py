@@ -231,9 +231,15 @@ class AuditLog(Protocol):
         """Audit entries, oldest first."""
         ...
 
-    async def verify(self) -> tuple[int, AuditBreak | None]:
-        """Check every chain (one per approval, one for entries that belong to no approval): how many entries
-        were checked, and the first broken link, if any."""
+    async def verify(self, *, head: str | None = None) -> tuple[int, AuditBreak | None]:
+        """Check every chain (one per approval, one for entries that belong to no approval) and its head: how many
+        entries were checked, and the first break, if any (a changed or moved entry, a removed tail). With ``head``
+        (a digest :meth:`take_head` returned), also that every entry recorded before it was taken is still there."""
+        ...
+
+    async def take_head(self) -> str:
+        """Record every chain's head under one digest and return it, for the operator to keep outside the store
+        (see :mod:`engine.domain.audit_heads`)."""
         ...
 
 

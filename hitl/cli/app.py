@@ -288,29 +288,48 @@ def show(
 @app.command()
 def audit(
     target: Annotated[
-        str | None, typer.Argument(metavar="ID|verify", help="Only this approval; or `verify` to check the chains.")
+        str | None,
+        typer.Argument(
+            metavar="ID|verify|head",
+            help="Only this approval; `verify` to check the chains and their heads; `head` to take a digest to keep.",
+        ),
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=100000, help="Newest entries to print.")] = 200,
+    head: Annotated[
+        str | None, typer.Option("--head", help="With verify: a digest `hitl audit head` printed earlier.")
+    ] = None,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
 ) -> None:
-    """Print the audit trail (oldest first), or `hitl audit verify`: check that no entry was changed, removed or
-    reordered (exit 0 intact, 1 broken, naming the first broken link)."""
+    """Print the audit trail (oldest first); `hitl audit verify`: check that no entry was changed, removed or
+    reordered and that no chain lost its newest entries (exit 0 intact, 1 broken, naming the first break);
+    `hitl audit head`: record every chain's head and print one digest to keep outside the store, which
+    `hitl audit verify --head DIGEST` later checks (every entry recorded before it is still there, unchanged)."""
     out = Out(as_json=as_json)
+    if head is not None and target != "verify":
+        raise typer.BadParameter("--head goes with `hitl audit verify`", param_hint="--head")
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
         client = remote_from_env()
         if client is not None:
-            if target == "verify":
-                raise InvalidInput("`hitl audit verify` reads the store itself: run it where HITL_STORE reaches")
+            if target in ("verify", "head"):
+                raise InvalidInput(f"`hitl audit {target}` reads the store itself: run it where HITL_STORE reaches")
             out.audit(await client.audit(target, limit=limit))
             return 0
         async with open_runtime(settings.runtime) as rt:
             if target == "verify":
-                checked, broken = await rt.store.audit.verify()
+                checked, broken = await rt.store.audit.verify(head=head)
                 out.audit_verified(checked, broken)
                 return 0 if broken is None else 1
+            if target == "head":
+                digest = await rt.store.audit.take_head()
+                if out.json:
+                    out.emit({"head": digest})
+                else:
+                    out.text(("audit head", "bold"), f" {digest}")
+                    out.text("keep it outside the store; later: ", (f"hitl audit verify --head {digest}", "bold"))
+                return 0
             approval_id = (await resolve_target(rt, target))[0].id if target else None
             out.audit(await rt.store.audit.entries(approval_id=approval_id, limit=limit))
         return 0

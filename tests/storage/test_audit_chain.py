@@ -171,3 +171,121 @@ async def test_the_database_still_refuses_deletes_outside_a_purge_and_an_older_o
         await store.close()
     with sqlite3.connect(path) as db, pytest.raises(sqlite3.IntegrityError, match="append-only"):
         db.execute("DELETE FROM audit")
+
+
+def _cli(url: str, *args: str) -> tuple[int, dict[str, object]]:
+    r = CliRunner().invoke(app, ["audit", *args, "--json"], env={"HITL_STORE": url}, catch_exceptions=False)
+    return r.exit_code, dict(json.loads(r.stdout))
+
+
+async def _cut_newest(store_url: StoreUrl, approval_id: str | None) -> None:
+    """Remove the newest entry of an approval's chain (or of the run-level chain, for None), as someone with write
+    access to the store would: dropping the append-only trigger first on SQLite, RPOP / XDEL on Redis."""
+    if store_url.backend == "sqlite":
+        with sqlite3.connect(store_url.path) as db:
+            db.execute("DROP TRIGGER IF EXISTS audit_no_delete")
+            db.execute(
+                "DELETE FROM audit WHERE seq = (SELECT MAX(seq) FROM audit WHERE approval_id IS ?)", (approval_id,)
+            )
+        return
+    store = open_store(store_url.url)
+    try:
+        conn = store.conn  # type: ignore[attr-defined]
+        if approval_id is not None:
+            await conn.r.rpop(conn.audit_key(approval_id))
+        else:
+            [(newest, _)] = await conn.r.xrevrange(conn.events_key, count=1)
+            await conn.r.xdel(conn.events_key, newest)
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("chain", ["approval", "events"])
+async def test_verify_notices_a_chain_whose_newest_entry_was_removed(store_url: StoreUrl, chain: str) -> None:
+    store = open_store(store_url.url)
+    try:
+        target = await _history(store)
+        for i in range(2):
+            await store.audit.append(AuditEntry(at=2_000_000.0 + i, actor="cli", event="forced_resume", detail=str(i)))
+    finally:
+        await store.close()
+    code, intact = await asyncio.to_thread(_verify, store_url.url)
+    assert code == 0 and intact["intact"] is True
+    await _cut_newest(store_url, target if chain == "approval" else None)
+    code, broken = await asyncio.to_thread(_verify, store_url.url)
+    where = broken["broken"]
+    assert code == 1 and isinstance(where, dict), broken
+    assert where["chain"] == (target if chain == "approval" else "events")
+    assert where["position"] == (2 if chain == "approval" else 2)
+    assert "newest 1 entry was removed" in str(where["reason"]), where
+
+
+async def test_a_head_kept_outside_proves_nothing_before_it_changed(store_url: StoreUrl) -> None:
+    """`hitl audit head` prints a digest; `verify --head` passes while history only grows, and fails once an
+    entry recorded before the digest is changed, even when the heads are rewritten to match."""
+    store = open_store(store_url.url)
+    try:
+        target = await _history(store)
+    finally:
+        await store.close()
+    code, took = await asyncio.to_thread(_cli, store_url.url, "head")
+    digest = str(took["head"])
+    assert code == 0 and len(digest) == 64
+    store = open_store(store_url.url)
+    try:  # history grows after the head was taken
+        await store.audit.append(AuditEntry(at=3_000_000.0, actor="cli", event="forced_resume", detail="later"))
+    finally:
+        await store.close()
+    code, intact = await asyncio.to_thread(_cli, store_url.url, "verify", "--head", digest)
+    assert code == 0 and intact["intact"] is True, intact
+    code, unknown = await asyncio.to_thread(_cli, store_url.url, "verify", "--head", "0" * 64)
+    assert code == 1 and unknown["broken"]["chain"] == "heads"  # type: ignore[index]
+    # A careful attacker removes the approval's newest entry and rewrites its head to match: the chains and heads
+    # agree again, but the digest kept outside does not.
+    await _cut_newest(store_url, target)
+    if store_url.backend == "sqlite":
+        with sqlite3.connect(store_url.path) as db:
+            db.execute(
+                "UPDATE audit_heads SET length = length - 1, "
+                "link = (SELECT link FROM audit WHERE approval_id = ? ORDER BY seq DESC LIMIT 1) WHERE chain = ?",
+                (target, target),
+            )
+    else:
+        store = open_store(store_url.url)
+        try:
+            conn = store.conn  # type: ignore[attr-defined]
+            last = json.loads(await conn.r.lindex(conn.audit_key(target), -1))
+            await conn.r.hset(conn.head_key(conn.audit_key(target)), mapping={"n": 1, "link": last["link"]})
+        finally:
+            await store.close()
+    code, plain = await asyncio.to_thread(_verify, store_url.url)
+    assert code == 0 and plain["intact"] is True  # the store alone cannot tell
+    code, broken = await asyncio.to_thread(_cli, store_url.url, "verify", "--head", digest)
+    assert code == 1 and broken["broken"]["chain"] == target, broken  # type: ignore[index]
+    assert "recorded before the head was taken" in broken["broken"]["reason"]  # type: ignore[index]
+
+
+async def test_a_trail_an_older_hitl_wrote_gets_its_heads_and_then_guards_its_tail(store_url: StoreUrl) -> None:
+    """A store from before heads existed: its chains are given heads as they stand (SQLite when it is opened,
+    Redis at the first verify), after which a cut tail shows as on any other store."""
+    store = open_store(store_url.url)
+    try:
+        target = await _history(store)
+    finally:
+        await store.close()
+    if store_url.backend == "sqlite":
+        with sqlite3.connect(store_url.path) as db:  # as schema 5 left it: no heads
+            db.executescript("DROP TRIGGER audit_head; DROP TABLE audit_heads; PRAGMA user_version = 5;")
+    else:
+        store = open_store(store_url.url)
+        try:
+            conn = store.conn  # type: ignore[attr-defined]
+            heads = [k async for k in conn.r.scan_iter(match=f"{conn.p}:*head*")]
+            assert heads and await conn.r.delete(*heads) == len(heads)
+        finally:
+            await store.close()
+    code, intact = await asyncio.to_thread(_verify, store_url.url)
+    assert code == 0 and intact["intact"] is True and intact["checked"] == 5, intact
+    await _cut_newest(store_url, target)
+    code, broken = await asyncio.to_thread(_verify, store_url.url)
+    assert code == 1 and broken["broken"]["chain"] == target, broken  # type: ignore[index]

@@ -36,7 +36,7 @@ async def test_one_approvals_keys_share_a_hash_tag(redis_store: RedisStore, cloc
     a = make_approval(now=clock.now())
     await redis_store.approvals.create(a)
     keys = [k async for k in redis_store.conn.r.scan_iter(match=f"{redis_store.prefix}:{{{a.id}}}*")]
-    assert len(keys) == 3  # hash, static document, audit list
+    assert len(keys) == 4  # hash, static document, audit list and its head
     assert {re.search(r"\{([^}]*)\}", k).group(1) for k in keys} == {a.id}  # type: ignore[union-attr]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
 from engine.domain.records import AuditBreak, AuditEntry, chain_link
 from engine.domain.retention import anchor_of
 from engine.storage.redis.codec import entry_body, split_link, text
@@ -51,40 +52,103 @@ class RedisAudit:
         entries.sort(key=lambda e: e.at)
         return entries[-limit:]
 
-    async def verify(self) -> tuple[int, AuditBreak | None]:
-        checked = 0
-        ids = [text(m) for m in await self.r.zrange(self.conn.all_key, 0, -1)]
-        ids += [text(m) for m in await self.r.zrange(self.conn.chains_key, 0, -1)]
+    async def verify(self, *, head: str | None = None) -> tuple[int, AuditBreak | None]:
+        c = self.conn
+        ids = [text(m) for m in await self.r.zrange(c.all_key, 0, -1)]
+        ids += [text(m) for m in await self.r.zrange(c.chains_key, 0, -1)]
+        if not await self.r.exists(c.heads_kept_key):
+            await self._keep_heads(ids)
         chains: list[tuple[str, list[str]]] = []
+        recorded: dict[str, Head] = {}
         for start in range(0, len(ids), 200):
+            part = ids[start : start + 200]
             async with self.r.pipeline(transaction=False) as pipe:
-                for aid in ids[start : start + 200]:
-                    pipe.lrange(self.conn.audit_key(aid), 0, -1)
-                logs = await pipe.execute()
-            chains += [(aid, [text(x) for x in log]) for aid, log in zip(ids[start : start + 200], logs, strict=True)]
-        stream = cast(list[tuple[Any, dict[str, Any]]], await self.r.xrange(self.conn.events_key))
-        events = [text(fields.get("e", "")) for _, fields in stream]
-        for chain, stored in [*chains, ("events", events)]:
-            if not stored and chain != "events":
+                for aid in part:
+                    pipe.lrange(c.audit_key(aid), 0, -1)
+                    pipe.hmget(c.head_key(c.audit_key(aid)), ["n", "link"])
+                got = await pipe.execute()
+            for aid, log, (n, link) in zip(part, got[::2], got[1::2], strict=True):
+                chains.append((aid, [text(x) for x in log]))
+                if n is not None:
+                    recorded[aid] = (int(n), text(link or ""))
+        async with self.r.pipeline(transaction=False) as pipe:
+            pipe.xrange(c.events_key)
+            pipe.hmget(c.head_key(c.events_key), ["n", "link"])
+            stream, (n, link) = await pipe.execute()
+        if n is not None:
+            recorded[EVENTS] = (int(n), text(link or ""))
+        events = [text(fields.get("e", "")) for _, fields in cast(list[tuple[Any, dict[str, Any]]], stream)]
+        checked = 0
+        links: dict[str, list[str]] = {}
+        for chain, stored in [*chains, (EVENTS, events)]:
+            if not stored and chain != EVENTS:
                 reason = "the approval's audit entries are missing"
                 return checked, AuditBreak(chain=chain, position=1, reason=reason, checked=checked)
-            prev = _anchor(events) if chain == "events" else ""
+            prev = _anchor(events) if chain == EVENTS else ""
             for position, element in enumerate(stored, start=1):
                 parts = split_link(element)
                 if parts is None:
                     reason = "the entry carries no link (written or replaced outside hitl)"
-                    return checked, AuditBreak(chain=chain, position=position, reason=reason, checked=checked)
+                    return checked, AuditBreak(
+                        chain=chain_name(chain), position=position, reason=reason, checked=checked
+                    )
                 body, claimed_prev, link = parts
                 if claimed_prev != prev:
                     reason = "an entry before it was removed or moved"
-                    return checked, AuditBreak(chain=chain, position=position, reason=reason, checked=checked)
-                if link != chain_link(prev, body):
                     return checked, AuditBreak(
-                        chain=chain, position=position, reason="the entry was changed", checked=checked
+                        chain=chain_name(chain), position=position, reason=reason, checked=checked
+                    )
+                if link != chain_link(prev, body):
+                    reason = "the entry was changed"
+                    return checked, AuditBreak(
+                        chain=chain_name(chain), position=position, reason=reason, checked=checked
                     )
                 prev = link
+                links.setdefault(chain, []).append(link)
                 checked += 1
-        return checked, None
+        found = {k: (len(v), v[-1]) for k, v in links.items()}
+        broken = compare_heads(found, recorded, checked)
+        if broken is None and head is not None:
+            broken = check_anchor(head, await self._taken(head), links, checked)
+        return checked, broken
+
+    async def take_head(self) -> str:
+        c = self.conn
+        ids = [text(m) for m in await self.r.zrange(c.all_key, 0, -1)]
+        ids += [text(m) for m in await self.r.zrange(c.chains_key, 0, -1)]
+        heads: dict[str, Head] = {}
+        keys = [(EVENTS, c.events_key), *((aid, c.audit_key(aid)) for aid in ids)]
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            async with self.r.pipeline(transaction=False) as pipe:
+                for _, key in part:
+                    pipe.hmget(c.head_key(key), ["n", "link"])
+                got = await pipe.execute()
+            heads |= {chain: (int(n), text(lk or "")) for (chain, _), (n, lk) in zip(part, got, strict=True) if n}
+        digest = head_digest(heads)
+        if heads:
+            await self.r.hset(c.anchor_key(digest), mapping={k or "-": f"{n} {lk}" for k, (n, lk) in heads.items()})
+        return digest
+
+    async def _taken(self, digest: str) -> dict[str, Head] | None:
+        raw = await self.r.hgetall(self.conn.anchor_key(digest))
+        if not raw:
+            return None
+        out: dict[str, Head] = {}
+        for k, v in raw.items():
+            n, _, link = text(v).partition(" ")
+            out["" if text(k) == "-" else text(k)] = (int(n), link)
+        return out
+
+    async def _keep_heads(self, ids: list[str]) -> None:
+        """Give every chain an older hitl wrote its head, from the chain as it is (once per store)."""
+        c = self.conn
+        chains = [c.events_key, *(c.audit_key(aid) for aid in ids)]
+        for start in range(0, len(chains), 200):
+            part = chains[start : start + 200]
+            keys = [k for chain in part for k in (chain, c.head_key(chain))]
+            await c.call(c.heads_script, keys, ["1" if start == 0 else "0"])
+        await self.r.set(c.heads_kept_key, "1")
 
 
 def _anchor(events: list[str]) -> str:

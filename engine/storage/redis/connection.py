@@ -111,6 +111,7 @@ class RedisConnection:
         self.page_script: AsyncScript = client.register_script(_lua("page"))
         self.purge_script: AsyncScript = client.register_script(_lua("purge"))
         self.purge_audit_script: AsyncScript = client.register_script(_lua("purge_audit"))
+        self.heads_script: AsyncScript = client.register_script(_lua("heads"))
         self._offset: float | None = None
 
     async def clock_offset(self) -> float:
@@ -213,6 +214,19 @@ class RedisConnection:
     def jobs_key(self, kind: str) -> str:
         """The stream of durable jobs of one kind."""
         return f"{self.p}:jobs:{kind}"
+
+    def head_key(self, chain_key: str) -> str:
+        """A chain's head (entries, newest link), beside the chain in its hash slot; scripts write it with it."""
+        return f"{chain_key}:head"
+
+    @property
+    def heads_kept_key(self) -> str:
+        """Set once the chains an older hitl wrote were given heads (``hitl audit verify`` does it once)."""
+        return f"{self.p}:heads-kept"
+
+    def anchor_key(self, digest: str) -> str:
+        """The heads ``hitl audit head`` recorded under ``digest`` (a hash: chain -> "length link")."""
+        return f"{self.p}:anchor:{digest}"
 
     @property
     def events_key(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
 from engine.domain.records import AuditBreak, AuditEntry, chain_link
 from engine.domain.retention import PURGE_EVENT, anchor_of
 from engine.storage.sqlite.connection import SqliteConnection
@@ -38,27 +39,24 @@ class SqliteAudit:
 
         return await self.db.run(tx, write=False)
 
-    async def verify(self) -> tuple[int, AuditBreak | None]:
+    async def verify(self, *, head: str | None = None) -> tuple[int, AuditBreak | None]:
         def tx(c: sqlite3.Connection) -> tuple[int, AuditBreak | None]:
-            heads: dict[str | None, tuple[str, int]] = {None: (_anchor(c), 0)}
+            last: dict[str, tuple[str, int]] = {EVENTS: (_anchor(c), 0)}
+            links: dict[str, list[str]] = {}
             checked = 0
             for row in c.execute(f"SELECT {_COLS} FROM audit ORDER BY seq"):
                 e = AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True)))
-                head, position = heads.get(e.approval_id, ("", 0))
+                key = e.approval_id or EVENTS
+                prev, position = last.get(key, ("", 0))
                 position += 1
-                chain = e.approval_id or "events"
-                if e.prev != head:
-                    return checked, AuditBreak(
-                        chain=chain,
-                        position=position,
-                        reason="an entry before it was removed or moved",
-                        checked=checked,
-                    )
+                if e.prev != prev:
+                    reason = "an entry before it was removed or moved"
+                    return checked, AuditBreak(chain=chain_name(key), position=position, reason=reason, checked=checked)
                 if e.link != chain_link(e.prev, audit_body(e)):
-                    return checked, AuditBreak(
-                        chain=chain, position=position, reason="the entry was changed", checked=checked
-                    )
-                heads[e.approval_id] = (e.link, position)
+                    reason = "the entry was changed"
+                    return checked, AuditBreak(chain=chain_name(key), position=position, reason=reason, checked=checked)
+                last[key] = (e.link, position)
+                links.setdefault(key, []).append(e.link)
                 checked += 1
             orphan = c.execute(
                 "SELECT id FROM approvals WHERE id NOT IN "
@@ -67,9 +65,33 @@ class SqliteAudit:
             if orphan is not None:
                 reason = "the approval's audit entries are missing"
                 return checked, AuditBreak(chain=orphan[0], position=1, reason=reason, checked=checked)
-            return checked, None
+            found = {k: (len(v), v[-1]) for k, v in links.items()}
+            recorded = {
+                str(k): (int(n), str(lk)) for k, n, lk in c.execute("SELECT chain, length, link FROM audit_heads")
+            }
+            broken = compare_heads(found, recorded, checked)
+            if broken is None and head is not None:
+                broken = check_anchor(head, _taken(c, head), links, checked)
+            return checked, broken
 
         return await self.db.run(tx, write=False, blocking=True)  # the whole trail: off the loop
+
+    async def take_head(self) -> str:
+        def tx(c: sqlite3.Connection) -> str:
+            heads = {str(k): (int(n), str(lk)) for k, n, lk in c.execute("SELECT chain, length, link FROM audit_heads")}
+            digest = head_digest(heads)
+            c.executemany(
+                "INSERT OR IGNORE INTO audit_anchors (digest, chain, length, link) VALUES (?, ?, ?, ?)",
+                [(digest, k, n, lk) for k, (n, lk) in heads.items()],
+            )
+            return digest
+
+        return await self.db.run(tx, blocking=True)
+
+
+def _taken(c: sqlite3.Connection, digest: str) -> dict[str, Head] | None:
+    rows = c.execute("SELECT chain, length, link FROM audit_anchors WHERE digest = ?", (digest,)).fetchall()
+    return {str(k): (int(n), str(lk)) for k, n, lk in rows} if rows else None
 
 
 def _anchor(c: sqlite3.Connection) -> str:

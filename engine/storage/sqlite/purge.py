@@ -74,10 +74,12 @@ def _purge(c: sqlite3.Connection, retention: Retention, now: float, actor: str, 
     c.execute("INSERT INTO audit_purge (permit) VALUES (1)")
     if events:
         c.execute("DELETE FROM audit WHERE approval_id IS NULL AND seq <= ?", (events[-1][0],))
+        c.execute("UPDATE audit_heads SET length = length - ? WHERE chain = ''", (len(events),))
     ids = [aid for aid, _ in chains]
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
         c.execute(f"DELETE FROM audit WHERE approval_id IN ({_marks(part)})", part)
+        c.execute(f"DELETE FROM audit_heads WHERE chain IN ({_marks(part)})", part)
     c.execute("DELETE FROM audit_purge")
     return purged
 

@@ -6,7 +6,7 @@ import sqlite3
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "add_missing_columns"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -101,6 +101,27 @@ CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     WHEN NOT EXISTS (SELECT 1 FROM audit_purge)
     BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 
+-- Each chain's head (entries and last link; '' names the chain of entries that belong to no approval), written by
+-- the insert itself, so `hitl audit verify` notices a tail cut off a chain. Retention adjusts it when it removes.
+CREATE TABLE IF NOT EXISTS audit_heads (
+    chain TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    link TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS audit_head AFTER INSERT ON audit
+    BEGIN
+        INSERT INTO audit_heads (chain, length, link) VALUES (coalesce(NEW.approval_id, ''), 1, NEW.link)
+        ON CONFLICT (chain) DO UPDATE SET length = length + 1, link = excluded.link;
+    END;
+-- Heads taken by `hitl audit head`, by the digest the operator keeps elsewhere (`hitl audit verify --head`).
+CREATE TABLE IF NOT EXISTS audit_anchors (
+    digest TEXT NOT NULL,
+    chain TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    link TEXT NOT NULL,
+    PRIMARY KEY (digest, chain)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
@@ -145,6 +166,17 @@ def add_missing_columns(c: sqlite3.Connection) -> None:
         if "link" not in columns:  # version 2 -> 3: the audit chain (older entries stay unlinked)
             c.execute("ALTER TABLE audit ADD COLUMN prev TEXT NOT NULL DEFAULT ''")
             c.execute("ALTER TABLE audit ADD COLUMN link TEXT NOT NULL DEFAULT ''")
+    if "audit" in tables and "audit_heads" not in tables:  # version 5 -> 6: chain heads, taken from the chains as
+        # they are (what came before the upgrade is vouched for by its links alone)
+        c.execute(
+            "CREATE TABLE audit_heads (chain TEXT PRIMARY KEY, length INTEGER NOT NULL, link TEXT NOT NULL) "
+            "WITHOUT ROWID"
+        )
+        c.execute(
+            "INSERT INTO audit_heads (chain, length, link) SELECT coalesce(a.approval_id, ''), COUNT(*), "
+            "(SELECT b.link FROM audit b WHERE b.approval_id IS a.approval_id ORDER BY b.seq DESC LIMIT 1) "
+            "FROM audit a GROUP BY a.approval_id"
+        )
     guard = c.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_no_delete'").fetchone()
     if guard is not None and "audit_purge" not in guard[0]:  # version 4 -> 5: retention may remove, with a permit
         c.execute("DROP TRIGGER audit_no_delete")

@@ -59,6 +59,7 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "audit.append": lambda: store.audit.append(AuditEntry(at=now, actor="x", event="note")),
         "audit.entries": lambda: store.audit.entries(),
         "audit.verify": lambda: store.audit.verify(),
+        "audit.take_head": lambda: store.audit.take_head(),
         "purger.purge": lambda: store.purger.purge(Retention(), now=now),
         "purger.due": lambda: store.purger.due(Retention(), now=now),
         "messages.set": lambda: store.messages.set(a.id, ref),
@@ -82,4 +83,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 37  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 38  # every method of every port, plus ping: a new method needs a line here

@@ -1,5 +1,5 @@
 -- events_push(key, body): append an audit entry that belongs to no approval to the events chain (a stream),
--- with the same link rule as the approval chains.
+-- with the same link rule as the approval chains, and its head (key .. ':head') in the same step.
 local function events_push(key, body)
   local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
   local prev = ''
@@ -11,4 +11,6 @@ local function events_push(key, body)
   end
   local link = redis.sha1hex(prev .. '\n' .. body)
   redis.call('XADD', key, '*', 'e', string.sub(body, 1, -2) .. ',"prev":"' .. prev .. '","link":"' .. link .. '"}')
+  redis.call('HINCRBY', key .. ':head', 'n', 1)
+  redis.call('HSET', key .. ':head', 'link', link)
 end

@@ -15,9 +15,10 @@ end
 events_push(KEYS[1], ARGV[2])
 local ids = cjson.decode(ARGV[3])
 for i = 1, #ids do redis.call('XDEL', KEYS[1], ids[i]) end
+if #ids > 0 then redis.call('HINCRBY', KEYS[1] .. ':head', 'n', -#ids) end
 local aids = cjson.decode(ARGV[4])
 for i = 1, #aids do
-  redis.call('DEL', KEYS[i + 2])
+  redis.call('DEL', KEYS[i + 2], KEYS[i + 2] .. ':head')
   redis.call('ZREM', KEYS[2], aids[i])
 end
 return {'ok'}

@@ -1,0 +1,85 @@
+"""Chain heads: what makes a cut tail visible, and the digest an operator keeps outside the store.
+
+Every audit chain (one per approval, one for the entries that belong to no approval) has a *head*: how many entries
+it holds and the link of the newest. The store writes the head in the same atomic step as each entry, so removing
+the newest entries of a chain leaves a head that names entries the chain no longer has: ``hitl audit verify`` compares
+each head with its chain.
+
+Someone who can rewrite the store could rewrite a head too. ``hitl audit head`` therefore records every head under
+one digest (SHA-256 over the sorted heads) and prints it; kept elsewhere (a ticket, a log, a notary), the digest lets
+``hitl audit verify --head DIGEST`` prove later that every entry recorded before it is still there, unchanged: each
+chain must still hold, at the recorded position, the recorded link, which covers every entry before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+from engine.domain.records import AuditBreak
+
+__all__ = ["EVENTS", "Head", "chain_name", "check_anchor", "compare_heads", "head_digest"]
+
+EVENTS = ""
+"""The key of the chain of entries that belong to no approval (shown as ``events``)."""
+
+Head = tuple[int, str]
+"""A chain's head: how many entries it holds, and the newest one's link."""
+
+
+def chain_name(chain: str) -> str:
+    """How a chain is named to people: its approval id, or ``events``."""
+    return chain or "events"
+
+
+def head_digest(heads: Mapping[str, Head]) -> str:
+    """The digest of a set of heads, independent of their order."""
+    h = hashlib.sha256()
+    for chain in sorted(heads):
+        length, link = heads[chain]
+        h.update(f"{chain}\t{length}\t{link}\n".encode())
+    return h.hexdigest()
+
+
+def compare_heads(found: Mapping[str, Head], recorded: Mapping[str, Head], checked: int) -> AuditBreak | None:
+    """The first chain whose entries disagree with the head the store recorded for it, if any. ``found`` is what a
+    walk of the chains saw (empty chains left out), ``recorded`` the heads the store wrote with the entries."""
+    for chain in sorted(set(found) | set(recorded)):
+        have, want = found.get(chain, (0, "")), recorded.get(chain)
+        if want is None:
+            if chain == EVENTS:
+                continue  # the run-level chain of a store that never recorded a head for it (nothing appended since)
+            reason = "its head record is missing (entries were written or copied outside hitl)"
+            return AuditBreak(chain=chain_name(chain), position=have[0], reason=reason, checked=checked)
+        if have == want:
+            continue
+        if have[0] < want[0]:
+            missing = want[0] - have[0]
+            reason = (
+                f"its newest {missing} entr{'y was' if missing == 1 else 'ies were'} removed: the head records "
+                f"{want[0]} entries, the chain holds {have[0]}"
+            )
+            return AuditBreak(chain=chain_name(chain), position=have[0] + 1, reason=reason, checked=checked)
+        reason = f"the chain does not end where its head says (head: {want[0]} entries, chain: {have[0]})"
+        return AuditBreak(chain=chain_name(chain), position=min(have[0], want[0]) + 1, reason=reason, checked=checked)
+    return None
+
+
+def check_anchor(
+    digest: str, taken: Mapping[str, Head] | None, links: Mapping[str, list[str]], checked: int
+) -> AuditBreak | None:
+    """Whether every entry recorded before the head ``digest`` was taken is still there, unchanged.
+
+    ``taken`` is what the store recorded under ``digest`` (None: nothing), ``links`` every chain's links as they are
+    now. A recorded head's link must still stand at its position (anywhere, for the run-level chain, whose oldest
+    entries retention removes); as each link covers the one before, nothing before it changed either."""
+    if taken is None or head_digest(taken) != digest:
+        reason = "no head with this digest was taken in this store, or its record was changed"
+        return AuditBreak(chain="heads", position=0, reason=reason, checked=checked)
+    for chain, (length, link) in sorted(taken.items()):
+        have = links.get(chain, [])
+        kept = link in have if chain == EVENTS else len(have) >= length and have[length - 1] == link
+        if not kept:
+            reason = "an entry recorded before the head was taken was removed or changed"
+            return AuditBreak(chain=chain_name(chain), position=length, reason=reason, checked=checked)
+    return None
