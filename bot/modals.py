@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.escape import code_block, label
 from bot.payloads import Cell
-from engine.domain.arg_schema import ArgField, coerce_text, fields_of, schema_errors
+from engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
 from engine.domain.hashing import short_hash
 from engine.domain.models import Approval
 from engine.runner.kit import DOUBT
@@ -162,6 +162,9 @@ def parse_modify(state_values: FormValues, schema: dict[str, Any] | None) -> tup
     for f in fields:
         value = form_value(state_values, f"{_FIELD}{f.name}")
         if value in (None, "") and not f.required:
+            continue
+        if f.kind in ("number", "integer") and isinstance(value, str) and json_number(value) is None:
+            errors[f"{_FIELD}{f.name}"] = "must be a number written with the digits 0-9, like 60 or 12.5"
             continue
         if f.kind in ("object", "array") and isinstance(value, str):
             try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,7 @@ __all__ = [
     "coerce_text",
     "declared_schema",
     "fields_of",
+    "json_number",
     "sample_args",
     "schema_errors",
     "validate_args",
@@ -216,22 +219,30 @@ def coerce_text(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any
         kind = kinds.get(name)
         if not isinstance(value, str) or kind not in ("integer", "number", "boolean"):
             continue
-        text = value.strip()
         if kind == "boolean":
-            if text.lower() in ("true", "false"):
-                out[name] = text.lower() == "true"
+            text = value.strip().lower()
+            if text in ("true", "false"):
+                out[name] = text == "true"
             continue
-        try:
-            number = float(text)
-        except ValueError:
-            continue
-        if number != number or number in (float("inf"), float("-inf")):
-            continue
-        if kind == "integer" or (number.is_integer() and "." not in text and "e" not in text.lower()):
-            out[name] = int(number) if number.is_integer() else number
-        else:
+        number = json_number(value)
+        if number is not None:
             out[name] = number
     return out
+
+
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def json_number(text: str) -> int | float | None:
+    """``text`` read by the JSON number grammar and nothing else (ASCII digits, an optional minus, a fraction, an
+    exponent: no spaces, underscores, other scripts' digits, ``inf`` or ``nan``): an int when it has neither
+    fraction nor exponent, else a float; None when it is not such a number."""
+    if not _JSON_NUMBER.fullmatch(text):
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    number = float(text)
+    return number if math.isfinite(number) else None
 
 
 def with_defaults(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import pytest
 from pydantic import Field
 
 from bot.blocks import ACTION_APPROVE
@@ -123,6 +124,25 @@ def test_modify_modal_has_typed_selects_and_checkboxes() -> None:
     values["hitl_field:weight"]["value"]["value"] = "0"
     _, errors = parse_modify(form(values), schema)
     assert set(errors) == {"hitl_field:carrier", "hitl_field:weight"}
+
+
+@pytest.mark.parametrize(
+    "typed", ["٥٠", "５０", " 50 ", "5_0", "50.", ".5", "1e", "0x32", "+50", "050", "inf", "NaN", "5,0"]
+)
+def test_modify_modal_numbers_are_json_numbers_and_nothing_else(typed: str) -> None:
+    """A number field takes the JSON number grammar only: digits other scripts write, spaces and underscores
+    that Python's float() accepts never become a number nobody typed; the modal says so inline."""
+    values = {"hitl_field:weight": {"value": {"type": "number_input", "value": typed}}}
+    args, errors = parse_modify(form(values), signature_schema("ship", _ship))
+    assert args == {} and "digits 0-9" in errors["hitl_field:weight"], (typed, args, errors)
+
+
+@pytest.mark.parametrize(("typed", "read"), [("50", 50), ("-3", -3), ("12.5", 12.5), ("1e2", 100.0), ("0", 0)])
+def test_modify_modal_numbers_keep_their_json_types(typed: str, read: float) -> None:
+    schema = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
+    values = {"hitl_field:amount": {"value": {"type": "number_input", "value": typed}}}
+    args, errors = parse_modify(form(values), schema)
+    assert errors == {} and args == {"amount": read} and type(args["amount"]) is type(read)
 
 
 def test_modify_modal_without_a_schema_edits_the_arguments_as_one_json_object() -> None:
