@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from engine.domain.models import Approval, DecisionKind
 from engine.domain.tally import Outcome, TallyRow, summarize
 from engine.ports import Clock, Store
+from engine.tasks import Outages
 
-__all__ = ["HITL_METRICS", "Metrics", "StoreMetrics"]
+__all__ = ["HITL_METRICS", "Metrics", "OutageMetrics", "StoreMetrics"]
 
 HITL_METRICS = (
     "hitl_actions",
@@ -83,6 +84,27 @@ class StoreMetrics(Collector):
         yield from (actions, autonomous, corrected, latency)
 
 
+class OutageMetrics(Collector):
+    """This process's background loops: outages they met (``hitl_background_outages_total``) and whether each works
+    now (``hitl_background_up``), by loop."""
+
+    def __init__(self) -> None:
+        self.watched: list[Outages] = []
+
+    def collect(self) -> Iterator[Metric]:
+        started = CounterMetricFamily(
+            "hitl_background_outages", "Outages of this process's background work (the store away)", labels=["loop"]
+        )
+        up = GaugeMetricFamily(
+            "hitl_background_up", "1 while the loop's rounds work, 0 during an outage", labels=["loop"]
+        )
+        for o in self.watched:
+            started.add_metric([o.name], o.started)
+            up.add_metric([o.name], 0 if o.down else 1)
+        yield started
+        yield up
+
+
 class Metrics:
     """The bot's registry: the store-computed HITL metrics and this process's own counters."""
 
@@ -90,6 +112,9 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.hitl = StoreMetrics(store, clock)
         self.registry.register(self.hitl)
+        self.outages = OutageMetrics()
+        """Background loops register their :class:`~engine.tasks.Outages` here (``watch``)."""
+        self.registry.register(self.outages)
         self.requested = Counter(
             "hitl_approvals_requested",
             "Approval cards posted by this process",
@@ -103,6 +128,10 @@ class Metrics:
         self.slack_calls = Counter(
             "hitl_slack_calls", "Slack Web API calls", ["method", "outcome"], registry=self.registry
         )
+
+    def watch(self, outages: Outages) -> None:
+        """Report a background loop's outages in ``/metrics``."""
+        self.outages.watched.append(outages)
 
     def approval_requested(self, a: Approval) -> None:
         self.requested.labels(tool=a.tool, tier=str(a.tier)).inc()

@@ -29,6 +29,7 @@ from engine.domain.records import Claim, MessageRef
 from engine.errors import ClaimRefused, EngineError
 from engine.events import FYI_JOB
 from engine.ports import Clock, Store
+from engine.tasks import Outages
 
 __all__ = ["SlackNotifier"]
 
@@ -75,6 +76,9 @@ class SlackNotifier:
         self.backoff = backoff
         self.lease = lease
         self.poll = poll
+        self.queue_outages = Outages("the card-update queue", every=backoff(0), logger=log)
+        """The card-update worker's outages (the store away), said once each and counted in ``/metrics``."""
+        metrics.watch(self.queue_outages)
         self._wake = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
@@ -251,14 +255,16 @@ class SlackNotifier:
         its jobs stay unacknowledged (durable) until it lands."""
         loop = asyncio.get_running_loop()
         retrying: dict[str, _Retry] = {}
+        queue = self.queue_outages
         while True:
             self._wake.clear()
             try:
                 jobs = await self.store.jobs.claim(
                     self.replica, kind=CARD_JOB, limit=50, now=self.clock.now(), lease=self.lease
                 )
+                queue.ok()
             except EngineError as exc:  # the store is down: keep what we hold, try again shortly
-                log.warning("cannot read the card-update queue (%s); retrying", exc.message)
+                queue.failed(exc)
                 jobs = []
                 await asyncio.sleep(self.backoff(0))
             for job in jobs:

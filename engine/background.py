@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from engine.lifecycle import RunLifecycle
-from engine.tasks import Periodic
+from engine.tasks import Outages, Periodic
 
 __all__ = ["Background", "Sweeper"]
 
@@ -51,6 +51,11 @@ class Background:
         if sweep:
             for sweeper in self.sweepers:
                 await sweeper.sweep()
+
+    @property
+    def outages(self) -> Outages:
+        """The loop's outages (for ``/metrics``)."""
+        return self._periodic.outages
 
     def start(self) -> None:
         self._periodic.start()

@@ -131,6 +131,7 @@ async def build_server(
         sweepers=[side.notifier, webhooks, side.metrics, RetentionSweep(store, clock, retention, actor=purger)],
         sweep_interval=settings.sweep_interval,
     )
+    side.metrics.watch(background.outages)
     return Server(
         runtime=runtime,
         bot=bot,

@@ -255,7 +255,7 @@ def test_the_cli_reads_as_a_typer_tool_should(cli: Cli) -> None:
     helped = cli("resume", "--help", COLUMNS="120")
     assert "[env var: HITL_STORE]" in helped.out and "Approve the action as it is." in helped.out
     assert "Exit codes: 0 completed" in cli("--help", COLUMNS="120").out
-    assert "[ID|verify]" in cli("audit", "--help", COLUMNS="120").out
+    assert "[ID|verify|head]" in cli("audit", "--help", COLUMNS="120").out
 
 
 def test_init_writes_a_starter_that_runs_pauses_and_resumes(cli: Cli, tmp_path: Path) -> None:
