@@ -219,7 +219,13 @@ class RateWindows(Protocol):
         """Atomically read the window's prior stats and add this event to it (an event counts once)."""
         ...
 
-    async def stats(self, key: str, *, now: float, window: float) -> WindowStats: ...
+    async def stats(self, key: str, *, now: float, window: float, exclude: str = "") -> WindowStats:
+        """The window's count and sum, leaving out the event ``exclude`` (an action an edit would replace)."""
+        ...
+
+    async def forget(self, key: str, *, event_id: str) -> None:
+        """Remove one event from a window (its action ended without running); nothing when it is not there."""
+        ...
 
 
 class AuditLog(Protocol):

@@ -48,6 +48,10 @@ _OUTCOMES = {
 }
 """What a final decision counts as in the metrics (feedback sends work back: a correction)."""
 
+WINDOWS = "windows"
+"""Approval metadata: the window events (key, event id) its proposal added, for velocity and rolling-sum rules."""
+_NEVER_RAN = frozenset({Status.REJECTED, Status.SUPERSEDED, Status.EXPIRED, Status.CANCELLED})
+
 
 @dataclass(frozen=True)
 class AnswerWindow:
@@ -137,13 +141,21 @@ class ApprovalService:
 
     # -- proposing ----------------------------------------------------------------------------------------
     async def explain(
-        self, tool: str, args: Mapping[str, Any], *, session_id: str = "", min_tier: Tier = Tier.AUTO
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        session_id: str = "",
+        min_tier: Tier = Tier.AUTO,
+        instead_of: Approval | None = None,
     ) -> Verdict:
-        """The verdict for an action without recording anything (``hitl policy explain``)."""
+        """The verdict for an action without recording anything (``hitl policy explain``). ``instead_of``: the
+        approval these arguments would replace (an edit): its own window events do not count against them."""
         now = self.clock.now()
         clean = _clean_args(tool, args)
+        own = dict(_window_events(instead_of)) if instead_of is not None else {}
         windows = {
-            k: await self.store.windows.stats(k, now=now, window=w)
+            k: await self.store.windows.stats(k, now=now, window=w, exclude=own.get(k, ""))
             for k, (w, _) in self.policy.window_keys(tool, clean).items()
         }
         trusted = await self._trusted(session_id, now)
@@ -209,15 +221,20 @@ class ApprovalService:
 
         static = self.policy.static_verdict(tool) if batch is None and min_tier is Tier.AUTO else None
         verdicts = [static] if static is not None else []
+        counted: list[list[str]] = []  # each window event this action added, [key, event id]: forgotten if it
+        # ends without running (denied now, or rejected, superseded, expired, cancelled later)
         for i, item in enumerate(items if static is None else ()):
             windows: dict[str, WindowStats] = {}
             for key, (window, amount) in self.policy.window_keys(tool, item).items():
                 event = f"{identity()[1]}#{i}" if batch is not None else identity()[1]
                 windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
+                counted.append([key, event])
             ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
             verdicts.append(self.policy.evaluate(tool, item, ctx))
         verdict = verdicts[0] if batch is None else max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
         if verdict.denied:
+            for key, event in counted:
+                await self._safe(self.store.windows.forget(key, event_id=event))
             return Proposal(verdict=verdict, approval=None, args=clean)
         if not verdict.tier.needs_human:
             await self._tally(tool, str(verdict.tier), Outcome.AUTONOMOUS, now=now)
@@ -266,7 +283,11 @@ class ApprovalService:
             preview=bounded(self.redactor.redact(preview), self.evidence_limit),
             trustable=verdict.trustable and batch is None,
             reason_required=verdict.reason_required,
-            metadata={**(metadata or {}), **({"batch": len(items)} if batch is not None else {})},
+            metadata={
+                **(metadata or {}),
+                **({"batch": len(items)} if batch is not None else {}),
+                **({WINDOWS: counted} if counted else {}),
+            },
             args_schema=schema,
         )
         if not create:
@@ -456,8 +477,9 @@ class ApprovalService:
             answer_by=answer_by,
         )
         if replacement is not None:
-            # Created before the original is superseded: a crash in between leaves an extra pending
+            # Counted, then created before the original is superseded: a crash in between leaves an extra pending
             # approval that nothing executes (runs follow ``superseded_by``), never a lost one.
+            replacement = await self._counted(replacement)
             await self.store.approvals.create(replacement)
         try:
             updated = await self.store.approvals.decide(cmd, now=self.clock.now())
@@ -511,6 +533,10 @@ class ApprovalService:
         return new_args, await self._replacement_if_riskier(current, new_args)
 
     async def _after_decision(self, updated: Approval, kind: DecisionKind, reviewer: Reviewer) -> Approval:
+        if kind is DecisionKind.MODIFY and updated.status is Status.APPROVED:
+            # What will run is the edit: its windows count the edited arguments, not the proposed ones.
+            await self._forget_windows(updated)
+            await self._count_windows(updated.tool, updated.execute_args, _window_events(updated))
         if kind is DecisionKind.TRUST and updated.status is Status.APPROVED:
             await self.store.trust.grant(
                 updated.session_id,
@@ -546,7 +572,7 @@ class ApprovalService:
 
     async def _replacement_if_riskier(self, current: Approval, new_args: dict[str, Any]) -> Approval | None:
         """Re-run the policy on the edited arguments; a higher tier (or a quorum) needs a new approval."""
-        verdict = await self.explain(current.tool, new_args, session_id=current.session_id)
+        verdict = await self.explain(current.tool, new_args, session_id=current.session_id, instead_of=current)
         if verdict.denied:
             raise PolicyError(
                 f"the edited {current.tool} is denied by policy; reject it instead",
@@ -613,9 +639,33 @@ class ApprovalService:
         await self._event(approval, created=True)
 
     async def _changed(self, approval: Approval, *, queued: bool = False) -> None:
+        if approval.status in _NEVER_RAN:
+            await self._forget_windows(approval)
         if self.notifier is not None:
             await self._safe(self.notifier.approval_changed(approval, queued=queued))
         await self._event(approval)
+
+    async def _counted(self, approval: Approval) -> Approval:
+        """``approval`` (a replacement for an edit) with its arguments counted in the windows its rules keep."""
+        events = [[key, approval.dedupe_key] for key in self.policy.window_keys(approval.tool, approval.args)]
+        await self._count_windows(approval.tool, approval.args, events)
+        return approval.model_copy(update={"metadata": {**approval.metadata, WINDOWS: events}}) if events else approval
+
+    async def _count_windows(
+        self, tool: str, args: Mapping[str, Any], events: list[tuple[str, str]] | list[list[str]]
+    ) -> None:
+        now = self.clock.now()
+        ids = dict((str(k), str(e)) for k, e in events)
+        for key, (window, amount) in self.policy.window_keys(tool, args).items():
+            if key in ids:
+                await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=ids[key])
+
+    async def _forget_windows(self, approval: Approval) -> None:
+        """Rolling sums and velocity count what ran or may still run: an approval that ended without running (rejected,
+        superseded by an edit, expired, cancelled) leaves its windows. A failure here leaves it counted: the rules
+        stay stricter, never looser."""
+        for key, event in _window_events(approval):
+            await self._safe(self.store.windows.forget(key, event_id=event))
 
     async def _event(self, approval: Approval, *, created: bool = False) -> None:
         found = approval_event(approval, created=created) if self.events is not None else None
@@ -631,6 +681,11 @@ class ApprovalService:
 
 
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/\-]{0,127}$")
+
+
+def _window_events(approval: Approval) -> list[tuple[str, str]]:
+    """The window events (key, event id) an approval's proposal added."""
+    return [(str(k), str(e)) for k, e in approval.metadata.get(WINDOWS) or ()]
 
 
 def _clean_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:

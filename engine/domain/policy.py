@@ -323,14 +323,17 @@ class Policy:
             _, amount = self.window_keys(tool, args)[key]
             total = prior.total + amount
             if total > spec.rolling_sum.threshold:
+                earlier = "1 earlier request" if prior.count == 1 else f"{prior.count} earlier requests"
+                parts = (
+                    f"{total:g} within {_human(spec.rolling_sum.window)}: {amount:g} now + {prior.total:g} from "
+                    f"{earlier} that ran or may still run, over {spec.rolling_sum.threshold:g}"
+                )
                 return Fired(
                     spec.name,
                     spec.tier,
-                    spec.reason
-                    or (
-                        f"{spec.name}: {total:g} for this subject within {_human(spec.rolling_sum.window)} "
-                        f"exceeds {spec.rolling_sum.threshold:g} (possible split transaction)"
-                    ),
+                    f"{spec.reason} ({parts})"
+                    if spec.reason
+                    else f"{spec.name}: {parts} for this subject (possible split transaction)",
                 )
         return None
 

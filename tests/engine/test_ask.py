@@ -12,7 +12,7 @@ import pytest
 
 from engine.ask import ActionRejected, Approvals
 from engine.config import parse_config
-from engine.domain.models import DecisionKind, Status
+from engine.domain.models import DecisionKind, Status, Tier
 from engine.errors import DecisionRefused, ErrorCode, InvalidInput
 from engine.ports import Store
 from engine.service import ApprovalService
@@ -232,3 +232,49 @@ async def test_arguments_that_break_a_schema_never_become_an_approval(store: Sto
     trail = await store.audit.entries()
     assert [(e.event, e.outcome) for e in trail] == [("refused", "invalid_input")]
     assert "s-schema" in trail[0].detail and "the call" in trail[0].detail
+
+
+SUMS = parse_config("""
+requester: agent:riley
+roles: {support: [U_SUPPORT1, U_SUPPORT2], finance: [U_FIN1, U_FIN2, U_FIN3]}
+policy:
+  tools: {refund: {tier: approve, role: support, timeout: 1h}}
+  rules:
+    - {name: large_refund, tools: [refund], when: "args.amount > 500", tier: escalate, role: finance, quorum: 2}
+    - name: split_refunds
+      tools: [refund]
+      rolling_sum: {subject: args.customer_id, value: args.amount, window: 24h, threshold: 500}
+      tier: escalate
+      role: finance
+      quorum: 2
+""")
+
+
+async def test_rolling_sums_count_only_what_ran_or_may_still_run(store: Store, clock: FakeClock) -> None:
+    """120 executed, then 899 escalated and edited down to 150: the edit is judged on 120 + 150 (the 899 never
+    ran), and later requests count what was approved, not what was first proposed."""
+    svc = ApprovalService.from_config(SUMS, store=store, clock=clock)
+
+    async def ask(amount: float, session: str) -> Any:
+        p = await svc.propose("refund", {"customer_id": "C-9", "amount": amount}, session_id=session)
+        assert p.approval is not None
+        return p.approval
+
+    first = await ask(120, "s1")
+    await svc.decide(first.id, "U_SUPPORT1", DecisionKind.APPROVE)
+    big = await ask(899, "s2")
+    assert big.rule == "large_refund"
+    edited = await svc.decide(big.id, "U_FIN1", DecisionKind.MODIFY, args={"customer_id": "C-9", "amount": 150})
+    assert edited.status is Status.SUPERSEDED and edited.superseded_by  # two approvers: an edit asks again
+    again = await store.approvals.get(edited.superseded_by)
+    assert again.rule != "split_refunds" and not any("split" in r for r in again.reasons), again.reasons
+    await svc.decide(again.id, str(again.required_role == "finance" and "U_FIN2" or "U_SUPPORT2"), DecisionKind.APPROVE)
+    # 120 + 150 = 270 so far; a rejected 100 never counts, so 200 more stays under 500 (570 if it did).
+    rejected = await ask(100, "s3")
+    assert rejected.rule == "tool_tier", rejected.reasons
+    await svc.decide(rejected.id, "U_SUPPORT1", DecisionKind.REJECT, reason="no")
+    small = await ask(200, "s4")
+    assert small.rule == "tool_tier" and small.tier is Tier.APPROVE, small.reasons
+    over = await ask(60, "s5")  # 120 + 150 + 200 (pending, may still run) + 60 = 530
+    assert over.rule == "split_refunds"
+    assert "530 within 1d: 60 now + 470 from 3 earlier requests" in over.reasons[-1], over.reasons

@@ -101,6 +101,7 @@ class RedisConnection:
         self.claim_script: AsyncScript = client.register_script(_lua("claim"))
         self.finish_script: AsyncScript = client.register_script(_lua("finish"))
         self.window_script: AsyncScript = client.register_script(_lua("window"))
+        self.window_forget_script: AsyncScript = client.register_script(_lua("window_forget"))
         self.checkpoint_script: AsyncScript = client.register_script(_lua("checkpoint"))
         self.renew_script: AsyncScript = client.register_script(_lua("renew"))
         self.own_script: AsyncScript = client.register_script(_lua("own"))

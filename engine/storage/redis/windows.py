@@ -24,8 +24,11 @@ class RedisWindows:
         out = await self.conn.call(self.conn.window_script, [self._key(key)], args)
         return WindowStats(count=int(text(out[0])), total=float(text(out[1])))
 
-    async def stats(self, key: str, *, now: float, window: float) -> WindowStats:
+    async def forget(self, key: str, *, event_id: str) -> None:
+        await self.conn.call(self.conn.window_forget_script, [self._key(key)], [event_id])
+
+    async def stats(self, key: str, *, now: float, window: float, exclude: str = "") -> WindowStats:
         out = await self.conn.call(
-            self.conn.window_script, [self._key(key)], [repr(now), repr(now - window), "", 0, ""]
+            self.conn.window_script, [self._key(key)], [repr(now), repr(now - window), "", 0, exclude]
         )
         return WindowStats(count=int(text(out[0])), total=float(text(out[1])))

@@ -28,8 +28,11 @@ class SqliteWindows:
 
         return await self.db.run(tx)
 
-    async def stats(self, key: str, *, now: float, window: float) -> WindowStats:
-        return await self.db.run(lambda c: _stats(c, key, now, window), write=False)
+    async def stats(self, key: str, *, now: float, window: float, exclude: str = "") -> WindowStats:
+        return await self.db.run(lambda c: _stats(c, key, now, window, exclude), write=False)
+
+    async def forget(self, key: str, *, event_id: str) -> None:
+        await self.db.run(lambda c: c.execute("DELETE FROM windows WHERE key = ? AND event_id = ?", (key, event_id)))
 
 
 def _stats(c: sqlite3.Connection, key: str, now: float, window: float, exclude: str = "") -> WindowStats:

@@ -27,3 +27,17 @@ class WindowsConformance:
         clock.advance(86400 - 1200 + 1)
         stats = await store.windows.stats(key, now=clock.now(), window=86400)
         assert (stats.count, stats.total) == (2, 98.0)
+
+    async def test_an_event_can_be_forgotten_and_left_out(self, store: Store, clock: FakeClock) -> None:
+        """An action that ended without running leaves its window; an edit is judged without its own first event."""
+        key = "split:cust-2"
+        for i, amount in enumerate((120.0, 899.0, 30.0)):
+            await store.windows.add(key, amount=amount, now=clock.advance(60), window=86400, event_id=f"e{i}")
+        stats = await store.windows.stats(key, now=clock.now(), window=86400, exclude="e1")
+        assert (stats.count, stats.total) == (2, 150.0)
+        await store.windows.forget(key, event_id="e1")
+        await store.windows.forget(key, event_id="never-added")  # nothing there: nothing happens
+        stats = await store.windows.stats(key, now=clock.now(), window=86400)
+        assert (stats.count, stats.total) == (2, 150.0)
+        again = await store.windows.add(key, amount=5.0, now=clock.now(), window=86400, event_id="e1")
+        assert (again.count, again.total) == (2, 150.0)  # forgotten, so it can be counted anew
