@@ -54,6 +54,7 @@ bench: $(STAMP) redis
 	$(BIN)/python bench/gate_bench.py
 	$(BIN)/python bench/mcp_bench.py
 	$(BIN)/python bench/redis_clients.py
+	$(BIN)/python bench/pending_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
@@ -89,3 +90,39 @@ async def test_an_answer_deadline_holds_when_the_servers_clock_is_skewed(
     with pytest.raises(DecisionRefused) as late:
         await redis_store.approvals.decide(bound(b, time.time() - 2), now=clock.now())
     assert late.value.code is ErrorCode.TOO_LATE
+
+
+async def test_decided_approvals_leave_every_pending_index_in_their_own_step(
+    redis_store: RedisStore, clock: FakeClock
+) -> None:
+    """10,000 decisions with no page read in between: the pending and due indexes hold only what is pending, so
+    the next page (one Lua script) reads no history, and a PING sent while it runs is not held up by it."""
+    r, c = redis_store.conn.r, redis_store.conn
+    made = [make_approval(now=clock.now(), key=f"k{i}") for i in range(10_000)]
+    for start in range(0, len(made), 500):
+        await asyncio.gather(*(redis_store.approvals.create(a) for a in made[start : start + 500]))
+    decided = made[:9_990]
+    for start in range(0, len(decided), 500):
+        await asyncio.gather(
+            *(
+                redis_store.approvals.decide(
+                    DecideCommand(
+                        approval_id=a.id,
+                        reviewer=Reviewer(id="U1", roles=frozenset({"support"})),
+                        kind=DecisionKind.APPROVE if i % 2 else DecisionKind.REJECT,
+                        expected_version=1,
+                        expected_hash=a.action_hash,
+                    ),
+                    now=clock.now(),
+                )
+                for i, a in enumerate(decided[start : start + 500])
+            )
+        )
+    await redis_store.approvals.transition(
+        made[-1].id, target=Status.CANCELLED, expected_version=None, actor="t", now=clock.now()
+    )
+    pending_keys = [k async for k in r.scan_iter(match=f"{c.p}:pending:*")]
+    assert sum([await r.zcard(k) for k in pending_keys]) == 9  # the nine still pending, nothing else
+    assert await r.zcard(f"{c.p}:due") == 9
+    page, pong = await asyncio.gather(redis_store.approvals.list_pending(limit=50), r.ping())
+    assert pong and sorted(a.id for a in page.items) == sorted(a.id for a in made[9_990:9_999])

@@ -7,6 +7,7 @@
 --       supersede_with, via, approval_id, answer_by (server seconds, '' for none), roles...;
 --       ARGV[2]: the approval's pub/sub channel
 --#include chain
+--#include move
 local k, ak = KEYS[1], KEYS[2]
 local A = cjson.decode(ARGV[1])
 local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
@@ -76,6 +77,7 @@ local reason, approved_args, superseded_by = f[12], f[13], f[14]
 if kind == 'reject' or kind == 'feedback' then reason = A[7] end
 if kind == 'modify' and target == 'approved' then approved_args = A[8] end
 if target == 'superseded' then superseded_by = supersede end
+if target ~= 'pending' then unindex(k, aid) end
 redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'approvals', approvals,
   'decisions', decisions, 'updated_at', now_s, 'reason', reason or '', 'approved_args', approved_args or '',
   'superseded_by', superseded_by or '')

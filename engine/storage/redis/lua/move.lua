@@ -1,8 +1,20 @@
 -- move_to(k, ak, aid, target, now_s, actor, detail, channel): move an approval to target (the caller checked the
 -- state table), audited in its chain and announced on its channel; returns the new version.
 -- Needs chain_push (include chain first).
+-- unindex(k, aid): take an approval that stops being pending out of its role's pending index and the due index, in
+-- the step that ends its pending state (no index ever holds decided approvals for a later read to drop). The index
+-- keys follow from the approval's key ("<prefix>:{<id>}") and its role, as connection.py lays them out.
+local function unindex(k, aid)
+  local prefix = string.sub(k, 1, #k - #aid - 3)
+  local role = redis.call('HGET', k, 'role')
+  if not role or role == '' then role = '*' end
+  redis.call('ZREM', prefix .. ':pending:' .. role, aid)
+  redis.call('ZREM', prefix .. ':due', aid)
+end
+
 local function move_to(k, ak, aid, target, now_s, actor, detail, channel)
-  local f = redis.call('HMGET', k, 'version', 'hash')
+  local f = redis.call('HMGET', k, 'version', 'hash', 'status')
+  if f[3] == 'pending' and target ~= 'pending' then unindex(k, aid) end
   local version = tonumber(f[1]) + 1
   redis.call('HSET', k, 'status', target, 'version', version, 'updated_at', now_s)
   chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(actor) .. ',"event":"' .. target ..
