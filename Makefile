@@ -55,6 +55,7 @@ bench: $(STAMP) redis
 	$(BIN)/python bench/mcp_bench.py
 	$(BIN)/python bench/redis_clients.py
 	$(BIN)/python bench/pending_bench.py
+	$(BIN)/python bench/card_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

@@ -24,7 +24,7 @@ from bot.blocks import card, card_text, when
 from bot.escape import code_block, label
 from bot.metrics import Metrics
 from engine.config import NotifySpec
-from engine.domain.models import Approval
+from engine.domain.models import Approval, Status
 from engine.domain.records import Claim, MessageRef
 from engine.errors import ClaimRefused, EngineError
 from engine.events import FYI_JOB
@@ -239,6 +239,22 @@ class SlackNotifier:
                     await self.remind(a)
             if page.cursor is None:
                 return
+
+    async def watch_created(self, *, wait: float = 5.0) -> None:
+        """Card every approval another process creates as soon as the store announces it (Redis pub/sub; SQLite a
+        check of the newest row every 50 ms), for as long as it runs. The sweep stays the safety net for a wake-up
+        lost to a dropped connection, and for approvals created while no ``hitl serve`` ran."""
+        watching = Outages("watching for new approvals", every=wait, logger=log)
+        while True:
+            try:
+                for approval_id in await self.store.approvals.wait_created(timeout=wait):
+                    a = await self.store.approvals.get(approval_id)
+                    if a.status is Status.PENDING and await self.store.messages.get(a.id) is None:
+                        await self.post_card(a)
+                watching.ok()
+            except Exception as exc:  # the store is away: say so once, try again after a pause
+                watching.failed(exc)
+                await asyncio.sleep(wait)
 
     # -- updating ----------------------------------------------------------------------------------------------
     async def flush(self, timeout: float = 30.0) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from engine.lifecycle import RunLifecycle
@@ -28,6 +28,7 @@ class Background:
             taken over within about 8 s.
         sweepers: slower periodic work (cards, reminders).
         sweep_interval: seconds between sweeps.
+        watchers: long-running work started and stopped with the loop (cards for approvals the store announces).
     """
 
     def __init__(
@@ -37,8 +38,11 @@ class Background:
         interval: float = 2.0,
         sweepers: Sequence[Sweeper] = (),
         sweep_interval: float = 5.0,
+        watchers: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
         self.lifecycle = lifecycle
+        self.watchers = list(watchers)
+        self._watching: list[asyncio.Task[None]] = []
         self.interval = interval
         self.sweepers = list(sweepers)
         self.sweep_interval = sweep_interval
@@ -59,9 +63,15 @@ class Background:
 
     def start(self) -> None:
         self._periodic.start()
+        if not self._watching:
+            self._watching = [asyncio.create_task(_run(w), name="hitl-watcher") for w in self.watchers]
 
     async def stop(self) -> None:
         await self._periodic.stop()
+        for task in self._watching:
+            task.cancel()
+        await asyncio.gather(*self._watching, return_exceptions=True)
+        self._watching = []
 
     async def _round(self) -> None:
         loop = asyncio.get_running_loop()
@@ -69,3 +79,7 @@ class Background:
         await self.tick(sweep=due)
         if due:
             self._swept_at = loop.time()
+
+
+async def _run(watcher: Callable[[], Awaitable[None]]) -> None:
+    await watcher()

@@ -92,6 +92,13 @@ class ApprovalStore(Protocol):
         """Return the approval once its version passes ``after_version``, or as it is after ``timeout`` seconds."""
         ...
 
+    async def wait_created(self, *, timeout: float) -> list[str]:
+        """Ids of approvals created by any process since this store object's previous call (the first call only
+        starts watching and returns none), waiting up to ``timeout`` seconds for one: how ``hitl serve`` cards an
+        approval another process created at once. A wake-up can be lost (a dropped connection); callers keep a
+        slower sweep as the safety net."""
+        ...
+
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         """Expire pending approvals whose deadline passed; returns those this call expired."""
         ...

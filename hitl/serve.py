@@ -130,6 +130,7 @@ async def build_server(
         interval=min(2.0, settings.sweep_interval),
         sweepers=[side.notifier, webhooks, side.metrics, RetentionSweep(store, clock, retention, actor=purger)],
         sweep_interval=settings.sweep_interval,
+        watchers=[side.notifier.watch_created],
     )
     side.metrics.watch(background.outages)
     return Server(

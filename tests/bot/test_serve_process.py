@@ -9,11 +9,18 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from bot.blocks import ACTION_APPROVE
+from engine.clock import SystemClock
+from engine.config import load_config
+from engine.service import ApprovalService
+from engine.storage import open_store
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, workspace
@@ -102,3 +109,37 @@ def test_serve_refuses_to_start_without_a_signing_secret(tmp_path: Path) -> None
         timeout=60,
     )
     assert out.returncode == 1 and "SLACK_SIGNING_SECRET is not set" in out.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_an_approval_another_process_creates_is_carded_without_waiting_for_a_sweep(
+    backend: str, tmp_path: Path, redis_url: str
+) -> None:
+    """The sweep runs once a minute here, so only the store's announcement can card the approval an agent process
+    creates after `hitl serve` started."""
+    url = f"sqlite:///{tmp_path}/hitl.db" if backend == "sqlite" else f"{redis_url}?prefix=new{uuid.uuid4().hex[:8]}"
+    state = workspace()
+    emulator = await start_emulator(state)
+    env = serve_env(state, emulator, store=url, config=CONFIG, SWEEP_INTERVAL="60")
+    try:
+        async with serve_process(env, tmp_path):
+            await asyncio.sleep(0.3)  # past the sweep `hitl serve` makes as it starts
+            store = open_store(url)
+            try:
+                svc = ApprovalService.from_config(load_config(CONFIG), store=store, clock=SystemClock())
+                asked = await svc.propose(
+                    "refund", {"order_id": "1", "customer_id": "C-7", "amount": 40}, session_id="s-agent"
+                )
+                assert asked.approval is not None
+                made = time.monotonic()
+                for _ in range(400):
+                    if any(asked.approval.id in m.text for m in state.messages if not m.thread_ts):
+                        break
+                    await asyncio.sleep(0.005)
+                took = time.monotonic() - made
+            finally:
+                await store.close()
+            assert any(asked.approval.id in m.text for m in state.messages), (tmp_path / "serve.log").read_text()
+            assert took < 5, took  # a minute-long sweep could not have done it
+    finally:
+        await emulator.close()

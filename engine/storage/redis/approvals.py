@@ -7,7 +7,7 @@ import json
 from collections.abc import Collection
 from typing import Any, cast
 
-from redis.asyncio.client import Pipeline
+from redis.asyncio.client import Pipeline, PubSub
 
 from engine.domain.decide import DecideCommand, refusal
 from engine.domain.execution import stale_approval
@@ -31,6 +31,8 @@ class RedisApprovals:
         self.conn = conn
         self.r = conn.r
         self.p = conn.p
+        self._created: PubSub | None = None
+        """The subscription :meth:`wait_created` keeps between calls (nothing announced in between is lost)."""
 
     async def create(self, approval: Approval) -> tuple[Approval, bool]:
         fields = approval_to_fields(approval)
@@ -195,6 +197,25 @@ class RedisApprovals:
                 await pubsub.get_message(timeout=left)
         finally:
             await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    @waits
+    async def wait_created(self, *, timeout: float) -> list[str]:
+        if self._created is None:
+            self._created = self.r.pubsub(ignore_subscribe_messages=True)
+            await self._created.subscribe(self.conn.created_channel)
+            return []
+        ids: list[str] = []
+        message = await self._created.get_message(timeout=timeout)
+        while message is not None:  # everything announced so far, in one answer
+            ids.append(text(message["data"]))
+            message = await self._created.get_message(timeout=0)
+        return ids
+
+    async def close(self) -> None:
+        """Release the subscription, if any."""
+        if self._created is not None:
+            await self._created.aclose()  # type: ignore[no-untyped-call]
+            self._created = None
 
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         due = [text(m) for m in await self.r.zrangebyscore(f"{self.p}:due", "-inf", now, start=0, num=limit)]

@@ -182,6 +182,11 @@ class RedisConnection:
     def pending_key(self, role: str | None) -> str:
         return f"{self.p}:pending:{role or ANY_ROLE}"
 
+    @property
+    def created_channel(self) -> str:
+        """Pub/sub channel on which the scripts announce every new approval (its id)."""
+        return f"{self.p}:created"
+
     def channel(self, approval_id: str) -> str:
         """Pub/sub channel on which the scripts announce every change of ``approval_id``."""
         return f"{self.p}:ev:{approval_id}"

@@ -61,4 +61,5 @@ class RedisStore:
             await self.tallies.flush()  # the metric counts still held
         except Exception:  # closing anyway: a metric is not worth failing a shutdown over
             log.warning("could not write the last metric counts; they are lost")
+        await self.approvals.close()
         await self.conn.close()

@@ -19,7 +19,10 @@ from engine.storage.codec import audit_for_creation, audit_for_decision, decode_
 from engine.storage.sqlite.connection import SqliteConnection
 from engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
 
-__all__ = ["SqliteApprovals"]
+__all__ = ["CREATED_POLL", "SqliteApprovals"]
+
+CREATED_POLL = 0.05
+"""Seconds between checks for approvals other processes created (:meth:`SqliteApprovals.wait_created`)."""
 
 
 class SqliteApprovals:
@@ -27,6 +30,8 @@ class SqliteApprovals:
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db
+        self._seen: int | None = None
+        """The newest approval row :meth:`wait_created` has reported (None: not watching yet)."""
 
     async def create(self, approval: Approval) -> tuple[Approval, bool]:
         def tx(c: sqlite3.Connection) -> tuple[Approval, bool]:
@@ -141,6 +146,30 @@ class SqliteApprovals:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(left):
                     await signal.wait()
+
+    async def wait_created(self, *, timeout: float) -> list[str]:
+        # SQLite has no notifications: a cheap check of the newest row every CREATED_POLL seconds (an index's end).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if self._seen is None:
+            row = await self.db.run(lambda c: c.execute("SELECT max(rowid) FROM approvals").fetchone(), write=False)
+            self._seen = int(row[0] or 0)
+            return []
+        seen = self._seen
+        while True:
+            rows = await self.db.run(
+                lambda c: c.execute(
+                    "SELECT rowid, id FROM approvals WHERE rowid > ? ORDER BY rowid LIMIT 200", (seen,)
+                ).fetchall(),
+                write=False,
+            )
+            if rows:
+                self._seen = int(rows[-1][0])
+                return [str(r[1]) for r in rows]
+            left = deadline - loop.time()
+            if left <= 0:
+                return []
+            await asyncio.sleep(min(CREATED_POLL, left))
 
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         def tx(c: sqlite3.Connection) -> list[Approval]:

@@ -95,6 +95,28 @@ class ApprovalsConformance:
         out = await store.approvals.decide(cmd(a, "U_SUPPORT1", answer_by=time.time() + 30), now=clock.now())
         assert out.status is Status.APPROVED
 
+    async def test_new_approvals_are_announced_to_a_watcher(self, store: Store, clock: FakeClock) -> None:
+        """The first call starts watching; each later one returns what was created since, by any process."""
+        assert await store.approvals.wait_created(timeout=0.01) == []
+        first, second = make_approval(now=clock.now(), key="w1"), make_approval(now=clock.now(), key="w2")
+        assert await store.approvals.wait_created(timeout=0.01) == []  # nothing new: it waited and gave up
+
+        async def later() -> None:
+            await asyncio.sleep(0.02)
+            await store.approvals.create(first)
+            await store.approvals.create(second)
+
+        maker = asyncio.create_task(later())
+        seen: list[str] = []
+        for _ in range(50):
+            seen += await store.approvals.wait_created(timeout=5)
+            if len(seen) == 2:
+                break
+        await maker
+        assert seen == [first.id, second.id]
+        await store.approvals.create(first)  # asked again: not new
+        assert await store.approvals.wait_created(timeout=0.05) == []
+
     async def test_a_decision_queues_its_follow_up_jobs_in_its_own_step(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now())
         await store.approvals.create(a)

@@ -1,0 +1,121 @@
+"""Card latency: how long after another process creates an approval a running `hitl serve` posts its card, per store.
+
+`hitl serve` runs as a real process against the Slack emulator on 127.0.0.1 with the default sweep interval (5 s);
+this process creates approvals one at a time, as an agent process would, and times each until its card reaches the
+emulator. Stores alternate round by round. Target: median <= 250 ms. The named peer is the sweep alone, which is
+what carded these before the store announced new approvals (5.5 s median). Run with `make bench` or
+`.venv/bin/python bench/card_bench.py [--cards N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import free_port, median, redis_server, row, spread  # noqa: E402
+
+from engine.clock import SystemClock  # noqa: E402
+from engine.config import load_config  # noqa: E402
+from engine.service import ApprovalService  # noqa: E402
+from engine.storage import open_store  # noqa: E402
+from slack_sandbox.server import start_emulator  # noqa: E402
+from slack_sandbox.webapi import SlackState  # noqa: E402
+
+CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
+
+
+async def serve(url: str, state: SlackState, api_url: str, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SLACK_BOT_TOKEN": state.token,
+        "SLACK_SIGNING_SECRET": "bench-secret",
+        "SLACK_API_URL": api_url,
+        "HITL_STORE": url,
+        "HITL_CONFIG": str(CONFIG),
+        "HITL_APPROVAL_CHANNEL": "#refund-approvals",
+    }
+    log = (workdir / f"serve-{port}.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl", "serve", "--port", str(port)], env=env, cwd=workdir, stdout=log, stderr=log
+    )
+    async with aiohttp.ClientSession() as http:
+        for _ in range(800):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                    if resp.status == 200:
+                        return proc, port
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.025)
+    proc.kill()
+    raise SystemExit("hitl serve did not start")
+
+
+async def one_card(svc: ApprovalService, state: SlackState, i: int) -> float:
+    p = await svc.propose(
+        "refund", {"order_id": str(i), "customer_id": f"C-{uuid.uuid4().hex[:6]}", "amount": 40}, session_id=f"b{i}"
+    )
+    assert p.approval is not None
+    t0 = time.perf_counter()
+    while not any(p.approval.id in m.text for m in state.messages if not m.thread_ts):
+        if time.perf_counter() - t0 > 30:
+            raise SystemExit(f"no card for {p.approval.id} after 30 s")
+        await asyncio.sleep(0.002)
+    return (time.perf_counter() - t0) * 1000
+
+
+async def main(cards: int) -> None:
+    results: dict[str, list[float]] = {"sqlite": [], "redis": []}
+    with redis_server() as redis_url, tempfile.TemporaryDirectory() as d:
+        work = Path(d)
+        urls = {"sqlite": f"sqlite:///{work}/hitl.db", "redis": f"{redis_url}?prefix=cb"}
+        states, procs, services, emulators = {}, [], {}, []
+        for name, url in urls.items():
+            state = SlackState()
+            state.add_channel("refund-approvals")
+            emulator = await start_emulator(state)
+            emulators.append(emulator)
+            proc, _ = await serve(url, state, emulator.api_url, work)
+            procs.append(proc)
+            states[name] = state
+            services[name] = ApprovalService.from_config(
+                load_config(CONFIG), store=open_store(url), clock=SystemClock()
+            )
+        await asyncio.sleep(1.0)  # past each server's first sweep
+        try:
+            for i in range(cards):  # alternate: both stores meet the same machine
+                for name in results:
+                    results[name].append(await one_card(services[name], states[name], i))
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(timeout=10)
+            for svc in services.values():
+                await svc.store.close()
+            for emulator in emulators:
+                await emulator.close()
+    print(f"card latency: approval created by another process -> card posted by hitl serve ({cards} cards per store)")
+    for name, ms in results.items():
+        row(f"{name}: ms, min / median / max", spread(ms, "{:.0f}"), "median <= 250", median(ms) <= 250)
+    row("peer: the sweep alone (before), median", "5,500 ms")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cards", type=int, default=30)
+    asyncio.run(main(parser.parse_args().cards))
