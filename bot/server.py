@@ -20,7 +20,7 @@ from bot.app import BotRuntime
 from bot.payloads import REQUEST, Parsed, PayloadError, parse_request
 from engine.errors import EngineError
 
-__all__ = ["MAX_FIELD", "MAX_LINE", "app_runner", "http_app", "serve_http", "serve_socket"]
+__all__ = ["BODY_DEADLINE", "MAX_FIELD", "MAX_LINE", "app_runner", "http_app", "serve_http", "serve_socket"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,9 @@ MAX_IN_FLIGHT = 256
 or hostile connections cannot starve the event loop or the store."""
 REQUEST_TIMEOUT = 10.0
 """Seconds a request may take from its first byte to its answer: a body sent slowly is cut off, not waited for."""
+BODY_DEADLINE = 10.0
+"""Seconds any request's body may take to arrive, on every route (Slack, the API, health): a half-sent body is
+answered 408 and its connection closed at once (no lingering read of the rest)."""
 MAX_LINE, MAX_FIELD = 32768, 16384
 """aiohttp's limits on a request line and a header, in bytes: room for the API's longest documented query (aiohttp's
 default 8 KB is less); anything longer is refused with a 400 before any handler runs."""
@@ -72,8 +75,59 @@ def app_runner(app: web.Application, *, shutdown_timeout: float = 5.0, access_lo
         keepalive_timeout=15.0,
         max_line_size=MAX_LINE,
         max_field_size=MAX_FIELD,
+        auto_decompress=False,  # compressed bodies are refused (415), never decoded
         **quiet,
     )
+
+
+@web.middleware
+async def _deadline(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Before any other check, on every route: a compressed body is refused (415) without being decompressed (the
+    server does not decompress: a hostile deflate stream never reaches a decoder), and a body that has not fully
+    arrived within :data:`BODY_DEADLINE` seconds fails its read with a 408 and closes its connection."""
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        return await _closing(request, 415, "unsupported content encoding: send the body uncompressed")
+    if not request.body_exists:
+        passed: web.StreamResponse = await handler(request)
+        return passed
+    timer = asyncio.get_running_loop().call_later(BODY_DEADLINE, _cut_off, request)
+    try:
+        response: web.StreamResponse = await handler(request)
+    except _BodyLate:
+        return await _closing(request, 408, f"the body did not arrive within {BODY_DEADLINE:g} s")
+    except web.HTTPException as exc:  # refused by aiohttp itself (405, 404, 413): still no lingering read
+        if request.content.is_eof():
+            raise
+        response = web.Response(status=exc.status, reason=exc.reason, body=exc.body, headers=exc.headers)
+    finally:
+        timer.cancel()
+    if not request.content.is_eof():  # answered without reading it all: no lingering read of the rest
+        await response.prepare(request)
+        await response.write_eof()
+        request.protocol.force_close()
+    return response
+
+
+class _BodyLate(web.HTTPRequestTimeout):
+    """Raised into a handler's pending body read when the body is late (an HTTPException, so every handler's
+    error net lets it through to :func:`_deadline`)."""
+
+
+def _cut_off(request: web.Request) -> None:
+    """The body did not arrive in time: its pending read fails (see :func:`_deadline`)."""
+    if not request.content.is_eof():
+        request.content.set_exception(_BodyLate())
+
+
+async def _closing(request: web.Request, status: int, message: str) -> web.StreamResponse:
+    """Answer ``status`` and close the connection at once: whatever else the client sends is not read."""
+    response = web.json_response({"error": message}, status=status)
+    response.force_close()
+    await response.prepare(request)
+    await response.write_eof()
+    request.protocol.force_close()
+    return response
 
 
 @web.middleware
@@ -96,7 +150,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         raise
     except TimeoutError:
         log.warning("request to %s took over %.0f s; cut off", request.path, REQUEST_TIMEOUT)
-        return web.json_response({"error": "request timeout"}, status=408)
+        return await _closing(request, 408, "request timeout")
     except Exception as exc:  # one line, no traceback: hostile input must not fill the log
         log.warning("request to %s failed: %s: %s", request.path, type(exc).__name__, str(exc)[:200])
         return web.json_response({"error": "bad request"}, status=400)
@@ -179,6 +233,7 @@ def http_app(rt: BotRuntime) -> web.Application:
     app[VERIFIER] = SignatureVerifier(rt.signing_secret) if rt.signing_secret else None
     app[RUNTIME] = rt
     app[IN_FLIGHT] = [0]
+    app.middlewares.append(_deadline)
     app.middlewares.append(_guard)
 
     async def healthz(_: web.Request) -> web.Response:

@@ -3,12 +3,91 @@ streamable HTTP (``hitl mcp --http``, for clients that connect to a URL)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
 import uvicorn
 from mcp.server.stdio import stdio_server
 
 from .gateway import Gateway
 
-__all__ = ["serve_http", "serve_stdio"]
+__all__ = ["BodyDeadline", "serve_http", "serve_stdio"]
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BodyDeadline:
+    """ASGI middleware: a request body must arrive within ``seconds`` (a half-sent one gets 408 and its connection
+    is closed), and a compressed body is refused with 415 before anything decodes it. Once a body is complete,
+    reads pass through untimed (a streamed response waits on them for the client to go away)."""
+
+    def __init__(self, app: ASGIApp, *, seconds: float = 10.0) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
+            await _answer(send, 415, "unsupported content encoding: send the body uncompressed")
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.seconds
+        state = {"complete": False, "late": False, "started": False}
+
+        async def timed() -> Message:
+            if state["complete"]:
+                return await receive()
+            try:
+                async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                    message = await receive()
+            except TimeoutError:
+                state["late"] = True
+                return {"type": "http.disconnect"}  # the app stops reading, as if the client had gone
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                state["complete"] = True
+            return message
+
+        async def watched(message: Message) -> None:
+            if state["late"]:
+                return  # the answer is the 408 below
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, timed, watched)
+        except Exception:
+            if not state["late"]:
+                raise
+        if state["late"]:
+            log.warning("a request body did not arrive within %g s; answered 408", self.seconds)
+            if not state["started"]:
+                await _answer(send, 408, f"the body did not arrive within {self.seconds:g} s")
+
+
+async def _answer(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def serve_stdio(gateway: Gateway) -> None:
@@ -19,6 +98,8 @@ async def serve_stdio(gateway: Gateway) -> None:
 
 async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
     """Streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled (DNS-rebinding protection on for localhost)."""
-    app = gateway.server.streamable_http_app(host=host)
+    app = BodyDeadline(
+        gateway.server.streamable_http_app(host=host), seconds=float(os.environ.get("HITL_BODY_DEADLINE", "10"))
+    )
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
     await server.serve()

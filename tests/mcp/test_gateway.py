@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 import mcp_types as types
@@ -194,3 +195,53 @@ async def test_the_gateway_over_streamable_http(shop: Shop) -> None:
         proc.terminate()
         proc.wait(timeout=10)
         log.close()
+
+
+async def test_the_http_gateway_cuts_off_half_sent_bodies_and_refuses_compressed_ones(shop: Shop) -> None:
+    port = free_port()
+    log = (shop.tmp / "mcp.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl", "mcp", "--http", "--port", str(port)],
+        env={**shop.env, "HITL_BODY_DEADLINE": "1"},  # the same rule, at a test's pace (10 s by default)
+        cwd=shop.tmp,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        for _ in range(200):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        slow = []
+        opened = time.monotonic()
+        for _ in range(50):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b'Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{"jsonrpc": '
+            )
+            await writer.drain()
+            slow.append((reader, writer))
+        async with shop.client(http_port=port) as client:  # served meanwhile
+            assert text_of(await client.call_tool("look_up_order", {"order_id": "3"})) == "order 3: shipped"
+        answers = await asyncio.gather(*(asyncio.wait_for(r.read(), 20) for r, _ in slow))
+        assert time.monotonic() - opened < 1 + 5
+        assert {a.split(b" ", 2)[1] for a in answers} == {b"408"}, {a[:30] for a in answers}
+        for _, writer in slow:
+            writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Encoding: deflate\r\nContent-Length: 4\r\n\r\nxxxx"
+        )
+        assert (await asyncio.wait_for(reader.read(), 20)).split(b" ", 2)[1] == b"415"
+        writer.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+    logged = (shop.tmp / "mcp.log").read_text()
+    assert "Traceback" not in logged and "ERROR" not in logged, logged

@@ -1,0 +1,92 @@
+"""Slow and odd HTTP on `hitl serve`'s web app: half-sent bodies are cut off and their connections closed while
+health checks and clicks answer at once; compressed bodies are refused before anything decodes them; none of it
+logs an ERROR or a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import zlib
+from urllib.parse import urlsplit
+
+import pytest
+
+import bot.server
+from bot.blocks import ACTION_APPROVE
+from engine.domain.models import Status
+from tests.bot.conftest import Harness
+from tests.bot.test_cards_and_clicks import propose
+
+SLOW = 200
+
+
+async def _half_sent(host: str, port: int, path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection(host, port)
+    signed = f"X-Slack-Request-Timestamp: {int(time.time())}\r\nX-Slack-Signature: v0=00\r\n"
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{signed}"
+        'Content-Length: 100000\r\n\r\n{"a": '.encode()
+    )
+    await writer.drain()
+    return reader, writer
+
+
+async def _closed_after(reader: asyncio.StreamReader) -> tuple[bytes, float]:
+    """What the server sent before closing, and when it closed."""
+    got = await asyncio.wait_for(reader.read(), 30)
+    return got, time.monotonic()
+
+
+async def test_two_hundred_half_sent_bodies_are_cut_off_while_others_are_served(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(bot.server, "BODY_DEADLINE", 1.0)  # the same rule, at a test's pace (10 s in service)
+    url = urlsplit(harness.bot_url)
+    host, port = str(url.hostname), int(url.port or 0)
+    a = await propose(harness)
+    with caplog.at_level(logging.INFO):
+        opened = time.monotonic()
+        paths = ["/slack/events", "/api/v1/approvals", "/healthz", "/metrics"]
+        slow = await asyncio.gather(*(_half_sent(host, port, paths[i % len(paths)]) for i in range(SLOW)))
+        watching = [asyncio.create_task(_closed_after(r)) for r, _ in slow]
+        # Meanwhile the server answers everyone else at once.
+        t0 = time.monotonic()
+        async with harness.http.get(f"{harness.bot_url}/healthz") as resp:
+            assert resp.status == 200
+        reply = await harness.slack.click("U_SUPPORT1", harness.card_for(a.id), ACTION_APPROVE)
+        assert reply.status == 200 and time.monotonic() - t0 < 1.0
+        assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
+        ended = await asyncio.gather(*watching)
+    for _, writer in slow:
+        writer.close()
+    statuses = [int(got.split(b" ", 2)[1]) for got, _ in ended]
+    # The Slack route reads the body (to check its signature): cut off with a 408. The others refuse it unread.
+    assert {
+        s
+        for s, path in zip(statuses, [paths[i % len(paths)] for i in range(SLOW)], strict=True)
+        if path == "/slack/events"
+    } == {408}
+    assert all(400 <= s < 500 for s in statuses), set(statuses)
+    assert max(at for _, at in ended) - opened < 1.0 + 3.0  # cut off at the deadline, not lingering on
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+@pytest.mark.parametrize("signed", [False, True])
+async def test_a_compressed_body_is_refused_before_it_is_decoded(
+    harness: Harness, caplog: pytest.LogCaptureFixture, signed: bool
+) -> None:
+    garbage = b"\x78\x9c" + bytes(range(256)) * 4  # a deflate header over nonsense
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "Content-Encoding": "deflate"}
+    if signed:
+        from slack_sandbox.dispatch import sign
+
+        stamp = int(time.time())
+        headers |= {"X-Slack-Request-Timestamp": str(stamp), "X-Slack-Signature": sign("x", "x", stamp)}
+    with caplog.at_level(logging.INFO):
+        for body in (garbage, zlib.compress(b"payload=%7B%7D")):
+            async with harness.http.post(f"{harness.bot_url}/slack/events", data=body, headers=headers) as resp:
+                assert resp.status == 415
+        async with harness.http.get(f"{harness.bot_url}/healthz") as resp:
+            assert resp.status == 200  # the server and its other connections are fine
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
