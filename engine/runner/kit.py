@@ -17,7 +17,7 @@ from engine.errors import EngineError, ErrorCode
 from engine.runner.drive import Drive
 from engine.runner.effects import EffectInDoubt, Effects, Resolution
 from engine.runner.leases import kept_alive
-from engine.runner.outcomes import Halt, halt_for
+from engine.runner.outcomes import Halt, goes_on, halt_for
 from engine.runner.spec import ToolStep
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import render_value
@@ -183,8 +183,10 @@ class StepKit:
                 and doubt.decisions[-1].kind is DecisionKind.FEEDBACK
             ):
                 resolution = "done"  # "Mark done": the reviewer checked, it happened
-            elif doubt.status is Status.APPROVED:
+            elif goes_on(doubt):
                 resolution = "rerun"  # "Run again": it did not happen
+                if doubt.status is Status.APPROVED:  # answered: closed, so retention removes it with its run
+                    await self.effects.mark(await self.effects.mark(doubt, Status.EXECUTING), Status.EXECUTED)
             else:
                 return halt_for(doubt) or Halt(RunStatus.REJECTED, approval=doubt, reason=doubt.reason or "stopped")
         try:
@@ -236,7 +238,26 @@ class StepKit:
         timeout: float | None,
         fallback: str,
     ) -> Approval:
-        """The approval of a review (a gate, or a quality loop's check): from the checkpoint, or proposed now."""
+        """The approval of a review (a gate, or a quality loop's check): from the checkpoint, or proposed now. An
+        approved review is closed as it is read (approved -> executed: the step goes on), so it reaches a final state
+        and retention removes it with its run; callers read "go on" with :func:`~engine.runner.outcomes.goes_on`."""
+        a = await self._review(state, tool, step_id, prompt, preview, role=role, timeout=timeout, fallback=fallback)
+        if a.status is Status.APPROVED:
+            a = await self.effects.mark(await self.effects.mark(a, Status.EXECUTING), Status.EXECUTED)
+        return a
+
+    async def _review(
+        self,
+        state: RunState,
+        tool: str,
+        step_id: str,
+        prompt: str,
+        preview: str,
+        *,
+        role: str | None,
+        timeout: float | None,
+        fallback: str,
+    ) -> Approval:
         waited = await self.waiting(state, step_id=step_id, tool=tool)
         if waited is not None:
             return waited

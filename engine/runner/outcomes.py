@@ -8,7 +8,7 @@ from typing import Any
 from engine.domain.models import Approval, Status
 from engine.runner.state import RunStatus
 
-__all__ = ["Halt", "Redo", "RunResult", "halt_for"]
+__all__ = ["Halt", "Redo", "RunResult", "goes_on", "halt_for"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class Redo:
     """Run ``step_id`` again, then go on from it (a gate's feedback re-runs the step it reviewed)."""
 
     step_id: str
+
+
+def goes_on(a: Approval) -> bool:
+    """A review that lets its step go on: approved, or closed since (a review is closed as executed when read)."""
+    return a.status in (Status.APPROVED, Status.EXECUTING, Status.EXECUTED)
 
 
 def halt_for(a: Approval) -> Halt | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.domain.models import DecisionKind, Status
 from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, Redo, halt_for
+from engine.runner.outcomes import Halt, Redo, goes_on, halt_for
 from engine.runner.pattern_spec import (
     ChainPattern,
     EvaluatorOptimizerPattern,
@@ -243,7 +243,7 @@ class Patterns:
             timeout=review.timeout,
             fallback=review.fallback,
         )
-        if a.status is Status.APPROVED or (a.status is Status.EXPIRED and review.fallback == "continue"):
+        if goes_on(a) or (a.status is Status.EXPIRED and review.fallback == "continue"):
             loop["phase"] = "accepted"
             state.history.append(
                 f"round {k + 1}: draft accepted by {'expiry' if a.status is Status.EXPIRED else 'review'}"

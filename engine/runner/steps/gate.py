@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.domain.models import DecisionKind, Status
 from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, Redo, halt_for
+from engine.runner.outcomes import Halt, Redo, goes_on, halt_for
 from engine.runner.spec import GateStep, LoadedWorkflow, Step
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import evaluate, render_value
@@ -35,7 +35,7 @@ class GateHandler:
             timeout=step.timeout,
             fallback=step.fallback,
         )
-        if a.status is Status.APPROVED:
+        if goes_on(a):
             state.outputs[step.id] = {"approved_by": list(a.approvers)}
             return None
         if a.status is Status.EXPIRED and step.fallback == "continue":

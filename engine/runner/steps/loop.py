@@ -6,7 +6,7 @@ import json
 
 from engine.domain.models import DecisionKind, Status
 from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, halt_for
+from engine.runner.outcomes import Halt, goes_on, halt_for
 from engine.runner.spec import LoadedWorkflow, ToolStep
 from engine.runner.state import RunState, RunStatus
 from engine.runner.templates import evaluate
@@ -57,7 +57,7 @@ class LoopHandler:
             timeout=step.timeout,
             fallback="cancel",
         )
-        if a.status is Status.APPROVED:
+        if goes_on(a):
             return True
         if a.status is Status.REJECTED and a.decisions and a.decisions[-1].kind is DecisionKind.FEEDBACK:
             state.feedback[step.id] = a.reason or ""
