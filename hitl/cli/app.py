@@ -25,6 +25,7 @@ from hitl.cli.flows import (
     decide_and_resume,
     expire_and_apply,
     interactive_loop,
+    refuse_local_in_production,
     remote_resume,
     resolve_target,
 )
@@ -115,6 +116,9 @@ def run(
     async def work() -> int:
         wf = load_workflow(workflow)
         async with open_runtime(settings.runtime, worker_id="cli") as rt:
+            if auto or interactive:  # refused before the run starts: a refusal leaves nothing behind
+                what = "--auto-approve" if auto else "--interactive"
+                await refuse_local_in_production(rt, workflow=wf, what=what)
             result = await rt.lifecycle.start(wf, given, session_id=session)
             if auto:
                 result = await auto_approve(rt, result, out, escalations=auto_escalations)

@@ -18,6 +18,7 @@ from engine.domain.records import AuditEntry
 from engine.errors import EngineError, InvalidInput, NotFound
 from engine.lifecycle import Decided
 from engine.runner.outcomes import RunResult
+from engine.runner.spec import LoadedWorkflow
 from engine.runner.state import RunState, RunStatus
 from engine.runtime import Runtime
 from hitl.cli.context import CliSettings
@@ -99,6 +100,11 @@ async def decide_and_resume(
 ) -> RunResult:
     approval, state = await locate(rt, target)
     actor = settings.reviewer or "cli"
+    # Every check that can refuse comes before anything is recorded: a refusal changes nothing.
+    if overrides:
+        if state is None:
+            raise InvalidInput(f"{target} belongs to no run: --var applies to a run's variables")
+        rt.lifecycle.check_overrides(state, overrides)
     if kind is not None:
         if approval is None:
             raise NotFound(f"run {target} is not waiting on an approval; resume it without a decision")
@@ -125,9 +131,15 @@ async def decide_and_resume(
     return await rt.lifecycle.resume(state.session_id, force=force, actor=actor, overrides=overrides)
 
 
-async def refuse_local_in_production(rt: Runtime, approval: Approval | None = None, *, what: str = "") -> None:
-    """``production: true``: a decision straight against the store (no token, any ``--as``) is refused."""
-    world = await rt.lifecycle.world_of(approval) if approval is not None else rt.worlds.default
+async def refuse_local_in_production(
+    rt: Runtime, approval: Approval | None = None, *, what: str = "", workflow: LoadedWorkflow | None = None
+) -> None:
+    """``production: true``: a decision straight against the store (no token, any ``--as``) is refused. With
+    ``workflow`` (before a run starts), that workflow's configuration is the one asked."""
+    if workflow is not None:
+        world = rt.worlds.for_workflow(workflow)
+    else:
+        world = await rt.lifecycle.world_of(approval) if approval is not None else rt.worlds.default
     if world.config.production or rt.worlds.default.config.production:
         raise InvalidInput(
             f"hitl.yaml says production: true, so {what or 'a decision made against the store'} is refused: "

@@ -1,0 +1,64 @@
+"""Refuse before acting: every check a command can make before it changes anything comes first, so a refused
+command leaves the store as it was (the audit of the refusal aside), on both stores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import REFUND, Cli
+from tests.store_dump import store_dump, without_audit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/hitl.db"
+    return f"{request.getfixturevalue('redis_url')}?prefix=ref{uuid.uuid4().hex[:8]}"
+
+
+def _dump(url: str) -> dict[str, object]:
+    return without_audit(asyncio.run(store_dump(url)))
+
+
+def test_a_resume_refused_for_its_variables_records_no_decision(cli: Cli, url: str) -> None:
+    paused = cli("run", str(REFUND), "--var", "order_id=78291", "--var", "amount=75", "--json", HITL_STORE=url).json()
+    before = _dump(url)
+    refusals = [
+        ("resume", paused["approval_id"], "--approve", "--as", "U_SUPPORT1", "--var", "nosuch=1"),
+        ("resume", paused["approval_id"], "--reject", "--as", "U_SUPPORT1", "--var", "nosuch=1"),
+        ("resume", paused["approval_id"], "--approve", "--as", "U_SUPPORT1", "--var", "broken"),
+        ("resume", paused["approval_id"], "--modify", "--as", "U_SUPPORT1", "--args", '{"amount": "lots"}'),
+        ("resume", paused["approval_id"], "--approve", "--reject"),
+        ("resume", "apr_NOSUCHTHING", "--approve", "--as", "U_SUPPORT1"),
+    ]
+    for args in refusals:
+        r = cli(*args, HITL_STORE=url)
+        assert r.code in (1, 2), (args, r)
+        assert _dump(url) == before, args
+    shown = cli("show", paused["approval_id"], "--json", HITL_STORE=url).json()
+    assert shown["status"] == "pending" and shown["decisions"] == []
+
+
+def test_production_refuses_auto_approve_and_interactive_before_the_run_starts(
+    cli: Cli, url: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "prod.yaml"
+    config.write_text((ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
+    cli("pending", HITL_STORE=url)  # the store exists, empty
+    before = _dump(url)
+    for flag in ("--auto-approve", "--interactive"):
+        r = cli(
+            "run", str(REFUND), "--var", "order_id=78291", "--var", "amount=75", flag,
+            HITL_STORE=url, HITL_CONFIG=str(config),
+        )  # fmt: skip
+        assert r.code == 1 and "production: true" in r.err and flag in r.err, r
+        assert _dump(url) == before, flag
+    listed = cli("pending", "--json", HITL_STORE=url)
+    assert json.loads(listed.out)["pending"] == []

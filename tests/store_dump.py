@@ -1,0 +1,39 @@
+"""What a store holds, to show that a refusal changed nothing: SQLite's ``iterdump()``, Redis ``DUMP`` of every key.
+Refusals are audited, so the audit trail and its chain heads are set apart (``without_audit``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from engine.storage import open_store
+from engine.storage.redis import RedisStore
+from engine.storage.sqlite import SqliteStore
+
+__all__ = ["store_dump", "without_audit"]
+
+
+async def store_dump(url: str) -> dict[str, Any]:
+    """Every row (SQLite: by table, as ``iterdump()`` writes it) or every key's serialized value (Redis)."""
+    store = open_store(url)
+    try:
+        if isinstance(store, SqliteStore):
+            if not store.path.exists():
+                return {}
+            with sqlite3.connect(store.path) as db:
+                out: dict[str, Any] = {}
+                for line in db.iterdump():
+                    table = line.split('"')[1] if line.startswith("INSERT INTO") else "(schema)"
+                    out.setdefault(table, []).append(line)
+                return out
+        assert isinstance(store, RedisStore)
+        r = store.conn.r
+        return {k: await r.dump(k) async for k in r.scan_iter(match=f"{store.prefix}:*")}
+    finally:
+        await store.close()
+
+
+def without_audit(dump: dict[str, Any]) -> dict[str, Any]:
+    """The dump less the audit trail (refusals are audited), its heads and counter, and background markers."""
+    audit = ("audit", "audit_heads", "sqlite_sequence", ":audit", ":audit:head", ":heads-kept", ":retention-indexed")
+    return {k: v for k, v in dump.items() if not (k in audit or k.endswith(audit[3:]))}
