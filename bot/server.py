@@ -39,6 +39,10 @@ REQUEST_TIMEOUT = 10.0
 BODY_DEADLINE = 10.0
 """Seconds any request's body may take to arrive, on every route (Slack, the API, health): a half-sent body is
 answered 408 and its connection closed at once (no lingering read of the rest)."""
+LINGER = 2.0
+"""Seconds the server keeps reading (and dropping) the rest of a body it answered without reading, before it closes
+the connection: long enough that a client still sending gets its answer instead of a reset, short enough that a
+slow one is gone well within 15 s (aiohttp lingers 10 s)."""
 MAX_LINE, MAX_FIELD = 32768, 16384
 """aiohttp's limits on a request line and a header, in bytes: room for the API's longest documented query (aiohttp's
 default 8 KB is less); anything longer is refused with a 400 before any handler runs."""
@@ -73,6 +77,7 @@ def app_runner(app: web.Application, *, shutdown_timeout: float = 5.0, access_lo
         app,
         shutdown_timeout=shutdown_timeout,
         keepalive_timeout=15.0,
+        lingering_time=LINGER,
         max_line_size=MAX_LINE,
         max_field_size=MAX_FIELD,
         auto_decompress=False,  # compressed bodies are refused (415), never decoded
@@ -87,7 +92,9 @@ async def _deadline(request: web.Request, handler: Any) -> web.StreamResponse:
     arrived within :data:`BODY_DEADLINE` seconds fails its read with a 408 and closes its connection."""
     encoding = request.headers.get("Content-Encoding", "").strip().lower()
     if encoding not in ("", "identity"):
-        return await _closing(request, 415, "unsupported content encoding: send the body uncompressed")
+        refused = web.json_response({"error": "unsupported content encoding: send the body uncompressed"}, status=415)
+        refused.force_close()  # no keep-alive; the rest of the body is drained for at most LINGER seconds
+        return refused
     if not request.body_exists:
         passed: web.StreamResponse = await handler(request)
         return passed
@@ -96,16 +103,8 @@ async def _deadline(request: web.Request, handler: Any) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
     except _BodyLate:
         return await _closing(request, 408, f"the body did not arrive within {BODY_DEADLINE:g} s")
-    except web.HTTPException as exc:  # refused by aiohttp itself (405, 404, 413): still no lingering read
-        if request.content.is_eof():
-            raise
-        response = web.Response(status=exc.status, reason=exc.reason, body=exc.body, headers=exc.headers)
     finally:
         timer.cancel()
-    if not request.content.is_eof():  # answered without reading it all: no lingering read of the rest
-        await response.prepare(request)
-        await response.write_eof()
-        request.protocol.force_close()
     return response
 
 
@@ -121,7 +120,8 @@ def _cut_off(request: web.Request) -> None:
 
 
 async def _closing(request: web.Request, status: int, message: str) -> web.StreamResponse:
-    """Answer ``status`` and close the connection at once: whatever else the client sends is not read."""
+    """Answer ``status`` and close the connection at once, for a client too slow to wait for: whatever else it
+    sends is not read (not even for :data:`LINGER` seconds)."""
     response = web.json_response({"error": message}, status=status)
     response.force_close()
     await response.prepare(request)
