@@ -1,13 +1,15 @@
-"""Helpers shared by the benchmarks: a private redis-server, timing and table printing."""
+"""Helpers shared by the benchmarks: a private redis-server, `hitl serve` as a process, timing and table printing."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -15,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from redis.asyncio import Connection
 
 
@@ -97,3 +100,37 @@ class CountingConnection(Connection):
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         CountingConnection.writes += 1
         await super().send_packed_command(command, check_health)
+
+
+async def start_serve(
+    url: str, token: str, api_url: str, workdir: Path, *, secret: str = "bench-secret"
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`hitl serve` as a real process on a free port of 127.0.0.1, on the store ``url``, talking to the Slack
+    emulator at ``api_url`` with the refund example's hitl.yaml; returns it and its port once /healthz answers."""
+    root = Path(__file__).resolve().parents[1]
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "SLACK_BOT_TOKEN": token,
+        "SLACK_SIGNING_SECRET": secret,
+        "SLACK_API_URL": api_url,
+        "HITL_STORE": url,
+        "HITL_CONFIG": str(root / "examples" / "refund" / "hitl.yaml"),
+        "HITL_APPROVAL_CHANNEL": "#refund-approvals",
+    }
+    log = (workdir / f"serve-{port}.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl", "serve", "--port", str(port)], env=env, cwd=workdir, stdout=log, stderr=log
+    )
+    async with aiohttp.ClientSession() as http:
+        for _ in range(800):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                    if resp.status == 200:
+                        return proc, port
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.025)
+    proc.kill()
+    raise SystemExit("hitl serve did not start")

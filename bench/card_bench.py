@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-import aiohttp
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import free_port, median, redis_server, row, spread  # noqa: E402
+from _common import median, redis_server, row, spread, start_serve  # noqa: E402
 
 from engine.clock import SystemClock  # noqa: E402
 from engine.config import load_config  # noqa: E402
@@ -34,35 +30,6 @@ from slack_sandbox.server import start_emulator  # noqa: E402
 from slack_sandbox.webapi import SlackState  # noqa: E402
 
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
-
-
-async def serve(url: str, state: SlackState, api_url: str, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "SLACK_BOT_TOKEN": state.token,
-        "SLACK_SIGNING_SECRET": "bench-secret",
-        "SLACK_API_URL": api_url,
-        "HITL_STORE": url,
-        "HITL_CONFIG": str(CONFIG),
-        "HITL_APPROVAL_CHANNEL": "#refund-approvals",
-    }
-    log = (workdir / f"serve-{port}.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "serve", "--port", str(port)], env=env, cwd=workdir, stdout=log, stderr=log
-    )
-    async with aiohttp.ClientSession() as http:
-        for _ in range(800):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        return proc, port
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.025)
-    proc.kill()
-    raise SystemExit("hitl serve did not start")
 
 
 async def one_card(svc: ApprovalService, state: SlackState, i: int) -> float:
@@ -89,7 +56,7 @@ async def main(cards: int) -> None:
             state.add_channel("refund-approvals")
             emulator = await start_emulator(state)
             emulators.append(emulator)
-            proc, _ = await serve(url, state, emulator.api_url, work)
+            proc, _ = await start_serve(url, state.token, emulator.api_url, work)
             procs.append(proc)
             states[name] = state
             services[name] = ApprovalService.from_config(

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +23,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import free_port, pct, redis_server, row  # noqa: E402
+from _common import pct, redis_server, row, start_serve  # noqa: E402
 
 from bot.blocks import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
 from engine.clock import SystemClock  # noqa: E402
@@ -40,35 +38,6 @@ from slack_sandbox.webapi import Message, SlackState  # noqa: E402
 SECRET = "bench-secret"
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
 REVIEWERS = ["U_SUPPORT1", "U_SUPPORT2"]
-
-
-async def start_serve(url: str, state: SlackState, api_url: str, work: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "SLACK_BOT_TOKEN": state.token,
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": api_url,
-        "HITL_STORE": url,
-        "HITL_CONFIG": str(CONFIG),
-        "HITL_APPROVAL_CHANNEL": "#refund-approvals",
-    }
-    log = (work / f"serve-{port}.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "serve", "--port", str(port)], env=env, cwd=work, stdout=log, stderr=log
-    )
-    async with aiohttp.ClientSession() as http:
-        for _ in range(800):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        return proc, port
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.025)
-    proc.kill()
-    raise SystemExit("hitl serve did not start")
 
 
 def buttons(a: Approval) -> Message:
@@ -102,7 +71,7 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
             )
             assert p.approval is not None
             made.append(p.approval)
-        servers = [await start_serve(url, state, emulator.api_url, work) for _ in range(replicas)]
+        servers = [await start_serve(url, state.token, emulator.api_url, work, secret=SECRET) for _ in range(replicas)]
         http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
         slacks = [
             Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)

@@ -185,8 +185,7 @@ class StepKit:
                 resolution = "done"  # "Mark done": the reviewer checked, it happened
             elif goes_on(doubt):
                 resolution = "rerun"  # "Run again": it did not happen
-                if doubt.status is Status.APPROVED:  # answered: closed, so retention removes it with its run
-                    await self.effects.mark(await self.effects.mark(doubt, Status.EXECUTING), Status.EXECUTED)
+                await self._closed(doubt)  # answered: closed, so retention removes it with its run
             else:
                 return halt_for(doubt) or Halt(RunStatus.REJECTED, approval=doubt, reason=doubt.reason or "stopped")
         try:
@@ -241,26 +240,9 @@ class StepKit:
         """The approval of a review (a gate, or a quality loop's check): from the checkpoint, or proposed now. An
         approved review is closed as it is read (approved -> executed: the step goes on), so it reaches a final state
         and retention removes it with its run; callers read "go on" with :func:`~engine.runner.outcomes.goes_on`."""
-        a = await self._review(state, tool, step_id, prompt, preview, role=role, timeout=timeout, fallback=fallback)
-        if a.status is Status.APPROVED:
-            a = await self.effects.mark(await self.effects.mark(a, Status.EXECUTING), Status.EXECUTED)
-        return a
-
-    async def _review(
-        self,
-        state: RunState,
-        tool: str,
-        step_id: str,
-        prompt: str,
-        preview: str,
-        *,
-        role: str | None,
-        timeout: float | None,
-        fallback: str,
-    ) -> Approval:
         waited = await self.waiting(state, step_id=step_id, tool=tool)
         if waited is not None:
-            return waited
+            return await self._closed(waited)
         it = state.iteration.get(step_id, 0)
         # Redacted before anything is stored: the gate's arguments are what cards, `hitl show` and the audit show.
         redact = self.svc.redactor.redact
@@ -287,9 +269,15 @@ class StepKit:
         drive = self.drive(state)
         known = drive.answered.pop(prop.approval.id, None)
         if known is not None:  # asked and answered before
-            return known
+            return await self._closed(known)
         drive.asks[prop.approval.id] = prop.approval  # pending: the gate pauses, and the pause stores it
         return prop.approval
+
+    async def _closed(self, review: Approval) -> Approval:
+        """An approved review, closed (approved -> executed): its step goes on, and it reaches a final state."""
+        if review.status is not Status.APPROVED:
+            return review
+        return await self.effects.mark(await self.effects.mark(review, Status.EXECUTING), Status.EXECUTED)
 
     @staticmethod
     def _about(state: RunState, step_id: str, kind: str, **extra: Any) -> dict[str, Any]:

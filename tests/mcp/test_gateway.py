@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types as types
@@ -166,24 +168,39 @@ async def test_a_hostile_tool_description_stays_inert_on_the_card(impatient_shop
     assert "APPROVED BY CFO" not in trusted  # only in the labelled evidence part, never beside the controls
 
 
-async def test_the_gateway_over_streamable_http(shop: Shop) -> None:
+@asynccontextmanager
+async def http_gateway(shop: Shop, **env: str) -> AsyncIterator[int]:
+    """`hitl mcp --http` as a real process on a free port (its output in mcp.log); yields the port once it accepts
+    connections, and stops it after."""
     port = free_port()
-    log = (shop.tmp / "mcp.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "mcp", "--http", "--port", str(port)],
-        env=shop.env,
-        cwd=shop.tmp,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        for _ in range(200):
+    with (shop.tmp / "mcp.log").open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hitl", "mcp", "--http", "--port", str(port)],
+            env={**shop.env, **env},
+            cwd=shop.tmp,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            for _ in range(200):
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.05)
+            yield port
+        finally:
+            proc.terminate()
             try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+async def test_the_gateway_over_streamable_http(shop: Shop) -> None:
+    async with http_gateway(shop) as port:
         async with shop.client(http_port=port) as client:
             assert text_of(await client.call_tool("look_up_order", {"order_id": "2"})) == "order 2: shipped"
             call = asyncio.create_task(client.call_tool("refund", {"order_id": "2", "amount": 10}))
@@ -191,30 +208,11 @@ async def test_the_gateway_over_streamable_http(shop: Shop) -> None:
             await shop.decide(approval, DecisionKind.APPROVE)
             assert text_of(await asyncio.wait_for(call, 30)) == "refunded 10 on order 2"
         assert shop.effects() == ["refund 2 10"]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
 
 
 async def test_the_http_gateway_cuts_off_half_sent_bodies_and_refuses_compressed_ones(shop: Shop) -> None:
-    port = free_port()
-    log = (shop.tmp / "mcp.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "mcp", "--http", "--port", str(port)],
-        env={**shop.env, "HITL_BODY_DEADLINE": "1"},  # the same rule, at a test's pace (10 s by default)
-        cwd=shop.tmp,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        for _ in range(200):
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
+    # HITL_BODY_DEADLINE: the same rule, at a test's pace (10 s by default)
+    async with http_gateway(shop, HITL_BODY_DEADLINE="1") as port:
         slow = []
         opened = time.monotonic()
         for _ in range(50):
@@ -239,9 +237,5 @@ async def test_the_http_gateway_cuts_off_half_sent_bodies_and_refuses_compressed
         )
         assert (await asyncio.wait_for(reader.read(), 20)).split(b" ", 2)[1] == b"415"
         writer.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
     logged = (shop.tmp / "mcp.log").read_text()
     assert "Traceback" not in logged and "ERROR" not in logged, logged
