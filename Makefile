@@ -56,6 +56,7 @@ bench: $(STAMP) redis
 	$(BIN)/python bench/redis_clients.py
 	$(BIN)/python bench/pending_bench.py
 	$(BIN)/python bench/card_bench.py
+	$(BIN)/python bench/storm_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache
