@@ -39,7 +39,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy bench
 
 pytest: $(STAMP) redis chromium tools
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=15
 
 test: lint typecheck docs pytest
 

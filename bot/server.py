@@ -64,7 +64,7 @@ class _MalformedHttp(logging.Filter):
 _QUIET = _MalformedHttp()
 
 
-def app_runner(app: web.Application, *, shutdown_timeout: float = 5.0, access_log: bool = False) -> web.AppRunner:
+def app_runner(app: web.Application, *, shutdown_timeout: float = 1.0, access_log: bool = False) -> web.AppRunner:
     """The runner ``hitl serve`` serves ``app`` with: its HTTP limits, idle keep-alive connections closed after
     15 s (aiohttp keeps them 75 s), and a malformed request logged as one line. The access log (a line per
     request, ~70 µs each) is off unless asked for (``HITL_ACCESS_LOG=1``): Slack's own logs and hitl's audit

@@ -15,6 +15,7 @@ import pytest
 from engine.storage.redis import RedisStore, connect
 from engine.storage.sqlite import SqliteStore
 from engine.testing import FakeClock
+from tests.processes import stop_process
 
 
 def free_port() -> int:
@@ -64,8 +65,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             pytest.fail("redis-server did not start")
         time.sleep(0.02)
     yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
+    stop_process(proc)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from engine.errors import InvalidInput
 from engine.runner.spec import load_workflow
 from engine.runner.validation import policy_problems, validate_workflow
 from engine.runtime import open_runtime
-from hitl.cli.command import run_command
+from hitl.cli.command import run_command, run_service
 from hitl.cli.context import CliSettings
 from hitl.cli.flows import (
     auto_approve,
@@ -485,7 +485,7 @@ def serve(
         return 0
 
     try:
-        run_command(out, work)
+        run_service(out, work)
     except BotError as exc:
         out.error(str(exc.code), exc.message)
         raise typer.Exit(1) from None
@@ -536,7 +536,7 @@ def mcp(
                 await gateway.close()
         return 0
 
-    run_command(out, work)
+    (run_service if http else run_command)(out, work)
 
 
 @app.command()
@@ -585,10 +585,12 @@ def demo(
 
     if scripted:
         raise typer.Exit(asyncio.run(run_scripted()))
-    try:
-        asyncio.run(run_interactive(port=port, store_url=store, config=config))
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+
+    async def interactive() -> int:
+        await run_interactive(port=port, store_url=store, config=config)
+        return 0
+
+    run_service(Out(as_json=False), interactive)
 
 
 def main() -> None:

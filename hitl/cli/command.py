@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -11,7 +12,7 @@ import typer
 from engine.errors import EngineError
 from hitl.cli.output import Out
 
-__all__ = ["run_command"]
+__all__ = ["run_command", "run_service"]
 
 
 def run_command(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
@@ -24,3 +25,30 @@ def run_command(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     raise typer.Exit(code)
+
+
+def run_service(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
+    """:func:`run_command` for a command that runs until stopped (``serve``, ``demo``, ``mcp --http``): SIGINT and
+    SIGTERM stop it cleanly (its ``finally`` blocks run, exit 0), even when it was started with SIGINT ignored, as a
+    background job, ``nohup`` and some CI runners start processes."""
+    got: list[int] = []
+
+    async def until_stopped() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def stop(signum: int) -> None:
+            got.append(signum)
+            task.cancel()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop, signum)
+        try:
+            return await work()
+        except asyncio.CancelledError:
+            if not got:
+                raise
+            return 0  # asked to stop, and stopped
+
+    run_command(out, until_stopped)

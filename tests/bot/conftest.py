@@ -28,6 +28,7 @@ from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import Emulator, start_emulator
 from slack_sandbox.webapi import Message, SlackState
 from tests.conftest import free_port
+from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
@@ -84,8 +85,7 @@ async def serve_process(env: dict[str, str], cwd: Path, *args: str) -> AsyncIter
             await wait_healthy(port)
             yield port
         finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+            stop_process(proc, grace=20)
 
 
 def workspace() -> SlackState:

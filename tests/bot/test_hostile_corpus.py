@@ -37,6 +37,7 @@ from slack_sandbox.dispatch import sign
 from slack_sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
 from tests.conftest import free_port
+from tests.processes import stop_process
 
 WRONG: list[Any] = [None, 0, -1.5, True, [], {}, "", "x" * 5000, "\ud800", "\u202e\u2066", [None], {"id": {}}]
 CLICK_FIELDS = [
@@ -327,8 +328,7 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
             async with http.get(f"{base}/healthz") as r:
                 assert r.status == 200
     finally:
-        serve.terminate()
-        serve.wait(timeout=15)
+        stop_process(serve, grace=15)
         await emulator.close()
     after = _dump_sqlite(tmp_path / "hitl.db") if backend == "sqlite" else _dump_redis(redis_url, prefix)
     server_errors = {name: status for name, status in statuses.items() if status >= 500}

@@ -6,6 +6,7 @@ import asyncio
 import copy
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -23,8 +24,9 @@ from engine.service import ApprovalService
 from engine.storage import open_store
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import start_emulator
-from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, workspace
+from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, wait_healthy, workspace
 from tests.conftest import free_port
+from tests.processes import stop_process
 
 
 async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> None:
@@ -141,5 +143,34 @@ async def test_an_approval_another_process_creates_is_carded_without_waiting_for
                 await store.close()
             assert any(asked.approval.id in m.text for m in state.messages), (tmp_path / "serve.log").read_text()
             assert took < 5, took  # a minute-long sweep could not have done it
+    finally:
+        await emulator.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+async def test_serve_stops_on_a_signal_even_when_started_with_sigint_ignored(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A background job, nohup and some CI runners start processes with SIGINT ignored: `hitl serve` installs its
+    own handlers, so Ctrl-C and SIGTERM still stop it cleanly (exit 0) and promptly."""
+    state = workspace()
+    emulator = await start_emulator(state)
+    env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
+    port = free_port()
+    try:
+        with (tmp_path / "serve.log").open("w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
+                env=env,
+                cwd=tmp_path,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - the launcher's
+            )
+            try:
+                await wait_healthy(port)
+            finally:
+                code = await asyncio.to_thread(stop_process, proc, sig=sig, grace=5.0)
+        assert code == 0, (tmp_path / "serve.log").read_text()
     finally:
         await emulator.close()

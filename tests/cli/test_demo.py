@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.cli.conftest import ROOT
+from tests.processes import stop_process
 
 
 def _env() -> dict[str, str]:
@@ -88,10 +89,9 @@ def interactive_demo(tmp_path: Path, *extra: str) -> Iterator[str]:
         assert url, (tmp_path / "demo.log").read_text()
         yield url
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        code = stop_process(proc, sig=signal.SIGINT)  # Ctrl-C, even from a launcher that ignores SIGINT
         log.close()
-    assert proc.returncode == 0
+    assert code == 0
 
 
 def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -> None:

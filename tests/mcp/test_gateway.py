@@ -17,6 +17,7 @@ from bot.blocks import card
 from engine.domain.models import DecisionKind, Status
 from tests.conftest import free_port
 from tests.mcp.conftest import Shop
+from tests.processes import stop_process
 
 
 def text_of(result: Any) -> str:
@@ -191,12 +192,7 @@ async def http_gateway(shop: Shop, **env: str) -> AsyncIterator[int]:
                     await asyncio.sleep(0.05)
             yield port
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop_process(proc)
 
 
 async def test_the_gateway_over_streamable_http(shop: Shop) -> None:

@@ -28,6 +28,7 @@ from engine.service import ApprovalService
 from engine.storage.sqlite import SqliteStore
 from hitl.temporal import HitlActivities, TemporalResumer
 from tests.conftest import free_port
+from tests.processes import stop_process
 from tests.temporal.workflows import RefundWorkflow
 
 CONFIG = """
@@ -78,8 +79,7 @@ def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop_process(proc, grace=20)
         log.close()
 
 
