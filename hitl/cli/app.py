@@ -536,7 +536,7 @@ def mcp(
                 await gateway.close()
         return 0
 
-    (run_service if http else run_command)(out, work)
+    run_command(out, work)  # over HTTP, uvicorn installs its own SIGINT/SIGTERM handlers and drains first
 
 
 @app.command()

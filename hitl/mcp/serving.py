@@ -27,13 +27,15 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class BodyDeadline:
-    """ASGI middleware: a request body must arrive within ``seconds`` (a half-sent one gets 408 and its connection
-    is closed), and a compressed body is refused with 415 before anything decodes it. Once a body is complete,
-    reads pass through untimed (a streamed response waits on them for the client to go away)."""
+    """ASGI middleware: a request's body is read in full before the app sees the request, and must arrive within
+    ``seconds`` (a half-sent one gets 408 and the app never runs); a body over ``limit`` bytes gets 413, and a
+    compressed one 415 before anything decodes it. The app then reads the buffered body, and later reads go to the
+    client (a streamed response waits on them for the client to go away)."""
 
-    def __init__(self, app: ASGIApp, *, seconds: float = 10.0) -> None:
+    def __init__(self, app: ASGIApp, *, seconds: float = 10.0, limit: int = 4 * 1024 * 1024) -> None:
         self.app = app
         self.seconds = seconds
+        self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -43,39 +45,32 @@ class BodyDeadline:
         if headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
             await _answer(send, 415, "unsupported content encoding: send the body uncompressed")
             return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.seconds
-        state = {"complete": False, "late": False, "started": False}
-
-        async def timed() -> Message:
-            if state["complete"]:
-                return await receive()
-            try:
-                async with asyncio.timeout(max(0.0, deadline - loop.time())):
-                    message = await receive()
-            except TimeoutError:
-                state["late"] = True
-                return {"type": "http.disconnect"}  # the app stops reading, as if the client had gone
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                state["complete"] = True
-            return message
-
-        async def watched(message: Message) -> None:
-            if state["late"]:
-                return  # the answer is the 408 below
-            if message["type"] == "http.response.start":
-                state["started"] = True
-            await send(message)
-
+        chunks: list[bytes] = []
+        size = 0
         try:
-            await self.app(scope, timed, watched)
-        except Exception:
-            if not state["late"]:
-                raise
-        if state["late"]:
+            async with asyncio.timeout(self.seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return  # the client went away before sending its body: nothing to answer
+                    chunk = bytes(message.get("body", b""))
+                    size += len(chunk)
+                    if size > self.limit:
+                        await _answer(send, 413, f"the body is over {self.limit} bytes")
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
             log.warning("a request body did not arrive within %g s; answered 408", self.seconds)
-            if not state["started"]:
-                await _answer(send, 408, f"the body did not arrive within {self.seconds:g} s")
+            await _answer(send, 408, f"the body did not arrive within {self.seconds:g} s")
+            return
+        buffered: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> Message:
+            return buffered.pop() if buffered else await receive()
+
+        await self.app(scope, replay, send)
 
 
 async def _answer(send: Send, status: int, message: str) -> None:

@@ -214,8 +214,8 @@ async def test_the_http_gateway_cuts_off_half_sent_bodies_and_refuses_compressed
         for _ in range(50):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
-                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                b'Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{"jsonrpc": '
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n".encode()
+                + b'Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{"jsonrpc": '
             )
             await writer.drain()
             slow.append((reader, writer))
@@ -228,8 +228,8 @@ async def test_the_http_gateway_cuts_off_half_sent_bodies_and_refuses_compressed
             writer.close()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(
-            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Encoding: deflate\r\nContent-Length: 4\r\n\r\nxxxx"
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n".encode()
+            + b"Content-Encoding: deflate\r\nContent-Length: 4\r\n\r\nxxxx"
         )
         assert (await asyncio.wait_for(reader.read(), 20)).split(b" ", 2)[1] == b"415"
         writer.close()
