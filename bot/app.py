@@ -4,11 +4,13 @@ engine's runtime."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
@@ -28,6 +30,14 @@ from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Store
 
 __all__ = ["BotRuntime", "SlackSide", "build_app", "slack_side"]
+
+
+class _TokenSkipped(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+_TOKEN_SKIPPED = _TokenSkipped()
 
 
 @dataclass
@@ -122,6 +132,9 @@ def build_app(
         signer=Signer(secret or token),
         replica=replica,
     )
+    # Bolt reads SLACK_BOT_TOKEN from the environment even when it is given a client, then warns on every start
+    # that the token goes unused: the client carries it, so the warning says nothing to an operator.
+    logging.getLogger("slack_bolt.AsyncApp").addFilter(_TOKEN_SKIPPED)
     app = AsyncApp(
         client=side.client,
         # The HTTP server verifies every request's signature before Bolt sees it (bot/server.py); Socket Mode

@@ -593,8 +593,27 @@ def demo(
     run_service(Out(as_json=False), interactive)
 
 
+_USAGE_ERROR: type[typer.BadParameter] = typer.BadParameter.__mro__[1]
+"""Click's ``UsageError`` (as Typer ships it): the base of every usage error, a bad parameter among them."""
+assert _USAGE_ERROR.__name__ == "UsageError"
+
+
 def main() -> None:
-    app()
+    """The ``hitl`` command. A usage error is one line, like every other error (``error: ... [usage]``, exit 2),
+    not Click's boxed panel."""
+    try:
+        code = app(standalone_mode=False)
+    except _USAGE_ERROR as exc:
+        names: list[str] = []
+        ctx = exc.ctx
+        while ctx is not None and ctx.parent is not None:  # the subcommand's path, whatever the program is called
+            names.insert(0, str(ctx.info_name))
+            ctx = ctx.parent
+        Out(as_json=False).error("usage", f"{exc.format_message()} (see `{' '.join(['hitl', *names])} --help`)")
+        raise SystemExit(2) from None
+    except typer.Abort:
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 @token_app.command("new")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -24,6 +25,13 @@ def run_command(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
         raise typer.Exit(2 if exc.code.usage else 1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+            raise
+        # A server that cannot bind its address: one line that says what to do, not a traceback.
+        which = "address_in_use" if exc.errno == errno.EADDRINUSE else "address_unavailable"
+        out.error(which, f"{exc.strerror or exc}; stop what holds it, or pick another address with --host/--port")
+        raise typer.Exit(1) from None
     raise typer.Exit(code)
 
 
