@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from engine.clock import SystemClock
 from engine.compose import Worlds
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, NotFound
 from engine.lifecycle import RunLifecycle
 from engine.ports import Clock, Notifier, RunReporter, Store
-from engine.storage.factory import DEFAULT_STORE_URL, open_store
+from engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
 from engine.testing.clock import FakeClock
 
 __all__ = ["Runtime", "RuntimeSettings", "open_runtime"]
@@ -77,9 +77,19 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(settings: RuntimeSettings, *, worker_id: str = "hitl") -> AsyncIterator[Runtime]:
+async def open_runtime(
+    settings: RuntimeSettings, *, worker_id: str = "hitl", read_only: bool = False
+) -> AsyncIterator[Runtime]:
     """A runtime on the store ``settings`` names, closed on exit (no notifier: reviewers hear through
-    ``hitl serve`` on the same store)."""
+    ``hitl serve`` on the same store). ``read_only``: a command that only reads never creates a store; a SQLite
+    file that is not there is an error (a mistyped HITL_STORE must not read as "nothing pending")."""
+    path = sqlite_path(settings.store_url) if read_only else None
+    if path is not None and not path.exists():
+        raise NotFound(
+            f"no store at {path}: nothing was ever recorded there. Check HITL_STORE (or --store); `hitl run` and "
+            "`hitl serve` create the store",
+            path=str(path),
+        )
     rt = Runtime.build(
         store=open_store(settings.store_url),
         clock=settings.clock(),

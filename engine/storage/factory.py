@@ -8,9 +8,18 @@ from urllib.parse import parse_qs, urlparse
 from engine.errors import ErrorCode, InvalidInput
 from engine.ports import Store
 
-__all__ = ["DEFAULT_STORE_URL", "open_store"]
+__all__ = ["DEFAULT_STORE_URL", "open_store", "sqlite_path"]
 
 DEFAULT_STORE_URL = "sqlite:///.hitl/hitl.db"
+
+
+def sqlite_path(url: str | None) -> Path | None:
+    """The database file a ``sqlite://`` store URL names (None for any other store)."""
+    parsed = urlparse(url or DEFAULT_STORE_URL)
+    if parsed.scheme != "sqlite":
+        return None
+    path = parsed.path[1:] if parsed.path.startswith("/") else parsed.path
+    return Path(path) if path else None
 
 
 def open_store(url: str | None = None) -> Store:

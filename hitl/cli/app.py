@@ -250,13 +250,20 @@ def pending(
         if client is not None:  # the token says who is asking: the approvals it may decide
             out.pending(await client.pending(limit=limit))
             return 0
-        async with open_runtime(settings.runtime) as rt:
+        async with open_runtime(settings.runtime, read_only=True) as rt:
             world = rt.worlds.default
             roles = None
             if world.config_path is None:
                 out.warn(NO_CONFIG)
             if settings.reviewer:
                 roles = sorted(world.service.roles.roles_of(settings.reviewer))
+                if not roles and settings.reviewer != world.service.requester:  # a typo is not "nothing for you"
+                    known = ", ".join(sorted(world.service.roles.members)) or "none"
+                    raise InvalidInput(
+                        f"{settings.reviewer!r} is in no role of {world.config_path or 'the default config'} "
+                        f"(roles: {known}); check --as / HITL_REVIEWER",
+                        reviewer=settings.reviewer,
+                    )
             page = await rt.store.approvals.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
             out.pending(page.items)
         return 0
@@ -278,7 +285,7 @@ def show(
             view = await client.approval(target)
             out.emit(approval_json(view.model_copy(update={"audit": None}))) if out.json else out.approval(view)
             return 0
-        async with open_runtime(settings.runtime) as rt:
+        async with open_runtime(settings.runtime, read_only=True) as rt:
             approval, _ = await resolve_target(rt, target)
             if out.json:
                 out.emit(approval_json(approval))
@@ -321,7 +328,7 @@ def audit(
                 raise InvalidInput(f"`hitl audit {target}` reads the store itself: run it where HITL_STORE reaches")
             out.audit(await client.audit(target, limit=limit))
             return 0
-        async with open_runtime(settings.runtime) as rt:
+        async with open_runtime(settings.runtime, read_only=target != "head") as rt:
             if target == "verify":
                 checked, broken = await rt.store.audit.verify(head=head)
                 out.audit_verified(checked, broken)

@@ -101,7 +101,7 @@ def sessions_list(
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
-        async with open_runtime(settings.runtime) as rt:
+        async with open_runtime(settings.runtime, read_only=True) as rt:
             rows: list[dict[str, Any]] = []
             for session_id in await rt.store.runs.paused(limit=limit):
                 state = await _state(rt, session_id)
@@ -143,7 +143,7 @@ def sessions_show(
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
-        async with open_runtime(settings.runtime) as rt:
+        async with open_runtime(settings.runtime, read_only=True) as rt:
             state = await _state(rt, session_id)
             waits = [interrupt_details(a) for a in await _waiting(rt, state)]
         shown = {

@@ -69,7 +69,7 @@ def stats(
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
-        async with open_runtime(settings.runtime) as rt:
+        async with open_runtime(settings.runtime, read_only=True) as rt:
             now = rt.clock.now()
             rows = summarize(await rt.store.tallies.read(since=now - window, now=now))
             start = now - window

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.storage import open_store
 from tests.cli.conftest import REFUND, Cli
 from tests.store_dump import store_dump, without_audit
 
@@ -21,6 +22,12 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/hitl.db"
     return f"{request.getfixturevalue('redis_url')}?prefix=ref{uuid.uuid4().hex[:8]}"
+
+
+async def _create(url: str) -> None:
+    store = open_store(url)
+    await store.ping()  # SQLite creates its file on first use
+    await store.close()
 
 
 def _dump(url: str) -> dict[str, object]:
@@ -51,7 +58,7 @@ def test_production_refuses_auto_approve_and_interactive_before_the_run_starts(
 ) -> None:
     config = tmp_path / "prod.yaml"
     config.write_text((ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
-    cli("pending", HITL_STORE=url)  # the store exists, empty
+    asyncio.run(_create(url))  # the store exists, empty
     before = _dump(url)
     for flag in ("--auto-approve", "--interactive"):
         r = cli(
@@ -62,3 +69,17 @@ def test_production_refuses_auto_approve_and_interactive_before_the_run_starts(
         assert _dump(url) == before, flag
     listed = cli("pending", "--json", HITL_STORE=url)
     assert json.loads(listed.out)["pending"] == []
+
+
+def test_read_commands_never_create_a_store_and_an_unknown_reviewer_is_an_error(cli: Cli, tmp_path: Path) -> None:
+    """A mistyped HITL_STORE or --as must not read as "nothing pending"."""
+    typo = tmp_path / "nowhere" / "hitl.db"
+    for args in (["pending"], ["show", "apr_X"], ["audit"], ["audit", "verify"], ["stats"], ["sessions", "list"]):
+        r = cli(*args, HITL_STORE=f"sqlite:///{typo}")
+        assert r.code == 1 and "no store at" in r.err and "[not_found]" in r.err, (args, r)
+    assert not typo.parent.exists()
+    config = str(ROOT / "examples" / "refund" / "hitl.yaml")
+    cli("run", str(REFUND), "--var", "order_id=78291", "--var", "amount=75", "--json", HITL_CONFIG=config)
+    r = cli("pending", "--as", "U_TYPO", HITL_CONFIG=config)
+    assert r.code == 1 and "'U_TYPO' is in no role" in r.err and "support" in r.err, r
+    assert "U_SUPPORT1" not in cli("pending", "--as", "U_SUPPORT1", "--json", HITL_CONFIG=config).err
