@@ -23,6 +23,8 @@ RUN pip install --no-cache-dir --no-deps . \
     && chown hitl:hitl /data
 
 USER 10001
+# The SQLite store when no HITL_STORE is given: a volume, so it outlives the container.
+VOLUME ["/data"]
 ENV HITL_STORE=sqlite:////data/hitl.db
 EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \

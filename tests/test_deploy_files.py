@@ -89,3 +89,27 @@ def test_the_image_installs_from_a_lock_that_pins_everything_the_serve_extra_nee
         assert req.specifier.contains(pinned[name]), f"requirements.lock pins {name} {pinned[name]}, outside {req}"
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "--requirement requirements.lock" in dockerfile and "--no-deps ." in dockerfile
+
+
+def test_deploy_files_work_on_a_fresh_clone() -> None:
+    """Compose mounts only files the clone has (a missing one would make Docker create a directory of that name),
+    the image declares its data volume, and the manifest's comments and usage hint say what the code does."""
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    for service in compose["services"].values():
+        for volume in service.get("volumes", []):
+            source = volume.split(":", 1)[0]
+            if source.startswith((".", "/")):
+                assert (ROOT / source).is_file(), f"compose mounts {source}, which a fresh clone lacks"
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert 'VOLUME ["/data"]' in dockerfile and "sqlite:////data/" in dockerfile
+    manifest_text = (ROOT / "manifest.yaml").read_text()
+    manifest = yaml.safe_load(manifest_text)
+    assert (
+        manifest["settings"]["socket_mode_enabled"] is False and "keep socket_mode_enabled: true" not in manifest_text
+    )
+    from bot.listeners.commands import USAGE
+
+    [command] = manifest["features"]["slash_commands"]
+    hint = command["usage_hint"]
+    for sub in re.findall(r"`/hitl (\w+(?: \w+)?)", USAGE):
+        assert sub.split()[0] in hint and (not sub.startswith("trust ") or sub in hint), (sub, hint)
