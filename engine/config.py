@@ -79,6 +79,36 @@ class HitlConfig(BaseModel):
             raise ValueError(f"policy names roles that are not defined under 'roles': {', '.join(missing)}")
         return self
 
+    def quorum_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Quorums the roles cannot meet: ``(where, message)`` for each tool or rule that asks more distinct
+        approvers than its role has members (the requester never counts). A role with a Slack user group is left
+        out: its size is known only when the bot expands it."""
+        out: list[tuple[tuple[str | int, ...], str]] = []
+
+        def check(where: tuple[str | int, ...], name: str, role: str | None, quorum: int) -> None:
+            if role is None and quorum == 1:
+                return  # any reviewer: a file with no roles yet is not yet a deployment
+            members = set(self.roles.get(role, ())) if role else {m for ids in self.roles.values() for m in ids}
+            if any(m.startswith("S") for m in members):
+                return
+            members.discard(self.requester)
+            if quorum > len(members):
+                who = f"role {role!r}" if role else "all roles together"
+                out.append(
+                    (
+                        where,
+                        f"{name} asks {quorum} distinct approvers but {who} has {len(members)}: it can never be "
+                        f"approved. Add members to the role, or lower the quorum",
+                    )
+                )
+
+        for tool, spec in sorted(self.policy.tools.items()):
+            check(("policy", "tools", tool, "quorum"), tool, spec.role, spec.quorum)
+        for i, rule in enumerate(self.policy.rules):
+            if rule.quorum is not None:
+                check(("policy", "rules", i, "quorum"), rule.name, rule.role, rule.quorum)
+        return out
+
     def build_policy(self) -> Policy:
         return Policy.from_spec(self.policy)
 

@@ -45,16 +45,18 @@ def validate_workflow(path: str | Path) -> list[Problem]:
 
 
 def policy_problems(config_path: str | Path) -> list[Problem]:
-    """Rules in ``hitl.yaml`` whose conditions cannot be evaluated on arguments their tool's declared schema allows
-    (at run time such a rule fails closed on every such call), each with its line. A file that does not load is
+    """What in ``hitl.yaml`` can never work, each with its line: rules whose conditions cannot be evaluated on
+    arguments their tool's declared schema allows (at run time such a rule fails closed on every such call), and
+    quorums a role cannot meet. A file that does not load is
     reported by whatever loads it; here it gives nothing."""
     p = Path(config_path)
     try:
-        policy = load_config(p).build_policy()
+        config = load_config(p)
+        policy = config.build_policy()
         node = compose(p.read_text(encoding="utf-8"))
     except (EngineError, OSError, yaml.YAMLError):
         return []
-    out = []
+    out = [Problem(line_of(node, loc), ".".join(map(str, loc)), message) for loc, message in config.quorum_problems()]
     for i, field, message in policy.condition_problems():
         loc = ("policy", "rules", i, field if field == "when" else _STATS_FIELD.get(field, field))
         out.append(Problem(line_of(node, loc), f"policy.rules.{i}.{field}", message))

@@ -390,6 +390,8 @@ def policy_explain(
         async with open_runtime(settings.runtime) as rt:
             if rt.worlds.default.config_path is None:
                 out.warn(NO_CONFIG)
+            for _, message in rt.worlds.default.config.quorum_problems():
+                out.warn(message)
             v = await rt.worlds.default.service.explain(tool, parsed, session_id=session)
         if out.json:
             out.emit(
@@ -566,7 +568,9 @@ def init(
     for name, text in FILES.items():
         (target / name).write_text(text)
         out.text("wrote ", (str(target / name), "bold"))
-    out.text("next:  ", ("hitl run workflow.yaml --var to=acme --var amount=120", "bold"), "   (pauses for approval)")
+    # Runnable from where `hitl init` was typed: the workflow by its path (its hitl.yaml and tools sit beside it).
+    flow = "workflow.yaml" if target.resolve() == Path.cwd().resolve() else str(target / "workflow.yaml")
+    out.text("next:  ", (f"hitl run {flow} --var to=acme --var amount=120", "bold"), "   (pauses for approval)")
     out.text("then:  ", ("hitl resume <approval id> --approve --as U_YOU", "bold"))
 
 

@@ -9,7 +9,7 @@ HITL_YAML = """\
 # hitl.yaml: who may approve what (reference: the README, section "Policy (hitl.yaml)").
 requester: agent:starter          # who proposes actions (it can never approve its own)
 roles:
-  approvers: [U_YOU]              # Slack member ids, or any stable ids you pass as --as / API tokens
+  approvers: [U_YOU, U_TEAMMATE]  # Slack member ids, or any stable ids you pass as --as / API tokens
 policy:
   allowed_tools: [look_up]        # run without asking
   denied_tools: []                # never run

@@ -271,6 +271,25 @@ def test_init_writes_a_starter_that_runs_pauses_and_resumes(cli: Cli, tmp_path: 
     done = cli("resume", str(body["approval_id"]), "--approve", "--as", "U_YOU", "--json")
     assert done.code == 0, done.out
     assert len((tmp_path / "payments.log").read_text().splitlines()) == 1  # the cli fixture runs in tmp_path
+    # The next steps it printed run as printed from where it was typed, and its large-payment rule can be met.
+    assert f"hitl run {tmp_path / 'start' / 'workflow.yaml'} --var to=acme" in " ".join(made.out.split())
+    assert cli("validate", workflow, "--json", HITL_CONFIG="").json()["valid"] is True
+    big = cli("run", workflow, "--var", "to=acme", "--var", "amount=5000", "--json").json()
+    for who in ("U_YOU", "U_TEAMMATE"):
+        last = cli("resume", str(big["approval_id"]), "--approve", "--as", who, "--json")
+    assert last.code == 0, last.out
+
+
+def test_validate_and_explain_warn_of_a_quorum_no_role_can_meet(cli: Cli, tmp_path: Path) -> None:
+    cli("init", str(tmp_path / "solo"))
+    config = tmp_path / "solo" / "hitl.yaml"
+    config.write_text(config.read_text().replace("[U_YOU, U_TEAMMATE]", "[U_YOU]"))
+    out = cli("validate", str(tmp_path / "solo" / "workflow.yaml"), "--json", HITL_CONFIG="")
+    problems = out.json()["problems"]
+    assert out.code == 2 and [p["field"] for p in problems] == ["policy.rules.0.quorum"], problems
+    assert "asks 2 distinct approvers but role 'approvers' has 1" in problems[0]["message"]
+    explained = cli("policy", "explain", "send_payment", "--args", '{"to": "x", "amount": 5}', HITL_CONFIG=str(config))
+    assert "can never be approved" in explained.err
 
 
 def test_stats_reads_the_hitl_metrics_from_the_store(cli: Cli) -> None:
