@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 from typing import Annotated, Any
 
 import typer
@@ -72,6 +73,21 @@ def _main(
     ] = False,
 ) -> None:
     """Human approval gates for AI agents and workflows."""
+    # A short command's warnings (a store that could not take its last metric counts, say) read like its own
+    # `warning: ...` lines, not as bare text; the long-running commands configure logging of their own.
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(_OneLine())
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
+
+
+class _OneLine(logging.Formatter):
+    """``warning: message`` (``error: ...``), as the command's own lines read."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
 
 
 policy_app = typer.Typer(help="Inspect the policy.", no_args_is_help=True)
@@ -456,7 +472,6 @@ def serve(
         from hitl.cli.workers import supervise
 
         raise typer.Exit(supervise(workers, host=host, port=port, store=store, config=config))
-    import logging
 
     from bot.errors import BotError
     from bot.server import serve_http, serve_socket
@@ -513,7 +528,6 @@ def mcp(
 ) -> None:
     """The MCP approval gateway: serve the tools of the MCP servers under mcp.servers in hitl.yaml, every call
     decided by the policy (approvals appear in Slack through `hitl serve` on the same store)."""
-    import logging
     import socket as sockets
 
     from engine.domain.ids import short_id

@@ -39,7 +39,8 @@ def connect(url: str, *, max_connections: int = 64, socket_timeout: float | None
 
 
 def _failed(exc: BaseException) -> StoreError:
-    return StoreError(f"Redis store failed: {exc}; nothing was applied. Check that Redis is up, then retry")
+    said = str(exc).strip().rstrip(".") or type(exc).__name__  # redis-py's messages end with a full stop
+    return StoreError(f"Redis store failed: {said}; nothing was applied. Check that Redis is up, then retry")
 
 
 def store_errors(cls: C) -> C:
