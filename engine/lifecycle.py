@@ -192,7 +192,9 @@ class RunLifecycle:
         its variables, used by the steps still to come)."""
         world = await self.worlds.for_session(session_id)
         if world.workflow is None:
-            raise NotFound(f"no run {session_id!r}; `hitl sessions list` lists the runs that wait", session_id=session_id)
+            raise NotFound(
+                f"no run {session_id!r}; `hitl sessions list` lists the runs that wait", session_id=session_id
+            )
         return await world.runner.resume(session_id, force=force, actor=actor, overrides=overrides)
 
     async def _queue(self, session_id: str, approval_id: str | None, *, wake: bool = True) -> None:

@@ -1,8 +1,9 @@
 """``hitl validate``: every problem in a workflow file, each with its line, found without running anything.
 
-Three passes, each only when the one before found nothing it depends on: the YAML and its shape (every field
-pydantic refuses), then references (steps, tools, agents, routes, nodes, dependencies), then templates (syntax,
-variables, the steps a template can see). Nothing is imported or executed.
+Passes, each only when the one before found nothing it depends on: the YAML and its shape (every field pydantic
+refuses), then references (steps, tools, agents, routes, nodes, dependencies) and templates (syntax, variables, the
+steps a template can see), reported together, then each tool's function, imported as `hitl run` would import it
+(a typo in ``function:`` is found here, not at the step that calls it). Nothing is run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from engine.config import load_config
 from engine.errors import EngineError
 from engine.runner.checks import template_problems
 from engine.runner.spec import LoadedWorkflow, Where, Workflow, problems, union_tag, where_text
+from engine.runner.tools import load_tools
 
 __all__ = ["Problem", "policy_problems", "validate_workflow"]
 
@@ -41,6 +43,13 @@ def validate_workflow(path: str | Path) -> list[Problem]:
             out.append(at(("runtime", "script"), f"{spec.runtime.script} does not exist beside the workflow"))
     if not out:  # templates are checked against references that exist
         out = [at(loc, msg) for loc, msg in template_problems(LoadedWorkflow.of(spec, p, text))]
+    for name, tool in spec.tools.items():  # every tool's function imports, whatever else is wrong
+        try:
+            load_tools({name: tool}, base=p.parent)
+        except EngineError as exc:
+            out.append(at(("tools", name, "function"), exc.message))
+        except Exception as exc:  # importing user code can raise anything: reported, never a crash of validate
+            out.append(at(("tools", name, "function"), f"importing {tool.function} raised {type(exc).__name__}: {exc}"))
     return sorted(out, key=lambda problem: problem.line)
 
 

@@ -54,12 +54,13 @@ def test_validate_lists_every_problem_with_its_line(hitl: Hitl, tmp_path: Path) 
     broken = hitl("validate", str(tmp_path / "broken.yaml"), expect=2).out
     assert broken["valid"] is False
     assert [(p["line"], p["field"]) for p in broken["problems"]] == [
+        (5, "tools.search.function"),  # no desk.py beside this file: its import fails too, in the same pass
         (7, "agents.researcher.tools[1]"),
         (10, "pattern.steps"),  # the cycle a -> b -> a
         (12, "pattern.steps[1].agent"),
         (13, "pattern.steps[2].tool"),
     ]
-    assert "a -> b -> a" in broken["problems"][1]["message"]
+    assert "a -> b -> a" in broken["problems"][2]["message"]
     shapes = hitl("validate", str(tmp_path / "shapes.yaml"), expect=2).out["problems"]
     assert [(p["line"], p["field"]) for p in shapes] == [
         (3, "steps[0].id"),
@@ -71,10 +72,11 @@ def test_validate_lists_every_problem_with_its_line(hitl: Hitl, tmp_path: Path) 
     assert "tool, gate or agent" in shapes[-1]["message"]
     templates = hitl("validate", str(tmp_path / "templates.yaml"), expect=2).out["problems"]
     assert [(p["line"], p["field"]) for p in templates] == [
+        (4, "tools.search.function"),
         (6, "steps[0].args.query"),
         (7, "steps[1].args.query"),
     ]
-    assert "not an earlier step" in templates[0]["message"] and "template error" in templates[1]["message"]
+    assert "not an earlier step" in templates[1]["message"] and "template error" in templates[2]["message"]
 
 
 def test_validate_accepts_every_example_and_prints_for_people(hitl: Hitl, tmp_path: Path) -> None:
@@ -215,3 +217,21 @@ def test_validate_reports_policy_conditions_that_fail_on_arguments_the_schema_al
         UNEVALUABLE.replace("required: [order_id]", "required: [order_id, amount, customer_id]")
     )
     assert hitl("validate", str(tmp_path / "flow.yaml"), *config).out["valid"] is True
+
+
+def test_validate_imports_every_tool_function(hitl: Hitl, tmp_path: Path) -> None:
+    """A `function:` that does not import is found by validate, not by the step that calls it at run time."""
+    (tmp_path / "mytools.py").write_text("def ok(x: int) -> int:\n    return x\n")
+    (tmp_path / "broken.py").write_text("raise RuntimeError('no database configured')\n")
+    (tmp_path / "flow.yaml").write_text(
+        "name: flow\ntools:\n"
+        "  good: {function: mytools:ok}\n"
+        "  typo: {function: mytools:okk}\n"
+        "  gone: {function: nosuchmodule:f}\n"
+        "  loud: {function: broken:f}\n"
+        "steps:\n  - {id: a, tool: good, args: {x: 1}}\n"
+    )
+    out = hitl("validate", str(tmp_path / "flow.yaml"), expect=2).out
+    found = {p["field"]: p["message"] for p in out["problems"]}
+    assert set(found) == {"tools.typo.function", "tools.gone.function", "tools.loud.function"}, found
+    assert "mytools:okk" in found["tools.typo.function"] and "no database configured" in found["tools.loud.function"]
