@@ -3,6 +3,7 @@ the commands its own pages give run as written."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shlex
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from engine.storage import open_store
 from hitl.api.openapi import document
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +39,12 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> 
     assert "chat:write" in slack and "usergroups:read" in slack  # the manifest itself, included
 
 
+async def _an_empty_store(url: str) -> None:
+    store = open_store(url)
+    await store.ping()
+    await store.close()
+
+
 def test_the_commands_on_the_docs_own_pages_run(tmp_path: Path) -> None:
     """`hitl` lines in the pages written for the site (the README's are run by test_readme) run against a store."""
     commands = []
@@ -47,6 +55,7 @@ def test_the_commands_on_the_docs_own_pages_run(tmp_path: Path) -> None:
                     commands.append(shlex.split(line.split("#")[0]))
     assert commands, "the operations page shows hitl commands"
     env = {**os.environ, "HITL_STORE": f"sqlite:///{tmp_path}/d.db", "HITL_CONFIG": "", "COLUMNS": "120"}
+    asyncio.run(_an_empty_store(env["HITL_STORE"]))  # read commands need a store to read, and never create one
     for argv in commands:
         done = subprocess.run(
             [sys.executable, "-m", "hitl", *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60

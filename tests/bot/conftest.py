@@ -68,24 +68,32 @@ async def wait_healthy(port: int) -> None:
     raise AssertionError(f"hitl serve on port {port} never became healthy")
 
 
+def spawn_serve(
+    env: dict[str, str], cwd: Path, port: int, *args: str, log: str = "serve.log", **popen: Any
+) -> subprocess.Popen[bytes]:
+    """`hitl serve --port PORT` (with ``args``) started as a real process, its output in ``cwd/log``."""
+    with (cwd / log).open("w") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "hitl", "serve", "--port", str(port), *args],
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            **popen,
+        )
+
+
 @asynccontextmanager
 async def serve_process(env: dict[str, str], cwd: Path, *args: str) -> AsyncIterator[int]:
     """`hitl serve` (with ``args``) as a real process on a free port of 127.0.0.1 (its output in
     ``cwd/serve.log``); yields the port once it answers /healthz, and stops it after."""
     port = free_port()
-    with (cwd / "serve.log").open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hitl", "serve", "--port", str(port), *args],
-            env=env,
-            cwd=cwd,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            await wait_healthy(port)
-            yield port
-        finally:
-            stop_process(proc, grace=20)
+    proc = spawn_serve(env, cwd, port, *args)
+    try:
+        await wait_healthy(port)
+        yield port
+    finally:
+        stop_process(proc, grace=20)
 
 
 def workspace() -> SlackState:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from engine.storage import open_store
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import start_emulator
 from slack_sandbox.webapi import Message
-from tests.bot.conftest import CONFIG, SECRET, serve_env, wait_healthy, workspace
+from tests.bot.conftest import CONFIG, SECRET, serve_env, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 
 TRIALS = 10
@@ -78,14 +76,7 @@ async def test_killed_the_instant_slack_is_answered_loses_no_decision(
     try:
         for i, a in enumerate(approvals):
             port = free_port()
-            with (tmp_path / f"serve{i}.log").open("w") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
-                    env=env,
-                    cwd=tmp_path,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
+            proc = spawn_serve(env, tmp_path, port, log=f"serve{i}.log")
             try:
                 await wait_healthy(port)
                 slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)

@@ -24,7 +24,7 @@ from engine.service import ApprovalService
 from engine.storage import open_store
 from slack_sandbox.dispatch import Dispatcher
 from slack_sandbox.server import start_emulator
-from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, wait_healthy, workspace
+from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process
 
@@ -158,19 +158,12 @@ async def test_serve_stops_on_a_signal_even_when_started_with_sigint_ignored(
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
     port = free_port()
     try:
-        with (tmp_path / "serve.log").open("w") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
-                env=env,
-                cwd=tmp_path,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - the launcher's
-            )
-            try:
-                await wait_healthy(port)
-            finally:
-                code = await asyncio.to_thread(stop_process, proc, sig=sig, grace=5.0)
+        ignored = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731 - as the launcher starts it
+        proc = spawn_serve(env, tmp_path, port, preexec_fn=ignored)
+        try:
+            await wait_healthy(port)
+        finally:
+            code = await asyncio.to_thread(stop_process, proc, sig=sig, grace=5.0)
         assert code == 0, (tmp_path / "serve.log").read_text()
     finally:
         await emulator.close()

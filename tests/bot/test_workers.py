@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 
 from slack_sandbox.server import start_emulator
-from tests.bot.conftest import CONFIG, serve_env, wait_healthy, workspace
+from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 
 
@@ -25,22 +25,15 @@ async def two_workers(tmp_path: Path) -> AsyncIterator[tuple[subprocess.Popen[by
     emulator = await start_emulator(state)
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
     port = free_port()
-    with (tmp_path / "serve.log").open("w") as log:
-        supervisor = subprocess.Popen(
-            [sys.executable, "-m", "hitl", "serve", "--port", str(port), "--workers", "2"],
-            env=env,
-            cwd=tmp_path,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            await wait_healthy(port)
-            yield supervisor, port
-        finally:
-            if supervisor.poll() is None:
-                supervisor.kill()
-                supervisor.wait()
-            await emulator.close()
+    supervisor = spawn_serve(env, tmp_path, port, "--workers", "2")
+    try:
+        await wait_healthy(port)
+        yield supervisor, port
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
+        await emulator.close()
 
 
 async def test_workers_share_the_port_and_stop_together(tmp_path: Path) -> None:
