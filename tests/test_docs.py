@@ -37,6 +37,12 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> 
     assert all(f"<code>{path}</code>" in api for path in document()["paths"])  # the reference covers every path
     slack = (tmp_path / "slack" / "index.html").read_text()
     assert "chat:write" in slack and "usergroups:read" in slack  # the manifest itself, included
+    # Nothing the pages load comes from another host (fonts, scripts, styles, images): read offline, it is whole.
+    loads = re.compile(r"<(?:link|script|img|iframe|source)\b[^>]*\b(?:href|src)=\"(https?:)?//", re.I)
+    for page in [*tmp_path.rglob("*.html"), *tmp_path.rglob("*.css")]:
+        text = page.read_text(errors="replace")
+        found = loads.search(text) or re.search(r"url\((['\"]?)(https?:)?//", text)
+        assert found is None, f"{page.relative_to(tmp_path)} loads {text[found.start() : found.start() + 160]}"
 
 
 async def _an_empty_store(url: str) -> None:
