@@ -78,18 +78,34 @@ async def decide(
     waiting on the approval is queued after the answer; any replica's background loop picks it up.
     """
     window = AnswerWindow(by=time.time() + ctx.answer_budget)
-    work = asyncio.ensure_future(_decide(ctx, user_id, approval_id, kind, version, action_hash, reason, args, window))
+
+    async def record() -> None:
+        reviewer = await ctx.directory.reviewer(user_id)
+        await ctx.lifecycle.decide(
+            approval_id,
+            reviewer,
+            kind,
+            expected_version=version,
+            expected_hash=action_hash,
+            reason=reason,
+            args=args,
+            via="slack",
+            resume="queue",
+            window=window,
+        )
+
+    work = asyncio.ensure_future(record())
     first: set[asyncio.Future[Any]] = {work, window.recorded}
     await asyncio.wait(first, timeout=ctx.answer_budget + _MARGIN, return_when="FIRST_COMPLETED")
     if window.recorded.done():
-        ctx.later(_follow_up(work))
+        ctx.later(work)  # the rest (trust grant, metrics, the resume job) goes on after Slack has its answer
         ctx.metrics.decided(window.recorded.result(), kind, ctx.clock.now())
         return window.recorded.result(), None
     if not work.done():
         log.warning(
             "the store did not record a decision on %s within %.1f s; told the reviewer", approval_id, ctx.answer_budget
         )
-        ctx.later(_too_late(ctx, work, window, late))
+        ctx.later(_too_late(work, window, late))
         return None, NOT_RECORDED
     try:
         work.result()
@@ -98,39 +114,8 @@ async def decide(
     raise AssertionError("a recorded decision marks its window")  # pragma: no cover - service invariant
 
 
-async def _decide(
-    ctx: BotContext,
-    user_id: str,
-    approval_id: str,
-    kind: DecisionKind,
-    version: int | None,
-    action_hash: str | None,
-    reason: str | None,
-    args: dict[str, Any] | None,
-    window: AnswerWindow,
-) -> None:
-    reviewer = await ctx.directory.reviewer(user_id)
-    await ctx.lifecycle.decide(
-        approval_id,
-        reviewer,
-        kind,
-        expected_version=version,
-        expected_hash=action_hash,
-        reason=reason,
-        args=args,
-        via="slack",
-        resume="queue",
-        window=window,
-    )
-
-
-async def _follow_up(work: Awaitable[None]) -> None:
-    """The rest of a recorded decision (trust grant, metrics, the resume job), after Slack got its answer."""
-    await work
-
-
 async def _too_late(
-    ctx: BotContext, work: Awaitable[None], window: AnswerWindow, late: Callable[[Approval], Awaitable[None]] | None
+    work: Awaitable[None], window: AnswerWindow, late: Callable[[Approval], Awaitable[None]] | None
 ) -> None:
     """A decision the person was told was not recorded: almost always the store refuses it (``too_late``) or
     fails; if a step that began in time committed after all, say so."""

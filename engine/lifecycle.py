@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from engine.compose import World, Worlds
 from engine.domain.models import Approval, DecisionKind, Reviewer, Status
-from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
+from engine.errors import EngineError, ErrorCode, NotFound
 from engine.log_context import about
 from engine.ports import RunReporter, Store
-from engine.runner.checks import resolve_vars
+from engine.runner.checks import vars_after
 from engine.runner.outcomes import RunResult
 from engine.runner.spec import LoadedWorkflow, describe_changes, load_workflow
 from engine.runner.state import RunState, RunStatus
@@ -142,12 +142,7 @@ class RunLifecycle:
     def check_overrides(self, state: RunState, overrides: dict[str, Any]) -> None:
         """Refuse new variable values a resume of ``state`` would refuse (an ended run, an unknown or missing
         variable), before anything is decided: the checks :meth:`resume` makes, made first."""
-        if state.status in (RunStatus.COMPLETED, RunStatus.REJECTED, RunStatus.CANCELLED, RunStatus.EXPIRED):
-            raise InvalidInput(
-                f"run {state.session_id} has ended ({state.status}); variables can change only on a run still to go",
-                session_id=state.session_id,
-            )
-        resolve_vars(load_workflow(state.workflow_path), {**state.vars, **overrides})
+        vars_after(state, load_workflow(state.workflow_path), overrides)
 
     async def refused(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal a surface made before any decision reached the engine (an altered form, a stranger)."""

@@ -11,6 +11,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from engine.errors import ErrorCode, InvalidInput
 from engine.runner.pattern_spec import ChainPattern, GraphPattern, OrchestratorWorkersPattern, RoutingPattern, Where
 from engine.runner.spec import AgentStep, LoadedWorkflow, Step, ToolStep, where_text
+from engine.runner.state import RunState
 
 __all__ = ["check_templates", "resolve_vars", "template_problems"]
 
@@ -35,6 +36,17 @@ def resolve_vars(wf: LoadedWorkflow, given: dict[str, Any]) -> dict[str, Any]:
         flags = " ".join(f"--var {k}=..." for k in missing)
         raise InvalidInput(f"missing variable(s) {', '.join(missing)}; pass {flags}", code=ErrorCode.VARIABLES_INVALID)
     return values
+
+
+def vars_after(state: RunState, wf: LoadedWorkflow, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The run's variables with ``overrides`` for the steps still to come; refused for a run that has ended and
+    for unknown or missing variables. The resume applies it, and the CLI asks it before deciding anything."""
+    if state.status.ended:
+        raise InvalidInput(
+            f"run {state.session_id} has ended ({state.status}); variables can change only on a run still to go",
+            session_id=state.session_id,
+        )
+    return resolve_vars(wf, {**state.vars, **overrides})
 
 
 def check_templates(wf: LoadedWorkflow) -> None:

@@ -17,7 +17,7 @@ from engine.domain.records import AuditEntry
 from engine.errors import EngineError, ErrorCode, IllegalTransition, InvalidInput, NotFound, StaleVersion
 from engine.log_context import about
 from engine.runner.agents import AgentBackend
-from engine.runner.checks import check_templates, resolve_vars
+from engine.runner.checks import check_templates, resolve_vars, vars_after
 from engine.runner.drive import Drive
 from engine.runner.kit import StepKit
 from engine.runner.outcomes import Halt, RunResult
@@ -31,7 +31,6 @@ from engine.service import ApprovalService
 __all__ = ["RunResult", "Runner"]
 
 log = logging.getLogger(__name__)
-_ENDED = (RunStatus.COMPLETED, RunStatus.REJECTED, RunStatus.CANCELLED, RunStatus.EXPIRED)
 
 
 class Runner:
@@ -120,16 +119,11 @@ class Runner:
 
     async def _resume(self, state: RunState, *, force: bool, actor: str, overrides: dict[str, Any]) -> RunResult:
         session_id = state.session_id
-        if state.status in _ENDED:
-            if overrides:
-                raise InvalidInput(
-                    f"run {session_id} has ended ({state.status}); variables can change only on a run still to go",
-                    session_id=session_id,
-                )
+        if state.status.ended and not overrides:
             return self._result(state)
         wf = load_workflow(state.workflow_path)
         if overrides:
-            state.vars = resolve_vars(wf, {**state.vars, **overrides})
+            state.vars = vars_after(state, wf, overrides)
             names = ", ".join(sorted(overrides))
             state.history.append(f"variables changed by {actor}: {names}")
             self.kit.event(state, "run_vars_changed", f"by {actor}: {names}")

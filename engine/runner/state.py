@@ -32,6 +32,11 @@ class RunStatus(StrEnum):
             RunStatus.RUNNING: 4,
         }[self]
 
+    @property
+    def ended(self) -> bool:
+        """Whether the run is over for good (a failed run can be resumed; these cannot)."""
+        return self in (RunStatus.COMPLETED, RunStatus.REJECTED, RunStatus.CANCELLED, RunStatus.EXPIRED)
+
 
 class RunState(BaseModel):
     """Saved after every step (compare-and-swap on its version)."""

@@ -381,17 +381,12 @@ async def test_a_run_waiting_on_two_steps_shows_both_until_each_is_decided(api: 
 async def test_a_proposal_that_breaks_the_tools_schema_is_refused_before_any_approval_exists(api: Api) -> None:
     """hitl.yaml declares refund's schema (numeric amount, customer_id required): the proposal gets 422 naming each
     field, no approval or window count is written, and the refusal is audited."""
-    status, body = await api.call(
-        "POST",
-        "/proposals",
-        as_="agent",
-        json={
-            "session": "s-bad",
-            "tool": "refund",
-            "args": {"order_id": "1", "amount": "lots"},
-            "idempotency_key": "b",
-        },
-    )
+
+    async def proposed(args: dict[str, Any], key: str, **extra: Any) -> tuple[int, Any]:
+        body = {"session": "s-bad", "tool": "refund", "args": args, "idempotency_key": key, **extra}
+        return await api.call("POST", "/proposals", as_="agent", json=body)
+
+    status, body = await proposed({"order_id": "1", "amount": "lots"}, "b")
     assert status == 422, body
     assert body["error"]["code"] == "invalid_input"
     assert {f["field"] for f in body["error"]["fields"]} == {"amount", "customer_id"}, body
@@ -399,23 +394,11 @@ async def test_a_proposal_that_breaks_the_tools_schema_is_refused_before_any_app
     store = api.h.rt.store
     assert (await store.approvals.list_pending()).items == []
     refused = [e for e in await store.audit.entries() if e.event == "refused" and "s-bad" in e.detail]
-    assert [(e.outcome, e.actor) for e in refused] == [("invalid_input", "agent:remote")], (
-        refused
-    )  # the token's identity
+    # The actor is the token's identity.
+    assert [(e.outcome, e.actor) for e in refused] == [("invalid_input", "agent:remote")], refused
     # A schema sent with the call is checked too, on top of the declared one.
     sent = {"type": "object", "properties": {"reason": {"type": "string", "minLength": 5}}}
-    status, body = await api.call(
-        "POST",
-        "/proposals",
-        as_="agent",
-        json={
-            "session": "s-bad",
-            "tool": "refund",
-            "args": {**REFUND, "reason": "x"},
-            "args_schema": sent,
-            "idempotency_key": "c",
-        },
-    )
+    status, body = await proposed({**REFUND, "reason": "x"}, "c", args_schema=sent)
     assert status == 422 and [f["field"] for f in body["error"]["fields"]] == ["reason"], body
     assert "the call" in body["error"]["message"]
     assert (await store.approvals.list_pending()).items == []
