@@ -29,6 +29,7 @@ from engine.testing.conformance.adapters import (
     Transcript,
 )
 from hitl.adapters.langgraph import HitlToolNode, Resumer, gated_call
+from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -211,37 +212,41 @@ async def test_watchers_in_other_processes_resume_the_thread_once_after_a_cli_de
     start = agent("start")
     assert start.communicate(timeout=120)[0].strip() == "paused"
     watchers = [agent("watch"), agent("watch")]
-    for w in watchers:
-        assert w.stdout is not None and w.stdout.readline().strip() == "watching"
-    store = SqliteStore(tmp_path / "hitl.db")
-    (a,) = (await store.approvals.list_pending()).items
-    config = tmp_path / "hitl.yaml"
-    config.write_text(ADAPTER_CONFIG)
-    cli = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hitl",
-            "resume",
-            a.id,
-            "--approve",
-            "--as",
-            "U_S2",
-            "--store",
-            f"sqlite:///{tmp_path / 'hitl.db'}",
-            "--config",
-            str(config),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert cli.returncode == 0, cli.stdout + cli.stderr
-    outputs = [w.communicate(timeout=120) for w in watchers]
-    assert all(w.returncode == 0 for w in watchers), [err for _, err in outputs]
-    resumed = [line for out, _ in outputs for line in out.splitlines() if line.startswith("resumed")]
-    assert resumed == ["resumed proc-thread: done"]
-    assert Ledger(tmp_path / "effects.db").rows() == [("refund", "P1", 45.0)]
-    assert (await store.approvals.get(a.id)).status is Status.EXECUTED
-    await store.close()
+    try:
+        for w in watchers:
+            assert w.stdout is not None and w.stdout.readline().strip() == "watching"
+        store = SqliteStore(tmp_path / "hitl.db")
+        (a,) = (await store.approvals.list_pending()).items
+        config = tmp_path / "hitl.yaml"
+        config.write_text(ADAPTER_CONFIG)
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hitl",
+                "resume",
+                a.id,
+                "--approve",
+                "--as",
+                "U_S2",
+                "--store",
+                f"sqlite:///{tmp_path / 'hitl.db'}",
+                "--config",
+                str(config),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert cli.returncode == 0, cli.stdout + cli.stderr
+        outputs = [w.communicate(timeout=120) for w in watchers]
+        assert all(w.returncode == 0 for w in watchers), [err for _, err in outputs]
+        resumed = [line for out, _ in outputs for line in out.splitlines() if line.startswith("resumed")]
+        assert resumed == ["resumed proc-thread: done"]
+        assert Ledger(tmp_path / "effects.db").rows() == [("refund", "P1", 45.0)]
+        assert (await store.approvals.get(a.id)).status is Status.EXECUTED
+        await store.close()
+    finally:  # never leaked, whatever failed
+        for w in watchers:
+            stop_process(w)

@@ -18,6 +18,7 @@ from engine.domain.models import DecisionKind, Status
 from engine.service import ApprovalService
 from engine.storage.sqlite import SqliteStore
 from engine.testing.conformance.adapters import ADAPTER_CONFIG, Ledger
+from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +36,10 @@ async def test_killed_while_waiting_then_decided_then_taken_over_runs_once(harne
         )
 
     first = agent("start")
-    assert first.stdout is not None and first.stdout.readline().strip() == "waiting", first.stderr
-    first.send_signal(signal.SIGKILL)
+    try:
+        assert first.stdout is not None and first.stdout.readline().strip() == "waiting", first.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
     first.communicate(timeout=30)  # reaps it and closes its pipes
     assert first.returncode == -signal.SIGKILL
 
@@ -46,7 +49,10 @@ async def test_killed_while_waiting_then_decided_then_taken_over_runs_once(harne
     await svc.decide(a.id, "U_S1", DecisionKind.APPROVE)
 
     second = agent("finish")
-    out, err = second.communicate(timeout=120)
+    try:
+        out, err = second.communicate(timeout=120)
+    finally:  # never leaked, whatever failed
+        stop_process(second)
     assert second.returncode == 0, err
     results = json.loads(out.strip().splitlines()[-1])
     assert "DENIED" not in results["c1"]

@@ -30,7 +30,12 @@ async def hitl(*args: str, env: dict[str, str]) -> tuple[int, Any, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:  # never leaked: a command that hangs is killed
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     text = out.decode()
     body = json.loads(text) if text.strip().startswith("{") else text
     assert proc.returncode is not None

@@ -35,7 +35,13 @@ async def test_three_purges_at_once_remove_each_record_once(store_url: StoreUrl)
         )
         for _ in range(3)
     ]
-    outs = [await p.communicate() for p in procs]
+    try:
+        outs = [await asyncio.wait_for(p.communicate(), 120) for p in procs]
+    finally:  # never leaked: a purge that hangs is killed
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+                await p.wait()
     assert [p.returncode for p in procs] == [0, 0, 0], [e.decode() for _, e in outs]
     removed = [json.loads(o)["removed"]["approvals"] for o, _ in outs]
     assert sum(removed) == 300
