@@ -25,8 +25,8 @@ tools:
 	@scripts/ensure-curl-jq
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine bot hitl slack_sandbox tests bench examples docs
-	$(BIN)/ruff format --check engine bot hitl slack_sandbox tests bench examples docs
+	$(BIN)/ruff check engine bot hitl tests bench examples docs
+	$(BIN)/ruff format --check engine bot hitl tests bench examples docs
 
 # The documentation site (docs/mkdocs.yml), strict: a broken link or a missing README section fails it.
 docs: $(STAMP)

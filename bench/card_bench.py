@@ -22,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, redis_server, row, spread, start_serve  # noqa: E402
 
-from engine.clock import SystemClock  # noqa: E402
-from engine.config import load_config  # noqa: E402
-from engine.service import ApprovalService  # noqa: E402
-from engine.storage import open_store  # noqa: E402
-from slack_sandbox.server import start_emulator  # noqa: E402
-from slack_sandbox.webapi import SlackState  # noqa: E402
+from hitl.engine.clocks import SystemClock  # noqa: E402
+from hitl.engine.config.hitl_yaml import load_config  # noqa: E402
+from hitl.engine.service import ApprovalService  # noqa: E402
+from hitl.engine.storage import open_store  # noqa: E402
+from hitl.sandbox.server import start_emulator  # noqa: E402
+from hitl.sandbox.webapi import SlackState  # noqa: E402
 
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
 

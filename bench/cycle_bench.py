@@ -28,14 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CountingConnection, redis_server, row  # noqa: E402
 
-from engine.compose import compose  # noqa: E402
-from engine.domain.models import DecisionKind  # noqa: E402
-from engine.ports import Store  # noqa: E402
-from engine.runner import RunStatus, load_workflow  # noqa: E402
-from engine.storage.redis import RedisStore, connect  # noqa: E402
-from engine.storage.sqlite import SqliteStore  # noqa: E402
-from engine.storage.sqlite.connection import SqliteConnection  # noqa: E402
-from engine.testing import FakeClock  # noqa: E402
+from hitl.engine.domain.models import DecisionKind  # noqa: E402
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.ports import Store  # noqa: E402
+from hitl.engine.runtime.compose import compose  # noqa: E402
+from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
+from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
+from hitl.engine.storage.sqlite.connection import SqliteConnection  # noqa: E402
+from hitl.engine.testing import FakeClock  # noqa: E402
+from hitl.engine.workflow.definition import load_workflow  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "cycle"
 
@@ -45,10 +46,10 @@ class HitlCycles:
 
     def __init__(self, store: Store) -> None:
         self.wf = load_workflow(HERE / "workflow.yaml")
-        world = compose(
+        context = compose(
             store=store, clock=FakeClock(), config_path=str(HERE / "hitl.yaml"), workflow=self.wf, worker_id="bench"
         )
-        self.svc, self.runner = world.service, world.runner
+        self.svc, self.runner = context.service, context.runner
 
     async def cycle(self) -> None:
         r = await self.runner.start(self.wf, {})  # a new session: the runner names it

@@ -32,13 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, median_ci, redis_server, row  # noqa: E402
 
-from engine.clock import SystemClock  # noqa: E402
-from engine.config import parse_config  # noqa: E402
-from engine.gate import ToolCall, ToolGate  # noqa: E402
-from engine.ports import Store  # noqa: E402
-from engine.service import ApprovalService  # noqa: E402
-from engine.storage.redis import RedisStore, connect  # noqa: E402
-from engine.storage.sqlite import SqliteStore  # noqa: E402
+from hitl.engine.agents.gate import ToolCall, ToolGate  # noqa: E402
+from hitl.engine.clocks import SystemClock  # noqa: E402
+from hitl.engine.config.hitl_yaml import parse_config  # noqa: E402
+from hitl.engine.ports import Store  # noqa: E402
+from hitl.engine.service import ApprovalService  # noqa: E402
+from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
+from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 
 TARGET_US = 50.0
 POLICY = parse_config("policy: {allowed_tools: [look_up_order], tools: {refund: {tier: approve}}}")

@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import redis_server, row, spread  # noqa: E402
 
-from engine.domain.decide import DecideCommand  # noqa: E402
-from engine.domain.models import DecisionKind, Reviewer  # noqa: E402
-from engine.storage.redis import RedisStore, connect  # noqa: E402
-from engine.testing import FakeClock, make_approval  # noqa: E402
+from hitl.engine.domain.decide import DecideCommand  # noqa: E402
+from hitl.engine.domain.models import DecisionKind, Reviewer  # noqa: E402
+from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
+from hitl.engine.testing import FakeClock, make_approval  # noqa: E402
 
 SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
 

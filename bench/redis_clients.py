@@ -30,7 +30,7 @@ async def redis_py(url: str, tuned: bool, plain: bool = False) -> tuple[Call, Ca
     from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 
     if tuned:
-        from engine.storage.redis import connect
+        from hitl.engine.storage.redis import connect
 
         client = connect(url)
     elif plain:

@@ -26,17 +26,17 @@ sys.path.insert(0, str(ROOT))
 
 from _common import cpu_seconds, free_port, median, pct, redis_server, row, spread  # noqa: E402
 
-from bot.blocks import ACTION_APPROVE, card, card_text  # noqa: E402
-from engine.ask import Approvals  # noqa: E402
-from engine.clock import SystemClock  # noqa: E402
-from engine.compose import compose  # noqa: E402
-from engine.domain.models import Status  # noqa: E402
-from engine.domain.records import MessageRef  # noqa: E402
-from engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.adapters.ask_callback import SlackAsk  # noqa: E402
-from slack_sandbox.dispatch import Dispatcher  # noqa: E402
-from slack_sandbox.server import start_emulator  # noqa: E402
-from slack_sandbox.webapi import Message, SlackState  # noqa: E402
+from hitl.bot.blocks import ACTION_APPROVE, card, card_text  # noqa: E402
+from hitl.engine.agents.ask import Approvals  # noqa: E402
+from hitl.engine.clocks import SystemClock  # noqa: E402
+from hitl.engine.domain.models import Status  # noqa: E402
+from hitl.engine.domain.records import MessageRef  # noqa: E402
+from hitl.engine.runtime.compose import compose  # noqa: E402
+from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
+from hitl.sandbox.dispatch import Dispatcher  # noqa: E402
+from hitl.sandbox.server import start_emulator  # noqa: E402
+from hitl.sandbox.webapi import Message, SlackState  # noqa: E402
 
 SECRET = "bench-secret"
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"

@@ -20,12 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CountingConnection, median, pct, redis_server, row  # noqa: E402
 
-from engine.domain.decide import DecideCommand  # noqa: E402
-from engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
-from engine.ports import Store  # noqa: E402
-from engine.storage.redis import RedisStore, connect  # noqa: E402
-from engine.storage.sqlite import SqliteStore  # noqa: E402
-from engine.testing import FakeClock, make_approval  # noqa: E402
+from hitl.engine.domain.decide import DecideCommand  # noqa: E402
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
+from hitl.engine.ports import Store  # noqa: E402
+from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
+from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
+from hitl.engine.testing import FakeClock, make_approval  # noqa: E402
 
 SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
 

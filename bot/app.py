@@ -15,19 +15,19 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.context import BotContext
-from bot.listeners import register
-from bot.metrics import Metrics
-from bot.notifier import SlackNotifier
-from bot.payloads import parsed_once
-from bot.reporter import SlackReporter
-from bot.response_urls import ResponseUrls, response_url_guard
-from bot.reviewers import ReviewerDirectory
-from bot.settings import BotSettings
-from bot.signing import Signer
-from engine.config import HitlConfig
-from engine.lifecycle import RunLifecycle
-from engine.ports import Clock, Store
+from hitl.bot.context import BotContext
+from hitl.bot.listeners import register
+from hitl.bot.metrics import Metrics
+from hitl.bot.notifier import SlackNotifier
+from hitl.bot.payloads import parsed_once
+from hitl.bot.reporter import SlackReporter
+from hitl.bot.response_urls import ResponseUrls, response_url_guard
+from hitl.bot.reviewers import ReviewerDirectory
+from hitl.bot.settings import BotSettings
+from hitl.bot.signing import Signer
+from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.ports import Clock, Store
+from hitl.engine.runtime.lifecycle import RunLifecycle
 
 __all__ = ["BotRuntime", "SlackSide", "build_app", "slack_side"]
 
@@ -126,7 +126,7 @@ def build_app(
     ctx = BotContext(
         lifecycle=lifecycle,
         config=config,
-        directory=ReviewerDirectory(config.build_roles(), side.client, lifecycle.worlds.clock),
+        directory=ReviewerDirectory(config.build_roles(), side.client, lifecycle.contexts.clock),
         notifier=side.notifier,
         metrics=side.metrics,
         signer=Signer(secret or token),

@@ -11,10 +11,10 @@ import json
 import re
 from typing import Any
 
-from bot.escape import code_block, label
-from engine.domain.hashing import short_hash
-from engine.domain.models import Approval, Decision, DecisionKind, Status
-from engine.runner.kit import DOUBT
+from hitl.bot.escape import code_block, label
+from hitl.engine.domain.hashing import short_hash
+from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
+from hitl.engine.runner.step_context import DOUBT
 
 __all__ = [
     "ACTION_APPROVE",

@@ -11,14 +11,14 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.metrics import Metrics
-from bot.notifier import SlackNotifier
-from bot.reviewers import ReviewerDirectory
-from bot.signing import Signer
-from engine.config import HitlConfig
-from engine.domain.models import Approval
-from engine.lifecycle import RunLifecycle
-from engine.ports import Clock, Store
+from hitl.bot.metrics import Metrics
+from hitl.bot.notifier import SlackNotifier
+from hitl.bot.reviewers import ReviewerDirectory
+from hitl.bot.signing import Signer
+from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.domain.models import Approval
+from hitl.engine.ports import Clock, Store
+from hitl.engine.runtime.lifecycle import RunLifecycle
 
 __all__ = ["BotContext"]
 
@@ -50,7 +50,7 @@ class BotContext:
 
     @property
     def clock(self) -> Clock:
-        return self.lifecycle.worlds.clock
+        return self.lifecycle.contexts.clock
 
     def tracked(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
         """Wrap a listener so callers can wait until every request's work after ``ack()`` is done."""

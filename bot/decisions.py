@@ -8,12 +8,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.blocks import who
-from bot.context import BotContext
-from bot.escape import label
-from engine.domain.models import Approval, DecisionKind
-from engine.errors import EngineError, ErrorCode
-from engine.service import AnswerWindow
+from hitl.bot.blocks import who
+from hitl.bot.context import BotContext
+from hitl.bot.escape import label
+from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.service import AnswerWindow
 
 __all__ = ["NOT_RECORDED", "decide", "done_text", "late_text", "refusal_text"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from engine.domain.redaction import bounded, reveal_hidden
+from hitl.engine.domain.redaction import bounded, reveal_hidden
 
 __all__ = ["code_block", "escape_mrkdwn", "inert", "label"]
 

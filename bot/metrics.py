@@ -1,7 +1,7 @@
 """Prometheus metrics for ``GET /metrics`` (one registry per app, no globals).
 
 Two kinds. The HITL metrics (actions by outcome, autonomous completion, corrections, intervention latency, each
-per tool and tier) are computed from the store's counts (:mod:`engine.domain.tally`) over a rolling window, so
+per tool and tier) are computed from the store's counts (:mod:`hitl.engine.domain.tally`) over a rolling window, so
 every replica reports the same figures and a restart loses none: the background loop refreshes them (a sweep).
 This process's own work (decisions it recorded, refusals, Slack calls) stays in ordinary counters.
 """
@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from engine.domain.models import Approval, DecisionKind
-from engine.domain.tally import Outcome, TallyRow, summarize
-from engine.ports import Clock, Store
-from engine.tasks import Outages
+from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.tally import Outcome, TallyRow, summarize
+from hitl.engine.ports import Clock, Store
+from hitl.engine.tasks import Outages
 
 __all__ = ["HITL_METRICS", "Metrics", "OutageMetrics", "StoreMetrics"]
 
@@ -113,7 +113,7 @@ class Metrics:
         self.hitl = StoreMetrics(store, clock)
         self.registry.register(self.hitl)
         self.outages = OutageMetrics()
-        """Background loops register their :class:`~engine.tasks.Outages` here (``watch``)."""
+        """Background loops register their :class:`~hitl.engine.tasks.Outages` here (``watch``)."""
         self.registry.register(self.outages)
         self.requested = Counter(
             "hitl_approvals_requested",

@@ -6,12 +6,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bot.escape import code_block, label
-from bot.payloads import Cell
-from engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
-from engine.domain.hashing import short_hash
-from engine.domain.models import Approval
-from engine.runner.kit import DOUBT
+from hitl.bot.escape import code_block, label
+from hitl.bot.payloads import Cell
+from hitl.engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
+from hitl.engine.domain.hashing import short_hash
+from hitl.engine.domain.models import Approval
+from hitl.engine.runner.step_context import DOUBT
 
 __all__ = [
     "CALLBACK_FEEDBACK",
@@ -136,7 +136,7 @@ def _input(f: ArgField, value: Any) -> dict[str, Any]:
 
 
 FormValues = Mapping[str, Mapping[str, Cell]]
-"""A submitted form's inputs by block id and action id (``view.state.values``, parsed by :mod:`bot.payloads`)."""
+"""A submitted form's inputs by block id and action id (``view.state.values``, parsed by :mod:`hitl.bot.payloads`)."""
 
 
 def form_value(state_values: FormValues, block_id: str) -> Any:

@@ -20,16 +20,16 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.blocks import card, card_text, when
-from bot.escape import code_block, label
-from bot.metrics import Metrics
-from engine.config import NotifySpec
-from engine.domain.models import Approval, Status
-from engine.domain.records import Claim, MessageRef
-from engine.errors import ClaimRefused, EngineError
-from engine.events import FYI_JOB
-from engine.ports import Clock, Store
-from engine.tasks import Outages
+from hitl.bot.blocks import card, card_text, when
+from hitl.bot.escape import code_block, label
+from hitl.bot.metrics import Metrics
+from hitl.engine.config.hitl_yaml import NotifySpec
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import Claim, MessageRef
+from hitl.engine.errors import ClaimRefused, EngineError
+from hitl.engine.events import FYI_JOB
+from hitl.engine.ports import Clock, Store
+from hitl.engine.tasks import Outages
 
 __all__ = ["SlackNotifier"]
 
@@ -50,7 +50,7 @@ _RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailab
 
 
 class SlackNotifier:
-    """The :class:`engine.ports.Notifier` for Slack."""
+    """The :class:`hitl.engine.ports.Notifier` for Slack."""
 
     def __init__(
         self,
@@ -225,7 +225,8 @@ class SlackNotifier:
     async def sweep(self, *, pages: int = 5, page_size: int = 200) -> None:
         """Post cards that never made it (approvals created by agent processes, posts that failed), and one
         reminder before expiry. Pages through every pending approval, ``pages`` pages per sweep, resuming where
-        the last sweep stopped, so no approval waits behind old ones (a :class:`~engine.background.Sweeper`)."""
+        the last sweep stopped, so no approval waits behind old ones (a background
+        sweeper)."""
         await self.post_fyis()
         now = self.clock.now()
         before = self.spec.reminder_before

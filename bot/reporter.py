@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from bot.escape import label
-from bot.notifier import SlackNotifier
-from engine.domain.models import Approval
-from engine.runner.outcomes import RunResult
-from engine.runner.state import RunStatus
+from hitl.bot.escape import label
+from hitl.bot.notifier import SlackNotifier
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.runs import RunResult, RunStatus
 
 __all__ = ["SlackReporter"]
 

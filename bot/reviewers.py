@@ -7,9 +7,9 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from engine.domain.models import Reviewer
-from engine.domain.reviewers import Roles
-from engine.ports import Clock
+from hitl.engine.domain.models import Reviewer
+from hitl.engine.domain.reviewers import Roles
+from hitl.engine.ports import Clock
 
 __all__ = ["ReviewerDirectory"]
 

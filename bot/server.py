@@ -16,9 +16,9 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.app import BotRuntime
-from bot.payloads import REQUEST, Parsed, PayloadError, parse_request
-from engine.errors import EngineError
+from hitl.bot.app import BotRuntime
+from hitl.bot.payloads import REQUEST, Parsed, PayloadError, parse_request
+from hitl.engine.errors import EngineError
 
 __all__ = ["BODY_DEADLINE", "MAX_FIELD", "MAX_LINE", "app_runner", "http_app", "serve_http", "serve_socket"]
 

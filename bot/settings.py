@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.errors import BotError, BotErrorCode
+from hitl.bot.errors import BotError, BotErrorCode
 
 __all__ = ["BotSettings"]
 

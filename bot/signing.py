@@ -8,7 +8,7 @@ import hmac
 import json
 from typing import Any
 
-from bot.errors import BotError, BotErrorCode
+from hitl.bot.errors import BotError, BotErrorCode
 
 __all__ = ["Signer"]
 

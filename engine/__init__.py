@@ -1,108 +1,15 @@
-"""hitl engine: human approval gates for the actions of AI agents and automated workflows.
+"""hitl's engine: the domain, the ports, the approval service, the stores, the workflow runner and the run lifecycle.
 
-The public API is what ``__all__`` lists; everything else may change between releases.
+Internal. Users import from :mod:`hitl` (and :mod:`hitl.testing`); the modules here may change in any release.
+The packages stand in layers, each importing only those below it (``tests/test_architecture.py`` checks it):
+
+1. ``domain``: pure rules and records (no I/O, time passed in); ``errors``, ``clocks``, ``log_context``, ``tasks``
+2. ``config`` (``hitl.yaml``) and ``workflow`` (workflow files): definitions, checked where they are read
+3. ``ports``: the narrow protocols the service and the runner need
+4. ``storage`` (SQLite, Redis), ``events`` and ``service`` (the approval service)
+5. ``execution``: tools, their schemas, effect claims and the run lease, shared by agents and workflows
+6. ``runner``: the workflow runner and its steps
+7. ``agents``: the tool gate, ``ask`` and agent runs
+8. ``runtime``: composition, the run lifecycle and the background work of a long-running process
+9. ``testing``: fakes and the conformance suites (published as :mod:`hitl.testing`)
 """
-
-from __future__ import annotations
-
-from engine.clock import SystemClock
-from engine.config import HitlConfig, load_config, parse_config
-from engine.domain.decide import DecideCommand
-from engine.domain.hashing import action_hash, batch_hash, canonical_json
-from engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Status, Tier
-from engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
-from engine.domain.records import AuditEntry, Claim, ClaimState, MessageRef, Page, TrustGrant
-from engine.domain.redaction import Redactor, bounded
-from engine.domain.retention import Purged, Retention
-from engine.domain.reviewers import Roles
-from engine.errors import (
-    ClaimRefused,
-    DecisionRefused,
-    EngineError,
-    ErrorCode,
-    IllegalTransition,
-    InvalidInput,
-    NotFound,
-    PolicyError,
-    StaleVersion,
-    StoreError,
-)
-from engine.ports import (
-    ApprovalStore,
-    AuditLog,
-    Clock,
-    ExecutionLedger,
-    JobQueue,
-    Journal,
-    MessageMap,
-    Notifier,
-    Purger,
-    RateWindows,
-    RunReporter,
-    RunStore,
-    Store,
-    Tallies,
-    TrustStore,
-)
-from engine.service import ApprovalService, Proposal
-from engine.storage import open_store
-
-__all__ = [
-    "Approval",
-    "ApprovalService",
-    "ApprovalStore",
-    "AuditEntry",
-    "AuditLog",
-    "Claim",
-    "ClaimRefused",
-    "ClaimState",
-    "Clock",
-    "DecideCommand",
-    "Decision",
-    "DecisionKind",
-    "DecisionRefused",
-    "EngineError",
-    "ErrorCode",
-    "ExecutionLedger",
-    "HitlConfig",
-    "IllegalTransition",
-    "InvalidInput",
-    "JobQueue",
-    "Journal",
-    "MessageMap",
-    "MessageRef",
-    "NotFound",
-    "Notifier",
-    "Page",
-    "Policy",
-    "PolicyContext",
-    "PolicyError",
-    "Proposal",
-    "Purged",
-    "Purger",
-    "RateWindows",
-    "Redactor",
-    "Retention",
-    "Reviewer",
-    "Roles",
-    "RunReporter",
-    "RunStore",
-    "StaleVersion",
-    "Status",
-    "Store",
-    "StoreError",
-    "SystemClock",
-    "Tallies",
-    "Tier",
-    "TrustGrant",
-    "TrustStore",
-    "Verdict",
-    "WindowStats",
-    "action_hash",
-    "batch_hash",
-    "bounded",
-    "canonical_json",
-    "load_config",
-    "open_store",
-    "parse_config",
-]

@@ -13,8 +13,8 @@ Every error carries a stable string code, a message that says what to do next, a
     ├── DecisionRefused              decide() refused: decided, wrong hash, expired, ineligible, ...
     ├── ClaimRefused                 execution claim refused: in progress, hash mismatch, fenced
     ├── StoreError                   the backing store failed (never turns into an approval)
-    ├── EffectFailed                 (engine.runner.effects) a tool raised; its failure is recorded
-    └── EffectInDoubt                (engine.runner.effects) a crash lost an effect's outcome: a person decides
+    ├── EffectFailed                 (hitl.engine.execution.effects) a tool raised; its failure is recorded
+    └── EffectInDoubt                (hitl.engine.execution.effects) a crash lost an effect's outcome: a person decides
 
 Each :class:`ErrorCode` says whether trying the same call again later can succeed (``retryable``) and
 whether the caller asked for something malformed (``usage``: the CLI exits 2), so callers read the code

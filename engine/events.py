@@ -1,4 +1,4 @@
-"""Events for the outside world (webhooks): what happened, queued durably by whichever process made it happen.
+"""Events for the outside context (webhooks): what happened, queued durably by whichever process made it happen.
 
 An agent process, ``hitl run`` and ``hitl serve`` all change approvals; each queues the events of its own changes
 as jobs in the shared store (one job per subscriber), right after the change. ``hitl serve`` delivers them
@@ -18,11 +18,11 @@ import os
 import socket
 from typing import Any, Protocol
 
-from engine.api_spec import EventKind, WebhookSpec
-from engine.domain.ids import short_id
-from engine.domain.models import Approval, Status
-from engine.errors import ClaimRefused
-from engine.ports import Clock, Store
+from hitl.engine.config.api import EventKind, WebhookSpec
+from hitl.engine.domain.ids import short_id
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.errors import ClaimRefused
+from hitl.engine.ports import Clock, Store
 
 __all__ = ["FYI_JOB", "WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
 

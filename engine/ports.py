@@ -1,30 +1,28 @@
-"""Ports: what the engine needs from the outside world, as ``typing.Protocol``s.
+"""Ports: what the engine needs from the outside context, as ``typing.Protocol``s.
 
 The store is eleven narrow ports, one per concern, that a backend implements as small classes sharing one
 connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
 callers pass one object but each piece of code depends only on the part it uses. Implementations live in
-``engine.storage`` (stores) and ``engine.clock`` (clocks); the Slack notifier and run reporter live in
+``hitl.engine.storage`` (stores) and ``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in
 ``bot``. Every argument after the first is keyword-only so call sites stay readable.
 
-Every store method raises :class:`~engine.errors.StoreError` when its backend fails, never a client
+Every store method raises :class:`~hitl.engine.errors.StoreError` when its backend fails, never a client
 library's own exception.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from engine.domain.decide import DecideCommand
-from engine.domain.journal import Commit, Committed, Opened
-from engine.domain.models import Approval, Status
-from engine.domain.policy import WindowStats
-from engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
-from engine.domain.retention import Purged, Retention
-from engine.domain.tally import TallyKey
-
-if TYPE_CHECKING:
-    from engine.runner.outcomes import RunResult
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.journal import Commit, Committed, Opened
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.policy import WindowStats
+from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
+from hitl.engine.domain.retention import Purged, Retention
+from hitl.engine.domain.runs import RunResult, StoredRun
+from hitl.engine.domain.tally import TallyKey
 
 __all__ = [
     "ApprovalStore",
@@ -65,7 +63,7 @@ class ApprovalStore(Protocol):
         ...
 
     async def get(self, approval_id: str) -> Approval:
-        """The approval, or :class:`~engine.errors.NotFound`."""
+        """The approval, or :class:`~hitl.engine.errors.NotFound`."""
         ...
 
     async def list_pending(
@@ -85,7 +83,7 @@ class ApprovalStore(Protocol):
         ...
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
-        """Apply one decision atomically or raise :class:`~engine.errors.DecisionRefused`. Both are audited."""
+        """Apply one decision atomically or raise :class:`~hitl.engine.errors.DecisionRefused`. Both are audited."""
         ...
 
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
@@ -149,7 +147,9 @@ class RunStore(Protocol):
         """Save a checkpoint if its version is still ``expected_version`` (0 for a new run); the new version."""
         ...
 
-    async def load(self, run_id: str) -> tuple[dict[str, Any], int] | None: ...
+    async def load(self, run_id: str) -> StoredRun | None:
+        """The run's record and its version, or None when there is none."""
+        ...
 
     async def paused(self, *, limit: int = 500, after: str | None = None) -> list[str]:
         """Ids of runs whose last checkpoint says ``paused``, in id order after ``after`` (page through all)."""
@@ -173,19 +173,19 @@ class RunStore(Protocol):
 
 
 class Journal(Protocol):
-    """A run's step boundaries, each one atomic store operation (see :mod:`engine.domain.journal`): the outcome
+    """A run's step boundaries, each one atomic store operation (see :mod:`hitl.engine.domain.journal`): the outcome
     of the effect just run, the checkpoint, audit lines, the approval it pauses on, the next effect's claim and
     the release of ownership, written together or not at all."""
 
     async def commit(self, commit: Commit) -> Committed:
-        """Apply ``commit`` atomically, or raise (:class:`~engine.errors.StaleVersion`: the checkpoint moved or
-        another worker owns the run; :class:`~engine.errors.ClaimRefused`: the outcome's claim was fenced) having
+        """Apply ``commit`` atomically, or raise (:class:`~hitl.engine.errors.StaleVersion`: the checkpoint moved or
+        another worker owns the run; :class:`~hitl.engine.errors.ClaimRefused`: the outcome's claim was fenced) having
         written nothing. A refused claim is returned, not raised."""
         ...
 
     async def open(self, run_id: str, *, holder: str, now: float, lease: float) -> Opened:
         """Take ownership of a run to resume it, and read its checkpoint, the approval it waits on and its
-        session's trusted tools, in one step. :class:`~engine.errors.NotFound` when there is no such run;
+        session's trusted tools, in one step. :class:`~hitl.engine.errors.NotFound` when there is no such run;
         ``claim_in_progress`` while another worker's lease on it is live."""
         ...
 
@@ -252,12 +252,12 @@ class AuditLog(Protocol):
 
     async def take_head(self) -> str:
         """Record every chain's head under one digest and return it, for the operator to keep outside the store
-        (see :mod:`engine.domain.audit_heads`)."""
+        (see :mod:`hitl.engine.domain.audit_heads`)."""
         ...
 
 
 class Tallies(Protocol):
-    """The counts behind the HITL metrics (:mod:`engine.domain.tally`), shared by every replica.
+    """The counts behind the HITL metrics (:mod:`hitl.engine.domain.tally`), shared by every replica.
 
     ``add`` may hold counts for a few seconds before writing them (a metric is not worth a round trip on an
     allowed call's fast path); ``flush`` writes what is held, and a store's ``close`` flushes.
@@ -273,8 +273,8 @@ class Tallies(Protocol):
 
 
 class Purger(Protocol):
-    """Retention: removes what ended longer ago than a :class:`~engine.domain.retention.Retention` keeps, and the
-    audit chains past its audit horizon, tamper-evidently (see :mod:`engine.domain.retention`)."""
+    """Retention: removes what ended longer ago than a :class:`~hitl.engine.domain.retention.Retention` keeps, and the
+    audit chains past its audit horizon, tamper-evidently (see :mod:`hitl.engine.domain.retention`)."""
 
     async def purge(self, retention: Retention, *, now: float, actor: str = "retention", limit: int = 500) -> Purged:
         """Remove up to about ``limit`` records of each kind; what was removed. Call again until it removes
@@ -333,7 +333,7 @@ class Store(Protocol):
     def purger(self) -> Purger: ...
 
     async def ping(self) -> None:
-        """Raise :class:`~engine.errors.StoreError` unless the backend answers (health checks)."""
+        """Raise :class:`~hitl.engine.errors.StoreError` unless the backend answers (health checks)."""
         ...
 
     async def close(self) -> None: ...

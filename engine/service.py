@@ -16,20 +16,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.config import HitlConfig
-from engine.domain.arg_schema import check_schema, validate_args, validator_for
-from engine.domain.decide import DecideCommand
-from engine.domain.hashing import action_hash, batch_hash, normalize
-from engine.domain.ids import approval_id
-from engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
-from engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
-from engine.domain.records import AuditEntry
-from engine.domain.redaction import Redactor, bounded
-from engine.domain.reviewers import Roles
-from engine.domain.tally import Outcome, counts_for
-from engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
-from engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
-from engine.ports import Clock, Notifier, Store
+from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
+from hitl.engine.domain.ids import approval_id
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.redaction import Redactor, bounded
+from hitl.engine.domain.reviewers import Roles
+from hitl.engine.domain.tally import Outcome, counts_for
+from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
+from hitl.engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
+from hitl.engine.ports import Clock, Notifier, Store
 
 __all__ = ["AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
 
@@ -190,7 +190,7 @@ class ApprovalService:
         ``dedupe_scope`` replaces the session in that default (``<scope>:<action hash>``), so callers that bind an
         approval to something narrower (a step iteration, a framework's call id) need not hash the action again.
         ``role`` forces the approver role (review gates). ``batch`` proposes every item of a batch under one
-        approval bound to :func:`~engine.domain.hashing.batch_hash` of the exact ordered items.
+        approval bound to :func:`~hitl.engine.domain.hashing.batch_hash` of the exact ordered items.
 
         ``trusted``: the session's trusted tools as the caller read them (a run reads them when it is opened). Only
         their absence is taken on trust: a tool they name is checked against the store again, so a revoked grant
@@ -556,7 +556,7 @@ class ApprovalService:
         return updated
 
     async def _tally(self, tool: str, tier: str, outcome: Outcome, *, now: float, latency: float | None = None) -> None:
-        """Count an event for the metrics (:mod:`engine.domain.tally`); a metric never blocks an action."""
+        """Count an event for the metrics (:mod:`hitl.engine.domain.tally`); a metric never blocks an action."""
         await self._safe(self.store.tallies.add(counts_for(tool, tier, outcome, now=now, latency=latency), now=now))
 
     @property
@@ -611,7 +611,7 @@ class ApprovalService:
         self, approval_id: str, *, actor: str, reason: str, expected_version: int | None = None
     ) -> Approval:
         """Close a pending approval nobody will act on (audited; the card says so). With ``expected_version`` it
-        loses to a decision made meanwhile (:class:`~engine.errors.StaleVersion`)."""
+        loses to a decision made meanwhile (:class:`~hitl.engine.errors.StaleVersion`)."""
         updated = await self.store.approvals.transition(
             approval_id,
             target=Status.CANCELLED,

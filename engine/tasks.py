@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from engine.errors import StoreError
+from hitl.engine.errors import StoreError
 
 __all__ = ["Outages", "Periodic"]
 

@@ -1,29 +1,28 @@
 """hitl: human approval gates for the actions of AI agents and automated workflows.
 
-This package is what users import. It is also the composition root: the ``hitl`` command and ``hitl serve``
-live here, the only place that wires the engine to the Slack adapter. Importing ``hitl`` loads neither Slack
-nor aiohttp: an agent process that only proposes and waits writes to the store, and ``hitl serve`` on the same
-store posts and updates the cards.
+This package is the only one users import: the names in ``__all__`` here, fakes and conformance suites in
+:mod:`hitl.testing`, and one adapter per framework in ``hitl.adapters.<framework>`` (``strands``, ``langgraph``,
+``openai_agents``, ``pydantic_ai``), ``hitl.mcp`` and ``hitl.temporal``. Everything else, including
+``hitl.engine``, ``hitl.bot`` and ``hitl.sandbox``, is internal and may change in any release.
 
-The public API is what ``__all__`` lists; everything else may change between releases.
+It is also the composition root: the ``hitl`` command and ``hitl serve`` live here, the only place that wires
+the engine to the Slack adapter. Importing ``hitl`` loads neither Slack nor aiohttp: an agent process that only
+proposes and waits writes to the store, and ``hitl serve`` on the same store posts and updates the cards.
 """
 
 from __future__ import annotations
 
-from engine.agent_runs import AgentResumer, AgentWatcher
-from engine.ask import ActionRejected, Answer, Approvals
-from engine.clock import SystemClock
-from engine.compose import World, Worlds
-from engine.config import HitlConfig, load_config, parse_config
-from engine.domain.models import Approval, DecisionKind, Status, Tier
-from engine.errors import EngineError, ErrorCode
-from engine.gate import GateRefused, Ticket, ToolCall, ToolGate
-from engine.lifecycle import Decided, RunLifecycle
-from engine.runner import Runner, RunResult, RunStatus, load_workflow
-from engine.runtime import Runtime, RuntimeSettings, open_runtime
-from engine.service import ApprovalService
-from engine.storage import open_store
 from hitl.adapters.ask_callback import SlackAsk
+from hitl.engine.agents.ask import ActionRejected, Answer, Approvals
+from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
+from hitl.engine.agents.runs import AgentResumer, AgentWatcher
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import HitlConfig, load_config, parse_config
+from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound, StoreError
+from hitl.engine.ports import Store
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage import open_store
 
 __all__ = [
     "ActionRejected",
@@ -33,30 +32,24 @@ __all__ = [
     "Approval",
     "ApprovalService",
     "Approvals",
-    "Decided",
     "DecisionKind",
+    "DecisionRefused",
     "EngineError",
     "ErrorCode",
     "GateRefused",
     "HitlConfig",
-    "RunLifecycle",
-    "RunResult",
-    "RunStatus",
-    "Runner",
-    "Runtime",
-    "RuntimeSettings",
+    "InvalidInput",
+    "NotFound",
     "SlackAsk",
     "Status",
+    "Store",
+    "StoreError",
     "SystemClock",
     "Ticket",
     "Tier",
     "ToolCall",
     "ToolGate",
-    "World",
-    "Worlds",
     "load_config",
-    "load_workflow",
-    "open_runtime",
     "open_store",
     "parse_config",
 ]

@@ -11,24 +11,24 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
-from bot.app import BotRuntime, build_app, slack_side
-from bot.context import BotContext
-from bot.server import http_app
-from bot.settings import BotSettings
-from engine.background import Background
-from engine.clock import SystemClock
-from engine.compose import config_path_for
-from engine.config import load_config
-from engine.domain.ids import short_id
-from engine.domain.retention import Retention
-from engine.events import Outbox
-from engine.lifecycle import RunLifecycle
-from engine.ports import Clock, Store
-from engine.retention_sweep import RetentionSweep
-from engine.runtime import Runtime
-from engine.storage import open_store
 from hitl.api.app import PREFIX, api_app
 from hitl.api.webhooks import WebhookDelivery
+from hitl.bot.app import BotRuntime, build_app, slack_side
+from hitl.bot.context import BotContext
+from hitl.bot.server import http_app
+from hitl.bot.settings import BotSettings
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.ids import short_id
+from hitl.engine.domain.retention import Retention
+from hitl.engine.events import Outbox
+from hitl.engine.ports import Clock, Store
+from hitl.engine.runtime.background import Background
+from hitl.engine.runtime.compose import config_path_for
+from hitl.engine.runtime.lifecycle import RunLifecycle
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.runtime.retention import RetentionSweep
+from hitl.engine.storage import open_store
 
 __all__ = ["Server", "build_server", "new_replica_id"]
 
@@ -101,7 +101,7 @@ async def build_server(
     socket_mode: bool = False,
     retry_interval: float | None = None,
 ) -> Server:
-    """Wire settings -> store, config, Slack side, runtime (worlds + lifecycle), Bolt app, background loop."""
+    """Wire settings -> store, config, Slack side, runtime (contexts + lifecycle), Bolt app, background loop."""
     if socket_mode:
         settings.require_socket()
     else:
@@ -123,7 +123,7 @@ async def build_server(
         worker_id=replica,
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
-    outbox = runtime.worlds.default.service.events
+    outbox = runtime.contexts.default.service.events
     webhooks = WebhookDelivery(store, clock, consumer=replica, outbox=outbox if isinstance(outbox, Outbox) else None)
     background = Background(
         runtime.lifecycle,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
 from tests.processes import stop_process
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engine.storage import open_store
-from engine.storage.redis import RedisStore
-from engine.storage.sqlite import SqliteStore
+from hitl.engine.storage import open_store
+from hitl.engine.storage.redis import RedisStore
+from hitl.engine.storage.sqlite import SqliteStore
 
 __all__ = ["store_dump", "without_audit"]
 

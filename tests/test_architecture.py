@@ -1,37 +1,57 @@
-"""Guards for the layout: who may import whom, private names stay private, and the curated public APIs.
+"""Guards for the layout: who may import whom, the engine's layers, private names stay private, the one public door.
 
-engine         the domain, ports, service, stores, runner, run lifecycle and composition: imports no other
-               package of ours and no transport (Slack, aiohttp)
-bot            the Slack adapter: imports engine, never the composition root or the sandbox
-slack_sandbox  a local stand-in for Slack: imports none of our packages
-hitl           the composition root and the public import surface: the only package importing engine and bot;
-               its adapters (and ``import hitl`` itself) never load Slack or aiohttp
+One import package, ``hitl``. Its parts, by folder:
+
+engine/        ``hitl.engine``: the domain, ports, service, stores, runner, run lifecycle and composition; imports
+               no other part of ours and no transport (Slack, aiohttp); its packages stand in layers (LAYERS)
+bot/           ``hitl.bot``: the Slack adapter; imports the engine, never the composition root or the sandbox
+hitl/sandbox/  ``hitl.sandbox``: a local stand-in for Slack; imports none of our other parts
+hitl/          the composition root and the public door (``hitl``, ``hitl.testing``, ``hitl.adapters.*``): the
+               only part importing both the engine and the bot; its adapters (and ``import hitl``) never load Slack
+               or aiohttp
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-import engine
 import hitl
 import hitl.api
 import hitl.api.app
 import hitl.mcp
 import hitl.temporal
-from engine.testing import conformance
-from engine.testing.conformance import adapters as adapter_suite
+import hitl.testing
+import hitl.testing.conformance
 from hitl.adapters import langgraph, openai_agents, pydantic_ai, strands
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = ("engine", "bot", "hitl", "slack_sandbox")
 TRANSPORTS = {"slack_bolt", "slack_sdk", "aiohttp"}
+PARTS = {"engine": ROOT / "engine", "bot": ROOT / "bot", "sandbox": ROOT / "hitl" / "sandbox", "root": ROOT / "hitl"}
+
+LAYERS: list[set[str]] = [
+    {"errors"},
+    {"domain", "clocks", "log_context", "tasks"},
+    {"config", "workflow"},
+    {"ports"},
+    {"storage", "events", "service"},
+    {"execution"},
+    {"runner"},
+    {"agents"},
+    {"runtime"},
+    {"testing"},
+]
+"""The engine's packages from the ground up: a module imports only from its own layer or the layers below."""
 
 
-def _modules(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+def _modules(part: str) -> list[Path]:
+    found = sorted(PARTS[part].rglob("*.py"))  # rglob does not follow hitl/engine and hitl/bot (links)
+    if part == "root":
+        found = [p for p in found if not p.is_relative_to(PARTS["sandbox"])]
+    return found
 
 
 def _imports(path: Path) -> set[str]:
@@ -45,74 +65,145 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
+def _part(module: str) -> str | None:
+    """Which part of ours a module name belongs to (``None``: not ours)."""
+    parts = module.split(".")
+    if parts[0] != "hitl":
+        return None
+    if len(parts) > 1 and parts[1] in ("engine", "bot", "sandbox"):
+        return parts[1]
+    return "root"
+
+
+def _parts(path: Path) -> set[str]:
+    return {p for m in _imports(path) if (p := _part(m)) is not None}
+
+
 def _tops(path: Path) -> set[str]:
     return {m.split(".")[0] for m in _imports(path)}
 
 
-def test_engine_imports_no_other_package_of_ours_and_no_transport() -> None:
+def test_every_module_of_ours_is_imported_as_hitl() -> None:
+    """Our folders are installed under ``hitl`` only, so a user's own ``engine.py`` or ``bot/`` never meets ours."""
+    for part in PARTS:
+        for path in _modules(part):
+            assert not (_tops(path) & {"engine", "bot", "slack_sandbox"}), path
+
+
+def test_engine_imports_no_other_part_of_ours_and_no_transport() -> None:
     for path in _modules("engine"):
-        assert not (_tops(path) & ({"bot", "hitl", "slack_sandbox"} | TRANSPORTS)), path
+        assert _parts(path) <= {"engine"}, path
+        assert not (_tops(path) & TRANSPORTS), path
+
+
+def test_engine_layers_only_import_downwards() -> None:
+    def layer(package: str) -> int:
+        found = [i for i, names in enumerate(LAYERS) if package in names]
+        assert found, f"engine/{package} is in no layer of LAYERS"
+        return found[0]
+
+    upward: list[str] = []
+    for path in _modules("engine"):
+        parts = path.relative_to(PARTS["engine"]).parts
+        if parts == ("__init__.py",):
+            continue
+        mine = layer(parts[0].removesuffix(".py"))
+        for module in _imports(path):
+            if module.startswith("hitl.engine."):
+                theirs = layer(module.split(".")[2])
+                if theirs > mine:
+                    upward.append(f"{path.relative_to(ROOT)} -> {module}")
+    assert upward == []
+
+
+def test_engine_layers_cover_the_engine() -> None:
+    tops = {p.name.removesuffix(".py") for p in PARTS["engine"].iterdir() if p.suffix == ".py" or p.is_dir()}
+    assert tops - {"__init__", "__pycache__"} == set().union(*LAYERS)
 
 
 def test_domain_is_pure() -> None:
-    banned = {"asyncio", "redis", "sqlite3", "aiohttp", "socket", "os", "time", "engine.storage", "engine.service"}
-    for path in _modules("engine/domain"):
+    banned = {"asyncio", "redis", "sqlite3", "aiohttp", "socket", "os", "time", "hitl.engine.storage"}
+    banned |= {"hitl.engine.service"}
+    for path in sorted((PARTS["engine"] / "domain").rglob("*.py")):
         found = {m for m in _imports(path) if m in banned or any(m.startswith(b + ".") for b in banned)}
         assert not found, (path, found)
 
 
 def test_only_the_redis_store_imports_redis() -> None:
-    for package in OURS:
-        for path in _modules(package):
-            if path.is_relative_to(ROOT / "engine" / "storage" / "redis"):
+    for part in PARTS:
+        for path in _modules(part):
+            if path.is_relative_to(PARTS["engine"] / "storage" / "redis"):
                 continue
             assert "redis" not in _tops(path), path
 
 
 def test_bot_is_only_the_slack_adapter() -> None:
     for path in _modules("bot"):
-        assert not (_tops(path) & {"hitl", "slack_sandbox"}), path
+        assert _parts(path) <= {"bot", "engine"}, path
 
 
 def test_framework_adapters_depend_on_the_engine_never_on_slack() -> None:
     """An agent process writes to the store; `hitl serve` on the same store posts and updates the cards."""
-    for path in _modules("hitl/adapters"):
-        assert not (_tops(path) & ({"bot", "slack_sandbox"} | TRANSPORTS)), path
+    for path in sorted((PARTS["root"] / "adapters").rglob("*.py")):
+        assert not (_parts(path) & {"bot", "sandbox"}), path
+        assert not (_tops(path) & TRANSPORTS), path
         assert not any(m.startswith(("hitl.cli", "hitl.serve", "hitl.demo")) for m in _imports(path)), path
 
 
 def test_the_sandbox_stands_alone() -> None:
-    for path in _modules("slack_sandbox"):
-        assert not (_tops(path) & {"engine", "bot", "hitl"}), path
+    for path in _modules("sandbox"):
+        assert _parts(path) <= {"sandbox"}, path
 
 
 def test_only_the_composition_root_imports_engine_and_bot() -> None:
-    foreign = {p: {t for path in _modules(p) for t in _tops(path) if t in OURS and t != p} for p in OURS}
-    assert [p for p, deps in foreign.items() if {"engine", "bot"} <= deps] == ["hitl"]
-    assert foreign["engine"] == set() and foreign["slack_sandbox"] == set() and foreign["bot"] == {"engine"}
+    foreign = {p: {t for path in _modules(p) for t in _parts(path) if t != p} for p in PARTS}
+    assert [p for p, deps in foreign.items() if {"engine", "bot"} <= deps] == ["root"]
+    assert foreign["engine"] == set() and foreign["sandbox"] == set() and foreign["bot"] == {"engine"}
 
 
 def test_importing_hitl_loads_no_slack_and_no_aiohttp() -> None:
-    banned = "{'bot', 'slack_bolt', 'slack_sdk', 'aiohttp', 'slack_sandbox'}"
-    code = f"import sys, hitl; print(sorted(m for m in sys.modules if m.split('.')[0] in {banned}))"
+    code = (
+        "import sys, hitl, hitl.testing; banned = ('hitl.bot', 'hitl.sandbox', 'slack_bolt', 'slack_sdk', 'aiohttp');"
+        "print(sorted(m for m in sys.modules if m.startswith(banned)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
 
 
+PUBLIC_TEXTS = ["README.md", "docs/pages/*.md", "examples/**/*.py", "examples/**/*.md"]
+"""What users read and copy: every import in them is of a public name."""
+PUBLIC_MODULES = re.compile(r"hitl(\.testing(\.conformance)?|\.adapters\.\w+|\.mcp|\.temporal|\.api)?")
+
+
+def test_readme_docs_and_examples_import_only_public_names() -> None:
+    found: list[str] = []
+    for pattern in PUBLIC_TEXTS:
+        for path in sorted(ROOT.glob(pattern)):
+            if path.is_relative_to(ROOT / "examples" / "refund"):  # a link to hitl/demo/refund (no imports)
+                continue
+            for line in path.read_text().splitlines():
+                m = re.match(r"\s*(?:from (\S+) import|import (\S+))", line)
+                module = m and (m.group(1) or m.group(2))
+                if module and module.split(".")[0] in ("hitl", "engine", "bot", "slack_sandbox"):
+                    found.append(f"{path.relative_to(ROOT)}: {module}")
+    assert found, "the scan found no import at all"
+    assert [f for f in found if not PUBLIC_MODULES.fullmatch(f.split(": ")[1])] == []
+
+
 def test_no_module_imports_another_modules_private_names() -> None:
     offenders: list[str] = []
-    for package in OURS:
-        for path in _modules(package):
+    for part in PARTS:
+        for path in _modules(part):
             tree = ast.parse(path.read_text())
             aliases: set[str] = set()
             for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in OURS:
+                if isinstance(node, ast.ImportFrom) and node.module and _part(node.module) is not None:
                     for a in node.names:
                         if a.name.startswith("_") and not a.name.startswith("__"):
                             offenders.append(f"{path.relative_to(ROOT)}: from {node.module} import {a.name}")
                         aliases.add(a.asname or a.name)
                 elif isinstance(node, ast.Import):
-                    aliases |= {a.asname or a.name for a in node.names if a.name.split(".")[0] in OURS}
+                    aliases |= {a.asname or a.name for a in node.names if _part(a.name) is not None}
             for node in ast.walk(tree):
                 if (
                     isinstance(node, ast.Attribute)
@@ -129,8 +220,8 @@ def test_no_class_is_spread_over_modules_by_inheritance() -> None:
     """A class of ours may extend another of ours only across a real concept (an error tree, a protocol)."""
     allowed_bases = {"EngineError", "Protocol", "BaseModel", "Exception", "StrEnum"}
     offenders: list[str] = []
-    for package in OURS:
-        for path in _modules(package):
+    for part in PARTS:
+        for path in _modules(part):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ClassDef):
                     for base in node.bases:
@@ -141,65 +232,6 @@ def test_no_class_is_spread_over_modules_by_inheritance() -> None:
 
 
 def test_public_apis_are_pinned() -> None:
-    assert engine.__all__ == [
-        "Approval",
-        "ApprovalService",
-        "ApprovalStore",
-        "AuditEntry",
-        "AuditLog",
-        "Claim",
-        "ClaimRefused",
-        "ClaimState",
-        "Clock",
-        "DecideCommand",
-        "Decision",
-        "DecisionKind",
-        "DecisionRefused",
-        "EngineError",
-        "ErrorCode",
-        "ExecutionLedger",
-        "HitlConfig",
-        "IllegalTransition",
-        "InvalidInput",
-        "JobQueue",
-        "Journal",
-        "MessageMap",
-        "MessageRef",
-        "NotFound",
-        "Notifier",
-        "Page",
-        "Policy",
-        "PolicyContext",
-        "PolicyError",
-        "Proposal",
-        "Purged",
-        "Purger",
-        "RateWindows",
-        "Redactor",
-        "Retention",
-        "Reviewer",
-        "Roles",
-        "RunReporter",
-        "RunStore",
-        "StaleVersion",
-        "Status",
-        "Store",
-        "StoreError",
-        "SystemClock",
-        "Tallies",
-        "Tier",
-        "TrustGrant",
-        "TrustStore",
-        "Verdict",
-        "WindowStats",
-        "action_hash",
-        "batch_hash",
-        "bounded",
-        "canonical_json",
-        "load_config",
-        "open_store",
-        "parse_config",
-    ]
     assert hitl.__all__ == [
         "ActionRejected",
         "AgentResumer",
@@ -208,35 +240,33 @@ def test_public_apis_are_pinned() -> None:
         "Approval",
         "ApprovalService",
         "Approvals",
-        "Decided",
         "DecisionKind",
+        "DecisionRefused",
         "EngineError",
         "ErrorCode",
         "GateRefused",
         "HitlConfig",
-        "RunLifecycle",
-        "RunResult",
-        "RunStatus",
-        "Runner",
-        "Runtime",
-        "RuntimeSettings",
+        "InvalidInput",
+        "NotFound",
         "SlackAsk",
         "Status",
+        "Store",
+        "StoreError",
         "SystemClock",
         "Ticket",
         "Tier",
         "ToolCall",
         "ToolGate",
-        "World",
-        "Worlds",
         "load_config",
-        "load_workflow",
-        "open_runtime",
         "open_store",
         "parse_config",
     ]
-    assert conformance.__all__ == [
+    assert hitl.testing.__all__ == ["FakeClock", "make_approval"]
+    assert hitl.testing.conformance.__all__ == [
+        "ADAPTER_CONFIG",
         "STORE_SUITES",
+        "AdapterConformance",
+        "AgentHarness",
         "ApprovalsConformance",
         "FailureConformance",
         "JobsConformance",
@@ -248,16 +278,6 @@ def test_public_apis_are_pinned() -> None:
         "TalliesConformance",
         "TrustConformance",
         "WindowsConformance",
-    ]
-    assert adapter_suite.__all__ == [
-        "ADAPTER_CONFIG",
-        "AdapterConformance",
-        "BreakableStore",
-        "AgentHarness",
-        "AgentRun",
-        "AgentWorld",
-        "Ledger",
-        "ScriptedCall",
     ]
     assert strands.__all__ == ["HitlIntervention", "pending_approvals", "resume"]
     assert langgraph.__all__ == ["HitlToolNode", "Resumer", "gated_call"]
@@ -274,8 +294,8 @@ def test_public_apis_are_pinned() -> None:
         "require_approval",
         "run_approved",
     ]
-    modules = [engine, hitl, hitl.api, hitl.mcp, conformance, adapter_suite, strands, langgraph, openai_agents]
-    modules += [pydantic_ai, hitl.temporal]
+    modules = [hitl, hitl.testing, hitl.testing.conformance, hitl.api, hitl.mcp, hitl.temporal]
+    modules += [strands, langgraph, openai_agents, pydantic_ai]
     for module in modules:
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

@@ -107,7 +107,7 @@ def test_deploy_files_work_on_a_fresh_clone() -> None:
     assert (
         manifest["settings"]["socket_mode_enabled"] is False and "keep socket_mode_enabled: true" not in manifest_text
     )
-    from bot.listeners.commands import USAGE
+    from hitl.bot.listeners.commands import USAGE
 
     [command] = manifest["features"]["slash_commands"]
     hint = command["usage_hint"]

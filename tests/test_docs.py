@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from engine.storage import open_store
 from hitl.api.openapi import document
+from hitl.engine.storage import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

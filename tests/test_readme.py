@@ -59,7 +59,7 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
     import asyncio
 
     from hitl.api import token_hash
-    from slack_sandbox.server import start_emulator
+    from hitl.sandbox.server import start_emulator
     from tests.bot.conftest import serve_env, serve_process, workspace
 
     text = (ROOT / "README.md").read_text()
@@ -206,9 +206,11 @@ def test_readme_documents_every_workflow_key_with_valid_examples() -> None:
     import yaml
     from pydantic import BaseModel
 
-    from engine.runner import agent_spec, pattern_spec, step_spec
-    from engine.runner.spec import Workflow, problems, union_tag
-    from hitl.agents.scripted import Script
+    from hitl.agent_backends.scripted import Script
+    from hitl.engine.workflow import agents as agent_spec
+    from hitl.engine.workflow import patterns as pattern_spec
+    from hitl.engine.workflow import steps as step_spec
+    from hitl.engine.workflow.definition import Workflow, problems, union_tag
 
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```yaml\n(.*?)```", _section(text, "### Writing a workflow", "### CLI reference"), re.S)

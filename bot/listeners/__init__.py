@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.context import BotContext
-from bot.listeners.actions import register_actions
-from bot.listeners.commands import register_commands
-from bot.listeners.views import register_views
+from hitl.bot.context import BotContext
+from hitl.bot.listeners.actions import register_actions
+from hitl.bot.listeners.commands import register_commands
+from hitl.bot.listeners.views import register_views
 
 __all__ = ["register"]
 

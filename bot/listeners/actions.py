@@ -15,7 +15,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.blocks import (
+from hitl.bot.blocks import (
     ACTION_APPROVE,
     ACTION_FEEDBACK,
     ACTION_MODIFY,
@@ -24,13 +24,13 @@ from bot.blocks import (
     ACTION_VIEW_ALL,
     parse_button_value,
 )
-from bot.context import BotContext
-from bot.decisions import decide, done_text, late_text, refusal_text
-from bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, batch_view, modify_view, reason_view
-from bot.payloads import Action, Interaction, interaction
-from engine.domain.decide import eligible
-from engine.domain.models import Approval, DecisionKind
-from engine.errors import EngineError, ErrorCode
+from hitl.bot.context import BotContext
+from hitl.bot.decisions import decide, done_text, late_text, refusal_text
+from hitl.bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, batch_view, modify_view, reason_view
+from hitl.bot.payloads import Action, Interaction, interaction
+from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["register_actions"]
 

@@ -11,14 +11,14 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from bot.blocks import card, compact_card, who
-from bot.context import BotContext
-from bot.decisions import decide, done_text, refusal_text
-from bot.escape import label
-from bot.payloads import command, interaction
-from engine.domain.decide import eligible
-from engine.domain.models import DecisionKind
-from engine.errors import EngineError, ErrorCode
+from hitl.bot.blocks import card, compact_card, who
+from hitl.bot.context import BotContext
+from hitl.bot.decisions import decide, done_text, refusal_text
+from hitl.bot.escape import label
+from hitl.bot.payloads import command, interaction
+from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["ACTION_PENDING_PAGE", "USAGE", "pending_page", "register_commands"]
 

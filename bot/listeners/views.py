@@ -9,10 +9,10 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.context import BotContext
-from bot.decisions import decide
-from bot.errors import BotError
-from bot.modals import (
+from hitl.bot.context import BotContext
+from hitl.bot.decisions import decide
+from hitl.bot.errors import BotError
+from hitl.bot.modals import (
     CALLBACK_FEEDBACK,
     CALLBACK_MODIFY,
     CALLBACK_REJECT,
@@ -23,8 +23,8 @@ from bot.modals import (
     form_value,
     parse_modify,
 )
-from bot.payloads import Interaction, interaction
-from engine.domain.models import DecisionKind
+from hitl.bot.payloads import Interaction, interaction
+from hitl.engine.domain.models import DecisionKind
 
 __all__ = ["register_views"]
 

@@ -18,7 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from engine.errors import InvalidInput
+from hitl.engine.errors import InvalidInput
 
 __all__ = [
     "MAX_SCHEMA_BYTES",

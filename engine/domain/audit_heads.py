@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from engine.domain.records import AuditBreak
+from hitl.engine.domain.records import AuditBreak
 
 __all__ = ["EVENTS", "Head", "chain_name", "check_anchor", "compare_heads", "head_digest"]
 

@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Status
-from engine.domain.states import check_transition
-from engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
+from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Status
+from hitl.engine.domain.states import check_transition
+from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
 
 __all__ = ["DecideCommand", "apply_decision", "apply_expiry", "eligible", "refusal", "refusal_message"]
 

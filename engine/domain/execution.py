@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.models import Approval, Status
-from engine.domain.records import Claim, ClaimState
-from engine.domain.states import check_transition
-from engine.errors import ClaimRefused, EngineError, ErrorCode, StaleVersion
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import Claim, ClaimState
+from hitl.engine.domain.states import check_transition
+from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, StaleVersion
 
 __all__ = [
     "check_checkpoint_version",

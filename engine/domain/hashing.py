@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.errors import InvalidInput
+from hitl.engine.errors import InvalidInput
 
 __all__ = ["action_hash", "batch_hash", "canonical_json", "identical", "normalize", "short_hash"]
 

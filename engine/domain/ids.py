@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from engine.domain.models import Approval
-from engine.errors import EngineError, ErrorCode
+from hitl.engine.domain.models import Approval
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["approval_id", "check_same_action", "new_session_id", "short_id"]
 

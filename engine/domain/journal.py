@@ -1,4 +1,4 @@
-"""What one step boundary of a run writes, as one atomic store operation (the :class:`~engine.ports.Journal` port).
+"""What one step boundary of a run writes, as one atomic store operation (the :class:`~hitl.engine.ports.Journal` port).
 
 A run used to write each thing on its own: the outcome of the effect it ran, its checkpoint, an audit line, the
 claim of the next effect, the approval it pauses on, the release of its ownership. Each was a round trip, and a
@@ -22,16 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.domain.models import Approval
-from engine.domain.records import AuditEntry, Claim
-from engine.errors import EngineError
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.records import AuditEntry, Claim
+from hitl.engine.errors import EngineError
 
 __all__ = ["ClaimIntent", "Commit", "Committed", "Opened", "OutcomeRecord"]
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimIntent:
-    """Claim the next effect under its idempotency key (see :meth:`~engine.ports.ExecutionLedger.claim`).
+    """Claim the next effect under its idempotency key (see :meth:`~hitl.engine.ports.ExecutionLedger.claim`).
 
     ``approval_id``: the approval the effect runs under. The claim is refused unless it is ``approved`` (moved to
     ``executing`` with the claim) or already ``executing`` (a retry); a claim that finds the effect already done

@@ -43,7 +43,7 @@ _TIER_RANK = {Tier.AUTO: 0, Tier.NOTIFY: 1, Tier.APPROVE: 2, Tier.ESCALATE: 3}
 
 
 class Status(StrEnum):
-    """Lifecycle of an approval; moves are governed by ``engine.domain.states``."""
+    """Lifecycle of an approval; moves are governed by ``hitl.engine.domain.states``."""
 
     PENDING = "pending"
     APPROVED = "approved"

@@ -20,10 +20,10 @@ from zoneinfo import ZoneInfo
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from engine.domain.arg_schema import sample_args
-from engine.domain.models import Tier
-from engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
-from engine.errors import ErrorCode, PolicyError
+from hitl.engine.domain.arg_schema import sample_args
+from hitl.engine.domain.models import Tier
+from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
+from hitl.engine.errors import ErrorCode, PolicyError
 
 __all__ = ["Fired", "Policy", "PolicyContext", "Verdict", "WindowStats"]
 

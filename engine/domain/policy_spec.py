@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.domain.arg_schema import declared_schema
-from engine.domain.durations import Seconds
-from engine.domain.models import Tier
+from hitl.engine.domain.arg_schema import declared_schema
+from hitl.engine.domain.durations import Seconds
+from hitl.engine.domain.models import Tier
 
 __all__ = ["OffHoursSpec", "PolicySpec", "RollingSumSpec", "RuleSpec", "ToolPolicySpec", "VelocitySpec"]
 

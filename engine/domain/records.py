@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.domain.models import Approval
+from hitl.engine.domain.models import Approval
 
 __all__ = ["AuditBreak", "AuditEntry", "Claim", "ClaimState", "Job", "MessageRef", "Page", "TrustGrant", "chain_link"]
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.domain.durations import parse_duration
-from engine.domain.records import AuditEntry
-from engine.errors import ErrorCode, InvalidInput
+from hitl.engine.domain.durations import parse_duration
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import ErrorCode, InvalidInput
 
 __all__ = [
     "AUDIT_DEFAULT",

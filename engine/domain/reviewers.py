@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from engine.domain.models import Reviewer
+from hitl.engine.domain.models import Reviewer
 
 __all__ = ["Roles"]
 

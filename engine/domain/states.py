@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.domain.models import Status
-from engine.errors import IllegalTransition
+from hitl.engine.domain.models import Status
+from hitl.engine.errors import IllegalTransition
 
 __all__ = ["TERMINAL", "TRANSITIONS", "check_transition", "sources_of"]
 

@@ -8,10 +8,10 @@ from typing import Any
 from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
-from engine.errors import ErrorCode, InvalidInput
-from engine.runner.pattern_spec import ChainPattern, GraphPattern, OrchestratorWorkersPattern, RoutingPattern, Where
-from engine.runner.spec import AgentStep, LoadedWorkflow, Step, ToolStep, where_text
-from engine.runner.state import RunState
+from hitl.engine.domain.runs import RunState
+from hitl.engine.errors import ErrorCode, InvalidInput
+from hitl.engine.workflow.definition import AgentStep, LoadedWorkflow, Step, ToolStep, where_text
+from hitl.engine.workflow.patterns import ChainPattern, GraphPattern, OrchestratorWorkersPattern, RoutingPattern, Where
 
 __all__ = ["check_templates", "resolve_vars", "template_problems"]
 

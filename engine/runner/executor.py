@@ -2,7 +2,7 @@
 
 After every step the run's state is checkpointed (compare-and-swap). A pause saves the run and returns
 ``paused`` with the approval; ``resume`` reloads the checkpoint and continues from the step it stopped at.
-Effects go through :class:`~engine.runner.effects.Effects`, so each runs at most once, exactly once after
+Effects go through :class:`~hitl.engine.execution.effects.Effects`, so each runs at most once, exactly once after
 recovery, with the approved (possibly modified) arguments.
 """
 
@@ -11,22 +11,22 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from engine.api_spec import EventKind
-from engine.domain.ids import new_session_id
-from engine.domain.records import AuditEntry
-from engine.errors import EngineError, ErrorCode, IllegalTransition, InvalidInput, NotFound, StaleVersion
-from engine.log_context import about
-from engine.runner.agents import AgentBackend
-from engine.runner.checks import check_templates, resolve_vars, vars_after
-from engine.runner.drive import Drive
-from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, RunResult
-from engine.runner.patterns import Patterns
-from engine.runner.spec import LoadedWorkflow, describe_changes, load_workflow
-from engine.runner.state import RunState, RunStatus
-from engine.runner.tools import Tool, load_tools
-from engine.runner.units import StepRunner
-from engine.service import ApprovalService
+from hitl.engine.config.api import EventKind
+from hitl.engine.domain.ids import new_session_id
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.runs import RunResult, RunState, RunStatus
+from hitl.engine.errors import EngineError, ErrorCode, IllegalTransition, InvalidInput, NotFound, StaleVersion
+from hitl.engine.execution.run_lease import RunLease
+from hitl.engine.execution.tools import Tool, load_tools
+from hitl.engine.log_context import about
+from hitl.engine.runner.agent_backend import AgentBackend
+from hitl.engine.runner.checks import check_templates, resolve_vars, vars_after
+from hitl.engine.runner.dispatch import StepRunner
+from hitl.engine.runner.outcomes import Halt
+from hitl.engine.runner.patterns import Patterns
+from hitl.engine.runner.step_context import StepContext
+from hitl.engine.service import ApprovalService
+from hitl.engine.workflow.definition import LoadedWorkflow, describe_changes, load_workflow
 
 __all__ = ["RunResult", "Runner"]
 
@@ -37,7 +37,7 @@ class Runner:
     """Runs workflows against an :class:`ApprovalService`.
 
     Args:
-        service: policy + store + reviewers (of the run's world: hitl.yaml with the workflow's tool policies).
+        service: policy + store + reviewers (of the run's context: hitl.yaml with the workflow's tool policies).
         worker_id: names this process as run owner and claim holder, and in the audit log (unique per process).
         lease: seconds a run's ownership and an effect's claim stay valid unrenewed (renewed while working), so a
             worker that dies is taken over within one lease.
@@ -52,7 +52,7 @@ class Runner:
         lease: float = 6.0,
         agents: AgentBackend | None = None,
     ) -> None:
-        self.kit = StepKit(service, worker_id=worker_id, lease=lease)
+        self.kit = StepContext(service, worker_id=worker_id, lease=lease)
         self.svc = service
         self.store = service.store
         self.worker_id = self.kit.worker_id
@@ -102,7 +102,7 @@ class Runner:
                 session_id=state.session_id,
             ) from None
 
-    async def _start(self, wf: LoadedWorkflow, tools: dict[str, Tool], drive: Drive) -> RunResult:
+    async def _start(self, wf: LoadedWorkflow, tools: dict[str, Tool], drive: RunLease) -> RunResult:
         async with self.kit.driving(drive):
             state = drive.state
             self.kit.event(state, "run_started", f"{wf.spec.name} by {state.requester}")
@@ -157,8 +157,7 @@ class Runner:
             raise NotFound(
                 f"no run {session_id!r}; `hitl sessions list` lists the runs that wait", session_id=session_id
             )
-        data, version = found
-        return RunState.model_validate({**data, "version": version})
+        return RunState.of(found)
 
     # -- the loop ---------------------------------------------------------------------------------------
     async def _drive(self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState) -> RunResult:

@@ -1,30 +1,13 @@
-"""What a step can tell the run: halt (and why), jump to another step, or carry on; and the run's result."""
+"""What a step can tell the run: halt (and why), jump to another step, or carry on."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from engine.domain.models import Approval, Status
-from engine.runner.state import RunStatus
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.runs import RunStatus
 
-__all__ = ["Halt", "Redo", "RunResult", "goes_on", "halt_for"]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Where a run stands after ``start`` or ``resume``."""
-
-    status: RunStatus
-    session_id: str
-    approval: Approval | None = None
-    reason: str | None = None
-    outputs: dict[str, Any] = field(default_factory=dict)
-    history: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> int:
-        return self.status.exit_code
+__all__ = ["Halt", "Redo", "goes_on", "halt_for"]
 
 
 @dataclass(frozen=True)

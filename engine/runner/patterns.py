@@ -10,10 +10,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engine.domain.models import DecisionKind, Status
-from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, Redo, goes_on, halt_for
-from engine.runner.pattern_spec import (
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.runs import RunState, RunStatus
+from hitl.engine.execution.tools import Tool
+from hitl.engine.runner.concurrency import run_together
+from hitl.engine.runner.dispatch import StepRunner
+from hitl.engine.runner.outcomes import Halt, Redo, goes_on, halt_for
+from hitl.engine.runner.step_context import StepContext
+from hitl.engine.runner.steps.agent import parse_json_answer
+from hitl.engine.runner.templates import evaluate
+from hitl.engine.workflow.definition import AgentStep, LoadedWorkflow, Step, ToolStep
+from hitl.engine.workflow.patterns import (
     ChainPattern,
     EvaluatorOptimizerPattern,
     GraphPattern,
@@ -22,13 +29,6 @@ from engine.runner.pattern_spec import (
     RoutingPattern,
     WorkflowPattern,
 )
-from engine.runner.spec import AgentStep, LoadedWorkflow, Step, ToolStep
-from engine.runner.state import RunState, RunStatus
-from engine.runner.steps.agent import parse_json_answer
-from engine.runner.templates import evaluate
-from engine.runner.together import run_together
-from engine.runner.tools import Tool
-from engine.runner.units import StepRunner
 
 __all__ = ["Patterns"]
 
@@ -40,7 +40,7 @@ def _reviewable(step: Step | None) -> bool:
 class Patterns:
     """Runs a workflow's pattern until it finishes (None) or halts."""
 
-    def __init__(self, kit: StepKit, units: StepRunner) -> None:
+    def __init__(self, kit: StepContext, units: StepRunner) -> None:
         self.kit = kit
         self.units = units
 

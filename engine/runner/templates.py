@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from engine.errors import ErrorCode, InvalidInput
+from hitl.engine.errors import ErrorCode, InvalidInput
 
 __all__ = ["evaluate", "render_value"]
 

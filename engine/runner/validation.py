@@ -12,12 +12,12 @@ from pathlib import Path
 
 import yaml
 
-from engine._yaml import Problem, compose, line_of, read_model
-from engine.config import load_config
-from engine.errors import EngineError
-from engine.runner.checks import template_problems
-from engine.runner.spec import LoadedWorkflow, Where, Workflow, problems, union_tag, where_text
-from engine.runner.tools import load_tools
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.config.yaml_file import Problem, compose, line_of, read_model
+from hitl.engine.errors import EngineError
+from hitl.engine.execution.tools import load_tools
+from hitl.engine.runner.checks import template_problems
+from hitl.engine.workflow.definition import LoadedWorkflow, Where, Workflow, problems, union_tag, where_text
 
 __all__ = ["Problem", "policy_problems", "validate_workflow"]
 

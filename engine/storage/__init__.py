@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from engine.storage.factory import open_store
+from hitl.engine.storage.factory import open_store
 
 __all__ = ["open_store"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.domain.models import Approval
-from engine.domain.records import AuditEntry
-from engine.errors import InvalidInput
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import InvalidInput
 
 __all__ = ["audit_for_decision", "audit_for_creation", "decode_cursor", "dumps", "encode_cursor", "loads"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from engine.errors import ErrorCode, InvalidInput
-from engine.ports import Store
+from hitl.engine.errors import ErrorCode, InvalidInput
+from hitl.engine.ports import Store
 
 __all__ = ["DEFAULT_STORE_URL", "open_store", "sqlite_path"]
 
@@ -32,14 +32,14 @@ def open_store(url: str | None = None) -> Store:
     parsed = urlparse(url)
     query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
     if parsed.scheme == "sqlite":
-        from engine.storage.sqlite import SqliteStore
+        from hitl.engine.storage.sqlite import SqliteStore
 
         path = parsed.path[1:] if parsed.path.startswith("/") else parsed.path
         if not path:
             raise InvalidInput(f"{url!r} names no file; write sqlite:///path/to/hitl.db", code=ErrorCode.INVALID_INPUT)
         return SqliteStore(Path(path), synchronous=query.get("synchronous", "normal"))
     if parsed.scheme in ("redis", "rediss", "unix"):
-        from engine.storage.redis import RedisStore, connect
+        from hitl.engine.storage.redis import RedisStore, connect
 
         return RedisStore(connect(url.split("?", 1)[0]), prefix=query.get("prefix", "hitl"))
     raise InvalidInput(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
-from engine.domain.tally import TallyKey
+from hitl.engine.domain.tally import TallyKey
 
 __all__ = ["TallyBuffer"]
 

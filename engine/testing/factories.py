@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.hashing import action_hash
-from engine.domain.ids import approval_id
-from engine.domain.models import Approval, Tier
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.ids import approval_id
+from hitl.engine.domain.models import Approval, Tier
 
 __all__ = ["make_approval"]
 

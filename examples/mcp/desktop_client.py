@@ -16,11 +16,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from engine.clock import SystemClock
-from engine.config import load_config
-from engine.domain.models import DecisionKind
-from engine.service import ApprovalService
-from engine.storage import open_store
+from hitl import ApprovalService, DecisionKind, SystemClock, load_config, open_store
 
 HERE = Path(__file__).resolve().parent
 

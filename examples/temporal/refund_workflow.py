@@ -23,13 +23,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from engine.agent_runs import AgentWatcher
-    from engine.clock import SystemClock
-    from engine.config import load_config
-    from engine.domain.models import DecisionKind
-    from engine.gate import ToolGate
-    from engine.service import ApprovalService
-    from engine.storage.sqlite import SqliteStore
+    from hitl import AgentWatcher, ApprovalService, DecisionKind, Store, SystemClock, ToolGate, load_config, open_store
     from hitl.temporal import HitlActivities, TemporalResumer, require_approval, run_approved
 
 
@@ -56,7 +50,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def reviewer(store: SqliteStore, service: ApprovalService) -> None:
+async def reviewer(store: Store, service: ApprovalService) -> None:
     while not (pending := (await store.approvals.list_pending()).items):
         await asyncio.sleep(0.05)
     print(f"card: {pending[0].tool} {pending[0].args['amount']:g} on order {pending[0].args['order_id']}")
@@ -101,7 +95,7 @@ async def main() -> None:
                 await asyncio.sleep(0.1)
         assert client is not None
         with tempfile.TemporaryDirectory() as work:
-            store = SqliteStore(Path(work) / "hitl.db")
+            store = open_store(f"sqlite:///{Path(work) / 'hitl.db'}")
             config = load_config(Path(__file__).resolve().parents[1] / "refund" / "hitl.yaml")  # support approves
             service = ApprovalService.from_config(config, store=store, clock=SystemClock())
             gate = ToolGate(service)

@@ -11,8 +11,8 @@ import logging
 import re
 from typing import Any
 
-from engine.ask import Approvals
-from engine.errors import EngineError
+from hitl.engine.agents.ask import Approvals
+from hitl.engine.errors import EngineError
 
 __all__ = ["SlackAsk", "parse_prompt"]
 

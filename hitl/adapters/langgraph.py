@@ -26,9 +26,9 @@ from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.types import Command, interrupt
 
-from engine.agent_runs import AgentRuns
-from engine.errors import EngineError
-from engine.gate import GateRefused, Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
+from hitl.engine.agents.runs import AgentRuns
+from hitl.engine.errors import EngineError
 
 __all__ = ["HitlToolNode", "Resumer", "gated_call"]
 
@@ -138,7 +138,7 @@ class HitlToolNode:
 class Resumer:
     """Resumes threads paused by hitl once every approval they wait for is decided, one process at a time.
 
-    Call :meth:`resume` yourself, or let an :class:`~engine.agent_runs.AgentWatcher` do it as decisions arrive::
+    Call :meth:`resume` yourself, or let an :class:`~hitl.engine.agents.runs.AgentWatcher` do it as decisions arrive::
 
         watcher = AgentWatcher(gate, [Resumer(graph, gate)])
         watcher.start()          # in the agent process: paused threads continue once decided, from any surface

@@ -27,11 +27,11 @@ from typing import Any
 from agents import Agent, FunctionTool, RunContextWrapper, Runner, RunState, Tool
 from agents.tool_context import ToolContext
 
-from engine.agent_runs import AgentRuns, Interrupted
-from engine.domain.hashing import normalize
-from engine.domain.models import Approval
-from engine.errors import EngineError
-from engine.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.runs import AgentRuns, Interrupted
+from hitl.engine.domain.hashing import normalize
+from hitl.engine.domain.models import Approval
+from hitl.engine.errors import EngineError
 
 __all__ = ["HitlRunner", "gated"]
 

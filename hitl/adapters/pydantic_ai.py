@@ -29,10 +29,10 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from engine.agent_runs import AgentRuns, Interrupted
-from engine.domain.models import Approval
-from engine.errors import EngineError
-from engine.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.runs import AgentRuns, Interrupted
+from hitl.engine.domain.models import Approval
+from hitl.engine.errors import EngineError
 
 __all__ = ["HitlRunner", "HitlToolset"]
 

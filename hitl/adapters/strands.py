@@ -25,10 +25,10 @@ from strands.interrupt import InterruptException
 from strands.interventions.actions import Deny, Proceed, Transform
 from strands.interventions.handler import InterventionHandler, OnError
 
-from engine.agent_runs import AgentRuns, Interrupted
-from engine.domain.models import Approval
-from engine.errors import EngineError
-from engine.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.runs import AgentRuns, Interrupted
+from hitl.engine.domain.models import Approval
+from hitl.engine.errors import EngineError
 
 __all__ = ["HitlIntervention", "pending_approvals", "resume"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from engine.errors import EngineError
-from engine.lifecycle import RunLifecycle
+from hitl.engine.errors import EngineError
+from hitl.engine.runtime.lifecycle import RunLifecycle
 
 from . import approvals, executions, runs
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from engine.api_spec import Scope
-from engine.domain.models import Reviewer, Status
-from engine.errors import DecisionRefused, EngineError, NotFound
+from hitl.engine.config.api import Scope
+from hitl.engine.domain.models import Reviewer, Status
+from hitl.engine.errors import DecisionRefused, EngineError, NotFound
 
 from .context import CONTEXT, body_of, caller_of, query_of
 from .models import (

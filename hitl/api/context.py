@@ -12,12 +12,12 @@ from typing import TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from engine.api_spec import Scope
-from engine.config import HitlConfig, load_config
-from engine.domain.decide import eligible
-from engine.domain.models import Approval, Reviewer, Status
-from engine.errors import EngineError, ErrorCode
-from engine.lifecycle import RunLifecycle, run_of
+from hitl.engine.config.api import Scope
+from hitl.engine.config.hitl_yaml import HitlConfig, load_config
+from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.models import Approval, Reviewer, Status
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
 
 from .limits import RateLimiter
 from .problems import ApiError, from_validation
@@ -79,13 +79,13 @@ class ApiContext:
     async def reviewer(
         self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None
     ) -> Reviewer:
-        """The token's reviewer with the roles the approval's world gives that id, narrowed to the token's roles.
-        ``memo`` keeps the answer per run within one request (a page of approvals reads each run's world once)."""
+        """The token's reviewer with the roles the approval's context gives that id, narrowed to the token's roles.
+        ``memo`` keeps the answer per run within one request (a page of approvals reads each run's context once)."""
         run = run_of(approval)
         if memo is not None and run in memo:
             return memo[run]
-        world = await self.lifecycle.world_of(approval)
-        who = world.service.reviewer(caller.reviewer)
+        context = await self.lifecycle.context_of(approval)
+        who = context.service.reviewer(caller.reviewer)
         if caller.roles is not None:
             who = who.model_copy(update={"roles": who.roles & caller.roles})
         if memo is not None:

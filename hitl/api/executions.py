@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from engine.api_spec import Scope
-from engine.domain.hashing import action_hash
-from engine.errors import EngineError, ErrorCode
-from engine.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.config.api import Scope
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.errors import EngineError, ErrorCode
 
 from .context import CONTEXT, ApiContext, body_of, caller_of
 from .models import ApprovalView, ClaimRequest, ClaimView, OutcomeRequest, ProposalRequest, ProposalView
@@ -27,7 +27,7 @@ _KEY_PREFIX = "call:"
 
 def _gate(ctx: ApiContext, caller: Caller, *, lease: float = 300.0) -> ToolGate:
     # The holder is the token, so only the token that claimed an execution can report its outcome.
-    return ToolGate(ctx.lifecycle.worlds.default.service, worker_id=f"api:{caller.token}", lease=lease)
+    return ToolGate(ctx.lifecycle.contexts.default.service, worker_id=f"api:{caller.token}", lease=lease)
 
 
 async def propose(request: web.Request) -> web.Response:

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.domain.hashing import action_hash
-from engine.domain.models import Approval, DecisionKind, Status, Tier
-from engine.domain.records import AuditEntry
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.domain.records import AuditEntry
 
 __all__ = [
     "ApprovalList",

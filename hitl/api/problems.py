@@ -6,8 +6,8 @@ from __future__ import annotations
 from aiohttp import web
 from pydantic import ValidationError
 
-from engine.domain.models import Approval
-from engine.errors import EngineError, ErrorCode
+from hitl.engine.domain.models import Approval
+from hitl.engine.errors import EngineError, ErrorCode
 
 from .models import ErrorBody, ErrorDetail, FieldError
 

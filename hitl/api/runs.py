@@ -7,12 +7,11 @@ from pathlib import Path
 
 from aiohttp import web
 
-from engine.api_spec import Scope
-from engine.domain.models import Approval
-from engine.errors import EngineError, ErrorCode, NotFound
-from engine.runner.outcomes import RunResult
-from engine.runner.spec import load_workflow
-from engine.runner.state import RunState, RunStatus
+from hitl.engine.config.api import Scope
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.runs import RunResult, RunState, RunStatus
+from hitl.engine.errors import EngineError, ErrorCode, NotFound
+from hitl.engine.workflow.definition import load_workflow
 
 from .context import CONTEXT, ApiContext, body_of, caller_of
 from .models import ApprovalView, ResumeRequest, RunStartRequest, RunView
@@ -27,7 +26,7 @@ async def _view(ctx: ApiContext, result: RunResult, workflow: str | None) -> Run
     if result.status is RunStatus.PAUSED:  # the others its parallel steps wait on, from the checkpoint
         found = await ctx.lifecycle.store.runs.load(result.session_id)
         if found is not None:
-            waiting = await _waiting(ctx, RunState.model_validate({**found[0], "version": found[1]}))
+            waiting = await _waiting(ctx, RunState.of(found))
     return RunView(
         session_id=result.session_id,
         status=str(result.status),
@@ -73,7 +72,7 @@ async def _state(ctx: ApiContext, session_id: str) -> RunState:
     found = await ctx.lifecycle.store.runs.load(session_id)
     if found is None:
         raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no run {session_id!r}")
-    return RunState.model_validate({**found[0], "version": found[1]})
+    return RunState.of(found)
 
 
 async def status(request: web.Request) -> web.Response:

@@ -11,7 +11,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from engine.api_spec import ApiTokenSpec, Scope
+from hitl.engine.config.api import ApiTokenSpec, Scope
 
 __all__ = ["Caller", "TokenBook", "mint_token", "token_hash"]
 

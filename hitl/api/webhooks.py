@@ -1,4 +1,4 @@
-"""Webhook delivery: ``hitl serve`` POSTs the queued events (:mod:`engine.events`) to their subscribers.
+"""Webhook delivery: ``hitl serve`` POSTs the queued events (:mod:`hitl.engine.events`) to their subscribers.
 
 Each request carries::
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import aiohttp
 
-from engine.domain.records import AuditEntry
-from engine.events import WEBHOOK_JOB, Outbox
-from engine.ports import Clock, Store
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.events import WEBHOOK_JOB, Outbox
+from hitl.engine.ports import Clock, Store
 
 __all__ = ["MAX_ATTEMPTS", "WebhookDelivery", "sign", "verify"]
 

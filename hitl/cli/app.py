@@ -12,13 +12,6 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from engine.api_spec import ApiTokenSpec
-from engine.compose import config_path_for
-from engine.domain.models import DecisionKind
-from engine.errors import InvalidInput
-from engine.runner.spec import load_workflow
-from engine.runner.validation import policy_problems, validate_workflow
-from engine.runtime import open_runtime
 from hitl.cli.command import run_command, run_service
 from hitl.cli.context import CliSettings
 from hitl.cli.flows import (
@@ -36,6 +29,13 @@ from hitl.cli.purge import purge
 from hitl.cli.remote import remote_from_env
 from hitl.cli.sessions import sessions_app
 from hitl.cli.stats import stats
+from hitl.engine.config.api import ApiTokenSpec
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.errors import InvalidInput
+from hitl.engine.runner.validation import policy_problems, validate_workflow
+from hitl.engine.runtime.compose import config_path_for
+from hitl.engine.runtime.process import open_runtime
+from hitl.engine.workflow.definition import load_workflow
 
 __all__ = ["app", "main"]
 
@@ -267,16 +267,16 @@ def pending(
             out.pending(await client.pending(limit=limit))
             return 0
         async with open_runtime(settings.runtime, read_only=True) as rt:
-            world = rt.worlds.default
+            context = rt.contexts.default
             roles = None
-            if world.config_path is None:
+            if context.config_path is None:
                 out.warn(NO_CONFIG)
             if settings.reviewer:
-                roles = sorted(world.service.roles.roles_of(settings.reviewer))
-                if not roles and settings.reviewer != world.service.requester:  # a typo is not "nothing for you"
-                    known = ", ".join(sorted(world.service.roles.members)) or "none"
+                roles = sorted(context.service.roles.roles_of(settings.reviewer))
+                if not roles and settings.reviewer != context.service.requester:  # a typo is not "nothing for you"
+                    known = ", ".join(sorted(context.service.roles.members)) or "none"
                     raise InvalidInput(
-                        f"{settings.reviewer!r} is in no role of {world.config_path or 'the default config'} "
+                        f"{settings.reviewer!r} is in no role of {context.config_path or 'the default config'} "
                         f"(roles: {known}); check --as / HITL_REVIEWER",
                         reviewer=settings.reviewer,
                     )
@@ -404,11 +404,11 @@ def policy_explain(
 
     async def work() -> int:
         async with open_runtime(settings.runtime) as rt:
-            if rt.worlds.default.config_path is None:
+            if rt.contexts.default.config_path is None:
                 out.warn(NO_CONFIG)
-            for _, message in rt.worlds.default.config.quorum_problems():
+            for _, message in rt.contexts.default.config.quorum_problems():
                 out.warn(message)
-            v = await rt.worlds.default.service.explain(tool, parsed, session_id=session)
+            v = await rt.contexts.default.service.explain(tool, parsed, session_id=session)
         if out.json:
             out.emit(
                 {
@@ -473,9 +473,9 @@ def serve(
 
         raise typer.Exit(supervise(workers, host=host, port=port, store=store, config=config))
 
-    from bot.errors import BotError
-    from bot.server import serve_http, serve_socket
-    from bot.settings import BotSettings
+    from hitl.bot.errors import BotError
+    from hitl.bot.server import serve_http, serve_socket
+    from hitl.bot.settings import BotSettings
     from hitl.logs import configure_logging
     from hitl.serve import build_server, new_replica_id
 
@@ -530,8 +530,8 @@ def mcp(
     decided by the policy (approvals appear in Slack through `hitl serve` on the same store)."""
     import socket as sockets
 
-    from engine.domain.ids import short_id
-    from engine.gate import ToolGate
+    from hitl.engine.agents.gate import ToolGate
+    from hitl.engine.domain.ids import short_id
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
 
@@ -542,12 +542,12 @@ def mcp(
 
     async def work() -> int:
         async with open_runtime(settings.runtime, worker_id="mcp") as rt:
-            world = rt.worlds.default
-            spec = world.config.mcp
+            context = rt.contexts.default
+            spec = context.config.mcp
             if not spec.servers:
                 raise InvalidInput("hitl.yaml lists no MCP servers under mcp.servers; add one to front it")
             worker = f"mcp:{sockets.gethostname()}:{short_id('g')}"
-            gate = ToolGate(world.service, worker_id=worker)
+            gate = ToolGate(context.service, worker_id=worker)
             gateway = Gateway(gate, Upstreams(dict(spec.servers)), session=session or spec.session, wait=spec.wait)
             await gateway.start()
             try:

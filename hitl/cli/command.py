@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 
-from engine.errors import EngineError
 from hitl.cli.output import Out
+from hitl.engine.errors import EngineError
 
 __all__ = ["run_command", "run_service"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from engine.errors import ErrorCode, InvalidInput
-from engine.runtime import RuntimeSettings
+from hitl.engine.errors import ErrorCode, InvalidInput
+from hitl.engine.runtime.process import RuntimeSettings
 
 __all__ = ["CliSettings"]
 

@@ -13,17 +13,16 @@ from typing import Any
 from rich.markup import escape
 from rich.prompt import Prompt
 
-from engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
-from engine.domain.records import AuditEntry
-from engine.errors import EngineError, InvalidInput, NotFound
-from engine.lifecycle import Decided
-from engine.runner.outcomes import RunResult
-from engine.runner.spec import LoadedWorkflow
-from engine.runner.state import RunState, RunStatus
-from engine.runtime import Runtime
 from hitl.cli.context import CliSettings
 from hitl.cli.output import Out
 from hitl.cli.remote import ApiClient
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.runs import RunResult, RunState, RunStatus
+from hitl.engine.errors import EngineError, InvalidInput, NotFound
+from hitl.engine.runtime.lifecycle import Decided
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = [
     "LOCAL",
@@ -55,7 +54,7 @@ _BY_APPROVAL = {
 
 async def _state(rt: Runtime, session_id: str) -> RunState | None:
     found = await rt.store.runs.load(session_id)
-    return RunState.model_validate({**found[0], "version": found[1]}) if found else None
+    return RunState.of(found) if found else None
 
 
 async def locate(rt: Runtime, target: str) -> tuple[Approval | None, RunState | None]:
@@ -137,10 +136,10 @@ async def refuse_local_in_production(
     """``production: true``: a decision straight against the store (no token, any ``--as``) is refused. With
     ``workflow`` (before a run starts), that workflow's configuration is the one asked."""
     if workflow is not None:
-        world = rt.worlds.for_workflow(workflow)
+        context = rt.contexts.for_workflow(workflow)
     else:
-        world = await rt.lifecycle.world_of(approval) if approval is not None else rt.worlds.default
-    if world.config.production or rt.worlds.default.config.production:
+        context = await rt.lifecycle.context_of(approval) if approval is not None else rt.contexts.default
+    if context.config.production or rt.contexts.default.config.production:
         raise InvalidInput(
             f"hitl.yaml says production: true, so {what or 'a decision made against the store'} is refused: "
             "decide through the API (set HITL_API_URL and HITL_TOKEN; `hitl token new` makes a token) or in Slack"

@@ -11,13 +11,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.domain.hashing import short_hash
-from engine.domain.models import Approval, asker_text
-from engine.domain.records import AuditBreak, AuditEntry
-from engine.domain.redaction import reveal_hidden
-from engine.runner.executor import RunResult
-from engine.runner.state import RunStatus
 from hitl.api.models import ApprovalView, AuditView
+from hitl.engine.domain.hashing import short_hash
+from hitl.engine.domain.models import Approval, asker_text
+from hitl.engine.domain.records import AuditBreak, AuditEntry
+from hitl.engine.domain.redaction import reveal_hidden
+from hitl.engine.domain.runs import RunResult, RunStatus
 
 __all__ = ["Out", "approval_json", "asked_by"]
 

@@ -8,14 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from engine.domain.retention import Retention
-from engine.errors import InvalidInput
-from engine.retention_sweep import purge_all
-from engine.runtime import open_runtime
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
 from hitl.cli.output import Out
+from hitl.engine.domain.retention import Retention
+from hitl.engine.errors import InvalidInput
+from hitl.engine.runtime.process import open_runtime
+from hitl.engine.runtime.retention import purge_all
 
 __all__ = ["AuditRetentionOpt", "RetentionOpt", "purge"]
 

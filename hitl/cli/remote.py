@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.domain.models import DecisionKind
-from engine.errors import EngineError, ErrorCode
 from hitl.api.models import ApprovalView, AuditList, AuditView, RunView
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["ApiClient", "RemoteRefused", "remote_from_env"]
 

@@ -8,14 +8,14 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from engine.domain.models import Approval
-from engine.errors import NotFound
-from engine.runner.state import RunState
-from engine.runtime import Runtime, open_runtime
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
 from hitl.cli.output import Out, iso, resume_command
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.runs import RunState
+from hitl.engine.errors import NotFound
+from hitl.engine.runtime.process import Runtime, open_runtime
 
 __all__ = ["interrupt_details", "sessions_app"]
 
@@ -80,7 +80,7 @@ async def _state(rt: Runtime, session_id: str) -> RunState:
     found = await rt.store.runs.load(session_id)
     if found is None:
         raise NotFound(f"no run {session_id!r}; `hitl sessions list` lists paused runs", session_id=session_id)
-    return RunState.model_validate({**found[0], "version": found[1]})
+    return RunState.of(found)
 
 
 async def _waiting(rt: Runtime, state: RunState) -> list[Approval]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from engine.errors import EngineError, ErrorCode
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["refund_example"]
 

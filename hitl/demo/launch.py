@@ -10,15 +10,15 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.server import http_app
-from bot.settings import BotSettings
-from engine.config import HitlConfig, load_config
-from engine.ports import Clock, Store
+from hitl.bot.server import http_app
+from hitl.bot.settings import BotSettings
+from hitl.engine.config.hitl_yaml import HitlConfig, load_config
+from hitl.engine.ports import Clock, Store
+from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.page import SandboxPage
+from hitl.sandbox.server import Emulator, start_emulator
+from hitl.sandbox.webapi import SlackState
 from hitl.serve import Server, build_server
-from slack_sandbox.dispatch import Dispatcher
-from slack_sandbox.page import SandboxPage
-from slack_sandbox.server import Emulator, start_emulator
-from slack_sandbox.webapi import SlackState
 
 __all__ = ["STRANGER", "Sandbox", "start_sandbox", "workspace_for"]
 

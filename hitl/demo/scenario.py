@@ -13,13 +13,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bot.blocks import ACTION_APPROVE, ACTION_MODIFY
-from engine.domain.models import Approval
-from engine.runner import RunResult, RunStatus, load_workflow
-from engine.storage.sqlite import SqliteStore
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
-from slack_sandbox.webapi import Message
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.runs import RunResult, RunStatus
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.workflow.definition import load_workflow
+from hitl.sandbox.webapi import Message
 
 __all__ = ["HOSTILE_NOTE", "run_interactive", "run_scripted"]
 
@@ -97,7 +98,7 @@ async def _settle(sb: Sandbox, session_id: str | None = None) -> None:
         if session_id is None:
             return
         found = await sb.rt.store.runs.load(session_id)
-        if found and found[0]["status"] != RunStatus.PAUSED:
+        if found and found.status != RunStatus.PAUSED:
             return
         await asyncio.sleep(0.01)
 

@@ -1,7 +1,7 @@
 """``hitl mcp``: an MCP server in front of the upstream MCP servers in ``hitl.yaml``, every ``tools/call`` gated.
 
 Tools are listed with their upstream input schemas and descriptions; resources and prompts pass through unchanged.
-A call goes through the policy by its tool name and arguments (:class:`~engine.gate.ToolGate`): allowed calls run at
+A call goes through the policy by its tool name and arguments (``ToolGate``): allowed calls run at
 once; a call that needs a person creates an approval (``hitl serve`` on the same store posts the card) and waits,
 sending progress notifications, for at most ``mcp.wait``; after that the answer says it is pending review, and the
 identical call later picks up the decision instead of asking again. An approved call runs upstream exactly once
@@ -21,10 +21,10 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from engine.domain.models import Approval
-from engine.domain.redaction import bounded
-from engine.errors import EngineError
-from engine.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.redaction import bounded
+from hitl.engine.errors import EngineError
 
 from .upstreams import Route, Upstreams
 

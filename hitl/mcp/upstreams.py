@@ -16,8 +16,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from engine.errors import EngineError, ErrorCode
-from engine.mcp_spec import McpServerSpec
+from hitl.engine.config.mcp import McpServerSpec
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["Route", "Upstreams"]
 

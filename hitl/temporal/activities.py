@@ -2,7 +2,7 @@
 each decision to its waiting workflow as an Update, exactly once.
 
 Register ``HitlActivities(gate, effects).all()`` with your worker, and run an
-:class:`~engine.agent_runs.AgentWatcher` with a :class:`TemporalResumer` beside it: a proposal that needs a person
+:class:`~hitl.engine.agents.runs.AgentWatcher` with a :class:`TemporalResumer` beside it: a proposal that needs a person
 leaves a durable watch job in the store; once the approval is decided (in Slack, the CLI, the API), the watcher
 sends the decision, including after a crash or while no worker was running when it was made.
 """
@@ -19,11 +19,11 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from engine.agent_runs import AgentRuns
-from engine.domain.models import Status
-from engine.domain.records import AuditEntry
-from engine.errors import ClaimRefused, EngineError, NotFound
-from engine.gate import ToolCall, ToolGate
+from hitl.engine.agents.gate import ToolCall, ToolGate
+from hitl.engine.agents.runs import AgentRuns
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import ClaimRefused, EngineError, NotFound
 
 from .messages import EXECUTE, PROPOSE, REFUSED, UPDATE, Decision, ExecuteInput, Proposal, ProposeInput
 
@@ -95,7 +95,7 @@ class HitlActivities:
 
 class TemporalResumer:
     """Sends each decided approval to its waiting workflow as the ``hitl_decision`` Update, once (an
-    :class:`~engine.agent_runs.AgentResumer`). A decision the workflow's validator refuses is audited and not sent
+    :class:`~hitl.engine.agents.runs.AgentResumer`). A decision the workflow's validator refuses is audited and not sent
     again; one that cannot be sent yet (no worker polls, the server is away) is tried again next round."""
 
     framework = FRAMEWORK

@@ -12,10 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from engine.clock import SystemClock
-from engine.config import parse_config
-from engine.storage.sqlite import SqliteStore
-from engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentHarness, AgentRun, AgentWorld, Ledger, refund
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentHarness, AgentRun, AgentWorld, Ledger, refund
 
 CALLS = [refund("c1", "K1", 45)]
 SESSION = "proc-session"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.ports import Store
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
-from engine.testing.conformance.adapters import AgentWorld, Ledger
+from hitl.engine.ports import Store
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.engine.testing.conformance.adapters import AgentWorld, Ledger
 
 
 @pytest.fixture(autouse=True, scope="session")

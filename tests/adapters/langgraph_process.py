@@ -14,10 +14,10 @@ from typing import Any
 import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from engine.clock import SystemClock
-from engine.config import parse_config
-from engine.storage.sqlite import SqliteStore
-from engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentWorld, Ledger, refund
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentWorld, Ledger, refund
 from tests.adapters.test_langgraph import build
 
 
@@ -49,8 +49,8 @@ async def main(mode: str, folder: Path) -> None:
 
 
 async def watch(graph: Any, gate: Any) -> None:
-    from engine.agent_runs import AgentWatcher
     from hitl.adapters.langgraph import Resumer
+    from hitl.engine.agents.runs import AgentWatcher
 
     async def report(thread: str, out: Any) -> None:
         print(f"resumed {thread}: {out['messages'][-1].content}", flush=True)

@@ -3,10 +3,10 @@ again after a failure (its watch job is durable), on both stores."""
 
 from __future__ import annotations
 
-from engine.agent_runs import AgentRuns, AgentWatcher
-from engine.domain.models import DecisionKind
-from engine.gate import ToolCall
-from engine.testing.conformance.adapters import AgentWorld
+from hitl.engine.agents.gate import ToolCall
+from hitl.engine.agents.runs import AgentRuns, AgentWatcher
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.testing.conformance.adapters import AgentWorld
 
 
 class Continuer:

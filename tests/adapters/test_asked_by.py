@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from bot.blocks import card
-from engine.gate import ToolCall
-from engine.testing.conformance.adapters import AgentWorld
+from hitl.bot.blocks import card
 from hitl.cli.output import approval_json
+from hitl.engine.agents.gate import ToolCall
+from hitl.engine.testing.conformance.adapters import AgentWorld
 
 
 async def test_the_card_show_and_audit_name_the_asking_framework_and_session(world: AgentWorld) -> None:

@@ -13,12 +13,13 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from engine.clock import SystemClock
-from engine.config import parse_config
-from engine.domain.models import DecisionKind, Status
-from engine.service import ApprovalService
-from engine.storage.sqlite import SqliteStore
-from engine.testing.conformance.adapters import (
+from hitl.adapters.langgraph import HitlToolNode, Resumer, gated_call
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing.conformance.adapters import (
     ADAPTER_CONFIG,
     AdapterConformance,
     AgentHarness,
@@ -28,7 +29,6 @@ from engine.testing.conformance.adapters import (
     ScriptedCall,
     Transcript,
 )
-from hitl.adapters.langgraph import HitlToolNode, Resumer, gated_call
 from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]

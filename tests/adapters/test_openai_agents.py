@@ -11,14 +11,14 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from engine.testing.conformance.adapters import (
+from hitl.adapters.openai_agents import HitlRunner, gated
+from hitl.engine.testing.conformance.adapters import (
     AdapterConformance,
     AgentHarness,
     AgentWorld,
     ScriptedCall,
     Transcript,
 )
-from hitl.adapters.openai_agents import HitlRunner, gated
 from tests.adapters.stopping import StoppingHarness
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.clock import SystemClock
-from engine.config import parse_config
-from engine.domain.models import DecisionKind, Status
-from engine.service import ApprovalService
-from engine.storage.sqlite import SqliteStore
-from engine.testing.conformance.adapters import ADAPTER_CONFIG, Ledger
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, Ledger
 from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]

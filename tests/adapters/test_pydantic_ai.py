@@ -9,14 +9,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
-from engine.testing.conformance.adapters import (
+from hitl.adapters.pydantic_ai import HitlRunner, HitlToolset
+from hitl.engine.testing.conformance.adapters import (
     AdapterConformance,
     AgentHarness,
     AgentWorld,
     ScriptedCall,
     Transcript,
 )
-from hitl.adapters.pydantic_ai import HitlRunner, HitlToolset
 from tests.adapters.stopping import StoppingHarness
 
 

@@ -14,9 +14,11 @@ from strands.session.file_session_manager import FileSessionManager
 from strands.vended_interventions.hitl import HumanInTheLoop
 from strands.vended_interventions.hitl.classifier import ClassifierResult
 
-from engine.ask import Approvals
-from engine.domain.models import DecisionKind
-from engine.testing.conformance.adapters import (
+from hitl.adapters.ask_callback import SlackAsk
+from hitl.adapters.strands import HitlIntervention, resume
+from hitl.engine.agents.ask import Approvals
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.testing.conformance.adapters import (
     AdapterConformance,
     AgentHarness,
     AgentRun,
@@ -25,8 +27,6 @@ from engine.testing.conformance.adapters import (
     Transcript,
     settle,
 )
-from hitl.adapters.ask_callback import SlackAsk
-from hitl.adapters.strands import HitlIntervention, resume
 
 
 class ScriptedModel(Model):

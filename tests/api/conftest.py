@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from engine.ports import Store
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
 from hitl.api import token_hash
+from hitl.engine.ports import Store
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
 from tests.bot.conftest import CONFIG, ROOT, Harness, start, stop
 
 TOKENS = {

@@ -10,10 +10,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from engine.api_spec import EventKind
-from engine.domain.hashing import action_hash
-from engine.storage.sqlite import SqliteStore
 from hitl.api.webhooks import MAX_ATTEMPTS, backoff, verify
+from hitl.engine.config.api import EventKind
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.storage.sqlite import SqliteStore
 from tests.api.conftest import WEBHOOK_SECRET, Api
 
 REFUND = {"order_id": "78291", "customer_id": "C-1", "amount": 120, "reason": "damaged"}
@@ -239,8 +239,8 @@ async def test_runs_start_by_name_pause_and_resume_with_new_variables(api: Api) 
     # New values are for the steps still to come: the waiting approval stays bound to exactly what it shows.
     assert body["approval"]["id"] == approval["id"] and body["approval"]["args"]["amount"] == 120
     found = await api.h.rt.store.runs.load(run["session_id"])
-    assert found is not None and found[0]["vars"]["amount"] == 90
-    assert any("variables changed by api:agent: amount" in line for line in found[0]["history"])
+    assert found is not None and found.data["vars"]["amount"] == 90
+    assert any("variables changed by api:agent: amount" in line for line in found.data["history"])
     assert (await decide(api, body["approval"]))[0] == 200
     assert await api.h.rt.lifecycle.process_jobs() == 1  # `hitl serve`'s background loop resumes it
     status, shown = await api.call("GET", f"/runs/{run['session_id']}")

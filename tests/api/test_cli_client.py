@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import EngineError, ErrorCode
 from hitl.cli.remote import remote_from_env
+from hitl.engine.errors import EngineError, ErrorCode
 from tests.api.conftest import TOKENS, Api
 from tests.bot.conftest import ROOT
 

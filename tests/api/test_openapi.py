@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
 from hitl.api.openapi import document
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
 from tests.api.conftest import TOKENS, Api, api_config
 from tests.bot.conftest import start, stop
 

@@ -17,16 +17,16 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.server import app_runner
-from bot.settings import BotSettings
-from engine.ports import Store
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.bot.server import app_runner
+from hitl.bot.settings import BotSettings
+from hitl.engine.ports import Store
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.server import Emulator, start_emulator
+from hitl.sandbox.webapi import Message, SlackState
 from hitl.serve import Server, build_server
-from slack_sandbox.dispatch import Dispatcher
-from slack_sandbox.server import Emulator, start_emulator
-from slack_sandbox.webapi import Message, SlackState
 from tests.conftest import free_port
 from tests.processes import stop_process
 
@@ -119,7 +119,7 @@ class Harness:
 
     @property
     def svc(self) -> Any:
-        return self.rt.runtime.worlds.default.service
+        return self.rt.runtime.contexts.default.service
 
     def cards(self, channel: str = "refund-approvals") -> list[Message]:
         ch = self.state.channel(channel)

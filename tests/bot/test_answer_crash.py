@@ -16,15 +16,15 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.blocks import ACTION_APPROVE, ACTION_TRUST
-from engine.clock import SystemClock
-from engine.config import load_config
-from engine.domain.models import Approval, Status
-from engine.service import ApprovalService
-from engine.storage import open_store
-from slack_sandbox.dispatch import Dispatcher
-from slack_sandbox.server import start_emulator
-from slack_sandbox.webapi import Message
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage import open_store
+from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.server import start_emulator
+from hitl.sandbox.webapi import Message
 from tests.bot.conftest import CONFIG, SECRET, serve_env, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 

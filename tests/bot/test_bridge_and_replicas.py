@@ -7,14 +7,14 @@ import copy
 import uuid
 from pathlib import Path
 
-from bot.blocks import ACTION_APPROVE, ACTION_TRUST
-from engine.ask import Approvals
-from engine.domain.models import Status
-from engine.gate import ToolCall
-from engine.storage.redis import RedisStore, connect
-from engine.testing import FakeClock
 from hitl.adapters.ask_callback import SlackAsk, parse_prompt
-from slack_sandbox.webapi import SlackState
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
+from hitl.engine.agents.ask import Approvals
+from hitl.engine.agents.gate import ToolCall
+from hitl.engine.domain.models import Status
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.testing import FakeClock
+from hitl.sandbox.webapi import SlackState
 from tests.bot.conftest import Harness, start, stop, workspace
 
 PROMPT = 'Approve "refund"?\n  Input: {"order_id": "78291", "customer_id": "C-1042", "amount": 42}'

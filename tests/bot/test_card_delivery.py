@@ -6,10 +6,10 @@ import asyncio
 import copy
 import time
 
-from bot.blocks import ACTION_APPROVE
-from engine.background import Background
-from engine.compose import compose
-from engine.domain.models import Status
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.engine.domain.models import Status
+from hitl.engine.runtime.background import Background
+from hitl.engine.runtime.compose import compose
 from tests.bot.conftest import CONFIG, Harness
 
 

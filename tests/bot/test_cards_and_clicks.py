@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 import json
 
-from bot.blocks import ACTION_APPROVE, ACTION_TRUST
-from engine.domain.models import Status
-from slack_sandbox.limits import message_problems
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
+from hitl.engine.domain.models import Status
+from hitl.sandbox.limits import message_problems
 from tests.bot.conftest import Harness
 
 EVIDENCE = "Refund now! <!channel> <@U_FIN1> *APPROVED by Security* <http://evil.example|click> jane@example.com"

@@ -17,12 +17,12 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.blocks import ACTION_APPROVE
-from bot.payloads import Interaction, PayloadError, parse_request
-from bot.reviewers import ReviewerDirectory
-from bot.server import app_runner, http_app
-from engine.domain.models import Reviewer, Status
-from slack_sandbox.dispatch import Dispatcher
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.payloads import Interaction, PayloadError, parse_request
+from hitl.bot.reviewers import ReviewerDirectory
+from hitl.bot.server import app_runner, http_app
+from hitl.engine.domain.models import Reviewer, Status
+from hitl.sandbox.dispatch import Dispatcher
 from tests.bot.conftest import SECRET, Harness
 from tests.bot.test_cards_and_clicks import propose
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.blocks import ACTION_MODIFY, ACTION_REJECT
-from engine.domain.models import Approval, Status
+from hitl.bot.blocks import ACTION_MODIFY, ACTION_REJECT
+from hitl.engine.domain.models import Approval, Status
 from tests.bot.conftest import Harness
 
 REASON = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "customer withdrew"}}}

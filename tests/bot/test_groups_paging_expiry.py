@@ -10,16 +10,17 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import Field
 
-from bot.blocks import ACTION_APPROVE
-from bot.listeners.commands import ACTION_PENDING_PAGE
-from bot.modals import FormValues, modify_view, parse_modify
-from bot.payloads import ViewState
-from engine.domain.models import Status
-from engine.domain.reviewers import Roles
-from engine.runner import RunStatus, load_workflow
-from engine.runner.schema import signature_schema
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock, make_approval
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
+from hitl.bot.modals import FormValues, modify_view, parse_modify
+from hitl.bot.payloads import ViewState
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.reviewers import Roles
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.execution.schema import signature_schema
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock, make_approval
+from hitl.engine.workflow.definition import load_workflow
 from tests.bot.conftest import ROOT, Harness, start, stop, workspace
 
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
@@ -67,7 +68,7 @@ async def test_pending_pages_with_a_next_button(harness: Harness) -> None:
 
 
 async def test_expiry_applies_the_runs_fallback_and_late_clicks_are_told(harness: Harness) -> None:
-    runner = harness.rt.runtime.worlds.for_workflow(load_workflow(REFUND)).runner
+    runner = harness.rt.runtime.contexts.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "30"}, config_path=str(CONFIG))
     assert r.approval is not None
     card = copy.deepcopy(harness.card_for(r.approval.id))

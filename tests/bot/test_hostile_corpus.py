@@ -30,11 +30,11 @@ import aiohttp
 import pytest
 import redis
 
-from engine.compose import compose
-from engine.storage import open_store
-from engine.testing import FakeClock
-from slack_sandbox.dispatch import sign
-from slack_sandbox.server import start_emulator
+from hitl.engine.runtime.compose import compose
+from hitl.engine.storage import open_store
+from hitl.engine.testing import FakeClock
+from hitl.sandbox.dispatch import sign
+from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process

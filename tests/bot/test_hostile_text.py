@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from bot.blocks import card
-from bot.escape import code_block, inert
-from engine.domain.models import Decision, DecisionKind, Status
-from engine.domain.redaction import bounded
-from engine.testing import FakeClock, make_approval
-from slack_sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
+from hitl.bot.blocks import card
+from hitl.bot.escape import code_block, inert
+from hitl.engine.domain.models import Decision, DecisionKind, Status
+from hitl.engine.domain.redaction import bounded
+from hitl.engine.testing import FakeClock, make_approval
+from hitl.sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
 from tests.bot.conftest import Harness
 from tests.bot.hostile import HOSTILE
 

@@ -9,11 +9,11 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.blocks import ACTION_APPROVE
-from bot.errors import BotError
-from bot.settings import BotSettings
-from engine.domain.models import DecisionKind, Status
-from slack_sandbox.dispatch import sign
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.errors import BotError
+from hitl.bot.settings import BotSettings
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
 
 

@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from bot.blocks import ACTION_APPROVE
-from bot.metrics import HITL_METRICS
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.metrics import HITL_METRICS
 from tests.bot.conftest import Harness
 from tests.bot.test_http_edges import pending
 

@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
-from bot.blocks import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
-from engine.domain.models import Status, Tier
+from hitl.bot.blocks import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
+from hitl.engine.domain.models import Status, Tier
 from tests.bot.conftest import Harness
 
 

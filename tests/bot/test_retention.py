@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.blocks import ACTION_APPROVE
-from bot.settings import BotSettings
-from engine.domain.retention import DAY, PURGE_EVENT
-from engine.errors import InvalidInput, NotFound
-from engine.runner import RunStatus, load_workflow
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.settings import BotSettings
+from hitl.engine.domain.retention import DAY, PURGE_EVENT
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import InvalidInput, NotFound
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 from hitl.serve import build_server
 from tests.bot.conftest import ROOT, SECRET, Harness
 
@@ -26,7 +27,7 @@ CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
 
 async def test_serve_purges_after_the_retention_and_the_trail_still_verifies(harness: Harness) -> None:
     store = harness.svc.store
-    runner = harness.rt.runtime.worlds.for_workflow(load_workflow(REFUND)).runner
+    runner = harness.rt.runtime.contexts.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "120"}, config_path=str(CONFIG))
     assert r.status is RunStatus.PAUSED and r.approval is not None
     card = copy.deepcopy(harness.card_for(r.approval.id))

@@ -8,10 +8,11 @@ import json
 import sqlite3
 from pathlib import Path
 
-from bot.blocks import ACTION_APPROVE, ACTION_VIEW_ALL
-from engine.config import parse_config
-from engine.domain.models import DecisionKind, Status
-from engine.runner import RunStatus, load_workflow
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_VIEW_ALL
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.workflow.definition import load_workflow
 from tests.bot.conftest import ROOT, Harness
 
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
@@ -19,7 +20,7 @@ CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
 
 
 async def test_slack_approval_resumes_the_paused_run_exactly_once(harness: Harness, tmp_path: Path) -> None:
-    runner = harness.rt.runtime.worlds.for_workflow(load_workflow(REFUND)).runner
+    runner = harness.rt.runtime.contexts.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(
         load_workflow(REFUND), {"order_id": "78291", "amount": "120", "note": "box crushed"}, config_path=str(CONFIG)
     )
@@ -76,7 +77,7 @@ async def test_batch_card_shows_count_digest_and_view_all(harness: Harness) -> N
 
 
 async def test_a_resume_lost_to_a_crash_is_recovered(harness: Harness, tmp_path: Path) -> None:
-    runner = harness.rt.runtime.worlds.for_workflow(load_workflow(REFUND)).runner
+    runner = harness.rt.runtime.contexts.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "40"}, config_path=str(CONFIG))
     assert r.approval is not None
     assert await harness.svc.store.runs.paused() == [r.session_id]

@@ -17,13 +17,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.blocks import ACTION_APPROVE
-from engine.clock import SystemClock
-from engine.config import load_config
-from engine.service import ApprovalService
-from engine.storage import open_store
-from slack_sandbox.dispatch import Dispatcher
-from slack_sandbox.server import start_emulator
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage import open_store
+from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process

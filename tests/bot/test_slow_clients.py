@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import bot.server
-from bot.blocks import ACTION_APPROVE
-from engine.domain.models import Status
+import hitl.bot.server
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.engine.domain.models import Status
 from tests.bot.conftest import Harness
 from tests.bot.test_cards_and_clicks import propose
 
@@ -41,7 +41,7 @@ async def _closed_after(reader: asyncio.StreamReader) -> tuple[bytes, float]:
 async def test_two_hundred_half_sent_bodies_are_cut_off_while_others_are_served(
     harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(bot.server, "BODY_DEADLINE", 1.0)  # the same rule, at a test's pace (10 s in service)
+    monkeypatch.setattr(hitl.bot.server, "BODY_DEADLINE", 1.0)  # the same rule, at a test's pace (10 s in service)
     url = urlsplit(harness.bot_url)
     host, port = str(url.hostname), int(url.port or 0)
     a = await propose(harness)
@@ -68,8 +68,8 @@ async def test_two_hundred_half_sent_bodies_are_cut_off_while_others_are_served(
         if path == "/slack/events"
     } == {408}
     assert all(400 <= s < 500 for s in statuses), set(statuses)
-    # Cut off at the deadline; those refused unread linger for at most bot.server.LINGER seconds.
-    assert max(at for _, at in ended) - opened < 1.0 + bot.server.LINGER + 3.0
+    # Cut off at the deadline; those refused unread linger for at most hitl.bot.server.LINGER seconds.
+    assert max(at for _, at in ended) - opened < 1.0 + hitl.bot.server.LINGER + 3.0
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
@@ -80,7 +80,7 @@ async def test_a_compressed_body_is_refused_before_it_is_decoded(
     garbage = b"\x78\x9c" + bytes(range(256)) * 4  # a deflate header over nonsense
     headers = {"Content-Type": "application/x-www-form-urlencoded", "Content-Encoding": "deflate"}
     if signed:
-        from slack_sandbox.dispatch import sign
+        from hitl.sandbox.dispatch import sign
 
         stamp = int(time.time())
         headers |= {"X-Slack-Request-Timestamp": str(stamp), "X-Slack-Signature": sign("x", "x", stamp)}

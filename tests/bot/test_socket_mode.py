@@ -14,17 +14,17 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.blocks import ACTION_APPROVE
-from bot.server import serve_socket
-from bot.settings import BotSettings
-from engine.domain.models import Status
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.server import serve_socket
+from hitl.bot.settings import BotSettings
+from hitl.engine.domain.models import Status
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.server import start_emulator
+from hitl.sandbox.socket import SocketHub
+from hitl.sandbox.webapi import SlackState
 from hitl.serve import Server, build_server
-from slack_sandbox.dispatch import Dispatcher
-from slack_sandbox.server import start_emulator
-from slack_sandbox.socket import SocketHub
-from slack_sandbox.webapi import SlackState
 from tests.bot.conftest import CONFIG, workspace
 
 
@@ -65,7 +65,7 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
         slack = Dispatcher(state, http, bot_url="unused", signing_secret="unused")
         slack.socket = bot.hub
         slack.after = rt.ctx.wait_idle
-        p = await rt.runtime.worlds.default.service.propose(
+        p = await rt.runtime.contexts.default.service.propose(
             "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
         )
         assert p.approval is not None
@@ -86,7 +86,7 @@ async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: 
     """Bolt hands Socket Mode payloads over already parsed: they get the same checks before any listener runs."""
     async with socket_bot(tmp_path) as bot:
         hub, rt = bot.hub, bot.server
-        p = await rt.runtime.worlds.default.service.propose(
+        p = await rt.runtime.contexts.default.service.propose(
             "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
         )
         assert p.approval is not None
@@ -103,7 +103,7 @@ async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: 
             {**click, "extra": json.loads("[" * 40 + "]" * 40)},  # nested past the bound
             {**click, "user": {"id": 12}},  # a field of the wrong type
         ]
-        with caplog.at_level(logging.WARNING, logger="bot.payloads"):
+        with caplog.at_level(logging.WARNING, logger="hitl.bot.payloads"):
             for payload in hostile:
                 with pytest.raises(TimeoutError):  # refused: Bolt does not acknowledge it, and nothing runs
                     await hub.deliver("interactive", payload, timeout=1.0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import aiohttp
 
-from slack_sandbox.server import start_emulator
+from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 

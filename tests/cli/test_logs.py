@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.log_context import about
+from hitl.engine.log_context import about
 from hitl.logs import configure_logging
-from slack_sandbox.server import start_emulator
+from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, serve_process, workspace
 
 
@@ -34,13 +34,13 @@ def _restore_root_logger() -> Iterator[None]:
 def test_json_lines_name_the_approval_the_run_and_the_replica() -> None:
     out = io.StringIO()
     configure_logging(logging.INFO, replica="bot:host:r1", fmt="auto", stream=out)  # not a terminal: JSON
-    log = logging.getLogger("engine.lifecycle")
+    log = logging.getLogger("hitl.engine.runtime.lifecycle")
     with about(session_id="ses_1"), about(approval_id="apr_1"):
         log.warning("resume job %s failed", "j-1")
     log.info("outside")
     first, second = (json.loads(line) for line in out.getvalue().splitlines())
     assert first["message"] == "resume job j-1 failed" and first["level"] == "WARNING"
-    assert first["logger"] == "engine.lifecycle" and "time" in first
+    assert first["logger"] == "hitl.engine.runtime.lifecycle" and "time" in first
     assert (first["approval_id"], first["session_id"], first["replica"]) == ("apr_1", "ses_1", "bot:host:r1")
     assert "approval_id" not in second and second["replica"] == "bot:host:r1"  # the context ended with the block
 
@@ -49,9 +49,9 @@ def test_a_terminal_gets_text_with_the_same_facts() -> None:
     out = _Terminal()
     configure_logging(logging.INFO, stream=out)
     with about(approval_id="apr_2"):
-        logging.getLogger("bot.listeners").warning("refused a click")
+        logging.getLogger("hitl.bot.listeners").warning("refused a click")
     line = out.getvalue().strip()
-    assert "WARNING bot.listeners: refused a click [approval_id=apr_2]" in line
+    assert "WARNING hitl.bot.listeners: refused a click [approval_id=apr_2]" in line
     assert not line.startswith("{")
 
 

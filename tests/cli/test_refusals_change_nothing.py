@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.storage import open_store
+from hitl.engine.storage import open_store
 from tests.cli.conftest import REFUND, Cli
 from tests.store_dump import store_dump, without_audit
 

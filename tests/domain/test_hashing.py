@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.domain.hashing import action_hash, batch_hash, canonical_json, identical, normalize
-from engine.errors import InvalidInput
+from hitl.engine.domain.hashing import action_hash, batch_hash, canonical_json, identical, normalize
+from hitl.engine.errors import InvalidInput
 
 json_scalars = (
     st.none()

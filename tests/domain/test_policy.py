@@ -5,10 +5,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.config import parse_config
-from engine.domain.models import Tier
-from engine.domain.policy import Policy, PolicyContext, WindowStats
-from engine.errors import EngineError, ErrorCode
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import Tier
+from hitl.engine.domain.policy import Policy, PolicyContext, WindowStats
+from hitl.engine.errors import EngineError, ErrorCode
 
 BASE = """
 requester: agent:riley

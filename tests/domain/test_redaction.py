@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.domain.redaction import Redactor, bounded, luhn_valid
+from hitl.engine.domain.redaction import Redactor, bounded, luhn_valid
 
 
 def test_redacts_email_phone_and_luhn_valid_cards_only() -> None:

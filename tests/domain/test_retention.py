@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.domain.models import DecisionKind
-from engine.domain.records import AuditEntry
-from engine.domain.retention import (
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.retention import (
     AUDIT_DEFAULT,
     DAY,
     LIVE_RUN_STATUSES,
@@ -21,13 +21,13 @@ from engine.domain.retention import (
     anchor_of,
     purge_entry,
 )
-from engine.errors import InvalidInput, NotFound
-from engine.retention_sweep import RetentionSweep
-from engine.runner.state import RunStatus
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
-from engine.testing.conformance.helpers import cmd
-from engine.testing.factories import make_approval
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import InvalidInput, NotFound
+from hitl.engine.runtime.retention import RetentionSweep
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.engine.testing.conformance.helpers import cmd
+from hitl.engine.testing.factories import make_approval
 
 
 def test_horizons_parse_as_people_write_them() -> None:
@@ -78,7 +78,7 @@ async def test_the_sweep_purges_once_an_interval_and_survives_a_dead_store(
         await store.approvals.decide(cmd(a, "U1", DecisionKind.REJECT, reason="no"), now=clock.now())
         sweep = RetentionSweep(store, clock, Retention(records=600, audit=1200), actor="retention:r1", every=3600)
         clock.advance(601)
-        with caplog.at_level(logging.INFO, logger="engine.retention_sweep"):
+        with caplog.at_level(logging.INFO, logger="hitl.engine.runtime.retention"):
             await sweep.sweep()  # the first sweep purges at once
         assert "removed approvals 1" in caplog.text
         b, _ = await store.approvals.create(make_approval(now=clock.now(), key="b"))
@@ -100,7 +100,7 @@ async def test_the_sweep_purges_once_an_interval_and_survives_a_dead_store(
     dead = SqliteStore(tmp_path / "dir.db")
     try:
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="engine.retention_sweep"):
+        with caplog.at_level(logging.WARNING, logger="hitl.engine.runtime.retention"):
             await RetentionSweep(dead, clock, Retention()).sweep()
         assert "retention could not purge" in caplog.text
     finally:

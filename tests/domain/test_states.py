@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.domain.models import Status
-from engine.domain.states import TERMINAL, TRANSITIONS, check_transition, sources_of
-from engine.errors import ErrorCode, IllegalTransition
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.states import TERMINAL, TRANSITIONS, check_transition, sources_of
+from hitl.engine.errors import ErrorCode, IllegalTransition
 
 
 def test_table_matches_the_design() -> None:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import parse_config
-from engine.domain.arg_schema import check_schema, schema_errors
-from engine.domain.models import DecisionKind
-from engine.errors import InvalidInput
-from engine.gate import ToolCall, ToolGate
-from engine.service import ApprovalService
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.agents.gate import ToolCall, ToolGate
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.arg_schema import check_schema, schema_errors
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.errors import InvalidInput
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
 
 SCHEMA = {
     "type": "object",

@@ -10,15 +10,15 @@ from typing import Any, assert_type
 
 import pytest
 
-from engine.ask import ActionRejected, Approvals
-from engine.config import parse_config
-from engine.domain.models import DecisionKind, Status, Tier
-from engine.errors import DecisionRefused, ErrorCode, InvalidInput
-from engine.ports import Store
-from engine.service import ApprovalService
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.agents.ask import ActionRejected, Approvals
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import DecisionKind, Status, Tier
+from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
+from hitl.engine.ports import Store
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
 
 CONFIG = parse_config("""
 requester: agent:riley

@@ -4,12 +4,12 @@ from typing import Any
 
 import pytest
 
-from engine.config import parse_config
-from engine.domain.models import Approval, DecisionKind, Status, Tier
-from engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound
-from engine.service import ApprovalService
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
 
 CONFIG = """
 requester: agent:riley

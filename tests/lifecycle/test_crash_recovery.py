@@ -26,15 +26,16 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.blocks import ACTION_APPROVE, ACTION_FEEDBACK
-from engine.clock import SystemClock
-from engine.domain.models import Approval
-from engine.runner import RunStatus, load_workflow
-from engine.runtime import Runtime
-from engine.storage import open_store
-from slack_sandbox.dispatch import Dispatcher
-from slack_sandbox.server import Emulator, start_emulator
-from slack_sandbox.webapi import Message, SlackState
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_FEEDBACK
+from hitl.engine.clocks import SystemClock
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.storage import open_store
+from hitl.engine.workflow.definition import load_workflow
+from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.server import Emulator, start_emulator
+from hitl.sandbox.webapi import Message, SlackState
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,8 +153,8 @@ async def _run_state(store_url: str, session: str) -> tuple[dict[str, Any], Appr
     try:
         found = await store.runs.load(session)
         assert found is not None
-        waiting = found[0].get("waiting")
-        return found[0], (await store.approvals.get(str(waiting)) if waiting else None)
+        waiting = found.data.get("waiting")
+        return found.data, (await store.approvals.get(str(waiting)) if waiting else None)
     finally:
         await store.close()
 

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from engine.domain.models import DecisionKind, Reviewer, Status
-from engine.domain.retention import DAY, Retention
-from engine.runner import RunStatus, load_workflow
-from engine.runtime import Runtime
-from engine.storage import open_store
-from engine.storage.redis import RedisStore
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.domain.retention import DAY, Retention
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.storage import open_store
+from hitl.engine.storage.redis import RedisStore
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 
 FLOWS = Path(__file__).parent / "flows"
 

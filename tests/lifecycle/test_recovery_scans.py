@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.domain.decide import DecideCommand
-from engine.domain.models import DecisionKind, Reviewer
-from engine.runtime import Runtime
-from engine.storage import open_store
-from engine.testing import FakeClock, make_approval
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import DecisionKind, Reviewer
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.storage import open_store
+from hitl.engine.testing import FakeClock, make_approval
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])

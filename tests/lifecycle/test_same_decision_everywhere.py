@@ -23,15 +23,16 @@ from typing import Any
 
 import pytest
 
-from bot.blocks import ACTION_APPROVE, ACTION_MODIFY
-from engine.domain.hashing import action_hash
-from engine.domain.ids import approval_id
-from engine.domain.models import Approval, DecisionKind
-from engine.ports import Store
-from engine.runner import RunStatus, load_workflow
-from engine.runtime import Runtime
-from engine.storage import open_store
-from engine.testing import FakeClock
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.ids import approval_id
+from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.ports import Store
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.storage import open_store
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 from tests.bot.conftest import Harness, start, stop
 from tests.bot.test_modals_and_commands import field_values, last_view
 
@@ -106,8 +107,8 @@ async def _serve(backend: Backend) -> Harness:
 
 async def _paused_on(store: Store, session: str) -> Approval:
     found = await store.runs.load(session)
-    assert found is not None and found[0]["status"] == RunStatus.PAUSED, found
-    return await store.approvals.get(str(found[0]["waiting"]))
+    assert found is not None and found.data["status"] == RunStatus.PAUSED, found
+    return await store.approvals.get(str(found.data["waiting"]))
 
 
 async def via_cli(backend: Backend) -> tuple[Any, ...]:

@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from engine.clock import SystemClock
-from engine.config import load_config
-from engine.domain.models import Approval, DecisionKind
-from engine.service import ApprovalService
-from engine.storage.sqlite import SqliteStore
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = Path(__file__).with_name("upstream.py")
@@ -120,3 +121,9 @@ async def impatient_shop(tmp_path: Path) -> AsyncIterator[Shop]:
     s = make_shop(tmp_path, wait="1s")
     yield s
     await s.store.close()
+
+
+def text_of(result: Any) -> str:
+    """The text of a tool call's answer."""
+    assert isinstance(result, types.CallToolResult)
+    return " ".join(c.text for c in result.content if isinstance(c, types.TextContent))

@@ -11,18 +11,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import mcp_types as types
-
-from bot.blocks import card
-from engine.domain.models import DecisionKind, Status
+from hitl.bot.blocks import card
+from hitl.engine.domain.models import DecisionKind, Status
 from tests.conftest import free_port
-from tests.mcp.conftest import Shop
+from tests.mcp.conftest import Shop, text_of
 from tests.processes import stop_process
-
-
-def text_of(result: Any) -> str:
-    assert isinstance(result, types.CallToolResult)
-    return " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 async def test_tools_resources_and_prompts_come_through_with_their_schemas(shop: Shop) -> None:

@@ -11,15 +11,17 @@ from types import ModuleType
 
 import pytest
 
-from engine.config import load_config
-from engine.domain.models import Approval, DecisionKind, Status
-from engine.errors import EngineError, ErrorCode
-from engine.ports import Store
-from engine.runner import Runner, RunStatus, load_workflow
-from engine.service import ApprovalService
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.ports import Store
+from hitl.engine.runner.executor import Runner
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 
 FLOWS = Path(__file__).parent / "flows"
 

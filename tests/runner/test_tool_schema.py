@@ -10,15 +10,17 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import Field
 
-from engine.ask import ActionRejected, Approvals
-from engine.config import load_config, parse_config
-from engine.domain.models import DecisionKind, Status
-from engine.errors import EngineError, ErrorCode, InvalidInput
-from engine.runner import Runner, RunStatus, load_workflow
-from engine.runner.schema import ToolSchema, signature_schema
-from engine.service import ApprovalService
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.agents.ask import ActionRejected, Approvals
+from hitl.engine.config.hitl_yaml import load_config, parse_config
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
+from hitl.engine.execution.schema import ToolSchema, signature_schema
+from hitl.engine.runner.executor import Runner
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "refund"
 

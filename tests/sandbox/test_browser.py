@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
-from engine.runner import load_workflow
-from engine.storage.sqlite import SqliteStore
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import Sandbox, start_sandbox
 from hitl.demo.scenario import HOSTILE_NOTE
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.workflow.definition import load_workflow
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"

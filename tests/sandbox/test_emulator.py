@@ -10,8 +10,8 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from slack_sandbox.server import Emulator, start_emulator
-from slack_sandbox.webapi import SlackState
+from hitl.sandbox.server import Emulator, start_emulator
+from hitl.sandbox.webapi import SlackState
 
 
 @pytest.fixture
@@ -174,9 +174,9 @@ async def test_response_urls_work_five_times(slack: tuple[Emulator, AsyncWebClie
 
 
 async def test_sandbox_page_refuses_cross_site_and_rebinding_requests(tmp_path: Any, monkeypatch: Any) -> None:
-    from engine.storage.sqlite import SqliteStore
     from hitl.demo.examples import refund_example
     from hitl.demo.launch import start_sandbox
+    from hitl.engine.storage.sqlite import SqliteStore
 
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
     sb = await start_sandbox(

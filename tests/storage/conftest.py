@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.ports import Store
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
+from hitl.engine.ports import Store
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
 from tests.conftest import free_port
 
 

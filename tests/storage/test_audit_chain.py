@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.domain.models import DecisionKind
-from engine.domain.records import AuditEntry
-from engine.domain.retention import DAY, Retention
-from engine.ports import Store
-from engine.service import ApprovalService
-from engine.storage import open_store
-from engine.testing import FakeClock
 from hitl.cli import app
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.retention import DAY, Retention
+from hitl.engine.ports import Store
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage import open_store
+from hitl.engine.testing import FakeClock
 from tests.engine.test_ask import CONFIG
 from tests.storage.conftest import StoreUrl
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.testing.conformance import (
+from hitl.engine.testing.conformance import (
     STORE_SUITES,
     ApprovalsConformance,
     FailureConformance,

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from engine.domain.decide import DecideCommand
-from engine.domain.models import Approval, DecisionKind, Reviewer, Status
-from engine.domain.retention import DAY, Retention
-from engine.errors import DecisionRefused, ErrorCode
-from engine.storage.redis import RedisStore
-from engine.testing import FakeClock, make_approval
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
+from hitl.engine.domain.retention import DAY, Retention
+from hitl.engine.errors import DecisionRefused, ErrorCode
+from hitl.engine.storage.redis import RedisStore
+from hitl.engine.testing import FakeClock, make_approval
 
 
 async def test_scripts_reload_after_a_server_flush(redis_store: RedisStore, clock: FakeClock) -> None:

@@ -10,11 +10,11 @@ import subprocess
 import sys
 import time
 
-from engine.domain.models import DecisionKind
-from engine.domain.retention import PURGE_EVENT
-from engine.storage import open_store
-from engine.testing import make_approval
-from engine.testing.conformance.helpers import cmd
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.retention import PURGE_EVENT
+from hitl.engine.storage import open_store
+from hitl.engine.testing import make_approval
+from hitl.engine.testing.conformance.helpers import cmd
 from tests.storage.conftest import StoreUrl
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from engine.storage.sqlite import SqliteStore
+from hitl.engine.storage.sqlite import SqliteStore
 
 
 async def test_concurrent_first_opens_of_a_new_database_all_succeed(tmp_path: Path) -> None:

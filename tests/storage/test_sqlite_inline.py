@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from engine.domain.decide import DecideCommand
-from engine.domain.models import DecisionKind, Reviewer, Status
-from engine.storage.sqlite import SqliteStore
-from engine.storage.sqlite.connection import POLL
-from engine.testing import FakeClock, make_approval
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage.sqlite.connection import POLL
+from hitl.engine.testing import FakeClock, make_approval
 
 _HOLD = """
 import sqlite3, sys, time
@@ -30,10 +30,10 @@ c.execute("COMMIT")
 
 _DECIDE = """
 import asyncio, sys
-from engine.domain.decide import DecideCommand
-from engine.domain.models import DecisionKind, Reviewer
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import DecisionKind, Reviewer
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock
 
 async def go():
     store = SqliteStore(sys.argv[1])

@@ -17,16 +17,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from engine.domain.decide import DecideCommand, apply_decision, apply_expiry
-from engine.domain.execution import transitioned
-from engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
-from engine.domain.models import Approval, DecisionKind, Reviewer, Status
-from engine.domain.states import TRANSITIONS
-from engine.errors import EngineError, IllegalTransition
-from engine.ports import Store
-from engine.storage.redis import RedisStore, connect
-from engine.storage.sqlite import SqliteStore
-from engine.testing import FakeClock, make_approval
+from hitl.engine.domain.decide import DecideCommand, apply_decision, apply_expiry
+from hitl.engine.domain.execution import transitioned
+from hitl.engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
+from hitl.engine.domain.states import TRANSITIONS
+from hitl.engine.errors import EngineError, IllegalTransition
+from hitl.engine.ports import Store
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing import FakeClock, make_approval
 
 PEOPLE = {
     "U_SUPPORT1": frozenset({"support"}),

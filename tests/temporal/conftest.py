@@ -19,13 +19,13 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
-from engine.agent_runs import AgentWatcher
-from engine.clock import SystemClock
-from engine.config import parse_config
-from engine.domain.models import Approval
-from engine.gate import ToolGate
-from engine.service import ApprovalService
-from engine.storage.sqlite import SqliteStore
+from hitl.engine.agents.gate import ToolGate
+from hitl.engine.agents.runs import AgentWatcher
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import Approval
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
 from hitl.temporal import HitlActivities, TemporalResumer
 from tests.conftest import free_port
 from tests.processes import stop_process

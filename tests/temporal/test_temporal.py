@@ -11,7 +11,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.models import DecisionKind, Status
 from hitl.temporal import Decision
 from tests.temporal.conftest import Stand
 

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.domain.models import DecisionKind
-from engine.errors import EngineError, ErrorCode
-from engine.runner.spec import load_workflow
-from engine.runner.state import RunStatus
-from engine.runtime import Runtime
-from engine.storage import open_store
-from engine.testing import FakeClock
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.storage import open_store
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 from tests.workflows.conftest import RESEARCH, Desk
 
 POLICY = """\
@@ -189,7 +189,7 @@ async def _failed(desk2: Desk2, flow: dict[str, Any], script: dict[str, Any]) ->
         await desk2.run(flow, script)
     assert caught.value.code is ErrorCode.AGENT_FAILED
     found = await desk2.rt.store.runs.load(f"ses_{flow['name']}")
-    assert found is not None and found[0]["status"] == "failed" and found[0]["reason"] == caught.value.message
+    assert found is not None and found.data["status"] == "failed" and found.data["reason"] == caught.value.message
     return caught.value.message
 
 
@@ -234,7 +234,7 @@ async def test_batches_conditional_gates_and_required_approval_work_inside_paral
     assert paused.status is RunStatus.PAUSED and paused.outputs["maybe"] == {"skipped": True}
     found = await desk2.rt.store.runs.load("ses_gates")
     assert found is not None
-    waits = found[0]["waits"]
+    waits = found.data["waits"]
     assert sorted(waits) == ["lookup", "mail_all"]  # the batch and the required search, both asked at once
     batch = await desk2.rt.store.approvals.get(waits["mail_all"])
     assert [item["to"] for item in batch.args["items"]] == ["a@example.com", "b@example.com"]  # bound to both
@@ -277,8 +277,8 @@ async def test_a_run_that_ends_cancels_what_its_other_branches_wait_on(desk2: De
     desk2.rt = Runtime.build(store=desk2.rt.store, clock=FakeClock(), config_path=str(desk2.tmp / "hitl.yaml"))
     paused = await desk2.run(flow, {})
     found = await desk2.rt.store.runs.load("ses_ended")
-    assert found is not None and sorted(found[0]["waits"]) == ["check", "mail"]
-    gate, mail = found[0]["waits"]["check"], found[0]["waits"]["mail"]
+    assert found is not None and sorted(found.data["waits"]) == ["check", "mail"]
+    gate, mail = found.data["waits"]["check"], found.data["waits"]["mail"]
     assert paused.status is RunStatus.PAUSED
     await desk2.rt.lifecycle.decide(gate, "U_EDITOR1", DecisionKind.REJECT, reason="stop", resume="none")
     ended = await desk2.rt.lifecycle.resume("ses_ended")
@@ -286,6 +286,6 @@ async def test_a_run_that_ends_cancels_what_its_other_branches_wait_on(desk2: De
     left = await desk2.rt.store.approvals.get(mail)
     assert left.status.value == "cancelled" and "the run ended (rejected)" in str(left.reason)
     found = await desk2.rt.store.runs.load("ses_ended")
-    assert found is not None and found[0]["waits"] == {}
+    assert found is not None and found.data["waits"] == {}
     trail = await desk2.rt.store.audit.entries(approval_id=mail)
     assert trail[-1].event == "cancelled"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.domain.models import DecisionKind
-from engine.runner.spec import load_workflow
-from engine.runner.state import RunState, RunStatus
-from engine.runtime import Runtime
-from engine.storage import open_store
-from engine.testing import FakeClock
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.runs import RunState, RunStatus
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.storage import open_store
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 from tests.workflows.conftest import RESEARCH, Desk
 from tests.workflows.test_validate_and_sessions import SCRIPT, TWO_EMAILS
 
@@ -22,7 +22,7 @@ from tests.workflows.test_validate_and_sessions import SCRIPT, TWO_EMAILS
 async def _state(rt: Runtime, session: str) -> RunState:
     found = await rt.store.runs.load(session)
     assert found is not None
-    return RunState.model_validate({**found[0], "version": found[1]})
+    return RunState.of(found)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])

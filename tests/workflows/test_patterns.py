@@ -3,7 +3,7 @@ process, and the research desk's effect log shows that nothing ran twice."""
 
 from __future__ import annotations
 
-from engine.runner.spec import load_workflow
+from hitl.engine.workflow.definition import load_workflow
 from tests.workflows.conftest import RESEARCH, Desk, Hitl
 
 EDITOR = ("--as", "U_EDITOR1")

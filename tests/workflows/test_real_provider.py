@@ -13,12 +13,12 @@ import pytest
 import yaml
 from aiohttp import web
 
-from engine.domain.models import DecisionKind
-from engine.runner.spec import load_workflow
-from engine.runner.state import RunStatus
-from engine.runtime import Runtime
-from engine.storage import open_store
-from engine.testing import FakeClock
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.runtime.process import Runtime
+from hitl.engine.storage import open_store
+from hitl.engine.testing import FakeClock
+from hitl.engine.workflow.definition import load_workflow
 from tests.conftest import free_port
 from tests.workflows.conftest import RESEARCH, Desk
 

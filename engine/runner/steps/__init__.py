@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from engine.runner.steps.agent import AgentHandler
-from engine.runner.steps.batch import BatchHandler
-from engine.runner.steps.gate import GateHandler
-from engine.runner.steps.loop import LoopHandler
-from engine.runner.steps.tool import ToolHandler
+from hitl.engine.runner.steps.agent import AgentHandler
+from hitl.engine.runner.steps.batch import BatchHandler
+from hitl.engine.runner.steps.gate import GateHandler
+from hitl.engine.runner.steps.loop import LoopHandler
+from hitl.engine.runner.steps.tool import ToolHandler
 
 __all__ = ["AgentHandler", "BatchHandler", "GateHandler", "LoopHandler", "ToolHandler"]

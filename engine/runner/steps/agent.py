@@ -14,8 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from engine.errors import EngineError, ErrorCode, InvalidInput
-from engine.runner.agents import (
+from hitl.engine.domain.runs import RunState, RunStatus
+from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
+from hitl.engine.execution.effects import EffectFailed
+from hitl.engine.execution.schema import ToolSchema
+from hitl.engine.execution.tools import Tool
+from hitl.engine.runner.agent_backend import (
     AgentBackend,
     AgentRequest,
     AgentStopped,
@@ -24,14 +28,10 @@ from engine.runner.agents import (
     ModelChoice,
     load_backend,
 )
-from engine.runner.effects import EffectFailed
-from engine.runner.kit import Ask, StepKit
-from engine.runner.outcomes import Halt
-from engine.runner.schema import ToolSchema
-from engine.runner.spec import AgentStep, LoadedWorkflow
-from engine.runner.state import RunState, RunStatus
-from engine.runner.templates import render_value
-from engine.runner.tools import Tool
+from hitl.engine.runner.outcomes import Halt
+from hitl.engine.runner.step_context import Ask, StepContext
+from hitl.engine.runner.templates import render_value
+from hitl.engine.workflow.definition import AgentStep, LoadedWorkflow
 
 __all__ = ["AgentHandler", "parse_json_answer"]
 
@@ -39,7 +39,7 @@ _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\}|\[.*?\])\s*```", re.DOTALL)
 
 
 class AgentHandler:
-    def __init__(self, kit: StepKit, backend: AgentBackend | None = None) -> None:
+    def __init__(self, kit: StepContext, backend: AgentBackend | None = None) -> None:
         self.kit = kit
         self._backend = backend
 
@@ -161,7 +161,7 @@ def _structured(step: AgentStep, text: str, schema: dict[str, Any]) -> Any:
 class _Calls:
     """Answers one agent run's tool calls: recorded answers first, then policy, approval and the effect."""
 
-    kit: StepKit
+    kit: StepContext
     state: RunState
     step: AgentStep
     tools: dict[str, Tool]

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from engine.domain.models import Status
-from engine.errors import InvalidInput
-from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt
-from engine.runner.spec import LoadedWorkflow, ToolStep
-from engine.runner.state import RunState
-from engine.runner.templates import evaluate
-from engine.runner.tools import Tool
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.runs import RunState
+from hitl.engine.errors import InvalidInput
+from hitl.engine.execution.tools import Tool
+from hitl.engine.runner.outcomes import Halt
+from hitl.engine.runner.step_context import StepContext
+from hitl.engine.runner.templates import evaluate
+from hitl.engine.workflow.definition import LoadedWorkflow, ToolStep
 
 __all__ = ["BatchHandler"]
 
 
 class BatchHandler:
-    def __init__(self, kit: StepKit) -> None:
+    def __init__(self, kit: StepContext) -> None:
         self.kit = kit
 
     async def run(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> Halt | None:

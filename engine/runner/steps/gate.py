@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from engine.domain.models import DecisionKind, Status
-from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, Redo, goes_on, halt_for
-from engine.runner.spec import GateStep, LoadedWorkflow, Step
-from engine.runner.state import RunState, RunStatus
-from engine.runner.templates import evaluate, render_value
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.runs import RunState, RunStatus
+from hitl.engine.runner.outcomes import Halt, Redo, goes_on, halt_for
+from hitl.engine.runner.step_context import StepContext
+from hitl.engine.runner.templates import evaluate, render_value
+from hitl.engine.workflow.definition import GateStep, LoadedWorkflow, Step
 
 __all__ = ["GateHandler"]
 
 
 class GateHandler:
-    def __init__(self, kit: StepKit) -> None:
+    def __init__(self, kit: StepContext) -> None:
         self.kit = kit
 
     async def run(self, wf: LoadedWorkflow, state: RunState, step: GateStep, before: Step | None) -> Halt | Redo | None:

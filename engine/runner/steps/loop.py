@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 
-from engine.domain.models import DecisionKind, Status
-from engine.runner.kit import StepKit
-from engine.runner.outcomes import Halt, goes_on, halt_for
-from engine.runner.spec import LoadedWorkflow, ToolStep
-from engine.runner.state import RunState, RunStatus
-from engine.runner.templates import evaluate
-from engine.runner.tools import Tool
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.runs import RunState, RunStatus
+from hitl.engine.execution.tools import Tool
+from hitl.engine.runner.outcomes import Halt, goes_on, halt_for
+from hitl.engine.runner.step_context import StepContext
+from hitl.engine.runner.templates import evaluate
+from hitl.engine.workflow.definition import LoadedWorkflow, ToolStep
 
 __all__ = ["LoopHandler"]
 
 
 class LoopHandler:
-    def __init__(self, kit: StepKit) -> None:
+    def __init__(self, kit: StepContext) -> None:
         self.kit = kit
 
     async def run(self, wf: LoadedWorkflow, tool: Tool, state: RunState, step: ToolStep) -> Halt | None:

@@ -9,7 +9,7 @@ stale but an approval can never be missing from its index.
 
 from __future__ import annotations
 
-from engine.storage.redis.connection import connect
-from engine.storage.redis.store import RedisStore
+from hitl.engine.storage.redis.connection import connect
+from hitl.engine.storage.redis.store import RedisStore
 
 __all__ = ["RedisStore", "connect"]

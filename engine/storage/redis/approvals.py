@@ -9,23 +9,23 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline, PubSub
 
-from engine.domain.decide import DecideCommand, refusal
-from engine.domain.execution import stale_approval
-from engine.domain.ids import check_same_action
-from engine.domain.models import Approval, Status
-from engine.domain.records import Page
-from engine.domain.states import check_transition, sources_of
-from engine.errors import ErrorCode, NotFound
-from engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor
-from engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
-from engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
+from hitl.engine.domain.decide import DecideCommand, refusal
+from hitl.engine.domain.execution import stale_approval
+from hitl.engine.domain.ids import check_same_action
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import Page
+from hitl.engine.domain.states import check_transition, sources_of
+from hitl.engine.errors import ErrorCode, NotFound
+from hitl.engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor
+from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
+from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
 
 __all__ = ["RedisApprovals"]
 
 
 @store_errors
 class RedisApprovals:
-    """:class:`engine.ports.ApprovalStore` on Redis."""
+    """:class:`hitl.engine.ports.ApprovalStore` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

@@ -1,23 +1,23 @@
 """The audit trail in Redis: each approval's list (written by the same scripts that change it) and a stream
 of entries that belong to no approval. Approvals are found from two indexes: the stored ones, and those retention
-removed while their chain is kept (see :mod:`engine.domain.retention`)."""
+removed while their chain is kept (see :mod:`hitl.engine.domain.retention`)."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
-from engine.domain.records import AuditBreak, AuditEntry, chain_link
-from engine.domain.retention import anchor_of
-from engine.storage.redis.codec import entry_body, split_link, text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
+from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link
+from hitl.engine.domain.retention import anchor_of
+from hitl.engine.storage.redis.codec import entry_body, split_link, text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisAudit"]
 
 
 @store_errors
 class RedisAudit:
-    """:class:`engine.ports.AuditLog` on Redis."""
+    """:class:`hitl.engine.ports.AuditLog` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
-from engine.domain.models import Approval
-from engine.domain.records import AuditEntry
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.records import AuditEntry
 
 __all__ = ["DYNAMIC", "approval_from_result", "approval_to_fields", "entry_body", "split_link", "static_doc", "text"]
 

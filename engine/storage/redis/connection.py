@@ -17,7 +17,7 @@ from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, RedisError
 
-from engine.errors import StoreError
+from hitl.engine.errors import StoreError
 
 __all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "store_errors", "waits"]
 
@@ -84,7 +84,7 @@ def waits(fn: F) -> F:
 
 def _lua(name: str) -> str:
     """A script's text, with each ``--#include <name>`` line replaced by that file (shared Lua functions)."""
-    text = resources.files("engine.storage.redis").joinpath(f"lua/{name}.lua").read_text(encoding="utf-8")
+    text = resources.files("hitl.engine.storage.redis").joinpath(f"lua/{name}.lua").read_text(encoding="utf-8")
     return re.sub(r"^--#include (\w+)$", lambda m: _lua(m.group(1)), text, flags=re.M)
 
 

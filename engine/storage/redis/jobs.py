@@ -8,9 +8,9 @@ from typing import Any, cast
 
 from redis.exceptions import ResponseError
 
-from engine.domain.records import Job
-from engine.storage.redis.codec import text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.records import Job
+from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisJobs"]
 
@@ -19,7 +19,7 @@ _GROUP = "hitl-workers"
 
 @store_errors
 class RedisJobs:
-    """:class:`engine.ports.JobQueue` on Redis."""
+    """:class:`hitl.engine.ports.JobQueue` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

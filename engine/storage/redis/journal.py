@@ -1,4 +1,4 @@
-"""A run's step boundaries in Redis: each :class:`~engine.domain.journal.Commit` is one script (``commit.lua``), and
+"""A run's step boundaries in Redis: each :class:`Commit` is one script (``commit.lua``), and
 opening a run to resume it another (``open.lua``)."""
 
 from __future__ import annotations
@@ -6,22 +6,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.domain import execution as claim_rules
-from engine.domain.ids import id_collision
-from engine.domain.journal import Commit, Committed, Opened
-from engine.domain.models import Approval
-from engine.domain.records import Claim, ClaimState
-from engine.errors import EngineError, IllegalTransition, NotFound
-from engine.storage.codec import audit_for_creation
-from engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
-from engine.storage.redis.connection import ANY_ROLE, RedisConnection, store_errors
+from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.ids import id_collision
+from hitl.engine.domain.journal import Commit, Committed, Opened
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.records import Claim, ClaimState
+from hitl.engine.errors import EngineError, IllegalTransition, NotFound
+from hitl.engine.storage.codec import audit_for_creation
+from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
+from hitl.engine.storage.redis.connection import ANY_ROLE, RedisConnection, store_errors
 
 __all__ = ["RedisJournal"]
 
 
 @store_errors
 class RedisJournal:
-    """:class:`engine.ports.Journal` on Redis."""
+    """:class:`hitl.engine.ports.Journal` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress
-from engine.domain.records import Claim, ClaimState
-from engine.storage.redis.codec import text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress
+from hitl.engine.domain.records import Claim, ClaimState
+from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisLedger"]
 
 
 @store_errors
 class RedisLedger:
-    """:class:`engine.ports.ExecutionLedger` on Redis."""
+    """:class:`hitl.engine.ports.ExecutionLedger` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from engine.domain.records import MessageRef
-from engine.storage.redis.codec import text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.records import MessageRef
+from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisMessages"]
 
 
 @store_errors
 class RedisMessages:
-    """:class:`engine.ports.MessageMap` on Redis."""
+    """:class:`hitl.engine.ports.MessageMap` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

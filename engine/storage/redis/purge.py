@@ -1,6 +1,6 @@
 """Retention in Redis: ended runs, final approvals, finished claims and lapsed trust grants found from their
 indexes and removed one by one (each re-checked in the script that removes it); then the audit removal, atomic
-and anchored (see :mod:`engine.domain.retention`). Jobs need nothing: an acknowledged job is deleted at once."""
+and anchored (see :mod:`hitl.engine.domain.retention`). Jobs need nothing: an acknowledged job is deleted at once."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 
-from engine.domain.records import AuditEntry, ClaimState
-from engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, Purged, Retention, purge_entry
-from engine.domain.states import TERMINAL
-from engine.storage.redis.codec import entry_body, split_link, text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.records import AuditEntry, ClaimState
+from hitl.engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, Purged, Retention, purge_entry
+from hitl.engine.domain.states import TERMINAL
+from hitl.engine.storage.redis.codec import entry_body, split_link, text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisPurger"]
 
@@ -30,7 +30,7 @@ _ALL = 2**62
 
 @store_errors
 class RedisPurger:
-    """:class:`engine.ports.Purger` on Redis."""
+    """:class:`hitl.engine.ports.Purger` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

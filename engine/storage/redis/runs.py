@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.domain.execution import stale_run
-from engine.storage.redis.codec import text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.execution import stale_run
+from hitl.engine.domain.runs import StoredRun
+from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisRuns"]
 
 
 @store_errors
 class RedisRuns:
-    """:class:`engine.ports.RunStore` on Redis."""
+    """:class:`hitl.engine.ports.RunStore` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
@@ -38,9 +39,9 @@ class RedisRuns:
             await self.conn.r.zrem(self._paused, run_id)
         return int(out[1])
 
-    async def load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
+    async def load(self, run_id: str) -> StoredRun | None:
         data, version = await self.conn.r.hmget(self._key(run_id), ["data", "version"])
-        return (json.loads(data), int(text(version))) if data is not None else None
+        return StoredRun(json.loads(data), int(text(version))) if data is not None else None
 
     async def paused(self, *, limit: int = 500, after: str | None = None) -> list[str]:
         low = f"({after}" if after else "-"

@@ -7,19 +7,19 @@ import logging
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from engine.errors import StoreError
-from engine.storage.redis.approvals import RedisApprovals
-from engine.storage.redis.audit import RedisAudit
-from engine.storage.redis.connection import RedisConnection
-from engine.storage.redis.jobs import RedisJobs
-from engine.storage.redis.journal import RedisJournal
-from engine.storage.redis.ledger import RedisLedger
-from engine.storage.redis.messages import RedisMessages
-from engine.storage.redis.purge import RedisPurger
-from engine.storage.redis.runs import RedisRuns
-from engine.storage.redis.tallies import RedisTallies
-from engine.storage.redis.trust import RedisTrust
-from engine.storage.redis.windows import RedisWindows
+from hitl.engine.errors import StoreError
+from hitl.engine.storage.redis.approvals import RedisApprovals
+from hitl.engine.storage.redis.audit import RedisAudit
+from hitl.engine.storage.redis.connection import RedisConnection
+from hitl.engine.storage.redis.jobs import RedisJobs
+from hitl.engine.storage.redis.journal import RedisJournal
+from hitl.engine.storage.redis.ledger import RedisLedger
+from hitl.engine.storage.redis.messages import RedisMessages
+from hitl.engine.storage.redis.purge import RedisPurger
+from hitl.engine.storage.redis.runs import RedisRuns
+from hitl.engine.storage.redis.tallies import RedisTallies
+from hitl.engine.storage.redis.trust import RedisTrust
+from hitl.engine.storage.redis.windows import RedisWindows
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ __all__ = ["RedisStore"]
 
 
 class RedisStore:
-    """Redis implementation of :class:`engine.ports.Store`.
+    """Redis implementation of :class:`hitl.engine.ports.Store`.
 
     Args:
         client: an injected ``redis.asyncio.Redis`` (the caller owns pooling and TLS settings).

@@ -1,15 +1,15 @@
 """Metric counts in Redis: a hash per hour (``<prefix>:tally:<hour>``), one field per tool, tier and count, kept
-:data:`~engine.domain.retention.TALLY_KEEP` (the key's TTL)."""
+:data:`~hitl.engine.domain.retention.TALLY_KEEP` (the key's TTL)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.domain.retention import TALLY_KEEP
-from engine.domain.tally import TallyKey, hour_of
-from engine.storage.redis.codec import text
-from engine.storage.redis.connection import RedisConnection, store_errors
-from engine.storage.tally_buffer import TallyBuffer
+from hitl.engine.domain.retention import TALLY_KEEP
+from hitl.engine.domain.tally import TallyKey, hour_of
+from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.tally_buffer import TallyBuffer
 
 __all__ = ["RedisTallies"]
 
@@ -18,7 +18,7 @@ _SEP = "\x1f"
 
 @store_errors
 class RedisTallies:
-    """:class:`engine.ports.Tallies` on Redis."""
+    """:class:`hitl.engine.ports.Tallies` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

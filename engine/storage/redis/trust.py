@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 
-from engine.domain.records import AuditEntry, TrustGrant
-from engine.storage.redis.codec import entry_body, text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.records import AuditEntry, TrustGrant
+from hitl.engine.storage.redis.codec import entry_body, text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisTrust"]
 
 
 @store_errors
 class RedisTrust:
-    """:class:`engine.ports.TrustStore` on Redis; grants and revocations are audited."""
+    """:class:`hitl.engine.ports.TrustStore` on Redis; grants and revocations are audited."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from engine.domain.policy import WindowStats
-from engine.storage.redis.codec import text
-from engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.domain.policy import WindowStats
+from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
 __all__ = ["RedisWindows"]
 
 
 @store_errors
 class RedisWindows:
-    """:class:`engine.ports.RateWindows` on Redis."""
+    """:class:`hitl.engine.ports.RateWindows` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

@@ -7,6 +7,6 @@ database's write lock and the loser reads the winner's state.
 
 from __future__ import annotations
 
-from engine.storage.sqlite.store import SqliteStore
+from hitl.engine.storage.sqlite.store import SqliteStore
 
 __all__ = ["SqliteStore"]

@@ -9,15 +9,15 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-from engine.domain import execution as claim_rules
-from engine.domain.decide import DecideCommand, apply_decision, apply_expiry
-from engine.domain.ids import check_same_action
-from engine.domain.models import Approval, Status
-from engine.domain.records import Page
-from engine.errors import DecisionRefused, StaleVersion
-from engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
+from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.decide import DecideCommand, apply_decision, apply_expiry
+from hitl.engine.domain.ids import check_same_action
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import Page
+from hitl.engine.errors import DecisionRefused, StaleVersion
+from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
 
 __all__ = ["CREATED_POLL", "SqliteApprovals"]
 
@@ -26,7 +26,7 @@ CREATED_POLL = 0.05
 
 
 class SqliteApprovals:
-    """:class:`engine.ports.ApprovalStore` on SQLite."""
+    """:class:`hitl.engine.ports.ApprovalStore` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
-from engine.domain.records import AuditBreak, AuditEntry, chain_link
-from engine.domain.retention import PURGE_EVENT, anchor_of
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import audit_body, insert_audit
+from hitl.engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
+from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link
+from hitl.engine.domain.retention import PURGE_EVENT, anchor_of
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import audit_body, insert_audit
 
 __all__ = ["SqliteAudit"]
 
@@ -17,7 +17,7 @@ _KEYS = _COLS.split(", ")
 
 
 class SqliteAudit:
-    """:class:`engine.ports.AuditLog` on SQLite."""
+    """:class:`hitl.engine.ports.AuditLog` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

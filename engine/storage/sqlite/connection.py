@@ -20,14 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from engine.domain.records import chain_link
-from engine.errors import StoreError
-from engine.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION, add_missing_columns
+from hitl.engine.domain.records import chain_link
+from hitl.engine.errors import StoreError
+from hitl.engine.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION, add_missing_columns
 
 __all__ = ["CHAIN_LINK_SQL", "SqliteConnection"]
 
 CHAIN_LINK_SQL = "hitl_chain_link"
-"""The SQL name of :func:`engine.domain.records.chain_link` on every connection the store opens."""
+"""The SQL name of :func:`hitl.engine.domain.records.chain_link` on every connection the store opens."""
 T = TypeVar("T")
 POLL = 0.005
 """Seconds between looks for changes other processes made, while anyone in this process waits for one."""

@@ -5,16 +5,16 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engine.domain.records import Job
-from engine.storage.codec import loads
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import insert_job
+from hitl.engine.domain.records import Job
+from hitl.engine.storage.codec import loads
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import insert_job
 
 __all__ = ["SqliteJobs"]
 
 
 class SqliteJobs:
-    """:class:`engine.ports.JobQueue` on SQLite."""
+    """:class:`hitl.engine.ports.JobQueue` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

@@ -1,24 +1,24 @@
-"""A run's step boundaries in SQLite: each :class:`~engine.domain.journal.Commit` is one transaction."""
+"""A run's step boundaries in SQLite: each :class:`~hitl.engine.domain.journal.Commit` is one transaction."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from engine.domain import execution as claim_rules
-from engine.domain.ids import check_same_action
-from engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord
-from engine.domain.models import Approval, Status
-from engine.domain.records import Claim
-from engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
-from engine.storage.codec import audit_for_creation, audit_for_decision, dumps, loads
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import insert_audit, load_approval, load_claim, write_approval, write_claim
+from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.ids import check_same_action
+from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import Claim
+from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
+from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, dumps, loads
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import insert_audit, load_approval, load_claim, write_approval, write_claim
 
 __all__ = ["SqliteJournal"]
 
 
 class SqliteJournal:
-    """:class:`engine.ports.Journal` on SQLite."""
+    """:class:`hitl.engine.ports.Journal` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

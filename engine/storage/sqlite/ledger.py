@@ -5,16 +5,16 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engine.domain import execution as claim_rules
-from engine.domain.records import Claim
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import load_claim, write_claim
+from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.records import Claim
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import load_claim, write_claim
 
 __all__ = ["SqliteLedger"]
 
 
 class SqliteLedger:
-    """:class:`engine.ports.ExecutionLedger` on SQLite."""
+    """:class:`hitl.engine.ports.ExecutionLedger` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from engine.domain.records import MessageRef
-from engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.domain.records import MessageRef
+from hitl.engine.storage.sqlite.connection import SqliteConnection
 
 __all__ = ["SqliteMessages"]
 
 
 class SqliteMessages:
-    """:class:`engine.ports.MessageMap` on SQLite."""
+    """:class:`hitl.engine.ports.MessageMap` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

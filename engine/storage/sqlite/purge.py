@@ -1,15 +1,15 @@
 """Retention in SQLite: one transaction removes what ended before the horizons, appends the purge entry and removes
-the audit chains past theirs (see :mod:`engine.domain.retention` for the rules both stores follow)."""
+the audit chains past theirs (see :mod:`hitl.engine.domain.retention` for the rules both stores follow)."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, TALLY_KEEP, Purged, Retention, purge_entry
-from engine.domain.states import TERMINAL
-from engine.domain.tally import hour_of
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import insert_audit
+from hitl.engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, TALLY_KEEP, Purged, Retention, purge_entry
+from hitl.engine.domain.states import TERMINAL
+from hitl.engine.domain.tally import hour_of
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import insert_audit
 
 __all__ = ["SqlitePurger"]
 
@@ -22,7 +22,7 @@ def _marks(values: tuple[str, ...] | list[str]) -> str:
 
 
 class SqlitePurger:
-    """:class:`engine.ports.Purger` on SQLite."""
+    """:class:`hitl.engine.ports.Purger` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

@@ -5,12 +5,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engine.domain.hashing import canonical_json
-from engine.domain.models import Approval
-from engine.domain.records import AuditEntry, Claim
-from engine.errors import NotFound
-from engine.storage.codec import dumps, loads
-from engine.storage.sqlite.connection import CHAIN_LINK_SQL
+from hitl.engine.domain.hashing import canonical_json
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.records import AuditEntry, Claim
+from hitl.engine.errors import NotFound
+from hitl.engine.storage.codec import dumps, loads
+from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
 __all__ = ["audit_body", "insert_audit", "insert_job", "load_approval", "load_claim", "write_approval", "write_claim"]
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engine.domain import execution as claim_rules
-from engine.storage.codec import dumps, loads
-from engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.runs import StoredRun
+from hitl.engine.storage.codec import dumps, loads
+from hitl.engine.storage.sqlite.connection import SqliteConnection
 
 __all__ = ["SqliteRuns"]
 
 
 class SqliteRuns:
-    """:class:`engine.ports.RunStore` on SQLite."""
+    """:class:`hitl.engine.ports.RunStore` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db
@@ -32,10 +33,10 @@ class SqliteRuns:
 
         return await self.db.run(tx)
 
-    async def load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
-        def tx(c: sqlite3.Connection) -> tuple[dict[str, Any], int] | None:
+    async def load(self, run_id: str) -> StoredRun | None:
+        def tx(c: sqlite3.Connection) -> StoredRun | None:
             row = c.execute("SELECT data, version FROM checkpoints WHERE run_id = ?", (run_id,)).fetchone()
-            return (loads(row[0]), int(row[1])) if row else None
+            return StoredRun(loads(row[0]), int(row[1])) if row else None
 
         return await self.db.run(tx, write=False)
 

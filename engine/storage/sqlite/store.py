@@ -5,18 +5,18 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from engine.storage.sqlite.approvals import SqliteApprovals
-from engine.storage.sqlite.audit import SqliteAudit
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.jobs import SqliteJobs
-from engine.storage.sqlite.journal import SqliteJournal
-from engine.storage.sqlite.ledger import SqliteLedger
-from engine.storage.sqlite.messages import SqliteMessages
-from engine.storage.sqlite.purge import SqlitePurger
-from engine.storage.sqlite.runs import SqliteRuns
-from engine.storage.sqlite.tallies import SqliteTallies
-from engine.storage.sqlite.trust import SqliteTrust
-from engine.storage.sqlite.windows import SqliteWindows
+from hitl.engine.storage.sqlite.approvals import SqliteApprovals
+from hitl.engine.storage.sqlite.audit import SqliteAudit
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.jobs import SqliteJobs
+from hitl.engine.storage.sqlite.journal import SqliteJournal
+from hitl.engine.storage.sqlite.ledger import SqliteLedger
+from hitl.engine.storage.sqlite.messages import SqliteMessages
+from hitl.engine.storage.sqlite.purge import SqlitePurger
+from hitl.engine.storage.sqlite.runs import SqliteRuns
+from hitl.engine.storage.sqlite.tallies import SqliteTallies
+from hitl.engine.storage.sqlite.trust import SqliteTrust
+from hitl.engine.storage.sqlite.windows import SqliteWindows
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ __all__ = ["SqliteStore"]
 
 
 class SqliteStore:
-    """SQLite implementation of :class:`engine.ports.Store`.
+    """SQLite implementation of :class:`hitl.engine.ports.Store`.
 
     Args:
         path: database file (created with its folder when missing).

@@ -5,15 +5,15 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 
-from engine.domain.tally import TallyKey, hour_of
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.tally_buffer import TallyBuffer
+from hitl.engine.domain.tally import TallyKey, hour_of
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.tally_buffer import TallyBuffer
 
 __all__ = ["SqliteTallies"]
 
 
 class SqliteTallies:
-    """:class:`engine.ports.Tallies` on SQLite."""
+    """:class:`hitl.engine.ports.Tallies` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

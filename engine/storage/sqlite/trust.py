@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sqlite3
 
-from engine.domain.records import AuditEntry, TrustGrant
-from engine.storage.sqlite.connection import SqliteConnection
-from engine.storage.sqlite.rows import insert_audit
+from hitl.engine.domain.records import AuditEntry, TrustGrant
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import insert_audit
 
 __all__ = ["SqliteTrust"]
 
 
 class SqliteTrust:
-    """:class:`engine.ports.TrustStore` on SQLite; grants and revocations are audited in the same transaction."""
+    """:class:`hitl.engine.ports.TrustStore` on SQLite; grants and revocations are audited in the same transaction."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

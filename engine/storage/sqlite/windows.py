@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from engine.domain.policy import WindowStats
-from engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.domain.policy import WindowStats
+from hitl.engine.storage.sqlite.connection import SqliteConnection
 
 __all__ = ["SqliteWindows"]
 
 
 class SqliteWindows:
-    """:class:`engine.ports.RateWindows` on SQLite."""
+    """:class:`hitl.engine.ports.RateWindows` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

@@ -3,27 +3,27 @@
 Usage in a pytest module (``store``, ``clock`` and, for :class:`FailureConformance`, ``dead_store``
 fixtures come from you)::
 
-    from engine.testing.conformance import ApprovalsConformance, LedgerConformance
+    from hitl.engine.testing.conformance import ApprovalsConformance, LedgerConformance
 
     class TestMyApprovals(ApprovalsConformance): ...
     class TestMyLedger(LedgerConformance): ...
 
-This package imports pytest; ``engine.testing`` itself does not.
+This package imports pytest; ``hitl.engine.testing`` itself does not.
 """
 
 from __future__ import annotations
 
-from engine.testing.conformance.approvals import ApprovalsConformance
-from engine.testing.conformance.failures import FailureConformance
-from engine.testing.conformance.jobs import JobsConformance
-from engine.testing.conformance.journal import JournalConformance
-from engine.testing.conformance.ledger import LedgerConformance
-from engine.testing.conformance.records import RecordsConformance
-from engine.testing.conformance.retention import RetentionConformance
-from engine.testing.conformance.runs import RunsConformance
-from engine.testing.conformance.tallies import TalliesConformance
-from engine.testing.conformance.trust import TrustConformance
-from engine.testing.conformance.windows import WindowsConformance
+from hitl.engine.testing.conformance.approvals import ApprovalsConformance
+from hitl.engine.testing.conformance.failures import FailureConformance
+from hitl.engine.testing.conformance.jobs import JobsConformance
+from hitl.engine.testing.conformance.journal import JournalConformance
+from hitl.engine.testing.conformance.ledger import LedgerConformance
+from hitl.engine.testing.conformance.records import RecordsConformance
+from hitl.engine.testing.conformance.retention import RetentionConformance
+from hitl.engine.testing.conformance.runs import RunsConformance
+from hitl.engine.testing.conformance.tallies import TalliesConformance
+from hitl.engine.testing.conformance.trust import TrustConformance
+from hitl.engine.testing.conformance.windows import WindowsConformance
 
 __all__ = [
     "STORE_SUITES",
@@ -53,4 +53,4 @@ STORE_SUITES: tuple[type, ...] = (
     RetentionConformance,
     FailureConformance,
 )
-"""Every suite a complete :class:`engine.ports.Store` must pass."""
+"""Every suite a complete :class:`hitl.engine.ports.Store` must pass."""

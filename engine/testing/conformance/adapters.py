@@ -11,7 +11,7 @@ SQLite ledger file, and reviewers decide through the approval service (the path 
 A harness drives one agent: :meth:`AgentHarness.start` runs the agent until it waits for a person (or finishes),
 :meth:`AgentHarness.finish` lets it finish after the decisions (awaiting an inline wait, or resuming an interrupted
 run from stored state), and :meth:`AgentHarness.restart` is a new process taking over (new objects, a new store
-connection). This module imports pytest; ``engine.testing`` itself does not.
+connection). This module imports pytest; ``hitl.engine.testing`` itself does not.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from typing import Any, Protocol, cast
 
 import pytest
 
-from engine.config import HitlConfig, parse_config
-from engine.domain.models import Approval, DecisionKind, Status, Tier
-from engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, StoreError
-from engine.gate import ToolGate
-from engine.ports import Store
-from engine.service import ApprovalService
-from engine.testing.clock import FakeClock
+from hitl.engine.agents.gate import ToolGate
+from hitl.engine.clocks import FakeClock
+from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
+from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, StoreError
+from hitl.engine.ports import Store
+from hitl.engine.service import ApprovalService
 
 __all__ = [
     "ADAPTER_CONFIG",

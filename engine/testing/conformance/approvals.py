@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from engine.domain.models import Approval, DecisionKind, Status
-from engine.errors import DecisionRefused, EngineError, ErrorCode, IllegalTransition, NotFound, StaleVersion
-from engine.ports import Store
-from engine.testing.clock import FakeClock
-from engine.testing.conformance.helpers import SUPPORT, cmd
-from engine.testing.factories import make_approval
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, IllegalTransition, NotFound, StaleVersion
+from hitl.engine.ports import Store
+from hitl.engine.testing.conformance.helpers import SUPPORT, cmd
+from hitl.engine.testing.factories import make_approval
 
 __all__ = ["ApprovalsConformance"]
 

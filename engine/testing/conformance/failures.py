@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from engine.domain.models import Status
-from engine.domain.records import AuditEntry, MessageRef
-from engine.domain.retention import Retention
-from engine.errors import StoreError
-from engine.ports import Store
-from engine.testing.clock import FakeClock
-from engine.testing.conformance.helpers import cmd
-from engine.testing.factories import make_approval
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.records import AuditEntry, MessageRef
+from hitl.engine.domain.retention import Retention
+from hitl.engine.errors import StoreError
+from hitl.engine.ports import Store
+from hitl.engine.testing.conformance.helpers import cmd
+from hitl.engine.testing.factories import make_approval
 
 __all__ = ["FailureConformance"]
 

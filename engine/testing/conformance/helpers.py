@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.domain.decide import DecideCommand
-from engine.domain.models import Approval, DecisionKind, Reviewer
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer
 
 __all__ = ["SUPPORT", "cmd"]
 

@@ -5,8 +5,8 @@ Subclass it and provide ``store`` and ``clock`` fixtures.
 
 from __future__ import annotations
 
-from engine.ports import Store
-from engine.testing.clock import FakeClock
+from hitl.engine.clocks import FakeClock
+from hitl.engine.ports import Store
 
 __all__ = ["JobsConformance"]
 

@@ -1,4 +1,4 @@
-"""Conformance for a run's step boundaries (:class:`engine.ports.Journal`): all of a commit or none of it.
+"""Conformance for a run's step boundaries (:class:`hitl.engine.ports.Journal`): all of a commit or none of it.
 
 Subclass it and provide ``store`` and ``clock`` fixtures.
 """
@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from engine.domain.decide import DecideCommand
-from engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
-from engine.domain.models import DecisionKind, Reviewer, Status
-from engine.domain.records import AuditEntry, ClaimState
-from engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
-from engine.ports import Store
-from engine.testing.clock import FakeClock
-from engine.testing.factories import make_approval
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
+from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.domain.records import AuditEntry, ClaimState
+from hitl.engine.domain.runs import StoredRun
+from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
+from hitl.engine.ports import Store
+from hitl.engine.testing.factories import make_approval
 
 __all__ = ["JournalConformance"]
 
@@ -61,7 +62,7 @@ class JournalConformance:
         )
         assert done.applied and done.version == 1
         assert done.claim is not None and done.claim.acquired and done.claim.attempt == 1
-        assert await store.runs.load("r1") == (_cp(), 1)
+        assert await store.runs.load("r1") == StoredRun(_cp(), 1)
         assert not await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # owned by W1
         claim = await store.ledger.get("r1:a:0")
         assert claim is not None and claim.holder == W1 and claim.state is ClaimState.RUNNING
@@ -80,7 +81,7 @@ class JournalConformance:
                 )
             )
         assert err.value.code is ErrorCode.STALE_VERSION
-        assert await store.runs.load("r1") == (_cp(), 1)
+        assert await store.runs.load("r1") == StoredRun(_cp(), 1)
         assert await store.ledger.get("r1:a:0") is None
         assert await store.audit.entries() == []
         assert await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # W1 did not take it
@@ -94,13 +95,13 @@ class JournalConformance:
             with pytest.raises(EngineError) as err:
                 await store.journal.commit(attempt)
             assert err.value.code is ErrorCode.CLAIM_IN_PROGRESS
-        assert await store.runs.load("r1") == (_cp(), 1)
+        assert await store.runs.load("r1") == StoredRun(_cp(), 1)
         # W1's lease runs out: W2 may take over, and from then on W1 is fenced.
         clock.advance(6)
         await store.journal.commit(_at(clock, holder=W2, own=True, checkpoint=_cp(x=3), expected_version=1))
         with pytest.raises(EngineError):
             await store.journal.commit(_at(clock, holder=W1, checkpoint=_cp(x=4), expected_version=2))
-        assert await store.runs.load("r1") == (_cp(x=3), 2)
+        assert await store.runs.load("r1") == StoredRun(_cp(x=3), 2)
 
     async def test_a_step_records_its_outcome_saves_and_claims_the_next(self, store: Store, clock: FakeClock) -> None:
         first = await store.journal.commit(
@@ -124,7 +125,7 @@ class JournalConformance:
         assert step.version == 2 and step.claim is not None and step.claim.acquired
         k1 = await store.ledger.get("k1")
         assert k1 is not None and k1.state is ClaimState.SUCCEEDED and k1.result == {"output": 7}
-        assert await store.runs.load("r1") == (_cp(position=1), 2)
+        assert await store.runs.load("r1") == StoredRun(_cp(position=1), 2)
 
     async def test_a_fenced_outcome_refuses_the_whole_commit(self, store: Store, clock: FakeClock) -> None:
         await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))
@@ -142,7 +143,7 @@ class JournalConformance:
                 )
             )
         assert err.value.code is ErrorCode.CLAIM_FENCED
-        assert await store.runs.load("r1") == (_cp(), 1)
+        assert await store.runs.load("r1") == StoredRun(_cp(), 1)
         assert await store.ledger.get("k2") is None
         assert await store.audit.entries() == []
         assert not await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # not released
@@ -160,7 +161,7 @@ class JournalConformance:
         assert done.applied and done.claim is None
         assert isinstance(done.claim_refused, ClaimRefused)
         assert done.claim_refused.code is ErrorCode.CLAIM_HASH_MISMATCH
-        assert await store.runs.load("r1") == (_cp(), 1)
+        assert await store.runs.load("r1") == StoredRun(_cp(), 1)
 
     async def test_a_claim_moves_its_approval_to_executing_and_the_outcome_to_executed(
         self, store: Store, clock: FakeClock

@@ -9,10 +9,10 @@ import asyncio
 
 import pytest
 
-from engine.domain.records import ClaimState
-from engine.errors import ClaimRefused, ErrorCode
-from engine.ports import Store
-from engine.testing.clock import FakeClock
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.records import ClaimState
+from hitl.engine.errors import ClaimRefused, ErrorCode
+from hitl.engine.ports import Store
 
 __all__ = ["LedgerConformance"]
 

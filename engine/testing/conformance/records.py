@@ -5,12 +5,12 @@ Subclass it and provide ``store`` and ``clock`` fixtures.
 
 from __future__ import annotations
 
-from engine.domain.models import Status
-from engine.domain.records import AuditEntry, MessageRef
-from engine.ports import Store
-from engine.testing.clock import FakeClock
-from engine.testing.conformance.helpers import cmd
-from engine.testing.factories import make_approval
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.records import AuditEntry, MessageRef
+from hitl.engine.ports import Store
+from hitl.engine.testing.conformance.helpers import cmd
+from hitl.engine.testing.factories import make_approval
 
 __all__ = ["RecordsConformance"]
 

@@ -1,4 +1,4 @@
-"""Conformance for retention (:class:`engine.ports.Purger`): what ended goes after the records horizon, what may
+"""Conformance for retention (:class:`hitl.engine.ports.Purger`): what ended goes after the records horizon, what may
 still be read stays, audit chains go after the audit horizon, and the trail still verifies.
 
 Subclass it and provide ``store`` and ``clock`` fixtures.
@@ -11,14 +11,14 @@ import json
 
 import pytest
 
-from engine.domain.models import DecisionKind
-from engine.domain.records import AuditEntry, MessageRef
-from engine.domain.retention import DAY, PURGE_EVENT, Purged, Retention
-from engine.errors import NotFound
-from engine.ports import Store
-from engine.testing.clock import FakeClock
-from engine.testing.conformance.helpers import cmd
-from engine.testing.factories import make_approval
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.records import AuditEntry, MessageRef
+from hitl.engine.domain.retention import DAY, PURGE_EVENT, Purged, Retention
+from hitl.engine.errors import NotFound
+from hitl.engine.ports import Store
+from hitl.engine.testing.conformance.helpers import cmd
+from hitl.engine.testing.factories import make_approval
 
 __all__ = ["RetentionConformance"]
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import EngineError, ErrorCode
-from engine.ports import Store
-from engine.testing.clock import FakeClock
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.runs import StoredRun
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.ports import Store
 
 __all__ = ["RunsConformance"]
 
@@ -25,7 +26,7 @@ class RunsConformance:
             await store.runs.save("run1", {"step": 9}, expected_version=0, now=clock.now())
         assert err.value.code is ErrorCode.STALE_VERSION
         assert await store.runs.save("run1", {"step": 2}, expected_version=1, now=clock.now()) == 2
-        assert await store.runs.load("run1") == ({"step": 2}, 2)
+        assert await store.runs.load("run1") == StoredRun({"step": 2}, 2)
         await store.runs.save("run2", {"status": "paused"}, expected_version=0, now=clock.now())
         await store.runs.save("run3", {"status": "paused"}, expected_version=0, now=clock.now())
         await store.runs.save("run3", {"status": "paused", "x": 1}, expected_version=1, now=clock.now())

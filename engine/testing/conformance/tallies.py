@@ -5,9 +5,9 @@ Subclass it and provide ``store`` and ``clock`` fixtures.
 
 from __future__ import annotations
 
-from engine.domain.tally import Outcome, counts_for, summarize
-from engine.ports import Store
-from engine.testing.clock import FakeClock
+from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.tally import Outcome, counts_for, summarize
+from hitl.engine.ports import Store
 
 __all__ = ["TalliesConformance"]
 

@@ -1,0 +1,141 @@
+"""``hitl.yaml``: policy, reviewer roles, requester, redaction and notification settings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hitl.engine.config.api import ApiSpec
+from hitl.engine.config.mcp import McpSpec
+from hitl.engine.config.yaml_file import load_model, parse_model
+from hitl.engine.domain.policy import Policy
+from hitl.engine.domain.policy_spec import PolicySpec
+from hitl.engine.domain.redaction import Redactor
+from hitl.engine.domain.reviewers import Roles
+from hitl.engine.errors import ErrorCode, PolicyError
+
+__all__ = ["HitlConfig", "NotifySpec", "RedactionSpec", "load_config", "parse_config"]
+
+
+class RedactionPattern(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: str = Field(pattern=r"^[a-z0-9_\-]{1,32}$")
+    regex: str
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return v
+
+
+class RedactionSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    patterns: list[RedactionPattern] = Field(default_factory=list)
+    evidence_limit: int = Field(default=2000, ge=100, le=20000)
+    """Characters of evidence kept (after redaction)."""
+
+
+class NotifySpec(BaseModel):
+    """Where review cards go. Channels are Slack channel ids or names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    channel: str | None = None
+    """Default approval channel."""
+    channels: dict[str, str] = Field(default_factory=dict)
+    """Per tier (``escalate``) or per role (``finance``) overrides; a role match wins over a tier match."""
+    reminder_before: float = Field(default=600.0, ge=0)
+    """Seconds before expiry at which the bot posts a reminder in the card's thread."""
+
+
+class HitlConfig(BaseModel):
+    """The whole ``hitl.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int = 1
+    requester: str = "agent"
+    """Default identity of whoever proposes actions (separation of duties compares against it)."""
+    roles: dict[str, list[str]] = Field(default_factory=dict)
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+    redaction: RedactionSpec = Field(default_factory=RedactionSpec)
+    slack: NotifySpec = Field(default_factory=NotifySpec)
+    api: ApiSpec = Field(default_factory=ApiSpec)
+    mcp: McpSpec = Field(default_factory=McpSpec)
+    production: bool = False
+    """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
+    ``--auto-approve``: in production every decision is an authenticated one."""
+
+    @model_validator(mode="after")
+    def _roles_exist(self) -> HitlConfig:
+        known = set(self.roles)
+        used = {t.role for t in self.policy.tools.values() if t.role} | {r.role for r in self.policy.rules if r.role}
+        missing = sorted(used - known)
+        if missing:
+            raise ValueError(f"policy names roles that are not defined under 'roles': {', '.join(missing)}")
+        return self
+
+    def quorum_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Quorums the roles cannot meet: ``(where, message)`` for each tool or rule that asks more distinct
+        approvers than its role has members (the requester never counts). A role with a Slack user group is left
+        out: its size is known only when the bot expands it."""
+        out: list[tuple[tuple[str | int, ...], str]] = []
+
+        def check(where: tuple[str | int, ...], name: str, role: str | None, quorum: int) -> None:
+            if role is None and quorum == 1:
+                return  # any reviewer: a file with no roles yet is not yet a deployment
+            members = set(self.roles.get(role, ())) if role else {m for ids in self.roles.values() for m in ids}
+            if any(m.startswith("S") for m in members):
+                return
+            members.discard(self.requester)
+            if quorum > len(members):
+                who = f"role {role!r}" if role else "all roles together"
+                out.append(
+                    (
+                        where,
+                        f"{name} asks {quorum} distinct approvers but {who} has {len(members)}: it can never be "
+                        f"approved. Add members to the role, or lower the quorum",
+                    )
+                )
+
+        for tool, spec in sorted(self.policy.tools.items()):
+            check(("policy", "tools", tool, "quorum"), tool, spec.role, spec.quorum)
+        for i, rule in enumerate(self.policy.rules):
+            if rule.quorum is not None:
+                check(("policy", "rules", i, "quorum"), rule.name, rule.role, rule.quorum)
+        return out
+
+    def build_policy(self) -> Policy:
+        return Policy.from_spec(self.policy)
+
+    def build_roles(self) -> Roles:
+        return Roles.from_config(self.roles)
+
+    def build_redactor(self) -> Redactor:
+        return Redactor.with_patterns((p.label, p.regex) for p in self.redaction.patterns)
+
+
+def load_config(path: str | Path | None) -> HitlConfig:
+    """Load ``hitl.yaml``; ``None`` gives the defaults (every tool needs approval). Errors name file and line."""
+    if path is None:
+        return HitlConfig()
+    cfg = load_model(path, HitlConfig, code=ErrorCode.POLICY_INVALID, what="config")
+    _check_compiles(cfg, str(path))
+    return cfg
+
+
+def parse_config(text: str, *, source: str = "<string>") -> HitlConfig:
+    cfg = parse_model(text, HitlConfig, code=ErrorCode.POLICY_INVALID, what="config", source=source)
+    _check_compiles(cfg, source)
+    return cfg
+
+
+def _check_compiles(cfg: HitlConfig, source: str) -> None:
+    try:
+        cfg.build_policy()
+    except PolicyError as exc:
+        raise PolicyError(f"{source}: {exc.message}", **exc.context) from None

@@ -1,0 +1,51 @@
+"""The ``mcp:`` section of ``hitl.yaml``: the upstream MCP servers ``hitl mcp`` fronts, and how long a call waits."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hitl.engine.domain.durations import Seconds
+
+__all__ = ["McpServerSpec", "McpSpec"]
+
+
+class McpServerSpec(BaseModel):
+    """One upstream: a command to start (stdio) or a URL (streamable HTTP)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    command: list[str] | None = Field(default=None, min_length=1)
+    """The program and its arguments, started by ``hitl mcp`` and spoken to over stdio."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment for the command."""
+    cwd: str | None = None
+    url: str | None = None
+    """A streamable-HTTP MCP endpoint (``http://127.0.0.1:8000/mcp``)."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server has either a command or a url")
+        if self.url is not None and not re.match(r"^https?://", self.url):
+            raise ValueError("an MCP server url starts with http:// or https://")
+        return self
+
+
+class McpSpec(BaseModel):
+    """``mcp:`` in ``hitl.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    servers: dict[str, McpServerSpec] = Field(default_factory=dict)
+    session: str = Field(default="mcp", min_length=1, max_length=200)
+    """The session the gateway's approvals and trust grants belong to (``--session`` overrides it)."""
+    wait: Seconds = 30.0
+    """How long a call waits for a reviewer; after that it answers "pending review" (the same call later picks up
+    the decision)."""
+
+    @model_validator(mode="after")
+    def _names(self) -> McpSpec:
+        for name in self.servers:
+            if not re.match(r"^[A-Za-z0-9_\-]{1,64}$", name):
+                raise ValueError(f"mcp.servers: {name!r} is not a name (letters, digits, _ and -)")
+        return self

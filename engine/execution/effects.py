@@ -1,0 +1,254 @@
+"""Running an effect exactly once: execution claims, approval transitions, recorded outcomes."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.journal import ClaimIntent, OutcomeRecord
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import AuditEntry, Claim, ClaimState
+from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
+from hitl.engine.execution.leases import kept_alive
+from hitl.engine.execution.run_lease import RunLease
+from hitl.engine.execution.tools import Tool
+from hitl.engine.ports import Clock, Store
+
+__all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution", "handed_elsewhere"]
+
+Resolution = Literal["rerun", "done"]
+"""A person's answer about an effect in doubt: run it again, or record it as done."""
+
+
+class EffectFailed(EngineError):
+    """The tool raised; its failure is recorded and the run stops as failed (``hitl resume`` retries it)."""
+
+    default_code = ErrorCode.TOOL_FAILED
+
+    def __init__(self, tool: str, error: str) -> None:
+        super().__init__(
+            f"{tool} failed: {error}; fix the cause, then `hitl resume` retries just this effect", tool=tool
+        )
+        self.tool = tool
+        self.error = error
+
+
+class EffectInDoubt(EngineError):
+    """The holder of an execution claim died mid-effect: it may or may not have happened. The tool neither
+    honours its idempotency key nor has a reconcile hook, so nothing runs until a person says what happened."""
+
+    default_code = ErrorCode.EFFECT_IN_DOUBT
+
+    def __init__(self, tool: str, key: str, attempt: int) -> None:
+        super().__init__(
+            f"{tool} may or may not have run (its worker stopped mid-effect, attempt {attempt}); check the system "
+            "it acts on, then mark it done, run it again, or stop",
+            tool=tool,
+            key=key,
+            attempt=attempt,
+        )
+        self.tool = tool
+        self.key = key
+        self.attempt = attempt
+
+
+def handed_elsewhere(tool: str, approval: Approval | None, key: str) -> EngineError:
+    """The refusal for a caller whose approval's one execution went to another caller."""
+    which = approval.id if approval is not None else key
+    return EngineError(
+        f"{tool} under approval {which} was handed to another caller, which runs it; an approval authorizes one "
+        "execution, so this call did not run. Ask again for a new approval if it must run again",
+        code=ErrorCode.HANDED_ELSEWHERE,
+        approval_id=approval.id if approval is not None else None,
+        key=key,
+    )
+
+
+@dataclass
+class Effects:
+    """Runs effects at most once under their idempotency keys, exactly once after recovery.
+
+    Args:
+        store: the ledger and approvals.
+        clock: the time source.
+        worker_id: the claim holder's name.
+        lease: seconds a claim stays ours without renewal; a running effect renews it every third of that, so a
+            dead holder's effect is found in doubt within one lease.
+    """
+
+    store: Store
+    clock: Clock
+    worker_id: str
+    lease: float = 6.0
+
+    async def follow(self, approval: Approval) -> Approval:
+        """The approval that now stands for this action (modifications can supersede it)."""
+        seen = {approval.id}
+        while approval.status is Status.SUPERSEDED and approval.superseded_by:
+            approval = await self.store.approvals.get(approval.superseded_by)
+            if approval.id in seen:
+                break
+            seen.add(approval.id)
+        return approval
+
+    async def execute(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        *,
+        key: str,
+        approval: Approval | None,
+        resolution: Resolution | None = None,
+        drive: RunLease | None = None,
+        exclusive: bool = False,
+    ) -> Any:
+        """Run ``tool`` at most once under ``key``; a repeat returns the recorded output.
+
+        ``exclusive``: the effect is handed to one caller only. A caller that finds it run (or running) by another
+        worker is refused with ``handed_elsewhere`` naming the approval, instead of being given that worker's
+        output: it is a different caller that happened to wait on the same approval, not a replay of this one.
+
+        A failed attempt is retried when the run is driven again. An attempt whose holder died (its lease ran out)
+        is *in doubt*: it is run again only if the tool honours its idempotency key, else its reconcile hook says
+        whether it happened, else :class:`EffectInDoubt` is raised until a person gives a ``resolution``.
+
+        With a run's ``drive``, the claim is written with the run's waiting writes in one commit (which also moves
+        the approval to ``executing``), and a success is recorded with its next commit.
+        """
+        digest = action_hash(tool.name, args)
+        try:
+            claim = await self._claim(key, digest, approval, drive)
+        except ClaimRefused as exc:
+            if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
+                raise handed_elsewhere(tool.name, approval, key) from None
+            if exc.code is ErrorCode.CLAIM_IN_PROGRESS:
+                raise EngineError(
+                    f"{tool.name} is being executed by {exc.context.get('holder')}; wait for it, then resume again",
+                    code=ErrorCode.CLAIM_IN_PROGRESS,
+                    key=key,
+                ) from None
+            raise
+        if not claim.acquired:
+            if exclusive and claim.holder != self.worker_id:
+                raise handed_elsewhere(tool.name, approval, key)
+            if approval is not None and drive is None:  # a run's commit moved it along with the claim
+                await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
+            assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
+            return claim.result.get("output")
+        reconciled: Any = None
+        if claim.recovered and resolution is None:
+            resolution, reconciled = await self._settle_doubt(tool, args, key, claim.attempt, digest, approval)
+        if resolution == "done":
+            output = reconciled if reconciled is not None else {"recorded_as_done": True, "tool": tool.name}
+            return await self._done(key, claim.attempt, approval, output)
+        if approval is not None and drive is None:  # a run's commit moved it to executing with the claim
+            approval = await self.mark(approval, Status.EXECUTING)
+        try:
+            async with self._renewing(key, claim.attempt):
+                output = await tool(args, idempotency_key=key)
+        except Exception as exc:  # any tool error is recorded, never swallowed
+            error = f"{type(exc).__name__}: {exc}"
+            await self.store.ledger.record_outcome(
+                key,
+                holder=self.worker_id,
+                attempt=claim.attempt,
+                ok=False,
+                result={"error": error},
+                now=self.clock.now(),
+            )
+            await self._audit(
+                "failed", approval, digest, str(ErrorCode.TOOL_FAILED), f"{tool.name} attempt {claim.attempt}: {error}"
+            )
+            raise EffectFailed(tool.name, error) from exc
+        if drive is not None:  # recorded, with the approval's move to executed, by the run's next commit
+            result = {"output": output}
+            await drive.hold(OutcomeRecord(key, claim.attempt, True, result, approval.id if approval else None))
+            return output
+        return await self._done(key, claim.attempt, approval, output)
+
+    async def _claim(self, key: str, digest: str, approval: Approval | None, drive: RunLease | None) -> Claim:
+        if drive is None:
+            now = self.clock.now()
+            return await self.store.ledger.claim(
+                key, action_hash=digest, holder=self.worker_id, now=now, lease=self.lease, retry_failed=True
+            )
+        done = await drive.commit(claim=ClaimIntent(key, digest, approval.id if approval else None))
+        if done.claim_refused is not None:
+            raise done.claim_refused
+        assert done.claim is not None
+        return done.claim
+
+    async def _settle_doubt(
+        self, tool: Tool, args: dict[str, Any], key: str, attempt: int, digest: str, approval: Approval | None
+    ) -> tuple[Resolution, Any]:
+        """Decide what an attempt in doubt means, or raise :class:`EffectInDoubt` for a person to decide."""
+        if tool.idempotent:
+            await self._audit("recovered", approval, digest, "ok", f"{tool.name}: re-run under the same key ({key})")
+            return "rerun", None
+        answer = await tool.reconcile(args, idempotency_key=key)
+        if answer is not None:
+            done, output = answer
+            what = "it happened" if done else "it did not happen"
+            await self._audit("reconciled", approval, digest, "ok", f"{tool.name}: the reconcile hook says {what}")
+            return ("done", output) if done else ("rerun", None)
+        # Let the claim go at once, so the person's answer can take it, then ask.
+        await self.store.ledger.renew(key, holder=self.worker_id, attempt=attempt, now=self.clock.now(), lease=0.0)
+        await self._audit(
+            "in_doubt", approval, digest, str(ErrorCode.EFFECT_IN_DOUBT), f"{tool.name} attempt {attempt - 1}"
+        )
+        raise EffectInDoubt(tool.name, key, attempt)
+
+    async def _done(self, key: str, attempt: int, approval: Approval | None, output: Any) -> Any:
+        await self.store.ledger.record_outcome(
+            key, holder=self.worker_id, attempt=attempt, ok=True, result={"output": output}, now=self.clock.now()
+        )
+        if approval is not None:
+            current = await self.store.approvals.get(approval.id)
+            if current.status is Status.APPROVED:  # recorded as done without running: it still passes executing
+                current = await self.mark(current, Status.EXECUTING)
+            await self.mark(current, Status.EXECUTED)
+        return output
+
+    def _renewing(self, key: str, attempt: int) -> contextlib.AbstractAsyncContextManager[None]:
+        """Keep the claim's lease alive while the effect runs."""
+
+        async def renew() -> bool:
+            now = self.clock.now()
+            return await self.store.ledger.renew(key, holder=self.worker_id, attempt=attempt, now=now, lease=self.lease)
+
+        return kept_alive(renew, every=self.lease / 3, what=f"the claim on {key}")
+
+    async def _audit(self, event: str, approval: Approval | None, digest: str, outcome: str, detail: str) -> None:
+        await self.store.audit.append(
+            AuditEntry(
+                at=self.clock.now(),
+                actor=self.worker_id,
+                event=event,
+                approval_id=approval.id if approval else None,
+                action_hash=digest,
+                outcome=outcome,
+                detail=detail[:500],
+            )
+        )
+
+    async def mark(self, approval: Approval, target: Status) -> Approval:
+        """Move ``approval`` to executing/executed unless it is already there (or past it)."""
+        current = approval
+        for _ in range(3):
+            if target is Status.EXECUTING and current.status not in (Status.APPROVED, Status.EXECUTING):
+                return current
+            if target is Status.EXECUTED and current.status is not Status.EXECUTING:
+                return current
+            try:
+                return await self.store.approvals.transition(
+                    current.id,
+                    target=target,
+                    expected_version=current.version,
+                    actor=self.worker_id,
+                    now=self.clock.now(),
+                )
+            except (IllegalTransition, StaleVersion):
+                current = await self.store.approvals.get(approval.id)  # someone moved it: look again
+        return current

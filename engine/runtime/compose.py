@@ -1,0 +1,163 @@
+"""Composition: the one place that builds a run's context (configuration, policy, service, runner, validation).
+
+Every surface builds through here: ``hitl run/resume/expire``, ``hitl serve`` (its listeners and the run
+lifecycle), the sandbox, and the Python API. Nothing else constructs an :class:`ApprovalService` for a run, so
+the same workflow and the same decision give the same next approval whichever surface the decision came from.
+
+Which ``hitl.yaml`` a context uses (first match wins):
+
+1. for an existing run, the one recorded when it started (a run keeps its policy for its whole life);
+2. ``--config`` / ``HITL_CONFIG``;
+3. the workflow's ``config:`` key, relative to the workflow file;
+4. ``hitl.yaml`` beside the workflow file;
+5. ``./hitl.yaml``; otherwise none (every tool needs approval).
+
+How a workflow's own tool policies combine with ``hitl.yaml`` (:func:`effective_config`): ``hitl.yaml`` is the
+operator's file and always wins; a workflow's ``tools.<name>.policy`` applies only to tools ``hitl.yaml`` does not
+mention. Dynamic rules, roles, allow and deny lists come from ``hitl.yaml`` alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hitl.engine.config.hitl_yaml import HitlConfig, load_config
+from hitl.engine.domain.runs import RunState
+from hitl.engine.execution.tools import Tool, load_tools
+from hitl.engine.ports import Clock, Notifier, Store
+from hitl.engine.runner.executor import Runner
+from hitl.engine.service import ApprovalService
+from hitl.engine.workflow.definition import LoadedWorkflow, load_workflow
+
+__all__ = ["RunContext", "RunContexts", "compose", "config_path_for", "effective_config"]
+
+
+def effective_config(config: HitlConfig, workflow: LoadedWorkflow | None) -> HitlConfig:
+    """``config`` plus the workflow's tool policies for tools it does not mention (``hitl.yaml`` wins)."""
+    if workflow is None:
+        return config
+    extra = {
+        n: t.policy for n, t in workflow.spec.tools.items() if t.policy is not None and n not in config.policy.tools
+    }
+    if not extra:
+        return config
+    policy = config.policy.model_copy(update={"tools": {**config.policy.tools, **extra}})
+    return config.model_copy(update={"policy": policy})
+
+
+def config_path_for(
+    explicit: str | None, workflow: LoadedWorkflow | None = None, recorded: str | None = None
+) -> str | None:
+    """The ``hitl.yaml`` to use, by the precedence in the module docstring; absolute, so a run can record it."""
+    if recorded:
+        return recorded
+    if explicit:
+        return str(Path(explicit).resolve())
+    if workflow is not None:
+        if workflow.spec.config:
+            return str((workflow.path.parent / workflow.spec.config).resolve())
+        beside = workflow.path.parent / "hitl.yaml"
+        if beside.exists():
+            return str(beside.resolve())
+    return str(Path("hitl.yaml").resolve()) if Path("hitl.yaml").exists() else None
+
+
+@dataclass
+class RunContext:
+    """Everything a run (or an ask-API caller) decides and executes with."""
+
+    config: HitlConfig
+    config_path: str | None
+    service: ApprovalService
+    runner: Runner
+    tools: dict[str, Tool] = field(default_factory=dict)
+    workflow: LoadedWorkflow | None = None
+
+
+def compose(
+    *,
+    store: Store,
+    clock: Clock,
+    config_path: str | None,
+    workflow: LoadedWorkflow | None = None,
+    notifier: Notifier | None = None,
+    worker_id: str | None = None,
+) -> RunContext:
+    """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``."""
+    config = effective_config(load_config(config_path), workflow)
+    tools = load_tools(workflow.spec.tools, base=workflow.path.parent) if workflow is not None else {}
+
+    def validate(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return tools[tool].schema.validate(args) if tool in tools else args
+
+    service = ApprovalService.from_config(config, store=store, clock=clock, notifier=notifier, validate_args=validate)
+    return RunContext(
+        config=config,
+        config_path=config_path,
+        service=service,
+        runner=Runner(service, worker_id=worker_id),
+        tools=tools,
+        workflow=workflow,
+    )
+
+
+class RunContexts:
+    """The contexts one process needs, composed once each and cached.
+
+    Args:
+        store: the shared store.
+        clock: the time source.
+        config_path: ``--config`` / ``HITL_CONFIG`` (None: look beside the workflow, then ``./hitl.yaml``).
+        notifier: tells reviewers (``hitl serve``'s Slack notifier); None elsewhere.
+        worker_id: names this process in execution claims and the audit log.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        config_path: str | None,
+        notifier: Notifier | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.config_path = config_path
+        self.notifier = notifier
+        self.worker_id = worker_id
+        self._cache: dict[tuple[str | None, str | None, str | None], RunContext] = {}
+        # Resolved once: the default context is on every decision's path (a fully bound approve uses it).
+        self._default_path = config_path_for(config_path)
+
+    @property
+    def default(self) -> RunContext:
+        """``hitl.yaml`` alone: the ask API, ``hitl pending``, approvals that belong to no run."""
+        return self._context(self._default_path, None)
+
+    def for_workflow(self, workflow: LoadedWorkflow, *, recorded_config: str | None = None) -> RunContext:
+        """The context a run of ``workflow`` starts (or, with ``recorded_config``, continues) in."""
+        return self._context(config_path_for(self.config_path, workflow, recorded_config), workflow)
+
+    async def for_session(self, session_id: str) -> RunContext:
+        """The context of the run ``session_id`` (its recorded config and its workflow), or the default context."""
+        found = await self.store.runs.load(session_id)
+        if found is None:
+            return self.default
+        state = RunState.of(found)
+        return self.for_workflow(load_workflow(state.workflow_path), recorded_config=state.config_path)
+
+    def _context(self, config_path: str | None, workflow: LoadedWorkflow | None) -> RunContext:
+        key = (config_path, str(workflow.path) if workflow else None, workflow.spec_hash if workflow else None)
+        if key not in self._cache:
+            self._cache[key] = compose(
+                store=self.store,
+                clock=self.clock,
+                config_path=config_path,
+                workflow=workflow,
+                notifier=self.notifier,
+                worker_id=self.worker_id,
+            )
+        return self._cache[key]

@@ -1,0 +1,310 @@
+"""The run lifecycle: a decision, what it does to the run waiting on it, and the background work that keeps
+runs moving (resume jobs, recovery of resumes lost to a crash, expiry fallbacks).
+
+Every surface decides through :meth:`RunLifecycle.decide`: Slack clicks, modals and commands, the CLI, the
+Python API. A decision on an approval some run waits on either resumes the run right here (``resume="inline"``,
+what the CLI does) or enqueues a durable resume job (``resume="queue"``, what ``hitl serve`` does) that any
+worker picks up. Either way the run continues in its own context (:mod:`.compose`), never in the deciding
+process's default one. How it went is told through a :class:`~hitl.engine.ports.RunReporter` (the bot posts in the
+card's thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
+from hitl.engine.domain.runs import RunResult, RunState, RunStatus
+from hitl.engine.errors import EngineError, ErrorCode, NotFound
+from hitl.engine.log_context import about
+from hitl.engine.ports import RunReporter, Store
+from hitl.engine.runner.checks import vars_after
+from hitl.engine.runtime.compose import RunContext, RunContexts
+from hitl.engine.service import AnswerWindow
+from hitl.engine.workflow.definition import LoadedWorkflow, describe_changes, load_workflow
+
+__all__ = ["Decided", "Resume", "RunLifecycle", "run_of"]
+
+log = logging.getLogger(__name__)
+
+Resume = Literal["queue", "inline", "none"]
+"""What a decision does to the run waiting on it: enqueue a durable resume job, resume it in this process and
+return the result, or nothing (the caller continues the run itself)."""
+
+_DECIDED = frozenset({Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED, Status.SUPERSEDED})
+_RESUME = "resume"
+_POLICY_FREE = frozenset({DecisionKind.APPROVE, DecisionKind.REJECT, DecisionKind.FEEDBACK})
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A recorded decision and, when it was resumed inline, where its run stands now."""
+
+    approval: Approval
+    run: RunResult | None = None
+
+
+def run_of(a: Approval) -> str | None:
+    """The run an approval pauses, if it belongs to one (workflow steps record their step)."""
+    return a.session_id if a.metadata.get("step") else None
+
+
+class RunLifecycle:
+    """Decisions and the runs that wait on them.
+
+    Args:
+        contexts: composes each run's context (its recorded config, its workflow).
+        reporter: tells people how runs went on; optional.
+        worker_id: names this process as a job consumer.
+        lease: seconds a claimed resume job stays with this worker before another may take it over (a resume
+            that takes longer is harmless: the run's own lease keeps a second worker from driving it).
+    """
+
+    def __init__(
+        self, contexts: RunContexts, *, reporter: RunReporter | None = None, worker_id: str = "hitl", lease: float = 6.0
+    ) -> None:
+        self.contexts = contexts
+        self.reporter = reporter
+        self.worker_id = worker_id
+        self.lease = lease
+        self.work = asyncio.Event()
+        """Set when a resume job was queued here: a background loop waits on it instead of its full interval."""
+        self._recovered: set[tuple[str, str]] = set()
+        self._paused_after: str | None = None
+
+    @property
+    def store(self) -> Store:
+        return self.contexts.store
+
+    async def context_of(self, approval: Approval) -> RunContext:
+        """The context an approval's decisions are judged in: its run's, or the default one."""
+        run = run_of(approval)
+        return await self.contexts.for_session(run) if run else self.contexts.default
+
+    # -- deciding -----------------------------------------------------------------------------------------
+    async def decide(
+        self,
+        approval_id: str,
+        reviewer: Reviewer | str,
+        kind: DecisionKind,
+        *,
+        expected_version: int | None = None,
+        expected_hash: str | None = None,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
+        via: str = "api",
+        resume: Resume = "queue",
+        force: bool = False,
+        actor: str | None = None,
+        window: AnswerWindow | None = None,
+    ) -> Decided:
+        """Record one decision in the approval's own context, then continue its run as ``resume`` says.
+
+        ``reviewer`` is a resolved :class:`Reviewer` (the bot expands Slack user groups) or an id whose roles
+        come from configuration. With ``resume="inline"`` a run whose workflow file changed is refused before
+        anything is recorded, unless ``force``. ``window``: a surface that must answer in time learns there the moment
+        the decision is recorded, and the store refuses it after the window's deadline.
+        """
+        with about(approval_id=approval_id):
+            if kind in _POLICY_FREE and isinstance(reviewer, Reviewer):
+                # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime) and a reviewer
+                # named by id (roles from the run's config) need the run's context; the rest are judged from what the
+                # approval itself records. A fully bound approve is then one atomic store step with no read first.
+                context = self.contexts.default
+            else:
+                context = await self.context_of(await self.store.approvals.get(approval_id))
+            who = reviewer if isinstance(reviewer, Reviewer) else context.service.reviewer(reviewer)
+            if resume == "inline" and not force:
+                await self._check_unchanged(approval_id)
+            updated = await context.service.decide_as(
+                who,
+                approval_id,
+                kind,
+                expected_version=expected_version,
+                expected_hash=expected_hash,
+                reason=reason,
+                args=args,
+                via=via,
+                window=window,
+            )
+            run = run_of(updated)
+            if run is None or updated.status not in _DECIDED or resume == "none":
+                return Decided(updated)
+            if resume == "queue":
+                await self._queue(run, updated.id)
+                return Decided(updated)
+            return Decided(updated, await self.resume(run, force=force, actor=actor or who.id))
+
+    def check_overrides(self, state: RunState, overrides: dict[str, Any]) -> None:
+        """Refuse new variable values a resume of ``state`` would refuse (an ended run, an unknown or missing
+        variable), before anything is decided: the checks :meth:`resume` makes, made first."""
+        vars_after(state, load_workflow(state.workflow_path), overrides)
+
+    async def refused(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
+        """Audit a refusal a surface made before any decision reached the engine (an altered form, a stranger)."""
+        await self.contexts.default.service.record_refusal(approval_id, actor, code, detail)
+
+    async def _check_unchanged(self, approval_id: str) -> None:
+        a = await self.store.approvals.get(approval_id)
+        run = run_of(a)
+        found = await self.store.runs.load(run) if run else None
+        if found is None:
+            return
+        state = RunState.of(found)
+        wf = load_workflow(state.workflow_path)
+        if wf.spec_hash != state.spec_hash:
+            # Refuse before deciding: a decision must not land on a run that cannot continue.
+            what = describe_changes(state.step_hashes, wf.step_hashes)
+            raise EngineError(
+                f"{state.workflow_path} changed since the run paused ({what}); resume with --force to continue with it",
+                code=ErrorCode.WORKFLOW_CHANGED,
+                session_id=state.session_id,
+            )
+
+    # -- runs ---------------------------------------------------------------------------------------------
+    async def start(
+        self,
+        workflow: LoadedWorkflow,
+        given_vars: dict[str, Any],
+        *,
+        session_id: str | None = None,
+        requester: str | None = None,
+    ) -> RunResult:
+        """Start a run of ``workflow`` in its context; the run records that context's config for its whole life."""
+        context = self.contexts.for_workflow(workflow)
+        return await context.runner.start(
+            workflow, given_vars, session_id=session_id, requester=requester, config_path=context.config_path
+        )
+
+    async def resume(
+        self, session_id: str, *, force: bool = False, actor: str = "cli", overrides: dict[str, Any] | None = None
+    ) -> RunResult:
+        """Continue the run ``session_id`` in its own context, from its checkpoint (``overrides``: new values for
+        its variables, used by the steps still to come)."""
+        context = await self.contexts.for_session(session_id)
+        if context.workflow is None:
+            raise NotFound(
+                f"no run {session_id!r}; `hitl sessions list` lists the runs that wait", session_id=session_id
+            )
+        return await context.runner.resume(session_id, force=force, actor=actor, overrides=overrides)
+
+    async def _queue(self, session_id: str, approval_id: str | None, *, wake: bool = True) -> None:
+        now = self.contexts.clock.now()
+        await self.store.jobs.enqueue(_RESUME, {"session_id": session_id, "approval_id": approval_id}, now=now)
+        if wake:
+            self.work.set()
+
+    async def process_jobs(self, *, limit: int = 20) -> int:
+        """Run the queued resume jobs this worker can claim; a job is acknowledged only once it is finished."""
+        now = self.contexts.clock.now()
+        jobs = await self.store.jobs.claim(self.worker_id, kind=_RESUME, limit=limit, now=now, lease=self.lease)
+        for job in jobs:
+            waiting = job.payload.get("approval_id")
+            session = str(job.payload["session_id"])
+            try:
+                with about(session_id=session, approval_id=str(waiting) if waiting else None):
+                    done = await self._continue(session, str(waiting) if waiting else None)
+            except Exception:
+                log.exception("resume job %s failed; it will be retried", job.id)
+                done = False
+            # An orphan's job is finished with either way: if the run is still orphaned, the next scan finds it
+            # again (so a retry comes one round later, not one job lease later).
+            if done or not waiting:
+                await self.store.jobs.ack(job.id)
+        return len(jobs)
+
+    async def _continue(self, session_id: str, approval_id: str | None) -> bool:
+        """True when the job is finished with (resumed, or nothing to do); False to retry it later.
+
+        With an approval id: the run paused on it and it was decided. Without: the run's owner died mid-run.
+        """
+        found = await self.store.runs.load(session_id)
+        if found is None:
+            return True
+        state = RunState.of(found)
+        if approval_id is None and state.status is not RunStatus.RUNNING:
+            return True  # taken over and moved on already
+        if approval_id is not None and (approval_id not in state.waiting_on() or state.status is not RunStatus.PAUSED):
+            return True  # resumed already (by the CLI or another worker)
+        try:
+            result = await self.resume(session_id, actor="system:recovery" if approval_id is None else "system:resume")
+        except EngineError as exc:
+            if exc.code.retryable:
+                return False
+            log.warning("run %s could not continue: %s", session_id, exc.message)
+            if self.reporter is not None and approval_id is not None:
+                approval = await self.store.approvals.get(approval_id)
+                await self.reporter.run_blocked(approval, f"The run could not continue: {exc.message}")
+            return True
+        shown = approval_id or (result.approval.id if result.approval else None)
+        if self.reporter is not None and shown is not None:
+            await self.reporter.run_continued(await self.store.approvals.get(shown), result)
+        return True
+
+    async def recover(self, *, grace: float = 5.0, page: int = 200) -> int:
+        """Queue a resume for every run that lost its way in a crash; returns how many were queued.
+
+        * a run whose checkpoint says ``running`` and whose owner's lease ran out (it died mid-step or between
+          steps): taken over at once;
+        * a paused run whose approval was decided but whose resume job was never queued (the process died between
+          the decision and the enqueue): after ``grace`` seconds, so the normal path goes first. Paused runs are
+          paged through, ``page`` per call, wrapping around, so none is starved however many there are.
+
+        Queuing twice is harmless: a run has one owner at a time and every save is compare-and-swap.
+        """
+        now = self.contexts.clock.now()
+        queued = 0
+        for run_id in await self.store.runs.orphaned(now=now, limit=page):
+            await self._queue(run_id, None, wake=False)  # found by scanning: the next scan comes soon anyway
+            queued += 1
+        batch = await self.store.runs.paused(limit=page, after=self._paused_after)
+        self._paused_after = batch[-1] if len(batch) == page else None
+        for run_id in batch:
+            found = await self.store.runs.load(run_id)
+            for waiting in sorted(_waiting_on(found.data)) if found else ():
+                try:
+                    approval = await self.store.approvals.get(waiting)
+                except NotFound:
+                    continue
+                fresh = now - approval.updated_at < grace
+                if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
+                    self._recovered.add((run_id, approval.id))
+                    await self._queue(run_id, approval.id)
+                    queued += 1
+                    break  # one resume continues every branch whose approval was decided
+        return queued
+
+    # -- expiry -------------------------------------------------------------------------------------------
+    async def expire_due(
+        self, *, limit: int = 200, resume: Resume = "queue"
+    ) -> list[tuple[Approval, RunResult | None]]:
+        """Expire what is due (recorded as expiry, never as rejection) and apply each paused run's fallback."""
+        expired = await self.contexts.default.service.expire_due(limit=limit)
+        out: list[tuple[Approval, RunResult | None]] = []
+        for a in expired:
+            run = run_of(a)
+            result: RunResult | None = None
+            if run is not None and resume == "queue":
+                await self._queue(run, a.id)
+            elif run is not None and resume == "inline":
+                found = await self.store.runs.load(run)
+                if found is not None and a.id in _waiting_on(found.data):
+                    result = await self.resume(run, force=True, actor="system:expiry")
+            out.append((a, result))
+        return out
+
+    async def tick(self) -> None:
+        """One round of background work: expire, recover what crashes left behind, run queued resumes."""
+        await self.expire_due()
+        await self.recover()
+        await self.process_jobs()
+
+
+def _waiting_on(checkpoint: dict[str, Any]) -> set[str]:
+    """The approvals a stored checkpoint waits on (read without validating the whole run)."""
+    waits = checkpoint.get("waits") or {}
+    found = {str(v) for v in waits.values()} if isinstance(waits, dict) else set()
+    return found | ({str(checkpoint["waiting"])} if checkpoint.get("waiting") else set())

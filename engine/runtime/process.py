@@ -1,0 +1,103 @@
+"""The runtime: one store, one clock, the contexts composed on it and the run lifecycle, built once per process.
+
+``hitl`` commands open one with :func:`open_runtime`; ``hitl serve`` builds one with the Slack notifier and
+reporter; the Python API can do either. ``HITL_NOW`` freezes the clock (tests and rehearsals of expiry).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from hitl.engine.clocks import FakeClock, SystemClock
+from hitl.engine.errors import InvalidInput, NotFound
+from hitl.engine.ports import Clock, Notifier, RunReporter, Store
+from hitl.engine.runtime.compose import RunContexts
+from hitl.engine.runtime.lifecycle import RunLifecycle
+from hitl.engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
+
+__all__ = ["Runtime", "RuntimeSettings", "open_runtime"]
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """Where things are: explicit values win over environment variables, which win over defaults."""
+
+    store_url: str = DEFAULT_STORE_URL
+    config_path: str | None = None
+    now: float | None = None
+    """``HITL_NOW`` (epoch seconds): a frozen clock."""
+
+    @classmethod
+    def from_env(cls, *, store: str | None = None, config: str | None = None) -> RuntimeSettings:
+        """``store`` / ``config`` from flags, else ``HITL_STORE`` / ``HITL_CONFIG`` / ``HITL_NOW``, else defaults."""
+        raw_now = os.environ.get("HITL_NOW") or None
+        try:
+            now = float(raw_now) if raw_now else None
+        except ValueError:
+            raise InvalidInput(f"HITL_NOW={raw_now!r} is not a number of epoch seconds") from None
+        return cls(
+            store_url=store or os.environ.get("HITL_STORE") or DEFAULT_STORE_URL,
+            config_path=config or os.environ.get("HITL_CONFIG") or None,
+            now=now,
+        )
+
+    def clock(self) -> Clock:
+        return FakeClock(self.now) if self.now is not None else SystemClock()
+
+
+@dataclass
+class Runtime:
+    """A process's store, clock, contexts and run lifecycle."""
+
+    store: Store
+    clock: Clock
+    contexts: RunContexts
+    lifecycle: RunLifecycle
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        store: Store,
+        clock: Clock,
+        config_path: str | None,
+        notifier: Notifier | None = None,
+        reporter: RunReporter | None = None,
+        worker_id: str = "hitl",
+    ) -> Runtime:
+        contexts = RunContexts(
+            store=store, clock=clock, config_path=config_path, notifier=notifier, worker_id=worker_id
+        )
+        return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=worker_id))
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: RuntimeSettings, *, worker_id: str = "hitl", read_only: bool = False
+) -> AsyncIterator[Runtime]:
+    """A runtime on the store ``settings`` names, closed on exit (no notifier: reviewers hear through
+    ``hitl serve`` on the same store). ``read_only``: a command that only reads never creates a store; a SQLite
+    file that is not there is an error (a mistyped HITL_STORE must not read as "nothing pending")."""
+    path = sqlite_path(settings.store_url) if read_only else None
+    if path is not None and not path.exists():
+        raise NotFound(
+            f"no store at {path}: nothing was ever recorded there. Check HITL_STORE (or --store); `hitl run` and "
+            "`hitl serve` create the store",
+            path=str(path),
+        )
+    rt = Runtime.build(
+        store=open_store(settings.store_url),
+        clock=settings.clock(),
+        config_path=settings.config_path,
+        worker_id=worker_id,
+    )
+    try:
+        yield rt
+    finally:
+        await rt.close()

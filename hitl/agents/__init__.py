@@ -1,8 +1,0 @@
-"""Workflow agent steps on Strands Agents, and the scripted model that makes them run offline."""
-
-from __future__ import annotations
-
-from hitl.agents.backend import StrandsAgents
-from hitl.agents.scripted import ScriptedModel, load_script
-
-__all__ = ["ScriptedModel", "StrandsAgents", "load_script"]
