@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hitl.api.openapi import document
+from hitl.api.app import openapi_document
 
 MARK = "<!-- openapi -->"
 
@@ -12,7 +12,7 @@ MARK = "<!-- openapi -->"
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if MARK not in markdown:
         return markdown
-    return markdown.replace(MARK, render(document()))
+    return markdown.replace(MARK, render(openapi_document()))
 
 
 def render(spec: dict[str, Any]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing import FakeClock
 from tests.processes import stop_process
+from tests.waiting import eventually_sync
 
 
 def free_port() -> int:
@@ -51,19 +51,22 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 10
-    while True:
+
+    def pong() -> bool:
+        if proc.poll() is not None:
+            pytest.fail("redis-server exited as it started")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
                 s.sendall(b"PING\r\n")
-                if s.recv(16).startswith(b"+PONG"):
-                    break
+                return s.recv(16).startswith(b"+PONG")
         except OSError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            pytest.fail("redis-server did not start")
-        time.sleep(0.02)
+            return False
+
+    try:
+        eventually_sync(pong, what="redis-server to answer PING", timeout=10, interval=0.02)
+    except AssertionError:
+        stop_process(proc)
+        raise
     yield f"redis://127.0.0.1:{port}/0"
     stop_process(proc)
 

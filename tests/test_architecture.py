@@ -284,7 +284,7 @@ def test_public_apis_are_pinned() -> None:
     assert openai_agents.__all__ == ["HitlRunner", "gated"]
     assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
     assert hitl.api.__all__ == ["mint_token", "token_hash"]
-    assert hitl.api.app.__all__ == ["PREFIX", "api_app"]
+    assert hitl.api.app.__all__ == ["PREFIX", "api_app", "endpoints", "openapi_document"]
     assert hitl.mcp.__all__ == ["FRAMEWORK", "Gateway", "Upstreams", "serve_http", "serve_stdio"]
     assert hitl.temporal.__all__ == [
         "FRAMEWORK",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from hitl.api.openapi import document
+from hitl.api.app import openapi_document
 from hitl.engine.storage import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> 
     listed = set(re.findall(r"[\w-]+\.md", str(config["nav"])))
     assert listed == {p.name for p in (DOCS / "pages").glob("*.md")}
     api = (tmp_path / "api" / "index.html").read_text()
-    assert all(f"<code>{path}</code>" in api for path in document()["paths"])  # the reference covers every path
+    assert all(f"<code>{path}</code>" in api for path in openapi_document()["paths"])  # the reference covers every path
     slack = (tmp_path / "slack" / "index.html").read_text()
     assert "chat:write" in slack and "usergroups:read" in slack  # the manifest itself, included
     # Nothing the pages load comes from another host (fonts, scripts, styles, images): read offline, it is whole.

@@ -61,6 +61,7 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
     from hitl.api import token_hash
     from hitl.sandbox.server import start_emulator
     from tests.bot.conftest import serve_env, serve_process, workspace
+    from tests.waiting import eventually
 
     text = (ROOT / "README.md").read_text()
     block = re.search(r"<!-- api-walkthrough -->\n```bash\n(.*?)```", text, re.S)
@@ -98,11 +99,10 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
             assert printed[:4] == ["pending", "approved", "409", "approved"], out.decode()
             assert json.loads(printed[4]) == {"order_id": "78291", "customer_id": "C-1", "amount": 120}
             assert printed[5:] == ["executed"]
-            for _ in range(100):  # the card `hitl serve` posted for the agent's proposal
-                if any("refund" in m.text for m in state.messages):
-                    break
-                await asyncio.sleep(0.05)
-            assert any("refund" in m.text for m in state.messages)
+            await eventually(
+                lambda: any("refund" in m.text for m in state.messages),
+                what="the card `hitl serve` posts for the agent's proposal",
+            )
     finally:
         await emulator.close()
 

@@ -8,6 +8,7 @@ none).
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -21,8 +22,9 @@ from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
 from .problems import ApiError, error_response, from_engine
+from .routes import Endpoint
 
-__all__ = ["PREFIX", "api_app"]
+__all__ = ["PREFIX", "api_app", "endpoints", "openapi_document"]
 
 PREFIX = "/api/v1"
 log = logging.getLogger(__name__)
@@ -78,8 +80,19 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         return error_response(ApiError(500, "internal", "hitl failed to answer; this is a bug, please report it"))
 
 
+def endpoints() -> list[Endpoint]:
+    """Every route of the API, with its contract."""
+    return [*approvals.routes(), *executions.routes(), *runs.routes()]
+
+
+@functools.cache
+def openapi_document() -> dict[str, Any]:
+    """The API's OpenAPI 3.1 document, generated from :func:`endpoints` (served at ``/api/v1/openapi.json``)."""
+    return document(endpoints(), prefix=PREFIX)
+
+
 async def _openapi(request: web.Request) -> web.Response:
-    return web.json_response(document())
+    return web.json_response(openapi_document())
 
 
 def api_app(lifecycle: RunLifecycle, config_path: str | None, *, limiter: RateLimiter | None = None) -> web.Application:
@@ -87,5 +100,5 @@ def api_app(lifecycle: RunLifecycle, config_path: str | None, *, limiter: RateLi
     app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024 + 1)
     app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter or RateLimiter())
     app.router.add_get("/openapi.json", _openapi)
-    app.add_routes([*approvals.routes(), *executions.routes(), *runs.routes()])
+    app.add_routes([e.route() for e in endpoints()])
     return app

@@ -21,6 +21,7 @@ from .models import (
     WaitQuery,
 )
 from .problems import from_engine
+from .routes import Endpoint
 
 __all__ = ["routes"]
 
@@ -30,6 +31,7 @@ def _json(model: ApprovalView | ApprovalList, status: int = 200) -> web.Response
 
 
 async def list_approvals(request: web.Request) -> web.Response:
+    """Approvals, paged: pending oldest first (default), or by status newest first, each with can_decide."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.READ)
     q = query_of(request, ListQuery)
@@ -54,6 +56,7 @@ async def list_approvals(request: web.Request) -> web.Response:
 
 
 async def get_approval(request: web.Request) -> web.Response:
+    """One approval with its audit trail."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.READ)
     approval = await ctx.visible(caller, request.match_info["id"])
@@ -65,6 +68,7 @@ async def get_approval(request: web.Request) -> web.Response:
 
 
 async def decide(request: web.Request) -> web.Response:
+    """Decide, bound to the version and action hash you reviewed."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.DECIDE)
     body = await body_of(request, DecisionRequest)
@@ -96,6 +100,7 @@ async def decide(request: web.Request) -> web.Response:
 
 
 async def wait(request: web.Request) -> web.Response:
+    """Long-poll until the approval's version passes after_version (or the timeout)."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.READ)
     q = query_of(request, WaitQuery)
@@ -108,7 +113,10 @@ async def wait(request: web.Request) -> web.Response:
 
 
 async def audit(request: web.Request) -> web.Response:
-    """The whole trail (every approval's entries and the runs'): for admins; a reader gets one approval's."""
+    """The newest audit entries, oldest first (admin).
+
+    The whole trail (every approval's entries and the runs'): for admins; a reader gets one approval's.
+    """
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.ADMIN)
     q = query_of(request, AuditQuery)
@@ -116,11 +124,12 @@ async def audit(request: web.Request) -> web.Response:
     return web.json_response(AuditList(entries=[AuditView.of(e) for e in entries]).model_dump(mode="json"))
 
 
-def routes() -> list[web.RouteDef]:
+def routes() -> list[Endpoint]:
+    """The approval and audit endpoints."""
     return [
-        web.get("/audit", audit),
-        web.get("/approvals", list_approvals),
-        web.get("/approvals/{id}", get_approval),
-        web.post("/approvals/{id}/decisions", decide),
-        web.get("/approvals/{id}/wait", wait),
+        Endpoint("GET", "/audit", audit, AuditList, (403, 422), query=AuditQuery),
+        Endpoint("GET", "/approvals", list_approvals, ApprovalList, (403, 422), query=ListQuery),
+        Endpoint("GET", "/approvals/{id}", get_approval, ApprovalView, (403, 404)),
+        Endpoint("POST", "/approvals/{id}/decisions", decide, ApprovalView, (403, 404, 409), body=DecisionRequest),
+        Endpoint("GET", "/approvals/{id}/wait", wait, ApprovalView, (403, 404, 422), query=WaitQuery),
     ]

@@ -17,6 +17,7 @@ from hitl.engine.errors import EngineError, ErrorCode
 from .context import CONTEXT, ApiContext, body_of, caller_of
 from .models import ApprovalView, ClaimRequest, ClaimView, OutcomeRequest, ProposalRequest, ProposalView
 from .problems import ApiError, from_engine
+from .routes import Endpoint
 from .tokens import Caller
 
 __all__ = ["routes"]
@@ -31,6 +32,7 @@ def _gate(ctx: ApiContext, caller: Caller, *, lease: float = 300.0) -> ToolGate:
 
 
 async def propose(request: web.Request) -> web.Response:
+    """Propose a tool call: the policy's verdict and, when a person must decide, the approval."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.PROPOSE)
     body = await body_of(request, ProposalRequest)
@@ -76,6 +78,7 @@ async def _ticket(ctx: ApiContext, caller: Caller, key: str, gate: ToolGate) -> 
 
 
 async def claim(request: web.Request) -> web.Response:
+    """Claim an approved call's one execution."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.PROPOSE)
     body = await body_of(request, ClaimRequest)
@@ -98,6 +101,7 @@ async def claim(request: web.Request) -> web.Response:
 
 
 async def outcome(request: web.Request) -> web.Response:
+    """Report how a claimed execution went."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.PROPOSE)
     body = await body_of(request, OutcomeRequest)
@@ -115,9 +119,10 @@ async def outcome(request: web.Request) -> web.Response:
     return web.json_response(ApprovalView.of(approval).model_dump(mode="json"))
 
 
-def routes() -> list[web.RouteDef]:
+def routes() -> list[Endpoint]:
+    """The proposal and execution endpoints (an agent's calls through the gate)."""
     return [
-        web.post("/proposals", propose),
-        web.post("/executions/{key}/claim", claim),
-        web.post("/executions/{key}/outcome", outcome),
+        Endpoint("POST", "/proposals", propose, ProposalView, (403, 409), body=ProposalRequest),
+        Endpoint("POST", "/executions/{key}/claim", claim, ClaimView, (403, 404, 409), body=ClaimRequest),
+        Endpoint("POST", "/executions/{key}/outcome", outcome, ApprovalView, (403, 404, 409), body=OutcomeRequest),
     ]

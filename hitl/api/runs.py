@@ -16,6 +16,7 @@ from hitl.engine.workflow.definition import load_workflow
 from .context import CONTEXT, ApiContext, body_of, caller_of
 from .models import ApprovalView, ResumeRequest, RunStartRequest, RunView
 from .problems import ApiError, from_engine
+from .routes import Endpoint
 from .tokens import Caller
 
 __all__ = ["routes"]
@@ -51,6 +52,7 @@ async def _waiting(ctx: ApiContext, state: RunState) -> list[Approval]:
 
 
 async def start(request: web.Request) -> web.Response:
+    """Start a workflow registered under api.workflows."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.RUN)
     body = await body_of(request, RunStartRequest)
@@ -76,6 +78,7 @@ async def _state(ctx: ApiContext, session_id: str) -> RunState:
 
 
 async def status(request: web.Request) -> web.Response:
+    """Where a run stands, with the approvals it waits on."""
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.READ)
     state = await _state(ctx, request.match_info["id"])
@@ -93,6 +96,7 @@ async def status(request: web.Request) -> web.Response:
 
 
 async def resume(request: web.Request) -> web.Response:
+    """Resume a run (optionally with new variable values)."""
     ctx = request.app[CONTEXT]
     caller: Caller = caller_of(request, Scope.RUN)
     body = await body_of(request, ResumeRequest)
@@ -104,9 +108,10 @@ async def resume(request: web.Request) -> web.Response:
     return web.json_response((await _view(ctx, result, state.workflow)).model_dump(mode="json"))
 
 
-def routes() -> list[web.RouteDef]:
+def routes() -> list[Endpoint]:
+    """The run endpoints (workflows registered under ``api.workflows``)."""
     return [
-        web.post("/runs", start),
-        web.get("/runs/{id}", status),
-        web.post("/runs/{id}/resume", resume),
+        Endpoint("POST", "/runs", start, RunView, (403, 404, 409), body=RunStartRequest, status=201),
+        Endpoint("GET", "/runs/{id}", status, RunView, (403, 404)),
+        Endpoint("POST", "/runs/{id}/resume", resume, RunView, (403, 404, 409), body=ResumeRequest),
     ]

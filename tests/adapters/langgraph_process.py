@@ -19,6 +19,7 @@ from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentWorld, Ledger, refund
 from tests.adapters.test_langgraph import build
+from tests.waiting import eventually
 
 
 async def main(mode: str, folder: Path) -> None:
@@ -59,10 +60,11 @@ async def watch(graph: Any, gate: Any) -> None:
     watcher = AgentWatcher(gate, [resumer], interval=0.1)
     print("watching", flush=True)
     watcher.start()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while await resumer.waiting_for("proc-thread") and loop.time() < deadline:
-        await asyncio.sleep(0.05)
+
+    async def done() -> bool:
+        return not await resumer.waiting_for("proc-thread")
+
+    await eventually(done, what="the thread to be resumed", timeout=60)
     await asyncio.sleep(0.3)  # a last round: a second watcher must find nothing left to do
     await watcher.stop()
 

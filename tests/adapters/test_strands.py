@@ -27,6 +27,7 @@ from hitl.engine.testing.conformance.adapters import (
     Transcript,
     settle,
 )
+from tests.waiting import eventually
 
 
 class ScriptedModel(Model):
@@ -77,12 +78,12 @@ def transcript(agent: Agent) -> Transcript:
 
 async def until_waiting(world: AgentWorld, session: str, task: asyncio.Task[Any]) -> None:
     store = world.store()
-    for _ in range(2000):
-        if task.done():
-            return
-        if any(a.session_id == session for a in (await store.approvals.list_pending(limit=200)).items):
-            return
-        await asyncio.sleep(0.005)
+
+    async def waiting() -> bool:
+        pending = (await store.approvals.list_pending(limit=200)).items
+        return task.done() or any(a.session_id == session for a in pending)
+
+    await eventually(waiting, what=f"session {session} to wait for a person", interval=0.005)
 
 
 class InlineHarness:

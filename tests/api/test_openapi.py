@@ -15,23 +15,23 @@ from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from hitl.api.openapi import document
+from hitl.api.app import openapi_document
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing import FakeClock
 from tests.api.conftest import TOKENS, Api, api_config
 from tests.bot.conftest import start, stop
 
-SCHEMA = schemathesis.openapi.from_dict(document())
+SCHEMA = schemathesis.openapi.from_dict(openapi_document())
 
 
 def test_the_document_is_valid_openapi() -> None:
-    validate(document())
-    assert all(p.startswith("/api/v1/") for p in document()["paths"])
+    validate(openapi_document())
+    assert all(p.startswith("/api/v1/") for p in openapi_document()["paths"])
 
 
 async def test_the_server_serves_the_document_and_only_to_a_token_holder(api: Api) -> None:
     status, body = await api.call("GET", "/openapi.json")
-    assert status == 200 and body == document()
+    assert status == 200 and body == openapi_document()
     status, body = await api.call("GET", "/openapi.json", as_=None)
     assert status == 401  # nothing under /api is anonymous
 

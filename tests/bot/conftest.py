@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from hitl.sandbox.webapi import Message, SlackState
 from hitl.serve import Server, build_server
 from tests.conftest import free_port
 from tests.processes import stop_process
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
@@ -57,15 +57,15 @@ def serve_env(state: SlackState, emulator: Emulator, *, store: str, config: Path
 async def wait_healthy(port: int) -> None:
     """Until `hitl serve` on ``port`` answers /healthz (it is starting in another process)."""
     async with aiohttp.ClientSession() as http:
-        for _ in range(400):
+
+        async def healthy() -> bool:
             try:
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        return
+                    return resp.status == 200
             except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.025)
-    raise AssertionError(f"hitl serve on port {port} never became healthy")
+                return False
+
+        await eventually(healthy, what=f"hitl serve on port {port} to answer /healthz", interval=0.025)
 
 
 def spawn_serve(

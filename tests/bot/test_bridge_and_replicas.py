@@ -16,6 +16,7 @@ from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.testing import FakeClock
 from hitl.sandbox.webapi import SlackState
 from tests.bot.conftest import Harness, start, stop, workspace
+from tests.waiting import eventually
 
 PROMPT = 'Approve "refund"?\n  Input: {"order_id": "78291", "customer_id": "C-1042", "amount": 42}'
 
@@ -31,11 +32,7 @@ def test_parse_strands_prompts_exactly_or_not_at_all() -> None:
 
 
 async def wait_for_card(h: Harness, n: int = 1) -> None:
-    for _ in range(500):
-        if len(h.cards()) >= n:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("no card was posted")
+    await eventually(lambda: len(h.cards()) >= n, what=f"{n} cards", interval=0.01)
 
 
 def button_labels(card: object) -> list[str]:

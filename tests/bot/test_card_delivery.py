@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import time
 
 from hitl.bot.blocks import ACTION_APPROVE
 from hitl.engine.domain.models import Status
 from hitl.engine.runtime.background import Background
 from hitl.engine.runtime.compose import compose
 from tests.bot.conftest import CONFIG, Harness
+from tests.waiting import eventually
 
 
 async def test_a_burst_of_1000_approvals_is_all_carded_within_30_seconds(harness: Harness) -> None:
@@ -24,15 +23,14 @@ async def test_a_burst_of_1000_approvals_is_all_carded_within_30_seconds(harness
         ids.append(p.approval.id)
     assert not any(m.text for m in harness.state.messages)  # nobody told Slack yet
     background = Background(harness.rt.lifecycle, sweepers=[harness.rt.ctx.notifier], sweep_interval=5.0)
-    started = time.monotonic()
     background.start()
     try:
-        while True:
-            carded = {m.text.split("(")[-1].rstrip(")") for m in harness.cards()}
-            if carded >= set(ids):
-                break
-            assert time.monotonic() - started < 30, f"{len(carded)} of 1000 carded after 30 s"
-            await asyncio.sleep(0.2)
+        await eventually(
+            lambda: {m.text.split("(")[-1].rstrip(")") for m in harness.cards()} >= set(ids),
+            what="a card for each of 1000 approvals",
+            timeout=30,
+            interval=0.2,
+        )
     finally:
         await background.stop()
     assert len(harness.cards()) == 1000  # one card each, never two
@@ -47,10 +45,12 @@ async def test_a_failing_card_update_backs_off_without_holding_up_other_cards(ha
         harness.state.fail_next("chat.update", status=503)
     await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(first.approval.id)), ACTION_APPROVE)
     await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(second.approval.id)), ACTION_APPROVE)
-    deadline = time.monotonic() + 1.5
-    while "Approved" not in harness.card_for(second.approval.id).blocks[0]["text"]["text"]:
-        assert time.monotonic() < deadline, "the second card waited behind the first one's backoff"
-        await asyncio.sleep(0.02)
+    await eventually(  # not behind the first card's backoff
+        lambda: "Approved" in harness.card_for(second.approval.id).blocks[0]["text"]["text"],
+        what="the second card's update",
+        timeout=1.5,
+        interval=0.02,
+    )
     assert "Approved" not in harness.card_for(first.approval.id).blocks[0]["text"]["text"]  # still backing off
     await harness.settle()  # then it lands too
     assert "Approved" in harness.card_for(first.approval.id).blocks[0]["text"]["text"]

@@ -8,7 +8,6 @@ the store exactly as before (a full dump, except refusals added to the audit tra
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import hashlib
 import hmac
@@ -38,6 +37,7 @@ from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process
+from tests.waiting import eventually
 
 WRONG: list[Any] = [None, 0, -1.5, True, [], {}, "", "x" * 5000, "\ud800", "\u202e\u2066", [None], {"id": {}}]
 CLICK_FIELDS = [
@@ -280,18 +280,19 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     try:
         await wait_healthy(port)
         async with aiohttp.ClientSession() as http:
-            for _ in range(200):  # the sweep posts the card of the approval the agent created
-                if any(p.approval.id in m.text for m in state.messages):
-                    break
-                await asyncio.sleep(0.05)
-            card = next(m for m in state.messages if p.approval.id in m.text)
+            asked = p.approval.id
+            await eventually(  # the sweep posts the card of the approval the agent created
+                lambda: any(asked in m.text for m in state.messages), what="the agent's card"
+            )
+            card = next(m for m in state.messages if asked in m.text)
             watcher = open_store(url)
             try:  # let the card's bookkeeping land before the "before" dump
-                for _ in range(200):
-                    claim = await watcher.ledger.get(f"notify:{p.approval.id}")
-                    if claim is not None and claim.state == "succeeded":
-                        break
-                    await asyncio.sleep(0.05)
+
+                async def posted() -> bool:
+                    claim = await watcher.ledger.get(f"notify:{asked}")
+                    return claim is not None and claim.state == "succeeded"
+
+                await eventually(posted, what="the card's bookkeeping")
             finally:
                 await watcher.close()
             button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])

@@ -3,7 +3,6 @@ traceback), once when it ends (INFO), counted in /metrics; never a traceback per
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import cast
@@ -17,6 +16,7 @@ from hitl.engine.tasks import Outages
 from hitl.engine.testing import FakeClock
 from hitl.engine.testing.conformance.adapters import BreakableStore
 from tests.bot.conftest import start, stop
+from tests.waiting import eventually
 
 
 async def test_a_store_outage_is_logged_once_each_way_and_counted(
@@ -39,11 +39,7 @@ async def test_a_store_outage_is_logged_once_each_way_and_counted(
 
     async def more_rounds(n: int) -> None:
         until = rounds + n
-        for _ in range(4000):
-            if rounds >= until:
-                return
-            await asyncio.sleep(0.005)
-        raise AssertionError(f"{n} rounds did not run")
+        await eventually(lambda: rounds >= until, what=f"{n} more rounds", interval=0.005)
 
     try:
         with caplog.at_level(logging.INFO):

@@ -24,9 +24,11 @@ from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import start_emulator
+from hitl.sandbox.webapi import Message
 from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process
+from tests.waiting import eventually
 
 
 async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> None:
@@ -64,26 +66,25 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
             )
             assert run.returncode == 4, run.stderr
             approval_id = json.loads(run.stdout)["approval_id"]
-            card = None
-            for _ in range(300):
-                found = [m for m in state.messages if approval_id in m.text and not m.thread_ts]
-                if found:
-                    card = copy.deepcopy(found[0])
-                    break
-                await asyncio.sleep(0.05)
-            assert card is not None, "hitl serve did not post the card:\n" + (tmp_path / "serve.log").read_text()
+
+            def posted() -> Message | None:
+                return next((m for m in state.messages if approval_id in m.text and not m.thread_ts), None)
+
+            card = copy.deepcopy(await eventually(posted, what="the card hitl serve posts"))
             slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)
             reply = await slack.click("U_SUPPORT1", card, ACTION_APPROVE)
             assert reply.status == 200
-            refunds: list[tuple[float]] = []
-            for _ in range(300):
-                if (tmp_path / "shop.db").exists():
-                    with sqlite3.connect(tmp_path / "shop.db") as db:
-                        refunds = db.execute("SELECT amount FROM refunds").fetchall()
-                    if refunds and any("completed" in m.text for m in state.messages if m.thread_ts):
-                        break
-                await asyncio.sleep(0.05)
-            assert refunds == [(75.0,)], (tmp_path / "serve.log").read_text()
+
+            def refunded() -> list[tuple[float]] | None:
+                if not (tmp_path / "shop.db").exists():
+                    return None
+                with sqlite3.connect(tmp_path / "shop.db") as db:
+                    refunds: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
+                return (
+                    refunds if refunds and any("completed" in m.text for m in state.messages if m.thread_ts) else None
+                )
+
+            assert await eventually(refunded, what="the refund and the thread's reply") == [(75.0,)]
             show = await asyncio.to_thread(
                 subprocess.run,
                 [sys.executable, "-m", "hitl", "show", approval_id, "--json"],
@@ -134,10 +135,12 @@ async def test_an_approval_another_process_creates_is_carded_without_waiting_for
                 )
                 assert asked.approval is not None
                 made = time.monotonic()
-                for _ in range(400):
-                    if any(asked.approval.id in m.text for m in state.messages if not m.thread_ts):
-                        break
-                    await asyncio.sleep(0.005)
+                shown = asked.approval.id
+                await eventually(
+                    lambda: any(shown in m.text for m in state.messages if not m.thread_ts),
+                    what="the card",
+                    interval=0.005,
+                )
                 took = time.monotonic() - made
             finally:
                 await store.close()

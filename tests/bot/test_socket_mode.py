@@ -26,6 +26,7 @@ from hitl.sandbox.socket import SocketHub
 from hitl.sandbox.webapi import SlackState
 from hitl.serve import Server, build_server
 from tests.bot.conftest import CONFIG, workspace
+from tests.waiting import eventually
 
 
 @dataclass
@@ -73,10 +74,13 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
         await slack.click("U_STRANGER", card, ACTION_APPROVE)
         await slack.command("U_SUPPORT1", "general", "pending")
         await slack.click("U_SUPPORT1", card, ACTION_APPROVE)
-        for _ in range(200):
-            if (await rt.store.approvals.get(p.approval.id)).status is Status.APPROVED:
-                break
-            await asyncio.sleep(0.01)
+
+        clicked = p.approval.id
+
+        async def approved() -> bool:
+            return (await rt.store.approvals.get(clicked)).status is Status.APPROVED
+
+        await eventually(approved, what="the click to approve", interval=0.01)
         assert (await rt.store.approvals.get(p.approval.id)).status is Status.APPROVED
         assert any("not a reviewer" in m.text for m in state.messages if m.ephemeral_to == "U_STRANGER")
         assert any(p.approval.id in str(m.blocks) for m in state.messages if m.ephemeral_to == "U_SUPPORT1")

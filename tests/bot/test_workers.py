@@ -16,6 +16,7 @@ import aiohttp
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
+from tests.waiting import eventually
 
 
 @asynccontextmanager
@@ -41,14 +42,14 @@ async def test_workers_share_the_port_and_stop_together(tmp_path: Path) -> None:
         replicas: set[str] = set()
         # A new connection each time: the kernel spreads connections, not requests, among the workers.
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
-            for _ in range(400):
+
+            async def both_answered() -> bool:  # the second worker may still be starting
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
                     if resp.status == 200:
                         replicas.add((await resp.json())["replica"])
-                if len(replicas) == 2:
-                    break
-                await asyncio.sleep(0.01)  # the second worker may still be starting
-        assert len(replicas) == 2, (tmp_path / "serve.log").read_text()
+                return len(replicas) == 2
+
+            await eventually(both_answered, what="both workers to answer", interval=0.01)
         supervisor.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(supervisor.wait, 30) == 0
         refused = 0

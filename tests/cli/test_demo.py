@@ -9,7 +9,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from tests.cli.conftest import ROOT
 from tests.processes import stop_process
+from tests.waiting import eventually_sync
 
 
 def _env() -> dict[str, str]:
@@ -79,13 +79,12 @@ def interactive_demo(tmp_path: Path, *extra: str) -> Iterator[str]:
         stderr=subprocess.STDOUT,
     )
     try:
-        url = None
-        for _ in range(600):
+
+        def printed() -> str | None:
             m = re.search(r"(http://127\.0\.0\.1:\d+)/", (tmp_path / "demo.log").read_text())
-            if m:
-                url = m.group(1)
-                break
-            time.sleep(0.05)
+            return m.group(1) if m else None
+
+        url = eventually_sync(printed, what="the demo's URL", timeout=30)
         assert url, (tmp_path / "demo.log").read_text()
         yield url
     finally:

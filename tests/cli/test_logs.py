@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import logging
@@ -15,6 +14,7 @@ from hitl.engine.log_context import about
 from hitl.logs import configure_logging
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, serve_process, workspace
+from tests.waiting import eventually
 
 
 class _Terminal(io.StringIO):
@@ -72,7 +72,9 @@ async def test_hitl_serve_writes_json_lines_with_its_replica(tmp_path: Path) -> 
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
     try:
         async with serve_process(env, tmp_path):
-            await asyncio.sleep(0.2)
+            await eventually(  # serve_process waited for /healthz; the start line was written before it listened
+                lambda: "serving Slack requests" in (tmp_path / "serve.log").read_text(), what="the start line"
+            )
     finally:
         await emulator.close()
     lines = [line for line in (tmp_path / "serve.log").read_text().splitlines() if line.strip()]

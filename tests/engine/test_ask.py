@@ -19,6 +19,7 @@ from hitl.engine.service import ApprovalService
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing import FakeClock
+from tests.waiting import eventually
 
 CONFIG = parse_config("""
 requester: agent:riley
@@ -45,12 +46,11 @@ def service(store: Store, clock: FakeClock) -> ApprovalService:
 
 
 async def wait_pending(store: Store) -> str:
-    for _ in range(400):
+    async def first() -> str | None:
         items = (await store.approvals.list_pending()).items
-        if items:
-            return items[0].id
-        await asyncio.sleep(0.005)
-    raise AssertionError("no approval appeared")
+        return items[0].id if items else None
+
+    return await eventually(first, what="a pending approval", interval=0.005)
 
 
 async def test_ask_waits_for_a_decision_from_another_replica(store: Store, clock: FakeClock) -> None:
@@ -160,11 +160,9 @@ def count_waiters(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def attached(waiting: list[str], n: int) -> str:
-    for _ in range(2000):
-        if len(waiting) >= n:
-            assert len(set(waiting)) == 1, waiting  # one approval shared by every caller
-            return waiting[0]
-        await asyncio.sleep(0.005)
+    await eventually(lambda: len(waiting) >= n, what=f"{n} callers waiting", interval=0.005)
+    assert len(set(waiting)) == 1, waiting  # one approval shared by every caller
+    return waiting[0]
     raise AssertionError(f"{len(waiting)} of {n} callers waited")
 
 

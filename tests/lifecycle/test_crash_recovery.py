@@ -10,7 +10,6 @@ over within 10 seconds of the restart.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import os
 import sqlite3
@@ -36,7 +35,9 @@ from hitl.engine.workflow.definition import load_workflow
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState
+from tests.bot.conftest import wait_healthy
 from tests.conftest import free_port
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOWS = Path(__file__).parent / "crash"
@@ -90,25 +91,15 @@ class Rig:
             stderr=subprocess.STDOUT,
         )
         self.serves.append(proc)
-        for _ in range(400):
-            try:
-                async with self.http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        return proc, port
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.025)
-        raise AssertionError("hitl serve did not come up")
+        await wait_healthy(port)
+        return proc, port
 
     def card(self, approval_id: str) -> Message | None:
         found = [m for m in self.state.messages if approval_id in m.text and not m.thread_ts and not m.ephemeral_to]
         return found[0] if found else None
 
     async def wait_card(self, approval_id: str, timeout: float = 15.0) -> Message:
-        deadline = time.monotonic() + timeout
-        while (card := self.card(approval_id)) is None:
-            assert time.monotonic() < deadline, f"no card for {approval_id}"
-            await asyncio.sleep(0.05)
+        card = await eventually(lambda: self.card(approval_id), what=f"the card of {approval_id}", timeout=timeout)
         return copy.deepcopy(card)
 
     def slack(self, port: int) -> Dispatcher:
@@ -160,13 +151,14 @@ async def _run_state(store_url: str, session: str) -> tuple[dict[str, Any], Appr
 
 
 async def _until(store_url: str, session: str, want: str, timeout: float) -> tuple[dict[str, Any], Approval | None]:
-    deadline = time.monotonic() + timeout
-    while True:
+
+    async def there() -> tuple[dict[str, Any], Approval | None] | None:
         data, waiting = await _run_state(store_url, session)
         if data["status"] == want and (want != "paused" or (waiting is not None and waiting.tool == "doubt:pay")):
             return data, waiting
-        assert time.monotonic() < deadline, f"run is {data['status']}, not {want}, after {timeout} s"
-        await asyncio.sleep(0.1)
+        return None
+
+    return await eventually(there, what=f"the run to be {want}", timeout=timeout, interval=0.1)
 
 
 # case: workflow, crash point, does pay deduplicate on its key, what a person answers ("" = nobody is asked)
@@ -215,10 +207,9 @@ async def _crash_and_recover(rig: Rig, workflow: str, answer: str, replicas: int
     card = await rig.wait_card(approval.id)
     reply = await rig.slack(port).click("U_FIN1", card, ACTION_APPROVE)
     assert reply.status == 200
-    deadline = time.monotonic() + 30
-    while not any(p.poll() is not None for p in rig.serves):  # whichever replica took the resume dies in it
-        assert time.monotonic() < deadline, "no worker reached the crash point"
-        await asyncio.sleep(0.02)
+    await eventually(  # whichever replica took the resume dies in it
+        lambda: any(p.poll() is not None for p in rig.serves), what="a worker to reach the crash point", interval=0.02
+    )
     dead = [p for p in rig.serves if p.poll() is not None]
     assert len(dead) == 1 and dead[0].returncode == -9
     if replicas == 1:
@@ -240,10 +231,9 @@ async def _crash_and_recover(rig: Rig, workflow: str, answer: str, replicas: int
         else:
             opened = len(rig.state.views)
             await slack.click("U_FIN2", doubt_card, ACTION_FEEDBACK)
-            deadline = time.monotonic() + 10
-            while len(rig.state.views) == opened:  # the bot acks first, then opens the form (as with Slack)
-                assert time.monotonic() < deadline, "the feedback form never opened"
-                await asyncio.sleep(0.01)
+            await eventually(  # the bot acks first, then opens the form (as with Slack)
+                lambda: len(rig.state.views) > opened, what="the feedback form", interval=0.01
+            )
             view_id = list(rig.state.views)[-1]
             values = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "payment P-1 is in the bank"}}}
             assert (await slack.submit("U_FIN2", view_id, values)).status == 200

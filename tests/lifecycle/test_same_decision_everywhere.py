@@ -3,9 +3,10 @@
 The workflow's step ``s2`` uses tool ``b``, whose policy (finance, two distinct approvers) is declared in the
 workflow itself; ``hitl.yaml`` knows only tool ``a`` (support). Step 1 is decided through each surface: the CLI
 (``hitl resume`` in a subprocess), a Slack click and a Slack Modify (signed requests to the real bot, the run
-resumed by ``hitl serve``'s background work), the Python API, and expiry fallbacks (``hitl serve``'s background
-loop, and ``hitl expire``). Each must pause the run on the very same approval for ``b``: finance, quorum 2, the
-same id. Before one composition served every surface, a Slack click paused it for "any reviewer, quorum 1".
+resumed by ``hitl serve``'s background work), the HTTP API (a bearer token, the same server), the Python API, and
+expiry fallbacks (``hitl serve``'s background loop, and ``hitl expire``). Each must pause the run on the very same
+approval for ``b``: finance, quorum 2, the same id. Before one composition served every surface, a Slack click
+paused it for "any reviewer, quorum 1".
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from hitl.api import token_hash
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.ids import approval_id
@@ -100,9 +102,9 @@ async def _hitl(backend: Backend, *args: str, now: float | None = None) -> dict[
     return dict(json.loads(out))
 
 
-async def _serve(backend: Backend) -> Harness:
+async def _serve(backend: Backend, config: Path = CONFIG) -> Harness:
     """``hitl serve``'s real composition on the backend, with the signed-request Slack stand-in."""
-    return await start(backend.store(), backend.clock, config=CONFIG)
+    return await start(backend.store(), backend.clock, config=config)
 
 
 async def _paused_on(store: Store, session: str) -> Approval:
@@ -119,8 +121,10 @@ async def via_cli(backend: Backend) -> tuple[Any, ...]:
     return _shape(second["approval"])
 
 
-async def _click(backend: Backend, decide: Callable[[Harness, Approval], Awaitable[None]]) -> tuple[Any, ...]:
-    h = await _serve(backend)
+async def _click(
+    backend: Backend, decide: Callable[[Harness, Approval], Awaitable[None]], *, config: Path = CONFIG
+) -> tuple[Any, ...]:
+    h = await _serve(backend, config)
     try:
         r = await h.rt.lifecycle.start(load_workflow(TOOL_FLOW), {}, session_id=SESSION)
         assert r.approval is not None and r.approval.tool == "a"
@@ -146,6 +150,21 @@ async def via_slack_modify(backend: Backend) -> tuple[Any, ...]:
         assert reply.status == 200 and reply.json() is None, reply.body  # accepted: the modal closes
 
     return await _click(backend, modify)
+
+
+async def via_http_api(backend: Backend) -> tuple[Any, ...]:
+    token = "tok-same-decision"
+    config = backend.ledger.parent / "hitl-api.yaml"
+    spec = f"{{name: sup1, sha256: {token_hash(token)}, reviewer: U_SUPPORT1, scopes: [read, decide]}}"
+    config.write_text(f"{CONFIG.read_text()}api:\n  tokens:\n    - {spec}\n")
+
+    async def approve(h: Harness, a: Approval) -> None:
+        body = {"decision": "approve", "expected_version": a.version, "action_hash": a.action_hash}
+        url = f"{h.bot_url}/api/v1/approvals/{a.id}/decisions"
+        async with h.http.post(url, json=body, headers={"Authorization": f"Bearer {token}"}) as r:
+            assert r.status == 200, await r.text()
+
+    return await _click(backend, approve, config=config)
 
 
 async def via_python_api(backend: Backend) -> tuple[Any, ...]:
@@ -188,6 +207,7 @@ SURFACES: dict[str, Callable[[Backend], Awaitable[tuple[Any, ...]]]] = {
     "cli": via_cli,
     "slack_click": via_slack_click,
     "slack_modify": via_slack_modify,
+    "http_api": via_http_api,
     "python_api": via_python_api,
     "serve_expiry": via_serve_expiry,
     "cli_expiry": via_cli_expiry,

@@ -3,7 +3,6 @@ ledger), reached with the SDK's own client over stdio or streamable HTTP; review
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import sys
@@ -24,6 +23,7 @@ from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = Path(__file__).with_name("upstream.py")
@@ -67,12 +67,12 @@ class Shop:
 
     async def pending(self, *, count: int = 1) -> list[Approval]:
         """The pending approvals once ``count`` exist (the gateway creates them from another process)."""
-        for _ in range(400):
+
+        async def created() -> list[Approval] | None:
             items = (await self.store.approvals.list_pending(limit=50)).items
-            if len(items) >= count:
-                return items
-            await asyncio.sleep(0.025)
-        raise AssertionError("the gateway created no approval")
+            return items if len(items) >= count else None
+
+        return await eventually(created, what=f"{count} approvals from the gateway")
 
     async def decide(self, approval: Approval, kind: DecisionKind, **kw: Any) -> Approval:
         return await self.service.decide(approval.id, "U_SUPPORT1", kind, via="slack", **kw)

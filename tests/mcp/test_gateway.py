@@ -16,6 +16,7 @@ from hitl.engine.domain.models import DecisionKind, Status
 from tests.conftest import free_port
 from tests.mcp.conftest import Shop, text_of
 from tests.processes import stop_process
+from tests.waiting import accepts, eventually
 
 
 async def test_tools_resources_and_prompts_come_through_with_their_schemas(shop: Shop) -> None:
@@ -176,13 +177,7 @@ async def http_gateway(shop: Shop, **env: str) -> AsyncIterator[int]:
             stderr=subprocess.STDOUT,
         )
         try:
-            for _ in range(200):
-                try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
+            await eventually(lambda: accepts(port), what="hitl mcp --http to listen")
             yield port
         finally:
             stop_process(proc)

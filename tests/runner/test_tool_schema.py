@@ -12,7 +12,7 @@ from pydantic import Field
 
 from hitl.engine.agents.ask import ActionRejected, Approvals
 from hitl.engine.config.hitl_yaml import load_config, parse_config
-from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.execution.schema import ToolSchema, signature_schema
@@ -21,6 +21,7 @@ from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from tests.waiting import eventually
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "refund"
 
@@ -157,11 +158,11 @@ async def test_guarded_functions_snapshot_their_signature(tmp_path: Path) -> Non
         raise AssertionError("rejected: never runs")
 
     call = asyncio.ensure_future(refund("1", 5))
-    for _ in range(500):
-        pending = (await svc.store.approvals.list_pending()).items
-        if pending:
-            break
-        await asyncio.sleep(0.01)
+
+    async def proposed() -> list[Approval]:
+        return (await svc.store.approvals.list_pending()).items
+
+    pending = await eventually(proposed, what="the guarded call's approval")
     [a] = pending
     assert a.args_schema is not None and a.args_schema["properties"]["order_id"]["maxLength"] == 8
     await svc.decide(a.id, "U_OPS", DecisionKind.REJECT, reason="no")

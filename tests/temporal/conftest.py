@@ -3,7 +3,6 @@ process with hitl's activities, and the watcher that delivers decisions."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
@@ -30,6 +29,7 @@ from hitl.temporal import HitlActivities, TemporalResumer
 from tests.conftest import free_port
 from tests.processes import stop_process
 from tests.temporal.workflows import RefundWorkflow
+from tests.waiting import eventually
 
 CONFIG = """
 requester: agent:temporal
@@ -109,12 +109,11 @@ class Stand:
         )
 
     async def pending(self) -> Approval:
-        for _ in range(400):
+        async def first() -> Approval | None:
             items = (await self.store.approvals.list_pending()).items
-            if items:
-                return items[0]
-            await asyncio.sleep(0.025)
-        raise AssertionError("the workflow proposed nothing")
+            return items[0] if items else None
+
+        return await eventually(first, what="the workflow's approval")
 
     async def deliver(self, *, rounds: int = 20) -> int:
         """Watcher rounds (what the worker process's background loop does every few seconds) until one delivers,
@@ -127,14 +126,14 @@ class Stand:
 
 @pytest.fixture
 async def stand(temporal_server: str, tmp_path: Path) -> AsyncIterator[Stand]:
-    client = None
-    for _ in range(200):
+
+    async def connected() -> Client | None:
         try:
-            client = await Client.connect(temporal_server)
-            break
+            return await Client.connect(temporal_server)
         except RuntimeError:
-            await asyncio.sleep(0.1)
-    assert client is not None, "the Temporal dev server did not come up"
+            return None
+
+    client = await eventually(connected, what="the Temporal dev server", interval=0.1)
     store = SqliteStore(tmp_path / "hitl.db")
     service = ApprovalService.from_config(parse_config(CONFIG), store=store, clock=SystemClock())
     gate = ToolGate(service)

@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.temporal import Decision
 from tests.temporal.conftest import Stand
+from tests.waiting import eventually
 
 
 async def test_an_approved_refund_runs_once_with_the_approvals_key(stand: Stand) -> None:
@@ -102,12 +103,12 @@ async def test_a_decision_made_while_no_worker_runs_is_delivered_when_one_does(s
 async def refusal(handle: WorkflowHandle[Any, Any], decision: Decision) -> str:
     """The validator's error type for ``decision``, once the workflow has taken its proposal (until then it says
     "not ready", which the resumer answers by sending again)."""
-    for _ in range(200):
+
+    async def refused_as() -> str | None:
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.execute_update("hitl_decision", decision)
         cause = refused.value.cause
         assert isinstance(cause, ApplicationError)
-        if cause.type != "HitlNotReady":
-            return str(cause.type)
-        await asyncio.sleep(0.05)
-    raise AssertionError("the workflow never took its proposal")
+        return None if cause.type == "HitlNotReady" else str(cause.type)
+
+    return await eventually(refused_as, what="the workflow to take its proposal")
