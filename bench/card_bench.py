@@ -24,6 +24,7 @@ from _common import median, redis_server, row, spread, start_serve  # noqa: E402
 
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.config.hitl_yaml import load_config  # noqa: E402
+from hitl.engine.domain.requests import ProposeRequest  # noqa: E402
 from hitl.engine.service import ApprovalService  # noqa: E402
 from hitl.engine.storage import open_store  # noqa: E402
 from hitl.sandbox.server import start_emulator  # noqa: E402
@@ -34,7 +35,9 @@ CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
 
 async def one_card(svc: ApprovalService, state: SlackState, i: int) -> float:
     p = await svc.propose(
-        "refund", {"order_id": str(i), "customer_id": f"C-{uuid.uuid4().hex[:6]}", "amount": 40}, session_id=f"b{i}"
+        ProposeRequest(
+            "refund", {"order_id": str(i), "customer_id": f"C-{uuid.uuid4().hex[:6]}", "amount": 40}, session_id=f"b{i}"
+        )
     )
     assert p.approval is not None
     t0 = time.perf_counter()

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CountingConnection, redis_server, row  # noqa: E402
 
 from hitl.engine.domain.models import DecisionKind  # noqa: E402
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.runtime.compose import compose  # noqa: E402
@@ -55,11 +56,13 @@ class HitlCycles:
         r = await self.runner.start(self.wf, {})  # a new session: the runner names it
         assert r.status is RunStatus.PAUSED and r.approval is not None
         await self.svc.decide(
-            r.approval.id,
-            "U_OPS",
-            DecisionKind.APPROVE,
-            expected_version=r.approval.version,
-            expected_hash=r.approval.action_hash,
+            DecideRequest(
+                r.approval.id,
+                "U_OPS",
+                DecisionKind.APPROVE,
+                expected_version=r.approval.version,
+                expected_hash=r.approval.action_hash,
+            )
         )
         done = await self.runner.resume(r.session_id)
         assert done.status is RunStatus.COMPLETED

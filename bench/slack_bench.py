@@ -32,6 +32,7 @@ from hitl.engine.agents.ask import Approvals  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.domain.models import Status  # noqa: E402
 from hitl.engine.domain.records import MessageRef  # noqa: E402
+from hitl.engine.domain.requests import ProposeRequest  # noqa: E402
 from hitl.engine.runtime.compose import compose  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.sandbox.dispatch import Dispatcher  # noqa: E402
@@ -96,7 +97,7 @@ async def main() -> None:
                 out = []
                 for i in range(n):
                     args = {"order_id": f"{tag}{i}", "customer_id": f"C{i}", "amount": 10}
-                    p = await svc.propose("refund", args, session_id=f"{tag}{i}")
+                    p = await svc.propose(ProposeRequest("refund", args, session_id=f"{tag}{i}"))
                     assert p.approval is not None
                     msg = Message(
                         ts=state.new_ts(),

@@ -29,6 +29,7 @@ from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.config.hitl_yaml import load_config  # noqa: E402
 from hitl.engine.domain.models import Approval, Status  # noqa: E402
+from hitl.engine.domain.requests import ProposeRequest  # noqa: E402
 from hitl.engine.service import ApprovalService  # noqa: E402
 from hitl.engine.storage import open_store  # noqa: E402
 from hitl.sandbox.dispatch import Dispatcher  # noqa: E402
@@ -67,7 +68,9 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
         made: list[Approval] = []
         for i in range(approvals):
             p = await svc.propose(
-                "refund", {"order_id": str(i), "customer_id": f"C-{i}", "amount": 50}, session_id=f"storm-{i}"
+                ProposeRequest(
+                    "refund", {"order_id": str(i), "customer_id": f"C-{i}", "amount": 50}, session_id=f"storm-{i}"
+                )
             )
             assert p.approval is not None
             made.append(p.approval)

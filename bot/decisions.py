@@ -12,6 +12,7 @@ from hitl.bot.blocks import who
 from hitl.bot.context import BotContext
 from hitl.bot.escape import label
 from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.service import AnswerWindow
 
@@ -82,14 +83,16 @@ async def decide(
     async def record() -> None:
         reviewer = await ctx.directory.reviewer(user_id)
         await ctx.lifecycle.decide(
-            approval_id,
-            reviewer,
-            kind,
-            expected_version=version,
-            expected_hash=action_hash,
-            reason=reason,
-            args=args,
-            via="slack",
+            DecideRequest(
+                approval_id,
+                reviewer,
+                kind,
+                expected_version=version,
+                expected_hash=action_hash,
+                reason=reason,
+                args=args,
+                via="slack",
+            ),
             resume="queue",
             window=window,
         )

@@ -204,6 +204,12 @@ class JobQueue(Protocol):
         """Mark a job done; it is never delivered again."""
         ...
 
+    async def settle(self, kind: str, *, approval_id: str) -> int:
+        """Mark done every open job of ``kind`` queued for ``approval_id``: follow-up work the deciding process
+        finished itself (the CLI resumes a run inline; the resume queued with the decision is then moot). The number
+        settled; a job a consumer holds meanwhile is harmless (handlers are idempotent)."""
+        ...
+
 
 class TrustStore(Protocol):
     """Session trust grants ("approve and stop asking for this tool in this session"), with a deadline."""

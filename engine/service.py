@@ -8,6 +8,7 @@ are the same everywhere.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -18,13 +19,14 @@ from pydantic import ValidationError
 
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
-from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
 from hitl.engine.domain.ids import approval_id
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
@@ -163,139 +165,130 @@ class ApprovalService:
             tool, clean, PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
         )
 
-    async def propose(
-        self,
-        tool: str,
-        args: Mapping[str, Any],
-        *,
-        session_id: str,
-        requester: str | None = None,
-        evidence: str = "",
-        preview: str = "",
-        min_tier: Tier = Tier.AUTO,
-        dedupe_key: str | None = None,
-        dedupe_scope: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        role: str | None = None,
-        batch: list[dict[str, Any]] | None = None,
-        schema: dict[str, Any] | None = None,
-        trusted: frozenset[str] | None = None,
-        create: bool = True,
-    ) -> Proposal:
-        """Evaluate the policy; create (or re-attach to) an approval when a human is needed.
+    async def propose(self, request: ProposeRequest) -> Proposal:
+        """Evaluate the policy on a proposed call; create (or re-attach to) an approval when a person is needed.
 
-        ``dedupe_key`` defaults to session + action hash: asking again for the same action in the same
-        session returns the same approval, and counts once toward velocity and rolling-sum rules.
-        ``dedupe_scope`` replaces the session in that default (``<scope>:<action hash>``), so callers that bind an
-        approval to something narrower (a step iteration, a framework's call id) need not hash the action again.
-        ``role`` forces the approver role (review gates). ``batch`` proposes every item of a batch under one
-        approval bound to :func:`~hitl.engine.domain.hashing.batch_hash` of the exact ordered items.
-
-        ``trusted``: the session's trusted tools as the caller read them (a run reads them when it is opened). Only
-        their absence is taken on trust: a tool they name is checked against the store again, so a revoked grant
-        never approves anything. ``create=False`` returns the approval a human must give without storing it (the
-        run stores it with its checkpoint when it pauses, then calls :meth:`announce`).
+        What each field of the request does is told on :class:`ProposeRequest`. Asking again for the same action
+        in the same session returns the same approval, and counts once toward velocity and rolling-sum rules.
         """
         now = self.clock.now()
-        items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, args)]
+        tool, batch = request.tool, request.batch
+        items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, request.args)]
         clean = {"items": items} if batch is not None else items[0]
-        if schema is not None:
-            schema = check_schema(tool, schema)
-        await self._admit(tool, items, schema, session_id=session_id, requester=requester, now=now)
-        if not self.policy.trust_matters(tool):
-            trusted = frozenset()
-        elif trusted is None or tool in trusted:
-            trusted = await self._trusted(session_id, now)
-        scope = dedupe_scope if dedupe_scope is not None else session_id
-
-        memo: list[tuple[str, str]] = []
-
-        def identity() -> tuple[str, str]:
-            # The action hash and the dedupe key, computed only when something records the action (a window rule
-            # or an approval): an allowed call with no stateful rule pays for neither.
-            if not memo:
-                digest = batch_hash([(tool, a) for a in items]) if batch is not None else action_hash(tool, clean)
-                memo.append((digest, dedupe_key or f"{scope}:{digest}"))
-            return memo[0]
-
-        static = self.policy.static_verdict(tool) if batch is None and min_tier is Tier.AUTO else None
-        verdicts = [static] if static is not None else []
-        counted: list[list[str]] = []  # each window event this action added, [key, event id]: forgotten if it
-        # ends without running (denied now, or rejected, superseded, expired, cancelled later)
-        for i, item in enumerate(items if static is None else ()):
-            windows: dict[str, WindowStats] = {}
-            for key, (window, amount) in self.policy.window_keys(tool, item).items():
-                event = f"{identity()[1]}#{i}" if batch is not None else identity()[1]
-                windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
-                counted.append([key, event])
-            ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
-            verdicts.append(self.policy.evaluate(tool, item, ctx))
-        verdict = verdicts[0] if batch is None else max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
+        schema = check_schema(tool, request.schema) if request.schema is not None else None
+        await self._admit(tool, items, schema, session_id=request.session_id, requester=request.requester, now=now)
+        action = _Action(request, items, clean)
+        verdict, counted = await self._verdict(request, action, now)
         if verdict.denied:
             for key, event in counted:
                 await self._safe(self.store.windows.forget(key, event_id=event))
             return Proposal(verdict=verdict, approval=None, args=clean)
         if not verdict.tier.needs_human:
-            await self._tally(tool, str(verdict.tier), Outcome.AUTONOMOUS, now=now)
-            if verdict.tier is Tier.NOTIFY:
-                reason = "; ".join(verdict.reasons)
-                # Recorded before it runs, like any decision the policy makes for a person to see: if the store
-                # cannot take the line, the call does not go ahead.
-                await self.store.audit.append(
-                    AuditEntry(
-                        at=now,
-                        actor=(requester or self.requester)[:200],
-                        event="notified",
-                        action_hash=identity()[0],
-                        outcome=str(Tier.NOTIFY),
-                        detail=f"{session_id}: {tool} ran with an FYI to reviewers ({reason})"[:500],
-                    )
-                )
-                if self.notifier is not None:
-                    await self._safe(
-                        self.notifier.action_notified(tool=tool, args=clean, session_id=session_id, reason=reason)
-                    )
-                else:  # no Slack in this process: `hitl serve` on the same store posts it
-                    fyi = {"tool": tool, "args": clean, "session_id": session_id, "reason": reason}
-                    await self._safe(self.store.jobs.enqueue(FYI_JOB, fyi, now=now))
+            await self._without_a_person(request, verdict, action, now)
             return Proposal(verdict=verdict, approval=None, args=clean)
-        digest, dedupe = identity()
-        if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
-            declared = self.policy.spec.tools.get(tool)
-            schema = declared.schema_ if declared is not None else None
-        approval = Approval(
-            id=approval_id(dedupe),
-            session_id=session_id,
-            dedupe_key=dedupe,
-            tool=tool,
-            args=clean,
-            action_hash=digest,
-            tier=verdict.tier,
-            rule=verdict.rule,
-            reasons=verdict.reasons,
-            required_role=role or verdict.required_role,
-            quorum=verdict.quorum,
-            requester=requester or self.requester,
-            created_at=now,
-            expires_at=now + (timeout or verdict.timeout),
-            evidence=bounded(self.redactor.redact(evidence), self.evidence_limit),
-            preview=bounded(self.redactor.redact(preview), self.evidence_limit),
-            trustable=verdict.trustable and batch is None,
-            reason_required=verdict.reason_required,
-            metadata={
-                **(metadata or {}),
-                **({"batch": len(items)} if batch is not None else {}),
-                **({WINDOWS: counted} if counted else {}),
-            },
-            args_schema=schema,
-        )
-        if not create:
+        approval = self._approval_for(request, verdict, action, schema, counted, now)
+        if not request.create:
             return Proposal(verdict=verdict, approval=approval, args=clean)
         stored, created = await self.store.approvals.create(approval)
         if created:
             await self.announce(stored)
         return Proposal(verdict=verdict, approval=stored, created=created, args=clean)
+
+    async def _verdict(self, request: ProposeRequest, action: _Action, now: float) -> tuple[Verdict, list[list[str]]]:
+        """The policy's verdict on every item (a batch takes its strictest), and each window event the action
+        added, ``[key, event id]``: forgotten if it ends without running (denied now, or rejected, superseded,
+        expired, cancelled later)."""
+        tool, batch = request.tool, request.batch
+        trusted = request.trusted
+        if not self.policy.trust_matters(tool):
+            trusted = frozenset()
+        elif trusted is None or tool in trusted:
+            # Only the absence of a grant is taken on trust: a tool the caller names is checked again, so a revoked
+            # grant never approves anything.
+            trusted = await self._trusted(request.session_id, now)
+        static = self.policy.static_verdict(tool) if batch is None and request.min_tier is Tier.AUTO else None
+        if static is not None:
+            return static, []
+        verdicts: list[Verdict] = []
+        counted: list[list[str]] = []
+        for i, item in enumerate(action.items):
+            windows: dict[str, WindowStats] = {}
+            for key, (window, amount) in self.policy.window_keys(tool, item).items():
+                event = f"{action.dedupe}#{i}" if batch is not None else action.dedupe
+                windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
+                counted.append([key, event])
+            ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=request.min_tier)
+            verdicts.append(self.policy.evaluate(tool, item, ctx))
+        if batch is None:
+            return verdicts[0], counted
+        return max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum)), counted
+
+    async def _without_a_person(self, request: ProposeRequest, verdict: Verdict, action: _Action, now: float) -> None:
+        """An auto or notify call: counted as autonomous; a notify call is audited and told to reviewers (FYI)."""
+        tool = request.tool
+        await self._tally(tool, str(verdict.tier), Outcome.AUTONOMOUS, now=now)
+        if verdict.tier is not Tier.NOTIFY:
+            return
+        reason = "; ".join(verdict.reasons)
+        # Recorded before it runs, like any decision the policy makes for a person to see: if the store cannot take
+        # the line, the call does not go ahead.
+        await self.store.audit.append(
+            AuditEntry(
+                at=now,
+                actor=(request.requester or self.requester)[:200],
+                event="notified",
+                action_hash=action.digest,
+                outcome=str(Tier.NOTIFY),
+                detail=f"{request.session_id}: {tool} ran with an FYI to reviewers ({reason})"[:500],
+            )
+        )
+        session_id, args = request.session_id, action.clean
+        if self.notifier is not None:
+            await self._safe(self.notifier.action_notified(tool=tool, args=args, session_id=session_id, reason=reason))
+        else:  # no Slack in this process: `hitl serve` on the same store posts it
+            fyi = {"tool": tool, "args": args, "session_id": session_id, "reason": reason}
+            await self._safe(self.store.jobs.enqueue(FYI_JOB, fyi, now=now))
+
+    def _approval_for(
+        self,
+        request: ProposeRequest,
+        verdict: Verdict,
+        action: _Action,
+        schema: dict[str, Any] | None,
+        counted: list[list[str]],
+        now: float,
+    ) -> Approval:
+        """The approval a person must give for the call (not stored yet)."""
+        tool, batch = request.tool, request.batch
+        if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
+            declared = self.policy.spec.tools.get(tool)
+            schema = declared.schema_ if declared is not None else None
+        return Approval(
+            id=approval_id(action.dedupe),
+            session_id=request.session_id,
+            dedupe_key=action.dedupe,
+            tool=tool,
+            args=action.clean,
+            action_hash=action.digest,
+            tier=verdict.tier,
+            rule=verdict.rule,
+            reasons=verdict.reasons,
+            required_role=request.role or verdict.required_role,
+            quorum=verdict.quorum,
+            requester=request.requester or self.requester,
+            created_at=now,
+            expires_at=now + (request.timeout or verdict.timeout),
+            evidence=bounded(self.redactor.redact(request.evidence), self.evidence_limit),
+            preview=bounded(self.redactor.redact(request.preview), self.evidence_limit),
+            trustable=verdict.trustable and batch is None,
+            reason_required=verdict.reason_required,
+            metadata={
+                **(request.metadata or {}),
+                **({"batch": len(action.items)} if batch is not None else {}),
+                **({WINDOWS: counted} if counted else {}),
+            },
+            args_schema=schema,
+        )
 
     async def _admit(
         self,
@@ -353,91 +346,27 @@ class ApprovalService:
             ) from None
 
     async def decide(
-        self,
-        approval_id: str,
-        reviewer_id: str,
-        kind: DecisionKind,
-        *,
-        expected_version: int | None = None,
-        expected_hash: str | None = None,
-        reason: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        via: str = "api",
+        self, request: DecideRequest, *, window: AnswerWindow | None = None, resume: bool = True
     ) -> Approval:
         """Record one decision through the store's atomic step; returns the approval after it.
 
-        ``expected_version``/``expected_hash`` bind the decision to what the reviewer saw (a Slack card
-        carries both). A CLI call that names only the id binds to the current version.
+        ``expected_version``/``expected_hash`` bind the decision to what the reviewer saw (a Slack card carries
+        both); a caller that names only the id binds to the current version. A reviewer given by id gets the roles
+        the configuration names. Every refusal is audited: the store audits the ones its atomic step makes; the
+        ones made before it (a missing reason, invalid edited arguments, feedback on an action) are audited here.
+
+        ``window``: the deadline of a surface that must answer in time, and its signal that the decision is
+        recorded. ``resume``: a decision that leaves a workflow run's approval decided queues the run's resume in
+        the same atomic step (False: the caller continues the run itself, right after).
         """
-        return await self.decide_as(
-            self.reviewer(reviewer_id),
-            approval_id,
-            kind,
-            expected_version=expected_version,
-            expected_hash=expected_hash,
-            reason=reason,
-            args=args,
-            via=via,
-        )
-
-    async def decide_as(
-        self,
-        reviewer: Reviewer,
-        approval_id: str,
-        kind: DecisionKind,
-        *,
-        expected_version: int | None = None,
-        expected_hash: str | None = None,
-        reason: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        via: str = "api",
-        window: AnswerWindow | None = None,
-    ) -> Approval:
-        """:meth:`decide` for a reviewer whose roles the caller resolved (the bot's user groups, auto-approve).
-
-        Every refusal is audited: the store audits the ones its atomic step makes; the ones made before it (a
-        missing reason, invalid edited arguments, feedback on an action) are audited here. ``window``: the
-        deadline of a surface that must answer in time, and its signal that the decision is recorded.
-        """
-        return await self._decide(
-            reviewer, approval_id, kind, expected_version, expected_hash, reason, args, via, window
-        )
-
-    async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
-        """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""
-        try:
-            current: Approval | None = await self.store.approvals.get(approval_id)
-        except NotFound:
-            current = None
-        await self.store.audit.append(
-            AuditEntry(
-                at=self.clock.now(),
-                actor=actor[:200],
-                event="refused",
-                approval_id=current.id if current else None,
-                version=current.version if current else None,
-                action_hash=current.action_hash if current else None,
-                outcome=str(code),
-                detail=detail[:500],
-            )
-        )
-
-    async def _decide(
-        self,
-        reviewer: Reviewer,
-        approval_id: str,
-        kind: DecisionKind,
-        expected_version: int | None,
-        expected_hash: str | None,
-        reason: str | None,
-        args: Mapping[str, Any] | None,
-        via: str,
-        window: AnswerWindow | None = None,
-    ) -> Approval:
+        reviewer = request.reviewer if isinstance(request.reviewer, Reviewer) else self.reviewer(request.reviewer)
+        jobs = self._decision_jobs
+        run_jobs = (RESUME_JOB,) if resume else ()
         answer_by = window.by if window is not None else None
+        kind, approval_id, via = request.kind, request.approval_id, request.via
         if (
-            expected_version is not None
-            and expected_hash is not None
+            request.expected_version is not None
+            and request.expected_hash is not None
             and kind in (DecisionKind.APPROVE, DecisionKind.TRUST)
         ):
             # Fully bound and nothing to validate: one atomic store step, no read first.
@@ -445,10 +374,11 @@ class ApprovalService:
                 approval_id=approval_id,
                 reviewer=reviewer,
                 kind=kind,
-                expected_version=expected_version,
-                expected_hash=expected_hash,
+                expected_version=request.expected_version,
+                expected_hash=request.expected_hash,
                 via=via,
-                jobs=self._decision_jobs,
+                jobs=jobs,
+                run_jobs=run_jobs,
                 answer_by=answer_by,
             )
             recorded = await self.store.approvals.decide(cmd, now=self.clock.now())
@@ -456,10 +386,8 @@ class ApprovalService:
                 window.mark(recorded)
             return await self._after_decision(recorded, kind, reviewer)
         current = await self.store.approvals.get(approval_id)
-        version = current.version if expected_version is None else expected_version
-        digest = current.action_hash if expected_hash is None else expected_hash
         try:
-            new_args, replacement = await self._checked(current, kind, reason, args)
+            new_args, replacement = await self._checked(current, kind, request.reason, request.args)
         except (InvalidInput, PolicyError) as exc:
             await self.record_refusal(approval_id, reviewer.id, exc.code, f"{kind} via {via}: {exc.message}")
             raise
@@ -467,13 +395,14 @@ class ApprovalService:
             approval_id=approval_id,
             reviewer=reviewer,
             kind=kind,
-            expected_version=version,
-            expected_hash=digest,
-            reason=reason,
+            expected_version=current.version if request.expected_version is None else request.expected_version,
+            expected_hash=current.action_hash if request.expected_hash is None else request.expected_hash,
+            reason=request.reason,
             args=new_args,
             supersede_with=replacement.id if replacement else None,
             via=via,
-            jobs=self._decision_jobs,
+            jobs=jobs,
+            run_jobs=run_jobs,
             answer_by=answer_by,
         )
         if replacement is not None:
@@ -499,6 +428,25 @@ class ApprovalService:
         if replacement is not None:
             await self.announce(await self.store.approvals.get(replacement.id))
         return await self._after_decision(updated, kind, reviewer)
+
+    async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
+        """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""
+        try:
+            current: Approval | None = await self.store.approvals.get(approval_id)
+        except NotFound:
+            current = None
+        await self.store.audit.append(
+            AuditEntry(
+                at=self.clock.now(),
+                actor=actor[:200],
+                event="refused",
+                approval_id=current.id if current else None,
+                version=current.version if current else None,
+                action_hash=current.action_hash if current else None,
+                outcome=str(code),
+                detail=detail[:500],
+            )
+        )
 
     async def _checked(
         self, current: Approval, kind: DecisionKind, reason: str | None, args: Mapping[str, Any] | None
@@ -686,6 +634,30 @@ _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/\-]{0,127}$")
 def _window_events(approval: Approval) -> list[tuple[str, str]]:
     """The window events (key, event id) an approval's proposal added."""
     return [(str(k), str(e)) for k, e in approval.metadata.get(WINDOWS) or ()]
+
+
+@dataclass
+class _Action:
+    """A proposed action's identity, computed only when something records it (a window rule or an approval): an
+    allowed call with no stateful rule pays for neither hash."""
+
+    request: ProposeRequest
+    items: list[dict[str, Any]]
+    clean: dict[str, Any]
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The action hash (a batch's: of the exact ordered items)."""
+        tool = self.request.tool
+        if self.request.batch is not None:
+            return batch_hash([(tool, a) for a in self.items])
+        return action_hash(tool, self.clean)
+
+    @functools.cached_property
+    def dedupe(self) -> str:
+        """The key that makes asking again return the same approval."""
+        scope = self.request.dedupe_scope if self.request.dedupe_scope is not None else self.request.session_id
+        return self.request.dedupe_key or f"{scope}:{self.digest}"
 
 
 def _clean_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from hitl.engine.agents.runs import AgentResumer, AgentWatcher
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config, parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound, StoreError
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
@@ -32,6 +33,7 @@ __all__ = [
     "Approval",
     "ApprovalService",
     "Approvals",
+    "DecideRequest",
     "DecisionKind",
     "DecisionRefused",
     "EngineError",
@@ -40,6 +42,7 @@ __all__ = [
     "HitlConfig",
     "InvalidInput",
     "NotFound",
+    "ProposeRequest",
     "SlackAsk",
     "Status",
     "Store",

@@ -32,6 +32,7 @@ from hitl.engine.domain.hashing import action_hash, identical, normalize
 from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.records import ClaimState
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from hitl.engine.execution.effects import Effects, handed_elsewhere
 from hitl.engine.execution.tools import Tool
@@ -155,14 +156,16 @@ class ToolGate:
         base = f"{call.framework}:{call.session}:{call.call_id or '-'}"
         for generation in range(1, _MAX_GENERATIONS + 1):
             prop = await self.service.propose(
-                call.tool,
-                call.args,
-                session_id=call.session,
-                requester=call.requester,
-                evidence=call.evidence,
-                dedupe_scope=base if generation == 1 else f"{base}#{generation}",  # the service adds the hash
-                metadata=call.metadata(),
-                schema=call.schema,
+                ProposeRequest(
+                    call.tool,
+                    call.args,
+                    session_id=call.session,
+                    requester=call.requester,
+                    evidence=call.evidence,
+                    dedupe_scope=base if generation == 1 else f"{base}#{generation}",
+                    metadata=call.metadata(),
+                    schema=call.schema,
+                )
             )
             if prop.verdict.denied:
                 why = "; ".join(prop.verdict.reasons) or "denied by policy"

@@ -26,7 +26,19 @@ from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
 from hitl.engine.domain.states import check_transition
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
 
-__all__ = ["DecideCommand", "apply_decision", "apply_expiry", "eligible", "refusal", "refusal_message"]
+__all__ = [
+    "RESUME_JOB",
+    "DecideCommand",
+    "apply_decision",
+    "apply_expiry",
+    "eligible",
+    "refusal",
+    "refusal_message",
+    "run_to_resume",
+]
+
+RESUME_JOB = "resume"
+"""The durable job that continues a workflow run once an approval it waits on is decided (or its owner died)."""
 
 
 class DecideCommand(BaseModel):
@@ -48,10 +60,23 @@ class DecideCommand(BaseModel):
     """Kinds of durable job queued with the decision, in its atomic step, each with ``{"approval_id": ...}`` as
     payload (the card update): a recorded decision never lacks its follow-up, and costs no second round trip.
     Nothing is queued when the decision is refused."""
+    run_jobs: tuple[str, ...] = ()
+    """Kinds of durable job queued in the same atomic step only when the decision leaves a workflow run's approval
+    decided (:func:`run_to_resume`), with ``{"session_id": ..., "approval_id": ...}`` as payload (the run's resume).
+    The resume rides the decision as the card update does, so no crash can leave a decided approval whose run
+    never continues, and nothing has to scan paused runs to find one."""
     answer_by: float | None = None
     """A wall-clock instant (seconds since the epoch, the store's own clock) after which the store refuses the
     decision as ``too_late``. A surface that must answer within a deadline (Slack: 3 s) sets it, so a decision it
     gave up waiting for, and told the person was not recorded, can never land later."""
+
+
+def run_to_resume(approval: Approval) -> str | None:
+    """The run a recorded decision continues: the approval's session, when it belongs to a workflow step (its
+    metadata names the step) and the decision left it decided (no longer pending); otherwise None."""
+    if approval.status is Status.PENDING or not approval.metadata.get("step"):
+        return None
+    return approval.session_id
 
 
 def eligible(approval: Approval, reviewer: Reviewer) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.runs import RunState, RunStatus, StoredRun
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.execution.effects import EffectInDoubt, Effects, Resolution
@@ -122,19 +123,21 @@ class StepContext:
         scope = f"{state.session_id}:{ask.step_id}:{it}" + (f":{ask.key}" if ask.key else "")
         extra = {"key": ask.key} if ask.key else {}
         return await self.svc.propose(
-            tool,
-            args,
-            session_id=state.session_id,
-            requester=state.requester,
-            evidence=ask.evidence,
-            preview=json.dumps(args, ensure_ascii=False, indent=1)[:2000] if not kw.get("batch") else "",
-            min_tier=Tier.APPROVE if ask.required else Tier.AUTO,
-            dedupe_scope=scope,
-            metadata=self._about(state, ask.step_id, "tool", **extra),
-            timeout=ask.timeout,
-            trusted=self.drive(state).trusted,
-            create=False,
-            **kw,
+            ProposeRequest(
+                tool,
+                args,
+                session_id=state.session_id,
+                requester=state.requester,
+                evidence=ask.evidence,
+                preview=json.dumps(args, ensure_ascii=False, indent=1)[:2000] if not kw.get("batch") else "",
+                min_tier=Tier.APPROVE if ask.required else Tier.AUTO,
+                dedupe_scope=scope,
+                metadata=self._about(state, ask.step_id, "tool", **extra),
+                timeout=ask.timeout,
+                trusted=self.drive(state).trusted,
+                create=False,
+                **kw,
+            )
         )
 
     async def standing(
@@ -211,15 +214,19 @@ class StepContext:
             "on, then: Mark done (it happened), Run again (it did not), or Stop the run."
         )
         prop = await self.svc.propose(
-            name,
-            question,
-            session_id=state.session_id,
-            requester=state.requester,
-            preview=preview,
-            min_tier=Tier.APPROVE,
-            dedupe_key=f"{state.session_id}:{name}:{exc.key}:{exc.attempt}",
-            metadata=self._about(state, step_id, "doubt", key=exc.key, approval_id=approval.id if approval else None),
-            role=approval.required_role if approval else None,
+            ProposeRequest(
+                name,
+                question,
+                session_id=state.session_id,
+                requester=state.requester,
+                preview=preview,
+                min_tier=Tier.APPROVE,
+                dedupe_key=f"{state.session_id}:{name}:{exc.key}:{exc.attempt}",
+                metadata=self._about(
+                    state, step_id, "doubt", key=exc.key, approval_id=approval.id if approval else None
+                ),
+                role=approval.required_role if approval else None,
+            )
         )
         if prop.approval is None:
             raise EngineError(f"{name}: the policy denies asking about it; allow {name}", code=ErrorCode.POLICY_DENIED)
@@ -249,17 +256,19 @@ class StepContext:
         args = {"prompt": redact(prompt), "preview": redact(preview)}
         preview = args["preview"]
         prop = await self.svc.propose(
-            tool,
-            args,
-            session_id=state.session_id,
-            requester=state.requester,
-            preview=preview,
-            min_tier=Tier.APPROVE,
-            dedupe_scope=f"{state.session_id}:{tool}:{it}",
-            metadata=self._about(state, step_id, "gate", fallback=fallback),
-            timeout=timeout,
-            role=role,
-            create=False,
+            ProposeRequest(
+                tool,
+                args,
+                session_id=state.session_id,
+                requester=state.requester,
+                preview=preview,
+                min_tier=Tier.APPROVE,
+                dedupe_scope=f"{state.session_id}:{tool}:{it}",
+                metadata=self._about(state, step_id, "gate", fallback=fallback),
+                timeout=timeout,
+                role=role,
+                create=False,
+            )
         )
         if prop.approval is None:
             raise EngineError(

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from hitl.engine.domain.decide import RESUME_JOB
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.log_context import about
@@ -35,7 +37,6 @@ Resume = Literal["queue", "inline", "none"]
 return the result, or nothing (the caller continues the run itself)."""
 
 _DECIDED = frozenset({Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED, Status.SUPERSEDED})
-_RESUME = "resume"
 _POLICY_FREE = frozenset({DecisionKind.APPROVE, DecisionKind.REJECT, DecisionKind.FEEDBACK})
 
 
@@ -72,8 +73,6 @@ class RunLifecycle:
         self.lease = lease
         self.work = asyncio.Event()
         """Set when a resume job was queued here: a background loop waits on it instead of its full interval."""
-        self._recovered: set[tuple[str, str]] = set()
-        self._paused_after: str | None = None
 
     @property
     def store(self) -> Store:
@@ -87,56 +86,52 @@ class RunLifecycle:
     # -- deciding -----------------------------------------------------------------------------------------
     async def decide(
         self,
-        approval_id: str,
-        reviewer: Reviewer | str,
-        kind: DecisionKind,
+        request: DecideRequest,
         *,
-        expected_version: int | None = None,
-        expected_hash: str | None = None,
-        reason: str | None = None,
-        args: dict[str, Any] | None = None,
-        via: str = "api",
         resume: Resume = "queue",
         force: bool = False,
         actor: str | None = None,
         window: AnswerWindow | None = None,
     ) -> Decided:
-        """Record one decision in the approval's own context, then continue its run as ``resume`` says.
+        """Record one decision in the approval's own run context, then continue its run as ``resume`` says.
 
-        ``reviewer`` is a resolved :class:`Reviewer` (the bot expands Slack user groups) or an id whose roles
-        come from configuration. With ``resume="inline"`` a run whose workflow file changed is refused before
-        anything is recorded, unless ``force``. ``window``: a surface that must answer in time learns there the moment
-        the decision is recorded, and the store refuses it after the window's deadline.
+        A decision that leaves a run's approval decided queues the run's resume in the store's same atomic step
+        (``resume="queue"``: a worker of ``hitl serve`` continues it; ``"inline"``: this process continues it right
+        here, the queued job finding nothing left to do; ``"none"``: the caller continues it itself, nothing is
+        queued). With ``resume="inline"`` a run whose workflow file changed is refused before anything is
+        recorded, unless ``force``. ``window``: a surface that must answer in time learns there the moment the
+        decision is recorded, and the store refuses it after the window's deadline.
         """
+        approval_id = request.approval_id
         with about(approval_id=approval_id):
-            if kind in _POLICY_FREE and isinstance(reviewer, Reviewer):
+            if request.kind in _POLICY_FREE and isinstance(request.reviewer, Reviewer):
                 # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime) and a reviewer
-                # named by id (roles from the run's config) need the run's context; the rest are judged from what the
-                # approval itself records. A fully bound approve is then one atomic store step with no read first.
+                # named by id (roles from the run's config) need the run's context; the rest are judged from what
+                # the approval itself records. A fully bound approve is then one atomic store step, no read first.
                 context = self.contexts.default
             else:
                 context = await self.context_of(await self.store.approvals.get(approval_id))
-            who = reviewer if isinstance(reviewer, Reviewer) else context.service.reviewer(reviewer)
+            if not isinstance(request.reviewer, Reviewer):
+                request = replace(request, reviewer=context.service.reviewer(request.reviewer))
             if resume == "inline" and not force:
                 await self._check_unchanged(approval_id)
-            updated = await context.service.decide_as(
-                who,
-                approval_id,
-                kind,
-                expected_version=expected_version,
-                expected_hash=expected_hash,
-                reason=reason,
-                args=args,
-                via=via,
-                window=window,
-            )
+            updated = await context.service.decide(request, window=window, resume=resume != "none")
             run = run_of(updated)
             if run is None or updated.status not in _DECIDED or resume == "none":
                 return Decided(updated)
             if resume == "queue":
-                await self._queue(run, updated.id)
+                self.work.set()  # the store queued the resume with the decision: wake this process's worker
                 return Decided(updated)
-            return Decided(updated, await self.resume(run, force=force, actor=actor or who.id))
+            try:
+                result = await self.resume(run, force=force, actor=actor or request.reviewer_id)
+            except EngineError as exc:
+                if exc.code is not ErrorCode.CLAIM_IN_PROGRESS:
+                    raise
+                # Another worker took the queued resume first: the run continues there.
+                return Decided(updated)
+            # Resumed here: the resume queued with the decision (for a crash before this point) is moot.
+            await self.store.jobs.settle(RESUME_JOB, approval_id=updated.id)
+            return Decided(updated, result)
 
     def check_overrides(self, state: RunState, overrides: dict[str, Any]) -> None:
         """Refuse new variable values a resume of ``state`` would refuse (an ended run, an unknown or missing
@@ -193,14 +188,14 @@ class RunLifecycle:
 
     async def _queue(self, session_id: str, approval_id: str | None, *, wake: bool = True) -> None:
         now = self.contexts.clock.now()
-        await self.store.jobs.enqueue(_RESUME, {"session_id": session_id, "approval_id": approval_id}, now=now)
+        await self.store.jobs.enqueue(RESUME_JOB, {"session_id": session_id, "approval_id": approval_id}, now=now)
         if wake:
             self.work.set()
 
     async def process_jobs(self, *, limit: int = 20) -> int:
         """Run the queued resume jobs this worker can claim; a job is acknowledged only once it is finished."""
         now = self.contexts.clock.now()
-        jobs = await self.store.jobs.claim(self.worker_id, kind=_RESUME, limit=limit, now=now, lease=self.lease)
+        jobs = await self.store.jobs.claim(self.worker_id, kind=RESUME_JOB, limit=limit, now=now, lease=self.lease)
         for job in jobs:
             waiting = job.payload.get("approval_id")
             session = str(job.payload["session_id"])
@@ -244,14 +239,10 @@ class RunLifecycle:
             await self.reporter.run_continued(await self.store.approvals.get(shown), result)
         return True
 
-    async def recover(self, *, grace: float = 5.0, page: int = 200) -> int:
-        """Queue a resume for every run that lost its way in a crash; returns how many were queued.
-
-        * a run whose checkpoint says ``running`` and whose owner's lease ran out (it died mid-step or between
-          steps): taken over at once;
-        * a paused run whose approval was decided but whose resume job was never queued (the process died between
-          the decision and the enqueue): after ``grace`` seconds, so the normal path goes first. Paused runs are
-          paged through, ``page`` per call, wrapping around, so none is starved however many there are.
+    async def recover(self, *, page: int = 200) -> int:
+        """Queue a resume for every run whose owner died (its checkpoint says ``running`` and its lease ran out:
+        the worker died mid-step or between steps); returns how many were queued. A decided approval's resume
+        needs no recovery: it is queued in the decision's own atomic step.
 
         Queuing twice is harmless: a run has one owner at a time and every save is compare-and-swap.
         """
@@ -260,21 +251,6 @@ class RunLifecycle:
         for run_id in await self.store.runs.orphaned(now=now, limit=page):
             await self._queue(run_id, None, wake=False)  # found by scanning: the next scan comes soon anyway
             queued += 1
-        batch = await self.store.runs.paused(limit=page, after=self._paused_after)
-        self._paused_after = batch[-1] if len(batch) == page else None
-        for run_id in batch:
-            found = await self.store.runs.load(run_id)
-            for waiting in sorted(_waiting_on(found.data)) if found else ():
-                try:
-                    approval = await self.store.approvals.get(waiting)
-                except NotFound:
-                    continue
-                fresh = now - approval.updated_at < grace
-                if approval.status in _DECIDED and not fresh and (run_id, approval.id) not in self._recovered:
-                    self._recovered.add((run_id, approval.id))
-                    await self._queue(run_id, approval.id)
-                    queued += 1
-                    break  # one resume continues every branch whose approval was decided
         return queued
 
     # -- expiry -------------------------------------------------------------------------------------------

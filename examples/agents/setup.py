@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hitl import ApprovalService, DecisionKind, SystemClock, ToolGate, open_store, parse_config
+from hitl import ApprovalService, DecideRequest, DecisionKind, SystemClock, ToolGate, open_store, parse_config
 
 POLICY = parse_config("""
 roles: {support: [U_SUPPORT1, U_SUPPORT2]}
@@ -41,7 +41,7 @@ async def reviewer_edits_amount(gate: ToolGate, amount: float) -> None:
             a = pending[0]
             print(f"  card: {a.tool} {a.args} (asked by {a.asked_by})")
             edited = {**a.args, "amount": amount}
-            await gate.service.decide(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args=edited, via="slack")
+            await gate.service.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args=edited, via="slack"))
             print(f"  reviewer: modified to {edited} and approved")
             return
         await asyncio.sleep(0.01)

@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from hitl import ApprovalService, DecisionKind, SystemClock, load_config, open_store
+from hitl import ApprovalService, DecideRequest, DecisionKind, SystemClock, load_config, open_store
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,7 +34,7 @@ async def reviewer(store_url: str) -> None:
         while not (pending := (await store.approvals.list_pending()).items):
             await asyncio.sleep(0.05)
         print(f"card: {pending[0].tool} {pending[0].args} (approval {pending[0].id[:8]}…)")
-        await service.decide(pending[0].id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack")
+        await service.decide(DecideRequest(pending[0].id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
     finally:
         await store.close()
 

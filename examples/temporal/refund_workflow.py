@@ -22,6 +22,8 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from hitl import DecideRequest
+
 with workflow.unsafe.imports_passed_through():
     from hitl import AgentWatcher, ApprovalService, DecisionKind, Store, SystemClock, ToolGate, load_config, open_store
     from hitl.temporal import HitlActivities, TemporalResumer, require_approval, run_approved
@@ -54,7 +56,7 @@ async def reviewer(store: Store, service: ApprovalService) -> None:
     while not (pending := (await store.approvals.list_pending()).items):
         await asyncio.sleep(0.05)
     print(f"card: {pending[0].tool} {pending[0].args['amount']:g} on order {pending[0].args['order_id']}")
-    await service.decide(pending[0].id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack")
+    await service.decide(DecideRequest(pending[0].id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
 
 
 async def main() -> None:

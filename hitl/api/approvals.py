@@ -7,6 +7,7 @@ from aiohttp import web
 
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Reviewer, Status
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, NotFound
 
 from .context import CONTEXT, body_of, caller_of, query_of
@@ -76,14 +77,16 @@ async def decide(request: web.Request) -> web.Response:
     reviewer = await ctx.reviewer(caller, approval)
     try:
         decided = await ctx.lifecycle.decide(
-            approval.id,
-            reviewer,
-            body.decision,
-            expected_version=body.expected_version,
-            expected_hash=body.action_hash,
-            reason=body.reason,
-            args=body.args,
-            via=caller.via,
+            DecideRequest(
+                approval.id,
+                reviewer,
+                body.decision,
+                expected_version=body.expected_version,
+                expected_hash=body.action_hash,
+                reason=body.reason,
+                args=body.args,
+                via=caller.via,
+            )
         )
     except DecisionRefused as exc:
         try:

@@ -18,6 +18,7 @@ from hitl.cli.output import Out
 from hitl.cli.remote import ApiClient
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, InvalidInput, NotFound
 from hitl.engine.runtime.lifecycle import Decided
@@ -110,12 +111,7 @@ async def decide_and_resume(
         await refuse_local_in_production(rt, approval)
         who = settings.require_reviewer()
         d = await rt.lifecycle.decide(
-            approval.id,
-            who,
-            kind,
-            reason=reason,
-            args=args,
-            via=LOCAL,
+            DecideRequest(approval.id, who, kind, reason=reason, args=args, via=LOCAL),
             resume="none" if overrides else "inline",
             force=force,
             actor=actor,
@@ -209,7 +205,9 @@ async def auto_approve(rt: Runtime, result: RunResult, out: Out, *, escalations:
         for n in range(len(a.approvers), a.quorum):
             voter = Reviewer(id=f"cli:auto-approve#{n + 1}", roles=frozenset({role}))
             decided = await rt.lifecycle.decide(
-                a.id, voter, DecisionKind.APPROVE, via="auto-approve", resume="inline", actor="cli:auto-approve"
+                DecideRequest(a.id, voter, DecisionKind.APPROVE, via="auto-approve"),
+                resume="inline",
+                actor="cli:auto-approve",
             )
         if decided is not None and decided.run is not None:
             result = decided.run
@@ -245,7 +243,7 @@ async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult
                 raw = Prompt.ask("Arguments as JSON", default=escape(json.dumps(a.execute_args, ensure_ascii=False)))
                 kind, reason, edited = DecisionKind.MODIFY, None, json.loads(raw)
             d = await rt.lifecycle.decide(
-                a.id, who, kind, reason=reason, args=edited, via=LOCAL, resume="inline", actor=who
+                DecideRequest(a.id, who, kind, reason=reason, args=edited, via=LOCAL), resume="inline", actor=who
             )
         except (EngineError, json.JSONDecodeError) as exc:
             out.error(str(getattr(exc, "code", "invalid_input")), getattr(exc, "message", str(exc)))

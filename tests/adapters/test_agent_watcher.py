@@ -6,6 +6,7 @@ from __future__ import annotations
 from hitl.engine.agents.gate import ToolCall
 from hitl.engine.agents.runs import AgentRuns, AgentWatcher
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.testing.conformance.adapters import AgentWorld
 
 
@@ -39,9 +40,9 @@ async def test_a_watched_run_continues_once_when_every_approval_is_decided(world
     svc = world.service(store)
 
     assert await watcher.tick() == 0 and continuer.calls == []  # both pending
-    await svc.decide(ids[0], "U_S1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(ids[0], "U_S1", DecisionKind.APPROVE))
     assert await watcher.tick() == 0 and continuer.calls == []  # one still pending
-    await svc.decide(ids[1], "U_S2", DecisionKind.REJECT, reason="no")
+    await svc.decide(DecideRequest(ids[1], "U_S2", DecisionKind.REJECT, reason="no"))
     continuer.fail = True
     assert await watcher.tick() == 0 and continuer.calls == ["t1"]  # failed: kept for another try
     continuer.fail = False

@@ -17,6 +17,7 @@ from hitl.adapters.langgraph import HitlToolNode, Resumer, gated_call
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing.conformance.adapters import (
@@ -157,7 +158,9 @@ async def test_gated_call_in_a_node_asks_once_and_runs_once_across_reruns(world:
         first = await graph.ainvoke({"order_id": "N1", "amount": 75, "result": ""}, config)
         assert "__interrupt__" in first
         (a,) = (await store.approvals.list_pending()).items
-        await world.service(store).decide(a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "N1", "amount": 70})
+        await world.service(store).decide(
+            DecideRequest(a.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "N1", "amount": 70})
+        )
         resumer = Resumer(graph, gate)
         try:
             await resumer.resume("node-1")
@@ -189,7 +192,7 @@ async def test_a_thread_paused_in_one_process_resumes_once_in_another(tmp_path: 
     (a,) = (await store.approvals.list_pending()).items
     assert a.metadata["framework"] == "langgraph" and a.session_id == "proc-thread"
     svc = ApprovalService.from_config(parse_config(ADAPTER_CONFIG), store=store, clock=SystemClock())
-    await svc.decide(a.id, "U_S2", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(a.id, "U_S2", DecisionKind.APPROVE))
     assert agent("resume") == "resumed: done"
     assert agent("resume") == "nothing to resume"
     assert Ledger(tmp_path / "effects.db").rows() == [("refund", "P1", 45.0)]

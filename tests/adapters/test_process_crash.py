@@ -15,6 +15,7 @@ import pytest
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, Ledger
@@ -46,7 +47,7 @@ async def test_killed_while_waiting_then_decided_then_taken_over_runs_once(harne
     store = SqliteStore(tmp_path / "hitl.db")
     (a,) = (await store.approvals.list_pending()).items
     svc = ApprovalService.from_config(parse_config(ADAPTER_CONFIG), store=store, clock=SystemClock())
-    await svc.decide(a.id, "U_S1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(a.id, "U_S1", DecisionKind.APPROVE))
 
     second = agent("finish")
     try:

@@ -18,6 +18,7 @@ from hitl.adapters.ask_callback import SlackAsk
 from hitl.adapters.strands import HitlIntervention, resume
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.testing.conformance.adapters import (
     AdapterConformance,
     AgentHarness,
@@ -189,7 +190,7 @@ async def test_slack_ask_in_humanintheloop_trust_runs_under_default_enable_trust
     await until_waiting(world, "ask-trust", task)
     (a,) = [x for x in (await world.store().approvals.list_pending()).items if x.session_id == "ask-trust"]
     assert not a.modifiable  # ask() can only say yes or no: no Modify is offered
-    await world.service(world.store()).decide(a.id, "U_S1", DecisionKind.TRUST)
+    await world.service(world.store()).decide(DecideRequest(a.id, "U_S1", DecisionKind.TRUST))
     await asyncio.wait_for(task, 10)
     assert world.ledger.rows() == [("refund", "T1", 10.0)]
 

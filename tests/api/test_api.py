@@ -13,6 +13,7 @@ from typing import Any
 from hitl.api.webhooks import MAX_ATTEMPTS, backoff, verify
 from hitl.engine.config.api import EventKind
 from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.storage.sqlite import SqliteStore
 from tests.api.conftest import WEBHOOK_SECRET, Api
 
@@ -336,7 +337,7 @@ async def test_an_event_a_dead_process_never_queued_is_caught_up_once(api: Api) 
     # An agent process creates the approval and dies before queueing its event: its service had no outbox yet.
     svc = api.h.svc
     silent = dataclasses.replace(svc, events=None)
-    proposal = await silent.propose("refund", REFUND, session_id="s-dead", requester="agent:dead")
+    proposal = await silent.propose(ProposeRequest("refund", REFUND, session_id="s-dead", requester="agent:dead"))
     assert proposal.approval is not None
     await api.h.rt.webhooks.sweep()  # the sweep queues it (and delivers)
     await api.h.rt.webhooks.sweep()  # and does not queue it again

@@ -20,6 +20,7 @@ from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
 from hitl.sandbox.dispatch import Dispatcher
@@ -38,9 +39,11 @@ async def _propose(url: str, n: int) -> list[Approval]:
         out = []
         for i in range(n):
             p = await svc.propose(
-                "refund",
-                {"order_id": f"{78000 + i}", "customer_id": f"C-{1000 + i}", "amount": 120 + i},
-                session_id=f"ses_crash_{i}",
+                ProposeRequest(
+                    "refund",
+                    {"order_id": f"{78000 + i}", "customer_id": f"C-{1000 + i}", "amount": 120 + i},
+                    session_id=f"ses_crash_{i}",
+                )
             )
             assert p.approval is not None
             out.append(p.approval)

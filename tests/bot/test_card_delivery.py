@@ -6,6 +6,7 @@ import copy
 
 from hitl.bot.blocks import ACTION_APPROVE
 from hitl.engine.domain.models import Status
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.background import Background
 from hitl.engine.runtime.compose import compose
 from tests.bot.conftest import CONFIG, Harness
@@ -18,7 +19,9 @@ async def test_a_burst_of_1000_approvals_is_all_carded_within_30_seconds(harness
     agent = compose(store=harness.rt.store, clock=harness.clock, config_path=str(CONFIG)).service  # no notifier
     ids = []
     for i in range(1000):
-        p = await agent.propose("refund", {"order_id": str(i), "customer_id": f"C{i}", "amount": 5}, session_id=f"b{i}")
+        p = await agent.propose(
+            ProposeRequest("refund", {"order_id": str(i), "customer_id": f"C{i}", "amount": 5}, session_id=f"b{i}")
+        )
         assert p.approval is not None
         ids.append(p.approval.id)
     assert not any(m.text for m in harness.state.messages)  # nobody told Slack yet
@@ -37,8 +40,12 @@ async def test_a_burst_of_1000_approvals_is_all_carded_within_30_seconds(harness
 
 
 async def test_a_failing_card_update_backs_off_without_holding_up_other_cards(harness: Harness) -> None:
-    first = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C1", "amount": 5}, session_id="x1")
-    second = await harness.svc.propose("refund", {"order_id": "2", "customer_id": "C2", "amount": 6}, session_id="x2")
+    first = await harness.svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C1", "amount": 5}, session_id="x1")
+    )
+    second = await harness.svc.propose(
+        ProposeRequest("refund", {"order_id": "2", "customer_id": "C2", "amount": 6}, session_id="x2")
+    )
     assert first.approval is not None and second.approval is not None
     harness.rt.ctx.notifier.backoff = lambda n: 2.0
     for _ in range(4):  # the SDK retries a 5xx three times; the fourth failure reaches the notifier

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.domain.models import Status
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.sandbox.limits import message_problems
 from tests.bot.conftest import Harness
 
 EVIDENCE = "Refund now! <!channel> <@U_FIN1> *APPROVED by Security* <http://evil.example|click> jane@example.com"
 
 
-async def propose(h: Harness, amount: float = 120, **kw: object):  # type: ignore[no-untyped-def]
+async def propose(h: Harness, amount: float = 120, **kw: Any):  # type: ignore[no-untyped-def]
     p = await h.svc.propose(
-        "refund",
-        {"order_id": "78291", "customer_id": "C-1042", "amount": amount},
-        session_id=str(kw.pop("session", "ses_slack")),
-        evidence=EVIDENCE,
-        **kw,
+        ProposeRequest(
+            "refund",
+            {"order_id": "78291", "customer_id": "C-1042", "amount": amount},
+            session_id=str(kw.pop("session", "ses_slack")),
+            evidence=EVIDENCE,
+            **kw,
+        )
     )
     assert p.approval is not None
     return p.approval
@@ -107,7 +111,7 @@ async def test_tampered_buttons_and_forged_trust_change_nothing(harness: Harness
     )
     assert (await harness.svc.store.approvals.get(a.id)).version == 1
 
-    d = await harness.svc.propose("delete_customer", {"customer_id": "C-1042"}, session_id="ses_slack")
+    d = await harness.svc.propose(ProposeRequest("delete_customer", {"customer_id": "C-1042"}, session_id="ses_slack"))
     assert d.approval is not None
     dcard = copy.deepcopy(harness.card_for(d.approval.id))
     assert all(e["action_id"] != ACTION_TRUST for b in dcard.blocks if b["type"] == "actions" for e in b["elements"])

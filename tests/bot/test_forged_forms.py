@@ -7,13 +7,14 @@ from typing import Any
 
 from hitl.bot.blocks import ACTION_MODIFY, ACTION_REJECT
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.requests import ProposeRequest
 from tests.bot.conftest import Harness
 
 REASON = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "customer withdrew"}}}
 
 
 async def _delete(h: Harness) -> Approval:
-    p = await h.svc.propose("delete_customer", {"customer_id": "C-1042"}, session_id="ses_forms")
+    p = await h.svc.propose(ProposeRequest("delete_customer", {"customer_id": "C-1042"}, session_id="ses_forms"))
     approval: Approval = p.approval
     assert approval is not None and approval.reason_required
     return approval

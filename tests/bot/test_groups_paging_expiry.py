@@ -15,6 +15,7 @@ from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
 from hitl.bot.modals import FormValues, modify_view, parse_modify
 from hitl.bot.payloads import ViewState
 from hitl.engine.domain.models import Status
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.execution.schema import signature_schema
@@ -34,8 +35,12 @@ async def test_user_groups_grant_roles_and_are_cached(tmp_path: Path, clock: Fak
     try:
         # support is now granted through a Slack user group only
         h.rt.ctx.directory.roles = Roles.from_config({"support": ["S_SUPPORT"], "finance": ["U_FIN1", "U_FIN2"]})
-        p = await h.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="g")
-        q = await h.svc.propose("refund", {"order_id": "2", "customer_id": "D", "amount": 6}, session_id="g")
+        p = await h.svc.propose(
+            ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="g")
+        )
+        q = await h.svc.propose(
+            ProposeRequest("refund", {"order_id": "2", "customer_id": "D", "amount": 6}, session_id="g")
+        )
         assert p.approval is not None and q.approval is not None
         await h.slack.click("U_SUPPORT1", copy.deepcopy(h.card_for(p.approval.id)), ACTION_APPROVE)
         assert "not a reviewer" in h.ephemeral("U_SUPPORT1")[-1].text  # not in the group any more
@@ -52,7 +57,7 @@ async def test_pending_pages_with_a_next_button(harness: Harness) -> None:
     ids = []
     for i in range(11):
         p = await harness.svc.propose(
-            "refund", {"order_id": str(i), "customer_id": f"C{i}", "amount": 5}, session_id=f"page{i}"
+            ProposeRequest("refund", {"order_id": str(i), "customer_id": f"C{i}", "amount": 5}, session_id=f"page{i}")
         )
         assert p.approval is not None
         ids.append(p.approval.id)

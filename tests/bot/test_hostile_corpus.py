@@ -29,6 +29,7 @@ import aiohttp
 import pytest
 import redis
 
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
 from hitl.engine.storage import open_store
 from hitl.engine.testing import FakeClock
@@ -254,7 +255,9 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     emulator = await start_emulator(state)
     store = open_store(url)
     agent = compose(store=store, clock=FakeClock(time.time()), config_path=str(CONFIG)).service
-    p = await agent.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="hostile")
+    p = await agent.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="hostile")
+    )
     assert p.approval is not None
     await store.close()
     port = free_port()

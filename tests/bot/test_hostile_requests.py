@@ -18,6 +18,7 @@ from aiohttp import web
 import hitl.bot.server
 from hitl.bot.blocks import ACTION_APPROVE, parse_button_value
 from hitl.engine.domain.models import Status
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
 
@@ -55,7 +56,9 @@ def test_button_values_follow_the_exact_ascii_grammar(value: str) -> None:
 async def test_odd_signature_headers_are_4xx_before_anything_parses_them(
     harness: Harness, caplog: pytest.LogCaptureFixture, stamp: str, signature: str | None, status: int
 ) -> None:
-    a = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="h")
+    a = await harness.svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="h")
+    )
     assert a.approval is not None
     card = copy.deepcopy(harness.card_for(a.approval.id))
     button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])
@@ -123,7 +126,9 @@ async def test_a_request_past_the_http_limits_is_a_400_and_one_log_line(
 
 
 async def test_a_legacy_interactive_message_is_not_a_click(harness: Harness) -> None:
-    p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="legacy")
+    p = await harness.svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="legacy")
+    )
     assert p.approval is not None
     a = p.approval
     legacy = {
@@ -154,7 +159,9 @@ async def test_response_urls_off_slack_are_never_followed(harness: Harness, monk
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="ru")
+        p = await harness.svc.propose(
+            ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="ru")
+        )
         assert p.approval is not None
         monkeypatch.setattr(harness.state, "new_response_url", lambda *_: f"http://127.0.0.1:{port}/steal")
         card = copy.deepcopy(harness.card_for(p.approval.id))
@@ -167,7 +174,9 @@ async def test_response_urls_off_slack_are_never_followed(harness: Harness, monk
 
 
 async def test_an_unreadable_click_is_told_so_privately_and_changes_nothing(harness: Harness) -> None:
-    p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="unread")
+    p = await harness.svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="unread")
+    )
     assert p.approval is not None
     card = copy.deepcopy(harness.card_for(p.approval.id))
     button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])
@@ -233,7 +242,9 @@ async def test_an_oversize_chunked_body_is_refused_as_it_streams(harness: Harnes
 
 
 async def test_a_tampered_button_is_refused_and_audited(harness: Harness) -> None:
-    p = await harness.svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="tamper")
+    p = await harness.svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="tamper")
+    )
     assert p.approval is not None
     card = copy.deepcopy(harness.card_for(p.approval.id))
     value = f"{p.approval.id}|01|{p.approval.action_hash}"  # a leading zero: not our grammar

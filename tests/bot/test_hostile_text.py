@@ -12,6 +12,7 @@ from hitl.bot.blocks import card
 from hitl.bot.escape import code_block, inert
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.redaction import bounded
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.testing import FakeClock, make_approval
 from hitl.sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
 from tests.bot.conftest import Harness
@@ -76,10 +77,12 @@ def test_escaping_is_minimal_and_truncation_never_splits_an_entity() -> None:
 async def test_hostile_evidence_posts_through_slacks_validation(harness: Harness) -> None:
     for i, hostile in enumerate(HOSTILE):
         p = await harness.svc.propose(
-            "refund",
-            {"order_id": hostile[:32], "customer_id": "C", "amount": 10 + i},
-            session_id=f"hostile{i}",
-            evidence=hostile,
+            ProposeRequest(
+                "refund",
+                {"order_id": hostile[:32], "customer_id": "C", "amount": 10 + i},
+                session_id=f"hostile{i}",
+                evidence=hostile,
+            )
         )
         assert p.approval is not None
     posts = harness.state.calls_to("chat.postMessage")

@@ -13,12 +13,15 @@ from hitl.bot.blocks import ACTION_APPROVE
 from hitl.bot.errors import BotError
 from hitl.bot.settings import BotSettings
 from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
 
 
 async def pending(h: Harness, amount: float = 50, session: str = "ses_e"):  # type: ignore[no-untyped-def]
-    p = await h.svc.propose("refund", {"order_id": "1", "customer_id": "C-1", "amount": amount}, session_id=session)
+    p = await h.svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C-1", "amount": amount}, session_id=session)
+    )
     assert p.approval is not None
     return p.approval
 
@@ -152,7 +155,9 @@ async def test_healthz_and_metrics(harness: Harness) -> None:
         assert resp.status == 200 and (await resp.json())["ok"] is True
     harness.clock.advance(90)
     b = await pending(harness, amount=70, session="ses_m2")
-    await harness.rt.lifecycle.decide(b.id, "U_SUPPORT1", DecisionKind.REJECT, reason="duplicate", resume="none")
+    await harness.rt.lifecycle.decide(
+        DecideRequest(b.id, "U_SUPPORT1", DecisionKind.REJECT, reason="duplicate"), resume="none"
+    )
     await harness.rt.ctx.metrics.hitl.refresh()  # what the background sweep does every 15 s
     async with harness.http.get(f"{harness.bot_url}/metrics") as resp:
         assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/plain")
@@ -186,7 +191,7 @@ def test_refuses_to_start_without_a_signing_secret(monkeypatch: pytest.MonkeyPat
 
 async def test_a_card_update_lost_to_a_crash_is_taken_over(harness: Harness) -> None:
     a = await pending(harness, amount=33, session="ses_crash")
-    await harness.svc.decide(a.id, "U_SUPPORT1", DecisionKind.APPROVE)
+    await harness.svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.APPROVE))
     await harness.settle()
     assert len(harness.state.calls_to("chat.update")) == 1
     # Another replica took the next update job and died before doing it.

@@ -8,14 +8,17 @@ from typing import Any
 
 from hitl.bot.blocks import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
 from hitl.engine.domain.models import Status, Tier
+from hitl.engine.domain.requests import ProposeRequest
 from tests.bot.conftest import Harness
 
 
 async def propose(h: Harness, amount: float = 120, session: str = "ses_m") -> Any:
     p = await h.svc.propose(
-        "refund",
-        {"order_id": "78291", "customer_id": "C-1042", "amount": amount, "reason": "damaged"},
-        session_id=session,
+        ProposeRequest(
+            "refund",
+            {"order_id": "78291", "customer_id": "C-1042", "amount": amount, "reason": "damaged"},
+            session_id=session,
+        )
     )
     assert p.approval is not None
     return p.approval
@@ -82,7 +85,7 @@ async def test_modify_modal_is_typed_validates_inline_and_reruns_policy(harness:
 async def test_modify_without_a_schema_is_one_json_editor(harness: Harness) -> None:
     """An approval with no schema snapshot and none in hitl.yaml (made by an older hitl): the form is not guessed
     from the values and no workflow is loaded to find one; the reviewer edits the argument object as JSON."""
-    p = await harness.svc.propose("delete_customer", {"customer_id": "C-2001"}, session_id="ses_json")
+    p = await harness.svc.propose(ProposeRequest("delete_customer", {"customer_id": "C-2001"}, session_id="ses_json"))
     a = p.approval
     assert a is not None and a.args_schema is None
     await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(a.id)), ACTION_MODIFY)
@@ -152,7 +155,7 @@ async def test_trust_button_and_trust_commands(harness: Harness) -> None:
     assert (await harness.svc.store.approvals.get(a.id)).status is Status.APPROVED
     assert (
         await harness.svc.propose(
-            "refund", {"order_id": "1", "customer_id": "C-9", "amount": 5}, session_id="ses_trust"
+            ProposeRequest("refund", {"order_id": "1", "customer_id": "C-9", "amount": 5}, session_id="ses_trust")
         )
     ).may_run
     await harness.slack.command("U_SUPPORT2", "general", "trust list")
@@ -163,7 +166,7 @@ async def test_trust_button_and_trust_commands(harness: Harness) -> None:
     assert "no longer trusted in 1 session" in harness.ephemeral("U_SUPPORT2")[-1].text
     assert not (
         await harness.svc.propose(
-            "refund", {"order_id": "1", "customer_id": "C-9", "amount": 6}, session_id="ses_trust"
+            ProposeRequest("refund", {"order_id": "1", "customer_id": "C-9", "amount": 6}, session_id="ses_trust")
         )
     ).may_run
 

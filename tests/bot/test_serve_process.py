@@ -20,6 +20,7 @@ import pytest
 from hitl.bot.blocks import ACTION_APPROVE
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
 from hitl.sandbox.dispatch import Dispatcher
@@ -131,7 +132,9 @@ async def test_an_approval_another_process_creates_is_carded_without_waiting_for
             try:
                 svc = ApprovalService.from_config(load_config(CONFIG), store=store, clock=SystemClock())
                 asked = await svc.propose(
-                    "refund", {"order_id": "1", "customer_id": "C-7", "amount": 40}, session_id="s-agent"
+                    ProposeRequest(
+                        "refund", {"order_id": "1", "customer_id": "C-7", "amount": 40}, session_id="s-agent"
+                    )
                 )
                 assert asked.approval is not None
                 made = time.monotonic()

@@ -18,6 +18,7 @@ from hitl.bot.blocks import ACTION_APPROVE
 from hitl.bot.server import serve_socket
 from hitl.bot.settings import BotSettings
 from hitl.engine.domain.models import Status
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing import FakeClock
 from hitl.sandbox.dispatch import Dispatcher
@@ -67,7 +68,7 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
         slack.socket = bot.hub
         slack.after = rt.ctx.wait_idle
         p = await rt.runtime.contexts.default.service.propose(
-            "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
+            ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock")
         )
         assert p.approval is not None
         card = copy.deepcopy(next(m for m in state.messages if p.approval.id in m.text))
@@ -91,7 +92,7 @@ async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: 
     async with socket_bot(tmp_path) as bot:
         hub, rt = bot.hub, bot.server
         p = await rt.runtime.contexts.default.service.propose(
-            "refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock"
+            ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock")
         )
         assert p.approval is not None
         value = f"{p.approval.id}|{p.approval.version}|{p.approval.action_hash}"

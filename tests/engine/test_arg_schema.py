@@ -11,6 +11,7 @@ from hitl.engine.agents.gate import ToolCall, ToolGate
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.arg_schema import check_schema, schema_errors
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import InvalidInput
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
@@ -54,12 +55,16 @@ async def test_invalid_schema_fails_closed_and_edits_follow_the_snapshot(tmp_pat
     )
     assert ticket.approval is not None and ticket.approval.args_schema == SCHEMA
     with pytest.raises(InvalidInput, match="amount"):
-        await svc.decide(ticket.approval.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "1", "amount": 0})
+        await svc.decide(
+            DecideRequest(ticket.approval.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "1", "amount": 0})
+        )
     fixed = ToolCall("refund", {"order_id": "2", "amount": 5}, session="s", framework="ask", modifiable=False)
     held = await gate.check(fixed)
     assert held.approval is not None and not held.approval.modifiable
     with pytest.raises(InvalidInput, match="cannot be modified"):
-        await svc.decide(held.approval.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "2", "amount": 1})
+        await svc.decide(
+            DecideRequest(held.approval.id, "U_S1", DecisionKind.MODIFY, args={"order_id": "2", "amount": 1})
+        )
     refusals = [e for e in await store.audit.entries(approval_id=held.approval.id) if e.event == "refused"]
     assert refusals and "cannot be modified" in refusals[-1].detail
     await store.close()

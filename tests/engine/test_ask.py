@@ -13,6 +13,7 @@ import pytest
 from hitl.engine.agents.ask import ActionRejected, Approvals
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status, Tier
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
@@ -59,7 +60,9 @@ async def test_ask_waits_for_a_decision_from_another_replica(store: Store, clock
     assert (await agent.ask("look_up_order", {"order_id": "1"}, session="s")).approved
     task = asyncio.create_task(agent.ask("refund", {"order_id": "1", "amount": 30}, session="s", evidence="hi"))
     aid = await wait_pending(store)
-    await reviewer_side.decide(aid, "U_SUPPORT1", DecisionKind.MODIFY, args={"order_id": "1", "amount": 25})
+    await reviewer_side.decide(
+        DecideRequest(aid, "U_SUPPORT1", DecisionKind.MODIFY, args={"order_id": "1", "amount": 25})
+    )
     answer = await asyncio.wait_for(task, 5)
     assert answer.approved and answer.modified and answer.args == {"order_id": "1", "amount": 25}
 
@@ -71,7 +74,7 @@ async def test_restart_reattaches_and_cancelled_wait_leaves_it_decidable(store: 
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert (await store.approvals.get(aid)).status is Status.PENDING
-    await service(store, clock).decide(aid, "U_SUPPORT2", DecisionKind.REJECT, reason="no")
+    await service(store, clock).decide(DecideRequest(aid, "U_SUPPORT2", DecisionKind.REJECT, reason="no"))
     restarted = Approvals(service(store, clock))
     answer = await restarted.ask("refund", {"order_id": "2", "amount": 10.0}, session="s")
     assert answer.status == "rejected" and answer.reason == "no" and answer.approval is not None
@@ -99,7 +102,7 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
 
     task = asyncio.create_task(refund("9", 40))
     aid = await wait_pending(store)
-    await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
+    await service(store, clock).decide(DecideRequest(aid, "U_SUPPORT1", DecisionKind.APPROVE))
     result = await asyncio.wait_for(task, 5)
     assert_type(result, str)  # the guarded function keeps its parameters and result under a type checker
     assert result == "refunded 40"
@@ -109,7 +112,9 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
     again = asyncio.create_task(refund("9", 40))
     aid_again = await wait_pending(store)
     assert aid_again != aid
-    await service(store, clock).decide(aid_again, "U_SUPPORT1", DecisionKind.REJECT, reason="already refunded")
+    await service(store, clock).decide(
+        DecideRequest(aid_again, "U_SUPPORT1", DecisionKind.REJECT, reason="already refunded")
+    )
     with pytest.raises(ActionRejected, match="already refunded"):
         await asyncio.wait_for(again, 5)
     assert calls == [{"order_id": "9", "amount": 40}]
@@ -121,7 +126,7 @@ async def test_guard_runs_once_with_approved_args(store: Store, clock: FakeClock
     task2 = asyncio.create_task(refund_other("10", 5))
     assert_type(task2, asyncio.Task[str])  # an async function's result is awaited once, not twice
     aid2 = next(a.id for a in (await _pending_eventually(store)) if a.args["order_id"] == "10")
-    await service(store, clock).decide(aid2, "U_SUPPORT2", DecisionKind.REJECT, reason="fraud")
+    await service(store, clock).decide(DecideRequest(aid2, "U_SUPPORT2", DecisionKind.REJECT, reason="fraud"))
     with pytest.raises(ActionRejected, match="fraud"):
         await asyncio.wait_for(task2, 5)
 
@@ -140,7 +145,7 @@ async def test_a_wait_that_gives_up_closes_the_approval(store: Store, clock: Fak
     closed = await store.approvals.get(answer.approval.id)
     assert closed.status is Status.CANCELLED
     with pytest.raises(DecisionRefused) as late:
-        await service(store, clock).decide(closed.id, "U_SUPPORT1", DecisionKind.APPROVE)
+        await service(store, clock).decide(DecideRequest(closed.id, "U_SUPPORT1", DecisionKind.APPROVE))
     assert late.value.code is ErrorCode.ALREADY_DECIDED
     events = [e.event for e in await store.audit.entries(approval_id=closed.id)]
     assert events[:2] == ["created", "cancelled"] and events[-1] == "refused"
@@ -176,7 +181,7 @@ async def test_concurrent_askers_of_one_approval_get_one_hand_over(
     tasks = [asyncio.create_task(a.ask("refund", {"order_id": "5", "amount": 50}, session="s-many")) for a in askers]
     aid = await attached(waiting, 5)
     assert [a.id for a in (await store.approvals.list_pending()).items] == [aid]
-    await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
+    await service(store, clock).decide(DecideRequest(aid, "U_SUPPORT1", DecisionKind.APPROVE))
     answers = await asyncio.wait_for(asyncio.gather(*tasks), 10)
     assert {a.approval.id for a in answers if a.approval} == {aid}
     go = [a for a in answers if a.approved]
@@ -204,7 +209,7 @@ async def test_concurrent_guarded_calls_of_one_approval_run_once(
 
     tasks = [asyncio.create_task(guarded(a, n)("6", 60)) for n, a in enumerate(agents)]
     aid = await attached(waiting, 4)
-    await service(store, clock).decide(aid, "U_SUPPORT1", DecisionKind.APPROVE)
+    await service(store, clock).decide(DecideRequest(aid, "U_SUPPORT1", DecisionKind.APPROVE))
     results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
     assert len(ran) == 1
     assert [r for r in results if r == "refunded"] == ["refunded"]
@@ -254,23 +259,29 @@ async def test_rolling_sums_count_only_what_ran_or_may_still_run(store: Store, c
     svc = ApprovalService.from_config(SUMS, store=store, clock=clock)
 
     async def ask(amount: float, session: str) -> Any:
-        p = await svc.propose("refund", {"customer_id": "C-9", "amount": amount}, session_id=session)
+        p = await svc.propose(ProposeRequest("refund", {"customer_id": "C-9", "amount": amount}, session_id=session))
         assert p.approval is not None
         return p.approval
 
     first = await ask(120, "s1")
-    await svc.decide(first.id, "U_SUPPORT1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(first.id, "U_SUPPORT1", DecisionKind.APPROVE))
     big = await ask(899, "s2")
     assert big.rule == "large_refund"
-    edited = await svc.decide(big.id, "U_FIN1", DecisionKind.MODIFY, args={"customer_id": "C-9", "amount": 150})
+    edited = await svc.decide(
+        DecideRequest(big.id, "U_FIN1", DecisionKind.MODIFY, args={"customer_id": "C-9", "amount": 150})
+    )
     assert edited.status is Status.SUPERSEDED and edited.superseded_by  # two approvers: an edit asks again
     again = await store.approvals.get(edited.superseded_by)
     assert again.rule != "split_refunds" and not any("split" in r for r in again.reasons), again.reasons
-    await svc.decide(again.id, str(again.required_role == "finance" and "U_FIN2" or "U_SUPPORT2"), DecisionKind.APPROVE)
+    await svc.decide(
+        DecideRequest(
+            again.id, str(again.required_role == "finance" and "U_FIN2" or "U_SUPPORT2"), DecisionKind.APPROVE
+        )
+    )
     # 120 + 150 = 270 so far; a rejected 100 never counts, so 200 more stays under 500 (570 if it did).
     rejected = await ask(100, "s3")
     assert rejected.rule == "tool_tier", rejected.reasons
-    await svc.decide(rejected.id, "U_SUPPORT1", DecisionKind.REJECT, reason="no")
+    await svc.decide(DecideRequest(rejected.id, "U_SUPPORT1", DecisionKind.REJECT, reason="no"))
     small = await ask(200, "s4")
     assert small.rule == "tool_tier" and small.tier is Tier.APPROVE, small.reasons
     over = await ask(60, "s5")  # 120 + 150 + 200 (pending, may still run) + 60 = 530

@@ -6,6 +6,7 @@ import pytest
 
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
@@ -56,35 +57,37 @@ def svc(sqlite_store: SqliteStore, clock: FakeClock, notifier: RecordingNotifier
 
 
 async def test_auto_notify_denied_and_approval(svc: ApprovalService, notifier: RecordingNotifier) -> None:
-    assert (await svc.propose("look_up_order", {"order_id": "1"}, session_id="s")).may_run
-    n = await svc.propose("send_email", {"to": "x"}, session_id="s")
+    assert (await svc.propose(ProposeRequest("look_up_order", {"order_id": "1"}, session_id="s"))).may_run
+    n = await svc.propose(ProposeRequest("send_email", {"to": "x"}, session_id="s"))
     assert n.may_run and ("notified", "send_email") in notifier.events
-    d = await svc.propose("drop_database", {}, session_id="s")
+    d = await svc.propose(ProposeRequest("drop_database", {}, session_id="s"))
     assert d.verdict.denied and not d.may_run
-    p = await svc.propose("refund", {"amount": 10}, session_id="s", evidence="mail me at a@b.io")
+    p = await svc.propose(ProposeRequest("refund", {"amount": 10}, session_id="s", evidence="mail me at a@b.io"))
     assert p.approval is not None and p.created and not p.may_run
     assert p.approval.evidence == "mail me at [email]" and ("requested", p.approval.id) in notifier.events
-    again = await svc.propose("refund", {"amount": 10.0}, session_id="s")
+    again = await svc.propose(ProposeRequest("refund", {"amount": 10.0}, session_id="s"))
     assert again.approval == p.approval and not again.created
 
 
 async def test_decide_binds_and_reports(svc: ApprovalService, notifier: RecordingNotifier) -> None:
-    p = await svc.propose("refund", {"amount": 10}, session_id="s")
+    p = await svc.propose(ProposeRequest("refund", {"amount": 10}, session_id="s"))
     assert p.approval is not None
     with pytest.raises(DecisionRefused) as err:
-        await svc.decide(p.approval.id, "U_FIN1", DecisionKind.APPROVE)
+        await svc.decide(DecideRequest(p.approval.id, "U_FIN1", DecisionKind.APPROVE))
     assert err.value.code is ErrorCode.NOT_ELIGIBLE
     with pytest.raises(InvalidInput):
-        await svc.decide(p.approval.id, "bad\nid", DecisionKind.APPROVE)
+        await svc.decide(DecideRequest(p.approval.id, "bad\nid", DecisionKind.APPROVE))
     with pytest.raises(NotFound):
-        await svc.decide("apr_NOPE", "U_SUPPORT1", DecisionKind.APPROVE)
+        await svc.decide(DecideRequest("apr_NOPE", "U_SUPPORT1", DecisionKind.APPROVE))
     out = await svc.decide(
-        p.approval.id,
-        "U_SUPPORT1",
-        DecisionKind.APPROVE,
-        expected_version=1,
-        expected_hash=p.approval.action_hash,
-        via="cli",
+        DecideRequest(
+            p.approval.id,
+            "U_SUPPORT1",
+            DecisionKind.APPROVE,
+            expected_version=1,
+            expected_hash=p.approval.action_hash,
+            via="cli",
+        )
     )
     assert out.status is Status.APPROVED
     assert ("changed", (out.id, "approved")) in notifier.events
@@ -95,16 +98,18 @@ async def test_decide_binds_and_reports(svc: ApprovalService, notifier: Recordin
 
 
 async def test_modify_same_tier_approves_with_new_args(svc: ApprovalService) -> None:
-    p = await svc.propose("refund", {"amount": 100, "order_id": "1"}, session_id="s")
+    p = await svc.propose(ProposeRequest("refund", {"amount": 100, "order_id": "1"}, session_id="s"))
     assert p.approval is not None
-    out = await svc.decide(p.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 80, "order_id": "1"})
+    out = await svc.decide(
+        DecideRequest(p.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 80, "order_id": "1"})
+    )
     assert out.status is Status.APPROVED and out.execute_args == {"amount": 80, "order_id": "1"}
 
 
 async def test_modify_raising_tier_supersedes(svc: ApprovalService, notifier: RecordingNotifier) -> None:
-    p = await svc.propose("refund", {"amount": 100}, session_id="s")
+    p = await svc.propose(ProposeRequest("refund", {"amount": 100}, session_id="s"))
     assert p.approval is not None
-    out = await svc.decide(p.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 900})
+    out = await svc.decide(DecideRequest(p.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 900}))
     assert out.status is Status.SUPERSEDED and out.superseded_by
     new = await svc.store.approvals.get(out.superseded_by)
     assert (new.tier, new.required_role, new.quorum, new.args) == (
@@ -115,35 +120,37 @@ async def test_modify_raising_tier_supersedes(svc: ApprovalService, notifier: Re
     )
     assert new.status is Status.PENDING and ("requested", new.id) in notifier.events
     # A refused modification leaves no orphan pending replacement behind.
-    q = await svc.propose("refund", {"amount": 101}, session_id="s")
+    q = await svc.propose(ProposeRequest("refund", {"amount": 101}, session_id="s"))
     assert q.approval is not None
     with pytest.raises(DecisionRefused):
-        await svc.decide(q.approval.id, "agent:riley", DecisionKind.MODIFY, args={"amount": 901})
+        await svc.decide(DecideRequest(q.approval.id, "agent:riley", DecisionKind.MODIFY, args={"amount": 901}))
     pending = (await svc.store.approvals.list_pending(roles=["finance"])).items
     assert [a.id for a in pending] == [new.id]
 
 
 async def test_trust_grants_session_trust_with_ttl(svc: ApprovalService, clock: FakeClock) -> None:
-    p = await svc.propose("refund", {"amount": 10}, session_id="s1")
+    p = await svc.propose(ProposeRequest("refund", {"amount": 10}, session_id="s1"))
     assert p.approval is not None
-    await svc.decide(p.approval.id, "U_SUPPORT1", DecisionKind.TRUST)
-    assert (await svc.propose("refund", {"amount": 11}, session_id="s1")).may_run
-    assert not (await svc.propose("refund", {"amount": 11}, session_id="s2")).may_run
-    assert not (await svc.propose("refund", {"amount": 600}, session_id="s1")).may_run  # rules still raise
+    await svc.decide(DecideRequest(p.approval.id, "U_SUPPORT1", DecisionKind.TRUST))
+    assert (await svc.propose(ProposeRequest("refund", {"amount": 11}, session_id="s1"))).may_run
+    assert not (await svc.propose(ProposeRequest("refund", {"amount": 11}, session_id="s2"))).may_run
+    assert not (
+        await svc.propose(ProposeRequest("refund", {"amount": 600}, session_id="s1"))
+    ).may_run  # rules still raise
     clock.advance(601)
-    assert not (await svc.propose("refund", {"amount": 12}, session_id="s1")).may_run
-    d = await svc.propose("delete_customer", {"id": "C1"}, session_id="s1")
+    assert not (await svc.propose(ProposeRequest("refund", {"amount": 12}, session_id="s1"))).may_run
+    d = await svc.propose(ProposeRequest("delete_customer", {"id": "C1"}, session_id="s1"))
     assert d.approval is not None and not d.approval.trustable
     with pytest.raises(DecisionRefused) as err:
-        await svc.decide(d.approval.id, "U_SUPPORT1", DecisionKind.TRUST)
+        await svc.decide(DecideRequest(d.approval.id, "U_SUPPORT1", DecisionKind.TRUST))
     assert err.value.code is ErrorCode.NOT_TRUSTABLE
 
 
 async def test_reason_required_and_bad_input_write_nothing(svc: ApprovalService) -> None:
-    d = await svc.propose("delete_customer", {"id": "C1"}, session_id="s")
+    d = await svc.propose(ProposeRequest("delete_customer", {"id": "C1"}, session_id="s"))
     assert d.approval is not None
     with pytest.raises(InvalidInput, match="needs a reason"):
-        await svc.decide(d.approval.id, "U_SUPPORT1", DecisionKind.REJECT)
+        await svc.decide(DecideRequest(d.approval.id, "U_SUPPORT1", DecisionKind.REJECT))
     assert (await svc.store.approvals.get(d.approval.id)).version == 1
     for bad_tool, bad_args in [
         ("", {}),
@@ -155,7 +162,7 @@ async def test_reason_required_and_bad_input_write_nothing(svc: ApprovalService)
         ("a\nb", {}),
     ]:
         with pytest.raises(EngineError):
-            await svc.propose(bad_tool, bad_args, session_id="s")  # type: ignore[arg-type]
+            await svc.propose(ProposeRequest(bad_tool, bad_args, session_id="s"))  # type: ignore[arg-type]
     assert len((await svc.store.approvals.list_pending()).items) == 1
 
 
@@ -166,7 +173,7 @@ async def test_explain_records_nothing(svc: ApprovalService) -> None:
 
 
 async def test_expiry_through_the_service(svc: ApprovalService, clock: FakeClock, notifier: RecordingNotifier) -> None:
-    p = await svc.propose("refund", {"amount": 10}, session_id="s")
+    p = await svc.propose(ProposeRequest("refund", {"amount": 10}, session_id="s"))
     assert p.approval is not None
     clock.advance(3601)
     expired = await svc.expire_due()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.retention import DAY, Retention
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.runtime.process import Runtime
@@ -65,12 +66,13 @@ async def test_nothing_of_a_finished_run_outlives_the_horizons(
         assert paused.status is RunStatus.PAUSED and paused.approval is not None
         gate = paused.approval
         support = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
-        after_gate = await rt.lifecycle.decide(gate.id, support, DecisionKind.APPROVE, resume="inline")
+        after_gate = await rt.lifecycle.decide(DecideRequest(gate.id, support, DecisionKind.APPROVE), resume="inline")
         pay = after_gate.run.approval if after_gate.run else None
         assert pay is not None
         for who in ("U_FIN1", "U_FIN2"):
             done = await rt.lifecycle.decide(
-                pay.id, Reviewer(id=who, roles=frozenset({"finance"})), DecisionKind.APPROVE, resume="inline"
+                DecideRequest(pay.id, Reviewer(id=who, roles=frozenset({"finance"})), DecisionKind.APPROVE),
+                resume="inline",
             )
         assert done.run is not None and done.run.status is RunStatus.COMPLETED
         # The gate's approval ended when its step went on: a final state, like the payment's.

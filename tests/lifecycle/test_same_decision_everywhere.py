@@ -29,6 +29,7 @@ from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.ids import approval_id
 from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.ports import Store
 from hitl.engine.runtime.process import Runtime
@@ -172,7 +173,7 @@ async def via_python_api(backend: Backend) -> tuple[Any, ...]:
     try:
         r = await rt.lifecycle.start(load_workflow(TOOL_FLOW), {}, session_id=SESSION)
         assert r.approval is not None
-        d = await rt.lifecycle.decide(r.approval.id, "U_SUPPORT1", DecisionKind.APPROVE, resume="inline")
+        d = await rt.lifecycle.decide(DecideRequest(r.approval.id, "U_SUPPORT1", DecisionKind.APPROVE), resume="inline")
         assert d.run is not None and d.run.approval is not None
         return _shape(d.run.approval)
     finally:

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from tests.waiting import eventually
@@ -75,7 +76,7 @@ class Shop:
         return await eventually(created, what=f"{count} approvals from the gateway")
 
     async def decide(self, approval: Approval, kind: DecisionKind, **kw: Any) -> Approval:
-        return await self.service.decide(approval.id, "U_SUPPORT1", kind, via="slack", **kw)
+        return await self.service.decide(DecideRequest(approval.id, "U_SUPPORT1", kind, via="slack", **kw))
 
     @asynccontextmanager
     async def client(self, *, http_port: int | None = None) -> AsyncIterator[ClientSession]:

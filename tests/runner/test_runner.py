@@ -13,6 +13,7 @@ import pytest
 
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.ports import Store
@@ -59,15 +60,15 @@ async def test_gate_feedback_reruns_previous_step_then_publishes_once(
     r = await runner.start(wf, {})
     assert r.status is RunStatus.PAUSED and r.approval is not None and r.approval.tool == "gate:review"
     assert r.approval.required_role == "editors" and "A note about hitl." in r.approval.preview
-    await svc.decide(r.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="mention the audit log")
+    await svc.decide(DecideRequest(r.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="mention the audit log"))
     r2 = await runner.resume(r.session_id)
     assert r2.status is RunStatus.PAUSED and r2.approval is not None and r2.approval.id != r.approval.id
     assert "revised: mention the audit log" in r2.approval.preview
     assert [c["feedback"] for c in effects.read("calls") if c["tool"] == "draft"] == ["", "mention the audit log"]
-    await svc.decide(r2.approval.id, "U_ED2", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r2.approval.id, "U_ED2", DecisionKind.APPROVE))
     r3 = await runner.resume(r.session_id)
     assert r3.status is RunStatus.PAUSED and r3.approval is not None and r3.approval.tool == "publish"
-    await svc.decide(r3.approval.id, "U_ED1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r3.approval.id, "U_ED1", DecisionKind.APPROVE))
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.COMPLETED
     assert len(effects.read("published")) == 1
@@ -98,7 +99,7 @@ async def test_batch_one_approval_items_once_failed_item_retried_alone(
     # An item added after approval cannot ride along: a new list needs a new approval.
     grown = await Runner(svc).start(wf, {"people": "a@x.io,b@x.io,c@x.io,evil@x.io"}, session_id=r.session_id + "b")
     assert grown.approval is not None and grown.approval.action_hash != r.approval.action_hash
-    await svc.decide(r.approval.id, "U_OPS1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_OPS1", DecisionKind.APPROVE))
     monkeypatch.setenv("HITL_TEST_FAIL_TO", "b@x.io")
     failed = await runner.resume(r.session_id)
     assert failed.status is RunStatus.FAILED and "mail server refused b@x.io" in (failed.reason or "")
@@ -128,7 +129,7 @@ async def test_quality_loop_reviews_after_n_iterations(svc: ApprovalService, eff
     r = await runner.start(load_workflow(FLOWS / "loop.yaml"), {})
     assert r.status is RunStatus.PAUSED and r.approval is not None and r.approval.tool == "review:polish"
     assert [c["round"] for c in effects.read("calls")] == [0, 1]
-    await svc.decide(r.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="tighten it")
+    await svc.decide(DecideRequest(r.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="tighten it"))
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.COMPLETED and done.outputs["polish"]["score"] == 100
     assert effects.read("calls")[-1] == {"tool": "improve", "round": 3, "feedback": "tighten it"}
@@ -141,10 +142,10 @@ async def test_crash_mid_effect_recovers_exactly_once(
     first = Runner(svc, worker_id="worker-1", lease=60)
     r = await first.start(wf, {})
     assert r.approval is not None
-    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_ED1", DecisionKind.APPROVE))
     r = await first.resume(r.session_id)
     assert r.approval is not None
-    await svc.decide(r.approval.id, "U_ED2", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_ED2", DecisionKind.APPROVE))
     monkeypatch.setenv("HITL_TEST_CRASH", "publish")
     with pytest.raises(KeyboardInterrupt):
         await first.resume(r.session_id)  # the process "dies" after the effect, before recording it
@@ -181,13 +182,13 @@ async def test_resume_reads_the_waiting_approval_from_the_checkpoint(
     runner = Runner(svc)
     r = await runner.start(wf, {})
     assert r.approval is not None and r.approval.tool == "gate:review"
-    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_ED1", DecisionKind.APPROVE))
     proposed: list[str] = []
     real = svc.propose
 
-    async def spy(tool: str, *a: object, **kw: object) -> object:
-        proposed.append(tool)
-        return await real(tool, *a, **kw)  # type: ignore[arg-type]
+    async def spy(request: ProposeRequest) -> object:
+        proposed.append(request.tool)
+        return await real(request)
 
     monkeypatch.setattr(svc, "propose", spy)
     done = await runner.resume(r.session_id)
@@ -212,10 +213,10 @@ async def _crash_in_publish(svc: ApprovalService, wf_path: Path, monkeypatch: py
     first = Runner(svc, worker_id="worker-1", lease=60)
     r = await first.start(load_workflow(wf_path), {})
     assert r.approval is not None
-    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_ED1", DecisionKind.APPROVE))
     r = await first.resume(r.session_id)
     assert r.approval is not None and r.approval.tool == "publish"
-    await svc.decide(r.approval.id, "U_ED2", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_ED2", DecisionKind.APPROVE))
     monkeypatch.setenv("HITL_TEST_CRASH", "publish")
     with pytest.raises(KeyboardInterrupt):
         await first.resume(r.session_id)
@@ -244,11 +245,11 @@ async def test_an_effect_in_doubt_goes_to_a_person_and_never_repeats_blindly(
     again = await second.resume(session)  # asking again is the same question, not a second one
     assert again.approval is not None and again.approval.id == doubt.id
     if answer == "mark_done":
-        await svc.decide(doubt.id, "U_ED1", DecisionKind.FEEDBACK, reason="post P-1 is live")
+        await svc.decide(DecideRequest(doubt.id, "U_ED1", DecisionKind.FEEDBACK, reason="post P-1 is live"))
     elif answer == "run_again":
-        await svc.decide(doubt.id, "U_ED1", DecisionKind.APPROVE)
+        await svc.decide(DecideRequest(doubt.id, "U_ED1", DecisionKind.APPROVE))
     else:
-        await svc.decide(doubt.id, "U_ED1", DecisionKind.REJECT, reason="check with legal first")
+        await svc.decide(DecideRequest(doubt.id, "U_ED1", DecisionKind.REJECT, reason="check with legal first"))
     done = await second.resume(session)
     calls = [c["tool"] for c in effects.read("calls")].count("publish")
     audit = [e.event for e in await svc.store.audit.entries(limit=500)]
@@ -283,10 +284,10 @@ async def test_gate_previews_are_redacted_before_they_are_stored(svc: ApprovalSe
 
 
 async def test_feedback_on_a_tool_approval_is_refused_not_turned_into_a_rejection(svc: ApprovalService) -> None:
-    p = await svc.propose("publish", {"text": "hi"}, session_id="ses_fb")
+    p = await svc.propose(ProposeRequest("publish", {"text": "hi"}, session_id="ses_fb"))
     assert p.approval is not None
     with pytest.raises(EngineError) as err:
-        await svc.decide(p.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="shorter please")
+        await svc.decide(DecideRequest(p.approval.id, "U_ED1", DecisionKind.FEEDBACK, reason="shorter please"))
     assert err.value.code is ErrorCode.INVALID_INPUT and "reject it with a reason" in err.value.message
     assert (await svc.store.approvals.get(p.approval.id)).status is Status.PENDING
 
@@ -295,10 +296,10 @@ async def test_run_level_events_join_the_audit_chain(svc: ApprovalService, effec
     runner = Runner(svc)
     r = await runner.start(load_workflow(FLOWS / "gate.yaml"), {})
     assert r.approval is not None
-    await svc.decide(r.approval.id, "U_ED1", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_ED1", DecisionKind.APPROVE))
     r = await runner.resume(r.session_id)
     assert r.approval is not None
-    await svc.decide(r.approval.id, "U_ED2", DecisionKind.APPROVE)
+    await svc.decide(DecideRequest(r.approval.id, "U_ED2", DecisionKind.APPROVE))
     await runner.resume(r.session_id)
     runs = [(e.event, e.detail.split(":")[0]) for e in await svc.store.audit.entries() if e.event.startswith("run_")]
     assert [event for event, _ in runs] == [

@@ -13,6 +13,7 @@ from pydantic import Field
 from hitl.engine.agents.ask import ActionRejected, Approvals
 from hitl.engine.config.hitl_yaml import load_config, parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.execution.schema import ToolSchema, signature_schema
@@ -129,9 +130,9 @@ async def test_the_refund_example_snapshots_its_signature_schema_and_judges_edit
     assert schema["properties"]["reason"]["x-multiline"] is True
     for bad in ({**a.args, "amount": -5}, {**a.args, "amount": "sixty"}, {**a.args, "note": "x"}):
         with pytest.raises(InvalidInput):
-            await svc.decide(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args=bad)
+            await svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args=bad))
     assert (await svc.store.approvals.get(a.id)).status is Status.PENDING
-    await svc.decide(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args={**a.args, "amount": 60})
+    await svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args={**a.args, "amount": 60}))
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.COMPLETED and done.outputs["refund"]["amount"] == 60
 
@@ -139,12 +140,16 @@ async def test_the_refund_example_snapshots_its_signature_schema_and_judges_edit
 async def test_approvals_asked_without_a_schema_carry_the_one_hitl_yaml_declares(tmp_path: Path) -> None:
     config = load_config(EXAMPLE / "hitl.yaml")
     svc = ApprovalService.from_config(config, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock())
-    prop = await svc.propose("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="s")
+    prop = await svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="s")
+    )
     assert prop.approval is not None
     assert prop.approval.args_schema == config.policy.tools["refund"].schema_
     with pytest.raises(InvalidInput, match="amount"):
         await svc.decide(
-            prop.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"order_id": "1", "customer_id": "C"}
+            DecideRequest(
+                prop.approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"order_id": "1", "customer_id": "C"}
+            )
         )
 
 
@@ -165,6 +170,6 @@ async def test_guarded_functions_snapshot_their_signature(tmp_path: Path) -> Non
     pending = await eventually(proposed, what="the guarded call's approval")
     [a] = pending
     assert a.args_schema is not None and a.args_schema["properties"]["order_id"]["maxLength"] == 8
-    await svc.decide(a.id, "U_OPS", DecisionKind.REJECT, reason="no")
+    await svc.decide(DecideRequest(a.id, "U_OPS", DecisionKind.REJECT, reason="no"))
     with pytest.raises(ActionRejected, match="no"):
         await call

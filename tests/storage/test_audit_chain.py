@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from hitl.cli import app
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.retention import DAY, Retention
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
@@ -27,11 +28,11 @@ async def _history(store: Store) -> str:
     svc = ApprovalService.from_config(CONFIG, store=store, clock=FakeClock())
     ids = []
     for i in range(3):
-        p = await svc.propose("refund", {"order_id": str(i), "amount": 10 + i}, session_id=f"s{i}")
+        p = await svc.propose(ProposeRequest("refund", {"order_id": str(i), "amount": 10 + i}, session_id=f"s{i}"))
         assert p.approval is not None
         ids.append(p.approval.id)
-    await svc.decide(ids[1], "U_SUPPORT1", DecisionKind.APPROVE)
-    await svc.decide(ids[2], "U_SUPPORT2", DecisionKind.REJECT, reason="no")
+    await svc.decide(DecideRequest(ids[1], "U_SUPPORT1", DecisionKind.APPROVE))
+    await svc.decide(DecideRequest(ids[2], "U_SUPPORT2", DecisionKind.REJECT, reason="no"))
     return ids[1]
 
 

@@ -12,6 +12,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest
 from hitl.temporal import Decision
 from tests.temporal.conftest import Stand
 from tests.waiting import eventually
@@ -23,7 +24,7 @@ async def test_an_approved_refund_runs_once_with_the_approvals_key(stand: Stand)
         approval = await stand.pending()
         assert approval.session_id == handle.id and approval.metadata["framework"] == "temporal"
         assert stand.refunds == []
-        await stand.service.decide(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack")
+        await stand.service.decide(DecideRequest(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
         assert await stand.deliver() == 1
         assert await asyncio.wait_for(handle.result(), 30) == "done: refunded 120 on order 78291"
         assert await stand.deliver(rounds=2) == 0  # delivered once
@@ -35,7 +36,9 @@ async def test_a_rejection_reaches_the_workflow_with_its_reason(stand: Stand) ->
     async with stand.worker():
         handle = await stand.start()
         approval = await stand.pending()
-        await stand.service.decide(approval.id, "U_SUPPORT1", DecisionKind.REJECT, reason="not eligible", via="api")
+        await stand.service.decide(
+            DecideRequest(approval.id, "U_SUPPORT1", DecisionKind.REJECT, reason="not eligible", via="api")
+        )
         await stand.deliver()
         assert await asyncio.wait_for(handle.result(), 30) == "not refunded (rejected): not eligible"
     assert stand.refunds == []
@@ -46,7 +49,9 @@ async def test_a_modified_refund_runs_with_the_validated_edit(stand: Stand) -> N
         handle = await stand.start()
         approval = await stand.pending()
         await stand.service.decide(
-            approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"order_id": "78291", "amount": 60}, via="slack"
+            DecideRequest(
+                approval.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"order_id": "78291", "amount": 60}, via="slack"
+            )
         )
         await stand.deliver()
         assert await asyncio.wait_for(handle.result(), 30) == "done: refunded 60 on order 78291"
@@ -69,7 +74,7 @@ async def test_a_stale_or_foreign_update_is_refused_before_it_lands(stand: Stand
         assert stand.refunds == []
         history = [EventType.Name(e.event_type) for e in (await handle.fetch_history()).events]
         assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED" not in history  # refused: never in history
-        await stand.service.decide(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack")
+        await stand.service.decide(DecideRequest(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
         await stand.deliver()
         assert await asyncio.wait_for(handle.result(), 30) == "done: refunded 120 on order 78291"
         history = [EventType.Name(e.event_type) for e in (await handle.fetch_history()).events]
@@ -81,7 +86,7 @@ async def test_a_worker_restart_while_waiting_loses_nothing(stand: Stand) -> Non
         handle = await stand.start()
         approval = await stand.pending()
     async with stand.worker():  # a new worker; the workflow's wait is in Temporal's history
-        await stand.service.decide(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack")
+        await stand.service.decide(DecideRequest(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
         await stand.deliver()
         assert await asyncio.wait_for(handle.result(), 30) == "done: refunded 120 on order 78291"
     assert len(stand.refunds) == 1
@@ -91,7 +96,7 @@ async def test_a_decision_made_while_no_worker_runs_is_delivered_when_one_does(s
     async with stand.worker():
         handle = await stand.start()
         approval = await stand.pending()
-    await stand.service.decide(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack")
+    await stand.service.decide(DecideRequest(approval.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
     assert await stand.deliver(rounds=2) == 0  # nothing polls the workflow's queue: not delivered, kept for later
     assert stand.refunds == []
     async with stand.worker():

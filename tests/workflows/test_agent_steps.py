@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.process import Runtime
@@ -239,7 +240,7 @@ async def test_batches_conditional_gates_and_required_approval_work_inside_paral
     batch = await desk2.rt.store.approvals.get(waits["mail_all"])
     assert [item["to"] for item in batch.args["items"]] == ["a@example.com", "b@example.com"]  # bound to both
     for approval_id in waits.values():
-        await desk2.rt.lifecycle.decide(approval_id, "U_EDITOR1", DecisionKind.APPROVE, resume="none")
+        await desk2.rt.lifecycle.decide(DecideRequest(approval_id, "U_EDITOR1", DecisionKind.APPROVE), resume="none")
     done = await desk2.rt.lifecycle.resume("ses_gates")
     assert done.status is RunStatus.COMPLETED
     assert sorted(desk.tools()) == ["search", "send_email", "send_email"]
@@ -280,7 +281,7 @@ async def test_a_run_that_ends_cancels_what_its_other_branches_wait_on(desk2: De
     assert found is not None and sorted(found.data["waits"]) == ["check", "mail"]
     gate, mail = found.data["waits"]["check"], found.data["waits"]["mail"]
     assert paused.status is RunStatus.PAUSED
-    await desk2.rt.lifecycle.decide(gate, "U_EDITOR1", DecisionKind.REJECT, reason="stop", resume="none")
+    await desk2.rt.lifecycle.decide(DecideRequest(gate, "U_EDITOR1", DecisionKind.REJECT, reason="stop"), resume="none")
     ended = await desk2.rt.lifecycle.resume("ses_ended")
     assert ended.status is RunStatus.REJECTED and desk.calls() == []
     left = await desk2.rt.store.approvals.get(mail)

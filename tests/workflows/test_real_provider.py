@@ -14,6 +14,7 @@ import yaml
 from aiohttp import web
 
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
@@ -124,7 +125,7 @@ async def test_an_openai_agent_pauses_on_its_tool_and_resumes_without_asking_aga
 
     rt = Runtime.build(store=open_store(store), clock=FakeClock(), config_path=config)  # another process
     try:
-        await rt.lifecycle.decide(paused.approval.id, "U_EDITOR1", DecisionKind.APPROVE, resume="none")
+        await rt.lifecycle.decide(DecideRequest(paused.approval.id, "U_EDITOR1", DecisionKind.APPROVE), resume="none")
         done = await rt.lifecycle.resume(paused.session_id)
     finally:
         await rt.close()

@@ -166,9 +166,9 @@ class RedisApprovals:
         ]
         args = [json.dumps(packed, ensure_ascii=False), self.conn.channel(cmd.approval_id)]
         keys = self.conn.approval_keys(cmd.approval_id)
-        if cmd.jobs:
-            keys += [self.conn.jobs_key(kind) for kind in cmd.jobs]
-            args.append(json.dumps({"approval_id": cmd.approval_id}))
+        if cmd.jobs or cmd.run_jobs:
+            keys += [self.conn.jobs_key(kind) for kind in (*cmd.jobs, *cmd.run_jobs)]
+            args += [json.dumps({"approval_id": cmd.approval_id}), str(len(cmd.jobs))]
         out = await self.conn.call(self.conn.decide_script, keys, args)
         tag = text(out[0])
         if tag == "missing":

@@ -83,3 +83,19 @@ class RedisJobs:
             pipe.xack(self._key(kind), _GROUP, xid)
             pipe.xdel(self._key(kind), xid)
             await pipe.execute()
+
+    async def settle(self, kind: str, *, approval_id: str) -> int:
+        # The stream holds only jobs not yet acknowledged (an acknowledged one is deleted): few to read.
+        key = self._key(kind)
+        settled = 0
+        start = "-"
+        while True:
+            entries = cast(list[Any], await self.r.xrange(key, min=start, max="+", count=500) or [])
+            for xid, fields in entries:
+                f = {text(k): text(v) for k, v in (fields or {}).items()}
+                if json.loads(f.get("payload") or "{}").get("approval_id") == approval_id:
+                    await self.ack(f"{kind}/{text(xid)}")
+                    settled += 1
+            if len(entries) < 500:
+                return settled
+            start = "(" + text(entries[-1][0])

@@ -10,7 +10,7 @@ from collections.abc import Collection
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
-from hitl.engine.domain.decide import DecideCommand, apply_decision, apply_expiry
+from hitl.engine.domain.decide import DecideCommand, apply_decision, apply_expiry, run_to_resume
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Page
@@ -124,6 +124,10 @@ class SqliteApprovals:
             )
             for kind in cmd.jobs:
                 insert_job(c, kind, {"approval_id": updated.id}, now)
+            run = run_to_resume(updated)
+            if run is not None:
+                for kind in cmd.run_jobs:
+                    insert_job(c, kind, {"session_id": run, "approval_id": updated.id}, now)
             return updated
 
         out = await self.db.run(tx)

@@ -43,3 +43,15 @@ class SqliteJobs:
             c.execute("UPDATE jobs SET done = 1 WHERE id = ?", (int(job_id),))
 
         await self.db.run(tx)
+
+    async def settle(self, kind: str, *, approval_id: str) -> int:
+        def tx(c: sqlite3.Connection) -> int:
+            # Open jobs of one kind only (the jobs_open index): the ones still waiting are few.
+            cur = c.execute(
+                "UPDATE jobs SET done = 1 WHERE id IN (SELECT id FROM jobs WHERE done = 0 AND kind = ? "
+                "AND json_extract(payload, '$.approval_id') = ?)",
+                (kind, approval_id),
+            )
+            return cur.rowcount
+
+        return await self.db.run(tx)

@@ -30,6 +30,7 @@ from hitl.engine.agents.gate import ToolGate
 from hitl.engine.clocks import FakeClock
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, StoreError
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
@@ -254,7 +255,9 @@ class AdapterConformance(abc.ABC):
     async def decide(
         self, world: AgentWorld, approval_id: str, reviewer: str, kind: DecisionKind, **kw: Any
     ) -> Approval:
-        return await world.service(world.store()).decide(approval_id, reviewer, kind, via="conformance", **kw)
+        return await world.service(world.store()).decide(
+            DecideRequest(approval_id, reviewer, kind, via="conformance", **kw)
+        )
 
     async def none_pending(self, world: AgentWorld, session: str) -> bool:
         page = await world.store().approvals.list_pending(limit=200)

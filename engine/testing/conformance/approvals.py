@@ -133,6 +133,49 @@ class ApprovalsConformance:
         await store.approvals.decide(cmd(b, "U_SUPPORT1"), now=clock.now())  # none asked for: none queued
         assert await store.jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=30) == []
 
+    async def test_a_decision_queues_its_runs_resume_in_its_own_step_once_decided(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        """One outbox per decision: a workflow step's approval, once decided, carries its run's resume in the same
+        step; a vote that leaves it pending, a refusal, or an approval of no run queue nothing."""
+
+        def step_approval(key: str, quorum: int = 1) -> Approval:
+            a = make_approval(now=clock.now(), session_id="ses_run", key=key, quorum=quorum)
+            return a.model_copy(update={"metadata": {"step": "refund", "kind": "tool"}})
+
+        async def resumes() -> list[dict[str, object]]:
+            jobs = await store.jobs.claim("w", kind="resume", limit=10, now=clock.now(), lease=30)
+            for j in jobs:
+                await store.jobs.ack(j.id)
+            return [j.payload for j in jobs]
+
+        a = step_approval("a")
+        await store.approvals.create(a)
+        with pytest.raises(DecisionRefused):  # the requester: refused, nothing queued
+            await store.approvals.decide(cmd(a, "agent:riley", run_jobs=("resume",)), now=clock.now())
+        assert await resumes() == []
+        await store.approvals.decide(cmd(a, "U_SUPPORT1", jobs=("card",), run_jobs=("resume",)), now=clock.now())
+        assert await resumes() == [{"session_id": "ses_run", "approval_id": a.id}]
+
+        two = step_approval("two", quorum=2)
+        await store.approvals.create(two)
+        voted = await store.approvals.decide(cmd(two, "U_SUPPORT1", run_jobs=("resume",)), now=clock.now())
+        assert voted.status is Status.PENDING and await resumes() == []  # one vote of two: nothing to resume yet
+        await store.approvals.decide(cmd(voted, "U_SUPPORT2", run_jobs=("resume",)), now=clock.now())
+        assert await resumes() == [{"session_id": "ses_run", "approval_id": two.id}]
+
+        rejected = step_approval("rejected")
+        await store.approvals.create(rejected)
+        await store.approvals.decide(
+            cmd(rejected, "U_SUPPORT1", DecisionKind.REJECT, reason="no", run_jobs=("resume",)), now=clock.now()
+        )
+        assert await resumes() == [{"session_id": "ses_run", "approval_id": rejected.id}]
+
+        alone = make_approval(now=clock.now(), key="alone")  # an agent's ask: no run to resume
+        await store.approvals.create(alone)
+        await store.approvals.decide(cmd(alone, "U_SUPPORT1", run_jobs=("resume",)), now=clock.now())
+        assert await resumes() == []
+
     async def test_200_concurrent_deciders_exactly_one_wins(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now())
         await store.approvals.create(a)

@@ -50,6 +50,7 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "jobs.enqueue": lambda: store.jobs.enqueue("resume", {}, now=now),
         "jobs.claim": lambda: store.jobs.claim("w", kind="resume", limit=1, now=now, lease=1),
         "jobs.ack": lambda: store.jobs.ack("resume/1-0" if "Redis" in type(store).__name__ else "1"),
+        "jobs.settle": lambda: store.jobs.settle("resume", approval_id="apr_x"),
         "trust.grant": lambda: store.trust.grant("s", "refund", until=now + 1, by="U", now=now),
         "trust.active": lambda: store.trust.active("s", now=now),
         "trust.all_active": lambda: store.trust.all_active(now=now),
@@ -85,4 +86,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 40  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 41  # every method of every port, plus ping: a new method needs a line here

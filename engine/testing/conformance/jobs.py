@@ -35,3 +35,15 @@ class JobsConformance:
         await store.jobs.ack(second)
         assert await store.jobs.claim("worker-c", kind="resume", limit=10, now=clock.now(), lease=0) == []
         assert await store.jobs.claim("worker-c", kind="card", limit=10, now=clock.now(), lease=0) == []
+
+    async def test_settle_marks_done_the_jobs_of_one_approval(self, store: Store, clock: FakeClock) -> None:
+        mine = await store.jobs.enqueue("resume", {"session_id": "s1", "approval_id": "apr_1"}, now=clock.now())
+        await store.jobs.enqueue("resume", {"session_id": "s2", "approval_id": "apr_2"}, now=clock.now())
+        await store.jobs.enqueue("card", {"approval_id": "apr_1"}, now=clock.now())
+        assert mine
+        assert await store.jobs.settle("resume", approval_id="apr_1") == 1
+        assert await store.jobs.settle("resume", approval_id="apr_1") == 0  # already settled
+        left = await store.jobs.claim("w", kind="resume", limit=10, now=clock.now(), lease=60)
+        assert [j.payload["approval_id"] for j in left] == ["apr_2"]
+        cards = await store.jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=60)
+        assert [j.payload for j in cards] == [{"approval_id": "apr_1"}]  # another kind: untouched

@@ -1,7 +1,9 @@
 -- One decision, atomically. Mirrors engine/domain/decide.py (same checks, same order); the conformance
 -- suite keeps them in agreement.
 -- KEYS[1] approval hash, KEYS[2] its audit list, KEYS[3] its static document (same hash slot); KEYS[4..]: job
--- streams that get one entry each when the decision is recorded (payload ARGV[3])
+-- streams. The first ARGV[4] of them get one entry each when the decision is recorded (payload ARGV[3]); the
+-- others (a run's resume) one entry each only when the decision left an approval of a workflow step decided
+-- (payload: its session and id), mirroring engine/domain/decide.py's run_to_resume
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
 --       supersede_with, via, approval_id, answer_by (server seconds, '' for none), roles...;
@@ -84,7 +86,16 @@ redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'a
 f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
   superseded_by, now_s
 audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target)
-for i = 4, #KEYS do redis.call('XADD', KEYS[i], '*', 'payload', ARGV[3], 'at', now_s) end
+local plain = tonumber(ARGV[4] or '0')
+for i = 4, 3 + plain do redis.call('XADD', KEYS[i], '*', 'payload', ARGV[3], 'at', now_s) end
+if #KEYS > 3 + plain and target ~= 'pending' then
+  local doc = cjson.decode(redis.call('GET', KEYS[3]))
+  local step = type(doc['metadata']) == 'table' and doc['metadata']['step']
+  if step and step ~= cjson.null and step ~= '' then
+    local resume = cjson.encode({session_id = doc['session_id'], approval_id = aid})
+    for i = 4 + plain, #KEYS do redis.call('XADD', KEYS[i], '*', 'payload', resume, 'at', now_s) end
+  end
+end
 -- Wake every waiter on any replica (ARGV[2] is the approval's channel).
 redis.call('PUBLISH', ARGV[2], target .. ':' .. version)
 return result('ok', '')

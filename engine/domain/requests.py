@@ -1,0 +1,90 @@
+"""What callers ask of the approval service: a proposed action, and a decision on an approval.
+
+Each is one value that surfaces build where a request arrives (a framework adapter, the HTTP API, a Slack click, the
+CLI) and pass down whole, instead of a long list of parameters each layer repeats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hitl.engine.domain.models import DecisionKind, Reviewer, Tier
+
+__all__ = ["DecideRequest", "ProposeRequest"]
+
+
+@dataclass(frozen=True)
+class ProposeRequest:
+    """A tool call someone wants to make: the policy decides whether a person must approve it first.
+
+    Args:
+        tool: the tool's name (what the policy knows it by).
+        args: the call's arguments, checked against the tool's schema before anything is counted or stored.
+        session_id: the session (a run, a conversation) the call belongs to; trust grants are per session.
+        requester: who asks (default: the service's ``requester``); a requester never approves their own call.
+        evidence: untrusted text a reviewer sees apart from the controls (redacted, bounded, escaped on cards).
+        preview: what the call would do, as the caller rendered it (untrusted too).
+        min_tier: the least tier the call gets, whatever the policy says (a workflow gate asks at least approve).
+        dedupe_key: asking again with the same key returns the same approval (default: session + action hash).
+        dedupe_scope: replaces the session in that default (``<scope>:<action hash>``), so a caller that binds an
+            approval to something narrower (a step iteration, a framework's call id) need not hash the action.
+        metadata: recorded with the approval (a workflow step records its ``step``).
+        timeout: seconds before the approval expires (default: the policy's).
+        role: forces the approver role (review gates).
+        batch: every item of a batch under one approval, bound to the hash of the exact ordered items.
+        schema: the JSON Schema sent with the call, checked as well as the one ``hitl.yaml`` declares.
+        trusted: the session's trusted tools as the caller read them; only their absence is taken on trust.
+        create: False returns the approval a person must give without storing it (a run stores it with its
+            checkpoint when it pauses, then announces it).
+    """
+
+    tool: str
+    args: Mapping[str, Any]
+    session_id: str
+    requester: str | None = None
+    evidence: str = ""
+    preview: str = ""
+    min_tier: Tier = Tier.AUTO
+    dedupe_key: str | None = None
+    dedupe_scope: str | None = None
+    metadata: dict[str, Any] | None = None
+    timeout: float | None = None
+    role: str | None = None
+    batch: list[dict[str, Any]] | None = None
+    schema: dict[str, Any] | None = None
+    trusted: frozenset[str] | None = None
+    create: bool = True
+
+
+@dataclass(frozen=True)
+class DecideRequest:
+    """One person's decision on one approval, as a surface received it.
+
+    Args:
+        approval_id: the approval decided.
+        reviewer: the person, resolved by the surface (:class:`Reviewer`, with the roles it found), or an id whose
+            roles come from the configuration.
+        kind: approve, reject, modify, trust or feedback.
+        expected_version: the version the person saw; a decision on a changed approval is refused (default: the
+            current one, for a caller that names only the id).
+        expected_hash: the action hash the person saw (default: the current one).
+        reason: why (required where the policy says so; a rejection's reason is shown to the requester).
+        args: the edited arguments of a modify, checked against the approval's schema.
+        via: the channel it came through, as audited (``slack``, ``api:<token>``, ``cli-local``).
+    """
+
+    approval_id: str
+    reviewer: Reviewer | str
+    kind: DecisionKind
+    expected_version: int | None = None
+    expected_hash: str | None = None
+    reason: str | None = None
+    args: Mapping[str, Any] | None = None
+    via: str = "api"
+
+    @property
+    def reviewer_id(self) -> str:
+        """The deciding person's id."""
+        return self.reviewer.id if isinstance(self.reviewer, Reviewer) else self.reviewer
