@@ -346,7 +346,12 @@ class ApprovalService:
             ) from None
 
     async def decide(
-        self, request: DecideRequest, *, window: AnswerWindow | None = None, resume: bool = True
+        self,
+        request: DecideRequest,
+        *,
+        window: AnswerWindow | None = None,
+        resume: bool = True,
+        current: Approval | None = None,
     ) -> Approval:
         """Record one decision through the store's atomic step; returns the approval after it.
 
@@ -357,7 +362,8 @@ class ApprovalService:
 
         ``window``: the deadline of a surface that must answer in time, and its signal that the decision is
         recorded. ``resume``: a decision that leaves a workflow run's approval decided queues the run's resume in
-        the same atomic step (False: the caller continues the run itself, right after).
+        the same atomic step (False: the caller continues the run itself, right after). ``current``: the approval
+        as the caller read it (not read again; the store's atomic step still checks its version and hash).
         """
         reviewer = request.reviewer if isinstance(request.reviewer, Reviewer) else self.reviewer(request.reviewer)
         jobs = self._decision_jobs
@@ -385,7 +391,8 @@ class ApprovalService:
             if window is not None:
                 window.mark(recorded)
             return await self._after_decision(recorded, kind, reviewer)
-        current = await self.store.approvals.get(approval_id)
+        if current is None or current.id != approval_id:
+            current = await self.store.approvals.get(approval_id)
         try:
             new_args, replacement = await self._checked(current, kind, request.reason, request.args)
         except (InvalidInput, PolicyError) as exc:

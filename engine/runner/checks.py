@@ -9,11 +9,11 @@ from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
 from hitl.engine.domain.runs import RunState
-from hitl.engine.errors import ErrorCode, InvalidInput
-from hitl.engine.workflow.definition import AgentStep, LoadedWorkflow, Step, ToolStep, where_text
+from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
+from hitl.engine.workflow.definition import AgentStep, LoadedWorkflow, Step, ToolStep, describe_changes, where_text
 from hitl.engine.workflow.patterns import ChainPattern, GraphPattern, OrchestratorWorkersPattern, RoutingPattern, Where
 
-__all__ = ["check_templates", "resolve_vars", "template_problems"]
+__all__ = ["changed_since_paused", "check_templates", "resolve_vars", "template_problems", "vars_after"]
 
 _ENV = SandboxedEnvironment()
 _VAR = re.compile(r"\bvars\.([A-Za-z_]\w*)")
@@ -36,6 +36,21 @@ def resolve_vars(wf: LoadedWorkflow, given: dict[str, Any]) -> dict[str, Any]:
         flags = " ".join(f"--var {k}=..." for k in missing)
         raise InvalidInput(f"missing variable(s) {', '.join(missing)}; pass {flags}", code=ErrorCode.VARIABLES_INVALID)
     return values
+
+
+def changed_since_paused(state: RunState, wf: LoadedWorkflow) -> tuple[str, EngineError] | None:
+    """What changed in the run's workflow file since the run paused, in words, and the one refusal every surface
+    gives for it (a resume with ``--force`` continues with the new file instead); None when nothing changed."""
+    if wf.spec_hash == state.spec_hash:
+        return None
+    what = describe_changes(state.step_hashes, wf.step_hashes)
+    refusal = EngineError(
+        f"{state.workflow_path} changed since the run paused ({what}); resume with --force to continue with the "
+        "new file",
+        code=ErrorCode.WORKFLOW_CHANGED,
+        session_id=state.session_id,
+    )
+    return what, refusal
 
 
 def vars_after(state: RunState, wf: LoadedWorkflow, overrides: dict[str, Any]) -> dict[str, Any]:

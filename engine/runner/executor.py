@@ -15,18 +15,18 @@ from hitl.engine.config.api import EventKind
 from hitl.engine.domain.ids import new_session_id
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
-from hitl.engine.errors import EngineError, ErrorCode, IllegalTransition, InvalidInput, NotFound, StaleVersion
+from hitl.engine.errors import EngineError, IllegalTransition, InvalidInput, NotFound, StaleVersion
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool, load_tools
 from hitl.engine.log_context import about
 from hitl.engine.runner.agent_backend import AgentBackend
-from hitl.engine.runner.checks import check_templates, resolve_vars, vars_after
+from hitl.engine.runner.checks import changed_since_paused, check_templates, resolve_vars, vars_after
 from hitl.engine.runner.dispatch import StepRunner
 from hitl.engine.runner.outcomes import Halt
 from hitl.engine.runner.patterns import Patterns
 from hitl.engine.runner.step_context import StepContext
 from hitl.engine.service import ApprovalService
-from hitl.engine.workflow.definition import LoadedWorkflow, describe_changes, load_workflow
+from hitl.engine.workflow.definition import LoadedWorkflow, load_workflow
 
 __all__ = ["RunResult", "Runner"]
 
@@ -109,33 +109,38 @@ class Runner:
             return await self._drive(wf, tools, state)
 
     async def resume(
-        self, session_id: str, *, force: bool = False, actor: str = "cli", overrides: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        *,
+        force: bool = False,
+        actor: str = "cli",
+        overrides: dict[str, Any] | None = None,
+        workflow: LoadedWorkflow | None = None,
     ) -> RunResult:
         """Continue a paused (or crashed, or failed) run from its checkpoint, as its owner. ``overrides`` replace
-        variables for the steps still to come (validated like ``--var`` at the start; recorded in the audit)."""
+        variables for the steps still to come (validated like ``--var`` at the start; recorded in the audit).
+        ``workflow``: the run's workflow file as the caller read it (read here when not given)."""
         with about(session_id=session_id):
             async with self.kit.driving(await self.kit.open(session_id)) as drive:
-                return await self._resume(drive.state, force=force, actor=actor, overrides=overrides or {})
+                state = drive.state
+                wf = workflow if workflow is not None else load_workflow(state.workflow_path)
+                return await self._resume(state, wf, force=force, actor=actor, overrides=overrides or {})
 
-    async def _resume(self, state: RunState, *, force: bool, actor: str, overrides: dict[str, Any]) -> RunResult:
-        session_id = state.session_id
+    async def _resume(
+        self, state: RunState, wf: LoadedWorkflow, *, force: bool, actor: str, overrides: dict[str, Any]
+    ) -> RunResult:
         if state.status.ended and not overrides:
             return self._result(state)
-        wf = load_workflow(state.workflow_path)
         if overrides:
             state.vars = vars_after(state, wf, overrides)
             names = ", ".join(sorted(overrides))
             state.history.append(f"variables changed by {actor}: {names}")
             self.kit.event(state, "run_vars_changed", f"by {actor}: {names}")
-        if wf.spec_hash != state.spec_hash:
-            what = describe_changes(state.step_hashes, wf.step_hashes)
+        changed = changed_since_paused(state, wf)
+        if changed is not None:
+            what, refusal = changed
             if not force:
-                raise EngineError(
-                    f"{state.workflow_path} changed since the run paused ({what}); "
-                    "resume with --force to continue with the new file",
-                    code=ErrorCode.WORKFLOW_CHANGED,
-                    session_id=session_id,
-                )
+                raise refusal
             self.kit.drive(state).events.append(
                 AuditEntry(
                     at=self.svc.clock.now(),

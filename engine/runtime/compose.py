@@ -29,7 +29,7 @@ from hitl.engine.execution.tools import Tool, load_tools
 from hitl.engine.ports import Clock, Notifier, Store
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
-from hitl.engine.workflow.definition import LoadedWorkflow, load_workflow
+from hitl.engine.workflow.definition import LoadedWorkflow, WorkflowFiles
 
 __all__ = ["RunContext", "RunContexts", "compose", "config_path_for", "effective_config"]
 
@@ -128,6 +128,8 @@ class RunContexts:
         self.config_path = config_path
         self.notifier = notifier
         self.worker_id = worker_id
+        self.workflows = WorkflowFiles()
+        """The workflow files this runtime read (each read once while it does not change)."""
         self._cache: dict[tuple[str | None, str | None, str | None], RunContext] = {}
         # Resolved once: the default context is on every decision's path (a fully bound approve uses it).
         self._default_path = config_path_for(config_path)
@@ -144,10 +146,11 @@ class RunContexts:
     async def for_session(self, session_id: str) -> RunContext:
         """The context of the run ``session_id`` (its recorded config and its workflow), or the default context."""
         found = await self.store.runs.load(session_id)
-        if found is None:
-            return self.default
-        state = RunState.of(found)
-        return self.for_workflow(load_workflow(state.workflow_path), recorded_config=state.config_path)
+        return self.for_state(RunState.of(found)) if found is not None else self.default
+
+    def for_state(self, state: RunState) -> RunContext:
+        """The context of a run whose checkpoint the caller read: its recorded config and its workflow file now."""
+        return self.for_workflow(self.workflows.load(state.workflow_path), recorded_config=state.config_path)
 
     def _context(self, config_path: str | None, workflow: LoadedWorkflow | None) -> RunContext:
         key = (config_path, str(workflow.path) if workflow else None, workflow.spec_hash if workflow else None)

@@ -23,10 +23,10 @@ from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.log_context import about
 from hitl.engine.ports import RunReporter, Store
-from hitl.engine.runner.checks import vars_after
+from hitl.engine.runner.checks import changed_since_paused, vars_after
 from hitl.engine.runtime.compose import RunContext, RunContexts
 from hitl.engine.service import AnswerWindow
-from hitl.engine.workflow.definition import LoadedWorkflow, describe_changes, load_workflow
+from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = ["Decided", "Resume", "RunLifecycle", "run_of"]
 
@@ -78,10 +78,15 @@ class RunLifecycle:
     def store(self) -> Store:
         return self.contexts.store
 
-    async def context_of(self, approval: Approval) -> RunContext:
-        """The context an approval's decisions are judged in: its run's, or the default one."""
+    async def context_of(self, approval: Approval, state: RunState | None = None) -> RunContext:
+        """The context an approval's decisions are judged in: its run's (from ``state``, its checkpoint, when the
+        caller read it), or the default one."""
         run = run_of(approval)
-        return await self.contexts.for_session(run) if run else self.contexts.default
+        if run is None:
+            return self.contexts.default
+        if state is not None and state.session_id == run:
+            return self.contexts.for_state(state)
+        return await self.contexts.for_session(run)
 
     # -- deciding -----------------------------------------------------------------------------------------
     async def decide(
@@ -92,6 +97,8 @@ class RunLifecycle:
         force: bool = False,
         actor: str | None = None,
         window: AnswerWindow | None = None,
+        seen: Approval | None = None,
+        state: RunState | None = None,
     ) -> Decided:
         """Record one decision in the approval's own run context, then continue its run as ``resume`` says.
 
@@ -100,22 +107,30 @@ class RunLifecycle:
         here, the queued job finding nothing left to do; ``"none"``: the caller continues it itself, nothing is
         queued). With ``resume="inline"`` a run whose workflow file changed is refused before anything is
         recorded, unless ``force``. ``window``: a surface that must answer in time learns there the moment the
-        decision is recorded, and the store refuses it after the window's deadline.
+        decision is recorded, and the store refuses it after the window's deadline. ``seen`` and ``state``: the
+        approval and its run's checkpoint as the caller already read them (each is read at most once).
         """
         approval_id = request.approval_id
         with about(approval_id=approval_id):
-            if request.kind in _POLICY_FREE and isinstance(request.reviewer, Reviewer):
-                # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime) and a reviewer
-                # named by id (roles from the run's config) need the run's context; the rest are judged from what
-                # the approval itself records. A fully bound approve is then one atomic store step, no read first.
+            check = resume == "inline" and not force
+            approval = seen if seen is not None and seen.id == approval_id else None
+            if request.kind in _POLICY_FREE and isinstance(request.reviewer, Reviewer) and not check:
+                # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime), a reviewer
+                # named by id (roles from the run's config) and an inline resume (its workflow is checked) need the
+                # run's context; the rest are judged from what the approval itself records. A fully bound approve
+                # is then one atomic store step, no read first.
                 context = self.contexts.default
             else:
-                context = await self.context_of(await self.store.approvals.get(approval_id))
+                approval = approval or await self.store.approvals.get(approval_id)
+                state = await self._state_of(approval, state)
+                context = self.contexts.for_state(state) if state is not None else self.contexts.default
+                if check and state is not None and context.workflow is not None:
+                    changed = changed_since_paused(state, context.workflow)
+                    if changed is not None:  # refused before deciding: no decision lands on a run that cannot go on
+                        raise changed[1]
             if not isinstance(request.reviewer, Reviewer):
                 request = replace(request, reviewer=context.service.reviewer(request.reviewer))
-            if resume == "inline" and not force:
-                await self._check_unchanged(approval_id)
-            updated = await context.service.decide(request, window=window, resume=resume != "none")
+            updated = await context.service.decide(request, window=window, resume=resume != "none", current=approval)
             run = run_of(updated)
             if run is None or updated.status not in _DECIDED or resume == "none":
                 return Decided(updated)
@@ -123,7 +138,7 @@ class RunLifecycle:
                 self.work.set()  # the store queued the resume with the decision: wake this process's worker
                 return Decided(updated)
             try:
-                result = await self.resume(run, force=force, actor=actor or request.reviewer_id)
+                result = await self.resume(run, force=force, actor=actor or request.reviewer_id, state=state)
             except EngineError as exc:
                 if exc.code is not ErrorCode.CLAIM_IN_PROGRESS:
                     raise
@@ -133,31 +148,24 @@ class RunLifecycle:
             await self.store.jobs.settle(RESUME_JOB, approval_id=updated.id)
             return Decided(updated, result)
 
+    async def _state_of(self, approval: Approval, known: RunState | None) -> RunState | None:
+        """The checkpoint of the run ``approval`` pauses: ``known`` when it is that run's, else read once."""
+        run = run_of(approval)
+        if run is None:
+            return None
+        if known is not None and known.session_id == run:
+            return known
+        found = await self.store.runs.load(run)
+        return RunState.of(found) if found is not None else None
+
     def check_overrides(self, state: RunState, overrides: dict[str, Any]) -> None:
         """Refuse new variable values a resume of ``state`` would refuse (an ended run, an unknown or missing
         variable), before anything is decided: the checks :meth:`resume` makes, made first."""
-        vars_after(state, load_workflow(state.workflow_path), overrides)
+        vars_after(state, self.contexts.workflows.load(state.workflow_path), overrides)
 
     async def refused(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal a surface made before any decision reached the engine (an altered form, a stranger)."""
         await self.contexts.default.service.record_refusal(approval_id, actor, code, detail)
-
-    async def _check_unchanged(self, approval_id: str) -> None:
-        a = await self.store.approvals.get(approval_id)
-        run = run_of(a)
-        found = await self.store.runs.load(run) if run else None
-        if found is None:
-            return
-        state = RunState.of(found)
-        wf = load_workflow(state.workflow_path)
-        if wf.spec_hash != state.spec_hash:
-            # Refuse before deciding: a decision must not land on a run that cannot continue.
-            what = describe_changes(state.step_hashes, wf.step_hashes)
-            raise EngineError(
-                f"{state.workflow_path} changed since the run paused ({what}); resume with --force to continue with it",
-                code=ErrorCode.WORKFLOW_CHANGED,
-                session_id=state.session_id,
-            )
 
     # -- runs ---------------------------------------------------------------------------------------------
     async def start(
@@ -175,16 +183,27 @@ class RunLifecycle:
         )
 
     async def resume(
-        self, session_id: str, *, force: bool = False, actor: str = "cli", overrides: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        *,
+        force: bool = False,
+        actor: str = "cli",
+        overrides: dict[str, Any] | None = None,
+        state: RunState | None = None,
     ) -> RunResult:
         """Continue the run ``session_id`` in its own context, from its checkpoint (``overrides``: new values for
-        its variables, used by the steps still to come)."""
-        context = await self.contexts.for_session(session_id)
+        its variables, used by the steps still to come; ``state``: its checkpoint as the caller read it)."""
+        if state is not None and state.session_id == session_id:
+            context = self.contexts.for_state(state)
+        else:
+            context = await self.contexts.for_session(session_id)
         if context.workflow is None:
             raise NotFound(
                 f"no run {session_id!r}; `hitl sessions list` lists the runs that wait", session_id=session_id
             )
-        return await context.runner.resume(session_id, force=force, actor=actor, overrides=overrides)
+        return await context.runner.resume(
+            session_id, force=force, actor=actor, overrides=overrides, workflow=context.workflow
+        )
 
     async def _queue(self, session_id: str, approval_id: str | None, *, wake: bool = True) -> None:
         now = self.contexts.clock.now()
@@ -225,7 +244,8 @@ class RunLifecycle:
         if approval_id is not None and (approval_id not in state.waiting_on() or state.status is not RunStatus.PAUSED):
             return True  # resumed already (by the CLI or another worker)
         try:
-            result = await self.resume(session_id, actor="system:recovery" if approval_id is None else "system:resume")
+            actor = "system:recovery" if approval_id is None else "system:resume"
+            result = await self.resume(session_id, actor=actor, state=state)
         except EngineError as exc:
             if exc.code.retryable:
                 return False
@@ -268,7 +288,7 @@ class RunLifecycle:
             elif run is not None and resume == "inline":
                 found = await self.store.runs.load(run)
                 if found is not None and a.id in _waiting_on(found.data):
-                    result = await self.resume(run, force=True, actor="system:expiry")
+                    result = await self.resume(run, force=True, actor="system:expiry", state=RunState.of(found))
             out.append((a, result))
         return out
 

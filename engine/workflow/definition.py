@@ -36,6 +36,7 @@ __all__ = [
     "ToolStep",
     "Where",
     "Workflow",
+    "WorkflowFiles",
     "describe_changes",
     "load_workflow",
     "problems",
@@ -215,48 +216,67 @@ class LoadedWorkflow(BaseModel):
         return self.by_id[step_id]
 
 
-_STAT: dict[str, tuple[tuple[int, int, int], LoadedWorkflow]] = {}
-_LOADED: dict[tuple[str, str], LoadedWorkflow] = {}
-
-
 def load_workflow(path: str | Path) -> LoadedWorkflow:
-    """Read and validate a workflow file. A file whose ``stat`` (size, modification time, inode) is what it was at
-    the last load in this process is not read again; otherwise it is read and hashed (resume compares the hash),
-    and parsed only when its content changed."""
+    """Read and validate a workflow file (every call reads it; :class:`WorkflowFiles` keeps what a process read)."""
     p = Path(path).resolve()
     try:
-        st = p.stat()
-        seen = _STAT.get(str(p))
-        # A file changed within the clock's granularity could change again with the same stat ("racy git"): only
-        # a file older than that is trusted by its stat.
-        settled = time.time_ns() - st.st_mtime_ns > 2_000_000_000
-        if seen is not None and settled and seen[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
-            return seen[1]
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise EngineError(
-            f"cannot read workflow {path}: {exc.strerror or exc}; check the path", code=ErrorCode.WORKFLOW_INVALID
-        ) from None
-    loaded = _parse(p, text, path)
-    if len(_STAT) > 256:
-        _STAT.clear()
-    _STAT[str(p)] = ((st.st_size, st.st_mtime_ns, st.st_ino), loaded)
-    return loaded
+        raise _unreadable(path, exc) from None
+    return _parse(p, text, path)
+
+
+class WorkflowFiles:
+    """The workflow files one runtime has read, so that a run's operations read each file once.
+
+    A file whose ``stat`` (size, modification time, inode) is what it was at the last load is not read again;
+    otherwise it is read and hashed (a resume compares the hash), and parsed only when its content changed. Owned
+    by a runtime's run contexts, never shared across a process: two runtimes never see each other's reads.
+    """
+
+    def __init__(self, *, limit: int = 256) -> None:
+        self.limit = limit
+        self._by_stat: dict[str, tuple[tuple[int, int, int], LoadedWorkflow]] = {}
+        self._by_text: dict[tuple[str, str], LoadedWorkflow] = {}
+
+    def load(self, path: str | Path) -> LoadedWorkflow:
+        """The workflow at ``path`` as it is now."""
+        p = Path(path).resolve()
+        try:
+            st = p.stat()
+            seen = self._by_stat.get(str(p))
+            # A file changed within the clock's granularity could change again with the same stat ("racy git"):
+            # only a file older than that is trusted by its stat.
+            settled = time.time_ns() - st.st_mtime_ns > 2_000_000_000
+            if seen is not None and settled and seen[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
+                return seen[1]
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        loaded = self._by_text.get((str(p), digest))
+        if loaded is None:
+            loaded = _parse(p, text, path)
+            if len(self._by_text) >= self.limit:
+                self._by_text.clear()
+            self._by_text[(str(p), digest)] = loaded
+        if len(self._by_stat) >= self.limit:
+            self._by_stat.clear()
+        self._by_stat[str(p)] = ((st.st_size, st.st_mtime_ns, st.st_ino), loaded)
+        return loaded
+
+
+def _unreadable(path: str | Path, exc: OSError) -> EngineError:
+    return EngineError(
+        f"cannot read workflow {path}: {exc.strerror or exc}; check the path", code=ErrorCode.WORKFLOW_INVALID
+    )
 
 
 def _parse(p: Path, text: str, path: str | Path) -> LoadedWorkflow:
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    cached = _LOADED.get((str(p), digest))
-    if cached is not None:
-        return cached
     spec = parse_model(
         text, Workflow, code=ErrorCode.WORKFLOW_INVALID, what="workflow", source=str(path), tag=union_tag
     )
-    loaded = LoadedWorkflow.of(spec, p, text)
-    if len(_LOADED) > 256:
-        _LOADED.clear()
-    _LOADED[(str(p), digest)] = loaded
-    return loaded
+    return LoadedWorkflow.of(spec, p, text)
 
 
 def _digest(value: Any) -> str:

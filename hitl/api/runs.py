@@ -11,7 +11,6 @@ from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
-from hitl.engine.workflow.definition import load_workflow
 
 from .context import CONTEXT, ApiContext, body_of, caller_of
 from .models import ApprovalView, ResumeRequest, RunStartRequest, RunView
@@ -63,7 +62,7 @@ async def start(request: web.Request) -> web.Response:
         raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no workflow named {body.workflow!r} (registered: {known})")
     base = ctx.config.path.parent if ctx.config.path is not None else Path.cwd()
     try:
-        workflow = load_workflow(base / relative)
+        workflow = ctx.lifecycle.contexts.workflows.load(base / relative)
         result = await ctx.lifecycle.start(workflow, body.vars, session_id=body.session_id, requester=caller.reviewer)
     except EngineError as exc:
         raise from_engine(exc) from None

@@ -108,13 +108,15 @@ async def decide_and_resume(
     if kind is not None:
         if approval is None:
             raise NotFound(f"run {target} is not waiting on an approval; resume it without a decision")
-        await refuse_local_in_production(rt, approval)
+        await refuse_local_in_production(rt, approval, state=state)
         who = settings.require_reviewer()
         d = await rt.lifecycle.decide(
             DecideRequest(approval.id, who, kind, reason=reason, args=args, via=LOCAL),
             resume="none" if overrides else "inline",
             force=force,
             actor=actor,
+            seen=approval,  # located once above: passed down, not read again
+            state=state,
         )
         if d.run is not None or not overrides or state is None:
             return d.run if d.run is not None else _standing(d)
@@ -123,18 +125,24 @@ async def decide_and_resume(
         if overrides:
             raise InvalidInput(f"{target} belongs to no run: --var applies to a run's variables")
         return _standing(Decided(approval))
-    return await rt.lifecycle.resume(state.session_id, force=force, actor=actor, overrides=overrides)
+    return await rt.lifecycle.resume(state.session_id, force=force, actor=actor, overrides=overrides, state=state)
 
 
 async def refuse_local_in_production(
-    rt: Runtime, approval: Approval | None = None, *, what: str = "", workflow: LoadedWorkflow | None = None
+    rt: Runtime,
+    approval: Approval | None = None,
+    *,
+    what: str = "",
+    workflow: LoadedWorkflow | None = None,
+    state: RunState | None = None,
 ) -> None:
     """``production: true``: a decision straight against the store (no token, any ``--as``) is refused. With
-    ``workflow`` (before a run starts), that workflow's configuration is the one asked."""
+    ``workflow`` (before a run starts), that workflow's configuration is the one asked; ``state``: the checkpoint
+    of the approval's run, as the caller read it."""
     if workflow is not None:
         context = rt.contexts.for_workflow(workflow)
     else:
-        context = await rt.lifecycle.context_of(approval) if approval is not None else rt.contexts.default
+        context = await rt.lifecycle.context_of(approval, state) if approval is not None else rt.contexts.default
     if context.config.production or rt.contexts.default.config.production:
         raise InvalidInput(
             f"hitl.yaml says production: true, so {what or 'a decision made against the store'} is refused: "
