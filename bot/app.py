@@ -22,7 +22,7 @@ from hitl.bot.notifier import SlackNotifier
 from hitl.bot.payloads import parsed_once
 from hitl.bot.reporter import SlackReporter
 from hitl.bot.response_urls import ResponseUrls, response_url_guard
-from hitl.bot.reviewers import ReviewerDirectory
+from hitl.bot.reviewers import SlackReviewers
 from hitl.bot.settings import BotSettings
 from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
@@ -126,7 +126,7 @@ def build_app(
     ctx = BotContext(
         lifecycle=lifecycle,
         config=config,
-        directory=ReviewerDirectory(config.build_roles(), side.client, lifecycle.contexts.clock),
+        reviewers=SlackReviewers(config.build_roles(), side.client, lifecycle.contexts.clock),
         notifier=side.notifier,
         metrics=side.metrics,
         signer=Signer(secret or token),

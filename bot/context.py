@@ -13,11 +13,10 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from hitl.bot.metrics import Metrics
 from hitl.bot.notifier import SlackNotifier
-from hitl.bot.reviewers import ReviewerDirectory
 from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.models import Approval
-from hitl.engine.ports import Clock, Store
+from hitl.engine.ports import Clock, ReviewerDirectory, Store
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
 __all__ = ["BotContext"]
@@ -29,7 +28,7 @@ log = logging.getLogger(__name__)
 class BotContext:
     lifecycle: RunLifecycle
     config: HitlConfig
-    directory: ReviewerDirectory
+    reviewers: ReviewerDirectory
     notifier: SlackNotifier
     metrics: Metrics
     signer: Signer

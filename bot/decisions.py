@@ -81,7 +81,7 @@ async def decide(
     window = AnswerWindow(by=time.time() + ctx.answer_budget)
 
     async def record() -> None:
-        reviewer = await ctx.directory.reviewer(user_id)
+        reviewer = await ctx.reviewers.reviewer(user_id)
         await ctx.lifecycle.decide(
             DecideRequest(
                 approval_id,

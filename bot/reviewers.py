@@ -11,13 +11,14 @@ from hitl.engine.domain.models import Reviewer
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.ports import Clock
 
-__all__ = ["ReviewerDirectory"]
+__all__ = ["SlackReviewers"]
 
 log = logging.getLogger(__name__)
 
 
-class ReviewerDirectory:
-    """Roles from hitl.yaml; ``S…`` user-group ids resolved with ``usergroups.users.list`` every ``ttl`` s.
+class SlackReviewers:
+    """The reviewer directory of Slack (a :class:`~hitl.engine.ports.ReviewerDirectory`): roles from hitl.yaml, with
+    ``S…`` user-group ids resolved with ``usergroups.users.list`` every ``ttl`` s.
 
     A group that cannot be resolved grants nobody anything (fail closed); a stale answer is kept when a
     refresh fails.
@@ -31,18 +32,13 @@ class ReviewerDirectory:
         self._groups: dict[str, frozenset[str]] = {}
         self._fetched = -1e18
 
-    async def reviewer(self, user_id: str) -> Reviewer:
+    async def reviewer(self, reviewer_id: str) -> Reviewer:
+        """The Slack user ``reviewer_id`` with the roles hitl.yaml and its user groups give them now."""
         roles = self.roles
         if roles.groups():
             await self._refresh()
             roles = roles.expanded(self._groups)
-        return roles.reviewer(user_id)
-
-    async def members(self, role: str | None) -> frozenset[str]:
-        if self.roles.groups():
-            await self._refresh()
-            return self.roles.expanded(self._groups).members_of(role)
-        return self.roles.members_of(role)
+        return roles.reviewer(reviewer_id)
 
     async def _refresh(self) -> None:
         if self.clock.now() - self._fetched < self.ttl:

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.journal import Commit, Committed, Opened
-from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
@@ -35,6 +35,7 @@ __all__ = [
     "Notifier",
     "Purger",
     "RateWindows",
+    "ReviewerDirectory",
     "RunReporter",
     "RunStore",
     "Store",
@@ -133,6 +134,22 @@ class ExecutionLedger(Protocol):
         ...
 
     async def get(self, key: str) -> Claim | None: ...
+
+
+@runtime_checkable
+class ReviewerDirectory(Protocol):
+    """Who a person is as a reviewer: their id with the roles they hold now.
+
+    One protocol, three directories: the roles of ``hitl.yaml`` (``ConfiguredReviewers``), the same roles with
+    Slack user groups expanded (the bot's ``SlackReviewers``), and an API token's reviewer
+    narrowed to the token's roles (the API's ``TokenReviewers``). A surface resolves the person through its
+    directory; the service decides with the :class:`Reviewer` it returns (a stranger holds no role).
+    """
+
+    async def reviewer(self, reviewer_id: str) -> Reviewer:
+        """The reviewer ``reviewer_id`` with their roles; :class:`~hitl.engine.errors.InvalidInput` for an id that
+        cannot be one (empty, control characters)."""
+        ...
 
 
 class RunStore(Protocol):

@@ -15,8 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
@@ -27,11 +25,11 @@ from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStat
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
-from hitl.engine.domain.reviewers import Roles
+from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
 from hitl.engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
-from hitl.engine.ports import Clock, Notifier, Store
+from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store
 
 __all__ = ["AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
 
@@ -98,7 +96,8 @@ class ApprovalService:
     Args:
         store: where approvals live.
         policy: the compiled policy.
-        roles: reviewer roles (user groups expanded by the bot where it can).
+        reviewers: who a reviewer named by id is (``hitl.yaml``'s roles); a surface that resolved the person
+            itself (Slack user groups, an API token) passes the :class:`Reviewer` in the request.
         clock: the time source.
         notifier: tells reviewers (Slack); optional.
         events: queues events for webhook subscribers; optional.
@@ -108,7 +107,7 @@ class ApprovalService:
 
     store: Store
     policy: Policy
-    roles: Roles
+    reviewers: ReviewerDirectory
     clock: Clock
     notifier: Notifier | None = None
     requester: str = "agent"
@@ -131,7 +130,7 @@ class ApprovalService:
         return cls(
             store=store,
             policy=config.build_policy(),
-            roles=config.build_roles(),
+            reviewers=ConfiguredReviewers(config.build_roles()),
             clock=clock,
             notifier=notifier,
             requester=config.requester,
@@ -336,15 +335,6 @@ class ApprovalService:
         return frozenset(g.tool for g in await self.store.trust.active(session_id, now=now))
 
     # -- deciding -----------------------------------------------------------------------------------------
-    def reviewer(self, reviewer_id: str) -> Reviewer:
-        try:
-            return self.roles.reviewer(reviewer_id)
-        except ValidationError:
-            raise InvalidInput(
-                f"{reviewer_id!r} is not a valid reviewer id (non-empty, no control characters)",
-                reviewer=reviewer_id,
-            ) from None
-
     async def decide(
         self,
         request: DecideRequest,
@@ -365,7 +355,9 @@ class ApprovalService:
         the same atomic step (False: the caller continues the run itself, right after). ``current``: the approval
         as the caller read it (not read again; the store's atomic step still checks its version and hash).
         """
-        reviewer = request.reviewer if isinstance(request.reviewer, Reviewer) else self.reviewer(request.reviewer)
+        reviewer = request.reviewer
+        if not isinstance(reviewer, Reviewer):
+            reviewer = await self.reviewers.reviewer(reviewer)
         jobs = self._decision_jobs
         run_jobs = (RESUME_JOB,) if resume else ()
         answer_by = window.by if window is not None else None

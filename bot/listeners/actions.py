@@ -101,7 +101,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             form = _FORMS.get(kind)
             if form is not None:
                 # Only someone who may decide gets the form (a stranger's decision would be refused anyway).
-                reviewer = await ctx.directory.reviewer(click[0])
+                reviewer = await ctx.reviewers.reviewer(click[0])
                 if not eligible(a, reviewer):
                     code = ErrorCode.SELF_APPROVAL if reviewer.id == a.requester else ErrorCode.NOT_ELIGIBLE
                     await ctx.lifecycle.refused(a.id, click[0], code, f"opening the {form} form")

@@ -120,7 +120,7 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
             a = await ctx.store.approvals.get(rest[0])
         except EngineError as exc:
             return {"text": refusal_text(exc, None)}
-        reviewer = await ctx.directory.reviewer(user)
+        reviewer = await ctx.reviewers.reviewer(user)
         if user != a.requester and not eligible(a, reviewer):
             # The arguments and evidence are for the people who decide (and the requester), not the workspace.
             await ctx.lifecycle.refused(a.id, user, ErrorCode.NOT_ELIGIBLE, "/hitl show")
@@ -135,7 +135,7 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
 
 async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) -> dict[str, Any]:
     """One page of what ``user`` may decide, oldest first, with a "Next page" button when there is more."""
-    reviewer = await ctx.directory.reviewer(user)
+    reviewer = await ctx.reviewers.reviewer(user)
     if not reviewer.roles:
         return {"text": ":information_source: You are not a reviewer in any role, so there is nothing for you."}
     page = await ctx.store.approvals.list_pending(
@@ -189,7 +189,7 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
         lines = [f"• `{label(g.tool, 60)}` in `{label(g.session_id, 60)}` by {who(g.granted_by)}" for g in grants[:40]]
         return {"text": "*Trusted tools*\n" + "\n".join(lines)}
     if sub == "revoke" and len(rest) >= 2:
-        reviewer = await ctx.directory.reviewer(user)
+        reviewer = await ctx.reviewers.reviewer(user)
         if not reviewer.roles:
             return {"text": ":no_entry: Only reviewers can revoke trust."}
         tool = rest[1]

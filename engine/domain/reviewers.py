@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hitl.engine.domain.models import Reviewer
+from pydantic import ValidationError
 
-__all__ = ["Roles"]
+from hitl.engine.domain.models import Reviewer
+from hitl.engine.errors import InvalidInput
+
+__all__ = ["ConfiguredReviewers", "Roles"]
 
 
 @dataclass(frozen=True)
@@ -40,10 +43,29 @@ class Roles:
         return frozenset(role for role, ids in self.members.items() if reviewer_id in ids)
 
     def reviewer(self, reviewer_id: str) -> Reviewer:
-        """The reviewer with the roles they hold now (none for a stranger)."""
-        return Reviewer(id=reviewer_id, roles=self.roles_of(reviewer_id))
+        """The reviewer with the roles they hold now (none for a stranger); :class:`InvalidInput` for an id that
+        cannot be one (empty, control characters)."""
+        try:
+            return Reviewer(id=reviewer_id, roles=self.roles_of(reviewer_id))
+        except ValidationError:
+            raise InvalidInput(
+                f"{reviewer_id!r} is not a valid reviewer id (non-empty, no control characters)",
+                reviewer=reviewer_id,
+            ) from None
 
     def members_of(self, role: str | None) -> frozenset[str]:
         if role is None:
             return frozenset(m for ids in self.members.values() for m in ids)
         return self.members.get(role, frozenset())
+
+
+@dataclass(frozen=True)
+class ConfiguredReviewers:
+    """The reviewer directory of ``hitl.yaml``'s roles as written (a :class:`~hitl.engine.ports.ReviewerDirectory`):
+    what the CLI, the ask API and a decision named by id go by."""
+
+    roles: Roles
+
+    async def reviewer(self, reviewer_id: str) -> Reviewer:
+        """The reviewer with the roles the configuration gives ``reviewer_id`` (none for a stranger)."""
+        return self.roles.reviewer(reviewer_id)

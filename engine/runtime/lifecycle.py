@@ -129,7 +129,7 @@ class RunLifecycle:
                     if changed is not None:  # refused before deciding: no decision lands on a run that cannot go on
                         raise changed[1]
             if not isinstance(request.reviewer, Reviewer):
-                request = replace(request, reviewer=context.service.reviewer(request.reviewer))
+                request = replace(request, reviewer=await context.service.reviewers.reviewer(request.reviewer))
             updated = await context.service.decide(request, window=window, resume=resume != "none", current=approval)
             run = run_of(updated)
             if run is None or updated.status not in _DECIDED or resume == "none":

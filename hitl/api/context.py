@@ -17,13 +17,14 @@ from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.ports import ReviewerDirectory
 from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
 
 from .limits import RateLimiter
 from .problems import ApiError, from_validation
 from .tokens import Caller, TokenBook
 
-__all__ = ["ApiContext", "CALLER", "CONTEXT", "LiveConfig"]
+__all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers"]
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -85,9 +86,7 @@ class ApiContext:
         if memo is not None and run in memo:
             return memo[run]
         context = await self.lifecycle.context_of(approval)
-        who = context.service.reviewer(caller.reviewer)
-        if caller.roles is not None:
-            who = who.model_copy(update={"roles": who.roles & caller.roles})
+        who = await TokenReviewers(caller, context.service.reviewers).reviewer(caller.reviewer)
         if memo is not None:
             memo[run] = who
         return who
@@ -106,6 +105,22 @@ class ApiContext:
             return False
         who = await self.reviewer(caller, approval, memo)
         return eligible(approval, who) and who.id not in approval.approvers
+
+
+@dataclass(frozen=True)
+class TokenReviewers:
+    """The reviewer directory of an API token (a :class:`~hitl.engine.ports.ReviewerDirectory`): the roles the
+    configuration's directory gives an id, narrowed to the token's own ``roles`` when it names some."""
+
+    caller: Caller
+    configured: ReviewerDirectory
+
+    async def reviewer(self, reviewer_id: str) -> Reviewer:
+        """``reviewer_id`` as the configuration knows them, holding only the roles the token allows."""
+        who = await self.configured.reviewer(reviewer_id)
+        if self.caller.roles is not None:
+            who = who.model_copy(update={"roles": who.roles & self.caller.roles})
+        return who
 
 
 CONTEXT: web.AppKey[ApiContext] = web.AppKey("hitl_api_context", ApiContext)

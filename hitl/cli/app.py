@@ -272,9 +272,9 @@ def pending(
             if context.config_path is None:
                 out.warn(NO_CONFIG)
             if settings.reviewer:
-                roles = sorted(context.service.roles.roles_of(settings.reviewer))
+                roles = sorted((await context.service.reviewers.reviewer(settings.reviewer)).roles)
                 if not roles and settings.reviewer != context.service.requester:  # a typo is not "nothing for you"
-                    known = ", ".join(sorted(context.service.roles.members)) or "none"
+                    known = ", ".join(sorted(context.config.roles)) or "none"
                     raise InvalidInput(
                         f"{settings.reviewer!r} is in no role of {context.config_path or 'the default config'} "
                         f"(roles: {known}); check --as / HITL_REVIEWER",

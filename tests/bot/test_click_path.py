@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from hitl.bot.blocks import ACTION_APPROVE
 from hitl.bot.payloads import Interaction, PayloadError, parse_request
-from hitl.bot.reviewers import ReviewerDirectory
+from hitl.bot.reviewers import SlackReviewers
 from hitl.bot.server import app_runner, http_app
 from hitl.engine.domain.models import Reviewer, Status
 from hitl.sandbox.dispatch import Dispatcher
@@ -32,13 +32,13 @@ async def test_slack_is_answered_only_once_the_decision_is_recorded(
 ) -> None:
     a = await propose(harness)
     card = harness.card_for(a.id)
-    lookup = ReviewerDirectory.reviewer
+    lookup = SlackReviewers.reviewer
 
-    async def slow_lookup(self: ReviewerDirectory, user_id: str) -> Reviewer:
+    async def slow_lookup(self: SlackReviewers, user_id: str) -> Reviewer:
         await asyncio.sleep(0.2)  # as a slow users.info or user-group call would be
         return await lookup(self, user_id)
 
-    monkeypatch.setattr(ReviewerDirectory, "reviewer", slow_lookup)
+    monkeypatch.setattr(SlackReviewers, "reviewer", slow_lookup)
     harness.slack.after = None
     reply = await asyncio.wait_for(harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE), 5)
     assert reply.status == 200
@@ -56,13 +56,13 @@ async def test_a_decision_the_store_cannot_record_in_time_is_never_recorded_late
     a = await propose(harness)
     card = harness.card_for(a.id)
     release = asyncio.Event()
-    lookup = ReviewerDirectory.reviewer
+    lookup = SlackReviewers.reviewer
 
-    async def stuck_lookup(self: ReviewerDirectory, user_id: str) -> Reviewer:
+    async def stuck_lookup(self: SlackReviewers, user_id: str) -> Reviewer:
         await release.wait()
         return await lookup(self, user_id)
 
-    monkeypatch.setattr(ReviewerDirectory, "reviewer", stuck_lookup)
+    monkeypatch.setattr(SlackReviewers, "reviewer", stuck_lookup)
     harness.rt.ctx.answer_budget = 0.2
     harness.slack.after = None
     reply = await asyncio.wait_for(harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE), 5)

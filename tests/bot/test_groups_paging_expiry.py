@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import pytest
 from pydantic import Field
@@ -14,6 +14,7 @@ from hitl.bot.blocks import ACTION_APPROVE
 from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
 from hitl.bot.modals import FormValues, modify_view, parse_modify
 from hitl.bot.payloads import ViewState
+from hitl.bot.reviewers import SlackReviewers
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.reviewers import Roles
@@ -34,7 +35,9 @@ async def test_user_groups_grant_roles_and_are_cached(tmp_path: Path, clock: Fak
     h = await start(SqliteStore(tmp_path / "g.db"), clock, state=state)
     try:
         # support is now granted through a Slack user group only
-        h.rt.ctx.directory.roles = Roles.from_config({"support": ["S_SUPPORT"], "finance": ["U_FIN1", "U_FIN2"]})
+        cast(SlackReviewers, h.rt.ctx.reviewers).roles = Roles.from_config(
+            {"support": ["S_SUPPORT"], "finance": ["U_FIN1", "U_FIN2"]}
+        )
         p = await h.svc.propose(
             ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="g")
         )
