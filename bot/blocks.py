@@ -67,6 +67,7 @@ _ICONS = {
 
 def button_value(a: Approval) -> str:
     # The full hash (not a prefix): the click is bound to exactly this action, and the decide needs no read first.
+    """What a card's buttons carry: the approval's id, version and full action hash (a click binds to exactly this)."""
     return f"{a.id}|{a.version}|{a.action_hash}"
 
 

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class BotContext:
+    """What every listener shares: the run lifecycle, the configuration, the reviewer directory, the cards."""
+
     lifecycle: RunLifecycle
     config: HitlConfig
     reviewers: ReviewerDirectory

@@ -29,6 +29,7 @@ finishes in this margin) before it tells the person nothing was recorded."""
 
 
 def refusal_text(exc: EngineError, approval: Approval | None) -> str:
+    """What the person who clicked is told when their decision was refused, in their words, not the engine's."""
     role = (approval.required_role if approval else None) or "a reviewer role"
     match exc.code:
         case ErrorCode.NOT_ELIGIBLE:

@@ -12,6 +12,8 @@ __all__ = ["BotError", "BotErrorCode"]
 
 
 class BotErrorCode(StrEnum):
+    """Why the Slack adapter refused something."""
+
     MISCONFIGURED = "misconfigured"
     BAD_PAYLOAD = "bad_payload"
     TAMPERED = "tampered"
@@ -19,6 +21,8 @@ class BotErrorCode(StrEnum):
 
 
 class BotError(Exception):
+    """A refusal of the Slack adapter (a bad payload, a tampered form, a misconfiguration), with a code."""
+
     def __init__(self, message: str, *, code: BotErrorCode, **context: Any) -> None:
         super().__init__(message)
         self.code = code

@@ -189,6 +189,7 @@ def parse_modify(state_values: FormValues, schema: dict[str, Any] | None) -> tup
 
 
 def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -> dict[str, Any]:
+    """The modal asking why (a rejection's reason, or feedback on a review)."""
     doubt = a.tool.startswith(DOUBT)
     if doubt:
         what = "What did you find? (e.g. refund R-123 exists)" if feedback else "Why stop the run?"
@@ -217,6 +218,7 @@ def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -
 
 
 def batch_view(a: Approval) -> dict[str, Any]:
+    """The modal listing every item of a batch approval."""
     items = a.args.get("items") or []
     blocks: list[dict[str, Any]] = [
         {

@@ -57,21 +57,29 @@ class _Open(BaseModel):
 
 
 class User(_Open):
+    """The Slack user who acted."""
+
     id: Id
 
 
 class Action(_Open):
+    """The button or control a person used."""
+
     action_id: Short
     block_id: Short | None = None
     value: Annotated[str, StringConstraints(max_length=2000)] | None = None
 
 
 class Container(_Open):
+    """Where the action happened (a message, an ephemeral message, a view)."""
+
     type: Short
     is_ephemeral: bool = False
 
 
 class Option(_Open):
+    """A selected option of a select input."""
+
     value: Annotated[str, StringConstraints(max_length=2000)] | None = None
 
 
@@ -93,15 +101,21 @@ class Cell(_Open):
 
 
 class ViewState(_Open):
+    """A submitted form's inputs, by block id and action id."""
+
     values: dict[Short, dict[Short, Cell]] = Field(default_factory=dict)
 
 
 class Block(_Open):
+    """One block of a message or view, as Slack sends it back."""
+
     type: Short
     block_id: Short | None = None
 
 
 class View(_Open):
+    """A modal view as submitted: its callback, signed private metadata and state."""
+
     callback_id: Short = ""
     private_metadata: Annotated[str, StringConstraints(max_length=3000)] = ""
     state: ViewState = Field(default_factory=ViewState)

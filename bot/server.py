@@ -275,6 +275,7 @@ async def serve_http(
 
 
 async def serve_socket(rt: BotRuntime, app_token: str) -> None:
+    """Serve Slack over Socket Mode (no public URL) until cancelled."""
     handler = AsyncSocketModeHandler(rt.app, app_token, web_client=rt.client)
     try:
         await handler.start_async()  # type: ignore[no-untyped-call]

@@ -14,6 +14,8 @@ __all__ = ["Signer"]
 
 
 class Signer:
+    """Signs and checks the private metadata of modal forms, so a form cannot be altered between open and submit."""
+
     def __init__(self, secret: str) -> None:
         if not secret:
             raise BotError("a signing secret is required to sign modal metadata", code=BotErrorCode.MISCONFIGURED)

@@ -114,6 +114,7 @@ class EngineError(Exception):
 
     @property
     def retryable(self) -> bool:
+        """Whether trying the same thing again later can succeed (the code says)."""
         return self.code.retryable
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,32 +129,48 @@ def _jsonable(ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 class InvalidInput(EngineError):
+    """Input that fails its checks (a schema, a variable, an id); nothing changed."""
+
     default_code = ErrorCode.INVALID_INPUT
 
 
 class PolicyError(EngineError):
+    """A policy or ``hitl.yaml`` that cannot be used; nothing is allowed while it stands (fail closed)."""
+
     default_code = ErrorCode.POLICY_INVALID
 
 
 class NotFound(EngineError):
+    """No such approval, run or record (or the caller may not see it)."""
+
     default_code = ErrorCode.NOT_FOUND
 
 
 class IllegalTransition(EngineError):
+    """A state change the approval state machine does not allow."""
+
     default_code = ErrorCode.ILLEGAL_TRANSITION
 
 
 class StaleVersion(EngineError):
+    """The record changed since it was read; reload and try again."""
+
     default_code = ErrorCode.STALE_VERSION
 
 
 class DecisionRefused(EngineError):
+    """A decision the engine refused (not eligible, already decided, expired, too late...), audited."""
+
     default_code = ErrorCode.ALREADY_DECIDED
 
 
 class ClaimRefused(EngineError):
+    """An execution claim the ledger refused (held elsewhere, fenced, another action's key)."""
+
     default_code = ErrorCode.CLAIM_IN_PROGRESS
 
 
 class StoreError(EngineError):
+    """The store failed or cannot be reached; nothing was applied, and retrying later is safe."""
+
     default_code = ErrorCode.STORE_ERROR

@@ -127,6 +127,7 @@ class ApprovalService:
         notifier: Notifier | None = None,
         validate_args: ArgsValidator | None = None,
     ) -> ApprovalService:
+        """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``."""
         return cls(
             store=store,
             policy=config.build_policy(),

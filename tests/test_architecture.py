@@ -14,6 +14,7 @@ hitl/          the composition root and the public door (``hitl``, ``hitl.testin
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import subprocess
 import sys
@@ -301,3 +302,29 @@ def test_public_apis_are_pinned() -> None:
     for module in modules:
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
+
+
+def test_every_public_function_and_class_has_a_docstring() -> None:
+    """Module-level public functions and classes everywhere; and every public method and property of what the
+    public door exports (``hitl``, ``hitl.testing``, the adapters, MCP, Temporal, the API)."""
+    missing: list[str] = []
+    for part in PARTS:
+        for path in _modules(part):
+            for node in ast.parse(path.read_text()).body:
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    continue
+                if not node.name.startswith("_") and ast.get_docstring(node) is None:
+                    missing.append(f"{path.relative_to(ROOT)}: {node.name}")
+    modules = [hitl, hitl.testing, hitl.testing.conformance, hitl.api, hitl.mcp, hitl.temporal]
+    for module in [*modules, strands, langgraph, openai_agents, pydantic_ai]:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not inspect.isclass(obj):
+                continue
+            for attr, member in vars(obj).items():
+                fn = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+                if attr.startswith(("_", "test_")) or not inspect.isfunction(fn):
+                    continue  # a conformance test's name says what it checks
+                if not (fn.__doc__ or "").strip():
+                    missing.append(f"{module.__name__}.{name}.{attr}")
+    assert missing == []

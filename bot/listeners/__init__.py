@@ -13,6 +13,7 @@ __all__ = ["register"]
 
 
 def register(app: AsyncApp, ctx: BotContext) -> None:
+    """Register every listener (buttons, ``/hitl`` commands, modal forms) on the Bolt app."""
     register_actions(app, ctx)
     register_commands(app, ctx)
     register_views(app, ctx)

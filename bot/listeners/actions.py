@@ -48,6 +48,8 @@ def _click(req: Interaction) -> tuple[str, Action] | None:
 
 
 def register_actions(app: AsyncApp, ctx: BotContext) -> None:
+    """Register the card's buttons: Approve, Reject, Modify, Trust, feedback, view all."""
+
     async def simple(kind: DecisionKind, ack: AsyncAck, req: Interaction, respond: AsyncRespond) -> None:
         """Record the click's decision, then answer Slack; what the clicker is told goes after the answer."""
         try:

@@ -40,6 +40,8 @@ ACTION_PENDING_PAGE = "hitl_pending_page"
 
 
 def register_commands(app: AsyncApp, ctx: BotContext) -> None:
+    """Register ``/hitl`` and its subcommands."""
+
     async def on_hitl(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
         req = command(context)
         user = req.user_id

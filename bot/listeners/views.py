@@ -56,6 +56,8 @@ def _values(req: Interaction) -> FormValues:
 
 
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
+    """Register the modal forms' submissions (Modify, Reject with a reason, feedback)."""
+
     async def on_modify(ack: AsyncAck, context: AsyncBoltContext) -> None:
         req = interaction(context)
         meta = await _meta(ctx, req, FORM_MODIFY)

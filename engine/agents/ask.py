@@ -71,10 +71,12 @@ class Answer:
 
     @property
     def approved(self) -> bool:
+        """True when a person approved the call (as asked, or modified)."""
         return self.status == "approved"
 
     @property
     def modified(self) -> bool:
+        """True when the reviewer changed the arguments (run ``args``, not what was asked)."""
         return self.approval is not None and self.approval.approved_args is not None
 
 

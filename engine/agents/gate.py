@@ -75,6 +75,7 @@ class ToolCall:
     modifiable: bool = True
 
     def metadata(self) -> dict[str, Any]:
+        """What the approval records about the call's origin (framework, agent, call id, modifiable)."""
         about: dict[str, Any] = {"framework": self.framework, "modifiable": self.modifiable}
         if self.agent:
             about["agent"] = self.agent[:120]
@@ -101,14 +102,17 @@ class Ticket:
 
     @property
     def runs(self) -> bool:
+        """True when the call may run now (allowed, or approved)."""
         return self.outcome == "run"
 
     @property
     def pending(self) -> bool:
+        """True while the call waits for a person's decision."""
         return self.outcome == "pending"
 
     @property
     def modified(self) -> bool:
+        """True when a reviewer changed the arguments: run the approved ones."""
         return self.approval is not None and self.approval.approved_args is not None
 
     @property

@@ -229,6 +229,7 @@ class AgentWatcher:
         self._periodic.start()
 
     async def stop(self) -> None:
+        """Stop watching; the round under way finishes first."""
         await self._periodic.stop()
 
     async def _round(self) -> None:

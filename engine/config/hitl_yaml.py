@@ -20,6 +20,8 @@ __all__ = ["HitlConfig", "NotifySpec", "RedactionSpec", "load_config", "parse_co
 
 
 class RedactionPattern(BaseModel):
+    """A labelled regular expression whose matches are masked in evidence and previews before anyone sees them."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     label: str = Field(pattern=r"^[a-z0-9_\-]{1,32}$")
     regex: str
@@ -35,6 +37,8 @@ class RedactionPattern(BaseModel):
 
 
 class RedactionSpec(BaseModel):
+    """``redaction:`` in hitl.yaml: extra patterns to mask, and how much evidence is kept."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     patterns: list[RedactionPattern] = Field(default_factory=list)
     evidence_limit: int = Field(default=2000, ge=100, le=20000)
@@ -110,12 +114,15 @@ class HitlConfig(BaseModel):
         return out
 
     def build_policy(self) -> Policy:
+        """The compiled policy of ``policy:``."""
         return Policy.from_spec(self.policy)
 
     def build_roles(self) -> Roles:
+        """The reviewer roles of ``roles:``."""
         return Roles.from_config(self.roles)
 
     def build_redactor(self) -> Redactor:
+        """The redactor of evidence: the built-in patterns and ``redaction.patterns``."""
         return Redactor.with_patterns((p.label, p.regex) for p in self.redaction.patterns)
 
 
@@ -129,6 +136,7 @@ def load_config(path: str | Path | None) -> HitlConfig:
 
 
 def parse_config(text: str, *, source: str = "<string>") -> HitlConfig:
+    """``hitl.yaml`` text, checked whole (every bad field named with its line) and its policy conditions compiled."""
     cfg = parse_model(text, HitlConfig, code=ErrorCode.POLICY_INVALID, what="config", source=source)
     _check_compiles(cfg, source)
     return cfg

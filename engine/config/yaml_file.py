@@ -72,6 +72,7 @@ def field_text(loc: tuple[Any, ...]) -> str:
 def parse_model(
     text: str, model: type[M], *, code: ErrorCode, what: str, source: str = "<string>", tag: Tag | None = None
 ) -> M:
+    """YAML ``text`` validated as ``model``; a problem raises ``code`` naming ``what``, ``source`` and the line."""
     try:
         data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader (the C one when libyaml is present)
     except yaml.YAMLError as exc:

@@ -28,6 +28,7 @@ __all__ = [
 
 # Errors both stores raise (SQLite from these rules, Redis from its scripts' answers): built in one place.
 def claim_hash_mismatch(key: str, recorded_hash: str, action_hash: str) -> ClaimRefused:
+    """The refusal of a claim whose idempotency key was used for a different action."""
     return ClaimRefused(
         f"idempotency key {key!r} was used for a different action; use a new key for a new action",
         code=ErrorCode.CLAIM_HASH_MISMATCH,
@@ -38,6 +39,7 @@ def claim_hash_mismatch(key: str, recorded_hash: str, action_hash: str) -> Claim
 
 
 def claim_in_progress(key: str, holder: str, attempt: int) -> ClaimRefused:
+    """The refusal of a claim another holder is executing now."""
     return ClaimRefused(
         f"{key!r} is being executed by {holder} (attempt {attempt}); wait for its outcome",
         code=ErrorCode.CLAIM_IN_PROGRESS,
@@ -48,6 +50,7 @@ def claim_in_progress(key: str, holder: str, attempt: int) -> ClaimRefused:
 
 
 def claim_fenced(key: str, holder: str, attempt: int) -> ClaimRefused:
+    """The refusal of an outcome from a holder whose claim was taken over (its lease ran out)."""
     return ClaimRefused(
         f"{holder} no longer holds {key!r} (attempt {attempt}); its outcome was not recorded",
         code=ErrorCode.CLAIM_FENCED,
@@ -58,6 +61,7 @@ def claim_fenced(key: str, holder: str, attempt: int) -> ClaimRefused:
 
 
 def stale_approval(approval_id: str, version: int, expected: int | None) -> StaleVersion:
+    """The refusal of a change to an approval that moved on since it was read."""
     return StaleVersion(
         f"{approval_id} changed (version {version}, expected {expected}); reload and retry",
         code=ErrorCode.STALE_VERSION,
@@ -67,6 +71,7 @@ def stale_approval(approval_id: str, version: int, expected: int | None) -> Stal
 
 
 def stale_run(run_id: str, version: int, expected: int) -> StaleVersion:
+    """The refusal of a checkpoint another process saved first (the run is being resumed elsewhere)."""
     return StaleVersion(
         f"run {run_id} was saved by another process (version {version}, expected {expected}); "
         "it is being resumed elsewhere",
@@ -158,5 +163,6 @@ def transitioned(
 
 
 def check_checkpoint_version(run_id: str, current: int, expected: int) -> None:
+    """Raise :func:`stale_run` unless the stored checkpoint is still at ``expected``."""
     if current != expected:
         raise stale_run(run_id, current, expected)

@@ -33,6 +33,7 @@ def short_id(prefix: str) -> str:
 
 
 def new_session_id() -> str:
+    """A new session id (``ses_`` and a short random id)."""
     return short_id("ses")
 
 

@@ -32,10 +32,12 @@ class Tier(StrEnum):
 
     @property
     def rank(self) -> int:
+        """The tier's order, from auto (0) to escalate: a stricter tier ranks higher."""
         return _TIER_RANK[self]
 
     @property
     def needs_human(self) -> bool:
+        """True for tiers a person must decide (approve and above)."""
         return self.rank >= _TIER_RANK[Tier.APPROVE]
 
 
@@ -166,4 +168,5 @@ class Approval(_Frozen):
 
     @property
     def is_open(self) -> bool:
+        """True while the approval waits for a decision."""
         return self.status is Status.PENDING

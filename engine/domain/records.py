@@ -18,6 +18,8 @@ class _Rec(BaseModel):
 
 
 class ClaimState(StrEnum):
+    """Where one execution claim stands: running, or finished one way or the other."""
+
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -89,6 +91,8 @@ class AuditBreak(_Rec):
 
 
 class TrustGrant(_Rec):
+    """A session's trust in one tool until ``until``: its calls skip review (granted by a reviewer's Trust)."""
+
     session_id: str
     tool: str
     granted_by: str
@@ -96,11 +100,15 @@ class TrustGrant(_Rec):
 
 
 class MessageRef(_Rec):
+    """Where a card was posted in Slack (channel and message timestamp), so it can be updated."""
+
     channel: str
     ts: str
 
 
 class Page(_Rec):
+    """One page of approvals, and the cursor to the next one."""
+
     items: list[Approval] = Field(default_factory=list)
     cursor: str | None = None
     """Pass back to get the next page; None at the end."""

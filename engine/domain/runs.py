@@ -14,6 +14,8 @@ __all__ = ["RunResult", "RunState", "RunStatus", "StoredRun"]
 
 
 class RunStatus(StrEnum):
+    """Where a workflow run stands; its exit code is the CLI's contract."""
+
     RUNNING = "running"
     PAUSED = "paused"
     COMPLETED = "completed"

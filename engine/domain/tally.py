@@ -30,6 +30,8 @@ TallyKey = tuple[int, str, str, str]
 
 
 class Outcome(StrEnum):
+    """How an action ended, as the oversight measures count it (per tool, tier and hour)."""
+
     AUTONOMOUS = "autonomous"
     ASKED = "asked"
     APPROVED = "approved"
@@ -39,6 +41,7 @@ class Outcome(StrEnum):
 
 
 def hour_of(ts: float) -> int:
+    """The hour bucket (hours since the epoch) a timestamp counts in."""
     return int(ts // 3600)
 
 

@@ -32,6 +32,8 @@ def goes_on(a: Approval) -> bool:
 
 
 def halt_for(a: Approval) -> Halt | None:
+    """Where a run stops on the approval ``a``: paused while it is pending, ended when it was refused; None when the
+    step goes on."""
     match a.status:
         case Status.PENDING:
             return Halt(RunStatus.PAUSED, approval=a)

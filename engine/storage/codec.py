@@ -13,18 +13,22 @@ __all__ = ["audit_for_decision", "audit_for_creation", "decode_cursor", "dumps",
 
 
 def dumps(value: Any) -> str:
+    """Compact JSON, non-ASCII kept as it is (the form records are stored in)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def loads(text: str | bytes) -> Any:
+    """A stored JSON value."""
     return json.loads(text)
 
 
 def encode_cursor(created_at: float, approval_id: str) -> str:
+    """A page cursor: the last item's creation time and id."""
     return f"{created_at!r}|{approval_id}"
 
 
 def decode_cursor(cursor: str | None) -> tuple[float, str] | None:
+    """The creation time and id a cursor names; None for the first page."""
     if not cursor:
         return None
     at, _, aid = cursor.partition("|")
@@ -37,6 +41,7 @@ def decode_cursor(cursor: str | None) -> tuple[float, str] | None:
 def audit_for_decision(
     approval: Approval, *, actor: str, event: str, now: float, outcome: str = "ok", detail: str = ""
 ) -> AuditEntry:
+    """The audit entry of a decision (or its refusal) on ``approval``, at its new version."""
     return AuditEntry(
         at=now,
         actor=actor,

@@ -56,6 +56,8 @@ def union_tag(value: dict[str, Any]) -> str | None:
 
 
 class Workflow(Spec):
+    """A workflow file: its variables, tools, agents, and the steps or pattern it runs."""
+
     name: str = Field(pattern=r"^[\w.\-]{1,64}$")
     version: int | str = 1
     vars: dict[str, Any] = Field(default_factory=dict)

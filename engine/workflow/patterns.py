@@ -65,6 +65,8 @@ class WorkflowPattern(Spec):
 
 
 class Branch(Spec):
+    """One branch of a ``parallel`` pattern: its own steps, run beside the others."""
+
     id: str = Field(pattern=ID_PATTERN)
     steps: list[Step] = Field(min_length=1)
 
@@ -79,6 +81,8 @@ class ParallelPattern(Spec):
 
 
 class Route(Spec):
+    """One route of a ``routing`` pattern: its steps, taken when its condition holds or the router names it."""
+
     when: str | None = None
     """Expression (without a router agent): the first route whose condition holds is taken."""
     steps: list[Step] = Field(min_length=1)
@@ -107,6 +111,8 @@ class ManualReview(Spec):
 
 
 class Accept(Spec):
+    """When an evaluator-optimizer loop stops: a score reached, a number of rounds, or a person's review."""
+
     min_score: float
     max_iters: int = Field(default=5, ge=1, le=50)
     manual_review: ManualReview | None = None
@@ -124,6 +130,8 @@ class EvaluatorOptimizerPattern(Spec):
 
 
 class Workers(Spec):
+    """The workers of an orchestrator-workers pattern: one agent run per task the orchestrator plans."""
+
     id: str = Field(default="workers", pattern=ID_PATTERN)
     agent: str
     input: str
@@ -146,6 +154,8 @@ class OrchestratorWorkersPattern(Spec):
 
 
 class Edge(Spec):
+    """An edge of a ``graph`` pattern: where a node goes next, when its condition holds."""
+
     to: str
     """A node id, or ``end``."""
     when: str | None = None

@@ -120,6 +120,7 @@ class HitlRunner:
         self.runs = AgentRuns(gate, FRAMEWORK)
 
     async def run(self, prompt: str, *, session: str, **kw: Any) -> Any:
+        """Run the agent on ``prompt`` in ``session``; calls that need a person interrupt the run until decided."""
         return await self._drive(_Run(self.gate, session), prompt, **kw)
 
     async def _drive(self, run: _Run, what: Any, **kw: Any) -> Any:

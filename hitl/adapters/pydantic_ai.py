@@ -50,6 +50,7 @@ class HitlToolset(WrapperToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
+        """Call the tool through the gate: run it, deny it, or stop the run until a person decides."""
         try:
             gate, session = _CURRENT.get()
         except LookupError:

@@ -71,9 +71,11 @@ class HitlIntervention(InterventionHandler):
 
     @property
     def on_error(self) -> OnError:
+        """Anything unexpected inside hitl denies the call (fail closed)."""
         return "deny"  # anything unexpected in hitl means the call does not run
 
     async def before_tool_call(self, event: BeforeToolCallEvent, **kwargs: Any) -> Deny | Proceed | Transform:
+        """Ask the gate about the call: proceed, deny with the reason, or run the reviewer's arguments."""
         use = event.tool_use
         call = ToolCall(
             str(use["name"]),
@@ -129,6 +131,7 @@ class HitlIntervention(InterventionHandler):
         await self.runs.save(self.session, approvals=approvals, state=None)
 
     async def after_tool_call(self, event: AfterToolCallEvent, **kwargs: Any) -> Proceed:
+        """Record how an approved call went, so its approval is closed as executed or failed."""
         ticket = self._running.pop(str(event.tool_use["toolUseId"]), None)
         if ticket is not None and ticket.approval is not None:
             ok = event.exception is None and event.cancel_message is None and event.result.get("status") != "error"

@@ -24,6 +24,7 @@ PROVIDERS: dict[str, tuple[str, str, str]] = {
 
 
 def build_model(choice: ModelChoice, *, agent: str, iteration: int) -> Model:
+    """The Strands model a workflow's ``runtime.model`` names (the scripted model offline)."""
     if choice.provider == "scripted":
         if choice.script is None:
             raise EngineError("the scripted provider needs runtime.script", code=ErrorCode.WORKFLOW_INVALID)

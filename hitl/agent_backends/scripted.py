@@ -39,11 +39,15 @@ class _Part(BaseModel):
 
 
 class ScriptedCall(_Part):
+    """A tool call a scripted turn makes."""
+
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
 
 
 class Turn(_Part):
+    """One scripted model turn: what it says and the tool it calls."""
+
     say: str = ""
     call: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
@@ -54,6 +58,8 @@ class Turn(_Part):
 
 
 class Conversation(_Part):
+    """A scripted conversation: taken when its condition matches the prompt, its turns in order."""
+
     when: str | None = None
     turns: list[Turn] = Field(min_length=1)
 
@@ -69,6 +75,8 @@ class Conversation(_Part):
 
 
 class Script(_Part):
+    """A script for the offline model: each agent's conversations."""
+
     agents: dict[str, list[Conversation]]
 
 

@@ -41,6 +41,7 @@ Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x
 
 
 def iso(ts: float) -> str:
+    """An epoch time as an ISO 8601 UTC timestamp."""
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -61,6 +62,8 @@ class FieldError(_Out):
 
 
 class ErrorDetail(_Out):
+    """What went wrong: a stable code, a message that says what to do next, and whether a retry can help."""
+
     code: str
     """Stable, machine-readable (``stale_version``, ``not_eligible``, ``invalid_input``...)."""
     message: str
@@ -76,11 +79,15 @@ class ErrorDetail(_Out):
 
 
 class ErrorBody(_Out):
+    """Every error the API answers."""
+
     error: ErrorDetail
 
 
 # -- approvals ----------------------------------------------------------------------------------------------
 class DecisionView(_Out):
+    """One recorded decision on an approval."""
+
     reviewer: str
     decision: DecisionKind
     at: str
@@ -89,6 +96,8 @@ class DecisionView(_Out):
 
 
 class AuditView(_Out):
+    """One audit entry."""
+
     at: str
     actor: str
     event: str
@@ -111,6 +120,8 @@ class AuditView(_Out):
 
 
 class AuditList(_Out):
+    """Audit entries."""
+
     entries: list[AuditView]
     """Oldest first."""
 
@@ -189,6 +200,8 @@ class ApprovalView(_Out):
 
 
 class ApprovalList(_Out):
+    """A page of approvals."""
+
     items: list[ApprovalView]
     cursor: str | None
     """Pass as ``cursor`` for the next page; null at the end. A page may hold fewer than ``limit`` items when
@@ -208,6 +221,8 @@ class DecisionRequest(_In):
 
 # -- proposals and executions -------------------------------------------------------------------------------
 class ProposalRequest(_In):
+    """A proposed tool call, checked by the policy (and the tool's schema) before anything is stored."""
+
     session: Id
     tool: str = Field(min_length=1, max_length=128)
     args: Args
@@ -220,6 +235,8 @@ class ProposalRequest(_In):
 
 
 class ProposalView(_Out):
+    """The policy's verdict on a proposal: run now, denied, or pending a person's decision."""
+
     verdict: Literal["run", "deny", "pending"]
     """``run``: execute now with ``args``; ``deny``: do not (``message`` says why); ``pending``: wait."""
     args: Args
@@ -232,6 +249,8 @@ class ProposalView(_Out):
 
 
 class ClaimRequest(_In):
+    """A claim of an approved call's one execution, bound to the hash of what is about to run."""
+
     action_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     """The hash of exactly what is about to run: the approval's ``execute_hash``."""
     lease: float = Field(default=300.0, gt=0, le=86400)
@@ -239,6 +258,8 @@ class ClaimRequest(_In):
 
 
 class ClaimView(_Out):
+    """Whether this caller holds the execution, and the arguments to run it with."""
+
     key: str
     acquired: bool
     args: Args
@@ -247,12 +268,16 @@ class ClaimView(_Out):
 
 
 class OutcomeRequest(_In):
+    """How a claimed execution went."""
+
     ok: bool
     detail: Text = ""
 
 
 # -- runs ---------------------------------------------------------------------------------------------------
 class RunStartRequest(_In):
+    """Start a workflow registered under ``api.workflows``."""
+
     workflow: str = Field(min_length=1, max_length=64)
     """A name under ``api.workflows`` in hitl.yaml (never a path)."""
     vars: dict[str, Any] = Field(default_factory=dict)
@@ -260,12 +285,16 @@ class RunStartRequest(_In):
 
 
 class ResumeRequest(_In):
+    """Resume a run, optionally with new values for its variables."""
+
     vars: dict[str, Any] = Field(default_factory=dict)
     """Overrides of the run's variables for the steps still to come."""
     force: bool = False
 
 
 class RunView(_Out):
+    """Where a run stands, with the approvals it waits on."""
+
     session_id: str
     status: str
     """completed, paused, rejected, cancelled, expired, failed (or running)."""
@@ -285,6 +314,8 @@ class _Query(BaseModel):
 
 
 class ListQuery(_Query):
+    """Which approvals to list."""
+
     status: Status | Literal["any"] = Status.PENDING
     """``pending`` (the default: oldest first, what reviewers work through), another status, or ``any``: newest
     first."""
@@ -298,6 +329,8 @@ class ListQuery(_Query):
 
 
 class WaitQuery(_Query):
+    """How long to wait for an approval to change."""
+
     after_version: int = Field(ge=0)
     timeout: float = Field(default=30.0, ge=0, le=60)
     """Seconds to hold the request open (at most 60): the answer comes as soon as the version passes
@@ -305,5 +338,7 @@ class WaitQuery(_Query):
 
 
 class AuditQuery(_Query):
+    """How many audit entries to read."""
+
     limit: int = Field(default=200, ge=1, le=5000)
     """The newest entries to return (oldest first)."""

@@ -64,6 +64,7 @@ class ApiError(Exception):
 
 
 def error_response(exc: ApiError) -> web.Response:
+    """The HTTP answer of an API error, in the documented error shape."""
     body = ErrorBody(error=exc.detail).model_dump(mode="json", exclude_none=True)
     return web.json_response(body, status=exc.status, headers=exc.headers)
 

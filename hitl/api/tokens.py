@@ -24,6 +24,7 @@ def mint_token() -> str:
 
 
 def token_hash(token: str) -> str:
+    """The SHA-256 of a token, as ``hitl.yaml`` keeps it (never the token itself)."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 

@@ -38,10 +38,12 @@ LEASE = 30.0
 
 
 def backoff(attempt: int) -> float:
+    """Seconds before delivery attempt ``attempt + 1`` (doubling, at most an hour)."""
     return float(min(LEASE * 2 ** (attempt - 1), 3600))
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """The signature of a webhook delivery (``v1=`` HMAC-SHA256 of timestamp and body)."""
     mac = hmac.new(secret.encode("utf-8"), timestamp.encode("ascii") + b"." + body, hashlib.sha256)
     return "v1=" + mac.hexdigest()
 

@@ -98,6 +98,8 @@ async def decide_and_resume(
     force: bool,
     overrides: dict[str, Any] | None = None,
 ) -> RunResult:
+    """``hitl resume``: decide (when a decision is given) and continue the run, every refusal checked before anything
+    is recorded."""
     approval, state = await locate(rt, target)
     actor = settings.reviewer or "cli"
     # Every check that can refuse comes before anything is recorded: a refusal changes nothing.

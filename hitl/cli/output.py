@@ -22,6 +22,7 @@ __all__ = ["Out", "approval_json", "asked_by"]
 
 
 def iso(ts: float) -> str:
+    """An epoch time as an ISO 8601 UTC timestamp."""
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -38,6 +39,7 @@ def asked_by(v: ApprovalView) -> str | None:
 
 
 def resume_command(a: Approval) -> str:
+    """The command that approves ``a`` from the CLI."""
     return f"hitl resume {a.id} --approve --as <reviewer>"
 
 

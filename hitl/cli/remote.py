@@ -37,6 +37,8 @@ class RemoteRefused(EngineError):
 
 @dataclass(frozen=True)
 class ApiClient:
+    """The CLI's client of the HTTP API (``HITL_API_URL`` and ``HITL_TOKEN``)."""
+
     url: str
     token: str
 

@@ -35,6 +35,7 @@ def _span(seconds: float | None) -> str:
 
 
 def row_json(r: TallyRow) -> dict[str, Any]:
+    """One row of ``hitl stats`` as JSON."""
     return {
         "tool": r.tool,
         "tier": r.tier,

@@ -49,6 +49,8 @@ def workspace_for(config: HitlConfig) -> tuple[SlackState, list[dict[str, Any]]]
 
 @dataclass
 class Sandbox:
+    """A running sandbox: the Slack stand-in, its page, and the real bot against it."""
+
     state: SlackState
     page: SandboxPage
     emulator: Emulator
@@ -79,6 +81,7 @@ async def start_sandbox(
     clock: Clock | None = None,
     worker: bool = True,
 ) -> Sandbox:
+    """Start the sandbox: the Slack stand-in on 127.0.0.1, its page, and ``hitl serve``'s bot wired to it."""
     config = load_config(config_path)
     state, people = workspace_for(config)
     main_channel = state.channel(config.slack.channel or "#approvals")

@@ -57,6 +57,7 @@ async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> 
 async def run_interactive(
     port: int = 8700, host: str = "127.0.0.1", *, store_url: str | None = None, config: str | None = None
 ) -> None:
+    """``hitl demo``: the sandbox in the browser until interrupted."""
     out = Console(highlight=False)
     with tempfile.TemporaryDirectory(prefix="hitl-sandbox-") as tmp:
         sb = await _start(tmp, port, store_url=store_url, config=config)
@@ -111,6 +112,7 @@ async def _click(sb: Sandbox, user: str, approval: Approval, action: str) -> str
 
 
 async def run_scripted() -> int:
+    """``hitl demo --scripted``: the sandbox's story told headless, every step checked."""
     t = _Transcript()
     with tempfile.TemporaryDirectory(prefix="hitl-sandbox-") as tmp:
         sb = await _start(tmp, 0, worker=False)  # the script drives the worker itself, step by step

@@ -68,9 +68,11 @@ class Gateway:
         )
 
     async def start(self) -> None:
+        """Connect to the upstream servers."""
         await self.upstreams.start()
 
     async def close(self) -> None:
+        """Close the upstream sessions."""
         await self.upstreams.close()
 
     # -- tools --------------------------------------------------------------------------------------------------

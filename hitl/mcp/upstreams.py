@@ -124,6 +124,7 @@ class Upstreams:
                     self.routes[f"{route.server}.{tool_name}"] = route
 
     async def close(self) -> None:
+        """Close every upstream session."""
         for link in self._links.values():
             await link.close()
 
@@ -146,4 +147,5 @@ class Upstreams:
         return result
 
     async def sessions(self) -> list[tuple[str, ClientSession]]:
+        """Every upstream by name, with its session (opened on first use)."""
         return [(name, await link.open()) for name, link in self._links.items()]

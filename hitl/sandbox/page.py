@@ -31,6 +31,8 @@ _SECURITY = {
 
 @dataclass
 class SandboxPage:
+    """The sandbox's page: channels, cards, threads and modals as a person sees them, over server-sent events."""
+
     state: SlackState
     people: list[dict[str, Any]]
     """``[{"id", "name", "roles"}]`` for the user switcher (configured people and a stranger)."""

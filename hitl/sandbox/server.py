@@ -15,6 +15,8 @@ __all__ = ["Emulator", "start_emulator"]
 
 @dataclass
 class Emulator:
+    """A running Slack Web API stand-in."""
+
     state: SlackState
     runner: web.AppRunner
     url: str
@@ -49,6 +51,7 @@ async def start_emulator(
     extra_routes: list[web.RouteDef] | None = None,
     socket: SocketHub | None = None,
 ) -> Emulator:
+    """Start the Slack Web API stand-in on ``host`` (127.0.0.1) and a free port."""
     app = web.Application(client_max_size=4 * 1024 * 1024, middlewares=[_local_only])
     # Socket Mode's routes go first: apps.connections.open takes the app token, not the bot token.
     app.add_routes((socket.routes() if socket else []) + webapi_routes(state) + (extra_routes or []))

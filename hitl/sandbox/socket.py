@@ -16,6 +16,8 @@ __all__ = ["Reply", "SocketHub"]
 
 @dataclass
 class Reply:
+    """The bot's answer to a Socket Mode envelope."""
+
     status: int
     body: str
 
@@ -25,6 +27,8 @@ class Reply:
 
 @dataclass
 class SocketHub:
+    """Socket Mode: the stand-in's WebSocket the bot connects to, and envelopes sent over it."""
+
     app_token: str = "xapp-1-sandbox"
     base_url: str = ""
     sockets: list[web.WebSocketResponse] = field(default_factory=list)

@@ -29,6 +29,8 @@ TRIGGER_TTL = 3.0
 
 @dataclass
 class Message:
+    """A message as the stand-in stores it."""
+
     ts: str
     channel: str
     user: str
@@ -41,12 +43,16 @@ class Message:
 
 @dataclass
 class Channel:
+    """A channel of the stand-in's workspace."""
+
     id: str
     name: str
 
 
 @dataclass
 class Call:
+    """One Web API call the bot made, and how it was answered."""
+
     method: str
     args: dict[str, Any]
     status: int

@@ -49,10 +49,12 @@ class HitlActivities:
         self.runs = AgentRuns(gate, FRAMEWORK)
 
     def all(self) -> list[Callable[..., Any]]:
+        """The activities to register with a Temporal worker."""
         return [self.propose, self.execute]
 
     @activity.defn(name=PROPOSE)
     async def propose(self, req: ProposeInput) -> Proposal:
+        """Activity: ask the policy about a call; an approval is created when a person must decide."""
         ticket = await self.gate.check(self._call(req.tool, req.args, req.workflow_id, req.call_id, req))
         if ticket.pending:
             assert ticket.approval is not None
@@ -69,6 +71,7 @@ class HitlActivities:
 
     @activity.defn(name=EXECUTE)
     async def execute(self, req: ExecuteInput) -> Any:
+        """Activity: run the approved (or allowed) call exactly once under its execution claim."""
         fn = self.effects.get(req.tool)
         if fn is None:
             raise EngineError(f"no effect named {req.tool} is registered with HitlActivities")
@@ -106,6 +109,7 @@ class TemporalResumer:
         self.rpc_timeout = rpc_timeout
 
     async def continue_run(self, session: str) -> bool:
+        """Deliver the decision of the approval a workflow waits on as an Update; True once delivered (or moot)."""
         store, clock = self.gate.service.store, self.gate.service.clock
         try:
             proposed = await store.approvals.get(session)  # the watch is keyed by the approval the workflow waits on

@@ -29,6 +29,8 @@ REFUSED = "HitlRefused"
 
 @dataclass
 class ProposeInput:
+    """What a workflow hands the propose activity: the call, and the workflow it pauses."""
+
     tool: str
     args: dict[str, Any]
     workflow_id: str
@@ -66,11 +68,14 @@ class Decision:
 
     @property
     def approved(self) -> bool:
+        """True when a person approved the call."""
         return self.status == "approved"
 
 
 @dataclass
 class ExecuteInput:
+    """What a workflow hands the execute activity: the approved call and its claim."""
+
     tool: str
     args: dict[str, Any]
     approval_id: str | None

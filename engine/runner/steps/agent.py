@@ -39,6 +39,9 @@ _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\}|\[.*?\])\s*```", re.DOTALL)
 
 
 class AgentHandler:
+    """Runs an ``agent`` step: the agent framework drives the conversation; each tool call goes through the policy and
+    runs once."""
+
     def __init__(self, kit: StepContext, backend: AgentBackend | None = None) -> None:
         self.kit = kit
         self._backend = backend

@@ -15,6 +15,8 @@ __all__ = ["BatchHandler"]
 
 
 class BatchHandler:
+    """Runs a ``batch`` step: every item of a batch under one approval bound to the exact ordered items."""
+
     def __init__(self, kit: StepContext) -> None:
         self.kit = kit
 

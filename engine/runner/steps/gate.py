@@ -13,6 +13,8 @@ __all__ = ["GateHandler"]
 
 
 class GateHandler:
+    """Runs a ``gate`` step: a person reviews what came before, and approves, or gives feedback that redoes a step."""
+
     def __init__(self, kit: StepContext) -> None:
         self.kit = kit
 

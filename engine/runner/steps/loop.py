@@ -16,6 +16,8 @@ __all__ = ["LoopHandler"]
 
 
 class LoopHandler:
+    """Runs a step with a ``loop``: its tool over each item, each call gated and run once."""
+
     def __init__(self, kit: StepContext) -> None:
         self.kit = kit
 

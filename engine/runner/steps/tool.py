@@ -12,6 +12,8 @@ __all__ = ["ToolHandler"]
 
 
 class ToolHandler:
+    """Runs a ``tool`` step: the call is proposed, approved when the policy asks for it, and executed once."""
+
     def __init__(self, kit: StepContext) -> None:
         self.kit = kit
 

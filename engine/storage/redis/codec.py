@@ -23,6 +23,7 @@ DYNAMIC = ("status", "version", "decisions", "reason", "approved_args", "superse
 
 
 def static_doc(a: Approval) -> str:
+    """The approval's fields fixed at creation, as the JSON document stored once beside its hash."""
     data = a.model_dump(mode="json", exclude=set(DYNAMIC), exclude_defaults=True)
     # Required fields with defaults must survive exclude_defaults.
     data.setdefault("quorum", a.quorum)
@@ -30,6 +31,7 @@ def static_doc(a: Approval) -> str:
 
 
 def approval_to_fields(a: Approval) -> dict[str, str]:
+    """The approval's changing fields, as the hash the scripts read and update."""
     approvals = len([d for d in a.decisions if d.kind in ("approve", "trust")])
     return {
         "status": str(a.status),

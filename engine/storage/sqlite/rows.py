@@ -16,6 +16,7 @@ __all__ = ["audit_body", "insert_audit", "insert_job", "load_approval", "load_cl
 
 
 def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
+    """The approval ``approval_id`` inside a transaction; :class:`NotFound` when there is none."""
     row = c.execute("SELECT doc FROM approvals WHERE id = ?", (approval_id,)).fetchone()
     if row is None:
         raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
@@ -23,6 +24,7 @@ def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
 
 
 def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) -> None:
+    """Write the approval's row (``insert``: a new one) inside a transaction."""
     doc = a.model_dump_json()
     if insert:
         c.execute(
@@ -75,6 +77,7 @@ def insert_job(c: sqlite3.Connection, kind: str, payload: dict[str, Any], now: f
 
 
 def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
+    """The execution claim under ``key`` inside a transaction, or None."""
     row = c.execute(
         "SELECT action_hash, holder, attempt, state, lease_until, result FROM claims WHERE key = ?", (key,)
     ).fetchone()
@@ -92,6 +95,7 @@ def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
 
 
 def write_claim(c: sqlite3.Connection, cl: Claim) -> None:
+    """Write the execution claim's row inside a transaction."""
     c.execute(
         "INSERT OR REPLACE INTO claims (key, action_hash, holder, attempt, state, lease_until, result) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",

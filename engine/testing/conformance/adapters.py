@@ -204,6 +204,8 @@ class Transcript:
 
 
 class AgentHarness(Protocol):
+    """What an adapter's test provides to the conformance suite: its framework driven by a scripted model."""
+
     framework: str
     modifies: bool
     """Whether the framework runs a reviewer's edited arguments; if not, its approvals offer no Modify."""
@@ -231,6 +233,7 @@ class AgentHarness(Protocol):
 
 
 def refund(call_id: str, order_id: str, amount: float) -> ScriptedCall:
+    """A scripted call of the suite's gated ``refund`` tool."""
     return ScriptedCall(call_id, "refund", {"order_id": order_id, "amount": amount})
 
 
@@ -243,6 +246,7 @@ class AdapterConformance(abc.ABC):
 
     # -- helpers ------------------------------------------------------------------------------------------
     async def pending(self, world: AgentWorld, session: str, *, at_least: int = 1) -> list[Approval]:
+        """The session's pending approvals once there are ``at_least`` (the agent creates them as it runs)."""
         store = world.store()
         for _ in range(1000):
             page = await store.approvals.list_pending(limit=200)
@@ -255,15 +259,18 @@ class AdapterConformance(abc.ABC):
     async def decide(
         self, world: AgentWorld, approval_id: str, reviewer: str, kind: DecisionKind, **kw: Any
     ) -> Approval:
+        """Decide ``approval_id`` as ``reviewer`` would in Slack (roles from the suite's configuration)."""
         return await world.service(world.store()).decide(
             DecideRequest(approval_id, reviewer, kind, via="conformance", **kw)
         )
 
     async def none_pending(self, world: AgentWorld, session: str) -> bool:
+        """True when nothing of the session waits for a person."""
         page = await world.store().approvals.list_pending(limit=200)
         return not [a for a in page.items if a.session_id == session]
 
     async def finish(self, h: AgentHarness, run: AgentRun) -> Transcript:
+        """The run's transcript once the agent finished (30 s at most)."""
         return await asyncio.wait_for(h.finish(run), 30)
 
     # -- 1 ------------------------------------------------------------------------------------------------

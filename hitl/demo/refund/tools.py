@@ -23,10 +23,12 @@ SEED = [
 
 
 def shop_path() -> Path:
+    """Where the example shop's database is (``HITL_SHOP_DB``)."""
     return Path(os.environ.get("HITL_SHOP_DB", ".hitl/shop.db"))
 
 
 def connect() -> sqlite3.Connection:
+    """A connection to the example shop's database, made with its sample orders if new."""
     path = shop_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=30)
@@ -48,6 +50,7 @@ def connect() -> sqlite3.Connection:
 
 
 def look_up_order(order_id: str) -> dict[str, Any]:
+    """Read an order from the shop (a read: safe to repeat)."""
     with closing(connect()) as db:
         row = db.execute(
             "SELECT order_id, customer_id, customer_name, email, total, refunded FROM orders WHERE order_id = ?",
@@ -97,6 +100,7 @@ def send_email(
     *,
     idempotency_key: str,
 ) -> dict[str, Any]:
+    """E-mail the customer (recorded in the shop's outbox; deduplicates on its key)."""
     with closing(connect()) as db, db:
         done = db.execute("SELECT email_id FROM emails WHERE idempotency_key = ?", (idempotency_key,)).fetchone()
         if done:
@@ -109,6 +113,7 @@ def send_email(
 
 
 def delete_customer(customer_id: str, *, idempotency_key: str) -> dict[str, Any]:
+    """Delete a customer's orders (irreversible: never trusted, a reason required)."""
     with closing(connect()) as db, db:
         n = db.execute("DELETE FROM orders WHERE customer_id = ?", (customer_id,)).rowcount
         return {"deleted_orders": n}
