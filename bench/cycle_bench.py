@@ -36,8 +36,8 @@ from hitl.engine.runtime.compose import compose  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 from hitl.engine.storage.sqlite.connection import SqliteConnection  # noqa: E402
-from hitl.engine.testing import FakeClock  # noqa: E402
 from hitl.engine.workflow.definition import load_workflow  # noqa: E402
+from hitl.testing import FakeClock  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "cycle"
 

@@ -22,7 +22,7 @@ from _common import redis_server, row, spread  # noqa: E402
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
 from hitl.engine.domain.models import DecisionKind, Reviewer  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
-from hitl.engine.testing import FakeClock, make_approval  # noqa: E402
+from hitl.testing import FakeClock, make_approval  # noqa: E402
 
 SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
 

@@ -25,7 +25,7 @@ from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: 
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
-from hitl.engine.testing import FakeClock, make_approval  # noqa: E402
+from hitl.testing import FakeClock, make_approval  # noqa: E402
 
 SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
 

@@ -66,8 +66,8 @@ _ICONS = {
 
 
 def button_value(a: Approval) -> str:
-    # The full hash (not a prefix): the click is bound to exactly this action, and the decide needs no read first.
     """What a card's buttons carry: the approval's id, version and full action hash (a click binds to exactly this)."""
+    # The full hash (not a prefix): the click is bound to exactly this action, and the decide needs no read first.
     return f"{a.id}|{a.version}|{a.action_hash}"
 
 

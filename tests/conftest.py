@@ -13,7 +13,7 @@ import pytest
 
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 from tests.processes import stop_process
 from tests.waiting import eventually_sync
 

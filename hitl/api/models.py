@@ -108,15 +108,8 @@ class AuditView(_Out):
 
     @classmethod
     def of(cls, e: AuditEntry) -> AuditView:
-        return cls(
-            at=iso(e.at),
-            actor=e.actor,
-            event=e.event,
-            approval_id=e.approval_id,
-            version=e.version,
-            outcome=e.outcome,
-            detail=e.detail,
-        )
+        """The entry as the API shows it (its time as ISO 8601)."""
+        return cls.model_validate({**e.model_dump(include=set(cls.model_fields)), "at": iso(e.at)})
 
 
 class AuditList(_Out):
@@ -166,36 +159,23 @@ class ApprovalView(_Out):
 
     @classmethod
     def of(cls, a: Approval) -> ApprovalView:
-        return cls(
-            id=a.id,
-            status=a.status,
-            tool=a.tool,
-            args=a.args,
-            execute_args=a.execute_args,
-            action_hash=a.action_hash,
-            execute_hash=action_hash(a.tool, a.execute_args) if a.approved_args is not None else a.action_hash,
-            version=a.version,
-            tier=a.tier,
-            required_role=a.required_role,
-            quorum=a.quorum,
-            approvals=len(a.approvers),
-            decisions=[
-                DecisionView(reviewer=d.reviewer, decision=d.kind, at=iso(d.at), reason=d.reason, via=d.via)
-                for d in a.decisions
-            ],
-            expires_at=iso(a.expires_at),
-            created_at=iso(a.created_at),
-            session_id=a.session_id,
-            requester=a.requester,
-            asked_by={k: str(a.metadata[k]) for k in ("framework", "agent", "call_id") if k in a.metadata} or None,
-            modifiable=a.modifiable,
-            trustable=a.trustable,
-            rule=a.rule,
-            reasons=list(a.reasons),
-            evidence=a.evidence,
-            reason=a.reason,
-            superseded_by=a.superseded_by,
-            args_schema=a.args_schema,
+        """The approval as the API and ``hitl show --json`` show it: its own fields, and what is worked out."""
+        return cls.model_validate(
+            {
+                **a.model_dump(include=set(cls.model_fields)),
+                "execute_args": a.execute_args,
+                "execute_hash": action_hash(a.tool, a.execute_args) if a.approved_args is not None else a.action_hash,
+                "approvals": len(a.approvers),
+                "decisions": [
+                    DecisionView(reviewer=d.reviewer, decision=d.kind, at=iso(d.at), reason=d.reason, via=d.via)
+                    for d in a.decisions
+                ],
+                "expires_at": iso(a.expires_at),
+                "created_at": iso(a.created_at),
+                "asked_by": {k: str(a.metadata[k]) for k in ("framework", "agent", "call_id") if k in a.metadata}
+                or None,
+                "modifiable": a.modifiable,
+            }
         )
 
 

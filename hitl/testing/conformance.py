@@ -14,21 +14,18 @@ This module imports pytest; :mod:`hitl.testing` itself does not.
 
 from __future__ import annotations
 
-from hitl.engine.testing.conformance import (
-    STORE_SUITES,
-    ApprovalsConformance,
-    FailureConformance,
-    JobsConformance,
-    JournalConformance,
-    LedgerConformance,
-    RecordsConformance,
-    RetentionConformance,
-    RunsConformance,
-    TalliesConformance,
-    TrustConformance,
-    WindowsConformance,
-)
 from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AdapterConformance, AgentHarness
+from hitl.engine.testing.conformance.approvals import ApprovalsConformance
+from hitl.engine.testing.conformance.failures import FailureConformance
+from hitl.engine.testing.conformance.jobs import JobsConformance
+from hitl.engine.testing.conformance.journal import JournalConformance
+from hitl.engine.testing.conformance.ledger import LedgerConformance
+from hitl.engine.testing.conformance.records import RecordsConformance
+from hitl.engine.testing.conformance.retention import RetentionConformance
+from hitl.engine.testing.conformance.runs import RunsConformance
+from hitl.engine.testing.conformance.tallies import TalliesConformance
+from hitl.engine.testing.conformance.trust import TrustConformance
+from hitl.engine.testing.conformance.windows import WindowsConformance
 
 __all__ = [
     "ADAPTER_CONFIG",
@@ -47,3 +44,18 @@ __all__ = [
     "TrustConformance",
     "WindowsConformance",
 ]
+
+STORE_SUITES: tuple[type, ...] = (
+    ApprovalsConformance,
+    LedgerConformance,
+    RunsConformance,
+    JournalConformance,
+    JobsConformance,
+    TrustConformance,
+    WindowsConformance,
+    TalliesConformance,
+    RecordsConformance,
+    RetentionConformance,
+    FailureConformance,
+)
+"""Every suite a complete :class:`~hitl.Store` must pass."""

@@ -11,8 +11,8 @@ import pytest
 from hitl.engine.ports import Store
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.engine.testing.conformance.adapters import AgentWorld, Ledger
+from hitl.testing import FakeClock
 
 
 @pytest.fixture(autouse=True, scope="session")

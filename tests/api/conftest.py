@@ -16,7 +16,7 @@ from hitl.api import token_hash
 from hitl.engine.ports import Store
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, ROOT, Harness, start, stop
 
 TOKENS = {

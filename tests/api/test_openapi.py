@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from hitl.api.app import openapi_document
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 from tests.api.conftest import TOKENS, Api, api_config
 from tests.bot.conftest import start, stop
 

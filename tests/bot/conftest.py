@@ -21,11 +21,11 @@ from hitl.bot.settings import BotSettings
 from hitl.engine.ports import Store
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState
 from hitl.serve import Server, build_server
+from hitl.testing import FakeClock
 from tests.conftest import free_port
 from tests.processes import stop_process
 from tests.waiting import eventually

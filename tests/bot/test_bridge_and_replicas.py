@@ -13,8 +13,8 @@ from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolCall
 from hitl.engine.domain.models import Status
 from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.testing import FakeClock
 from hitl.sandbox.webapi import SlackState
+from hitl.testing import FakeClock
 from tests.bot.conftest import Harness, start, stop, workspace
 from tests.waiting import eventually
 

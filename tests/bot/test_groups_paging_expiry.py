@@ -21,8 +21,8 @@ from hitl.engine.domain.reviewers import Roles
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.execution.schema import signature_schema
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock, make_approval
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock, make_approval
 from tests.bot.conftest import ROOT, Harness, start, stop, workspace
 
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"

@@ -32,9 +32,9 @@ import redis
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
 from hitl.engine.storage import open_store
-from hitl.engine.testing import FakeClock
 from hitl.sandbox.dispatch import sign
 from hitl.sandbox.server import start_emulator
+from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process

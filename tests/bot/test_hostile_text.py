@@ -13,8 +13,8 @@ from hitl.bot.escape import code_block, inert
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.requests import ProposeRequest
-from hitl.engine.testing import FakeClock, make_approval
 from hitl.sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
+from hitl.testing import FakeClock, make_approval
 from tests.bot.conftest import Harness
 from tests.bot.hostile import HOSTILE
 

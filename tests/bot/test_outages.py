@@ -13,8 +13,8 @@ from hitl.engine.ports import Store
 from hitl.engine.runtime.background import Background
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.tasks import Outages
-from hitl.engine.testing import FakeClock
 from hitl.engine.testing.conformance.adapters import BreakableStore
+from hitl.testing import FakeClock
 from tests.bot.conftest import start, stop
 from tests.waiting import eventually
 

@@ -16,9 +16,9 @@ from hitl.engine.domain.retention import DAY, PURGE_EVENT
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import InvalidInput, NotFound
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
 from hitl.serve import build_server
+from hitl.testing import FakeClock
 from tests.bot.conftest import ROOT, SECRET, Harness
 
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"

@@ -20,12 +20,12 @@ from hitl.bot.settings import BotSettings
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import start_emulator
 from hitl.sandbox.socket import SocketHub
 from hitl.sandbox.webapi import SlackState
 from hitl.serve import Server, build_server
+from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, workspace
 from tests.waiting import eventually
 

@@ -25,9 +25,9 @@ from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import InvalidInput, NotFound
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.engine.testing.factories import make_approval
+from hitl.testing import FakeClock
 
 
 def test_horizons_parse_as_people_write_them() -> None:

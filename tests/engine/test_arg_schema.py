@@ -15,7 +15,7 @@ from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import InvalidInput
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 
 SCHEMA = {
     "type": "object",

@@ -19,7 +19,7 @@ from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 from tests.waiting import eventually
 
 CONFIG = parse_config("""

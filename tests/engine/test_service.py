@@ -10,7 +10,7 @@ from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 
 CONFIG = """
 requester: agent:riley

@@ -18,8 +18,8 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
 from hitl.engine.storage.redis import RedisStore
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock
 
 FLOWS = Path(__file__).parent / "flows"
 

@@ -34,8 +34,8 @@ from hitl.engine.domain.runs import RunStatus
 from hitl.engine.ports import Store
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock
 from tests.bot.conftest import Harness, start, stop
 from tests.bot.test_modals_and_commands import field_values, last_view
 

@@ -21,8 +21,8 @@ from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock
 
 FLOWS = Path(__file__).parent / "flows"
 

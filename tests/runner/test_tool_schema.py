@@ -20,8 +20,8 @@ from hitl.engine.execution.schema import ToolSchema, signature_schema
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock
 from tests.waiting import eventually
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "refund"

@@ -19,7 +19,7 @@ from hitl.engine.domain.retention import DAY, Retention
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 from tests.engine.test_ask import CONFIG
 from tests.storage.conftest import StoreUrl
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hitl.engine.testing.conformance import (
+from hitl.testing.conformance import (
     STORE_SUITES,
     ApprovalsConformance,
     FailureConformance,

@@ -13,7 +13,7 @@ from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.retention import DAY, Retention
 from hitl.engine.errors import DecisionRefused, ErrorCode
 from hitl.engine.storage.redis import RedisStore
-from hitl.engine.testing import FakeClock, make_approval
+from hitl.testing import FakeClock, make_approval
 
 
 async def test_scripts_reload_after_a_server_flush(redis_store: RedisStore, clock: FakeClock) -> None:

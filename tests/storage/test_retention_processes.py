@@ -13,8 +13,8 @@ import time
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.retention import PURGE_EVENT
 from hitl.engine.storage import open_store
-from hitl.engine.testing import make_approval
 from hitl.engine.testing.conformance.helpers import cmd
+from hitl.testing import make_approval
 from tests.storage.conftest import StoreUrl
 
 

@@ -17,7 +17,7 @@ from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.models import DecisionKind, Reviewer, Status
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.storage.sqlite.connection import POLL
-from hitl.engine.testing import FakeClock, make_approval
+from hitl.testing import FakeClock, make_approval
 
 _HOLD = """
 import sqlite3, sys, time
@@ -33,7 +33,7 @@ import asyncio, sys
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.models import DecisionKind, Reviewer
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock
+from hitl.testing import FakeClock
 
 async def go():
     store = SqliteStore(sys.argv[1])

@@ -11,7 +11,7 @@ from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.models import DecisionKind, Reviewer, Status
 from hitl.engine.errors import ClaimRefused, DecisionRefused, ErrorCode
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock, make_approval
+from hitl.testing import FakeClock, make_approval
 
 
 def _worker(db: str, approval_id: str, version: int, digest: str, proc: int, start: Any, out: Any) -> None:

@@ -26,7 +26,7 @@ from hitl.engine.errors import EngineError, IllegalTransition
 from hitl.engine.ports import Store
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing import FakeClock, make_approval
+from hitl.testing import FakeClock, make_approval
 
 PEOPLE = {
     "U_SUPPORT1": frozenset({"support"}),

@@ -18,8 +18,8 @@ from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock
 from tests.workflows.conftest import RESEARCH, Desk
 
 POLICY = """\

@@ -14,8 +14,8 @@ from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunState, RunStatus
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock
 from tests.workflows.conftest import RESEARCH, Desk
 from tests.workflows.test_validate_and_sessions import SCRIPT, TWO_EMAILS
 

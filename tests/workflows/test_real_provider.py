@@ -18,8 +18,8 @@ from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
-from hitl.engine.testing import FakeClock
 from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock
 from tests.conftest import free_port
 from tests.workflows.conftest import RESEARCH, Desk
 

@@ -11,7 +11,7 @@ SQLite ledger file, and reviewers decide through the approval service (the path 
 A harness drives one agent: :meth:`AgentHarness.start` runs the agent until it waits for a person (or finishes),
 :meth:`AgentHarness.finish` lets it finish after the decisions (awaiting an inline wait, or resuming an interrupted
 run from stored state), and :meth:`AgentHarness.restart` is a new process taking over (new objects, a new store
-connection). This module imports pytest; ``hitl.engine.testing`` itself does not.
+connection). This module imports pytest; ``hitl.testing`` itself does not.
 """
 
 from __future__ import annotations
