@@ -11,10 +11,11 @@ import json
 import re
 from typing import Any
 
-from hitl.bot.escape import code_block, label
+from hitl.bot.escape import code_block, inert, label
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
 from hitl.engine.runner.step_context import DOUBT
+from hitl.engine.service import TRUST_TTL
 
 __all__ = [
     "ACTION_APPROVE",
@@ -23,11 +24,16 @@ __all__ = [
     "ACTION_REJECT",
     "ACTION_TRUST",
     "ACTION_VIEW_ALL",
+    "EVIDENCE",
+    "EVIDENCE_LABEL",
     "button_value",
     "card",
     "card_text",
     "compact_card",
+    "evidence_blocks",
     "parse_button_value",
+    "trust_scope",
+    "when",
     "who",
 ]
 
@@ -37,6 +43,9 @@ ACTION_MODIFY = "hitl_modify"
 ACTION_TRUST = "hitl_trust"
 ACTION_VIEW_ALL = "hitl_view_all"
 ACTION_FEEDBACK = "hitl_feedback"
+EVIDENCE_LABEL = "hitl_evidence_label"
+EVIDENCE = "hitl_evidence"
+"""The block ids of the untrusted evidence: the last blocks of a card, never next to its controls."""
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
 # The exact grammar, ASCII only: no Unicode digits, no leading zeros, no trailing newline.
 _VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([1-9][0-9]{0,8})\|([0-9a-f]{64})", re.ASCII)
@@ -83,11 +92,8 @@ def who(reviewer: str) -> str:
 
 
 def when(ts: float) -> str:
-    """Slack renders the date in the reader's timezone; the fallback is UTC."""
-    from datetime import UTC, datetime
-
-    iso = datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{iso}>"
+    """Slack renders the date in the reader's timezone; the fallback names its zone (UTC)."""
+    return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{_utc(ts)}>"
 
 
 def _title(a: Approval) -> str:
@@ -131,21 +137,6 @@ def card(a: Approval, *, now: float, live: bool = True) -> list[dict[str, Any]]:
         blocks.append(_outcome(a))
     elif a.decisions:
         blocks.append(_progress(a))
-    if a.evidence:
-        blocks += [
-            {"type": "divider"},
-            {
-                "type": "context",
-                "elements": [
-                    {
-                        "type": "mrkdwn",
-                        "text": ":warning: *Untrusted evidence* supplied with the request. It is shown as "
-                        "plain text; do not follow instructions in it.",
-                    }
-                ],
-            },
-            {"type": "section", "text": {"type": "mrkdwn", "text": code_block(a.evidence, 1800), "verbatim": True}},
-        ]
     if a.status is Status.PENDING and live:
         blocks += [{"type": "divider"}, _controls(a)]
         blocks.append(
@@ -154,7 +145,33 @@ def card(a: Approval, *, now: float, live: bool = True) -> list[dict[str, Any]]:
                 "elements": [{"type": "mrkdwn", "text": f"Or: `/hitl approve {a.id}`  ·  `/hitl show {a.id}`"}],
             }
         )
+    if a.evidence:
+        blocks += [{"type": "divider"}, *evidence_blocks(a.evidence)]
     return blocks
+
+
+def evidence_blocks(evidence: str) -> list[dict[str, Any]]:
+    """The untrusted evidence, after the controls and apart from them: a label, then the text in a style no trusted
+    block uses (small, each line as literal code: escaped, so nothing in it formats, mentions or links)."""
+    lines = [f"`{line}`" for line in inert(evidence, 1800).split("\n") if line.strip()]
+    return [
+        {
+            "type": "context",
+            "block_id": EVIDENCE_LABEL,
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": ":warning: *Untrusted evidence* sent with the request, shown as plain text: do not follow "
+                    "instructions in it.",
+                }
+            ],
+        },
+        {
+            "type": "context",
+            "block_id": EVIDENCE,
+            "elements": [{"type": "mrkdwn", "text": "\n".join(lines) or "` `", "verbatim": True}],
+        },
+    ]
 
 
 def compact_card(a: Approval, *, now: float) -> list[dict[str, Any]]:
@@ -225,7 +242,7 @@ def _decision_line(d: Decision) -> str:
         DecisionKind.APPROVE: "approved",
         DecisionKind.REJECT: "rejected",
         DecisionKind.MODIFY: "modified and approved",
-        DecisionKind.TRUST: "approved and trusted for this session",
+        DecisionKind.TRUST: "approved and trusted the tool for this session",
         DecisionKind.FEEDBACK: "sent feedback",
     }[d.kind]
     return f"{who(d.reviewer)} {verb} {when(d.at)} via {label(d.via, 20)}"
@@ -234,6 +251,9 @@ def _decision_line(d: Decision) -> str:
 def _outcome(a: Approval) -> dict[str, Any]:
     lines = [f"{_ICONS[a.status]} *{_TITLES[a.status]}*"]
     lines += [_decision_line(d) for d in a.decisions[-5:]]
+    trusted = next((d for d in a.decisions if d.kind is DecisionKind.TRUST), None)
+    if trusted is not None:
+        lines.append(f"_Trust:_ {label(trust_scope(a, granted_at=trusted.at), 300)}")
     if a.status is Status.EXPIRED:
         lines.append(f"Expired {when(a.expires_at)} without a decision.")
     if a.superseded_by:
@@ -279,7 +299,7 @@ def _doubt_controls(a: Approval) -> dict[str, Any]:
     value = button_value(a)
     tool = str(a.args.get("tool", ""))[:60]
     again = _confirm("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
-    stop = _confirm("Stop the run?", "Nothing more runs. You will be asked for a reason.", "Stop", danger=True)
+    stop = _confirm("Stop the run?", f"Nothing more runs. {_reason_ask(a)}", "Stop", danger=True)
     buttons = [
         _button(ACTION_FEEDBACK, "Mark done", value, style="primary"),
         _button(ACTION_APPROVE, "Run again", value, confirm=again),
@@ -292,9 +312,7 @@ def _controls(a: Approval) -> dict[str, Any]:
     if _in_doubt(a):
         return _doubt_controls(a)
     value = button_value(a)
-    reject = _confirm(
-        "Reject this action?", f"{a.tool} will not run. You will be asked for a reason.", "Reject", danger=True
-    )
+    reject = _confirm("Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True)
     buttons = [
         _button(ACTION_APPROVE, "Approve", value, style="primary"),
         _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
@@ -304,5 +322,38 @@ def _controls(a: Approval) -> dict[str, Any]:
     if a.tool.startswith(("gate:", "review:")):
         buttons.append(_button(ACTION_FEEDBACK, "Send feedback", value))
     if a.trustable and a.quorum == 1:
-        buttons.append(_button(ACTION_TRUST, "Trust for session", value))
+        trust = _confirm("Approve and trust?", trust_scope(a), "Approve and trust")
+        buttons.append(_button(ACTION_TRUST, "Trust for session", value, confirm=trust))
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
+
+
+def _reason_ask(a: Approval) -> str:
+    """What happens after the confirmation: a form that asks why, as the approval requires it or not."""
+    return "You will be asked for a reason (required)." if a.reason_required else "You can say why (optional)."
+
+
+def trust_scope(a: Approval, *, granted_at: float | None = None) -> str:
+    """What a Trust lets through, said before anyone consents to it and on the card after: this tool, this session,
+    for how long (until when, once granted), and what it never covers. Plain text, at most 300 characters."""
+    ttl = a.metadata.get(TRUST_TTL)
+    span = _span(float(ttl)) if isinstance(ttl, int | float) else "the configured time"
+    until = f"until {_utc(granted_at + float(ttl))}" if granted_at is not None and isinstance(ttl, int | float) else ""
+    text = (
+        f"Approves this call, and lets later {a.tool[:60]} calls in session {a.session_id[:60]} run without review "
+        f"for {span}{' (' + until + ')' if until else ''}. Never covers escalated approvals or tools marked always-ask."
+    )
+    return text[:300]
+
+
+def _span(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{int(seconds)} seconds"
+
+
+def _utc(ts: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -31,7 +31,7 @@ from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, P
 from hitl.engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
 from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store
 
-__all__ = ["AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
+__all__ = ["TRUST_TTL", "AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,9 @@ WINDOWS = "windows"
 """Approval metadata: the window events (key, event id) its proposal added, for velocity and rolling-sum rules."""
 _NEVER_RAN = frozenset({Status.REJECTED, Status.SUPERSEDED, Status.EXPIRED, Status.CANCELLED})
 
+
+TRUST_TTL = "trust_ttl"
+"""Approval metadata: the seconds a Trust of this approval would trust its tool for, in its session."""
 
 @dataclass(frozen=True)
 class AnswerWindow:
@@ -286,6 +289,8 @@ class ApprovalService:
                 **(request.metadata or {}),
                 **({"batch": len(action.items)} if batch is not None else {}),
                 **({WINDOWS: counted} if counted else {}),
+                # What a Trust would grant, so the card can say it before anyone consents to it.
+                **({TRUST_TTL: self.policy.spec.trust_ttl} if verdict.trustable and batch is None else {}),
             },
             args_schema=schema,
         )
@@ -551,7 +556,11 @@ class ApprovalService:
             preview=current.preview,
             trustable=verdict.trustable,
             reason_required=verdict.reason_required or current.reason_required,
-            metadata={**current.metadata, "supersedes": current.id},
+            metadata={
+                **current.metadata,
+                "supersedes": current.id,
+                **({TRUST_TTL: self.policy.spec.trust_ttl} if verdict.trustable else {}),
+            },
             args_schema=current.args_schema,
         )
 

@@ -67,3 +67,19 @@ def test_the_commands_on_the_docs_own_pages_run(tmp_path: Path) -> None:
             [sys.executable, "-m", "hitl", *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
         )
         assert done.returncode == 0, (argv, done.stderr)
+
+
+def test_every_slack_setting_is_documented() -> None:
+    """Each key of ``slack:`` in hitl.yaml, and each environment variable ``hitl serve`` reads for Slack, appears in
+    the Slack page or the operations page (the README sections they include count too)."""
+    from hitl.bot.settings import BotSettings
+    from hitl.engine.config.hitl_yaml import NotifySpec
+
+    pages = (ROOT / "docs" / "pages" / "slack.md").read_text() + (ROOT / "docs" / "pages" / "operations.md").read_text()
+    pages += (ROOT / "README.md").read_text()
+    missing = [f"slack.{key}" for key in NotifySpec.model_fields if f"  {key}:" not in pages]
+    for name in ("notify",):  # the channel keys the notifier itself looks up
+        if f"    {name}:" not in pages:
+            missing.append(f"slack.channels.{name}")
+    missing += [env.upper() for env in BotSettings.model_fields if env.upper() not in pages]
+    assert missing == []

@@ -11,7 +11,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from hitl.bot.blocks import card, compact_card, who
+from hitl.bot.blocks import card, compact_card, when, who
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, refusal_text
 from hitl.bot.escape import label
@@ -188,7 +188,11 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
         )
         if not grants:
             return {"text": "No tool is trusted right now."}
-        lines = [f"• `{label(g.tool, 60)}` in `{label(g.session_id, 60)}` by {who(g.granted_by)}" for g in grants[:40]]
+        lines = [
+            f"• `{label(g.tool, 60)}` in `{label(g.session_id, 60)}`, granted by {who(g.granted_by)}, "
+            f"until {when(g.until)}"
+            for g in grants[:40]
+        ]
         return {"text": "*Trusted tools*\n" + "\n".join(lines)}
     if sub == "revoke" and len(rest) >= 2:
         reviewer = await ctx.reviewers.reviewer(user)

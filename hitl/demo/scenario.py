@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY, EVIDENCE
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
 from hitl.engine.domain.models import Approval
@@ -129,14 +129,15 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     assert small.approval is not None
     card = _card(sb, small.approval.id)
     t.line(("#refund-approvals  ", "dim"), (_header(card), "bold"), f"   (run {small.session_id}: {small.status})")
-    evidence = next(
-        b["text"]["text"]
-        for b in card.blocks
-        if b["type"] == "section" and "```" in b.get("text", {}).get("text", "") and "crushed" in b["text"]["text"]
-    )
+    evidence = next(b["elements"][0]["text"] for b in card.blocks if b.get("block_id") == EVIDENCE)
     t.line(("untrusted evidence as Slack receives it: ", "dim"), evidence.replace("\n", " "))
+    last = card.blocks[-1].get("block_id") == EVIDENCE  # after the controls, apart from them
     inert = "&lt;!channel&gt;" in evidence and "<!channel>" not in str(card.blocks) and "[email]" in evidence
-    t.line(("hostile note inert (escaped, in a code block, redacted): ", "dim"), ("yes" if inert else "NO", "bold"))
+    t.line(
+        ("hostile note inert (escaped, literal, redacted, after the buttons): ", "dim"),
+        ("yes" if inert and last else "NO", "bold"),
+    )
+    inert &= last
     ok &= inert
 
     t.step("2. A stranger presses Approve")

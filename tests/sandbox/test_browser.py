@@ -68,8 +68,8 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await expect(page.locator("#channel-title")).to_have_text("# refund-approvals")
             first = card(page, small)
             await expect(first).to_contain_text("Approval needed: refund")
-            # The hostile note is shown literally in a code block: no link, no mention, no bold "APPROVED".
-            evidence = first.locator("pre.code", has_text="crushed")
+            # The hostile note is shown literally, after the buttons: no link, no mention, no bold "APPROVED".
+            evidence = first.locator(".b-context code.inline", has_text="crushed")
             await expect(evidence).to_contain_text("<!channel> *APPROVED by Security*")
             await expect(evidence).to_contain_text("[email]")
             assert await page.locator("a[href]").count() == 0

@@ -1,0 +1,113 @@
+"""The card's layout in every state: the untrusted evidence comes after the controls, apart from them and in a style
+no trusted block uses; every card is valid Block Kit (slack_sdk's models and Slack's limits); Trust asks for
+consent with its scope, and the confirmations say what will happen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from hitl.bot.blocks import EVIDENCE, EVIDENCE_LABEL, card
+from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
+from hitl.engine.service import TRUST_TTL
+from hitl.sandbox.limits import message_problems
+from hitl.testing import FakeClock, make_approval
+
+EVIDENCE_TEXT = "Customer wrote: <!channel> *APPROVED by Security* ```break out``` http://evil.example\nsecond line"
+NOW = FakeClock().now()
+
+
+def _vote(kind: DecisionKind, reviewer: str = "U_SUPPORT1", at: float = NOW) -> Decision:
+    return Decision(reviewer=reviewer, kind=kind, at=at, version=1, via="slack")
+
+
+def _states() -> dict[str, Approval]:
+    base = make_approval(now=NOW, evidence=EVIDENCE_TEXT).model_copy(update={"metadata": {TRUST_TTL: 3600.0}})
+    approve, trust = _vote(DecisionKind.APPROVE), _vote(DecisionKind.TRUST)
+    batch = make_approval(now=NOW, evidence=EVIDENCE_TEXT, args={"items": [{"to": f"u{i}"} for i in range(8)]})
+    return {
+        "pending": base,
+        "one_of_two": base.model_copy(update={"quorum": 2, "decisions": (approve,), "version": 2}),
+        "approved": base.model_copy(update={"status": Status.APPROVED, "decisions": (approve,), "version": 2}),
+        "trusted": base.model_copy(update={"status": Status.EXECUTED, "decisions": (trust,), "version": 4}),
+        "rejected": base.model_copy(
+            update={"status": Status.REJECTED, "reason": "no", "decisions": (_vote(DecisionKind.REJECT),)}
+        ),
+        "modified": base.model_copy(update={"status": Status.APPROVED, "approved_args": {"order_id": "1"}}),
+        "superseded": base.model_copy(update={"status": Status.SUPERSEDED, "superseded_by": "apr_0000000000"}),
+        "expired": base.model_copy(update={"status": Status.EXPIRED}),
+        "cancelled": base.model_copy(update={"status": Status.CANCELLED}),
+        "executing": base.model_copy(update={"status": Status.EXECUTING}),
+        "executed": base.model_copy(update={"status": Status.EXECUTED}),
+        "failed": base.model_copy(update={"status": Status.FAILED}),
+        "in_doubt": base.model_copy(update={"tool": "doubt:pay", "args": {"tool": "pay", "args": {"amount": 5}}}),
+        "batch": batch.model_copy(update={"metadata": {"batch": 8}}),
+    }
+
+
+STATES = _states()
+
+
+def _is_evidence(block: dict[str, Any]) -> bool:
+    return block.get("block_id") in (EVIDENCE, EVIDENCE_LABEL)
+
+
+def _style(block: dict[str, Any]) -> tuple[str, bool]:
+    """A block's look: its type, and whether its text is a fenced code block."""
+    text = str(block.get("text", {}).get("text", "")) if isinstance(block.get("text"), dict) else ""
+    return block["type"], "```" in text
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_the_evidence_comes_last_apart_from_the_controls_and_in_its_own_style(state: str) -> None:
+    blocks = card(STATES[state], now=NOW)
+    evidence = [i for i, b in enumerate(blocks) if _is_evidence(b)]
+    assert evidence == [len(blocks) - 2, len(blocks) - 1], [b.get("block_id") for b in blocks]
+    assert blocks[evidence[0] - 1]["type"] == "divider"  # a rule between the trusted part and the untrusted one
+    for i in evidence:
+        for j in (i - 1, i + 1):
+            assert not (0 <= j < len(blocks) and blocks[j]["type"] == "actions"), state  # never touching a control
+    evidence_styles = {_style(blocks[i]) for i in evidence}
+    trusted_styles = {_style(b) for b in blocks if not _is_evidence(b) and b["type"] != "context"}
+    assert evidence_styles == {("context", False)} and not evidence_styles & trusted_styles
+    arguments = [b for b in blocks if _style(b) == ("section", True)]
+    assert arguments, "the exact arguments are shown as a code block"
+    shown = blocks[evidence[1]]["elements"][0]
+    assert shown["verbatim"] is True
+    assert "&lt;!channel&gt;" in shown["text"] and "<!channel>" not in shown["text"]
+    assert "```" not in shown["text"]  # a fence in the evidence cannot open a code block
+    assert all(line.startswith("`") and line.endswith("`") for line in shown["text"].split("\n"))
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_every_card_state_is_valid_block_kit(state: str) -> None:
+    blocks = card(STATES[state], now=NOW)
+    assert message_problems(blocks) == (None, [])
+    for block in blocks:
+        parsed = Block.parse(block)
+        assert parsed is not None, block
+        parsed.to_dict()  # slack_sdk checks its limits here
+
+
+def test_trust_asks_for_consent_naming_its_scope_and_the_card_says_it_after() -> None:
+    pending = card(STATES["pending"], now=NOW)
+    [controls] = [b for b in pending if b["type"] == "actions"]
+    trust = next(e for e in controls["elements"] if e["action_id"] == "hitl_trust")
+    consent = trust["confirm"]["text"]["text"]
+    assert "refund" in consent and "ses_test" in consent and "1 hour" in consent
+    assert "Never covers escalated approvals or tools marked always-ask" in consent
+    assert trust["confirm"]["confirm"]["text"] == "Approve and trust"
+    after = str(card(STATES["trusted"], now=NOW))
+    assert "trusted the tool for this session" in after and "until 2027-01-15 09:00 UTC" in after
+
+
+def test_the_confirmations_say_what_will_happen() -> None:
+    def reject_text(a: Approval) -> str:
+        [controls] = [b for b in card(a, now=NOW) if b["type"] == "actions"]
+        return str(next(e for e in controls["elements"] if e["action_id"] == "hitl_reject")["confirm"]["text"]["text"])
+
+    assert reject_text(STATES["pending"]).endswith("You can say why (optional).")
+    required = STATES["pending"].model_copy(update={"reason_required": True})
+    assert reject_text(required).endswith("You will be asked for a reason (required).")
