@@ -107,8 +107,9 @@ def card_text(a: Approval) -> str:
     return f"{_TITLES[a.status]}: {label(a.tool, 80)} ({a.id})"
 
 
-def card(a: Approval, *, now: float, live: bool = True) -> list[dict[str, Any]]:
-    """The review card for ``a`` in its current state. Controls only while it is pending."""
+def card(a: Approval, *, now: float, live: bool = True, detail: bool = False) -> list[dict[str, Any]]:
+    """The review card for ``a`` in its current state. Controls only while it is pending. ``detail`` (``/hitl
+    show``): also the policy's own account, its tier, rule and every rule that fired."""
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
@@ -129,9 +130,13 @@ def card(a: Approval, *, now: float, live: bool = True) -> list[dict[str, Any]]:
                 },
             }
         )
-    elif a.reasons:
-        why = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:6])
+    elif a.why or a.reasons:
+        why = "\n".join(f"• {label(r, 300)}" for r in (a.why or a.reasons)[:6])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Why it needs review*\n{why}"}})
+    if detail:
+        rules = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:8])
+        policy = f"*Policy*: tier `{a.tier}`, rule `{label(a.rule, 60)}`\n{rules}"
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": policy[:2900]}]})
     blocks += _action_blocks(a)
     if a.status is not Status.PENDING:
         blocks.append(_outcome(a))
@@ -187,7 +192,6 @@ def _fields(a: Approval) -> list[dict[str, Any]]:
     votes = f" · {len(a.approvers)} of {a.quorum}" if a.quorum > 1 else ""
     requested = who(a.requester) + (f"\nvia {label(a.asked_by, 120)}" if a.asked_by else "")
     return [
-        {"type": "mrkdwn", "text": f"*Tier*\n{a.tier} ({label(a.rule, 60)})"},
         {"type": "mrkdwn", "text": f"*Requested by*\n{requested}"},
         {"type": "mrkdwn", "text": f"*Approvers*\n{label(approvers, 60)}{votes}"},
         {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}"},

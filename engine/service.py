@@ -56,6 +56,7 @@ _NEVER_RAN = frozenset({Status.REJECTED, Status.SUPERSEDED, Status.EXPIRED, Stat
 TRUST_TTL = "trust_ttl"
 """Approval metadata: the seconds a Trust of this approval would trust its tool for, in its session."""
 
+
 @dataclass(frozen=True)
 class AnswerWindow:
     """The time a surface has before it must answer the person who decided (Slack: 3 s), and how it learns the
@@ -276,6 +277,7 @@ class ApprovalService:
             tier=verdict.tier,
             rule=verdict.rule,
             reasons=verdict.reasons,
+            why=verdict.why,
             required_role=request.role or verdict.required_role,
             quorum=verdict.quorum,
             requester=request.requester or self.requester,
@@ -547,6 +549,7 @@ class ApprovalService:
             tier=tier,
             rule=verdict.rule,
             reasons=(*verdict.reasons, f"modified from {current.id}"),
+            why=verdict.why,
             required_role=verdict.required_role or current.required_role,
             quorum=max(verdict.quorum, 1),
             requester=current.requester,

@@ -116,6 +116,8 @@ class Approval(_Frozen):
     rule: str
     """Name of the rule that set the tier."""
     reasons: tuple[str, ...] = ()
+    why: tuple[str, ...] = ()
+    """Why a person must decide, in a reviewer's words (the card shows these; ``reasons`` name the rules)."""
     """Every rule that fired, in words a reviewer understands."""
     required_role: str | None = None
     quorum: int = Field(default=1, ge=1)

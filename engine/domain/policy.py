@@ -58,6 +58,8 @@ class Fired:
     rule: str
     tier: Tier
     reason: str
+    plain: str = ""
+    """The same reason as a reviewer reads it on the card (empty: the reason itself reads well)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,15 @@ class Verdict:
 
     @property
     def reasons(self) -> tuple[str, ...]:
+        """Every rule that fired and why, in the policy's words (for ``hitl show``, ``policy explain``, the audit)."""
         return tuple(f.reason for f in self.fired)
+
+    @property
+    def why(self) -> tuple[str, ...]:
+        """Why a person must decide, in a reviewer's words: the sentence of each rule that asks for a person, the
+        strictest first (a rule's or a tool's ``reason:`` when it has one)."""
+        asking = sorted((f for f in self.fired if f.tier.needs_human), key=lambda f: -f.tier.rank)
+        return tuple(dict.fromkeys(f.plain or f.reason for f in asking))
 
     def explain(self) -> str:
         """Several lines a reviewer can read."""
@@ -221,7 +231,11 @@ class Policy:
         role, quorum = tspec.role, tspec.quorum
         if ctx.min_tier.rank > tier.rank:
             tier, rule_name = ctx.min_tier, "step_requires_approval"
-            fired.append(Fired(rule_name, tier, f"the workflow step requires {tier}"))
+            fired.append(
+                Fired(
+                    rule_name, tier, f"the workflow step requires {tier}", "The workflow asks a person to review this."
+                )
+            )
         raised: list[RuleSpec] = []
         for rule in self._rules:
             hit = self._fire(rule, tool, args, ctx)
@@ -260,7 +274,14 @@ class Policy:
             return (
                 tier,
                 "always_ask",
-                [Fired("always_ask", tier, f"{tool} is marked !{tool}: always ask, never trust")],
+                [
+                    Fired(
+                        "always_ask",
+                        tier,
+                        f"{tool} is marked !{tool}: always ask, never trust",
+                        (tspec.reason if tspec else None) or f"{tool} always asks a person first.",
+                    )
+                ],
             )
         if tool in ctx.trusted_tools and (tspec is None or tspec.trustable):
             return (
@@ -274,17 +295,25 @@ class Policy:
             return Tier.AUTO, "allowed", [Fired("allowed", Tier.AUTO, f"{tool} is in allowed_tools")]
         if tspec is not None:
             who = f", approver role {tspec.role}" if tspec.role else ""
+            plain = tspec.reason or _needs(tool, tspec.role, tspec.quorum)
             return (
                 tspec.tier,
                 "tool_tier",
-                [Fired("tool_tier", tspec.tier, f"{tool}: tool policy sets {tspec.tier}{who}")],
+                [Fired("tool_tier", tspec.tier, f"{tool}: tool policy sets {tspec.tier}{who}", plain)],
             )
         if self._deny_unknown:
             return None
         return (
             Tier.APPROVE,
             _UNKNOWN,
-            [Fired(_UNKNOWN, Tier.APPROVE, f"{tool} is not in the policy: unknown tools need approval")],
+            [
+                Fired(
+                    _UNKNOWN,
+                    Tier.APPROVE,
+                    f"{tool} is not in the policy: unknown tools need approval",
+                    f"hitl.yaml does not list {tool}, so a person decides.",
+                )
+            ],
         )
 
     def _fire(self, rule: _Compiled, tool: str, args: Mapping[str, Any], ctx: PolicyContext) -> Fired | None:
@@ -300,6 +329,7 @@ class Policy:
                     spec.name,
                     spec.tier,
                     f"{spec.name}: could not evaluate '{spec.when}' ({exc}); treated as fired (fail closed)",
+                    f"A rule ({spec.name}) could not be checked on these arguments, so a person decides.",
                 )
             return Fired(spec.name, spec.tier, spec.reason or f"{spec.name}: {spec.when}") if hit else None
         if spec.off_hours is not None and rule.tz is not None:
@@ -353,6 +383,12 @@ class Policy:
                 spec.reason or f"{spec.name}: outside working hours ({when} {oh.timezone})",
             )
         return None
+
+
+def _needs(tool: str, role: str | None, quorum: int) -> str:
+    """The default sentence of a tool that needs a person."""
+    who = f"{quorum} {role} approvers" if quorum > 1 and role else f"{quorum} approvers" if quorum > 1 else None
+    return f"{tool} needs approval from {who or (f'a {role} reviewer' if role else 'a reviewer')}."
 
 
 def _first_failure(rule: _Compiled, tool: str, schema: dict[str, Any]) -> tuple[str, str] | None:

@@ -31,6 +31,8 @@ class ToolPolicySpec(_Spec):
     fallback: str = "cancel"
     reason_required: bool = False
     """Whether a rejection must carry a reason."""
+    reason: str | None = Field(default=None, max_length=300)
+    """Why this tool needs a person, as a reviewer reads it on the card (default: who must approve it)."""
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     """JSON Schema of the tool's arguments, snapshotted on approvals whose asker gave none (the ask API, the
     HTTP API); edits are validated against it."""

@@ -146,6 +146,9 @@ class ApprovalView(_Out):
     trustable: bool
     rule: str
     reasons: list[str]
+    """Every rule that fired, in the policy's words."""
+    why: list[str]
+    """Why a person must decide, in a reviewer's words (what the card shows)."""
     evidence: str
     """Untrusted text from the requester: show it escaped, apart from the controls."""
     reason: str | None

@@ -111,3 +111,34 @@ def test_the_confirmations_say_what_will_happen() -> None:
     assert reject_text(STATES["pending"]).endswith("You can say why (optional).")
     required = STATES["pending"].model_copy(update={"reason_required": True})
     assert reject_text(required).endswith("You will be asked for a reason (required).")
+
+
+def test_the_card_gives_plain_reasons_and_leaves_tiers_and_rules_to_show() -> None:
+    from hitl.engine.config.hitl_yaml import parse_config
+    from hitl.engine.domain.policy import PolicyContext
+
+    config = parse_config(
+        """
+roles: {support: [U_S1], finance: [U_F1, U_F2]}
+policy:
+  tools:
+    refund: {tier: approve, role: support, reason: "Refunds send money back to the customer."}
+    wire: {tier: approve, role: finance, quorum: 2}
+  rules:
+    - {name: large_refund, tools: [refund], when: "args.amount > 500", tier: escalate, role: finance, quorum: 2,
+       reason: "Refunds over 500 need two finance approvers."}
+"""
+    )
+    policy, ctx = config.build_policy(), PolicyContext(now=NOW)
+    assert policy.evaluate("refund", {"amount": 5}, ctx).why == ("Refunds send money back to the customer.",)
+    big = policy.evaluate("refund", {"amount": 900}, ctx)
+    assert big.why == ("Refunds over 500 need two finance approvers.", "Refunds send money back to the customer.")
+    assert policy.evaluate("wire", {}, ctx).why == ("wire needs approval from 2 finance approvers.",)
+    assert policy.evaluate("mystery", {}, ctx).why == ("hitl.yaml does not list mystery, so a person decides.",)
+
+    a = make_approval(now=NOW).model_copy(update={"why": big.why, "reasons": big.reasons, "rule": big.rule})
+    shown = str(card(a, now=NOW))
+    assert "Refunds over 500 need two finance approvers." in shown
+    assert "large_refund" not in shown and "tool policy sets" not in shown and "*Tier*" not in shown
+    detailed = str(card(a, now=NOW, detail=True))  # /hitl show: the policy's own account too
+    assert "large_refund" in detailed and "tool policy sets" in detailed

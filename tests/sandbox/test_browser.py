@@ -102,8 +102,8 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await expect(page.locator("#overlay")).to_be_hidden()
             await expect(card(page, mod)).to_contain_text("Superseded: refund")
             await page.get_by_text("# finance-approvals").click()
-            escalation = page.locator(".msg", has_text="modified from")
-            await expect(escalation).to_contain_text("escalate")
+            escalation = page.locator(".msg", has_text="needs two finance approvers")
+            await expect(escalation).to_contain_text("Approval needed: refund")
             await expect(escalation.locator("pre.code").first).to_contain_text('"amount": 900')
             await shot(page, "4-escalation-card")
 
