@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from hitl.bot.escape import code_block, inert, label
+from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
 from hitl.engine.runner.step_context import DOUBT
@@ -231,14 +232,29 @@ def _action_blocks(a: Approval) -> list[dict[str, Any]]:
                 }
             )
         return out
-    text = json.dumps(a.args, ensure_ascii=False, indent=1)
-    body = f"*Exact arguments* (`{label(a.tool, 60)}`)\n{code_block(text, 2400)}"
-    if a.approved_args is not None and a.approved_args != a.args:
-        after = json.dumps(a.approved_args, ensure_ascii=False, indent=1)
-        body = (
-            f"*Arguments: before → after* (`{label(a.tool, 60)}`)\n{code_block(text, 1200)}\n{code_block(after, 1200)}"
-        )
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": body, "verbatim": True}}]
+    text = json.dumps(a.execute_args, ensure_ascii=False, indent=1)
+    out = [
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": f"*Exact arguments* (`{label(a.tool, 60)}`)\n{code_block(text, 2400)}",
+                "verbatim": True,
+            },
+        }
+    ]
+    edit = edit_of(a)
+    if edit:
+        lines = [
+            f"• `{label(k, 60)}`: `{inert(_json(b), 200)}` → `{inert(_json(v), 200)}`" for k, (b, v) in edit.items()
+        ]
+        text = "*Changed by the reviewer* (before → after)\n" + "\n".join(lines[:20])
+        out.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:2900], "verbatim": True}})
+    return out
+
+
+def _json(value: Any) -> str:
+    return "(none)" if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _decision_line(d: Decision) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
+from hitl.engine.domain.edits import CHANGED, changes, changes_text, merge_patch
 from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
 from hitl.engine.domain.ids import approval_id
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
@@ -394,7 +395,7 @@ class ApprovalService:
         if current is None or current.id != approval_id:
             current = await self.store.approvals.get(approval_id)
         try:
-            new_args, replacement = await self._checked(current, kind, request.reason, request.args)
+            new_args, replacement = await self._checked(current, request)
         except (InvalidInput, PolicyError) as exc:
             await self.record_refusal(approval_id, reviewer.id, exc.code, f"{kind} via {via}: {exc.message}")
             raise
@@ -410,6 +411,7 @@ class ApprovalService:
             via=via,
             jobs=jobs,
             run_jobs=run_jobs,
+            note=changes_text(changes(current.execute_args, new_args)) if new_args is not None else "",
             answer_by=answer_by,
         )
         if replacement is not None:
@@ -456,10 +458,11 @@ class ApprovalService:
         )
 
     async def _checked(
-        self, current: Approval, kind: DecisionKind, reason: str | None, args: Mapping[str, Any] | None
+        self, current: Approval, request: DecideRequest
     ) -> tuple[dict[str, Any] | None, Approval | None]:
         """The checks a decision passes before the store's atomic step: the edited arguments (validated) and the
         replacing approval when the edit needs other approvers. A refusal here is audited by the caller."""
+        kind, reason, args = request.kind, request.reason, request.args
         if kind is DecisionKind.FEEDBACK and current.metadata.get("kind") not in ("gate", "doubt"):
             raise InvalidInput(
                 f"feedback goes to review gates; {current.id} is a {current.tool} action: reject it with a reason, "
@@ -484,7 +487,8 @@ class ApprovalService:
                 "reject it with a reason that says what to change",
                 approval_id=current.id,
             )
-        new_args = self._validated(current, dict(args))
+        edited = dict(args) if request.replace_args else merge_patch(current.execute_args, args)
+        new_args = self._validated(current, edited)
         return new_args, await self._replacement_if_riskier(current, new_args)
 
     async def _after_decision(self, updated: Approval, kind: DecisionKind, reviewer: Reviewer) -> Approval:
@@ -562,6 +566,7 @@ class ApprovalService:
             metadata={
                 **current.metadata,
                 "supersedes": current.id,
+                CHANGED: {k: list(v) for k, v in changes(current.execute_args, new_args).items()},
                 **({TRUST_TTL: self.policy.spec.trust_ttl} if verdict.trustable else {}),
             },
             args_schema=current.args_schema,

@@ -65,6 +65,8 @@ class DecideCommand(BaseModel):
     decided (:func:`run_to_resume`), with ``{"session_id": ..., "approval_id": ...}`` as payload (the run's resume).
     The resume rides the decision as the card update does, so no crash can leave a decided approval whose run
     never continues, and nothing has to scan paused runs to find one."""
+    note: str = ""
+    """Appended to the decision's audit entry (a modify's changes, field by field: before -> after)."""
     answer_by: float | None = None
     """A wall-clock instant (seconds since the epoch, the store's own clock) after which the store refuses the
     decision as ``too_late``. A surface that must answer within a deadline (Slack: 3 s) sets it, so a decision it

@@ -71,7 +71,9 @@ class DecideRequest:
             current one, for a caller that names only the id).
         expected_hash: the action hash the person saw (default: the current one).
         reason: why (required where the policy says so; a rejection's reason is shown to the requester).
-        args: the edited arguments of a modify, checked against the approval's schema.
+        args: the edit of a modify: a merge patch onto the current arguments (a field left out keeps its value,
+            a field set to null is removed), checked against the approval's schema.
+        replace_args: the edit replaces the arguments whole instead (every field must be given).
         via: the channel it came through, as audited (``slack``, ``api:<token>``, ``cli-local``).
     """
 
@@ -83,6 +85,7 @@ class DecideRequest:
     reason: str | None = None
     args: Mapping[str, Any] | None = None
     via: str = "api"
+    replace_args: bool = False
 
     @property
     def reviewer_id(self) -> str:

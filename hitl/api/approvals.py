@@ -86,6 +86,7 @@ async def decide(request: web.Request) -> web.Response:
                 reason=body.reason,
                 args=body.args,
                 via=caller.via,
+                replace_args=body.replace_args,
             )
         )
     except DecisionRefused as exc:

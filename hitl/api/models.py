@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
@@ -24,6 +25,7 @@ __all__ = [
     "DecisionView",
     "ErrorBody",
     "ErrorDetail",
+    "FieldChange",
     "FieldError",
     "ListQuery",
     "OutcomeRequest",
@@ -119,6 +121,13 @@ class AuditList(_Out):
     """Oldest first."""
 
 
+class FieldChange(_Out):
+    """One field a reviewer's edit changed (null: absent)."""
+
+    before: Any
+    after: Any
+
+
 class ApprovalView(_Out):
     """An approval as ``hitl show --json`` prints it (plus, from the API, the caller's view and the audit trail)."""
 
@@ -149,6 +158,8 @@ class ApprovalView(_Out):
     """Every rule that fired, in the policy's words."""
     why: list[str]
     """Why a person must decide, in a reviewer's words (what the card shows)."""
+    changes: dict[str, FieldChange] | None = None
+    """What a reviewer's Modify changed, field by field (on the approval it approved, superseded or replaced)."""
     evidence: str
     """Untrusted text from the requester: show it escaped, apart from the controls."""
     reason: str | None
@@ -178,6 +189,7 @@ class ApprovalView(_Out):
                 "asked_by": {k: str(a.metadata[k]) for k in ("framework", "agent", "call_id") if k in a.metadata}
                 or None,
                 "modifiable": a.modifiable,
+                "changes": {k: FieldChange(before=b, after=v) for k, (b, v) in edit_of(a).items()} or None,
             }
         )
 
@@ -199,7 +211,10 @@ class DecisionRequest(_In):
     action_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     reason: Text | None = None
     args: Args | None = None
-    """The edited arguments, for ``modify`` (validated against the approval's schema)."""
+    """The edit, for ``modify``: a JSON Merge Patch onto the current arguments (a field left out keeps its value,
+    one set to null is removed), validated against the approval's schema."""
+    replace_args: bool = False
+    """``args`` replaces the arguments whole instead of patching them (every field must be given)."""
 
 
 # -- proposals and executions -------------------------------------------------------------------------------

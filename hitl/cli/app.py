@@ -99,13 +99,21 @@ app.command()(stats)
 app.command()(purge)
 
 
-def _parse_vars(pairs: list[str]) -> dict[str, Any]:
+def _parse_vars(pairs: list[str], *, option: str = "--var") -> dict[str, Any]:
+    """``KEY=VALUE`` pairs. For ``--set`` a VALUE that is JSON is taken as JSON (``amount=80`` is a number,
+    ``note=null`` removes the field), anything else as text; ``--var`` values are text."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--var")
-        out[key] = value
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=option)
+        if option == "--set":
+            try:
+                out[key] = json.loads(value)
+            except json.JSONDecodeError:
+                out[key] = value
+        else:
+            out[key] = value
     return out
 
 
@@ -177,11 +185,22 @@ def resume(
     reject: Annotated[
         bool, typer.Option("--reject", help="Reject it (give --reason; some tools require one).")
     ] = False,
-    modify: Annotated[bool, typer.Option("--modify", help="Approve edited arguments (with --args JSON).")] = False,
+    modify: Annotated[
+        bool, typer.Option("--modify", help="Approve edited arguments (with --set KEY=VALUE or --args JSON).")
+    ] = False,
     trust: Annotated[bool, typer.Option("--trust", help="Approve and trust this tool for the session.")] = False,
     feedback: Annotated[str | None, typer.Option("--feedback", help="Re-run the previous step with this text.")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Why: shown to the requester and audited.")] = None,
-    args: Annotated[str | None, typer.Option("--args", help="Edited arguments as JSON (with --modify).")] = None,
+    args: Annotated[
+        str | None, typer.Option("--args", help="The edit as a JSON object: fields left out keep their values.")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="KEY=VALUE (repeatable): one field of the edit; VALUE is JSON or text."),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="With --modify: --args replaces the arguments whole.")
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="Resume even if the workflow file changed.")] = False,
     var: Annotated[
         list[str] | None, typer.Option("--var", help="KEY=VALUE: a new value for the steps still to come.")
@@ -208,8 +227,10 @@ def resume(
     ]
     if len(chosen) > 1:
         raise typer.BadParameter(f"choose one decision, not {' and '.join(chosen)}")
-    if modify and not args:
-        raise typer.BadParameter("--modify needs --args JSON", param_hint="--args")
+    if modify and not args and not set_:
+        raise typer.BadParameter("--modify needs the edit: --set KEY=VALUE or --args JSON", param_hint="--set")
+    if (args or set_) and not modify:
+        raise typer.BadParameter("--args and --set edit arguments: add --modify", param_hint="--modify")
     edited: dict[str, Any] | None = None
     if args is not None:
         try:
@@ -218,6 +239,8 @@ def resume(
             raise typer.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
         if not isinstance(edited, dict):
             raise typer.BadParameter("must be a JSON object", param_hint="--args")
+    if set_:
+        edited = {**(edited or {}), **_parse_vars(set_, option="--set")}
     kind = (
         {
             "approve": DecisionKind.APPROVE,
@@ -237,11 +260,27 @@ def resume(
         client = remote_from_env()
         if client is not None:
             return await remote_resume(
-                client, out, target, kind, reason=why, args=edited, overrides=overrides, force=force
+                client,
+                out,
+                target,
+                kind,
+                reason=why,
+                args=edited,
+                overrides=overrides,
+                force=force,
+                replace_args=replace,
             )
         async with open_runtime(settings.runtime, worker_id="cli") as rt:
             result = await decide_and_resume(
-                rt, settings, target, kind, reason=why, args=edited, force=force, overrides=overrides
+                rt,
+                settings,
+                target,
+                kind,
+                reason=why,
+                args=edited,
+                force=force,
+                overrides=overrides,
+                replace_args=replace,
             )
         out.run_result(result)
         return result.exit_code

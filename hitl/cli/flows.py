@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 from rich.markup import escape
@@ -16,6 +17,7 @@ from rich.prompt import Prompt
 from hitl.cli.context import CliSettings
 from hitl.cli.output import Out
 from hitl.cli.remote import ApiClient
+from hitl.engine.domain.edits import changes_text, edit_of
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest
@@ -97,9 +99,10 @@ async def decide_and_resume(
     args: dict[str, Any] | None,
     force: bool,
     overrides: dict[str, Any] | None = None,
+    replace_args: bool = False,
 ) -> RunResult:
     """``hitl resume``: decide (when a decision is given) and continue the run, every refusal checked before anything
-    is recorded."""
+    is recorded. A Modify's changes, field by field, are added to the result's history."""
     approval, state = await locate(rt, target)
     actor = settings.reviewer or "cli"
     # Every check that can refuse comes before anything is recorded: a refusal changes nothing.
@@ -113,15 +116,19 @@ async def decide_and_resume(
         await refuse_local_in_production(rt, approval, state=state)
         who = settings.require_reviewer()
         d = await rt.lifecycle.decide(
-            DecideRequest(approval.id, who, kind, reason=reason, args=args, via=LOCAL),
+            DecideRequest(approval.id, who, kind, reason=reason, args=args, via=LOCAL, replace_args=replace_args),
             resume="none" if overrides else "inline",
             force=force,
             actor=actor,
             seen=approval,  # located once above: passed down, not read again
             state=state,
         )
+        edit = edit_of(d.approval) if kind is DecisionKind.MODIFY else {}
         if d.run is not None or not overrides or state is None:
-            return d.run if d.run is not None else _standing(d)
+            result = d.run if d.run is not None else _standing(d)
+            if edit:
+                result = replace(result, history=(*result.history, f"changed by {who}: {changes_text(edit)}"))
+            return result
     if state is None:
         assert approval is not None
         if overrides:
@@ -162,6 +169,7 @@ async def remote_resume(
     args: dict[str, Any] | None,
     overrides: dict[str, Any],
     force: bool,
+    replace_args: bool = False,
 ) -> int:
     """``hitl resume`` through the API: decide (authenticated by the token), then report where the run stands
     once ``hitl serve`` has continued it. Exit codes as for a local resume."""
@@ -171,7 +179,10 @@ async def remote_resume(
         run = await client.resume(target, overrides=overrides, force=force)
         out.remote_result(RunStatus(run.status), run.session_id, run.approval, run.reason or "")
         return RunStatus(run.status).exit_code
-    decided = await client.decide(target, kind, reason=reason, args=args)
+    decided = await client.decide(target, kind, reason=reason, args=args, replace_args=replace_args)
+    if decided.changes and not out.json:
+        edit = {k: (c.before, c.after) for k, c in decided.changes.items()}
+        out.text(("  · ", "dim"), f"changed: {changes_text(edit)}")
     if overrides:
         run = await client.resume(decided.session_id, overrides=overrides, force=force)
     else:

@@ -86,8 +86,15 @@ class ApiClient:
         return [ApprovalView.model_validate(a) for a in body["items"]]
 
     async def decide(
-        self, target: str, kind: DecisionKind, *, reason: str | None, args: dict[str, Any] | None
+        self,
+        target: str,
+        kind: DecisionKind,
+        *,
+        reason: str | None,
+        args: dict[str, Any] | None,
+        replace_args: bool = False,
     ) -> ApprovalView:
+        """Decide ``target`` bound to the version and hash the server shows now; the approval after it."""
         current = await self.approval(target)
         body: dict[str, Any] = {
             "decision": str(kind),
@@ -98,6 +105,8 @@ class ApiClient:
             body["reason"] = reason
         if args is not None:
             body["args"] = args
+        if replace_args:
+            body["replace_args"] = True
         return ApprovalView.model_validate(await self.call("POST", f"/approvals/{current.id}/decisions", json=body))
 
     async def run_after(self, session_id: str, approval_id: str, *, patience: float = 20.0) -> RunView | None:

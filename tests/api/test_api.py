@@ -403,3 +403,18 @@ async def test_a_proposal_that_breaks_the_tools_schema_is_refused_before_any_app
     assert status == 422 and [f["field"] for f in body["error"]["fields"]] == ["reason"], body
     assert "the call" in body["error"]["message"]
     assert (await store.approvals.list_pending()).items == []
+
+
+async def test_modify_is_a_merge_patch_and_the_answer_says_what_changed(api: Api) -> None:
+    approval = (await propose(api))["approval"]
+    status, body = await decide(api, approval, "modify", args={"amount": 80})  # only what changes
+    assert status == 200, body
+    assert body["execute_args"] == {**REFUND, "amount": 80}  # the reason "damaged" is kept, not reset
+    assert body["changes"] == {"amount": {"before": 120, "after": 80}}
+    status, shown = await api.call("GET", f"/approvals/{approval['id']}", as_="sup1")
+    decided = [e for e in shown["audit"] if e["event"] == "decided"]
+    assert decided and decided[-1]["detail"].endswith("amount: 120 -> 80")  # the audit entry says it too
+
+    other = (await propose(api, key="k-replace", args={**REFUND, "order_id": "9"}))["approval"]
+    status, body = await decide(api, other, "modify", args={"amount": 50}, replace_args=True)
+    assert status == 422 and body["error"]["code"] == "invalid_input"  # a whole replacement needs every field

@@ -142,3 +142,27 @@ policy:
     assert "large_refund" not in shown and "tool policy sets" not in shown and "*Tier*" not in shown
     detailed = str(card(a, now=NOW, detail=True))  # /hitl show: the policy's own account too
     assert "large_refund" in detailed and "tool policy sets" in detailed
+
+
+def test_an_edit_shows_before_and_after_on_every_card_it_touches() -> None:
+    from hitl.engine.domain.edits import CHANGED
+
+    base = make_approval(now=NOW)  # {"order_id": "78291", "amount": 49}
+    edit = Decision(
+        reviewer="U_SUPPORT1",
+        kind=DecisionKind.MODIFY,
+        at=NOW,
+        version=1,
+        args={"order_id": "78291", "amount": 700},
+    )
+    superseded = base.model_copy(
+        update={"status": Status.SUPERSEDED, "decisions": (edit,), "superseded_by": "apr_0000000000"}
+    )
+    replacement = base.model_copy(
+        update={"args": {"order_id": "78291", "amount": 700}, "metadata": {CHANGED: {"amount": [49, 700]}}}
+    )
+    approved = base.model_copy(update={"status": Status.APPROVED, "approved_args": {"order_id": "78291", "amount": 9}})
+    for a, after in ((superseded, "700"), (replacement, "700"), (approved, "9")):
+        text = str(card(a, now=NOW))
+        assert "Changed by the reviewer" in text and f"`amount`: `49` → `{after}`" in text, text
+    assert "Changed by the reviewer" not in str(card(base, now=NOW))

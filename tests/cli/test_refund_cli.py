@@ -321,3 +321,35 @@ def test_stats_reads_the_hitl_metrics_from_the_store(cli: Cli) -> None:
     people = cli("stats", HITL_NOW=str(now + 800), COLUMNS="80")
     assert people.code == 0 and "refund" in people.out and "intervention latency" in people.out
     assert cli("stats", "--since", "soon").code == 2
+
+
+def test_modify_is_an_edit_and_every_surface_shows_what_changed(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    """A field left out of an edit keeps its value (the run's reason stays "customer request"); the CLI's result,
+    the superseded and the replacing approvals, and the audit say what changed, before -> after."""
+    aid = str(run_refund(cli)["approval_id"])
+    before = cli("show", aid, "--json").json()["args"]
+    assert before["reason"] == "customer request"
+    edit = cli("resume", aid, "--modify", "--set", "amount=80", "--as", "U_SUPPORT1", "--json")
+    assert edit.code == 0, edit.out
+    assert "changed by U_SUPPORT1: amount: 120 -> 80" in edit.json()["history"]
+    shown = cli("show", aid, "--json").json()
+    assert shown["execute_args"] == {**before, "amount": 80}  # everything else kept, not reset to defaults
+    assert shown["changes"] == {"amount": {"before": 120, "after": 80}}
+    assert shop("SELECT amount, reason FROM refunds") == [(80.0, "customer request")]
+    trail = cli("audit", aid, "--json").out
+    assert "amount: 120 -> 80" in trail
+
+    # An edit that needs other approvers: the superseded approval and its replacement both say what changed.
+    aid2 = str(run_refund(cli, "60", "--session", "ses_second")["approval_id"])
+    up = cli("resume", aid2, "--modify", "--args", '{"amount": 700}', "--as", "U_SUPPORT1", "--json")
+    assert up.code == 4, up.out
+    replacement = up.json()["approval"]
+    assert replacement["changes"] == {"amount": {"before": 60, "after": 700}}
+    assert replacement["execute_args"]["reason"] == "customer request"
+    assert cli("show", aid2, "--json").json()["changes"] == {"amount": {"before": 60, "after": 700}}
+
+    # --replace: the edit is the whole arguments (a missing required field is refused, nothing changes).
+    aid3 = str(run_refund(cli, "30", "--session", "ses_third")["approval_id"])
+    whole = cli("resume", aid3, "--modify", "--replace", "--args", '{"amount": 20}', "--as", "U_SUPPORT1", "--json")
+    assert whole.code == 1 and "order_id" in whole.json()["error"]["message"]
+    assert cli("show", aid3, "--json").json()["version"] == 1

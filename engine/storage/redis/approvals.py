@@ -162,6 +162,7 @@ class RedisApprovals:
             cmd.via,
             cmd.approval_id,
             "" if cmd.answer_by is None else repr(cmd.answer_by + await self.conn.clock_offset()),
+            cmd.note,
             *sorted(cmd.reviewer.roles),
         ]
         args = [json.dumps(packed, ensure_ascii=False), self.conn.channel(cmd.approval_id)]

@@ -119,7 +119,7 @@ class SqliteApprovals:
                     actor=cmd.reviewer.id,
                     event="decided",
                     now=now,
-                    detail=f"{cmd.kind} via {cmd.via} -> {updated.status}",
+                    detail=f"{cmd.kind} via {cmd.via} -> {updated.status}" + (f"; {cmd.note}" if cmd.note else ""),
                 ),
             )
             for kind in cmd.jobs:

@@ -6,7 +6,7 @@
 -- (payload: its session and id), mirroring engine/domain/decide.py's run_to_resume
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
---       supersede_with, via, approval_id, answer_by (server seconds, '' for none), roles...;
+--       supersede_with, via, approval_id, answer_by (server seconds, '' for none), note (for the audit), roles...;
 --       ARGV[2]: the approval's pub/sub channel
 --#include chain
 --#include move
@@ -18,7 +18,7 @@ local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'req
   'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
-local ROLES = 13
+local ROLES = 14
 
 local function audit(event, outcome, ver, detail)
   chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
@@ -85,7 +85,9 @@ redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'a
   'superseded_by', superseded_by or '')
 f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
   superseded_by, now_s
-audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target)
+local note = ''
+if A[13] ~= '' then note = '; ' .. A[13] end
+audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target .. note)
 local plain = tonumber(ARGV[4] or '0')
 for i = 4, 3 + plain do redis.call('XADD', KEYS[i], '*', 'payload', ARGV[3], 'at', now_s) end
 if #KEYS > 3 + plain and target ~= 'pending' then
