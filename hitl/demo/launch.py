@@ -41,6 +41,10 @@ def workspace_for(config: HitlConfig) -> tuple[SlackState, list[dict[str, Any]]]
                 people.append({"id": uid, "name": uid.lower().replace("u_", "", 1), "roles": [role]})
             else:
                 found["roles"].append(role)
+    # The sandbox opens as the first person: someone who may decide the cards of the default channel (a role no
+    # slack.channels entry routes elsewhere), so the first Approve a newcomer presses is theirs to give.
+    routed = set(config.slack.channels)
+    people.sort(key=lambda p: not (set(p["roles"]) - routed))
     people.append({"id": STRANGER, "name": "stranger", "roles": []})
     for p in people:
         state.users[p["id"]] = {"name": p["name"], "real_name": p["name"].title(), "tz": "UTC"}

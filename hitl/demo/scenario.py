@@ -16,6 +16,7 @@ from rich.text import Text
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY, EVIDENCE
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
+from hitl.demo.reading import as_seen
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.runs import RunResult, RunStatus
 from hitl.engine.storage.sqlite import SqliteStore
@@ -81,7 +82,8 @@ class _Transcript:
         self.out.rule(Text(title, style="bold"))
 
     def line(self, *parts: str | tuple[str, str]) -> None:
-        self.out.print(Text.assemble(*parts))
+        """One line of the story, as a person would read it in Slack (no wire markup)."""
+        self.out.print(Text.assemble(*(as_seen(p) if isinstance(p, str) else (as_seen(p[0]), p[1]) for p in parts)))
 
 
 def _card(sb: Sandbox, approval_id: str) -> Message:
@@ -130,7 +132,9 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     card = _card(sb, small.approval.id)
     t.line(("#refund-approvals  ", "dim"), (_header(card), "bold"), f"   (run {small.session_id}: {small.status})")
     evidence = next(b["elements"][0]["text"] for b in card.blocks if b.get("block_id") == EVIDENCE)
-    t.line(("untrusted evidence as Slack receives it: ", "dim"), evidence.replace("\n", " "))
+    t.line(
+        ("untrusted evidence as a reviewer sees it (plain text; it pings nobody): ", "dim"), evidence.replace("\n", " ")
+    )
     last = card.blocks[-1].get("block_id") == EVIDENCE  # after the controls, apart from them
     inert = "&lt;!channel&gt;" in evidence and "<!channel>" not in str(card.blocks) and "[email]" in evidence
     t.line(

@@ -100,10 +100,12 @@ class SandboxPage:
                 {
                     "id": c.id,
                     "name": c.name,
+                    # What waits in the channel: cards with controls still on them (a decided card loses its
+                    # buttons), so the badge goes down as people decide, as an inbox's would.
                     "count": sum(
                         1
                         for m in self.state.messages
-                        if m.channel == c.id and not m.thread_ts and m.ephemeral_to is None
+                        if m.channel == c.id and not m.thread_ts and m.ephemeral_to is None and _open(m)
                     ),
                 }
                 for c in channels
@@ -207,3 +209,8 @@ def _message_json(m: Message) -> dict[str, Any]:
         "ephemeral": m.ephemeral_to is not None,
         "edited": m.edited,
     }
+
+
+def _open(m: Message) -> bool:
+    """A message that still asks someone to act: it carries buttons."""
+    return any(b.get("type") == "actions" for b in m.blocks or [])

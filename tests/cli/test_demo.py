@@ -50,6 +50,10 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
     ):
         assert expected in text, expected
     assert "jane@example.com" not in text
+    # What a person sees in Slack, not the wire markup: no entities, no emoji codes, no mrkdwn asterisks.
+    assert "&lt;" not in text and "&gt;" not in text and ":no_entry:" not in text and ":ballot_box" not in text
+    assert "⛔ You are not a reviewer for this request: it needs support." in text
+    assert "<!channel> *APPROVED by Security*" in text  # the hostile note, shown literally as a reviewer sees it
 
 
 def test_cli_walkthrough_demo(tmp_path: Path) -> None:

@@ -125,3 +125,48 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             assert re.search(r"apr_[0-9A-Z]{10}", await page.locator(".msg.ephemeral").inner_text())
         finally:
             await browser.close()
+
+
+async def test_the_sandbox_opens_as_someone_who_may_decide_its_first_card(sandbox: Sandbox) -> None:
+    """A newcomer's first Approve is theirs to give: the page's default person holds the role of the default
+    channel's cards (support, for the refund example), not one whose cards go to another channel."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.get(f"{sandbox.url}/sandbox/state") as r:
+        state = await r.json()
+    assert state["user"] == "U_SUPPORT1"
+
+
+async def test_the_sandbox_is_usable_at_420_pixels(sandbox: Sandbox) -> None:
+    """At a phone's width a card keeps room to be read (no one word per line) and nothing runs off the side."""
+    await refund(sandbox, 120, "A note from the customer.")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = await browser.new_page(viewport={"width": 420, "height": 860})
+        try:
+            await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
+            first = page.locator(".msg").first
+            await expect(first).to_contain_text("Approval needed: refund")
+            body = await first.locator(".body").bounding_box()
+            assert body is not None and body["width"] >= 300, body
+            wide = await page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 420, wide  # no horizontal scrolling
+            await expect(first.get_by_role("button", name="Approve")).to_be_visible()
+            await shot(page, "9-narrow-420px")
+        finally:
+            await browser.close()
+
+
+async def test_a_channel_badge_counts_what_waits_and_goes_down_as_people_decide(sandbox: Sandbox) -> None:
+    await refund(sandbox, 120, "A note from the customer.")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
+            badge = page.locator("#channels a", has_text="refund-approvals").locator(".count")
+            await expect(badge).to_have_text("1")
+            await page.locator(".msg").first.get_by_role("button", name="Approve").click()
+            await expect(badge).to_have_count(0)  # decided: nothing waits there any more
+        finally:
+            await browser.close()
