@@ -100,6 +100,10 @@ def when(ts: float) -> str:
 def _title(a: Approval) -> str:
     if _in_doubt(a) and a.status is Status.PENDING:
         return f"Did it happen? {a.tool.removeprefix(DOUBT)}"
+    if a.summary and a.approved_args is None:  # the sentence describes the arguments as proposed
+        # Plain text (never formatted); the sentence carries argument values, so no control character survives.
+        sentence = a.summary.replace("<", "‹").replace(">", "›").replace("&", "＆")
+        return f"{_TITLES[a.status]}: {sentence}"
     return f"{_TITLES[a.status]}: {a.tool}"
 
 

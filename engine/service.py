@@ -27,6 +27,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
+from hitl.engine.domain.summary import render_summary
 from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
 from hitl.engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
@@ -265,8 +266,8 @@ class ApprovalService:
     ) -> Approval:
         """The approval a person must give for the call (not stored yet)."""
         tool, batch = request.tool, request.batch
+        declared = self.policy.spec.tools.get(tool)
         if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
-            declared = self.policy.spec.tools.get(tool)
             schema = declared.schema_ if declared is not None else None
         return Approval(
             id=approval_id(action.dedupe),
@@ -279,6 +280,7 @@ class ApprovalService:
             rule=verdict.rule,
             reasons=verdict.reasons,
             why=verdict.why,
+            summary=self._summary(tool, action.clean) if batch is None else None,
             required_role=request.role or verdict.required_role,
             quorum=verdict.quorum,
             requester=request.requester or self.requester,
@@ -297,6 +299,11 @@ class ApprovalService:
             },
             args_schema=schema,
         )
+
+    def _summary(self, tool: str, args: Mapping[str, Any]) -> str | None:
+        """The tool's ``summary:`` sentence for ``args`` (None without a template, or when it fails on them)."""
+        declared = self.policy.spec.tools.get(tool)
+        return render_summary(declared.summary, args) if declared is not None and declared.summary else None
 
     async def _admit(
         self,
@@ -554,6 +561,7 @@ class ApprovalService:
             rule=verdict.rule,
             reasons=(*verdict.reasons, f"modified from {current.id}"),
             why=verdict.why,
+            summary=self._summary(current.tool, new_args),
             required_role=verdict.required_role or current.required_role,
             quorum=max(verdict.quorum, 1),
             requester=current.requester,

@@ -117,6 +117,8 @@ class Approval(_Frozen):
     """Name of the rule that set the tier."""
     reasons: tuple[str, ...] = ()
     why: tuple[str, ...] = ()
+    summary: str | None = None
+    """The tool's ``summary:`` sentence for these arguments (untrusted like them: shown escaped)."""
     """Why a person must decide, in a reviewer's words (the card shows these; ``reasons`` name the rules)."""
     """Every rule that fired, in words a reviewer understands."""
     required_role: str | None = None

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.durations import Seconds
 from hitl.engine.domain.models import Tier
+from hitl.engine.domain.summary import check_summary
 
 __all__ = ["OffHoursSpec", "PolicySpec", "RollingSumSpec", "RuleSpec", "ToolPolicySpec", "VelocitySpec"]
 
@@ -33,6 +34,17 @@ class ToolPolicySpec(_Spec):
     """Whether a rejection must carry a reason."""
     reason: str | None = Field(default=None, max_length=300)
     """Why this tool needs a person, as a reviewer reads it on the card (default: who must approve it)."""
+    summary: str | None = Field(default=None, max_length=500)
+    """The card's headline: a template over the call's arguments only (``Refund {{ args.amount | money }} to
+    {{ args.customer_id }}``), with the filters ``money``, ``date`` and ``list``."""
+
+    @field_validator("summary")
+    @classmethod
+    def _summary_compiles(cls, v: str | None) -> str | None:
+        if v is not None and (problem := check_summary(v)) is not None:
+            raise ValueError(f"summary is not a valid template: {problem}")
+        return v
+
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     """JSON Schema of the tool's arguments, snapshotted on approvals whose asker gave none (the ask API, the
     HTTP API); edits are validated against it."""

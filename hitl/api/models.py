@@ -158,6 +158,8 @@ class ApprovalView(_Out):
     """Every rule that fired, in the policy's words."""
     why: list[str]
     """Why a person must decide, in a reviewer's words (what the card shows)."""
+    summary: str | None = None
+    """The tool's ``summary:`` sentence for these arguments (untrusted like them)."""
     changes: dict[str, FieldChange] | None = None
     """What a reviewer's Modify changed, field by field (on the approval it approved, superseded or replaced)."""
     evidence: str

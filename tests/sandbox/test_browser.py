@@ -14,6 +14,7 @@ from hitl.demo.launch import Sandbox, start_sandbox
 from hitl.demo.scenario import HOSTILE_NOTE
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -67,7 +68,7 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await page.goto(f"{sandbox.url}/?as=U_STRANGER")
             await expect(page.locator("#channel-title")).to_have_text("# refund-approvals")
             first = card(page, small)
-            await expect(first).to_contain_text("Approval needed: refund")
+            await expect(first).to_contain_text("Approval needed: Refund 120.00 to C-1042 for order 78291")  # summary:
             # The hostile note is shown literally, after the buttons: no link, no mention, no bold "APPROVED".
             evidence = first.locator(".b-context code.inline", has_text="crushed")
             await expect(evidence).to_contain_text("<!channel> *APPROVED by Security*")
@@ -82,7 +83,7 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await page.select_option("#user", "U_SUPPORT1")
             await expect(page.locator(".msg.ephemeral")).to_have_count(0)  # ephemeral: only the stranger saw it
             await card(page, small).get_by_role("button", name="Approve").click()
-            await expect(card(page, small)).to_contain_text("Approved and done: refund", timeout=15000)
+            await expect(card(page, small)).to_contain_text("Approved and done: Refund 120.00", timeout=15000)
             await expect(card(page, small).locator(".thread")).to_contain_text("🏁 Run ses_", timeout=15000)
             await shot(page, "2-approved-and-done")
 
@@ -100,10 +101,10 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await amount.fill("900")
             await page.click("#modal-submit")
             await expect(page.locator("#overlay")).to_be_hidden()
-            await expect(card(page, mod)).to_contain_text("Superseded: refund")
+            await expect(card(page, mod)).to_contain_text("Superseded: Refund 60.00")
             await page.get_by_text("# finance-approvals").click()
             escalation = page.locator(".msg", has_text="needs two finance approvers")
-            await expect(escalation).to_contain_text("Approval needed: refund")
+            await expect(escalation).to_contain_text("Approval needed: Refund 900.00")
             await expect(escalation.locator("pre.code").first).to_contain_text('"amount": 900')
             await shot(page, "4-escalation-card")
 
@@ -114,7 +115,7 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await expect(page.locator(".modal")).to_contain_text("Why reject it?")
             await page.locator(".modal textarea").fill("Customer withdrew the request")
             await page.click("#modal-submit")
-            await expect(card(page, rej)).to_contain_text("Rejected: refund")
+            await expect(card(page, rej)).to_contain_text("Rejected: Refund 20.00")
             await expect(card(page, rej)).to_contain_text("Customer withdrew the request")
 
             await page.select_option("#user", "U_FIN1")
@@ -146,9 +147,13 @@ async def test_the_sandbox_is_usable_at_420_pixels(sandbox: Sandbox) -> None:
         try:
             await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
             first = page.locator(".msg").first
-            await expect(first).to_contain_text("Approval needed: refund")
-            body = await first.locator(".body").bounding_box()
-            assert body is not None and body["width"] >= 300, body
+            await expect(first).to_contain_text("Approval needed: Refund 120.00")
+
+            async def readable() -> bool:  # laid out with room to read (the stylesheet may still be applying)
+                box = await first.locator(".body").bounding_box()
+                return box is not None and box["width"] >= 300
+
+            await eventually(readable, what="the card's body to be at least 300 px wide at 420 px", timeout=10)
             wide = await page.evaluate("document.documentElement.scrollWidth")
             assert wide <= 420, wide  # no horizontal scrolling
             await expect(first.get_by_role("button", name="Approve")).to_be_visible()

@@ -1,0 +1,55 @@
+"""A tool's summary: sentence: rendered from the exact arguments with its filters, never a refusal, bounded, and
+escaped on the card like the arguments it carries."""
+
+from __future__ import annotations
+
+import pytest
+
+from hitl.bot.blocks import card
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.domain.summary import render_summary
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.testing import FakeClock
+
+REFUND = "Refund {{ args.amount | money }} to {{ args.customer_id }} for order {{ args.order_id }}"
+
+
+def test_the_filters_read_as_people_write() -> None:
+    assert render_summary(REFUND, {"amount": 1234.5, "customer_id": "C-1", "order_id": "9"}) == (
+        "Refund 1,234.50 to C-1 for order 9"
+    )
+    assert render_summary("due {{ args.at | date }}", {"at": 1_800_000_000}) == "due 15 Jan 2027"
+    assert render_summary("due {{ args.at | date }}", {"at": "2026-11-25T10:00:00"}) == "due 25 Nov 2026"
+    assert render_summary("to {{ args.to | list }}", {"to": ["a", "b", "c"]}) == "to a, b and c"
+    assert render_summary("to {{ args.to | list(2) }}", {"to": ["a", "b", "c"]}) == "to a, b and 1 more"
+
+
+def test_a_template_that_fails_gives_no_sentence_and_a_long_one_is_cut() -> None:
+    assert render_summary(REFUND, {"amount": "lots"}) is None  # missing fields, a non-number: no sentence
+    assert render_summary("{{ args.x.__class__.__mro__ }}", {"x": 1}) is None  # the sandbox allows no internals
+    long = render_summary("{{ args.text }}", {"text": "word " * 100})
+    assert long is not None and len(long) == 200 and long.endswith("…")
+
+
+def test_a_summary_that_does_not_compile_is_refused_where_hitl_yaml_is_read() -> None:
+    with pytest.raises(EngineError, match="summary is not a valid template") as refused:
+        parse_config("policy: {tools: {refund: {summary: 'Refund {{ args.amount '}}}")
+    assert refused.value.code is ErrorCode.POLICY_INVALID
+
+
+async def test_the_card_leads_with_the_sentence_escaped(tmp_path: object) -> None:
+    config = parse_config(
+        "roles: {support: [U_S1]}\npolicy: {tools: {refund: {tier: approve, role: support, summary: '" + REFUND + "'}}}"
+    )
+    store = SqliteStore(tmp_path / "s.db")  # type: ignore[operator]
+    svc = ApprovalService.from_config(config, store=store, clock=FakeClock())
+    hostile = {"amount": 120, "customer_id": "<!channel> *Security*", "order_id": "78291"}
+    p = await svc.propose(ProposeRequest("refund", hostile, session_id="s"))
+    assert p.approval is not None and p.approval.summary == "Refund 120.00 to <!channel> *Security* for order 78291"
+    header = card(p.approval, now=0)[0]
+    assert header["type"] == "header" and header["text"]["type"] == "plain_text"
+    assert header["text"]["text"] == "Approval needed: Refund 120.00 to ‹!channel› *Security* for order 78291"
+    await store.close()
