@@ -213,6 +213,7 @@ def _action_blocks(a: Approval) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [
             {
                 "type": "section",
+                "block_id": f"hitl_args:{a.id}",
                 "text": {
                     "type": "mrkdwn",
                     "text": f"*Batch of {len(items)} × {label(a.tool, 60)}*{more}\n{code_block(shown, 2200)}",
@@ -236,17 +237,7 @@ def _action_blocks(a: Approval) -> list[dict[str, Any]]:
                 }
             )
         return out
-    text = json.dumps(a.execute_args, ensure_ascii=False, indent=1)
-    out = [
-        {
-            "type": "section",
-            "text": {
-                "type": "mrkdwn",
-                "text": f"*Exact arguments* (`{label(a.tool, 60)}`)\n{code_block(text, 2400)}",
-                "verbatim": True,
-            },
-        }
-    ]
+    out = [_labelled(a) if _flat(a) else _exact(a)]
     edit = edit_of(a)
     if edit:
         lines = [
@@ -255,6 +246,41 @@ def _action_blocks(a: Approval) -> list[dict[str, Any]]:
         text = "*Changed by the reviewer* (before → after)\n" + "\n".join(lines[:20])
         out.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:2900], "verbatim": True}})
     return out
+
+
+def _flat(a: Approval) -> bool:
+    """Arguments a person reads best as labelled fields: no ``summary:`` sentence, at most 10 of them, none nested."""
+    args = a.execute_args
+    scalar = all(v is None or isinstance(v, str | int | float | bool) for v in args.values())
+    return not a.summary and 0 < len(args) <= 10 and scalar
+
+
+def _labelled(a: Approval) -> dict[str, Any]:
+    """Each argument under its label (the schema's ``title``, else its name), its value as literal code: escaped, so
+    nothing in it formats, mentions or links. The exact JSON stays one command away (``/hitl show``)."""
+    props = (a.args_schema or {}).get("properties") or {}
+    fields = []
+    for name, value in a.execute_args.items():
+        spec = props.get(name) if isinstance(props, dict) else None
+        named = spec.get("title") if isinstance(spec, dict) else None
+        title = named if isinstance(named, str) and named else name
+        shown = inert(_json(value) if not isinstance(value, str) else value, 1900) or " "
+        fields.append({"type": "mrkdwn", "text": f"*{label(title, 60)}*\n`{shown}`", "verbatim": True})
+    return {"type": "section", "block_id": f"hitl_args:{a.id}", "fields": fields}
+
+
+def _exact(a: Approval) -> dict[str, Any]:
+    """The exact arguments as JSON: for nested values, or under a ``summary:`` sentence."""
+    text = json.dumps(a.execute_args, ensure_ascii=False, indent=1)
+    return {
+        "type": "section",
+        "block_id": f"hitl_args:{a.id}",
+        "text": {
+            "type": "mrkdwn",
+            "text": f"*Exact arguments* (`{label(a.tool, 60)}`)\n{code_block(text, 2400)}",
+            "verbatim": True,
+        },
+    }
 
 
 def _json(value: Any) -> str:

@@ -54,6 +54,19 @@ def _is_evidence(block: dict[str, Any]) -> bool:
     return block.get("block_id") in (EVIDENCE, EVIDENCE_LABEL)
 
 
+def test_flat_arguments_read_as_labelled_fields_and_nested_ones_as_json() -> None:
+    schema = {"type": "object", "properties": {"amount": {"type": "number", "title": "Amount (EUR)"}}}
+    flat = make_approval(now=NOW, args={"order_id": "78291", "amount": 49}).model_copy(update={"args_schema": schema})
+    [args] = [b for b in card(flat, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
+    assert [f["text"] for f in args["fields"]] == ["*order_id*\n`78291`", "*Amount (EUR)*\n`49`"]
+    nested = make_approval(now=NOW, args={"order": {"id": "78291"}, "amount": 49})
+    [args] = [b for b in card(nested, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
+    assert "fields" not in args and "```" in args["text"]["text"]  # nested: the exact JSON
+    summarised = flat.model_copy(update={"summary": "Refund 49.00 for order 78291"})
+    [args] = [b for b in card(summarised, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
+    assert "```" in args["text"]["text"]  # under a sentence: the exact arguments
+
+
 def _style(block: dict[str, Any]) -> tuple[str, bool]:
     """A block's look: its type, and whether its text is a fenced code block."""
     text = str(block.get("text", {}).get("text", "")) if isinstance(block.get("text"), dict) else ""
@@ -72,8 +85,8 @@ def test_the_evidence_comes_last_apart_from_the_controls_and_in_its_own_style(st
     evidence_styles = {_style(blocks[i]) for i in evidence}
     trusted_styles = {_style(b) for b in blocks if not _is_evidence(b) and b["type"] != "context"}
     assert evidence_styles == {("context", False)} and not evidence_styles & trusted_styles
-    arguments = [b for b in blocks if _style(b) == ("section", True)]
-    assert arguments, "the exact arguments are shown as a code block"
+    arguments = [b for b in blocks if str(b.get("block_id", "")).startswith("hitl_args:")]
+    assert arguments and arguments[0]["type"] == "section"  # labelled fields, or a code block: never a context
     shown = blocks[evidence[1]]["elements"][0]
     assert shown["verbatim"] is True
     assert "&lt;!channel&gt;" in shown["text"] and "<!channel>" not in shown["text"]
