@@ -81,12 +81,8 @@ class RunLifecycle:
     async def context_of(self, approval: Approval, state: RunState | None = None) -> RunContext:
         """The context an approval's decisions are judged in: its run's (from ``state``, its checkpoint, when the
         caller read it), or the default one."""
-        run = run_of(approval)
-        if run is None:
-            return self.contexts.default
-        if state is not None and state.session_id == run:
-            return self.contexts.for_state(state)
-        return await self.contexts.for_session(run)
+        found = await self._state_of(approval, state)
+        return self.contexts.for_state(found) if found is not None else self.contexts.default
 
     # -- deciding -----------------------------------------------------------------------------------------
     async def decide(

@@ -99,15 +99,15 @@ app.command()(stats)
 app.command()(purge)
 
 
-def _parse_vars(pairs: list[str], *, option: str = "--var") -> dict[str, Any]:
-    """``KEY=VALUE`` pairs. For ``--set`` a VALUE that is JSON is taken as JSON (``amount=80`` is a number,
-    ``note=null`` removes the field), anything else as text; ``--var`` values are text."""
+def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = False) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs, values as text. With ``json_values`` (``--set``) a VALUE that is JSON is taken as JSON
+    (``amount=80`` is a number, ``note=null`` removes the field), anything else as text."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=option)
-        if option == "--set":
+        if json_values:
             try:
                 out[key] = json.loads(value)
             except json.JSONDecodeError:
@@ -240,7 +240,7 @@ def resume(
         if not isinstance(edited, dict):
             raise typer.BadParameter("must be a JSON object", param_hint="--args")
     if set_:
-        edited = {**(edited or {}), **_parse_vars(set_, option="--set")}
+        edited = {**(edited or {}), **_parse_vars(set_, option="--set", json_values=True)}
     kind = (
         {
             "approve": DecisionKind.APPROVE,

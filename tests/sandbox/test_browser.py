@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,19 @@ def card(page: Page, approval_id: str):  # type: ignore[no-untyped-def]
 async def shot(page: Page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
+@asynccontextmanager
+async def browser_page(width: int = 1280, height: int = 900) -> AsyncIterator[Page]:
+    """A page of headless Chromium at ``width`` x ``height``, closed after."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `make test` installs it (scripts/ensure-chromium)")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            yield await browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            await browser.close()
 
 
 async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
@@ -141,37 +155,27 @@ async def test_the_sandbox_opens_as_someone_who_may_decide_its_first_card(sandbo
 async def test_the_sandbox_is_usable_at_420_pixels(sandbox: Sandbox) -> None:
     """At a phone's width a card keeps room to be read (no one word per line) and nothing runs off the side."""
     await refund(sandbox, 120, "A note from the customer.")
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        page = await browser.new_page(viewport={"width": 420, "height": 860})
-        try:
-            await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
-            first = page.locator(".msg").first
-            await expect(first).to_contain_text("Approval needed: Refund 120.00")
+    async with browser_page(420, 860) as page:
+        await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
+        first = page.locator(".msg").first
+        await expect(first).to_contain_text("Approval needed: Refund 120.00")
 
-            async def readable() -> bool:  # laid out with room to read (the stylesheet may still be applying)
-                box = await first.locator(".body").bounding_box()
-                return box is not None and box["width"] >= 300
+        async def readable() -> bool:  # laid out with room to read (the stylesheet may still be applying)
+            box = await first.locator(".body").bounding_box()
+            return box is not None and box["width"] >= 300
 
-            await eventually(readable, what="the card's body to be at least 300 px wide at 420 px", timeout=10)
-            wide = await page.evaluate("document.documentElement.scrollWidth")
-            assert wide <= 420, wide  # no horizontal scrolling
-            await expect(first.get_by_role("button", name="Approve")).to_be_visible()
-            await shot(page, "9-narrow-420px")
-        finally:
-            await browser.close()
+        await eventually(readable, what="the card's body to be at least 300 px wide at 420 px", timeout=10)
+        wide = await page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 420, wide  # no horizontal scrolling
+        await expect(first.get_by_role("button", name="Approve")).to_be_visible()
+        await shot(page, "9-narrow-420px")
 
 
 async def test_a_channel_badge_counts_what_waits_and_goes_down_as_people_decide(sandbox: Sandbox) -> None:
     await refund(sandbox, 120, "A note from the customer.")
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        page = await browser.new_page(viewport={"width": 1280, "height": 900})
-        try:
-            await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
-            badge = page.locator("#channels a", has_text="refund-approvals").locator(".count")
-            await expect(badge).to_have_text("1")
-            await page.locator(".msg").first.get_by_role("button", name="Approve").click()
-            await expect(badge).to_have_count(0)  # decided: nothing waits there any more
-        finally:
-            await browser.close()
+    async with browser_page() as page:
+        await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
+        badge = page.locator("#channels a", has_text="refund-approvals").locator(".count")
+        await expect(badge).to_have_text("1")
+        await page.locator(".msg").first.get_by_role("button", name="Approve").click()
+        await expect(badge).to_have_count(0)  # decided: nothing waits there any more
