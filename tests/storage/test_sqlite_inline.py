@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.models import DecisionKind, Reviewer, Status
 from hitl.engine.storage.sqlite import SqliteStore
@@ -118,4 +120,38 @@ async def test_the_thread_only_mode_gives_the_same_answers(tmp_path: Path) -> No
     a, created = await store.approvals.create(make_approval(now=clock.now()))
     assert created
     assert (await store.approvals.get(a.id)).version == a.version
+    await store.close()
+
+
+async def test_a_commit_between_the_waiters_read_and_the_first_poll_still_wakes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind an agent left waiting on an approval that was already decided: another connection commits
+    after the waiter read the row but before the poll's first look at ``data_version``. The commit is made at that
+    exact instant (just before the first look), so the test does not depend on scheduling."""
+    db = tmp_path / "h.db"
+    store, other = SqliteStore(db), SqliteStore(db)
+    clock = FakeClock()
+    a, _ = await store.approvals.create(make_approval(now=clock.now()))
+    cmd = DecideCommand(
+        approval_id=a.id,
+        reviewer=Reviewer(id="U_X", roles=frozenset({"support"})),
+        kind=DecisionKind.APPROVE,
+        expected_version=a.version,
+        expected_hash=a.action_hash,
+    )
+    looks = 0
+    first_look = store.db._data_version
+
+    async def commit_before_the_first_look() -> int:
+        nonlocal looks
+        looks += 1
+        if looks == 1:
+            await other.approvals.decide(cmd, now=clock.now())
+        return await first_look()
+
+    monkeypatch.setattr(store.db, "_data_version", commit_before_the_first_look)
+    got = await asyncio.wait_for(store.approvals.wait_changed(a.id, after_version=a.version, timeout=60), 10)
+    assert got.status is Status.APPROVED and looks >= 1
+    await other.close()
     await store.close()

@@ -159,7 +159,10 @@ class SqliteConnection:
     async def _poll_others(self) -> None:
         """While anyone waits: one poll of ``data_version`` for all of them (it moves when another connection
         commits), waking every waiter to look again when it moves. Its cost does not grow with the waiters."""
-        seen = await self._data_version()
+        # No baseline at first: this task starts after the first waiter read its row, so a commit between that
+        # read and our first look would already be in the first value seen. The first look wakes everyone to read
+        # again; each later look is compared with one taken before those waiters read.
+        seen: int | None = None
         while self._changed:
             await asyncio.sleep(POLL)
             try:
