@@ -282,7 +282,10 @@ def resume(
                 overrides=overrides,
                 replace_args=replace,
             )
-        out.run_result(result)
+        if kind is not None and result.approval is not None and "step" not in result.approval.metadata:
+            out.agent_decision(result.approval, result.history)  # no run of ours: only the decision was taken
+        else:
+            out.run_result(result)
         return result.exit_code
 
     run_command(out, work)

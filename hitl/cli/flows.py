@@ -188,9 +188,8 @@ async def remote_resume(
     else:
         found = await client.run_after(decided.session_id, decided.id)
         if found is None:  # an agent's approval: the agent runs it, not the server
-            status = _BY_APPROVAL[decided.status]
-            out.remote_result(status, decided.session_id, decided, decided.reason or "")
-            return status.exit_code
+            out.agent_decision(decided)
+            return _BY_APPROVAL[decided.status].exit_code
         run = found
     waiting = run.approval if run.approval is not None else decided
     out.remote_result(RunStatus(run.status), run.session_id, waiting, run.reason or "")

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from hitl.api.models import ApprovalView, AuditView
 from hitl.engine.domain.hashing import short_hash
-from hitl.engine.domain.models import Approval, asker_text
+from hitl.engine.domain.models import Approval, Status, asker_text
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
@@ -94,6 +94,37 @@ class Out:
             if r.status is RunStatus.PAUSED:
                 self.text("continue with:  ", (resume_command(r.approval), "bold"))
                 self.text(("  or reject:     ", "dim"), (f"hitl resume {r.approval.id} --reject --reason TEXT", "dim"))
+
+    def agent_decision(self, a: Approval | ApprovalView, history: tuple[str, ...] = ()) -> None:
+        """A decision on an approval no workflow run owns (an agent's, an MCP client's, a Temporal workflow's):
+        only the decision was recorded; the caller that asked runs the call, or is told no, when it next looks."""
+        v = a if isinstance(a, ApprovalView) else ApprovalView.of(a)
+        about = v.asked_by or {}
+        caller = about.get("framework") or "caller"
+        if v.status is Status.PENDING:
+            what = f"{v.approvals} of {v.quorum} approvals recorded; still waiting"
+        elif v.status in (Status.APPROVED, Status.EXECUTING, Status.EXECUTED):
+            what = f"decision recorded; the {caller} that asked runs the call when it next checks"
+        else:
+            what = f"decision recorded; the {caller} that asked is told it did not run"
+        if self.json:
+            self.emit(
+                {
+                    "status": str(v.status),
+                    "session_id": v.session_id,
+                    "approval_id": v.id,
+                    "approval": approval_json(v),
+                    "run": None,
+                    "next": what,
+                    "history": list(history),
+                }
+            )
+            return
+        for line in history:
+            self.text(("  · ", "dim"), line)
+        style = "bold red" if v.status in (Status.REJECTED, Status.EXPIRED, Status.CANCELLED) else "bold green"
+        self.text((str(v.status), style), f"  approval {v.id}  ", what)
+        self.approval(v)
 
     def remote_result(self, status: RunStatus, session_id: str, approval: ApprovalView | None, note: str) -> None:
         """Where things stand after a decision or resume made through the API (the server continues the run)."""

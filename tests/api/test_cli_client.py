@@ -73,6 +73,8 @@ async def test_a_reviewer_decides_from_the_cli_through_the_api(api: Api) -> None
     )
     assert code == 0, err
     assert body["approval"]["status"] == "approved"
+    assert body["status"] == "approved" and body["run"] is None  # an agent's approval: only the decision was taken
+    assert "runs the call when it next checks" in body["next"]
     assert body["approval"]["decisions"][0]["reviewer"] == "U_SUPPORT1"  # the token's identity, not --as
     assert body["approval"]["decisions"][0]["via"] == "api:sup1"
 
