@@ -16,6 +16,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.context import BotContext
+from hitl.bot.home_tabs import HomeTabs
 from hitl.bot.listeners import register
 from hitl.bot.metrics import Metrics
 from hitl.bot.notifier import SlackNotifier
@@ -114,6 +115,7 @@ class BotRuntime:
 
     async def close(self) -> None:
         await self.ctx.wait_idle()
+        await self.ctx.home.close()
         await self.side.close()
 
 
@@ -123,14 +125,20 @@ def build_app(
     """The Bolt ``AsyncApp`` with hitl's listeners, deciding through ``lifecycle``."""
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
+    clock = lifecycle.contexts.clock
+    reviewers = SlackReviewers(config.build_roles(), side.client, clock)
+    home = HomeTabs(side.client, lifecycle.store, clock, reviewers, side.metrics)
+    side.notifier.on_card.append(home.changed)
+    side.notifier.on_halts.append(home.changed)
     ctx = BotContext(
         lifecycle=lifecycle,
         config=config,
-        reviewers=SlackReviewers(config.build_roles(), side.client, lifecycle.contexts.clock),
+        reviewers=reviewers,
         notifier=side.notifier,
         metrics=side.metrics,
         signer=Signer(secret or token),
         replica=replica,
+        home=home,
     )
     # Bolt reads SLACK_BOT_TOKEN from the environment even when it is given a client, then warns on every start
     # that the token goes unused: the client carries it, so the warning says nothing to an operator.

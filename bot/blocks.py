@@ -13,6 +13,7 @@ from typing import Any
 
 from hitl.bot.escape import code_block, inert, label
 from hitl.engine.domain.edits import edit_of
+from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
 from hitl.engine.runner.step_context import DOUBT
@@ -27,12 +28,15 @@ __all__ = [
     "ACTION_VIEW_ALL",
     "EVIDENCE",
     "EVIDENCE_LABEL",
+    "HALTED",
     "button_value",
     "card",
     "card_text",
     "compact_card",
     "evidence_blocks",
+    "headline",
     "parse_button_value",
+    "relative",
     "trust_scope",
     "when",
     "who",
@@ -47,6 +51,8 @@ ACTION_FEEDBACK = "hitl_feedback"
 EVIDENCE_LABEL = "hitl_evidence_label"
 EVIDENCE = "hitl_evidence"
 """The block ids of the untrusted evidence: the last blocks of a card, never next to its controls."""
+HALTED = "hitl_halted"
+"""The block id of the stop switch's notice on a card."""
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
 # The exact grammar, ASCII only: no Unicode digits, no leading zeros, no trailing newline.
 _VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([1-9][0-9]{0,8})\|([0-9a-f]{64})", re.ASCII)
@@ -97,14 +103,39 @@ def when(ts: float) -> str:
     return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{_utc(ts)}>"
 
 
-def _title(a: Approval) -> str:
-    if _in_doubt(a) and a.status is Status.PENDING:
+def relative(ts: float, now: float) -> str:
+    """``ts`` from ``now`` as a person says it: "in 58 min", "3 h 5 min ago", "in 2 days", "just now"."""
+    delta = ts - now
+    span = abs(delta)
+    if span < 60:
+        return "just now" if delta <= 0 else "in under a minute"
+    minutes = int(span // 60)
+    if minutes < 60:
+        text = f"{minutes} min"
+    elif minutes < 48 * 60:
+        hours, rest = divmod(minutes, 60)
+        text = f"{hours} h" + (f" {rest} min" if rest and hours < 10 else "")
+    else:
+        days = minutes // (24 * 60)
+        text = f"{days} days"
+    return f"in {text}" if delta > 0 else f"{text} ago"
+
+
+def headline(a: Approval) -> str:
+    """What the approval is about, in a few words: the tool's ``summary:`` sentence for the arguments as proposed,
+    else the tool's name ("Did it happen? <tool>" for an effect in doubt). Plain text: the sentence carries argument
+    values, so Slack's control characters are replaced, and it is never formatted."""
+    if _in_doubt(a):
         return f"Did it happen? {a.tool.removeprefix(DOUBT)}"
     if a.summary and a.approved_args is None:  # the sentence describes the arguments as proposed
-        # Plain text (never formatted); the sentence carries argument values, so no control character survives.
-        sentence = a.summary.replace("<", "‹").replace(">", "›").replace("&", "＆")
-        return f"{_TITLES[a.status]}: {sentence}"
-    return f"{_TITLES[a.status]}: {a.tool}"
+        return a.summary.replace("<", "‹").replace(">", "›").replace("&", "＆")
+    return a.tool
+
+
+def _title(a: Approval) -> str:
+    if _in_doubt(a) and a.status is Status.PENDING:
+        return headline(a)
+    return f"{_TITLES[a.status]}: {headline(a) if not _in_doubt(a) else a.tool}"
 
 
 def card_text(a: Approval) -> str:
@@ -112,16 +143,21 @@ def card_text(a: Approval) -> str:
     return f"{_TITLES[a.status]}: {label(a.tool, 80)} ({a.id})"
 
 
-def card(a: Approval, *, now: float, live: bool = True, detail: bool = False) -> list[dict[str, Any]]:
+def card(
+    a: Approval, *, now: float, live: bool = True, detail: bool = False, halt: HaltOrder | None = None
+) -> list[dict[str, Any]]:
     """The review card for ``a`` in its current state. Controls only while it is pending. ``detail`` (``/hitl
-    show``): also the policy's own account, its tier, rule and every rule that fired."""
+    show``): also the policy's own account, its tier, rule and every rule that fired. ``halt``: the stop switch's
+    order covering its tool: the card says so, and only Reject stays."""
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
             "text": {"type": "plain_text", "text": _title(a)[:150], "emoji": False},
         },
-        {"type": "section", "fields": _fields(a)},
+        {"type": "section", "fields": _fields(a, now)},
     ]
+    if halt is not None and a.status is Status.PENDING:
+        blocks.append(_halted(halt))
     if _in_doubt(a):
         tool = label(str(a.args.get("tool", a.tool.removeprefix(DOUBT))), 60)
         blocks.append(
@@ -148,7 +184,7 @@ def card(a: Approval, *, now: float, live: bool = True, detail: bool = False) ->
     elif a.decisions:
         blocks.append(_progress(a))
     if a.status is Status.PENDING and live:
-        blocks += [{"type": "divider"}, _controls(a)]
+        blocks += [{"type": "divider"}, _controls(a, halted=halt is not None)]
         blocks.append(
             {
                 "type": "context",
@@ -192,14 +228,20 @@ def compact_card(a: Approval, *, now: float) -> list[dict[str, Any]]:
     return keep + controls
 
 
-def _fields(a: Approval) -> list[dict[str, Any]]:
+def _left(a: Approval, now: float) -> str:
+    """How long a pending approval has left, as of the card's rendering (cards are rendered again on every change
+    and reminder; the date before it is Slack's own, in the reader's zone)."""
+    return f" ({relative(a.expires_at, now)})" if a.status is Status.PENDING and a.expires_at > now else ""
+
+
+def _fields(a: Approval, now: float) -> list[dict[str, Any]]:
     approvers = a.required_role or "any reviewer"
     votes = f" · {len(a.approvers)} of {a.quorum}" if a.quorum > 1 else ""
     requested = who(a.requester) + (f"\nvia {label(a.asked_by, 120)}" if a.asked_by else "")
     return [
         {"type": "mrkdwn", "text": f"*Requested by*\n{requested}"},
         {"type": "mrkdwn", "text": f"*Approvers*\n{label(approvers, 60)}{votes}"},
-        {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}"},
+        {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}{_left(a, now)}"},
         {"type": "mrkdwn", "text": f"*Approval*\n`{a.id}` v{a.version}"},
         {"type": "mrkdwn", "text": f"*Action hash*\n`{short_hash(a.action_hash)}`"},
     ]
@@ -257,15 +299,18 @@ def _flat(a: Approval) -> bool:
 
 def _labelled(a: Approval) -> dict[str, Any]:
     """Each argument under its label (the schema's ``title``, else its name), its value as literal code: escaped, so
-    nothing in it formats, mentions or links. The exact JSON stays one command away (``/hitl show``)."""
+    nothing in it formats, mentions or links; the schema's ``description``, if any, as a line of help under it. The
+    exact JSON stays one command away (``/hitl show``)."""
     props = (a.args_schema or {}).get("properties") or {}
     fields = []
     for name, value in a.execute_args.items():
         spec = props.get(name) if isinstance(props, dict) else None
         named = spec.get("title") if isinstance(spec, dict) else None
         title = named if isinstance(named, str) and named else name
-        shown = inert(_json(value) if not isinstance(value, str) else value, 1900) or " "
-        fields.append({"type": "mrkdwn", "text": f"*{label(title, 60)}*\n`{shown}`", "verbatim": True})
+        about = spec.get("description") if isinstance(spec, dict) else None
+        help_ = f"\n_{label(about, 150)}_" if isinstance(about, str) and about.strip() else ""
+        shown = inert(_json(value) if not isinstance(value, str) else value, 1700) or " "
+        fields.append({"type": "mrkdwn", "text": f"*{label(title, 60)}*\n`{shown}`{help_}", "verbatim": True})
     return {"type": "section", "block_id": f"hitl_args:{a.id}", "fields": fields}
 
 
@@ -358,11 +403,28 @@ def _doubt_controls(a: Approval) -> dict[str, Any]:
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
 
-def _controls(a: Approval) -> dict[str, Any]:
+def _halted(order: HaltOrder) -> dict[str, Any]:
+    """The stop switch's notice: who halted what, why, and what still works."""
+    what = "Every tool is" if order.scope == EVERY_TOOL else f"`{label(order.scope, 60)}` is"
+    why = f": {label(order.reason, 300)}" if order.reason else ""
+    text = (
+        f":octagonal_sign: *Halted.* {what} stopped by {who(order.by)}{why}. It cannot be approved until an admin "
+        "lifts the halt; Reject still works."
+    )
+    return {"type": "section", "block_id": HALTED, "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
+
+
+def _controls(a: Approval, *, halted: bool = False) -> dict[str, Any]:
     if _in_doubt(a):
         return _doubt_controls(a)
     value = button_value(a)
     reject = _confirm("Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True)
+    if halted:  # the stop switch: only Reject
+        return {
+            "type": "actions",
+            "block_id": f"hitl_actions:{a.id}",
+            "elements": [_button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject)],
+        }
     buttons = [
         _button(ACTION_APPROVE, "Approve", value, style="primary"),
         _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),

@@ -11,6 +11,7 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 
+from hitl.bot.home_tabs import HomeTabs
 from hitl.bot.metrics import Metrics
 from hitl.bot.notifier import SlackNotifier
 from hitl.bot.signing import Signer
@@ -35,6 +36,8 @@ class BotContext:
     metrics: Metrics
     signer: Signer
     replica: str
+    home: HomeTabs
+    """Each reviewer's Home tab (their inbox), kept current."""
     answer_budget: float = 2.0
     """Seconds from a request's arrival within which its decision must be recorded: the store refuses it after
     that (``too_late``), and the person is told it was not recorded. Leaves room in Slack's 3 s for the rest."""

@@ -51,6 +51,8 @@ def refusal_text(exc: EngineError, approval: Approval | None) -> str:
             return ":no_entry: This tool cannot be trusted for a session. Approve it once instead."
         case ErrorCode.NOT_FOUND:
             return ":grey_question: No such approval. `/hitl pending` lists what you can decide."
+        case ErrorCode.HALTED:
+            return f":octagonal_sign: Not approved: {label(exc.message, 400)}. Reject still works."
         case ErrorCode.TOO_LATE | ErrorCode.STORE_ERROR:
             return NOT_RECORDED
         case _:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from hitl.bot.blocks import card, card_text, when
 from hitl.bot.escape import code_block, label
 from hitl.bot.metrics import Metrics
 from hitl.engine.config.hitl_yaml import NotifySpec
+from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, covering
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused, EngineError
@@ -84,6 +85,11 @@ class SlackNotifier:
         self._idle = asyncio.Event()
         self._idle.set()
         self._sweep_cursor: str | None = None
+        self.on_card: list[Callable[[Approval], Awaitable[None]]] = []
+        """Called with the approval each time its card is posted or brought up to date (the Home tabs follow)."""
+        self.on_halts: list[Callable[[], Awaitable[None]]] = []
+        """Called when the stop switch's orders changed (the Home tabs show them)."""
+        self._halts: dict[str, HaltOrder] | None = None
 
     # -- Notifier protocol ----------------------------------------------------------------------------------
     decision_jobs = (CARD_JOB,)
@@ -160,7 +166,7 @@ class SlackNotifier:
                 self.client.chat_postMessage,
                 channel=channel,
                 text=card_text(current),
-                blocks=card(current, now=self.clock.now()),
+                blocks=card(current, now=self.clock.now(), halt=await self._halt_of(current)),
             )
         except SlackApiError as exc:
             await self._done(key, claim, ok=False, error=str(exc.response.get("error")))
@@ -170,6 +176,7 @@ class SlackNotifier:
         await self.store.messages.set(approval.id, ref)
         await self._done(key, claim, channel=ref.channel, ts=ref.ts)
         self.metrics.approval_requested(current)
+        await self._carded(current)
         if current.version != approval.version or not current.is_open:
             await self.approval_changed(current)
         return ref
@@ -228,6 +235,7 @@ class SlackNotifier:
         the last sweep stopped, so no approval waits behind old ones (a background
         sweeper)."""
         await self.post_fyis()
+        await self.watch_halts()
         now = self.clock.now()
         before = self.spec.reminder_before
         for _ in range(pages):
@@ -323,13 +331,51 @@ class SlackNotifier:
                 channel=ref.channel,
                 ts=ref.ts,
                 text=card_text(current),
-                blocks=card(current, now=self.clock.now()),
+                blocks=card(current, now=self.clock.now(), halt=await self._halt_of(current)),
             )
         except SlackApiError as exc:
             error = str(exc.response.get("error"))
             if error in _RETRYABLE or exc.response.status_code >= 500 or exc.response.status_code == 429:
                 raise
             log.error("Slack refused the card update for %s: %s", approval_id, error)
+        await self._carded(current)
+
+    async def _halt_of(self, approval: Approval) -> HaltOrder | None:
+        """The stop switch's order covering a pending approval's tool (its card says so)."""
+        if approval.status is not Status.PENDING:
+            return None
+        return covering(
+            await self.store.halts.active(),
+            approval.args.get("tool", approval.tool) if approval.metadata.get("kind") == "doubt" else approval.tool,
+        )
+
+    async def watch_halts(self) -> None:
+        """When the stop switch's orders change (given or lifted in any process), bring the cards of the pending
+        approvals they cover up to date, and tell the card listeners (the Home tabs)."""
+        orders = {o.scope: o for o in await self.store.halts.active()}
+        before, self._halts = self._halts or {}, orders
+        if before == orders:
+            return  # at start, cards drawn before a halt given while no server ran are brought up to date
+        changed = {s for s in set(before) | set(orders) if before.get(s) != orders.get(s)}
+        cursor: str | None = None
+        while True:
+            page = await self.store.approvals.list_pending(limit=200, cursor=cursor)
+            for a in page.items:
+                if EVERY_TOOL in changed or a.tool in changed or a.args.get("tool") in changed:
+                    await self.store.jobs.enqueue(CARD_JOB, {"approval_id": a.id}, now=self.clock.now())
+            cursor = page.cursor
+            if cursor is None:
+                break
+        self.kick()
+        for listener in self.on_halts:
+            await listener()
+
+    async def _carded(self, approval: Approval) -> None:
+        for listener in self.on_card:
+            try:
+                await listener(approval)
+            except Exception:  # a follower's failure never holds up the cards
+                log.exception("a card listener failed for %s", approval.id)
 
     async def _call(self, method: str, fn: Any, **kwargs: Any) -> Any:
         try:

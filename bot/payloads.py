@@ -1,7 +1,8 @@
 """Every Slack request hitl handles, parsed once and strictly, before Bolt sees it.
 
-A request is a form body holding either a slash command or a ``payload`` of JSON. Only the payload types hitl
-uses are accepted (``block_actions``, ``view_submission``, ``view_closed``); the fields the listeners read must
+A request is a form body holding either a slash command or a ``payload`` of JSON, or (the Events API) a JSON body.
+Only the payload types hitl uses are accepted (``block_actions``, ``view_submission``, ``view_closed``; of events,
+``app_home_opened`` and the URL check); the fields the listeners read must
 have exactly their types; sizes and JSON nesting are bounded; text must be valid Unicode (no lone surrogates).
 Anything else is refused with a short reason and changes nothing. Fields hitl does not read are allowed (Slack
 adds fields over time) but still count toward the bounds.
@@ -27,12 +28,15 @@ __all__ = [
     "Action",
     "Cell",
     "Command",
+    "Event",
+    "HomeOpened",
     "Interaction",
     "Parsed",
     "PayloadError",
     "SlackRequest",
     "ViewState",
     "command",
+    "event",
     "interaction",
     "parse_request",
     "parsed_once",
@@ -144,8 +148,24 @@ class Command(_Open):
     response_url: Annotated[str, StringConstraints(max_length=500)] | None = None
 
 
-SlackRequest = Interaction | Command
-M = TypeVar("M", Interaction, Command)
+class HomeOpened(_Open):
+    """``app_home_opened``: someone opened the app's Home tab (or its Messages tab)."""
+
+    type: Literal["app_home_opened"]
+    user: Id
+    tab: Short = "home"
+
+
+class Event(_Open):
+    """An Events API delivery: an event hitl subscribes to (``event_callback``), or Slack's URL check."""
+
+    type: Literal["event_callback", "url_verification"]
+    event: HomeOpened | None = None
+    challenge: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
+SlackRequest = Interaction | Command | Event
+M = TypeVar("M", Interaction, Command, Event)
 
 REQUEST = "hitl_request"
 """Where Bolt's context holds the request as parsed once (:func:`parsed_once`), for the listeners."""
@@ -159,6 +179,11 @@ def interaction(context: Mapping[str, Any]) -> Interaction:
 def command(context: Mapping[str, Any]) -> Command:
     """The slash command a listener is handling, as parsed once."""
     return _of(context, Command)
+
+
+def event(context: Mapping[str, Any]) -> Event:
+    """The Events API delivery a listener is handling, as parsed once."""
+    return _of(context, Event)
 
 
 def _of(context: Mapping[str, Any], model: type[M]) -> M:
@@ -206,6 +231,9 @@ def parse_request(body: bytes) -> Parsed:
         text = body.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
         raise PayloadError("body is not UTF-8") from None
+    if text.startswith("{"):  # the Events API posts JSON, not a form
+        data = _json(text)
+        return Parsed(data, _event(data))
     form = _form(text)
     if "payload" in form:
         data = _json(form["payload"])
@@ -224,7 +252,21 @@ def read_body(body: dict[str, Any]) -> SlackRequest:
         return _validated(Command, body)
     _check_depth(body)
     _no_surrogates(body)  # parsed by the standard library, which lets an escaped lone surrogate through
+    if body.get("type") in ("event_callback", "url_verification"):
+        return _event(body)
     return _interaction(body)
+
+
+def _event(data: Any) -> Event:
+    if not isinstance(data, dict):
+        raise PayloadError("event body is not a JSON object")
+    if data.get("type") == "event_callback":
+        kind = data.get("event", {}).get("type") if isinstance(data.get("event"), dict) else None
+        if kind != "app_home_opened":
+            raise PayloadError(f"event type {str(kind)[:40]!r} is not one hitl subscribes to")
+    elif data.get("type") != "url_verification":
+        raise PayloadError(f"body type {str(data.get('type'))[:40]!r} is not one hitl handles")
+    return _validated(Event, data)
 
 
 def _interaction(data: Any) -> Interaction:

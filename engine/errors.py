@@ -13,6 +13,7 @@ Every error carries a stable string code, a message that says what to do next, a
     ├── DecisionRefused              decide() refused: decided, wrong hash, expired, ineligible, ...
     ├── ClaimRefused                 execution claim refused: in progress, hash mismatch, fenced
     ├── StoreError                   the backing store failed (never turns into an approval)
+    ├── Halted                       the stop switch is on for this tool: nothing new runs or is approved
     ├── EffectFailed                 (hitl.engine.execution.effects) a tool raised; its failure is recorded
     └── EffectInDoubt                (hitl.engine.execution.effects) a crash lost an effect's outcome: a person decides
 
@@ -31,6 +32,7 @@ __all__ = [
     "DecisionRefused",
     "EngineError",
     "ErrorCode",
+    "Halted",
     "IllegalTransition",
     "InvalidInput",
     "NotFound",
@@ -70,6 +72,9 @@ class ErrorCode(StrEnum):
     AGENT_FAILED = "agent_failed"
     HANDED_ELSEWHERE = "handed_elsewhere"
     """An approval authorizes one execution, and another caller waiting on the same approval was handed it."""
+    HALTED = "halted"
+    """The stop switch (``hitl halt``) covers this tool: nothing new is proposed, approved or executed until someone
+    lifts it (``hitl unhalt``); rejecting still works."""
     TOO_LATE = "too_late"
     """A decision reached the store after the moment its surface had to answer by (Slack's 3 s): refused, so that
     nothing is recorded behind the back of a person who was told it was not."""
@@ -87,7 +92,7 @@ class ErrorCode(StrEnum):
 
 
 _RETRYABLE = frozenset(
-    {ErrorCode.STORE_ERROR, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.STALE_VERSION, ErrorCode.TOO_LATE}
+    {ErrorCode.STORE_ERROR, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.STALE_VERSION, ErrorCode.TOO_LATE, ErrorCode.HALTED}
 )
 _USAGE = frozenset({ErrorCode.VARIABLES_INVALID})
 
@@ -174,3 +179,9 @@ class StoreError(EngineError):
     """The store failed or cannot be reached; nothing was applied, and retrying later is safe."""
 
     default_code = ErrorCode.STORE_ERROR
+
+
+class Halted(EngineError):
+    """The stop switch covers the tool: refused before anything ran or was recorded; retry once it is lifted."""
+
+    default_code = ErrorCode.HALTED

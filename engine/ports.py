@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
@@ -29,6 +30,7 @@ __all__ = [
     "AuditLog",
     "Clock",
     "ExecutionLedger",
+    "HaltOrders",
     "JobQueue",
     "Journal",
     "MessageMap",
@@ -242,6 +244,23 @@ class TrustStore(Protocol):
     async def revoke(self, session_id: str, tool: str, *, by: str, now: float) -> bool: ...
 
 
+class HaltOrders(Protocol):
+    """The stop switch's orders: each given and lifted in one atomic step with its audit entry, kept until lifted
+    (restarts included), read by every process on the store."""
+
+    async def halt(self, order: HaltOrder) -> None:
+        """Give (or replace) the order for ``order.scope``; audited as ``halted``."""
+        ...
+
+    async def lift(self, scope: str, *, by: str, now: float) -> HaltOrder | None:
+        """Lift the order for ``scope``; audited as ``unhalted``. The order lifted, or None when there was none."""
+        ...
+
+    async def active(self) -> list[HaltOrder]:
+        """Every order in force, by scope."""
+        ...
+
+
 class RateWindows(Protocol):
     """Rolling windows for velocity and rolling-sum rules."""
 
@@ -350,6 +369,11 @@ class Store(Protocol):
     @property
     def trust(self) -> TrustStore:
         """Session trust grants."""
+        ...
+
+    @property
+    def halts(self) -> HaltOrders:
+        """The stop switch's orders."""
         ...
 
     @property

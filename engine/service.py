@@ -19,6 +19,7 @@ from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.edits import CHANGED, changes, changes_text, merge_patch
+from hitl.engine.domain.halts import covering
 from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
 from hitl.engine.domain.ids import approval_id
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
@@ -32,6 +33,7 @@ from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
 from hitl.engine.events import FYI_JOB, EventSink, Outbox, approval_data, approval_event
 from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store
+from hitl.engine.stop_switch import StopSwitch, halted
 
 __all__ = ["TRUST_TTL", "AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
 
@@ -53,6 +55,14 @@ _OUTCOMES = {
 WINDOWS = "windows"
 """Approval metadata: the window events (key, event id) its proposal added, for velocity and rolling-sum rules."""
 _NEVER_RAN = frozenset({Status.REJECTED, Status.SUPERSEDED, Status.EXPIRED, Status.CANCELLED})
+_GOING_ON = frozenset({DecisionKind.APPROVE, DecisionKind.MODIFY, DecisionKind.TRUST})
+"""Decisions that let an action run: refused while the stop switch covers its tool (rejecting still works)."""
+
+
+def _acts_on(a: Approval) -> str:
+    """The tool an approval lets run: its own, or for an effect in doubt ("Run again") the tool it asks about."""
+    asked = a.args.get("tool") if a.metadata.get("kind") == "doubt" else None
+    return asked if isinstance(asked, str) else a.tool
 
 
 TRUST_TTL = "trust_ttl"
@@ -122,6 +132,11 @@ class ApprovalService:
     validate_args: ArgsValidator | None = None
     events: EventSink | None = None
     """Where approval events go (the webhook outbox, when ``api.webhooks`` lists subscribers)."""
+    switch: StopSwitch = field(init=False)
+    """The stop switch: no proposal, approval or execution of a halted tool goes through."""
+
+    def __post_init__(self) -> None:
+        self.switch = StopSwitch.shared(self.store, self.clock)
 
     @classmethod
     def from_config(
@@ -183,6 +198,7 @@ class ApprovalService:
         clean = {"items": items} if batch is not None else items[0]
         schema = check_schema(tool, request.schema) if request.schema is not None else None
         await self._admit(tool, items, schema, session_id=request.session_id, requester=request.requester, now=now)
+        await self._not_halted(request, items, now)
         action = _Action(request, items, clean)
         verdict, counted = await self._verdict(request, action, now)
         if verdict.denied:
@@ -230,10 +246,12 @@ class ApprovalService:
         return max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum)), counted
 
     async def _without_a_person(self, request: ProposeRequest, verdict: Verdict, action: _Action, now: float) -> None:
-        """An auto or notify call: counted as autonomous; a notify call is audited and told to reviewers (FYI)."""
+        """An auto or notify call: counted as autonomous. A notify call, and a call let through by a reviewer's
+        Trust, is audited and told to reviewers (FYI): what a Trust lets through is seen, not only granted."""
         tool = request.tool
         await self._tally(tool, str(verdict.tier), Outcome.AUTONOMOUS, now=now)
-        if verdict.tier is not Tier.NOTIFY:
+        trusted = verdict.rule == "trusted"
+        if verdict.tier is not Tier.NOTIFY and not trusted:
             return
         reason = "; ".join(verdict.reasons)
         # Recorded before it runs, like any decision the policy makes for a person to see: if the store cannot take
@@ -242,9 +260,9 @@ class ApprovalService:
             AuditEntry(
                 at=now,
                 actor=(request.requester or self.requester)[:200],
-                event="notified",
+                event="trusted" if trusted else "notified",
                 action_hash=action.digest,
-                outcome=str(Tier.NOTIFY),
+                outcome=str(verdict.tier),
                 detail=f"{request.session_id}: {tool} ran with an FYI to reviewers ({reason})"[:500],
             )
         )
@@ -304,6 +322,24 @@ class ApprovalService:
         """The tool's ``summary:`` sentence for ``args`` (None without a template, or when it fails on them)."""
         declared = self.policy.spec.tools.get(tool)
         return render_summary(declared.summary, args) if declared is not None and declared.summary else None
+
+    async def _not_halted(self, request: ProposeRequest, items: list[dict[str, Any]], now: float) -> None:
+        """The stop switch: a halted tool's call is refused before anything is counted or stored, and audited."""
+        order = await self.switch.covering(request.tool)
+        if order is None:
+            return
+        refusal = halted(order, request.tool)
+        await self.store.audit.append(
+            AuditEntry(
+                at=now,
+                actor=(request.requester or self.requester)[:200],
+                event="refused",
+                action_hash=action_hash(request.tool, items[0]) if len(items) == 1 else None,
+                outcome=str(ErrorCode.HALTED),
+                detail=f"{request.session_id}: {request.tool}: {refusal.message}"[:500],
+            )
+        )
+        raise refusal
 
     async def _admit(
         self,
@@ -378,8 +414,20 @@ class ApprovalService:
         run_jobs = (RESUME_JOB,) if resume else ()
         answer_by = window.by if window is not None else None
         kind, approval_id, via = request.kind, request.approval_id, request.via
+        halts = await self.switch.orders() if kind in _GOING_ON else []
+        if halts:
+            # Halted tools are not approved (rejecting still works): read, then refuse before the store's step.
+            if current is None or current.id != approval_id:
+                current = await self.store.approvals.get(approval_id)
+            order = covering(halts, _acts_on(current))
+            if order is not None:
+                refusal = halted(order, current.tool)
+                detail = f"{kind} via {via}: {refusal.message}"
+                await self.record_refusal(approval_id, reviewer.id, ErrorCode.HALTED, detail)
+                raise refusal
         if (
-            request.expected_version is not None
+            not halts
+            and request.expected_version is not None
             and request.expected_hash is not None
             and kind in (DecisionKind.APPROVE, DecisionKind.TRUST)
         ):

@@ -24,6 +24,8 @@ SCOPES = {
     "usergroups_users_list": "usergroups:read",
     "users_info": "users:read",
     "auth_test": None,
+    "views_publish": None,  # the Home tab: no scope needed
+    "chat_getPermalink": None,  # the Home tab's links to cards: no scope needed
 }
 
 
@@ -40,6 +42,12 @@ def test_manifest_names_exactly_the_scopes_the_code_uses() -> None:
     assert declared == needed
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["settings"]["interactivity"]["request_url"].endswith("/slack/events")
+    # Exactly the events the listeners take, delivered to the same URL; the Home tab they publish is switched on.
+    listened = set(re.findall(r'app\.event\("([a-z_]+)"\)', code))
+    events = manifest["settings"]["event_subscriptions"]
+    assert set(events["bot_events"]) == listened == {"app_home_opened"}
+    assert events["request_url"].endswith("/slack/events")
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
 
 
 def test_dockerfile_lints_clean_and_runs_as_non_root() -> None:

@@ -1,4 +1,4 @@
-"""Bolt listeners: button clicks, slash commands, modal submissions."""
+"""Bolt listeners: button clicks, slash commands, modal submissions, the Home tab."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from slack_bolt.async_app import AsyncApp
 from hitl.bot.context import BotContext
 from hitl.bot.listeners.actions import register_actions
 from hitl.bot.listeners.commands import register_commands
+from hitl.bot.listeners.home import register_home
 from hitl.bot.listeners.views import register_views
 
 __all__ = ["register"]
 
 
 def register(app: AsyncApp, ctx: BotContext) -> None:
-    """Register every listener (buttons, ``/hitl`` commands, modal forms) on the Bolt app."""
+    """Register every listener (buttons, ``/hitl`` commands, modal forms, the Home tab) on the Bolt app."""
     register_actions(app, ctx)
     register_commands(app, ctx)
     register_views(app, ctx)
+    register_home(app, ctx)

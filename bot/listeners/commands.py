@@ -1,4 +1,4 @@
-"""``/hitl`` slash commands: pending, approve, reject, show, trust list|revoke, help."""
+"""``/hitl`` slash commands: pending, approve, reject, show, trust list|revoke, halt, unhalt, halts, help."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from hitl.bot.decisions import decide, done_text, refusal_text
 from hitl.bot.escape import label
 from hitl.bot.payloads import command, interaction
 from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.halts import EVERY_TOOL
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["ACTION_PENDING_PAGE", "USAGE", "pending_page", "register_commands"]
@@ -32,10 +34,13 @@ USAGE = (
     "• `/hitl show <id>` — the full request\n"
     "• `/hitl trust list [session]` — tools trusted for a session\n"
     "• `/hitl trust revoke <tool> [session]` — stop trusting a tool\n"
+    "• `/hitl halt <tool|all> [reason]` — stop the system: nothing new of it runs (admins)\n"
+    "• `/hitl unhalt <tool|all>` — lift a halt and resume what it paused (admins)\n"
+    "• `/hitl halts` — what is halted"
     "• `/hitl help` — this message"
 )
 PAGE = 8
-_DECISIONS = frozenset({"approve", "reject"})
+_DECISIONS = frozenset({"approve", "reject", "halt", "unhalt"})
 ACTION_PENDING_PAGE = "hitl_pending_page"
 
 
@@ -130,6 +135,18 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
         return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.clock.now(), detail=True)}
     if cmd == "trust":
         return await _trust(ctx, user, rest)
+    if cmd in ("halt", "unhalt"):
+        return await _halt(ctx, user, cmd, rest)
+    if cmd == "halts":
+        orders = await ctx.store.halts.active()
+        if not orders:
+            return {"text": "Nothing is halted."}
+        lines = [
+            f"• {_scope_text(o.scope)} by {who(o.by)} since {when(o.at)}"
+            + (f": {label(o.reason, 200)}" if o.reason else "")
+            for o in orders
+        ]
+        return {"text": ":octagonal_sign: *Halted*\n" + "\n".join(lines)}
     if cmd == "help":
         return {"text": USAGE}
     return {"text": f":grey_question: Unknown command `{label(cmd, 30)}`.\n{USAGE}"}
@@ -205,7 +222,47 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
             else sorted({g.session_id for g in await ctx.store.trust.all_active(now=now) if g.tool == tool})
         )
         revoked = [s for s in sessions if await ctx.store.trust.revoke(s, tool, by=user, now=now)]
+        if revoked:
+            await ctx.home.changed()  # every Home tab lists the trust in force
         if not revoked:
             return {"text": f"`{label(tool, 60)}` was not trusted anywhere."}
         return {"text": f":lock: `{label(tool, 60)}` is no longer trusted in {len(revoked)} session(s)."}
     return {"text": f":grey_question: Try `/hitl trust list` or `/hitl trust revoke <tool> [session]`.\n{USAGE}"}
+
+
+def _scope_text(scope: str) -> str:
+    return "every tool" if scope == EVERY_TOOL else f"`{label(scope, 60)}`"
+
+
+async def _halt(ctx: BotContext, user: str, cmd: str, rest: list[str]) -> dict[str, Any]:
+    """``/hitl halt <tool|all> [reason]`` and ``/hitl unhalt <tool|all>``: the admin role only; recorded (and
+    audited) before the answer."""
+    if not rest:
+        return {"text": f":grey_question: `/hitl {cmd}` needs a tool or `all`, e.g. `/hitl {cmd} refund`.\n{USAGE}"}
+    scope = None if rest[0].lower() in ("all", EVERY_TOOL) else rest[0]
+    reviewer = await ctx.reviewers.reviewer(user)
+    if ctx.config.may_halt(reviewer.roles) is not True:
+        role = ctx.config.oversight.admin_role
+        await ctx.store.audit.append(
+            AuditEntry(
+                at=ctx.clock.now(),
+                actor=user,
+                event="refused",
+                outcome=str(ErrorCode.NOT_ELIGIBLE),
+                detail=f"{cmd} {rest[0][:100]} via slack: not in the {role} role"[:500],
+            )
+        )
+        return {"text": f":no_entry: Only the `{label(role, 40)}` role may {cmd} (hitl.yaml `oversight.admin_role`)."}
+    if cmd == "halt":
+        order = await ctx.lifecycle.halt(scope, by=user, reason=" ".join(rest[1:]))
+        await ctx.notifier.watch_halts()  # this server's cards and Home tabs say so now; other replicas at their sweep
+        return {
+            "text": f":octagonal_sign: Halted {_scope_text(order.scope)}: nothing new of it is proposed, approved or "
+            "run until `/hitl unhalt`. Rejecting still works."
+        }
+    lifted, resumed = await ctx.lifecycle.unhalt(scope, by=user)
+    if lifted is None:
+        return {"text": f"{_scope_text(scope or EVERY_TOOL)} is not halted. `/hitl halts` lists what is."}
+    await ctx.notifier.watch_halts()
+    more = f" {resumed} paused run(s) go on." if resumed else ""
+    return {"text": f":white_check_mark: {_scope_text(lifted.scope)} is no longer halted.{more}"}

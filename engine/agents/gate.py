@@ -33,7 +33,7 @@ from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import ProposeRequest
-from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
+from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, IllegalTransition, StaleVersion
 from hitl.engine.execution.effects import Effects, handed_elsewhere
 from hitl.engine.execution.tools import Tool
 from hitl.engine.service import ApprovalService
@@ -152,25 +152,30 @@ class ToolGate:
     effects: Effects = field(init=False)
 
     def __post_init__(self) -> None:
-        self.effects = Effects(self.service.store, self.service.clock, worker_id=self.worker_id, lease=6.0)
+        self.effects = Effects(
+            self.service.store, self.service.clock, worker_id=self.worker_id, lease=6.0, switch=self.service.switch
+        )
 
     # -- asking -------------------------------------------------------------------------------------------
     async def check(self, call: ToolCall) -> Ticket:
         """Propose the call (or re-attach to its approval); never waits."""
         base = f"{call.framework}:{call.session}:{call.call_id or '-'}"
         for generation in range(1, _MAX_GENERATIONS + 1):
-            prop = await self.service.propose(
-                ProposeRequest(
-                    call.tool,
-                    call.args,
-                    session_id=call.session,
-                    requester=call.requester,
-                    evidence=call.evidence,
-                    dedupe_scope=base if generation == 1 else f"{base}#{generation}",
-                    metadata=call.metadata(),
-                    schema=call.schema,
+            try:
+                prop = await self.service.propose(
+                    ProposeRequest(
+                        call.tool,
+                        call.args,
+                        session_id=call.session,
+                        requester=call.requester,
+                        evidence=call.evidence,
+                        dedupe_scope=base if generation == 1 else f"{base}#{generation}",
+                        metadata=call.metadata(),
+                        schema=call.schema,
+                    )
                 )
-            )
+            except Halted as exc:  # the stop switch: a "no" the model hears, like a denial
+                return Ticket(call, "deny", {}, message=f"{call.tool} did not run: {exc.message}", code="halted")
             if prop.verdict.denied:
                 why = "; ".join(prop.verdict.reasons) or "denied by policy"
                 return Ticket(call, "deny", {}, message=f"{call.tool} is denied by policy: {why}", code="policy_denied")
@@ -314,6 +319,7 @@ class ToolGate:
         if not ticket.runs:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         self._bound(ticket, args)
+        await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
         if ticket.approval is None or ticket.key is None:
             return ticket
         store, clock = self.service.store, self.service.clock

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.mcp import McpSpec
+from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec
@@ -70,6 +71,7 @@ class HitlConfig(BaseModel):
     slack: NotifySpec = Field(default_factory=NotifySpec)
     api: ApiSpec = Field(default_factory=ApiSpec)
     mcp: McpSpec = Field(default_factory=McpSpec)
+    oversight: OversightSpec = Field(default_factory=OversightSpec)
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""
@@ -82,6 +84,12 @@ class HitlConfig(BaseModel):
         if missing:
             raise ValueError(f"policy names roles that are not defined under 'roles': {', '.join(missing)}")
         return self
+
+    def may_halt(self, roles: frozenset[str]) -> bool | None:
+        """Whether someone with ``roles`` may halt and unhalt: True or False when the admin role is defined, None
+        when it is not (nobody holds it: a surface decides what that means)."""
+        admin = self.oversight.admin_role
+        return admin in roles if admin in self.roles else None
 
     def quorum_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Quorums the roles cannot meet: ``(where, message)`` for each tool or rule that asks more distinct

@@ -15,6 +15,7 @@ from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
 from hitl.engine.ports import Clock, Store
+from hitl.engine.stop_switch import StopSwitch
 
 __all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution", "handed_elsewhere"]
 
@@ -72,6 +73,7 @@ class Effects:
 
     Args:
         store: the ledger and approvals.
+        switch: the stop switch the gates share.
         clock: the time source.
         worker_id: the claim holder's name.
         lease: seconds a claim stays ours without renewal; a running effect renews it every third of that, so a
@@ -82,6 +84,8 @@ class Effects:
     clock: Clock
     worker_id: str
     lease: float = 6.0
+    switch: StopSwitch | None = None
+    """The stop switch: no execution of a halted tool is claimed (None: a caller with no gates, such as a test)."""
 
     async def follow(self, approval: Approval) -> Approval:
         """The approval that now stands for this action (modifications can supersede it)."""
@@ -117,6 +121,8 @@ class Effects:
         With a run's ``drive``, the claim is written with the run's waiting writes in one commit (which also moves
         the approval to ``executing``), and a success is recorded with its next commit.
         """
+        if self.switch is not None:
+            await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
         try:
             claim = await self._claim(key, digest, approval, drive)

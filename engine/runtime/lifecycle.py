@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from hitl.engine.domain.decide import RESUME_JOB
+from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
@@ -24,8 +25,10 @@ from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.log_context import about
 from hitl.engine.ports import RunReporter, Store
 from hitl.engine.runner.checks import changed_since_paused, vars_after
+from hitl.engine.runner.step_context import HALTED_PREFIX
 from hitl.engine.runtime.compose import RunContext, RunContexts
 from hitl.engine.service import AnswerWindow
+from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = ["Decided", "Resume", "RunLifecycle", "run_of"]
@@ -73,6 +76,7 @@ class RunLifecycle:
         self.lease = lease
         self.work = asyncio.Event()
         """Set when a resume job was queued here: a background loop waits on it instead of its full interval."""
+        self._halted: frozenset[str] | None = None
 
     @property
     def store(self) -> Store:
@@ -201,9 +205,52 @@ class RunLifecycle:
             session_id, force=force, actor=actor, overrides=overrides, workflow=context.workflow
         )
 
-    async def _queue(self, session_id: str, approval_id: str | None, *, wake: bool = True) -> None:
+    # -- the stop switch -----------------------------------------------------------------------------------
+    @property
+    def switch(self) -> StopSwitch:
+        """The stop switch (its orders are the store's: every context's gates read the same ones)."""
+        return self.contexts.default.service.switch
+
+    async def halt(self, tool: str | None, *, by: str, reason: str = "") -> HaltOrder:
+        """Halt ``tool`` (None: every tool), audited: nothing new of it is proposed, approved or executed, and runs
+        pause at their next step that uses it."""
+        return await self.switch.halt(tool, by=by, reason=reason)
+
+    async def unhalt(self, tool: str | None, *, by: str) -> tuple[HaltOrder | None, int]:
+        """Lift the halt of ``tool`` (None: the one of every tool), audited, and queue a resume for every run it
+        paused. The order lifted (None: there was none) and how many runs were queued."""
+        lifted = await self.switch.lift(tool, by=by)
+        return lifted, (await self.resume_halted() if lifted is not None else 0)
+
+    async def resume_halted(self, *, page: int = 500) -> int:
+        """Queue a resume for every run the stop switch paused; one whose tool is still halted pauses again."""
+        queued, after = 0, None
+        while True:
+            ids = await self.store.runs.paused(limit=page, after=after)
+            for run_id in ids:
+                found = await self.store.runs.load(run_id)
+                reason = found.data.get("reason") if found is not None else None
+                if found is not None and not _waiting_on(found.data) and str(reason).startswith(HALTED_PREFIX):
+                    await self._queue(run_id, None, halted=True)
+                    queued += 1
+            if len(ids) < page:
+                return queued
+            after = ids[-1]
+
+    async def watch_halts(self) -> None:
+        """Resume what a lift released, whoever lifted it (a background round): when an order this process saw is
+        gone, or at the first round with none in force (a lift made while no process ran)."""
+        scopes = frozenset(o.scope for o in await self.switch.orders())
+        before, self._halted = self._halted, scopes
+        if (before is None and not scopes) or (before is not None and before - scopes):
+            await self.resume_halted()
+
+    async def _queue(
+        self, session_id: str, approval_id: str | None, *, wake: bool = True, halted: bool = False
+    ) -> None:
         now = self.contexts.clock.now()
-        await self.store.jobs.enqueue(RESUME_JOB, {"session_id": session_id, "approval_id": approval_id}, now=now)
+        job = {"session_id": session_id, "approval_id": approval_id, **({"halted": True} if halted else {})}
+        await self.store.jobs.enqueue(RESUME_JOB, job, now=now)
         if wake:
             self.work.set()
 
@@ -216,7 +263,9 @@ class RunLifecycle:
             session = str(job.payload["session_id"])
             try:
                 with about(session_id=session, approval_id=str(waiting) if waiting else None):
-                    done = await self._continue(session, str(waiting) if waiting else None)
+                    done = await self._continue(
+                        session, str(waiting) if waiting else None, halted=bool(job.payload.get("halted"))
+                    )
             except Exception:
                 log.exception("resume job %s failed; it will be retried", job.id)
                 done = False
@@ -226,16 +275,24 @@ class RunLifecycle:
                 await self.store.jobs.ack(job.id)
         return len(jobs)
 
-    async def _continue(self, session_id: str, approval_id: str | None) -> bool:
+    async def _continue(self, session_id: str, approval_id: str | None, *, halted: bool = False) -> bool:
         """True when the job is finished with (resumed, or nothing to do); False to retry it later.
 
-        With an approval id: the run paused on it and it was decided. Without: the run's owner died mid-run.
+        With an approval id: the run paused on it and it was decided. Without: the run's owner died mid-run, or
+        (``halted``) the stop switch paused it and was lifted.
         """
         found = await self.store.runs.load(session_id)
         if found is None:
             return True
         state = RunState.of(found)
-        if approval_id is None and state.status is not RunStatus.RUNNING:
+        if halted:
+            if (
+                state.status is not RunStatus.PAUSED
+                or state.waiting_on()
+                or not (state.reason or "").startswith(HALTED_PREFIX)
+            ):
+                return True  # resumed already
+        elif approval_id is None and state.status is not RunStatus.RUNNING:
             return True  # taken over and moved on already
         if approval_id is not None and (approval_id not in state.waiting_on() or state.status is not RunStatus.PAUSED):
             return True  # resumed already (by the CLI or another worker)
@@ -289,9 +346,11 @@ class RunLifecycle:
         return out
 
     async def tick(self) -> None:
-        """One round of background work: expire, recover what crashes left behind, run queued resumes."""
+        """One round of background work: expire, recover what crashes left behind, resume what a lifted halt
+        released, run queued resumes."""
         await self.expire_due()
         await self.recover()
+        await self.watch_halts()
         await self.process_jobs()
 
 

@@ -134,6 +134,6 @@ def routes() -> list[Endpoint]:
         Endpoint("GET", "/audit", audit, AuditList, (403, 422), query=AuditQuery),
         Endpoint("GET", "/approvals", list_approvals, ApprovalList, (403, 422), query=ListQuery),
         Endpoint("GET", "/approvals/{id}", get_approval, ApprovalView, (403, 404)),
-        Endpoint("POST", "/approvals/{id}/decisions", decide, ApprovalView, (403, 404, 409), body=DecisionRequest),
+        Endpoint("POST", "/approvals/{id}/decisions", decide, ApprovalView, (403, 404, 409, 423), body=DecisionRequest),
         Endpoint("GET", "/approvals/{id}/wait", wait, ApprovalView, (403, 404, 422), query=WaitQuery),
     ]

@@ -53,6 +53,8 @@ async def propose(request: web.Request) -> web.Response:
         ticket = await _gate(ctx, caller).check(call)
     except EngineError as exc:
         raise from_engine(exc) from None
+    if ticket.code == ErrorCode.HALTED:  # the stop switch: a retryable refusal, not the policy's verdict
+        raise ApiError(423, str(ErrorCode.HALTED), ticket.message or "halted", retryable=True)
     return web.json_response(_proposal(ticket).model_dump(mode="json"), status=200)
 
 
@@ -122,7 +124,7 @@ async def outcome(request: web.Request) -> web.Response:
 def routes() -> list[Endpoint]:
     """The proposal and execution endpoints (an agent's calls through the gate)."""
     return [
-        Endpoint("POST", "/proposals", propose, ProposalView, (403, 409), body=ProposalRequest),
-        Endpoint("POST", "/executions/{key}/claim", claim, ClaimView, (403, 404, 409), body=ClaimRequest),
+        Endpoint("POST", "/proposals", propose, ProposalView, (403, 409, 423), body=ProposalRequest),
+        Endpoint("POST", "/executions/{key}/claim", claim, ClaimView, (403, 404, 409, 423), body=ClaimRequest),
         Endpoint("POST", "/executions/{key}/outcome", outcome, ApprovalView, (403, 404, 409), body=OutcomeRequest),
     ]

@@ -27,6 +27,9 @@ __all__ = [
     "ErrorDetail",
     "FieldChange",
     "FieldError",
+    "HaltList",
+    "HaltRequest",
+    "HaltView",
     "ListQuery",
     "OutcomeRequest",
     "ProposalRequest",
@@ -34,7 +37,10 @@ __all__ = [
     "ResumeRequest",
     "RunStartRequest",
     "RunView",
+    "UnhaltRequest",
+    "Unhalted",
     "WaitQuery",
+    "iso",
 ]
 
 Args = dict[str, Any]
@@ -342,3 +348,39 @@ class AuditQuery(_Query):
 
     limit: int = Field(default=200, ge=1, le=5000)
     """The newest entries to return (oldest first)."""
+
+
+class HaltRequest(_In):
+    """Halt one tool, or every tool (no ``tool``): nothing new of it runs until it is unhalted."""
+
+    tool: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")] | None = None
+    reason: Text = ""
+
+
+class UnhaltRequest(_In):
+    """Lift the halt of one tool, or the one of every tool (no ``tool``)."""
+
+    tool: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")] | None = None
+
+
+class HaltView(_Out):
+    """A halt order in force (or just lifted)."""
+
+    scope: str
+    """The tool it halts, or ``*`` for every tool."""
+    by: str
+    reason: str
+    at: str
+
+
+class HaltList(_Out):
+    """The halts in force."""
+
+    halts: list[HaltView]
+
+
+class Unhalted(_Out):
+    """A lifted halt, and how many runs it had paused were queued to resume."""
+
+    halt: HaltView
+    resumed_runs: int

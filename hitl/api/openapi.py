@@ -28,6 +28,8 @@ _ERRORS = {
     413: "The body is over api.max_body.",
     415: "The body is not sent as application/json.",
     422: "A field is missing, of the wrong type, unknown, or the arguments fail the tool's schema.",
+    423: "The tool is halted (the stop switch): nothing new of it is proposed, approved or executed; retry once an "
+    "admin has unhalted it.",
     429: "The token is over its rate; retry after Retry-After seconds.",
     503: "The store or hitl.yaml is unavailable; retry later.",
 }

@@ -36,6 +36,7 @@ STATUS_OF: dict[str, int] = {
     ErrorCode.ACTION_REJECTED: 409,
     ErrorCode.ID_COLLISION: 409,
     ErrorCode.HANDED_ELSEWHERE: 409,
+    ErrorCode.HALTED: 423,
     ErrorCode.TOO_LATE: 503,
     ErrorCode.STORE_ERROR: 503,
     ErrorCode.POLICY_INVALID: 503,

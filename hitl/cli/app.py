@@ -23,6 +23,7 @@ from hitl.cli.flows import (
     remote_resume,
     resolve_target,
 )
+from hitl.cli.halting import halt, halts, unhalt
 from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out, approval_json
 from hitl.cli.purge import purge
@@ -97,6 +98,9 @@ app.add_typer(token_app, name="token")
 app.add_typer(sessions_app, name="sessions")
 app.command()(stats)
 app.command()(purge)
+app.command()(halt)
+app.command()(unhalt)
+app.command()(halts)
 
 
 def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = False) -> dict[str, Any]:

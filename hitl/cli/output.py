@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -19,11 +18,6 @@ from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
 
 __all__ = ["Out", "approval_json", "asked_by"]
-
-
-def iso(ts: float) -> str:
-    """An epoch time as an ISO 8601 UTC timestamp."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def approval_json(a: Approval | ApprovalView) -> dict[str, Any]:

@@ -8,10 +8,11 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from hitl.api.models import iso
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
-from hitl.cli.output import Out, iso, resume_command
+from hitl.cli.output import Out, resume_command
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.runs import RunState
 from hitl.engine.errors import NotFound

@@ -8,10 +8,11 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from hitl.api.models import iso
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
-from hitl.cli.output import Out, iso
+from hitl.cli.output import Out
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.tally import Outcome, TallyRow, summarize
 from hitl.engine.runtime.process import open_runtime

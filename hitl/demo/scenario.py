@@ -13,11 +13,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY, EVIDENCE
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY, ACTION_TRUST, EVIDENCE
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
 from hitl.demo.reading import as_seen
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.runs import RunResult, RunStatus
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
@@ -34,7 +35,9 @@ TRY = """Things to try (switch people with "Acting as"):
   2. As support1, press Approve: the run resumes, refunds once and replies in the thread.
   3. As fin1 and then fin2, approve the 899.00 refund in #finance-approvals (two distinct approvers).
   4. As support2, press Modify, type -5 (inline error), then 900 (a new card goes to finance).
-  5. Type /hitl pending or /hitl help in the message box.
+  5. As support1, press "Trust for session" on the chat-42 refund: the agent's next refund in that session
+     runs without a card, and an FYI in the channel says so. Open "Home" to see the trust in force.
+  6. Type /hitl pending or /hitl help in the message box; open "Home" for your own inbox.
   The customer note with <!channel> and fake *APPROVED* markup stays inert text on the card."""
 
 
@@ -47,6 +50,27 @@ async def _start(
     return await start_sandbox(
         config_path=config or refund_example() / "hitl.yaml", store=store, store_url=store_url, port=port, worker=worker
     )
+
+
+TRUST_SESSION = "chat-42"
+"""The agent conversation of the Trust story: two refunds in one session."""
+
+
+async def _agent_refund(sb: Sandbox, order: str, amount: float) -> Any:
+    """The chat agent asks for a refund in its session (the way an agent framework's gate asks)."""
+    svc = sb.rt.runtime.contexts.default.service
+    args = {"order_id": order, "customer_id": "C-3107", "amount": amount, "reason": "late delivery"}
+    return await svc.propose(ProposeRequest("refund", args, session_id=TRUST_SESSION, requester="agent:chat"))
+
+
+async def _agent_session(sb: Sandbox) -> None:
+    """The interactive demo's chat agent: one refund that waits for a person, then, once it is decided, the next
+    one in the same session (no card if the first was trusted: an FYI says it ran)."""
+    first = await _agent_refund(sb, "78310", 25)
+    a = first.approval
+    while a is not None and a.status is Status.PENDING:
+        a = await sb.rt.store.approvals.wait_changed(a.id, after_version=a.version, timeout=3600)
+    await _agent_refund(sb, "78311", 30)
 
 
 async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> RunResult:
@@ -66,10 +90,14 @@ async def run_interactive(
             await _refund(sb, 120, HOSTILE_NOTE)
             await _refund(sb, 899, "Whole order damaged, please refund everything.")
             await _refund(sb, 60, "Only the mug was broken.", order="78300")
+            # The Trust story needs the example's refund tool: not started on a policy of your own.
+            agent = asyncio.create_task(_agent_session(sb)) if config is None else None
             out.print(Text.assemble(("hitl sandbox is up: ", "bold green"), (f"{sb.url}/", "bold underline")))
             out.print(Text(TRY))
             out.print(Text("Ctrl-C to stop.", style="dim"))
             await asyncio.Event().wait()
+            if agent is not None:
+                agent.cancel()
         finally:
             await sb.close()
 
@@ -218,7 +246,27 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     t.line(("U_FIN3 sees: ", "dim"), pending.text)
     ok &= old.superseded_by is not None and old.superseded_by in str(pending.blocks)
 
-    t.step("7. The audit trail")
+    t.step("7. Trust: U_SUPPORT1 trusts an agent's refund; the session's next refund runs without a card")
+    first = await _agent_refund(sb, "78310", 25)
+    assert first.approval is not None
+    await _settle(sb)
+    await _click(sb, "U_SUPPORT1", first.approval, ACTION_TRUST)
+    await _settle(sb)
+    trusted = _card(sb, first.approval.id)
+    scope = next((b["text"]["text"] for b in trusted.blocks if "_Trust:_" in str(b.get("text", {}))), "")
+    t.line(("card: ", "dim"), (_header(trusted), "bold"))
+    t.line(("it says: ", "dim"), scope.split("_Trust:_ ", 1)[-1])
+    second = await _agent_refund(sb, "78311", 30)
+    fyi = [m.text for m in sb.state.messages if "ran without review" in m.text]
+    t.line(
+        (f"the next refund in {TRUST_SESSION}: ", "dim"),
+        ("ran without a card" if second.may_run and second.approval is None else "NEEDED A CARD", "bold"),
+        ("   reviewers see: ", "dim"),
+        fyi[-1] if fyi else "(no FYI)",
+    )
+    ok &= "lets later refund calls in session chat-42 run without review" in scope and second.may_run and bool(fyi)
+
+    t.step("8. The audit trail")
     table = Table("event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
     for e in await sb.rt.store.audit.entries(limit=200):
         table.add_row(e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail))

@@ -1,4 +1,4 @@
-"""Sends clicks, slash commands and modal submissions to the bot exactly as Slack does:
+"""Sends clicks, slash commands, modal submissions and Home tab openings to the bot exactly as Slack does:
 form-encoded, signed with the signing secret (``v0:{timestamp}:{body}``, HMAC-SHA256), with a working
 ``response_url`` and a fresh single-use ``trigger_id``."""
 
@@ -137,6 +137,42 @@ class Dispatcher:
             "is_enterprise_install": False,
         }
         return await self.send("interactive", payload)
+
+    async def home_opened(self, user: str) -> Reply:
+        """``user`` opens the app's Home tab: an ``app_home_opened`` event, as the Events API delivers it (a signed
+        JSON body over HTTP; an ``events_api`` envelope in Socket Mode)."""
+        now = time.time()
+        payload = {
+            "token": "legacy-verification-token",
+            "team_id": self.state.team_id,
+            "api_app_id": self.app_id,
+            "event": {
+                "type": "app_home_opened",
+                "user": user,
+                "channel": "D" + user[1:],
+                "tab": "home",
+                "event_ts": f"{now:.6f}",
+            },
+            "type": "event_callback",
+            "event_id": f"Ev{int(now * 1000)}",
+            "event_time": int(now),
+            "authorizations": [{"team_id": self.state.team_id, "user_id": self.state.bot_user, "is_bot": True}],
+        }
+        if self.socket is not None:
+            reply = await self.socket.deliver("events_api", payload)
+        else:
+            body = json.dumps(payload)
+            ts = int(now)
+            headers = {
+                "Content-Type": "application/json",
+                "X-Slack-Request-Timestamp": str(ts),
+                "X-Slack-Signature": sign(self.secret, body, ts),
+            }
+            async with self.http.post(self.bot_url, data=body.encode(), headers=headers) as resp:
+                reply = Reply(resp.status, await resp.text())
+        if self.after is not None:
+            await self.after()
+        return reply
 
     async def send(self, kind: str, payload: dict[str, Any]) -> Reply:
         """Deliver over HTTP (signed, form-encoded) or, when the bot is in Socket Mode, over its websocket."""

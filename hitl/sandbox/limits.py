@@ -179,3 +179,19 @@ def view_problems(view: Any) -> list[str]:
     if len(json.dumps(view)) > 250_000:
         checker.bad("view is larger than 250 kB", "/view")
     return checker.problems
+
+
+def home_problems(view: Any) -> list[str]:
+    """Problems with a Home tab view (``views.publish``)."""
+    checker = _Checker()
+    if not isinstance(view, dict) or view.get("type") != "home":
+        return ["view type must be home [json-pointer:/view/type]"]
+    if not isinstance(view.get("blocks"), list):
+        checker.bad("must provide an array", "/view/blocks")
+    else:
+        _blocks(view["blocks"], 100, checker)
+    if len(str(view.get("private_metadata", ""))) > 3000:
+        checker.bad("must be less than 3001 characters", "/view/private_metadata")
+    if len(json.dumps(view)) > 250_000:
+        checker.bad("view is larger than 250 kB", "/view")
+    return checker.problems

@@ -2,7 +2,7 @@
 
 ``GET /`` serves the page; ``GET /sandbox/state`` what one user sees; ``GET /sandbox/events`` pushes a
 tick on every change (server-sent events); ``POST /sandbox/act`` clicks, runs a slash command, submits or
-closes a modal, always by sending the bot the same signed request Slack would.
+closes a modal, opens the Home tab, always by sending the bot the same signed request Slack would.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class SandboxPage:
     def routes(self) -> list[web.RouteDef]:
         return [
             web.get("/", self._index),
+            web.get("/archives/{channel}/{message}", self._index),  # a card's permalink opens the page at the card
             web.get("/static/{name}", self._static),
             web.get("/sandbox/state", self._state),
             web.get("/sandbox/events", self._events),
@@ -112,6 +113,7 @@ class SandboxPage:
             ],
             "messages": [_message_json(m) for m in visible],
             "modal": modal,
+            "home": self.state.homes.get(user),
         }
 
     async def _state(self, request: web.Request) -> web.Response:
@@ -190,6 +192,9 @@ class SandboxPage:
             self.open_views.pop(user, None)
             self.view_errors.pop(view_id, None)
             self._changed("closed", None)
+            return {"ok": reply.status == 200, "status": reply.status}
+        if kind == "home":
+            reply = await self.dispatcher.home_opened(user)
             return {"ok": reply.status == 200, "status": reply.status}
         if kind == "close":
             self.open_views.pop(user, None)

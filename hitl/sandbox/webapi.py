@@ -2,7 +2,7 @@
 
 Answers are Slack-shaped: HTTP 200 with ``{"ok": false, "error": "channel_not_found"}`` for a bad call,
 HTTP 429 with ``Retry-After`` when a fault is injected. ``trigger_id``s are single-use and expire after 3 s.
-State (channels, messages, threads, ephemeral messages, modals) is kept in memory for the sandbox page
+State (channels, messages, threads, ephemeral messages, modals, Home tabs) is kept in memory for the sandbox page
 and for tests to inspect.
 """
 
@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
-from hitl.sandbox.limits import message_problems, view_problems
+from hitl.sandbox.limits import home_problems, message_problems, view_problems
 
 __all__ = ["Call", "Channel", "Message", "SlackState", "webapi_routes"]
 
@@ -73,6 +73,8 @@ class SlackState:
     messages: list[Message] = field(default_factory=list)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
     view_owner: dict[str, str] = field(default_factory=dict)
+    homes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each user's published Home tab (``views.publish``)."""
     calls: list[Call] = field(default_factory=list)
     triggers: dict[str, tuple[float, str]] = field(default_factory=dict)
     faults: list[tuple[str, int, int]] = field(default_factory=list)
@@ -276,6 +278,23 @@ def _method_table(state: SlackState) -> dict[str, Callable[[dict[str, Any]], dic
         state.notify("view", (state.view_owner.get(view_id, ""), state.views[view_id]))
         return {"ok": True, "view": state.views[view_id]}
 
+    def views_publish(a: dict[str, Any]) -> dict[str, Any]:
+        user = _user(state, a.get("user_id"))
+        problems = home_problems(a.get("view"))
+        if problems:
+            raise _Err("invalid_arguments", response_metadata={"messages": [f"[ERROR] {p}" for p in problems]})
+        view_id = state.homes.get(user, {}).get("id") or f"V{next(state._seq):08d}"
+        state.homes[user] = {**a["view"], "id": view_id}
+        state.notify("home", (user, state.homes[user]))
+        return {"ok": True, "view": state.homes[user]}
+
+    def permalink(a: dict[str, Any]) -> dict[str, Any]:
+        ch = _chan(state, a)
+        ts = str(a.get("message_ts") or "")
+        if state.by_ts(ch.id, ts) is None:
+            raise _Err("message_not_found")
+        return {"ok": True, "channel": ch.id, "permalink": f"{state.base_url}/archives/{ch.id}/p{ts.replace('.', '')}"}
+
     def usergroup_users(a: dict[str, Any]) -> dict[str, Any]:
         group = str(a.get("usergroup") or "")
         if group not in state.usergroups:
@@ -293,12 +312,14 @@ def _method_table(state: SlackState) -> dict[str, Callable[[dict[str, Any]], dic
         "chat.postEphemeral": post_ephemeral,
         "views.open": views_open,
         "views.update": views_update,
+        "views.publish": views_publish,
+        "chat.getPermalink": permalink,
         "usergroups.users.list": usergroup_users,
         "users.info": users_info,
     }
 
 
-_READS = frozenset({"auth.test", "users.info", "usergroups.users.list"})
+_READS = frozenset({"auth.test", "users.info", "usergroups.users.list", "chat.getPermalink"})
 
 
 def webapi_routes(state: SlackState) -> list[web.RouteDef]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AdapterConformance, AgentHarness
 from hitl.engine.testing.conformance.approvals import ApprovalsConformance
 from hitl.engine.testing.conformance.failures import FailureConformance
+from hitl.engine.testing.conformance.halts import HaltsConformance
 from hitl.engine.testing.conformance.jobs import JobsConformance
 from hitl.engine.testing.conformance.journal import JournalConformance
 from hitl.engine.testing.conformance.ledger import LedgerConformance
@@ -34,6 +35,7 @@ __all__ = [
     "AgentHarness",
     "ApprovalsConformance",
     "FailureConformance",
+    "HaltsConformance",
     "JobsConformance",
     "JournalConformance",
     "LedgerConformance",
@@ -52,6 +54,7 @@ STORE_SUITES: tuple[type, ...] = (
     JournalConformance,
     JobsConformance,
     TrustConformance,
+    HaltsConformance,
     WindowsConformance,
     TalliesConformance,
     RecordsConformance,

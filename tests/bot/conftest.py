@@ -124,7 +124,21 @@ class Harness:
     def cards(self, channel: str = "refund-approvals") -> list[Message]:
         ch = self.state.channel(channel)
         assert ch is not None
-        return [m for m in self.state.messages if m.channel == ch.id and not m.ephemeral_to and not m.thread_ts]
+        return [
+            m
+            for m in self.state.messages
+            if m.channel == ch.id and not m.ephemeral_to and not m.thread_ts and not self.is_fyi(m)
+        ]
+
+    def fyis(self, channel: str = "refund-approvals") -> list[Message]:
+        """The FYI posts (a call that ran without review: a notify-tier call, or one a Trust let through)."""
+        ch = self.state.channel(channel)
+        assert ch is not None
+        return [m for m in self.state.messages if m.channel == ch.id and self.is_fyi(m)]
+
+    @staticmethod
+    def is_fyi(m: Message) -> bool:
+        return m.text.endswith("ran without review")
 
     def card_for(self, approval_id: str) -> Message:
         found = [m for m in self.state.messages if not m.ephemeral_to and not m.thread_ts and approval_id in m.text]

@@ -62,6 +62,7 @@ async def test_slack_ask_approves_trusts_and_denies(harness: Harness) -> None:
     other = 'Approve "refund"?\n  Input: {"order_id": "3", "customer_id": "C", "amount": 6}'
     assert await ask(other) == "y"
     assert len(harness.cards()) == 2
+    assert [m.text for m in harness.fyis()] == ["refund ran without review"]  # what the Trust let through is seen
 
     deny = asyncio.create_task(ask('Approve "delete_customer"?\n  Input: {"customer_id": "C-1042"}'))
     await wait_for_card(harness, 3)

@@ -59,6 +59,13 @@ def test_flat_arguments_read_as_labelled_fields_and_nested_ones_as_json() -> Non
     flat = make_approval(now=NOW, args={"order_id": "78291", "amount": 49}).model_copy(update={"args_schema": schema})
     [args] = [b for b in card(flat, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
     assert [f["text"] for f in args["fields"]] == ["*order_id*\n`78291`", "*Amount (EUR)*\n`49`"]
+    helped = {"properties": {"amount": {"type": "number", "title": "Amount", "description": "In EUR, <b>gross</b>"}}}
+    [args] = [
+        b
+        for b in card(flat.model_copy(update={"args_schema": helped}), now=NOW)
+        if str(b.get("block_id", "")).startswith("hitl_args:")
+    ]
+    assert args["fields"][1]["text"] == "*Amount*\n`49`\n_In EUR, &lt;b&gt;gross&lt;/b&gt;_"  # the schema's help
     nested = make_approval(now=NOW, args={"order": {"id": "78291"}, "amount": 49})
     [args] = [b for b in card(nested, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
     assert "fields" not in args and "```" in args["text"]["text"]  # nested: the exact JSON
@@ -179,3 +186,19 @@ def test_an_edit_shows_before_and_after_on_every_card_it_touches() -> None:
         text = str(card(a, now=NOW))
         assert "Changed by the reviewer" in text and f"`amount`: `49` → `{after}`" in text, text
     assert "Changed by the reviewer" not in str(card(base, now=NOW))
+
+
+def test_times_read_the_readers_way_with_how_long_is_left() -> None:
+    from hitl.bot.blocks import relative
+
+    pending = str(card(STATES["pending"], now=NOW))  # expires an hour after NOW
+    assert "{date_short_pretty} {time}|2027-01-15 09:00 UTC>" in pending  # Slack's token; the fallback names UTC
+    assert "(in 60 min)" in pending or "(in 1 h)" in pending
+    assert "(in " not in str(card(STATES["expired"], now=NOW + 7200))  # nothing left to count down
+    assert [relative(NOW + d, NOW) for d in (30, 58 * 60, 3 * 3600 + 300, 3 * 86400)] == [
+        "in under a minute",
+        "in 58 min",
+        "in 3 h 5 min",
+        "in 3 days",
+    ]
+    assert [relative(NOW - d, NOW) for d in (5, 120, 26 * 3600)] == ["just now", "2 min ago", "26 h ago"]

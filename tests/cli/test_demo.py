@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.cli.conftest import ROOT
 from tests.processes import stop_process
@@ -46,6 +47,9 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
         "less than or equal to the minimum of 0",
         "superseded",
         "waiting for you",
+        "lets later refund calls in session chat-42 run without review",
+        "the next refund in chat-42: ran without a card",
+        "refund ran without review",
         "demo passed",
     ):
         assert expected in text, expected
@@ -103,10 +107,14 @@ def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -
             page = resp.read().decode()
             assert resp.headers["Content-Security-Policy"].startswith("default-src 'self'")
         assert "hitl sandbox" in page
-        with urllib.request.urlopen(f"{url}/sandbox/state?user=U_SUPPORT1", timeout=10) as resp:
-            state = json.loads(resp.read())
-        assert [c["name"] for c in state["channels"]] == ["finance-approvals", "general", "refund-approvals"]
-        assert sum(c["count"] for c in state["channels"]) == 3  # three refunds waiting
+
+        def state() -> dict[str, Any]:
+            with urllib.request.urlopen(f"{url}/sandbox/state?user=U_SUPPORT1", timeout=10) as resp:
+                return dict(json.loads(resp.read()))
+
+        assert [c["name"] for c in state()["channels"]] == ["finance-approvals", "general", "refund-approvals"]
+        # Three workflow refunds, and the chat agent's first refund of the Trust story.
+        eventually_sync(lambda: sum(c["count"] for c in state()["channels"]) == 4, what="four cards waiting")
 
 
 def test_the_sandbox_shows_your_own_policy_and_store(tmp_path: Path) -> None:

@@ -128,11 +128,18 @@ async def test_modify_raising_tier_supersedes(svc: ApprovalService, notifier: Re
     assert [a.id for a in pending] == [new.id]
 
 
-async def test_trust_grants_session_trust_with_ttl(svc: ApprovalService, clock: FakeClock) -> None:
+async def test_trust_grants_session_trust_with_ttl(
+    svc: ApprovalService, clock: FakeClock, notifier: RecordingNotifier, sqlite_store: SqliteStore
+) -> None:
     p = await svc.propose(ProposeRequest("refund", {"amount": 10}, session_id="s1"))
     assert p.approval is not None
     await svc.decide(DecideRequest(p.approval.id, "U_SUPPORT1", DecisionKind.TRUST))
+    assert ("notified", "refund") not in notifier.events
     assert (await svc.propose(ProposeRequest("refund", {"amount": 11}, session_id="s1"))).may_run
+    # What the Trust let through is seen, not only granted: audited, and told to reviewers as an FYI.
+    assert ("notified", "refund") in notifier.events
+    [seen] = [e for e in await sqlite_store.audit.entries() if e.event == "trusted"]
+    assert seen.detail.startswith("s1: refund ran with an FYI") and "a reviewer trusted refund" in seen.detail
     assert not (await svc.propose(ProposeRequest("refund", {"amount": 11}, session_id="s2"))).may_run
     assert not (
         await svc.propose(ProposeRequest("refund", {"amount": 600}, session_id="s1"))

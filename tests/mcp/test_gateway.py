@@ -223,3 +223,33 @@ async def test_the_http_gateway_cuts_off_half_sent_bodies_and_refuses_compressed
         writer.close()
     logged = (shop.tmp / "mcp.log").read_text()
     assert "Traceback" not in logged and "ERROR" not in logged, logged
+
+
+async def test_a_halt_reaches_the_gateway_process_and_nothing_runs_until_it_is_lifted(shop: Shop) -> None:
+    """`hitl halt` given in this process: the gateway (another process) refuses every call within a second and the
+    client hears who halted it and why; approving what waits is refused too; after the lift, calls go on."""
+    async with shop.client() as client:
+        call = asyncio.create_task(client.call_tool("refund", {"order_id": "7", "amount": 20}))
+        [waiting] = await shop.pending()
+        await shop.service.switch.halt(None, by="U_ADMIN", reason="incident 9")
+
+        async def refused() -> bool:
+            result = await client.call_tool("look_up_order", {"order_id": "78291"})
+            return bool(result.is_error and "incident 9" in text_of(result))
+
+        await eventually(refused, what="the gateway to obey the halt", timeout=10)
+        try:
+            await shop.decide(waiting, DecisionKind.APPROVE)
+        except Exception as exc:  # refused while halted: Reject is the only way out
+            assert "incident 9" in str(exc)
+        else:
+            raise AssertionError("an approval of a halted tool went through")
+        await shop.decide(waiting, DecisionKind.REJECT, reason="halted")
+        assert (await asyncio.wait_for(call, 30)).is_error
+        await shop.service.switch.lift(None, by="U_ADMIN")
+
+        async def allowed() -> bool:
+            return not (await client.call_tool("look_up_order", {"order_id": "78291"})).is_error
+
+        await eventually(allowed, what="the gateway to go on after the lift", timeout=10)
+    assert shop.effects() == []  # look_up_order writes nothing; the refund never ran

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, async_playwright, expect
 
 from hitl.demo.examples import refund_example
@@ -179,3 +180,127 @@ async def test_a_channel_badge_counts_what_waits_and_goes_down_as_people_decide(
         await expect(badge).to_have_text("1")
         await page.locator(".msg").first.get_by_role("button", name="Approve").click()
         await expect(badge).to_have_count(0)  # decided: nothing waits there any more
+
+
+def message_for(sb: Sandbox, approval_id: str):  # type: ignore[no-untyped-def]
+    return next(m for m in sb.state.messages if approval_id in m.text and not m.thread_ts and not m.ephemeral_to)
+
+
+async def test_the_home_tab_is_an_inbox_that_links_to_its_cards_and_keeps_up(sandbox: Sandbox) -> None:
+    """The Home tab as a reviewer uses it: what waits for them, updated while they look at it when someone else
+    decides; its link opens the card, where they decide; back home, it is under "Decided by you lately"."""
+    from hitl.bot.blocks import ACTION_APPROVE
+
+    first = await refund(sandbox, 120, "A note from the customer.")
+    second = await refund(sandbox, 60, "Only the mug broke.", order="78300")
+    async with browser_page() as page:
+        await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
+        await page.click("#home-link")
+        home = page.locator("#home")
+        await expect(home).to_contain_text("Waiting for you (2)")
+        await expect(home).to_contain_text("Refund 120.00 to C-1042 for order 78291")
+        await expect(page.locator("#channel-title")).to_have_text("Home")
+
+        await sandbox.dispatcher.click("U_SUPPORT2", message_for(sandbox, second), ACTION_APPROVE)
+        await expect(home).to_contain_text("Waiting for you (1)")  # published again; nobody reopened the tab
+
+        await home.get_by_role("link", name="Open the card").click()
+        opened = page.locator(".msg.highlight")
+        await expect(opened).to_contain_text("Approval needed: Refund 120.00")
+        await expect(opened).to_contain_text(first)
+        await opened.get_by_role("button", name="Approve").click()
+        await expect(card(page, first)).to_contain_text("Approved and done: Refund 120.00", timeout=15000)
+
+        await page.click("#home-link")
+        await expect(home).to_contain_text("Nothing is waiting for you")
+        await expect(home).to_contain_text("Approved Refund 120.00 to C-1042 for order 78291")
+
+
+DOCS_SHOTS = ROOT / "docs" / "pages" / "screenshots"
+
+
+async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The screenshots in the docs (docs/pages/screenshots) are taken here, on every run, so they never go stale:
+    each card state a reviewer meets, and the Home tab. A fixed clock keeps their times the same from run to run."""
+    from hitl.demo.scenario import TRUST_SESSION
+    from hitl.engine.domain.requests import ProposeRequest
+    from hitl.testing import FakeClock, make_approval
+
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    clock = FakeClock()
+    sb = await start_sandbox(
+        config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"), clock=clock
+    )
+    sb.state.clock = clock.now
+    svc = sb.rt.runtime.contexts.default.service
+    try:
+        pending = await refund(sb, 120, HOSTILE_NOTE)
+        edited = await refund(sb, 60, "Only the mug broke.", order="78300")
+        rejected = await refund(sb, 20, "Changed my mind.", order="78292")
+        expired = await refund(sb, 49, "Please hurry.", order="78292")
+        args = {"order_id": "78310", "customer_id": "C-3107", "amount": 25, "reason": "late delivery"}
+        trusted = await svc.propose(ProposeRequest("refund", args, session_id=TRUST_SESSION, requester="agent:chat"))
+        doubt = make_approval(
+            now=clock.now(),
+            tool="doubt:refund",
+            session_id="ses_doubt",
+            args={"tool": "refund", "args": {"order_id": "78320", "amount": 80}},
+        )
+        await sb.rt.store.approvals.create(doubt)
+        async with browser_page() as page:
+            await page.goto(f"{sb.url}/?as=U_SUPPORT1")
+            DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+
+            async def snap(approval_id: str, name: str, text: str) -> None:
+                found = card(page, approval_id)
+                await expect(found).to_contain_text(text, timeout=15000)
+                await sb.rt.ctx.notifier.flush()
+                await sb.rt.ctx.home.settled()
+
+                async def taken() -> bool:  # the page redraws on every change: shoot once it shows the last one
+                    if await page.evaluate("document.body.dataset.version") != str(sb.page.version):
+                        return False
+                    try:
+                        await found.screenshot(path=str(DOCS_SHOTS / f"{name}.png"), timeout=2000)
+                    except PlaywrightError:
+                        return False
+                    return True
+
+                await eventually(taken, what=f"a steady screenshot of {name}", timeout=15)
+
+            await snap(doubt.id, "card-in-doubt", "Did it happen? refund")
+            await snap(pending, "card-pending", "Approval needed: Refund 120.00")
+
+            await card(page, edited).get_by_role("button", name="Modify").click()
+            await page.locator(".modal input[name='hitl_field:amount']").fill("900")
+            await page.click("#modal-submit")
+            await snap(edited, "card-superseded", "Superseded: Refund 60.00")
+
+            await card(page, rejected).get_by_role("button", name="Reject").click()
+            await page.click("#confirm-ok")
+            await page.locator(".modal textarea").fill("Customer withdrew the request")
+            await page.click("#modal-submit")
+            await snap(rejected, "card-rejected", "Rejected: Refund 20.00")
+
+            assert trusted.approval is not None
+            await card(page, trusted.approval.id).get_by_role("button", name="Trust for session").click()
+            await expect(page.locator(".modal")).to_contain_text("lets later refund calls in session chat-42")
+            await page.click("#confirm-ok")
+            await snap(trusted.approval.id, "card-trusted", "until 2027-01-15 09:00 UTC")
+
+            await page.click("#home-link")
+            home = page.locator("#home")
+            await expect(home).to_contain_text("runs without review until")  # the trust in force
+            await expect(home).to_contain_text("Did it happen? refund")
+            await expect(home).to_contain_text("Rejected Refund 20.00")
+            await sb.rt.ctx.home.settled()
+            await page.screenshot(path=str(DOCS_SHOTS / "home-tab.png"))
+
+            await page.get_by_text("# refund-approvals").click()
+            clock.advance(5 * 3600)
+            await svc.expire_due()
+            await snap(expired, "card-expired", "Expired: Refund 49.00")
+    finally:
+        await sb.close()

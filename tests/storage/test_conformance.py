@@ -6,6 +6,7 @@ from hitl.testing.conformance import (
     STORE_SUITES,
     ApprovalsConformance,
     FailureConformance,
+    HaltsConformance,
     JobsConformance,
     JournalConformance,
     LedgerConformance,
@@ -39,6 +40,10 @@ class TestJournal(JournalConformance):
 
 
 class TestTrust(TrustConformance):
+    pass
+
+
+class TestHalts(HaltsConformance):
     pass
 
 

@@ -117,3 +117,13 @@ async def refusal(handle: WorkflowHandle[Any, Any], decision: Decision) -> str:
         return None if cause.type == "HitlNotReady" else str(cause.type)
 
     return await eventually(refused_as, what="the workflow to take its proposal")
+
+
+async def test_a_halt_denies_the_workflows_call_and_nothing_runs(stand: Stand) -> None:
+    """The stop switch reaches a Temporal workflow's proposal: it is told who halted it and why, and nothing runs."""
+    await stand.service.switch.halt("refund", by="U_ADMIN", reason="incident 11")
+    async with stand.worker():
+        handle = await stand.start()
+        result = await asyncio.wait_for(handle.result(), 30)
+    assert "incident 11" in result and result.startswith("not refunded")
+    assert stand.refunds == [] and (await stand.store.approvals.list_pending()).items == []

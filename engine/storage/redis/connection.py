@@ -108,6 +108,7 @@ class RedisConnection:
         self.own_script: AsyncScript = client.register_script(_lua("own"))
         self.audit_script: AsyncScript = client.register_script(_lua("audit"))
         self.events_script: AsyncScript = client.register_script(_lua("events"))
+        self.halt_script: AsyncScript = client.register_script(_lua("halt"))
         self.commit_script: AsyncScript = client.register_script(_lua("commit"))
         self.open_script: AsyncScript = client.register_script(_lua("open"))
         self.page_script: AsyncScript = client.register_script(_lua("page"))
@@ -213,6 +214,11 @@ class RedisConnection:
     def trust_sessions_key(self) -> str:
         """Sessions that have (or had) trust grants."""
         return f"{self.p}:trust-sessions"
+
+    @property
+    def halts_key(self) -> str:
+        """The stop switch's orders (a hash: scope -> order JSON)."""
+        return f"{self.p}:halts"
 
     def claim_key(self, key: str) -> str:
         """An execution claim's hash."""

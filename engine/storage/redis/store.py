@@ -11,6 +11,7 @@ from hitl.engine.errors import StoreError
 from hitl.engine.storage.redis.approvals import RedisApprovals
 from hitl.engine.storage.redis.audit import RedisAudit
 from hitl.engine.storage.redis.connection import RedisConnection
+from hitl.engine.storage.redis.halts import RedisHalts
 from hitl.engine.storage.redis.jobs import RedisJobs
 from hitl.engine.storage.redis.journal import RedisJournal
 from hitl.engine.storage.redis.ledger import RedisLedger
@@ -44,6 +45,7 @@ class RedisStore:
         self.journal = RedisJournal(self.conn)
         self.jobs = RedisJobs(self.conn)
         self.trust = RedisTrust(self.conn)
+        self.halts = RedisHalts(self.conn)
         self.windows = RedisWindows(self.conn)
         self.audit = RedisAudit(self.conn)
         self.messages = RedisMessages(self.conn)

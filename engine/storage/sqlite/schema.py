@@ -6,7 +6,7 @@ import sqlite3
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "add_missing_columns"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -60,6 +60,12 @@ CREATE TABLE IF NOT EXISTS trust (
     granted_by TEXT NOT NULL,
     until REAL NOT NULL,
     PRIMARY KEY (session_id, tool)
+);
+
+-- The stop switch: one order per scope (a tool, or '*'), kept until lifted.
+CREATE TABLE IF NOT EXISTS halts (
+    scope TEXT PRIMARY KEY,
+    doc TEXT NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS windows (

@@ -8,6 +8,7 @@ from pathlib import Path
 from hitl.engine.storage.sqlite.approvals import SqliteApprovals
 from hitl.engine.storage.sqlite.audit import SqliteAudit
 from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.halts import SqliteHalts
 from hitl.engine.storage.sqlite.jobs import SqliteJobs
 from hitl.engine.storage.sqlite.journal import SqliteJournal
 from hitl.engine.storage.sqlite.ledger import SqliteLedger
@@ -42,6 +43,7 @@ class SqliteStore:
         self.journal = SqliteJournal(self.db)
         self.jobs = SqliteJobs(self.db)
         self.trust = SqliteTrust(self.db)
+        self.halts = SqliteHalts(self.db)
         self.windows = SqliteWindows(self.db)
         self.audit = SqliteAudit(self.db)
         self.messages = SqliteMessages(self.db)

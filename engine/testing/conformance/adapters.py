@@ -148,7 +148,7 @@ class _BrokenPort:
 class BreakableStore:
     """A real store whose every method raises :class:`StoreError` after :meth:`break_` (the backend went away)."""
 
-    PORTS = ("approvals", "ledger", "runs", "jobs", "trust", "windows", "audit", "messages", "tallies")
+    PORTS = ("approvals", "ledger", "runs", "jobs", "trust", "halts", "windows", "audit", "messages", "tallies")
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner
@@ -472,6 +472,25 @@ class AdapterConformance(abc.ABC):
         assert any("refunded 75" in t for t in told), seen
         assert all("refunded 75" in t or a.id in t for t in told), told
         assert (await world.store().approvals.get(a.id)).status is Status.EXECUTED
+
+    # -- 14 -----------------------------------------------------------------------------------------------
+    async def test_a_halt_stops_every_call_it_covers_until_it_is_lifted(self, world: AgentWorld) -> None:
+        """The stop switch (``hitl halt``): while every tool is halted, neither an allowed call nor a gated one runs
+        or asks anyone, and the model hears who halted it and why; once lifted, calls go on."""
+        switch = world.service(world.store()).switch
+        await switch.halt(None, by="U_ADMIN", reason="incident 7")
+        h = self.harness(world)
+        calls = [ScriptedCall("c1", "look_up_order", {"order_id": "H1"}), refund("c2", "H1", 40)]
+        seen = await self.finish(h, await h.start(calls, session="s-halt"))
+        assert world.ledger.rows() == []
+        assert await self.none_pending(world, "s-halt")
+        assert all("incident 7" in seen.results[c] for c in ("c1", "c2")), seen.results
+        await switch.lift(None, by="U_ADMIN")
+        again = self.harness(world)  # a new agent process: it reads the switch afresh
+        await self.finish(
+            again, await again.start([ScriptedCall("c3", "look_up_order", {"order_id": "H2"})], session="s-go")
+        )
+        assert world.ledger.rows() == [("look_up_order", "H2", None)]
 
 
 async def settle(task: Awaitable[Any]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import AuditEntry, MessageRef
 from hitl.engine.domain.retention import Retention
@@ -55,6 +56,9 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "trust.active": lambda: store.trust.active("s", now=now),
         "trust.all_active": lambda: store.trust.all_active(now=now),
         "trust.revoke": lambda: store.trust.revoke("s", "refund", by="U", now=now),
+        "halts.halt": lambda: store.halts.halt(HaltOrder(scope="refund", by="U", at=now)),
+        "halts.lift": lambda: store.halts.lift("refund", by="U", now=now),
+        "halts.active": lambda: store.halts.active(),
         "windows.add": lambda: store.windows.add("k", amount=1, now=now, window=60, event_id="e"),
         "windows.stats": lambda: store.windows.stats("k", now=now, window=60),
         "windows.forget": lambda: store.windows.forget("k", event_id="e"),
@@ -86,4 +90,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 41  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 44  # every method of every port, plus ping: a new method needs a line here

@@ -6,7 +6,7 @@ const EMOJI = {
   ballot_box_with_check: "☑️", arrows_counterclockwise: "🔄", gear: "⚙️", information_source: "ℹ️",
   alarm_clock: "⏰", checkered_flag: "🏁", grey_question: "❔", tada: "🎉", no_entry_sign: "🚫",
 };
-const ui = { user: null, channel: null, data: null, busy: false };
+const ui = { user: null, channel: null, data: null, busy: false, view: "channel", highlight: null };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -23,17 +23,18 @@ function personName(id) {
 
 function renderInline(text, parent) {
   // Formatting marks only count at word boundaries, as in Slack; emoji codes are tokens of their own.
-  const re = /(<@[A-Z0-9_]+>|<!date\^\d+\^[^|>]*\|[^>]*>|`[^`\n]+`|:[a-z0-9_+-]+:|(?<![\w*])\*[^*\n]+\*(?![\w*])|(?<![\w_])_[^_\n]+_(?![\w_])|(?<![\w~])~[^~\n]+~(?![\w~])|\n)/g;
+  const re = /(<https?:\/\/[^|>\s]+(?:\|[^>]*)?>|<@[A-Z0-9_]+>|<!date\^\d+\^[^|>]*\|[^>]*>|`[^`\n]+`|:[a-z0-9_+-]+:|(?<![\w*])\*[^*\n]+\*(?![\w*])|(?<![\w_])_[^_\n]+_(?![\w_])|(?<![\w~])~[^~\n]+~(?![\w~])|\n)/g;
   let last = 0;
   let m;
   while ((m = re.exec(text)) !== null) {
     if (m.index > last) parent.appendChild(document.createTextNode(emoji(decode(text.slice(last, m.index)))));
     const t = m[0];
     if (t === "\n") parent.appendChild(el("br"));
+    else if (t.startsWith("<http")) parent.appendChild(link(t.slice(1, -1)));
     else if (t.startsWith("<@")) parent.appendChild(el("span", "mention", "@" + personName(t.slice(2, -1))));
     else if (t.startsWith("<!date")) {
       const ts = Number(t.split("^")[1]);
-      parent.appendChild(document.createTextNode(new Date(ts * 1000).toLocaleString()));
+      parent.appendChild(document.createTextNode(new Date(ts * 1000).toLocaleString(undefined, { timeZoneName: "short" })));
     } else if (t[0] === "`") parent.appendChild(el("code", "inline", decode(t.slice(1, -1))));
     else if (t[0] === ":") parent.appendChild(document.createTextNode(emoji(t)));
     else if (t[0] === "*") parent.appendChild(el("b", "", emoji(decode(t.slice(1, -1)))));
@@ -42,6 +43,33 @@ function renderInline(text, parent) {
     last = re.lastIndex;
   }
   if (last < text.length) parent.appendChild(document.createTextNode(emoji(decode(text.slice(last)))));
+}
+
+function link(inner) {
+  // <url|label>: a card's permalink (/archives/<channel>/p<ts>) opens that card here; anything else is a plain link.
+  const bar = inner.indexOf("|");
+  const url = bar < 0 ? inner : inner.slice(0, bar);
+  const a = el("a", "link", decode(bar < 0 ? inner : inner.slice(bar + 1)));
+  a.href = url;
+  a.rel = "noopener noreferrer";
+  const here = new URL(url, location.href);
+  if (here.origin === location.origin && here.pathname.startsWith("/archives/")) {
+    a.addEventListener("click", (ev) => { ev.preventDefault(); openPermalink(here.pathname); });
+  } else {
+    a.target = "_blank";
+  }
+  return a;
+}
+
+function openPermalink(path) {
+  const [, , channel, p] = path.split("/");
+  if (!channel || !p || !p.startsWith("p")) return;
+  const digits = p.slice(1);
+  ui.view = "channel";
+  ui.channel = channel;
+  ui.highlight = digits.slice(0, -6) + "." + digits.slice(-6);
+  history.replaceState(null, "", "/" + location.search);
+  refresh();
 }
 
 function renderText(obj, parent) {
@@ -101,8 +129,18 @@ function renderMessage(m) {
   return row;
 }
 
+function renderHome(box) {
+  box.replaceChildren();
+  const home = el("div", "home");
+  home.id = "home";
+  if (ui.data.home) renderBlocks(ui.data.home.blocks, home, null);
+  else home.appendChild(el("div", "empty", "Opening your Home tab…"));
+  box.appendChild(home);
+}
+
 function renderMessages() {
   const box = document.getElementById("messages");
+  if (ui.view === "home") { renderHome(box); return; }
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
   box.replaceChildren();
   const msgs = ui.data.messages;
@@ -121,18 +159,29 @@ function renderMessages() {
     }
     box.appendChild(node);
   }
-  if (atBottom) box.scrollTop = box.scrollHeight;
+  const target = ui.highlight && box.querySelector('.msg[data-ts="' + ui.highlight + '"]');
+  if (target) {
+    target.classList.add("highlight");
+    target.scrollIntoView({ block: "center" });
+    ui.highlight = null;
+  } else if (atBottom) box.scrollTop = box.scrollHeight;
 }
 
 function renderChrome() {
+  const homeLink = document.getElementById("home-link");
+  homeLink.className = ui.view === "home" ? "active" : "";
+  if (ui.view === "home") document.getElementById("channel-title").textContent = "Home";
+  document.getElementById("composer").hidden = ui.view === "home";
   const nav = document.getElementById("channels");
   nav.replaceChildren();
   for (const c of ui.data.channels) {
-    const a = el("a", c.id === ui.data.channel ? "active" : "", "# " + c.name);
+    const a = el("a", c.id === ui.data.channel && ui.view !== "home" ? "active" : "", "# " + c.name);
     if (c.count) a.appendChild(el("span", "count", String(c.count)));
-    a.addEventListener("click", () => { ui.channel = c.id; refresh(); });
+    a.addEventListener("click", () => { ui.view = "channel"; ui.channel = c.id; refresh(); });
     nav.appendChild(a);
-    if (c.id === ui.data.channel) document.getElementById("channel-title").textContent = "# " + c.name;
+    if (c.id === ui.data.channel && ui.view !== "home") {
+      document.getElementById("channel-title").textContent = "# " + c.name;
+    }
   }
   const select = document.getElementById("user");
   if (!select.options.length) {
@@ -300,7 +349,15 @@ async function refresh() {
 function start() {
   const params = new URLSearchParams(location.search);
   ui.user = params.get("as") || null;
-  document.getElementById("user").addEventListener("change", (ev) => { ui.user = ev.target.value; refresh(); });
+  if (location.pathname.startsWith("/archives/")) openPermalink(location.pathname);
+  document.getElementById("user").addEventListener("change", (ev) => {
+    ui.user = ev.target.value;
+    if (ui.view === "home") act({ kind: "home" }); else refresh();
+  });
+  document.getElementById("home-link").addEventListener("click", () => {
+    ui.view = "home";
+    act({ kind: "home" });  // Slack tells the app the tab was opened; the app publishes it
+  });
   document.getElementById("composer").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const input = document.getElementById("composer-input");

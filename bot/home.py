@@ -1,0 +1,119 @@
+"""The reviewer's inbox: the app's Home tab as a Block Kit ``home`` view. Pure: no I/O, time passed in.
+
+Three parts, each bounded: what the viewer may decide now (the card's sentence, how long it has waited, when it
+expires, a link to the card), what they decided lately, and the trust grants in force. Everything that came from an
+agent (tool names, sentences, sessions) is escaped like on the card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hitl.bot.blocks import headline, relative, when, who
+from hitl.bot.escape import label
+from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
+from hitl.engine.domain.models import Approval, Decision, DecisionKind
+from hitl.engine.domain.records import TrustGrant
+
+__all__ = ["HOME_DECIDED", "HOME_HALTED", "HOME_TRUST", "HOME_WAITING", "Waiting", "home_view"]
+
+HOME_WAITING = "hitl_home_waiting"
+HOME_DECIDED = "hitl_home_decided"
+HOME_TRUST = "hitl_home_trust"
+HOME_HALTED = "hitl_home_halted"
+"""Block id prefixes of the three parts (tests and the sandbox find them by these)."""
+SHOWN = 15
+"""At most this many items per part: the view stays well inside Slack's 100 blocks."""
+
+_VERBS = {
+    DecisionKind.APPROVE: "Approved",
+    DecisionKind.REJECT: "Rejected",
+    DecisionKind.MODIFY: "Modified and approved",
+    DecisionKind.TRUST: "Approved and trusted",
+    DecisionKind.FEEDBACK: "Sent feedback on",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """An approval the viewer may decide now, and the link to its card (None while it has no card)."""
+
+    approval: Approval
+    link: str | None
+
+
+def home_view(
+    viewer: str,
+    *,
+    waiting: Sequence[Waiting],
+    more_waiting: bool,
+    decided: Sequence[tuple[Approval, Decision]],
+    grants: Sequence[TrustGrant],
+    now: float,
+    halts: Sequence[HaltOrder] = (),
+) -> dict[str, Any]:
+    """The Home tab ``viewer`` sees: a ``views.publish`` view. ``halts``: the stop switch's orders in force, first."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "Your approvals", "emoji": False}},
+        {
+            "type": "context",
+            "elements": [{"type": "mrkdwn", "text": f"For {who(viewer)} · updated {when(now)}"}],
+        },
+    ]
+    for i, order in enumerate(halts[:SHOWN]):
+        what = "Every tool is" if order.scope == EVERY_TOOL else f"`{label(order.scope, 60)}` is"
+        why = f": {label(order.reason, 300)}" if order.reason else ""
+        line = f":octagonal_sign: *Halted.* {what} stopped by {who(order.by)} {relative(order.at, now)}{why}"
+        blocks.append(_section(f"{HOME_HALTED}:{i}", line))
+    count = f"{len(waiting)}{'+' if more_waiting else ''}"
+    blocks.append(_heading(f"Waiting for you ({count})" if waiting else "Nothing is waiting for you"))
+    for i, w in enumerate(waiting[:SHOWN]):
+        blocks.append(_waiting(w, now, i))
+    if more_waiting or len(waiting) > SHOWN:
+        blocks.append(_note("More are waiting: `/hitl pending` pages through all of them."))
+    blocks += [{"type": "divider"}, _heading("Decided by you lately")]
+    if not decided:
+        blocks.append(_note("Nothing yet."))
+    for i, (a, d) in enumerate(decided[:SHOWN]):
+        line = f"{_VERBS[d.kind]} *{_what(a)}* {relative(d.at, now)} via {label(d.via, 20)}"
+        blocks.append(_section(f"{HOME_DECIDED}:{i}", line))
+    blocks += [{"type": "divider"}, _heading("Trust in force")]
+    if not grants:
+        blocks.append(_note("No tool is trusted right now."))
+    for i, g in enumerate(grants[:SHOWN]):
+        line = (
+            f"`{label(g.tool, 60)}` in session `{label(g.session_id, 60)}` runs without review until "
+            f"{when(g.until)} ({relative(g.until, now)}), granted by {who(g.granted_by)}"
+        )
+        blocks.append(_section(f"{HOME_TRUST}:{i}", line))
+    return {"type": "home", "blocks": blocks}
+
+
+def _what(a: Approval) -> str:
+    """The approval in a few words, as the card's headline says it (escaped: the sentence carries arguments)."""
+    return label(headline(a), 150)
+
+
+def _waiting(w: Waiting, now: float, i: int) -> dict[str, Any]:
+    a = w.approval
+    votes = f" · {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
+    link = f" · <{w.link}|Open the card>" if w.link else " · `/hitl show " + a.id + "`"
+    text = (
+        f"*{_what(a)}*\nAsked {relative(a.created_at, now)} by {who(a.requester)} · expires "
+        f"{relative(a.expires_at, now)}{votes}{link}"
+    )
+    return _section(f"{HOME_WAITING}:{i}", text)
+
+
+def _heading(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": f"*{text}*"}}
+
+
+def _section(block_id: str, text: str) -> dict[str, Any]:
+    return {"type": "section", "block_id": block_id, "text": {"type": "mrkdwn", "text": text[:2900], "verbatim": True}}
+
+
+def _note(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}

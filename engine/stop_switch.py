@@ -1,0 +1,92 @@
+"""The stop switch as every gate reads it: the store's halt orders, read again at most every half second, so an
+order given in any process on the store reaches every replica and agent process within one second.
+
+A gate asks :meth:`StopSwitch.check` before it lets anything new through (a proposal, an approval, an execution);
+reading the orders failing means nothing goes through (fail closed: the store's error propagates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+
+from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, covering, halt_message
+from hitl.engine.errors import Halted, InvalidInput
+from hitl.engine.ports import Clock, Store
+
+__all__ = ["FRESH_FOR", "StopSwitch", "halted"]
+
+FRESH_FOR = 0.5
+"""Seconds the orders read from the store are used before they are read again (half the one-second promise)."""
+_SHARED: weakref.WeakKeyDictionary[Store, StopSwitch] = weakref.WeakKeyDictionary()
+
+
+class StopSwitch:
+    """Halt orders: given, lifted, and checked by the gates. One per store in a process (:meth:`shared`), so an
+    order given here holds at once for every service of the process."""
+
+    @classmethod
+    def shared(cls, store: Store, clock: Clock) -> StopSwitch:
+        """The process's switch for ``store``."""
+        try:
+            found = _SHARED.get(store)
+            if found is None:
+                found = _SHARED[store] = cls(store, clock)
+        except TypeError:  # a store of your own that cannot be a weak key: a switch of its own (0.5 s apart)
+            return cls(store, clock)
+        return found
+
+    def __init__(self, store: Store, clock: Clock, *, fresh_for: float = FRESH_FOR) -> None:
+        self.store = store
+        self.clock = clock
+        self.fresh_for = fresh_for
+        self._orders: list[HaltOrder] = []
+        self._read_at: float | None = None
+        self._changes = 0
+
+    async def orders(self) -> list[HaltOrder]:
+        """The orders in force (as read at most :attr:`fresh_for` seconds ago)."""
+        loop = asyncio.get_running_loop()
+        if self._read_at is not None and loop.time() - self._read_at < self.fresh_for:
+            return self._orders
+        changes = self._changes
+        orders = await self.store.halts.active()
+        if changes == self._changes:  # a read begun before an order given here would keep it unseen: not kept
+            self._orders, self._read_at = orders, loop.time()
+        return orders
+
+    async def covering(self, tool: str) -> HaltOrder | None:
+        """The order that halts ``tool``, if any."""
+        orders = await self.orders()
+        return covering(orders, tool) if orders else None
+
+    async def check(self, tool: str) -> None:
+        """Raise :class:`Halted` when an order covers ``tool``."""
+        order = await self.covering(tool)
+        if order is not None:
+            raise halted(order, tool)
+
+    async def halt(self, scope: str | None, *, by: str, reason: str = "") -> HaltOrder:
+        """Halt ``scope`` (a tool; None or ``*``: every tool), audited; in force here at once."""
+        order = HaltOrder(scope=_scope(scope), by=by[:200], reason=reason.strip()[:1000], at=self.clock.now())
+        await self.store.halts.halt(order)
+        self._read_at, self._changes = None, self._changes + 1
+        return order
+
+    async def lift(self, scope: str | None, *, by: str) -> HaltOrder | None:
+        """Lift the order for ``scope``, audited; the order lifted, or None when there was none."""
+        lifted = await self.store.halts.lift(_scope(scope), by=by[:200], now=self.clock.now())
+        self._read_at, self._changes = None, self._changes + 1
+        return lifted
+
+
+def halted(order: HaltOrder, tool: str) -> Halted:
+    """The refusal a halt order gives ``tool``."""
+    return Halted(halt_message(order, tool), tool=tool, scope=order.scope, halted_by=order.by)
+
+
+def _scope(scope: str | None) -> str:
+    value = (scope or EVERY_TOOL).strip()
+    if not value or len(value) > 200 or any(ord(ch) < 32 for ch in value):
+        raise InvalidInput("a halt names one tool (at most 200 characters) or none for every tool")
+    return value

@@ -1,0 +1,46 @@
+"""The stop switch's orders in Redis: one hash (scope -> order), each change and its audit entry one script."""
+
+from __future__ import annotations
+
+from hitl.engine.domain.halts import HaltOrder
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.storage.redis.codec import entry_body, text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+
+__all__ = ["RedisHalts"]
+
+
+@store_errors
+class RedisHalts:
+    """:class:`hitl.engine.ports.HaltOrders` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+        self.r = conn.r
+        self._key = conn.halts_key
+
+    async def halt(self, order: HaltOrder) -> None:
+        entry = _entry(order, "halted")
+        await self.conn.call(
+            self.conn.halt_script, [self._key, self.conn.events_key], [order.scope, order.model_dump_json(), entry]
+        )
+
+    async def lift(self, scope: str, *, by: str, now: float) -> HaltOrder | None:
+        current = await self.r.hget(self._key, scope)
+        if current is None:
+            return None
+        order = HaltOrder.model_validate_json(text(current))
+        entry = _entry(order.model_copy(update={"by": by, "at": now}), "unhalted")
+        done, before = await self.conn.call(
+            self.conn.halt_script, [self._key, self.conn.events_key], [scope, "", entry]
+        )
+        return HaltOrder.model_validate_json(text(before)) if int(done) else None
+
+    async def active(self) -> list[HaltOrder]:
+        raw = await self.r.hgetall(self._key)
+        return sorted((HaltOrder.model_validate_json(text(v)) for v in raw.values()), key=lambda o: o.scope)
+
+
+def _entry(order: HaltOrder, event: str) -> str:
+    why = f": {order.reason}" if order.reason and event == "halted" else ""
+    return entry_body(AuditEntry(at=order.at, actor=order.by, event=event, detail=f"{order.scope}{why}"[:500]))

@@ -1,0 +1,68 @@
+"""``/halt``, ``/unhalt`` and ``/halts``: the stop switch over HTTP (an ``admin`` token halts and unhalts; a reader
+sees what is halted)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hitl.engine.config.api import Scope
+from hitl.engine.domain.halts import HaltOrder
+from hitl.engine.errors import EngineError
+
+from .context import CONTEXT, body_of, caller_of
+from .models import HaltList, HaltRequest, HaltView, Unhalted, UnhaltRequest, iso
+from .problems import ApiError, from_engine
+from .routes import Endpoint
+
+__all__ = ["routes"]
+
+
+def _view(o: HaltOrder) -> HaltView:
+    return HaltView(scope=o.scope, by=o.by, reason=o.reason, at=iso(o.at))
+
+
+async def halt(request: web.Request) -> web.Response:
+    """Halt a tool, or every tool: nothing new of it is proposed, approved or executed until it is unhalted."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.ADMIN)
+    body = await body_of(request, HaltRequest)
+    try:
+        order = await ctx.lifecycle.halt(body.tool, by=caller.reviewer, reason=body.reason)
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    return web.json_response(_view(order).model_dump(mode="json"))
+
+
+async def unhalt(request: web.Request) -> web.Response:
+    """Lift a halt, and resume the runs it paused."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.ADMIN)
+    body = await body_of(request, UnhaltRequest)
+    try:
+        lifted, resumed = await ctx.lifecycle.unhalt(body.tool, by=caller.reviewer)
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    if lifted is None:
+        what = "every tool" if body.tool is None else body.tool
+        raise ApiError(404, "not_found", f"{what} is not halted; GET /api/v1/halts lists the halts in force")
+    return web.json_response(Unhalted(halt=_view(lifted), resumed_runs=resumed).model_dump(mode="json"))
+
+
+async def listed(request: web.Request) -> web.Response:
+    """The halts in force."""
+    ctx = request.app[CONTEXT]
+    caller_of(request, Scope.READ)
+    try:
+        orders = await ctx.lifecycle.store.halts.active()
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    return web.json_response(HaltList(halts=[_view(o) for o in orders]).model_dump(mode="json"))
+
+
+def routes() -> list[Endpoint]:
+    """The stop switch's routes."""
+    return [
+        Endpoint("POST", "/halt", halt, HaltView, body=HaltRequest, errors=(403,)),
+        Endpoint("POST", "/unhalt", unhalt, Unhalted, body=UnhaltRequest, errors=(403, 404)),
+        Endpoint("GET", "/halts", listed, HaltList),
+    ]

@@ -1,0 +1,159 @@
+"""The stop switch in the engine, on both stores: a halt refuses new proposals, approvals and executions of its
+tools (rejecting still works), is audited, reaches another process's service within a second, and survives a
+restart; lifting it lets everything go on."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from hitl.engine.agents.gate import ToolCall, ToolGate
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
+from hitl.engine.errors import ErrorCode, Halted
+from hitl.engine.ports import Store
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.testing import FakeClock
+from tests.waiting import eventually
+
+CONFIG = parse_config(
+    """
+roles: {support: [U_S1, U_S2], admin: [U_ADMIN]}
+policy:
+  allowed_tools: [look_up_order]
+  tools:
+    refund: {tier: approve, role: support}
+"""
+)
+REFUND = {"order_id": "1", "amount": 10}
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Callable[[], Store]]:
+    """Opens the same store again (another process, or the same after a restart)."""
+    opened: list[Store] = []
+    prefix = f"halt{uuid.uuid4().hex[:8]}"
+
+    def open_one() -> Store:
+        if request.param == "sqlite":
+            store: Store = SqliteStore(tmp_path / "hitl.db")
+        else:
+            store = RedisStore(connect(request.getfixturevalue("redis_url")), prefix=prefix)
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in opened:
+        await store.close()
+
+
+def service(store: Store, clock: FakeClock) -> ApprovalService:
+    return ApprovalService.from_config(CONFIG, store=store, clock=clock)
+
+
+async def test_a_halt_refuses_what_it_covers_and_is_audited(opener: Callable[[], Store], clock: FakeClock) -> None:
+    svc = service(opener(), clock)
+    pending = (await svc.propose(ProposeRequest("refund", REFUND, session_id="s1"))).approval
+    rejected_later = (await svc.propose(ProposeRequest("refund", {**REFUND, "amount": 11}, session_id="s1"))).approval
+    assert pending is not None and rejected_later is not None
+    await svc.switch.halt("refund", by="U_ADMIN", reason="refunds look wrong")
+
+    with pytest.raises(Halted) as refused:
+        await svc.propose(ProposeRequest("refund", {**REFUND, "amount": 12}, session_id="s2"))
+    assert refused.value.code is ErrorCode.HALTED and refused.value.retryable
+    assert "halted by U_ADMIN: refunds look wrong" in refused.value.message and "hitl unhalt --tool refund" in (
+        refused.value.message
+    )
+    assert (await svc.propose(ProposeRequest("look_up_order", {"id": "1"}, session_id="s2"))).may_run  # not covered
+    for kind in (DecisionKind.APPROVE, DecisionKind.TRUST, DecisionKind.MODIFY):
+        with pytest.raises(Halted):
+            args = {**REFUND, "amount": 5} if kind is DecisionKind.MODIFY else None
+            await svc.decide(DecideRequest(pending.id, "U_S1", kind, args=args))
+    # Bound exactly as a Slack card binds it (version and hash): refused too, without the fast path.
+    with pytest.raises(Halted):
+        await svc.decide(
+            DecideRequest(
+                pending.id,
+                "U_S1",
+                DecisionKind.APPROVE,
+                expected_version=pending.version,
+                expected_hash=pending.action_hash,
+            )
+        )
+    assert (await svc.store.approvals.get(pending.id)).status is Status.PENDING
+    no = await svc.decide(DecideRequest(rejected_later.id, "U_S1", DecisionKind.REJECT, reason="no"))
+    assert no.status is Status.REJECTED  # rejecting still works
+
+    await svc.switch.halt(None, by="U_ADMIN")  # every tool
+    with pytest.raises(Halted, match="every tool is stopped until `hitl unhalt`"):
+        await svc.propose(ProposeRequest("look_up_order", {"id": "1"}, session_id="s2"))
+    assert (await svc.switch.lift(None, by="U_ADMIN")) is not None
+    assert (await svc.switch.lift("refund", by="U_ADMIN")) is not None
+    ok = await svc.decide(DecideRequest(pending.id, "U_S1", DecisionKind.APPROVE))
+    assert ok.status is Status.APPROVED
+
+    trail = await svc.store.audit.entries(limit=1000)
+    assert [e.event for e in trail if "halted" in e.event] == ["halted", "halted", "unhalted", "unhalted"]
+    refusals = [e for e in trail if e.outcome == "halted"]
+    assert len(refusals) == 6  # two proposals and four decisions, each audited with who and why
+    assert {e.actor for e in refusals} >= {"U_S1", "agent"}
+    checked, broken = await svc.store.audit.verify()
+    assert broken is None and checked == len(trail)
+
+
+async def test_what_was_approved_before_a_halt_does_not_run_until_it_is_lifted(
+    opener: Callable[[], Store], clock: FakeClock
+) -> None:
+    svc = service(opener(), clock)
+    gate = ToolGate(svc, worker_id="agent-1")
+    call = ToolCall("refund", REFUND, session="s1", framework="test", call_id="c1")
+    ticket = await gate.check(call)
+    assert ticket.approval is not None
+    await svc.decide(DecideRequest(ticket.approval.id, "U_S1", DecisionKind.APPROVE))
+    ticket = await gate.refresh(ticket)
+    assert ticket.runs
+    await svc.switch.halt("refund", by="U_ADMIN", reason="incident 42")
+    ran: list[int] = []
+
+    async def refund(order_id: str, amount: int) -> int:
+        ran.append(amount)
+        return amount
+
+    with pytest.raises(Halted, match="incident 42"):
+        await gate.begin(ticket)
+    with pytest.raises(Halted):
+        await gate.execute(ticket, refund)
+    assert ran == []
+    await svc.switch.lift("refund", by="U_ADMIN")
+    assert await gate.execute(ticket, refund) == 10 and ran == [10]
+
+
+async def test_another_process_obeys_within_a_second_and_a_restart_keeps_the_halt(
+    opener: Callable[[], Store], clock: FakeClock
+) -> None:
+    here, there = service(opener(), clock), service(opener(), clock)
+    assert (await there.propose(ProposeRequest("look_up_order", {"id": "1"}, session_id="s"))).may_run  # cached
+    loop = asyncio.get_running_loop()
+    await here.switch.halt(None, by="U_ADMIN", reason="stop everything")
+    halted_at = loop.time()
+
+    async def refused() -> bool:
+        try:
+            await there.propose(ProposeRequest("look_up_order", {"id": "1"}, session_id="s"))
+        except Halted:
+            return True
+        return False
+
+    await eventually(refused, what="the other process to obey the halt", timeout=5, interval=0.05)
+    assert loop.time() - halted_at < 1.0
+    restarted = service(opener(), clock)  # a new process on the same store
+    assert [o.reason for o in await restarted.switch.orders()] == ["stop everything"]
+    with pytest.raises(Halted):
+        await restarted.propose(ProposeRequest("refund", REFUND, session_id="s"))
