@@ -134,6 +134,20 @@ class SlackNotifier:
             blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": f"{text}\n{body}", "verbatim": True}}],
         )
 
+    async def post_alert(self, text: str, *, channel: str | None = None) -> None:
+        """A fired or resolved alert, to ``channel`` (hitl.yaml's ``alerts.channel``) or the approval channel."""
+        target = channel or self.spec.channel or self.default_channel
+        if not target:
+            log.warning("no channel for alerts (set alerts.channel in hitl.yaml): %s", text)
+            return
+        await self._call(
+            "chat.postMessage",
+            self.client.chat_postMessage,
+            channel=target,
+            text=text,
+            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": label(text, 2900), "verbatim": True}}],
+        )
+
     # -- posting -----------------------------------------------------------------------------------------------
     async def post_card(self, approval: Approval) -> MessageRef | None:
         """Post the card unless it was posted (or is being posted) already. Returns where it is."""

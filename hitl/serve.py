@@ -23,6 +23,7 @@ from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.retention import Retention
 from hitl.engine.events import Outbox
 from hitl.engine.ports import Clock, Store
+from hitl.engine.runtime.alerts import AlertWatch
 from hitl.engine.runtime.background import Background
 from hitl.engine.runtime.compose import config_path_for
 from hitl.engine.runtime.lifecycle import RunLifecycle
@@ -125,10 +126,16 @@ async def build_server(
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
     outbox = runtime.contexts.default.service.events
     webhooks = WebhookDelivery(store, clock, consumer=replica, outbox=outbox if isinstance(outbox, Outbox) else None)
+    notifier = side.notifier
+
+    async def post_alert(text: str) -> None:
+        await notifier.post_alert(text, channel=config.alerts.channel)
+
+    alerts = AlertWatch(store, clock, config.alerts, holder=replica, events=outbox, post=post_alert)
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
-        sweepers=[side.notifier, webhooks, side.metrics, RetentionSweep(store, clock, retention, actor=purger)],
+        sweepers=[side.notifier, webhooks, side.metrics, RetentionSweep(store, clock, retention, actor=purger), alerts],
         sweep_interval=settings.sweep_interval,
         watchers=[side.notifier.watch_created],
     )

@@ -83,3 +83,16 @@ def test_every_slack_setting_is_documented() -> None:
             missing.append(f"slack.channels.{name}")
     missing += [env.upper() for env in BotSettings.model_fields if env.upper() not in pages]
     assert missing == []
+
+
+def test_every_oversight_and_alerts_setting_is_documented() -> None:
+    """Each key of ``oversight:`` and ``alerts:`` (and of an alert rule), and each figure an alert can watch, appears
+    in the Oversight page."""
+    from hitl.engine.config.oversight import OversightSpec
+    from hitl.engine.domain.alerts import AlertFigure, AlertRule, AlertsSpec
+
+    page = (ROOT / "docs" / "pages" / "oversight.md").read_text()
+    keys = [*OversightSpec.model_fields, *AlertsSpec.model_fields, *AlertRule.model_fields]
+    missing = [key for key in keys if f"{key}:" not in page]
+    missing += [str(f) for f in AlertFigure if str(f) not in page]
+    assert missing == []

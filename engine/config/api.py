@@ -33,6 +33,8 @@ class EventKind(StrEnum):
     APPROVAL_DECIDED = "approval.decided"
     APPROVAL_EXPIRED = "approval.expired"
     RUN_FINISHED = "run.finished"
+    ALERT_FIRED = "alert.fired"
+    ALERT_RESOLVED = "alert.resolved"
 
 
 class _Spec(BaseModel):

@@ -11,6 +11,7 @@ from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
+from hitl.engine.domain.alerts import AlertsSpec
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec
 from hitl.engine.domain.redaction import Redactor
@@ -72,6 +73,7 @@ class HitlConfig(BaseModel):
     api: ApiSpec = Field(default_factory=ApiSpec)
     mcp: McpSpec = Field(default_factory=McpSpec)
     oversight: OversightSpec = Field(default_factory=OversightSpec)
+    alerts: AlertsSpec = Field(default_factory=AlertsSpec)
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""

@@ -1,0 +1,148 @@
+"""Alerts on the oversight figures: thresholds per tool and tier, set in ``hitl.yaml`` from the effect and the policy,
+read against the store's counts. Pure: no I/O, the figures passed in.
+
+An alert watches one figure over a window (the last 24 h by default), for some tools and tiers (default: all):
+
+- ``correction_rate``: the share of human decisions that modified or rejected the action;
+- ``autonomous_rate``: the share of actions that ran without a person;
+- ``latency_p90``: seconds within which 90% of the decisions were made (the upper bound of their latency bucket);
+- ``oldest_pending``: seconds the oldest approval still waiting has waited.
+
+It fires when the figure goes above ``above`` (or below ``below``) with at least ``min_count`` decisions (or actions)
+behind a rate or latency, and resolves when it no longer does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hitl.engine.domain.durations import parse_duration
+from hitl.engine.domain.tally import TallyRow
+
+__all__ = ["AlertFigure", "AlertRule", "AlertsSpec", "Reading", "evaluate"]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+class AlertFigure(StrEnum):
+    """The figures an alert can watch."""
+
+    CORRECTION_RATE = "correction_rate"
+    AUTONOMOUS_RATE = "autonomous_rate"
+    LATENCY_P90 = "latency_p90"
+    OLDEST_PENDING = "oldest_pending"
+
+
+class AlertRule(BaseModel):
+    """One threshold: ``figure`` above ``above`` (or below ``below``) for ``tools`` and ``tiers``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    figure: AlertFigure
+    above: float | None = None
+    below: float | None = None
+    tools: tuple[str, ...] | None = None
+    """Only these tools (default: every tool)."""
+    tiers: tuple[str, ...] | None = None
+    """Only these tiers (default: every tier)."""
+    min_count: int = Field(default=5, ge=1)
+    """A rate or a latency needs this many decisions (or actions, for ``autonomous_rate``) before it can fire."""
+    reason: str = ""
+    """What it means and what to do, in the posted alert."""
+
+    @field_validator("name")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("an alert's name is lower case letters, digits and underscores, starting with a letter")
+        return value
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> AlertRule:
+        if (self.above is None) == (self.below is None):
+            raise ValueError(f"alert {self.name}: give exactly one of above: or below:")
+        return self
+
+
+class AlertsSpec(BaseModel):
+    """The ``alerts:`` section of ``hitl.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    window: float = 24 * 3600.0
+    """The period the rates and latency are read over (``24h``, ``7d``, or seconds)."""
+    channel: str | None = None
+    """Where fired and resolved alerts are posted in Slack (default: ``slack.channel``)."""
+    rules: tuple[AlertRule, ...] = ()
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        return parse_duration(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _unique(self) -> AlertsSpec:
+        names = [r.name for r in self.rules]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"alert names must be unique: {', '.join(twice)}")
+        return self
+
+
+@dataclass(frozen=True)
+class Reading:
+    """An alert's figure now, and whether it fires."""
+
+    rule: AlertRule
+    value: float | None
+    """None: not enough behind it to judge (it does not fire)."""
+    firing: bool
+
+    def describe(self) -> str:
+        """The reading in words: "correction_rate 0.60 > 0.30 (refund)"."""
+        r = self.rule
+        scope = ", ".join([*(r.tools or ()), *(r.tiers or ())]) or "every tool"
+        bound = f"> {r.above:g}" if r.above is not None else f"< {r.below:g}"
+        shown = "n/a" if self.value is None else f"{self.value:.2f}"
+        return f"{r.figure} {shown} {bound} ({scope})"
+
+
+def evaluate(spec: AlertsSpec, rows: Sequence[TallyRow], oldest_pending: dict[tuple[str, str], float]) -> list[Reading]:
+    """Every rule's reading from the window's rows and the age of the oldest pending approval per (tool, tier)."""
+    out = []
+    for rule in spec.rules:
+        value = _figure(rule, rows, oldest_pending)
+        firing = value is not None and (
+            (rule.above is not None and value > rule.above) or (rule.below is not None and value < rule.below)
+        )
+        out.append(Reading(rule, value, firing))
+    return out
+
+
+def _covers(rule: AlertRule, tool: str, tier: str) -> bool:
+    return (rule.tools is None or tool in rule.tools) and (rule.tiers is None or tier in rule.tiers)
+
+
+def _figure(rule: AlertRule, rows: Sequence[TallyRow], oldest: dict[tuple[str, str], float]) -> float | None:
+    if rule.figure is AlertFigure.OLDEST_PENDING:
+        ages = [age for (tool, tier), age in oldest.items() if _covers(rule, tool, tier)]
+        return max(ages) if ages else None
+    counts: dict[str, float] = {}
+    for row in rows:
+        if _covers(rule, row.tool, row.tier):
+            for name, value in row.counts.items():
+                counts[name] = counts.get(name, 0.0) + value
+    merged = TallyRow("*", "*", counts)
+    if rule.figure is AlertFigure.AUTONOMOUS_RATE:
+        return merged.autonomous_rate if merged.actions >= rule.min_count else None
+    if merged.decided < rule.min_count:
+        return None
+    if rule.figure is AlertFigure.CORRECTION_RATE:
+        return merged.correction_rate
+    return merged.latency_quantile(0.9)
