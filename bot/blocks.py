@@ -16,6 +16,7 @@ from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
+from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
 from hitl.engine.runner.step_context import DOUBT
 from hitl.engine.service import TRUST_TTL
 
@@ -127,12 +128,22 @@ def headline(a: Approval) -> str:
     values, so Slack's control characters are replaced, and it is never formatted."""
     if _in_doubt(a):
         return f"Did it happen? {a.tool.removeprefix(DOUBT)}"
+    if is_spot_check(a):
+        return _spot_title(a.model_copy(update={"status": Status.PENDING}))
     if a.summary and a.approved_args is None:  # the sentence describes the arguments as proposed
         return a.summary.replace("<", "‹").replace(">", "›").replace("&", "＆")
     return a.tool
 
 
+def _spot_title(a: Approval) -> str:
+    what = a.summary.replace("<", "‹").replace(">", "›").replace("&", "＆") if a.summary else checked_tool(a)
+    verdict = {Status.PENDING: "Spot check", Status.APPROVED: "Looks right", Status.REJECTED: "Flagged"}
+    return f"{verdict.get(a.status, 'Spot check ' + str(a.status))}: {what}"
+
+
 def _title(a: Approval) -> str:
+    if is_spot_check(a):
+        return _spot_title(a)
     if _in_doubt(a) and a.status is Status.PENDING:
         return headline(a)
     return f"{_TITLES[a.status]}: {headline(a) if not _in_doubt(a) else a.tool}"
@@ -332,7 +343,10 @@ def _json(value: Any) -> str:
     return "(none)" if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _decision_line(d: Decision) -> str:
+def _decision_line(d: Decision, *, spot: bool = False) -> str:
+    if spot and d.kind in (DecisionKind.APPROVE, DecisionKind.REJECT):
+        said = "said it looks right" if d.kind is DecisionKind.APPROVE else "flagged it"
+        return f"{who(d.reviewer)} {said} {when(d.at)} via {label(d.via, 20)}"
     verb = {
         DecisionKind.APPROVE: "approved",
         DecisionKind.REJECT: "rejected",
@@ -344,8 +358,10 @@ def _decision_line(d: Decision) -> str:
 
 
 def _outcome(a: Approval) -> dict[str, Any]:
-    lines = [f"{_ICONS[a.status]} *{_TITLES[a.status]}*"]
-    lines += [_decision_line(d) for d in a.decisions[-5:]]
+    spot = is_spot_check(a)
+    title = _spot_title(a).split(":", 1)[0] if spot else _TITLES[a.status]
+    lines = [f"{_ICONS[a.status]} *{title}*"]
+    lines += [_decision_line(d, spot=spot) for d in a.decisions[-5:]]
     trusted = next((d for d in a.decisions if d.kind is DecisionKind.TRUST), None)
     if trusted is not None:
         lines.append(f"_Trust:_ {label(trust_scope(a, granted_at=trusted.at), 300)}")
@@ -414,7 +430,25 @@ def _halted(order: HaltOrder) -> dict[str, Any]:
     return {"type": "section", "block_id": HALTED, "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
 
 
+def _spot_controls(a: Approval) -> dict[str, Any]:
+    """A spot check's answers: it already ran, so the question is only whether it looked right."""
+    value = button_value(a)
+    flag = _confirm(
+        "Flag this action?",
+        "It already ran. A flag records that it was wrong and counts as a correction. You can say why (optional).",
+        "Flag",
+        danger=True,
+    )
+    buttons = [
+        _button(ACTION_APPROVE, "Looks right", value, style="primary"),
+        _button(ACTION_REJECT, "Flag", value, style="danger", confirm=flag),
+    ]
+    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
+
+
 def _controls(a: Approval, *, halted: bool = False) -> dict[str, Any]:
+    if is_spot_check(a):
+        return _spot_controls(a)
     if _in_doubt(a):
         return _doubt_controls(a)
     value = button_value(a)

@@ -26,6 +26,7 @@ HITL_METRICS = (
     "hitl_autonomous_completion_ratio",
     "hitl_correction_ratio",
     "hitl_intervention_latency_seconds",
+    "hitl_audit_yield_ratio",
 )
 """The store-computed metric families (the Grafana dashboard in ``docs/grafana/`` queries these)."""
 
@@ -71,7 +72,12 @@ class StoreMetrics(Collector):
             f"From the request to the final human decision ({days}; read it without rate())",
             labels=labels,
         )
+        audit_yield = GaugeMetricFamily(
+            "hitl_audit_yield_ratio", f"Share of spot checks reviewers flagged ({days})", labels=labels
+        )
         for r in self.rows:
+            if r.audit_yield is not None:
+                audit_yield.add_metric([r.tool, r.tier], r.audit_yield)
             for outcome in Outcome:
                 actions.add_metric([r.tool, r.tier, str(outcome)], r.n(outcome))
             if r.autonomous_rate is not None:
@@ -81,7 +87,7 @@ class StoreMetrics(Collector):
             if r.latency_count:
                 buckets = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in r.latency_buckets]
                 latency.add_metric([r.tool, r.tier], buckets, sum_value=r.latency_sum)
-        yield from (actions, autonomous, corrected, latency)
+        yield from (actions, autonomous, corrected, latency, audit_yield)
 
 
 class OutageMetrics(Collector):

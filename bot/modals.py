@@ -11,6 +11,7 @@ from hitl.bot.payloads import Cell
 from hitl.engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.runner.step_context import DOUBT
 
 __all__ = [
@@ -191,7 +192,9 @@ def parse_modify(state_values: FormValues, schema: dict[str, Any] | None) -> tup
 def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -> dict[str, Any]:
     """The modal asking why (a rejection's reason, or feedback on a review)."""
     doubt = a.tool.startswith(DOUBT)
-    if doubt:
+    if is_spot_check(a) and not feedback:
+        what, title, submit = "What was wrong? (optional)", "Flag action", "Flag"
+    elif doubt:
         what = "What did you find? (e.g. refund R-123 exists)" if feedback else "Why stop the run?"
         title, submit = ("Mark done", "Mark done") if feedback else ("Stop the run", "Stop")
     else:

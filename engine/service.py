@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hitl.engine.config.api import EventKind
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
@@ -28,6 +29,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
+from hitl.engine.domain.spot_checks import SPOT, SPOT_CHECK, SpotCheckSpec, checked_tool, is_spot_check, sampled
 from hitl.engine.domain.summary import render_summary
 from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
@@ -132,6 +134,8 @@ class ApprovalService:
     validate_args: ArgsValidator | None = None
     events: EventSink | None = None
     """Where approval events go (the webhook outbox, when ``api.webhooks`` lists subscribers)."""
+    spot_check: SpotCheckSpec = field(default_factory=SpotCheckSpec)
+    """Which autonomous actions are put to reviewers after the fact (``oversight.spot_check``)."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
 
@@ -160,6 +164,7 @@ class ApprovalService:
             evidence_limit=config.redaction.evidence_limit,
             validate_args=validate_args,
             events=Outbox(store, clock, config.api.webhooks) if config.api.webhooks else None,
+            spot_check=config.oversight.spot_check,
         )
 
     # -- proposing ----------------------------------------------------------------------------------------
@@ -250,6 +255,8 @@ class ApprovalService:
         Trust, is audited and told to reviewers (FYI): what a Trust lets through is seen, not only granted."""
         tool = request.tool
         await self._tally(tool, str(verdict.tier), Outcome.AUTONOMOUS, now=now)
+        if request.batch is None and sampled(action.dedupe, self.spot_check.rate_for(tool, str(verdict.tier))):
+            await self._spot_check(request, verdict, action, now)
         trusted = verdict.rule == "trusted"
         if verdict.tier is not Tier.NOTIFY and not trusted:
             return
@@ -272,6 +279,35 @@ class ApprovalService:
         else:  # no Slack in this process: `hitl serve` on the same store posts it
             fyi = {"tool": tool, "args": args, "session_id": session_id, "reason": reason}
             await self._safe(self.store.jobs.enqueue(FYI_JOB, fyi, now=now))
+
+    async def _spot_check(self, request: ProposeRequest, verdict: Verdict, action: _Action, now: float) -> None:
+        """Put an action that runs without a person to reviewers after the fact: an approval of its own that no
+        caller waits on and nothing executes, answered Looks right or Flag."""
+        tool = request.tool
+        declared = self.policy.spec.tools.get(tool)
+        key = f"{SPOT}{action.dedupe}"
+        check = Approval(
+            id=approval_id(key),
+            session_id=request.session_id,
+            dedupe_key=key,
+            tool=f"{SPOT}{tool}",
+            args=action.clean,
+            action_hash=action_hash(f"{SPOT}{tool}", action.clean),
+            tier=Tier.APPROVE,
+            rule=SPOT_CHECK,
+            reasons=(f"spot check: {tool} ran without review ({verdict.tier}, rule {verdict.rule})",),
+            why=(f"{tool} ran without review; a sample of such actions is checked after the fact. Did it look right?",),
+            summary=self._summary(tool, action.clean),
+            required_role=declared.role if declared is not None else None,
+            requester=request.requester or self.requester,
+            created_at=now,
+            expires_at=now + self.policy.spec.default_timeout,
+            evidence=bounded(self.redactor.redact(request.evidence), self.evidence_limit),
+            metadata={"kind": SPOT_CHECK, "tier": str(verdict.tier), "modifiable": False},
+        )
+        stored, created = await self.store.approvals.create(check)
+        if created:
+            await self.announce(stored)
 
     def _approval_for(
         self,
@@ -414,12 +450,12 @@ class ApprovalService:
         run_jobs = (RESUME_JOB,) if resume else ()
         answer_by = window.by if window is not None else None
         kind, approval_id, via = request.kind, request.approval_id, request.via
-        halts = await self.switch.orders() if kind in _GOING_ON else []
+        halts = await self.switch.orders() if kind in _GOING_ON else []  # a spot check is checked below
         if halts:
             # Halted tools are not approved (rejecting still works): read, then refuse before the store's step.
             if current is None or current.id != approval_id:
                 current = await self.store.approvals.get(approval_id)
-            order = covering(halts, _acts_on(current))
+            order = None if is_spot_check(current) else covering(halts, _acts_on(current))
             if order is not None:
                 refusal = halted(order, current.tool)
                 detail = f"{kind} via {via}: {refusal.message}"
@@ -562,12 +598,25 @@ class ApprovalService:
         outcome = (
             _OUTCOMES.get(kind) if updated.status in (Status.APPROVED, Status.REJECTED, Status.SUPERSEDED) else None
         )
-        if outcome is not None:  # final (a first vote of two is not); a superseding edit is a correction too
+        if outcome is not None and is_spot_check(updated):
+            await self._spot_checked(updated, outcome)
+        elif outcome is not None:  # final (a first vote of two is not); a superseding edit is a correction too
             now = self.clock.now()
             latency = now - updated.created_at
             await self._tally(updated.tool, str(updated.tier), outcome, now=now, latency=latency)
         await self._changed(updated, queued=True)
         return updated
+
+    async def _spot_checked(self, check: Approval, outcome: Outcome) -> None:
+        """A spot check's answer counts toward its tool's correction rate (a flag is a correction) and audit yield;
+        a flag is also a webhook event."""
+        now, tool, tier = self.clock.now(), checked_tool(check), str(check.metadata.get("tier", ""))
+        await self._tally(tool, tier, outcome, now=now)
+        if outcome is Outcome.REJECTED:
+            await self._tally(tool, tier, Outcome.SPOT_FLAGGED, now=now)
+            if self.events is not None:
+                data = {**approval_data(check), "flag": {"by": check.decisions[-1].reviewer, "note": check.reason}}
+                await self._safe(self.events.emit(EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{check.id}", data))
 
     async def _tally(self, tool: str, tier: str, outcome: Outcome, *, now: float, latency: float | None = None) -> None:
         """Count an event for the metrics (:mod:`hitl.engine.domain.tally`); a metric never blocks an action."""
@@ -648,13 +697,18 @@ class ApprovalService:
         """Expire what is due; an expiry is recorded as expiry, never as a rejection."""
         expired = await self.store.approvals.expire_due(now=self.clock.now(), limit=limit)
         for a in expired:
-            await self._tally(a.tool, str(a.tier), Outcome.EXPIRED, now=self.clock.now())
+            if not is_spot_check(a):  # an unanswered spot check is no decision about the action
+                await self._tally(a.tool, str(a.tier), Outcome.EXPIRED, now=self.clock.now())
             await self._changed(a)
         return expired
 
     async def announce(self, approval: Approval) -> None:
         """Tell reviewers and subscribers about a new approval (after it was stored)."""
-        await self._tally(approval.tool, str(approval.tier), Outcome.ASKED, now=approval.created_at)
+        if is_spot_check(approval):  # counted for the audit yield, under the tool and tier it looks at
+            tier = str(approval.metadata.get("tier", ""))
+            await self._tally(checked_tool(approval), tier, Outcome.SPOT_CHECKED, now=approval.created_at)
+        else:
+            await self._tally(approval.tool, str(approval.tier), Outcome.ASKED, now=approval.created_at)
         if self.notifier is not None:
             await self._safe(self.notifier.approval_requested(approval))
         await self._event(approval, created=True)

@@ -33,8 +33,9 @@ from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, IllegalTransition, StaleVersion
-from hitl.engine.execution.effects import Effects, handed_elsewhere
+from hitl.engine.execution.effects import Effects, handed_elsewhere, never_run
 from hitl.engine.execution.tools import Tool
 from hitl.engine.service import ApprovalService
 
@@ -319,6 +320,8 @@ class ToolGate:
         if not ticket.runs:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         self._bound(ticket, args)
+        if ticket.approval is not None and is_spot_check(ticket.approval):
+            raise never_run(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
         if ticket.approval is None or ticket.key is None:
             return ticket

@@ -35,6 +35,7 @@ class EventKind(StrEnum):
     RUN_FINISHED = "run.finished"
     ALERT_FIRED = "alert.fired"
     ALERT_RESOLVED = "alert.resolved"
+    SPOT_CHECK_FLAGGED = "spot_check.flagged"
 
 
 class _Spec(BaseModel):

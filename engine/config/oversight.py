@@ -1,8 +1,11 @@
-"""The ``oversight:`` section of ``hitl.yaml``: who may stop the system (``hitl halt``) and start it again."""
+"""The ``oversight:`` section of ``hitl.yaml``: who may stop the system (``hitl halt``) and start it again, and the
+spot checks of what ran without a person."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from hitl.engine.domain.spot_checks import SpotCheckSpec
 
 __all__ = ["OversightSpec"]
 
@@ -18,3 +21,5 @@ class OversightSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     admin_role: str = Field(default="admin", min_length=1, max_length=100)
+    spot_check: SpotCheckSpec = Field(default_factory=SpotCheckSpec)
+    """A sample of the actions that ran without a person, put to reviewers after the fact."""

@@ -38,6 +38,10 @@ class Outcome(StrEnum):
     MODIFIED = "modified"
     REJECTED = "rejected"
     EXPIRED = "expired"
+    SPOT_CHECKED = "spot_checked"
+    """An autonomous action put to reviewers after the fact (a spot check)."""
+    SPOT_FLAGGED = "spot_flagged"
+    """A spot check a reviewer flagged (it also counts as a rejection: a correction)."""
 
 
 def hour_of(ts: float) -> int:
@@ -94,6 +98,12 @@ class TallyRow:
         """Share of human decisions that changed the action: modified or rejected (None: no decisions)."""
         corrected = self.n(Outcome.MODIFIED) + self.n(Outcome.REJECTED)
         return corrected / self.decided if self.decided else None
+
+    @property
+    def audit_yield(self) -> float | None:
+        """Share of spot checks reviewers flagged: how often a look after the fact found something (None: none)."""
+        checked = self.n(Outcome.SPOT_CHECKED)
+        return self.n(Outcome.SPOT_FLAGGED) / checked if checked else None
 
     @property
     def latency_buckets(self) -> list[tuple[float, int]]:

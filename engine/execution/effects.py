@@ -10,6 +10,7 @@ from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.journal import ClaimIntent, OutcomeRecord
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import AuditEntry, Claim, ClaimState
+from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
@@ -17,7 +18,7 @@ from hitl.engine.execution.tools import Tool
 from hitl.engine.ports import Clock, Store
 from hitl.engine.stop_switch import StopSwitch
 
-__all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution", "handed_elsewhere"]
+__all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution", "handed_elsewhere", "never_run"]
 
 Resolution = Literal["rerun", "done"]
 """A person's answer about an effect in doubt: run it again, or record it as done."""
@@ -121,6 +122,8 @@ class Effects:
         With a run's ``drive``, the claim is written with the run's waiting writes in one commit (which also moves
         the approval to ``executing``), and a success is recorded with its next commit.
         """
+        if approval is not None and is_spot_check(approval):
+            raise never_run(approval)
         if self.switch is not None:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
@@ -258,3 +261,12 @@ class Effects:
             except (IllegalTransition, StaleVersion):
                 current = await self.store.approvals.get(approval.id)  # someone moved it: look again
         return current
+
+
+def never_run(check: Approval) -> EngineError:
+    """The refusal every execution path gives a spot check: it looked at an action that already ran."""
+    return EngineError(
+        f"{check.id} is a spot check of an action that already ran: it is answered (Looks right / Flag), never run",
+        code=ErrorCode.ACTION_REJECTED,
+        approval_id=check.id,
+    )

@@ -44,6 +44,7 @@ def row_json(r: TallyRow) -> dict[str, Any]:
         **{str(o): r.n(o) for o in Outcome},
         "autonomous_completion_rate": r.autonomous_rate,
         "correction_rate": r.correction_rate,
+        "audit_yield": r.audit_yield,
         "intervention_latency": {
             "count": r.latency_count,
             "sum_seconds": r.latency_sum,
@@ -104,6 +105,14 @@ def stats(
                 _span(r.latency_quantile(0.9)),
             )
         out.console.print(table)
+        if every.n(Outcome.SPOT_CHECKED):
+            out.text(
+                ("spot checks ", "dim"),
+                f"{every.n(Outcome.SPOT_CHECKED)}, flagged {every.n(Outcome.SPOT_FLAGGED)} ",
+                ("(audit yield ", "dim"),
+                _pct(every.audit_yield),
+                (")", "dim"),
+            )
         out.text(("intervention latency (all decisions)", "bold"))
         previous, widest = 0, max(1, every.latency_count)
         for bound, seen in every.latency_buckets:

@@ -44,6 +44,18 @@ def _states() -> dict[str, Approval]:
         "failed": base.model_copy(update={"status": Status.FAILED}),
         "in_doubt": base.model_copy(update={"tool": "doubt:pay", "args": {"tool": "pay", "args": {"amount": 5}}}),
         "batch": batch.model_copy(update={"metadata": {"batch": 8}}),
+        "spot_check": base.model_copy(
+            update={"tool": "spot:refund", "metadata": {"kind": "spot_check", "tier": "auto", "modifiable": False}}
+        ),
+        "spot_check_flagged": base.model_copy(
+            update={
+                "tool": "spot:refund",
+                "status": Status.REJECTED,
+                "reason": "wrong amount",
+                "decisions": (_vote(DecisionKind.REJECT),),
+                "metadata": {"kind": "spot_check", "tier": "auto"},
+            }
+        ),
     }
 
 

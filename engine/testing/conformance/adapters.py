@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import itertools
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -180,6 +181,7 @@ class AgentWorld:
     opened: list[Store] = field(default_factory=list)
     cleanups: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Called when the test ends (a harness closes what its agent processes opened)."""
+    _gates: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def store(self) -> Store:
         made = self.open_store()
@@ -190,7 +192,8 @@ class AgentWorld:
         return ApprovalService.from_config(self.config, store=store, clock=self.clock)
 
     def gate(self, store: Store, *, wait: float | None = None) -> ToolGate:
-        gate = ToolGate(self.service(store), worker_id="conformance-agent")
+        # A name of its own, as each agent process has: two processes never share a claim's or a run's lease.
+        gate = ToolGate(self.service(store), worker_id=f"conformance-agent-{next(self._gates)}")
         if wait is not None:
             gate.wait_default = wait
         return gate

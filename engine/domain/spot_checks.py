@@ -1,0 +1,57 @@
+"""Spot checks: a sample of the actions that ran without a person (the auto and notify tiers, and what a Trust let
+through) is put to reviewers after the fact: "Looks right" or "Flag". Pure: no I/O.
+
+A spot check is an approval of its own (tool ``spot:<tool>``, ``kind: spot_check``) that belongs to no run and that
+no caller waits on: nothing ever executes it (the gates refuse it). Its answer counts toward the tool's correction
+rate (a flag is a correction), and toward the audit yield (flags per spot check).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hitl.engine.domain.models import Approval
+
+__all__ = ["SPOT", "SPOT_CHECK", "SpotCheckSpec", "checked_tool", "is_spot_check", "sampled"]
+
+SPOT = "spot:"
+"""The tool-name prefix of a spot check's approval."""
+SPOT_CHECK = "spot_check"
+"""A spot check's ``kind`` (approval metadata)."""
+
+
+class SpotCheckSpec(BaseModel):
+    """``oversight.spot_check``: the share of autonomous actions put to reviewers after the fact, by tool, else by
+    tier, else ``rate`` (0: none)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    tools: dict[str, float] = Field(default_factory=dict)
+    tiers: dict[str, float] = Field(default_factory=dict)
+
+    def rate_for(self, tool: str, tier: str) -> float:
+        """The sampling rate of ``tool`` at ``tier``."""
+        found = self.tools.get(tool, self.tiers.get(tier, self.rate))
+        return min(1.0, max(0.0, float(found)))
+
+
+def sampled(key: str, rate: float) -> bool:
+    """Whether the action under ``key`` is in the sample: a stable draw (the same action is sampled the same way
+    whoever asks, however often)."""
+    if rate <= 0.0:
+        return False
+    draw = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+    return draw < rate
+
+
+def is_spot_check(a: Approval) -> bool:
+    """Whether ``a`` is a spot check (never executed; answered Looks right / Flag)."""
+    return a.metadata.get("kind") == SPOT_CHECK
+
+
+def checked_tool(a: Approval) -> str:
+    """The tool a spot check looks at."""
+    return a.tool.removeprefix(SPOT)
