@@ -26,6 +26,9 @@ _EMOJI = {
     "grey_question": "❔",
     "bell": "🔔",
     "hand": "✋",
+    "octagonal_sign": "🛑",
+    "rotating_light": "🚨",
+    "information_source": "ℹ️",
 }
 _TOKEN = re.compile(
     r"<!date\^\d+\^[^|>]*\|([^>]*)>|<@([A-Z0-9_]+)>|:([a-z0-9_+-]+):|(?<![\w*])\*([^*\n]+)\*(?![\w*])|`([^`\n]*)`"

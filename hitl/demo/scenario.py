@@ -9,17 +9,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY, ACTION_TRUST, EVIDENCE
+from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST, EVIDENCE
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
 from hitl.demo.reading import as_seen
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.runs import RunResult, RunStatus
+from hitl.engine.domain.tally import summarize
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
 from hitl.sandbox.webapi import Message
@@ -141,11 +143,28 @@ async def _click(sb: Sandbox, user: str, approval: Approval, action: str) -> str
     return mine[-1].text if len(mine) > before else ""
 
 
+ADMIN = "U_ADMIN"
+"""Who may stop the system in the scripted story (the admin role of its policy)."""
+
+
+def _story_config(tmp: str) -> str:
+    """The example's policy, plus what the oversight steps use: an admin role, and a stock check that runs without a
+    person and is always spot-checked."""
+    config = yaml.safe_load((refund_example() / "hitl.yaml").read_text())
+    config["roles"]["admin"] = [ADMIN]
+    config["policy"]["allowed_tools"] = [*config["policy"]["allowed_tools"], "check_stock"]
+    config["oversight"] = {"spot_check": {"tools": {"check_stock": 1.0}}}
+    path = Path(tmp) / "hitl.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return str(path)
+
+
 async def run_scripted() -> int:
     """``hitl demo --scripted``: the sandbox's story told headless, every step checked."""
     t = _Transcript()
     with tempfile.TemporaryDirectory(prefix="hitl-sandbox-") as tmp:
-        sb = await _start(tmp, 0, worker=False)  # the script drives the worker itself, step by step
+        # The script drives the worker itself, step by step.
+        sb = await _start(tmp, 0, worker=False, config=_story_config(tmp))
         try:
             return await _scenario(sb, t)
         finally:
@@ -266,7 +285,50 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     )
     ok &= "lets later refund calls in session chat-42 run without review" in scope and second.may_run and bool(fyi)
 
-    t.step("8. The audit trail")
+    t.step("8. A spot check: the agent's stock check ran without review; U_SUPPORT2 looks at it after the fact")
+    svc = sb.rt.runtime.contexts.default.service
+    stock = await svc.propose(ProposeRequest("check_stock", {"sku": "MUG-1"}, session_id=TRUST_SESSION))
+    await _settle(sb)
+    check = next(a for a in (await sb.rt.store.approvals.list_pending(limit=200)).items if a.tool == "spot:check_stock")
+    t.line(
+        ("ran at once: ", "dim"),
+        str(stock.may_run),
+        ("   then in the channel: ", "dim"),
+        (_header(_card(sb, check.id)), "bold"),
+    )
+    await sb.dispatcher.click("U_SUPPORT2", copy.deepcopy(_card(sb, check.id)), ACTION_REJECT)
+    view_id = sb.page.open_views["U_SUPPORT2"]
+    note = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "we sell no such mug"}}}
+    await sb.page.act("U_SUPPORT2", {"kind": "submit", "view_id": view_id, "values": note})
+    await _settle(sb)
+    await sb.rt.store.tallies.flush()
+    now = svc.clock.now()
+    rows = summarize(await sb.rt.store.tallies.read(since=now - 3600, now=now + 1))
+    row = next((r for r in rows if r.tool == "check_stock"), None)
+    flagged = _header(_card(sb, check.id))
+    t.line(
+        ("after the flag: ", "dim"),
+        (flagged, "bold"),
+        ("   audit yield: ", "dim"),
+        f"{row.audit_yield if row else None}",
+    )
+    ok &= stock.may_run and flagged.startswith("Flagged") and row is not None and row.audit_yield == 1.0
+
+    t.step("9. The stop switch: U_ADMIN halts refunds; a new refund pauses; the unhalt lets it go on")
+    await sb.dispatcher.command(ADMIN, "general", "halt refund a refund bug is being fixed")
+    said = [m for m in sb.state.messages if m.ephemeral_to == ADMIN][-1].text
+    held = await _refund(sb, 45, "Halted meanwhile.", order="78292")
+    t.line((f"{ADMIN} is told: ", "dim"), said)
+    t.line(("a new refund run: ", "dim"), f"{held.status} ({held.reason})")
+    await sb.dispatcher.command(ADMIN, "general", "unhalt refund")
+    await _settle(sb, held.session_id)
+    after = await sb.rt.store.runs.load(held.session_id)
+    waiting = after.data.get("waiting") if after is not None else None
+    t.line(("after the unhalt: ", "dim"), [m for m in sb.state.messages if m.ephemeral_to == ADMIN][-1].text)
+    t.line(("the run now waits on: ", "dim"), str(waiting))
+    ok &= held.status is RunStatus.PAUSED and str(held.reason).startswith("halted:") and bool(waiting)
+
+    t.step("10. The audit trail")
     table = Table("event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
     for e in await sb.rt.store.audit.entries(limit=200):
         table.add_row(e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail))

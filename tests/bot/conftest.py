@@ -192,6 +192,25 @@ async def stop(h: Harness) -> None:
     await h.emulator.close()
 
 
+@asynccontextmanager
+async def harness_on(
+    kind: str, tmp_path: Path, redis_url: str, clock: FakeClock, config: str
+) -> AsyncIterator[Harness]:
+    """A harness on ``kind`` (sqlite or redis) serving the hitl.yaml text ``config``."""
+    path = tmp_path / "hitl.yaml"
+    path.write_text(config)
+    store: Store = (
+        SqliteStore(tmp_path / "bot.db")
+        if kind == "sqlite"
+        else RedisStore(connect(redis_url), prefix=f"bot{uuid.uuid4().hex[:8]}")
+    )
+    h = await start(store, clock, config=path)
+    try:
+        yield h
+    finally:
+        await stop(h)
+
+
 @pytest.fixture(params=["sqlite", "redis"])
 async def harness(
     request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch

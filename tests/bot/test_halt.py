@@ -5,7 +5,6 @@ cards say so and offer only Reject, a click on Approve is refused, a run pauses 
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,12 +16,9 @@ from hitl.demo.examples import refund_example
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
-from hitl.engine.ports import Store
-from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock
-from tests.bot.conftest import CONFIG, Harness, start, stop
+from tests.bot.conftest import CONFIG, Harness, harness_on
 
 ADMIN = "U_ADMIN1"
 
@@ -32,17 +28,10 @@ async def h(
     request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    config = tmp_path / "hitl.yaml"
-    config.write_text(CONFIG.read_text().replace("roles:\n", f"roles:\n  admin: [{ADMIN}]\n", 1))
-    store: Store = (
-        SqliteStore(tmp_path / "bot.db")
-        if request.param == "sqlite"
-        else RedisStore(connect(redis_url), prefix=f"halt{uuid.uuid4().hex[:8]}")
-    )
-    harness = await start(store, clock, config=config)
-    harness.state.users[ADMIN] = {"name": "admin1", "real_name": "Admin One", "tz": "UTC"}
-    yield harness
-    await stop(harness)
+    config = CONFIG.read_text().replace("roles:\n", f"roles:\n  admin: [{ADMIN}]\n", 1)
+    async with harness_on(request.param, tmp_path, redis_url, clock, config) as harness:
+        harness.state.users[ADMIN] = {"name": "admin1", "real_name": "Admin One", "tz": "UTC"}
+        yield harness
 
 
 async def run_refund(h: Harness, amount: int, order: str) -> object:

@@ -5,7 +5,6 @@ tool's correction rate and audit yield, a flag is a webhook event, and nothing e
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,11 +19,8 @@ from hitl.engine.domain.spot_checks import SpotCheckSpec, sampled
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError
 from hitl.engine.events import WEBHOOK_JOB, Outbox
-from hitl.engine.ports import Store
-from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
-from tests.bot.conftest import CONFIG, Harness, start, stop
+from tests.bot.conftest import CONFIG, Harness, harness_on
 from tests.bot.test_modals_and_commands import last_view
 
 SPOT = "\noversight:\n  spot_check:\n    tools: {look_up_order: 1.0}\n    tiers: {notify: 0.0}\n"
@@ -35,16 +31,8 @@ async def h(
     request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    config = tmp_path / "hitl.yaml"
-    config.write_text(CONFIG.read_text() + SPOT)
-    store: Store = (
-        SqliteStore(tmp_path / "bot.db")
-        if request.param == "sqlite"
-        else RedisStore(connect(redis_url), prefix=f"spot{uuid.uuid4().hex[:8]}")
-    )
-    harness = await start(store, clock, config=config)
-    yield harness
-    await stop(harness)
+    async with harness_on(request.param, tmp_path, redis_url, clock, CONFIG.read_text() + SPOT) as harness:
+        yield harness
 
 
 def test_the_sample_is_a_stable_draw_at_the_configured_rate() -> None:

@@ -50,6 +50,9 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
         "lets later refund calls in session chat-42 run without review",
         "the next refund in chat-42: ran without a card",
         "refund ran without review",
+        "Flagged: check_stock   audit yield: 1.0",  # a spot check flagged
+        "a new refund run: paused (halted: halted by U_ADMIN",  # the stop switch
+        "1 paused run(s) go on.",
         "demo passed",
     ):
         assert expected in text, expected
