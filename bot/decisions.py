@@ -12,6 +12,7 @@ from hitl.bot.blocks import who
 from hitl.bot.context import BotContext
 from hitl.bot.escape import label
 from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.service import AnswerWindow
@@ -159,4 +160,7 @@ def done_text(a: Approval | None) -> str:
         return "Done."
     if a.is_open:
         return f":ballot_box_with_check: Vote recorded on `{a.id}`: {len(a.approvers)} of {a.quorum} approvals."
+    note = practice_note(a) if is_practice(a) else None
+    if note is not None:  # the decider alone learns it was practice, and whether they caught the defect
+        return f":mortar_board: {label(note, 600)}"
     return f":white_check_mark: `{a.id}` ({label(a.tool, 60)}) is now *{a.status}*."

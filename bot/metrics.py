@@ -27,6 +27,7 @@ HITL_METRICS = (
     "hitl_correction_ratio",
     "hitl_intervention_latency_seconds",
     "hitl_audit_yield_ratio",
+    "hitl_seeded_catch_ratio",
 )
 """The store-computed metric families (the Grafana dashboard in ``docs/grafana/`` queries these)."""
 
@@ -75,9 +76,16 @@ class StoreMetrics(Collector):
         audit_yield = GaugeMetricFamily(
             "hitl_audit_yield_ratio", f"Share of spot checks reviewers flagged ({days})", labels=labels
         )
+        catches = GaugeMetricFamily(
+            "hitl_seeded_catch_ratio",
+            f"Share of decided practice approvals whose planted defect was caught ({days})",
+            labels=labels,
+        )
         for r in self.rows:
             if r.audit_yield is not None:
                 audit_yield.add_metric([r.tool, r.tier], r.audit_yield)
+            if r.catch_rate is not None:
+                catches.add_metric([r.tool, r.tier], r.catch_rate)
             for outcome in Outcome:
                 actions.add_metric([r.tool, r.tier, str(outcome)], r.n(outcome))
             if r.autonomous_rate is not None:
@@ -87,7 +95,7 @@ class StoreMetrics(Collector):
             if r.latency_count:
                 buckets = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in r.latency_buckets]
                 latency.add_metric([r.tool, r.tier], buckets, sum_value=r.latency_sum)
-        yield from (actions, autonomous, corrected, latency, audit_yield)
+        yield from (actions, autonomous, corrected, latency, audit_yield, catches)
 
 
 class OutageMetrics(Collector):

@@ -12,7 +12,7 @@ import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hitl.engine.config.api import EventKind
@@ -22,9 +22,10 @@ from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.edits import CHANGED, changes, changes_text, merge_patch
 from hitl.engine.domain.halts import covering
 from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
-from hitl.engine.domain.ids import approval_id
+from hitl.engine.domain.ids import approval_id, derived_session_id
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
+from hitl.engine.domain.practice import PRACTICE, SeededSpec, caught, defect_for, is_practice, seeded
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -136,6 +137,8 @@ class ApprovalService:
     """Where approval events go (the webhook outbox, when ``api.webhooks`` lists subscribers)."""
     spot_check: SpotCheckSpec = field(default_factory=SpotCheckSpec)
     """Which autonomous actions are put to reviewers after the fact (``oversight.spot_check``)."""
+    seeded: SeededSpec = field(default_factory=SeededSpec)
+    """Which approvals get a practice twin with a planted defect (``oversight.seeded``)."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
 
@@ -165,6 +168,7 @@ class ApprovalService:
             validate_args=validate_args,
             events=Outbox(store, clock, config.api.webhooks) if config.api.webhooks else None,
             spot_check=config.oversight.spot_check,
+            seeded=config.oversight.seeded,
         )
 
     # -- proposing ----------------------------------------------------------------------------------------
@@ -485,6 +489,10 @@ class ApprovalService:
             return await self._after_decision(recorded, kind, reviewer)
         if current is None or current.id != approval_id:
             current = await self.store.approvals.get(approval_id)
+        if kind is DecisionKind.MODIFY and is_practice(current):
+            # An edit of a practice approval caught its defect: recorded as a rejection, so no edited twin is made.
+            request = replace(request, kind=DecisionKind.REJECT, args=None, reason=request.reason or "edited")
+            kind = DecisionKind.REJECT
         try:
             new_args, replacement = await self._checked(current, request)
         except (InvalidInput, PolicyError) as exc:
@@ -598,7 +606,12 @@ class ApprovalService:
         outcome = (
             _OUTCOMES.get(kind) if updated.status in (Status.APPROVED, Status.REJECTED, Status.SUPERSEDED) else None
         )
-        if outcome is not None and is_spot_check(updated):
+        if outcome is not None and is_practice(updated):
+            found = caught(updated)
+            if found is not None:
+                missed_or_caught = Outcome.SEEDED_CAUGHT if found else Outcome.SEEDED_MISSED
+                await self._tally(updated.tool, str(updated.tier), missed_or_caught, now=self.clock.now())
+        elif outcome is not None and is_spot_check(updated):
             await self._spot_checked(updated, outcome)
         elif outcome is not None:  # final (a first vote of two is not); a superseding edit is a correction too
             now = self.clock.now()
@@ -697,7 +710,7 @@ class ApprovalService:
         """Expire what is due; an expiry is recorded as expiry, never as a rejection."""
         expired = await self.store.approvals.expire_due(now=self.clock.now(), limit=limit)
         for a in expired:
-            if not is_spot_check(a):  # an unanswered spot check is no decision about the action
+            if not is_spot_check(a) and not is_practice(a):  # no decision about an action
                 await self._tally(a.tool, str(a.tier), Outcome.EXPIRED, now=self.clock.now())
             await self._changed(a)
         return expired
@@ -707,11 +720,62 @@ class ApprovalService:
         if is_spot_check(approval):  # counted for the audit yield, under the tool and tier it looks at
             tier = str(approval.metadata.get("tier", ""))
             await self._tally(checked_tool(approval), tier, Outcome.SPOT_CHECKED, now=approval.created_at)
+        elif is_practice(approval):  # never in the other measures
+            await self._tally(approval.tool, str(approval.tier), Outcome.SEEDED, now=approval.created_at)
         else:
             await self._tally(approval.tool, str(approval.tier), Outcome.ASKED, now=approval.created_at)
         if self.notifier is not None:
             await self._safe(self.notifier.approval_requested(approval))
         await self._event(approval, created=True)
+        if not is_spot_check(approval) and not is_practice(approval):
+            rate = self.seeded.rate_for(approval.tool, str(approval.tier))
+            if seeded(approval.id, rate):
+                await self._safe(self._seed(approval))
+
+    async def _seed(self, real: Approval) -> None:
+        """A practice twin of ``real``: the same tool, reviewers and wording, its arguments with one planted defect,
+        in a session of its own; no run owns it and nothing executes it. Arguments the schema refuses are not
+        planted (nothing unchecked enters)."""
+        defect = defect_for(self.seeded, real.tool, real.id)
+        args = merge_patch(real.args, defect.set)
+        schema = real.args_schema
+        if schema is not None:
+            try:
+                validate_args(real.tool, schema, args, validator_for(schema))
+            except InvalidInput as exc:
+                log.warning("defect %s of %s does not fit its schema; not planted: %s", defect.name, real.tool, exc)
+                return
+        key = f"{PRACTICE}:{real.id}"
+        now = self.clock.now()
+        twin = real.model_copy(
+            update={
+                "id": approval_id(key),
+                "session_id": derived_session_id(key),
+                "dedupe_key": key,
+                "args": args,
+                "action_hash": action_hash(real.tool, args),
+                "summary": self._summary(real.tool, args),
+                "created_at": now,
+                "expires_at": now + (real.expires_at - real.created_at),
+                "version": 1,
+                "status": Status.PENDING,
+                "decisions": (),
+                "approved_args": None,
+                "superseded_by": None,
+                "reason": None,
+                "metadata": {
+                    **{k: real.metadata[k] for k in ("framework", "agent", TRUST_TTL) if k in real.metadata},
+                    "kind": PRACTICE,
+                    "of": real.id,
+                    "defect": defect.name,
+                    "says": defect.says,
+                    "modifiable": real.modifiable,
+                },
+            }
+        )
+        stored, created = await self.store.approvals.create(twin)
+        if created:
+            await self.announce(stored)
 
     async def _changed(self, approval: Approval, *, queued: bool = False) -> None:
         if approval.status in _NEVER_RAN:

@@ -30,6 +30,7 @@ from hitl.bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, batch_view,
 from hitl.bot.payloads import Action, Interaction, interaction
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.practice import is_practice
 from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["register_actions"]
@@ -78,6 +79,8 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
             ctx.later(_safe_respond(respond, refusal))
         elif req.container is not None and req.container.is_ephemeral:
             ctx.later(_safe_respond(respond, done_text(updated), replace_original=True))
+        elif updated is not None and is_practice(updated) and not updated.is_open:
+            ctx.later(_safe_respond(respond, done_text(updated)))  # the decider alone learns it was practice
 
     async def on_approve(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
         await simple(DecisionKind.APPROVE, ack, interaction(context), respond)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hitl.engine.domain.practice import SeededSpec
 from hitl.engine.domain.spot_checks import SpotCheckSpec
 
 __all__ = ["OversightSpec"]
@@ -23,3 +24,5 @@ class OversightSpec(BaseModel):
     admin_role: str = Field(default="admin", min_length=1, max_length=100)
     spot_check: SpotCheckSpec = Field(default_factory=SpotCheckSpec)
     """A sample of the actions that ran without a person, put to reviewers after the fact."""
+    seeded: SeededSpec = Field(default_factory=SeededSpec)
+    """Practice approvals: real ones copied with one planted defect, to see whether reviews catch it."""

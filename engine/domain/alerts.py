@@ -6,7 +6,9 @@ An alert watches one figure over a window (the last 24 h by default), for some t
 - ``correction_rate``: the share of human decisions that modified or rejected the action;
 - ``autonomous_rate``: the share of actions that ran without a person;
 - ``latency_p90``: seconds within which 90% of the decisions were made (the upper bound of their latency bucket);
-- ``oldest_pending``: seconds the oldest approval still waiting has waited.
+- ``oldest_pending``: seconds the oldest approval still waiting has waited;
+- ``audit_yield``: the share of spot checks reviewers flagged;
+- ``catch_rate``: the share of decided practice approvals whose planted defect was caught (low: rubber-stamping).
 
 It fires when the figure goes above ``above`` (or below ``below``) with at least ``min_count`` decisions (or actions)
 behind a rate or latency, and resolves when it no longer does.
@@ -22,7 +24,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hitl.engine.domain.durations import parse_duration
-from hitl.engine.domain.tally import TallyRow
+from hitl.engine.domain.tally import Outcome, TallyRow
 
 __all__ = ["AlertFigure", "AlertRule", "AlertsSpec", "Reading", "evaluate"]
 
@@ -36,6 +38,8 @@ class AlertFigure(StrEnum):
     AUTONOMOUS_RATE = "autonomous_rate"
     LATENCY_P90 = "latency_p90"
     OLDEST_PENDING = "oldest_pending"
+    AUDIT_YIELD = "audit_yield"
+    CATCH_RATE = "catch_rate"
 
 
 class AlertRule(BaseModel):
@@ -52,7 +56,8 @@ class AlertRule(BaseModel):
     tiers: tuple[str, ...] | None = None
     """Only these tiers (default: every tier)."""
     min_count: int = Field(default=5, ge=1)
-    """A rate or a latency needs this many decisions (or actions, for ``autonomous_rate``) before it can fire."""
+    """A rate or a latency needs this many decisions (actions for ``autonomous_rate``, spot checks for
+    ``audit_yield``, decided practice approvals for ``catch_rate``) before it can fire."""
     reason: str = ""
     """What it means and what to do, in the posted alert."""
 
@@ -141,6 +146,11 @@ def _figure(rule: AlertRule, rows: Sequence[TallyRow], oldest: dict[tuple[str, s
     merged = TallyRow("*", "*", counts)
     if rule.figure is AlertFigure.AUTONOMOUS_RATE:
         return merged.autonomous_rate if merged.actions >= rule.min_count else None
+    if rule.figure is AlertFigure.AUDIT_YIELD:
+        return merged.audit_yield if merged.n(Outcome.SPOT_CHECKED) >= rule.min_count else None
+    if rule.figure is AlertFigure.CATCH_RATE:
+        practised = merged.n(Outcome.SEEDED_CAUGHT) + merged.n(Outcome.SEEDED_MISSED)
+        return merged.catch_rate if practised >= rule.min_count else None
     if merged.decided < rule.min_count:
         return None
     if rule.figure is AlertFigure.CORRECTION_RATE:

@@ -8,7 +8,7 @@ import secrets
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError, ErrorCode
 
-__all__ = ["approval_id", "check_same_action", "new_session_id", "short_id"]
+__all__ = ["approval_id", "check_same_action", "derived_session_id", "new_session_id", "short_id"]
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -30,6 +30,11 @@ def approval_id(dedupe_key: str) -> str:
 def short_id(prefix: str) -> str:
     """A random id like ``ses_7KQ2M9XW3A``."""
     return f"{prefix}_" + _b32(secrets.token_bytes(8), 10)
+
+
+def derived_session_id(key: str) -> str:
+    """A session id derived from ``key``: the same key gives the same id, which reads like any other."""
+    return "ses_" + _b32(hashlib.sha256(f"session:{key}".encode()).digest(), 10)
 
 
 def new_session_id() -> str:

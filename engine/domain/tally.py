@@ -42,6 +42,12 @@ class Outcome(StrEnum):
     """An autonomous action put to reviewers after the fact (a spot check)."""
     SPOT_FLAGGED = "spot_flagged"
     """A spot check a reviewer flagged (it also counts as a rejection: a correction)."""
+    SEEDED = "seeded"
+    """A practice approval put to reviewers (a real one copied with a planted defect)."""
+    SEEDED_CAUGHT = "seeded_caught"
+    """A practice approval whose planted defect the reviewers caught (rejected or edited)."""
+    SEEDED_MISSED = "seeded_missed"
+    """A practice approval the reviewers approved: its planted defect was missed."""
 
 
 def hour_of(ts: float) -> int:
@@ -104,6 +110,12 @@ class TallyRow:
         """Share of spot checks reviewers flagged: how often a look after the fact found something (None: none)."""
         checked = self.n(Outcome.SPOT_CHECKED)
         return self.n(Outcome.SPOT_FLAGGED) / checked if checked else None
+
+    @property
+    def catch_rate(self) -> float | None:
+        """Share of decided practice approvals whose planted defect was caught (None: none decided)."""
+        decided = self.n(Outcome.SEEDED_CAUGHT) + self.n(Outcome.SEEDED_MISSED)
+        return self.n(Outcome.SEEDED_CAUGHT) / decided if decided else None
 
     @property
     def latency_buckets(self) -> list[tuple[float, int]]:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.journal import ClaimIntent, OutcomeRecord
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.records import AuditEntry, Claim, ClaimState
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
@@ -122,7 +123,7 @@ class Effects:
         With a run's ``drive``, the claim is written with the run's waiting writes in one commit (which also moves
         the approval to ``executing``), and a success is recorded with its next commit.
         """
-        if approval is not None and is_spot_check(approval):
+        if approval is not None and (is_spot_check(approval) or is_practice(approval)):
             raise never_run(approval)
         if self.switch is not None:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
@@ -264,9 +265,11 @@ class Effects:
 
 
 def never_run(check: Approval) -> EngineError:
-    """The refusal every execution path gives a spot check: it looked at an action that already ran."""
-    return EngineError(
-        f"{check.id} is a spot check of an action that already ran: it is answered (Looks right / Flag), never run",
-        code=ErrorCode.ACTION_REJECTED,
-        approval_id=check.id,
+    """The refusal every execution path gives a spot check (it looked at an action that already ran) and a practice
+    approval (a seeded check: no caller's action)."""
+    what = (
+        "a spot check of an action that already ran: it is answered (Looks right / Flag)"
+        if is_spot_check(check)
+        else "a practice approval (a seeded check): no caller's action"
     )
+    return EngineError(f"{check.id} is {what}, never run", code=ErrorCode.ACTION_REJECTED, approval_id=check.id)

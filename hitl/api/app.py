@@ -17,7 +17,7 @@ from aiohttp import web
 from hitl.engine.errors import EngineError
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
-from . import approvals, executions, halts, runs
+from . import approvals, executions, oversight, runs
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -82,7 +82,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
 
 def endpoints() -> list[Endpoint]:
     """Every route of the API, with its contract."""
-    return [*approvals.routes(), *executions.routes(), *runs.routes(), *halts.routes()]
+    return [*approvals.routes(), *executions.routes(), *runs.routes(), *oversight.routes()]
 
 
 @functools.cache

@@ -7,6 +7,7 @@ from aiohttp import web
 
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Reviewer, Status
+from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, NotFound
 
@@ -97,9 +98,9 @@ async def decide(request: web.Request) -> web.Response:
         raise from_engine(exc, current) from None
     except EngineError as exc:
         raise from_engine(exc, approval) from None
-    view = ApprovalView.of(decided.approval).model_copy(
-        update={"can_decide": await ctx.can_decide(caller, decided.approval)}
-    )
+    done = decided.approval
+    note = practice_note(done) if is_practice(done) else None  # told to the decider only, in this answer
+    view = ApprovalView.of(done).model_copy(update={"can_decide": await ctx.can_decide(caller, done), "practice": note})
     return _json(view)
 
 

@@ -176,6 +176,9 @@ class ApprovalView(_Out):
     """The tool's JSON Schema snapshot: edited arguments (modify) are validated against it."""
     can_decide: bool | None = None
     """From the API: whether the calling token may decide this approval now."""
+    practice: str | None = None
+    """Only in the answer to the decision that ended a practice approval (a seeded check): that it was one, and
+    whether its planted defect was caught."""
     audit: list[AuditView] | None = None
     """From ``GET /approvals/{id}``: the approval's audit trail, oldest first."""
 

@@ -23,9 +23,9 @@ from hitl.cli.flows import (
     remote_resume,
     resolve_target,
 )
-from hitl.cli.halting import halt, halts, unhalt
 from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out, approval_json
+from hitl.cli.oversight import halt, halts, practice, reviewers, unhalt
 from hitl.cli.purge import purge
 from hitl.cli.remote import remote_from_env
 from hitl.cli.sessions import sessions_app
@@ -101,6 +101,8 @@ app.command()(purge)
 app.command()(halt)
 app.command()(unhalt)
 app.command()(halts)
+app.command()(practice)
+app.command()(reviewers)
 
 
 def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = False) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from rich.text import Text
 from hitl.api.models import ApprovalView, AuditView
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
+from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
@@ -101,6 +102,9 @@ class Out:
             what = f"decision recorded; the {caller} that asked runs the call when it next checks"
         else:
             what = f"decision recorded; the {caller} that asked is told it did not run"
+        practice = v.practice or (practice_note(a) if isinstance(a, Approval) and is_practice(a) else None)
+        if practice is not None:  # told to the decider only
+            what = practice
         if self.json:
             self.emit(
                 {

@@ -45,6 +45,7 @@ def row_json(r: TallyRow) -> dict[str, Any]:
         "autonomous_completion_rate": r.autonomous_rate,
         "correction_rate": r.correction_rate,
         "audit_yield": r.audit_yield,
+        "seeded_catch_rate": r.catch_rate,
         "intervention_latency": {
             "count": r.latency_count,
             "sum_seconds": r.latency_sum,
@@ -111,6 +112,15 @@ def stats(
                 f"{every.n(Outcome.SPOT_CHECKED)}, flagged {every.n(Outcome.SPOT_FLAGGED)} ",
                 ("(audit yield ", "dim"),
                 _pct(every.audit_yield),
+                (")", "dim"),
+            )
+        if every.n(Outcome.SEEDED):
+            out.text(
+                ("practice approvals ", "dim"),
+                f"{every.n(Outcome.SEEDED)}, caught {every.n(Outcome.SEEDED_CAUGHT)}, missed "
+                f"{every.n(Outcome.SEEDED_MISSED)} ",
+                ("(caught ", "dim"),
+                _pct(every.catch_rate),
                 (")", "dim"),
             )
         out.text(("intervention latency (all decisions)", "bold"))

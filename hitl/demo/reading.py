@@ -29,6 +29,7 @@ _EMOJI = {
     "octagonal_sign": "🛑",
     "rotating_light": "🚨",
     "information_source": "ℹ️",
+    "mortar_board": "🎓",
 }
 _TOKEN = re.compile(
     r"<!date\^\d+\^[^|>]*\|([^>]*)>|<@([A-Z0-9_]+)>|:([a-z0-9_+-]+):|(?<![\w*])\*([^*\n]+)\*(?![\w*])|`([^`\n]*)`"

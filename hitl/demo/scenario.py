@@ -148,12 +148,19 @@ ADMIN = "U_ADMIN"
 
 
 def _story_config(tmp: str) -> str:
-    """The example's policy, plus what the oversight steps use: an admin role, and a stock check that runs without a
-    person and is always spot-checked."""
+    """The example's policy, plus what the oversight steps use: an admin role, a stock check that runs without a
+    person and is always spot-checked, and a reorder whose every approval gets a practice twin."""
     config = yaml.safe_load((refund_example() / "hitl.yaml").read_text())
     config["roles"]["admin"] = [ADMIN]
     config["policy"]["allowed_tools"] = [*config["policy"]["allowed_tools"], "check_stock"]
-    config["oversight"] = {"spot_check": {"tools": {"check_stock": 1.0}}}
+    config["policy"]["tools"]["reorder_stock"] = {"tier": "approve", "role": "support"}
+    config["oversight"] = {
+        "spot_check": {"tools": {"check_stock": 1.0}},
+        "seeded": {
+            "tools": {"reorder_stock": 1.0},
+            "defects": {"reorder_stock": [{"name": "too_many", "set": {"quantity": 10000}, "says": "10,000 mugs"}]},
+        },
+    }
     path = Path(tmp) / "hitl.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return str(path)
@@ -314,7 +321,26 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     )
     ok &= stock.may_run and flagged.startswith("Flagged") and row is not None and row.audit_yield == 1.0
 
-    t.step("9. The stop switch: U_ADMIN halts refunds; a new refund pauses; the unhalt lets it go on")
+    t.step("9. A seeded check: a reorder's approval gets a practice twin with a planted defect; U_SUPPORT1 misses it")
+    order = await svc.propose(ProposeRequest("reorder_stock", {"sku": "MUG-1", "quantity": 10}, session_id="ops-7"))
+    await _settle(sb)
+    assert order.approval is not None
+    twin = next(
+        a
+        for a in (await sb.rt.store.approvals.list_pending(limit=200)).items
+        if a.metadata.get("of") == order.approval.id
+    )
+    t.line(
+        ("two cards: ", "dim"),
+        (_header(_card(sb, order.approval.id)), "bold"),
+        ("  and  ", "dim"),
+        (_header(_card(sb, twin.id)), "bold"),
+    )
+    told = await _click(sb, "U_SUPPORT1", twin, ACTION_APPROVE)
+    t.line(("U_SUPPORT1 approves the second, and alone is told: ", "dim"), told)
+    ok &= "That was a practice check" in told and "missed" in told
+
+    t.step("10. The stop switch: U_ADMIN halts refunds; a new refund pauses; the unhalt lets it go on")
     await sb.dispatcher.command(ADMIN, "general", "halt refund a refund bug is being fixed")
     said = [m for m in sb.state.messages if m.ephemeral_to == ADMIN][-1].text
     held = await _refund(sb, 45, "Halted meanwhile.", order="78292")
@@ -328,7 +354,7 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     t.line(("the run now waits on: ", "dim"), str(waiting))
     ok &= held.status is RunStatus.PAUSED and str(held.reason).startswith("halted:") and bool(waiting)
 
-    t.step("10. The audit trail")
+    t.step("11. The audit trail")
     table = Table("event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
     for e in await sb.rt.store.audit.entries(limit=200):
         table.add_row(e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail))

@@ -52,6 +52,17 @@ def test_alert_rules_read_the_figures_per_tool_and_tier() -> None:
     assert readings["refunds_corrected"].firing and readings["refunds_corrected"].value == pytest.approx(2 / 3)
     assert readings["refunds_corrected"].describe() == "correction_rate 0.67 > 0.5 (refund)"
     assert not readings["waiting_too_long"].firing and readings["waiting_too_long"].value == 60.0
+    practice = AlertsSpec.model_validate(
+        {
+            "rules": [
+                {"name": "rubber_stamping", "figure": "catch_rate", "below": 0.5, "min_count": 2},
+                {"name": "spot_flags", "figure": "audit_yield", "above": 0.2, "min_count": 2},
+            ]
+        }
+    )
+    counts = {"seeded_caught": 1.0, "seeded_missed": 3.0, "spot_checked": 4.0, "spot_flagged": 2.0}
+    low, flags = evaluate(practice, [TallyRow("refund", "approve", counts)], {})
+    assert (low.value, low.firing, flags.value, flags.firing) == (0.25, True, 0.5, True)
     few = evaluate(spec, [TallyRow("refund", "approve", {"rejected": 1})], {})
     assert few[0].value is None and not few[0].firing  # one decision is not enough to judge
     with pytest.raises(ValidationError, match="exactly one of above: or below:"):

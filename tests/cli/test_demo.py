@@ -51,6 +51,7 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
         "the next refund in chat-42: ran without a card",
         "refund ran without review",
         "Flagged: check_stock   audit yield: 1.0",  # a spot check flagged
+        "That was a practice check: hitl planted a defect (10,000 mugs). It was approved: the defect was missed.",
         "a new refund run: paused (halted: halted by U_ADMIN",  # the stop switch
         "1 paused run(s) go on.",
         "demo passed",

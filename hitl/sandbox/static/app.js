@@ -5,7 +5,7 @@ const EMOJI = {
   white_check_mark: "✅", x: "❌", lock: "🔒", hourglass: "⌛", warning: "⚠️", no_entry: "⛔",
   ballot_box_with_check: "☑️", arrows_counterclockwise: "🔄", gear: "⚙️", information_source: "ℹ️",
   alarm_clock: "⏰", checkered_flag: "🏁", grey_question: "❔", tada: "🎉", no_entry_sign: "🚫",
-  octagonal_sign: "🛑", rotating_light: "🚨",
+  octagonal_sign: "🛑", rotating_light: "🚨", mortar_board: "🎓",
 };
 const ui = { user: null, channel: null, data: null, busy: false, view: "channel", highlight: null };
 

@@ -1,4 +1,5 @@
-"""``hitl halt``, ``hitl unhalt`` and ``hitl halts``: the stop switch from the command line.
+"""Oversight from the command line: the stop switch (``hitl halt``, ``hitl unhalt``, ``hitl halts``) and the
+practice approvals waiting (``hitl practice``, for the admin role).
 
 While a tool is halted, nothing new of it is proposed, approved or executed (rejecting still works), and runs pause
 at their next step that uses it; ``hitl unhalt`` lifts the order and resumes them. Every order reaches every process
@@ -18,11 +19,15 @@ from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.options import AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out
+from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.practice import is_practice
+from hitl.engine.domain.reviewer_figures import by_reviewer
 from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
 from hitl.engine.runtime.process import Runtime, open_runtime
 
-__all__ = ["halt", "halts", "unhalt"]
+__all__ = ["halt", "halts", "practice", "reviewers", "unhalt"]
 
 ToolOpt = Annotated[
     str | None, typer.Option("--tool", help="Halt only this tool (default: every tool).", metavar="TOOL")
@@ -142,3 +147,110 @@ def _print_order(out: Out, verb: str, o: HaltOrder, *, resumed: int | None = Non
     )
     if resumed:
         out.text(("  · ", "dim"), f"{resumed} run(s) it paused went on; `hitl sessions list` shows where they stand")
+
+
+def practice(
+    reviewer: AsOpt = None, as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None
+) -> None:
+    """List the practice approvals still waiting (seeded checks; the admin role only).
+
+    Each is a copy of a real approval with one planted defect (hitl.yaml oversight.seeded); reviewers see it as any
+    other, and are told once they decided it."""
+    out = Out(as_json=as_json)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+
+    async def work() -> int:
+        who = settings.require_reviewer()
+        async with open_runtime(settings.runtime, read_only=True) as rt:
+            await _authorized(rt, who, "list practice approvals")
+            found: list[Approval] = []
+            cursor: str | None = None
+            while True:
+                page = await rt.store.approvals.list_pending(limit=200, cursor=cursor)
+                found += [a for a in page.items if is_practice(a)]
+                cursor = page.cursor
+                if cursor is None:
+                    break
+        rows = [
+            {
+                "id": a.id,
+                "tool": a.tool,
+                "defect": a.metadata.get("defect"),
+                "says": a.metadata.get("says"),
+                "copy_of": a.metadata.get("of"),
+                "created_at": iso(a.created_at),
+            }
+            for a in found
+        ]
+        if out.json:
+            out.emit({"practice": rows})
+            return 0
+        if not rows:
+            out.text("no practice approval is waiting")
+            return 0
+        for r in rows:
+            out.text(
+                (str(r["id"]), "bold"),
+                f"  {r['tool']}  ",
+                ("planted: ", "dim"),
+                Text(str(r["says"])).plain,
+                ("  copy of ", "dim"),
+                str(r["copy_of"]),
+            )
+        return 0
+
+    run_command(out, work)
+
+
+def reviewers(
+    since: Annotated[str, typer.Option("--since", help="How far back: 24h, 7d, 30d.")] = "30d",
+    reviewer: AsOpt = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """The oversight figures per reviewer (the admin role only).
+
+    For each reviewer: decisions, corrections (modified or rejected), practice approvals caught and missed, spot
+    checks answered and flagged. Read from the newest 10,000 approvals."""
+    out = Out(as_json=as_json)
+    try:
+        window = parse_duration(since)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--since") from None
+    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+
+    async def work() -> int:
+        who = settings.require_reviewer()
+        async with open_runtime(settings.runtime, read_only=True) as rt:
+            await _authorized(rt, who, "see the figures per reviewer")
+            start = rt.clock.now() - window
+            seen: list[Approval] = []
+            cursor: str | None = None
+            for _ in range(50):
+                page = await rt.store.approvals.list_recent(limit=200, cursor=cursor)
+                seen += page.items
+                cursor = page.cursor
+                if cursor is None or (page.items and page.items[-1].created_at < start - window):
+                    break
+        figures = by_reviewer(seen, since=start)
+        if out.json:
+            rows = [{**vars(f), "catch_rate": f.catch_rate, "audit_yield": f.audit_yield} for f in figures]
+            out.emit({"since": iso(start), "reviewers": rows})
+            return 0
+        if not figures:
+            out.text("no decisions in this period")
+            return 0
+        table = Table(box=None, pad_edge=False)
+        for heading in ("reviewer", "decided", "corr", "caught", "missed", "spot", "flag"):
+            table.add_column(heading, justify="left" if heading == "reviewer" else "right", no_wrap=True)
+        for f in figures:
+            table.add_row(
+                Text(f.reviewer),
+                *(str(n) for n in (f.decisions, f.corrections, f.practice_caught, f.practice_missed)),
+                *(str(n) for n in (f.spot_checks, f.spot_flags)),
+            )
+        out.console.print(table)
+        return 0
+
+    run_command(out, work)

@@ -1,5 +1,5 @@
-"""``/halt``, ``/unhalt`` and ``/halts``: the stop switch over HTTP (an ``admin`` token halts and unhalts; a reader
-sees what is halted)."""
+"""Oversight over HTTP: the stop switch (``/halt``, ``/unhalt`` with an ``admin`` token; ``/halts`` for a reader) and
+the practice approvals still waiting (``/practice``, ``admin`` only)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from aiohttp import web
 
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.halts import HaltOrder
+from hitl.engine.domain.practice import is_practice
 from hitl.engine.errors import EngineError
 
 from .context import CONTEXT, body_of, caller_of
-from .models import HaltList, HaltRequest, HaltView, Unhalted, UnhaltRequest, iso
+from .models import ApprovalList, ApprovalView, HaltList, HaltRequest, HaltView, Unhalted, UnhaltRequest, iso
 from .problems import ApiError, from_engine
 from .routes import Endpoint
 
@@ -59,9 +60,28 @@ async def listed(request: web.Request) -> web.Response:
     return web.json_response(HaltList(halts=[_view(o) for o in orders]).model_dump(mode="json"))
 
 
+async def practice(request: web.Request) -> web.Response:
+    """The practice approvals still waiting (seeded checks; admin only)."""
+    ctx = request.app[CONTEXT]
+    caller_of(request, Scope.ADMIN)
+    found: list[ApprovalView] = []
+    cursor: str | None = None
+    try:
+        while True:
+            page = await ctx.lifecycle.store.approvals.list_pending(limit=200, cursor=cursor)
+            found += [ApprovalView.of(a) for a in page.items if is_practice(a)]
+            cursor = page.cursor
+            if cursor is None:
+                break
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    return web.json_response(ApprovalList(items=found, cursor=None).model_dump(mode="json"))
+
+
 def routes() -> list[Endpoint]:
-    """The stop switch's routes."""
+    """The oversight routes."""
     return [
+        Endpoint("GET", "/practice", practice, ApprovalList, errors=(403,)),
         Endpoint("POST", "/halt", halt, HaltView, body=HaltRequest, errors=(403,)),
         Endpoint("POST", "/unhalt", unhalt, Unhalted, body=UnhaltRequest, errors=(403, 404)),
         Endpoint("GET", "/halts", listed, HaltList),

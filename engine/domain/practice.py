@@ -1,0 +1,91 @@
+"""Seeded checks (practice approvals): now and then a copy of a real approval with one planted defect is put to the
+same reviewers, looking like any other, to measure whether reviews catch what they should (automation bias,
+rubber-stamping). Pure: no I/O.
+
+A practice approval belongs to no run and nothing ever executes it (every execution path refuses it); once decided,
+the reviewer is told privately that it was practice and whether the defect was caught (Reject or an edit catches
+it; Approve and Trust miss it). It never counts in the other measures: only in the seeded figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hitl.engine.domain.models import Approval, DecisionKind, Status
+
+__all__ = ["PRACTICE", "Defect", "SeededSpec", "caught", "defect_for", "is_practice", "practice_note", "seeded"]
+
+PRACTICE = "practice"
+"""A practice approval's ``kind`` (approval metadata, never shown on a card)."""
+
+
+class Defect(BaseModel):
+    """A defect to plant in a tool's arguments: ``set`` is merged onto them; ``says`` is what it is, told after."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=60)
+    set: dict[str, Any] = Field(min_length=1)
+    says: str = Field(min_length=1, max_length=300)
+
+
+class SeededSpec(BaseModel):
+    """``oversight.seeded``: how often a real approval of a tool gets a practice twin (by tool, else by tier, else
+    ``rate``), and the defects declared per tool (a tool without defects is never seeded)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    tools: dict[str, float] = Field(default_factory=dict)
+    tiers: dict[str, float] = Field(default_factory=dict)
+    defects: dict[str, list[Defect]] = Field(default_factory=dict)
+
+    def rate_for(self, tool: str, tier: str) -> float:
+        """The seeding rate of ``tool`` at ``tier`` (0 when it has no defects to plant)."""
+        if not self.defects.get(tool):
+            return 0.0
+        return min(1.0, max(0.0, float(self.tools.get(tool, self.tiers.get(tier, self.rate)))))
+
+
+def _draw(key: str) -> float:
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+
+
+def seeded(approval_id: str, rate: float) -> bool:
+    """Whether the real approval ``approval_id`` gets a practice twin (a stable draw)."""
+    return rate > 0.0 and _draw(f"seed:{approval_id}") < rate
+
+
+def defect_for(spec: SeededSpec, tool: str, approval_id: str) -> Defect:
+    """Which of the tool's defects is planted in the twin of ``approval_id`` (a stable choice)."""
+    choices = spec.defects[tool]
+    return choices[int(_draw(f"defect:{approval_id}") * len(choices)) % len(choices)]
+
+
+def is_practice(a: Approval) -> bool:
+    """Whether ``a`` is a practice approval."""
+    return a.metadata.get("kind") == PRACTICE
+
+
+def caught(a: Approval) -> bool | None:
+    """Whether the planted defect was caught: rejected (an edit counts as a rejection of what was shown); None
+    while it is undecided or when it ended without a decision."""
+    if a.status is Status.REJECTED:
+        return True
+    last = a.decisions[-1] if a.decisions else None
+    if a.status in (Status.APPROVED, Status.EXECUTED) and last is not None and last.kind is not DecisionKind.REJECT:
+        return False
+    return None
+
+
+def practice_note(a: Approval) -> str | None:
+    """What the reviewer who decided a practice approval is told, privately (None while it is undecided)."""
+    found = caught(a)
+    if found is None:
+        return None
+    says = str(a.metadata.get("says", "a planted defect"))
+    verdict = "You caught it." if found else "It was approved: the defect was missed."
+    return f"That was a practice check: hitl planted a defect ({says}). {verdict} Nothing ran."

@@ -1,0 +1,106 @@
+"""Seeded checks (``oversight.seeded``), on both stores: a real approval now and then gets a practice twin with one
+planted defect, posted to the same reviewers and looking like any other; nothing ever executes it; once decided
+(a quorum included) the decider alone is told it was practice and whether they caught the defect; it counts only
+in the seeded figures."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hitl.bot.blocks import ACTION_APPROVE
+from hitl.engine.agents.gate import ToolGate
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.domain.tally import summarize
+from hitl.engine.errors import EngineError
+from hitl.testing import FakeClock
+from tests.bot.conftest import CONFIG, Harness, harness_on
+
+SEEDED = """
+oversight:
+  seeded:
+    tools: {refund: 1.0}
+    defects:
+      refund:
+        - {name: amount_off, set: {amount: 9999}, says: "the amount is far above the order's total"}
+"""
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def h(
+    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Harness]:
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    async with harness_on(request.param, tmp_path, redis_url, clock, CONFIG.read_text() + SEEDED) as harness:
+        yield harness
+
+
+async def real_and_twin(h: Harness, amount: int, session: str) -> tuple[Approval, Approval]:
+    args = {"order_id": "78291", "customer_id": "C-1042", "amount": amount, "reason": "damaged"}
+    p = await h.svc.propose(ProposeRequest("refund", args, session_id=session))
+    assert p.approval is not None
+    await h.settle()
+    twins = [
+        a for a in (await h.rt.store.approvals.list_pending(limit=200)).items if a.metadata.get("of") == p.approval.id
+    ]
+    assert len(twins) == 1
+    return p.approval, twins[0]
+
+
+async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_decider(
+    h: Harness, clock: FakeClock
+) -> None:
+    real, twin = await real_and_twin(h, 120, "s1")
+    assert (twin.tool, twin.required_role, twin.quorum, twin.args["amount"]) == ("refund", "support", 1, 9999)
+    assert twin.session_id.startswith("ses_") and twin.session_id != real.session_id
+    card = h.card_for(twin.id)
+    shown = json.dumps(card.blocks)
+    assert "Refund 9,999.00 to C-1042 for order 78291" in shown  # its own sentence, like any other
+    assert "practice" not in shown.lower() and "planted" not in shown and "seed" not in shown
+
+    assert (await h.slack.click("U_SUPPORT1", copy.deepcopy(card), ACTION_APPROVE)).status == 200
+    told = h.ephemeral("U_SUPPORT1")[-1].text
+    assert told.startswith(":mortar_board: That was a practice check") and "the defect was missed" in told
+    assert "far above the order" in told and not h.ephemeral("U_SUPPORT2")  # the decider alone
+
+    gate = ToolGate(h.svc, worker_id="agent")  # nothing executes a practice approval, whatever holds it
+    ticket = await gate.ticket_of(await h.rt.store.approvals.get(twin.id))
+    for attempt in (gate.begin(ticket), gate.execute(ticket, lambda **kw: "ran")):
+        with pytest.raises(EngineError, match="practice approval"):
+            await attempt
+
+    other, caught = await real_and_twin(h, 60, "s2")
+    await h.slack.command("U_SUPPORT2", "general", f"reject {caught.id} that amount is wrong")
+    told = h.ephemeral("U_SUPPORT2")[-1].text
+    assert "That was a practice check" in told and "You caught it." in told
+    assert (await h.rt.store.approvals.get(caught.id)).status is Status.REJECTED
+
+    big, quorum = await real_and_twin(h, 900, "s3")  # escalated: two finance approvers, the twin too
+    assert (quorum.required_role, quorum.quorum) == ("finance", 2)
+    await h.slack.click("U_FIN1", copy.deepcopy(h.card_for(quorum.id)), ACTION_APPROVE)
+    assert not h.ephemeral("U_FIN1")  # a first vote of two: nothing told before the end
+    assert len((await h.rt.store.approvals.get(quorum.id)).approvers) == 1
+    await h.settle()  # the card shows the first vote
+    await h.slack.click("U_FIN2", copy.deepcopy(h.card_for(quorum.id)), ACTION_APPROVE)
+    assert "That was a practice check" in h.ephemeral("U_FIN2")[-1].text
+
+    await h.rt.store.tallies.flush()
+    now = clock.now()
+    [row] = [r for r in summarize(await h.rt.store.tallies.read(since=now - 86400, now=now + 1)) if r.tier == "approve"]
+    assert (
+        row.counts.get("asked"),
+        row.counts.get("seeded"),
+        row.counts.get("seeded_caught"),
+        row.counts.get("seeded_missed"),
+    ) == (
+        2,
+        2.0,
+        1.0,
+        1.0,
+    )
+    assert row.catch_rate == 0.5 and not row.counts.get("approved")  # practice counts in no other measure
