@@ -18,17 +18,11 @@ from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError
+from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
 from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, Harness, harness_on
 
-SEEDED = """
-oversight:
-  seeded:
-    tools: {refund: 1.0}
-    defects:
-      refund:
-        - {name: amount_off, set: {amount: 9999}, says: "the amount is far above the order's total"}
-"""
+SEEDED = SEEDED_CONFIG
 
 
 @pytest.fixture(params=["sqlite", "redis"])

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
 from tests.cli.conftest import REFUND, Cli
 from tests.cli.test_refund_cli import run_refund
 
-SEEDED = """
-oversight:
-  seeded:
-    tools: {refund: 1.0}
-    defects:
-      refund:
-        - {name: amount_off, set: {amount: 9999}, says: "the amount is far above the order's total"}
-"""
+SEEDED = SEEDED_CONFIG
 
 
 def test_practice_twins_are_listed_for_admins_and_tell_the_decider(cli: Cli, tmp_path: Path, shop) -> None:  # type: ignore[no-untyped-def]

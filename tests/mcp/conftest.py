@@ -95,9 +95,10 @@ class Shop:
             yield session
 
 
-def make_shop(tmp: Path, *, wait: str) -> Shop:
+def make_shop(tmp: Path, *, wait: str, extra: str = "") -> Shop:
     config = tmp / "hitl.yaml"
-    config.write_text(CONFIG.format(wait=wait, python=sys.executable, upstream=UPSTREAM, ledger=tmp / "ledger.db"))
+    text = CONFIG.format(wait=wait, python=sys.executable, upstream=UPSTREAM, ledger=tmp / "ledger.db")
+    config.write_text(text + extra)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("HITL_")},
         "PYTHONPATH": str(ROOT),

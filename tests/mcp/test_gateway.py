@@ -9,12 +9,14 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from hitl.bot.blocks import card
 from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
 from tests.conftest import free_port
-from tests.mcp.conftest import Shop, text_of
+from tests.mcp.conftest import Shop, make_shop, text_of
 from tests.processes import stop_process
 from tests.waiting import accepts, eventually
 
@@ -253,3 +255,23 @@ async def test_a_halt_reaches_the_gateway_process_and_nothing_runs_until_it_is_l
 
         await eventually(allowed, what="the gateway to go on after the lift", timeout=10)
     assert shop.effects() == []  # look_up_order writes nothing; the refund never ran
+
+
+async def test_a_practice_twin_never_reaches_the_gateways_caller(tmp_path: Path) -> None:
+    """Seeded checks through the gateway: the call's approval gets a practice twin; approving the twin runs nothing
+    and answers nobody; the client's own call is decided by its own approval."""
+    seeded = make_shop(tmp_path, wait="20s", extra=SEEDED_CONFIG)
+    try:
+        async with seeded.client() as client:
+            call = asyncio.create_task(client.call_tool("refund", {"order_id": "5", "amount": 30}))
+            both = await seeded.pending(count=2)
+            [real] = [a for a in both if "of" not in a.metadata]
+            [twin] = [a for a in both if a.metadata.get("of") == real.id]
+            await seeded.decide(twin, DecisionKind.APPROVE)  # the planted defect missed: still, nothing runs
+            assert seeded.effects() == [] and not call.done()
+            await seeded.decide(real, DecisionKind.REJECT, reason="not this order")
+            result = await asyncio.wait_for(call, 30)
+        assert result.is_error and "not this order" in text_of(result)
+        assert seeded.effects() == []
+    finally:
+        await seeded.store.close()

@@ -11,10 +11,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
 from hitl.temporal import Decision
-from tests.temporal.conftest import Stand
+from tests.temporal.conftest import CONFIG, Stand
 from tests.waiting import eventually
 
 
@@ -127,3 +129,25 @@ async def test_a_halt_denies_the_workflows_call_and_nothing_runs(stand: Stand) -
         result = await asyncio.wait_for(handle.result(), 30)
     assert "incident 11" in result and result.startswith("not refunded")
     assert stand.refunds == [] and (await stand.store.approvals.list_pending()).items == []
+
+
+async def test_a_practice_twin_is_never_delivered_to_the_workflow(stand: Stand) -> None:
+    """Seeded checks under Temporal: the workflow's approval gets a practice twin; approving the twin delivers
+    nothing and runs nothing; the workflow goes on with its own approval, once."""
+    stand.service.seeded = parse_config(CONFIG + SEEDED_CONFIG).oversight.seeded
+    async with stand.worker():
+        handle = await stand.start()
+
+        async def both() -> list[Any] | None:
+            items = (await stand.store.approvals.list_pending()).items
+            return items if len(items) == 2 else None
+
+        items = await eventually(both, what="the workflow's approval and its practice twin")
+        [real] = [a for a in items if "of" not in a.metadata]
+        [twin] = [a for a in items if a.metadata.get("of") == real.id]
+        await stand.service.decide(DecideRequest(twin.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
+        assert await stand.deliver() == 0 and stand.refunds == []
+        await stand.service.decide(DecideRequest(real.id, "U_SUPPORT1", DecisionKind.APPROVE, via="slack"))
+        assert await stand.deliver() == 1
+        assert await asyncio.wait_for(handle.result(), 30) == "done: refunded 120 on order 78291"
+    assert stand.refunds == [("78291", 120, f"call:{real.id}")]

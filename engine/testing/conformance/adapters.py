@@ -495,6 +495,34 @@ class AdapterConformance(abc.ABC):
         )
         assert world.ledger.rows() == [("look_up_order", "H2", None)]
 
+    # -- 15 -----------------------------------------------------------------------------------------------
+    async def test_a_practice_twin_never_reaches_or_runs_in_the_agent(self, world: AgentWorld) -> None:
+        """Seeded checks: the agent's approval gets a practice twin (a planted defect, a session of its own) that
+        reviewers decide like any other; approving it runs nothing, and the agent goes on with its own approval."""
+        world.config = parse_config(ADAPTER_CONFIG + SEEDED_CONFIG)
+        h = self.harness(world)
+        run = await h.start([refund("c1", "P1", 30)], session="s-practice")
+        (a,) = await self.pending(world, "s-practice")
+        page = await world.store().approvals.list_pending(limit=200)
+        (twin,) = [x for x in page.items if x.metadata.get("of") == a.id]
+        assert twin.session_id != a.session_id and twin.args["amount"] == 9999
+        await self.decide(world, twin.id, "U_S1", DecisionKind.APPROVE)  # the defect missed: still, nothing runs
+        assert world.ledger.rows() == []
+        await self.decide(world, a.id, "U_S2", DecisionKind.APPROVE)
+        seen = await self.finish(h, run)
+        assert world.ledger.rows() == [("refund", "P1", 30.0)] and "refunded 30" in seen.results["c1"]
+
+
+SEEDED_CONFIG = """
+oversight:
+  seeded:
+    tools: {refund: 1.0}
+    defects:
+      refund:
+        - {name: amount_off, set: {amount: 9999}, says: "the amount is far above the order's total"}
+"""
+"""The practice twins of case 15: every refund approval gets one, its amount planted at 9999."""
+
 
 async def settle(task: Awaitable[Any]) -> None:
     """Await a cancelled task, ignoring its cancellation."""
