@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import struct
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -40,9 +42,11 @@ async def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
     await sb.close()
 
 
-async def refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> str:
+async def refund(sb: Sandbox, amount: int, note: str, order: str = "78291", *, session: str | None = None) -> str:
     r = await sb.rt.lifecycle.start(
-        load_workflow(refund_example() / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
+        load_workflow(refund_example() / "workflow.yaml"),
+        {"order_id": order, "amount": str(amount), "note": note},
+        session_id=session,
     )
     assert r.approval is not None
     return r.approval.id
@@ -219,6 +223,35 @@ async def test_the_home_tab_is_an_inbox_that_links_to_its_cards_and_keeps_up(san
 DOCS_SHOTS = ROOT / "docs" / "pages" / "screenshots"
 
 
+def _scanlines(png: bytes) -> list[bytes] | None:
+    """A PNG's raw rows (8-bit RGB or RGBA, not interlaced, as Chromium writes them); None for anything else."""
+    pos, idat, width, height, channels = 8, b"", 0, 0, 0
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind, data = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", data[:8])
+            channels = {2: 3, 6: 4}.get(data[9], 0)
+            if data[8] != 8 or data[12] != 0 or not channels:
+                return None
+        elif kind == b"IDAT":
+            idat += data
+        pos += 12 + length
+    raw, stride = zlib.decompress(idat), width * channels + 1
+    return [raw[y * stride : (y + 1) * stride] for y in range(height)]
+
+
+def keep_or_write(shot: Path, fresh: bytes) -> None:
+    """Write a docs screenshot unless the one there draws the same: Chromium's antialiasing may differ in a few
+    rows from run to run, and a test run should leave the checkout as it found it."""
+    if shot.exists():
+        old, new = _scanlines(shot.read_bytes()), _scanlines(fresh)
+        if old is not None and new is not None and len(old) == len(new):
+            if sum(a != b for a, b in zip(old, new, strict=True)) <= 8:
+                return
+    shot.write_bytes(fresh)
+
+
 async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -236,10 +269,11 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
     sb.state.clock = clock.now
     svc = sb.rt.runtime.contexts.default.service
     try:
-        pending = await refund(sb, 120, HOSTILE_NOTE)
-        edited = await refund(sb, 60, "Only the mug broke.", order="78300")
-        rejected = await refund(sb, 20, "Changed my mind.", order="78292")
-        expired = await refund(sb, 49, "Please hurry.", order="78292")
+        # Fixed sessions as well as a fixed clock: the same ids every run, so the pictures change only with the code.
+        pending = await refund(sb, 120, HOSTILE_NOTE, session="ses_DOCS000001")
+        edited = await refund(sb, 60, "Only the mug broke.", order="78300", session="ses_DOCS000002")
+        rejected = await refund(sb, 20, "Changed my mind.", order="78292", session="ses_DOCS000003")
+        expired = await refund(sb, 49, "Please hurry.", order="78292", session="ses_DOCS000004")
         args = {"order_id": "78310", "customer_id": "C-3107", "amount": 25, "reason": "late delivery"}
         trusted = await svc.propose(ProposeRequest("refund", args, session_id=TRUST_SESSION, requester="agent:chat"))
         doubt = make_approval(
@@ -262,8 +296,9 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
                 async def taken() -> bool:  # the page redraws on every change: shoot once it shows the last one
                     if await page.evaluate("document.body.dataset.version") != str(sb.page.version):
                         return False
+                    await page.mouse.move(1, 1)  # no hover highlight: the same picture every run
                     try:
-                        await found.screenshot(path=str(DOCS_SHOTS / f"{name}.png"), timeout=2000)
+                        keep_or_write(DOCS_SHOTS / f"{name}.png", await found.screenshot(timeout=2000))
                     except PlaywrightError:
                         return False
                     return True
@@ -296,7 +331,7 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
             await expect(home).to_contain_text("Did it happen? refund")
             await expect(home).to_contain_text("Rejected Refund 20.00")
             await sb.rt.ctx.home.settled()
-            await page.screenshot(path=str(DOCS_SHOTS / "home-tab.png"))
+            keep_or_write(DOCS_SHOTS / "home-tab.png", await page.screenshot())
 
             await page.get_by_text("# refund-approvals").click()
             clock.advance(5 * 3600)
