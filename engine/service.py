@@ -259,7 +259,8 @@ class ApprovalService:
         Trust, is audited and told to reviewers (FYI): what a Trust lets through is seen, not only granted."""
         tool = request.tool
         await self._tally(tool, str(verdict.tier), Outcome.AUTONOMOUS, now=now)
-        if request.batch is None and sampled(action.dedupe, self.spot_check.rate_for(tool, str(verdict.tier))):
+        rate = self.spot_check.rate_for(tool, str(verdict.tier))
+        if rate and request.batch is None and sampled(action.dedupe, rate):  # no hash unless spot checks are on
             await self._spot_check(request, verdict, action, now)
         trusted = verdict.rule == "trusted"
         if verdict.tier is not Tier.NOTIFY and not trusted:
