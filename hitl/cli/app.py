@@ -613,27 +613,45 @@ def mcp(
 @app.command()
 def init(
     directory: Annotated[str, typer.Argument(help="Where to write the files.")] = ".",
+    example: Annotated[
+        str | None,
+        typer.Option("--example", help="Write a bundled example instead of the starter: refund.", metavar="NAME"),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that exist.")] = False,
 ) -> None:
-    """Write a commented hitl.yaml, a starter workflow and its tools.py, then say how to run them."""
+    """Write a commented hitl.yaml, a starter workflow and its tools.py (or a bundled example), then say how to run
+    them."""
     from pathlib import Path
 
     from hitl.cli.starter import FILES
+    from hitl.demo.examples import refund_example
 
     out = Out(as_json=False)
+    if example not in (None, "refund"):
+        out.error("invalid_input", f"no bundled example named {example!r}; the one there is: refund")
+        raise typer.Exit(2)
+    files = (
+        {n: (refund_example() / n).read_text() for n in ("hitl.yaml", "workflow.yaml", "tools.py")}
+        if example == "refund"
+        else FILES
+    )
     target = Path(directory)
-    existing = [name for name in FILES if (target / name).exists()]
+    existing = [name for name in files if (target / name).exists()]
     if existing and not force:
         out.error("exists", f"{', '.join(existing)} already in {target}; pass --force to overwrite")
         raise typer.Exit(1)
     target.mkdir(parents=True, exist_ok=True)
-    for name, text in FILES.items():
+    for name, text in files.items():
         (target / name).write_text(text)
         out.text("wrote ", (str(target / name), "bold"))
     # Runnable from where `hitl init` was typed: the workflow by its path (its hitl.yaml and tools sit beside it).
     flow = "workflow.yaml" if target.resolve() == Path.cwd().resolve() else str(target / "workflow.yaml")
-    out.text("next:  ", (f"hitl run {flow} --var to=acme --var amount=120", "bold"), "   (pauses for approval)")
-    out.text("then:  ", ("hitl resume <approval id> --approve --as U_YOU", "bold"))
+    if example == "refund":
+        run, who = f"hitl run {flow} --var order_id=78291 --var amount=120", "U_SUPPORT1"
+    else:
+        run, who = f"hitl run {flow} --var to=acme --var amount=120", "U_YOU"
+    out.text("next:  ", (run, "bold"), "   (pauses for approval)")
+    out.text("then:  ", (f"hitl resume <approval id> --approve --as {who}", "bold"))
 
 
 @app.command()

@@ -280,6 +280,26 @@ def test_init_writes_a_starter_that_runs_pauses_and_resumes(cli: Cli, tmp_path: 
     assert last.code == 0, last.out
 
 
+def test_init_writes_the_refund_example_whose_printed_steps_run_as_printed(cli: Cli, tmp_path: Path, shop) -> None:  # type: ignore[no-untyped-def]
+    """pip first: from a wheel there is no checkout to copy the example from; `hitl init --example refund` writes
+    it, and the next steps it prints run as printed from where it was typed."""
+    made = cli("init", "--example", "refund", str(tmp_path / "refund"))
+    assert made.code == 0, made.err
+    printed = " ".join(made.out.split())
+    run = printed.split("next: ", 1)[1].split(" (pauses", 1)[0].split()
+    assert run[:2] == ["hitl", "run"] and run[2] == str(tmp_path / "refund" / "workflow.yaml")
+    paused = cli(*run[1:], "--json")
+    assert paused.code == 4, paused.err
+    body = paused.json()
+    assert body["approval"]["tool"] == "refund"
+    then = printed.split("then: ", 1)[1].split()
+    assert then[2:4] == ["<approval", "id>"]
+    done = cli(then[1], str(body["approval_id"]), *then[4:], "--json")
+    assert done.code == 0 and done.json()["status"] == "completed", done.out
+    assert shop("SELECT order_id, amount FROM refunds") == [("78291", 120.0)]
+    assert cli("init", "--example", "nope", str(tmp_path / "x")).code == 2
+
+
 def test_validate_and_explain_warn_of_a_quorum_no_role_can_meet(cli: Cli, tmp_path: Path) -> None:
     cli("init", str(tmp_path / "solo"))
     config = tmp_path / "solo" / "hitl.yaml"
