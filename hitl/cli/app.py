@@ -45,6 +45,12 @@ EXIT_CODES = (
     "4 paused waiting for approval."
 )
 
+# Commands grouped as a person looks for them in `hitl --help`.
+RUNS = "Run workflows"
+REVIEW = "Review and decide"
+OVERSIGHT = "Oversight"
+SETUP = "Serve and set up"
+
 app = typer.Typer(
     name="hitl",
     help="Human approval gates for AI agents and workflows.",
@@ -92,17 +98,6 @@ class _OneLine(logging.Formatter):
 
 
 policy_app = typer.Typer(help="Inspect the policy.", no_args_is_help=True)
-app.add_typer(policy_app, name="policy")
-token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
-app.add_typer(token_app, name="token")
-app.add_typer(sessions_app, name="sessions")
-app.command()(stats)
-app.command()(purge)
-app.command()(halt)
-app.command()(unhalt)
-app.command()(halts)
-app.command()(practice)
-app.command()(reviewers)
 
 
 def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = False) -> dict[str, Any]:
@@ -123,7 +118,7 @@ def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = 
     return out
 
 
-@app.command()
+@app.command(rich_help_panel=RUNS)
 def run(
     workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
     var: Annotated[list[str] | None, typer.Option("--var", help="KEY=VALUE (repeatable).")] = None,
@@ -160,14 +155,16 @@ def run(
     run_command(out, work)
 
 
-@app.command()
+@app.command(rich_help_panel=RUNS)
 def validate(
     workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Check a workflow and its hitl.yaml without running anything: every problem with its file and line (exit 2
-    when there are any), including policy rules that could not be evaluated on arguments their tool's schema allows."""
+    """Check a workflow and its hitl.yaml without running anything.
+
+    Every problem with its file and line (exit 2 when there are any), including policy rules that could not be
+    evaluated on arguments their tool's schema allows."""
     out = Out(as_json=as_json)
     found = [(workflow, p) for p in validate_workflow(workflow)]
     if not found:
@@ -184,7 +181,7 @@ def validate(
     raise typer.Exit(2 if found else 0)
 
 
-@app.command()
+@app.command(rich_help_panel=RUNS)
 def resume(
     target: Annotated[str, typer.Argument(metavar="ID", help="Approval id (apr_…) or session id (ses_…).")],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the action as it is.")] = False,
@@ -297,7 +294,7 @@ def resume(
     run_command(out, work)
 
 
-@app.command()
+@app.command(rich_help_panel=REVIEW)
 def pending(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
@@ -335,7 +332,7 @@ def pending(
     run_command(out, work)
 
 
-@app.command()
+@app.command(rich_help_panel=REVIEW)
 def show(
     target: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonOpt = False, store: StoreOpt = None
 ) -> None:
@@ -360,7 +357,7 @@ def show(
     run_command(out, work)
 
 
-@app.command()
+@app.command(rich_help_panel=REVIEW)
 def audit(
     target: Annotated[
         str | None,
@@ -376,10 +373,12 @@ def audit(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
 ) -> None:
-    """Print the audit trail (oldest first); `hitl audit verify`: check that no entry was changed, removed or
-    reordered and that no chain lost its newest entries (exit 0 intact, 1 broken, naming the first break);
-    `hitl audit head`: record every chain's head and print one digest to keep outside the store, which
-    `hitl audit verify --head DIGEST` later checks (every entry recorded before it is still there, unchanged)."""
+    """Print the audit trail (oldest first), check it (verify) or anchor it (head).
+
+    `hitl audit verify`: check that no entry was changed, removed or reordered and that no chain lost its newest
+    entries (exit 0 intact, 1 broken, naming the first break). `hitl audit head`: record every chain's head and print
+    one digest to keep outside the store, which `hitl audit verify --head DIGEST` later checks (every entry recorded
+    before it is still there, unchanged)."""
     out = Out(as_json=as_json)
     if head is not None and target != "verify":
         raise typer.BadParameter("--head goes with `hitl audit verify`", param_hint="--head")
@@ -412,7 +411,7 @@ def audit(
     run_command(out, work)
 
 
-@app.command()
+@app.command(rich_help_panel=RUNS)
 def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None) -> None:
     """Expire due approvals and apply each paused run's fallback."""
     out = Out(as_json=as_json)
@@ -491,7 +490,7 @@ def _require_serve_extra(out: Out, command: str) -> None:
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(rich_help_panel=SETUP)
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind (use 0.0.0.0 in a container).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port for HTTP.")] = 3000,
@@ -563,7 +562,7 @@ def serve(
         raise typer.Exit(1) from None
 
 
-@app.command()
+@app.command(rich_help_panel=SETUP)
 def mcp(
     http: Annotated[bool, typer.Option("--http", help="Streamable HTTP at /mcp instead of stdio.")] = False,
     host: Annotated[str, typer.Option("--host", help="Address for --http.")] = "127.0.0.1",
@@ -574,8 +573,9 @@ def mcp(
     store: StoreOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """The MCP approval gateway: serve the tools of the MCP servers under mcp.servers in hitl.yaml, every call
-    decided by the policy (approvals appear in Slack through `hitl serve` on the same store)."""
+    """The MCP approval gateway: the tools of hitl.yaml's mcp.servers, every call decided by the policy.
+
+    Approvals appear in Slack through `hitl serve` on the same store."""
     import socket as sockets
 
     from hitl.engine.agents.gate import ToolGate
@@ -610,7 +610,7 @@ def mcp(
     run_command(out, work)  # over HTTP, uvicorn installs its own SIGINT/SIGTERM handlers and drains first
 
 
-@app.command()
+@app.command(rich_help_panel=SETUP)
 def init(
     directory: Annotated[str, typer.Argument(help="Where to write the files.")] = ".",
     example: Annotated[
@@ -619,8 +619,7 @@ def init(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that exist.")] = False,
 ) -> None:
-    """Write a commented hitl.yaml, a starter workflow and its tools.py (or a bundled example), then say how to run
-    them."""
+    """Write a starter (a commented hitl.yaml, a workflow, its tools.py) or a bundled example, and say how to run it."""
     from pathlib import Path
 
     from hitl.cli.starter import FILES
@@ -654,7 +653,7 @@ def init(
     out.text("then:  ", (f"hitl resume <approval id> --approve --as {who}", "bold"))
 
 
-@app.command()
+@app.command(rich_help_panel=SETUP)
 def demo(
     scripted: Annotated[bool, typer.Option("--scripted", help="Run the scenario headless and exit.")] = False,
     cli: Annotated[bool, typer.Option("--cli", help="The CLI-only walkthrough (no Slack sandbox).")] = False,
@@ -687,6 +686,20 @@ def demo(
 _USAGE_ERROR: type[typer.BadParameter] = typer.BadParameter.__mro__[1]
 """Click's ``UsageError`` (as Typer ships it): the base of every usage error, a bad parameter among them."""
 assert _USAGE_ERROR.__name__ == "UsageError"
+
+
+# Registered after the commands above, so `hitl --help` lists its panels in the order of a day's work.
+app.add_typer(policy_app, name="policy", rich_help_panel=SETUP)
+token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
+app.add_typer(token_app, name="token", rich_help_panel=SETUP)
+app.add_typer(sessions_app, name="sessions", rich_help_panel=RUNS)
+app.command(rich_help_panel=OVERSIGHT)(stats)
+app.command(rich_help_panel=OVERSIGHT)(reviewers)
+app.command(rich_help_panel=OVERSIGHT)(halt)
+app.command(rich_help_panel=OVERSIGHT)(unhalt)
+app.command(rich_help_panel=OVERSIGHT)(halts)
+app.command(rich_help_panel=OVERSIGHT)(practice)
+app.command(rich_help_panel=SETUP)(purge)
 
 
 def main() -> None:

@@ -258,6 +258,22 @@ def test_the_cli_reads_as_a_typer_tool_should(cli: Cli) -> None:
     assert "[ID|verify|head]" in cli("audit", "--help", COLUMNS="120").out
 
 
+def test_help_groups_the_commands_and_each_reads_as_one_sentence(cli: Cli) -> None:
+    """`hitl --help` lists the commands in four panels, in the order of a day's work, and each command's summary is
+    one sentence (the details come in its own --help), so no line of the list breaks mid-sentence."""
+    import typer.main
+
+    from hitl.cli import app
+
+    text = cli("--help", COLUMNS="80").out
+    panels = ["Run workflows", "Review and decide", "Serve and set up", "Oversight"]
+    assert [text.index(p) for p in panels] == sorted(text.index(p) for p in panels)
+    group = typer.main.get_group(app)
+    for name, command in group.commands.items():
+        summary = (command.help or "").split("\n\n", 1)[0]
+        assert "\n" not in summary.strip() or name in ("token", "policy", "sessions"), (name, summary)
+
+
 def test_init_writes_a_starter_that_runs_pauses_and_resumes(cli: Cli, tmp_path: Path) -> None:
     made = cli("init", str(tmp_path / "start"))
     assert made.code == 0, made.err
