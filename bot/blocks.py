@@ -35,6 +35,7 @@ __all__ = [
     "card_text",
     "compact_card",
     "evidence_blocks",
+    "halt_notice",
     "headline",
     "parse_button_value",
     "relative",
@@ -419,14 +420,16 @@ def _doubt_controls(a: Approval) -> dict[str, Any]:
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
 
-def _halted(order: HaltOrder) -> dict[str, Any]:
-    """The stop switch's notice: who halted what, why, and what still works."""
+def halt_notice(order: HaltOrder) -> str:
+    """The stop switch's order in a reviewer's words: what is halted, by whom, why (mrkdwn, escaped)."""
     what = "Every tool is" if order.scope == EVERY_TOOL else f"`{label(order.scope, 60)}` is"
     why = f": {label(order.reason, 300)}" if order.reason else ""
-    text = (
-        f":octagonal_sign: *Halted.* {what} stopped by {who(order.by)}{why}. It cannot be approved until an admin "
-        "lifts the halt; Reject still works."
-    )
+    return f":octagonal_sign: *Halted.* {what} stopped by {who(order.by)}{why}"
+
+
+def _halted(order: HaltOrder) -> dict[str, Any]:
+    """The card's notice: the halt, and what still works."""
+    text = f"{halt_notice(order)}. It cannot be approved until an admin lifts the halt; Reject still works."
     return {"type": "section", "block_id": HALTED, "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
 
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.bot.blocks import headline, relative, when, who
+from hitl.bot.blocks import halt_notice, headline, relative, when, who
 from hitl.bot.escape import label
-from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
+from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Decision, DecisionKind
 from hitl.engine.domain.records import TrustGrant
 
@@ -63,10 +63,7 @@ def home_view(
         },
     ]
     for i, order in enumerate(halts[:SHOWN]):
-        what = "Every tool is" if order.scope == EVERY_TOOL else f"`{label(order.scope, 60)}` is"
-        why = f": {label(order.reason, 300)}" if order.reason else ""
-        line = f":octagonal_sign: *Halted.* {what} stopped by {who(order.by)} {relative(order.at, now)}{why}"
-        blocks.append(_section(f"{HOME_HALTED}:{i}", line))
+        blocks.append(_section(f"{HOME_HALTED}:{i}", f"{halt_notice(order)} ({relative(order.at, now)})"))
     count = f"{len(waiting)}{'+' if more_waiting else ''}"
     blocks.append(_heading(f"Waiting for you ({count})" if waiting else "Nothing is waiting for you"))
     for i, w in enumerate(waiting[:SHOWN]):

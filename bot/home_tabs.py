@@ -21,6 +21,7 @@ from hitl.bot.metrics import Metrics
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
+from hitl.engine.stop_switch import StopSwitch
 
 __all__ = ["HomeTabs"]
 
@@ -117,7 +118,7 @@ class HomeTabs:
         waiting, more = await self._waiting(reviewer)
         decided = await self._decided(user)
         grants = await self.store.trust.all_active(now=now, limit=SHOWN + 1)
-        halts = await self.store.halts.active()
+        halts = await StopSwitch.shared(self.store, self.clock).orders()
         return home_view(user, waiting=waiting, more_waiting=more, decided=decided, grants=grants, now=now, halts=halts)
 
     async def _waiting(self, reviewer: Reviewer) -> tuple[list[Waiting], bool]:

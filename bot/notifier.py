@@ -24,12 +24,14 @@ from hitl.bot.blocks import card, card_text, when
 from hitl.bot.escape import code_block, label
 from hitl.bot.metrics import Metrics
 from hitl.engine.config.hitl_yaml import NotifySpec
-from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, covering
+from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused, EngineError
 from hitl.engine.events import FYI_JOB
 from hitl.engine.ports import Clock, Store
+from hitl.engine.stop_switch import StopSwitch
+from hitl.engine.storage.paging import every_pending
 from hitl.engine.tasks import Outages
 
 __all__ = ["SlackNotifier"]
@@ -90,6 +92,8 @@ class SlackNotifier:
         self.on_halts: list[Callable[[], Awaitable[None]]] = []
         """Called when the stop switch's orders changed (the Home tabs show them)."""
         self._halts: dict[str, HaltOrder] | None = None
+        self.switch = StopSwitch.shared(store, clock)
+        """The stop switch as this process reads it (shared with the gates: at most one store read per 0.5 s)."""
 
     # -- Notifier protocol ----------------------------------------------------------------------------------
     decision_jobs = (CARD_JOB,)
@@ -355,31 +359,23 @@ class SlackNotifier:
         await self._carded(current)
 
     async def _halt_of(self, approval: Approval) -> HaltOrder | None:
-        """The stop switch's order covering a pending approval's tool (its card says so)."""
+        """The stop switch's order covering a pending approval's tool (its card says so); the process's cached
+        orders, not a store read per card."""
         if approval.status is not Status.PENDING:
             return None
-        return covering(
-            await self.store.halts.active(),
-            approval.args.get("tool", approval.tool) if approval.metadata.get("kind") == "doubt" else approval.tool,
-        )
+        return await self.switch.covering(acted_on(approval))
 
     async def watch_halts(self) -> None:
         """When the stop switch's orders change (given or lifted in any process), bring the cards of the pending
         approvals they cover up to date, and tell the card listeners (the Home tabs)."""
-        orders = {o.scope: o for o in await self.store.halts.active()}
+        orders = {o.scope: o for o in await self.switch.orders()}
         before, self._halts = self._halts or {}, orders
         if before == orders:
             return  # at start, cards drawn before a halt given while no server ran are brought up to date
         changed = {s for s in set(before) | set(orders) if before.get(s) != orders.get(s)}
-        cursor: str | None = None
-        while True:
-            page = await self.store.approvals.list_pending(limit=200, cursor=cursor)
-            for a in page.items:
-                if EVERY_TOOL in changed or a.tool in changed or a.args.get("tool") in changed:
-                    await self.store.jobs.enqueue(CARD_JOB, {"approval_id": a.id}, now=self.clock.now())
-            cursor = page.cursor
-            if cursor is None:
-                break
+        async for a in every_pending(self.store.approvals):
+            if EVERY_TOOL in changed or acted_on(a) in changed:
+                await self.store.jobs.enqueue(CARD_JOB, {"approval_id": a.id}, now=self.clock.now())
         self.kick()
         for listener in self.on_halts:
             await listener()

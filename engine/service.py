@@ -20,7 +20,7 @@ from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.edits import CHANGED, changes, changes_text, merge_patch
-from hitl.engine.domain.halts import covering
+from hitl.engine.domain.halts import acted_on, covering
 from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
 from hitl.engine.domain.ids import approval_id, derived_session_id
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
@@ -30,7 +30,8 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
-from hitl.engine.domain.spot_checks import SPOT, SPOT_CHECK, SpotCheckSpec, checked_tool, is_spot_check, sampled
+from hitl.engine.domain.sampling import sampled
+from hitl.engine.domain.spot_checks import SPOT, SPOT_CHECK, SpotCheckSpec, checked_tool, is_spot_check
 from hitl.engine.domain.summary import render_summary
 from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
@@ -60,12 +61,6 @@ WINDOWS = "windows"
 _NEVER_RAN = frozenset({Status.REJECTED, Status.SUPERSEDED, Status.EXPIRED, Status.CANCELLED})
 _GOING_ON = frozenset({DecisionKind.APPROVE, DecisionKind.MODIFY, DecisionKind.TRUST})
 """Decisions that let an action run: refused while the stop switch covers its tool (rejecting still works)."""
-
-
-def _acts_on(a: Approval) -> str:
-    """The tool an approval lets run: its own, or for an effect in doubt ("Run again") the tool it asks about."""
-    asked = a.args.get("tool") if a.metadata.get("kind") == "doubt" else None
-    return asked if isinstance(asked, str) else a.tool
 
 
 TRUST_TTL = "trust_ttl"
@@ -460,7 +455,7 @@ class ApprovalService:
             # Halted tools are not approved (rejecting still works): read, then refuse before the store's step.
             if current is None or current.id != approval_id:
                 current = await self.store.approvals.get(approval_id)
-            order = None if is_spot_check(current) else covering(halts, _acts_on(current))
+            order = None if is_spot_check(current) else covering(halts, acted_on(current))
             if order is not None:
                 refusal = halted(order, current.tool)
                 detail = f"{kind} via {via}: {refusal.message}"

@@ -31,12 +31,10 @@ from typing import Any, Literal
 from hitl.engine.domain.hashing import action_hash, identical, normalize
 from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, DecisionKind, Status
-from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import ProposeRequest
-from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, IllegalTransition, StaleVersion
-from hitl.engine.execution.effects import Effects, handed_elsewhere, never_run
+from hitl.engine.execution.effects import Effects, handed_elsewhere, refuse_non_actions
 from hitl.engine.execution.tools import Tool
 from hitl.engine.service import ApprovalService
 
@@ -321,8 +319,7 @@ class ToolGate:
         if not ticket.runs:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         self._bound(ticket, args)
-        if ticket.approval is not None and (is_spot_check(ticket.approval) or is_practice(ticket.approval)):
-            raise never_run(ticket.approval)
+        refuse_non_actions(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
         if ticket.approval is None or ticket.key is None:
             return ticket

@@ -11,7 +11,9 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["EVERY_TOOL", "HaltOrder", "covering", "halt_message"]
+from hitl.engine.domain.models import Approval
+
+__all__ = ["EVERY_TOOL", "HaltOrder", "acted_on", "covering", "halt_message"]
 
 EVERY_TOOL = "*"
 """The scope of an order that halts every tool."""
@@ -26,6 +28,12 @@ class HaltOrder(BaseModel):
     by: str = Field(min_length=1, max_length=200)
     reason: str = Field(default="", max_length=1000)
     at: float
+
+
+def acted_on(a: Approval) -> str:
+    """The tool an approval lets run: its own, or for an effect in doubt ("Run again") the tool it asks about."""
+    asked = a.args.get("tool") if a.metadata.get("kind") == "doubt" else None
+    return asked if isinstance(asked, str) else a.tool
 
 
 def covering(orders: Iterable[HaltOrder], tool: str) -> HaltOrder | None:

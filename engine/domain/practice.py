@@ -9,12 +9,12 @@ it; Approve and Trust miss it). It never counts in the other measures: only in t
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.sampling import draw, rate_for, sampled
 
 __all__ = ["PRACTICE", "Defect", "SeededSpec", "caught", "defect_for", "is_practice", "practice_note", "seeded"]
 
@@ -47,22 +47,18 @@ class SeededSpec(BaseModel):
         """The seeding rate of ``tool`` at ``tier`` (0 when it has no defects to plant)."""
         if not self.defects.get(tool):
             return 0.0
-        return min(1.0, max(0.0, float(self.tools.get(tool, self.tiers.get(tier, self.rate)))))
-
-
-def _draw(key: str) -> float:
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+        return rate_for(tool, tier, tools=self.tools, tiers=self.tiers, rate=self.rate)
 
 
 def seeded(approval_id: str, rate: float) -> bool:
     """Whether the real approval ``approval_id`` gets a practice twin (a stable draw)."""
-    return rate > 0.0 and _draw(f"seed:{approval_id}") < rate
+    return sampled(f"seed:{approval_id}", rate)
 
 
 def defect_for(spec: SeededSpec, tool: str, approval_id: str) -> Defect:
     """Which of the tool's defects is planted in the twin of ``approval_id`` (a stable choice)."""
     choices = spec.defects[tool]
-    return choices[int(_draw(f"defect:{approval_id}") * len(choices)) % len(choices)]
+    return choices[int(draw(f"defect:{approval_id}") * len(choices)) % len(choices)]
 
 
 def is_practice(a: Approval) -> bool:

@@ -8,13 +8,12 @@ rate (a flag is a correction), and toward the audit yield (flags per spot check)
 
 from __future__ import annotations
 
-import hashlib
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.sampling import rate_for
 
-__all__ = ["SPOT", "SPOT_CHECK", "SpotCheckSpec", "checked_tool", "is_spot_check", "sampled"]
+__all__ = ["SPOT", "SPOT_CHECK", "SpotCheckSpec", "checked_tool", "is_spot_check"]
 
 SPOT = "spot:"
 """The tool-name prefix of a spot check's approval."""
@@ -34,17 +33,7 @@ class SpotCheckSpec(BaseModel):
 
     def rate_for(self, tool: str, tier: str) -> float:
         """The sampling rate of ``tool`` at ``tier``."""
-        found = self.tools.get(tool, self.tiers.get(tier, self.rate))
-        return min(1.0, max(0.0, float(found)))
-
-
-def sampled(key: str, rate: float) -> bool:
-    """Whether the action under ``key`` is in the sample: a stable draw (the same action is sampled the same way
-    whoever asks, however often)."""
-    if rate <= 0.0:
-        return False
-    draw = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
-    return draw < rate
+        return rate_for(tool, tier, tools=self.tools, tiers=self.tiers, rate=self.rate)
 
 
 def is_spot_check(a: Approval) -> bool:

@@ -19,7 +19,15 @@ from hitl.engine.execution.tools import Tool
 from hitl.engine.ports import Clock, Store
 from hitl.engine.stop_switch import StopSwitch
 
-__all__ = ["EffectFailed", "EffectInDoubt", "Effects", "Resolution", "handed_elsewhere", "never_run"]
+__all__ = [
+    "EffectFailed",
+    "EffectInDoubt",
+    "Effects",
+    "Resolution",
+    "handed_elsewhere",
+    "never_run",
+    "refuse_non_actions",
+]
 
 Resolution = Literal["rerun", "done"]
 """A person's answer about an effect in doubt: run it again, or record it as done."""
@@ -123,8 +131,7 @@ class Effects:
         With a run's ``drive``, the claim is written with the run's waiting writes in one commit (which also moves
         the approval to ``executing``), and a success is recorded with its next commit.
         """
-        if approval is not None and (is_spot_check(approval) or is_practice(approval)):
-            raise never_run(approval)
+        refuse_non_actions(approval)
         if self.switch is not None:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
@@ -262,6 +269,12 @@ class Effects:
             except (IllegalTransition, StaleVersion):
                 current = await self.store.approvals.get(approval.id)  # someone moved it: look again
         return current
+
+
+def refuse_non_actions(approval: Approval | None) -> None:
+    """Every execution path's check: a spot check or a practice approval is nobody's action, and never runs."""
+    if approval is not None and (is_spot_check(approval) or is_practice(approval)):
+        raise never_run(approval)
 
 
 def never_run(check: Approval) -> EngineError:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from hitl.engine.domain.runs import RunState, RunStatus
+from hitl.engine.errors import Halted
 from hitl.engine.execution.effects import EffectFailed
 from hitl.engine.execution.tools import Tool
 from hitl.engine.runner.agent_backend import AgentBackend
-from hitl.engine.runner.outcomes import Halt, Redo
+from hitl.engine.runner.outcomes import Halt, Redo, paused_by_halt
 from hitl.engine.runner.step_context import StepContext
 from hitl.engine.runner.steps import AgentHandler, BatchHandler, GateHandler, LoopHandler, ToolHandler
 from hitl.engine.workflow.definition import AgentStep, GateStep, LoadedWorkflow, Step
@@ -50,3 +51,5 @@ class StepRunner:
             return await self.tool.run(wf, tools[step.tool], state, step)
         except EffectFailed as exc:
             return Halt(RunStatus.FAILED, reason=exc.message)
+        except Halted as exc:  # the stop switch, whichever part of the step met it: paused until the lift
+            return paused_by_halt(exc)

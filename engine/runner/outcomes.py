@@ -6,8 +6,12 @@ from dataclasses import dataclass
 
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import Halted
 
-__all__ = ["Halt", "Redo", "goes_on", "halt_for"]
+__all__ = ["HALTED_PREFIX", "Halt", "Redo", "goes_on", "halt_for", "paused_by_halt"]
+
+HALTED_PREFIX = "halted: "
+"""How a run paused by the stop switch reads (its reason): the lift resumes exactly these runs."""
 
 
 @dataclass(frozen=True)
@@ -45,3 +49,9 @@ def halt_for(a: Approval) -> Halt | None:
             return Halt(RunStatus.CANCELLED, approval=a, reason=a.reason or "cancelled")
         case _:
             return None
+
+
+def paused_by_halt(exc: Halted) -> Halt:
+    """The run pauses where the stop switch refused a step (a tool, a gate, an agent's call), saying so; the lift
+    resumes exactly these runs."""
+    return Halt(RunStatus.PAUSED, reason=f"{HALTED_PREFIX}{exc.message}")

@@ -15,7 +15,7 @@ from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.runs import RunState, RunStatus, StoredRun
-from hitl.engine.errors import EngineError, ErrorCode, Halted
+from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.execution.effects import EffectInDoubt, Effects, Resolution
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
@@ -25,13 +25,11 @@ from hitl.engine.runner.templates import render_value
 from hitl.engine.service import ApprovalService, Proposal
 from hitl.engine.workflow.definition import ToolStep
 
-__all__ = ["DOUBT", "HALTED_PREFIX", "Ask", "StepContext"]
+__all__ = ["DOUBT", "Ask", "StepContext"]
 
 log = logging.getLogger(__name__)
 
 DOUBT = "doubt:"
-HALTED_PREFIX = "halted: "
-"""How a run paused by the stop switch reads (its reason): the lift resumes exactly these runs."""
 """Prefix of the tool name of an approval that asks a person about an effect in doubt."""
 
 
@@ -149,10 +147,7 @@ class StepContext:
         waited = await self.waiting(state, step_id=ask.step_id, tool=tool, key=ask.key)
         if waited is not None:
             return halt_for(waited) or waited
-        try:
-            prop = await self.propose(state, ask, tool, args, **kw)
-        except Halted as exc:  # the stop switch: the run pauses here and goes on once the halt is lifted
-            return Halt(RunStatus.PAUSED, reason=f"{HALTED_PREFIX}{exc.message}")
+        prop = await self.propose(state, ask, tool, args, **kw)
         if prop.verdict.denied:
             return Halt(RunStatus.REJECTED, reason=f"{tool} is denied by policy; nothing ran")
         if prop.approval is None:
@@ -200,8 +195,6 @@ class StepContext:
             return await self.effects.execute(
                 tool, args, key=key, approval=approval, resolution=resolution, drive=self.drive(state)
             )
-        except Halted as exc:  # approved before the halt: it waits for the lift, approved
-            return Halt(RunStatus.PAUSED, reason=f"{HALTED_PREFIX}{exc.message}")
         except EffectInDoubt as exc:
             return Halt(RunStatus.PAUSED, approval=await self._ask_about(state, step_id, tool, args, exc, approval))
 

@@ -25,7 +25,7 @@ from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.log_context import about
 from hitl.engine.ports import RunReporter, Store
 from hitl.engine.runner.checks import changed_since_paused, vars_after
-from hitl.engine.runner.step_context import HALTED_PREFIX
+from hitl.engine.runner.outcomes import HALTED_PREFIX
 from hitl.engine.runtime.compose import RunContext, RunContexts
 from hitl.engine.service import AnswerWindow
 from hitl.engine.stop_switch import StopSwitch

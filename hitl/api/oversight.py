@@ -9,6 +9,7 @@ from hitl.engine.config.api import Scope
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.errors import EngineError
+from hitl.engine.storage.paging import every_pending
 
 from .context import CONTEXT, body_of, caller_of
 from .models import ApprovalList, ApprovalView, HaltList, HaltRequest, HaltView, Unhalted, UnhaltRequest, iso
@@ -64,15 +65,8 @@ async def practice(request: web.Request) -> web.Response:
     """The practice approvals still waiting (seeded checks; admin only)."""
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.ADMIN)
-    found: list[ApprovalView] = []
-    cursor: str | None = None
     try:
-        while True:
-            page = await ctx.lifecycle.store.approvals.list_pending(limit=200, cursor=cursor)
-            found += [ApprovalView.of(a) for a in page.items if is_practice(a)]
-            cursor = page.cursor
-            if cursor is None:
-                break
+        found = [ApprovalView.of(a) async for a in every_pending(ctx.lifecycle.store.approvals) if is_practice(a)]
     except EngineError as exc:
         raise from_engine(exc) from None
     return web.json_response(ApprovalList(items=found, cursor=None).model_dump(mode="json"))

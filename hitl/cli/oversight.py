@@ -26,6 +26,7 @@ from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.reviewer_figures import by_reviewer
 from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
 from hitl.engine.runtime.process import Runtime, open_runtime
+from hitl.engine.storage.paging import every_pending
 
 __all__ = ["halt", "halts", "practice", "reviewers", "unhalt"]
 
@@ -163,14 +164,7 @@ def practice(
         who = settings.require_reviewer()
         async with open_runtime(settings.runtime, read_only=True) as rt:
             await _authorized(rt, who, "list practice approvals")
-            found: list[Approval] = []
-            cursor: str | None = None
-            while True:
-                page = await rt.store.approvals.list_pending(limit=200, cursor=cursor)
-                found += [a for a in page.items if is_practice(a)]
-                cursor = page.cursor
-                if cursor is None:
-                    break
+            found = [a async for a in every_pending(rt.store.approvals) if is_practice(a)]
         rows = [
             {
                 "id": a.id,

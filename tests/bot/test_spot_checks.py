@@ -15,7 +15,8 @@ from hitl.engine.agents.gate import ToolGate
 from hitl.engine.config.api import EventKind, WebhookSpec
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
-from hitl.engine.domain.spot_checks import SpotCheckSpec, sampled
+from hitl.engine.domain.sampling import sampled
+from hitl.engine.domain.spot_checks import SpotCheckSpec
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError
 from hitl.engine.events import WEBHOOK_JOB, Outbox
