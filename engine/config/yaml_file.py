@@ -13,7 +13,18 @@ from pydantic import BaseModel, ValidationError
 
 from hitl.engine.errors import EngineError, ErrorCode
 
-__all__ = ["Problem", "Tag", "compose", "field_text", "line_of", "load_model", "parse_model", "place", "read_model"]
+__all__ = [
+    "Problem",
+    "Tag",
+    "compose",
+    "field_text",
+    "line_of",
+    "load_data",
+    "load_model",
+    "parse_model",
+    "place",
+    "read_model",
+]
 
 M = TypeVar("M", bound=BaseModel)
 _PLACE = re.compile(r"^([A-Za-z_][\w\-]*(?:\.[\w\-]+|\[\d+\])*)(?: \([^)]*\))?: ")
@@ -25,6 +36,12 @@ def compose(text: str) -> Any:
     """The node tree of ``text`` (for line numbers), parsed by the same loader that read the data: the pure-Python
     parser refuses some plain scalars libyaml accepts (``prompt: go on?}`` in a flow mapping)."""
     return yaml.compose(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader
+
+
+def load_data(text: str) -> Any:
+    """The data of YAML ``text``, read by the loader every other function here uses (so it accepts the same files);
+    raises ``yaml.YAMLError``."""
+    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader (the C one when libyaml is present)
 
 
 def load_model(path: str | Path, model: type[M], *, code: ErrorCode, what: str) -> M:

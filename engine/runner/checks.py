@@ -10,10 +10,25 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from hitl.engine.domain.runs import RunState
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
-from hitl.engine.workflow.definition import AgentStep, LoadedWorkflow, Step, ToolStep, describe_changes, where_text
+from hitl.engine.workflow.definition import (
+    AgentStep,
+    LoadedWorkflow,
+    Step,
+    ToolStep,
+    Workflow,
+    describe_changes,
+    where_text,
+)
 from hitl.engine.workflow.patterns import ChainPattern, GraphPattern, OrchestratorWorkersPattern, RoutingPattern, Where
 
-__all__ = ["changed_since_paused", "check_templates", "resolve_vars", "template_problems", "vars_after"]
+__all__ = [
+    "changed_since_paused",
+    "check_templates",
+    "resolve_vars",
+    "template_problems",
+    "template_syntax_problems",
+    "vars_after",
+]
 
 _ENV = SandboxedEnvironment()
 _VAR = re.compile(r"\bvars\.([A-Za-z_]\w*)")
@@ -66,20 +81,21 @@ def vars_after(state: RunState, wf: LoadedWorkflow, overrides: dict[str, Any]) -
 
 def check_templates(wf: LoadedWorkflow) -> None:
     """Template syntax, variables that exist, and step references that point to steps the template can see."""
-    found = template_problems(wf)
+    found = template_problems(wf.spec)
     if found:
         loc, msg = found[0]
         more = f" (and {len(found) - 1} more problems; `hitl validate` lists them all)" if len(found) > 1 else ""
         raise InvalidInput(f"{wf.path.name}: {where_text(loc)}: {msg}{more}", code=ErrorCode.WORKFLOW_INVALID)
 
 
-def template_problems(wf: LoadedWorkflow) -> list[tuple[Where, str]]:
+def template_problems(spec: Workflow) -> list[tuple[Where, str]]:
     """Every template problem, with its place in the file. In a chain a step sees the steps before it (and a loop
     its own output); in the other patterns any step of the workflow (which ones ran is the pattern's business)."""
-    spec = wf.spec
     declared = set(spec.vars)
     chained = isinstance(spec.flow, ChainPattern)
-    every = set(wf.by_id) | ({spec.flow.workers.id} if isinstance(spec.flow, OrchestratorWorkersPattern) else set())
+    every = {step.id for _, step in spec.placed()} | (
+        {spec.flow.workers.id} if isinstance(spec.flow, OrchestratorWorkersPattern) else set()
+    )
     out: list[tuple[Where, str]] = []
     earlier: set[str] = set()
     texts: list[tuple[Where, str, set[str]]] = []
@@ -112,6 +128,21 @@ def template_problems(wf: LoadedWorkflow) -> list[tuple[Where, str]]:
                 what = "an earlier step" if chained else "a step of this workflow"
                 out.append((loc, f"uses steps.{ref}, which is not {what}"))
     return out
+
+
+def template_syntax_problems(data: Any, at: Where = ()) -> list[tuple[Where, str]]:
+    """The syntax errors of every template in raw, unvalidated YAML data (``{{`` or ``{%`` in a string), each at its
+    place: what can still be checked in a file whose shape is wrong."""
+    if isinstance(data, dict):
+        return [found for key, value in data.items() for found in template_syntax_problems(value, (*at, key))]
+    if isinstance(data, list):
+        return [found for i, value in enumerate(data) for found in template_syntax_problems(value, (*at, i))]
+    if isinstance(data, str) and ("{{" in data or "{%" in data):
+        try:
+            _ENV.parse(data)
+        except TemplateSyntaxError as exc:
+            return [(at, f"template error: {exc.message}")]
+    return []
 
 
 def _expr(text: str | None) -> str:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from hitl.cli.command import run_command, run_service
 from hitl.cli.context import CliSettings
+from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.flows import (
     auto_approve,
     decide_and_resume,
@@ -52,6 +53,7 @@ OVERSIGHT = "Oversight"
 SETUP = "Serve and set up"
 
 app = typer.Typer(
+    cls=FlagGroup,
     name="hitl",
     help="Human approval gates for AI agents and workflows.",
     epilog=EXIT_CODES,
@@ -97,7 +99,7 @@ class _OneLine(logging.Formatter):
         return f"{record.levelname.lower()}: {record.getMessage()}"
 
 
-policy_app = typer.Typer(help="Inspect the policy.", no_args_is_help=True)
+policy_app = typer.Typer(cls=FlagGroup, help="Inspect the policy.", no_args_is_help=True)
 
 
 def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = False) -> dict[str, Any]:
@@ -118,7 +120,7 @@ def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = 
     return out
 
 
-@app.command(rich_help_panel=RUNS)
+@app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def run(
     workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
     var: Annotated[list[str] | None, typer.Option("--var", help="KEY=VALUE (repeatable).")] = None,
@@ -149,13 +151,13 @@ def run(
                 result = await auto_approve(rt, result, out, escalations=auto_escalations)
             elif interactive:
                 result = await interactive_loop(rt, settings, result, out)
-            out.run_result(result)
+            out.run_result(result, rt.contexts.default.config.roles)
             return result.exit_code
 
     run_command(out, work)
 
 
-@app.command(rich_help_panel=RUNS)
+@app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def validate(
     workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
     as_json: JsonOpt = False,
@@ -181,7 +183,7 @@ def validate(
     raise typer.Exit(2 if found else 0)
 
 
-@app.command(rich_help_panel=RUNS)
+@app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def resume(
     target: Annotated[str, typer.Argument(metavar="ID", help="Approval id (apr_…) or session id (ses_…).")],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the action as it is.")] = False,
@@ -285,16 +287,17 @@ def resume(
                 overrides=overrides,
                 replace_args=replace,
             )
+            roles = rt.contexts.default.config.roles
         if kind is not None and result.approval is not None and "step" not in result.approval.metadata:
             out.agent_decision(result.approval, result.history)  # no run of ours: only the decision was taken
         else:
-            out.run_result(result)
+            out.run_result(result, roles)
         return result.exit_code
 
     run_command(out, work)
 
 
-@app.command(rich_help_panel=REVIEW)
+@app.command(cls=FlagCommand, rich_help_panel=REVIEW)
 def pending(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
@@ -332,7 +335,7 @@ def pending(
     run_command(out, work)
 
 
-@app.command(rich_help_panel=REVIEW)
+@app.command(cls=FlagCommand, rich_help_panel=REVIEW)
 def show(
     target: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonOpt = False, store: StoreOpt = None
 ) -> None:
@@ -357,7 +360,7 @@ def show(
     run_command(out, work)
 
 
-@app.command(rich_help_panel=REVIEW)
+@app.command(cls=FlagCommand, rich_help_panel=REVIEW)
 def audit(
     target: Annotated[
         str | None,
@@ -411,7 +414,7 @@ def audit(
     run_command(out, work)
 
 
-@app.command(rich_help_panel=RUNS)
+@app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None) -> None:
     """Expire due approvals and apply each paused run's fallback."""
     out = Out(as_json=as_json)
@@ -432,7 +435,7 @@ def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt =
     run_command(out, work)
 
 
-@policy_app.command("explain")
+@policy_app.command("explain", cls=FlagCommand)
 def policy_explain(
     tool: Annotated[str, typer.Argument(help="The tool's name, as agents call it.")],
     args: Annotated[str, typer.Option("--args", help="Arguments as JSON.")] = "{}",
@@ -490,7 +493,7 @@ def _require_serve_extra(out: Out, command: str) -> None:
         raise typer.Exit(1)
 
 
-@app.command(rich_help_panel=SETUP)
+@app.command(cls=FlagCommand, rich_help_panel=SETUP)
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind (use 0.0.0.0 in a container).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port for HTTP.")] = 3000,
@@ -562,7 +565,7 @@ def serve(
         raise typer.Exit(1) from None
 
 
-@app.command(rich_help_panel=SETUP)
+@app.command(cls=FlagCommand, rich_help_panel=SETUP)
 def mcp(
     http: Annotated[bool, typer.Option("--http", help="Streamable HTTP at /mcp instead of stdio.")] = False,
     host: Annotated[str, typer.Option("--host", help="Address for --http.")] = "127.0.0.1",
@@ -610,7 +613,7 @@ def mcp(
     run_command(out, work)  # over HTTP, uvicorn installs its own SIGINT/SIGTERM handlers and drains first
 
 
-@app.command(rich_help_panel=SETUP)
+@app.command(cls=FlagCommand, rich_help_panel=SETUP)
 def init(
     directory: Annotated[str, typer.Argument(help="Where to write the files.")] = ".",
     example: Annotated[
@@ -653,7 +656,7 @@ def init(
     out.text("then:  ", (f"hitl resume <approval id> --approve --as {who}", "bold"))
 
 
-@app.command(rich_help_panel=SETUP)
+@app.command(cls=FlagCommand, rich_help_panel=SETUP)
 def demo(
     scripted: Annotated[bool, typer.Option("--scripted", help="Run the scenario headless and exit.")] = False,
     cli: Annotated[bool, typer.Option("--cli", help="The CLI-only walkthrough (no Slack sandbox).")] = False,
@@ -690,16 +693,16 @@ assert _USAGE_ERROR.__name__ == "UsageError"
 
 # Registered after the commands above, so `hitl --help` lists its panels in the order of a day's work.
 app.add_typer(policy_app, name="policy", rich_help_panel=SETUP)
-token_app = typer.Typer(help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
+token_app = typer.Typer(cls=FlagGroup, help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
 app.add_typer(token_app, name="token", rich_help_panel=SETUP)
 app.add_typer(sessions_app, name="sessions", rich_help_panel=RUNS)
-app.command(rich_help_panel=OVERSIGHT)(stats)
-app.command(rich_help_panel=OVERSIGHT)(reviewers)
-app.command(rich_help_panel=OVERSIGHT)(halt)
-app.command(rich_help_panel=OVERSIGHT)(unhalt)
-app.command(rich_help_panel=OVERSIGHT)(halts)
-app.command(rich_help_panel=OVERSIGHT)(practice)
-app.command(rich_help_panel=SETUP)(purge)
+app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(stats)
+app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(reviewers)
+app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(halt)
+app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(unhalt)
+app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(halts)
+app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(practice)
+app.command(cls=FlagCommand, rich_help_panel=SETUP)(purge)
 
 
 def main() -> None:
@@ -720,7 +723,7 @@ def main() -> None:
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
-@token_app.command("new")
+@token_app.command("new", cls=FlagCommand)
 def token_new(
     name: Annotated[str, typer.Option("--name", help="A label for logs and the audit trail (api:<name>).")],
     reviewer: Annotated[str, typer.Option("--as", help="The reviewer id the token acts as (the ids roles list).")],

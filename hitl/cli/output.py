@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +19,7 @@ from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
 
-__all__ = ["Out", "approval_json", "asked_by"]
+__all__ = ["Out", "approval_json", "asked_by", "deciders"]
 
 
 def approval_json(a: Approval | ApprovalView) -> dict[str, Any]:
@@ -33,9 +34,31 @@ def asked_by(v: ApprovalView) -> str | None:
     return asker_text(about.get("framework"), about.get("agent"), v.session_id)
 
 
+def deciders(a: Approval, roles: dict[str, list[str]]) -> str | None:
+    """Who may decide ``a``, in words: its role's members (its requester left out: nobody approves their own
+    action), the first few when there are many; None when no role is named or ``roles`` does not know it."""
+    if a.required_role is None or a.required_role not in roles:
+        return None
+    members = [m for m in roles[a.required_role] if m != a.requester]
+    if not members:
+        return f"nobody: role {a.required_role} has no member but the requester; add one in hitl.yaml"
+    shown = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
+    return f"{shown} (role {a.required_role})"
+
+
 def resume_command(a: Approval) -> str:
     """The command that approves ``a`` from the CLI."""
     return f"hitl resume {a.id} --approve --as <reviewer>"
+
+
+def _audit_lines(row: Sequence[str | Text]) -> list[Text]:
+    """An audit entry in two lines, as ``git log --oneline`` reads: when, what, on which approval (version),
+    the outcome and who; then the detail, indented."""
+    at, event, actor, approval, version, outcome, detail = row
+    where = [f"{approval} v{version}" if version else str(approval)] if str(approval) else []
+    head = Text("  ").join([Text(str(at), "dim"), Text(str(event), "bold"), *map(Text, where), Text(str(outcome))])
+    head.append_text(Text.assemble("  ", actor))
+    return [head, Text.assemble("    ", detail)] if str(detail) else [head]
 
 
 class Out:
@@ -62,8 +85,45 @@ class Out:
         else:
             self.err.print(Text.assemble(("error: ", "bold red"), message, (f"  [{code}]", "dim")))
 
+    def table(
+        self,
+        headings: Sequence[str],
+        rows: Sequence[Sequence[str | Text]],
+        *,
+        right: Sequence[str] = (),
+        narrow: Callable[[Sequence[str | Text]], list[Text]] | None = None,
+    ) -> None:
+        """Rows for people, nothing in them ever cut: a table when every cell fits the terminal whole, and
+        otherwise one block per row (its first cell, then each other heading and value, or the lines ``narrow``
+        makes of it), so an id or a time can be copied at 80 columns or from a pipe. ``right`` names the columns
+        aligned right (numbers)."""
+        t = Table(box=None, pad_edge=False, header_style="bold")
+        for heading in headings:
+            t.add_column(heading, no_wrap=True, justify="right" if heading in right else "left")
+        for row in rows:
+            t.add_row(*row)
+        natural = self.console.measure(t, options=self.console.options.update_width(1 << 16)).maximum
+        if natural <= self.console.width:
+            self.console.print(t)
+            return
+        if narrow is not None:
+            for row in rows:
+                for line in narrow(row):
+                    self.console.print(line)
+            return
+        width = max(len(h) for h in headings[1:]) if len(headings) > 1 else 0
+        for i, row in enumerate(rows):
+            if i:
+                self.console.print()
+            self.console.print(Text(str(row[0]), style="bold"))
+            for heading, cell in zip(headings[1:], row[1:], strict=True):
+                if str(cell):
+                    self.console.print(Text.assemble((f"  {heading:<{width}}  ", "dim"), cell))
+
     # -- runs -------------------------------------------------------------------------------------------
-    def run_result(self, r: RunResult) -> None:
+    def run_result(self, r: RunResult, roles: dict[str, list[str]] | None = None) -> None:
+        """A run's result; for a paused run, the approval it waits on, who may decide it (the members of its role
+        in ``roles``, hitl.yaml's) and the commands that decide it."""
         if self.json:
             obj: dict[str, Any] = {"status": str(r.status), "session_id": r.session_id}
             if r.approval is not None:
@@ -87,6 +147,8 @@ class Out:
         if r.approval is not None:
             self.approval(r.approval)
             if r.status is RunStatus.PAUSED:
+                if (who := deciders(r.approval, roles or {})) is not None:
+                    self.text(("who decides:    ", "dim"), who)
                 self.text("continue with:  ", (resume_command(r.approval), "bold"))
                 self.text(("  or reject:     ", "dim"), (f"hitl resume {r.approval.id} --reject --reason TEXT", "dim"))
 
@@ -172,21 +234,19 @@ class Out:
         if not views:
             self.text(("no pending approvals", "dim"))
             return
-        t = Table(header_style="bold")
-        t.add_column("id", no_wrap=True, min_width=len(views[0].id))  # whole, so it can be copied at 80 columns
-        for name in ("tool", "tier", "role", "votes", "requester", "expires"):
-            t.add_column(name, overflow="fold")
-        for v in views:
-            t.add_row(
+        rows: list[list[str | Text]] = [
+            [
                 v.id,
                 Text(v.tool),
-                str(v.tier),
+                v.tier,
                 v.required_role or "any",
                 f"{v.approvals}/{v.quorum}",
                 Text(v.requester),
                 v.expires_at,
-            )
-        self.console.print(t)
+            ]
+            for v in views
+        ]
+        self.table(("id", "tool", "tier", "role", "votes", "requester", "expires"), rows)
 
     def audit_verified(self, checked: int, broken: AuditBreak | None) -> None:
         if self.json:
@@ -204,9 +264,8 @@ class Out:
         if self.json:
             self.emit({"audit": [v.model_dump(mode="json") for v in views]})
             return
-        t = Table("at", "event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
-        for v in views:
-            t.add_row(
-                v.at, v.event, Text(v.actor), v.approval_id or "", str(v.version or ""), v.outcome, Text(v.detail)
-            )
-        self.console.print(t)
+        rows: list[list[str | Text]] = [
+            [v.at, v.event, Text(v.actor), v.approval_id or "", str(v.version or ""), v.outcome, Text(v.detail)]
+            for v in views
+        ]
+        self.table(("at", "event", "actor", "approval", "v", "outcome", "detail"), rows, narrow=_audit_lines)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from hitl.api.models import iso
@@ -108,12 +107,9 @@ def halts(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
         if not orders:
             out.text("nothing is halted")
             return 0
-        table = Table(box=None, pad_edge=False)
-        for column in ("scope", "by", "since", "reason"):
-            table.add_column(column)
-        for o in orders:
-            table.add_row(_scope(o), Text(o.by), iso(o.at), Text(o.reason))
-        out.console.print(table)
+        out.table(
+            ("scope", "by", "since", "reason"), [(_scope(o), Text(o.by), iso(o.at), Text(o.reason)) for o in orders]
+        )
         return 0
 
     run_command(out, work)
@@ -229,22 +225,18 @@ def reviewers(
                     break
         figures = by_reviewer(seen, since=start)
         if out.json:
-            rows = [{**vars(f), "catch_rate": f.catch_rate, "audit_yield": f.audit_yield} for f in figures]
-            out.emit({"since": iso(start), "reviewers": rows})
+            listed = [{**vars(f), "catch_rate": f.catch_rate, "audit_yield": f.audit_yield} for f in figures]
+            out.emit({"since": iso(start), "reviewers": listed})
             return 0
         if not figures:
             out.text("no decisions in this period")
             return 0
-        table = Table(box=None, pad_edge=False)
-        for heading in ("reviewer", "decided", "corr", "caught", "missed", "spot", "flag"):
-            table.add_column(heading, justify="left" if heading == "reviewer" else "right", no_wrap=True)
-        for f in figures:
-            table.add_row(
-                Text(f.reviewer),
-                *(str(n) for n in (f.decisions, f.corrections, f.practice_caught, f.practice_missed)),
-                *(str(n) for n in (f.spot_checks, f.spot_flags)),
-            )
-        out.console.print(table)
+        headings = ("reviewer", "decided", "corr", "caught", "missed", "spot", "flag")
+        counts = ("decisions", "corrections", "practice_caught", "practice_missed", "spot_checks", "spot_flags")
+        rows: list[list[str | Text]] = [
+            [Text(f.reviewer), *(str(getattr(f, name)) for name in counts)] for f in figures
+        ]
+        out.table(headings, rows, right=headings[1:])
         return 0
 
     run_command(out, work)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from hitl.api.models import iso
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
+from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.options import JsonOpt, StoreOpt
 from hitl.cli.output import Out, resume_command
 from hitl.engine.domain.models import Approval
@@ -20,7 +20,9 @@ from hitl.engine.runtime.process import Runtime, open_runtime
 
 __all__ = ["interrupt_details", "sessions_app"]
 
-sessions_app = typer.Typer(help="Runs (sessions): the paused ones, and where each stands.", no_args_is_help=True)
+sessions_app = typer.Typer(
+    cls=FlagGroup, help="Runs (sessions): the paused ones, and where each stands.", no_args_is_help=True
+)
 
 _GATE = {
     "approve": "Continue to the next step",
@@ -91,7 +93,7 @@ async def _waiting(rt: Runtime, state: RunState) -> list[Approval]:
 _BRIEF = ("interrupt_id", "interrupt_type", "interrupt_name")
 
 
-@sessions_app.command("list")
+@sessions_app.command("list", cls=FlagCommand)
 def sessions_list(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
@@ -123,17 +125,17 @@ def sessions_list(
         if not rows:
             out.text("no paused runs")
             return 0
-        table = Table("session", "workflow", "waiting on", box=None)
-        for row in rows:
-            waiting = ", ".join(f"{w['interrupt_name']} ({w['interrupt_id']})" for w in row["waiting"]) or "-"
-            table.add_row(Text(row["session_id"]), Text(row["workflow"]), Text(waiting))  # Text: never markup
-        out.console.print(table)
+        shown = [
+            (Text(row["session_id"]), Text(row["workflow"]), Text(_waiting_text(row["waiting"]) or "-"))  # never markup
+            for row in rows
+        ]
+        out.table(("session", "workflow", "waiting on"), shown)
         return 0
 
     run_command(out, work)
 
 
-@sessions_app.command("show")
+@sessions_app.command("show", cls=FlagCommand)
 def sessions_show(
     session_id: Annotated[str, typer.Argument(metavar="SESSION", help="A session id (ses_…).")],
     as_json: JsonOpt = False,
@@ -183,3 +185,7 @@ def sessions_show(
         return 0
 
     run_command(out, work)
+
+
+def _waiting_text(waits: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{w['interrupt_name']} ({w['interrupt_id']})" for w in waits)

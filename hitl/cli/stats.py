@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from hitl.api.models import iso
@@ -87,15 +86,11 @@ def stats(
         if not rows:
             out.text("nothing was proposed in this period")
             return 0
-        # Short headings: the table fits an 80-column terminal with tool names whole.
-        table = Table(box=None, pad_edge=False)
-        table.add_column("tool", no_wrap=True)
-        table.add_column("tier", no_wrap=True)
-        for heading in ("actions", "auto%", "asked", "ok", "edit", "no", "exp", "corr%", "p50", "p90"):
-            table.add_column(heading, justify="right", no_wrap=True)
+        # Short headings: the table fits an 80-column terminal with tool names whole (or turns into blocks).
+        numbers = ("actions", "auto%", "asked", "ok", "edit", "no", "exp", "corr%", "p50", "p90")
         shown = (Outcome.ASKED, Outcome.APPROVED, Outcome.MODIFIED, Outcome.REJECTED, Outcome.EXPIRED)
-        for r in [*rows, every]:
-            table.add_row(
+        table: list[list[str | Text]] = [
+            [
                 Text(r.tool),
                 Text(r.tier),
                 str(r.actions),
@@ -104,8 +99,10 @@ def stats(
                 _pct(r.correction_rate),
                 _span(r.latency_quantile(0.5)),
                 _span(r.latency_quantile(0.9)),
-            )
-        out.console.print(table)
+            ]
+            for r in [*rows, every]
+        ]
+        out.table(("tool", "tier", *numbers), table, right=numbers)
         if every.n(Outcome.SPOT_CHECKED):
             out.text(
                 ("spot checks ", "dim"),

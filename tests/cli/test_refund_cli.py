@@ -389,3 +389,50 @@ def test_modify_is_an_edit_and_every_surface_shows_what_changed(cli: Cli, shop) 
     whole = cli("resume", aid3, "--modify", "--replace", "--args", '{"amount": 20}', "--as", "U_SUPPORT1", "--json")
     assert whole.code == 1 and "order_id" in whole.json()["error"]["message"]
     assert cli("show", aid3, "--json").json()["version"] == 1
+
+
+def test_every_listing_and_help_fits_80_columns_whole(cli: Cli) -> None:
+    """At 80 columns (a small terminal, or a pipe) nothing is cut: ids and times come whole, tables that would not
+    fit turn into blocks, no line runs past the edge, no flag shows a `<bool>` type and help paragraphs flow."""
+    import typer.main
+
+    from hitl.cli import app
+
+    paused = run_refund(cli)
+    aid = str(paused["approval_id"])
+    expires = cli("show", aid, "--json").json()["expires_at"]
+    shown = {
+        "pending": cli("pending", COLUMNS="80").out,
+        "audit": cli("audit", COLUMNS="80").out,
+        "stats": cli("stats", COLUMNS="80").out,
+        "sessions": cli("sessions", "list", COLUMNS="80").out,
+    }
+    assert aid in shown["pending"] and expires in shown["pending"], shown["pending"]
+    assert aid in shown["audit"] and str(paused["session_id"]) in shown["sessions"]
+    policy = str(REFUND.parent / "hitl.yaml")
+    again = cli("resume", str(paused["session_id"]), "--config", policy, COLUMNS="80")  # as a person reads it
+    assert again.code == 4 and "who decides:    U_SUPPORT1" in again.out and "(role support)" in again.out, again.out
+    for name, text in shown.items():
+        assert "…" not in text and "..." not in text, (name, text)
+        assert max(map(len, text.splitlines())) <= 80, (name, text)
+    assert cli("pending", COLUMNS="200").out.splitlines()[0].split() == [
+        "id",
+        "tool",
+        "tier",
+        "role",
+        "votes",
+        "requester",
+        "expires",
+    ]  # a wide terminal still gets the table
+
+    def every(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        found = [path]
+        for name, command in getattr(group, "commands", {}).items():
+            found += every(command, (*path, name))
+        return found
+
+    for path in every(typer.main.get_group(app)):
+        text = cli(*path, "--help", COLUMNS="80").out
+        assert "<bool>" not in text and max(map(len, text.splitlines())) <= 80, (path, text)
+    wide = cli("audit", "--help", COLUMNS="250").out  # a paragraph is one line when the terminal can hold it
+    assert any("that no chain lost its newest entries (exit 0 intact, 1 broken" in line for line in wide.splitlines())

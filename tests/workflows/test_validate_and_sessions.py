@@ -235,3 +235,45 @@ def test_validate_imports_every_tool_function(hitl: Hitl, tmp_path: Path) -> Non
     found = {p["field"]: p["message"] for p in out["problems"]}
     assert set(found) == {"tools.typo.function", "tools.gone.function", "tools.loud.function"}, found
     assert "mytools:okk" in found["tools.typo.function"] and "no database configured" in found["tools.loud.function"]
+
+
+EIGHT = """\
+name: eight
+vars: {to: null}
+tools:
+  look_up: {function: mytools:nope}
+  pay: {function: mytools:ok}
+steps:
+  - id: lookup
+    tool: look_upp
+    args: {name: "{{ vars.too }}"}
+  - id: lookup
+    tool: pay
+    args: {to: "{{ steps.nothere.output }}", amount: "{{ vars.to "}
+  - id: pay
+    tool: pay
+    retries: 3
+  - {id: gate, type: gate, prompt: ok?, colour: red}
+"""
+
+
+def test_validate_reports_every_problem_in_one_pass(hitl: Hitl, tmp_path: Path) -> None:
+    """Eight problems of every kind (a misspelt key, references, templates, an import) come out of one run: a
+    misspelt key no longer hides the rest, and a reference problem no longer hides the templates."""
+    (tmp_path / "mytools.py").write_text("def ok(x: int) -> int:\n    return x\n")
+    (tmp_path / "flow.yaml").write_text(EIGHT)
+    found = hitl("validate", str(tmp_path / "flow.yaml"), expect=2).out["problems"]
+    assert [(p["line"], p["field"]) for p in found] == [
+        (4, "tools.look_up.function"),
+        (8, "steps[0].tool"),
+        (9, "steps[0].args.name"),
+        (10, "steps[1]"),
+        (12, "steps[1].args.to"),
+        (12, "steps[1].args.amount"),
+        (15, "steps[2].retries"),
+        (16, "steps[3].colour"),
+    ], found
+    # A shape problem that is not a stray key still leaves the tools and the templates' syntax checked.
+    (tmp_path / "flow.yaml").write_text(EIGHT.replace("  - id: pay\n", "  - idd: pay\n"))
+    fields = [p["field"] for p in hitl("validate", str(tmp_path / "flow.yaml"), expect=2).out["problems"]]
+    assert {"tools.look_up.function", "steps[1].args.amount", "steps[2].id", "steps[2].idd"} <= set(fields), fields
