@@ -15,7 +15,6 @@ COPY pyproject.toml README.md LICENSE ./
 COPY engine ./engine
 COPY bot ./bot
 COPY hitl ./hitl
-COPY hitl.sandbox ./slack_sandbox
 COPY examples ./examples
 RUN pip install --no-cache-dir --no-deps . \
     && useradd --create-home --uid 10001 hitl \

@@ -110,6 +110,9 @@ def test_deploy_files_work_on_a_fresh_clone() -> None:
                 assert (ROOT / source).is_file(), f"compose mounts {source}, which a fresh clone lacks"
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'VOLUME ["/data"]' in dockerfile and "sqlite:////data/" in dockerfile
+    for sources in re.findall(r"^COPY (.+) \S+$", dockerfile, re.M):  # `docker build` fails on a missing one
+        for source in sources.split():
+            assert (ROOT / source).exists(), f"the Dockerfile copies {source}, which the repository lacks"
     manifest_text = (ROOT / "manifest.yaml").read_text()
     manifest = yaml.safe_load(manifest_text)
     assert (

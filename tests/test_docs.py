@@ -4,9 +4,11 @@ the commands its own pages give run as written."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +36,17 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> 
     listed = set(re.findall(r"[\w-]+\.md", str(config["nav"])))
     assert listed == {p.name for p in (DOCS / "pages").glob("*.md")}
     api = (tmp_path / "api" / "index.html").read_text()
-    assert all(f"<code>{path}</code>" in api for path in openapi_document()["paths"])  # the reference covers every path
+    document = openapi_document()
+    assert all(f"<code>{path}</code>" in api for path in document["paths"])  # the reference covers every path
+    # Each request and response body is shown from the document: every schema has its section and field table.
+    for name, schema in document["components"]["schemas"].items():
+        assert f'id="{name.lower()}"' in api, name
+        assert all(f"<code>{field}</code>" in api for field in schema.get("properties", {})), name
+    assert 'Request body: <a href="#proposalrequest">ProposalRequest</a>' in re.sub(r"</?strong>", "", api)
+    codes = [int(c) for c in re.findall(r"<td><code>(\d{3})</code></td>", api)]
+    # Codes ascend within an operation: each drop starts the next operation's list, so the drops count them.
+    starts = 1 + sum(1 for a, b in itertools.pairwise(codes) if b < a)
+    assert starts == sum(len(item) for item in document["paths"].values()), "each operation's codes, in order"
     slack = (tmp_path / "slack" / "index.html").read_text()
     assert "chat:write" in slack and "usergroups:read" in slack  # the manifest itself, included
     # Nothing the pages load comes from another host (fonts, scripts, styles, images): read offline, it is whole.
@@ -52,31 +64,40 @@ async def _an_empty_store(url: str) -> None:
 
 
 def test_the_commands_on_the_docs_own_pages_run(tmp_path: Path) -> None:
-    """`hitl` lines in the pages written for the site (the README's are run by test_readme) run against a store."""
-    commands = []
-    for page in (DOCS / "pages").glob("*.md"):
+    """Every `hitl` line of the pages' bash blocks runs as written, from a directory holding a copy of the examples,
+    against a store of its own: exit 0, or the exit code the comment above it names (`(exit 4)`). A line that
+    names an id the reader fills in (`apr_…`, `<reviewer>`) is left out: no page can know it."""
+    commands: list[tuple[list[str], int]] = []
+    for page in sorted((DOCS / "pages").glob("*.md")):
         for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S):
+            expected = 0
             for line in block.splitlines():
-                if line.startswith("hitl "):
-                    commands.append(shlex.split(line.split("#")[0]))
-    assert commands, "the operations page shows hitl commands"
+                if line.startswith("#"):
+                    named = re.search(r"\(exit (\d)\)", line)
+                    expected = int(named.group(1)) if named else 0
+                elif line.startswith("hitl "):
+                    argv = shlex.split(line.split("  #")[0])
+                    if not any("…" in arg or "<" in arg for arg in argv):
+                        commands.append((argv, expected))
+                    expected = 0
+    assert len(commands) >= 5, commands
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = {**os.environ, "HITL_STORE": f"sqlite:///{tmp_path}/d.db", "HITL_CONFIG": "", "COLUMNS": "120"}
     asyncio.run(_an_empty_store(env["HITL_STORE"]))  # read commands need a store to read, and never create one
-    for argv in commands:
+    for argv, expected in commands:
         done = subprocess.run(
             [sys.executable, "-m", "hitl", *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
         )
-        assert done.returncode == 0, (argv, done.stderr)
+        assert done.returncode == expected, (argv, done.stderr)
 
 
 def test_every_slack_setting_is_documented() -> None:
     """Each key of ``slack:`` in hitl.yaml, and each environment variable ``hitl serve`` reads for Slack, appears in
-    the Slack page or the operations page (the README sections they include count too)."""
+    the Slack page or the operations page."""
     from hitl.bot.settings import BotSettings
     from hitl.engine.config.hitl_yaml import NotifySpec
 
     pages = (ROOT / "docs" / "pages" / "slack.md").read_text() + (ROOT / "docs" / "pages" / "operations.md").read_text()
-    pages += (ROOT / "README.md").read_text()
     missing = [f"slack.{key}" for key in NotifySpec.model_fields if f"  {key}:" not in pages]
     for name in ("notify",):  # the channel keys the notifier itself looks up
         if f"    {name}:" not in pages:
@@ -99,3 +120,20 @@ def test_every_oversight_and_alerts_setting_is_documented() -> None:
     missing = [key for key in keys if f"{key}:" not in page]
     missing += [str(f) for f in AlertFigure if str(f) not in page]
     assert missing == []
+
+
+def test_code_blocks_fit_88_columns() -> None:
+    """Every code block of the README and the site's pages, and every file a page shows whole, is at most 88
+    columns wide: nothing scrolls sideways, and no trailing comment hides past the edge."""
+    wide: list[str] = []
+    texts = [ROOT / "README.md", *sorted((DOCS / "pages").glob("*.md"))]
+    for path in texts:
+        text = path.read_text()
+        for block in re.findall(r"^\s*```[^\n]*\n(.*?)^\s*```", text, re.S | re.M):
+            wide += [f"{path.name}: {line}" for line in block.splitlines() if len(line) > 88]
+        for included in re.findall(r'^--8<-- "([^":]+)"$', text, re.M):  # whole files shown as code
+            if included.endswith(".md"):
+                continue  # prose, wrapped by the page
+            lines = (ROOT / included).read_text().splitlines()
+            wide += [f"{included}: {line}" for line in lines if len(line) > 88]
+    assert wide == [], "\n".join(wide)

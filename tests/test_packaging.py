@@ -106,3 +106,41 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     assert full.returncode == 0, full.stderr
     demo = _run([str(bin_ / "hitl"), "demo", "--scripted"], cwd=work, env=env, timeout=300)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+
+
+def test_the_sdist_holds_what_builds_the_wheel_and_reads_well_on_the_index(tmp_path: Path) -> None:
+    """The source distribution has the package, README, licence and changelog and no half of the tests; its metadata
+    names the project's URLs, classifiers, keywords and authors; the long description links only absolute URLs (a
+    relative image is broken on the index); the changelog follows Keep a Changelog and names the version."""
+    import re
+    import tarfile
+    import tomllib
+
+    source = tmp_path / "src"
+    skip = shutil.ignore_patterns(".git", ".venv", ".hitl", "build", "dist", "artifacts", "*.egg-info", ".*_cache")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    # As a release builds it: in an isolated environment with the build requirements pyproject.toml names.
+    command = [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path / "dist"), str(source)]
+    built = _run(command, cwd=tmp_path, env=dict(os.environ), timeout=600)
+    assert built.returncode == 0, built.stderr
+    (sdist,) = (tmp_path / "dist").glob("hitl_gate-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = [n.split("/", 1)[1] for n in tar.getnames() if "/" in n]
+        member = tar.extractfile(f"{tar.getnames()[0].split('/')[0]}/PKG-INFO")
+        assert member is not None
+        info = member.read().decode()
+    assert {"README.md", "LICENSE", "docs/CHANGELOG.md", "pyproject.toml", "hitl/engine/service.py"} <= set(names)
+    assert not [n for n in names if n.startswith(("tests/", "bench/"))], names
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert f"Version: {project['version']}" in info
+    for field in ("Project-URL: Homepage", "Project-URL: Changelog", "Classifier: Typing :: Typed", "Keywords:"):
+        assert field in info, field
+    assert "Author: The hitl maintainers" in info
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    assert links and all(link.startswith("https://") for link in links), links
+    changelog = (ROOT / "docs" / "CHANGELOG.md").read_text()
+    versions = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", changelog, re.M)
+    assert versions[0] == ("Unreleased", "") and (project["version"], versions[1][1]) == versions[1], versions
+    kinds = set(re.findall(r"^### (.+)$", changelog, re.M))
+    assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, kinds

@@ -1,4 +1,5 @@
-"""The README's Python example runs as written."""
+"""The README's and the documentation's examples run as written (the README is short; the rest lives in the
+site's pages, docs/pages, which these tests read as a reader would)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def documentation(*pages: str) -> str:
+    """The text of the named pages of the site (docs/pages), or of the README and every page when none is named."""
+    if pages:
+        return "".join((ROOT / "docs" / "pages" / page).read_text() for page in pages)
+    return (ROOT / "README.md").read_text() + "".join(p.read_text() for p in sorted((ROOT / "docs/pages").glob("*.md")))
 
 
 def run_python(script: str | Path, *, cwd: Path, timeout: int) -> subprocess.CompletedProcess[str]:
@@ -25,7 +33,7 @@ def run_python(script: str | Path, *, cwd: Path, timeout: int) -> subprocess.Com
 
 
 def test_readme_python_api_example_runs(tmp_path: Path) -> None:
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "asyncio.run(main())" in b)
     script = tmp_path / "example.py"
     script.write_text(block)
@@ -38,7 +46,7 @@ def test_readme_python_api_example_runs(tmp_path: Path) -> None:
 
 def test_readme_agent_examples_run(tmp_path: Path) -> None:
     """Every framework example the README lists runs offline and runs the reviewer's edit, once."""
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     commands = re.findall(r"^python (examples/agents/\w+\.py)$", text, re.M)
     assert sorted(commands) == [
         "examples/agents/langgraph_refund.py",
@@ -63,7 +71,7 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
     from tests.bot.conftest import serve_env, serve_process, workspace
     from tests.waiting import eventually
 
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     block = re.search(r"<!-- api-walkthrough -->\n```bash\n(.*?)```", text, re.S)
     assert block is not None
     tokens = {
@@ -112,7 +120,7 @@ def test_readme_webhook_verification_snippet_agrees_with_the_signer() -> None:
 
     from hitl.api.webhooks import sign
 
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "def verified(" in b)
     scope: dict[str, object] = {}
     exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - our own README, checked here
@@ -130,7 +138,7 @@ def test_readme_webhook_verification_snippet_agrees_with_the_signer() -> None:
 
 def test_readme_mcp_example_runs(tmp_path: Path) -> None:
     """The MCP gateway example, as the README says to run it: a client, `hitl mcp`, the shop's MCP server."""
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     assert re.search(r"^python examples/mcp/desktop_client.py$", text, re.M)
     out = run_python(str(ROOT / "examples/mcp/desktop_client.py"), cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -143,7 +151,7 @@ def test_readme_mcp_example_runs(tmp_path: Path) -> None:
 
 def test_readme_temporal_example_runs(tmp_path: Path) -> None:
     """The Temporal example as the README says to run it (it starts its own dev server on 127.0.0.1)."""
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     assert re.search(r"^python examples/temporal/refund_workflow.py$", text, re.M)
     out = run_python(str(ROOT / "examples/temporal/refund_workflow.py"), cwd=tmp_path, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -157,7 +165,7 @@ def test_readme_temporal_example_runs(tmp_path: Path) -> None:
 def test_readme_python_type_checks_as_a_user_writes_it(tmp_path: Path) -> None:
     """The README's complete Python programs pass `mypy --strict` against hitl's typed packages, as in a user's
     project (the ask/guard example, the API walkthrough, the webhook check)."""
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     wanted = {"async def handle(": "ask.py", "asyncio.run(main())": "api.py", "def verified(": "webhook.py"}
     files = []
@@ -212,8 +220,8 @@ def test_readme_documents_every_workflow_key_with_valid_examples() -> None:
     from hitl.engine.workflow import steps as step_spec
     from hitl.engine.workflow.definition import Workflow, problems, union_tag
 
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```yaml\n(.*?)```", _section(text, "### Writing a workflow", "### CLI reference"), re.S)
+    text = documentation("workflows.md")
+    blocks = re.findall(r"```yaml\n(.*?)```", _section(text, "## Writing a workflow", "## CLI reference"), re.S)
     documents = [yaml.safe_load(b) for b in blocks]
     documented = set().union(*(_keys(d) for d in documents))
     models: list[type[BaseModel]] = [Workflow]

@@ -33,10 +33,11 @@ from hitl.cli.sessions import sessions_app
 from hitl.cli.stats import stats
 from hitl.engine.config.api import ApiTokenSpec
 from hitl.engine.domain.models import DecisionKind
-from hitl.engine.errors import InvalidInput
+from hitl.engine.domain.runs import RunResult, RunStatus
+from hitl.engine.errors import EngineError, InvalidInput
 from hitl.engine.runner.validation import policy_problems, validate_workflow
 from hitl.engine.runtime.compose import config_path_for
-from hitl.engine.runtime.process import open_runtime
+from hitl.engine.runtime.process import Runtime, open_runtime
 from hitl.engine.workflow.definition import load_workflow
 
 __all__ = ["app", "main"]
@@ -99,6 +100,17 @@ class _OneLine(logging.Formatter):
         return f"{record.levelname.lower()}: {record.getMessage()}"
 
 
+async def _deciding_roles(rt: Runtime, result: RunResult) -> dict[str, list[str]]:
+    """The roles of the hitl.yaml a paused run goes by, to say who may decide it; none for a run that did not
+    pause, or whose context cannot be composed now (the result is told all the same)."""
+    if result.status is not RunStatus.PAUSED:
+        return {}
+    try:
+        return (await rt.contexts.for_session(result.session_id)).config.roles
+    except EngineError:
+        return {}
+
+
 policy_app = typer.Typer(cls=FlagGroup, help="Inspect the policy.", no_args_is_help=True)
 
 
@@ -151,7 +163,7 @@ def run(
                 result = await auto_approve(rt, result, out, escalations=auto_escalations)
             elif interactive:
                 result = await interactive_loop(rt, settings, result, out)
-            out.run_result(result, rt.contexts.default.config.roles)
+            out.run_result(result, await _deciding_roles(rt, result))
             return result.exit_code
 
     run_command(out, work)
@@ -287,7 +299,7 @@ def resume(
                 overrides=overrides,
                 replace_args=replace,
             )
-            roles = rt.contexts.default.config.roles
+            roles = await _deciding_roles(rt, result)
         if kind is not None and result.approval is not None and "step" not in result.approval.metadata:
             out.agent_decision(result.approval, result.history)  # no run of ours: only the decision was taken
         else:

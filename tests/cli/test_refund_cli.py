@@ -409,8 +409,7 @@ def test_every_listing_and_help_fits_80_columns_whole(cli: Cli) -> None:
     }
     assert aid in shown["pending"] and expires in shown["pending"], shown["pending"]
     assert aid in shown["audit"] and str(paused["session_id"]) in shown["sessions"]
-    policy = str(REFUND.parent / "hitl.yaml")
-    again = cli("resume", str(paused["session_id"]), "--config", policy, COLUMNS="80")  # as a person reads it
+    again = cli("resume", str(paused["session_id"]), COLUMNS="80")  # the run's own hitl.yaml names who decides
     assert again.code == 4 and "who decides:    U_SUPPORT1" in again.out and "(role support)" in again.out, again.out
     for name, text in shown.items():
         assert "…" not in text and "..." not in text, (name, text)
