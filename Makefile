@@ -4,19 +4,22 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck docs pytest bench redis chromium tools install clean
+.PHONY: test demo lint typecheck docs pytest bench redis postgres chromium tools install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --group dev -e '.[serve,agents]'
+	$(BIN)/pip install --quiet --group dev -e '.[serve,agents,postgres]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# Tests start their own redis-server on a free port; this only makes sure the binary exists.
+# Tests start their own redis-server and PostgreSQL on free ports; these only make sure the binaries exist.
 redis:
 	@scripts/ensure-redis
+
+postgres:
+	@scripts/ensure-postgres
 
 chromium:
 	@scripts/ensure-chromium
@@ -39,7 +42,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy bench
 
 # Two workers (pytest-xdist): most of the suite waits on real processes and leases, so the two cores overlap it.
-pytest: $(STAMP) redis chromium tools
+pytest: $(STAMP) redis postgres chromium tools
 	$(BIN)/pytest -n 2 --durations=15
 
 test: lint typecheck docs pytest
@@ -47,7 +50,7 @@ test: lint typecheck docs pytest
 demo: $(STAMP)
 	$(BIN)/hitl demo
 
-bench: $(STAMP) redis
+bench: $(STAMP) redis postgres
 	$(BIN)/pip install --quiet --group bench
 	$(BIN)/python bench/store_bench.py
 	$(BIN)/python bench/cycle_bench.py
@@ -58,6 +61,7 @@ bench: $(STAMP) redis
 	$(BIN)/python bench/pending_bench.py
 	$(BIN)/python bench/card_bench.py
 	$(BIN)/python bench/storm_bench.py
+	$(BIN)/python bench/postgres_bench.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

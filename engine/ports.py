@@ -405,6 +405,11 @@ class Store(Protocol):
         """Raise :class:`~hitl.engine.errors.StoreError` unless the backend answers (health checks)."""
         ...
 
+    async def migrate(self) -> list[int]:
+        """Bring the store's schema up to this version of hitl (every store does so as it opens; ``hitl migrate``
+        does it ahead of a deploy): the schema versions applied now, none when it was up to date."""
+        ...
+
     async def close(self) -> None:
         """Release the store's connections."""
         ...

@@ -1,4 +1,4 @@
-"""Shared fixtures: a real redis-server on a free port on 127.0.0.1, fake clocks, temp stores."""
+"""Shared fixtures: a real redis-server and PostgreSQL on free ports on 127.0.0.1, fake clocks, temp stores."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
+from tests.postgres_server import running_postgres
 from tests.processes import stop_process
 from tests.waiting import eventually_sync
 
@@ -69,6 +70,16 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         raise
     yield f"redis://127.0.0.1:{port}/0"
     stop_process(proc)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server for the whole session (see tests/postgres_server.py), stopped at the end."""
+    try:
+        with running_postgres() as url:
+            yield url
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture

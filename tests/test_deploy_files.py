@@ -62,7 +62,7 @@ def test_dockerfile_lints_clean_and_runs_as_non_root() -> None:
 def test_compose_has_redis_replicas_and_one_entry_point() -> None:
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     services = compose["services"]
-    assert services["hitl"]["environment"]["HITL_STORE"].startswith("redis://")
+    assert services["hitl"]["environment"]["HITL_STORE"].startswith("${HITL_STORE:-redis://")  # Redis unless told
     assert services["hitl"]["deploy"]["replicas"] >= 2
     assert "ports" not in services["hitl"] and services["proxy"]["ports"] == ["3000:3000"]  # Slack's one URL
     caddyfile = compose["configs"]["caddyfile"]["content"]
@@ -90,7 +90,8 @@ def test_the_image_installs_from_a_lock_that_pins_everything_the_serve_extra_nee
             (spec,) = req.specifier  # exact: name==version, nothing looser
             assert spec.operator == "==", line
             pinned[canonicalize_name(req.name)] = Version(spec.version)
-    for line in [*project["dependencies"], *project["optional-dependencies"]["serve"]]:
+    extras = project["optional-dependencies"]
+    for line in [*project["dependencies"], *extras["serve"], *extras["postgres"]]:
         req = Requirement(line)
         name = canonicalize_name(req.name)
         assert name in pinned, f"{req.name} is not in requirements.lock; regenerate it (see its header)"
@@ -108,6 +109,10 @@ def test_deploy_files_work_on_a_fresh_clone() -> None:
             source = volume.split(":", 1)[0]
             if source.startswith((".", "/")):
                 assert (ROOT / source).is_file(), f"compose mounts {source}, which a fresh clone lacks"
+    # PostgreSQL instead of Redis: a profile that starts a server, and the store URL taken from the environment.
+    postgres = compose["services"]["postgres"]
+    assert postgres["profiles"] == ["postgres"] and any("postgres-data:" in v for v in postgres["volumes"])
+    assert compose["services"]["hitl"]["environment"]["HITL_STORE"].startswith("${HITL_STORE:-redis://")
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'VOLUME ["/data"]' in dockerfile and "sqlite:////data/" in dockerfile
     for sources in re.findall(r"^COPY (.+) \S+$", dockerfile, re.M):  # `docker build` fails on a missing one

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from hitl.engine.domain.records import AuditBreak
+from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link, entry_body
 
-__all__ = ["EVENTS", "Head", "chain_name", "check_anchor", "compare_heads", "head_digest"]
+__all__ = ["EVENTS", "ChainWalk", "Head", "chain_name", "check_anchor", "compare_heads", "head_digest"]
 
 EVENTS = ""
 """The key of the chain of entries that belong to no approval (shown as ``events``)."""
@@ -83,3 +83,41 @@ def check_anchor(
             reason = "an entry recorded before the head was taken was removed or changed"
             return AuditBreak(chain=chain_name(chain), position=length, reason=reason, checked=checked)
     return None
+
+
+class ChainWalk:
+    """A walk over the whole audit trail, oldest first, checking each entry against the chain it belongs to: its
+    ``prev`` must be the link of the entry before it in that chain (else one was removed or moved), its ``link``
+    must cover its content (else it was changed). Every store feeds it its entries in order, however it reads
+    them; what the walk saw then goes to :func:`compare_heads` and :func:`check_anchor`.
+
+    Args:
+        anchor: the link the run-level chain starts after (the anchor its latest purge entry names; '' before).
+    """
+
+    def __init__(self, anchor: str) -> None:
+        self._last: dict[str, tuple[str, int]] = {EVENTS: (anchor, 0)}
+        self.links: dict[str, list[str]] = {}
+        """Every chain's links, in order."""
+        self.checked = 0
+        """Entries that held so far."""
+
+    def step(self, e: AuditEntry) -> AuditBreak | None:
+        """Check ``e``, the next entry in the trail: the break it shows, or None."""
+        key = e.approval_id or EVENTS
+        prev, position = self._last.get(key, ("", 0))
+        position += 1
+        if e.prev != prev:
+            reason = "an entry before it was removed or moved"
+            return AuditBreak(chain=chain_name(key), position=position, reason=reason, checked=self.checked)
+        if e.link != chain_link(e.prev, entry_body(e)):
+            reason = "the entry was changed"
+            return AuditBreak(chain=chain_name(key), position=position, reason=reason, checked=self.checked)
+        self._last[key] = (e.link, position)
+        self.links.setdefault(key, []).append(e.link)
+        self.checked += 1
+        return None
+
+    def found(self) -> dict[str, Head]:
+        """Each chain the walk saw, as a head: its length and newest link."""
+        return {k: (len(v), v[-1]) for k, v in self.links.items()}

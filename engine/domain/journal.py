@@ -22,11 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hitl.engine.domain.execution import check_checkpoint_version, not_owner
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import EngineError
 
-__all__ = ["ClaimIntent", "Commit", "Committed", "Opened", "OutcomeRecord"]
+__all__ = ["ClaimIntent", "Commit", "Committed", "Opened", "OutcomeRecord", "committable_version"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +117,19 @@ class Opened:
     version: int
     waiting: Approval | None
     trusted: frozenset[str]
+
+
+def committable_version(m: Commit, holder: str | None, lease_until: float | None, stored: int | None) -> int:
+    """The run's checkpoint version if ``m`` may commit, given its owner now (``holder``, whose lease runs until
+    ``lease_until``) and its stored version; raises what refuses the whole commit (nothing of it is written): a
+    commit that takes the run over is refused while another holder's lease runs, any other unless its writer owns
+    the run, and a checkpoint unless it was read at the version stored."""
+    if m.own:
+        if holder is not None and holder != m.holder and lease_until is not None and lease_until > m.now:
+            raise not_owner(m.run_id, holder)
+    elif holder != m.holder:
+        raise not_owner(m.run_id, holder)
+    version = int(stored) if stored is not None else 0
+    if m.checkpoint is not None:
+        check_checkpoint_version(m.run_id, version, m.expected_version)
+    return version

@@ -8,9 +8,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hitl.engine.domain.hashing import canonical_json
 from hitl.engine.domain.models import Approval
 
-__all__ = ["AuditBreak", "AuditEntry", "Claim", "ClaimState", "Job", "MessageRef", "Page", "TrustGrant", "chain_link"]
+__all__ = [
+    "AuditBreak",
+    "AuditEntry",
+    "Claim",
+    "ClaimState",
+    "Job",
+    "MessageRef",
+    "Page",
+    "TrustGrant",
+    "chain_link",
+    "entry_body",
+]
 
 
 class _Rec(BaseModel):
@@ -66,6 +78,11 @@ class AuditEntry(_Rec):
     """The link of the entry before this one in its chain (empty for the first)."""
     link: str = ""
     """SHA-1 of ``prev`` and this entry's content: editing, removing or reordering an entry breaks the chain."""
+
+
+def entry_body(e: AuditEntry) -> str:
+    """What an entry's link covers: every field it records (not its position or its links)."""
+    return canonical_json(e.model_dump(exclude={"seq", "prev", "link"}))
 
 
 def chain_link(prev: str, body: str) -> str:

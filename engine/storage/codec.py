@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import InvalidInput
 
-__all__ = ["audit_for_decision", "audit_for_creation", "decode_cursor", "dumps", "encode_cursor", "loads"]
+__all__ = [
+    "CLAIM_COLUMNS",
+    "audit_for_creation",
+    "audit_for_decision",
+    "claim_of",
+    "claim_row",
+    "decode_cursor",
+    "dumps",
+    "encode_cursor",
+    "loads",
+]
+
+CLAIM_COLUMNS = "action_hash, holder, attempt, state, lease_until, result"
+"""A claim's columns (after its key), in the order :func:`claim_of` reads and :func:`claim_row` writes them."""
 
 
 def dumps(value: Any) -> str:
@@ -65,3 +79,22 @@ def audit_for_creation(approval: Approval) -> AuditEntry:
         now=approval.created_at,
         detail=f"{approval.tool} {approval.tier}{asked}",
     )
+
+
+def claim_of(key: str, row: Sequence[Any]) -> Claim:
+    """The claim under ``key`` from its SQL row (:data:`CLAIM_COLUMNS`)."""
+    return Claim(
+        key=key,
+        action_hash=row[0],
+        holder=row[1],
+        attempt=row[2],
+        state=row[3],
+        lease_until=row[4],
+        result=loads(row[5]) if row[5] else None,
+    )
+
+
+def claim_row(cl: Claim) -> tuple[Any, ...]:
+    """The SQL row of ``cl``: its key, then :data:`CLAIM_COLUMNS`."""
+    result = dumps(cl.result) if cl.result is not None else None
+    return (cl.key, cl.action_hash, cl.holder, cl.attempt, str(cl.state), cl.lease_until, result)

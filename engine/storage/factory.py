@@ -1,4 +1,4 @@
-"""Open a store from a URL: ``sqlite:///path.db`` (default) or ``redis://host:port/db``."""
+"""Open a store from a URL: ``sqlite:///path.db`` (default), ``redis://host:port/db`` or ``postgresql://...``."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ def open_store(url: str | None = None) -> Store:
     """Build the store named by ``url`` (``HITL_STORE``).
 
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, optionally ``?synchronous=full``;
-    ``redis://[:password@]host:port/db``, optionally ``?prefix=name`` (default ``hitl``).
+    ``redis://[:password@]host:port/db``, optionally ``?prefix=name`` (default ``hitl``);
+    ``postgresql://user:password@host:port/database``, optionally ``?schema=name`` (default ``public``; other
+    parameters go to the driver as libpq would take them, ``sslmode=require`` say).
     """
     url = url or DEFAULT_STORE_URL
     parsed = urlparse(url)
@@ -42,7 +44,18 @@ def open_store(url: str | None = None) -> Store:
         from hitl.engine.storage.redis import RedisStore, connect
 
         return RedisStore(connect(url.split("?", 1)[0]), prefix=query.get("prefix", "hitl"))
+    if parsed.scheme in ("postgresql", "postgres"):
+        try:
+            from hitl.engine.storage.postgres import PostgresStore
+        except ImportError:
+            raise InvalidInput(
+                "the PostgreSQL store needs the postgres extra: pip install 'hitl-gate[postgres]'",
+                code=ErrorCode.INVALID_INPUT,
+            ) from None
+        rest = "&".join(f"{k}={v}" for k, v in query.items() if k != "schema")
+        dsn = parsed._replace(query=rest).geturl()
+        return PostgresStore(dsn, schema=query.get("schema", "public"))
     raise InvalidInput(
-        f"unsupported store URL {url!r}; use sqlite:///path.db or redis://host:port/0",
+        f"unsupported store URL {url!r}; use sqlite:///path.db, redis://host:port/0 or postgresql://host/db",
         code=ErrorCode.INVALID_INPUT,
     )

@@ -24,6 +24,7 @@ from hitl.cli.flows import (
     remote_resume,
     resolve_target,
 )
+from hitl.cli.migrate import migrate
 from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out, approval_json
 from hitl.cli.oversight import halt, halts, practice, reviewers, unhalt
@@ -715,6 +716,7 @@ app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(unhalt)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(halts)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(practice)
 app.command(cls=FlagCommand, rich_help_panel=SETUP)(purge)
+app.command(cls=FlagCommand, rich_help_panel=SETUP)(migrate)
 
 
 def main() -> None:

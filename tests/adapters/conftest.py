@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from hitl.engine.ports import Store
-from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage import open_store
 from hitl.engine.testing.conformance.adapters import AgentWorld, Ledger
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -23,21 +22,14 @@ def no_tracing_off_the_machine() -> None:
     set_tracing_disabled(True)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AgentWorld]:
-    if request.param == "sqlite":
-        db = tmp_path / "hitl.db"
+    url = fresh_store_url(request.param, request, tmp_path, tag="a")
 
-        def open_store() -> Store:
-            return SqliteStore(db)
-    else:
-        url = request.getfixturevalue("redis_url")
-        prefix = f"a{uuid.uuid4().hex[:10]}"
+    def open_one() -> Store:
+        return open_store(url)
 
-        def open_store() -> Store:
-            return RedisStore(connect(url), prefix=prefix)
-
-    made = AgentWorld(open_store=open_store, clock=FakeClock(), ledger=Ledger(tmp_path / "effects.db"))
+    made = AgentWorld(open_store=open_one, clock=FakeClock(), ledger=Ledger(tmp_path / "effects.db"))
     yield made
     for cleanup in made.cleanups:
         await cleanup()

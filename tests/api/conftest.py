@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,10 +12,9 @@ import pytest
 from aiohttp import web
 
 from hitl.api import token_hash
-from hitl.engine.ports import Store
-from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, Harness, start, stop
 
 TOKENS = {
@@ -100,16 +98,12 @@ class Api:
             return resp.status, body
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def api(
-    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Api]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    store: Store = (
-        SqliteStore(tmp_path / "api.db")
-        if request.param == "sqlite"
-        else RedisStore(connect(redis_url), prefix=f"api{uuid.uuid4().hex[:8]}")
-    )
+    store = open_store(fresh_store_url(request.param, request, tmp_path, tag="api"))
     monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
     hooks = Receiver()
     await hooks.start()

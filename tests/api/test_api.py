@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,8 @@ from hitl.api.webhooks import MAX_ATTEMPTS, backoff, verify
 from hitl.engine.config.api import EventKind
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.requests import ProposeRequest
-from hitl.engine.storage.sqlite import SqliteStore
 from tests.api.conftest import WEBHOOK_SECRET, Api
+from tests.store_dump import store_contents
 
 REFUND = {"order_id": "78291", "customer_id": "C-1", "amount": 120, "reason": "damaged"}
 
@@ -249,14 +248,8 @@ async def test_runs_start_by_name_pause_and_resume_with_new_variables(api: Api) 
 
 
 async def snapshot(api: Api) -> Any:
-    """Everything the store holds: every table's rows (SQLite), every key's serialized value (Redis)."""
-    store: Any = api.h.rt.store
-    if isinstance(store, SqliteStore):
-        with sqlite3.connect(store.path) as db:
-            return list(db.iterdump())
-    r = store.conn.r
-    keys = sorted([k async for k in r.scan_iter(match=f"{store.conn.p}:*")])
-    return {k: await r.dump(k) for k in keys}
+    """Everything the store holds: every table's rows (SQLite, PostgreSQL), every key's serialized value (Redis)."""
+    return await store_contents(api.h.rt.store)
 
 
 async def test_webhooks_are_retried_with_backoff_and_given_up_in_the_audit(api: Api) -> None:

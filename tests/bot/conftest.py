@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,13 +18,14 @@ from aiohttp import web
 from hitl.bot.server import app_runner
 from hitl.bot.settings import BotSettings
 from hitl.engine.ports import Store
-from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage import open_store
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState
 from hitl.serve import Server, build_server
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 from tests.conftest import free_port
 from tests.processes import stop_process
 from tests.waiting import eventually
@@ -194,16 +194,12 @@ async def stop(h: Harness) -> None:
 
 @asynccontextmanager
 async def harness_on(
-    kind: str, tmp_path: Path, redis_url: str, clock: FakeClock, config: str
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, config: str
 ) -> AsyncIterator[Harness]:
-    """A harness on ``kind`` (sqlite or redis) serving the hitl.yaml text ``config``."""
+    """A harness on the backend ``request`` is parametrized with, serving the hitl.yaml text ``config``."""
     path = tmp_path / "hitl.yaml"
     path.write_text(config)
-    store: Store = (
-        SqliteStore(tmp_path / "bot.db")
-        if kind == "sqlite"
-        else RedisStore(connect(redis_url), prefix=f"bot{uuid.uuid4().hex[:8]}")
-    )
+    store = open_store(fresh_store_url(request.param, request, tmp_path, tag="bot"))
     h = await start(store, clock, config=path)
     try:
         yield h
@@ -211,16 +207,12 @@ async def harness_on(
         await stop(h)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def harness(
-    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    store: Store = (
-        SqliteStore(tmp_path / "bot.db")
-        if request.param == "sqlite"
-        else RedisStore(connect(redis_url), prefix=f"bot{uuid.uuid4().hex[:8]}")
-    )
+    store = open_store(fresh_store_url(request.param, request, tmp_path, tag="bot"))
     h = await start(store, clock)
     yield h
     await stop(h)

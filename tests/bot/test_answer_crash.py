@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import uuid
 from pathlib import Path
 
 import aiohttp
@@ -26,6 +25,7 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import start_emulator
 from hitl.sandbox.webapi import Message
+from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, SECRET, serve_env, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 
@@ -65,11 +65,11 @@ async def _read(url: str, ids: list[str]) -> dict[str, tuple[Status, list[str]]]
         await store.close()
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_killed_the_instant_slack_is_answered_loses_no_decision(
-    backend: str, tmp_path: Path, redis_url: str
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    url = f"sqlite:///{tmp_path}/hitl.db" if backend == "sqlite" else f"{redis_url}?prefix=crash{uuid.uuid4().hex[:8]}"
+    url = fresh_store_url(backend, request, tmp_path, tag="crash")
     approvals = await _propose(url, TRIALS + 2)
     state = workspace()
     emulator = await start_emulator(state)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import uuid
 from pathlib import Path
+
+import pytest
 
 from hitl.adapters.ask_callback import SlackAsk, parse_prompt
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolCall
 from hitl.engine.domain.models import Status
-from hitl.engine.storage.redis import RedisStore, connect
+from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import SlackState
 from hitl.testing import FakeClock
+from tests.backends import SHARED, fresh_store_url
 from tests.bot.conftest import Harness, start, stop, workspace
 from tests.waiting import eventually
 
@@ -79,12 +81,17 @@ async def test_slack_ask_classifier_prompt_is_denied_not_misfiled(harness: Harne
     assert harness.cards() == []
 
 
-async def test_replicas_share_cards_decisions_and_wakeups(redis_url: str, tmp_path: Path) -> None:
-    prefix = f"rep{uuid.uuid4().hex[:8]}"
+@pytest.mark.parametrize("backend", SHARED)
+async def test_replicas_share_cards_decisions_and_wakeups(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Two replicas on one shared store (Redis, PostgreSQL): one card, the click served by one wakes the agent
+    waiting on the other."""
+    url = fresh_store_url(backend, request, tmp_path, tag="rep")
     clock = FakeClock()
     state: SlackState = workspace()
-    one = await start(RedisStore(connect(redis_url), prefix=prefix), clock, state=state, replica="replica-1")
-    two = await start(RedisStore(connect(redis_url), prefix=prefix), clock, state=state, replica="replica-2")
+    one = await start(open_store(url), clock, state=state, replica="replica-1")
+    two = await start(open_store(url), clock, state=state, replica="replica-2")
     try:
         agent_on_two = SlackAsk(Approvals(two.svc), session="multi")
         waiting = asyncio.create_task(agent_on_two(PROMPT))
@@ -94,7 +101,7 @@ async def test_replicas_share_cards_decisions_and_wakeups(redis_url: str, tmp_pa
         again = await Approvals(one.svc).gate.check(ToolCall("refund", args, session="multi", framework="ask"))
         assert again.pending and again.approval is not None
         assert len(state.calls_to("chat.postMessage")) == 1
-        # the click is served by replica one; the agent waiting on replica two wakes up (Redis pub/sub)
+        # the click is served by replica one; the agent waiting on replica two wakes up (pub/sub, NOTIFY)
         await one.slack.click("U_SUPPORT2", copy.deepcopy(one.cards()[-1]), ACTION_APPROVE)
         assert await asyncio.wait_for(waiting, 5) == "y"
         a = await two.svc.store.approvals.get(again.approval.id)

@@ -18,18 +18,19 @@ from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS
 from tests.bot.conftest import CONFIG, Harness, harness_on
 
 ADMIN = "U_ADMIN1"
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def h(
-    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
     config = CONFIG.read_text().replace("roles:\n", f"roles:\n  admin: [{ADMIN}]\n", 1)
-    async with harness_on(request.param, tmp_path, redis_url, clock, config) as harness:
+    async with harness_on(request, tmp_path, clock, config) as harness:
         harness.state.users[ADMIN] = {"name": "admin1", "real_name": "Admin One", "tz": "UTC"}
         yield harness
 

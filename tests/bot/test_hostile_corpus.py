@@ -18,12 +18,11 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import aiohttp
 import pytest
@@ -32,12 +31,15 @@ import redis
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
 from hitl.engine.storage import open_store
+from hitl.engine.storage.factory import sqlite_path
 from hitl.sandbox.dispatch import sign
 from hitl.sandbox.server import start_emulator
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process
+from tests.store_dump import store_dump
 from tests.waiting import eventually
 
 WRONG: list[Any] = [None, 0, -1.5, True, [], {}, "", "x" * 5000, "\ud800", "\u202e\u2066", [None], {"id": {}}]
@@ -201,6 +203,18 @@ def corpus(click: dict[str, Any], submit: dict[str, Any], value: str) -> Iterato
         yield Case(f"path: {method} {url}", good, _signed(good), method=method, path=url)
 
 
+async def _dump(url: str) -> Any:
+    """Every row or key of the store at ``url``, read beside the server that serves it."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        path = sqlite_path(url)
+        assert path is not None
+        return _dump_sqlite(path)
+    if parsed.scheme == "redis":
+        return _dump_redis(url.split("?", 1)[0], parse_qs(parsed.query)["prefix"][0])
+    return await store_dump(url)
+
+
 def _dump_sqlite(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     with sqlite3.connect(path) as db:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
@@ -241,16 +255,11 @@ def _audit_growth(before: Any, after: Any) -> list[str]:
     return added
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    prefix = f"hostile{uuid.uuid4().hex[:8]}"
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path}/hitl.db"
-    else:
-        redis_url = request.getfixturevalue("redis_url")
-        url = f"{redis_url}?prefix={prefix}"
+    url = fresh_store_url(backend, request, tmp_path, tag="hostile")
     state = workspace()
     emulator = await start_emulator(state)
     store = open_store(url)
@@ -322,7 +331,7 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
                     "state": {"values": {"hitl_reason": {"value": {"type": "plain_text_input", "value": "no"}}}},
                 },
             }
-            before = _dump_sqlite(tmp_path / "hitl.db") if backend == "sqlite" else _dump_redis(redis_url, prefix)
+            before = await _dump(url)
             cases = list(corpus(click, submit, button["value"]))
             assert len(cases) >= 300
             for case in cases:
@@ -334,7 +343,7 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     finally:
         stop_process(serve, grace=15)
         await emulator.close()
-    after = _dump_sqlite(tmp_path / "hitl.db") if backend == "sqlite" else _dump_redis(redis_url, prefix)
+    after = await _dump(url)
     server_errors = {name: status for name, status in statuses.items() if status >= 500}
     assert server_errors == {}
     log_text = log_path.read_text()
@@ -342,7 +351,7 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     assert set(_audit_growth(before, after)) <= {"refused"}
 
     def strip(dump: dict[str, Any]) -> dict[str, Any]:
-        if backend == "sqlite":
+        if backend in ("sqlite", "postgres"):
             return {k: v for k, v in dump.items() if k not in ("audit", "audit_heads")}  # refusals are audited
         # The retention sweep's one-time marker is the server's own housekeeping (written whenever its first
         # hourly purge runs, which a loaded machine can delay into the hostile phase), not anything a request wrote.

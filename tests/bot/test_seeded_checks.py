@@ -20,17 +20,18 @@ from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError
 from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS
 from tests.bot.conftest import CONFIG, Harness, harness_on
 
 SEEDED = SEEDED_CONFIG
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def h(
-    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    async with harness_on(request.param, tmp_path, redis_url, clock, CONFIG.read_text() + SEEDED) as harness:
+    async with harness_on(request, tmp_path, clock, CONFIG.read_text() + SEEDED) as harness:
         yield harness
 
 

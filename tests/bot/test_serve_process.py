@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import aiohttp
@@ -26,6 +25,7 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import start_emulator
 from hitl.sandbox.webapi import Message
+from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, spawn_serve, wait_healthy, workspace
 from tests.conftest import free_port
 from tests.processes import stop_process
@@ -115,13 +115,13 @@ def test_serve_refuses_to_start_without_a_signing_secret(tmp_path: Path) -> None
     assert out.returncode == 1 and "SLACK_SIGNING_SECRET is not set" in out.stderr
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_an_approval_another_process_creates_is_carded_without_waiting_for_a_sweep(
-    backend: str, tmp_path: Path, redis_url: str
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """The sweep runs once a minute here, so only the store's announcement can card the approval an agent process
     creates after `hitl serve` started."""
-    url = f"sqlite:///{tmp_path}/hitl.db" if backend == "sqlite" else f"{redis_url}?prefix=new{uuid.uuid4().hex[:8]}"
+    url = fresh_store_url(backend, request, tmp_path, tag="new")
     state = workspace()
     emulator = await start_emulator(state)
     env = serve_env(state, emulator, store=url, config=CONFIG, SWEEP_INTERVAL="60")

@@ -21,18 +21,19 @@ from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError
 from hitl.engine.events import WEBHOOK_JOB, Outbox
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS
 from tests.bot.conftest import CONFIG, Harness, harness_on
 from tests.bot.test_modals_and_commands import last_view
 
 SPOT = "\noversight:\n  spot_check:\n    tools: {look_up_order: 1.0}\n    tiers: {notify: 0.0}\n"
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def h(
-    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    async with harness_on(request.param, tmp_path, redis_url, clock, CONFIG.read_text() + SPOT) as harness:
+    async with harness_on(request, tmp_path, clock, CONFIG.read_text() + SPOT) as harness:
         yield harness
 
 

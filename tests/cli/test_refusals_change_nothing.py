@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from hitl.engine.storage import open_store
+from tests.backends import BACKENDS, fresh_store_url
 from tests.cli.conftest import REFUND, Cli
 from tests.store_dump import store_dump, without_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/hitl.db"
-    return f"{request.getfixturevalue('redis_url')}?prefix=ref{uuid.uuid4().hex[:8]}"
+    return fresh_store_url(request.param, request, tmp_path, tag="ref")
 
 
 async def _create(url: str) -> None:
@@ -83,3 +84,15 @@ def test_read_commands_never_create_a_store_and_an_unknown_reviewer_is_an_error(
     r = cli("pending", "--as", "U_TYPO", HITL_CONFIG=config)
     assert r.code == 1 and "'U_TYPO' is in no role" in r.err and "support" in r.err, r
     assert "U_SUPPORT1" not in cli("pending", "--as", "U_SUPPORT1", "--json", HITL_CONFIG=config).err
+
+
+def test_migrate_brings_the_schema_up_once_and_then_says_it_is_up_to_date(url: str, tmp_path: Path) -> None:
+    """`hitl migrate` on a new store applies the schema (SQLite: its version; PostgreSQL: every migration; Redis:
+    nothing to apply) and, run again, applies nothing."""
+    env = {**os.environ, "HITL_STORE": url, "PYTHONPATH": str(ROOT)}
+    first = subprocess.run([sys.executable, "-m", "hitl", "migrate", "--json"], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    applied = json.loads(first.stdout)["applied"]
+    assert (applied != []) is (not url.startswith("redis")), applied
+    again = subprocess.run([sys.executable, "-m", "hitl", "migrate"], env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date", again

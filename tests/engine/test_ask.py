@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, assert_type
@@ -17,9 +16,9 @@ from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
-from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 from tests.waiting import eventually
 
 CONFIG = parse_config("""
@@ -31,13 +30,9 @@ policy:
 """)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str) -> AsyncIterator[Store]:
-    s: Store = (
-        SqliteStore(tmp_path / "ask.db")
-        if request.param == "sqlite"
-        else RedisStore(connect(redis_url), prefix=f"ask{uuid.uuid4().hex[:8]}")
-    )
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    s = open_store(fresh_store_url(request.param, request, tmp_path, tag="ask"))
     yield s
     await s.close()
 

@@ -5,7 +5,6 @@ restart; lifting it lets everything go on."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -18,9 +17,9 @@ from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import ErrorCode, Halted
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
-from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 from tests.waiting import eventually
 
 CONFIG = parse_config(
@@ -35,17 +34,14 @@ policy:
 REFUND = {"order_id": "1", "amount": 10}
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Callable[[], Store]]:
     """Opens the same store again (another process, or the same after a restart)."""
     opened: list[Store] = []
-    prefix = f"halt{uuid.uuid4().hex[:8]}"
+    url = fresh_store_url(request.param, request, tmp_path, tag="halt")
 
     def open_one() -> Store:
-        if request.param == "sqlite":
-            store: Store = SqliteStore(tmp_path / "hitl.db")
-        else:
-            store = RedisStore(connect(request.getfixturevalue("redis_url")), prefix=prefix)
+        store = open_store(url)
         opened.append(store)
         return store
 

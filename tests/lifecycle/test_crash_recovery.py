@@ -16,7 +16,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from hitl.engine.workflow.definition import load_workflow
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState
+from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import wait_healthy
 from tests.conftest import free_port
 from tests.waiting import eventually
@@ -110,11 +110,9 @@ class Rig:
             return db.execute(sql).fetchall()
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/hitl.db"
-    return f"{request.getfixturevalue('redis_url')}?prefix=crash{uuid.uuid4().hex[:8]}"
+    return fresh_store_url(request.param, request, tmp_path, tag="crash")
 
 
 @pytest.fixture

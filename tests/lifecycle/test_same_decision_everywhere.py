@@ -16,7 +16,6 @@ import copy
 import json
 import os
 import sys
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import Harness, start, stop
 from tests.bot.test_modals_and_commands import field_values, last_view
 
@@ -62,12 +62,9 @@ class Backend:
         return [json.loads(line) for line in self.ledger.read_text().splitlines()]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Backend:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/hitl.db"
-    else:
-        url = f"{request.getfixturevalue('redis_url')}?prefix=same{uuid.uuid4().hex[:8]}"
+    url = fresh_store_url(request.param, request, tmp_path, tag="same")
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv("HITL_TEST_LEDGER", str(ledger))
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -19,10 +18,10 @@ from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.ports import Store
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
-from hitl.engine.storage.redis import RedisStore, connect
-from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage import open_store
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 
 FLOWS = Path(__file__).parent / "flows"
 
@@ -37,12 +36,9 @@ def effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleT
     yield mod
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
-        s: Store = SqliteStore(tmp_path / "runner.db")
-    else:
-        s = RedisStore(connect(redis_url), prefix=f"run{uuid.uuid4().hex[:8]}")
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    s = open_store(fresh_store_url(request.param, request, tmp_path, tag="run"))
     yield s
     await s.close()
 

@@ -16,6 +16,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock
+from tests.backends import BACKENDS, fresh_store_url
 from tests.workflows.conftest import RESEARCH, Desk
 from tests.workflows.test_validate_and_sessions import SCRIPT, TWO_EMAILS
 
@@ -26,7 +27,7 @@ async def _state(rt: Runtime, session: str) -> RunState:
     return RunState.of(found)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_either_decision_resumes_a_run_with_two_waiting_steps(
     backend: str, tmp_path: Path, desk: Desk, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -35,11 +36,7 @@ async def test_either_decision_resumes_a_run_with_two_waiting_steps(
     shutil.copy(RESEARCH / "hitl.yaml", tmp_path / "hitl.yaml")
     (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
     (tmp_path / "two.yaml").write_text(yaml.safe_dump(TWO_EMAILS))
-    url = (
-        f"sqlite:///{tmp_path}/w.db"
-        if backend == "sqlite"
-        else f"{request.getfixturevalue('redis_url')}?prefix=w{tmp_path.name[-8:]}"
-    )
+    url = fresh_store_url(backend, request, tmp_path, tag="w")
     clock = FakeClock()
     rt = Runtime.build(store=open_store(url), clock=clock, config_path=str(tmp_path / "hitl.yaml"))
     try:

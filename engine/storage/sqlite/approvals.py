@@ -10,12 +10,13 @@ from collections.abc import Collection
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
-from hitl.engine.domain.decide import DecideCommand, apply_decision, apply_expiry, run_to_resume
+from hitl.engine.domain.decide import DecideCommand, apply_expiry
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Page
 from hitl.engine.errors import DecisionRefused, StaleVersion
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
+from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
 
@@ -97,38 +98,13 @@ class SqliteApprovals:
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         def tx(c: sqlite3.Connection) -> Approval | DecisionRefused | StaleVersion:
-            current = load_approval(c, cmd.approval_id)
-            try:
-                updated = apply_decision(current, cmd, now, wall=time.time())
-            except (DecisionRefused, StaleVersion) as exc:
-                entry = audit_for_decision(
-                    current,
-                    actor=cmd.reviewer.id,
-                    event="refused",
-                    now=now,
-                    outcome=str(exc.code),
-                    detail=f"{cmd.kind} via {cmd.via}",
-                )
-                insert_audit(c, entry)
-                return exc  # the refusal is committed with its audit line, then raised
-            write_approval(c, updated)
-            insert_audit(
-                c,
-                audit_for_decision(
-                    updated,
-                    actor=cmd.reviewer.id,
-                    event="decided",
-                    now=now,
-                    detail=f"{cmd.kind} via {cmd.via} -> {updated.status}" + (f"; {cmd.note}" if cmd.note else ""),
-                ),
-            )
-            for kind in cmd.jobs:
-                insert_job(c, kind, {"approval_id": updated.id}, now)
-            run = run_to_resume(updated)
-            if run is not None:
-                for kind in cmd.run_jobs:
-                    insert_job(c, kind, {"session_id": run, "approval_id": updated.id}, now)
-            return updated
+            writes = decision_writes(load_approval(c, cmd.approval_id), cmd, now, wall=time.time())
+            if writes.approval is not None:
+                write_approval(c, writes.approval)
+            insert_audit(c, writes.audit)
+            for kind, payload in writes.jobs:
+                insert_job(c, kind, payload, now)
+            return writes.outcome  # a refusal is committed with its audit line, then raised
 
         out = await self.db.run(tx)
         if isinstance(out, DecisionRefused | StaleVersion):

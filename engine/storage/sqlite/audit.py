@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from hitl.engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
-from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link
+from hitl.engine.domain.audit_heads import ChainWalk, Head, check_anchor, compare_heads, head_digest
+from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.retention import PURGE_EVENT, anchor_of
 from hitl.engine.storage.sqlite.connection import SqliteConnection
-from hitl.engine.storage.sqlite.rows import audit_body, insert_audit
+from hitl.engine.storage.sqlite.rows import insert_audit
 
 __all__ = ["SqliteAudit"]
 
@@ -41,23 +41,12 @@ class SqliteAudit:
 
     async def verify(self, *, head: str | None = None) -> tuple[int, AuditBreak | None]:
         def tx(c: sqlite3.Connection) -> tuple[int, AuditBreak | None]:
-            last: dict[str, tuple[str, int]] = {EVENTS: (_anchor(c), 0)}
-            links: dict[str, list[str]] = {}
-            checked = 0
+            walk = ChainWalk(_anchor(c))
             for row in c.execute(f"SELECT {_COLS} FROM audit ORDER BY seq"):
-                e = AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True)))
-                key = e.approval_id or EVENTS
-                prev, position = last.get(key, ("", 0))
-                position += 1
-                if e.prev != prev:
-                    reason = "an entry before it was removed or moved"
-                    return checked, AuditBreak(chain=chain_name(key), position=position, reason=reason, checked=checked)
-                if e.link != chain_link(e.prev, audit_body(e)):
-                    reason = "the entry was changed"
-                    return checked, AuditBreak(chain=chain_name(key), position=position, reason=reason, checked=checked)
-                last[key] = (e.link, position)
-                links.setdefault(key, []).append(e.link)
-                checked += 1
+                broken = walk.step(AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True))))
+                if broken is not None:
+                    return walk.checked, broken
+            checked, links = walk.checked, walk.links
             orphan = c.execute(
                 "SELECT id FROM approvals WHERE id NOT IN "
                 "(SELECT approval_id FROM audit WHERE approval_id IS NOT NULL) ORDER BY created_at LIMIT 1"
@@ -65,7 +54,7 @@ class SqliteAudit:
             if orphan is not None:
                 reason = "the approval's audit entries are missing"
                 return checked, AuditBreak(chain=orphan[0], position=1, reason=reason, checked=checked)
-            found = {k: (len(v), v[-1]) for k, v in links.items()}
+            found = walk.found()
             recorded = {
                 str(k): (int(n), str(lk)) for k, n, lk in c.execute("SELECT chain, length, link FROM audit_heads")
             }

@@ -22,7 +22,8 @@ from typing import TypeVar
 
 from hitl.engine.domain.records import chain_link
 from hitl.engine.errors import StoreError
-from hitl.engine.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION, add_missing_columns
+from hitl.engine.storage.signals import ChangeSignals
+from hitl.engine.storage.sqlite.schema import MIGRATIONS
 
 __all__ = ["CHAIN_LINK_SQL", "SqliteConnection"]
 
@@ -64,8 +65,10 @@ class SqliteConnection:
         """The worker thread's connection (waits for locks)."""
         self._loop_conn: sqlite3.Connection | None = None
         """The event loop's connection (never waits)."""
-        self._changed: dict[str, asyncio.Event] = {}
+        self._signals = ChangeSignals()
         self._poller: asyncio.Task[None] | None = None
+        self.applied: list[int] = []
+        """The schema version this process's opening moved the file to (empty: it was up to date)."""
 
     # -- opening ----------------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -98,11 +101,12 @@ class SqliteConnection:
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                    add_missing_columns(conn)
-                    for stmt in _statements(SCHEMA):
-                        conn.execute(stmt)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                current = conn.execute("PRAGMA user_version").fetchone()[0]
+                for version, step in MIGRATIONS:
+                    if current < version:
+                        step(conn)
+                        conn.execute(f"PRAGMA user_version = {version}")
+                        self.applied.append(version)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -141,17 +145,12 @@ class SqliteConnection:
     # -- change signals ---------------------------------------------------------------------------------
     def changed(self, *approval_ids: str) -> None:
         """Approvals changed in this process (their transaction committed): wake their waiters here at once."""
-        for approval_id in approval_ids:
-            event = self._changed.pop(approval_id, None)
-            if event is not None:
-                event.set()
+        self._signals.changed(*approval_ids)
 
     def change_signal(self, approval_id: str) -> asyncio.Event:
         """An event set the next time ``approval_id`` changes: at once when the change is made in this process,
         within one poll (:data:`POLL` seconds) when another process makes it."""
-        event = self._changed.get(approval_id)
-        if event is None:
-            event = self._changed[approval_id] = asyncio.Event()
+        event = self._signals.signal(approval_id)
         if self._poller is None or self._poller.done():
             self._poller = asyncio.get_running_loop().create_task(self._poll_others())
         return event
@@ -163,7 +162,7 @@ class SqliteConnection:
         # read and our first look would already be in the first value seen. The first look wakes everyone to read
         # again; each later look is compared with one taken before those waiters read.
         seen: int | None = None
-        while self._changed:
+        while self._signals.waiting:
             await asyncio.sleep(POLL)
             try:
                 version = await self._data_version()
@@ -171,7 +170,7 @@ class SqliteConnection:
                 continue  # the waiters' own reads report a broken store; keep polling for the rest
             if version != seen:
                 seen = version
-                self.changed(*list(self._changed))
+                self.changed(*list(self._signals.waiting))
 
     async def _data_version(self) -> int:
         return int(await self.run(lambda c: c.execute("PRAGMA data_version").fetchone()[0], write=False))
@@ -221,16 +220,3 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or (
         "locked" in str(exc) or "busy" in str(exc)
     )
-
-
-def _statements(script: str) -> list[str]:
-    """Split the schema into statements, keeping trigger bodies whole."""
-    out, buf = [], ""
-    for line in script.splitlines():
-        if line.strip().startswith("--"):
-            continue
-        buf += line + "\n"
-        if sqlite3.complete_statement(buf):
-            out.append(buf.strip())
-            buf = ""
-    return out

@@ -6,7 +6,7 @@ import sqlite3
 
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import check_same_action
-from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord
+from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord, committable_version
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
@@ -68,15 +68,7 @@ _OWNER_AND_VERSION = (
 
 def _commit(c: sqlite3.Connection, m: Commit, touched: list[str]) -> Committed:
     # -- preconditions: any failing refuses the whole commit (the transaction rolls back; nothing is written yet)
-    holder, lease_until, stored = c.execute(_OWNER_AND_VERSION, {"run": m.run_id}).fetchone()
-    if m.own:
-        if holder is not None and holder != m.holder and lease_until > m.now:
-            raise claim_rules.not_owner(m.run_id, holder)
-    elif holder != m.holder:
-        raise claim_rules.not_owner(m.run_id, holder)
-    version = int(stored) if stored is not None else 0
-    if m.checkpoint is not None:
-        claim_rules.check_checkpoint_version(m.run_id, version, m.expected_version)
+    version = committable_version(m, *c.execute(_OWNER_AND_VERSION, {"run": m.run_id}).fetchone())
     finished: Claim | None = None
     if m.outcome is not None:
         o = m.outcome

@@ -5,14 +5,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from hitl.engine.domain.hashing import canonical_json
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.records import AuditEntry, Claim
+from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
-from hitl.engine.storage.codec import dumps, loads
+from hitl.engine.storage.codec import CLAIM_COLUMNS, claim_of, claim_row, dumps
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
-__all__ = ["audit_body", "insert_audit", "insert_job", "load_approval", "load_claim", "write_approval", "write_claim"]
+__all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "write_approval", "write_claim"]
 
 
 def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
@@ -38,11 +37,6 @@ def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) 
         )
 
 
-def audit_body(e: AuditEntry) -> str:
-    """What an entry's link covers: every field it records (not its position or its links)."""
-    return canonical_json(e.model_dump(exclude={"seq", "prev", "link"}))
-
-
 _INSERT_AUDIT = (
     "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
     f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, last.link, {CHAIN_LINK_SQL}(last.link, ?) FROM "
@@ -64,7 +58,7 @@ def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
             e.action_hash,
             e.outcome,
             e.detail,
-            audit_body(e),
+            entry_body(e),
             e.approval_id,
         ),
     )
@@ -78,34 +72,10 @@ def insert_job(c: sqlite3.Connection, kind: str, payload: dict[str, Any], now: f
 
 def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
     """The execution claim under ``key`` inside a transaction, or None."""
-    row = c.execute(
-        "SELECT action_hash, holder, attempt, state, lease_until, result FROM claims WHERE key = ?", (key,)
-    ).fetchone()
-    if row is None:
-        return None
-    return Claim(
-        key=key,
-        action_hash=row[0],
-        holder=row[1],
-        attempt=row[2],
-        state=row[3],
-        lease_until=row[4],
-        result=loads(row[5]) if row[5] else None,
-    )
+    row = c.execute(f"SELECT {CLAIM_COLUMNS} FROM claims WHERE key = ?", (key,)).fetchone()
+    return claim_of(key, row) if row is not None else None
 
 
 def write_claim(c: sqlite3.Connection, cl: Claim) -> None:
     """Write the execution claim's row inside a transaction."""
-    c.execute(
-        "INSERT OR REPLACE INTO claims (key, action_hash, holder, attempt, state, lease_until, result) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            cl.key,
-            cl.action_hash,
-            cl.holder,
-            cl.attempt,
-            cl.state,
-            cl.lease_until,
-            dumps(cl.result) if cl.result is not None else None,
-        ),
-    )
+    c.execute(f"INSERT OR REPLACE INTO claims (key, {CLAIM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", claim_row(cl))

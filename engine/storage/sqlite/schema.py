@@ -1,10 +1,16 @@
-"""SQLite schema. One file, WAL; ``PRAGMA user_version`` tracks migrations."""
+"""SQLite schema, as ordered migrations (as on PostgreSQL): ``PRAGMA user_version`` records the last applied, and
+each newer one is applied in order as the file opens, inside the ``BEGIN IMMEDIATE`` transaction that holds the
+file's write lock (so two processes opening it at once apply each once), or by ``hitl migrate``.
+
+Version 7 brings any earlier file (the versions before migrations were listed) up to the tables below; a change to
+the schema is appended as a new version, never made by editing one that was released."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "add_missing_columns"]
+__all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "add_missing_columns"]
 
 SCHEMA_VERSION = 7
 
@@ -157,6 +163,31 @@ CREATE TABLE IF NOT EXISTS tallies (
     PRIMARY KEY (hour, tool, tier, field)
 ) WITHOUT ROWID;
 """
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into statements, keeping trigger bodies whole."""
+    out, buf = [], ""
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buf += line + "\n"
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    return out
+
+
+def _to_7(c: sqlite3.Connection) -> None:
+    """Any file older than version 7 (or a new one): its tables brought up to date, then what is missing created."""
+    add_missing_columns(c)
+    for stmt in _statements(SCHEMA):
+        c.execute(stmt)
+
+
+MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = ((7, _to_7),)
+"""``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
+assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 
 
 def add_missing_columns(c: sqlite3.Connection) -> None:

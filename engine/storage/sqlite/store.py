@@ -50,6 +50,11 @@ class SqliteStore:
         self.tallies = SqliteTallies(self.db)
         self.purger = SqlitePurger(self.db)
 
+    async def migrate(self) -> list[int]:
+        """The schema versions opening the file applied (``PRAGMA user_version`` moved to :data:`SCHEMA_VERSION`)."""
+        await self.ping()
+        return list(self.db.applied)
+
     async def ping(self) -> None:
         await self.db.run(lambda c: c.execute("SELECT 1").fetchone(), write=False)
 

@@ -165,6 +165,10 @@ class BreakableStore:
             raise StoreError("store unavailable (ping)")
         await self.inner.ping()
 
+    async def migrate(self) -> list[int]:
+        await self.ping()
+        return await self.inner.migrate()
+
     async def close(self) -> None:
         await self.inner.close()
 

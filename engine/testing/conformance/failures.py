@@ -25,6 +25,7 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
     a = make_approval(now=now)
     ref = MessageRef(channel="C1", ts="1.0")
     return {
+        "migrate": lambda: store.migrate(),
         "approvals.create": lambda: store.approvals.create(a),
         "approvals.get": lambda: store.approvals.get(a.id),
         "approvals.list_pending": lambda: store.approvals.list_pending(roles=["support"]),
@@ -90,4 +91,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 44  # every method of every port, plus ping: a new method needs a line here
+        assert len(calls) == 45  # every method of every port, plus ping and migrate: a new method needs a line here

@@ -1,0 +1,58 @@
+"""What a decision writes, on every store that runs it as a transaction of its own (SQLite, PostgreSQL): the
+approval at its new version with its ``decided`` entry and follow-up jobs, or, for a refusal, only the ``refused``
+entry (a refusal is committed with its audit line, then raised). The Redis store does the same in its script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hitl.engine.domain.decide import DecideCommand, apply_decision, run_to_resume
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import DecisionRefused, StaleVersion
+from hitl.engine.storage.codec import audit_for_decision
+
+__all__ = ["DecisionWrites", "decision_writes"]
+
+
+@dataclass(frozen=True)
+class DecisionWrites:
+    """The rows one decision writes: ``approval`` (None when it was refused), the audit entry, the jobs."""
+
+    audit: AuditEntry
+    approval: Approval | None = None
+    refusal: DecisionRefused | StaleVersion | None = None
+    jobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> Approval | DecisionRefused | StaleVersion:
+        """What the transaction returns: the approval decided, or the refusal to raise once it committed."""
+        if self.refusal is not None:
+            return self.refusal
+        assert self.approval is not None
+        return self.approval
+
+
+def decision_writes(current: Approval, cmd: DecideCommand, now: float, *, wall: float) -> DecisionWrites:
+    """The writes of ``cmd`` on ``current`` (read in the same transaction), at ``now`` (``wall``: the real time an
+    answer deadline is checked against)."""
+    try:
+        updated = apply_decision(current, cmd, now, wall=wall)
+    except (DecisionRefused, StaleVersion) as exc:
+        refused = audit_for_decision(
+            current,
+            actor=cmd.reviewer.id,
+            event="refused",
+            now=now,
+            outcome=str(exc.code),
+            detail=f"{cmd.kind} via {cmd.via}",
+        )
+        return DecisionWrites(audit=refused, refusal=exc)
+    detail = f"{cmd.kind} via {cmd.via} -> {updated.status}" + (f"; {cmd.note}" if cmd.note else "")
+    jobs: list[tuple[str, dict[str, Any]]] = [(kind, {"approval_id": updated.id}) for kind in cmd.jobs]
+    run = run_to_resume(updated)
+    if run is not None:
+        jobs += [(kind, {"session_id": run, "approval_id": updated.id}) for kind in cmd.run_jobs]
+    decided = audit_for_decision(updated, actor=cmd.reviewer.id, event="decided", now=now, detail=detail)
+    return DecisionWrites(audit=decided, approval=updated, jobs=jobs)

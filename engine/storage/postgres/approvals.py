@@ -1,0 +1,183 @@
+"""Approvals in PostgreSQL: create, read, list, decide, wait, expire, move along the state machine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Collection
+from typing import Any
+
+from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.decide import DecideCommand, apply_expiry
+from hitl.engine.domain.ids import check_same_action
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import Page
+from hitl.engine.errors import DecisionRefused, StaleVersion
+from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
+from hitl.engine.storage.decisions import decision_writes
+from hitl.engine.storage.postgres.connection import Conn, PgConnection
+from hitl.engine.storage.postgres.rows import insert_audit, insert_job, load_approval, write_approval
+
+__all__ = ["RECHECK", "PgApprovals"]
+
+RECHECK = 1.0
+"""Seconds between looks at a waited-on approval when no notice came (a listener that lost its connection)."""
+
+
+class PgApprovals:
+    """:class:`hitl.engine.ports.ApprovalStore` on PostgreSQL."""
+
+    def __init__(self, db: PgConnection) -> None:
+        self.db = db
+
+    async def create(self, approval: Approval) -> tuple[Approval, bool]:
+        async def tx(c: Conn) -> tuple[Approval, bool]:
+            doc = await c.fetchval("SELECT doc FROM approvals WHERE id = $1", approval.id)
+            if doc is not None:
+                stored = Approval.model_validate_json(doc)
+                check_same_action(stored, approval)
+                return stored, False
+            await write_approval(c, approval, insert=True)
+            await insert_audit(c, audit_for_creation(approval))
+            return approval, True
+
+        stored, created = await self.db.run(tx)
+        if created:
+            self.db.changed(stored.id)  # the creation itself is announced to watchers by its NOTIFY
+        return stored, created
+
+    async def get(self, approval_id: str) -> Approval:
+        return await self.db.run(lambda c: load_approval(c, approval_id), write=False)
+
+    async def list_pending(
+        self,
+        *,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        after = decode_cursor(cursor)
+        sql = "SELECT doc, created_at, id FROM approvals WHERE status = 'pending'"
+        params: list[Any] = []
+        if after:
+            params += list(after)
+            sql += f" AND (created_at, id) > (${len(params) - 1}, ${len(params)})"
+        if roles is not None:
+            params.append(list(roles))
+            sql += f" AND (required_role IS NULL OR required_role = ANY(${len(params)}::text[]))"
+        if exclude_requester:
+            params.append(exclude_requester)
+            sql += f" AND requester != ${len(params)}"
+        return await self.db.run(lambda c: _page(c, sql + " ORDER BY created_at, id", params, limit), write=False)
+
+    async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        before = decode_cursor(cursor)
+        sql = "SELECT doc, created_at, id FROM approvals WHERE true"
+        params: list[Any] = []
+        if status is not None:
+            params.append(str(status))
+            sql += f" AND status = ${len(params)}"
+        if before:
+            params += list(before)
+            sql += f" AND (created_at, id) < (${len(params) - 1}, ${len(params)})"
+        sql += " ORDER BY created_at DESC, id DESC"
+        return await self.db.run(lambda c: _page(c, sql, params, limit), write=False)
+
+    async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
+        async def tx(c: Conn) -> Approval | DecisionRefused | StaleVersion:
+            writes = decision_writes(await load_approval(c, cmd.approval_id), cmd, now, wall=time.time())
+            if writes.approval is not None:
+                await write_approval(c, writes.approval)
+            await insert_audit(c, writes.audit)
+            for kind, payload in writes.jobs:
+                await insert_job(c, kind, payload, now)
+            return writes.outcome  # a refusal is committed with its audit line, then raised
+
+        out = await self.db.run(tx)
+        if isinstance(out, DecisionRefused | StaleVersion):
+            raise out
+        self.db.changed(out.id)
+        return out
+
+    async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
+        # A change committed anywhere is announced (NOTIFY) and wakes the waiter; a look every RECHECK seconds
+        # covers a notice lost with a listener's connection.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            signal = self.db.change_signal(approval_id)  # taken before the read: a change after it still wakes us
+            current = await self.get(approval_id)
+            left = deadline - loop.time()
+            if current.version > after_version or left <= 0:
+                return current
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(left, RECHECK)):
+                    await signal.wait()
+
+    async def wait_created(self, *, timeout: float) -> list[str]:
+        # The first call starts watching (what was created before it is the caller's sweep's business).
+        if self.db.watching_created:
+            return await self.db.take_created(timeout=timeout)
+        await self.db.run(_reachable, write=False)  # the pool and its listener are open: listening from now on
+        self.db.watch_created()
+        return []
+
+    async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
+        async def tx(c: Conn) -> list[Approval]:
+            rows = await c.fetch(
+                "SELECT doc FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2",
+                now,
+                limit,
+            )
+            out = []
+            for (doc,) in rows:
+                expired = apply_expiry(Approval.model_validate_json(doc), now)
+                if expired is not None:
+                    await write_approval(c, expired)
+                    await insert_audit(c, audit_for_decision(expired, actor="system", event="expired", now=now))
+                    out.append(expired)
+            return out
+
+        expired = await self.db.run(tx)
+        self.db.changed(*(a.id for a in expired))
+        return expired
+
+    async def transition(
+        self,
+        approval_id: str,
+        *,
+        target: Status,
+        expected_version: int | None,
+        actor: str,
+        now: float,
+        reason: str | None = None,
+    ) -> Approval:
+        async def tx(c: Conn) -> Approval:
+            current = await load_approval(c, approval_id)
+            updated = claim_rules.transitioned(
+                current, target=target, expected_version=expected_version, now=now, reason=reason
+            )
+            await write_approval(c, updated)
+            await insert_audit(
+                c, audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or "")
+            )
+            return updated
+
+        updated = await self.db.run(tx)
+        self.db.changed(updated.id)
+        return updated
+
+
+async def _reachable(c: Conn) -> None:
+    await c.fetchval("SELECT 1")
+
+
+async def _page(c: Conn, sql: str, params: list[Any], limit: int) -> Page:
+    """``limit`` approvals of an ordered ``SELECT doc, created_at, id``, and the cursor after the last one."""
+    rows = await c.fetch(f"{sql} LIMIT ${len(params) + 1}", *params, limit + 1)
+    items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
+    return Page(
+        items=items, cursor=encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
+    )

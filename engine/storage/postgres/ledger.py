@@ -1,0 +1,67 @@
+"""Execution claims in PostgreSQL: one claimant per idempotency key, fenced outcomes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.records import Claim
+from hitl.engine.storage.postgres.connection import Conn, PgConnection
+from hitl.engine.storage.postgres.rows import load_claim, write_claim
+
+__all__ = ["PgLedger"]
+
+
+class PgLedger:
+    """:class:`hitl.engine.ports.ExecutionLedger` on PostgreSQL."""
+
+    def __init__(self, db: PgConnection) -> None:
+        self.db = db
+
+    async def claim(
+        self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
+    ) -> Claim:
+        async def tx(c: Conn) -> Claim:
+            out = claim_rules.next_claim(
+                await load_claim(c, key),
+                key=key,
+                action_hash=action_hash,
+                holder=holder,
+                now=now,
+                lease=lease,
+                retry_failed=retry_failed,
+            )
+            if out.acquired:
+                await write_claim(c, out)
+            return out
+
+        return await self.db.run(tx)
+
+    async def record_outcome(
+        self, key: str, *, holder: str, attempt: int, ok: bool, result: dict[str, Any], now: float
+    ) -> Claim:
+        async def tx(c: Conn) -> Claim:
+            out = claim_rules.finished(
+                await load_claim(c, key), key=key, holder=holder, attempt=attempt, ok=ok, result=result
+            )
+            await write_claim(c, out)
+            return out
+
+        return await self.db.run(tx)
+
+    async def renew(self, key: str, *, holder: str, attempt: int, now: float, lease: float) -> bool:
+        async def tx(c: Conn) -> bool:
+            done = await c.execute(
+                "UPDATE claims SET lease_until = $1 WHERE key = $2 AND holder = $3 AND attempt = $4 "
+                "AND state = 'running'",
+                now + lease,
+                key,
+                holder,
+                attempt,
+            )
+            return done != "UPDATE 0"
+
+        return await self.db.run(tx)
+
+    async def get(self, key: str) -> Claim | None:
+        return await self.db.run(lambda c: load_claim(c, key), write=False)

@@ -1,0 +1,43 @@
+"""Card message references in PostgreSQL, both ways."""
+
+from __future__ import annotations
+
+from hitl.engine.domain.records import MessageRef
+from hitl.engine.storage.postgres.connection import Conn, PgConnection
+
+__all__ = ["PgMessages"]
+
+
+class PgMessages:
+    """:class:`hitl.engine.ports.MessageMap` on PostgreSQL."""
+
+    def __init__(self, db: PgConnection) -> None:
+        self.db = db
+
+    async def set(self, approval_id: str, ref: MessageRef) -> None:
+        async def tx(c: Conn) -> None:
+            await c.execute(
+                "INSERT INTO messages (approval_id, channel, ts) VALUES ($1, $2, $3) "
+                "ON CONFLICT (approval_id) DO UPDATE SET channel = excluded.channel, ts = excluded.ts",
+                approval_id,
+                ref.channel,
+                ref.ts,
+            )
+
+        await self.db.run(tx)
+
+    async def get(self, approval_id: str) -> MessageRef | None:
+        async def tx(c: Conn) -> MessageRef | None:
+            row = await c.fetchrow("SELECT channel, ts FROM messages WHERE approval_id = $1", approval_id)
+            return MessageRef(channel=row[0], ts=row[1]) if row else None
+
+        return await self.db.run(tx, write=False)
+
+    async def approval_for(self, ref: MessageRef) -> str | None:
+        async def tx(c: Conn) -> str | None:
+            found = await c.fetchval(
+                "SELECT approval_id FROM messages WHERE channel = $1 AND ts = $2", ref.channel, ref.ts
+            )
+            return str(found) if found is not None else None
+
+        return await self.db.run(tx, write=False)

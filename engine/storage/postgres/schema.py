@@ -1,0 +1,163 @@
+"""The PostgreSQL schema, as ordered migrations: each applied once, in order, under an advisory lock.
+
+Two replicas starting at once take the lock in turn: the first applies what is missing, the second finds it done.
+``hitl_schema`` records each version applied. The audit table is append-only in the database itself (a trigger
+refuses UPDATE, TRUNCATE and any DELETE but retention's, which holds the ``audit_purge`` permit in its own
+transaction); the operations page shows the grants that keep even the service role from rewriting history.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "MIGRATION_LOCK"]
+
+MIGRATION_LOCK = 0x6869746C  # "hitl": the advisory lock key migrations are applied under
+
+_V1 = """
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL,
+    required_role TEXT,
+    requester TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX approvals_pending ON approvals (created_at, id) WHERE status = 'pending';
+CREATE INDEX approvals_pending_role ON approvals (required_role, created_at, id) WHERE status = 'pending';
+CREATE INDEX approvals_due ON approvals (expires_at) WHERE status = 'pending';
+CREATE INDEX approvals_by_time ON approvals (created_at, id);
+CREATE INDEX approvals_by_status ON approvals (status, created_at, id);
+
+CREATE TABLE claims (
+    key TEXT PRIMARY KEY,
+    action_hash TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    lease_until DOUBLE PRECISION NOT NULL,
+    result TEXT
+);
+CREATE INDEX claims_finished ON claims (lease_until) WHERE state IN ('succeeded', 'failed');
+
+CREATE TABLE checkpoints (
+    run_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    status TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX checkpoints_by_status ON checkpoints (status, run_id);
+CREATE INDEX checkpoints_by_time ON checkpoints (updated_at) WHERE status NOT IN ('running', 'paused');
+
+CREATE TABLE run_owners (
+    run_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    lease_until DOUBLE PRECISION NOT NULL
+);
+
+CREATE TABLE trust (
+    session_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    until DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (session_id, tool)
+);
+
+CREATE TABLE halts (
+    scope TEXT PRIMARY KEY,
+    doc TEXT NOT NULL
+);
+
+CREATE TABLE windows (
+    key TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    amount DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (key, event_id)
+);
+CREATE INDEX windows_by_time ON windows (key, at);
+
+CREATE TABLE audit (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at DOUBLE PRECISION NOT NULL,
+    actor TEXT NOT NULL,
+    event TEXT NOT NULL,
+    approval_id TEXT,
+    version INTEGER,
+    action_hash TEXT,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    prev TEXT NOT NULL DEFAULT '',
+    link TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX audit_by_approval ON audit (approval_id, seq);
+CREATE TABLE kept_chains (
+    approval_id TEXT PRIMARY KEY,
+    last_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX kept_chains_by_time ON kept_chains (last_at);
+CREATE TABLE audit_purge (permit INTEGER PRIMARY KEY);
+CREATE FUNCTION hitl_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM audit_purge) THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'audit log is append-only';
+END
+$$;
+CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit
+    FOR EACH ROW EXECUTE FUNCTION hitl_audit_append_only();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+    FOR EACH STATEMENT EXECUTE FUNCTION hitl_audit_append_only();
+CREATE TABLE audit_heads (
+    chain TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    link TEXT NOT NULL
+);
+CREATE TABLE audit_anchors (
+    digest TEXT NOT NULL,
+    chain TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    link TEXT NOT NULL,
+    PRIMARY KEY (digest, chain)
+);
+
+CREATE TABLE jobs (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    approval_id TEXT,
+    created_at DOUBLE PRECISION NOT NULL,
+    consumer TEXT,
+    claimed_at DOUBLE PRECISION,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    done BOOLEAN NOT NULL DEFAULT false
+);
+CREATE INDEX jobs_open ON jobs (kind, id) WHERE NOT done;
+CREATE INDEX jobs_done ON jobs (created_at) WHERE done;
+
+CREATE TABLE messages (
+    approval_id TEXT PRIMARY KEY,
+    channel TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    UNIQUE (channel, ts)
+);
+
+CREATE TABLE tallies (
+    hour BIGINT NOT NULL,
+    tool TEXT NOT NULL,
+    tier TEXT NOT NULL,
+    field TEXT NOT NULL,
+    n DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (hour, tool, tier, field)
+);
+"""
+
+_V2 = """
+-- A decision settles its approval's open jobs of one kind (JobQueue.settle): found by approval, not by scanning.
+CREATE INDEX jobs_open_by_approval ON jobs (kind, approval_id) WHERE NOT done;
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+"""``(version, SQL)`` in order. A new version is appended, never edited once released."""

@@ -1,0 +1,48 @@
+"""Metric counts in PostgreSQL: one row per hour, tool, tier and field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hitl.engine.domain.tally import TallyKey, hour_of
+from hitl.engine.storage.postgres.connection import Conn, PgConnection
+from hitl.engine.storage.tally_buffer import TallyBuffer
+
+__all__ = ["PgTallies"]
+
+
+class PgTallies:
+    """:class:`hitl.engine.ports.Tallies` on PostgreSQL."""
+
+    def __init__(self, db: PgConnection) -> None:
+        self.db = db
+        self.buffer = TallyBuffer(self._write)
+
+    async def add(self, counts: Mapping[TallyKey, float], *, now: float) -> None:
+        await self.buffer.add(counts, now=now)
+
+    async def flush(self) -> None:
+        await self.buffer.flush()
+
+    async def _write(self, counts: dict[TallyKey, float]) -> None:
+        rows = [(hour, tool, tier, name, value) for (hour, tool, tier, name), value in sorted(counts.items())]
+
+        async def tx(c: Conn) -> None:
+            await c.executemany(
+                "INSERT INTO tallies (hour, tool, tier, field, n) VALUES ($1, $2, $3, $4, $5) "
+                "ON CONFLICT (hour, tool, tier, field) DO UPDATE SET n = tallies.n + excluded.n",
+                rows,
+            )
+
+        await self.db.run(tx)
+
+    async def read(self, *, since: float, now: float) -> dict[tuple[str, str, str], float]:
+        async def q(c: Conn) -> dict[tuple[str, str, str], float]:
+            found = await c.fetch(
+                "SELECT tool, tier, field, SUM(n) FROM tallies WHERE hour BETWEEN $1 AND $2 GROUP BY tool, tier, field",
+                hour_of(since),
+                hour_of(now),
+            )
+            return {(str(t), str(r), str(f)): float(n) for t, r, f, n in found}
+
+        return await self.db.run(q, write=False)

@@ -1,0 +1,104 @@
+"""What only the PostgreSQL store has: migrations under an advisory lock, applied once however many replicas start
+at once and keeping the data a store of the previous schema holds; the append-only audit table; wake-ups by NOTIFY
+across processes."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import asyncpg
+import pytest
+
+from hitl.engine.errors import StoreError
+from hitl.engine.storage.codec import audit_for_creation
+from hitl.engine.storage.postgres import PostgresStore
+from hitl.engine.storage.postgres import approvals as pg_approvals
+from hitl.engine.storage.postgres.connection import Conn
+from hitl.engine.storage.postgres.rows import insert_audit, insert_job, write_approval
+from hitl.engine.storage.postgres.schema import MIGRATIONS
+from hitl.engine.testing.conformance.helpers import cmd
+from hitl.testing import FakeClock, make_approval
+
+
+def _schema() -> str:
+    return f"m{uuid.uuid4().hex[:10]}"
+
+
+async def test_replicas_starting_at_once_apply_each_migration_once(postgres_url: str) -> None:
+    schema = _schema()
+    stores = [PostgresStore(postgres_url, schema=schema) for _ in range(6)]
+    try:
+        applied = await asyncio.gather(*(s.migrate() for s in stores))
+        assert sorted(v for a in applied for v in a) == [v for v, _ in MIGRATIONS]  # each once, by someone
+        assert sum(1 for a in applied if a) == 1  # the first to take the lock applied them all
+        later = PostgresStore(postgres_url, schema=schema)
+        stores.append(later)
+        assert await later.migrate() == []  # a replica started afterwards finds it up to date
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_a_store_of_the_previous_schema_is_upgraded_and_keeps_its_data(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    schema = _schema()
+    a = make_approval(now=clock.now())
+    conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
+    try:  # a store as the previous release left it: every migration but the last, and an approval with its audit
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+        await conn.execute(
+            "CREATE TABLE hitl_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        for version, sql in MIGRATIONS[:-1]:
+            await conn.execute(sql)
+            await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
+        async with conn.transaction():
+            await write_approval(conn, a, insert=True)
+            await insert_audit(conn, audit_for_creation(a))
+            await insert_job(conn, "card", {"approval_id": a.id}, clock.now())
+    finally:
+        await conn.close()
+    store = PostgresStore(postgres_url, schema=schema)
+    try:
+        assert await store.migrate() == [MIGRATIONS[-1][0]]
+        assert await store.approvals.get(a.id) == a
+        assert await store.audit.verify() == (1, None)
+        assert await store.jobs.settle("card", approval_id=a.id) == 1  # through the index the upgrade added
+    finally:
+        await store.close()
+
+
+async def test_the_audit_table_refuses_updates_deletes_and_truncation(postgres_url: str, clock: FakeClock) -> None:
+    store = PostgresStore(postgres_url, schema=_schema())
+    try:
+        await store.approvals.create(make_approval(now=clock.now()))
+        for sql in ("UPDATE audit SET actor = 'mallory'", "DELETE FROM audit", "TRUNCATE audit"):
+
+            async def rewrite(c: Conn, sql: str = sql) -> None:
+                await c.execute(sql)
+
+            with pytest.raises(StoreError, match="append-only"):
+                await store.db.run(rewrite)
+        assert (await store.audit.verify()) == (1, None)
+    finally:
+        await store.close()
+
+
+async def test_a_decision_in_another_process_wakes_the_waiter_by_notify(
+    postgres_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_approvals, "RECHECK", 3600.0)  # no second look: only the NOTIFY can wake the waiter
+    schema = _schema()
+    here, there = PostgresStore(postgres_url, schema=schema), PostgresStore(postgres_url, schema=schema)
+    try:
+        a, _ = await here.approvals.create(make_approval(now=clock.now()))
+        waiter = asyncio.create_task(here.approvals.wait_changed(a.id, after_version=a.version, timeout=30))
+        await asyncio.sleep(0.05)
+        await there.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())
+        changed = await asyncio.wait_for(waiter, 30)
+        assert changed.version > a.version
+    finally:
+        await here.close()
+        await there.close()
