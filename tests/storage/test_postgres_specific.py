@@ -19,6 +19,7 @@ from hitl.engine.storage.postgres.rows import insert_audit, insert_job, write_ap
 from hitl.engine.storage.postgres.schema import MIGRATIONS
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
+from tests.waiting import eventually
 
 
 def _schema() -> str:
@@ -99,6 +100,32 @@ async def test_a_decision_in_another_process_wakes_the_waiter_by_notify(
         await there.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())
         changed = await asyncio.wait_for(waiter, 30)
         assert changed.version > a.version
+    finally:
+        await here.close()
+        await there.close()
+
+
+async def test_a_lost_listening_connection_is_opened_again_and_wakes_waiters_again(
+    postgres_url: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server drops the listening connection (a restart, a failover, a proxy's idle timeout): the store opens it
+    again, and a decision made in another process after that still wakes a waiter by NOTIFY alone."""
+    monkeypatch.setattr(pg_approvals, "RECHECK", 3600.0)  # no second look: only a NOTIFY can wake the waiter
+    schema = _schema()
+    here, there = PostgresStore(postgres_url, schema=schema), PostgresStore(postgres_url, schema=schema)
+    try:
+        a, _ = await here.approvals.create(make_approval(now=clock.now()))
+        lost = here.db.listener_pid()
+        killer = await asyncpg.connect(postgres_url)
+        try:
+            assert await killer.fetchval("SELECT pg_terminate_backend($1)", lost)
+        finally:
+            await killer.close()
+        await eventually(lambda: here.db.listener_pid() not in (None, lost), what="the listener to reconnect")
+        waiter = asyncio.create_task(here.approvals.wait_changed(a.id, after_version=a.version, timeout=30))
+        await asyncio.sleep(0.05)
+        await there.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())
+        assert (await asyncio.wait_for(waiter, 30)).version > a.version
     finally:
         await here.close()
         await there.close()

@@ -60,6 +60,7 @@ class PgConnection:
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._opening: asyncio.Lock | None = None
         self._listener: asyncpg.Connection[asyncpg.Record] | None = None
+        self._relisten: asyncio.Task[None] | None = None
         self._signals = ChangeSignals()
         self._created: list[str] = []
         self._created_signal: asyncio.Event | None = None
@@ -84,16 +85,45 @@ class PgConnection:
                 try:
                     async with pool.acquire() as conn:
                         self.applied = await migrate(conn, self.schema)
-                    # Its own connection, outside the pool: it is held for as long as the store is open.
-                    listener = await asyncpg.connect(self.dsn)
-                    await listener.add_listener(self.changed_channel, self._on_changed)
-                    await listener.add_listener(self.created_channel, self._on_created)
+                    self._listener = await self._listen()
                 except BaseException:
                     await pool.close()
                     raise
-                self._listener = listener
                 self._pool = pool
         return self._pool
+
+    async def _listen(self) -> asyncpg.Connection[asyncpg.Record]:
+        """The listening connection: its own, outside the pool, held while the store is open, and opened again
+        when it is lost (a restarted server, a failover, an idle timeout on the way)."""
+        listener = await asyncpg.connect(self.dsn)
+        await listener.add_listener(self.changed_channel, self._on_changed)
+        await listener.add_listener(self.created_channel, self._on_created)
+        listener.add_termination_listener(self._on_listener_lost)
+        return listener
+
+    def listener_pid(self) -> int | None:
+        """The server process of the listening connection, while it is open (operators and tests)."""
+        listener = self._listener
+        return listener.get_server_pid() if listener is not None and not listener.is_closed() else None
+
+    def _on_listener_lost(self, _conn: object) -> None:
+        if self._pool is None or (self._relisten is not None and not self._relisten.done()):
+            return  # closing, or already reconnecting
+        self._relisten = asyncio.get_running_loop().create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        delay = 0.05
+        while self._pool is not None:
+            try:
+                self._listener = await self._listen()
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            # Whatever changed while nobody listened: every waiter looks again (the card poster's sweep finds
+            # approvals created meanwhile).
+            self.changed(*list(self._signals.waiting))
+            return
 
     # -- transactions -----------------------------------------------------------------------------------
     async def run(self, fn: Callable[[Conn], Awaitable[T]], *, write: bool = True) -> T:
@@ -179,6 +209,8 @@ class PgConnection:
         pool, self._pool = self._pool, None
         if pool is None:
             return
+        if self._relisten is not None:
+            self._relisten.cancel()
         if self._listener is not None:
             with contextlib.suppress(Exception):  # a listener whose server went away: nothing left to close
                 await self._listener.close(timeout=2)
