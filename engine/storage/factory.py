@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 from hitl.engine.errors import ErrorCode, InvalidInput
 from hitl.engine.ports import Store
@@ -52,7 +52,7 @@ def open_store(url: str | None = None) -> Store:
                 "the PostgreSQL store needs the postgres extra: pip install 'hitl-gate[postgres]'",
                 code=ErrorCode.INVALID_INPUT,
             ) from None
-        rest = "&".join(f"{k}={v}" for k, v in query.items() if k != "schema")
+        rest = urlencode({k: v for k, v in query.items() if k != "schema"})
         dsn = parsed._replace(query=rest).geturl()
         return PostgresStore(dsn, schema=query.get("schema", "public"))
     raise InvalidInput(

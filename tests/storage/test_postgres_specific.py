@@ -129,3 +129,13 @@ async def test_a_lost_listening_connection_is_opened_again_and_wakes_waiters_aga
     finally:
         await here.close()
         await there.close()
+
+
+def test_the_store_url_names_the_schema_and_passes_the_rest_to_the_driver() -> None:
+    from hitl.engine.storage import open_store
+
+    store = open_store("postgres://u:p@db.internal:5432/app?schema=hitl_prod&sslmode=require&application_name=a%26b")
+    assert isinstance(store, PostgresStore) and store.db.schema == "hitl_prod"
+    assert store.db.dsn == "postgres://u:p@db.internal:5432/app?sslmode=require&application_name=a%26b"
+    with pytest.raises(StoreError, match="lower-case SQL name"):
+        open_store('postgresql://h/db?schema=x";drop')
