@@ -11,7 +11,6 @@ from hitl.engine.storage.codec import CLAIM_COLUMNS, claim_of, claim_row, dumps
 from hitl.engine.storage.postgres.connection import Conn
 
 __all__ = [
-    "announce",
     "insert_audit",
     "insert_job",
     "load_approval",
@@ -30,12 +29,14 @@ async def load_approval(c: Conn, approval_id: str) -> Approval:
 
 
 async def write_approval(c: Conn, a: Approval, *, insert: bool = False) -> None:
-    """Write the approval's row (``insert``: a new one) and announce the change on commit."""
+    """Write the approval's row (``insert``: a new one) and announce it on commit, in one statement."""
     doc = a.model_dump_json()
     if insert:
         await c.execute(
-            "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "WITH row AS (INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, "
+            "requester, doc) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id) "
+            "SELECT pg_notify(current_schema() || '_hitl_created', id), "
+            "pg_notify(current_schema() || '_hitl_changed', id) FROM row",
             a.id,
             str(a.status),
             a.version,
@@ -45,22 +46,15 @@ async def write_approval(c: Conn, a: Approval, *, insert: bool = False) -> None:
             a.requester,
             doc,
         )
-        await announce(c, "created", a.id)
     else:
         await c.execute(
-            "UPDATE approvals SET status = $1, version = $2, doc = $3 WHERE id = $4",
+            "WITH row AS (UPDATE approvals SET status = $1, version = $2, doc = $3 WHERE id = $4 RETURNING id) "
+            "SELECT pg_notify(current_schema() || '_hitl_changed', id) FROM row",
             str(a.status),
             a.version,
             doc,
             a.id,
         )
-    await announce(c, "changed", a.id)
-
-
-async def announce(c: Conn, what: str, approval_id: str) -> None:
-    """``NOTIFY`` every process that ``approval_id`` was ``changed`` or ``created``, when (and only if) the
-    transaction commits; the channel is the schema's own (``current_schema()``, the store's search path)."""
-    await c.execute("SELECT pg_notify(current_schema() || $1, $2)", f"_hitl_{what}", approval_id)
 
 
 async def insert_audit(c: Conn, e: AuditEntry) -> None:
@@ -73,9 +67,10 @@ async def insert_audit(c: Conn, e: AuditEntry) -> None:
     head = await c.fetchval("SELECT link FROM audit_heads WHERE chain = $1", chain)
     prev = head or ""
     link = chain_link(prev, entry_body(e))
+    # The entry and its chain's new head in one statement.
     await c.execute(
-        "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        f"WITH entry AS (INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, "
+        f"prev, link) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)) {_move_head(head is None)}",
         e.at,
         e.actor,
         e.event,
@@ -86,11 +81,15 @@ async def insert_audit(c: Conn, e: AuditEntry) -> None:
         e.detail,
         prev,
         link,
+        chain,
     )
-    if head is None:
-        await c.execute("INSERT INTO audit_heads (chain, length, link) VALUES ($1, 1, $2)", chain, link)
-    else:
-        await c.execute("UPDATE audit_heads SET length = length + 1, link = $2 WHERE chain = $1", chain, link)
+
+
+def _move_head(new: bool) -> str:
+    """The statement that moves a chain's head to the entry written beside it ($10 its link, $11 the chain)."""
+    if new:
+        return "INSERT INTO audit_heads (chain, length, link) VALUES ($11, 1, $10)"
+    return "UPDATE audit_heads SET length = length + 1, link = $10 WHERE chain = $11"
 
 
 async def insert_job(c: Conn, kind: str, payload: dict[str, Any], now: float) -> str:
