@@ -53,7 +53,7 @@ async def _postgres_rows(store: PostgresStore) -> dict[str, Any]:
             out[table] = sorted((tuple(r) for r in found), key=repr)
         return out
 
-    return await store.db.run(rows, write=False)
+    return await store.db.run(rows, write=False, snapshot=True)
 
 
 def without_audit(dump: dict[str, Any]) -> dict[str, Any]:

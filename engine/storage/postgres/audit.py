@@ -71,7 +71,7 @@ class PgAudit:
                 broken = check_anchor(head, await _taken(c, head), links, checked)
             return checked, broken
 
-        return await self.db.run(tx, write=False)
+        return await self.db.run(tx, write=False, snapshot=True)
 
     async def take_head(self) -> str:
         async def tx(c: Conn) -> str:
