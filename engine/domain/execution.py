@@ -166,3 +166,12 @@ def check_checkpoint_version(run_id: str, current: int, expected: int) -> None:
     """Raise :func:`stale_run` unless the stored checkpoint is still at ``expected``."""
     if current != expected:
         raise stale_run(run_id, current, expected)
+
+
+def steps_to_executed(status: Status) -> tuple[Status, ...]:
+    """The moves that bring an approval whose effect is known done to ``executed``: through ``executing`` from
+    ``approved`` (recorded as done without being seen running), one move from ``executing``, none from any other
+    state (ended otherwise: nothing to catch up)."""
+    if status is Status.APPROVED:
+        return (Status.EXECUTING, Status.EXECUTED)
+    return (Status.EXECUTED,) if status is Status.EXECUTING else ()

@@ -21,6 +21,7 @@ prefix removed by hand still shows as a break. Metric counts are kept :data:`TAL
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +130,12 @@ class Purged(BaseModel):
     def __add__(self, other: Purged) -> Purged:
         mine, theirs = self.model_dump(), other.model_dump()
         return Purged(**{k: v + theirs[k] for k, v in mine.items()})
+
+    def with_audit(self, chains: Sequence[tuple[str, int]], events: Sequence[object]) -> Purged:
+        """These counts and the audit a purge removes besides: ``chains`` (id, length) whole, and ``events``, the
+        run-level chain's oldest entries."""
+        removed = sum(n for _, n in chains) + len(events)
+        return self.model_copy(update={"chains": len(chains), "audit_entries": removed})
 
 
 def purge_entry(purged: Purged, *, anchor: str, now: float, actor: str, retention: Retention) -> AuditEntry:

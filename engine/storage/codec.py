@@ -14,6 +14,7 @@ __all__ = [
     "CLAIM_COLUMNS",
     "audit_for_creation",
     "audit_for_decision",
+    "audit_values",
     "claim_of",
     "claim_row",
     "decode_cursor",
@@ -98,3 +99,9 @@ def claim_row(cl: Claim) -> tuple[Any, ...]:
     """The SQL row of ``cl``: its key, then :data:`CLAIM_COLUMNS`."""
     result = dumps(cl.result) if cl.result is not None else None
     return (cl.key, cl.action_hash, cl.holder, cl.attempt, str(cl.state), cl.lease_until, result)
+
+
+def audit_values(e: AuditEntry) -> tuple[Any, ...]:
+    """An entry's recorded fields in the order the audit table's columns take them (before ``prev`` and ``link``):
+    at, actor, event, approval_id, version, action_hash, outcome, detail."""
+    return (e.at, e.actor, e.event, e.approval_id, e.version, e.action_hash, e.outcome, e.detail)

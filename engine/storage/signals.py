@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+from collections.abc import Awaitable, Callable
 
-__all__ = ["ChangeSignals"]
+from hitl.engine.domain.models import Approval
+
+__all__ = ["ChangeSignals", "wait_for_version"]
 
 
 class ChangeSignals:
@@ -27,3 +32,29 @@ class ChangeSignals:
         if event is None:
             event = self.waiting[approval_id] = asyncio.Event()
         return event
+
+
+async def wait_for_version(
+    approval_id: str,
+    *,
+    signal: Callable[[str], asyncio.Event],
+    read: Callable[[str], Awaitable[Approval]],
+    after_version: int,
+    timeout: float,
+    recheck: float = math.inf,
+) -> Approval:
+    """``ApprovalStore.wait_changed`` for a store whose changes set ``signal(approval_id)``: the approval once its
+    version passes ``after_version``, or as it is when ``timeout`` seconds have passed. The signal is taken before
+    each read, so a change committed between the read and the wait still wakes it; ``recheck`` seconds bound each
+    wait, for a store whose signals can be lost."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        event = signal(approval_id)
+        current = await read(approval_id)
+        left = deadline - loop.time()
+        if current.version > after_version or left <= 0:
+            return current
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(left, recheck)):
+                await event.wait()

@@ -39,7 +39,7 @@ from hitl.engine.errors import EngineError, InvalidInput
 from hitl.engine.runner.validation import policy_problems, validate_workflow
 from hitl.engine.runtime.compose import config_path_for
 from hitl.engine.runtime.process import Runtime, open_runtime
-from hitl.engine.workflow.definition import load_workflow
+from hitl.engine.workflow.definition import LoadedWorkflow, load_workflow
 
 __all__ = ["app", "main"]
 
@@ -101,12 +101,15 @@ class _OneLine(logging.Formatter):
         return f"{record.levelname.lower()}: {record.getMessage()}"
 
 
-async def _deciding_roles(rt: Runtime, result: RunResult) -> dict[str, list[str]]:
-    """The roles of the hitl.yaml a paused run goes by, to say who may decide it; none for a run that did not
-    pause, or whose context cannot be composed now (the result is told all the same)."""
+async def _deciding_roles(rt: Runtime, result: RunResult, wf: LoadedWorkflow | None = None) -> dict[str, list[str]]:
+    """The roles of the hitl.yaml a paused run goes by (its workflow's context when the caller started it, so
+    nothing is read again; else its recorded one), to say who may decide it; none for a run that did not pause,
+    or whose context cannot be composed now (the result is told all the same)."""
     if result.status is not RunStatus.PAUSED:
         return {}
     try:
+        if wf is not None:
+            return rt.contexts.for_workflow(wf).config.roles
         return (await rt.contexts.for_session(result.session_id)).config.roles
     except EngineError:
         return {}
@@ -164,7 +167,7 @@ def run(
                 result = await auto_approve(rt, result, out, escalations=auto_escalations)
             elif interactive:
                 result = await interactive_loop(rt, settings, result, out)
-            out.run_result(result, await _deciding_roles(rt, result))
+            out.run_result(result, await _deciding_roles(rt, result, wf))
             return result.exit_code
 
     run_command(out, work)

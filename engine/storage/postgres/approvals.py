@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import Collection
 from typing import Any
@@ -18,6 +16,7 @@ from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, de
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import insert_audit, insert_job, load_approval, write_approval
+from hitl.engine.storage.signals import wait_for_version
 
 __all__ = ["RECHECK", "PgApprovals"]
 
@@ -104,17 +103,14 @@ class PgApprovals:
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
         # A change committed anywhere is announced (NOTIFY) and wakes the waiter; a look every RECHECK seconds
         # covers a notice lost with a listener's connection.
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            signal = self.db.change_signal(approval_id)  # taken before the read: a change after it still wakes us
-            current = await self.get(approval_id)
-            left = deadline - loop.time()
-            if current.version > after_version or left <= 0:
-                return current
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(min(left, RECHECK)):
-                    await signal.wait()
+        return await wait_for_version(
+            approval_id,
+            signal=self.db.change_signal,
+            read=self.get,
+            after_version=after_version,
+            timeout=timeout,
+            recheck=RECHECK,
+        )
 
     async def wait_created(self, *, timeout: float) -> list[str]:
         # The first call starts watching (what was created before it is the caller's sweep's business).

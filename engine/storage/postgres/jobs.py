@@ -7,7 +7,7 @@ from typing import Any
 from hitl.engine.domain.records import Job
 from hitl.engine.storage.codec import loads
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import insert_job
+from hitl.engine.storage.postgres.rows import insert_job, rows_touched
 
 __all__ = ["PgJobs"]
 
@@ -49,6 +49,6 @@ class PgJobs:
             done = await c.execute(
                 "UPDATE jobs SET done = true WHERE NOT done AND kind = $1 AND approval_id = $2", kind, approval_id
             )
-            return int(done.rsplit(" ", 1)[-1])
+            return rows_touched(done)
 
         return await self.db.run(tx)

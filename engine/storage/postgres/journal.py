@@ -162,20 +162,17 @@ async def _claim(c: Conn, intent: ClaimIntent, m: Commit, touched: list[str]) ->
             )
         await write_claim(c, out)
         await _move(c, a, Status.EXECUTING, m, touched)
-    elif a.status in (Status.APPROVED, Status.EXECUTING):  # done before: the approval catches up
-        if a.status is Status.APPROVED:
-            a = await _move(c, a, Status.EXECUTING, m, touched)
-        await _move(c, a, Status.EXECUTED, m, touched)
+    else:  # done before: the approval catches up
+        for target in claim_rules.steps_to_executed(a.status):
+            a = await _move(c, a, target, m, touched)
     return out
 
 
 async def _executed(c: Conn, o: OutcomeRecord, m: Commit, touched: list[str]) -> None:
     assert o.approval_id is not None
     a = await load_approval(c, o.approval_id)
-    if a.status is Status.APPROVED:  # recorded as done without running: it still passes executing
-        a = await _move(c, a, Status.EXECUTING, m, touched)
-    if a.status is Status.EXECUTING:
-        await _move(c, a, Status.EXECUTED, m, touched)
+    for target in claim_rules.steps_to_executed(a.status):  # done without being seen running: through executing
+        a = await _move(c, a, target, m, touched)
 
 
 async def _move(c: Conn, a: Approval, target: Status, m: Commit, touched: list[str]) -> Approval:

@@ -7,7 +7,7 @@ from typing import Any
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.records import Claim
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import load_claim, write_claim
+from hitl.engine.storage.postgres.rows import load_claim, rows_touched, write_claim
 
 __all__ = ["PgLedger"]
 
@@ -59,7 +59,7 @@ class PgLedger:
                 holder,
                 attempt,
             )
-            return done != "UPDATE 0"
+            return rows_touched(done) > 0
 
         return await self.db.run(tx)
 

@@ -7,7 +7,7 @@ from hitl.engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, TALLY_K
 from hitl.engine.domain.states import TERMINAL
 from hitl.engine.domain.tally import hour_of
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import insert_audit
+from hitl.engine.storage.postgres.rows import insert_audit, rows_touched
 
 __all__ = ["PgPurger"]
 
@@ -50,8 +50,7 @@ async def _purge(c: Conn, retention: Retention, now: float, actor: str, limit: i
     done = await _records(c, records, limit) if records is not None else Purged()
     chains = await _chains(c, audit, limit) if audit is not None else []
     events = await _events_prefix(c, audit, limit) if audit is not None else []
-    lengths = [n for _, n in chains]
-    purged = done.model_copy(update={"chains": len(chains), "audit_entries": sum(lengths) + len(events)})
+    purged = done.with_audit(chains, events)
     if purged.total == 0:
         return purged
     if events:
@@ -134,7 +133,7 @@ async def _records(c: Conn, before: float, limit: int) -> Purged:
 
 
 async def _deleted(c: Conn, sql: str, *args: object) -> int:
-    return int((await c.execute(sql, *args)).rsplit(" ", 1)[-1])
+    return rows_touched(await c.execute(sql, *args))
 
 
 async def _chains(c: Conn, before: float, limit: int) -> list[tuple[str, int]]:

@@ -7,13 +7,14 @@ from typing import Any
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim, chain_link, entry_body
 from hitl.engine.errors import NotFound
-from hitl.engine.storage.codec import CLAIM_COLUMNS, claim_of, claim_row, dumps
+from hitl.engine.storage.codec import CLAIM_COLUMNS, audit_values, claim_of, claim_row, dumps
 from hitl.engine.storage.postgres.connection import Conn
 
 __all__ = [
     "insert_audit",
     "insert_job",
     "load_approval",
+    "rows_touched",
     "load_claim",
     "write_approval",
     "write_claim",
@@ -71,14 +72,7 @@ async def insert_audit(c: Conn, e: AuditEntry) -> None:
     await c.execute(
         f"WITH entry AS (INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, "
         f"prev, link) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)) {_move_head(head is None)}",
-        e.at,
-        e.actor,
-        e.event,
-        e.approval_id,
-        e.version,
-        e.action_hash,
-        e.outcome,
-        e.detail,
+        *audit_values(e),
         prev,
         link,
         chain,
@@ -119,3 +113,8 @@ async def write_claim(c: Conn, cl: Claim) -> None:
         "state = excluded.state, lease_until = excluded.lease_until, result = excluded.result",
         *claim_row(cl),
     )
+
+
+def rows_touched(status: str) -> int:
+    """The rows a command touched, from the status line PostgreSQL answers it with (``UPDATE 1``, ``DELETE 0``)."""
+    return int(status.rsplit(" ", 1)[-1])

@@ -9,6 +9,7 @@ from hitl.engine.domain.runs import StoredRun
 from hitl.engine.storage.codec import dumps, loads
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.journal import own_run
+from hitl.engine.storage.postgres.rows import rows_touched
 
 __all__ = ["PgRuns"]
 
@@ -63,7 +64,7 @@ class PgRuns:
             done = await c.execute(
                 "UPDATE run_owners SET lease_until = $1 WHERE run_id = $2 AND holder = $3", now + lease, run_id, holder
             )
-            return _count(done) > 0
+            return rows_touched(done) > 0
 
         return await self.db.run(tx)
 
@@ -85,8 +86,3 @@ class PgRuns:
             return [str(r[0]) for r in rows]
 
         return await self.db.run(tx, write=False)
-
-
-def _count(status: str) -> int:
-    """The rows a command touched, from its status line (``UPDATE 1``, ``DELETE 0``)."""
-    return int(status.rsplit(" ", 1)[-1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import insert_audit
+from hitl.engine.storage.postgres.rows import insert_audit, rows_touched
 
 __all__ = ["PgTrust"]
 
@@ -57,7 +57,7 @@ class PgTrust:
             done = await c.execute(
                 "DELETE FROM trust WHERE session_id = $1 AND tool = $2 AND until > $3", session_id, tool, now
             )
-            if done == "DELETE 0":
+            if not rows_touched(done):
                 return False
             await insert_audit(c, AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool} in {session_id}"))
             return True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import time
 from collections.abc import Collection
@@ -17,6 +16,7 @@ from hitl.engine.domain.records import Page
 from hitl.engine.errors import DecisionRefused, StaleVersion
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
 from hitl.engine.storage.decisions import decision_writes
+from hitl.engine.storage.signals import wait_for_version
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
 
@@ -115,17 +115,13 @@ class SqliteApprovals:
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:
         # SQLite has no notifications: a change made in this process wakes the waiter at once, one made by another
         # process within a poll of the file's data_version (one poll for all waiters, see SqliteConnection).
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            signal = self.db.change_signal(approval_id)  # taken before the read: a change after it still wakes us
-            current = await self.get(approval_id)
-            left = deadline - loop.time()
-            if current.version > after_version or left <= 0:
-                return current
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(left):
-                    await signal.wait()
+        return await wait_for_version(
+            approval_id,
+            signal=self.db.change_signal,
+            read=self.get,
+            after_version=after_version,
+            timeout=timeout,
+        )
 
     async def wait_created(self, *, timeout: float) -> list[str]:
         # SQLite has no notifications: a cheap check of the newest row every CREATED_POLL seconds (an index's end).

@@ -145,20 +145,17 @@ def _claim(c: sqlite3.Connection, intent: ClaimIntent, m: Commit, touched: list[
             )
         write_claim(c, out)
         _move(c, a, Status.EXECUTING, m, touched)
-    elif a.status in (Status.APPROVED, Status.EXECUTING):  # done before: the approval catches up
-        if a.status is Status.APPROVED:
-            a = _move(c, a, Status.EXECUTING, m, touched)
-        _move(c, a, Status.EXECUTED, m, touched)
+    else:  # done before: the approval catches up
+        for target in claim_rules.steps_to_executed(a.status):
+            a = _move(c, a, target, m, touched)
     return out
 
 
 def _executed(c: sqlite3.Connection, o: OutcomeRecord, m: Commit, touched: list[str]) -> None:
     assert o.approval_id is not None
     a = load_approval(c, o.approval_id)
-    if a.status is Status.APPROVED:  # recorded as done without running: it still passes executing
-        a = _move(c, a, Status.EXECUTING, m, touched)
-    if a.status is Status.EXECUTING:
-        _move(c, a, Status.EXECUTED, m, touched)
+    for target in claim_rules.steps_to_executed(a.status):  # done without being seen running: through executing
+        a = _move(c, a, target, m, touched)
 
 
 def _move(c: sqlite3.Connection, a: Approval, target: Status, m: Commit, touched: list[str]) -> Approval:

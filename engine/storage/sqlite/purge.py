@@ -59,8 +59,7 @@ def _purge(c: sqlite3.Connection, retention: Retention, now: float, actor: str, 
     done = _records(c, records, limit) if records is not None else Purged()
     chains = _chains(c, audit, limit) if audit is not None else []
     events = _events_prefix(c, audit, limit) if audit is not None else []
-    lengths = [n for _, n in chains]
-    purged = done.model_copy(update={"chains": len(chains), "audit_entries": sum(lengths) + len(events)})
+    purged = done.with_audit(chains, events)
     if purged.total == 0:
         return purged
     if events:

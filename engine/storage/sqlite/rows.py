@@ -8,7 +8,7 @@ from typing import Any
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
-from hitl.engine.storage.codec import CLAIM_COLUMNS, claim_of, claim_row, dumps
+from hitl.engine.storage.codec import CLAIM_COLUMNS, audit_values, claim_of, claim_row, dumps
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
 __all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "write_approval", "write_claim"]
@@ -47,21 +47,7 @@ _INSERT_AUDIT = (
 def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
     """Append ``e`` to its chain (its approval's, or the one for entries that belong to no approval), reading the
     chain's last link and writing the new one in one statement."""
-    c.execute(
-        _INSERT_AUDIT,
-        (
-            e.at,
-            e.actor,
-            e.event,
-            e.approval_id,
-            e.version,
-            e.action_hash,
-            e.outcome,
-            e.detail,
-            entry_body(e),
-            e.approval_id,
-        ),
-    )
+    c.execute(_INSERT_AUDIT, (*audit_values(e), entry_body(e), e.approval_id))
 
 
 def insert_job(c: sqlite3.Connection, kind: str, payload: dict[str, Any], now: float) -> str:
