@@ -90,9 +90,13 @@ def test_migrate_brings_the_schema_up_once_and_then_says_it_is_up_to_date(url: s
     """`hitl migrate` on a new store applies the schema (SQLite: its version; PostgreSQL: every migration; Redis:
     nothing to apply) and, run again, applies nothing."""
     env = {**os.environ, "HITL_STORE": url, "PYTHONPATH": str(ROOT)}
-    first = subprocess.run([sys.executable, "-m", "hitl", "migrate", "--json"], env=env, capture_output=True, text=True)
+    first = subprocess.run(
+        [sys.executable, "-m", "hitl", "migrate", "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert first.returncode == 0, first.stderr
     applied = json.loads(first.stdout)["applied"]
     assert (applied != []) is (not url.startswith("redis")), applied
-    again = subprocess.run([sys.executable, "-m", "hitl", "migrate"], env=env, capture_output=True, text=True)
+    again = subprocess.run(
+        [sys.executable, "-m", "hitl", "migrate"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date", again
