@@ -62,6 +62,7 @@ bench: $(STAMP) redis postgres
 	$(BIN)/python bench/card_bench.py
 	$(BIN)/python bench/storm_bench.py
 	$(BIN)/python bench/postgres_bench.py
+	$(BIN)/python bench/publish.py
 
 clean:
 	rm -rf $(VENV) .hitl .pytest_cache .mypy_cache .ruff_cache

@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 from redis.asyncio import Connection
+from report import record
 
 
 def free_port() -> int:
@@ -88,8 +89,10 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
 
 
 def row(label: str, measured: str, target: str = "", ok: bool | None = None) -> None:
+    """Print a figure beside its target (and keep it for the published report, when one is open)."""
     mark = "" if ok is None else ("  ok" if ok else "  MISSED")
     print(f"  {label:<52} {measured:>16}   {target:<18}{mark}")
+    record(label, measured, target, ok)
 
 
 class CountingConnection(Connection):

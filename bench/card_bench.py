@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, redis_server, row, spread, start_serve  # noqa: E402
+from report import report  # noqa: E402
 
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.config.hitl_yaml import load_config  # noqa: E402
@@ -86,6 +87,7 @@ async def main(cards: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cards", type=int, default=30)
-    asyncio.run(main(parser.parse_args().cards))
+    with report("card", "Card latency: an approval made in another process to its card in Slack"):
+        parser = argparse.ArgumentParser(description=__doc__)
+        parser.add_argument("--cards", type=int, default=30)
+        asyncio.run(main(parser.parse_args().cards))

@@ -27,6 +27,7 @@ from typing import Any, TypedDict
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CountingConnection, redis_server, row  # noqa: E402
+from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.models import DecisionKind  # noqa: E402
 from hitl.engine.domain.requests import DecideRequest
@@ -104,6 +105,34 @@ def langgraph_cycle(saver: Any) -> Callable[[], None]:
         assert "__interrupt__" in out
         final = app.invoke(Command(resume="approve"), cfg)
         assert final["value"] == 7
+
+    return cycle
+
+
+def bare_commits(path: Path, synchronous: str, per_cycle: int = 7) -> Callable[[], None]:
+    """The floor of a SQLite cycle: as many bare write transactions (one row each) as a hitl cycle commits, on a WAL
+    file with the same ``synchronous``."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute("CREATE TABLE floor (k INTEGER PRIMARY KEY, v TEXT)")
+    count = iter(range(10**9))
+
+    def cycle() -> None:
+        for _ in range(per_cycle):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR REPLACE INTO floor VALUES (?, ?)", (next(count) % 1000, "x" * 500))
+            conn.execute("COMMIT")
+
+    return cycle
+
+
+def bare_evalshas(client: Any, sha: str, per_cycle: int = 7) -> Callable[[], Awaitable[None]]:
+    """The floor of a Redis cycle: as many trivial ``EVALSHA`` round trips as a hitl cycle makes, on its client."""
+
+    async def cycle() -> None:
+        for _ in range(per_cycle):
+            await client.evalsha(sha, 1, "cycle:floor")
 
     return cycle
 
@@ -237,6 +266,12 @@ async def main() -> None:
         redis_cycles = HitlCycles(rstore)
         contenders["hitl Redis"] = redis_cycles.cycle
         contenders["LangGraph InMemorySaver"] = langgraph_cycle(InMemorySaver())
+        floor_dir = Path(tmp) / "floor"
+        floor_dir.mkdir()
+        for sync in ("NORMAL", "FULL"):
+            contenders[f"floor: 7 bare SQLite commits ({sync})"] = bare_commits(floor_dir / f"{sync}.db", sync)
+        sha = await client.script_load("return redis.call('GET', KEYS[1])")
+        contenders["floor: 7 bare EVALSHA round trips (Redis)"] = bare_evalshas(client, sha)
         lg_dir = Path(tmp) / "lg"
         lg_dir.mkdir()
         conn = sqlite3.connect(lg_dir / "lg.db", check_same_thread=False)
@@ -270,6 +305,11 @@ async def main() -> None:
     for label, r in rounds.items():
         row(label, f"{min(r):.3f} / {m[label]:.3f} / {max(r):.3f}", "")
     print(f"  (LangGraph SqliteSaver: WAL, synchronous={lg_sync}; hitl SQLite: WAL, the setting shown)")
+    chart(
+        "Pause -> decide -> resume cycle (a new run each), same run: hitl, LangGraph, and the stores' floors",
+        "ms per cycle",
+        [bar(label, r, floor=not label.startswith("hitl")) for label, r in rounds.items()],
+    )
 
     def ratio(peer: str, ours: str) -> float:
         return m[peer] / m[ours]
@@ -299,4 +339,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with report("cycle", "Pause -> decide -> resume cycle, against LangGraph"):
+        asyncio.run(main())

@@ -3,7 +3,7 @@
 Each round runs the same agent twice, interleaved: once with hitl's adapter, once with no intervention (the named
 peer: the framework on its own), each a scripted model making CALLS allowed tool calls in one turn. The overhead per
 call is (gated - plain) / CALLS in CPU time of this process (the store's own work in redis-server is not counted;
-for SQLite it is, being in-process). Target: at most 50 µs per call on SQLite and Redis.
+for SQLite it is, being in-process). Targets: at most 25 µs per call on SQLite, 50 µs on Redis.
 
 The tool is a coroutine function. A plain function runs in a worker thread on both sides (every framework and hitl's
 own AUTO path hand sync tools to a thread), and the GIL hand-offs of 200 thread hops vary by ±100 µs per call from one
@@ -31,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, median_ci, redis_server, row  # noqa: E402
+from report import Bar, bar, chart, report  # noqa: E402
 
 from hitl.engine.agents.gate import ToolCall, ToolGate  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402
@@ -40,7 +41,8 @@ from hitl.engine.service import ApprovalService  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 
-TARGET_US = 50.0
+TARGETS_US = {"sqlite": 25.0, "redis": 50.0}
+"""What an allowed call may add through an adapter, per store (the store's own work counts on SQLite: in-process)."""
 POLICY = parse_config("policy: {allowed_tools: [look_up_order], tools: {refund: {tier: approve}}}")
 
 
@@ -68,6 +70,9 @@ def strands_runner(gate: ToolGate, *, noop: bool = False) -> Runner:
 
         async def before_tool_call(self, event: Any, **kw: Any) -> Proceed:
             return Proceed()
+
+        async def after_tool_call(self, event: Any, **kw: Any) -> Proceed:
+            return Proceed()  # hitl's handler has both hooks: the floor has both too
 
     class Scripted(Model):
         def __init__(self, calls: int) -> None:
@@ -102,13 +107,19 @@ def strands_runner(gate: ToolGate, *, noop: bool = False) -> Runner:
     return run
 
 
-def pydantic_ai_runner(gate: ToolGate) -> Runner:
+def pydantic_ai_runner(gate: ToolGate, *, noop: bool = False) -> Runner:
+    """With ``noop``, the "gated" side wraps the tools in a wrapper toolset that calls through: the framework's own
+    hook (the one hitl's ``HitlToolset`` uses), doing nothing."""
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
     from pydantic_ai.models.function import FunctionModel
-    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
 
     from hitl.adapters.pydantic_ai import HitlRunner, HitlToolset
+
+    class Noop(WrapperToolset[Any]):
+        async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+            return await super().call_tool(name, tool_args, ctx, tool)
 
     def model_for(calls: int) -> FunctionModel:
         def respond(messages: Any, info: Any) -> ModelResponse:
@@ -121,7 +132,9 @@ def pydantic_ai_runner(gate: ToolGate) -> Runner:
 
     async def run(gated: bool, calls: int) -> None:
         tools = FunctionToolset([look_up_order])
-        if gated:
+        if gated and noop:
+            await Agent(model_for(calls), toolsets=[Noop(tools)]).run("go")
+        elif gated:
             agent: Any = Agent(model_for(calls), toolsets=[HitlToolset(tools)])
             await HitlRunner(agent, gate).run("go", session=uuid.uuid4().hex)
         else:
@@ -130,7 +143,11 @@ def pydantic_ai_runner(gate: ToolGate) -> Runner:
     return run
 
 
-def openai_agents_runner(gate: ToolGate) -> Runner:
+def openai_agents_runner(gate: ToolGate, *, noop: bool = False) -> Runner:
+    """With ``noop``, the "gated" side's tools have the two hooks hitl's ``gated`` sets (``needs_approval`` and the
+    invocation), each passing straight through."""
+    import dataclasses
+
     from agents import Agent, Runner, function_tool, set_tracing_disabled
     from agents.items import ModelResponse
     from agents.models.interface import Model
@@ -164,9 +181,24 @@ def openai_agents_runner(gate: ToolGate) -> Runner:
         def stream_response(self, *a: Any, **kw: Any) -> Any:
             raise NotImplementedError("the scripted model answers through get_response; no run streams")
 
+    def passing(tool: Any) -> Any:
+        invoke = tool.on_invoke_tool
+
+        async def needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            return False
+
+        async def on_invoke(ctx: Any, raw: str) -> Any:
+            return await invoke(ctx, raw)
+
+        on_invoke.__annotations__ = {"ctx": Any, "raw": str, "return": Any}  # as hitl's wrapper: resolved once
+        return dataclasses.replace(tool, on_invoke_tool=on_invoke, needs_approval=needs_approval)
+
     async def run(is_gated: bool, calls: int) -> None:
         tools = [function_tool(look_up_order)]
-        if is_gated:
+        if is_gated and noop:
+            hooked: Any = Agent(name="b", model=Scripted(calls), tools=[passing(t) for t in tools])
+            await Runner.run(hooked, "go")
+        elif is_gated:
             agent: Any = Agent(name="b", model=Scripted(calls), tools=gated(tools))
             await HitlRunner(agent, gate).run("go", session=uuid.uuid4().hex)
         else:
@@ -176,7 +208,9 @@ def openai_agents_runner(gate: ToolGate) -> Runner:
     return run
 
 
-def langgraph_runner(gate: ToolGate) -> Runner:
+def langgraph_runner(gate: ToolGate, *, noop: bool = False) -> Runner:
+    """With ``noop``, the "gated" side is the prebuilt ``ToolNode`` with a tool-call wrapper that calls through: the
+    framework's own hook around each call, doing nothing (hitl's ``HitlToolNode`` replaces the node instead)."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     from langchain_core.tools import tool
     from langgraph.checkpoint.memory import InMemorySaver
@@ -202,23 +236,35 @@ def langgraph_runner(gate: ToolGate) -> Runner:
 
     async def run(gated: bool, calls: int) -> None:
         tools = [tool(look_up_order)]
-        node = HitlToolNode(tools, gate) if gated else ToolNode(tools)
+        if gated and noop:
+
+            async def through(request: Any, execute: Any) -> Any:
+                return await execute(request)
+
+            node: Any = ToolNode(tools, awrap_tool_call=through)
+        else:
+            node = HitlToolNode(tools, gate) if gated else ToolNode(tools)
         config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
         await graph(node, calls).ainvoke({"messages": [HumanMessage("go")]}, config)
 
     return run
 
 
-FRAMEWORKS = {
+FRAMEWORKS: dict[str, Callable[[ToolGate], Runner]] = {
     "strands": strands_runner,
-    "strands, a no-op handler (peer)": lambda gate: strands_runner(gate, noop=True),
+    "strands, a no-op handler (floor)": lambda gate: strands_runner(gate, noop=True),
     "langgraph": langgraph_runner,
+    "langgraph, a no-op tool-call wrapper (floor)": lambda gate: langgraph_runner(gate, noop=True),
     "openai-agents": openai_agents_runner,
+    "openai-agents, no-op tool hooks (floor)": lambda gate: openai_agents_runner(gate, noop=True),
     "pydantic-ai": pydantic_ai_runner,
+    "pydantic-ai, a no-op wrapper toolset (floor)": lambda gate: pydantic_ai_runner(gate, noop=True),
 }
+"""Each framework with hitl's adapter, then with its own hook doing nothing: the floor, measured the same way."""
 
 
-async def measure(store: Store, name: str, rounds: int, calls: int) -> None:
+async def measure(store: Store, name: str, rounds: int, calls: int, target: float) -> list[float]:
+    """The overhead per call of each round, in µs (printed with its median and that median's confidence interval)."""
     gate = ToolGate(ApprovalService.from_config(POLICY, store=store, clock=SystemClock()))
     run = FRAMEWORKS[name](gate)
     await run(True, 5)  # warm both paths (imports, caches)
@@ -243,16 +289,18 @@ async def measure(store: Store, name: str, rounds: int, calls: int) -> None:
         overheads.append((spent[True] - spent[False]) / calls * 1e6)
     mid = median(overheads)
     lo, hi = median_ci(overheads)
+    floor = name.endswith("(floor)")
     row(
         f"{name}: overhead per allowed call, median [95% CI]",
         f"{mid:.1f} [{lo:.1f}, {hi:.1f}] µs",
-        f"<= {TARGET_US:g} µs",
-        mid <= TARGET_US,
+        "(same run)" if floor else f"<= {target:g} µs",
+        None if floor else mid <= target,
     )
     row(f"{name}: the framework alone, per call (median)", f"{median(plain_per_call):.1f} µs")
+    return overheads
 
 
-async def gate_alone(store: Store, rounds: int, calls: int) -> None:
+async def gate_alone(store: Store, rounds: int, calls: int, target: float) -> list[float]:
     """The gate's own decision for an allowed call, without any framework around it (the stable part)."""
     gate = ToolGate(ApprovalService.from_config(POLICY, store=store, clock=SystemClock()))
     schema = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
@@ -269,9 +317,10 @@ async def gate_alone(store: Store, rounds: int, calls: int) -> None:
     row(
         "gate.check of an allowed call (min/med/max)",
         f"{lo:.1f}/{mid:.1f}/{hi:.1f} µs",
-        f"<= {TARGET_US:g} µs",
-        mid <= TARGET_US,
+        f"<= {target:g} µs",
+        mid <= target,
     )
+    return per_call
 
 
 async def main() -> None:
@@ -286,11 +335,21 @@ async def main() -> None:
             ("redis", RedisStore(connect(url), prefix="gb")),
         ):
             print(f"gate overhead on {label} ({opts.rounds} interleaved rounds of {opts.calls} calls)")
-            await gate_alone(store, opts.rounds, opts.calls)
+            alone = await gate_alone(store, opts.rounds, opts.calls, TARGETS_US[label])
+            bars: list[Bar] = [bar("gate.check alone", alone)]
             for name in opts.framework or FRAMEWORKS:
-                await measure(store, name, opts.rounds, opts.calls)
+                overheads = await measure(store, name, opts.rounds, opts.calls, TARGETS_US[label])
+                bars.append(bar(name, overheads, floor=name.endswith("(floor)")))
+            chart(
+                f"Added per allowed tool call, {label} store (vs the framework alone, same run)",
+                "µs per call (CPU)",
+                bars,
+                goal=TARGETS_US[label],
+                goal_label=f"<= {TARGETS_US[label]:g} µs",
+            )
             await store.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with report("gate", "What an agent adapter adds to an allowed tool call"):
+        asyncio.run(main())

@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import redis_server, row, spread  # noqa: E402
+from report import report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
 from hitl.engine.domain.models import DecisionKind, Reviewer  # noqa: E402
@@ -92,8 +93,9 @@ async def main(decisions: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--decisions", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=20)
-    ns = parser.parse_args()
-    asyncio.run(main(ns.decisions, ns.rounds))
+    with report("pending", "Pending lists and decisions at scale"):
+        parser = argparse.ArgumentParser(description=__doc__)
+        parser.add_argument("--decisions", type=int, default=100_000)
+        parser.add_argument("--rounds", type=int, default=20)
+        ns = parser.parse_args()
+        asyncio.run(main(ns.decisions, ns.rounds))

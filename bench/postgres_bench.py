@@ -29,6 +29,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 from _common import redis_server, row, spread  # noqa: E402
 from cycle_bench import HitlCycles, langgraph_cycle, timed  # noqa: E402
+from report import report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
@@ -223,4 +224,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with report("postgres", "PostgreSQL store, against LangGraph's PostgresSaver"):
+        asyncio.run(main())

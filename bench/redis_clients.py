@@ -21,6 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import redis_server, row  # noqa: E402
+from report import report  # noqa: E402
 
 SCRIPT = "local v = redis.call('HINCRBY', KEYS[1], 'n', 1) return {tostring(v), ARGV[1]}"
 Call = Callable[[str], Awaitable[Any]]
@@ -138,4 +139,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with report("redis_clients", "Redis clients on the store's call"):
+        asyncio.run(main())

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _common import cpu_seconds, free_port, median, pct, redis_server, row, spread  # noqa: E402
+from report import report  # noqa: E402
 
 from hitl.adapters.ask_callback import SlackAsk  # noqa: E402
 from hitl.bot.blocks import ACTION_APPROVE, card, card_text  # noqa: E402
@@ -250,4 +251,5 @@ class Burst:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with report("slack", "Slack clicks through hitl serve"):
+        asyncio.run(main())

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import gc
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CountingConnection, median, pct, redis_server, row  # noqa: E402
+from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
@@ -154,6 +156,13 @@ async def redis_part(url: str, args: argparse.Namespace) -> None:
         floor.append((time.perf_counter() - t0) * 1000)
     row("decide latency, sequential median", f"{d['median']:.3f} ms", "<= 0.2 ms", d["median"] <= 0.2)
     row("  floor: a trivial EVALSHA on the same client, median", f"{median(floor):.3f} ms", "(same run)")
+    chart(
+        "Redis: one decision, sequential (median)",
+        "ms",
+        [bar("hitl decide (one EVALSHA)", [d["median"]]), bar("floor: a trivial EVALSHA", [median(floor)], floor=True)],
+        goal=0.2,
+        goal_label="<= 0.2 ms",
+    )
     row("decide latency, sequential p99", f"{d['p99']:.3f} ms", "")
     row("decide throughput, 50 concurrent callers", f"{d['rate']:,.0f} /s", ">= 8,000 /s", d["rate"] >= 8000)
     row("Redis commands (round trips) per decide", f"{per_decide:.2f}", "== 1", abs(per_decide - 1) < 0.01)
@@ -181,6 +190,23 @@ async def redis_part(url: str, args: argparse.Namespace) -> None:
     await store.close()
 
 
+def bare_commits(path: Path, synchronous: str, n: int) -> float:
+    """The median ms of ``n`` bare write transactions (one row each) on a WAL file with the store's settings."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    conn.execute("CREATE TABLE floor (k INTEGER PRIMARY KEY, v TEXT)")
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT OR REPLACE INTO floor VALUES (?, ?)", (i % 100, "x" * 200))
+        conn.execute("COMMIT")
+        times.append((time.perf_counter() - t0) * 1000)
+    conn.close()
+    return median(times)
+
+
 async def sqlite_part(args: argparse.Namespace, synchronous: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "bench.db"
@@ -188,7 +214,16 @@ async def sqlite_part(args: argparse.Namespace, synchronous: str) -> None:
         clock = FakeClock()
         print(f"\nSQLite store (WAL, synchronous={synchronous.upper()}, one file)")
         d2 = await decide_bench(store, clock, args.seq, args.conc // 2)
+        floor = bare_commits(Path(d) / "floor.db", synchronous, args.seq)
         row("decide latency, sequential median", f"{d2['median']:.3f} ms", "<= 1 ms", d2["median"] <= 1)
+        row("  floor: a bare commit of one row (same settings), median", f"{floor:.3f} ms", "(same run)")
+        chart(
+            f"SQLite ({synchronous.upper()}): one decision, sequential (median)",
+            "ms",
+            [bar("hitl decide (one transaction)", [d2["median"]]), bar("floor: a bare commit", [floor], floor=True)],
+            goal=1.0,
+            goal_label="<= 1 ms",
+        )
         row("decide latency, sequential p99", f"{d2['p99']:.3f} ms", "")
         row("decide throughput, 50 concurrent callers", f"{d2['rate']:,.0f} /s", "")
         wake_row("decision -> waiter wake-up p50 / p99, same process", await wake_bench(store, store, clock), 10)
@@ -226,4 +261,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with report("store", "Store operations: decide, wake-up, pending pages, bytes"):
+        asyncio.run(main())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import pct, redis_server, row, start_serve  # noqa: E402
+from report import report  # noqa: E402
 
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402
@@ -61,6 +63,7 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
     state.add_channel("refund-approvals")
     emulator = await start_emulator(state)
     rng = random.Random(seed)
+    stopped: list[bool] = []
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         store = open_store(url)
@@ -115,7 +118,13 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
             for proc, _ in servers:
                 proc.terminate()
             for proc, _ in servers:
-                proc.wait(timeout=15)
+                try:
+                    proc.wait(timeout=15)
+                    stopped.append(True)
+                except subprocess.TimeoutExpired:  # reported below, then killed: the other figures still stand
+                    proc.kill()
+                    proc.wait(timeout=15)
+                    stopped.append(False)
             await store.close()
             await emulator.close()
     once = sum(1 for t in trails if sum(e.event == "decided" for e in t) == 1)
@@ -128,6 +137,12 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
     row("answered 200", f"{statuses.count(200):,} of {len(statuses):,}", "all", statuses.count(200) == len(statuses))
     row("approvals decided, each exactly once", f"{once:,} of {approvals:,}", "all", once == final == approvals)
     row("p99 under 1 s", f"{pct(ms, 0.99):.0f} ms", "< 1000 ms", pct(ms, 0.99) < 1000)
+    row(
+        "replicas that stopped within 15 s of SIGTERM",
+        f"{sum(stopped)} of {len(stopped)}",
+        "all",
+        all(stopped),
+    )
 
 
 async def main(approvals: int, concurrency: int) -> None:
@@ -137,8 +152,9 @@ async def main(approvals: int, concurrency: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--approvals", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=100)
-    ns = parser.parse_args()
-    asyncio.run(main(ns.approvals, ns.concurrency))
+    with report("storm", "An approval storm through hitl serve"):
+        parser = argparse.ArgumentParser(description=__doc__)
+        parser.add_argument("--approvals", type=int, default=1000)
+        parser.add_argument("--concurrency", type=int, default=100)
+        ns = parser.parse_args()
+        asyncio.run(main(ns.approvals, ns.concurrency))

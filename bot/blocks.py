@@ -35,6 +35,7 @@ __all__ = [
     "card_text",
     "compact_card",
     "evidence_blocks",
+    "expires_in",
     "halt_notice",
     "headline",
     "parse_button_value",
@@ -240,9 +241,9 @@ def compact_card(a: Approval, *, now: float) -> list[dict[str, Any]]:
     return keep + controls
 
 
-def _left(a: Approval, now: float) -> str:
-    """How long a pending approval has left, as of the card's rendering (cards are rendered again on every change
-    and reminder; the date before it is Slack's own, in the reader's zone)."""
+def expires_in(a: Approval, now: float) -> str:
+    """How long a pending approval has left, as the card says it as of ``now`` (cards are rendered again on every
+    change and reminder; the date before it is Slack's own, in the reader's zone). Empty once it is not pending."""
     return f" ({relative(a.expires_at, now)})" if a.status is Status.PENDING and a.expires_at > now else ""
 
 
@@ -253,7 +254,7 @@ def _fields(a: Approval, now: float) -> list[dict[str, Any]]:
     return [
         {"type": "mrkdwn", "text": f"*Requested by*\n{requested}"},
         {"type": "mrkdwn", "text": f"*Approvers*\n{label(approvers, 60)}{votes}"},
-        {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}{_left(a, now)}"},
+        {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}{expires_in(a, now)}"},
         {"type": "mrkdwn", "text": f"*Approval*\n`{a.id}` v{a.version}"},
         {"type": "mrkdwn", "text": f"*Action hash*\n`{short_hash(a.action_hash)}`"},
     ]

@@ -20,7 +20,8 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from hitl.bot.blocks import card, card_text, when
+from hitl.bot.blocks import card_text, when
+from hitl.bot.card_cache import CardCache
 from hitl.bot.escape import code_block, label
 from hitl.bot.metrics import Metrics
 from hitl.engine.config.hitl_yaml import NotifySpec
@@ -79,6 +80,8 @@ class SlackNotifier:
         self.backoff = backoff
         self.lease = lease
         self.poll = poll
+        self.cards = CardCache()
+        """The cards this process rendered, by approval version (every update of a version reuses its card)."""
         self.queue_outages = Outages("the card-update queue", every=backoff(0), logger=log)
         """The card-update worker's outages (the store away), said once each and counted in ``/metrics``."""
         metrics.watch(self.queue_outages)
@@ -184,7 +187,7 @@ class SlackNotifier:
                 self.client.chat_postMessage,
                 channel=channel,
                 text=card_text(current),
-                blocks=card(current, now=self.clock.now(), halt=await self._halt_of(current)),
+                blocks=self.cards.card(current, now=self.clock.now(), halt=await self._halt_of(current)),
             )
         except SlackApiError as exc:
             await self._done(key, claim, ok=False, error=str(exc.response.get("error")))
@@ -349,7 +352,7 @@ class SlackNotifier:
                 channel=ref.channel,
                 ts=ref.ts,
                 text=card_text(current),
-                blocks=card(current, now=self.clock.now(), halt=await self._halt_of(current)),
+                blocks=self.cards.card(current, now=self.clock.now(), halt=await self._halt_of(current)),
             )
         except SlackApiError as exc:
             error = str(exc.response.get("error"))

@@ -27,11 +27,10 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from pydantic import ConfigDict, create_model
 from pydantic.errors import PydanticUserError
 
-from hitl.engine.domain.arg_schema import check_schema, coerce_text, schema_errors, validate_args, with_defaults
+from hitl.engine.domain.arg_schema import coerce_text, compile_schema, schema_errors, validate_args, with_defaults
 from hitl.engine.errors import InvalidInput
 
 __all__ = ["ToolSchema", "signature_schema"]
@@ -42,8 +41,8 @@ class ToolSchema:
 
     def __init__(self, tool: str, json_schema: dict[str, Any] | None) -> None:
         self.tool = tool
-        self.json = check_schema(tool, json_schema) if json_schema is not None else None
-        self._validator = Draft202012Validator(self.json) if self.json is not None else None
+        self._compiled = compile_schema(tool, json_schema) if json_schema is not None else None
+        self.json = json_schema if self._compiled is not None else None
 
     def validate(self, values: dict[str, Any]) -> dict[str, Any]:
         """Arguments with text coerced to the declared scalar types and top-level defaults filled in, or
@@ -51,13 +50,13 @@ class ToolSchema:
         if self.json is None:  # guarded plain functions without a schema
             return dict(values)
         args = with_defaults(self.json, coerce_text(self.json, values))
-        return validate_args(self.tool, self.json, args, self._validator)
+        return validate_args(self.tool, self.json, args, self._compiled)
 
     def errors(self, values: dict[str, Any]) -> dict[str, str]:
         """Field -> message, empty when valid."""
         if self.json is None:
             return {}
-        return schema_errors(self.json, with_defaults(self.json, coerce_text(self.json, values)), self._validator)
+        return schema_errors(self.json, with_defaults(self.json, coerce_text(self.json, values)), self._compiled)
 
 
 def signature_schema(tool: str, fn: Callable[..., Any]) -> dict[str, Any]:

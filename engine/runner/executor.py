@@ -26,7 +26,7 @@ from hitl.engine.runner.outcomes import Halt
 from hitl.engine.runner.patterns import Patterns
 from hitl.engine.runner.step_context import StepContext
 from hitl.engine.service import ApprovalService
-from hitl.engine.workflow.definition import LoadedWorkflow, load_workflow
+from hitl.engine.workflow.definition import LoadedWorkflow, WorkflowFiles
 
 __all__ = ["RunResult", "Runner"]
 
@@ -59,6 +59,8 @@ class Runner:
         self.patterns = Patterns(self.kit, StepRunner(self.kit, agents))
         self._tools: dict[str, dict[str, Tool]] = {}
         self._checked: set[str] = set()
+        # A resume reads its run's workflow file: by its stat when unchanged, so a resume does not parse YAML.
+        self._workflows = WorkflowFiles()
 
     # -- entry points -----------------------------------------------------------------------------------
     async def start(
@@ -123,7 +125,7 @@ class Runner:
         with about(session_id=session_id):
             async with self.kit.driving(await self.kit.open(session_id)) as drive:
                 state = drive.state
-                wf = workflow if workflow is not None else load_workflow(state.workflow_path)
+                wf = workflow if workflow is not None else self._workflows.load(state.workflow_path)
                 return await self._resume(state, wf, force=force, actor=actor, overrides=overrides or {})
 
     async def _resume(

@@ -19,7 +19,7 @@ from redis.exceptions import NoScriptError, RedisError
 
 from hitl.engine.errors import StoreError
 
-__all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "store_errors", "waits"]
+__all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "in_memory", "store_errors", "waits"]
 
 ANY_ROLE = "*"
 DYNAMIC_FIELDS = ["status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at"]
@@ -49,7 +49,7 @@ def store_errors(cls: C) -> C:
     so the whole operation answers within the connection's ``deadline`` (methods that wait by design, marked
     :func:`waits`, bound themselves)."""
     for name, fn in list(vars(cls).items()):
-        if name.startswith("_") or not inspect.iscoroutinefunction(fn):
+        if name.startswith("_") or not inspect.iscoroutinefunction(fn) or getattr(fn, "_hitl_in_memory", False):
             continue
 
         def wrap(method: Callable[..., Any], bounded: bool) -> Callable[..., Any]:
@@ -79,6 +79,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 def waits(fn: F) -> F:
     """Mark a store method that waits by design (up to a timeout of its own): no operation deadline for it."""
     fn._hitl_waits = True  # type: ignore[attr-defined]
+    return fn
+
+
+def in_memory(fn: F) -> F:
+    """Mark a store method that answers from this process's memory and reaches Redis only through the class's
+    guarded methods: it needs no boundary of its own (a deadline costs a timer per call, on an allowed call's fast
+    path)."""
+    fn._hitl_in_memory = True  # type: ignore[attr-defined]
     return fn
 
 

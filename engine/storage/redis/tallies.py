@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from hitl.engine.domain.retention import TALLY_KEEP
 from hitl.engine.domain.tally import TallyKey, hour_of
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.connection import RedisConnection, in_memory, store_errors
 from hitl.engine.storage.tally_buffer import TallyBuffer
 
 __all__ = ["RedisTallies"]
@@ -22,18 +22,20 @@ class RedisTallies:
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
-        self.buffer = TallyBuffer(self._write)
+        self.buffer = TallyBuffer(self.write)
 
     def _key(self, hour: int) -> str:
         return f"{self.conn.p}:tally:{hour}"
 
+    @in_memory  # held in the buffer; when it writes, it writes through the guarded `write`
     async def add(self, counts: Mapping[TallyKey, float], *, now: float) -> None:
         await self.buffer.add(counts, now=now)
 
     async def flush(self) -> None:
         await self.buffer.flush()
 
-    async def _write(self, counts: dict[TallyKey, float]) -> None:
+    async def write(self, counts: dict[TallyKey, float]) -> None:
+        """Add summed counts to their hours' hashes (what the buffer hands over)."""
         pipe = self.conn.r.pipeline(transaction=False)
         hours = set()
         for (hour, tool, tier, name), value in counts.items():

@@ -1,0 +1,51 @@
+"""Rendered review cards, one per approval version: every update of the same version reuses the blocks.
+
+An approval's card changes only when the approval does (each change is a new version), when the stop switch's order
+covering its tool changes, and, in its "Expires" field, when the minutes left read differently. Those are the key;
+anything else about a version is fixed once it is stored. A card is posted, then brought up to date by a queue
+that may run several times for one version (a change seen twice, a halt order given and lifted, a replica taking
+over the queue): each of those renders nothing new.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from hitl.bot.blocks import card, expires_in
+from hitl.engine.domain.halts import HaltOrder
+from hitl.engine.domain.models import Approval
+
+__all__ = ["CardCache"]
+
+_Key = tuple[str, int, float, str, HaltOrder | None]
+
+
+class CardCache:
+    """The last ``size`` cards rendered, by approval version. One per store: an approval's id and version name one
+    state only within its store (its creation time tells a purged and re-created approval apart).
+
+    The blocks handed out are shared between the updates of one version: callers send them, never change them.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self.rendered = 0
+        """Cards rendered (the rest were reused)."""
+        self.reused = 0
+        self._cards: OrderedDict[_Key, list[dict[str, Any]]] = OrderedDict()
+
+    def card(self, a: Approval, *, now: float, halt: HaltOrder | None = None) -> list[dict[str, Any]]:
+        """``a``'s live card as of ``now`` (see :func:`hitl.bot.blocks.card`)."""
+        key: _Key = (a.id, a.version, a.created_at, expires_in(a, now), halt)
+        found = self._cards.get(key)
+        if found is not None:
+            self._cards.move_to_end(key)
+            self.reused += 1
+            return found
+        blocks = card(a, now=now, halt=halt)
+        self.rendered += 1
+        self._cards[key] = blocks
+        if len(self._cards) > self.size:
+            self._cards.popitem(last=False)
+        return blocks
