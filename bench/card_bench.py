@@ -75,7 +75,7 @@ async def main(cards: int) -> None:
             for proc in procs:
                 proc.terminate()
             for proc in procs:
-                proc.wait(timeout=10)
+                await asyncio.to_thread(proc.wait, 10)  # off the loop: the Slack emulators run on it
             for svc in services.values():
                 await svc.store.close()
             for emulator in emulators:

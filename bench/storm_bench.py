@@ -118,12 +118,14 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
             for proc, _ in servers:
                 proc.terminate()
             for proc, _ in servers:
+                # Waited for off the loop: the Slack emulator runs on it, and a stopping replica may still be
+                # sending it the follow-ups of the last requests.
                 try:
-                    proc.wait(timeout=15)
+                    await asyncio.to_thread(proc.wait, 15)
                     stopped.append(True)
                 except subprocess.TimeoutExpired:  # reported below, then killed: the other figures still stand
                     proc.kill()
-                    proc.wait(timeout=15)
+                    await asyncio.to_thread(proc.wait, 15)
                     stopped.append(False)
             await store.close()
             await emulator.close()

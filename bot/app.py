@@ -30,7 +30,13 @@ from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.ports import Clock, Store
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
-__all__ = ["BotRuntime", "SlackSide", "build_app", "slack_side"]
+__all__ = ["DRAIN", "BotRuntime", "SlackSide", "build_app", "slack_side"]
+
+log = logging.getLogger(__name__)
+
+DRAIN = 10.0
+"""Seconds a stopping replica waits for the follow-ups of the requests it acknowledged (well inside the 30 s an
+orchestrator usually allows between SIGTERM and SIGKILL, so the store is still closed cleanly)."""
 
 
 class _TokenSkipped(logging.Filter):
@@ -113,8 +119,14 @@ class BotRuntime:
     def store(self) -> Store:
         return self.ctx.store
 
-    async def close(self) -> None:
-        await self.ctx.wait_idle()
+    async def close(self, *, drain: float = DRAIN) -> None:
+        """Let the work that follows each ack finish, for at most ``drain`` seconds, then close the Slack side.
+        What is cut off then is a follow-up message (the decisions themselves are recorded before any ack), so a
+        Slack that stopped answering does not hold a stopping replica past its orchestrator's grace period."""
+        try:
+            await self.ctx.wait_idle(timeout=drain)
+        except TimeoutError:
+            log.warning("stopping with %d Slack follow-up(s) unfinished after %g s", self.ctx.inflight, drain)
         await self.ctx.home.close()
         await self.side.close()
 

@@ -310,15 +310,26 @@ def _json(text: str) -> Any:
     return data
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""What a JSON parser gives besides dicts and lists: told apart by type alone, without ``isinstance``."""
+
+
 def _check_depth(value: Any) -> None:
-    """Refuse a parsed value nesting deeper than :data:`MAX_DEPTH` (visiting only its containers)."""
-    stack = [(value, 1)] if isinstance(value, dict | list) else []
-    while stack:
-        node, depth = stack.pop()
+    """Refuse a parsed value nesting deeper than :data:`MAX_DEPTH`, one level at a time, visiting only its
+    containers (every click carries its card's blocks: ~100 containers, walked in ~20 µs)."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > MAX_DEPTH:
             raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+        below = []
+        for node in level:
+            for child in node.values() if isinstance(node, dict) else node:
+                kind = type(child)
+                if kind is dict or kind is list or (kind not in _SCALARS and isinstance(child, dict | list)):
+                    below.append(child)
+        level = below
 
 
 def _no_surrogates(value: Any) -> None:

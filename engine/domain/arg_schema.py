@@ -12,7 +12,7 @@ import functools
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema_rs
@@ -57,6 +57,8 @@ class CompiledSchema:
     """The schema as sorted, compact JSON: its identity, and what its size is measured on."""
     checker: Draft202012Validator
     fast: Any = None
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Each top-level argument's kind (see :func:`fields_of`), read once for :func:`coerce_text`."""
 
     def is_valid(self, args: Any) -> bool:
         """Whether ``args`` satisfy the schema (without collecting errors)."""
@@ -128,7 +130,10 @@ def _compiled(canonical: str) -> CompiledSchema | str:
             fast = jsonschema_rs.Draft202012Validator(schema, offline=True)
         except (ValueError, jsonschema_rs.ReferencingError):  # anything it cannot compile: the reference judges
             fast = None
-    return CompiledSchema(schema=schema, canonical=canonical, checker=Draft202012Validator(schema), fast=fast)
+    kinds = {f.name: f.kind for f in fields_of(schema)}
+    return CompiledSchema(
+        schema=schema, canonical=canonical, checker=Draft202012Validator(schema), fast=fast, kinds=kinds
+    )
 
 
 def _fast_safe(node: Any, *, keywords: bool = True) -> bool:
@@ -292,13 +297,15 @@ def _field(root: dict[str, Any], name: str, prop: dict[str, Any], required: bool
     )
 
 
-def coerce_text(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+def coerce_text(schema: dict[str, Any], values: dict[str, Any], kinds: dict[str, str] | None = None) -> dict[str, Any]:
     """``values`` with text given for a number, integer or boolean argument converted to it.
 
     Form inputs and rendered templates arrive as text: ``"60"`` for a number is the number 60 before the schema
-    judges it. Text that does not convert is left alone, so the schema names the field.
+    judges it. Text that does not convert is left alone, so the schema names the field. ``kinds``: the schema's
+    argument kinds read before (:attr:`CompiledSchema.kinds`).
     """
-    kinds = {f.name: f.kind for f in fields_of(schema)}
+    if kinds is None:
+        kinds = {f.name: f.kind for f in fields_of(schema)}
     out = dict(values)
     for name, value in values.items():
         kind = kinds.get(name)

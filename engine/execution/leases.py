@@ -15,18 +15,25 @@ log = logging.getLogger(__name__)
 @contextlib.asynccontextmanager
 async def kept_alive(renew: Callable[[], Awaitable[bool]], *, every: float, what: str) -> AsyncIterator[None]:
     """Call ``renew`` every ``every`` seconds while the block runs; stop (and say so) once it reports the lease
-    lost. Renewing at a third of the lease means a live but slow worker is never taken over, a dead one soon is."""
+    lost. Renewing at a third of the lease means a live but slow worker is never taken over, a dead one soon is.
+
+    Most blocks end long before the first renewal is due (an effect, a step): for them this is one timer handle,
+    set and cancelled. The heartbeat task exists only once a block outlives ``every``."""
+    loop = asyncio.get_running_loop()
+    beating: list[asyncio.Task[None]] = []
 
     async def beat() -> None:
         while True:
-            await asyncio.sleep(every)
             if not await renew():
                 log.warning("lost %s; another worker took it over", what)
                 return
+            await asyncio.sleep(every)
 
-    task = asyncio.create_task(beat(), name=f"hitl-lease:{what}")
+    timer = loop.call_later(every, lambda: beating.append(loop.create_task(beat(), name=f"hitl-lease:{what}")))
     try:
         yield
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        timer.cancel()
+        for task in beating:
+            task.cancel()
+        await asyncio.gather(*beating, return_exceptions=True)

@@ -49,7 +49,8 @@ class ToolSchema:
         :class:`InvalidInput` naming every bad field."""
         if self.json is None:  # guarded plain functions without a schema
             return dict(values)
-        args = with_defaults(self.json, coerce_text(self.json, values))
+        assert self._compiled is not None
+        args = with_defaults(self.json, coerce_text(self.json, values, self._compiled.kinds))
         return validate_args(self.tool, self.json, args, self._compiled)
 
     def errors(self, values: dict[str, Any]) -> dict[str, str]:

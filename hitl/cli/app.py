@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import logging
 from typing import Annotated, Any
@@ -556,6 +557,8 @@ def serve(
 
     async def work() -> int:
         server = await build_server(settings, socket_mode=socket, replica=replica)
+        gc.collect()
+        gc.freeze()  # what startup built lives as long as the process: out of the collector's sight on every click
         try:
             server.background.start()
             if socket:
@@ -617,6 +620,10 @@ def mcp(
             gate = ToolGate(context.service, worker_id=worker)
             gateway = Gateway(gate, Upstreams(dict(spec.servers)), session=session or spec.session, wait=spec.wait)
             await gateway.start()
+            # Everything built so far lives as long as the process: out of the collector's sight, so a collection
+            # on the call path does not walk the imported modules and the gateway over and over.
+            gc.collect()
+            gc.freeze()
             try:
                 if http:
                     await serve_http(gateway, host=host, port=port)

@@ -3,7 +3,9 @@ traceback), once when it ends (INFO), counted in /metrics; never a traceback per
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import cast
 
@@ -15,7 +17,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.tasks import Outages
 from hitl.engine.testing.conformance.adapters import BreakableStore
 from hitl.testing import FakeClock
-from tests.bot.conftest import start, stop
+from tests.bot.conftest import Harness, start, stop
 from tests.waiting import eventually
 
 
@@ -78,3 +80,19 @@ def test_outage_tracker_gives_a_bug_its_traceback_once(caplog: pytest.LogCapture
         "the sweep works again"
     ]
     assert o.started == 1
+
+
+async def test_a_stopping_replica_waits_for_slack_follow_ups_only_so_long(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A follow-up to Slack that never completes (Slack stopped answering) does not hold a stopping replica: the
+    drain ends, it says so, and the Slack side is closed anyway (its store is closed after, by the runtime)."""
+    stuck = asyncio.Event()
+    harness.rt.bot.ctx.later(stuck.wait())  # a follow-up message whose request never returns
+    t0 = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="hitl.bot.app"):
+        await harness.rt.bot.close(drain=0.2)
+    assert time.monotonic() - t0 < 5
+    assert "1 Slack follow-up(s) unfinished after 0.2 s" in caplog.text
+    assert harness.rt.bot.side.http.closed  # closed despite the follow-up
+    stuck.set()  # let it end, so the harness stops as usual
