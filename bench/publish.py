@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ def cell(text: str) -> str:
 
 def draw(c: dict[str, Any], r: dict[str, Any], path: Path) -> None:
     bars = c["bars"]
-    height = 1.2 + 0.42 * len(bars)
+    height = 1.4 + 0.42 * len(bars)
     fig, ax = plt.subplots(figsize=(8, height), dpi=110)
     ys = list(range(len(bars)))[::-1]
     medians = [b["median"] for b in bars]
@@ -101,7 +102,7 @@ def draw(c: dict[str, Any], r: dict[str, Any], path: Path) -> None:
             f" goal {c['goal_label'] or c['goal']}", (c["goal"], ys[0] + 0.45), color=GOAL, fontsize=7, va="bottom"
         )
     ax.set_xlabel(c["unit"], fontsize=8)
-    ax.set_title(c["title"], fontsize=9, loc="left")
+    ax.set_title("\n".join(textwrap.wrap(c["title"], 62)), fontsize=9, loc="left")
     ax.tick_params(axis="x", labelsize=7)
     ax.spines[["top", "right"]].set_visible(False)
     m = r["machine"]
