@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema_rs
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 
 from hitl.engine.errors import InvalidInput
@@ -24,6 +24,7 @@ from hitl.engine.errors import InvalidInput
 __all__ = [
     "MAX_SCHEMA_BYTES",
     "ArgField",
+    "Checker",
     "CompiledSchema",
     "check_schema",
     "compile_schema",
@@ -49,13 +50,14 @@ class CompiledSchema:
     ``checker`` (the ``jsonschema`` reference implementation) names every bad field; ``fast`` (``jsonschema_rs``,
     compiled to native code: ~0.1 µs a call instead of ~5) only answers valid or not, and exists only for schemas
     whose every keyword both implement alike (see :data:`FAST_KEYWORDS`). Arguments are valid when ``fast`` says
-    so; when it says not, ``checker`` says why, and a disagreement refuses them (fail closed).
+    so (the common case); otherwise the reference decides, and names why it refuses.
     """
 
     schema: dict[str, Any]
     canonical: str
     """The schema as sorted, compact JSON: its identity, and what its size is measured on."""
-    checker: Draft202012Validator
+    checker: Any
+    """The reference validator (:data:`Checker`)."""
     fast: Any = None
     kinds: dict[str, str] = field(default_factory=dict)
     """Each top-level argument's kind (see :func:`fields_of`), read once for :func:`coerce_text`."""
@@ -63,7 +65,12 @@ class CompiledSchema:
     def is_valid(self, args: Any) -> bool:
         """Whether ``args`` satisfy the schema (without collecting errors)."""
         if self.fast is not None:
-            return bool(self.fast.is_valid(args))
+            try:
+                if self.fast.is_valid(args):
+                    return True
+            except (ValueError, TypeError, OverflowError):
+                pass  # a value JSON has no type for (a datetime, a set, bytes): the reference judges it
+        # Every refusal is the reference's: it alone knows Python's numbers (a Decimal is a number to it).
         return bool(self.checker.is_valid(args))
 
 
@@ -80,6 +87,14 @@ FAST_KEYWORDS = frozenset(
 of them reads the network or differs by regular-expression dialect (``pattern``) or float arithmetic
 (``multipleOf``). ``format`` is an annotation in draft 2020-12 for both (not asserted). A schema with any other
 keyword, or a ``$ref`` outside itself, is judged by ``jsonschema`` alone."""
+
+
+Checker = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, list | tuple)),
+)
+"""The reference validator: draft 2020-12, with a Python tuple taken for a JSON array, as the native validator and
+JSON encoding take it (a caller in Python may pass one)."""
 
 
 def compile_schema(tool: str, schema: dict[str, Any]) -> CompiledSchema:
@@ -131,9 +146,7 @@ def _compiled(canonical: str) -> CompiledSchema | str:
         except (ValueError, jsonschema_rs.ReferencingError):  # anything it cannot compile: the reference judges
             fast = None
     kinds = {f.name: f.kind for f in fields_of(schema)}
-    return CompiledSchema(
-        schema=schema, canonical=canonical, checker=Draft202012Validator(schema), fast=fast, kinds=kinds
-    )
+    return CompiledSchema(schema=schema, canonical=canonical, checker=Checker(schema), fast=fast, kinds=kinds)
 
 
 def _fast_safe(node: Any, *, keywords: bool = True) -> bool:
@@ -194,7 +207,7 @@ def schema_errors(
     """Field -> message for every violation (empty when ``args`` is valid). ``(args)`` names the whole object.
     ``validator``: ``schema`` compiled before (building a validator costs more than most validations)."""
     problems: dict[str, str] = {}
-    checker = validator.checker if validator is not None else Draft202012Validator(schema)
+    checker = validator.checker if validator is not None else Checker(schema)
     for err in sorted(checker.iter_errors(args), key=lambda e: list(map(str, e.path))):
         where = ".".join(str(p) for p in err.absolute_path)
         if not where and err.validator == "required":
@@ -220,7 +233,7 @@ def validate_args(
     compiled = validator if validator is not None else compile_schema(tool, schema)
     if compiled.is_valid(args):  # the common case, without collecting errors
         return args
-    # The two validators disagreeing (the native one refuses what the reference accepts) refuses too: fail closed.
+    # A refusal the reference cannot name a field for still refuses: fail closed.
     problems = schema_errors(schema, args, compiled) or {"(args)": "do not satisfy the tool's schema"}
     listed = "; ".join(f"{k}: {v}" for k, v in problems.items())
     raise InvalidInput(f"arguments for {tool} are invalid: {listed}", tool=tool, fields=problems)

@@ -88,7 +88,11 @@ async def test_a_stopping_replica_waits_for_slack_follow_ups_only_so_long(
     """A follow-up to Slack that never completes (Slack stopped answering) does not hold a stopping replica: the
     drain ends, it says so, and the Slack side is closed anyway (its store is closed after, by the runtime)."""
     stuck = asyncio.Event()
-    harness.rt.bot.ctx.later(stuck.wait())  # a follow-up message whose request never returns
+
+    async def follow_up() -> None:  # a follow-up message whose request never returns
+        await stuck.wait()
+
+    harness.rt.bot.ctx.later(follow_up())
     t0 = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="hitl.bot.app"):
         await harness.rt.bot.close(drain=0.2)

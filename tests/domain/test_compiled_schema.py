@@ -3,6 +3,8 @@ is never given a keyword where they could differ, and a schema is compiled once 
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from typing import Any
 
 import pytest
@@ -20,7 +22,11 @@ json_values: st.SearchStrategy[Any] = st.recursive(
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(NAMES), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)  # a Python caller's tuple: a JSON array to both validators
+        | st.dictionaries(st.sampled_from(NAMES), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 numbers = st.integers(min_value=-5, max_value=5) | st.floats(min_value=-5, max_value=5, allow_nan=False)
@@ -81,6 +87,26 @@ def test_the_native_validator_agrees_with_the_reference(schema: dict[str, Any], 
     assert compiled.fast is not None  # every keyword drawn is trusted to it
     args = {"x": value}
     assert compiled.fast.is_valid(args) == compiled.checker.is_valid(args), (root, args)
+    assert compiled.is_valid(args) == compiled.checker.is_valid(args)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), {1, 2}, b"bytes", object(), decimal.Decimal("1.5")],
+    ids=["datetime", "set", "bytes", "object", "decimal"],
+)
+@pytest.mark.parametrize("kind", ["string", "number", "array", "object"])
+def test_values_json_has_no_type_for_are_judged_by_the_reference_without_raising(value: Any, kind: str) -> None:
+    compiled = compile_schema("t", {"type": "object", "properties": {"x": {"type": kind}}})
+    assert compiled.fast is not None
+    expected = compiled.checker.is_valid({"x": value})
+    assert compiled.is_valid({"x": value}) == expected
+    assert expected == (kind == "number" and isinstance(value, decimal.Decimal))  # a Decimal is a number
+    if expected:
+        assert validate_args("t", compiled.schema, {"x": value}, compiled) == {"x": value}
+    else:
+        with pytest.raises(InvalidInput, match="arguments for t are invalid: x:"):
+            validate_args("t", compiled.schema, {"x": value}, compiled)
 
 
 @pytest.mark.parametrize(
