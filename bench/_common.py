@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 from redis.asyncio import Connection
-from report import record
+from report import record, record_heading
 
 
 def free_port() -> int:
@@ -86,6 +86,12 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
             break
         best = j
     return xs[best], xs[n - 1 - best]
+
+
+def heading(text: str) -> None:
+    """Print a heading for the figures after it (and keep it for the published report, when one is open)."""
+    print(text)
+    record_heading(text)
 
 
 def row(label: str, measured: str, target: str = "", ok: bool | None = None) -> None:

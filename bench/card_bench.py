@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, redis_server, row, spread, start_serve  # noqa: E402
+from _common import heading, median, redis_server, row, spread, start_serve  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.engine.clocks import SystemClock  # noqa: E402
@@ -80,7 +80,7 @@ async def main(cards: int) -> None:
                 await svc.store.close()
             for emulator in emulators:
                 await emulator.close()
-    print(f"card latency: approval created by another process -> card posted by hitl serve ({cards} cards per store)")
+    heading(f"card latency: approval created by another process -> card posted by hitl serve ({cards} cards per store)")
     for name, ms in results.items():
         row(f"{name}: ms, min / median / max", spread(ms, "{:.0f}"), "median <= 250", median(ms) <= 250)
     row("peer: the sweep alone (before), median", "5,500 ms")

@@ -26,7 +26,7 @@ from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CountingConnection, redis_server, row  # noqa: E402
+from _common import CountingConnection, heading, redis_server, row  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.models import DecisionKind  # noqa: E402
@@ -241,7 +241,7 @@ async def main() -> None:
     ap.add_argument("--warm", type=int, default=100)
     a = ap.parse_args()
     per = max(1, a.n // a.rounds)
-    print(
+    heading(
         f"hitl cycle benchmark: {a.rounds} interleaved rounds of {per} sequential pause -> decide -> resume cycles "
         f"per contender, after {a.warm} warm-up ({os.cpu_count()} cores)"
     )
@@ -304,7 +304,7 @@ async def main() -> None:
     row("contender: cycle, ms (min / median / max of round medians)", "", "")
     for label, r in rounds.items():
         row(label, f"{min(r):.3f} / {m[label]:.3f} / {max(r):.3f}", "")
-    print(f"  (LangGraph SqliteSaver: WAL, synchronous={lg_sync}; hitl SQLite: WAL, the setting shown)")
+    heading(f"  (LangGraph SqliteSaver: WAL, synchronous={lg_sync}; hitl SQLite: WAL, the setting shown)")
     chart(
         "Pause -> decide -> resume cycle (a new run each), same run: hitl, LangGraph, and the stores' floors",
         "ms per cycle",
@@ -314,7 +314,7 @@ async def main() -> None:
     def ratio(peer: str, ours: str) -> float:
         return m[peer] / m[ours]
 
-    print("\n  ratios (LangGraph median / hitl median; higher is better for hitl)")
+    heading("\n  ratios (LangGraph median / hitl median; higher is better for hitl)")
     for ours, peer, target in (
         ("hitl Redis", "LangGraph InMemorySaver", 3.0),
         ("hitl Redis", "LangGraph SqliteSaver", 6.0),
@@ -326,14 +326,14 @@ async def main() -> None:
     for sync in ("NORMAL", "FULL"):
         x = m[f"hitl SQLite {sync} (thread)"] / m[f"hitl SQLite {sync}"]
         row(f"SQLite {sync}: inline on the loop vs through a thread", f"{x:.2f}x faster", "")
-    print("\n  store work per cycle")
+    heading("\n  store work per cycle")
     row("Redis round trips per cycle", f"{redis_rt:.1f}", "<= 7", redis_rt <= 7)
     row("SQLite transactions per cycle", f"{sqlite_tx:.1f}", "<= 7", sqlite_tx <= 7)
-    print(f"\n  where a cycle's CPU goes (hitl SQLite NORMAL under cProfile, {profiled_ms:.2f} ms a cycle profiled)")
+    heading(f"\n  where a cycle's CPU goes (hitl SQLite NORMAL under cProfile, {profiled_ms:.2f} ms a cycle profiled)")
     row("SQL statements per cycle (in its 7 transactions)", f"{statements:.0f}", "")
     for label, share in shares:
         row(label, f"{share:.0%}", "")
-    print("\n  bytes stored per finished run")
+    heading("\n  bytes stored per finished run")
     for label, b in sizes.items():
         row(label, f"{b:,.0f} B", "")
 

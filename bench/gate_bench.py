@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, median_ci, redis_server, row  # noqa: E402
+from _common import heading, median, median_ci, redis_server, row  # noqa: E402
 from report import Bar, bar, chart, report  # noqa: E402
 
 from hitl.engine.agents.gate import ToolCall, ToolGate  # noqa: E402
@@ -334,7 +334,7 @@ async def main() -> None:
             ("sqlite", SqliteStore(Path(d) / "b.db")),
             ("redis", RedisStore(connect(url), prefix="gb")),
         ):
-            print(f"gate overhead on {label} ({opts.rounds} interleaved rounds of {opts.calls} calls)")
+            heading(f"gate overhead on {label} ({opts.rounds} interleaved rounds of {opts.calls} calls)")
             alone = await gate_alone(store, opts.rounds, opts.calls, TARGETS_US[label])
             bars: list[Bar] = [bar("gate.check alone", alone)]
             for name in opts.framework or FRAMEWORKS:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, median_ci, row  # noqa: E402
+from _common import heading, median, median_ci, row  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from report import bar, chart, report  # noqa: E402
@@ -80,7 +80,7 @@ async def main() -> None:
                     per_call[name].append(spent[name])
                 added.append(spent["gateway"] - spent["direct"])
                 proxy_added.append(spent["proxy"] - spent["direct"])
-    print(f"hitl mcp on an allowed call ({opts.rounds} interleaved rounds of {opts.calls} calls, stdio)")
+    heading(f"hitl mcp on an allowed call ({opts.rounds} interleaved rounds of {opts.calls} calls, stdio)")
     row("upstream called directly, per call (median)", f"{median(per_call['direct']):.2f} ms")
     row("through hitl mcp, per call (median)", f"{median(per_call['gateway']):.2f} ms")
     row("floor: through a pass-through proxy on the same SDK (median)", f"{median(per_call['proxy']):.2f} ms")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import redis_server, row, spread  # noqa: E402
+from _common import heading, redis_server, row, spread  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
@@ -82,7 +82,9 @@ async def main(decisions: int, rounds: int) -> None:
             results["loaded"].append(await one_page(loaded, url))
         await empty.close()
         await loaded.close()
-    print(f"pending index after {decisions:,} decisions with no page read (Redis, {rounds} rounds, min / median / max)")
+    heading(
+        f"pending index after {decisions:,} decisions with no page read (Redis, {rounds} rounds, min / median / max)"
+    )
     for name, label in (("empty", "empty store"), ("loaded", f"after {decisions:,} decisions")):
         pages = [p for p, _ in results[name]]
         pings = [q for _, q in results[name]]

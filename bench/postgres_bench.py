@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
-from _common import redis_server, row, spread  # noqa: E402
+from _common import heading, redis_server, row, spread  # noqa: E402
 from cycle_bench import HitlCycles, langgraph_cycle, timed  # noqa: E402
 from report import report  # noqa: E402
 
@@ -145,7 +145,7 @@ async def main() -> None:
     ap.add_argument("--warm", type=int, default=50)
     a = ap.parse_args()
     per = max(1, a.n // a.rounds)
-    print(
+    heading(
         f"hitl PostgreSQL benchmark: {a.rounds} interleaved rounds of {per} cycles per contender, after {a.warm} "
         f"warm-up ({os.cpu_count()} cores, server and clients on one machine)"
     )
@@ -206,19 +206,19 @@ async def main() -> None:
         row(label, spread(r, "{:.2f}"), "")
     x = m["LangGraph PostgresSaver"] / m["hitl PostgreSQL"]
     row("hitl PostgreSQL vs LangGraph PostgresSaver", f"{x:.2f}x", ">= 5x", x >= 5)
-    print("  (both commit synchronously on the same server: fsync on, synchronous_commit on)")
+    heading("  (both commit synchronously on the same server: fsync on, synchronous_commit on)")
     row("hitl transactions per cycle", f"{tx_per_cycle:.1f}", "")
-    print("\n  decisions per second, 50 concurrent callers (min / median / max of 3 rounds of 1000)")
+    heading("\n  decisions per second, 50 concurrent callers (min / median / max of 3 rounds of 1000)")
     for name, v in dps.items():
         row(name, spread(v, "{:,.0f}"), "")
     row("PostgreSQL: transactions run again after a conflict, per commit", f"{retries:.2f}", "")
-    print("\n  wake-up: decision returned -> waiter in another store woken, ms (p50 / p90 / max of 120)")
+    heading("\n  wake-up: decision returned -> waiter in another store woken, ms (p50 / p90 / max of 120)")
     for name, w in wakes.items():
         s = sorted(w)
         row(name, f"{s[len(s) // 2]:.2f} / {s[int(len(s) * 0.9)]:.2f} / {s[-1]:.2f}", "")
-    print("\n  storage")
+    heading("\n  storage")
     row("bytes per finished run (tables and indexes, after VACUUM)", f"{per_run:,.0f}", "")
-    print("\n  driver: one SERIALIZABLE read-modify-write, median ms")
+    heading("\n  driver: one SERIALIZABLE read-modify-write, median ms")
     for name, ms in drivers.items():
         row(name, f"{ms:.3f}", "")
 

@@ -70,8 +70,14 @@ def section(r: dict[str, Any], images: Path) -> list[str]:
         "|---|---|---|---|",
     ]
     for row in r["rows"]:
+        label = cell(row["label"])
+        if row.get("heading") or not (row["measured"] or row["target"]):
+            out.append(f"| **{label}** | | | |")  # what the rows after it belong to
+            continue
+        # A sub-figure (printed indented under the one before it) keeps its indent.
+        indent = "&nbsp;" * 2 * (len(row["label"]) - len(row["label"].lstrip(" ")))
         verdict = "" if row["ok"] is None else ("met" if row["ok"] else "**missed**")
-        out.append(f"| {cell(row['label'])} | {cell(row['measured'])} | {cell(row['target'])} | {verdict} |")
+        out.append(f"| {indent}{label} | {cell(row['measured'])} | {cell(row['target'])} | {verdict} |")
     out.append("")
     for i, c in enumerate(r["charts"], 1):
         name = f"{r['name']}-{i}.png"

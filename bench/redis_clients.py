@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import redis_server, row  # noqa: E402
+from _common import heading, redis_server, row  # noqa: E402
 from report import report  # noqa: E402
 
 SCRIPT = "local v = redis.call('HINCRBY', KEYS[1], 'n', 1) return {tostring(v), ARGV[1]}"
@@ -104,7 +104,7 @@ async def main() -> None:
     ap.add_argument("-n", type=int, default=2000, help="calls per contender per round")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
-    print(f"Redis client benchmark: {a.rounds} interleaved rounds, {a.n} calls each ({os.cpu_count()} cores)")
+    heading(f"Redis client benchmark: {a.rounds} interleaved rounds, {a.n} calls each ({os.cpu_count()} cores)")
     with redis_server() as url:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         makers: dict[str, Callable[[], Awaitable[tuple[Call, Callable[[], Awaitable[None]]]]]] = {
@@ -119,7 +119,7 @@ async def main() -> None:
             try:
                 clients[label] = await make()
             except Exception as exc:  # a client that cannot run here is reported, not fatal
-                print(f"  {label}: unavailable ({type(exc).__name__}: {exc})")
+                heading(f"  {label}: unavailable ({type(exc).__name__}: {exc})")
         lat: dict[str, list[float]] = {k: [] for k in clients}
         rate: dict[str, list[float]] = {k: [] for k in clients}
         for call, _ in clients.values():

@@ -102,6 +102,12 @@ def record(label: str, measured: str, target: str = "", ok: bool | None = None) 
         _CURRENT[-1].rows.append({"label": label, "measured": measured, "target": target, "ok": ok})
 
 
+def record_heading(text: str) -> None:
+    """A printed heading (what the rows after it belong to), kept by the open report (if any)."""
+    if _CURRENT:
+        _CURRENT[-1].rows.append({"label": text.strip(), "measured": "", "target": "", "ok": None, "heading": True})
+
+
 def chart(
     title: str,
     unit: str,

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import cpu_seconds, free_port, median, pct, redis_server, row, spread  # noqa: E402
+from _common import cpu_seconds, free_port, heading, median, pct, redis_server, row, spread  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.adapters.ask_callback import SlackAsk  # noqa: E402
@@ -211,7 +211,7 @@ async def main() -> None:
             await asyncio.to_thread(serve.wait, 20)  # off the loop: the Slack emulator runs on it
             await store.close()
             await emulator.close()
-    print(
+    heading(
         f"hitl Slack benchmark: {a.rounds} interleaved rounds of {per} signed clicks at {a.c} concurrent and "
         f"{light_per} at 10 concurrent and {alone_per} one at a time, one `hitl serve` process, Redis store "
         f"({os.cpu_count()} cores); figures are min / median / max over the rounds"

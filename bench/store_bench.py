@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CountingConnection, median, pct, redis_server, row  # noqa: E402
+from _common import CountingConnection, heading, median, pct, redis_server, row  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
@@ -138,7 +138,7 @@ async def redis_part(url: str, args: argparse.Namespace) -> None:
     client.connection_pool.connection_class = CountingConnection
     store = RedisStore(client, prefix="bench")
     clock = FakeClock()
-    print("\nRedis store (redis-server on 127.0.0.1, one client process, redis-py asyncio + hiredis)")
+    heading("\nRedis store (redis-server on 127.0.0.1, one client process, redis-py asyncio + hiredis)")
     probe = approvals(500, clock, "rt")
     await create_all(store, probe)
     for a in probe[:10]:  # load the scripts
@@ -212,7 +212,7 @@ async def sqlite_part(args: argparse.Namespace, synchronous: str) -> None:
         db = Path(d) / "bench.db"
         store = SqliteStore(db, synchronous=synchronous)
         clock = FakeClock()
-        print(f"\nSQLite store (WAL, synchronous={synchronous.upper()}, one file)")
+        heading(f"\nSQLite store (WAL, synchronous={synchronous.upper()}, one file)")
         d2 = await decide_bench(store, clock, args.seq, args.conc // 2)
         floor = bare_commits(Path(d) / "floor.db", synchronous, args.seq)
         row("decide latency, sequential median", f"{d2['median']:.3f} ms", "<= 1 ms", d2["median"] <= 1)
@@ -252,8 +252,7 @@ async def main() -> None:
     ap.add_argument("--conc", type=int, default=20000, help="decides for the concurrency run")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000], help="pending counts")
     args = ap.parse_args()
-    print(f"hitl store benchmark ({os.cpu_count()} cores, run {uuid.uuid4().hex[:6]})")
-    row("figure", "measured", "target")
+    heading(f"hitl store benchmark ({os.cpu_count()} cores, run {uuid.uuid4().hex[:6]})")
     with redis_server() as url:
         await redis_part(url, args)
     await sqlite_part(args, "normal")

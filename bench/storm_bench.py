@@ -24,7 +24,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import pct, redis_server, row, start_serve  # noqa: E402
+from _common import heading, pct, redis_server, row, start_serve  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
@@ -132,7 +132,7 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
     once = sum(1 for t in trails if sum(e.event == "decided" for e in t) == 1)
     final = sum(1 for a in decided if a.status in (Status.APPROVED, Status.REJECTED))
     name = f"{url.split(':', 1)[0]}, {replicas} replica{'s' if replicas > 1 else ''}"
-    print(f"{name}: {len(requests):,} requests on {approvals:,} approvals, {concurrency} in flight, {wall:.1f} s")
+    heading(f"{name}: {len(requests):,} requests on {approvals:,} approvals, {concurrency} in flight, {wall:.1f} s")
     ms = [x * 1000 for x in latencies]
     row("answer p50 / p99 / max (ms)", f"{pct(ms, 0.5):.0f} / {pct(ms, 0.99):.0f} / {max(ms):.0f}", "p99 < 1000")
     row("answers within Slack's 3 s", f"{sum(x < 3000 for x in ms):,} of {len(ms):,}", "all", all(x < 3000 for x in ms))

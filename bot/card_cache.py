@@ -22,13 +22,14 @@ _Key = tuple[str, int, float, str, HaltOrder | None]
 
 
 class CardCache:
-    """The last ``size`` cards rendered, by approval version. One per store: an approval's id and version name one
-    state only within its store (its creation time tells a purged and re-created approval apart).
+    """The last ``size`` cards rendered, by approval version (a card's blocks run to ~15 KB; the updates of one
+    version come close together, so a few recent ones are enough). One per store: an approval's id and version
+    name one state only within its store (its creation time tells a purged and re-created approval apart).
 
     The blocks handed out are shared between the updates of one version: callers send them, never change them.
     """
 
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 128) -> None:
         self.size = size
         self.rendered = 0
         """Cards rendered (the rest were reused)."""

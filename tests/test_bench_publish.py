@@ -21,7 +21,9 @@ def test_a_saved_report_is_published_as_a_table_and_charts(tmp_path: Path, monke
     monkeypatch.setattr(report, "RESULTS", results)
 
     with report.report("gate", "What an agent adapter adds"):
+        common.heading("gate overhead on sqlite (31 rounds)")
         common.row("strands: overhead per allowed call", "35.2 µs", "<= 25 µs", False)
+        common.row("  strands, a no-op handler (floor)", "4.1 µs", "(same run)")
         common.row("langgraph: overhead per allowed call", "3.9 µs", "<= 25 µs", True)
         common.row("a figure without a goal", "12 | 13", "")
         report.chart(
@@ -40,7 +42,9 @@ def test_a_saved_report_is_published_as_a_table_and_charts(tmp_path: Path, monke
     publish.main(results, page, images)
     text = page.read_text()
     assert "## What an agent adapter adds" in text
+    assert "| **gate overhead on sqlite (31 rounds)** | | | |" in text  # the rows after it are sqlite's
     assert "| strands: overhead per allowed call | 35.2 µs | <= 25 µs | **missed** |" in text
+    assert "| &nbsp;&nbsp;&nbsp;&nbsp;strands, a no-op handler (floor) | 4.1 µs | (same run) |  |" in text
     assert "| langgraph: overhead per allowed call | 3.9 µs | <= 25 µs | met |" in text
     assert "| a figure without a goal | 12 \\| 13 |  |  |" in text  # a cell's bar does not split the table
     assert f"{saved['machine']['cores']} cores" in text and saved["date"] in text and "hitl-gate" in text
