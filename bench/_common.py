@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import os
 import shutil
+import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -51,6 +54,42 @@ def redis_server() -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+async def stop_process(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM, timeout: float = 15.0) -> bool:
+    """Stop a process the benchmark started: ``sig``, then a kill when it has not exited within ``timeout`` seconds.
+    Waited for off the event loop: the Slack emulator runs on it, and a stopping `hitl serve` may still be sending
+    it the follow-ups of its last requests. True when the process stopped by itself."""
+    proc.send_signal(sig)
+    try:
+        await asyncio.to_thread(proc.wait, timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        await asyncio.to_thread(proc.wait, timeout)
+        return False
+
+
+class BareCommits:
+    """The floor of a SQLite store's write: bare write transactions of one row each, on a WAL file with the same
+    ``synchronous`` setting."""
+
+    def __init__(self, path: Path, synchronous: str) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        self.conn.execute("CREATE TABLE floor (k INTEGER PRIMARY KEY, v TEXT)")
+        self._count = itertools.count()
+
+    def commit(self, n: int = 1) -> None:
+        """``n`` transactions, one after another."""
+        for _ in range(n):
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("INSERT OR REPLACE INTO floor VALUES (?, ?)", (next(self._count) % 1000, "x" * 500))
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def cpu_seconds(pid: int) -> float:

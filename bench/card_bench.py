@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import heading, median, redis_server, row, spread, start_serve  # noqa: E402
+from _common import heading, median, redis_server, row, spread, start_serve, stop_process  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.engine.clocks import SystemClock  # noqa: E402
@@ -72,10 +72,7 @@ async def main(cards: int) -> None:
                 for name in results:
                     results[name].append(await one_card(services[name], states[name], i))
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                await asyncio.to_thread(proc.wait, 10)  # off the loop: the Slack emulators run on it
+            await asyncio.gather(*(stop_process(proc, timeout=10) for proc in procs))
             for svc in services.values():
                 await svc.store.close()
             for emulator in emulators:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import functools
 import gc
 import os
 import pstats
@@ -26,7 +27,7 @@ from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CountingConnection, heading, redis_server, row  # noqa: E402
+from _common import BareCommits, CountingConnection, heading, redis_server, row  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.models import DecisionKind  # noqa: E402
@@ -105,24 +106,6 @@ def langgraph_cycle(saver: Any) -> Callable[[], None]:
         assert "__interrupt__" in out
         final = app.invoke(Command(resume="approve"), cfg)
         assert final["value"] == 7
-
-    return cycle
-
-
-def bare_commits(path: Path, synchronous: str, per_cycle: int = 7) -> Callable[[], None]:
-    """The floor of a SQLite cycle: as many bare write transactions (one row each) as a hitl cycle commits, on a WAL
-    file with the same ``synchronous``."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute(f"PRAGMA synchronous = {synchronous}")
-    conn.execute("CREATE TABLE floor (k INTEGER PRIMARY KEY, v TEXT)")
-    count = iter(range(10**9))
-
-    def cycle() -> None:
-        for _ in range(per_cycle):
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR REPLACE INTO floor VALUES (?, ?)", (next(count) % 1000, "x" * 500))
-            conn.execute("COMMIT")
 
     return cycle
 
@@ -269,7 +252,9 @@ async def main() -> None:
         floor_dir = Path(tmp) / "floor"
         floor_dir.mkdir()
         for sync in ("NORMAL", "FULL"):
-            contenders[f"floor: 7 bare SQLite commits ({sync})"] = bare_commits(floor_dir / f"{sync}.db", sync)
+            contenders[f"floor: 7 bare SQLite commits ({sync})"] = functools.partial(
+                BareCommits(floor_dir / f"{sync}.db", sync).commit, 7
+            )
         sha = await client.script_load("return redis.call('GET', KEYS[1])")
         contenders["floor: 7 bare EVALSHA round trips (Redis)"] = bare_evalshas(client, sha)
         lg_dir = Path(tmp) / "lg"

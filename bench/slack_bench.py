@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import cpu_seconds, free_port, heading, median, pct, redis_server, row, spread  # noqa: E402
+from _common import cpu_seconds, free_port, heading, median, pct, redis_server, row, spread, stop_process  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.adapters.ask_callback import SlackAsk  # noqa: E402
@@ -207,8 +207,7 @@ async def main() -> None:
                 wake.append((woke - decided_at) * 1000)
         finally:
             await http.close()
-            serve.send_signal(signal.SIGINT)
-            await asyncio.to_thread(serve.wait, 20)  # off the loop: the Slack emulator runs on it
+            await stop_process(serve, sig=signal.SIGINT, timeout=20)  # SIGINT: a --profile run writes its profile
             await store.close()
             await emulator.close()
     heading(

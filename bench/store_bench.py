@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import gc
 import os
-import sqlite3
 import sys
 import tempfile
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CountingConnection, heading, median, pct, redis_server, row  # noqa: E402
+from _common import BareCommits, CountingConnection, heading, median, pct, redis_server, row  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
@@ -191,19 +190,14 @@ async def redis_part(url: str, args: argparse.Namespace) -> None:
 
 
 def bare_commits(path: Path, synchronous: str, n: int) -> float:
-    """The median ms of ``n`` bare write transactions (one row each) on a WAL file with the store's settings."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-    conn.execute("CREATE TABLE floor (k INTEGER PRIMARY KEY, v TEXT)")
+    """The median ms of ``n`` bare commits of one row each (the floor of a SQLite decide)."""
+    floor = BareCommits(path, synchronous)
     times = []
-    for i in range(n):
+    for _ in range(n):
         t0 = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT OR REPLACE INTO floor VALUES (?, ?)", (i % 100, "x" * 200))
-        conn.execute("COMMIT")
+        floor.commit()
         times.append((time.perf_counter() - t0) * 1000)
-    conn.close()
+    floor.close()
     return median(times)
 
 

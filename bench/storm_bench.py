@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import heading, pct, redis_server, row, start_serve  # noqa: E402
+from _common import heading, pct, redis_server, row, start_serve, stop_process  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
@@ -115,18 +114,8 @@ async def storm(url: str, replicas: int, approvals: int, concurrency: int, seed:
             trails = [await store.audit.entries(approval_id=a.id) for a in made]
         finally:
             await http.close()
-            for proc, _ in servers:
-                proc.terminate()
-            for proc, _ in servers:
-                # Waited for off the loop: the Slack emulator runs on it, and a stopping replica may still be
-                # sending it the follow-ups of the last requests.
-                try:
-                    await asyncio.to_thread(proc.wait, 15)
-                    stopped.append(True)
-                except subprocess.TimeoutExpired:  # reported below, then killed: the other figures still stand
-                    proc.kill()
-                    await asyncio.to_thread(proc.wait, 15)
-                    stopped.append(False)
+            # A replica that does not stop is killed and reported below: the other figures still stand.
+            stopped += await asyncio.gather(*(stop_process(proc) for proc, _ in servers))
             await store.close()
             await emulator.close()
     once = sum(1 for t in trails if sum(e.event == "decided" for e in t) == 1)

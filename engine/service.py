@@ -17,7 +17,7 @@ from typing import Any
 
 from hitl.engine.config.api import EventKind
 from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.domain.arg_schema import check_schema, validate_args, validator_for
+from hitl.engine.domain.arg_schema import CompiledSchema, compile_schema, validate_args
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.edits import CHANGED, changes, changes_text, merge_patch
 from hitl.engine.domain.halts import acted_on, covering
@@ -200,8 +200,10 @@ class ApprovalService:
         tool, batch = request.tool, request.batch
         items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, request.args)]
         clean = {"items": items} if batch is not None else items[0]
-        schema = check_schema(tool, request.schema) if request.schema is not None else None
-        await self._admit(tool, items, schema, session_id=request.session_id, requester=request.requester, now=now)
+        # Checked and compiled once here; admitting the call's arguments uses the same compiled schema.
+        compiled = compile_schema(tool, request.schema) if request.schema is not None else None
+        schema = request.schema if compiled is not None else None
+        await self._admit(tool, items, compiled, session_id=request.session_id, requester=request.requester, now=now)
         await self._not_halted(request, items, now)
         action = _Action(request, items, clean)
         verdict, counted = await self._verdict(request, action, now)
@@ -381,7 +383,7 @@ class ApprovalService:
         self,
         tool: str,
         items: list[dict[str, Any]],
-        schema: dict[str, Any] | None,
+        schema: CompiledSchema | None,
         *,
         session_id: str,
         requester: str | None,
@@ -391,13 +393,13 @@ class ApprovalService:
         sent with the call, before the policy counts it or an approval exists. A refusal names every bad field, is
         audited, and writes nothing else."""
         declared = self.policy.spec.tools.get(tool)
-        pairs = (("hitl.yaml", declared.schema_ if declared is not None else None), ("the call", schema))
-        for source, checked in pairs:
+        own = compile_schema(tool, declared.schema_) if declared is not None and declared.schema_ is not None else None
+        for source, checked in (("hitl.yaml", own), ("the call", schema)):
             if checked is None:
                 continue
             for i, item in enumerate(items):
                 try:
-                    validate_args(tool, checked, item, validator_for(checked))
+                    validate_args(tool, checked.schema, item, checked)
                 except InvalidInput as exc:
                     where = f" (item {i + 1})" if len(items) > 1 else ""
                     detail = f"{session_id}: {tool}{where} refused by the schema of {source}: {exc.message}"
@@ -737,7 +739,7 @@ class ApprovalService:
         schema = real.args_schema
         if schema is not None:
             try:
-                validate_args(real.tool, schema, args, validator_for(schema))
+                validate_args(real.tool, schema, args)
             except InvalidInput as exc:
                 log.warning("defect %s of %s does not fit its schema; not planted: %s", defect.name, real.tool, exc)
                 return

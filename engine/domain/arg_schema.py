@@ -35,7 +35,6 @@ __all__ = [
     "sample_args",
     "schema_errors",
     "validate_args",
-    "validator_for",
     "with_defaults",
 ]
 
@@ -194,11 +193,6 @@ def declared_schema(schema: Any) -> dict[str, Any]:
         return check_schema("this tool", schema)
     except InvalidInput as exc:
         raise ValueError(exc.message) from None
-
-
-def validator_for(schema: dict[str, Any]) -> CompiledSchema:
-    """``schema`` compiled (see :func:`compile_schema`); the schema must already have been checked."""
-    return compile_schema("this tool", schema)
 
 
 def schema_errors(

@@ -10,18 +10,20 @@ from typing import Any
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.domain.states import check_transition
-from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, StaleVersion
+from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 
 __all__ = [
     "check_checkpoint_version",
     "claim_fenced",
     "claim_hash_mismatch",
     "claim_in_progress",
+    "claim_moves",
     "finished",
     "next_claim",
     "not_owner",
     "stale_approval",
     "stale_run",
+    "steps_to_executed",
     "transitioned",
 ]
 
@@ -175,3 +177,19 @@ def steps_to_executed(status: Status) -> tuple[Status, ...]:
     if status is Status.APPROVED:
         return (Status.EXECUTING, Status.EXECUTED)
     return (Status.EXECUTED,) if status is Status.EXECUTING else ()
+
+
+def claim_moves(claim: Claim, approval: Approval) -> tuple[Status, ...]:
+    """The moves ``approval`` makes with the claim of its effect. An acquired claim moves it to ``executing``, and is
+    refused unless it is approved or already executing (a retry): nothing runs on an approval that is not, or no
+    longer, approved (fail closed; claim nothing then). A claim that found the effect done before brings the
+    approval through to ``executed`` (:func:`steps_to_executed`)."""
+    if not claim.acquired:
+        return steps_to_executed(approval.status)
+    if approval.status not in (Status.APPROVED, Status.EXECUTING):
+        raise IllegalTransition(
+            f"{approval.id} is {approval.status}, not approved; {approval.tool} does not run",
+            approval_id=approval.id,
+            current=str(approval.status),
+        )
+    return (Status.EXECUTING,)

@@ -42,6 +42,7 @@ class Runner:
         lease: seconds a run's ownership and an effect's claim stay valid unrenewed (renewed while working), so a
             worker that dies is taken over within one lease.
         agents: runs agent steps (default: the ``strands`` backend, loaded when a workflow first needs it).
+        workflows: the workflow files its runtime read, for a resume not handed its workflow (default: its own).
     """
 
     def __init__(
@@ -51,6 +52,7 @@ class Runner:
         worker_id: str | None = None,
         lease: float = 6.0,
         agents: AgentBackend | None = None,
+        workflows: WorkflowFiles | None = None,
     ) -> None:
         self.kit = StepContext(service, worker_id=worker_id, lease=lease)
         self.svc = service
@@ -60,7 +62,7 @@ class Runner:
         self._tools: dict[str, dict[str, Tool]] = {}
         self._checked: set[str] = set()
         # A resume reads its run's workflow file: by its stat when unchanged, so a resume does not parse YAML.
-        self._workflows = WorkflowFiles()
+        self._workflows = workflows if workflows is not None else WorkflowFiles()
 
     # -- entry points -----------------------------------------------------------------------------------
     async def start(

@@ -84,8 +84,10 @@ def compose(
     workflow: LoadedWorkflow | None = None,
     notifier: Notifier | None = None,
     worker_id: str | None = None,
+    workflows: WorkflowFiles | None = None,
 ) -> RunContext:
-    """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``."""
+    """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``.
+    ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them)."""
     config = effective_config(load_config(config_path), workflow)
     tools = load_tools(workflow.spec.tools, base=workflow.path.parent) if workflow is not None else {}
 
@@ -97,7 +99,7 @@ def compose(
         config=config,
         config_path=config_path,
         service=service,
-        runner=Runner(service, worker_id=worker_id),
+        runner=Runner(service, worker_id=worker_id, workflows=workflows),
         tools=tools,
         workflow=workflow,
     )
@@ -162,5 +164,6 @@ class RunContexts:
                 workflow=workflow,
                 notifier=self.notifier,
                 worker_id=self.worker_id,
+                workflows=self.workflows,
             )
         return self._cache[key]

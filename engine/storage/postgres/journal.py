@@ -154,17 +154,11 @@ async def _claim(c: Conn, intent: ClaimIntent, m: Commit, touched: list[str]) ->
             await write_claim(c, out)
         return out
     a = await load_approval(c, intent.approval_id)
+    moves = claim_rules.claim_moves(out, a)  # refused before anything of the claim is written
     if out.acquired:
-        if a.status not in (Status.APPROVED, Status.EXECUTING):
-            # Nothing runs on an approval that is not (or no longer) approved: fail closed, claim nothing.
-            raise IllegalTransition(
-                f"{a.id} is {a.status}, not approved; {a.tool} does not run", approval_id=a.id, current=str(a.status)
-            )
         await write_claim(c, out)
-        await _move(c, a, Status.EXECUTING, m, touched)
-    else:  # done before: the approval catches up
-        for target in claim_rules.steps_to_executed(a.status):
-            a = await _move(c, a, target, m, touched)
+    for target in moves:
+        a = await _move(c, a, target, m, touched)
     return out
 
 

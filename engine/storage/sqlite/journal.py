@@ -137,17 +137,11 @@ def _claim(c: sqlite3.Connection, intent: ClaimIntent, m: Commit, touched: list[
             write_claim(c, out)
         return out
     a = load_approval(c, intent.approval_id)
+    moves = claim_rules.claim_moves(out, a)  # refused before anything of the claim is written
     if out.acquired:
-        if a.status not in (Status.APPROVED, Status.EXECUTING):
-            # Nothing runs on an approval that is not (or no longer) approved: fail closed, claim nothing.
-            raise IllegalTransition(
-                f"{a.id} is {a.status}, not approved; {a.tool} does not run", approval_id=a.id, current=str(a.status)
-            )
         write_claim(c, out)
-        _move(c, a, Status.EXECUTING, m, touched)
-    else:  # done before: the approval catches up
-        for target in claim_rules.steps_to_executed(a.status):
-            a = _move(c, a, target, m, touched)
+    for target in moves:
+        a = _move(c, a, target, m, touched)
     return out
 
 
