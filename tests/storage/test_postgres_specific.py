@@ -1,6 +1,6 @@
 """What only the PostgreSQL store has: migrations under an advisory lock, applied once however many replicas start
-at once and keeping the data a store of the previous schema holds; the append-only audit table; wake-ups by NOTIFY
-across processes."""
+at once and keeping the data a store of the previous schema holds; writes guarded by what they were decided on; the
+append-only audit table; wake-ups by NOTIFY across processes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import uuid
 import asyncpg
 import pytest
 
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import StoreError
 from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.postgres import PostgresStore
@@ -17,6 +19,7 @@ from hitl.engine.storage.postgres import approvals as pg_approvals
 from hitl.engine.storage.postgres.connection import Conn
 from hitl.engine.storage.postgres.rows import insert_audit, insert_job, write_approval
 from hitl.engine.storage.postgres.schema import MIGRATIONS
+from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
 from tests.waiting import eventually
@@ -66,7 +69,61 @@ async def test_a_store_of_the_previous_schema_is_upgraded_and_keeps_its_data(
         assert await store.migrate() == [MIGRATIONS[-1][0]]
         assert await store.approvals.get(a.id) == a
         assert await store.audit.verify() == (1, None)
-        assert await store.jobs.settle("card", approval_id=a.id) == 1  # through the index the upgrade added
+        assert await store.jobs.settle("card", approval_id=a.id) == 1
+        decided = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())  # through the added guard
+        assert decided.status is Status.APPROVED
+        assert await store.audit.verify() == (2, None)
+    finally:
+        await store.close()
+
+
+async def test_a_write_decided_on_rows_that_changed_since_its_read_is_refused_whole(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    store = PostgresStore(postgres_url, schema=_schema())
+    try:
+        a, _ = await store.approvals.create(make_approval(now=clock.now()))
+        pool = await store.db.pool()
+        async with pool.acquire() as c:
+            found = await read_state(c, approvals=[a.id], chains=[a.id])
+            decided = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())  # lands in between
+            stale = Writes(found, guarded=True)
+            cancelled = found.approvals[a.id].model_copy(update={"status": Status.CANCELLED, "version": a.version + 1})
+            stale.approval(cancelled)
+            stale.audit(audit_for_creation(cancelled))
+            with pytest.raises(asyncpg.SerializationError, match="changed since they were read"):
+                await stale.send(c)
+        assert await store.approvals.get(a.id) == decided  # nothing of the stale write landed
+        assert await store.audit.verify() == (2, None)  # created, approved: the chain is whole
+
+        attempts: list[int] = []
+
+        async def racing(c: Conn) -> None:  # the first attempt is overtaken by another decision, the second is not
+            found = await read_state(c, approvals=[a.id], chains=[a.id])
+            attempts.append(found.approvals[a.id].version)
+            if len(attempts) == 1:
+                await store.approvals.transition(
+                    a.id, target=Status.EXECUTING, expected_version=None, actor="other", now=clock.now()
+                )
+            w = Writes(found, guarded=True)
+            w.audit(AuditEntry(at=clock.now(), actor="me", event="noted", approval_id=a.id))
+            await w.send(c)
+
+        await store.db.run(racing, guarded=True)
+        assert attempts == [decided.version, decided.version + 1]  # run again from its read, on what was committed
+        assert await store.audit.verify() == (4, None)
+
+        # A connection that is not at SERIALIZABLE (a pooler dropped the setting): the guarded write refuses whole.
+        plain = await asyncpg.connect(postgres_url, server_settings={"search_path": store.db.schema})
+        try:
+            found = await read_state(plain, approvals=[a.id], chains=[a.id])
+            late = Writes(found, guarded=True)
+            late.audit(AuditEntry(at=clock.now(), actor="me", event="noted", approval_id=a.id))
+            with pytest.raises(asyncpg.InvalidTransactionStateError, match="runs at read committed"):
+                await late.send(plain)
+        finally:
+            await plain.close()
+        assert await store.audit.verify() == (4, None)
     finally:
         await store.close()
 

@@ -15,7 +15,8 @@ from hitl.engine.errors import DecisionRefused, StaleVersion
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import insert_audit, insert_job, load_approval, write_approval
+from hitl.engine.storage.postgres.rows import load_approval, not_found
+from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.storage.signals import wait_for_version
 
 __all__ = ["RECHECK", "PgApprovals"]
@@ -32,16 +33,18 @@ class PgApprovals:
 
     async def create(self, approval: Approval) -> tuple[Approval, bool]:
         async def tx(c: Conn) -> tuple[Approval, bool]:
-            doc = await c.fetchval("SELECT doc FROM approvals WHERE id = $1", approval.id)
-            if doc is not None:
-                stored = Approval.model_validate_json(doc)
+            found = await read_state(c, approvals=[approval.id], chains=[approval.id])
+            stored = found.approvals.get(approval.id)
+            if stored is not None:
                 check_same_action(stored, approval)
                 return stored, False
-            await write_approval(c, approval, insert=True)
-            await insert_audit(c, audit_for_creation(approval))
+            w = Writes(found, guarded=True)
+            w.approval(approval, insert=True)
+            w.audit(audit_for_creation(approval))
+            await w.send(c)
             return approval, True
 
-        stored, created = await self.db.run(tx)
+        stored, created = await self.db.run(tx, guarded=True)
         if created:
             self.db.changed(stored.id)  # the creation itself is announced to watchers by its NOTIFY
         return stored, created
@@ -86,15 +89,22 @@ class PgApprovals:
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         async def tx(c: Conn) -> Approval | DecisionRefused | StaleVersion:
-            writes = decision_writes(await load_approval(c, cmd.approval_id), cmd, now, wall=time.time())
+            # The approval and its chain's head in one read; the decision's rows in one write.
+            found = await read_state(c, approvals=[cmd.approval_id], chains=[cmd.approval_id])
+            current = found.approvals.get(cmd.approval_id)
+            if current is None:
+                raise not_found(cmd.approval_id)
+            writes = decision_writes(current, cmd, now, wall=time.time())
+            w = Writes(found, guarded=True)
             if writes.approval is not None:
-                await write_approval(c, writes.approval)
-            await insert_audit(c, writes.audit)
+                w.approval(writes.approval)
+            w.audit(writes.audit)
             for kind, payload in writes.jobs:
-                await insert_job(c, kind, payload, now)
+                w.job(kind, payload, now)
+            await w.send(c)
             return writes.outcome  # a refusal is committed with its audit line, then raised
 
-        out = await self.db.run(tx)
+        out = await self.db.run(tx, guarded=True)
         if isinstance(out, DecisionRefused | StaleVersion):
             raise out
         self.db.changed(out.id)
@@ -128,12 +138,14 @@ class PgApprovals:
                 limit,
             )
             out = []
+            w = Writes()
             for (doc,) in rows:
                 expired = apply_expiry(Approval.model_validate_json(doc), now)
                 if expired is not None:
-                    await write_approval(c, expired)
-                    await insert_audit(c, audit_for_decision(expired, actor="system", event="expired", now=now))
+                    w.approval(expired)
+                    w.audit(audit_for_decision(expired, actor="system", event="expired", now=now))
                     out.append(expired)
+            await w.send(c)
             return out
 
         expired = await self.db.run(tx)
@@ -155,10 +167,10 @@ class PgApprovals:
             updated = claim_rules.transitioned(
                 current, target=target, expected_version=expected_version, now=now, reason=reason
             )
-            await write_approval(c, updated)
-            await insert_audit(
-                c, audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or "")
-            )
+            w = Writes()
+            w.approval(updated)
+            w.audit(audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or ""))
+            await w.send(c)
             return updated
 
         updated = await self.db.run(tx)

@@ -55,7 +55,15 @@ class PgConnection:
         database do not wake each other)."""
         self.created_channel = f"{schema}_hitl_created"
         """The channel a new approval's id is announced on."""
-        self._settings = {"search_path": schema}
+        # Every statement sent outside an explicit transaction is a SERIALIZABLE transaction of its own: a guarded
+        # write (writes.py) checks what it was decided on and writes in one such statement. Generic plans: the
+        # statements are planned once per connection, not per call (their lookups are by key with `=`, an index
+        # lookup whatever the values; planning is otherwise a third of a statement's server time).
+        self._settings = {
+            "search_path": schema,
+            "default_transaction_isolation": "serializable",
+            "plan_cache_mode": "force_generic_plan",
+        }
         self._sizes = (min_size, max_size)
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._opening: asyncio.Lock | None = None
@@ -79,12 +87,21 @@ class PgConnection:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._pool is None:
+                # Migrations on a connection of their own, closed after: the advisory lock they hold never
+                # outlives them on a pooled connection (pooled ones are not reset on release, see _released).
+                conn = await asyncpg.connect(self.dsn, server_settings=self._settings)
+                try:
+                    self.applied = await migrate(conn, self.schema)
+                finally:
+                    await conn.close()
                 pool = await asyncpg.create_pool(
-                    self.dsn, min_size=self._sizes[0], max_size=self._sizes[1], server_settings=self._settings
+                    self.dsn,
+                    min_size=self._sizes[0],
+                    max_size=self._sizes[1],
+                    server_settings=self._settings,
+                    reset=_released,
                 )
                 try:
-                    async with pool.acquire() as conn:
-                        self.applied = await migrate(conn, self.schema)
                     self._listener = await self._listen()
                 except BaseException:
                     await pool.close()
@@ -126,14 +143,25 @@ class PgConnection:
             return
 
     # -- transactions -----------------------------------------------------------------------------------
-    async def run(self, fn: Callable[[Conn], Awaitable[T]], *, write: bool = True, snapshot: bool = False) -> T:
+    async def run(
+        self,
+        fn: Callable[[Conn], Awaitable[T]],
+        *,
+        write: bool = True,
+        snapshot: bool = False,
+        guarded: bool = False,
+    ) -> T:
         """Run ``fn`` in one transaction, again from the start when PostgreSQL aborts it as a serialization
         failure or a deadlock; any database failure is a :class:`StoreError` and nothing of ``fn`` is applied.
         ``fn`` must touch nothing but the database (it may run more than once).
 
         A read (``write=False``) is one statement, atomic on its own: it runs without ``BEGIN`` and ``COMMIT``,
         one round trip instead of three. A read of several statements that must see one state (the audit walk)
-        asks for a ``snapshot``: a read-only ``REPEATABLE READ`` transaction, which never aborts."""
+        asks for a ``snapshot``: a read-only ``REPEATABLE READ`` transaction, which never aborts.
+
+        A ``guarded`` call reads with :func:`~hitl.engine.storage.postgres.writes.read_state` and writes at most
+        once, with a guarded :class:`~hitl.engine.storage.postgres.writes.Writes`: no ``BEGIN`` and ``COMMIT``
+        (two round trips instead of four), and run again when the guard finds the rows it read changed."""
         try:
             pool = await self.pool()
             if not write and not snapshot:
@@ -142,11 +170,14 @@ class PgConnection:
             for attempt in range(_ATTEMPTS):
                 async with pool.acquire() as conn:
                     try:
-                        isolation: Literal["serializable", "repeatable_read"] = (
-                            "serializable" if write else "repeatable_read"
-                        )
-                        async with conn.transaction(isolation=isolation, readonly=not write):
+                        if guarded:
                             out = await fn(conn)
+                        else:
+                            isolation: Literal["serializable", "repeatable_read"] = (
+                                "serializable" if write else "repeatable_read"
+                            )
+                            async with conn.transaction(isolation=isolation, readonly=not write):
+                                out = await fn(conn)
                         self.transactions += 1
                         return out
                     except _RETRY:
@@ -222,6 +253,15 @@ class PgConnection:
                 await self._listener.close(timeout=2)
             self._listener = None
         await pool.close()
+
+
+async def _released(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """A pooled connection given back. The store's transactions leave no session state behind (no ``LISTEN``, no
+    advisory lock, no ``SET``: the listener and migrations have connections of their own), so asyncpg's default reset
+    (``RESET ALL; UNLISTEN *; ...``, a round trip per release) is skipped; a transaction left open by a cancelled
+    call is rolled back."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
 
 
 async def migrate(conn: Conn, schema: str) -> list[int]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import check_same_action
-from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord, committable_version
+from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, committable_version
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
-from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, dumps, loads
+from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, loads
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import insert_audit, load_approval, load_claim, write_approval, write_claim
+from hitl.engine.storage.postgres.rows import not_found
+from hitl.engine.storage.postgres.writes import State, Writes, read_state, state_digest_sql
 
 __all__ = ["PgJournal", "own_run"]
 
@@ -28,30 +29,44 @@ class PgJournal:
             touched.clear()  # a retried transaction starts again from nothing
             return await _commit(c, commit, touched)
 
-        out = await self.db.run(tx)
+        out = await self.db.run(tx, guarded=True)
         self.db.changed(*touched)  # creations reach watchers by their NOTIFY
         return out
 
     async def open(self, run_id: str, *, holder: str, now: float, lease: float) -> Opened:
         async def tx(c: Conn) -> Opened:
-            row = await c.fetchrow("SELECT data, version FROM checkpoints WHERE run_id = $1", run_id)
+            # The checkpoint, its owner, the approval it waits on and the session's trusted tools: one read; the
+            # ownership taken with a write guarded by the owner and the checkpoint version it was decided on.
+            row = await c.fetchrow(_OPEN, run_id, now)
             if row is None:
                 raise NotFound(f"no run {run_id!r}; `hitl sessions list` lists paused runs", session_id=run_id)
-            if not await own_run(c, run_id, holder, now, lease):
-                owner = await c.fetchval("SELECT holder FROM run_owners WHERE run_id = $1", run_id)
+            owner, until = row[2], row[3]
+            if owner is not None and owner != holder and until > now:
                 raise claim_rules.not_owner(run_id, owner)
-            data = loads(row[0])
-            waiting = data.get("waiting")
-            found = await c.fetchval("SELECT doc FROM approvals WHERE id = $1", waiting) if waiting else None
-            trusted = await c.fetch("SELECT tool FROM trust WHERE session_id = $1 AND until > $2", run_id, now)
+            state = State(owner=owner, owned_until=until, version=int(row[1]), read=(run_id, [], [], [], row[6]))
+            w = Writes(state, guarded=True)
+            w.own(run_id, holder, now + lease)
+            await w.send(c)
             return Opened(
-                data=data,
+                data=loads(row[0]),
                 version=int(row[1]),
-                waiting=Approval.model_validate_json(found) if found else None,
-                trusted=frozenset(str(t[0]) for t in trusted),
+                waiting=Approval.model_validate_json(row[4]) if row[4] else None,
+                trusted=frozenset(str(t) for t in row[5]),
             )
 
-        return await self.db.run(tx)
+        return await self.db.run(tx, guarded=True)
+
+
+_OPEN = (
+    "SELECT data, version, (SELECT holder FROM run_owners WHERE run_id = $1), "
+    "(SELECT lease_until FROM run_owners WHERE run_id = $1), "
+    "(SELECT doc FROM approvals WHERE id = checkpoints.data::json ->> 'waiting'), "
+    "ARRAY(SELECT tool FROM trust WHERE session_id = $1 AND until > $2), "
+    f"{state_digest_sql('$1', [], [], [])} "
+    "FROM checkpoints WHERE run_id = $1"
+)
+"""A run to resume, in one row: its checkpoint, owner, lease, waited-on approval, trusted tools, and the digest
+that guards taking it over (the run's :func:`state_sql` row, nothing else named)."""
 
 
 async def own_run(c: Conn, run_id: str, holder: str, now: float, lease: float) -> bool:
@@ -59,89 +74,85 @@ async def own_run(c: Conn, run_id: str, holder: str, now: float, lease: float) -
     row = await c.fetchrow("SELECT holder, lease_until FROM run_owners WHERE run_id = $1", run_id)
     if row is not None and row[0] != holder and row[1] > now:
         return False
-    await c.execute(
-        "INSERT INTO run_owners (run_id, holder, lease_until) VALUES ($1, $2, $3) "
-        "ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until",
-        run_id,
-        holder,
-        now + lease,
-    )
+    w = Writes()
+    w.own(run_id, holder, now + lease)
+    await w.send(c)
     return True
 
 
 async def _commit(c: Conn, m: Commit, touched: list[str]) -> Committed:
-    # -- preconditions: any failing refuses the whole commit (the transaction rolls back; nothing is written yet)
-    row = await c.fetchrow(
-        "SELECT (SELECT holder FROM run_owners WHERE run_id = $1), (SELECT lease_until FROM run_owners "
-        "WHERE run_id = $1), (SELECT version FROM checkpoints WHERE run_id = $1)",
-        m.run_id,
-    )
-    assert row is not None  # scalar subqueries: always one row
-    version = committable_version(m, row[0], row[1], row[2])
+    # Everything the rules look at, in one read: the owner and checkpoint version, the claims and approvals named,
+    # and the heads of every audit chain the commit may append to.
+    keys = {k for k in (m.outcome.key if m.outcome else None, m.claim.key if m.claim else None) if k}
+    ids = {
+        i
+        for i in (
+            m.ask.id if m.ask else None,
+            m.outcome.approval_id if m.outcome else None,
+            m.claim.approval_id if m.claim else None,
+        )
+        if i
+    }
+    chains = ids | {e.approval_id or "" for e in m.events}
+    found = await read_state(c, run_id=m.run_id, claims=keys, approvals=ids, chains=chains)
+    # -- preconditions: any failing refuses the whole commit (nothing is sent)
+    version = committable_version(m, found.owner, found.owned_until, found.version)
+    claims, approvals = found.claims, found.approvals
     finished: Claim | None = None
     if m.outcome is not None:
         o = m.outcome
         finished = claim_rules.finished(
-            await load_claim(c, o.key), key=o.key, holder=m.holder, attempt=o.attempt, ok=o.ok, result=o.result
+            claims.get(o.key), key=o.key, holder=m.holder, attempt=o.attempt, ok=o.ok, result=o.result
         )
     asked: Approval | None = None
     if m.ask is not None:
-        found = await c.fetchval("SELECT doc FROM approvals WHERE id = $1", m.ask.id)
-        if found is not None:
-            asked = Approval.model_validate_json(found)
+        asked = approvals.get(m.ask.id)
+        if asked is not None:
             check_same_action(asked, m.ask)
             if asked.status is not Status.PENDING:
                 return Committed(applied=False, version=version, approval=asked)
-    # -- writes
+    # -- writes, decided here and sent as one statement
+    w = Writes(found, guarded=True)
     if m.own:
-        await c.execute(
-            "INSERT INTO run_owners (run_id, holder, lease_until) VALUES ($1, $2, $3) "
-            "ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until",
-            m.run_id,
-            m.holder,
-            m.now + m.lease,
-        )
+        w.own(m.run_id, m.holder, m.now + m.lease)
     if finished is not None:
-        await write_claim(c, finished)
+        w.claim(finished)
+        claims[finished.key] = finished
         assert m.outcome is not None
         if m.outcome.ok and m.outcome.approval_id:
-            await _executed(c, m.outcome, m, touched)
+            a = _approval(approvals, m.outcome.approval_id)
+            for target in claim_rules.steps_to_executed(a.status):  # done without being seen running
+                a = _move(w, approvals, a, target, m)
     if m.checkpoint is not None:
         version = m.expected_version + 1
-        await c.execute(
-            "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES ($1, $2, $3, $4, $5) "
-            "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, data = excluded.data, "
-            "updated_at = excluded.updated_at, status = excluded.status",
-            m.run_id,
-            version,
-            dumps(m.checkpoint),
-            m.now,
-            str(m.checkpoint.get("status", "")),
-        )
+        w.checkpoint(m.run_id, version, m.checkpoint, m.now)
     for entry in m.events:
-        await insert_audit(c, entry)
+        w.audit(entry)
     created = False
     if m.ask is not None and asked is None:
-        await write_approval(c, m.ask, insert=True)
-        await insert_audit(c, audit_for_creation(m.ask))
+        w.approval(m.ask, insert=True)
+        w.audit(audit_for_creation(m.ask))
         asked, created = m.ask, True
-        touched.append(m.ask.id)
+        approvals[m.ask.id] = m.ask
     claim: Claim | None = None
     refused: EngineError | None = None
     if m.claim is not None:
-        try:
-            async with c.transaction():  # a savepoint: a refused claim leaves the rest of the commit standing
-                claim = await _claim(c, m.claim, m, touched)
+        try:  # a refused claim writes nothing of its own and leaves the rest of the commit standing
+            claim = _claim(w, claims, approvals, m.claim, m)
         except (ClaimRefused, IllegalTransition) as exc:
             refused = exc
     if m.release:
-        await c.execute("DELETE FROM run_owners WHERE run_id = $1 AND holder = $2", m.run_id, m.holder)
+        w.release(m.run_id, m.holder)
+    await w.send(c)
+    touched.extend(w.changed)
     return Committed(applied=True, version=version, claim=claim, claim_refused=refused, approval=asked, created=created)
 
 
-async def _claim(c: Conn, intent: ClaimIntent, m: Commit, touched: list[str]) -> Claim:
+def _claim(
+    w: Writes, claims: dict[str, Claim], approvals: dict[str, Approval], intent: ClaimIntent, m: Commit
+) -> Claim:
     out = claim_rules.next_claim(
-        await load_claim(c, intent.key),
+        claims.get(intent.key),
         key=intent.key,
         action_hash=intent.action_hash,
         holder=m.holder,
@@ -151,27 +162,36 @@ async def _claim(c: Conn, intent: ClaimIntent, m: Commit, touched: list[str]) ->
     )
     if intent.approval_id is None:
         if out.acquired:
-            await write_claim(c, out)
+            w.claim(out)
         return out
-    a = await load_approval(c, intent.approval_id)
+    a = _approval(approvals, intent.approval_id)
     moves = claim_rules.claim_moves(out, a)  # refused before anything of the claim is written
-    if out.acquired:
-        await write_claim(c, out)
+    # Every move is checked before any is collected: a refused one leaves nothing of the claim behind.
+    updates = []
     for target in moves:
-        a = await _move(c, a, target, m, touched)
+        a = claim_rules.transitioned(a, target=target, expected_version=a.version, now=m.now, reason=None)
+        updates.append(a)
+    if out.acquired:
+        w.claim(out)
+    for updated in updates:
+        _record_move(w, approvals, updated, m)
     return out
 
 
-async def _executed(c: Conn, o: OutcomeRecord, m: Commit, touched: list[str]) -> None:
-    assert o.approval_id is not None
-    a = await load_approval(c, o.approval_id)
-    for target in claim_rules.steps_to_executed(a.status):  # done without being seen running: through executing
-        a = await _move(c, a, target, m, touched)
+def _approval(approvals: dict[str, Approval], approval_id: str) -> Approval:
+    found = approvals.get(approval_id)
+    if found is None:
+        raise not_found(approval_id)
+    return found
 
 
-async def _move(c: Conn, a: Approval, target: Status, m: Commit, touched: list[str]) -> Approval:
+def _move(w: Writes, approvals: dict[str, Approval], a: Approval, target: Status, m: Commit) -> Approval:
     updated = claim_rules.transitioned(a, target=target, expected_version=a.version, now=m.now, reason=None)
-    await write_approval(c, updated)
-    await insert_audit(c, audit_for_decision(updated, actor=m.holder, event=str(target), now=m.now))
-    touched.append(a.id)
+    _record_move(w, approvals, updated, m)
     return updated
+
+
+def _record_move(w: Writes, approvals: dict[str, Approval], updated: Approval, m: Commit) -> None:
+    w.approval(updated)
+    w.audit(audit_for_decision(updated, actor=m.holder, event=str(updated.status), now=m.now))
+    approvals[updated.id] = updated

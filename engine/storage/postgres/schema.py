@@ -159,5 +159,27 @@ _V2 = """
 CREATE INDEX jobs_open_by_approval ON jobs (kind, approval_id) WHERE NOT done;
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+_V3 = """
+-- The guard of a write sent without BEGIN (writes.py): the rows its rules read are still as they were, or the
+-- statement fails as a serialization failure and the call is run again from its read. The check and the write
+-- are one transaction only at SERIALIZABLE: on a connection at any other level (a pooler that dropped the
+-- setting hitl connects with), nothing is written.
+CREATE FUNCTION hitl_unchanged(same boolean) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'serializable' THEN
+        RAISE EXCEPTION 'hitl writes at SERIALIZABLE, this connection runs at %',
+            current_setting('transaction_isolation')
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'let default_transaction_isolation = serializable reach the server (a pooler may drop it)';
+    END IF;
+    IF same IS NOT TRUE THEN
+        RAISE EXCEPTION 'the rows this write was decided on changed since they were read'
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    RETURN true;
+END
+$$;
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""
