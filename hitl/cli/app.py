@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import json
@@ -611,6 +612,12 @@ def mcp(
     settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
     async def work() -> int:
+        # The MCP SDK (through anyio) asks sniffio which event loop runs several times per message; under
+        # asyncio.run nothing has said, so each ask probes asyncio. Said once here, as anyio.run says it.
+        with contextlib.suppress(ImportError):
+            import sniffio
+
+            sniffio.current_async_library_cvar.set("asyncio")
         async with open_runtime(settings.runtime, worker_id="mcp") as rt:
             context = rt.contexts.default
             spec = context.config.mcp
