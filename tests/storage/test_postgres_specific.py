@@ -128,6 +128,24 @@ async def test_a_write_decided_on_rows_that_changed_since_its_read_is_refused_wh
         await store.close()
 
 
+async def test_a_read_aborted_as_a_serialization_failure_is_read_again(postgres_url: str) -> None:
+    # Every statement on the store's connections runs at SERIALIZABLE, where PostgreSQL may abort even a read.
+    store = PostgresStore(postgres_url, schema=_schema())
+    tries: list[int] = []
+
+    async def read(c: Conn) -> int:
+        tries.append(1)
+        if len(tries) == 1:
+            raise asyncpg.SerializationError("could not serialize access due to read/write dependencies")
+        return int(await c.fetchval("SELECT 7"))
+
+    try:
+        assert await store.db.run(read, write=False) == 7
+        assert len(tries) == 2
+    finally:
+        await store.close()
+
+
 async def test_the_audit_table_refuses_updates_deletes_and_truncation(postgres_url: str, clock: FakeClock) -> None:
     store = PostgresStore(postgres_url, schema=_schema())
     try:

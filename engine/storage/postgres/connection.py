@@ -164,12 +164,13 @@ class PgConnection:
         (two round trips instead of four), and run again when the guard finds the rows it read changed."""
         try:
             pool = await self.pool()
-            if not write and not snapshot:
-                async with pool.acquire() as conn:
-                    return await fn(conn)
             for attempt in range(_ATTEMPTS):
                 async with pool.acquire() as conn:
                     try:
+                        if not write and not snapshot:
+                            # A statement of its own, SERIALIZABLE like every other on these connections, which
+                            # PostgreSQL may abort as a serialization failure too (rarely, for a read): read again.
+                            return await fn(conn)
                         if guarded:
                             out = await fn(conn)
                         else:
