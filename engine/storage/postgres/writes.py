@@ -3,9 +3,13 @@
 A transaction of the PostgreSQL store reads what its rules need (:func:`read_state`: the run's owner and checkpoint
 version, claims, approvals, audit chain heads, by key, in one ``SELECT``), decides in Python with the same domain
 rules the other stores use, and sends what it decided as one statement of data-modifying ``WITH`` parts
-(:class:`Writes`). Inside the ``SERIALIZABLE`` transaction that is as safe as a statement per row: the read takes the
-same predicate locks, and the writes land together or not at all. On a local server a round trip costs about as much
-client CPU as the rest of a step boundary, so the statements, not the rows, set the price of a commit.
+(:class:`Writes`). Inside a ``SERIALIZABLE`` transaction that is as safe as a statement per row: the read takes the
+same predicate locks, and the writes land together or not at all. The hot calls go further and send the two
+statements without ``BEGIN`` or ``COMMIT``: the write is *guarded*, it first recomputes a digest of the rows the read
+found and fails whole, as a serialization failure, when they changed in between (the call runs again from its read);
+every statement on the store's connections is a ``SERIALIZABLE`` transaction of its own, so check and writes are
+one. On a local server a round trip costs about as much client CPU as the rest of a step boundary, so the
+statements, not the rows, set the price of a commit.
 
 The parts of one statement see the same snapshot and may not touch one row twice, so :class:`Writes` keeps the last
 state of each row (an approval inserted and then moved is inserted in its final state) and works each audit chain's
