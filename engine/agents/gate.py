@@ -38,7 +38,7 @@ from hitl.engine.execution.effects import Effects, handed_elsewhere, refuse_non_
 from hitl.engine.execution.tools import Tool
 from hitl.engine.service import ApprovalService
 
-__all__ = ["GateRefused", "Outcome", "Ticket", "ToolCall", "ToolGate"]
+__all__ = ["GateRefused", "Outcome", "Ticket", "ToolCall", "ToolGate", "gate_name"]
 
 Outcome = Literal["run", "deny", "pending"]
 
@@ -132,6 +132,12 @@ class GateRefused(EngineError):
     default_code = ErrorCode.ACTION_REJECTED
 
 
+def gate_name(kind: str) -> str:
+    """A name for one gate, unique among every gate of every process on a store: ``kind:host:pid:id``. Claims are
+    told apart by it, so two gates that shared one would each take the other's finished execution for their own."""
+    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{short_id('g')}"
+
+
 @dataclass
 class ToolGate:
     """Propose, wait, and run agent tool calls under hitl's guarantees.
@@ -146,7 +152,7 @@ class ToolGate:
     """
 
     service: ApprovalService
-    worker_id: str = field(default_factory=lambda: f"agent:{socket.gethostname()}:{os.getpid()}:{short_id('g')}")
+    worker_id: str = field(default_factory=lambda: gate_name("agent"))
     wait_default: float = 24 * 3600.0
     lease: float = 3600.0
     effects: Effects = field(init=False)

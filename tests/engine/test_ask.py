@@ -10,6 +10,7 @@ from typing import Any, assert_type
 import pytest
 
 from hitl.engine.agents.ask import ActionRejected, Approvals
+from hitl.engine.agents.gate import GateRefused, ToolCall
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status, Tier
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -210,6 +211,34 @@ async def test_concurrent_guarded_calls_of_one_approval_run_once(
     assert [r for r in results if r == "refunded"] == ["refunded"]
     refused = [r for r in results if isinstance(r, ActionRejected)]
     assert len(refused) == 3 and all(r.context["status"] == "handed_elsewhere" and aid in r.message for r in refused)
+
+
+async def test_a_caller_that_reaches_a_finished_execution_is_not_handed_its_output(
+    store: Store, clock: FakeClock
+) -> None:
+    """Two agents (two Approvals, as two processes would have) both hold the approved ticket; the first runs the
+    action, the second arrives only after it finished: it is refused (handed elsewhere), never given the first's
+    output as its own. Each gate has a name of its own in the claims (it was the framework's name, shared by all)."""
+    first, second = Approvals(service(store, clock)), Approvals(service(store, clock))
+    assert first.gate.worker_id != second.gate.worker_id
+    assert first.gate.worker_id.startswith("ask:")
+    call = ToolCall("refund", {"order_id": "7", "amount": 70}, session="s-late", framework="ask")
+    pending = await first.gate.check(call)
+    assert pending.pending and pending.approval is not None
+    await service(store, clock).decide(DecideRequest(pending.approval.id, "U_SUPPORT1", DecisionKind.APPROVE))
+    mine, theirs = await first.gate.check(call), await second.gate.check(call)
+    assert mine.runs and theirs.runs and mine.approval == theirs.approval  # both hold the approved ticket
+    ran: list[str] = []
+
+    async def refund(order_id: str, amount: float) -> str:
+        ran.append(order_id)
+        return "refunded"
+
+    assert await first.gate.execute(mine, refund) == "refunded"
+    with pytest.raises(GateRefused) as refused:
+        await second.gate.execute(theirs, refund)
+    assert refused.value.code is ErrorCode.HANDED_ELSEWHERE and pending.approval.id in refused.value.message
+    assert ran == ["7"]
 
 
 async def test_arguments_that_break_a_schema_never_become_an_approval(store: Store, clock: FakeClock) -> None:
