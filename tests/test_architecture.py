@@ -35,7 +35,7 @@ PARTS = {"engine": ROOT / "engine", "bot": ROOT / "bot", "sandbox": ROOT / "hitl
 
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"domain", "clocks", "log_context", "tasks"},
+    {"domain", "clocks", "log_context", "tasks", "workers"},
     {"config", "workflow"},
     {"ports"},
     {"storage", "events", "service", "stop_switch"},

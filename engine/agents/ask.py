@@ -22,11 +22,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
-from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate, gate_name
+from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.execution.schema import signature_schema
 from hitl.engine.service import ApprovalService
+from hitl.engine.workers import worker_name
 
 __all__ = ["ActionRejected", "Answer", "Approvals", "Guard"]
 
@@ -97,7 +98,7 @@ class Approvals:
     def __init__(self, service: ApprovalService, *, wait: float = 24 * 3600.0, framework: str = "ask") -> None:
         self.svc = service
         self.framework = framework
-        self.gate = ToolGate(service, worker_id=gate_name(framework), wait_default=wait)
+        self.gate = ToolGate(service, worker_id=worker_name(framework), wait_default=wait)
 
     async def ask(
         self,

@@ -22,14 +22,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import os
-import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hitl.engine.domain.hashing import action_hash, identical, normalize
-from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import ProposeRequest
@@ -37,8 +34,9 @@ from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, Ill
 from hitl.engine.execution.effects import Effects, handed_elsewhere, refuse_non_actions
 from hitl.engine.execution.tools import Tool
 from hitl.engine.service import ApprovalService
+from hitl.engine.workers import worker_name
 
-__all__ = ["GateRefused", "Outcome", "Ticket", "ToolCall", "ToolGate", "gate_name"]
+__all__ = ["GateRefused", "Outcome", "Ticket", "ToolCall", "ToolGate"]
 
 Outcome = Literal["run", "deny", "pending"]
 
@@ -132,12 +130,6 @@ class GateRefused(EngineError):
     default_code = ErrorCode.ACTION_REJECTED
 
 
-def gate_name(kind: str) -> str:
-    """A name for one gate, unique among every gate of every process on a store: ``kind:host:pid:id``. Claims are
-    told apart by it, so two gates that shared one would each take the other's finished execution for their own."""
-    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{short_id('g')}"
-
-
 @dataclass
 class ToolGate:
     """Propose, wait, and run agent tool calls under hitl's guarantees.
@@ -152,7 +144,7 @@ class ToolGate:
     """
 
     service: ApprovalService
-    worker_id: str = field(default_factory=lambda: gate_name("agent"))
+    worker_id: str = field(default_factory=lambda: worker_name("agent"))
     wait_default: float = 24 * 3600.0
     lease: float = 3600.0
     effects: Effects = field(init=False)

@@ -17,6 +17,7 @@ from hitl.engine.ports import Clock, Notifier, RunReporter, Store
 from hitl.engine.runtime.compose import RunContexts
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
+from hitl.engine.workers import worker_name
 
 __all__ = ["Runtime", "RuntimeSettings", "open_runtime"]
 
@@ -66,12 +67,13 @@ class Runtime:
         config_path: str | None,
         notifier: Notifier | None = None,
         reporter: RunReporter | None = None,
-        worker_id: str = "hitl",
+        worker_id: str | None = None,
     ) -> Runtime:
-        contexts = RunContexts(
-            store=store, clock=clock, config_path=config_path, notifier=notifier, worker_id=worker_id
-        )
-        return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=worker_id))
+        """``worker_id``: this process's name as run owner, claim holder and job consumer (default: a unique
+        ``hitl:host:pid:id``; a name shared by two processes would let each take the other's runs for its own)."""
+        name = worker_id or worker_name("hitl")
+        contexts = RunContexts(store=store, clock=clock, config_path=config_path, notifier=notifier, worker_id=name)
+        return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=name))
 
     async def close(self) -> None:
         await self.store.close()
@@ -79,11 +81,12 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: RuntimeSettings, *, worker_id: str = "hitl", read_only: bool = False
+    settings: RuntimeSettings, *, kind: str = "hitl", read_only: bool = False
 ) -> AsyncIterator[Runtime]:
     """A runtime on the store ``settings`` names, closed on exit (no notifier: reviewers hear through
-    ``hitl serve`` on the same store). ``read_only``: a command that only reads never creates a store; a SQLite
-    file that is not there is an error (a mistyped HITL_STORE must not read as "nothing pending")."""
+    ``hitl serve`` on the same store). ``kind`` begins the process's unique worker name (``cli``, ``mcp``).
+    ``read_only``: a command that only reads never creates a store; a SQLite file that is not there is an error (a
+    mistyped HITL_STORE must not read as "nothing pending")."""
     path = sqlite_path(settings.store_url) if read_only else None
     if path is not None and not path.exists():
         raise NotFound(
@@ -95,7 +98,7 @@ async def open_runtime(
         store=open_store(settings.store_url),
         clock=settings.clock(),
         config_path=settings.config_path,
-        worker_id=worker_id,
+        worker_id=worker_name(kind),
     )
     try:
         yield rt

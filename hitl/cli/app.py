@@ -160,7 +160,7 @@ def run(
 
     async def work() -> int:
         wf = load_workflow(workflow)
-        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+        async with open_runtime(settings.runtime, kind="cli") as rt:
             if auto or interactive:  # refused before the run starts: a refusal leaves nothing behind
                 what = "--auto-approve" if auto else "--interactive"
                 await refuse_local_in_production(rt, workflow=wf, what=what)
@@ -293,7 +293,7 @@ def resume(
                 force=force,
                 replace_args=replace,
             )
-        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+        async with open_runtime(settings.runtime, kind="cli") as rt:
             result = await decide_and_resume(
                 rt,
                 settings,
@@ -439,7 +439,7 @@ def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt =
     settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
     async def work() -> int:
-        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+        async with open_runtime(settings.runtime, kind="cli") as rt:
             results = await expire_and_apply(rt)
         if out.json:
             out.emit({"expired": [{"approval_id": a, "session_id": s, "status": st} for a, s, st in results]})
@@ -599,10 +599,8 @@ def mcp(
     """The MCP approval gateway: the tools of hitl.yaml's mcp.servers, every call decided by the policy.
 
     Approvals appear in Slack through `hitl serve` on the same store."""
-    import socket as sockets
-
     from hitl.engine.agents.gate import ToolGate
-    from hitl.engine.domain.ids import short_id
+    from hitl.engine.workers import worker_name
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
 
@@ -618,13 +616,12 @@ def mcp(
             import sniffio
 
             sniffio.current_async_library_cvar.set("asyncio")
-        async with open_runtime(settings.runtime, worker_id="mcp") as rt:
+        async with open_runtime(settings.runtime, kind="mcp") as rt:
             context = rt.contexts.default
             spec = context.config.mcp
             if not spec.servers:
                 raise InvalidInput("hitl.yaml lists no MCP servers under mcp.servers; add one to front it")
-            worker = f"mcp:{sockets.gethostname()}:{short_id('g')}"
-            gate = ToolGate(context.service, worker_id=worker)
+            gate = ToolGate(context.service, worker_id=worker_name("mcp"))
             gateway = Gateway(gate, Upstreams(dict(spec.servers)), session=session or spec.session, wait=spec.wait)
             await gateway.start()
             # Everything built so far lives as long as the process: out of the collector's sight, so a collection

@@ -52,7 +52,7 @@ def halt(
 
     async def work() -> int:
         who = settings.require_reviewer()
-        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+        async with open_runtime(settings.runtime, kind="cli") as rt:
             await _authorized(rt, who, "halt")
             order = await rt.lifecycle.halt(tool, by=who, reason=reason)
         _print_order(out, "halted", order)
@@ -74,7 +74,7 @@ def unhalt(
 
     async def work() -> int:
         who = settings.require_reviewer()
-        async with open_runtime(settings.runtime, worker_id="cli") as rt:
+        async with open_runtime(settings.runtime, kind="cli") as rt:
             await _authorized(rt, who, "unhalt")
             if rt.contexts.default.config.production:
                 raise InvalidInput(
