@@ -14,15 +14,13 @@ a person nothing is lost. An approval that left ``pending`` in that same instant
 
 from __future__ import annotations
 
-import os
-import socket
 from typing import Any, Protocol
 
 from hitl.engine.config.api import EventKind, WebhookSpec
-from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.errors import ClaimRefused
 from hitl.engine.ports import Clock, Store
+from hitl.engine.workers import worker_name
 
 __all__ = ["FYI_JOB", "WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
 
@@ -87,7 +85,7 @@ class Outbox:
         self.store = store
         self.clock = clock
         self.webhooks = webhooks
-        self.holder = holder or f"events:{socket.gethostname()}:{os.getpid()}:{short_id('o')}"
+        self.holder = holder or worker_name("events")
 
     async def emit(self, kind: EventKind, event_id: str, data: dict[str, Any]) -> None:
         hooks = [h for h in self.webhooks if kind in h.events]

@@ -4,7 +4,6 @@ through the run lifecycle, and the background loop (resume jobs, recovery, expir
 from __future__ import annotations
 
 import logging
-import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -19,7 +18,6 @@ from hitl.bot.server import http_app
 from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
-from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.retention import Retention
 from hitl.engine.events import Outbox
 from hitl.engine.ports import Clock, Store
@@ -30,6 +28,7 @@ from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
+from hitl.engine.workers import worker_name
 
 __all__ = ["Server", "build_server", "new_replica_id"]
 
@@ -90,7 +89,7 @@ class Server:
 
 def new_replica_id() -> str:
     """This process's name among the replicas (job consumer, run owner, and ``replica`` in its log lines)."""
-    return f"bot:{socket.gethostname()}:{short_id('r')}"
+    return worker_name("bot")
 
 
 async def build_server(

@@ -5,12 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.engine.domain.ids import short_id
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
@@ -23,6 +21,7 @@ from hitl.engine.execution.tools import Tool
 from hitl.engine.runner.outcomes import Halt, goes_on, halt_for
 from hitl.engine.runner.templates import render_value
 from hitl.engine.service import ApprovalService, Proposal
+from hitl.engine.workers import worker_name
 from hitl.engine.workflow.definition import ToolStep
 
 __all__ = ["DOUBT", "Ask", "StepContext"]
@@ -65,7 +64,7 @@ class StepContext:
     def __init__(self, service: ApprovalService, *, worker_id: str | None = None, lease: float = 6.0) -> None:
         self.svc = service
         self.store = service.store
-        self.worker_id = worker_id or f"runner:{socket.gethostname()}:{short_id('w')}"
+        self.worker_id = worker_id or worker_name("runner")
         self.lease = lease
         self.effects = Effects(service.store, service.clock, self.worker_id, lease, switch=service.switch)
         self.drives: dict[str, RunLease] = {}
