@@ -27,7 +27,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import EngineError
 
-__all__ = ["ClaimIntent", "Commit", "Committed", "Opened", "OutcomeRecord", "committable_version"]
+__all__ = ["ClaimIntent", "Commit", "Committed", "Opened", "OutcomeRecord", "committable_version", "held_by_another"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +119,19 @@ class Opened:
     trusted: frozenset[str]
 
 
+def held_by_another(owner: str | None, until: float | None, *, holder: str, now: float) -> bool:
+    """Whether run ownership is held by someone other than ``holder`` whose lease still runs at ``now`` (then
+    ``holder`` may not take the run over)."""
+    return owner is not None and owner != holder and until is not None and until > now
+
+
 def committable_version(m: Commit, holder: str | None, lease_until: float | None, stored: int | None) -> int:
     """The run's checkpoint version if ``m`` may commit, given its owner now (``holder``, whose lease runs until
     ``lease_until``) and its stored version; raises what refuses the whole commit (nothing of it is written): a
     commit that takes the run over is refused while another holder's lease runs, any other unless its writer owns
     the run, and a checkpoint unless it was read at the version stored."""
     if m.own:
-        if holder is not None and holder != m.holder and lease_until is not None and lease_until > m.now:
+        if held_by_another(holder, lease_until, holder=m.holder, now=m.now):
             raise not_owner(m.run_id, holder)
     elif holder != m.holder:
         raise not_owner(m.run_id, holder)

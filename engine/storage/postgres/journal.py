@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import check_same_action
-from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, committable_version
+from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, committable_version, held_by_another
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
@@ -41,7 +41,7 @@ class PgJournal:
             if row is None:
                 raise NotFound(f"no run {run_id!r}; `hitl sessions list` lists paused runs", session_id=run_id)
             owner, until = row[2], row[3]
-            if owner is not None and owner != holder and until > now:
+            if held_by_another(owner, until, holder=holder, now=now):
                 raise claim_rules.not_owner(run_id, owner)
             state = State(owner=owner, owned_until=until, version=int(row[1]), read=(run_id, [], [], [], row[6]))
             w = Writes(state, guarded=True)
@@ -72,7 +72,7 @@ that guards taking it over (the run's :func:`state_sql` row, nothing else named)
 async def own_run(c: Conn, run_id: str, holder: str, now: float, lease: float) -> bool:
     """Take or renew the lease on ``run_id`` for ``holder``: False when another holder's lease still runs."""
     row = await c.fetchrow("SELECT holder, lease_until FROM run_owners WHERE run_id = $1", run_id)
-    if row is not None and row[0] != holder and row[1] > now:
+    if row is not None and held_by_another(row[0], row[1], holder=holder, now=now):
         return False
     w = Writes()
     w.own(run_id, holder, now + lease)

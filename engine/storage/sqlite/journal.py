@@ -6,7 +6,15 @@ import sqlite3
 
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import check_same_action
-from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord, committable_version
+from hitl.engine.domain.journal import (
+    ClaimIntent,
+    Commit,
+    Committed,
+    Opened,
+    OutcomeRecord,
+    committable_version,
+    held_by_another,
+)
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
@@ -51,7 +59,7 @@ class SqliteJournal:
 
 def _own(c: sqlite3.Connection, run_id: str, holder: str, now: float, lease: float) -> None:
     row = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
-    if row is not None and row[0] != holder and row[1] > now:
+    if row is not None and held_by_another(row[0], row[1], holder=holder, now=now):
         raise claim_rules.not_owner(run_id, row[0])
     c.execute(
         "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",

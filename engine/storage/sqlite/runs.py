@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.storage.codec import dumps, loads
 from hitl.engine.storage.sqlite.connection import SqliteConnection
@@ -53,7 +54,7 @@ class SqliteRuns:
     async def own(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
         def tx(c: sqlite3.Connection) -> bool:
             row = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
-            if row is not None and row[0] != holder and row[1] > now:
+            if row is not None and held_by_another(row[0], row[1], holder=holder, now=now):
                 return False
             c.execute(
                 "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",
