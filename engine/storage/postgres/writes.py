@@ -18,6 +18,7 @@ links forward in Python from the head it read.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Collection, Sequence
@@ -64,6 +65,29 @@ def state_digest_sql(run: str, claims: Sequence[str], approvals: Sequence[str], 
     return f"(SELECT md5(s::text) FROM ({state_sql(run, claims, approvals, chains)}) s)"
 
 
+def _places(first: int, *counts: int) -> tuple[str, list[str], list[str], list[str]]:
+    """Placeholders from ``$first``: the run's, then one per claim key, approval id and chain."""
+    n = itertools.count(first)
+    run = f"${next(n)}"
+    claims, approvals, chains = ([f"${next(n)}" for _ in range(k)] for k in counts)
+    return run, claims, approvals, chains
+
+
+@functools.lru_cache(maxsize=256)
+def _read_sql(claims: int, approvals: int, chains: int) -> str:
+    """:func:`read_state`'s statement for that many names (built once per shape: it is on every call's path).
+    MATERIALIZED: the row is computed once (inlined, each lookup would run again for the digest)."""
+    state = state_sql(*_places(1, claims, approvals, chains))
+    return f"WITH s AS MATERIALIZED ({state}) SELECT s.*, md5(s::text) FROM s"
+
+
+@functools.lru_cache(maxsize=256)
+def _guard_sql(first: int, claims: int, approvals: int, chains: int) -> str:
+    """The guard of a write whose state's names take the placeholders from ``$first`` on, its digest the next."""
+    digest = f"${first + 1 + claims + approvals + chains}"
+    return f"hitl_unchanged({state_digest_sql(*_places(first, claims, approvals, chains))} = {digest})"
+
+
 @dataclass
 class State:
     """The rows a transaction's rules look at, as they were when it read them (absent rows are absent)."""
@@ -93,11 +117,7 @@ async def read_state(
     """Read, in one statement, run ``run_id``'s owner and checkpoint version, the claims under ``claims``, the
     approvals ``approvals`` and the heads of the audit ``chains`` (pass them to :class:`Writes`)."""
     named = (sorted(claims), sorted(approvals), sorted(chains))
-    n = itertools.count(2)
-    places = [[f"${next(n)}" for _ in names] for names in named]
-    # MATERIALIZED: the row is computed once (inlined, each lookup would run again for the digest).
-    sql = f"WITH s AS MATERIALIZED ({state_sql('$1', *places)}) SELECT s.*, md5(s::text) FROM s"
-    row = await c.fetchrow(sql, run_id, *named[0], *named[1], *named[2])
+    row = await c.fetchrow(_read_sql(*map(len, named)), run_id, *named[0], *named[1], *named[2])
     assert row is not None  # scalar subqueries: always one row
     found = State(owner=row[0], owned_until=row[1], version=row[2], read=(run_id, *named, row[6]))
     for got in json.loads(row[3]) if row[3] else ():
@@ -278,10 +298,9 @@ class Writes:
         if self._guarded:
             assert self._state is not None
             run, claims, approvals, chains, digest = self._state.read
-            now = state_digest_sql(
-                arg(run), [arg(k) for k in claims], [arg(i) for i in approvals], [arg(ch) for ch in chains]
-            )
-            main += f", hitl_unchanged({now} = {arg(digest)})"
+            first = len(args) + 1
+            args += [run, *claims, *approvals, *chains, digest]
+            main += f", {_guard_sql(first, len(claims), len(approvals), len(chains))}"
         with_parts = ", ".join(f"w{i} AS ({p})" for i, p in enumerate(parts))
         await c.execute(f"WITH {with_parts} {main}", *args)
 
