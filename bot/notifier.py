@@ -301,6 +301,7 @@ class SlackNotifier:
         its jobs stay unacknowledged (durable) until it lands."""
         loop = asyncio.get_running_loop()
         retrying: dict[str, _Retry] = {}
+        done: list[str] = []  # jobs whose card update landed: acknowledged together, one store call per pass
         queue = self.queue_outages
         while True:
             self._wake.clear()
@@ -321,14 +322,21 @@ class SlackNotifier:
                     continue
                 try:
                     await self._update(approval_id)  # several changes queued: one update shows the latest state
-                    for job_id in entry.jobs:
-                        await self.store.jobs.ack(job_id)
                 except Exception as exc:  # any failure: this card backs off; the others are not held up
                     log.warning("card update for %s failed (%s); retrying it", approval_id, exc)
                     entry.due = loop.time() + self.backoff(entry.attempts)
                     entry.attempts += 1
                     continue
+                done += entry.jobs
                 del retrying[approval_id]
+            if done:
+                try:
+                    await self.store.jobs.ack(*done)
+                    done.clear()
+                except EngineError as exc:  # kept, and acknowledged on a later pass; an update shown twice is
+                    queue.failed(exc)  # harmless (each shows the approval as it then stands)
+                    await asyncio.sleep(self.backoff(0))
+                    continue
             if jobs:
                 continue  # there may be more queued
             if not retrying:
@@ -341,10 +349,10 @@ class SlackNotifier:
                 pass
 
     async def _update(self, approval_id: str) -> None:
-        ref = await self.store.messages.get(approval_id)
-        if ref is None:
+        shown = await self.store.messages.card(approval_id)
+        if shown is None:
             return
-        current = await self.store.approvals.get(approval_id)
+        ref, current = shown
         try:
             await self._call(
                 "chat.update",

@@ -219,8 +219,9 @@ class JobQueue(Protocol):
         ago without acknowledging (it crashed). Handlers must be idempotent."""
         ...
 
-    async def ack(self, job_id: str) -> None:
-        """Mark a job done; it is never delivered again."""
+    async def ack(self, *job_ids: str) -> None:
+        """Mark jobs done, all in one step (one round trip, however many): none is delivered again. A consumer that
+        handled a batch acknowledges it at once; acknowledging nothing does nothing."""
         ...
 
     async def settle(self, kind: str, *, approval_id: str) -> int:
@@ -334,6 +335,12 @@ class MessageMap(Protocol):
     async def set(self, approval_id: str, ref: MessageRef) -> None: ...
 
     async def get(self, approval_id: str) -> MessageRef | None: ...
+
+    async def card(self, approval_id: str) -> tuple[MessageRef, Approval] | None:
+        """Where the approval's card is and the approval as it now stands, read together (a card update's one
+        read); None when no card was recorded for it, :class:`~hitl.engine.errors.NotFound` when the approval is
+        gone."""
+        ...
 
     async def approval_for(self, ref: MessageRef) -> str | None: ...
 

@@ -14,6 +14,7 @@ from hitl.bot.errors import BotError
 from hitl.bot.settings import BotSettings
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
+from hitl.engine.errors import StoreError
 from hitl.sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
 
@@ -203,3 +204,32 @@ async def test_a_card_update_lost_to_a_crash_is_taken_over(harness: Harness) -> 
     await harness.settle()
     assert len(harness.state.calls_to("chat.update")) == 2
     assert await harness.svc.store.jobs.claim("anyone", kind="card", limit=10, now=harness.clock.now(), lease=0) == []
+
+
+async def test_card_updates_are_acknowledged_together_and_again_when_the_store_refused(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = harness.svc.store.jobs
+    real_ack = jobs.ack
+    calls: list[tuple[str, ...]] = []
+
+    async def ack(*job_ids: str) -> None:
+        calls.append(job_ids)
+        if len(calls) == 1:  # the store is away for the first acknowledgement
+            raise StoreError("the store did not answer")
+        await real_ack(*job_ids)
+
+    monkeypatch.setattr(jobs, "ack", ack)
+    notifier = harness.rt.ctx.notifier
+    first = await pending(harness, amount=31, session="ses_ack1")
+    second = await pending(harness, amount=32, session="ses_ack2")
+    await harness.settle()
+    calls.clear()
+    # Both decisions queue their card updates before the updater wakes: one pass updates both cards.
+    await jobs.enqueue("card", {"approval_id": first.id}, now=harness.clock.now())
+    await jobs.enqueue("card", {"approval_id": second.id}, now=harness.clock.now())
+    notifier.kick()
+    await harness.settle()
+    assert len(calls) == 2 and calls[0] == calls[1] and len(calls[0]) == 2  # one call for both, made again
+    assert len(harness.state.calls_to("chat.update")) == 2  # each card updated once: the refusal repeated no update
+    assert await jobs.claim("anyone", kind="card", limit=10, now=harness.clock.now(), lease=0) == []

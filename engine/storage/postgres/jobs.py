@@ -38,9 +38,14 @@ class PgJobs:
 
         return await self.db.run(tx)
 
-    async def ack(self, job_id: str) -> None:
+    async def ack(self, *job_ids: str) -> None:
+        if not job_ids:
+            return
+
         async def tx(c: Conn) -> None:
-            await c.execute("UPDATE jobs SET done = true WHERE id = $1", int(job_id))
+            # One statement per job, by its key (asyncpg sends them together): a lookup by ``=`` locks the rows it
+            # reads, where ``= ANY`` may scan pages and collide with a neighbouring claim under SERIALIZABLE.
+            await c.executemany("UPDATE jobs SET done = true WHERE id = $1", [(int(j),) for j in job_ids])
 
         await self.db.run(tx)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
+from hitl.engine.storage.postgres.rows import not_found
 
 __all__ = ["PgMessages"]
 
@@ -30,6 +32,21 @@ class PgMessages:
         async def tx(c: Conn) -> MessageRef | None:
             row = await c.fetchrow("SELECT channel, ts FROM messages WHERE approval_id = $1", approval_id)
             return MessageRef(channel=row[0], ts=row[1]) if row else None
+
+        return await self.db.run(tx, write=False)
+
+    async def card(self, approval_id: str) -> tuple[MessageRef, Approval] | None:
+        async def tx(c: Conn) -> tuple[MessageRef, Approval] | None:
+            row = await c.fetchrow(
+                "SELECT m.channel, m.ts, a.doc FROM messages m LEFT JOIN approvals a ON a.id = m.approval_id "
+                "WHERE m.approval_id = $1",
+                approval_id,
+            )
+            if row is None:
+                return None
+            if row[2] is None:
+                raise not_found(approval_id)
+            return MessageRef(channel=row[0], ts=row[1]), Approval.model_validate_json(row[2])
 
         return await self.db.run(tx, write=False)
 

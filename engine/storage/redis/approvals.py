@@ -20,7 +20,7 @@ from hitl.engine.storage.codec import audit_for_creation, decode_cursor, encode_
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
 
-__all__ = ["RedisApprovals"]
+__all__ = ["RedisApprovals", "queue_read", "read_result"]
 
 
 @store_errors
@@ -67,14 +67,9 @@ class RedisApprovals:
     async def _fetch(self, ids: list[str]) -> list[Approval | None]:
         async with self.r.pipeline(transaction=False) as pipe:
             for aid in ids:
-                pipe.get(self.conn.doc_key(aid))
-                pipe.hmget(self.conn.approval_key(aid), DYNAMIC_FIELDS)
+                queue_read(pipe, self.conn, aid)
             rows = await pipe.execute()
-        out: list[Approval | None] = []
-        for i in range(0, len(rows), 2):
-            doc, dyn = rows[i], rows[i + 1]
-            out.append(None if doc is None or dyn[0] is None else approval_from_result(["", "", doc, *dyn]))
-        return out
+        return [read_result(rows[i], rows[i + 1]) for i in range(0, len(rows), 2)]
 
     async def list_pending(
         self,
@@ -278,3 +273,15 @@ class RedisApprovals:
             check_transition(Status(text(out[1])), target, approval_id=approval_id)
             raise AssertionError("the state table and transition.lua disagree")
         return approval_from_result(out)
+
+
+def queue_read(pipe: Pipeline, conn: RedisConnection, approval_id: str) -> None:
+    """Queue the two reads of one approval on ``pipe`` (its document, its changing fields); :func:`read_result`
+    turns their two replies into the approval. Other reads can share the round trip."""
+    pipe.get(conn.doc_key(approval_id))
+    pipe.hmget(conn.approval_key(approval_id), DYNAMIC_FIELDS)
+
+
+def read_result(doc: Any, dynamic: Any) -> Approval | None:
+    """The approval from the two replies :func:`queue_read` queued; None when there is no such approval."""
+    return None if doc is None or dynamic[0] is None else approval_from_result(["", "", doc, *dynamic])

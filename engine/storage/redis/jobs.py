@@ -77,11 +77,17 @@ class RedisJobs:
             jobs.append(Job(id=f"{kind}/{text(job_id)}", kind=kind, payload=json.loads(f["payload"])))
         return jobs
 
-    async def ack(self, job_id: str) -> None:
-        kind, _, xid = job_id.partition("/")
+    async def ack(self, *job_ids: str) -> None:
+        by_kind: dict[str, list[str]] = {}
+        for job_id in job_ids:
+            kind, _, xid = job_id.partition("/")
+            by_kind.setdefault(kind, []).append(xid)
+        if not by_kind:
+            return
         async with self.r.pipeline(transaction=True) as pipe:
-            pipe.xack(self._key(kind), _GROUP, xid)
-            pipe.xdel(self._key(kind), xid)
+            for kind, xids in by_kind.items():
+                pipe.xack(self._key(kind), _GROUP, *xids)
+                pipe.xdel(self._key(kind), *xids)
             await pipe.execute()
 
     async def settle(self, kind: str, *, approval_id: str) -> int:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import MessageRef
+from hitl.engine.errors import NotFound
+from hitl.engine.storage.redis.approvals import queue_read, read_result
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -32,6 +35,19 @@ class RedisMessages:
     async def get(self, approval_id: str) -> MessageRef | None:
         f = {text(k): text(v) for k, v in (await self.r.hgetall(self._by_approval(approval_id))).items()}
         return MessageRef(channel=f["channel"], ts=f["ts"]) if f else None
+
+    async def card(self, approval_id: str) -> tuple[MessageRef, Approval] | None:
+        async with self.r.pipeline(transaction=False) as pipe:  # one round trip for the three reads
+            pipe.hgetall(self._by_approval(approval_id))
+            queue_read(pipe, self.conn, approval_id)
+            found, doc, dynamic = await pipe.execute()
+        if not found:
+            return None
+        approval = read_result(doc, dynamic)
+        if approval is None:
+            raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
+        f = {text(k): text(v) for k, v in found.items()}
+        return MessageRef(channel=f["channel"], ts=f["ts"]), approval
 
     async def approval_for(self, ref: MessageRef) -> str | None:
         v = await self.r.get(self._by_message(ref))

@@ -38,9 +38,12 @@ class SqliteJobs:
 
         return await self.db.run(tx)
 
-    async def ack(self, job_id: str) -> None:
+    async def ack(self, *job_ids: str) -> None:
+        if not job_ids:
+            return
+
         def tx(c: sqlite3.Connection) -> None:
-            c.execute("UPDATE jobs SET done = 1 WHERE id = ?", (int(job_id),))
+            c.executemany("UPDATE jobs SET done = 1 WHERE id = ?", [(int(j),) for j in job_ids])
 
         await self.db.run(tx)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
+from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import load_approval
 
 __all__ = ["SqliteMessages"]
 
@@ -29,6 +31,13 @@ class SqliteMessages:
         def tx(c: sqlite3.Connection) -> MessageRef | None:
             row = c.execute("SELECT channel, ts FROM messages WHERE approval_id = ?", (approval_id,)).fetchone()
             return MessageRef(channel=row[0], ts=row[1]) if row else None
+
+        return await self.db.run(tx, write=False)
+
+    async def card(self, approval_id: str) -> tuple[MessageRef, Approval] | None:
+        def tx(c: sqlite3.Connection) -> tuple[MessageRef, Approval] | None:
+            row = c.execute("SELECT channel, ts FROM messages WHERE approval_id = ?", (approval_id,)).fetchone()
+            return (MessageRef(channel=row[0], ts=row[1]), load_approval(c, approval_id)) if row else None
 
         return await self.db.run(tx, write=False)
 

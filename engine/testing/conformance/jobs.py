@@ -47,3 +47,18 @@ class JobsConformance:
         assert [j.payload["approval_id"] for j in left] == ["apr_2"]
         cards = await store.jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=60)
         assert [j.payload for j in cards] == [{"approval_id": "apr_1"}]  # another kind: untouched
+
+    async def test_a_batch_is_acknowledged_in_one_call(self, store: Store, clock: FakeClock) -> None:
+        ids = [await store.jobs.enqueue("card", {"approval_id": f"a{i}"}, now=clock.now()) for i in range(4)]
+        resume = await store.jobs.enqueue("resume", {"session_id": "s1"}, now=clock.now())
+        assert len(await store.jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=60)) == 4
+        assert len(await store.jobs.claim("w", kind="resume", limit=10, now=clock.now(), lease=60)) == 1
+        await store.jobs.ack()  # nothing to acknowledge: nothing changes
+        await store.jobs.ack(ids[0], resume, ids[2], ids[3])  # several jobs, of two kinds, at once
+        # The holder "crashed": past its lease, only the job it did not acknowledge is delivered again.
+        clock.advance(61)
+        again = await store.jobs.claim("w2", kind="card", limit=10, now=clock.now(), lease=0)
+        assert [j.id for j in again] == [ids[1]]
+        assert await store.jobs.claim("w2", kind="resume", limit=10, now=clock.now(), lease=0) == []
+        await store.jobs.ack(ids[1])
+        assert await store.jobs.claim("w3", kind="card", limit=10, now=clock.now(), lease=0) == []

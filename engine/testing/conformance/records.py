@@ -5,9 +5,12 @@ Subclass it and provide ``store`` and ``clock`` fixtures.
 
 from __future__ import annotations
 
+import pytest
+
 from hitl.engine.clocks import FakeClock
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import AuditEntry, MessageRef
+from hitl.engine.errors import NotFound
 from hitl.engine.ports import Store
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.engine.testing.factories import make_approval
@@ -31,6 +34,23 @@ class RecordsConformance:
         assert await store.messages.get(a.id) == ref
         assert await store.messages.approval_for(ref) == a.id
         assert await store.messages.approval_for(MessageRef(channel="C123", ts="1")) is None
+
+    async def test_a_card_is_read_with_the_approval_it_shows(self, store: Store, clock: FakeClock) -> None:
+        a = make_approval(now=clock.now(), key="card")
+        await store.approvals.create(a)
+        assert await store.messages.card(a.id) is None  # no card posted yet
+        ref = MessageRef(channel="C123", ts="1700000000.000200")
+        await store.messages.set(a.id, ref)
+        assert await store.messages.card(a.id) == (ref, a)
+        decided = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.advance(1))
+        shown = await store.messages.card(a.id)
+        assert shown is not None
+        assert shown[0] == ref and shown[1] == decided  # the approval as it now stands, not as it was carded
+        assert (shown[1].status, shown[1].version) == (Status.APPROVED, a.version + 1)
+        # A card recorded for an approval the store does not hold (purged meanwhile) is not shown as anything.
+        await store.messages.set("apr_gone", MessageRef(channel="C123", ts="1700000000.000300"))
+        with pytest.raises(NotFound):
+            await store.messages.card("apr_gone")
 
     async def test_every_entry_is_chained_and_the_chains_verify(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now(), key="chain")
