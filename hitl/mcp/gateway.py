@@ -23,7 +23,6 @@ from mcp.server.lowlevel import Server
 
 from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.redaction import bounded
 from hitl.engine.errors import EngineError
 
 from .upstreams import Route, Upstreams
@@ -91,11 +90,12 @@ class Gateway:
             framework=FRAMEWORK,
             schema=route.tool.input_schema,
             agent=_client_name(ctx),
-            evidence=_evidence(route),
+            evidence=route.evidence,
         )
         try:
             ticket = await self.gate.check(call)
-            ticket = await self._await_decision(ctx, ticket)
+            if ticket.pending:
+                ticket = await self._await_decision(ctx, ticket)
         except EngineError as exc:
             return _error(f"{params.name} did not run: {exc.message}")
         if ticket.pending:
@@ -167,12 +167,6 @@ class Gateway:
                 assert isinstance(result, types.GetPromptResult)
                 return result
         raise ValueError(f"no upstream offers the prompt {params.name}")
-
-
-def _evidence(route: Route) -> str:
-    """What the reviewer sees about the tool: its upstream and its description, as untrusted evidence."""
-    description = route.tool.description or "(no description)"
-    return bounded(f"MCP server {route.server}, tool {route.tool.name}: {description}", 1500)
 
 
 def _client_name(ctx: ServerRequestContext[Any]) -> str | None:

@@ -5,6 +5,7 @@ one died (an upstream that crashed mid-call is started again for the next call, 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from contextlib import AsyncExitStack
@@ -17,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from hitl.engine.config.mcp import McpServerSpec
+from hitl.engine.domain.redaction import bounded
 from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["Route", "Upstreams"]
@@ -30,6 +32,13 @@ class Route:
 
     server: str
     tool: types.Tool
+
+    @functools.cached_property
+    def evidence(self) -> str:
+        """What the reviewer sees about the tool: its upstream and its description, as untrusted evidence (made once
+        per route, not on every call)."""
+        description = self.tool.description or "(no description)"
+        return bounded(f"MCP server {self.server}, tool {self.tool.name}: {description}", 1500)
 
 
 class _Link:
