@@ -333,7 +333,7 @@ class SlackNotifier:
                 try:
                     await self.store.jobs.ack(*done)
                     done.clear()
-                except EngineError as exc:  # kept, and acknowledged on a later pass; an update shown twice is
+                except Exception as exc:  # kept, and acknowledged on a later pass; an update shown twice is
                     queue.failed(exc)  # harmless (each shows the approval as it then stands)
                     await asyncio.sleep(self.backoff(0))
                     continue
