@@ -857,7 +857,7 @@ def _clean_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
             f"tool name {str(tool)[:60]!r} is not an identifier: use 1-128 letters, digits and _ . : / -",
             tool=str(tool)[:128],
         )
-    if not isinstance(args, Mapping):
+    if type(args) is not dict and not isinstance(args, Mapping):
         raise InvalidInput(f"arguments for {tool} must be a JSON object, not {type(args).__name__}", tool=tool)
     clean = normalize(args)
     assert isinstance(clean, dict)

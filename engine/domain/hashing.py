@@ -30,7 +30,14 @@ __all__ = ["action_hash", "batch_hash", "canonical_json", "identical", "normaliz
 
 def normalize(value: Any, *, path: str = "args") -> Any:
     """Return ``value`` with numbers normalised and containers turned into plain dicts and lists."""
-    if value is None or isinstance(value, bool | str):
+    kind = type(value)
+    if kind is str or value is None or kind is bool:  # by exact type first: most values, on every call's path
+        return value
+    if kind is dict:
+        return _normalize_object(value, path)
+    if kind is int:
+        return value
+    if isinstance(value, bool | str):
         return value
     if isinstance(value, int):
         return int(value)
@@ -43,19 +50,23 @@ def normalize(value: Any, *, path: str = "args") -> Any:
             return int(value)
         return value
     if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise InvalidInput(f"{path} has a non-string key {k!r}; JSON object keys must be strings", path=path)
-            # Strings are most values: kept without a call (and without building a path only errors read).
-            out[k] = v if type(v) is str else normalize(v, path=f"{path}.{k}")
-        return out
+        return _normalize_object(value, path)
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         return [normalize(v, path=f"{path}[{i}]") for i, v in enumerate(value)]
     raise InvalidInput(
         f"{path} is a {type(value).__name__}, which has no canonical JSON form; convert it to a string or number",
         path=path,
     )
+
+
+def _normalize_object(value: Mapping[Any, Any], path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise InvalidInput(f"{path} has a non-string key {k!r}; JSON object keys must be strings", path=path)
+        # Strings are most values: kept without a call (and without building a path only errors read).
+        out[k] = v if type(v) is str else normalize(v, path=f"{path}.{k}")
+    return out
 
 
 def canonical_json(value: Any) -> str:

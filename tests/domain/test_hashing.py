@@ -89,3 +89,28 @@ def test_batch_hash_binds_order_and_membership() -> None:
     assert batch_hash(items) != batch_hash(list(reversed(items)))
     assert batch_hash(items) != batch_hash([*items, ("email", {"to": "c"})])
     assert batch_hash(items) == batch_hash([("email", {"to": "a"}), ("email", {"to": "b"})])
+
+
+@given(args_strategy)
+def test_plain_dicts_and_other_mappings_normalize_alike(args: dict[str, Any]) -> None:
+    # Plain dicts (nearly every call) take a path by exact type; any other mapping the general one: same result.
+    from collections import OrderedDict
+    from types import MappingProxyType
+
+    plain = normalize(args)
+    assert normalize(MappingProxyType(args)) == plain and normalize(OrderedDict(args)) == plain
+    assert type(normalize(MappingProxyType(args))) is dict
+
+
+def test_subclasses_of_json_scalars_become_the_plain_types() -> None:
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Name(str):
+        pass
+
+    out = normalize({"level": Level.HIGH, "name": Name("x"), "flag": True, "n": 7})
+    assert out == {"level": 3, "name": "x", "flag": True, "n": 7}
+    assert type(out["level"]) is int and out["flag"] is True
