@@ -150,6 +150,16 @@ class NotFound(EngineError):
 
     default_code = ErrorCode.NOT_FOUND
 
+    @classmethod
+    def approval(cls, approval_id: str) -> NotFound:
+        """No approval ``approval_id``: the one wording every store and surface uses, with where to look instead."""
+        return cls(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
+
+    @classmethod
+    def run(cls, run_id: str) -> NotFound:
+        """No run ``run_id``: the one wording every store and surface uses, with where to look instead."""
+        return cls(f"no run {run_id!r}; `hitl sessions list` lists the runs that wait", session_id=run_id)
+
 
 class IllegalTransition(EngineError):
     """A state change the approval state machine does not allow."""

@@ -163,9 +163,7 @@ class Runner:
     async def load(self, session_id: str) -> RunState:
         found = await self.store.runs.load(session_id)
         if found is None:
-            raise NotFound(
-                f"no run {session_id!r}; `hitl sessions list` lists the runs that wait", session_id=session_id
-            )
+            raise NotFound.run(session_id)
         return RunState.of(found)
 
     # -- the loop ---------------------------------------------------------------------------------------

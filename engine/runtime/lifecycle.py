@@ -198,9 +198,7 @@ class RunLifecycle:
         else:
             context = await self.contexts.for_session(session_id)
         if context.workflow is None:
-            raise NotFound(
-                f"no run {session_id!r}; `hitl sessions list` lists the runs that wait", session_id=session_id
-            )
+            raise NotFound.run(session_id)
         return await context.runner.resume(
             session_id, force=force, actor=actor, overrides=overrides, workflow=context.workflow
         )

@@ -67,7 +67,7 @@ async def locate(rt: Runtime, target: str) -> tuple[Approval | None, RunState | 
         return approval, await _state(rt, approval.session_id) if approval.metadata.get("step") else None
     state = await _state(rt, target)
     if state is None:
-        raise NotFound(f"no run {target!r}; `hitl pending` lists paused runs", session_id=target)
+        raise NotFound.run(target)
     return (await rt.store.approvals.get(state.waiting) if state.waiting else None), state
 
 

@@ -82,7 +82,7 @@ def interrupt_details(a: Approval) -> dict[str, Any]:
 async def _state(rt: Runtime, session_id: str) -> RunState:
     found = await rt.store.runs.load(session_id)
     if found is None:
-        raise NotFound(f"no run {session_id!r}; `hitl sessions list` lists paused runs", session_id=session_id)
+        raise NotFound.run(session_id)
     return RunState.of(found)
 
 

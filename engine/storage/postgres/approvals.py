@@ -11,11 +11,11 @@ from hitl.engine.domain.decide import DecideCommand, apply_expiry
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Page
-from hitl.engine.errors import DecisionRefused, StaleVersion
+from hitl.engine.errors import DecisionRefused, NotFound, StaleVersion
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import load_approval, not_found
+from hitl.engine.storage.postgres.rows import load_approval
 from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.storage.signals import wait_for_version
 
@@ -93,7 +93,7 @@ class PgApprovals:
             found = await read_state(c, approvals=[cmd.approval_id], chains=[cmd.approval_id])
             current = found.approvals.get(cmd.approval_id)
             if current is None:
-                raise not_found(cmd.approval_id)
+                raise NotFound.approval(cmd.approval_id)
             writes = decision_writes(current, cmd, now, wall=time.time())
             w = Writes(found, guarded=True)
             if writes.approval is not None:

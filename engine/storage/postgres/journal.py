@@ -10,7 +10,6 @@ from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, loads
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import not_found
 from hitl.engine.storage.postgres.writes import State, Writes, read_state, state_digest_sql
 
 __all__ = ["PgJournal", "own_run"]
@@ -39,7 +38,7 @@ class PgJournal:
             # ownership taken with a write guarded by the owner and the checkpoint version it was decided on.
             row = await c.fetchrow(_OPEN, run_id, now)
             if row is None:
-                raise NotFound(f"no run {run_id!r}; `hitl sessions list` lists paused runs", session_id=run_id)
+                raise NotFound.run(run_id)
             owner, until = row[2], row[3]
             if held_by_another(owner, until, holder=holder, now=now):
                 raise claim_rules.not_owner(run_id, owner)
@@ -181,7 +180,7 @@ def _claim(
 def _approval(approvals: dict[str, Approval], approval_id: str) -> Approval:
     found = approvals.get(approval_id)
     if found is None:
-        raise not_found(approval_id)
+        raise NotFound.approval(approval_id)
     return found
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import MessageRef
+from hitl.engine.errors import NotFound
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.rows import not_found
 
 __all__ = ["PgMessages"]
 
@@ -45,7 +45,7 @@ class PgMessages:
             if row is None:
                 return None
             if row[2] is None:
-                raise not_found(approval_id)
+                raise NotFound.approval(approval_id)
             return MessageRef(channel=row[0], ts=row[1]), Approval.model_validate_json(row[2])
 
         return await self.db.run(tx, write=False)

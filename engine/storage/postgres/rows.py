@@ -17,7 +17,6 @@ __all__ = [
     "load_approval",
     "rows_touched",
     "load_claim",
-    "not_found",
     "write_approval",
     "write_claim",
 ]
@@ -27,13 +26,8 @@ async def load_approval(c: Conn, approval_id: str) -> Approval:
     """The approval ``approval_id`` inside a transaction; :class:`NotFound` when there is none."""
     doc = await c.fetchval("SELECT doc FROM approvals WHERE id = $1", approval_id)
     if doc is None:
-        raise not_found(approval_id)
+        raise NotFound.approval(approval_id)
     return Approval.model_validate_json(doc)
-
-
-def not_found(approval_id: str) -> NotFound:
-    """The error for an approval the store does not hold."""
-    return NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
 
 
 async def write_approval(c: Conn, a: Approval, *, insert: bool = False) -> None:

@@ -61,7 +61,7 @@ class RedisApprovals:
     async def get(self, approval_id: str) -> Approval:
         found = (await self._fetch([approval_id]))[0]
         if found is None:
-            raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
+            raise NotFound.approval(approval_id)
         return found
 
     async def _fetch(self, ids: list[str]) -> list[Approval | None]:
@@ -168,10 +168,7 @@ class RedisApprovals:
         out = await self.conn.call(self.conn.decide_script, keys, args)
         tag = text(out[0])
         if tag == "missing":
-            raise NotFound(
-                f"no approval {cmd.approval_id!r}; list open ones with `hitl pending`",
-                approval_id=cmd.approval_id,
-            )
+            raise NotFound.approval(cmd.approval_id)
         approval = approval_from_result(out)
         if tag == "ok":
             return approval
@@ -266,7 +263,7 @@ class RedisApprovals:
         out = await self.conn.call(self.conn.transition_script, self.conn.approval_keys(approval_id), args)
         tag = text(out[0])
         if tag == "missing":
-            raise NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+            raise NotFound.approval(approval_id)
         if tag == "stale":
             raise stale_approval(approval_id, int(text(out[2])), expected_version)
         if tag == "illegal":  # the script checked the sources the table allows: the table names both states

@@ -170,7 +170,7 @@ class RedisJournal:
         args = [run_id, holder, repr(now), repr(now + lease), f"{c.p}:{{"]
         out = [text(x) for x in await c.call(c.open_script, keys, args)]
         if out[0] == "missing":
-            raise NotFound(f"no run {run_id!r}; `hitl sessions list` lists the runs that wait", session_id=run_id)
+            raise NotFound.run(run_id)
         if out[0] == "not_owner":
             raise claim_rules.not_owner(run_id, out[1])
         trusted = json.loads(out[3])

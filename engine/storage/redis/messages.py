@@ -45,7 +45,7 @@ class RedisMessages:
             return None
         approval = read_result(doc, dynamic)
         if approval is None:
-            raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
+            raise NotFound.approval(approval_id)
         f = {text(k): text(v) for k, v in found.items()}
         return MessageRef(channel=f["channel"], ts=f["ts"]), approval
 

@@ -41,7 +41,7 @@ class SqliteJournal:
         def tx(c: sqlite3.Connection) -> Opened:
             row = c.execute("SELECT data, version FROM checkpoints WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
-                raise NotFound(f"no run {run_id!r}; `hitl pending` lists paused runs", session_id=run_id)
+                raise NotFound.run(run_id)
             _own(c, run_id, holder, now, lease)
             data = loads(row[0])
             waiting = data.get("waiting")

@@ -18,7 +18,7 @@ def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
     """The approval ``approval_id`` inside a transaction; :class:`NotFound` when there is none."""
     row = c.execute("SELECT doc FROM approvals WHERE id = ?", (approval_id,)).fetchone()
     if row is None:
-        raise NotFound(f"no approval {approval_id!r}; list open ones with `hitl pending`", approval_id=approval_id)
+        raise NotFound.approval(approval_id)
     return Approval.model_validate_json(row[0])
 
 

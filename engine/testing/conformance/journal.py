@@ -257,7 +257,7 @@ class JournalConformance:
         assert again.approval.id == ask2.id and await store.runs.paused() == ["r2"]
 
     async def test_open_takes_the_run_and_reads_its_trust(self, store: Store, clock: FakeClock) -> None:
-        with pytest.raises(NotFound):
+        with pytest.raises(NotFound, match="hitl sessions list"):  # the same words on every store
             await store.journal.open("nope", holder=W1, now=clock.now(), lease=5)
         await store.runs.save("r1", _cp("paused"), expected_version=0, now=clock.now())
         await store.trust.grant("r1", "refund", until=clock.now() + 60, by="U_OPS", now=clock.now())

@@ -49,8 +49,10 @@ class RecordsConformance:
         assert (shown[1].status, shown[1].version) == (Status.APPROVED, a.version + 1)
         # A card recorded for an approval the store does not hold (purged meanwhile) is not shown as anything.
         await store.messages.set("apr_gone", MessageRef(channel="C123", ts="1700000000.000300"))
-        with pytest.raises(NotFound):
+        with pytest.raises(NotFound, match="hitl pending"):  # the same words on every store, with where to look
             await store.messages.card("apr_gone")
+        with pytest.raises(NotFound, match="hitl pending"):
+            await store.approvals.get("apr_gone")
 
     async def test_every_entry_is_chained_and_the_chains_verify(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now(), key="chain")
