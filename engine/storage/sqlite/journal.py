@@ -6,21 +6,20 @@ import sqlite3
 
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import check_same_action
-from hitl.engine.domain.journal import (
-    ClaimIntent,
-    Commit,
-    Committed,
-    Opened,
-    OutcomeRecord,
-    committable_version,
-    held_by_another,
-)
+from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord, committable_version
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, dumps, loads
 from hitl.engine.storage.sqlite.connection import SqliteConnection
-from hitl.engine.storage.sqlite.rows import insert_audit, load_approval, load_claim, write_approval, write_claim
+from hitl.engine.storage.sqlite.rows import (
+    insert_audit,
+    load_approval,
+    load_claim,
+    own_run,
+    write_approval,
+    write_claim,
+)
 
 __all__ = ["SqliteJournal"]
 
@@ -42,7 +41,9 @@ class SqliteJournal:
             row = c.execute("SELECT data, version FROM checkpoints WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise NotFound.run(run_id)
-            _own(c, run_id, holder, now, lease)
+            other = own_run(c, run_id, holder, now, lease)
+            if other is not None:
+                raise claim_rules.not_owner(run_id, other)
             data = loads(row[0])
             waiting = data.get("waiting")
             found = c.execute("SELECT doc FROM approvals WHERE id = ?", (waiting,)).fetchone() if waiting else None
@@ -55,16 +56,6 @@ class SqliteJournal:
             )
 
         return await self.db.run(tx)
-
-
-def _own(c: sqlite3.Connection, run_id: str, holder: str, now: float, lease: float) -> None:
-    row = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
-    if row is not None and held_by_another(row[0], row[1], holder=holder, now=now):
-        raise claim_rules.not_owner(run_id, row[0])
-    c.execute(
-        "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",
-        (run_id, holder, now + lease),
-    )
 
 
 _OWNER_AND_VERSION = (

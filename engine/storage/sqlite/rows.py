@@ -5,13 +5,14 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
 from hitl.engine.storage.codec import CLAIM_COLUMNS, audit_values, claim_of, claim_row, dumps
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
-__all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "write_approval", "write_claim"]
+__all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "own_run", "write_approval", "write_claim"]
 
 
 def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
@@ -65,3 +66,16 @@ def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
 def write_claim(c: sqlite3.Connection, cl: Claim) -> None:
     """Write the execution claim's row inside a transaction."""
     c.execute(f"INSERT OR REPLACE INTO claims (key, {CLAIM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", claim_row(cl))
+
+
+def own_run(c: sqlite3.Connection, run_id: str, holder: str, now: float, lease: float) -> str | None:
+    """Take or renew the lease on ``run_id`` for ``holder`` inside a transaction: None when taken, else the other
+    holder whose lease still runs (nothing is written then)."""
+    row = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
+    if row is not None and held_by_another(row[0], row[1], holder=holder, now=now):
+        return str(row[0])
+    c.execute(
+        "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",
+        (run_id, holder, now + lease),
+    )
+    return None

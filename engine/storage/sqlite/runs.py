@@ -6,10 +6,10 @@ import sqlite3
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
-from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.storage.codec import dumps, loads
 from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.rows import own_run
 
 __all__ = ["SqliteRuns"]
 
@@ -52,17 +52,7 @@ class SqliteRuns:
         return await self.db.run(tx, write=False)
 
     async def own(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
-        def tx(c: sqlite3.Connection) -> bool:
-            row = c.execute("SELECT holder, lease_until FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
-            if row is not None and held_by_another(row[0], row[1], holder=holder, now=now):
-                return False
-            c.execute(
-                "INSERT OR REPLACE INTO run_owners (run_id, holder, lease_until) VALUES (?, ?, ?)",
-                (run_id, holder, now + lease),
-            )
-            return True
-
-        return await self.db.run(tx)
+        return await self.db.run(lambda c: own_run(c, run_id, holder, now, lease) is None)
 
     async def renew(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
         def tx(c: sqlite3.Connection) -> bool:
