@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import math
+from collections import OrderedDict
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -94,17 +97,12 @@ def test_batch_hash_binds_order_and_membership() -> None:
 @given(args_strategy)
 def test_plain_dicts_and_other_mappings_normalize_alike(args: dict[str, Any]) -> None:
     # Plain dicts (nearly every call) take a path by exact type; any other mapping the general one: same result.
-    from collections import OrderedDict
-    from types import MappingProxyType
-
     plain = normalize(args)
     assert normalize(MappingProxyType(args)) == plain and normalize(OrderedDict(args)) == plain
     assert type(normalize(MappingProxyType(args))) is dict
 
 
 def test_subclasses_of_json_scalars_become_the_plain_types() -> None:
-    import enum
-
     class Level(enum.IntEnum):
         HIGH = 3
 

@@ -11,15 +11,7 @@ from hitl.engine.storage.codec import CLAIM_COLUMNS, claim_of, dumps
 from hitl.engine.storage.postgres.connection import Conn
 from hitl.engine.storage.postgres.writes import Writes
 
-__all__ = [
-    "insert_audit",
-    "insert_job",
-    "load_approval",
-    "rows_touched",
-    "load_claim",
-    "write_approval",
-    "write_claim",
-]
+__all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "rows_touched", "write_approval", "write_claim"]
 
 
 async def load_approval(c: Conn, approval_id: str) -> Approval:
