@@ -21,16 +21,18 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BareCommits, CountingConnection, heading, redis_server, row  # noqa: E402
+from redis.asyncio import Connection, Redis  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.models import DecisionKind  # noqa: E402
+from hitl.engine.domain.records import chain_link  # noqa: E402
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.ports import Store  # noqa: E402
@@ -38,7 +40,7 @@ from hitl.engine.runtime.compose import compose  # noqa: E402
 from hitl.engine.stop_switch import FRESH_FOR  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
-from hitl.engine.storage.sqlite.connection import SqliteConnection  # noqa: E402
+from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL, SqliteConnection  # noqa: E402
 from hitl.engine.workflow.definition import load_workflow  # noqa: E402
 from hitl.testing import FakeClock  # noqa: E402
 
@@ -54,10 +56,13 @@ class HitlCycles:
             store=store, clock=FakeClock(), config_path=str(HERE / "hitl.yaml"), workflow=self.wf, worker_id="bench"
         )
         self.svc, self.runner = context.service, context.runner
+        self.ids: tuple[str, ...] = ()
+        """The last cycle's run and approval ids."""
 
     async def cycle(self) -> None:
         r = await self.runner.start(self.wf, {})  # a new session: the runner names it
         assert r.status is RunStatus.PAUSED and r.approval is not None
+        self.ids = (r.session_id, r.approval.id)
         await self.svc.decide(
             DecideRequest(
                 r.approval.id,
@@ -119,6 +124,140 @@ def bare_evalshas(client: Any, sha: str, per_cycle: int = 7) -> Callable[[], Awa
             await client.evalsha(sha, 1, "cycle:floor")
 
     return cycle
+
+
+class Replays:
+    """A floor below any runner: one recorded cycle's own store traffic (every SQL statement with its values, or
+    every Redis request as the client sent it), sent again with nothing between them. Each replay swaps the run's
+    and the approval's ids for new ones of the same length, so it writes new rows or keys as a cycle does. All the
+    replays are prepared before any is timed."""
+
+    def __init__(self, ids: tuple[str, ...], count: int) -> None:
+        self.ids = ids
+        self.count = count
+
+    def fresh(self) -> Iterator[dict[str, str]]:
+        for k in range(self.count):
+            yield {old: f"{old[:4]}{k:0{len(old) - 4}d}"[: len(old)] for old in self.ids}
+
+    @staticmethod
+    def swap(value: Any, ids: dict[str, str]) -> Any:
+        if isinstance(value, str | bytes):
+            for old, new in ids.items():
+                value = value.replace(old, new) if isinstance(value, str) else value.replace(old.encode(), new.encode())
+        return value
+
+
+Statement = tuple[str, Any]
+
+
+class SqlReplay(Replays):
+    """A cycle's SQL statements replayed on a database of the store's schema, with the same settings."""
+
+    def __init__(self, statements: list[Statement], ids: tuple[str, ...], path: Path, sync: str, count: int) -> None:
+        super().__init__(ids, count)
+        self.conn = _connect(path, isolation_level=None, check_same_thread=False)
+        self.conn.create_function(CHAIN_LINK_SQL, 2, chain_link, deterministic=True)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {sync}")
+        self.batches = iter([[(sql, self._values(values, ids)) for sql, values in statements] for ids in self.fresh()])
+
+    def _values(self, values: Any, ids: dict[str, str]) -> Any:
+        if isinstance(values, dict):
+            return {k: self.swap(v, ids) for k, v in values.items()}
+        return tuple(self.swap(v, ids) for v in values)
+
+    def cycle(self) -> None:
+        execute = self.conn.execute
+        for sql, values in next(self.batches):
+            execute(sql, values)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class RedisReplay(Replays):
+    """A cycle's Redis requests (each round trip's bytes, and how many replies it waits for) sent again on
+    a connection of its own."""
+
+    def __init__(self, trips: list[tuple[bytes, int]], ids: tuple[str, ...], client: Redis, count: int) -> None:
+        super().__init__(ids, count)
+        self.client = client
+        self.batches = iter([[(self.swap(sent, ids), replies) for sent, replies in trips] for ids in self.fresh()])
+        self.conn: Connection | None = None
+
+    async def cycle(self) -> None:
+        if self.conn is None:  # of its own, to the same server with the client's settings; connects on first send
+            self.conn = Connection(**self.client.connection_pool.connection_kwargs)
+        for sent, replies in next(self.batches):
+            await self.conn.send_packed_command(sent, check_health=False)
+            for _ in range(replies):
+                reply = await self.conn.read_response()
+                if isinstance(reply, Exception):
+                    raise reply
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.disconnect()
+
+
+class RecordingConnection(CountingConnection):
+    """Notes each round trip's bytes, and the replies read for it, while :attr:`on`."""
+
+    on = False
+    trips: list[list[Any]] = []
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if RecordingConnection.on:
+            sent = command if isinstance(command, bytes | bytearray) else b"".join(command)
+            RecordingConnection.trips.append([bytes(sent), 0])
+        await super().send_packed_command(command, check_health)
+
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        reply = await super().read_response(*args, **kwargs)
+        if RecordingConnection.on:
+            RecordingConnection.trips[-1][1] += 1
+        return reply
+
+
+async def record_redis(url: str) -> tuple[list[tuple[bytes, int]], tuple[str, ...]]:
+    """One cycle's Redis round trips, after warm-up cycles (the scripts loaded), on a client of its own."""
+    client = connect(url)
+    client.connection_pool.connection_class = RecordingConnection
+    h = HitlCycles(RedisStore(client, prefix="recorded"))
+    for _ in range(20):
+        await h.cycle()
+    RecordingConnection.trips.clear()
+    RecordingConnection.on = True
+    try:
+        await h.cycle()
+    finally:
+        RecordingConnection.on = False
+    await client.aclose()
+    return [(sent, replies) for sent, replies in RecordingConnection.trips], h.ids
+
+
+async def record_sqlite(path: Path) -> tuple[list[Statement], tuple[str, ...]]:
+    """One cycle's SQL statements, after warm-up cycles, on a store of its own (see :func:`_counting_connect`)."""
+    store = SqliteStore(path)
+    h = HitlCycles(store)
+    for _ in range(20):
+        await h.cycle()
+    RECORDED.clear()
+    RECORDING[0] = True
+    try:
+        await h.cycle()
+    finally:
+        RECORDING[0] = False
+    await store.close()
+    return list(RECORDED), h.ids
+
+
+async def schema_only(path: Path) -> None:
+    """A database file with the store's schema and nothing in it."""
+    store = SqliteStore(path)
+    await store.halts.active()
+    await store.close()
 
 
 def dir_bytes(d: Path) -> int:
@@ -234,12 +373,31 @@ async def breakdown(h: HitlCycles, n: int = 200) -> tuple[list[tuple[str, float]
 
 STATEMENTS = [0]
 """SQL statements run on connections to a database named ``count.db`` (see :func:`_counting_connect`)."""
+RECORDING = [False]
+RECORDED: list[Statement] = []
+"""The statements (with their values) run on connections to a database named ``record.db`` while recording."""
 _connect = sqlite3.connect
 
 
+class _Recording(sqlite3.Connection):
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if RECORDING[0]:
+            RECORDED.append((sql, parameters))
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        rows = list(parameters)
+        if RECORDING[0]:
+            RECORDED.extend((sql, row) for row in rows)  # replayed one by one: a floor, never above the real
+        return super().executemany(sql, rows)
+
+
 def _counting_connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+    name = Path(str(database)).name
+    if name == "record.db":
+        kwargs["factory"] = _Recording
     conn: sqlite3.Connection = _connect(database, *args, **kwargs)
-    if Path(str(database)).name == "count.db":
+    if name == "count.db":
         conn.set_trace_callback(lambda _: STATEMENTS.__setitem__(0, STATEMENTS[0] + 1))
     return conn
 
@@ -288,6 +446,17 @@ async def main() -> None:
             )
         sha = await client.script_load("return redis.call('GET', KEYS[1])")
         contenders["floor: 7 bare EVALSHA round trips (Redis)"] = bare_evalshas(client, sha)
+        replays = a.warm + a.rounds * per
+        recorded_sql, sql_ids = await record_sqlite(Path(tmp) / "recorded" / "record.db")
+        sql_replays: list[SqlReplay] = []
+        for sync in ("NORMAL", "FULL"):
+            path = Path(tmp) / f"replay_{sync}" / "replay.db"
+            await schema_only(path)
+            sql_replays.append(SqlReplay(recorded_sql, sql_ids, path, sync, replays))
+            contenders[f"floor: a cycle's own SQL, replayed ({sync})"] = sql_replays[-1].cycle
+        trips, redis_ids = await record_redis(url)
+        redis_replay = RedisReplay(trips, redis_ids, client, replays)
+        contenders["floor: a cycle's own Redis requests, replayed"] = redis_replay.cycle
         lg_dir = Path(tmp) / "lg"
         lg_dir.mkdir()
         conn = sqlite3.connect(lg_dir / "lg.db", check_same_thread=False)
@@ -310,6 +479,9 @@ async def main() -> None:
         redis_rt = await count_round_trips(redis_cycles)
         for each in (*stores, counted):
             await each.close()  # the last connection to a WAL database folds the WAL into the file
+        for replay in sql_replays:
+            replay.close()
+        await redis_replay.close()
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
         sizes = {label: dir_bytes(d) / done for label, d in dirs.items() if "thread" not in label}
@@ -339,6 +511,28 @@ async def main() -> None:
     ):
         x = ratio(peer, ours)
         row(f"{ours} vs {peer}", f"{x:.2f}x", f">= {target:g}x", x >= target)
+    heading(
+        "\n  what each goal leaves the runner: the cycle time the goal allows, less that cycle's own store traffic "
+        "replayed with nothing between the statements or requests (recorded from one real cycle); beside it, the "
+        "runner's share of a hitl cycle now (its median less the same traffic)"
+    )
+    for ours, peer, target, floor in (
+        ("hitl Redis", "LangGraph InMemorySaver", 3.0, "floor: a cycle's own Redis requests, replayed"),
+        ("hitl Redis", "LangGraph SqliteSaver", 6.0, "floor: a cycle's own Redis requests, replayed"),
+        ("hitl SQLite NORMAL", "LangGraph InMemorySaver", 10.0, "floor: a cycle's own SQL, replayed (NORMAL)"),
+        ("hitl SQLite FULL", "LangGraph SqliteSaver", 5.0, "floor: a cycle's own SQL, replayed (FULL)"),
+    ):
+        budget = m[peer] / target
+        row(
+            f"{ours} at {target:g}x {peer}: left for the runner (allowed - traffic)",
+            f"{budget:.3f} - {m[floor]:.3f} = {budget - m[floor]:+.3f} ms",
+        )
+        row(f"  the runner's share of a {ours} cycle now", f"{m[ours] - m[floor]:.3f} ms")
+    row(
+        "SQL statements and Redis round trips replayed per cycle",
+        f"{len(recorded_sql)} / {len(trips)}",
+        "",
+    )
     for sync in ("NORMAL", "FULL"):
         x = m[f"hitl SQLite {sync} (thread)"] / m[f"hitl SQLite {sync}"]
         row(f"SQLite {sync}: inline on the loop vs through a thread", f"{x:.2f}x faster", "")

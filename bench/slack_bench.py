@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -78,18 +80,27 @@ async def main() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        floor_port = free_port()
+        floor = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "slack_floor.py"), str(floor_port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         store = RedisStore(connect(url, max_connections=256), prefix="bench")
         svc = compose(store=store, clock=SystemClock(), config_path=str(CONFIG)).service
         http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=a.c + 10))
         try:
-            for _ in range(400):
-                try:
-                    async with http.get(f"http://127.0.0.1:{port}/healthz") as r:
-                        if r.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    await asyncio.sleep(0.05)
+            for each in (port, floor_port):
+                for _ in range(400):
+                    try:
+                        async with http.get(f"http://127.0.0.1:{each}/healthz") as r:
+                            if r.status == 200:
+                                break
+                    except aiohttp.ClientError:
+                        await asyncio.sleep(0.05)
             slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)
+            bare = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{floor_port}/slack/events", signing_secret=SECRET)
 
             async def cards(n: int, tag: str) -> list[tuple[str, Message]]:
                 """Approvals made here (another process, as an agent would), each with a card this bench posted and
@@ -112,6 +123,19 @@ async def main() -> None:
                     out.append((p.approval.id, msg))
                 return out
 
+            def bare_cards(n: int, blocks: list[dict[str, Any]]) -> list[tuple[str, Message]]:
+                """Cards for the bare app: copies of a real card's blocks, no approval behind them (the bare app
+                records nothing); each text ends with its own name, as a hitl card's ends with its approval's id."""
+                out = []
+                for i in range(n):
+                    name = f"bare{i}"
+                    msg = Message(
+                        ts=state.new_ts(), channel=channel.id, user=state.bot_user, text=f"({name})", blocks=blocks
+                    )
+                    state.messages.append(msg)
+                    out.append((name, msg))
+                return out
+
             def updated(shown: list[tuple[str, Message]]) -> int:
                 """chat.update calls on the cards of these approvals (each card's text ends with its id)."""
                 ids = {aid for aid, _ in shown}
@@ -125,18 +149,20 @@ async def main() -> None:
                     seen = len(state.calls_to("chat.postMessage"))
                     await asyncio.sleep(0.5)
 
-            async def burst(shown: list[tuple[str, Message]], concurrency: int) -> Burst:
+            async def burst(shown: list[tuple[str, Message]], concurrency: int, *, bare_app: bool = False) -> Burst:
                 """Click every card, ``concurrency`` at a time; until every decision is recorded and every card
-                updated. The serve process's CPU over that span, per click, includes its chat.update work."""
+                updated. The serve process's CPU over that span, per click, includes its chat.update work. With
+                ``bare_app``, the clicks go to the floor app instead (no decision is recorded there)."""
                 sem = asyncio.Semaphore(concurrency)
                 acks: list[float] = []
                 before = updated(shown)
-                cpu0 = cpu_seconds(serve.pid)
+                target, via = (floor, bare) if bare_app else (serve, slack)
+                cpu0 = cpu_seconds(target.pid)
 
                 async def click(msg: Message) -> None:
                     async with sem:
                         t0 = time.perf_counter()
-                        reply = await slack.click("U_SUPPORT1", msg, ACTION_APPROVE)
+                        reply = await via.click("U_SUPPORT1", msg, ACTION_APPROVE)
                         acks.append((time.perf_counter() - t0) * 1000)
                         assert reply.status == 200
 
@@ -146,27 +172,33 @@ async def main() -> None:
                 acked = time.perf_counter() - t0
                 while updated(shown) - before < len(msgs):  # the serve's work is done
                     await asyncio.sleep(0.002)
-                cpu = (cpu_seconds(serve.pid) - cpu0) / len(msgs)
+                cpu = (cpu_seconds(target.pid) - cpu0) / len(msgs)
+                if bare_app:
+                    return Burst(acks, len(msgs) / acked, 0.0, cpu)
                 # When the last decision was recorded, by the store's own timestamps (no polling in the window).
                 last = max([(await store.approvals.get(aid)).decisions[-1].at for aid, _ in shown])
                 return Burst(acks, len(msgs) / acked, len(msgs) / (last - wall0), cpu)
 
             warm = await cards(50, "warm")
+            pending_card = copy.deepcopy(warm[0][1].blocks)  # its buttons, before a click replaces them
             await settled()
             await burst(warm, 10)
             heavy_cards = await cards(a.n, "heavy")
             light_cards = await cards(a.light, "light")
             alone_cards = await cards(a.alone, "alone")
+            floor_cards = bare_cards(a.light, pending_card)
             await settled()
             per = a.n // a.rounds
             light_per = a.light // a.rounds
             heavy: list[Burst] = []
             light: list[Burst] = []
             alone: list[Burst] = []
+            bare_light: list[Burst] = []
             alone_per = a.alone // a.rounds
             for rnd in range(a.rounds):  # interleaved: each round one loaded burst, then one at 10 concurrent
                 heavy.append(await burst(heavy_cards[rnd * per : (rnd + 1) * per], a.c))
                 light.append(await burst(light_cards[rnd * light_per : (rnd + 1) * light_per], 10))
+                bare_light.append(await burst(floor_cards[rnd * light_per : (rnd + 1) * light_per], 10, bare_app=True))
                 alone.append(await burst(alone_cards[rnd * alone_per : (rnd + 1) * alone_per], 1))
             await asyncio.sleep(0.5)
             clicked = [*warm, *heavy_cards, *light_cards, *alone_cards]
@@ -208,6 +240,7 @@ async def main() -> None:
         finally:
             await http.close()
             await stop_process(serve, sig=signal.SIGINT, timeout=20)  # SIGINT: a --profile run writes its profile
+            await stop_process(floor)
             await store.close()
             await emulator.close()
     heading(
@@ -218,6 +251,13 @@ async def main() -> None:
     row("figure", "measured", "target")
     cpu_light = [b.cpu_ms for b in light]
     row("serve CPU per click (10 concurrent), ms", spread(cpu_light, "{:.2f}"), "<= 0.9 ms", median(cpu_light) <= 0.9)
+    cpu_bare = [b.cpu_ms for b in bare_light]
+    row(
+        "  floor: a bare Bolt app's CPU per click, its ack and chat.update only (10 concurrent), ms",
+        spread(cpu_bare, "{:.2f}"),
+        "(same run)",
+    )
+    row("  serve CPU per click minus the floor's (medians), ms", f"{median(cpu_light) - median(cpu_bare):.2f}", "")
     row("  serve CPU per click (200 concurrent), ms", spread([b.cpu_ms for b in heavy], "{:.2f}"), "")
     ack50 = [median(b.acks) for b in alone]
     row("click ack p50, unloaded (one click at a time), ms", spread(ack50), "<= 4 ms", median(ack50) <= 4)
