@@ -18,6 +18,7 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, RedisError
 
 from hitl.engine.errors import StoreError
+from hitl.engine.storage.redis.calls import ScriptCalls
 
 __all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "in_memory", "store_errors", "waits"]
 
@@ -124,6 +125,9 @@ class RedisConnection:
         self.purge_audit_script: AsyncScript = client.register_script(_lua("purge_audit"))
         self.heads_script: AsyncScript = client.register_script(_lua("heads"))
         self._offset: float | None = None
+        pool = client.connection_pool
+        self.scripts = ScriptCalls(pool, size=getattr(pool, "max_connections", None) or 64)
+        """Connections of their own for the scripts every hot operation is (see :mod:`.calls`)."""
 
     async def clock_offset(self) -> float:
         """Seconds the Redis server's clock is ahead of this process's wall clock, measured once (a ``TIME``
@@ -256,16 +260,20 @@ class RedisConnection:
 
     # -- calls ------------------------------------------------------------------------------------------
     async def call(self, script: AsyncScript, keys: list[str], args: list[Any]) -> list[Any]:
-        # EVALSHA directly: one round trip, and cheaper than redis-py's Script wrapper on the hot path.
+        """One script, one round trip; loads the script once if the server lost it (restart, SCRIPT FLUSH)."""
         try:
             try:
-                out = await self.r.evalsha(script.sha, len(keys), *keys, *args)
+                out = await self._evalsha(script.sha, keys, args)
             except NoScriptError:
                 await self.r.script_load(script.script)
-                out = await self.r.evalsha(script.sha, len(keys), *keys, *args)
+                out = await self._evalsha(script.sha, keys, args)
         except (RedisError, OSError) as exc:
             raise _failed(exc) from exc
         return list(out)
+
+    async def _evalsha(self, sha: str, keys: list[str], args: list[Any]) -> Any:
+        """``EVALSHA`` on the script calls' own connections (:mod:`.calls` says why not ``Redis.evalsha``)."""
+        return await self.scripts.evalsha(sha, keys, args)
 
     async def pipeline(self, build: Callable[[Pipeline], None], scripts: list[AsyncScript]) -> list[Any]:
         """One round trip; loads the scripts once if the server lost them (restart, SCRIPT FLUSH)."""
@@ -284,4 +292,5 @@ class RedisConnection:
         raise AssertionError("unreachable")
 
     async def close(self) -> None:
+        await self.scripts.close()
         await self.r.aclose()
