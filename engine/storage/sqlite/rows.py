@@ -38,17 +38,21 @@ def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) 
         )
 
 
+# The chain's last link is read from its head (a primary-key lookup in ``audit_heads``, which the insert trigger
+# keeps at the chain's last entry) rather than from the chain's newest entry through the by-approval index: the same
+# link, found for a third less of the statement's time. Were a chain's tail cut off behind the triggers' back, the
+# next entry would link onto the head's link, and `hitl audit verify` reports the break there.
 _INSERT_AUDIT = (
     "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
     f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, last.link, {CHAIN_LINK_SQL}(last.link, ?) FROM "
-    "(SELECT coalesce((SELECT link FROM audit WHERE approval_id IS ? ORDER BY seq DESC LIMIT 1), '') AS link) AS last"
+    "(SELECT coalesce((SELECT link FROM audit_heads WHERE chain = ?), '') AS link) AS last"
 )
 
 
 def insert_audit(c: sqlite3.Connection, e: AuditEntry) -> None:
     """Append ``e`` to its chain (its approval's, or the one for entries that belong to no approval), reading the
-    chain's last link and writing the new one in one statement."""
-    c.execute(_INSERT_AUDIT, (*audit_values(e), entry_body(e), e.approval_id))
+    chain's last link from its head and writing the new one in one statement."""
+    c.execute(_INSERT_AUDIT, (*audit_values(e), entry_body(e), e.approval_id or ""))
 
 
 def insert_job(c: sqlite3.Connection, kind: str, payload: dict[str, Any], now: float) -> str:
