@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import InvalidInput
@@ -20,6 +22,7 @@ __all__ = [
     "decode_cursor",
     "dumps",
     "encode_cursor",
+    "encode_json_form",
     "loads",
 ]
 
@@ -30,6 +33,17 @@ CLAIM_COLUMNS = "action_hash, holder, attempt, state, lease_until, result"
 def dumps(value: Any) -> str:
     """Compact JSON, non-ASCII kept as it is (the form records are stored in)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_json_form(value: Any) -> str:
+    """Compact JSON of a value already in JSON form, as pydantic's JSON mode leaves it (string keys; no NaN or
+    infinity: they became null): a run's checkpoint. Encoded by orjson, which a checkpoint's size makes ~10x faster
+    than :func:`dumps` on every step boundary, to the same JSON value; a value orjson refuses (an integer beyond 64
+    bits) is encoded by :func:`dumps`."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return dumps(value)
 
 
 def loads(text: str | bytes) -> Any:

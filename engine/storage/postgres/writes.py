@@ -28,7 +28,7 @@ from typing import Any
 from hitl.engine.domain.audit_heads import Head
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim, chain_link, entry_body
-from hitl.engine.storage.codec import audit_values, claim_of, claim_row, dumps
+from hitl.engine.storage.codec import audit_values, claim_of, claim_row, dumps, encode_json_form
 from hitl.engine.storage.postgres.connection import Conn
 
 __all__ = ["State", "Writes", "read_state", "state_digest_sql", "state_sql"]
@@ -182,7 +182,7 @@ class Writes:
 
     def checkpoint(self, run_id: str, version: int, data: dict[str, Any], now: float) -> None:
         """Save run ``run_id``'s checkpoint at ``version``."""
-        self._checkpoint = (run_id, version, dumps(data), now, str(data.get("status", "")))
+        self._checkpoint = (run_id, version, encode_json_form(data), now, str(data.get("status", "")))
 
     def own(self, run_id: str, holder: str, until: float) -> None:
         """Make ``holder`` the owner of run ``run_id`` until ``until``."""

@@ -12,7 +12,7 @@ from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.errors import EngineError, IllegalTransition, NotFound
-from hitl.engine.storage.codec import audit_for_creation
+from hitl.engine.storage.codec import audit_for_creation, encode_json_form
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, RedisConnection, store_errors
 
@@ -46,7 +46,8 @@ class RedisJournal:
             c.ended_key,
             c.finished_claims_key,
         ]
-        out = [text(x) for x in await c.call(c.commit_script, keys, [json.dumps(self._plan(commit))])]
+        # The plan holds strings (records already encoded), booleans and None: JSON as it is, orjson's to encode.
+        out = [text(x) for x in await c.call(c.commit_script, keys, [encode_json_form(self._plan(commit))])]
         tag = out[0]
         if tag == "not_owner":
             raise claim_rules.not_owner(commit.run_id, out[1] or None)
@@ -90,7 +91,7 @@ class RedisJournal:
             "claim": None,
         }
         if m.checkpoint is not None:
-            cp = json.dumps(m.checkpoint, separators=(",", ":"))
+            cp = encode_json_form(m.checkpoint)
             plan["cp"] = {"expected": m.expected_version, "data": cp, "status": str(m.checkpoint.get("status", ""))}
         if m.outcome is not None:
             o = m.outcome

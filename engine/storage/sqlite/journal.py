@@ -10,7 +10,7 @@ from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, O
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
-from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, dumps, loads
+from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, encode_json_form, loads
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import (
     insert_audit,
@@ -99,7 +99,7 @@ def _commit(c: sqlite3.Connection, m: Commit, touched: list[str]) -> Committed:
             "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, data = excluded.data, "
             "updated_at = excluded.updated_at, status = excluded.status",
-            (m.run_id, version, dumps(m.checkpoint), m.now, str(m.checkpoint.get("status", ""))),
+            (m.run_id, version, encode_json_form(m.checkpoint), m.now, str(m.checkpoint.get("status", ""))),
         )
     for entry in m.events:
         insert_audit(c, entry)

@@ -68,6 +68,19 @@ class JournalConformance:
         assert claim is not None and claim.holder == W1 and claim.state is ClaimState.RUNNING
         assert [e.event for e in await store.audit.entries()] == ["run_started"]
 
+    async def test_a_checkpoint_reads_back_as_the_json_value_it_was(self, store: Store, clock: FakeClock) -> None:
+        """Any text, integers past 64 bits, floats, nesting: a checkpoint in JSON form (as a run writes it) reads
+        back equal, through the commit and through ``open``."""
+        data = _cp(
+            vars={"note": 'café 東京 \u2028 "q" \\ \n', "big": 2**70, "neg": -(2**63), "f": 1e16, "tiny": 5e-324},
+            outputs={"a": [1, 2.5, None, True, {"k": []}]},
+        )
+        done = await store.journal.commit(_at(clock, own=True, checkpoint=data))
+        assert done.applied
+        assert await store.runs.load("r1") == StoredRun(data, 1)
+        opened = await store.journal.open("r1", holder=W1, now=clock.now(), lease=5.0)
+        assert (opened.data, opened.version) == (data, 1)
+
     async def test_a_start_of_a_run_that_exists_writes_nothing(self, store: Store, clock: FakeClock) -> None:
         await store.runs.save("r1", _cp(), expected_version=0, now=clock.now())
         with pytest.raises(EngineError) as err:
