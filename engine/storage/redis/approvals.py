@@ -16,7 +16,7 @@ from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Page
 from hitl.engine.domain.states import check_transition, sources_of
 from hitl.engine.errors import ErrorCode, NotFound
-from hitl.engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor
+from hitl.engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor, encode_json_form
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
 
@@ -160,7 +160,9 @@ class RedisApprovals:
             cmd.note,
             *sorted(cmd.reviewer.roles),
         ]
-        args = [json.dumps(packed, ensure_ascii=False), self.conn.channel(cmd.approval_id)]
+        # A list of strings (the decision and edited arguments are encoded above, by json, which keeps whatever a
+        # caller's numbers are): orjson encodes the same JSON value in a fraction of the time.
+        args = [encode_json_form(packed), self.conn.channel(cmd.approval_id)]
         keys = self.conn.approval_keys(cmd.approval_id)
         if cmd.jobs or cmd.run_jobs:
             keys += [self.conn.jobs_key(kind) for kind in (*cmd.jobs, *cmd.run_jobs)]
