@@ -107,3 +107,26 @@ def test_arguments_are_packed_as_redis_py_packs_them() -> None:
     for bad in (True, None):
         with pytest.raises(DataError):
             pack(("EVALSHA", bad), encode)
+
+
+async def test_an_idle_connection_the_server_closed_connects_again_before_it_is_used(
+    named: tuple[Redis, str], redis_url: str
+) -> None:
+    """A restart (or a client timeout, or ``CLIENT KILL``) closes idle connections: the next call goes through on
+    a new one instead of failing on the old one."""
+    client, name = named
+    echo = await client.script_load(ECHO)
+    calls = ScriptCalls(client.connection_pool, size=2)
+    observer = connect(redis_url)
+    try:
+        await asyncio.gather(*(calls.evalsha(echo, ["k"], ["x"]) for _ in range(4)))
+        await observer.client_kill_filter(_type="normal", skipme=True)  # every connection but the observer's
+
+        async def all_closed() -> bool:
+            return not await connections(observer, name)
+
+        await eventually(all_closed, what="the server to close the script connections")
+        assert await asyncio.gather(*(calls.evalsha(echo, ["k"], [str(i)]) for i in range(4))) == ["0", "1", "2", "3"]
+    finally:
+        await calls.close()
+        await observer.aclose()

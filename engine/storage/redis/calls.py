@@ -1,17 +1,17 @@
 """The store's script calls (``EVALSHA``), on connections of their own.
 
 Every hot store operation is one Lua script, so this is the client's hot path. Sent through ``Redis.evalsha``, a
-call paid for redis-py's general machinery on every round trip: the blocking pool's condition and timeout, the
-check for unread data on a connection it hands out, its observability hooks (several awaits per command), the retry
-wrapper (with no retries configured) and the general argument packer. Measured on the same client and server in
-``bench/redis_clients.py``: 119 -> 70 µs of client CPU per call, and 9,800 -> 21,800 calls/s at 50 concurrent
-callers.
+call paid for redis-py's general machinery on every round trip: the blocking pool's lock, condition and timeout, its
+observability hooks (several awaits per command), the retry wrapper (with no retries configured) and the general
+argument packer. Measured on the same client and server in ``bench/redis_clients.py``: 119 -> 70 µs of client CPU
+per call, and 9,800 -> 21,800 calls/s at 50 concurrent callers.
 
 What the general path gave that matters is kept: connections are redis-py's own (connecting, AUTH, TLS, RESP
-parsing with hiredis, the client's ``decode_responses``), a connection disconnects itself on any failure or
+parsing with hiredis, the client's ``decode_responses``); a connection disconnects itself on any failure or
 cancellation while it sends or reads, so a half-read reply never reaches the next caller (such a connection is
-dropped here, never reused), an error reply is raised as redis-py raises it (``NoScriptError`` included), and the
-number of connections is bounded: a burst beyond it waits for a free one, as the blocking pool made it wait.
+dropped here, never reused); an idle connection the server closed is connected again before it is used, as the
+pool did; an error reply is raised as redis-py raises it (``NoScriptError`` included); and the number of
+connections is bounded: a burst beyond it waits for a free one, as the blocking pool made it wait.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from redis.asyncio import ConnectionPool
 from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import ConnectionError
 
 __all__ = ["ScriptCalls", "pack"]
 
@@ -83,7 +84,7 @@ class ScriptCalls:
             self._loop, self._idle, self._open, self._waiters = loop, [], 0, deque()
         while True:
             if self._idle:
-                return self._idle.pop()
+                return await self._checked(self._idle.pop())
             if self._open < self._size:
                 self._open += 1
                 made: AbstractConnection = self._pool.make_connection()  # type: ignore[no-untyped-call]
@@ -99,6 +100,22 @@ class ScriptCalls:
             finally:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+
+    @staticmethod
+    async def _checked(conn: AbstractConnection) -> AbstractConnection:
+        """An idle connection the server closed meanwhile (a restart, a client timeout, ``CLIENT KILL``) has its end
+        of stream read already: disconnected here, it connects again on its send, so the call goes through instead
+        of failing once per stale connection. (redis-py's pool checks what it hands out the same way; the check
+        reads no socket.)"""
+        # redis-py 8 names it can_read (can_read_destructive, deprecated there, before).
+        check = getattr(conn, "can_read", None) or conn.can_read_destructive
+        try:
+            stale = bool(await check())
+        except (ConnectionError, OSError):
+            stale = True
+        if stale:
+            await conn.disconnect()
+        return conn
 
     async def _give(self, conn: AbstractConnection, reusable: bool) -> None:
         if reusable and not self._closed:
