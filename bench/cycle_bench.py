@@ -506,7 +506,7 @@ async def main() -> None:
     heading("\n  ratios (LangGraph median / hitl median; higher is better for hitl)")
     for ours, peer, target in (
         ("hitl Redis", "LangGraph InMemorySaver", 3.0),
-        ("hitl Redis", "LangGraph SqliteSaver", 6.0),
+        ("hitl Redis", "LangGraph SqliteSaver", 7.0),
         ("hitl SQLite NORMAL", "LangGraph InMemorySaver", 10.0),
         ("hitl SQLite FULL", "LangGraph SqliteSaver", 5.0),
     ):
@@ -519,7 +519,7 @@ async def main() -> None:
     )
     for ours, peer, target, floor in (
         ("hitl Redis", "LangGraph InMemorySaver", 3.0, "floor: a cycle's own Redis requests, replayed"),
-        ("hitl Redis", "LangGraph SqliteSaver", 6.0, "floor: a cycle's own Redis requests, replayed"),
+        ("hitl Redis", "LangGraph SqliteSaver", 7.0, "floor: a cycle's own Redis requests, replayed"),
         ("hitl SQLite NORMAL", "LangGraph InMemorySaver", 10.0, "floor: a cycle's own SQL, replayed (NORMAL)"),
         ("hitl SQLite FULL", "LangGraph SqliteSaver", 5.0, "floor: a cycle's own SQL, replayed (FULL)"),
     ):
