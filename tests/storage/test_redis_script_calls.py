@@ -130,3 +130,28 @@ async def test_an_idle_connection_the_server_closed_connects_again_before_it_is_
     finally:
         await calls.close()
         await observer.aclose()
+
+
+def test_a_store_closed_on_one_event_loop_works_again_on_the_next(redis_url: str) -> None:
+    """``asyncio.run`` per command, one store object: each loop opens connections of its own, reuses them, and
+    closes them."""
+    client = connect(redis_url)
+    calls = ScriptCalls(client.connection_pool, size=1)
+
+    async def accepted() -> int:
+        return int((await client.info("stats"))["total_connections_received"])
+
+    async def once(value: str) -> tuple[list[str], int]:
+        sha = await client.script_load(ECHO)  # the client's own pool has its connection from here on
+        before = await accepted()
+        answers = [str(await calls.evalsha(sha, ["k"], [f"{value}{i}"])) for i in range(3)]
+        opened = await accepted() - before
+        await calls.close()
+        await client.connection_pool.disconnect()  # the client's own pool is bound to the loop too
+        return answers, opened
+
+    assert [asyncio.run(once(str(n))) for n in range(3)] == [
+        (["00", "01", "02"], 1),  # one script connection a loop, used for all three calls
+        (["10", "11", "12"], 1),
+        (["20", "21", "22"], 1),
+    ]

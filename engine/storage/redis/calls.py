@@ -80,8 +80,10 @@ class ScriptCalls:
 
     async def _take(self) -> AbstractConnection:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # connections belong to the loop that opened them: start afresh on a new one
-            self._loop, self._idle, self._open, self._waiters = loop, [], 0, deque()
+        if loop is not self._loop:
+            # Connections belong to the loop that opened them: a store used again from a new loop (closed on the
+            # old one, as `asyncio.run` per command does) starts afresh there.
+            self._loop, self._idle, self._open, self._waiters, self._closed = loop, [], 0, deque(), False
         while True:
             if self._idle:
                 return await self._checked(self._idle.pop())
