@@ -22,7 +22,7 @@ from typing import Any
 
 from redis.asyncio import ConnectionPool
 from redis.asyncio.connection import AbstractConnection
-from redis.exceptions import ConnectionError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 __all__ = ["ScriptCalls", "pack"]
 
@@ -113,7 +113,7 @@ class ScriptCalls:
         check = getattr(conn, "can_read", None) or conn.can_read_destructive
         try:
             stale = bool(await check())
-        except (ConnectionError, OSError):
+        except (RedisConnectionError, OSError):
             stale = True
         if stale:
             await conn.disconnect()
