@@ -260,20 +260,17 @@ class RedisConnection:
 
     # -- calls ------------------------------------------------------------------------------------------
     async def call(self, script: AsyncScript, keys: list[str], args: list[Any]) -> list[Any]:
-        """One script, one round trip; loads the script once if the server lost it (restart, SCRIPT FLUSH)."""
+        """One script, one round trip, on the script calls' own connections (:mod:`.calls` says why not
+        ``Redis.evalsha``); loads the script once if the server lost it (restart, SCRIPT FLUSH)."""
         try:
             try:
-                out = await self._evalsha(script.sha, keys, args)
+                out = await self.scripts.evalsha(script.sha, keys, args)
             except NoScriptError:
                 await self.r.script_load(script.script)
-                out = await self._evalsha(script.sha, keys, args)
+                out = await self.scripts.evalsha(script.sha, keys, args)
         except (RedisError, OSError) as exc:
             raise _failed(exc) from exc
         return list(out)
-
-    async def _evalsha(self, sha: str, keys: list[str], args: list[Any]) -> Any:
-        """``EVALSHA`` on the script calls' own connections (:mod:`.calls` says why not ``Redis.evalsha``)."""
-        return await self.scripts.evalsha(sha, keys, args)
 
     async def pipeline(self, build: Callable[[Pipeline], None], scripts: list[AsyncScript]) -> list[Any]:
         """One round trip; loads the scripts once if the server lost them (restart, SCRIPT FLUSH)."""
