@@ -14,15 +14,10 @@ import pytest
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
+from tests.ports import free_port
 from tests.postgres_server import running_postgres
 from tests.processes import stop_process
 from tests.waiting import eventually_sync
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

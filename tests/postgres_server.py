@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.waiting import eventually_sync
 
@@ -33,12 +34,6 @@ def postgres_binaries() -> Path | None:
     return Path(found).parent if found and shutil.which("initdb") else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def running_postgres(*, fsync: bool = False) -> Iterator[str]:
     """Start a server; yield its URL (``postgresql://hitl@127.0.0.1:PORT/postgres``); stop it and remove its data.
@@ -51,7 +46,7 @@ def running_postgres(*, fsync: bool = False) -> Iterator[str]:
     if user is not None:
         os.chown(home, user.pw_uid, user.pw_gid)
     uid, gid = (user.pw_uid, user.pw_gid) if user is not None else (None, None)
-    data, port = home / "data", _free_port()
+    data, port = home / "data", free_port()
     try:
         subprocess.run(
             [str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "hitl", "-E", "UTF8", "--no-sync"],

@@ -26,7 +26,7 @@ from hitl.sandbox.webapi import Message, SlackState
 from hitl.serve import Server, build_server
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
-from tests.conftest import free_port
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.waiting import eventually
 
@@ -54,18 +54,42 @@ def serve_env(state: SlackState, emulator: Emulator, *, store: str, config: Path
     return env
 
 
-async def wait_healthy(port: int) -> None:
-    """Until `hitl serve` on ``port`` answers /healthz (it is starting in another process)."""
+async def wait_healthy(port: int, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Until `hitl serve` on ``port`` answers /healthz (it is starting in another process). With ``proc``: until
+    that process answers (its replica name carries its pid, or a worker's whose parent it is), failing at once when
+    it exits: a health check must never pass on another process that happens to hold the port."""
     async with aiohttp.ClientSession() as http:
 
         async def healthy() -> bool:
+            if proc is not None and proc.poll() is not None:
+                raise AssertionError(f"hitl serve for port {port} exited with code {proc.returncode} before serving")
             try:
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    return resp.status == 200
+                    if resp.status != 200:
+                        return False
+                    body = await resp.json()
             except aiohttp.ClientError:
                 return False
+            if proc is not None and not _is_or_under(_replica_pid(body), proc.pid):
+                raise AssertionError(f"port {port} is served by another process than hitl serve {proc.pid}: {body}")
+            return True
 
         await eventually(healthy, what=f"hitl serve on port {port} to answer /healthz", interval=0.025)
+
+
+def _replica_pid(body: Any) -> int:
+    """The pid in a /healthz answer's replica name (``kind:host:pid:id``)."""
+    return int(str(body.get("replica", "")).split(":")[-2])
+
+
+def _is_or_under(pid: int, parent: int) -> bool:
+    if pid == parent:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return int(stat.rsplit(")", 1)[1].split()[1]) == parent  # the field after the state: the parent's pid
 
 
 def spawn_serve(
@@ -90,7 +114,7 @@ async def serve_process(env: dict[str, str], cwd: Path, *args: str) -> AsyncIter
     port = free_port()
     proc = spawn_serve(env, cwd, port, *args)
     try:
-        await wait_healthy(port)
+        await wait_healthy(port, proc)
         yield port
     finally:
         stop_process(proc, grace=20)

@@ -27,7 +27,7 @@ from hitl.sandbox.server import start_emulator
 from hitl.sandbox.webapi import Message
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, SECRET, serve_env, spawn_serve, wait_healthy, workspace
-from tests.conftest import free_port
+from tests.ports import free_port
 
 TRIALS = 10
 
@@ -81,7 +81,7 @@ async def test_killed_the_instant_slack_is_answered_loses_no_decision(
             port = free_port()
             proc = spawn_serve(env, tmp_path, port, log=f"serve{i}.log")
             try:
-                await wait_healthy(port)
+                await wait_healthy(port, proc)
                 slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}/slack/events", signing_secret=SECRET)
                 slack.on_answer = lambda _status, proc=proc: proc.send_signal(signal.SIGKILL)  # nothing after runs
                 if i < TRIALS:  # clicks: Approve, and Trust on every third

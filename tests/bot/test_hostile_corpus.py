@@ -37,7 +37,7 @@ from hitl.sandbox.server import start_emulator
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
-from tests.conftest import free_port
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.store_dump import store_dump
 from tests.waiting import eventually
@@ -290,7 +290,7 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     base = f"http://127.0.0.1:{port}"
     statuses: dict[str, int] = {}
     try:
-        await wait_healthy(port)
+        await wait_healthy(port, serve)
         async with aiohttp.ClientSession() as http:
             asked = p.approval.id
             await eventually(  # the sweep posts the card of the approval the agent created

@@ -27,7 +27,7 @@ from hitl.sandbox.server import start_emulator
 from hitl.sandbox.webapi import Message
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, SECRET, serve_env, serve_process, spawn_serve, wait_healthy, workspace
-from tests.conftest import free_port
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.waiting import eventually
 
@@ -167,9 +167,25 @@ async def test_serve_stops_on_a_signal_even_when_started_with_sigint_ignored(
         ignored = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731 - as the launcher starts it
         proc = spawn_serve(env, tmp_path, port, preexec_fn=ignored)
         try:
-            await wait_healthy(port)
+            await wait_healthy(port, proc)
         finally:
             code = await asyncio.to_thread(stop_process, proc, sig=sig, grace=5.0)
         assert code == 0, (tmp_path / "serve.log").read_text()
     finally:
+        await emulator.close()
+
+
+async def test_a_health_check_never_passes_on_another_process_holding_the_port(tmp_path: Path) -> None:
+    """The harness's guard: when the port handed to a `hitl serve` is answered by another process (a port taken in
+    the window between choosing and binding), the wait fails instead of letting the test judge the wrong server."""
+    state = workspace()
+    emulator = await start_emulator(state)
+    env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        async with serve_process(env, tmp_path) as port:
+            with pytest.raises(AssertionError, match="served by another process"):
+                await wait_healthy(port, idle)
+    finally:
+        stop_process(idle, grace=1.0)
         await emulator.close()

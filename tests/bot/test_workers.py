@@ -15,7 +15,7 @@ import aiohttp
 
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
-from tests.conftest import free_port
+from tests.ports import free_port
 from tests.waiting import eventually
 
 
@@ -28,7 +28,7 @@ async def two_workers(tmp_path: Path) -> AsyncIterator[tuple[subprocess.Popen[by
     port = free_port()
     supervisor = spawn_serve(env, tmp_path, port, "--workers", "2")
     try:
-        await wait_healthy(port)
+        await wait_healthy(port, supervisor)
         yield supervisor, port
     finally:
         if supervisor.poll() is None:

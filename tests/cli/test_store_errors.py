@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.cli.conftest import REFUND, Cli
-from tests.conftest import free_port
+from tests.ports import free_port
 
 COMMANDS = [
     ("pending",),

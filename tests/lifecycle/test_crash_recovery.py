@@ -36,7 +36,7 @@ from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import wait_healthy
-from tests.conftest import free_port
+from tests.ports import free_port
 from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ class Rig:
             stderr=subprocess.STDOUT,
         )
         self.serves.append(proc)
-        await wait_healthy(port)
+        await wait_healthy(port, proc)
         return proc, port
 
     def card(self, approval_id: str) -> Message | None:

@@ -15,8 +15,8 @@ from typing import Any
 from hitl.bot.blocks import card
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
-from tests.conftest import free_port
 from tests.mcp.conftest import Shop, make_shop, text_of
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.waiting import accepts, eventually
 

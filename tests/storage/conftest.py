@@ -13,7 +13,7 @@ from hitl.engine.ports import Store
 from hitl.engine.storage.postgres import PostgresStore
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
-from tests.conftest import free_port
+from tests.ports import free_port
 
 
 @pytest.fixture(params=["sqlite", "redis", "postgres"])

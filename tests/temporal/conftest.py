@@ -26,7 +26,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.temporal import HitlActivities, TemporalResumer
-from tests.conftest import free_port
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.temporal.workflows import RefundWorkflow
 from tests.waiting import eventually

@@ -20,7 +20,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock
-from tests.conftest import free_port
+from tests.ports import free_port
 from tests.workflows.conftest import RESEARCH, Desk
 
 
