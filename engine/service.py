@@ -68,6 +68,16 @@ TRUST_TTL = "trust_ttl"
 
 
 @dataclass(frozen=True)
+class _Allowed:
+    """What a call of one tool that its name alone lets run needs, worked out once per policy: the verdict, and
+    ``hitl.yaml``'s schema for the tool compiled (the call's arguments are still checked against it, and against the
+    schema the caller sends, on every call)."""
+
+    verdict: Verdict
+    declared: CompiledSchema | None
+
+
+@dataclass(frozen=True)
 class AnswerWindow:
     """The time a surface has before it must answer the person who decided (Slack: 3 s), and how it learns the
     moment the decision is durably recorded.
@@ -136,6 +146,8 @@ class ApprovalService:
     """Which approvals get a practice twin with a planted defect (``oversight.seeded``)."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
+    _allowed: dict[str, _Allowed | None] = field(init=False, default_factory=dict, repr=False)
+    _allowed_for: tuple[Policy, SpotCheckSpec] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -198,12 +210,24 @@ class ApprovalService:
         """
         now = self.clock.now()
         tool, batch = request.tool, request.batch
+        if batch is None and request.min_tier is Tier.AUTO:
+            allowed = self._allowed_plan(tool)
+            if allowed is not None:
+                return await self._propose_allowed(request, allowed, now)
         items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, request.args)]
         clean = {"items": items} if batch is not None else items[0]
         # Checked and compiled once here; admitting the call's arguments uses the same compiled schema.
         compiled = compile_schema(tool, request.schema) if request.schema is not None else None
         schema = request.schema if compiled is not None else None
-        await self._admit(tool, items, compiled, session_id=request.session_id, requester=request.requester, now=now)
+        await self._admit(
+            tool,
+            items,
+            compiled,
+            session_id=request.session_id,
+            requester=request.requester,
+            now=now,
+            declared=self._declared_schema(tool),
+        )
         await self._not_halted(request, items, now)
         action = _Action(request, items, clean)
         verdict, counted = await self._verdict(request, action, now)
@@ -221,6 +245,58 @@ class ApprovalService:
         if created:
             await self.announce(stored)
         return Proposal(verdict=verdict, approval=stored, created=created, args=clean)
+
+    def _allowed_plan(self, tool: str) -> _Allowed | None:
+        """The plan for ``tool`` when its name alone lets it run with nothing recorded: the policy decides it by name
+        (no rule, trust grant or step can change it), as ``auto``, and no spot check samples it. None otherwise,
+        and then the full path decides. Worked out once per tool while the policy and the spot checks stay the
+        same objects."""
+        if (
+            self._allowed_for is None
+            or self._allowed_for[0] is not self.policy
+            or self._allowed_for[1] is not (self.spot_check)
+        ):
+            self._allowed, self._allowed_for = {}, (self.policy, self.spot_check)
+        if tool in self._allowed:
+            return self._allowed[tool]
+        verdict = self.policy.static_verdict(tool)
+        plan = None
+        if (
+            verdict is not None
+            and not verdict.denied
+            and verdict.tier is Tier.AUTO
+            and verdict.rule != "trusted"
+            and not self.spot_check.rate_for(tool, str(verdict.tier))
+            and _TOOL_NAME.match(tool)
+        ):
+            plan = _Allowed(verdict, self._declared_schema(tool))
+        if len(self._allowed) < 1024:  # a caller inventing tool names cannot grow it without bound
+            self._allowed[tool] = plan
+        return plan
+
+    async def _propose_allowed(self, request: ProposeRequest, allowed: _Allowed, now: float) -> Proposal:
+        """:meth:`propose` for a call its tool's name lets run: the same checks in the same order (arguments
+        against both schemas, the stop switch), the same count toward the metrics, and nothing else to decide."""
+        tool = request.tool
+        clean = _clean_args(tool, request.args)
+        compiled = compile_schema(tool, request.schema) if request.schema is not None else None
+        await self._admit(
+            tool,
+            [clean],
+            compiled,
+            session_id=request.session_id,
+            requester=request.requester,
+            now=now,
+            declared=allowed.declared,
+        )
+        await self._not_halted(request, [clean], now)
+        await self._tally(tool, str(allowed.verdict.tier), Outcome.AUTONOMOUS, now=now)
+        return Proposal(verdict=allowed.verdict, approval=None, args=clean)
+
+    def _declared_schema(self, tool: str) -> CompiledSchema | None:
+        """``hitl.yaml``'s argument schema for ``tool``, compiled (None when it declares none)."""
+        declared = self.policy.spec.tools.get(tool)
+        return compile_schema(tool, declared.schema_) if declared is not None and declared.schema_ is not None else None
 
     async def _verdict(self, request: ProposeRequest, action: _Action, now: float) -> tuple[Verdict, list[list[str]]]:
         """The policy's verdict on every item (a batch takes its strictest), and each window event the action
@@ -388,13 +464,12 @@ class ApprovalService:
         session_id: str,
         requester: str | None,
         now: float,
+        declared: CompiledSchema | None,
     ) -> None:
         """Nothing unchecked enters: every item must satisfy the tool's schema declared in ``hitl.yaml`` and the one
         sent with the call, before the policy counts it or an approval exists. A refusal names every bad field, is
-        audited, and writes nothing else."""
-        declared = self.policy.spec.tools.get(tool)
-        own = compile_schema(tool, declared.schema_) if declared is not None and declared.schema_ is not None else None
-        for source, checked in (("hitl.yaml", own), ("the call", schema)):
+        audited, and writes nothing else. ``declared``: ``hitl.yaml``'s schema for the tool, compiled."""
+        for source, checked in (("hitl.yaml", declared), ("the call", schema)):
             if checked is None:
                 continue
             for i, item in enumerate(items):

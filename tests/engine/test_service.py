@@ -187,3 +187,62 @@ async def test_expiry_through_the_service(svc: ApprovalService, clock: FakeClock
     assert [a.status for a in expired] == [Status.EXPIRED]
     assert ("changed", (p.approval.id, "expired")) in notifier.events
     assert notifier.queued[-1] is False  # not a decision: the notifier queues its own job
+
+
+ALLOWED = """
+policy:
+  allowed_tools: [look_up_order]
+  tools:
+    look_up_order:
+      tier: auto
+      schema: {type: object, properties: {order_id: {type: string}}, required: [order_id], additionalProperties: false}
+    refund: {tier: approve}
+"""
+CALL_SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string", "maxLength": 4}}}
+
+
+async def test_a_call_its_tool_name_lets_run_is_checked_halted_and_counted_like_any_other(
+    sqlite_store: SqliteStore, clock: FakeClock
+) -> None:
+    """The allowed path is worked out once per tool, and still checks every call: both schemas (refusals audited,
+    nothing counted), the stop switch, and the count toward the metrics."""
+    svc = ApprovalService.from_config(parse_config(ALLOWED), store=sqlite_store, clock=clock)
+
+    async def ask(args: dict[str, Any], schema: dict[str, Any] | None = None) -> bool:
+        return (await svc.propose(ProposeRequest("look_up_order", args, session_id="s", schema=schema))).may_run
+
+    assert await ask({"order_id": "1"}, CALL_SCHEMA) and await ask({"order_id": "2"})
+    with pytest.raises(InvalidInput, match="hitl.yaml"):
+        await ask({"order_id": "3", "extra": True})
+    with pytest.raises(InvalidInput, match="the call"):
+        await ask({"order_id": "12345"}, CALL_SCHEMA)
+    await svc.switch.halt("look_up_order", by="U_ADMIN", reason="lookups look wrong")
+    with pytest.raises(EngineError) as halted:
+        await ask({"order_id": "4"})
+    assert halted.value.code is ErrorCode.HALTED
+    await svc.switch.lift("look_up_order", by="U_ADMIN")
+    assert await ask({"order_id": "5"})
+
+    refused = [e.outcome for e in await sqlite_store.audit.entries() if e.event == "refused"]
+    assert refused == ["invalid_input", "invalid_input", "halted"]
+    await sqlite_store.tallies.flush()
+    counted = await sqlite_store.tallies.read(since=clock.now() - 3600, now=clock.now())
+    assert counted == {("look_up_order", "auto", "autonomous"): 3.0}  # the three that ran
+
+
+async def test_a_new_policy_or_spot_check_decides_the_next_call_at_once(
+    sqlite_store: SqliteStore, clock: FakeClock
+) -> None:
+    svc = ApprovalService.from_config(parse_config(ALLOWED), store=sqlite_store, clock=clock)
+    first = await svc.propose(ProposeRequest("look_up_order", {"order_id": "1"}, session_id="s"))
+    assert first.may_run and first.approval is None
+
+    svc.spot_check = parse_config("oversight: {spot_check: {tools: {look_up_order: 1.0}}}").oversight.spot_check
+    sampled = await svc.propose(ProposeRequest("look_up_order", {"order_id": "2"}, session_id="s"))
+    assert sampled.may_run
+    checks = (await sqlite_store.approvals.list_pending()).items
+    assert [a.tool for a in checks] == ["spot:look_up_order"]
+
+    svc.policy = parse_config("policy: {tools: {look_up_order: {tier: approve}}}").build_policy()
+    asked = await svc.propose(ProposeRequest("look_up_order", {"order_id": "3"}, session_id="s"))
+    assert not asked.may_run and asked.approval is not None and asked.approval.tier is Tier.APPROVE
