@@ -278,17 +278,21 @@ class ApprovalService:
         """:meth:`propose` for a call its tool's name lets run: the same checks in the same order (arguments
         against both schemas, the stop switch), the same count toward the metrics, and nothing else to decide."""
         tool = request.tool
-        clean = _clean_args(tool, request.args)
+        clean = _plain_args(tool, request.args)  # the name was checked when the plan was made
         compiled = compile_schema(tool, request.schema) if request.schema is not None else None
-        await self._admit(
-            tool,
-            [clean],
-            compiled,
-            session_id=request.session_id,
-            requester=request.requester,
-            now=now,
-            declared=allowed.declared,
-        )
+        declared = allowed.declared
+        if (declared is not None and not declared.is_valid(clean)) or (
+            compiled is not None and not compiled.is_valid(clean)
+        ):  # refused: admission names every bad field, audits the refusal and raises
+            await self._admit(
+                tool,
+                [clean],
+                compiled,
+                session_id=request.session_id,
+                requester=request.requester,
+                now=now,
+                declared=declared,
+            )
         await self._not_halted(request, [clean], now)
         await self._tally(tool, str(allowed.verdict.tier), Outcome.AUTONOMOUS, now=now)
         return Proposal(verdict=allowed.verdict, approval=None, args=clean)
@@ -706,7 +710,10 @@ class ApprovalService:
 
     async def _tally(self, tool: str, tier: str, outcome: Outcome, *, now: float, latency: float | None = None) -> None:
         """Count an event for the metrics (:mod:`hitl.engine.domain.tally`); a metric never blocks an action."""
-        await self._safe(self.store.tallies.add(counts_for(tool, tier, outcome, now=now, latency=latency), now=now))
+        try:
+            await self.store.tallies.add(counts_for(tool, tier, outcome, now=now, latency=latency), now=now)
+        except Exception:
+            log.exception("a metric count failed; the action itself is unaffected")
 
     @property
     def _decision_jobs(self) -> tuple[str, ...]:
@@ -932,6 +939,11 @@ def _clean_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
             f"tool name {str(tool)[:60]!r} is not an identifier: use 1-128 letters, digits and _ . : / -",
             tool=str(tool)[:128],
         )
+    return _plain_args(tool, args)
+
+
+def _plain_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` as plain, normalised JSON data (see :func:`normalize`), else :class:`InvalidInput`."""
     if type(args) is not dict and not isinstance(args, Mapping):
         raise InvalidInput(f"arguments for {tool} must be a JSON object, not {type(args).__name__}", tool=tool)
     clean = normalize(args)

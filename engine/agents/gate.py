@@ -297,7 +297,9 @@ class ToolGate:
         run_args = self._bound(ticket, args)
         if ticket.approval is None:
             # Allowed without a person: nothing to record, so the framework's own output is returned as it is.
-            return await _kwargs_call(fn)(f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}", **run_args)
+            if _names_key(fn):
+                run_args["idempotency_key"] = f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}"
+            return await _invoke(fn, run_args)
         assert ticket.key is not None
         tool = Tool(ticket.call.tool, _kwargs_call(fn), None)
         try:
@@ -419,9 +421,14 @@ def _kwargs_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     async def call(idempotency_key: str = "", **args: Any) -> Any:
         if wants_key:
             args["idempotency_key"] = idempotency_key
-        if inspect.iscoroutinefunction(fn):
-            return await fn(**args)
-        out = await asyncio.to_thread(fn, **args)
-        return await out if inspect.isawaitable(out) else out
+        return await _invoke(fn, args)
 
     return call
+
+
+async def _invoke(fn: Callable[..., Any], args: dict[str, Any]) -> Any:
+    """``fn(**args)``, awaited; a sync ``fn`` in a thread."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(**args)
+    out = await asyncio.to_thread(fn, **args)
+    return await out if inspect.isawaitable(out) else out
