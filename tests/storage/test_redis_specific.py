@@ -33,6 +33,26 @@ async def test_scripts_reload_after_a_server_flush(redis_store: RedisStore, cloc
     assert await redis_store.approvals.expire_due(now=clock.now() + 10**6) == []
 
 
+async def test_a_batch_of_thousands_of_jobs_on_two_streams_is_acknowledged_in_one_call(
+    redis_store: RedisStore, clock: FakeClock
+) -> None:
+    """The acknowledgement script takes its ids a thousand at a time (Lua's unpack has a bound): a batch past that
+    leaves no job behind on any stream, and claims nothing again once the lease runs out."""
+    jobs = redis_store.jobs
+    for i in range(2_500):
+        await jobs.enqueue("card", {"n": i}, now=clock.now())
+    await jobs.enqueue("fyi", {"n": -1}, now=clock.now())
+    claimed = await jobs.claim("w", kind="card", limit=3_000, now=clock.now(), lease=30)
+    claimed += await jobs.claim("w", kind="fyi", limit=10, now=clock.now(), lease=30)
+    assert len(claimed) == 2_501
+    await jobs.ack(*(j.id for j in claimed))
+    for kind in ("card", "fyi"):
+        key = redis_store.conn.jobs_key(kind)
+        assert await redis_store.conn.r.xlen(key) == 0
+        assert (await redis_store.conn.r.xpending(key, "hitl-workers"))["pending"] == 0  # acknowledged, not only gone
+        assert await jobs.claim("w2", kind=kind, limit=10, now=clock.advance(3600), lease=30) == []
+
+
 async def test_one_approvals_keys_share_a_hash_tag(redis_store: RedisStore, clock: FakeClock) -> None:
     a = make_approval(now=clock.now())
     await redis_store.approvals.create(a)

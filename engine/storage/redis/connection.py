@@ -124,6 +124,8 @@ class RedisConnection:
         self.purge_script: AsyncScript = client.register_script(_lua("purge"))
         self.purge_audit_script: AsyncScript = client.register_script(_lua("purge_audit"))
         self.heads_script: AsyncScript = client.register_script(_lua("heads"))
+        self.card_script: AsyncScript = client.register_script(_lua("card"))
+        self.ack_script: AsyncScript = client.register_script(_lua("ack"))
         self._offset: float | None = None
         pool = client.connection_pool
         self.scripts = ScriptCalls(pool, size=getattr(pool, "max_connections", None) or 64)

@@ -84,11 +84,10 @@ class RedisJobs:
             by_kind.setdefault(kind, []).append(xid)
         if not by_kind:
             return
-        async with self.r.pipeline(transaction=True) as pipe:
-            for kind, xids in by_kind.items():
-                pipe.xack(self._key(kind), _GROUP, *xids)
-                pipe.xdel(self._key(kind), *xids)
-            await pipe.execute()
+        args: list[str] = [_GROUP]
+        for xids in by_kind.values():
+            args += [str(len(xids)), *xids]
+        await self.conn.call(self.conn.ack_script, [self._key(kind) for kind in by_kind], args)  # one step
 
     async def settle(self, kind: str, *, approval_id: str) -> int:
         # The stream holds only jobs not yet acknowledged (an acknowledged one is deleted): few to read.

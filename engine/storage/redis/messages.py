@@ -5,9 +5,9 @@ from __future__ import annotations
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.errors import NotFound
-from hitl.engine.storage.redis.approvals import queue_read, read_result
+from hitl.engine.storage.redis.approvals import read_result
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.connection import DYNAMIC_FIELDS, RedisConnection, store_errors
 
 __all__ = ["RedisMessages"]
 
@@ -37,17 +37,16 @@ class RedisMessages:
         return MessageRef(channel=f["channel"], ts=f["ts"]) if f else None
 
     async def card(self, approval_id: str) -> tuple[MessageRef, Approval] | None:
-        async with self.r.pipeline(transaction=False) as pipe:  # one round trip for the three reads
-            pipe.hgetall(self._by_approval(approval_id))
-            queue_read(pipe, self.conn, approval_id)
-            found, doc, dynamic = await pipe.execute()
-        if not found:
+        conn = self.conn
+        keys = [self._by_approval(approval_id), conn.doc_key(approval_id), conn.approval_key(approval_id)]
+        out = await conn.call(conn.card_script, keys, DYNAMIC_FIELDS)  # one script: the three reads, one step
+        if out[0] is None:
             return None
+        channel, ts, doc, *dynamic = out
         approval = read_result(doc, dynamic)
         if approval is None:
             raise NotFound.approval(approval_id)
-        f = {text(k): text(v) for k, v in found.items()}
-        return MessageRef(channel=f["channel"], ts=f["ts"]), approval
+        return MessageRef(channel=text(channel), ts=text(ts)), approval
 
     async def approval_for(self, ref: MessageRef) -> str | None:
         v = await self.r.get(self._by_message(ref))
