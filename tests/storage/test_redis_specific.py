@@ -53,6 +53,21 @@ async def test_a_batch_of_thousands_of_jobs_on_two_streams_is_acknowledged_in_on
         assert await jobs.claim("w2", kind=kind, limit=10, now=clock.advance(3600), lease=30) == []
 
 
+async def test_a_queue_whose_stream_was_deleted_makes_its_group_again_and_loses_no_new_job(
+    redis_store: RedisStore, clock: FakeClock
+) -> None:
+    """A stream removed under a running consumer (FLUSHDB, a key deleted by hand) comes back without its consumer
+    group: the next claim makes the group again, once, and takes the jobs queued since."""
+    jobs = redis_store.jobs
+    await jobs.enqueue("card", {"n": 1}, now=clock.now())
+    first = await jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=30)
+    await jobs.ack(*(j.id for j in first))
+    await redis_store.conn.r.delete(redis_store.conn.jobs_key("card"))
+    await jobs.enqueue("card", {"n": 2}, now=clock.now())  # the stream again, with no group
+    again = await jobs.claim("w", kind="card", limit=10, now=clock.now(), lease=30)
+    assert [j.payload for j in again] == [{"n": 2}]
+
+
 async def test_one_approvals_keys_share_a_hash_tag(redis_store: RedisStore, clock: FakeClock) -> None:
     a = make_approval(now=clock.now())
     await redis_store.approvals.create(a)

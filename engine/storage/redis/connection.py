@@ -126,6 +126,7 @@ class RedisConnection:
         self.heads_script: AsyncScript = client.register_script(_lua("heads"))
         self.card_script: AsyncScript = client.register_script(_lua("card"))
         self.ack_script: AsyncScript = client.register_script(_lua("ack"))
+        self.take_jobs_script: AsyncScript = client.register_script(_lua("take_jobs"))
         self._offset: float | None = None
         pool = client.connection_pool
         self.scripts = ScriptCalls(pool, size=getattr(pool, "max_connections", None) or 64)

@@ -9,6 +9,7 @@ from typing import Any, cast
 from redis.exceptions import ResponseError
 
 from hitl.engine.domain.records import Job
+from hitl.engine.errors import StoreError
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -39,8 +40,8 @@ class RedisJobs:
     async def claim(self, consumer: str, *, kind: str, limit: int, now: float, lease: float) -> list[Job]:
         try:
             return await self._claim(consumer, kind, limit, now, lease)
-        except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, ResponseError) or "NOGROUP" not in str(exc.__cause__):
                 raise
             self._groups.discard(kind)  # the stream went away since: make the group again, once
             return await self._claim(consumer, kind, limit, now, lease)
@@ -54,28 +55,20 @@ class RedisJobs:
                 if "BUSYGROUP" not in str(exc):
                     raise
             self._groups.add(kind)
-        entries: list[Any] = []
         last = self._reclaimed.get(kind)
+        idle = ""
         if last is None or not last <= now < last + lease / 4:
             # Jobs a crashed consumer held are taken over at most a quarter lease after their lease ran out: a
             # claim looks for them then, not on every call (a busy queue is claimed from hundreds of times a
             # second). Idle time is the server's clock: ``lease`` is how long a job may stay unacknowledged.
             self._reclaimed[kind] = now
-            reclaimed = await self.r.xautoclaim(
-                key, _GROUP, consumer, min_idle_time=int(lease * 1000), start_id="0-0", count=limit
-            )
-            entries = list(reclaimed[1]) if reclaimed else []
-        if len(entries) < limit:
-            fresh = cast(list[Any], await self.r.xreadgroup(_GROUP, consumer, {key: ">"}, count=limit - len(entries)))
-            for _stream, items in fresh or []:
-                entries += list(items)
-        jobs = []
-        for job_id, fields in entries:
-            if not fields:  # deleted while pending
-                continue
-            f = {text(k): text(v) for k, v in fields.items()}
-            jobs.append(Job(id=f"{kind}/{text(job_id)}", kind=kind, payload=json.loads(f["payload"])))
-        return jobs
+            idle = str(int(lease * 1000))
+        conn = self.conn
+        out = await conn.call(conn.take_jobs_script, [key], [_GROUP, consumer, str(limit), idle])  # one step
+        return [
+            Job(id=f"{kind}/{text(job_id)}", kind=kind, payload=json.loads(payload))
+            for job_id, payload in zip(out[::2], out[1::2], strict=True)
+        ]
 
     async def ack(self, *job_ids: str) -> None:
         by_kind: dict[str, list[str]] = {}
