@@ -319,10 +319,10 @@ class ToolGate:
         if not ticket.runs:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         self._bound(ticket, args)
+        if ticket.approval is None or ticket.key is None:
+            return ticket  # allowed by the policy just now, the stop switch checked in the same breath: no claim
         refuse_non_actions(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
-        if ticket.approval is None or ticket.key is None:
-            return ticket
         store, clock = self.service.store, self.service.clock
         try:
             claim = await store.ledger.claim(

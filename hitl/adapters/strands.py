@@ -113,7 +113,8 @@ class HitlIntervention(InterventionHandler):
         except Exception as exc:  # hitl itself failed (a closed store, a bug): the call does not run
             log.exception("hitl could not decide %s; the call is denied", call.tool)
             return Deny(reason=f"{call.tool} did not run: hitl could not decide ({type(exc).__name__})")
-        self._running[call.call_id or ""] = ticket
+        if ticket.approval is not None:  # an allowed call has no outcome to record
+            self._running[call.call_id or ""] = ticket
         if ticket.args != call.args:
             approved = dict(ticket.args)
 
