@@ -78,8 +78,10 @@ async def wait_healthy(port: int, proc: subprocess.Popen[bytes] | None = None) -
 
 
 def _replica_pid(body: Any) -> int:
-    """The pid in a /healthz answer's replica name (``kind:host:pid:id``)."""
-    return int(str(body.get("replica", "")).split(":")[-2])
+    """The pid in a /healthz answer's replica name (``kind:host:pid:id``); -1 when the answer names none (it is not
+    `hitl serve`'s, and the caller says so)."""
+    parts = str(body.get("replica", "") if isinstance(body, dict) else "").split(":")
+    return int(parts[-2]) if len(parts) >= 4 and parts[-2].isdigit() else -1
 
 
 def _is_or_under(pid: int, parent: int) -> bool:
