@@ -139,7 +139,7 @@ def build_app(
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
     clock = lifecycle.contexts.clock
     reviewers = SlackReviewers(config.build_roles(), side.client, clock)
-    home = HomeTabs(side.client, lifecycle.store, clock, reviewers, side.metrics)
+    home = HomeTabs(side.client, lifecycle.store, clock, reviewers, side.metrics, may_see_trust=config.may_decide_tool)
     side.notifier.on_card.append(home.changed)
     side.notifier.on_halts.append(home.changed)
     ctx = BotContext(

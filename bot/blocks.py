@@ -15,7 +15,7 @@ from hitl.bot.escape import code_block, inert, label
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
-from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
 from hitl.engine.runner.step_context import DOUBT
 from hitl.engine.service import TRUST_TTL
@@ -385,7 +385,7 @@ def _progress(a: Approval) -> dict[str, Any]:
 
 
 def _in_doubt(a: Approval) -> bool:
-    return a.tool.startswith(DOUBT)
+    return a.kind is ApprovalKind.DOUBT
 
 
 def _button(action: str, label: str, value: str, *, style: str | None = None, confirm: Any = None) -> dict[str, Any]:
@@ -467,9 +467,9 @@ def _controls(a: Approval, *, halted: bool = False) -> dict[str, Any]:
         _button(ACTION_APPROVE, "Approve", value, style="primary"),
         _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
     ]
-    if a.modifiable and not a.tool.startswith(("gate:", "review:", DOUBT)):
+    if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
         buttons.append(_button(ACTION_MODIFY, "Modify", value))
-    if a.tool.startswith(("gate:", "review:")):
+    if a.kind in (ApprovalKind.GATE, ApprovalKind.REVIEW):
         buttons.append(_button(ACTION_FEEDBACK, "Send feedback", value))
     if a.trustable and a.quorum == 1:
         trust = _confirm("Approve and trust?", trust_scope(a), "Approve and trust")
@@ -483,14 +483,16 @@ def _reason_ask(a: Approval) -> str:
 
 
 def trust_scope(a: Approval, *, granted_at: float | None = None) -> str:
-    """What a Trust lets through, said before anyone consents to it and on the card after: this tool, this session,
-    for how long (until when, once granted), and what it never covers. Plain text, at most 300 characters."""
+    """What a Trust lets through, said before anyone consents to it and on the card after: whose calls first (the
+    grant covers the requester alone), this tool, this session, for how long (until when, once granted), and what
+    it never covers. Plain text, at most 300 characters (Slack's limit for a confirmation's text)."""
     ttl = a.metadata.get(TRUST_TTL)
     span = _span(float(ttl)) if isinstance(ttl, int | float) else "the configured time"
     until = f"until {_utc(granted_at + float(ttl))}" if granted_at is not None and isinstance(ttl, int | float) else ""
     text = (
-        f"Approves this call, and lets later {a.tool[:60]} calls in session {a.session_id[:60]} run without review "
-        f"for {span}{' (' + until + ')' if until else ''}. Never covers escalated approvals or tools marked always-ask."
+        f"For {a.requester[:60]} only: approves this call, and lets its later {a.tool[:60]} calls in session "
+        f"{a.session_id[:60]} run without review for {span}{' (' + until + ')' if until else ''}. Never covers "
+        "another requester, escalated approvals or tools marked always-ask."
     )
     return text[:300]
 

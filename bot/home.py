@@ -78,10 +78,11 @@ def home_view(
         blocks.append(_section(f"{HOME_DECIDED}:{i}", line))
     blocks += [{"type": "divider"}, _heading("Trust in force")]
     if not grants:
-        blocks.append(_note("No tool is trusted right now."))
+        blocks.append(_note("No tool you review is trusted right now."))
     for i, g in enumerate(grants[:SHOWN]):
         line = (
-            f"`{label(g.tool, 60)}` in session `{label(g.session_id, 60)}` runs without review until "
+            f"`{label(g.tool, 60)}` called by `{label(g.requester, 60)}` in session `{label(g.session_id, 60)}` runs "
+            "without review until "
             f"{when(g.until)} ({relative(g.until, now)}), granted by {who(g.granted_by)}"
         )
         blocks.append(_section(f"{HOME_TRUST}:{i}", line))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -41,9 +42,12 @@ class HomeTabs:
         reviewers: ReviewerDirectory,
         metrics: Metrics,
         *,
+        may_see_trust: Callable[[frozenset[str], str], bool],
         debounce: float = 0.3,
     ) -> None:
         self.client = client
+        self.may_see_trust = may_see_trust
+        """Whether a viewer with these roles may see the trust granted for this tool (they may decide it)."""
         self.store = store
         self.clock = clock
         self.reviewers = reviewers
@@ -117,7 +121,9 @@ class HomeTabs:
         reviewer = await self.reviewers.reviewer(user)
         waiting, more = await self._waiting(reviewer)
         decided = await self._decided(user)
-        grants = await self.store.trust.all_active(now=now, limit=SHOWN + 1)
+        grants = [  # only the trust in tools this person may decide
+            g for g in await self.store.trust.all_active(now=now) if self.may_see_trust(reviewer.roles, g.tool)
+        ][: SHOWN + 1]
         halts = await StopSwitch.shared(self.store, self.clock).orders()
         return home_view(user, waiting=waiting, more_waiting=more, decided=decided, grants=grants, now=now, halts=halts)
 

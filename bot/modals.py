@@ -9,10 +9,10 @@ from typing import Any
 from hitl.bot.escape import code_block, label
 from hitl.bot.payloads import Cell
 from hitl.engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
-from hitl.engine.domain.hashing import short_hash
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.hashing import exact_int, normalize, short_hash
+from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.spot_checks import is_spot_check
-from hitl.engine.runner.step_context import DOUBT
+from hitl.engine.errors import InvalidInput
 
 __all__ = [
     "CALLBACK_FEEDBACK",
@@ -151,8 +151,10 @@ def parse_modify(state_values: FormValues, schema: dict[str, Any] | None) -> tup
     if schema is None:
         text = form_value(state_values, _WHOLE)
         try:
-            whole = json.loads(text) if isinstance(text, str) else None
-        except json.JSONDecodeError:
+            whole = normalize(json.loads(text, parse_int=exact_int)) if isinstance(text, str) else None
+        except InvalidInput as exc:
+            return {}, {_WHOLE: exc.message[:150]}
+        except ValueError:
             whole = None
         if not isinstance(whole, dict):
             return {}, {_WHOLE: 'must be a JSON object, like {"amount": 60}'}
@@ -164,15 +166,18 @@ def parse_modify(state_values: FormValues, schema: dict[str, Any] | None) -> tup
         value = form_value(state_values, f"{_FIELD}{f.name}")
         if value in (None, "") and not f.required:
             continue
-        if f.kind in ("number", "integer") and isinstance(value, str) and json_number(value) is None:
-            errors[f"{_FIELD}{f.name}"] = "must be a number written with the digits 0-9, like 60 or 12.5"
-            continue
-        if f.kind in ("object", "array") and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                errors[f"{_FIELD}{f.name}"] = "must be valid JSON"
+        try:
+            if f.kind in ("number", "integer") and isinstance(value, str) and json_number(value) is None:
+                errors[f"{_FIELD}{f.name}"] = "must be a number written with the digits 0-9, like 60 or 12.5"
                 continue
+            if f.kind in ("object", "array") and isinstance(value, str):
+                value = normalize(json.loads(value, parse_int=exact_int), path=f.name)
+        except InvalidInput as exc:  # a number beyond what JSON carries exactly, here as everywhere
+            errors[f"{_FIELD}{f.name}"] = exc.message[:150]
+            continue
+        except ValueError:  # not JSON (json's own error is a ValueError, as is int() of thousands of digits)
+            errors[f"{_FIELD}{f.name}"] = "must be valid JSON"
+            continue
         raw[f.name] = value
     if errors:
         return {}, errors
@@ -191,7 +196,7 @@ def parse_modify(state_values: FormValues, schema: dict[str, Any] | None) -> tup
 
 def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -> dict[str, Any]:
     """The modal asking why (a rejection's reason, or feedback on a review)."""
-    doubt = a.tool.startswith(DOUBT)
+    doubt = a.kind is ApprovalKind.DOUBT
     if is_spot_check(a) and not feedback:
         what, title, submit = "What was wrong? (optional)", "Flag action", "Flag"
     elif doubt:

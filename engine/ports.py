@@ -1,6 +1,6 @@
 """Ports: what the engine needs from the outside context, as ``typing.Protocol``s.
 
-The store is eleven narrow ports, one per concern, that a backend implements as small classes sharing one
+The store is thirteen narrow ports, one per concern, that a backend implements as small classes sharing one
 connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
 callers pass one object but each piece of code depends only on the part it uses. Implementations live in
 ``hitl.engine.storage`` (stores) and ``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in
@@ -26,6 +26,7 @@ from hitl.engine.domain.runs import RunResult, StoredRun
 from hitl.engine.domain.tally import TallyKey
 
 __all__ = [
+    "AlertStates",
     "ApprovalStore",
     "AuditLog",
     "Clock",
@@ -232,17 +233,26 @@ class JobQueue(Protocol):
 
 
 class TrustStore(Protocol):
-    """Session trust grants ("approve and stop asking for this tool in this session"), with a deadline."""
+    """Trust grants ("approve and stop asking for this tool"), each for one requester in one session, with a
+    deadline. A reviewer's Trust writes its grant in the decision's atomic step (:meth:`ApprovalStore.decide`);
+    :meth:`grant` is for an operator who grants outside a decision."""
 
-    async def grant(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None: ...
-
-    async def active(self, session_id: str, *, now: float) -> list[TrustGrant]: ...
-
-    async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
-        """Active grants across sessions (for ``/hitl trust list``)."""
+    async def grant(self, grant: TrustGrant, *, now: float) -> None:
+        """Write ``grant`` (replacing the same requester's grant of the tool in the session), audited."""
         ...
 
-    async def revoke(self, session_id: str, tool: str, *, by: str, now: float) -> bool: ...
+    async def active(self, session_id: str, *, requester: str, now: float) -> list[TrustGrant]:
+        """The grants in force for ``requester`` in ``session_id``, by tool."""
+        ...
+
+    async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
+        """Grants in force across sessions and requesters (for ``/hitl trust list``; callers show each only to
+        people who may decide its tool)."""
+        ...
+
+    async def revoke(self, session_id: str, tool: str, *, requester: str | None = None, by: str, now: float) -> int:
+        """End the grants of ``tool`` in ``session_id`` (only ``requester``'s when given), audited: how many ended."""
+        ...
 
 
 class HaltOrders(Protocol):
@@ -259,6 +269,20 @@ class HaltOrders(Protocol):
 
     async def active(self) -> list[HaltOrder]:
         """Every order in force, by scope."""
+        ...
+
+
+class AlertStates(Protocol):
+    """Each alert's state (firing or not, its episode), saved compare-and-swap on its version, in a space of its
+    own: no run, session or other id a caller chooses can reach it (it once lived beside the runs)."""
+
+    async def load(self, name: str) -> StoredRun | None:
+        """The alert's state and its version, or None before it was first saved."""
+        ...
+
+    async def save(self, name: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
+        """Save the state if its version is still ``expected_version`` (0 for the first save): the new version, or
+        :class:`~hitl.engine.errors.StaleVersion` (another replica saved first)."""
         ...
 
 
@@ -381,6 +405,11 @@ class Store(Protocol):
     @property
     def halts(self) -> HaltOrders:
         """The stop switch's orders."""
+        ...
+
+    @property
+    def alerts(self) -> AlertStates:
+        """Each alert's state."""
         ...
 
     @property

@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import re
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,10 +23,10 @@ from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.edits import CHANGED, changes, changes_text, merge_patch
 from hitl.engine.domain.halts import acted_on, covering
 from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
-from hitl.engine.domain.ids import approval_id, derived_session_id
-from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.ids import approval_id, dedupe_key, new_session_id
+from hitl.engine.domain.models import RESERVED_PREFIXES, Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
-from hitl.engine.domain.practice import PRACTICE, SeededSpec, caught, defect_for, is_practice, seeded
+from hitl.engine.domain.practice import SeededSpec, caught, defect_for, is_practice, seeded
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -62,6 +63,9 @@ _NEVER_RAN = frozenset({Status.REJECTED, Status.SUPERSEDED, Status.EXPIRED, Stat
 _GOING_ON = frozenset({DecisionKind.APPROVE, DecisionKind.MODIFY, DecisionKind.TRUST})
 """Decisions that let an action run: refused while the stop switch covers its tool (rejecting still works)."""
 
+
+_ANSWERED_BY_FEEDBACK = frozenset({ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT})
+"""What feedback answers: a review (the step before runs again with it) or an effect in doubt ("Mark done")."""
 
 TRUST_TTL = "trust_ttl"
 """Approval metadata: the seconds a Trust of this approval would trust its tool for, in its session."""
@@ -185,11 +189,13 @@ class ApprovalService:
         args: Mapping[str, Any],
         *,
         session_id: str = "",
+        requester: str | None = None,
         min_tier: Tier = Tier.AUTO,
         instead_of: Approval | None = None,
     ) -> Verdict:
-        """The verdict for an action without recording anything (``hitl policy explain``). ``instead_of``: the
-        approval these arguments would replace (an edit): its own window events do not count against them."""
+        """The verdict for an action without recording anything (``hitl policy explain``). ``requester``: whose
+        trust grants in the session count (default: the service's requester). ``instead_of``: the approval these
+        arguments would replace (an edit): its own window events do not count against them."""
         now = self.clock.now()
         clean = _clean_args(tool, args)
         own = dict(_window_events(instead_of)) if instead_of is not None else {}
@@ -197,7 +203,7 @@ class ApprovalService:
             k: await self.store.windows.stats(k, now=now, window=w, exclude=own.get(k, ""))
             for k, (w, _) in self.policy.window_keys(tool, clean).items()
         }
-        trusted = await self._trusted(session_id, now)
+        trusted = await self._trusted(session_id, requester or self.requester, now)
         return self.policy.evaluate(
             tool, clean, PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
         )
@@ -214,6 +220,8 @@ class ApprovalService:
             allowed = self._allowed_plan(tool)
             if allowed is not None:
                 return await self._propose_allowed(request, allowed, now)
+        if request.kind is ApprovalKind.ACTION:
+            _not_reserved(tool)
         items = [_clean_args(tool, a) for a in batch] if batch is not None else [_clean_args(tool, request.args)]
         clean = {"items": items} if batch is not None else items[0]
         # Checked and compiled once here; admitting the call's arguments uses the same compiled schema.
@@ -229,7 +237,7 @@ class ApprovalService:
             declared=self._declared_schema(tool),
         )
         await self._not_halted(request, items, now)
-        action = _Action(request, items, clean)
+        action = _Action(request, items, clean, request.requester or self.requester)
         verdict, counted = await self._verdict(request, action, now)
         if verdict.denied:
             for key, event in counted:
@@ -265,6 +273,7 @@ class ApprovalService:
             and verdict.tier is Tier.AUTO
             and not spot_check.rate_for(tool, str(verdict.tier))
             and _TOOL_NAME.match(tool)
+            and not tool.startswith(RESERVED_PREFIXES)
         ):
             plan = _Allowed(verdict, self._declared_schema(tool))
         if len(self._allowed) < 1024:  # a caller inventing tool names cannot grow it without bound
@@ -310,7 +319,7 @@ class ApprovalService:
         elif trusted is None or tool in trusted:
             # Only the absence of a grant is taken on trust: a tool the caller names is checked again, so a revoked
             # grant never approves anything.
-            trusted = await self._trusted(request.session_id, now)
+            trusted = await self._trusted(request.session_id, request.requester or self.requester, now)
         static = self.policy.static_verdict(tool) if batch is None and request.min_tier is Tier.AUTO else None
         if static is not None:
             return static, []
@@ -373,6 +382,7 @@ class ApprovalService:
             args=action.clean,
             action_hash=action_hash(f"{SPOT}{tool}", action.clean),
             tier=Tier.APPROVE,
+            kind=ApprovalKind.SPOT_CHECK,
             rule=SPOT_CHECK,
             reasons=(f"spot check: {tool} ran without review ({verdict.tier}, rule {verdict.rule})",),
             why=(f"{tool} ran without review; a sample of such actions is checked after the fact. Did it look right?",),
@@ -382,7 +392,7 @@ class ApprovalService:
             created_at=now,
             expires_at=now + self.policy.spec.default_timeout,
             evidence=bounded(self.redactor.redact(request.evidence), self.evidence_limit),
-            metadata={"kind": SPOT_CHECK, "tier": str(verdict.tier), "modifiable": False},
+            metadata={"tier": str(verdict.tier), "modifiable": False},
         )
         stored, created = await self.store.approvals.create(check)
         if created:
@@ -410,6 +420,7 @@ class ApprovalService:
             args=action.clean,
             action_hash=action.digest,
             tier=verdict.tier,
+            kind=request.kind,
             rule=verdict.rule,
             reasons=verdict.reasons,
             why=verdict.why,
@@ -495,10 +506,13 @@ class ApprovalService:
                         fields=exc.context.get("fields", {}),
                     ) from None
 
-    async def _trusted(self, session_id: str, now: float) -> frozenset[str]:
+    async def _trusted(self, session_id: str, requester: str, now: float) -> frozenset[str]:
+        """The tools trusted for ``requester`` in ``session_id``: another identity's grant in the same session, or
+        the same identity's in another session, does not count."""
         if not session_id:
             return frozenset()
-        return frozenset(g.tool for g in await self.store.trust.active(session_id, now=now))
+        grants = await self.store.trust.active(session_id, requester=requester, now=now)
+        return frozenset(g.tool for g in grants)
 
     # -- deciding -----------------------------------------------------------------------------------------
     async def decide(
@@ -556,11 +570,12 @@ class ApprovalService:
                 jobs=jobs,
                 run_jobs=run_jobs,
                 answer_by=answer_by,
+                trust_until=self._trust_until(kind),
             )
             recorded = await self.store.approvals.decide(cmd, now=self.clock.now())
             if window is not None:
                 window.mark(recorded)
-            return await self._after_decision(recorded, kind, reviewer)
+            return await self._after_decision(recorded, kind)
         if current is None or current.id != approval_id:
             current = await self.store.approvals.get(approval_id)
         if kind is DecisionKind.MODIFY and is_practice(current):
@@ -586,6 +601,7 @@ class ApprovalService:
             run_jobs=run_jobs,
             note=changes_text(changes(current.execute_args, new_args)) if new_args is not None else "",
             answer_by=answer_by,
+            trust_until=self._trust_until(kind),
         )
         if replacement is not None:
             # Counted, then created before the original is superseded: a crash in between leaves an extra pending
@@ -609,7 +625,11 @@ class ApprovalService:
             window.mark(updated)
         if replacement is not None:
             await self.announce(await self.store.approvals.get(replacement.id))
-        return await self._after_decision(updated, kind, reviewer)
+        return await self._after_decision(updated, kind)
+
+    def _trust_until(self, kind: DecisionKind) -> float | None:
+        """When the grant a Trust makes ends (the store writes it in the decision's atomic step)."""
+        return self.clock.now() + self.policy.spec.trust_ttl if kind is DecisionKind.TRUST else None
 
     async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""
@@ -636,7 +656,7 @@ class ApprovalService:
         """The checks a decision passes before the store's atomic step: the edited arguments (validated) and the
         replacing approval when the edit needs other approvers. A refusal here is audited by the caller."""
         kind, reason, args = request.kind, request.reason, request.args
-        if kind is DecisionKind.FEEDBACK and current.metadata.get("kind") not in ("gate", "doubt"):
+        if kind is DecisionKind.FEEDBACK and current.kind not in _ANSWERED_BY_FEEDBACK:
             raise InvalidInput(
                 f"feedback goes to review gates; {current.id} is a {current.tool} action: reject it with a reason, "
                 "or modify its arguments",
@@ -664,19 +684,11 @@ class ApprovalService:
         new_args = self._validated(current, edited)
         return new_args, await self._replacement_if_riskier(current, new_args)
 
-    async def _after_decision(self, updated: Approval, kind: DecisionKind, reviewer: Reviewer) -> Approval:
+    async def _after_decision(self, updated: Approval, kind: DecisionKind) -> Approval:
         if kind is DecisionKind.MODIFY and updated.status is Status.APPROVED:
             # What will run is the edit: its windows count the edited arguments, not the proposed ones.
             await self._forget_windows(updated)
             await self._count_windows(updated.tool, updated.execute_args, _window_events(updated))
-        if kind is DecisionKind.TRUST and updated.status is Status.APPROVED:
-            await self.store.trust.grant(
-                updated.session_id,
-                updated.tool,
-                by=reviewer.id,
-                now=self.clock.now(),
-                until=self.clock.now() + self.policy.spec.trust_ttl,
-            )
         outcome = (
             _OUTCOMES.get(kind) if updated.status in (Status.APPROVED, Status.REJECTED, Status.SUPERSEDED) else None
         )
@@ -725,7 +737,9 @@ class ApprovalService:
 
     async def _replacement_if_riskier(self, current: Approval, new_args: dict[str, Any]) -> Approval | None:
         """Re-run the policy on the edited arguments; a higher tier (or a quorum) needs a new approval."""
-        verdict = await self.explain(current.tool, new_args, session_id=current.session_id, instead_of=current)
+        verdict = await self.explain(
+            current.tool, new_args, session_id=current.session_id, requester=current.requester, instead_of=current
+        )
         if verdict.denied:
             raise PolicyError(
                 f"the edited {current.tool} is denied by policy; reject it instead",
@@ -822,12 +836,14 @@ class ApprovalService:
             except InvalidInput as exc:
                 log.warning("defect %s of %s does not fit its schema; not planted: %s", defect.name, real.tool, exc)
                 return
-        key = f"{PRACTICE}:{real.id}"
+        # Random, never derived from the real approval: nothing that knows the real one can name its twin (or the
+        # twin's session), and the id has the same form as any approval's.
+        key = secrets.token_hex(16)
         now = self.clock.now()
         twin = real.model_copy(
             update={
                 "id": approval_id(key),
-                "session_id": derived_session_id(key),
+                "session_id": new_session_id(),
                 "dedupe_key": key,
                 "args": args,
                 "action_hash": action_hash(real.tool, args),
@@ -835,6 +851,7 @@ class ApprovalService:
                 "created_at": now,
                 "expires_at": now + (real.expires_at - real.created_at),
                 "version": 1,
+                "kind": ApprovalKind.PRACTICE,
                 "status": Status.PENDING,
                 "decisions": (),
                 "approved_args": None,
@@ -842,7 +859,6 @@ class ApprovalService:
                 "reason": None,
                 "metadata": {
                     **{k: real.metadata[k] for k in ("framework", "agent", TRUST_TTL) if k in real.metadata},
-                    "kind": PRACTICE,
                     "of": real.id,
                     "defect": defect.name,
                     "says": defect.says,
@@ -912,6 +928,8 @@ class _Action:
     request: ProposeRequest
     items: list[dict[str, Any]]
     clean: dict[str, Any]
+    requester: str
+    """Who asks (the request's requester, else the service's)."""
 
     @functools.cached_property
     def digest(self) -> str:
@@ -923,9 +941,20 @@ class _Action:
 
     @functools.cached_property
     def dedupe(self) -> str:
-        """The key that makes asking again return the same approval."""
+        """The key that makes asking again return the same approval: the requester's, so an identity asking the
+        same action in the same session never attaches to another identity's approval (nor waits on it)."""
         scope = self.request.dedupe_scope if self.request.dedupe_scope is not None else self.request.session_id
-        return self.request.dedupe_key or f"{scope}:{self.digest}"
+        return dedupe_key(self.requester, self.request.dedupe_key or f"{scope}:{self.digest}")
+
+
+def _not_reserved(tool: str) -> None:
+    """A proposed action's tool may not carry a prefix hitl's own approvals use (``gate:``, ``doubt:``, ...)."""
+    if isinstance(tool, str) and tool.startswith(RESERVED_PREFIXES):
+        prefix = tool.split(":", 1)[0]
+        raise InvalidInput(
+            f"tool name {tool[:60]!r} starts with {prefix!r}:, which hitl keeps for its own approvals; rename the tool",
+            tool=tool[:128],
+        )
 
 
 def _clean_args(tool: str, args: Mapping[str, Any]) -> dict[str, Any]:

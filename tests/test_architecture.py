@@ -270,6 +270,7 @@ def test_public_apis_are_pinned() -> None:
         "STORE_SUITES",
         "AdapterConformance",
         "AgentHarness",
+        "AlertsConformance",
         "ApprovalsConformance",
         "FailureConformance",
         "HaltsConformance",

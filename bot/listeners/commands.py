@@ -198,16 +198,19 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
     now = ctx.clock.now()
     sub = rest[0].lower() if rest else "list"
     if sub == "list":
-        grants = (
-            await ctx.store.trust.active(rest[1], now=now)
-            if len(rest) > 1
-            else await ctx.store.trust.all_active(now=now)
-        )
+        # Only grants of tools this person may decide: a session id and whose calls run unreviewed are not the
+        # whole workspace's business.
+        roles = (await ctx.reviewers.reviewer(user)).roles
+        grants = [
+            g
+            for g in await ctx.store.trust.all_active(now=now)
+            if (len(rest) < 2 or g.session_id == rest[1]) and ctx.config.may_decide_tool(roles, g.tool)
+        ]
         if not grants:
-            return {"text": "No tool is trusted right now."}
+            return {"text": "No tool you review is trusted right now."}
         lines = [
-            f"• `{label(g.tool, 60)}` in `{label(g.session_id, 60)}`, granted by {who(g.granted_by)}, "
-            f"until {when(g.until)}"
+            f"• `{label(g.tool, 60)}` for `{label(g.requester, 60)}` in `{label(g.session_id, 60)}`, granted by "
+            f"{who(g.granted_by)}, until {when(g.until)}"
             for g in grants[:40]
         ]
         return {"text": "*Trusted tools*\n" + "\n".join(lines)}
@@ -221,6 +224,8 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
             if len(rest) > 2
             else sorted({g.session_id for g in await ctx.store.trust.all_active(now=now) if g.tool == tool})
         )
+        if not ctx.config.may_decide_tool(reviewer.roles, tool):
+            return {"text": f":no_entry: Only reviewers of `{label(tool, 60)}` can revoke its trust."}
         revoked = [s for s in sessions if await ctx.store.trust.revoke(s, tool, by=user, now=now)]
         if revoked:
             await ctx.home.changed()  # every Home tab lists the trust in force

@@ -87,6 +87,19 @@ class HitlConfig(BaseModel):
             raise ValueError(f"policy names roles that are not defined under 'roles': {', '.join(missing)}")
         return self
 
+    def may_decide_tool(self, roles: frozenset[str], tool: str) -> bool:
+        """Whether someone with ``roles`` may decide some approval of ``tool``: they hold the role its policy entry
+        or one of the rules covering it requires, any reviewer role when none is required, or the admin role. Who
+        may see the trust granted for a tool (session ids are the requester's business, not the workspace's)."""
+        if not roles:
+            return False
+        if self.oversight.admin_role in roles and self.oversight.admin_role in self.roles:
+            return True
+        spec = self.policy.tools.get(tool)
+        needed = {spec.role} if spec is not None and spec.role else set()
+        needed |= {r.role for r in self.policy.rules if r.role and ("*" in r.tools or tool in r.tools)}
+        return not needed or bool(needed & roles)
+
     def may_halt(self, roles: frozenset[str]) -> bool | None:
         """Whether someone with ``roles`` may halt and unhalt: True or False when the admin role is defined, None
         when it is not (nobody holds it: a surface decides what that means)."""

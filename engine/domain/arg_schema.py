@@ -19,6 +19,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 
+from hitl.engine.domain.hashing import check_exact, exact_int
 from hitl.engine.errors import InvalidInput
 
 __all__ = [
@@ -335,13 +336,18 @@ _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?
 def json_number(text: str) -> int | float | None:
     """``text`` read by the JSON number grammar and nothing else (ASCII digits, an optional minus, a fraction, an
     exponent: no spaces, underscores, other scripts' digits, ``inf`` or ``nan``): an int when it has neither
-    fraction nor exponent, else a float; None when it is not such a number."""
+    fraction nor exponent, else a float; None when it is not such a number. A number beyond what JSON carries
+    exactly (:data:`~hitl.engine.domain.hashing.MAX_EXACT_INT`) is :class:`InvalidInput`, as everywhere."""
     if not _JSON_NUMBER.fullmatch(text):
         return None
     if text.lstrip("-").isdigit():
-        return int(text)
+        return exact_int(text)
     number = float(text)
-    return number if math.isfinite(number) else None
+    if not math.isfinite(number):
+        return None
+    if number.is_integer():
+        check_exact(int(number), "the number")
+    return number
 
 
 def with_defaults(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status
+from hitl.engine.domain.records import TrustGrant
 from hitl.engine.domain.states import check_transition
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
 
@@ -35,6 +36,8 @@ __all__ = [
     "refusal",
     "refusal_message",
     "run_to_resume",
+    "trust_granted",
+    "trust_note",
 ]
 
 RESUME_JOB = "resume"
@@ -71,6 +74,10 @@ class DecideCommand(BaseModel):
     """A wall-clock instant (seconds since the epoch, the store's own clock) after which the store refuses the
     decision as ``too_late``. A surface that must answer within a deadline (Slack: 3 s) sets it, so a decision it
     gave up waiting for, and told the person was not recorded, can never land later."""
+    trust_until: float | None = None
+    """For a trust: when the grant it makes ends. A trust that leaves the approval approved writes its grant
+    (:func:`trust_granted`) in the decision's own atomic step, so no crash leaves a trusted approval without its
+    grant, or a grant without its decision."""
 
 
 def run_to_resume(approval: Approval) -> str | None:
@@ -79,6 +86,29 @@ def run_to_resume(approval: Approval) -> str | None:
     if approval.status is Status.PENDING or not approval.metadata.get("step"):
         return None
     return approval.session_id
+
+
+def trust_granted(approval: Approval, cmd: DecideCommand) -> TrustGrant | None:
+    """The grant a recorded decision writes with it: a Trust that left ``approval`` approved trusts its tool for its
+    requester, in its session, until ``cmd.trust_until``. Only an action's: a practice approval's Trust grants
+    nothing (it is that reviewer's miss); a Trust that was one vote of several, or that came without a deadline,
+    grants nothing."""
+    if cmd.kind is not DecisionKind.TRUST or cmd.trust_until is None or approval.status is not Status.APPROVED:
+        return None
+    if approval.kind is not ApprovalKind.ACTION:  # a practice copy, a spot check, a review: nothing runs by it
+        return None
+    return TrustGrant(
+        session_id=approval.session_id,
+        requester=approval.requester,
+        tool=approval.tool,
+        granted_by=cmd.reviewer.id,
+        until=cmd.trust_until,
+    )
+
+
+def trust_note(grant: TrustGrant) -> str:
+    """What a decision's audit entry adds when it granted trust (the Redis script writes the same words)."""
+    return f"trusts {grant.tool} for {grant.requester} in session {grant.session_id}"
 
 
 def eligible(approval: Approval, reviewer: Reviewer) -> bool:

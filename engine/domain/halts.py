@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.models import Approval, ApprovalKind
 
 __all__ = ["EVERY_TOOL", "HaltOrder", "acted_on", "covering", "halt_message"]
 
@@ -32,7 +32,7 @@ class HaltOrder(BaseModel):
 
 def acted_on(a: Approval) -> str:
     """The tool an approval lets run: its own, or for an effect in doubt ("Run again") the tool it asks about."""
-    asked = a.args.get("tool") if a.metadata.get("kind") == "doubt" else None
+    asked = a.args.get("tool") if a.kind is ApprovalKind.DOUBT else None
     return asked if isinstance(asked, str) else a.tool
 
 

@@ -8,6 +8,9 @@ parser or a template renderer produced it:
 
 * an integral float becomes an integer (``899.0`` -> ``899``, ``-0.0`` -> ``0``);
 * any other float is written with Python's shortest round-trip repr (``12.5``, ``0.1``);
+* an integer (or an integral float) beyond ``±(2**53 - 1)`` is refused: past that, JSON interchange (RFC 8259
+  section 6, I-JSON) carries no integer exactly, so what a reviewer is shown and what a peer runs could differ;
+  such a number travels as a string;
 * ``True``/``False`` stay booleans and are never numbers;
 * tuples hash as lists; mapping keys must be strings.
 
@@ -25,7 +28,44 @@ from typing import Any
 
 from hitl.engine.errors import InvalidInput
 
-__all__ = ["action_hash", "batch_hash", "canonical_json", "identical", "normalize", "short_hash"]
+__all__ = [
+    "MAX_EXACT_INT",
+    "action_hash",
+    "batch_hash",
+    "canonical_json",
+    "check_exact",
+    "exact_int",
+    "identical",
+    "normalize",
+    "short_hash",
+]
+
+MAX_EXACT_INT = 2**53 - 1
+"""The largest integer JSON interchange carries exactly (every IEEE 754 double holds it): the limit for an integer
+anywhere in an action's arguments, on every surface."""
+
+
+def exact_int(text: str) -> int:
+    """A JSON integer's text as an int, refused (:class:`InvalidInput`) beyond ``±MAX_EXACT_INT`` before any
+    conversion of thousands of digits: ``json.loads(text, parse_int=exact_int)``."""
+    if len(text.lstrip("-")) > len(str(MAX_EXACT_INT)):
+        raise InvalidInput(
+            f"a number of {len(text.lstrip('-'))} digits is beyond ±{MAX_EXACT_INT} (the largest integer JSON "
+            "carries exactly); send it as a string"
+        )
+    return check_exact(int(text), "a number")
+
+
+def check_exact(value: int, path: str) -> int:
+    """``value`` if it is within ``±MAX_EXACT_INT``, else :class:`InvalidInput` naming the limit and what to do."""
+    if -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
+        return value
+    digits = len(str(abs(value))) if abs(value) < 10**4000 else "thousands of"
+    raise InvalidInput(
+        f"{path} is an integer of {digits} digits, beyond ±{MAX_EXACT_INT} (the largest JSON carries exactly); "
+        "send it as a string",
+        path=path,
+    )
 
 
 def normalize(value: Any, *, path: str = "args") -> Any:
@@ -36,18 +76,18 @@ def normalize(value: Any, *, path: str = "args") -> Any:
     if kind is dict:
         return _normalize_object(value, path)
     if kind is int:
-        return value
+        return check_exact(value, path)
     if isinstance(value, bool | str):
         return value
     if isinstance(value, int):
-        return int(value)
+        return check_exact(int(value), path)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInput(
                 f"{path} is {value!r}: NaN and infinities cannot be hashed; send a finite number", path=path
             )
         if value.is_integer():
-            return int(value)
+            return check_exact(int(value), path)
         return value
     if isinstance(value, Mapping):
         return _normalize_object(value, path)

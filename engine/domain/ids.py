@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError, ErrorCode
 
-__all__ = ["approval_id", "check_same_action", "derived_session_id", "new_session_id", "short_id"]
+__all__ = ["approval_id", "check_same_action", "dedupe_key", "new_session_id", "short_id"]
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -22,6 +23,12 @@ def _b32(data: bytes, n: int) -> str:
     return "".join(out)
 
 
+def dedupe_key(requester: str, key: str) -> str:
+    """The dedupe key of ``requester``'s action under ``key`` (a session and the action hash, or the caller's own
+    key): asking again with both the same returns the same approval, and no identity ever attaches to another's."""
+    return json.dumps([requester, key], ensure_ascii=False, separators=(",", ":"))
+
+
 def approval_id(dedupe_key: str) -> str:
     """Deterministic id from the dedupe key: re-asking the same action finds the same approval."""
     return "apr_" + _b32(hashlib.sha256(dedupe_key.encode("utf-8")).digest(), 10)
@@ -30,11 +37,6 @@ def approval_id(dedupe_key: str) -> str:
 def short_id(prefix: str) -> str:
     """A random id like ``ses_7KQ2M9XW3A``."""
     return f"{prefix}_" + _b32(secrets.token_bytes(8), 10)
-
-
-def derived_session_id(key: str) -> str:
-    """A session id derived from ``key``: the same key gives the same id, which reads like any other."""
-    return "ses_" + _b32(hashlib.sha256(f"session:{key}".encode()).digest(), 10)
 
 
 def new_session_id() -> str:

@@ -111,12 +111,20 @@ class Committed:
 
 @dataclass(frozen=True)
 class Opened:
-    """A run taken over for resuming: its checkpoint, the approval it waits on, its session's trusted tools."""
+    """A run taken over for resuming: its checkpoint, the approval it waits on, its session's trust grants."""
 
     data: dict[str, Any]
     version: int
     waiting: Approval | None
-    trusted: frozenset[str]
+    grants: frozenset[tuple[str, str]]
+    """The session's grants in force, as ``(requester, tool)``: the store reads them with the checkpoint, in one
+    step, before it knows who the run's requester is."""
+
+    @property
+    def trusted(self) -> frozenset[str]:
+        """The tools trusted for the run's own requester in its session (another identity's grants do not count)."""
+        requester = self.data.get("requester")
+        return frozenset(tool for who, tool in self.grants if who == requester)
 
 
 def held_by_another(owner: str | None, until: float | None, *, holder: str, now: float) -> bool:

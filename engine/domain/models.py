@@ -5,21 +5,61 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "RESERVED_PREFIXES",
     "Approval",
+    "ApprovalKind",
     "Decision",
     "DecisionKind",
     "Reviewer",
     "Status",
     "Tier",
     "asker_text",
+    "kind_of_older",
 ]
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ApprovalKind(StrEnum):
+    """What an approval asks a person, stored with it: code reads this, never an id, a tool name or metadata."""
+
+    ACTION = "action"
+    """A proposed call of a tool: it runs once approved (the only kind a Trust can grant anything for)."""
+    PRACTICE = "practice"
+    """A seeded check: a copy of a real approval with a planted defect; nothing ever runs it."""
+    SPOT_CHECK = "spot_check"
+    """An action that ran without a person, put to reviewers after the fact; nothing runs it."""
+    DOUBT = "doubt"
+    """Whether an effect whose outcome was lost happened (asked after a crash): Mark done, Run again or Stop."""
+    GATE = "gate"
+    """A workflow's review gate: go on, stop, or send the previous step feedback."""
+    REVIEW = "review"
+    """A quality loop's human review of a draft."""
+
+
+RESERVED_PREFIXES = ("gate:", "review:", "doubt:", "spot:", "practice:")
+"""Tool-name prefixes hitl's own approvals use: a caller's tool may not start with one, so no proposed action can
+look like (or be mistaken for) one of them."""
+
+
+def kind_of_older(data: dict[str, Any]) -> ApprovalKind:
+    """The kind of an approval an older hitl stored, before kinds were a field: the only place the old markers
+    (metadata ``kind``, a tool-name prefix) are read. The stores' migrations write the field; this covers a
+    document read before its store was migrated (a Redis store before ``hitl migrate``)."""
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    marked = metadata.get("kind") if isinstance(metadata, dict) else None
+    if marked in ("practice", "spot_check"):
+        return ApprovalKind(marked)
+    tool = str(data.get("tool", ""))
+    for kind in (ApprovalKind.DOUBT, ApprovalKind.GATE, ApprovalKind.REVIEW):
+        if tool.startswith(f"{kind}:"):
+            return kind
+    return ApprovalKind.ACTION
 
 
 class Tier(StrEnum):
@@ -113,6 +153,8 @@ class Approval(_Frozen):
     args: dict[str, Any]
     action_hash: str
     tier: Tier
+    kind: ApprovalKind = ApprovalKind.ACTION
+    """What it asks (an action, a practice copy, a spot check, a question about an effect in doubt, a review)."""
     rule: str
     """Name of the rule that set the tier."""
     reasons: tuple[str, ...] = ()
@@ -147,6 +189,13 @@ class Approval(_Frozen):
     """JSON Schema of the arguments, snapshotted when the approval was created: edited arguments are validated
     against exactly this, on every surface, and the Modify form is built from it."""
     updated_at: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_of_older_documents(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "kind" not in data:
+            return {**data, "kind": kind_of_older(data)}
+        return data
 
     @property
     def approvers(self) -> tuple[str, ...]:

@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.sampling import draw, rate_for, sampled
 
 __all__ = ["PRACTICE", "Defect", "SeededSpec", "caught", "defect_for", "is_practice", "practice_note", "seeded"]
 
-PRACTICE = "practice"
-"""A practice approval's ``kind`` (approval metadata, never shown on a card)."""
+PRACTICE = ApprovalKind.PRACTICE
+"""A practice approval's kind (never shown on a card)."""
 
 
 class Defect(BaseModel):
@@ -63,7 +63,7 @@ def defect_for(spec: SeededSpec, tool: str, approval_id: str) -> Defect:
 
 def is_practice(a: Approval) -> bool:
     """Whether ``a`` is a practice approval."""
-    return a.metadata.get("kind") == PRACTICE
+    return a.kind is ApprovalKind.PRACTICE
 
 
 def caught(a: Approval) -> bool | None:

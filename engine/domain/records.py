@@ -108,9 +108,13 @@ class AuditBreak(_Rec):
 
 
 class TrustGrant(_Rec):
-    """A session's trust in one tool until ``until``: its calls skip review (granted by a reviewer's Trust)."""
+    """Trust in one tool for one requester in one session until ``until``: that requester's calls of the tool in
+    that session skip review (granted by a reviewer's Trust). Another identity in the same session, or the same
+    identity in another session, is not covered."""
 
     session_id: str
+    requester: str
+    """The identity the grant covers: the requester of the approval that was trusted."""
     tool: str
     granted_by: str
     until: float

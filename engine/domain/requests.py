@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.engine.domain.models import DecisionKind, Reviewer, Tier
+from hitl.engine.domain.models import ApprovalKind, DecisionKind, Reviewer, Tier
 
 __all__ = ["DecideRequest", "ProposeRequest"]
 
@@ -38,6 +38,8 @@ class ProposeRequest:
         trusted: the session's trusted tools as the caller read them; only their absence is taken on trust.
         create: False returns the approval a person must give without storing it (a run stores it with its
             checkpoint when it pauses, then announces it).
+        kind: what the approval asks; only hitl's own steps ask anything but an action, and only an action's tool
+            name is checked against the prefixes those use (:data:`~hitl.engine.domain.models.RESERVED_PREFIXES`).
     """
 
     tool: str
@@ -56,6 +58,7 @@ class ProposeRequest:
     schema: dict[str, Any] | None = None
     trusted: frozenset[str] | None = None
     create: bool = True
+    kind: ApprovalKind = ApprovalKind.ACTION
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Spot checks: a sample of the actions that ran without a person (the auto and notify tiers, and what a Trust let
 through) is put to reviewers after the fact: "Looks right" or "Flag". Pure: no I/O.
 
-A spot check is an approval of its own (tool ``spot:<tool>``, ``kind: spot_check``) that belongs to no run and that
+A spot check is an approval of its own (tool ``spot:<tool>``, kind ``spot_check``) that belongs to no run and that
 no caller waits on: nothing ever executes it (the gates refuse it). Its answer counts toward the tool's correction
 rate (a flag is a correction), and toward the audit yield (flags per spot check).
 """
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.sampling import rate_for
 
 __all__ = ["SPOT", "SPOT_CHECK", "SpotCheckSpec", "checked_tool", "is_spot_check"]
 
 SPOT = "spot:"
 """The tool-name prefix of a spot check's approval."""
-SPOT_CHECK = "spot_check"
-"""A spot check's ``kind`` (approval metadata)."""
+SPOT_CHECK = ApprovalKind.SPOT_CHECK
+"""A spot check's kind."""
 
 
 class SpotCheckSpec(BaseModel):
@@ -38,7 +38,7 @@ class SpotCheckSpec(BaseModel):
 
 def is_spot_check(a: Approval) -> bool:
     """Whether ``a`` is a spot check (never executed; answered Looks right / Flag)."""
-    return a.metadata.get("kind") == SPOT_CHECK
+    return a.kind is ApprovalKind.SPOT_CHECK
 
 
 def checked_tool(a: Approval) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.models import ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.runs import RunState, RunStatus
 from hitl.engine.execution.tools import Tool
 from hitl.engine.runner.concurrency import run_together
@@ -239,6 +239,7 @@ class Patterns:
             evaluator.id,
             review.prompt,
             preview[:2900],
+            kind=ApprovalKind.REVIEW,
             role=review.role,
             timeout=review.timeout,
             fallback=review.fallback,

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.runs import RunState, RunStatus, StoredRun
@@ -225,6 +225,7 @@ class StepContext:
                     state, step_id, "doubt", key=exc.key, approval_id=approval.id if approval else None
                 ),
                 role=approval.required_role if approval else None,
+                kind=ApprovalKind.DOUBT,
             )
         )
         if prop.approval is None:
@@ -239,6 +240,7 @@ class StepContext:
         prompt: str,
         preview: str,
         *,
+        kind: ApprovalKind,
         role: str | None,
         timeout: float | None,
         fallback: str,
@@ -264,6 +266,7 @@ class StepContext:
                 min_tier=Tier.APPROVE,
                 dedupe_scope=f"{state.session_id}:{tool}:{it}",
                 metadata=self._about(state, step_id, "gate", fallback=fallback),
+                kind=kind,
                 timeout=timeout,
                 role=role,
                 create=False,

@@ -2,9 +2,10 @@
 changes state (fired, resolved) is announced once across replicas: an audit entry, a post to the alerts channel and
 a signed webhook event (``alert.fired`` / ``alert.resolved``).
 
-An alert's state lives in the store (a record per alert, saved compare-and-swap), so a restart or another replica
-knows whether it is firing. Each change is claimed in the execution ledger before it is announced: one replica
-announces it; one that died halfway has it announced again after the claim's lease (at least once, never lost).
+An alert's state lives in the store (a record per alert, saved compare-and-swap, in a space of its own apart from the
+runs), so a restart or another replica knows whether it is firing. Each change is claimed in the execution ledger
+before it is announced: one replica announces it; one that died halfway has it announced again after the claim's
+lease (at least once, never lost).
 """
 
 from __future__ import annotations
@@ -21,11 +22,9 @@ from hitl.engine.errors import ClaimRefused, StaleVersion
 from hitl.engine.events import EventSink
 from hitl.engine.ports import Clock, Store
 
-__all__ = ["ALERT_RECORD", "AlertWatch"]
+__all__ = ["AlertWatch"]
 
 log = logging.getLogger(__name__)
-ALERT_RECORD = "alert:"
-"""The prefix of the store records that hold each alert's state (beside the runs, never one of them)."""
 _CHANGE = "alert-change"
 
 
@@ -77,8 +76,7 @@ class AlertWatch:
 
     async def _settle(self, reading: Reading, now: float) -> None:
         name = reading.rule.name
-        key = ALERT_RECORD + name
-        found = await self.store.runs.load(key)
+        found = await self.store.alerts.load(name)
         state: dict[str, Any] = dict(found.data) if found is not None else {"kind": "alert", "status": "ok"}
         episode = int(state.get("episode", 0))
         if reading.firing == (state.get("status") == "firing"):
@@ -99,7 +97,7 @@ class AlertWatch:
         new = {**state, "kind": "alert", "status": "firing" if reading.firing else "ok", "episode": episode}
         new.update(value=reading.value, since=now)
         try:
-            await self.store.runs.save(key, new, expected_version=found.version if found is not None else 0, now=now)
+            await self.store.alerts.save(name, new, expected_version=found.version if found is not None else 0, now=now)
         except StaleVersion:
             pass  # another replica saved the same change
         await self.store.ledger.record_outcome(

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hitl.engine.domain.decide import DecideCommand, apply_decision, run_to_resume
+from hitl.engine.domain.decide import DecideCommand, apply_decision, run_to_resume, trust_granted, trust_note
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.records import AuditEntry, TrustGrant
 from hitl.engine.errors import DecisionRefused, StaleVersion
 from hitl.engine.storage.codec import audit_for_decision
 
@@ -18,12 +18,14 @@ __all__ = ["DecisionWrites", "decision_writes"]
 
 @dataclass(frozen=True)
 class DecisionWrites:
-    """The rows one decision writes: ``approval`` (None when it was refused), the audit entry, the jobs."""
+    """The rows one decision writes: ``approval`` (None when it was refused), the audit entry, the jobs, and the
+    trust grant a Trust makes."""
 
     audit: AuditEntry
     approval: Approval | None = None
     refusal: DecisionRefused | StaleVersion | None = None
     jobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    trust: TrustGrant | None = None
 
     @property
     def outcome(self) -> Approval | DecisionRefused | StaleVersion:
@@ -49,10 +51,13 @@ def decision_writes(current: Approval, cmd: DecideCommand, now: float, *, wall: 
             detail=f"{cmd.kind} via {cmd.via}",
         )
         return DecisionWrites(audit=refused, refusal=exc)
+    grant = trust_granted(updated, cmd)
     detail = f"{cmd.kind} via {cmd.via} -> {updated.status}" + (f"; {cmd.note}" if cmd.note else "")
+    if grant is not None:
+        detail += f"; {trust_note(grant)}"
     jobs: list[tuple[str, dict[str, Any]]] = [(kind, {"approval_id": updated.id}) for kind in cmd.jobs]
     run = run_to_resume(updated)
     if run is not None:
         jobs += [(kind, {"session_id": run, "approval_id": updated.id}) for kind in cmd.run_jobs]
     decided = audit_for_decision(updated, actor=cmd.reviewer.id, event="decided", now=now, detail=detail)
-    return DecisionWrites(audit=decided, approval=updated, jobs=jobs)
+    return DecisionWrites(audit=decided, approval=updated, jobs=jobs, trust=grant)

@@ -14,10 +14,10 @@ from typing import Any
 
 from aiohttp import web
 
-from hitl.engine.errors import EngineError
+from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
-from . import approvals, executions, oversight, runs
+from . import approvals, executions, grants, oversight, runs
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -28,6 +28,10 @@ __all__ = ["PREFIX", "api_app", "endpoints", "openapi_document"]
 
 PREFIX = "/api/v1"
 log = logging.getLogger(__name__)
+
+
+_AUDITED_BY_THE_ENGINE = frozenset(str(c) for c in ErrorCode)
+"""A refusal with one of these codes was audited where it was made (a decision's atomic step, the service)."""
 
 
 @web.middleware
@@ -64,6 +68,8 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
         return response
     except ApiError as exc:
+        if exc.status == 403 and exc.detail.code not in _AUDITED_BY_THE_ENGINE:
+            await ctx.refused(request, exc)
         return error_response(exc)
     except web.HTTPException as exc:
         if isinstance(exc, web.HTTPMethodNotAllowed):
@@ -82,7 +88,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
 
 def endpoints() -> list[Endpoint]:
     """Every route of the API, with its contract."""
-    return [*approvals.routes(), *executions.routes(), *runs.routes(), *oversight.routes()]
+    return [*approvals.routes(), *executions.routes(), *runs.routes(), *oversight.routes(), *grants.routes()]
 
 
 @functools.cache

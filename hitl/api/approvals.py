@@ -11,7 +11,7 @@ from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, NotFound
 
-from .context import CONTEXT, body_of, caller_of, query_of
+from .context import CONTEXT, body_of, caller_of, may_see, query_of
 from .models import (
     ApprovalList,
     ApprovalView,
@@ -46,7 +46,7 @@ async def list_approvals(request: web.Request) -> web.Response:
     items: list[ApprovalView] = []
     reviewers: dict[str | None, Reviewer] = {}
     for a in page.items:
-        if not caller.sees(a.tool) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
+        if not may_see(caller, a) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
             continue
         if q.role and q.status != Status.PENDING and a.required_role not in (q.role, None):
             continue

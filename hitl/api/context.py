@@ -3,6 +3,7 @@ removed token is refused on the next request), and the request helpers (caller, 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -15,8 +16,11 @@ from pydantic import BaseModel, ValidationError
 from hitl.engine.config.api import Scope
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.hashing import exact_int
 from hitl.engine.domain.models import Approval, Reviewer, Status
-from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.domain.practice import is_practice
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.ports import ReviewerDirectory
 from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
 
@@ -24,7 +28,7 @@ from .limits import RateLimiter
 from .problems import ApiError, from_validation
 from .tokens import Caller, TokenBook
 
-__all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers"]
+__all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers", "may_see"]
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -91,12 +95,32 @@ class ApiContext:
             memo[run] = who
         return who
 
-    async def visible(self, caller: Caller, approval_id: str) -> Approval:
-        """The approval, or 404 when it does not exist or the token may not see its tool (the same answer)."""
+    async def visible(self, caller: Caller, approval_id: str, *, own: bool = False) -> Approval:
+        """The approval, or 404 when it does not exist or the token may not see it (the same answer, so a token
+        learns nothing of approvals that are not its business). ``own``: only the identity that asked may have it
+        (an execution's claim and outcome)."""
         approval = await self.lifecycle.store.approvals.get(approval_id)
-        if not caller.sees(approval.tool):
+        if not may_see(caller, approval) or (own and approval.requester != caller.reviewer):
             raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no approval {approval_id!r}")
         return approval
+
+    async def refused(self, request: web.Request, exc: ApiError) -> None:
+        """Audit a refusal an authenticated caller met here (a scope it lacks, a tool it may not touch): a failure to
+        write the line does not change the answer."""
+        caller = request.get(CALLER)
+        who = caller.reviewer if caller is not None else "unknown"
+        via = caller.via if caller is not None else "api"
+        entry = AuditEntry(
+            at=self.lifecycle.contexts.clock.now(),
+            actor=who[:200],
+            event="refused",
+            outcome=exc.detail.code,
+            detail=f"{request.method} {request.path} via {via}: {exc.detail.message}"[:500],
+        )
+        try:
+            await self.lifecycle.store.audit.append(entry)
+        except EngineError:
+            log.warning("could not audit the API refusal of %s (%s)", who, exc.detail.code)
 
     async def can_decide(
         self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None
@@ -105,6 +129,23 @@ class ApiContext:
             return False
         who = await self.reviewer(caller, approval, memo)
         return eligible(approval, who) and who.id not in approval.approvers
+
+
+def may_see(caller: Caller, approval: Approval) -> bool:
+    """Whether ``caller`` may read (or wait on) ``approval``: a tool its token sees, and then
+    - an agent's token (one that may propose) sees only what its own identity asked, never a practice approval;
+    - a reviewer's token (one that may decide) sees what waits on reviewers, practice approvals among them, each
+      looking like any other;
+    - any other token (read only) sees the approvals of its tools, but no practice approval;
+    - an admin's token sees everything.
+    """
+    if not caller.sees(approval.tool):
+        return False
+    if Scope.ADMIN in caller.scopes or Scope.DECIDE in caller.scopes:
+        return True
+    if is_practice(approval):
+        return False
+    return Scope.PROPOSE not in caller.scopes or approval.requester == caller.reviewer
 
 
 @dataclass(frozen=True)
@@ -149,8 +190,20 @@ async def body_of(request: web.Request, model: type[M]) -> M:
         return model.model_validate_json(raw)
     except ValidationError as exc:
         if any(e["type"] == "json_invalid" for e in exc.errors(include_url=False)):
-            raise ApiError(400, "malformed_json", "the body is not valid JSON") from None
+            raise _unreadable(raw) from None
         raise from_validation(exc) from None
+
+
+def _unreadable(raw: bytes) -> ApiError:
+    """Why a body the parser refused is refused: a number beyond what JSON carries exactly (422, the same limit as
+    everywhere), else not JSON at all (400)."""
+    try:
+        json.loads(raw, parse_int=exact_int)
+    except InvalidInput as exc:
+        return ApiError(422, str(ErrorCode.INVALID_INPUT), exc.message)
+    except ValueError:
+        pass
+    return ApiError(400, "malformed_json", "the body is not valid JSON")
 
 
 def query_of(request: web.Request, model: type[M]) -> M:

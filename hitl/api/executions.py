@@ -72,7 +72,7 @@ def _proposal(ticket: Ticket) -> ProposalView:
 async def _ticket(ctx: ApiContext, caller: Caller, key: str, gate: ToolGate) -> Ticket:
     if not key.startswith(_KEY_PREFIX):
         raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no execution {key!r}; use the execution_key a proposal gave")
-    approval = await ctx.visible(caller, key.removeprefix(_KEY_PREFIX))
+    approval = await ctx.visible(caller, key.removeprefix(_KEY_PREFIX), own=True)
     if approval.metadata.get("framework") != FRAMEWORK:
         # Executions proposed by an in-process adapter are that adapter's to run.
         raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no execution {key!r} was proposed through the API")

@@ -39,6 +39,13 @@ __all__ = [
     "RunView",
     "UnhaltRequest",
     "Unhalted",
+    "TrustList",
+    "TrustQuery",
+    "TrustRevoked",
+    "TrustView",
+    "ReviewerFiguresList",
+    "ReviewerFiguresView",
+    "ReviewersQuery",
     "WaitQuery",
     "iso",
 ]
@@ -387,3 +394,61 @@ class Unhalted(_Out):
 
     halt: HaltView
     resumed_runs: int
+
+
+class TrustView(_Out):
+    """A trust grant in force: ``tool`` runs without review for ``requester`` in ``session_id`` until ``until``."""
+
+    session_id: str
+    requester: str
+    """The identity the grant covers (the requester of the approval a reviewer trusted)."""
+    tool: str
+    granted_by: str
+    until: str
+
+
+class TrustList(_Out):
+    """The trust grants in force that the caller may see (those of tools it may decide; all for an admin)."""
+
+    grants: list[TrustView]
+
+
+class TrustQuery(_Query):
+    """Which grants to end: ``tool`` in ``session``, every requester's or one ``requester``'s."""
+
+    session: Annotated[str, Field(min_length=1, max_length=200)]
+    tool: Annotated[str, Field(min_length=1, max_length=128)]
+    requester: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+
+
+class TrustRevoked(_Out):
+    """How many grants a revocation ended."""
+
+    revoked: int
+
+
+class ReviewersQuery(_Query):
+    """How far back the figures per reviewer go."""
+
+    since: Annotated[str, Field(pattern=r"^[0-9]+[smhdw]$", max_length=12)] = "30d"
+
+
+class ReviewerFiguresView(_Out):
+    """One reviewer's oversight figures over the period."""
+
+    reviewer: str
+    decisions: int
+    corrections: int
+    practice_caught: int
+    practice_missed: int
+    spot_checks: int
+    spot_flags: int
+    catch_rate: float | None
+    audit_yield: float | None
+
+
+class ReviewerFiguresList(_Out):
+    """The oversight figures per reviewer since ``since`` (read from the newest 10,000 approvals)."""
+
+    since: str
+    reviewers: list[ReviewerFiguresView]

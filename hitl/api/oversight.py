@@ -1,18 +1,32 @@
-"""Oversight over HTTP: the stop switch (``/halt``, ``/unhalt`` with an ``admin`` token; ``/halts`` for a reader) and
-the practice approvals still waiting (``/practice``, ``admin`` only)."""
+"""Oversight over HTTP: the stop switch (``/halt``, ``/unhalt`` with an ``admin`` token; ``/halts`` for a reader), the
+practice approvals still waiting (``/practice``) and the figures per reviewer (``/reviewers``), ``admin`` only."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
+from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.practice import is_practice
+from hitl.engine.domain.reviewer_figures import by_reviewer
 from hitl.engine.errors import EngineError
-from hitl.engine.storage.paging import every_pending
+from hitl.engine.storage.paging import every_pending, recent_since
 
-from .context import CONTEXT, body_of, caller_of
-from .models import ApprovalList, ApprovalView, HaltList, HaltRequest, HaltView, Unhalted, UnhaltRequest, iso
+from .context import CONTEXT, body_of, caller_of, query_of
+from .models import (
+    ApprovalList,
+    ApprovalView,
+    HaltList,
+    HaltRequest,
+    HaltView,
+    ReviewerFiguresList,
+    ReviewerFiguresView,
+    ReviewersQuery,
+    Unhalted,
+    UnhaltRequest,
+    iso,
+)
 from .problems import ApiError, from_engine
 from .routes import Endpoint
 
@@ -61,6 +75,21 @@ async def listed(request: web.Request) -> web.Response:
     return web.json_response(HaltList(halts=[_view(o) for o in orders]).model_dump(mode="json"))
 
 
+async def reviewers(request: web.Request) -> web.Response:
+    """The oversight figures per reviewer (admin only): decisions, corrections, practice caught and missed."""
+    ctx = request.app[CONTEXT]
+    caller_of(request, Scope.ADMIN)
+    q = query_of(request, ReviewersQuery)
+    start = ctx.lifecycle.contexts.clock.now() - parse_duration(q.since)
+    seen = await recent_since(ctx.lifecycle.store.approvals, start)
+    figures = [
+        ReviewerFiguresView(**vars(f), catch_rate=f.catch_rate, audit_yield=f.audit_yield)
+        for f in by_reviewer(seen, since=start)
+    ]
+    listed = ReviewerFiguresList(since=iso(start), reviewers=figures)
+    return web.json_response(listed.model_dump(mode="json"))
+
+
 async def practice(request: web.Request) -> web.Response:
     """The practice approvals still waiting (seeded checks; admin only)."""
     ctx = request.app[CONTEXT]
@@ -79,4 +108,5 @@ def routes() -> list[Endpoint]:
         Endpoint("POST", "/halt", halt, HaltView, body=HaltRequest, errors=(403,)),
         Endpoint("POST", "/unhalt", unhalt, Unhalted, body=UnhaltRequest, errors=(403, 404)),
         Endpoint("GET", "/halts", listed, HaltList),
+        Endpoint("GET", "/reviewers", reviewers, ReviewerFiguresList, (403, 422), query=ReviewersQuery),
     ]

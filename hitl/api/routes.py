@@ -33,7 +33,7 @@ class Endpoint:
         status: the status of a successful answer.
     """
 
-    method: Literal["GET", "POST"]
+    method: Literal["GET", "POST", "DELETE"]
     path: str
     handler: Handler
     ok: type[BaseModel]

@@ -20,12 +20,11 @@ from hitl.cli.options import AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
-from hitl.engine.domain.models import Approval
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.reviewer_figures import by_reviewer
 from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
 from hitl.engine.runtime.process import Runtime, open_runtime
-from hitl.engine.storage.paging import every_pending
+from hitl.engine.storage.paging import every_pending, recent_since
 
 __all__ = ["halt", "halts", "practice", "reviewers", "unhalt"]
 
@@ -215,14 +214,7 @@ def reviewers(
         async with open_runtime(settings.runtime, read_only=True) as rt:
             await _authorized(rt, who, "see the figures per reviewer")
             start = rt.clock.now() - window
-            seen: list[Approval] = []
-            cursor: str | None = None
-            for _ in range(50):
-                page = await rt.store.approvals.list_recent(limit=200, cursor=cursor)
-                seen += page.items
-                cursor = page.cursor
-                if cursor is None or (page.items and page.items[-1].created_at < start - window):
-                    break
+            seen = await recent_since(rt.store.approvals, start - window)
         figures = by_reviewer(seen, since=start)
         if out.json:
             listed = [{**vars(f), "catch_rate": f.catch_rate, "audit_yield": f.audit_yield} for f in figures]

@@ -13,7 +13,7 @@ from hitl.cli.context import CliSettings
 from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.options import JsonOpt, StoreOpt
 from hitl.cli.output import Out, resume_command
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.runs import RunState
 from hitl.engine.errors import NotFound
 from hitl.engine.runtime.process import Runtime, open_runtime
@@ -45,12 +45,12 @@ _DOUBT = {
 def interrupt_details(a: Approval) -> dict[str, Any]:
     """What a paused run asks, in the terms of the Strands CLI proposal: type, name, prompt, preview, options,
     timeout and fallback."""
-    kind, _, name = a.tool.partition(":")
-    if kind == "gate":
+    kind, name = a.kind, a.tool.partition(":")[2]
+    if kind is ApprovalKind.GATE:
         typed, prompt, options = "manual_gate", str(a.args.get("prompt", "")), _GATE
-    elif kind == "review":
+    elif kind is ApprovalKind.REVIEW:
         typed, prompt, options = "quality_gate", str(a.args.get("prompt", "")), _REVIEW
-    elif kind == "doubt":
+    elif kind is ApprovalKind.DOUBT:
         typed, prompt, options = "effect_in_doubt", a.preview, _DOUBT
     else:
         typed, name, prompt = "tool_approval", a.tool, f"Approve {a.tool}?"
@@ -59,7 +59,7 @@ def interrupt_details(a: Approval) -> dict[str, Any]:
             options["modify"] = "Run it with edited arguments (--modify --args JSON)"
         if a.trustable:
             options["trust"] = "Run it and stop asking for this tool in this session"
-    preview = str(a.args.get("preview", "")) if kind in ("gate", "review") else (a.preview or "")
+    preview = str(a.args.get("preview", "")) if kind in (ApprovalKind.GATE, ApprovalKind.REVIEW) else (a.preview or "")
     return {
         "interrupt_id": a.id,
         "interrupt_type": typed,

@@ -272,7 +272,7 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     t.line(("U_FIN3 sees: ", "dim"), pending.text)
     ok &= old.superseded_by is not None and old.superseded_by in str(pending.blocks)
 
-    t.step("7. Trust: U_SUPPORT1 trusts an agent's refund; the session's next refund runs without a card")
+    t.step("7. Trust: U_SUPPORT1 trusts an agent's refund; its next refund in that session runs without a card")
     first = await _agent_refund(sb, "78310", 25)
     assert first.approval is not None
     await _settle(sb)
@@ -290,7 +290,8 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
         ("   reviewers see: ", "dim"),
         fyi[-1] if fyi else "(no FYI)",
     )
-    ok &= "lets later refund calls in session chat-42 run without review" in scope and second.may_run and bool(fyi)
+    covers = "For agent:chat only" in scope and "refund calls in session chat-42 run without review" in scope
+    ok &= covers and second.may_run and bool(fyi)
 
     t.step("8. A spot check: the agent's stock check ran without review; U_SUPPORT2 looks at it after the fact")
     svc = sb.rt.runtime.contexts.default.service

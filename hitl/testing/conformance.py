@@ -15,6 +15,7 @@ This module imports pytest; :mod:`hitl.testing` itself does not.
 from __future__ import annotations
 
 from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AdapterConformance, AgentHarness
+from hitl.engine.testing.conformance.alerts import AlertsConformance
 from hitl.engine.testing.conformance.approvals import ApprovalsConformance
 from hitl.engine.testing.conformance.failures import FailureConformance
 from hitl.engine.testing.conformance.halts import HaltsConformance
@@ -33,6 +34,7 @@ __all__ = [
     "STORE_SUITES",
     "AdapterConformance",
     "AgentHarness",
+    "AlertsConformance",
     "ApprovalsConformance",
     "FailureConformance",
     "HaltsConformance",
@@ -55,6 +57,7 @@ STORE_SUITES: tuple[type, ...] = (
     JobsConformance,
     TrustConformance,
     HaltsConformance,
+    AlertsConformance,
     WindowsConformance,
     TalliesConformance,
     RecordsConformance,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from aiohttp import web
 
 from hitl.api import token_hash
 from hitl.engine.storage import open_store
+from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, Harness, start, stop
@@ -25,12 +27,23 @@ TOKENS = {
     "fin2": ("tok-finance-2", "U_FIN2", ["read", "decide"], ""),
     "reader": ("tok-reader", "U_SUPPORT2", ["read"], ""),
     "agent": ("tok-agent", "agent:remote", ["read", "propose", "run"], ""),
+    "agent2": ("tok-agent-2", "agent:other", ["read", "propose"], ""),
     "emails": ("tok-emails-only", "U_SUPPORT1", ["read", "decide"], "tools: [send_email]"),
     "admin": ("tok-admin", "U_SUPPORT2", ["admin"], ""),
 }
 
 
 WEBHOOK_SECRET = "whsec-test-only"
+
+SEEDED = """
+oversight:
+  seeded:
+    tools: {refund: 1.0}
+    defects:
+      refund:
+        - {name: wrong_customer, set: {customer_id: "C-0000"}, says: "the customer is not the order's"}
+"""
+"""hitl.yaml's oversight section that gives every refund a practice twin (a wrong customer planted)."""
 
 
 def api_config(tmp: Path, *, extra: str = "", webhook: str | None = None) -> Path:
@@ -98,6 +111,26 @@ class Api:
             return resp.status, body
 
 
+@asynccontextmanager
+async def sqlite_api(tmp_path: Path, clock: FakeClock, *, extra: str = "") -> AsyncIterator[Api]:
+    """`hitl serve` with the API on one SQLite store, for tests where the store does not matter (``extra``: more
+    hitl.yaml). Set ``HITL_SHOP_DB`` first."""
+    config = api_config(tmp_path, extra=extra)
+    h = await start(SqliteStore(tmp_path / "api.db"), clock, config=config)
+    try:
+        yield Api(h, config, Receiver())
+    finally:
+        await stop(h)
+
+
+@pytest.fixture
+async def seeded_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
+    """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`SEEDED`)."""
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    async with sqlite_api(tmp_path, clock, extra=SEEDED) as made:
+        yield made
+
+
 @pytest.fixture(params=BACKENDS)
 async def api(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
@@ -116,4 +149,4 @@ async def api(
     await hooks.runner.cleanup()
 
 
-__all__ = ["TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config"]
+__all__ = ["SEEDED", "TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config", "sqlite_api"]

@@ -3,36 +3,11 @@ approval like any other, and the answer to the decision that ends it tells that 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
-from hitl.engine.storage.sqlite import SqliteStore
-from hitl.testing import FakeClock
-from tests.api.conftest import Api, Receiver, api_config
-from tests.bot.conftest import start, stop
-
-SEEDED = """
-oversight:
-  seeded:
-    tools: {refund: 1.0}
-    defects:
-      refund:
-        - {name: wrong_customer, set: {customer_id: "C-0000"}, says: "the customer is not the order's"}
-"""
+from tests.api.conftest import Api
 
 
-@pytest.fixture
-async def api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    config = api_config(tmp_path, extra=SEEDED)
-    h = await start(SqliteStore(tmp_path / "api.db"), clock, config=config)
-    yield Api(h, config, Receiver())
-    await stop(h)
-
-
-async def test_only_admins_list_practice_and_the_decider_is_told(api: Api) -> None:
+async def test_only_admins_list_practice_and_the_decider_is_told(seeded_api: Api) -> None:
+    api = seeded_api
     args = {"order_id": "78291", "customer_id": "C-1", "amount": 120}
     body = {"session": "s1", "tool": "refund", "args": args, "idempotency_key": "k1"}
     status, proposal = await api.call("POST", "/proposals", as_="agent", json=body)

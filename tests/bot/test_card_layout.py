@@ -10,7 +10,7 @@ import pytest
 from slack_sdk.models.blocks import Block
 
 from hitl.bot.blocks import EVIDENCE, EVIDENCE_LABEL, card
-from hitl.engine.domain.models import Approval, Decision, DecisionKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.service import TRUST_TTL
 from hitl.sandbox.limits import message_problems
 from hitl.testing import FakeClock, make_approval
@@ -42,18 +42,25 @@ def _states() -> dict[str, Approval]:
         "executing": base.model_copy(update={"status": Status.EXECUTING}),
         "executed": base.model_copy(update={"status": Status.EXECUTED}),
         "failed": base.model_copy(update={"status": Status.FAILED}),
-        "in_doubt": base.model_copy(update={"tool": "doubt:pay", "args": {"tool": "pay", "args": {"amount": 5}}}),
+        "in_doubt": base.model_copy(
+            update={"tool": "doubt:pay", "kind": ApprovalKind.DOUBT, "args": {"tool": "pay", "args": {"amount": 5}}}
+        ),
         "batch": batch.model_copy(update={"metadata": {"batch": 8}}),
         "spot_check": base.model_copy(
-            update={"tool": "spot:refund", "metadata": {"kind": "spot_check", "tier": "auto", "modifiable": False}}
+            update={
+                "tool": "spot:refund",
+                "kind": ApprovalKind.SPOT_CHECK,
+                "metadata": {"tier": "auto", "modifiable": False},
+            }
         ),
         "spot_check_flagged": base.model_copy(
             update={
                 "tool": "spot:refund",
+                "kind": ApprovalKind.SPOT_CHECK,
                 "status": Status.REJECTED,
                 "reason": "wrong amount",
                 "decisions": (_vote(DecisionKind.REJECT),),
-                "metadata": {"kind": "spot_check", "tier": "auto"},
+                "metadata": {"tier": "auto"},
             }
         ),
     }
@@ -128,8 +135,9 @@ def test_trust_asks_for_consent_naming_its_scope_and_the_card_says_it_after() ->
     [controls] = [b for b in pending if b["type"] == "actions"]
     trust = next(e for e in controls["elements"] if e["action_id"] == "hitl_trust")
     consent = trust["confirm"]["text"]["text"]
+    assert consent.startswith("For agent:riley only:")  # whose calls it covers, first
     assert "refund" in consent and "ses_test" in consent and "1 hour" in consent
-    assert "Never covers escalated approvals or tools marked always-ask" in consent
+    assert "Never covers another requester, escalated approvals or tools marked always-ask" in consent
     assert trust["confirm"]["confirm"]["text"] == "Approve and trust"
     after = str(card(STATES["trusted"], now=NOW))
     assert "trusted the tool for this session" in after and "until 2027-01-15 09:00 UTC" in after

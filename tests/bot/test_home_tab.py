@@ -66,13 +66,16 @@ async def test_the_home_tab_is_an_inbox_kept_current(harness: Harness) -> None:
     assert (await h.slack.click("U_SUPPORT2", h.card_for(b.id), ACTION_TRUST)).status == 200
     await h.settle()
     await h.rt.ctx.home.settled()
-    [grant] = part(h, "U_FIN1", HOME_TRUST)  # trust is shown to every viewer
-    assert "`refund` in session `ses_trusted` runs without review until" in grant and "<@U_SUPPORT2>" in grant
+    [grant] = part(h, "U_FIN1", HOME_TRUST)  # shown to everyone who may decide refunds (finance, by its rules)
+    assert "`refund` called by `agent:riley` in session `ses_trusted` runs without review until" in grant
+    assert "<@U_SUPPORT2>" in grant
 
     r = await h.slack.command("U_SUPPORT1", "refund-approvals", "trust revoke refund ses_trusted")
     assert r.status == 200
     await h.rt.ctx.home.settled()
-    assert part(h, "U_FIN1", HOME_TRUST) == [] and "No tool is trusted right now" in json.dumps(h.state.homes["U_FIN1"])
+    assert part(h, "U_FIN1", HOME_TRUST) == [] and "No tool you review is trusted" in json.dumps(
+        h.state.homes["U_FIN1"]
+    )
 
 
 async def test_a_burst_of_changes_publishes_each_tab_once(sqlite_harness: Harness) -> None:
@@ -123,7 +126,9 @@ def test_every_home_view_is_valid_block_kit_and_escapes_what_agents_wrote() -> N
         update={"summary": "Pay <!here> *now*"}
     )
     vote = Decision(reviewer="U_SUPPORT1", kind=DecisionKind.REJECT, at=now - 120, version=1, via="slack")
-    grant = TrustGrant(session_id="s<!channel>", tool="refund", granted_by="U_SUPPORT2", until=now + 3600)
+    grant = TrustGrant(
+        session_id="s<!channel>", requester="agent:riley", tool="refund", granted_by="U_SUPPORT2", until=now + 3600
+    )
     many = [Waiting(hostile, None) for _ in range(40)]
     for view in (
         home_view("U_SUPPORT1", waiting=[], more_waiting=False, decided=[], grants=[], now=now),

@@ -159,7 +159,9 @@ async def test_trust_button_and_trust_commands(harness: Harness) -> None:
         )
     ).may_run
     await harness.slack.command("U_SUPPORT2", "general", "trust list")
-    assert "`refund` in `ses_trust`" in harness.ephemeral("U_SUPPORT2")[-1].text
+    assert "`refund` for `agent:riley` in `ses_trust`" in harness.ephemeral("U_SUPPORT2")[-1].text
+    await harness.slack.command("U_STRANGER", "general", "trust list")  # not a reviewer of refunds: nothing listed
+    assert harness.ephemeral("U_STRANGER")[-1].text == "No tool you review is trusted right now."
     await harness.slack.command("U_STRANGER", "general", "trust revoke refund")
     assert "Only reviewers" in harness.ephemeral("U_STRANGER")[-1].text
     await harness.slack.command("U_SUPPORT2", "general", "trust revoke refund")

@@ -13,7 +13,7 @@ import pytest
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_REJECT
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.config.api import EventKind, WebhookSpec
-from hitl.engine.domain.models import Status
+from hitl.engine.domain.models import ApprovalKind, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.sampling import sampled
 from hitl.engine.domain.spot_checks import SpotCheckSpec
@@ -62,7 +62,7 @@ async def test_a_spot_check_is_answered_in_slack_counted_and_never_run(h: Harnes
     [first, second] = sorted(
         (a for a in (await h.rt.store.approvals.list_pending()).items), key=lambda a: a.args["order_id"]
     )
-    assert (first.tool, first.metadata["kind"], first.metadata["tier"]) == ("spot:look_up_order", "spot_check", "auto")
+    assert (first.tool, first.kind, first.metadata["tier"]) == ("spot:look_up_order", ApprovalKind.SPOT_CHECK, "auto")
     card = copy.deepcopy(h.card_for(first.id))
     assert card.blocks[0]["text"]["text"] == "Spot check: look_up_order"
     [controls] = [b for b in card.blocks if b["type"] == "actions"]

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hitl.engine.domain.hashing import action_hash, batch_hash, canonical_json, identical, normalize
+from hitl.engine.domain.hashing import MAX_EXACT_INT, action_hash, batch_hash, canonical_json, identical, normalize
 from hitl.engine.errors import InvalidInput
 
 json_scalars = (
     st.none()
     | st.booleans()
-    | st.integers(-(2**60), 2**60)
+    | st.integers(-MAX_EXACT_INT, MAX_EXACT_INT)
     | st.text(max_size=20)
-    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(min_value=-MAX_EXACT_INT, max_value=MAX_EXACT_INT, allow_nan=False)
 )
 json_values = st.recursive(
     json_scalars,
@@ -40,7 +40,17 @@ def test_integral_floats_hash_like_integers() -> None:
     assert action_hash("refund", {"amount": 899}) == action_hash("refund", {"amount": 899.0})
     assert action_hash("refund", {"amount": 899.5}) != action_hash("refund", {"amount": 899})
     assert action_hash("refund", {"amount": True}) != action_hash("refund", {"amount": 1})
-    assert canonical_json({"a": -0.0, "b": 1e20, "c": 0.1}) == '{"a":0,"b":100000000000000000000,"c":0.1}'
+    assert canonical_json({"a": -0.0, "b": 1e15, "c": 0.1}) == '{"a":0,"b":1000000000000000,"c":0.1}'
+
+
+@pytest.mark.parametrize("beyond", [MAX_EXACT_INT + 1, -MAX_EXACT_INT - 1, 2**70, 1e20, -9.1e15])
+def test_a_number_beyond_what_json_carries_exactly_is_refused(beyond: float) -> None:
+    with pytest.raises(InvalidInput, match=str(MAX_EXACT_INT)):
+        canonical_json({"n": [beyond]})
+    assert (
+        canonical_json({"n": MAX_EXACT_INT, "m": -float(MAX_EXACT_INT)})
+        == f'{{"m":-{MAX_EXACT_INT},"n":{MAX_EXACT_INT}}}'
+    )
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, {1: "x"}, {"x": object()}, {"x": b"bytes"}, {"x": {1, 2}}])

@@ -26,7 +26,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY
 from hitl.engine.domain.hashing import action_hash
-from hitl.engine.domain.ids import approval_id
+from hitl.engine.domain.ids import approval_id, dedupe_key
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
@@ -44,7 +44,13 @@ TOOL_FLOW = FLOWS / "tool_then_pay.yaml"
 GATE_FLOW = FLOWS / "gate_then_pay.yaml"
 CONFIG = FLOWS / "hitl.yaml"
 SESSION = "ses_SAMEDECISION"
-EXPECTED = ("b", "approve", "finance", 2, approval_id(f"{SESSION}:s2:0:{action_hash('b', {'amount': 7})}"))
+EXPECTED = (
+    "b",
+    "approve",
+    "finance",
+    2,
+    approval_id(dedupe_key("agent:riley", f"{SESSION}:s2:0:{action_hash('b', {'amount': 7})}")),
+)
 
 
 @dataclass

@@ -322,7 +322,9 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
 
             assert trusted.approval is not None
             await card(page, trusted.approval.id).get_by_role("button", name="Trust for session").click()
-            await expect(page.locator(".modal")).to_contain_text("lets later refund calls in session chat-42")
+            await expect(page.locator(".modal")).to_contain_text(
+                "For agent:chat only: approves this call, and lets its later refund calls in session chat-42"
+            )
             await page.click("#confirm-ok")
             await snap(trusted.approval.id, "card-trusted", "until 2027-01-15 09:00 UTC")
 

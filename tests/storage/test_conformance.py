@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hitl.testing.conformance import (
     STORE_SUITES,
+    AlertsConformance,
     ApprovalsConformance,
     FailureConformance,
     HaltsConformance,
@@ -20,6 +21,10 @@ from hitl.testing.conformance import (
 
 
 class TestApprovals(ApprovalsConformance):
+    pass
+
+
+class TestAlerts(AlertsConformance):
     pass
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.models import ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.runs import RunState, RunStatus
 from hitl.engine.runner.outcomes import Halt, Redo, goes_on, halt_for
 from hitl.engine.runner.step_context import StepContext
@@ -33,6 +33,7 @@ class GateHandler:
             step.id,
             prompt,
             preview,
+            kind=ApprovalKind.GATE,
             role=step.role,
             timeout=step.timeout,
             fallback=step.fallback,

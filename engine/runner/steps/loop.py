@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.models import ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.runs import RunState, RunStatus
 from hitl.engine.execution.tools import Tool
 from hitl.engine.runner.outcomes import Halt, goes_on, halt_for
@@ -55,6 +55,7 @@ class LoopHandler:
             step.id,
             "Accept the current output?",
             preview,
+            kind=ApprovalKind.REVIEW,
             role=None,
             timeout=step.timeout,
             fallback="cancel",

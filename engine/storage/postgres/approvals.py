@@ -101,6 +101,8 @@ class PgApprovals:
             w.audit(writes.audit)
             for kind, payload in writes.jobs:
                 w.job(kind, payload, now)
+            if writes.trust is not None:
+                w.grant(writes.trust)
             await w.send(c)
             return writes.outcome  # a refusal is committed with its audit line, then raised
 

@@ -50,7 +50,7 @@ class PgJournal:
                 data=loads(row[0]),
                 version=int(row[1]),
                 waiting=Approval.model_validate_json(row[4]) if row[4] else None,
-                trusted=frozenset(str(t) for t in row[5]),
+                grants=frozenset((str(g[0]), str(g[1])) for g in map(loads, row[5])),
             )
 
         return await self.db.run(tx, guarded=True)
@@ -60,11 +60,11 @@ _OPEN = (
     "SELECT data, version, (SELECT holder FROM run_owners WHERE run_id = $1), "
     "(SELECT lease_until FROM run_owners WHERE run_id = $1), "
     "(SELECT doc FROM approvals WHERE id = checkpoints.data::json ->> 'waiting'), "
-    "ARRAY(SELECT tool FROM trust WHERE session_id = $1 AND until > $2), "
+    "ARRAY(SELECT json_build_array(requester, tool)::text FROM trust_grants WHERE session_id = $1 AND until > $2), "
     f"{state_digest_sql('$1', [], [], [])} "
     "FROM checkpoints WHERE run_id = $1"
 )
-"""A run to resume, in one row: its checkpoint, owner, lease, waited-on approval, trusted tools, and the digest
+"""A run to resume, in one row: its checkpoint, owner, lease, waited-on approval, trust grants, and the digest
 that guards taking it over (the run's :func:`state_sql` row, nothing else named)."""
 
 

@@ -125,7 +125,8 @@ async def _records(c: Conn, before: float, limit: int) -> Purged:
     )
     trust = await _deleted(
         c,
-        "DELETE FROM trust WHERE (session_id, tool) IN (SELECT session_id, tool FROM trust WHERE until < $1 LIMIT $2)",
+        "DELETE FROM trust_grants WHERE (session_id, requester, tool) IN (SELECT session_id, requester, tool FROM "
+        "trust_grants WHERE until < $1 LIMIT $2)",
         before,
         limit,
     )

@@ -181,5 +181,47 @@ END
 $$;
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
+_V4 = """
+-- A trust grant covers one requester in one session (it covered anyone in the session before). The older grants
+-- named no requester: they are dropped, not guessed (each would have lapsed within trust_ttl anyway).
+DROP TABLE trust;
+CREATE TABLE trust_grants (
+    session_id TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    until DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (session_id, requester, tool)
+);
+CREATE INDEX trust_grants_by_until ON trust_grants (until);
+"""
+
+_V5 = """
+-- An approval's kind is a field of its document. Documents an older hitl wrote marked it in metadata (practice,
+-- spot checks) or by a tool-name prefix (doubt:, gate:, review:); each gets the kind those markers meant.
+UPDATE approvals SET doc = jsonb_set(doc::jsonb, '{kind}', to_jsonb(CASE
+        WHEN doc::jsonb #>> '{metadata,kind}' IN ('practice', 'spot_check') THEN doc::jsonb #>> '{metadata,kind}'
+        WHEN left(doc::jsonb ->> 'tool', 6) = 'doubt:' THEN 'doubt'
+        WHEN left(doc::jsonb ->> 'tool', 5) = 'gate:' THEN 'gate'
+        WHEN left(doc::jsonb ->> 'tool', 7) = 'review:' THEN 'review'
+        ELSE 'action' END))::text
+    WHERE NOT (doc::jsonb ? 'kind');
+"""
+
+_V6 = """
+-- Each alert's state in a table of its own: it was a record beside the runs (run id 'alert:<name>'), where a run a
+-- caller named so could overwrite it, and it could be read as a run. A caller's own run there stays where it is.
+CREATE TABLE alert_states (
+    name TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+INSERT INTO alert_states (name, version, data, updated_at)
+    SELECT substr(run_id, 7), version, data, updated_at FROM checkpoints
+    WHERE run_id LIKE 'alert:%' AND data::jsonb ->> 'kind' = 'alert';
+DELETE FROM checkpoints WHERE run_id LIKE 'alert:%' AND data::jsonb ->> 'kind' = 'alert';
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6))
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from hitl.engine.storage.postgres.alerts import PgAlerts
 from hitl.engine.storage.postgres.approvals import PgApprovals
 from hitl.engine.storage.postgres.audit import PgAudit
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
@@ -42,6 +43,7 @@ class PostgresStore:
         self.jobs = PgJobs(self.db)
         self.trust = PgTrust(self.db)
         self.halts = PgHalts(self.db)
+        self.alerts = PgAlerts(self.db)
         self.windows = PgWindows(self.db)
         self.audit = PgAudit(self.db)
         self.messages = PgMessages(self.db)

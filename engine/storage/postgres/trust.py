@@ -1,12 +1,28 @@
-"""Session trust grants in PostgreSQL; grants and revocations are audited in the same transaction."""
+"""Trust grants in PostgreSQL: one row per (session, requester, tool); grants and revocations are audited in the
+same transaction."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import insert_audit, rows_touched
 
-__all__ = ["PgTrust"]
+__all__ = ["GRANT_SQL", "PgTrust"]
+
+_COLUMNS = "session_id, requester, tool, granted_by, until"
+
+GRANT_SQL = (
+    f"INSERT INTO trust_grants ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, requester, tool) "
+    "DO UPDATE SET granted_by = excluded.granted_by, until = excluded.until"
+)
+"""Writes one grant (``$1``..``$5``: session, requester, tool, granted by, until), replacing an earlier one."""
+
+
+def _grant(row: Any) -> TrustGrant:
+    s, r, t, b, u = row
+    return TrustGrant(session_id=s, requester=r, tool=t, granted_by=b, until=u)
 
 
 class PgTrust:
@@ -15,51 +31,50 @@ class PgTrust:
     def __init__(self, db: PgConnection) -> None:
         self.db = db
 
-    async def grant(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None:
+    async def grant(self, grant: TrustGrant, *, now: float) -> None:
         async def tx(c: Conn) -> None:
-            await c.execute(
-                "INSERT INTO trust (session_id, tool, granted_by, until) VALUES ($1, $2, $3, $4) "
-                "ON CONFLICT (session_id, tool) DO UPDATE SET granted_by = excluded.granted_by, until = excluded.until",
-                session_id,
-                tool,
-                by,
-                until,
-            )
-            await insert_audit(c, AuditEntry(at=now, actor=by, event="trust_granted", detail=f"{tool} in {session_id}"))
+            await c.execute(GRANT_SQL, grant.session_id, grant.requester, grant.tool, grant.granted_by, grant.until)
+            detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
+            await insert_audit(c, AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail))
 
         await self.db.run(tx)
 
-    async def active(self, session_id: str, *, now: float) -> list[TrustGrant]:
+    async def active(self, session_id: str, *, requester: str, now: float) -> list[TrustGrant]:
         async def tx(c: Conn) -> list[TrustGrant]:
             rows = await c.fetch(
-                "SELECT tool, granted_by, until FROM trust WHERE session_id = $1 AND until > $2 ORDER BY tool",
+                f"SELECT {_COLUMNS} FROM trust_grants WHERE session_id = $1 AND requester = $2 AND until > $3 "
+                "ORDER BY tool",
                 session_id,
+                requester,
                 now,
             )
-            return [TrustGrant(session_id=session_id, tool=t, granted_by=b, until=u) for t, b, u in rows]
+            return [_grant(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
     async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
         async def tx(c: Conn) -> list[TrustGrant]:
             rows = await c.fetch(
-                "SELECT session_id, tool, granted_by, until FROM trust WHERE until > $1 ORDER BY session_id, tool "
-                "LIMIT $2",
+                f"SELECT {_COLUMNS} FROM trust_grants WHERE until > $1 ORDER BY session_id, requester, tool LIMIT $2",
                 now,
                 limit,
             )
-            return [TrustGrant(session_id=s, tool=t, granted_by=b, until=u) for s, t, b, u in rows]
+            return [_grant(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
-    async def revoke(self, session_id: str, tool: str, *, by: str, now: float) -> bool:
-        async def tx(c: Conn) -> bool:
-            done = await c.execute(
-                "DELETE FROM trust WHERE session_id = $1 AND tool = $2 AND until > $3", session_id, tool, now
-            )
-            if not rows_touched(done):
-                return False
-            await insert_audit(c, AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool} in {session_id}"))
-            return True
+    async def revoke(self, session_id: str, tool: str, *, requester: str | None = None, by: str, now: float) -> int:
+        async def tx(c: Conn) -> int:
+            sql = "DELETE FROM trust_grants WHERE session_id = $1 AND tool = $2 AND until > $3"
+            params: list[Any] = [session_id, tool, now]
+            if requester is not None:
+                sql += " AND requester = $4"
+                params.append(requester)
+            n = rows_touched(await c.execute(sql, *params))
+            if n:
+                who = f" for {requester}" if requester is not None else ""
+                detail = f"{tool}{who} in {session_id}"
+                await insert_audit(c, AuditEntry(at=now, actor=by, event="trust_revoked", detail=detail))
+            return n
 
         return await self.db.run(tx)

@@ -27,7 +27,7 @@ from typing import Any
 
 from hitl.engine.domain.audit_heads import Head
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.records import AuditEntry, Claim, chain_link, entry_body
+from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant, chain_link, entry_body
 from hitl.engine.storage.codec import audit_values, claim_of, claim_row, dumps, encode_json_form
 from hitl.engine.storage.postgres.connection import Conn
 
@@ -160,6 +160,7 @@ class Writes:
         self._checkpoint: tuple[str, int, str, float, str] | None = None
         self._owner: tuple[str, str, float] | None = None
         self._release: tuple[str, str | None] | None = None
+        self._grants: list[TrustGrant] = []
 
     # -- collecting -------------------------------------------------------------------------------------
     def approval(self, a: Approval, *, insert: bool = False) -> None:
@@ -179,6 +180,10 @@ class Writes:
         """Queue a durable job."""
         approval_id = payload.get("approval_id")
         self._jobs.append((kind, dumps(payload), str(approval_id) if approval_id is not None else None, now))
+
+    def grant(self, g: TrustGrant) -> None:
+        """Write trust grant ``g`` (replacing the same requester's grant of the tool in the session)."""
+        self._grants.append(g)
 
     def checkpoint(self, run_id: str, version: int, data: dict[str, Any], now: float) -> None:
         """Save run ``run_id``'s checkpoint at ``version``."""
@@ -264,6 +269,14 @@ class Writes:
                 "INSERT INTO jobs (kind, payload, approval_id, created_at) SELECT * FROM unnest("
                 + columns(self._jobs, ("text", "text", "text", "float8"))
                 + ")"
+            )
+        if self._grants:
+            grants = [(g.session_id, g.requester, g.tool, g.granted_by, g.until) for g in self._grants]
+            parts.append(
+                "INSERT INTO trust_grants (session_id, requester, tool, granted_by, until) SELECT * FROM unnest("
+                + columns(grants, ("text", "text", "text", "text", "float8"))
+                + ") ON CONFLICT (session_id, requester, tool) DO UPDATE SET granted_by = excluded.granted_by, "
+                "until = excluded.until"
             )
         if self._checkpoint is not None:
             run_id, version, data, at, status = self._checkpoint

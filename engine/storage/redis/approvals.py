@@ -9,16 +9,17 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline, PubSub
 
-from hitl.engine.domain.decide import DecideCommand, refusal
+from hitl.engine.domain.decide import DecideCommand, refusal, trust_note
 from hitl.engine.domain.execution import stale_approval
 from hitl.engine.domain.ids import check_same_action
-from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.records import Page
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
+from hitl.engine.domain.records import Page, TrustGrant
 from hitl.engine.domain.states import check_transition, sources_of
 from hitl.engine.errors import ErrorCode, NotFound
 from hitl.engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor, encode_json_form
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
+from hitl.engine.storage.redis.trust import grant_field
 
 __all__ = ["RedisApprovals", "queue_read", "read_result"]
 
@@ -166,7 +167,9 @@ class RedisApprovals:
         keys = self.conn.approval_keys(cmd.approval_id)
         if cmd.jobs or cmd.run_jobs:
             keys += [self.conn.jobs_key(kind) for kind in (*cmd.jobs, *cmd.run_jobs)]
-            args += [json.dumps({"approval_id": cmd.approval_id}), str(len(cmd.jobs))]
+        args += [json.dumps({"approval_id": cmd.approval_id}), str(len(cmd.jobs))]
+        if cmd.kind is DecisionKind.TRUST and cmd.trust_until is not None:
+            keys, args = await self._with_grant(cmd, keys, args)
         out = await self.conn.call(self.conn.decide_script, keys, args)
         tag = text(out[0])
         if tag == "missing":
@@ -175,6 +178,28 @@ class RedisApprovals:
         if tag == "ok":
             return approval
         raise refusal(ErrorCode(text(out[1])), approval, cmd.reviewer.id)
+
+    async def _with_grant(self, cmd: DecideCommand, keys: list[str], args: list[Any]) -> tuple[list[str], list[Any]]:
+        """A trust's script call with the grant it writes if it approves: the session's grants hash and the set of
+        sessions as the last keys, the grant as arguments. The grant's session, requester and tool are read first
+        (they never change once an approval exists); the script still decides whether the grant is written."""
+        assert cmd.trust_until is not None
+        current = await self.get(cmd.approval_id)
+        if current.kind is not ApprovalKind.ACTION:  # its Trust grants nothing (trust_granted says the same)
+            return keys, args
+        grant = TrustGrant(
+            session_id=current.session_id,
+            requester=current.requester,
+            tool=current.tool,
+            granted_by=cmd.reviewer.id,
+            until=cmd.trust_until,
+        )
+        c = self.conn
+        value = json.dumps([grant.until, grant.granted_by])
+        return (
+            [*keys, c.trust_key(grant.session_id), c.trust_sessions_key],
+            [*args, grant_field(grant.requester, grant.tool), value, grant.session_id, trust_note(grant)],
+        )
 
     @waits
     async def wait_changed(self, approval_id: str, *, after_version: int, timeout: float) -> Approval:

@@ -25,8 +25,10 @@ DYNAMIC = ("status", "version", "decisions", "reason", "approved_args", "superse
 def static_doc(a: Approval) -> str:
     """The approval's fields fixed at creation, as the JSON document stored once beside its hash."""
     data = a.model_dump(mode="json", exclude=set(DYNAMIC), exclude_defaults=True)
-    # Required fields with defaults must survive exclude_defaults.
+    # Required fields with defaults must survive exclude_defaults, and the kind is always written (a document
+    # without one is an older hitl's, whose kind is read from its old markers).
     data.setdefault("quorum", a.quorum)
+    data.setdefault("kind", str(a.kind))
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -20,7 +20,16 @@ from redis.exceptions import NoScriptError, RedisError
 from hitl.engine.errors import StoreError
 from hitl.engine.storage.redis.calls import ScriptCalls
 
-__all__ = ["ANY_ROLE", "DYNAMIC_FIELDS", "RedisConnection", "connect", "in_memory", "store_errors", "waits"]
+__all__ = [
+    "ANY_ROLE",
+    "DYNAMIC_FIELDS",
+    "RedisConnection",
+    "connect",
+    "in_memory",
+    "key_part",
+    "store_errors",
+    "waits",
+]
 
 ANY_ROLE = "*"
 DYNAMIC_FIELDS = ["status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at"]
@@ -97,6 +106,15 @@ def _lua(name: str) -> str:
     return re.sub(r"^--#include (\w+)$", lambda m: _lua(m.group(1)), text, flags=re.M)
 
 
+_KEY_ESCAPES = str.maketrans({"%": "%25", ":": "%3A", "{": "%7B", "}": "%7D"})
+
+
+def key_part(caller_id: str) -> str:
+    """A caller-chosen id as one part of a key: ``%``, ``:``, ``{`` and ``}`` percent-encoded, so an id can neither
+    add a part to the key (``:``) nor move it to another hash slot (``{}``)."""
+    return caller_id.translate(_KEY_ESCAPES)
+
+
 class RedisConnection:
     """Client, key prefix and scripts."""
 
@@ -127,6 +145,7 @@ class RedisConnection:
         self.card_script: AsyncScript = client.register_script(_lua("card"))
         self.ack_script: AsyncScript = client.register_script(_lua("ack"))
         self.take_jobs_script: AsyncScript = client.register_script(_lua("take_jobs"))
+        self.alert_save_script: AsyncScript = client.register_script(_lua("alert_save"))
         self._offset: float | None = None
         pool = client.connection_pool
         self.scripts = ScriptCalls(pool, size=getattr(pool, "max_connections", None) or 64)
@@ -148,6 +167,7 @@ class RedisConnection:
         return self._offset
 
     # -- key layout -------------------------------------------------------------------------------------
+    # Ids hitl makes (approval ids) go into keys as they are; ids a caller chooses go in through key_part.
     def approval_key(self, approval_id: str) -> str:
         return f"{self.p}:{{{approval_id}}}"
 
@@ -222,13 +242,28 @@ class RedisConnection:
         return f"{self.p}:msgref:{channel}:{ts}"
 
     def trust_key(self, session_id: str) -> str:
-        """A session's trust grants (a hash: tool -> [until, by])."""
-        return f"{self.p}:trust:{{{session_id}}}"
+        """A session's trust grants (a hash: ``[requester, tool]`` as JSON -> ``[until, by]``); the session, a
+        caller's id, is encoded (:func:`key_part`) so it builds no key of another record."""
+        return f"{self.p}:grants:{{{key_part(session_id)}}}"
 
     @property
     def trust_sessions_key(self) -> str:
         """Sessions that have (or had) trust grants."""
+        return f"{self.p}:grant-sessions"
+
+    def legacy_trust_key(self, session_id: str) -> str:
+        """A session's grants as an older hitl wrote them (naming no requester): the upgrade removes them."""
+        return f"{self.p}:trust:{{{session_id}}}"
+
+    @property
+    def legacy_trust_sessions_key(self) -> str:
+        """The set of sessions an older hitl kept grants for (the upgrade removes it with them)."""
         return f"{self.p}:trust-sessions"
+
+    @property
+    def alerts_key(self) -> str:
+        """Each alert's state (a hash: name -> ``{"version": n, "data": ...}``), apart from every run."""
+        return f"{self.p}:alert-states"
 
     @property
     def halts_key(self) -> str:

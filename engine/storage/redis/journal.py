@@ -174,13 +174,14 @@ class RedisJournal:
             raise NotFound.run(run_id)
         if out[0] == "not_owner":
             raise claim_rules.not_owner(run_id, out[1])
-        trusted = json.loads(out[3])
+        fields = json.loads(out[3])  # cjson encodes an empty table as {}
         waiting = approval_from_result(out[4:]) if len(out) > 4 else None
+        grants = [json.loads(f) for f in fields] if isinstance(fields, list) else []
         return Opened(
             data=json.loads(out[1]),
             version=int(out[2]),
             waiting=waiting,
-            trusted=frozenset(trusted) if isinstance(trusted, list) else frozenset(),
+            grants=frozenset((str(r), str(t)) for r, t in grants),
         )
 
     def _claim_keys(self, key: str | None) -> list[str]:

@@ -1,4 +1,5 @@
-"""Session trust grants in Redis: a hash per session, plus the set of sessions that have grants."""
+"""Trust grants in Redis: a hash per session (``[requester, tool]`` -> ``[until, by]``), plus the set of sessions
+that have grants. A reviewer's Trust writes its grant in the decision's script (``decide.lua``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from hitl.engine.domain.records import AuditEntry, TrustGrant
 from hitl.engine.storage.redis.codec import entry_body, text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
-__all__ = ["RedisTrust"]
+__all__ = ["RedisTrust", "grant_field"]
+
+
+def grant_field(requester: str, tool: str) -> str:
+    """The field of a session's grants hash for ``requester``'s grant of ``tool`` (the script builds the same)."""
+    return json.dumps([requester, tool], separators=(",", ":"), ensure_ascii=False)
 
 
 @store_errors
@@ -21,35 +27,52 @@ class RedisTrust:
         self._sessions = conn.trust_sessions_key
         self._key = conn.trust_key
 
-    async def grant(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None:
-        entry = AuditEntry(at=now, actor=by, event="trust_granted", detail=f"{tool} in {session_id}")
+    async def grant(self, grant: TrustGrant, *, now: float) -> None:
+        detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
+        entry = AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail)
         async with self.r.pipeline(transaction=True) as pipe:
-            pipe.hset(self._key(session_id), tool, json.dumps([until, by]))
-            pipe.sadd(self._sessions, session_id)
+            pipe.hset(
+                self._key(grant.session_id),
+                grant_field(grant.requester, grant.tool),
+                json.dumps([grant.until, grant.granted_by]),
+            )
+            pipe.sadd(self._sessions, grant.session_id)
             await pipe.execute()
         await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])
 
-    async def active(self, session_id: str, *, now: float) -> list[TrustGrant]:
-        raw = await self.r.hgetall(self._key(session_id))
+    async def _grants(self, session_id: str, *, now: float) -> list[TrustGrant]:
         out = []
-        for tool, val in raw.items():
+        for field, val in (await self.r.hgetall(self._key(session_id))).items():
             until, by = json.loads(val)
+            requester, tool = json.loads(text(field))
             if until > now:
-                out.append(TrustGrant(session_id=session_id, tool=text(tool), granted_by=by, until=until))
-        return sorted(out, key=lambda g: g.tool)
+                out.append(
+                    TrustGrant(session_id=session_id, requester=requester, tool=tool, granted_by=by, until=until)
+                )
+        return sorted(out, key=lambda g: (g.requester, g.tool))
+
+    async def active(self, session_id: str, *, requester: str, now: float) -> list[TrustGrant]:
+        return [g for g in await self._grants(session_id, now=now) if g.requester == requester]
 
     async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
         out: list[TrustGrant] = []
         for session_id in sorted(text(x) for x in await self.r.smembers(self._sessions)):
-            out += await self.active(session_id, now=now)  # lapsed grants stay until retention removes them
+            out += await self._grants(session_id, now=now)  # lapsed grants stay until retention removes them
             if len(out) >= limit:
                 break
         return out[:limit]
 
-    async def revoke(self, session_id: str, tool: str, *, by: str, now: float) -> bool:
-        grants = {g.tool for g in await self.active(session_id, now=now)}
-        removed = bool(await self.r.hdel(self._key(session_id), tool)) and tool in grants
+    async def revoke(self, session_id: str, tool: str, *, requester: str | None = None, by: str, now: float) -> int:
+        ending = [
+            g
+            for g in await self._grants(session_id, now=now)
+            if g.tool == tool and (requester is None or g.requester == requester)
+        ]
+        if not ending:
+            return 0
+        removed = int(await self.r.hdel(self._key(session_id), *(grant_field(g.requester, tool) for g in ending)))
         if removed:
-            entry = AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool} in {session_id}")
+            who = f" for {requester}" if requester is not None else ""
+            entry = AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool}{who} in {session_id}")
             await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])
         return removed

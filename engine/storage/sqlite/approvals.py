@@ -19,6 +19,7 @@ from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.signals import wait_for_version
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
+from hitl.engine.storage.sqlite.trust import insert_grant
 
 __all__ = ["CREATED_POLL", "SqliteApprovals"]
 
@@ -104,6 +105,8 @@ class SqliteApprovals:
             insert_audit(c, writes.audit)
             for kind, payload in writes.jobs:
                 insert_job(c, kind, payload, now)
+            if writes.trust is not None:
+                insert_grant(c, writes.trust)
             return writes.outcome  # a refusal is committed with its audit line, then raised
 
         out = await self.db.run(tx)

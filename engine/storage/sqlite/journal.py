@@ -47,12 +47,14 @@ class SqliteJournal:
             data = loads(row[0])
             waiting = data.get("waiting")
             found = c.execute("SELECT doc FROM approvals WHERE id = ?", (waiting,)).fetchone() if waiting else None
-            trusted = c.execute("SELECT tool FROM trust WHERE session_id = ? AND until > ?", (run_id, now)).fetchall()
+            grants = c.execute(
+                "SELECT requester, tool FROM trust_grants WHERE session_id = ? AND until > ?", (run_id, now)
+            ).fetchall()
             return Opened(
                 data=data,
                 version=int(row[1]),
                 waiting=Approval.model_validate_json(found[0]) if found else None,
-                trusted=frozenset(t for (t,) in trusted),
+                grants=frozenset((str(r), str(t)) for r, t in grants),
             )
 
         return await self.db.run(tx)

@@ -127,7 +127,9 @@ def _records(c: sqlite3.Connection, before: float, limit: int) -> Purged:
         (before, limit),
     ).rowcount
     trust = c.execute(
-        "DELETE FROM trust WHERE rowid IN (SELECT rowid FROM trust WHERE until < ? LIMIT ?)", (before, limit)
+        "DELETE FROM trust_grants WHERE (session_id, requester, tool) IN (SELECT session_id, requester, tool FROM "
+        "trust_grants WHERE until < ? LIMIT ?)",
+        (before, limit),
     ).rowcount
     return Purged(runs=len(runs), approvals=len(approvals), claims=claims, jobs=jobs, trust=trust)
 

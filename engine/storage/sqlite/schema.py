@@ -2,17 +2,22 @@
 each newer one is applied in order as the file opens, inside the ``BEGIN IMMEDIATE`` transaction that holds the
 file's write lock (so two processes opening it at once apply each once), or by ``hitl migrate``.
 
-Version 7 brings any earlier file (the versions before migrations were listed) up to the tables below; a change to
-the schema is appended as a new version, never made by editing one that was released."""
+Version 7 brings any earlier file (the versions before migrations were listed) up to the tables of :data:`SCHEMA`; a
+change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
+:data:`ALERT_STATES`), never made by editing
+one that was released."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
-__all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "add_missing_columns"]
+from hitl.engine.domain.models import kind_of_older
 
-SCHEMA_VERSION = 7
+__all__ = ["ALERT_STATES", "MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "TRUST_GRANTS", "add_missing_columns"]
+
+SCHEMA_VERSION = 10
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -185,7 +190,69 @@ def _to_7(c: sqlite3.Connection) -> None:
         c.execute(stmt)
 
 
-MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = ((7, _to_7),)
+TRUST_GRANTS = """
+CREATE TABLE IF NOT EXISTS trust_grants (
+    session_id TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    until REAL NOT NULL,
+    PRIMARY KEY (session_id, requester, tool)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS trust_grants_by_until ON trust_grants (until);
+"""
+"""Version 8: a grant covers one requester in one session (it covered anyone in the session before)."""
+
+
+def _to_8(c: sqlite3.Connection) -> None:
+    """Trust grants bound to the requester they were given for. The grants of an older file named no requester,
+    so they are dropped rather than guessed (each would have lapsed within ``trust_ttl`` anyway)."""
+    c.execute("DROP TABLE IF EXISTS trust")
+    for stmt in _statements(TRUST_GRANTS):
+        c.execute(stmt)
+
+
+def _to_9(c: sqlite3.Connection) -> None:
+    """An approval's kind as a field of its document: each document an older hitl wrote gets the kind its old
+    markers meant (read once, here, by :func:`~hitl.engine.domain.models.kind_of_older`), written by Python's
+    JSON so every number stays exactly as it was."""
+    rows = c.execute("SELECT id, doc FROM approvals WHERE json_extract(doc, '$.kind') IS NULL").fetchall()
+    for approval_id, doc in rows:
+        data = json.loads(doc)
+        data["kind"] = str(kind_of_older(data))
+        c.execute("UPDATE approvals SET doc = ? WHERE id = ?", (json.dumps(data, ensure_ascii=False), approval_id))
+
+
+ALERT_STATES = """
+CREATE TABLE IF NOT EXISTS alert_states (
+    name TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    updated_at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+"""Version 10: each alert's state in a table of its own (it was a record beside the runs, under ``alert:<name>``)."""
+
+
+def _to_10(c: sqlite3.Connection) -> None:
+    """Alert state moved out of the runs' table, where a run a caller named ``alert:<name>`` could overwrite it (and
+    it could be read as a run). A record there that is not an alert's (a caller's run) stays where it is."""
+    for stmt in _statements(ALERT_STATES):
+        c.execute(stmt)
+    where = "run_id LIKE 'alert:%' AND json_extract(data, '$.kind') = 'alert'"
+    c.execute(
+        "INSERT OR IGNORE INTO alert_states (name, version, data, updated_at) "
+        f"SELECT substr(run_id, 7), version, data, updated_at FROM checkpoints WHERE {where}"
+    )
+    c.execute(f"DELETE FROM checkpoints WHERE {where}")
+
+
+MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
+    (7, _to_7),
+    (8, _to_8),
+    (9, _to_9),
+    (10, _to_10),
+)
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from hitl.engine.storage.sqlite.alerts import SqliteAlerts
 from hitl.engine.storage.sqlite.approvals import SqliteApprovals
 from hitl.engine.storage.sqlite.audit import SqliteAudit
 from hitl.engine.storage.sqlite.connection import SqliteConnection
@@ -44,6 +45,7 @@ class SqliteStore:
         self.jobs = SqliteJobs(self.db)
         self.trust = SqliteTrust(self.db)
         self.halts = SqliteHalts(self.db)
+        self.alerts = SqliteAlerts(self.db)
         self.windows = SqliteWindows(self.db)
         self.audit = SqliteAudit(self.db)
         self.messages = SqliteMessages(self.db)

@@ -1,4 +1,4 @@
-"""Session trust grants in SQLite."""
+"""Trust grants in SQLite: one row per (session, requester, tool)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,22 @@ from hitl.engine.domain.records import AuditEntry, TrustGrant
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit
 
-__all__ = ["SqliteTrust"]
+__all__ = ["SqliteTrust", "insert_grant"]
+
+_COLUMNS = "session_id, requester, tool, granted_by, until"
+
+
+def insert_grant(c: sqlite3.Connection, grant: TrustGrant) -> None:
+    """Write ``grant`` in the caller's transaction (a decision's, for a Trust), replacing an earlier one."""
+    c.execute(
+        f"INSERT OR REPLACE INTO trust_grants ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+        (grant.session_id, grant.requester, grant.tool, grant.granted_by, grant.until),
+    )
+
+
+def _grant(row: tuple[str, str, str, str, float]) -> TrustGrant:
+    s, r, t, b, u = row
+    return TrustGrant(session_id=s, requester=r, tool=t, granted_by=b, until=u)
 
 
 class SqliteTrust:
@@ -17,44 +32,47 @@ class SqliteTrust:
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db
 
-    async def grant(self, session_id: str, tool: str, *, until: float, by: str, now: float) -> None:
+    async def grant(self, grant: TrustGrant, *, now: float) -> None:
         def tx(c: sqlite3.Connection) -> None:
-            c.execute(
-                "INSERT OR REPLACE INTO trust (session_id, tool, granted_by, until) VALUES (?, ?, ?, ?)",
-                (session_id, tool, by, until),
-            )
-            insert_audit(c, AuditEntry(at=now, actor=by, event="trust_granted", detail=f"{tool} in {session_id}"))
+            insert_grant(c, grant)
+            detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
+            insert_audit(c, AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail))
 
         await self.db.run(tx)
 
-    async def active(self, session_id: str, *, now: float) -> list[TrustGrant]:
+    async def active(self, session_id: str, *, requester: str, now: float) -> list[TrustGrant]:
         def tx(c: sqlite3.Connection) -> list[TrustGrant]:
             rows = c.execute(
-                "SELECT tool, granted_by, until FROM trust WHERE session_id = ? AND until > ? ORDER BY tool",
-                (session_id, now),
+                f"SELECT {_COLUMNS} FROM trust_grants WHERE session_id = ? AND requester = ? AND until > ? "
+                "ORDER BY tool",
+                (session_id, requester, now),
             ).fetchall()
-            return [TrustGrant(session_id=session_id, tool=t, granted_by=b, until=u) for t, b, u in rows]
+            return [_grant(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
     async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
         def tx(c: sqlite3.Connection) -> list[TrustGrant]:
             rows = c.execute(
-                "SELECT session_id, tool, granted_by, until FROM trust WHERE until > ? ORDER BY session_id, tool "
-                "LIMIT ?",
+                f"SELECT {_COLUMNS} FROM trust_grants WHERE until > ? ORDER BY session_id, requester, tool LIMIT ?",
                 (now, limit),
             ).fetchall()
-            return [TrustGrant(session_id=s, tool=t, granted_by=b, until=u) for s, t, b, u in rows]
+            return [_grant(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
-    async def revoke(self, session_id: str, tool: str, *, by: str, now: float) -> bool:
-        def tx(c: sqlite3.Connection) -> bool:
-            n = c.execute(
-                "DELETE FROM trust WHERE session_id = ? AND tool = ? AND until > ?", (session_id, tool, now)
-            ).rowcount
+    async def revoke(self, session_id: str, tool: str, *, requester: str | None = None, by: str, now: float) -> int:
+        def tx(c: sqlite3.Connection) -> int:
+            sql = "DELETE FROM trust_grants WHERE session_id = ? AND tool = ? AND until > ?"
+            params: list[object] = [session_id, tool, now]
+            if requester is not None:
+                sql += " AND requester = ?"
+                params.append(requester)
+            n = c.execute(sql, params).rowcount
             if n:
-                insert_audit(c, AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool} in {session_id}"))
-            return bool(n)
+                who = f" for {requester}" if requester is not None else ""
+                detail = f"{tool}{who} in {session_id}"
+                insert_audit(c, AuditEntry(at=now, actor=by, event="trust_revoked", detail=detail))
+            return int(n)
 
         return await self.db.run(tx)

@@ -149,7 +149,19 @@ class _BrokenPort:
 class BreakableStore:
     """A real store whose every method raises :class:`StoreError` after :meth:`break_` (the backend went away)."""
 
-    PORTS = ("approvals", "ledger", "runs", "jobs", "trust", "halts", "windows", "audit", "messages", "tallies")
+    PORTS = (
+        "approvals",
+        "ledger",
+        "runs",
+        "jobs",
+        "trust",
+        "halts",
+        "alerts",
+        "windows",
+        "audit",
+        "messages",
+        "tallies",
+    )
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner

@@ -16,6 +16,7 @@ from hitl.engine.domain.retention import Retention
 from hitl.engine.errors import StoreError
 from hitl.engine.ports import Store
 from hitl.engine.testing.conformance.helpers import cmd
+from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
 
 __all__ = ["FailureConformance"]
@@ -53,13 +54,15 @@ def _calls(store: Store, now: float) -> dict[str, Callable[[], Awaitable[Any]]]:
         "jobs.claim": lambda: store.jobs.claim("w", kind="resume", limit=1, now=now, lease=1),
         "jobs.ack": lambda: store.jobs.ack("resume/1-0" if "Redis" in type(store).__name__ else "1"),
         "jobs.settle": lambda: store.jobs.settle("resume", approval_id="apr_x"),
-        "trust.grant": lambda: store.trust.grant("s", "refund", until=now + 1, by="U", now=now),
-        "trust.active": lambda: store.trust.active("s", now=now),
+        "trust.grant": lambda: store.trust.grant(grant("s", "refund", until=now + 1), now=now),
+        "trust.active": lambda: store.trust.active("s", requester="agent:riley", now=now),
         "trust.all_active": lambda: store.trust.all_active(now=now),
         "trust.revoke": lambda: store.trust.revoke("s", "refund", by="U", now=now),
         "halts.halt": lambda: store.halts.halt(HaltOrder(scope="refund", by="U", at=now)),
         "halts.lift": lambda: store.halts.lift("refund", by="U", now=now),
         "halts.active": lambda: store.halts.active(),
+        "alerts.load": lambda: store.alerts.load("stale"),
+        "alerts.save": lambda: store.alerts.save("stale", {"status": "ok"}, expected_version=0, now=now),
         "windows.add": lambda: store.windows.add("k", amount=1, now=now, window=60, event_id="e"),
         "windows.stats": lambda: store.windows.stats("k", now=now, window=60),
         "windows.forget": lambda: store.windows.forget("k", event_id="e"),
@@ -92,4 +95,4 @@ class FailureConformance:
             if not isinstance(err.value, StoreError):
                 leaked[name] = f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}"
         assert leaked == {}
-        assert len(calls) == 46  # every method of every port, plus ping and migrate: a new method needs a line here
+        assert len(calls) == 48  # every method of every port, plus ping and migrate: a new method needs a line here

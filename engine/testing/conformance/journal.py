@@ -17,6 +17,7 @@ from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
 from hitl.engine.ports import Store
+from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
 
 __all__ = ["JournalConformance"]
@@ -272,11 +273,15 @@ class JournalConformance:
     async def test_open_takes_the_run_and_reads_its_trust(self, store: Store, clock: FakeClock) -> None:
         with pytest.raises(NotFound, match="hitl sessions list"):  # the same words on every store
             await store.journal.open("nope", holder=W1, now=clock.now(), lease=5)
-        await store.runs.save("r1", _cp("paused"), expected_version=0, now=clock.now())
-        await store.trust.grant("r1", "refund", until=clock.now() + 60, by="U_OPS", now=clock.now())
-        await store.trust.grant("r1", "old", until=clock.now() - 1, by="U_OPS", now=clock.now())
+        await store.runs.save("r1", _cp("paused", requester="agent:riley"), expected_version=0, now=clock.now())
+        now = clock.now()
+        await store.trust.grant(grant("r1", "refund", until=now + 60, requester="agent:riley", by="U_OPS"), now=now)
+        await store.trust.grant(grant("r1", "old", until=now - 1, requester="agent:riley", by="U_OPS"), now=now)
+        await store.trust.grant(grant("r1", "pay", until=now + 60, requester="agent:other", by="U_OPS"), now=now)
         opened = await store.journal.open("r1", holder=W1, now=clock.now(), lease=5)
+        # The run's own requester's grants count; another identity's grant in the same session does not.
         assert opened.waiting is None and opened.trusted == frozenset({"refund"})
+        assert opened.grants == frozenset({("agent:riley", "refund"), ("agent:other", "pay")})
         with pytest.raises(EngineError) as err:
             await store.journal.open("r1", holder=W2, now=clock.now(), lease=5)
         assert err.value.code is ErrorCode.CLAIM_IN_PROGRESS

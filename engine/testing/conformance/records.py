@@ -13,6 +13,7 @@ from hitl.engine.domain.records import AuditEntry, MessageRef
 from hitl.engine.errors import NotFound
 from hitl.engine.ports import Store
 from hitl.engine.testing.conformance.helpers import cmd
+from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
 
 __all__ = ["RecordsConformance"]
@@ -62,7 +63,7 @@ class RecordsConformance:
             a.id, target=Status.EXECUTING, expected_version=decided.version, actor="w", now=clock.advance(1)
         )
         await store.audit.append(AuditEntry(at=clock.advance(1), actor="w", event="note", approval_id=a.id))
-        await store.trust.grant("s1", "refund", until=clock.now() + 60, by="U_SUPPORT1", now=clock.now())
+        await store.trust.grant(grant("s1", "refund", until=clock.now() + 60), now=clock.now())
         await store.audit.append(AuditEntry(at=clock.advance(1), actor="cli", event="forced_resume", detail="x"))
         mine = await store.audit.entries(approval_id=a.id)
         assert [e.event for e in mine] == ["created", "decided", "executing", "note"]

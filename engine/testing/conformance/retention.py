@@ -18,6 +18,7 @@ from hitl.engine.domain.retention import DAY, PURGE_EVENT, Purged, Retention
 from hitl.engine.errors import NotFound
 from hitl.engine.ports import Store
 from hitl.engine.testing.conformance.helpers import cmd
+from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
 
 __all__ = ["RetentionConformance"]
@@ -66,7 +67,7 @@ class RetentionConformance:
         await _run(store, clock, "s-live", "paused")
         ref = MessageRef(channel="C1", ts="1800000000.000100")
         await store.messages.set(done, ref)
-        await store.trust.grant("s-done", "refund", until=t0 + 60, by="U_SUPPORT1", now=t0)
+        await store.trust.grant(grant("s-done", "refund", until=t0 + 60), now=t0)
         finished = await store.ledger.claim("call:done", action_hash="h", holder="w", now=clock.now(), lease=5)
         await store.ledger.record_outcome(
             "call:done", holder="w", attempt=finished.attempt, ok=True, result={"ok": 1}, now=clock.now()

@@ -8,10 +8,17 @@
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
 --       supersede_with, via, approval_id, answer_by (server seconds, '' for none), note (for the audit), roles...;
 --       ARGV[2]: the approval's pub/sub channel
+-- A trust of an action also passes ARGV[5..8] (the grant's field, its value, the session, the audit note) and, as
+-- the last two KEYS, the session's grants hash and the set of sessions with grants: the grant is written with the
+-- decision when it leaves the approval approved (the caller passes none for any other kind: a practice approval's
+-- Trust grants nothing).
 --#include chain
 --#include move
 local k, ak = KEYS[1], KEYS[2]
 local A = cjson.decode(ARGV[1])
+local trusting = ARGV[5] ~= nil and ARGV[5] ~= ''
+local streams = #KEYS
+if trusting then streams = #KEYS - 2 end
 local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
 local now = tonumber(now_s)
 local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'requester', 'role', 'quorum',
@@ -87,15 +94,20 @@ f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decis
   superseded_by, now_s
 local note = ''
 if A[13] ~= '' then note = '; ' .. A[13] end
+if trusting and kind == 'trust' and target == 'approved' then
+  redis.call('HSET', KEYS[streams + 1], ARGV[5], ARGV[6])
+  redis.call('SADD', KEYS[streams + 2], ARGV[7])
+  note = note .. '; ' .. ARGV[8]
+end
 audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target .. note)
 local plain = tonumber(ARGV[4] or '0')
 for i = 4, 3 + plain do redis.call('XADD', KEYS[i], '*', 'payload', ARGV[3], 'at', now_s) end
-if #KEYS > 3 + plain and target ~= 'pending' then
+if streams > 3 + plain and target ~= 'pending' then
   local doc = cjson.decode(redis.call('GET', KEYS[3]))
   local step = type(doc['metadata']) == 'table' and doc['metadata']['step']
   if step and step ~= cjson.null and step ~= '' then
     local resume = cjson.encode({session_id = doc['session_id'], approval_id = aid})
-    for i = 4 + plain, #KEYS do redis.call('XADD', KEYS[i], '*', 'payload', resume, 'at', now_s) end
+    for i = 4 + plain, streams do redis.call('XADD', KEYS[i], '*', 'payload', resume, 'at', now_s) end
   end
 end
 -- Wake every waiter on any replica (ARGV[2] is the approval's channel).

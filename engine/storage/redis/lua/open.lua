@@ -1,5 +1,6 @@
 -- Take ownership of a run to resume it, and read its checkpoint, the approval it waits on and its session's
--- trusted tools. KEYS: 1 run hash, 2 running-runs index, 3 the session's trust hash.
+-- trust grants. KEYS: 1 run hash, 2 running-runs index, 3 the session's trust grants hash (fields: JSON
+-- [requester, tool]; returned as they are, for the caller to keep the run's own requester's).
 -- ARGV: run_id, holder, now, lease_until, approval key prefix ("<prefix>:{"): the waiting approval's keys are
 -- known only once the checkpoint is read.
 local run = KEYS[1]

@@ -1,0 +1,67 @@
+"""``/trust``: the trust grants in force, and ending them. A reader sees the grants of tools it may decide (an admin
+sees all); ending one takes the ``decide`` scope and the right to decide its tool. Refusals are audited."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hitl.engine.config.api import Scope
+from hitl.engine.domain.records import TrustGrant
+
+from .context import CONTEXT, ApiContext, caller_of, query_of
+from .models import TrustList, TrustQuery, TrustRevoked, TrustView, iso
+from .problems import ApiError
+from .routes import Endpoint
+from .tokens import Caller
+
+__all__ = ["routes"]
+
+
+def _view(g: TrustGrant) -> TrustView:
+    return TrustView(
+        session_id=g.session_id, requester=g.requester, tool=g.tool, granted_by=g.granted_by, until=iso(g.until)
+    )
+
+
+async def _may_decide(ctx: ApiContext, caller: Caller, tool: str) -> bool:
+    if Scope.ADMIN in caller.scopes:
+        return True
+    if not caller.sees(tool):
+        return False
+    roles = (await ctx.lifecycle.contexts.default.service.reviewers.reviewer(caller.reviewer)).roles
+    if caller.roles is not None:
+        roles &= caller.roles
+    return ctx.config.current()[0].may_decide_tool(roles, tool)
+
+
+async def listed(request: web.Request) -> web.Response:
+    """The grants in force of the tools this token may decide (every grant, for an admin)."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.READ)
+    now = ctx.lifecycle.contexts.clock.now()
+    grants = [g for g in await ctx.lifecycle.store.trust.all_active(now=now) if await _may_decide(ctx, caller, g.tool)]
+    return web.json_response(TrustList(grants=[_view(g) for g in grants]).model_dump(mode="json"))
+
+
+async def revoke(request: web.Request) -> web.Response:
+    """End the grants of a tool in a session (every requester's, or one ``requester``'s): audited."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.DECIDE)
+    q = query_of(request, TrustQuery)
+    if not await _may_decide(ctx, caller, q.tool):
+        refusal = ApiError(403, "not_eligible", f"{caller.reviewer} may not decide {q.tool}, so may not end its trust")
+        await ctx.refused(request, refusal)  # a code the engine audits elsewhere: audited here, once
+        raise refusal
+    now = ctx.lifecycle.contexts.clock.now()
+    n = await ctx.lifecycle.store.trust.revoke(q.session, q.tool, requester=q.requester, by=caller.reviewer, now=now)
+    if not n:
+        raise ApiError(404, "not_found", f"{q.tool} is not trusted in session {q.session}; GET /api/v1/trust lists")
+    return web.json_response(TrustRevoked(revoked=n).model_dump(mode="json"))
+
+
+def routes() -> list[Endpoint]:
+    """The trust grant routes."""
+    return [
+        Endpoint("GET", "/trust", listed, TrustList),
+        Endpoint("DELETE", "/trust", revoke, TrustRevoked, (403, 404, 422), query=TrustQuery),
+    ]

@@ -1,0 +1,108 @@
+"""A grant reaches exactly as far as a person meant, tried as an attacker would: `hitl serve`'s HTTP API with agent
+tokens of two identities, and reviewers' Trust pressed as signed Slack clicks.
+
+- A Trust covers the tool for the identity that asked, in the session it asked in: another token proposing in that
+  session, or the same identity in another session, is asked about again.
+- Another identity's approval is not there for a token: reading, waiting on or claiming it answers 404, and asking
+  the same action again makes an approval of its own.
+- A Trust on a practice approval grants nothing; its id and session are not derived from the real approval's, and an
+  agent's token neither lists nor reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hitl.bot.blocks import ACTION_TRUST
+from hitl.engine.domain.ids import approval_id
+from tests.api.conftest import Api
+
+ARGS = {"order_id": "78291", "customer_id": "C-1", "amount": 49}
+
+
+def _proposal(session: str, key: str, **args: Any) -> dict[str, Any]:
+    return {"session": session, "tool": "refund", "args": {**ARGS, **args}, "idempotency_key": key}
+
+
+def _trust_button(api: Api, approval: str) -> dict[str, Any]:
+    card = api.h.card_for(approval)
+    elements = [e for b in card.blocks if b["type"] == "actions" for e in b["elements"]]
+    buttons: list[dict[str, Any]] = [e for e in elements if e["action_id"] == ACTION_TRUST]
+    assert len(buttons) == 1
+    return buttons[0]
+
+
+async def test_a_trust_covers_the_identity_that_asked_in_its_session_alone(api: Api) -> None:
+    status, asked = await api.call("POST", "/proposals", as_="agent", json=_proposal("riley-private-7", "k1"))
+    assert status == 200 and asked["verdict"] == "pending"
+    aid = asked["approval"]["id"]
+    await api.h.settle()
+    confirm = _trust_button(api, aid)["confirm"]["text"]["text"]
+    assert confirm.startswith("For agent:remote only:") and len(confirm) <= 300  # the identity first
+    await api.h.slack.click("U_SUPPORT1", api.h.card_for(aid), ACTION_TRUST)
+    status, decided = await api.call("GET", f"/approvals/{aid}", as_="sup1")
+    assert decided["status"] == "approved"
+
+    status, same = await api.call("POST", "/proposals", as_="agent", json=_proposal("riley-private-7", "k2", amount=48))
+    assert status == 200 and same["verdict"] == "run"  # the grant: this identity, this session
+    status, other = await api.call(
+        "POST", "/proposals", as_="agent2", json=_proposal("riley-private-7", "k3", amount=47)
+    )
+    assert status == 200 and other["verdict"] == "pending"  # another token in the same session is asked about
+    assert other["approval"]["requester"] == "agent:other"
+    status, elsewhere = await api.call("POST", "/proposals", as_="agent", json=_proposal("another", "k4", amount=46))
+    assert status == 200 and elsewhere["verdict"] == "pending"
+    grants = await api.h.rt.runtime.store.trust.all_active(now=api.h.clock.now())
+    assert [(g.requester, g.session_id, g.tool) for g in grants] == [("agent:remote", "riley-private-7", "refund")]
+
+
+async def test_another_identitys_approval_is_not_there_for_a_token(api: Api) -> None:
+    status, mine = await api.call("POST", "/proposals", as_="agent", json=_proposal("s1", "same"))
+    status, theirs = await api.call("POST", "/proposals", as_="agent2", json=_proposal("s1", "same"))
+    assert mine["verdict"] == theirs["verdict"] == "pending"
+    aid = mine["approval"]["id"]
+    assert theirs["approval"]["id"] != aid  # asking the same again never attaches to another identity's approval
+    bound = {"expected_version": 1, "action_hash": mine["approval"]["action_hash"]}
+    status, _ = await api.call("POST", f"/approvals/{aid}/decisions", as_="sup1", json={"decision": "approve", **bound})
+    assert status == 200
+
+    claim = {"action_hash": mine["approval"]["action_hash"]}
+    key = mine["execution_key"]
+    for method, path, body in (
+        ("GET", f"/approvals/{aid}", None),
+        ("GET", f"/approvals/{aid}/wait?after_version=1&timeout=0", None),
+        ("POST", f"/executions/{key}/claim", claim),
+        ("POST", f"/executions/{key}/outcome", {"ok": True}),
+    ):
+        status, problem = await api.call(method, path, as_="agent2", json=body)
+        assert status == 404 and problem["error"]["code"] == "not_found", (path, problem)
+    status, listed = await api.call("GET", "/approvals?status=any", as_="agent2")
+    assert [a["id"] for a in listed["items"]] == [theirs["approval"]["id"]]
+    status, claimed = await api.call("POST", f"/executions/{key}/claim", as_="agent", json=claim)
+    assert status == 200 and claimed["acquired"] is True  # the identity that asked still has it
+
+
+async def test_a_trust_on_a_practice_approval_grants_nothing_and_the_agent_never_sees_it(seeded_api: Api) -> None:
+    api = seeded_api
+    status, asked = await api.call("POST", "/proposals", as_="agent", json=_proposal("s-real", "k1"))
+    real = asked["approval"]["id"]
+    status, listed = await api.call("GET", "/practice", as_="admin")
+    [twin] = listed["items"]
+    # Nothing of the twin follows from the real approval (the forms before were derived from it).
+    assert twin["id"] != approval_id(f"practice:{real}") and twin["session_id"] != "s-real"
+    assert twin["id"].startswith("apr_") and len(twin["id"]) == len(real)
+
+    status, mine = await api.call("GET", "/approvals?status=any", as_="agent")
+    assert [a["id"] for a in mine["items"]] == [real]  # the agent's own; never the twin
+    status, _ = await api.call("GET", f"/approvals/{twin['id']}", as_="agent")
+    assert status == 404
+
+    await api.h.settle()
+    assert _trust_button(api, twin["id"])  # a twin's card offers Trust like its real one's
+    await api.h.slack.click("U_SUPPORT1", api.h.card_for(twin["id"]), ACTION_TRUST)
+    status, after = await api.call("GET", f"/approvals/{twin['id']}", as_="admin")
+    assert after["status"] == "approved" and after["decisions"][-1]["decision"] == "trust"  # recorded: a miss
+    assert "the defect was missed" in api.h.ephemeral("U_SUPPORT1")[-1].text
+    assert await api.h.rt.runtime.store.trust.all_active(now=api.h.clock.now()) == []
+    status, again = await api.call("POST", "/proposals", as_="agent", json=_proposal(twin["session_id"], "k2"))
+    assert again["verdict"] == "pending"  # nothing granted in the twin's session either

@@ -1,0 +1,27 @@
+"""The HTTP API's answer to numbers beyond what JSON carries exactly: a 422 naming the limit, nothing proposed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hitl.engine.domain.hashing import MAX_EXACT_INT
+from hitl.testing import FakeClock
+from tests.api.conftest import sqlite_api
+
+
+async def test_a_proposal_with_a_number_too_large_is_a_422(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    async with sqlite_api(tmp_path, clock) as api:
+        for i, amount in enumerate(["9" * 10_000, str(MAX_EXACT_INT + 1), "-1" + "0" * 30, "1e300"]):
+            raw = f'{{"session": "s", "tool": "refund", "idempotency_key": "k{i}", "args": {{"order_id": "1", '
+            raw += f'"customer_id": "C", "amount": {amount}}}}}'
+            headers = {"Content-Type": "application/json"}
+            status, problem = await api.call("POST", "/proposals", as_="agent", data=raw, headers=headers)
+            assert status == 422, (amount[:30], problem)
+            assert problem["error"]["code"] == "invalid_input" and str(MAX_EXACT_INT) in problem["error"]["message"]
+        status, listed = await api.call("GET", "/approvals?status=any", as_="admin")
+        assert listed["items"] == []

@@ -1,0 +1,223 @@
+"""Record changes meet stores the previous release wrote: each store is built as that release left it (its schema
+and its rows), then opened by this one.
+
+Trust grants (schema 8 on SQLite, 4 on PostgreSQL, new keys on Redis): a grant now covers one requester in one
+session. The grants an older hitl wrote named no requester, so the upgrade drops them (they would have lapsed within
+``trust_ttl``) and keeps everything else.
+
+Approval kinds (schema 9 on SQLite, 5 on PostgreSQL, ``hitl migrate`` on Redis): a field of the document. A document
+an older hitl wrote marked a practice copy in its metadata and an effect in doubt by its tool name; the upgrade
+writes the kind those meant, and the approval reads back exactly as it was otherwise.
+
+Alert states (schema 10 on SQLite, 6 on PostgreSQL, ``hitl migrate`` on Redis): a space of their own. An older hitl
+kept each as a run record named ``alert:<name>``; the upgrade moves it, and leaves a caller's own run of such a name.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
+from hitl.engine.storage.codec import audit_for_creation
+from hitl.engine.storage.postgres import PostgresStore
+from hitl.engine.storage.postgres.rows import insert_audit, write_approval
+from hitl.engine.storage.postgres.schema import MIGRATIONS as PG_MIGRATIONS
+from hitl.engine.storage.redis import RedisStore
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
+from hitl.engine.testing.conformance.helpers import cmd
+from hitl.testing import FakeClock, make_approval
+
+_OLD_SESSION = "ses_old"
+ALERT = {"kind": "alert", "status": "firing", "episode": 2, "value": 0.5, "since": 1.0}
+CALLERS_RUN = {"status": "paused", "position": 0, "waiting": None}
+
+
+async def _alerts_moved(store: SqliteStore | RedisStore | PostgresStore) -> None:
+    found = await store.alerts.load("stale")
+    assert found is not None and (found.data, found.version) == (ALERT, 3)
+    assert await store.runs.load("alert:stale") is None
+    mine = await store.runs.load("alert:mine")
+    assert mine is not None and mine.data == CALLERS_RUN
+
+
+def _older(clock: FakeClock) -> list[tuple[Approval, dict[str, Any]]]:
+    """Approvals as this release sees them, with the documents an older release stored for them (no kind)."""
+    twin = make_approval(now=clock.now(), key="twin", args={"order_id": "1", "amount": 2**52 + 1, "f": 0.1})
+    twin = twin.model_copy(update={"kind": ApprovalKind.PRACTICE, "metadata": {"kind": "practice", "of": "apr_X"}})
+    doubt = make_approval(now=clock.now(), key="doubt", tool="doubt:refund", args={"tool": "refund"})
+    doubt = doubt.model_copy(update={"kind": ApprovalKind.DOUBT, "metadata": {"kind": "doubt", "step": "s"}})
+    plain = make_approval(now=clock.now(), key="plain")
+    out = []
+    for a in (twin, doubt, plain):
+        doc = a.model_dump(mode="json")
+        del doc["kind"]
+        out.append((a, doc))
+    return out
+
+
+async def _kinds_read_back(store: SqliteStore | RedisStore | PostgresStore, older: list[tuple[Approval, Any]]) -> None:
+    for a, _ in older:
+        assert await store.approvals.get(a.id) == a
+
+
+async def _trust_works_after(store: SqliteStore | RedisStore | PostgresStore, clock: FakeClock) -> None:
+    """The upgraded store: the old grant does not count for anyone, the approval written before is intact, and a
+    Trust decided now writes its grant for the approval's requester."""
+    now = clock.now()
+    for requester in ("agent:riley", "agent", ""):
+        assert await store.trust.active(_OLD_SESSION, requester=requester, now=now) == []
+    assert await store.trust.all_active(now=now) == []
+    a = make_approval(now=now, session_id=_OLD_SESSION, key="after")
+    await store.approvals.create(a)
+    out = await store.approvals.decide(cmd(a, "U_SUPPORT1", DecisionKind.TRUST, trust_until=now + 60), now=now)
+    assert out.status is Status.APPROVED
+    grants = await store.trust.active(_OLD_SESSION, requester="agent:riley", now=now)
+    assert [(g.tool, g.requester) for g in grants] == [("refund", "agent:riley")]
+
+
+async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "old.db"
+    earlier = make_approval(now=clock.now(), key="earlier")
+    older = _older(clock)
+    with sqlite3.connect(path) as db:  # as the previous release left a file: schema 7, a grant, an approval
+        for _version, step in SQLITE_MIGRATIONS[:1]:
+            step(db)
+        db.execute(f"PRAGMA user_version = {SQLITE_MIGRATIONS[0][0]}")
+        db.execute(
+            "INSERT INTO trust (session_id, tool, granted_by, until) VALUES (?, 'refund', 'U_SUPPORT1', ?)",
+            (_OLD_SESSION, clock.now() + 3600),
+        )
+        db.execute(
+            "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc) "
+            "VALUES (?, 'pending', 1, ?, ?, 'support', ?, ?)",
+            (earlier.id, earlier.created_at, earlier.expires_at, earlier.requester, earlier.model_dump_json()),
+        )
+        for a, doc in older:
+            db.execute(
+                "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc) "
+                "VALUES (?, 'pending', 1, ?, ?, 'support', ?, ?)",
+                (a.id, a.created_at, a.expires_at, a.requester, json.dumps(doc)),
+            )
+        for run_id, version, data in (("alert:stale", 3, ALERT), ("alert:mine", 1, CALLERS_RUN)):
+            db.execute(
+                "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES (?, ?, ?, 1.0, ?)",
+                (run_id, version, json.dumps(data), data["status"]),
+            )
+    store = SqliteStore(path)
+    try:
+        assert await store.approvals.get(earlier.id) == earlier
+        await _kinds_read_back(store, older)
+        await _trust_works_after(store, clock)
+        await _alerts_moved(store)
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_MIGRATIONS[-1][0]
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        kinds = dict(db.execute("SELECT id, json_extract(doc, '$.kind') FROM approvals").fetchall())
+    assert "trust" not in tables and "trust_grants" in tables
+    assert {a.id: kinds[a.id] for a, _ in older} == {a.id: str(a.kind) for a, _ in older}  # written, not derived
+
+
+async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postgres_url: str, clock: FakeClock) -> None:
+    schema = f"u{uuid.uuid4().hex[:10]}"
+    earlier = make_approval(now=clock.now(), key="earlier")
+    older = _older(clock)
+    conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
+    try:  # as the previous release left it: migrations 1-3, a grant, an approval with its audit
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+        await conn.execute(
+            "CREATE TABLE hitl_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        for version, sql in PG_MIGRATIONS[:3]:
+            await conn.execute(sql)
+            await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
+        await conn.execute(
+            "INSERT INTO trust (session_id, tool, granted_by, until) VALUES ($1, 'refund', 'U_SUPPORT1', $2)",
+            _OLD_SESSION,
+            clock.now() + 3600,
+        )
+        async with conn.transaction():
+            await write_approval(conn, earlier, insert=True)
+            await insert_audit(conn, audit_for_creation(earlier))
+            for a, doc in older:
+                await conn.execute(
+                    "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, "
+                    "doc) VALUES ($1, 'pending', 1, $2, $3, 'support', $4, $5)",
+                    a.id,
+                    a.created_at,
+                    a.expires_at,
+                    a.requester,
+                    json.dumps(doc),
+                )
+                await insert_audit(conn, audit_for_creation(a))
+            for run_id, version, data in (("alert:stale", 3, ALERT), ("alert:mine", 1, CALLERS_RUN)):
+                await conn.execute(
+                    "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES ($1, $2, $3, 1.0, $4)",
+                    run_id,
+                    version,
+                    json.dumps(data),
+                    data["status"],
+                )
+    finally:
+        await conn.close()
+    store = PostgresStore(postgres_url, schema=schema)
+    try:
+        assert await store.migrate() == [4, 5, 6]
+        assert await store.approvals.get(earlier.id) == earlier
+        assert await store.audit.verify() == (4, None)
+        await _kinds_read_back(store, older)
+        await _trust_works_after(store, clock)
+        await _alerts_moved(store)
+    finally:
+        await store.close()
+    conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
+    try:
+        rows = await conn.fetch("SELECT id, doc::jsonb ->> 'kind' FROM approvals")
+        kinds = {str(r[0]): str(r[1]) for r in rows}
+    finally:
+        await conn.close()
+    assert {a.id: kinds[a.id] for a, _ in older} == {a.id: str(a.kind) for a, _ in older}
+
+
+async def _doc(store: RedisStore, approval_id: str) -> str:
+    doc = await store.conn.r.get(store.conn.doc_key(approval_id))
+    assert doc is not None
+    return doc.decode() if isinstance(doc, bytes) else doc
+
+
+async def test_redis_never_reads_the_grants_an_older_hitl_wrote_and_migrate_removes_them(
+    redis_store: RedisStore, clock: FakeClock
+) -> None:
+    c = redis_store.conn
+    legacy = c.legacy_trust_key(_OLD_SESSION)
+    # As the previous release wrote a grant: a hash per session (tool -> [until, by]) and the set of sessions.
+    await c.r.hset(legacy, "refund", json.dumps([clock.now() + 3600, "U_SUPPORT1"]))
+    await c.r.sadd(c.legacy_trust_sessions_key, _OLD_SESSION)
+    older = _older(clock)
+    for a, doc in older:  # stored as this release stores them, then the document as an older one wrote it
+        await redis_store.approvals.create(a)
+        static = json.loads(await _doc(redis_store, a.id))
+        assert static.pop("kind") == str(a.kind)
+        await c.r.set(c.doc_key(a.id), json.dumps({**static, "metadata": doc["metadata"]}))
+    await _kinds_read_back(redis_store, older)  # read before `hitl migrate`: the old markers still say it
+    assert await redis_store.runs.save("alert:stale", ALERT, expected_version=0, now=1.0) == 1  # as an older one did
+    assert await redis_store.runs.save("alert:stale", ALERT, expected_version=1, now=1.0) == 2
+    assert await redis_store.runs.save("alert:stale", ALERT, expected_version=2, now=1.0) == 3
+    await redis_store.runs.save("alert:mine", CALLERS_RUN, expected_version=0, now=1.0)
+    await _trust_works_after(redis_store, clock)
+    assert await redis_store.migrate() == []
+    assert await c.r.exists(legacy, c.legacy_trust_sessions_key) == 0
+    for a, _ in older:
+        assert json.loads(await _doc(redis_store, a.id))["kind"] == str(a.kind)
+    await _kinds_read_back(redis_store, older)
+    await _alerts_moved(redis_store)
+    assert await redis_store.runs.paused() == ["alert:mine"]
+    assert [g.requester for g in await redis_store.trust.all_active(now=clock.now())] == ["agent:riley"]
