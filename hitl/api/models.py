@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
@@ -183,6 +184,9 @@ class ApprovalView(_Out):
     """The tool's JSON Schema snapshot: edited arguments (modify) are validated against it."""
     can_decide: bool | None = None
     """From the API: whether the calling token may decide this approval now."""
+    planted: dict[str, str] | None = None
+    """Only in an admin's listing of practice approvals (``/practice``): the ``defect`` planted, what it ``says``,
+    and the approval it is a copy ``of``."""
     practice: str | None = None
     """Only in the answer to the decision that ended a practice approval (a seeded check): that it was one, and
     whether its planted defect was caught."""
@@ -431,6 +435,18 @@ class ReviewersQuery(_Query):
     """How far back the figures per reviewer go."""
 
     since: Annotated[str, Field(pattern=r"^[0-9]+[smhdw]$", max_length=12)] = "30d"
+    """A duration like ``24h``, ``7d`` or ``30d``."""
+
+    @field_validator("since")
+    @classmethod
+    def _a_duration(cls, value: str) -> str:
+        parse_duration(value)  # a ValueError (zero, too long) is a 422 naming the parameter
+        return value
+
+    @property
+    def seconds(self) -> float:
+        """``since`` in seconds."""
+        return parse_duration(self.since)
 
 
 class ReviewerFiguresView(_Out):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
-from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.halts import HaltOrder
+from hitl.engine.domain.models import Approval
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.reviewer_figures import by_reviewer
 from hitl.engine.errors import EngineError
@@ -80,7 +80,7 @@ async def reviewers(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.ADMIN)
     q = query_of(request, ReviewersQuery)
-    start = ctx.lifecycle.contexts.clock.now() - parse_duration(q.since)
+    start = ctx.lifecycle.contexts.clock.now() - q.seconds
     seen = await recent_since(ctx.lifecycle.store.approvals, start)
     figures = [
         ReviewerFiguresView(**vars(f), catch_rate=f.catch_rate, audit_yield=f.audit_yield)
@@ -95,10 +95,16 @@ async def practice(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.ADMIN)
     try:
-        found = [ApprovalView.of(a) async for a in every_pending(ctx.lifecycle.store.approvals) if is_practice(a)]
+        found = [_planted(a) async for a in every_pending(ctx.lifecycle.store.approvals) if is_practice(a)]
     except EngineError as exc:
         raise from_engine(exc) from None
     return web.json_response(ApprovalList(items=found, cursor=None).model_dump(mode="json"))
+
+
+def _planted(a: Approval) -> ApprovalView:
+    """A practice approval as an admin lists it: with what was planted, and in a copy of which approval."""
+    planted = {k: str(a.metadata[k]) for k in ("defect", "says", "of") if k in a.metadata}
+    return ApprovalView.of(a).model_copy(update={"planted": planted})
 
 
 def routes() -> list[Endpoint]:

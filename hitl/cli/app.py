@@ -34,6 +34,7 @@ from hitl.cli.purge import purge
 from hitl.cli.remote import remote_from_env
 from hitl.cli.sessions import sessions_app
 from hitl.cli.stats import stats
+from hitl.cli.trust import trust_app
 from hitl.engine.config.api import ApiTokenSpec
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.runs import RunResult, RunStatus
@@ -599,7 +600,9 @@ def mcp(
     """The MCP approval gateway: the tools of hitl.yaml's mcp.servers, every call decided by the policy.
 
     Approvals appear in Slack through `hitl serve` on the same store."""
+    from hitl.api.tokens import TokenBook
     from hitl.engine.agents.gate import ToolGate
+    from hitl.engine.config.api import Scope
     from hitl.engine.workers import worker_name
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
@@ -622,7 +625,24 @@ def mcp(
             if not spec.servers:
                 raise InvalidInput("hitl.yaml lists no MCP servers under mcp.servers; add one to front it")
             gate = ToolGate(context.service, worker_id=worker_name("mcp"))
-            gateway = Gateway(gate, Upstreams(dict(spec.servers)), session=session or spec.session, wait=spec.wait)
+            tokens = None
+            if http:  # every client says who it is: its own token, its own identity
+                proposers = [
+                    t for t in context.config.api.tokens if Scope.PROPOSE in t.scopes or Scope.ADMIN in t.scopes
+                ]
+                if not proposers:
+                    raise InvalidInput(
+                        "hitl mcp --http authenticates each client: add a token with the propose scope under "
+                        "api.tokens in hitl.yaml (`hitl token new --name agent --as agent:NAME --scope propose`)"
+                    )
+                tokens = TokenBook(proposers)
+            gateway = Gateway(
+                gate,
+                Upstreams(dict(spec.servers)),
+                session=session or spec.session,
+                wait=spec.wait,
+                tokens=tokens,
+            )
             await gateway.start()
             # Everything built so far lives as long as the process: out of the collector's sight, so a collection
             # on the call path does not walk the imported modules and the gateway over and over.
@@ -723,6 +743,7 @@ app.add_typer(policy_app, name="policy", rich_help_panel=SETUP)
 token_app = typer.Typer(cls=FlagGroup, help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
 app.add_typer(token_app, name="token", rich_help_panel=SETUP)
 app.add_typer(sessions_app, name="sessions", rich_help_panel=RUNS)
+app.add_typer(trust_app, name="trust", rich_help_panel=OVERSIGHT)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(stats)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(reviewers)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(halt)

@@ -34,6 +34,7 @@ __all__ = [
     "expire_and_apply",
     "interactive_loop",
     "locate",
+    "refuse_claimed_in_production",
     "refuse_local_in_production",
     "remote_resume",
     "resolve_target",
@@ -153,10 +154,38 @@ async def refuse_local_in_production(
     else:
         context = await rt.lifecycle.context_of(approval, state) if approval is not None else rt.contexts.default
     if context.config.production or rt.contexts.default.config.production:
+        what = what or "a decision made against the store"
+        await _audit_refusal(rt, f"{what} ({approval.id})" if approval is not None else what)
         raise InvalidInput(
-            f"hitl.yaml says production: true, so {what or 'a decision made against the store'} is refused: "
-            "decide through the API (set HITL_API_URL and HITL_TOKEN; `hitl token new` makes a token) or in Slack"
+            f"hitl.yaml says production: true, so {what} is refused: decide through the API (set HITL_API_URL and "
+            "HITL_TOKEN; `hitl token new` makes a token) or in Slack"
         )
+
+
+async def refuse_claimed_in_production(rt: Runtime, who: str, what: str) -> None:
+    """``production: true``: an oversight command (halt, unhalt, practice, reviewers, trust) acting against the store
+    by a claimed identity (``--as``, ``HITL_REVIEWER``) is refused and audited; through the API, the token says who
+    is acting."""
+    if not rt.contexts.default.config.production:
+        return
+    await _audit_refusal(rt, f"hitl {what} as {who}")
+    raise InvalidInput(
+        f"hitl.yaml says production: true, so `hitl {what}` against the store as a claimed {who} is refused: set "
+        "HITL_API_URL and HITL_TOKEN (a token with the scope it needs) to do it through the API, or use /hitl in Slack"
+    )
+
+
+async def _audit_refusal(rt: Runtime, what: str) -> None:
+    """A production refusal, as an audit entry: the actor is the unauthenticated CLI (a claimed identity is named in
+    the detail, never taken as the actor)."""
+    entry = AuditEntry(
+        at=rt.clock.now(),
+        actor="cli",
+        event="refused",
+        outcome="production",
+        detail=f"{what}: refused, production: true needs an authenticated identity"[:500],
+    )
+    await rt.store.audit.append(entry)
 
 
 async def remote_resume(

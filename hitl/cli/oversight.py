@@ -8,18 +8,22 @@ on the store within a second, and is audited.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from hitl.api.models import iso
+from hitl.api.models import ApprovalList, ApprovalView, HaltView, ReviewerFiguresList, Unhalted, iso
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
+from hitl.cli.flows import refuse_claimed_in_production
 from hitl.cli.options import AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out
+from hitl.cli.remote import remote_from_env
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
+from hitl.engine.domain.models import Approval
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.reviewer_figures import by_reviewer
 from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
@@ -50,6 +54,11 @@ def halt(
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
+        client = remote_from_env()
+        if client is not None:  # the token says who halts, and the server checks it may
+            view = HaltView.model_validate(await client.call("POST", "/halt", json={"tool": tool, "reason": reason}))
+            _print_order(out, "halted", _order_of(view))
+            return 0
         who = settings.require_reviewer()
         async with open_runtime(settings.runtime, kind="cli") as rt:
             await _authorized(rt, who, "halt")
@@ -72,14 +81,14 @@ def unhalt(
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
+        client = remote_from_env()
+        if client is not None:
+            done = Unhalted.model_validate(await client.call("POST", "/unhalt", json={"tool": tool}))
+            _print_order(out, "unhalted", _order_of(done.halt), resumed=done.resumed_runs)
+            return 0
         who = settings.require_reviewer()
         async with open_runtime(settings.runtime, kind="cli") as rt:
             await _authorized(rt, who, "unhalt")
-            if rt.contexts.default.config.production:
-                raise InvalidInput(
-                    "hitl.yaml says production: true, so unhalting against the store is refused: use the API "
-                    "(POST /api/v1/unhalt with an admin token) or /hitl unhalt in Slack"
-                )
             lifted, resumed = await rt.lifecycle.unhalt(tool, by=who)
             if resumed:  # no server may be running: the runs go on here, as `hitl resume` would run them
                 await rt.lifecycle.process_jobs(limit=resumed)
@@ -115,7 +124,10 @@ def halts(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
 
 
 async def _authorized(rt: Runtime, who: str, what: str) -> None:
-    """The admin role's members only, when hitl.yaml defines it (the CLI holds the store: without it, anyone may)."""
+    """The admin role's members only, when hitl.yaml defines it (the CLI holds the store: without it, anyone may).
+    Under ``production: true`` nobody acts by a claimed ``--as`` against the store (audited): the API, with a token,
+    says who is acting."""
+    await refuse_claimed_in_production(rt, who, what)
     config = rt.contexts.default.config
     reviewer = await rt.contexts.default.service.reviewers.reviewer(who)
     if config.may_halt(reviewer.roles) is False:
@@ -123,6 +135,37 @@ async def _authorized(rt: Runtime, who: str, what: str) -> None:
             f"{who} may not {what}: only the {config.oversight.admin_role} role may (hitl.yaml oversight.admin_role)",
             code=ErrorCode.NOT_ELIGIBLE,
         )
+
+
+def _order_of(view: HaltView) -> HaltOrder:
+    """A halt order as the API answered it."""
+    at = datetime.fromisoformat(view.at.replace("Z", "+00:00")).timestamp()
+    return HaltOrder(scope=view.scope, by=view.by, reason=view.reason, at=at)
+
+
+def practice_row(a: Approval) -> dict[str, object]:
+    """A practice approval as `hitl practice` lists it (what was planted, and in a copy of which approval)."""
+    return {
+        "id": a.id,
+        "tool": a.tool,
+        "defect": a.metadata.get("defect"),
+        "says": a.metadata.get("says"),
+        "copy_of": a.metadata.get("of"),
+        "created_at": iso(a.created_at),
+    }
+
+
+def planted_row(view: ApprovalView) -> dict[str, object]:
+    """A practice approval as the API lists it to an admin, in :func:`practice_row`'s shape."""
+    planted = view.planted or {}
+    return {
+        "id": view.id,
+        "tool": view.tool,
+        "defect": planted.get("defect"),
+        "says": planted.get("says"),
+        "copy_of": planted.get("of"),
+        "created_at": view.created_at,
+    }
 
 
 def _scope(o: HaltOrder) -> str:
@@ -156,21 +199,15 @@ def practice(
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
-        who = settings.require_reviewer()
-        async with open_runtime(settings.runtime, read_only=True) as rt:
-            await _authorized(rt, who, "list practice approvals")
-            found = [a async for a in every_pending(rt.store.approvals) if is_practice(a)]
-        rows = [
-            {
-                "id": a.id,
-                "tool": a.tool,
-                "defect": a.metadata.get("defect"),
-                "says": a.metadata.get("says"),
-                "copy_of": a.metadata.get("of"),
-                "created_at": iso(a.created_at),
-            }
-            for a in found
-        ]
+        client = remote_from_env()
+        if client is not None:
+            listed = ApprovalList.model_validate(await client.call("GET", "/practice"))
+            rows = [planted_row(a) for a in listed.items]
+        else:
+            who = settings.require_reviewer()
+            async with open_runtime(settings.runtime, read_only=True) as rt:
+                await _authorized(rt, who, "list practice approvals")
+                rows = [practice_row(a) async for a in every_pending(rt.store.approvals) if is_practice(a)]
         if out.json:
             out.emit({"practice": rows})
             return 0
@@ -210,24 +247,30 @@ def reviewers(
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
 
     async def work() -> int:
-        who = settings.require_reviewer()
-        async with open_runtime(settings.runtime, read_only=True) as rt:
-            await _authorized(rt, who, "see the figures per reviewer")
-            start = rt.clock.now() - window
-            seen = await recent_since(rt.store.approvals, start - window)
-        figures = by_reviewer(seen, since=start)
+        client = remote_from_env()
+        if client is not None:
+            answer = ReviewerFiguresList.model_validate(await client.call("GET", "/reviewers", query={"since": since}))
+            start_text, listed = answer.since, [f.model_dump() for f in answer.reviewers]
+        else:
+            who = settings.require_reviewer()
+            async with open_runtime(settings.runtime, read_only=True) as rt:
+                await _authorized(rt, who, "see the figures per reviewer")
+                start = rt.clock.now() - window
+                seen = await recent_since(rt.store.approvals, start - window)
+            start_text = iso(start)
+            listed = [
+                {**vars(f), "catch_rate": f.catch_rate, "audit_yield": f.audit_yield}
+                for f in by_reviewer(seen, since=start)
+            ]
         if out.json:
-            listed = [{**vars(f), "catch_rate": f.catch_rate, "audit_yield": f.audit_yield} for f in figures]
-            out.emit({"since": iso(start), "reviewers": listed})
+            out.emit({"since": start_text, "reviewers": listed})
             return 0
-        if not figures:
+        if not listed:
             out.text("no decisions in this period")
             return 0
         headings = ("reviewer", "decided", "corr", "caught", "missed", "spot", "flag")
         counts = ("decisions", "corrections", "practice_caught", "practice_missed", "spot_checks", "spot_flags")
-        rows: list[list[str | Text]] = [
-            [Text(f.reviewer), *(str(getattr(f, name)) for name in counts)] for f in figures
-        ]
+        rows: list[list[str | Text]] = [[Text(str(f["reviewer"])), *(str(f[name]) for name in counts)] for f in listed]
         out.table(headings, rows, right=headings[1:])
         return 0
 

@@ -10,18 +10,25 @@ upstream ``inputSchema``, included); a rejection answers with the reviewer's rea
 
 The upstream's tool description is untrusted: it reaches the card only as evidence (escaped, apart from the
 controls), never as a label.
+
+Who asks: over stdio, the gateway's configured requester (``hitl.yaml``'s ``requester``: the process that started it);
+over streamable HTTP, each client's bearer token (``api.tokens`` with the ``propose`` scope), so trust, approvals and
+their waits belong to that client's identity and no other's.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from hitl.api.tokens import Caller, TokenBook
 from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError
 
@@ -48,13 +55,18 @@ class Gateway:
         session: the session approvals and trust grants belong to (stable across reconnects, so a reconnecting
             client picks up decisions made while it was away).
         wait: seconds a call waits for a reviewer before answering "pending review".
+        tokens: the clients' bearer tokens (streamable HTTP): each call is made as its token's identity, and a call
+            without a valid token with the ``propose`` scope is refused. None over stdio: the configured requester.
     """
 
-    def __init__(self, gate: ToolGate, upstreams: Upstreams, *, session: str, wait: float) -> None:
+    def __init__(
+        self, gate: ToolGate, upstreams: Upstreams, *, session: str, wait: float, tokens: TokenBook | None = None
+    ) -> None:
         self.gate = gate
         self.upstreams = upstreams
         self.session = session
         self.wait = wait
+        self.tokens = tokens
         self.server: Server[Any] = Server(
             "hitl",
             instructions="Tools behind human approval (hitl): some calls wait for a reviewer.",
@@ -75,13 +87,43 @@ class Gateway:
         await self.upstreams.close()
 
     # -- tools --------------------------------------------------------------------------------------------------
+    def caller(self, headers: Mapping[str, str] | None) -> Caller | None:
+        """The client a request's ``Authorization: Bearer`` header names (a token with the ``propose`` scope), or
+        None. Over stdio (no token book) there is no client token: None."""
+        if self.tokens is None or headers is None:
+            return None
+        found = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        scheme, _, presented = found.partition(" ")
+        if scheme.lower() != "bearer" or not presented.strip():
+            return None
+        caller = self.tokens.caller(presented.strip())
+        return caller if caller is not None and caller.may(Scope.PROPOSE) else None
+
+    def _client(self, ctx: ServerRequestContext[Any]) -> tuple[bool, Caller | None]:
+        """Whether the request may go on, and as which client (None over stdio: the configured requester)."""
+        if self.tokens is None:
+            return True, None
+        # Over streamable HTTP the SDK hands each message its HTTP request: the headers of this very call.
+        headers = getattr(ctx.request, "headers", None)
+        caller = self.caller(headers if isinstance(headers, Mapping) else None)
+        return caller is not None, caller
+
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        tools = [route.tool.model_copy(update={"name": name}) for name, route in self.upstreams.routes.items()]
+        allowed, caller = self._client(ctx)
+        routes = self.upstreams.routes.items() if allowed else ()
+        tools = [
+            route.tool.model_copy(update={"name": name})
+            for name, route in routes
+            if caller is None or caller.sees(name)
+        ]
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
+        allowed, caller = self._client(ctx)
+        if not allowed:
+            return _error("unauthenticated: send 'Authorization: Bearer <token>' with a token that may propose")
         route = self.upstreams.routes.get(params.name)
-        if route is None:
+        if route is None or (caller is not None and not caller.sees(params.name)):
             return _error(f"{params.name} is not a tool of this gateway; list the tools again")
         call = ToolCall(
             params.name,
@@ -91,6 +133,7 @@ class Gateway:
             schema=route.tool.input_schema,
             agent=_client_name(ctx),
             evidence=route.evidence,
+            requester=caller.reviewer if caller is not None else None,
         )
         try:
             ticket = await self.gate.check(call)

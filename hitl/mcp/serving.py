@@ -15,7 +15,7 @@ from mcp.server.stdio import stdio_server
 
 from .gateway import Gateway
 
-__all__ = ["BodyDeadline", "serve_http", "serve_stdio"]
+__all__ = ["BearerGate", "BodyDeadline", "serve_http", "serve_stdio"]
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +91,44 @@ async def serve_stdio(gateway: Gateway) -> None:
         await gateway.server.run(read, write, gateway.server.create_initialization_options())
 
 
+class BearerGate:
+    """ASGI middleware: a request without a bearer token the gateway accepts (``propose`` scope) gets 401 before
+    the MCP app sees it; the gateway still checks the token of every call it serves (its own identity)."""
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self.gateway.caller(headers) is None:
+            body = json.dumps(
+                {"error": "send 'Authorization: Bearer <token>' with an API token that has the propose scope"}
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="hitl-mcp"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
 async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
-    """Streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled (DNS-rebinding protection on for localhost)."""
+    """Streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled (DNS-rebinding protection on for localhost),
+    each client authenticated by its bearer token."""
     app = BodyDeadline(
-        gateway.server.streamable_http_app(host=host), seconds=float(os.environ.get("HITL_BODY_DEADLINE", "10"))
+        BearerGate(gateway.server.streamable_http_app(host=host), gateway),
+        seconds=float(os.environ.get("HITL_BODY_DEADLINE", "10")),
     )
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
     await server.serve()

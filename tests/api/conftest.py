@@ -123,6 +123,17 @@ async def sqlite_api(tmp_path: Path, clock: FakeClock, *, extra: str = "") -> As
         await stop(h)
 
 
+async def trusted_refund(api: Api) -> None:
+    """The agent token proposes a refund in session ``s1`` and a reviewer trusts it (a grant for ``agent:remote``)."""
+    args = {"order_id": "1", "customer_id": "C-1", "amount": 5}
+    body = {"session": "s1", "tool": "refund", "idempotency_key": "k1", "args": args}
+    status, asked = await api.call("POST", "/proposals", as_="agent", json=body)
+    a = asked["approval"]
+    bound = {"expected_version": a["version"], "action_hash": a["action_hash"]}
+    status, _ = await api.call("POST", f"/approvals/{a['id']}/decisions", json={"decision": "trust", **bound})
+    assert status == 200
+
+
 @pytest.fixture
 async def seeded_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
     """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`SEEDED`)."""
@@ -149,4 +160,4 @@ async def api(
     await hooks.runner.cleanup()
 
 
-__all__ = ["SEEDED", "TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config", "sqlite_api"]
+__all__ = ["SEEDED", "TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config", "sqlite_api", "trusted_refund"]

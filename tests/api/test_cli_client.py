@@ -3,43 +3,17 @@ and `production: true` refusing decisions made straight against the store."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hitl.cli.remote import remote_from_env
 from hitl.engine.errors import EngineError, ErrorCode
+from tests.api.cli_process import hitl
 from tests.api.conftest import TOKENS, Api
 from tests.bot.conftest import ROOT
 
 REFUND = {"order_id": "78291", "customer_id": "C-1", "amount": 120}
-
-
-async def hitl(*args: str, env: dict[str, str]) -> tuple[int, Any, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "hitl",
-        *args,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
-    finally:  # never leaked: a command that hangs is killed
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    text = out.decode()
-    body = json.loads(text) if text.strip().startswith("{") else text
-    assert proc.returncode is not None
-    return proc.returncode, body, err.decode()
 
 
 def as_token(api: Api, name: str) -> dict[str, str]:

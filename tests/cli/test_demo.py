@@ -47,7 +47,7 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
         "less than or equal to the minimum of 0",
         "superseded",
         "waiting for you",
-        "lets later refund calls in session chat-42 run without review",
+        "For agent:chat only: approves this call, and lets its later refund calls in session chat-42 run",
         "the next refund in chat-42: ran without a card",
         "refund ran without review",
         "Flagged: check_stock   audit yield: 1.0",  # a spot check flagged

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from hitl.api.tokens import token_hash
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, DecisionKind
@@ -47,7 +49,14 @@ mcp:
     shop:
       command: [{python}, {upstream}]
       env: {{HITL_TEST_LEDGER: {ledger}}}
+api:
+  tokens:
+    - {{name: alice, sha256: {alice}, reviewer: "agent:alice", scopes: [propose]}}
+    - {{name: bob, sha256: {bob}, reviewer: "agent:bob", scopes: [propose]}}
+    - {{name: reader, sha256: {reader}, reviewer: U_SUPPORT2, scopes: [read]}}
 """
+CLIENTS = {"alice": "tok-mcp-alice", "bob": "tok-mcp-bob", "reader": "tok-mcp-reader"}
+"""Each HTTP client's bearer token (hitl.yaml keeps their hashes): alice and bob may propose, the reader may not."""
 
 
 @dataclass
@@ -79,8 +88,11 @@ class Shop:
         return await self.service.decide(DecideRequest(approval.id, "U_SUPPORT1", kind, via="slack", **kw))
 
     @asynccontextmanager
-    async def client(self, *, http_port: int | None = None) -> AsyncIterator[ClientSession]:
-        """The SDK's client on `hitl mcp` (a new gateway process per stdio client, as desktop assistants do)."""
+    async def client(
+        self, *, http_port: int | None = None, token: str | None = CLIENTS["alice"]
+    ) -> AsyncIterator[ClientSession]:
+        """The SDK's client on `hitl mcp` (a new gateway process per stdio client, as desktop assistants do); over
+        HTTP with ``token`` as its bearer token (None: none sent)."""
         async with AsyncExitStack() as stack:
             if http_port is None:
                 params = StdioServerParameters(
@@ -89,7 +101,9 @@ class Shop:
                 read, write = await stack.enter_async_context(stdio_client(params))
             else:
                 url = f"http://127.0.0.1:{http_port}/mcp"
-                read, write = await stack.enter_async_context(streamable_http_client(url))
+                headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+                http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=60))
+                read, write = await stack.enter_async_context(streamable_http_client(url, http_client=http))
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             yield session
@@ -97,7 +111,8 @@ class Shop:
 
 def make_shop(tmp: Path, *, wait: str, extra: str = "") -> Shop:
     config = tmp / "hitl.yaml"
-    text = CONFIG.format(wait=wait, python=sys.executable, upstream=UPSTREAM, ledger=tmp / "ledger.db")
+    hashes = {name: token_hash(token) for name, token in CLIENTS.items()}
+    text = CONFIG.format(wait=wait, python=sys.executable, upstream=UPSTREAM, ledger=tmp / "ledger.db", **hashes)
     config.write_text(text + extra)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("HITL_")},

@@ -12,10 +12,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 from hitl.bot.blocks import card
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
-from tests.mcp.conftest import Shop, make_shop, text_of
+from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.ports import free_port
 from tests.processes import stop_process
 from tests.waiting import accepts, eventually
@@ -275,3 +277,33 @@ async def test_a_practice_twin_never_reaches_the_gateways_caller(tmp_path: Path)
         assert seeded.effects() == []
     finally:
         await seeded.store.close()
+
+
+async def test_each_http_client_is_its_own_identity_and_needs_a_token(shop: Shop) -> None:
+    """`hitl mcp --http` authenticates every client by its bearer token: a request without one (or with one that may
+    not propose) gets 401; each client proposes as its token's identity, so one client's Trust never lets another
+    client's calls through, though both use the gateway's session."""
+    async with http_gateway(shop) as port:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        async with httpx2.AsyncClient(timeout=30) as raw:
+            for token in (None, "not-a-token", CLIENTS["reader"]):
+                headers = {"Accept": "application/json, text/event-stream"}
+                if token is not None:
+                    headers["Authorization"] = f"Bearer {token}"
+                answer = await raw.post(f"http://127.0.0.1:{port}/mcp", json=hello, headers=headers)
+                assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("Bearer")
+        async with shop.client(http_port=port, token=CLIENTS["alice"]) as alice:
+            call = asyncio.create_task(alice.call_tool("refund", {"order_id": "4", "amount": 10}))
+            [approval] = await shop.pending()
+            assert approval.requester == "agent:alice" and approval.session_id == "desktop-1"
+            await shop.decide(approval, DecisionKind.TRUST)
+            assert text_of(await asyncio.wait_for(call, 30)) == "refunded 10 on order 4"
+            # Alice's next refund runs at once: the grant is hers.
+            assert text_of(await alice.call_tool("refund", {"order_id": "5", "amount": 11})) == "refunded 11 on order 5"
+        async with shop.client(http_port=port, token=CLIENTS["bob"]) as bob:
+            call = asyncio.create_task(bob.call_tool("refund", {"order_id": "6", "amount": 12}))
+            [asked] = await shop.pending()  # bob, in the same session, is asked about
+            assert asked.requester == "agent:bob"
+            await shop.decide(asked, DecisionKind.REJECT, reason="not bob's")
+            assert (await asyncio.wait_for(call, 30)).is_error
+    assert shop.effects() == ["refund 4 10", "refund 5 11"]

@@ -1,0 +1,89 @@
+"""Production means authenticated, for oversight too: with ``production: true`` every oversight command that changes
+state or shows oversight data (halt, unhalt, practice, reviewers, trust list and revoke) refuses a claimed ``--as``
+against the store, and each refusal is an audit entry; the same commands work through the API with a token (the CLI
+run as a real process against `hitl serve`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hitl.testing import FakeClock
+from tests.api.cli_process import hitl
+from tests.api.conftest import TOKENS, Api, sqlite_api, trusted_refund
+from tests.bot.conftest import ROOT
+
+ADMIN = """
+oversight:
+  admin_role: ops
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("halt", "--tool", "refund"),
+        ("unhalt", "--tool", "refund"),
+        ("practice",),
+        ("reviewers",),
+        ("trust", "list"),
+        ("trust", "revoke", "refund", "--session", "s1"),
+    ],
+)
+async def test_production_refuses_a_claimed_identity_and_audits_it(tmp_path: Path, command: tuple[str, ...]) -> None:
+    config = tmp_path / "hitl.yaml"
+    roles = "\n  ops: [U_ADMIN]\n"
+    text = (ROOT / "examples" / "refund" / "hitl.yaml").read_text().replace("roles:\n", "roles:" + roles, 1)
+    config.write_text(text + ADMIN + "production: true\n")
+    db = tmp_path / "hitl.db"
+    env = {"HITL_STORE": f"sqlite:///{db}", "HITL_CONFIG": str(config), "HITL_API_URL": "", "HITL_TOKEN": ""}
+    code, _, err = await hitl("migrate", env=env)
+    assert code == 0, err
+    code, _, err = await hitl(*command, "--as", "U_ADMIN", env=env)
+    assert code == 1 and "production: true" in err and "HITL_API_URL" in err, err
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT actor, event, outcome, detail FROM audit").fetchall()
+        halts = c.execute("SELECT COUNT(*) FROM halts").fetchone()[0]
+    [(actor, event, outcome, detail)] = rows
+    assert (actor, event, outcome) == ("cli", "refused", "production") and "as U_ADMIN" in detail
+    assert halts == 0
+
+
+async def test_oversight_commands_go_through_the_api_with_a_token(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    async with sqlite_api(tmp_path, clock) as api:
+        await _through_the_api(api)
+
+
+async def _through_the_api(api: Api) -> None:
+    env = {"HITL_API_URL": api.h.bot_url, "HITL_TOKEN": TOKENS["admin"][0], "HITL_STORE": "sqlite:///nonexistent/x.db"}
+    await trusted_refund(api)
+
+    code, listed, err = await hitl("trust", "list", "--json", env=env)
+    assert code == 0, err
+    assert [(g["tool"], g["requester"], g["session_id"]) for g in listed["grants"]] == [
+        ("refund", "agent:remote", "s1")
+    ]
+    code, done, err = await hitl("trust", "revoke", "refund", "--session", "s1", "--json", env=env)
+    assert code == 0 and done == {"revoked": 1}, err
+    code, _, err = await hitl("trust", "revoke", "refund", "--session", "s1", env=env)
+    assert code == 1 and "not trusted" in err
+
+    code, halted, err = await hitl("halt", "--tool", "refund", "--reason", "fixing", "--json", env=env)
+    assert code == 0 and halted["halt"]["by"] == "U_SUPPORT2", err  # the token's identity, not a claimed one
+    code, lifted, err = await hitl("unhalt", "--tool", "refund", "--json", env=env)
+    assert code == 0 and lifted["status"] == "unhalted", err
+    code, figures, err = await hitl("reviewers", "--json", env=env)
+    assert code == 0 and [r["reviewer"] for r in figures["reviewers"]] == ["U_SUPPORT1"], err
+    code, practice, err = await hitl("practice", "--json", env=env)
+    assert code == 0 and practice == {"practice": []}, err
+
+    reader = {**env, "HITL_TOKEN": TOKENS["reader"][0]}
+    code, _, err = await hitl("halt", "--tool", "refund", env=reader)
+    assert code != 0 and "admin" in err  # refused by the server, and audited there
+    refused = [e for e in await api.h.rt.runtime.store.audit.entries(limit=500) if e.event == "refused"]
+    assert [(e.actor, e.outcome) for e in refused] == [("U_SUPPORT2", "missing_scope")]
