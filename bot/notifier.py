@@ -27,6 +27,7 @@ from hitl.bot.metrics import Metrics
 from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.practice import POST_AFTER, is_practice
 from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused, EngineError
 from hitl.engine.events import FYI_JOB
@@ -157,7 +158,11 @@ class SlackNotifier:
 
     # -- posting -----------------------------------------------------------------------------------------------
     async def post_card(self, approval: Approval) -> MessageRef | None:
-        """Post the card unless it was posted (or is being posted) already. Returns where it is."""
+        """Post the card unless it was posted (or is being posted) already, or it is a practice approval whose
+        moment has not come (the sweep posts it then). Returns where it is."""
+        due = approval.metadata.get(POST_AFTER) if is_practice(approval) else None
+        if isinstance(due, int | float) and self.clock.now() < due:
+            return None
         channel = self.channel_for(approval)
         if channel is None:
             log.warning("no approval channel configured; %s is only visible through /hitl pending", approval.id)

@@ -26,7 +26,7 @@ from hitl.engine.domain.hashing import action_hash, batch_hash, normalize
 from hitl.engine.domain.ids import approval_id, dedupe_key, new_session_id
 from hitl.engine.domain.models import RESERVED_PREFIXES, Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
-from hitl.engine.domain.practice import SeededSpec, caught, defect_for, is_practice, seeded
+from hitl.engine.domain.practice import POST_AFTER, SeededSpec, caught, defect_for, is_practice, post_after, seeded
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -859,7 +859,10 @@ class ApprovalService:
                 "reason": None,
                 "metadata": {
                     **{k: real.metadata[k] for k in ("framework", "agent", TRUST_TTL) if k in real.metadata},
+                    # A call id like the real one's (an agent-proposed approval shows one), never the same one.
+                    **({"call_id": _like(str(real.metadata["call_id"]))} if "call_id" in real.metadata else {}),
                     "of": real.id,
+                    POST_AFTER: post_after(self.seeded, now),
                     "defect": defect.name,
                     "says": defect.says,
                     "modifiable": real.modifiable,
@@ -913,6 +916,11 @@ class ApprovalService:
 
 
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/\-]{0,127}$")
+
+
+def _like(value: str) -> str:
+    """A random string as long as ``value`` (at least 8 characters), from URL-safe characters."""
+    return secrets.token_urlsafe(max(len(value), 8))[: max(len(value), 8)]
 
 
 def _window_events(approval: Approval) -> list[tuple[str, str]]:

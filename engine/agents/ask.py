@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
-from hitl.engine.domain.models import Approval, Status
-from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
+from hitl.engine.domain.models import Approval, ApprovalKind, Status
+from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
 from hitl.engine.execution.schema import signature_schema
 from hitl.engine.service import ApprovalService
 from hitl.engine.workers import worker_name
@@ -144,7 +144,11 @@ class Approvals:
 
     async def wait(self, approval: Approval, *, wait: float | None = None) -> Answer:
         """Wait until ``approval`` is decided (following supersessions) or expires. When ``wait`` passes first, the
-        approval is cancelled (an agent that stopped waiting must not be approved behind its back)."""
+        approval is cancelled (an agent that stopped waiting must not be approved behind its back). Only an action's
+        approval is waited on: any other kind (a practice copy, a spot check) answers as an approval that does not
+        exist (:class:`~hitl.engine.errors.NotFound`), so an agent learns nothing from it."""
+        if approval.kind is not ApprovalKind.ACTION:
+            raise NotFound.approval(approval.id)
         ticket = await self.gate.wait(await self.gate.ticket_of(approval), timeout=wait)
         return _answer(ticket)
 

@@ -9,14 +9,27 @@ it; Approve and Trust miss it). It never counts in the other measures: only in t
 
 from __future__ import annotations
 
-from typing import Any
+import secrets
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.sampling import draw, rate_for, sampled
 
-__all__ = ["PRACTICE", "Defect", "SeededSpec", "caught", "defect_for", "is_practice", "practice_note", "seeded"]
+__all__ = [
+    "POST_AFTER",
+    "PRACTICE",
+    "Defect",
+    "SeededSpec",
+    "caught",
+    "defect_for",
+    "is_practice",
+    "post_after",
+    "practice_note",
+    "seeded",
+]
 
 PRACTICE = ApprovalKind.PRACTICE
 """A practice approval's kind (never shown on a card)."""
@@ -32,12 +45,21 @@ class Defect(BaseModel):
     says: str = Field(min_length=1, max_length=300)
 
 
+def _delay(value: object) -> float:
+    """A duration, or 0 (post at once)."""
+    return 0.0 if value in (0, 0.0, "0", "0s") else parse_duration(value)
+
+
 class SeededSpec(BaseModel):
     """``oversight.seeded``: how often a real approval of a tool gets a practice twin (by tool, else by tier, else
-    ``rate``), and the defects declared per tool (a tool without defects is never seeded)."""
+    ``rate``), the defects declared per tool (a tool without defects is never seeded), and how long a twin's card
+    may wait before it is posted."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    delay: Annotated[float, BeforeValidator(_delay)] = 300.0
+    """The longest a twin's card waits before it is posted (a random share of it, each time), so it never arrives
+    right beside its real approval's card; 0 posts it at once."""
     rate: float = Field(default=0.0, ge=0.0, le=1.0)
     tools: dict[str, float] = Field(default_factory=dict)
     tiers: dict[str, float] = Field(default_factory=dict)
@@ -59,6 +81,16 @@ def defect_for(spec: SeededSpec, tool: str, approval_id: str) -> Defect:
     """Which of the tool's defects is planted in the twin of ``approval_id`` (a stable choice)."""
     choices = spec.defects[tool]
     return choices[int(draw(f"defect:{approval_id}") * len(choices)) % len(choices)]
+
+
+POST_AFTER = "post_after"
+"""A practice approval's metadata: when its card may be posted (epoch seconds)."""
+
+
+def post_after(spec: SeededSpec, now: float) -> float:
+    """When a twin made at ``now`` may be posted: a random instant within ``spec.delay`` (not derived from anything
+    a caller knows, so the gap between a real card and its twin's tells nothing)."""
+    return now + secrets.SystemRandom().uniform(0.0, spec.delay) if spec.delay > 0 else now
 
 
 def is_practice(a: Approval) -> bool:

@@ -440,7 +440,9 @@ class ReviewersQuery(_Query):
     @field_validator("since")
     @classmethod
     def _a_duration(cls, value: str) -> str:
-        parse_duration(value)  # a ValueError (zero, too long) is a 422 naming the parameter
+        # A ValueError is a 422 naming the parameter: zero, or further back than the figures could reach.
+        if parse_duration(value) > 10 * 365 * 86400:
+            raise ValueError("since goes back at most ten years (3650d)")
         return value
 
     @property

@@ -157,6 +157,7 @@ def _story_config(tmp: str) -> str:
     config["oversight"] = {
         "spot_check": {"tools": {"check_stock": 1.0}},
         "seeded": {
+            "delay": 0,  # the story shows the twin's card at once; a deployment lets it come a while after
             "tools": {"reorder_stock": 1.0},
             "defects": {"reorder_stock": [{"name": "too_many", "set": {"quantity": 10000}, "says": "10,000 mugs"}]},
         },

@@ -27,7 +27,7 @@ from hitl.engine.errors import ClaimRefused, EngineError, NotFound
 
 from .messages import EXECUTE, PROPOSE, REFUSED, UPDATE, Decision, ExecuteInput, Proposal, ProposeInput
 
-__all__ = ["FRAMEWORK", "HitlActivities", "TemporalResumer"]
+__all__ = ["FRAMEWORK", "HitlActivities", "TemporalResumer", "run_identity"]
 
 FRAMEWORK = "temporal"
 log = logging.getLogger(__name__)
@@ -93,7 +93,16 @@ class HitlActivities:
             schema=req.args_schema if req else None,
             agent=req.workflow_type if req else None,
             evidence=req.evidence if req else "",
+            requester=run_identity(),
         )
+
+
+def run_identity() -> str:
+    """Who asks, from inside one of hitl's activities: the workflow run (namespace, workflow id and run id), read from
+    the activity's own context. A new run that reuses a workflow id is another identity: it inherits no trust and
+    attaches to no approval of an earlier run."""
+    info = activity.info()
+    return f"temporal:{info.workflow_namespace}/{info.workflow_id}/{info.workflow_run_id}"
 
 
 class TemporalResumer:

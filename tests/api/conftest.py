@@ -38,6 +38,7 @@ WEBHOOK_SECRET = "whsec-test-only"
 SEEDED = """
 oversight:
   seeded:
+    delay: 0
     tools: {refund: 1.0}
     defects:
       refund:
@@ -112,15 +113,21 @@ class Api:
 
 
 @asynccontextmanager
-async def sqlite_api(tmp_path: Path, clock: FakeClock, *, extra: str = "") -> AsyncIterator[Api]:
+async def sqlite_api(tmp_path: Path, clock: FakeClock, *, extra: str = "", hooks: bool = False) -> AsyncIterator[Api]:
     """`hitl serve` with the API on one SQLite store, for tests where the store does not matter (``extra``: more
-    hitl.yaml). Set ``HITL_SHOP_DB`` first."""
-    config = api_config(tmp_path, extra=extra)
+    hitl.yaml; ``hooks``: a webhook subscriber to every event). Set ``HITL_SHOP_DB`` (and, with hooks,
+    ``HITL_TEST_WEBHOOK_SECRET``) first."""
+    receiver = Receiver()
+    if hooks:
+        await receiver.start()
+    config = api_config(tmp_path, extra=extra, webhook=receiver.url if hooks else None)
     h = await start(SqliteStore(tmp_path / "api.db"), clock, config=config)
     try:
-        yield Api(h, config, Receiver())
+        yield Api(h, config, receiver)
     finally:
         await stop(h)
+        if receiver.runner is not None:
+            await receiver.runner.cleanup()
 
 
 async def trusted_refund(api: Api) -> None:

@@ -6,16 +6,21 @@ tokens of two identities, and reviewers' Trust pressed as signed Slack clicks.
 - Another identity's approval is not there for a token: reading, waiting on or claiming it answers 404, and asking
   the same action again makes an approval of its own.
 - A Trust on a practice approval grants nothing; its id and session are not derived from the real approval's, and an
-  agent's token neither lists nor reads it.
+  agent's token neither lists nor reads it; to the people who decide, it looks like its real approval everywhere.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from hitl.bot.blocks import ACTION_TRUST
 from hitl.engine.domain.ids import approval_id
-from tests.api.conftest import Api
+from hitl.testing import FakeClock
+from tests.api.conftest import SEEDED, WEBHOOK_SECRET, Api, sqlite_api
 
 ARGS = {"order_id": "78291", "customer_id": "C-1", "amount": 49}
 
@@ -106,3 +111,50 @@ async def test_a_trust_on_a_practice_approval_grants_nothing_and_the_agent_never
     assert await api.h.rt.runtime.store.trust.all_active(now=api.h.clock.now()) == []
     status, again = await api.call("POST", "/proposals", as_="agent", json=_proposal(twin["session_id"], "k2"))
     assert again["verdict"] == "pending"  # nothing granted in the twin's session either
+
+
+def shape(value: Any) -> Any:
+    """``value`` with every value masked: keys and types kept, an approval id or a session id by its form, a hash by
+    its length; lists element by element."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(v) for v in value]
+    if isinstance(value, str):
+        for form in (r"apr_[0-9A-Z]{10}", r"[0-9a-f]{64}", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"):
+            if re.fullmatch(form, value):
+                return form
+        return "str"
+    return type(value).__name__
+
+
+def card_shape(blocks: list[dict[str, Any]]) -> list[Any]:
+    """A card's blocks by type and block id form (the approval's id masked), every text masked."""
+    return [(b["type"], re.sub(r"apr_[0-9A-Z]{10}", "apr", str(b.get("block_id", "")))) for b in blocks]
+
+
+async def test_a_twin_and_its_real_approval_look_alike_on_every_surface(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """To everyone who may decide them, a practice twin and its real approval are the same shape: on the card, in
+    the API's view and in the webhook events (keys, types and id forms; the values masked)."""
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
+    async with sqlite_api(tmp_path, clock, extra=SEEDED, hooks=True) as api:
+        status, asked = await api.call("POST", "/proposals", as_="agent", json=_proposal("s-real", "call-7"))
+        real = asked["approval"]["id"]
+        [twin] = (await api.call("GET", "/practice", as_="admin"))[1]["items"]
+        await api.h.settle()
+        views = [(await api.call("GET", f"/approvals/{i}", as_="sup1"))[1] for i in (real, twin["id"])]
+        assert shape(views[0]) == shape(views[1])
+        assert views[0]["asked_by"]["call_id"] != views[1]["asked_by"]["call_id"]  # alike, never the same
+        assert card_shape(api.h.card_for(real).blocks) == card_shape(api.h.card_for(twin["id"]).blocks)
+        for i in (real, twin["id"]):
+            decision = {"decision": "approve", "expected_version": 1, "action_hash": None}
+            decision["action_hash"] = next(v["action_hash"] for v in views if v["id"] == i)
+            assert (await api.call("POST", f"/approvals/{i}/decisions", as_="sup1", json=decision))[0] == 200
+        await api.h.rt.webhooks.sweep()
+        events = api.hooks.events()
+        by_approval = {i: [e for e in events if e["data"]["approval"]["id"] == i] for i in (real, twin["id"])}
+        assert [e["type"] for e in by_approval[real]] == [e["type"] for e in by_approval[twin["id"]]]
+        assert [shape(e) for e in by_approval[real]] == [shape(e) for e in by_approval[twin["id"]]]

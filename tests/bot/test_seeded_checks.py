@@ -13,15 +13,17 @@ from pathlib import Path
 import pytest
 
 from hitl.bot.blocks import ACTION_APPROVE
+from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.tally import summarize
-from hitl.engine.errors import EngineError
+from hitl.engine.errors import EngineError, NotFound
+from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS
-from tests.bot.conftest import CONFIG, Harness, harness_on
+from tests.bot.conftest import CONFIG, Harness, harness_on, start, stop
 
 SEEDED = SEEDED_CONFIG
 
@@ -63,6 +65,8 @@ async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_dec
     assert told.startswith(":mortar_board: That was a practice check") and "the defect was missed" in told
     assert "far above the order" in told and not h.ephemeral("U_SUPPORT2")  # the decider alone
 
+    with pytest.raises(NotFound):  # an agent waiting on a twin learns nothing: as for no approval at all
+        await Approvals(h.svc).wait(await h.rt.store.approvals.get(twin.id), wait=1)
     gate = ToolGate(h.svc, worker_id="agent")  # nothing executes a practice approval, whatever holds it
     ticket = await gate.ticket_of(await h.rt.store.approvals.get(twin.id))
     for attempt in (gate.begin(ticket), gate.execute(ticket, lambda **kw: "ran")):
@@ -99,3 +103,29 @@ async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_dec
         1.0,
     )
     assert row.catch_rate == 0.5 and not row.counts.get("approved")  # practice counts in no other measure
+
+
+async def test_a_twins_card_comes_a_random_while_after_its_real_ones(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Posted right beside its real card, a twin would be easy to tell apart: its card waits a random share of
+    ``oversight.seeded.delay``, and the sweep posts it once that moment has come (the time comes from the clock)."""
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    config = tmp_path / "later.yaml"  # the store does not matter here: SQLite
+    config.write_text(CONFIG.read_text() + SEEDED.replace("delay: 0", "delay: 10m"))
+    h = await start(SqliteStore(tmp_path / "later.db"), clock, config=config)
+    try:
+        real, twin = await real_and_twin(h, 120, "s-later")
+        due = twin.metadata["post_after"]
+        assert twin.created_at <= due <= twin.created_at + 600
+        early = due - clock.now() - 0.001
+        if early > 0:  # (a draw of no delay at all leaves nothing to wait for)
+            assert h.card_for(real.id) and not [m for m in h.cards() if twin.id in m.text]  # not yet
+            clock.advance(early)
+            await h.rt.ctx.notifier.sweep()
+            assert not [m for m in h.cards() if twin.id in m.text]  # a moment early: still not
+        clock.advance(0.002)
+        await h.rt.ctx.notifier.sweep()
+        assert h.card_for(twin.id)  # its moment came: posted like any other card
+    finally:
+        await stop(h)

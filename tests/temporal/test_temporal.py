@@ -17,6 +17,7 @@ from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
 from hitl.temporal import Decision
 from tests.temporal.conftest import CONFIG, Stand
+from tests.temporal.workflows import RefundWorkflow
 from tests.waiting import eventually
 
 
@@ -151,3 +152,25 @@ async def test_a_practice_twin_is_never_delivered_to_the_workflow(stand: Stand) 
         assert await stand.deliver() == 1
         assert await asyncio.wait_for(handle.result(), 30) == "done: refunded 120 on order 78291"
     assert stand.refunds == [("78291", 120, f"call:{real.id}")]
+
+
+async def test_a_trust_covers_its_run_and_a_new_run_of_the_same_workflow_id_inherits_nothing(stand: Stand) -> None:
+    """Inside Temporal, who asks is the workflow run (namespace, workflow id, run id): a Trust given to one run never
+    lets a later run that reuses the workflow id through, nor does that run attach to the earlier run's approval."""
+    async with stand.worker():
+        handle = await stand.start()
+        first = await stand.pending()
+        assert first.requester == f"temporal:default/{handle.id}/{handle.first_execution_run_id}"
+        await stand.service.decide(DecideRequest(first.id, "U_SUPPORT1", DecisionKind.TRUST, via="slack"))
+        await stand.deliver()
+        assert await asyncio.wait_for(handle.result(), 30) == "done: refunded 120 on order 78291"
+        again = await stand.client.start_workflow(
+            RefundWorkflow.run, args=["78291", 120], id=handle.id, task_queue=stand.queue
+        )
+        second = await stand.pending()  # the same call, the same workflow id: asked about again
+        assert second.id != first.id and second.session_id == handle.id
+        assert second.requester == f"temporal:default/{handle.id}/{again.first_execution_run_id}"
+        await stand.service.decide(DecideRequest(second.id, "U_SUPPORT1", DecisionKind.REJECT, reason="no", via="api"))
+        await stand.deliver()
+        assert await asyncio.wait_for(again.result(), 30) == "not refunded (rejected): no"
+    assert [(o, a) for o, a, _ in stand.refunds] == [("78291", 120)]

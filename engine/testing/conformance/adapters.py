@@ -532,12 +532,14 @@ class AdapterConformance(abc.ABC):
 SEEDED_CONFIG = """
 oversight:
   seeded:
+    delay: 0
     tools: {refund: 1.0}
     defects:
       refund:
         - {name: amount_off, set: {amount: 9999}, says: "the amount is far above the order's total"}
 """
-"""The practice twins of case 15: every refund approval gets one, its amount planted at 9999."""
+"""The practice twins of case 15: every refund approval gets one, its amount planted at 9999, its card posted at
+once (``delay: 0``: a test looks at it right away)."""
 
 
 async def settle(task: Awaitable[Any]) -> None:
