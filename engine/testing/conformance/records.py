@@ -71,3 +71,24 @@ class RecordsConformance:
         assert [e.prev for e in mine[1:]] == [e.link for e in mine[:-1]]
         checked, broken = await store.audit.verify()
         assert broken is None and checked == 6
+
+    async def test_caller_chosen_ids_never_reach_another_record(self, store: Store, clock: FakeClock) -> None:
+        """Ids a caller chooses (a session or run id, an idempotency key, a call id), with every separator a store
+        uses in its keys, each name their own record: none reaches another id's, or another kind's."""
+        now = clock.now()
+        odd = ["a:b", "a", "{a}", "a}:{b", "a:{b}", "%3A", ":", "run:{a}", "claim:{a}", "call:a", "notify:a"]
+        for i, name in enumerate(odd):
+            await store.runs.save(name, {"status": "paused", "n": i}, expected_version=0, now=now)
+            claim = await store.ledger.claim(name, action_hash=f"h{i}", holder=f"w{i}", now=now, lease=60)
+            assert claim.acquired
+        for i, name in enumerate(odd):
+            run = await store.runs.load(name)
+            assert run is not None and run.data["n"] == i
+            found = await store.ledger.get(name)
+            assert found is not None and (found.action_hash, found.holder) == (f"h{i}", f"w{i}")
+        made = [make_approval(now=now, session_id=name, key=f"call-{name}") for name in odd]
+        for a in made:
+            stored, created = await store.approvals.create(a)
+            assert created and stored == a
+        assert len({a.id for a in made}) == len(odd)
+        assert await store.alerts.load("a") is None  # a run named like an alert is not one
