@@ -319,7 +319,7 @@ class ApprovalService:
         elif trusted is None or tool in trusted:
             # Only the absence of a grant is taken on trust: a tool the caller names is checked again, so a revoked
             # grant never approves anything.
-            trusted = await self._trusted(request.session_id, request.requester or self.requester, now)
+            trusted = await self._trusted(request.session_id, action.requester, now)
         static = self.policy.static_verdict(tool) if batch is None and request.min_tier is Tier.AUTO else None
         if static is not None:
             return static, []
@@ -354,7 +354,7 @@ class ApprovalService:
         await self.store.audit.append(
             AuditEntry(
                 at=now,
-                actor=(request.requester or self.requester)[:200],
+                actor=action.requester[:200],
                 event="trusted" if trusted else "notified",
                 action_hash=action.digest,
                 outcome=str(verdict.tier),
@@ -388,7 +388,7 @@ class ApprovalService:
             why=(f"{tool} ran without review; a sample of such actions is checked after the fact. Did it look right?",),
             summary=self._summary(tool, action.clean),
             required_role=declared.role if declared is not None else None,
-            requester=request.requester or self.requester,
+            requester=action.requester,
             created_at=now,
             expires_at=now + self.policy.spec.default_timeout,
             evidence=bounded(self.redactor.redact(request.evidence), self.evidence_limit),
@@ -427,7 +427,7 @@ class ApprovalService:
             summary=self._summary(tool, action.clean) if batch is None else None,
             required_role=request.role or verdict.required_role,
             quorum=verdict.quorum,
-            requester=request.requester or self.requester,
+            requester=action.requester,
             created_at=now,
             expires_at=now + (request.timeout or verdict.timeout),
             evidence=bounded(self.redactor.redact(request.evidence), self.evidence_limit),
@@ -759,6 +759,7 @@ class ApprovalService:
             args=new_args,
             action_hash=digest,
             tier=tier,
+            kind=current.kind,
             rule=verdict.rule,
             reasons=(*verdict.reasons, f"modified from {current.id}"),
             why=verdict.why,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "RESERVED_PREFIXES",
@@ -49,8 +49,8 @@ look like (or be mistaken for) one of them."""
 
 def kind_of_older(data: dict[str, Any]) -> ApprovalKind:
     """The kind of an approval an older hitl stored, before kinds were a field: the only place the old markers
-    (metadata ``kind``, a tool-name prefix) are read. The stores' migrations write the field; this covers a
-    document read before its store was migrated (a Redis store before ``hitl migrate``)."""
+    (metadata ``kind``, a tool-name prefix) are read. The stores' migrations write the field with it, and the Redis
+    store reads a document it has not migrated yet through it."""
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     marked = metadata.get("kind") if isinstance(metadata, dict) else None
     if marked in ("practice", "spot_check"):
@@ -189,13 +189,6 @@ class Approval(_Frozen):
     """JSON Schema of the arguments, snapshotted when the approval was created: edited arguments are validated
     against exactly this, on every surface, and the Modify form is built from it."""
     updated_at: float = 0.0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _kind_of_older_documents(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "kind" not in data:
-            return {**data, "kind": kind_of_older(data)}
-        return data
 
     @property
     def approvers(self) -> tuple[str, ...]:

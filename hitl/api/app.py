@@ -42,9 +42,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         limit = config.api.max_body
         if request.content_length is not None and request.content_length > limit:
             raise ApiError(413, "body_too_large", f"the body is over {limit} bytes (api.max_body)")
-        header = request.headers.get("Authorization", "")
-        scheme, _, presented = header.partition(" ")
-        caller = tokens.caller(presented.strip()) if scheme.lower() == "bearer" and presented.strip() else None
+        caller = tokens.bearer(request.headers.get("Authorization", ""))
         if caller is None:
             raise ApiError(
                 401,

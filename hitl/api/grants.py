@@ -3,13 +3,14 @@ sees all); ending one takes the ``decide`` scope and the right to decide its too
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
-from hitl.engine.domain.records import TrustGrant
 
-from .context import CONTEXT, ApiContext, caller_of, query_of
-from .models import TrustList, TrustQuery, TrustRevoked, TrustView, iso
+from .context import CONTEXT, ApiContext, TokenReviewers, caller_of, query_of
+from .models import TrustList, TrustQuery, TrustRevoked, TrustView
 from .problems import ApiError
 from .routes import Endpoint
 from .tokens import Caller
@@ -17,21 +18,14 @@ from .tokens import Caller
 __all__ = ["routes"]
 
 
-def _view(g: TrustGrant) -> TrustView:
-    return TrustView(
-        session_id=g.session_id, requester=g.requester, tool=g.tool, granted_by=g.granted_by, until=iso(g.until)
-    )
-
-
-async def _may_decide(ctx: ApiContext, caller: Caller, tool: str) -> bool:
+async def _decides(ctx: ApiContext, caller: Caller) -> Callable[[str], bool]:
+    """Whether this token may decide a tool: its reviewer's roles (narrowed to the token's, read once) hold the
+    role the tool asks for, and the token sees the tool; an admin token may decide every tool."""
     if Scope.ADMIN in caller.scopes:
-        return True
-    if not caller.sees(tool):
-        return False
-    roles = (await ctx.lifecycle.contexts.default.service.reviewers.reviewer(caller.reviewer)).roles
-    if caller.roles is not None:
-        roles &= caller.roles
-    return ctx.config.current()[0].may_decide_tool(roles, tool)
+        return lambda tool: True
+    who = await TokenReviewers(caller, ctx.lifecycle.contexts.default.service.reviewers).reviewer(caller.reviewer)
+    config = ctx.config.current()[0]
+    return lambda tool: caller.sees(tool) and config.may_decide_tool(who.roles, tool)
 
 
 async def listed(request: web.Request) -> web.Response:
@@ -39,8 +33,9 @@ async def listed(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.READ)
     now = ctx.lifecycle.contexts.clock.now()
-    grants = [g for g in await ctx.lifecycle.store.trust.all_active(now=now) if await _may_decide(ctx, caller, g.tool)]
-    return web.json_response(TrustList(grants=[_view(g) for g in grants]).model_dump(mode="json"))
+    decides = await _decides(ctx, caller)
+    grants = [TrustView.of(g) for g in await ctx.lifecycle.store.trust.all_active(now=now) if decides(g.tool)]
+    return web.json_response(TrustList(grants=grants).model_dump(mode="json"))
 
 
 async def revoke(request: web.Request) -> web.Response:
@@ -48,7 +43,7 @@ async def revoke(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.DECIDE)
     q = query_of(request, TrustQuery)
-    if not await _may_decide(ctx, caller, q.tool):
+    if not (await _decides(ctx, caller))(q.tool):
         refusal = ApiError(403, "not_eligible", f"{caller.reviewer} may not decide {q.tool}, so may not end its trust")
         await ctx.refused(request, refusal)  # a code the engine audits elsewhere: audited here, once
         raise refusal

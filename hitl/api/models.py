@@ -12,7 +12,7 @@ from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.records import AuditEntry, TrustGrant
 
 __all__ = [
     "ApprovalList",
@@ -409,6 +409,13 @@ class TrustView(_Out):
     tool: str
     granted_by: str
     until: str
+
+    @classmethod
+    def of(cls, g: TrustGrant) -> TrustView:
+        """The view of a stored grant."""
+        return cls(
+            session_id=g.session_id, requester=g.requester, tool=g.tool, granted_by=g.granted_by, until=iso(g.until)
+        )
 
 
 class TrustList(_Out):

@@ -60,6 +60,13 @@ class TokenBook:
     def __len__(self) -> int:
         return len(self._specs)
 
+    def bearer(self, authorization: str) -> Caller | None:
+        """The caller an ``Authorization`` header's value names (``Bearer <token>``), or None."""
+        scheme, _, presented = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not presented.strip():
+            return None
+        return self.caller(presented.strip())
+
     def caller(self, presented: str) -> Caller | None:
         """The caller for a presented token, or None. Every entry is compared (no early exit), each in constant
         time, so neither the answer's timing nor its content says how close a guess came."""

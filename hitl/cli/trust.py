@@ -4,12 +4,13 @@ in one session), and ending them. Against the store as a reviewer (``--as``), or
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from hitl.api.models import TrustList, TrustRevoked, TrustView, iso
+from hitl.api.models import TrustList, TrustRevoked, TrustView
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.flags import FlagCommand, FlagGroup
@@ -18,7 +19,7 @@ from hitl.cli.options import AsOpt, ConfigOpt, JsonOpt, StoreOpt
 from hitl.cli.output import Out
 from hitl.cli.remote import remote_from_env
 from hitl.engine.errors import DecisionRefused, ErrorCode, NotFound
-from hitl.engine.runtime.process import open_runtime
+from hitl.engine.runtime.process import Runtime, open_runtime
 
 __all__ = ["trust_app"]
 
@@ -29,6 +30,13 @@ trust_app = typer.Typer(
 )
 
 SessionOpt = Annotated[str, typer.Option("--session", help="The session the grant is in.", metavar="SESSION")]
+
+
+async def _decides(rt: Runtime, who: str) -> Callable[[str], bool]:
+    """Whether ``who`` may decide a tool (their roles read once): whose grants they may see and end."""
+    roles = (await rt.contexts.default.service.reviewers.reviewer(who)).roles
+    config = rt.contexts.default.config
+    return lambda tool: config.may_decide_tool(roles, tool)
 
 
 @trust_app.command("list", cls=FlagCommand)
@@ -47,18 +55,9 @@ def trust_list(
             who = settings.require_reviewer()
             async with open_runtime(settings.runtime, read_only=True) as rt:
                 await refuse_claimed_in_production(rt, who, "trust list")
-                roles = (await rt.contexts.default.service.reviewers.reviewer(who)).roles
-                config = rt.contexts.default.config
+                decides = await _decides(rt, who)
                 grants = [
-                    TrustView(
-                        session_id=g.session_id,
-                        requester=g.requester,
-                        tool=g.tool,
-                        granted_by=g.granted_by,
-                        until=iso(g.until),
-                    )
-                    for g in await rt.store.trust.all_active(now=rt.clock.now())
-                    if config.may_decide_tool(roles, g.tool)
+                    TrustView.of(g) for g in await rt.store.trust.all_active(now=rt.clock.now()) if decides(g.tool)
                 ]
         if out.json:
             out.emit({"grants": [g.model_dump() for g in grants]})
@@ -100,8 +99,7 @@ def trust_revoke(
             who = settings.require_reviewer()
             async with open_runtime(settings.runtime, kind="cli") as rt:
                 await refuse_claimed_in_production(rt, who, "trust revoke")
-                roles = (await rt.contexts.default.service.reviewers.reviewer(who)).roles
-                if not rt.contexts.default.config.may_decide_tool(roles, tool):
+                if not (await _decides(rt, who))(tool):
                     raise DecisionRefused(
                         f"{who} may not decide {tool}, so may not end its trust", code=ErrorCode.NOT_ELIGIBLE
                     )

@@ -93,10 +93,7 @@ class Gateway:
         if self.tokens is None or headers is None:
             return None
         found = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
-        scheme, _, presented = found.partition(" ")
-        if scheme.lower() != "bearer" or not presented.strip():
-            return None
-        caller = self.tokens.caller(presented.strip())
+        caller = self.tokens.bearer(found)
         return caller if caller is not None and caller.may(Scope.PROPOSE) else None
 
     def _client(self, ctx: ServerRequestContext[Any]) -> tuple[bool, Caller | None]:

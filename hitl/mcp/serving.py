@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 import uvicorn
@@ -73,13 +73,13 @@ class BodyDeadline:
         await self.app(scope, replay, send)
 
 
-async def _answer(send: Send, status: int, message: str) -> None:
+async def _answer(send: Send, status: int, message: str, *, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"error": message}).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+            "headers": [(b"content-type", b"application/json"), (b"connection", b"close"), *headers],
         }
     )
     await send({"type": "http.response.body", "body": body})
@@ -105,20 +105,8 @@ class BearerGate:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.gateway.caller(headers) is None:
-            body = json.dumps(
-                {"error": "send 'Authorization: Bearer <token>' with an API token that has the propose scope"}
-            ).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b'Bearer realm="hitl-mcp"'),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            why = "send 'Authorization: Bearer <token>' with an API token that has the propose scope"
+            await _answer(send, 401, why, headers=[(b"www-authenticate", b'Bearer realm="hitl-mcp"')])
             return
         await self.app(scope, receive, send)
 

@@ -13,23 +13,48 @@ import json
 import re
 from typing import Any
 
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.models import Approval, kind_of_older
 from hitl.engine.domain.records import AuditEntry
 
-__all__ = ["DYNAMIC", "approval_from_result", "approval_to_fields", "entry_body", "split_link", "static_doc", "text"]
+__all__ = [
+    "DYNAMIC",
+    "KIND_FIRST",
+    "approval_from_result",
+    "approval_to_fields",
+    "entry_body",
+    "split_link",
+    "static_doc",
+    "text",
+    "with_kind_first",
+]
 
 # Fields the scripts maintain; everything else lives in the static document.
 DYNAMIC = ("status", "version", "decisions", "reason", "approved_args", "superseded_by", "updated_at")
 
 
+KIND_FIRST = '{"kind":'
+"""How every static document this hitl writes begins: its kind first, so a read tells an older hitl's document (no
+kind; its first field is the id) by its first bytes, without parsing it."""
+
+
 def static_doc(a: Approval) -> str:
-    """The approval's fields fixed at creation, as the JSON document stored once beside its hash."""
-    data = a.model_dump(mode="json", exclude=set(DYNAMIC), exclude_defaults=True)
-    # Required fields with defaults must survive exclude_defaults, and the kind is always written (a document
-    # without one is an older hitl's, whose kind is read from its old markers).
-    data.setdefault("quorum", a.quorum)
-    data.setdefault("kind", str(a.kind))
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    """The approval's fields fixed at creation, as the JSON document stored once beside its hash, its kind first."""
+    data = a.model_dump(mode="json", exclude={*DYNAMIC, "kind"}, exclude_defaults=True)
+    data.setdefault("quorum", a.quorum)  # a required field with a default must survive exclude_defaults
+    return with_kind_first(data, str(a.kind))
+
+
+def with_kind_first(data: dict[str, Any], kind: str) -> str:
+    """A static document's JSON with ``kind`` as its first field (see :data:`KIND_FIRST`)."""
+    return json.dumps(
+        {"kind": kind, **{k: v for k, v in data.items() if k != "kind"}}, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def _kind_added(doc: str) -> str:
+    """An older hitl's document with the kind its old markers meant (read as `hitl migrate` would write it)."""
+    data = json.loads(doc)
+    return with_kind_first(data, str(kind_of_older(data)))
 
 
 def approval_to_fields(a: Approval) -> dict[str, str]:
@@ -59,6 +84,8 @@ def approval_from_result(res: list[Any]) -> Approval:
     an approval). The dynamic fields come last, so they win over any the document holds too, as they did.
     """
     doc, status, version, decisions, reason, approved_args, superseded_by, updated_at = (text(x) for x in res[2:10])
+    if not doc.startswith(KIND_FIRST):  # written before kinds were a field, and not migrated yet
+        doc = _kind_added(doc)
     head = doc.rstrip()[:-1].rstrip()  # the document's object, open: '{"id": ..., "tool": ...'
     dynamic = (
         f'"status":{_string(status)},"version":{int(version)},"decisions":{decisions or "[]"},'

@@ -13,7 +13,7 @@ from hitl.engine.errors import StoreError
 from hitl.engine.storage.redis.alerts import RedisAlerts
 from hitl.engine.storage.redis.approvals import RedisApprovals
 from hitl.engine.storage.redis.audit import RedisAudit
-from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.codec import KIND_FIRST, text, with_kind_first
 from hitl.engine.storage.redis.connection import RedisConnection
 from hitl.engine.storage.redis.halts import RedisHalts
 from hitl.engine.storage.redis.jobs import RedisJobs
@@ -105,10 +105,9 @@ class RedisStore:
             for approval_id, doc in zip(ids, docs, strict=True):
                 if doc is None:
                     continue
-                data = json.loads(doc)
-                if "kind" not in data:
-                    data["kind"] = str(kind_of_older(data))
-                    await c.r.set(c.doc_key(approval_id), json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+                if not text(doc).startswith(KIND_FIRST):
+                    data = json.loads(doc)
+                    await c.r.set(c.doc_key(approval_id), with_kind_first(data, str(kind_of_older(data))))
             if cursor == 0:
                 return
 
