@@ -16,6 +16,7 @@ from playwright.async_api import Page, async_playwright, expect
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import Sandbox, start_sandbox
 from hitl.demo.scenario import HOSTILE_NOTE
+from hitl.engine.domain.models import ApprovalKind
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
 from tests.waiting import eventually
@@ -282,7 +283,7 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
             tool="doubt:refund",
             session_id="ses_doubt",
             args={"tool": "refund", "args": {"order_id": "78320", "amount": 80}},
-        )
+        ).model_copy(update={"kind": ApprovalKind.DOUBT})
         await sb.rt.store.approvals.create(doubt)
         async with browser_page() as page:
             await page.goto(f"{sb.url}/?as=U_SUPPORT1")
