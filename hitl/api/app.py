@@ -1,7 +1,8 @@
 """The ``/api/v1`` application: authentication, limits and error shape around every route.
 
 Order of refusals, none of which changes anything: 413 (body over ``api.max_body``; 411 without a length), 401
-(no or unknown bearer token), 429 (the token's rate), then the route's own 4xx. An error inside a route is
+(no or unknown bearer token: audited, see :mod:`.unauthenticated`), 429 (the token's rate), then the route's own
+4xx. An error inside a route is
 answered in the documented error shape; a bug is a logged 500 with no detail (the fuzz test keeps there being
 none).
 """
@@ -23,6 +24,7 @@ from .limits import RateLimiter
 from .openapi import document
 from .problems import ApiError, error_response, from_engine
 from .routes import Endpoint
+from .unauthenticated import Unauthenticated
 
 __all__ = ["PREFIX", "api_app", "endpoints", "openapi_document"]
 
@@ -44,6 +46,9 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
             raise ApiError(413, "body_too_large", f"the body is over {limit} bytes (api.max_body)")
         caller = tokens.bearer(request.headers.get("Authorization", ""))
         if caller is None:
+            await ctx.unauthenticated.refused(
+                surface="api", address=request.remote or "unknown", what=f"{request.method} {request.path}"
+            )
             raise ApiError(
                 401,
                 "unauthorized",
@@ -102,7 +107,9 @@ async def _openapi(request: web.Request) -> web.Response:
 def api_app(lifecycle: RunLifecycle, config_path: str | None, *, limiter: RateLimiter | None = None) -> web.Application:
     """The API as an aiohttp sub-application, to mount at :data:`PREFIX` (``hitl serve`` does)."""
     app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024 + 1)
-    app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter or RateLimiter())
+    limiter = limiter or RateLimiter()
+    unauthenticated = Unauthenticated(lifecycle.store, lifecycle.contexts.clock, limiter=limiter)
+    app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter, unauthenticated)
     app.router.add_get("/openapi.json", _openapi)
     app.add_routes([e.route() for e in endpoints()])
     return app

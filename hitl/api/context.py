@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,6 +27,7 @@ from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
 from .limits import RateLimiter
 from .problems import ApiError, from_validation
 from .tokens import Caller, TokenBook
+from .unauthenticated import Unauthenticated
 
 __all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers", "may_see"]
 
@@ -79,7 +80,9 @@ class ApiContext:
 
     lifecycle: RunLifecycle
     config: LiveConfig
-    limiter: RateLimiter = field(default_factory=RateLimiter)
+    limiter: RateLimiter
+    unauthenticated: Unauthenticated
+    """Requests without a valid token: audited up to a rate per address."""
 
     async def reviewer(
         self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None

@@ -13,6 +13,8 @@ from typing import Any
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from hitl.api.unauthenticated import Unauthenticated
+
 from .gateway import Gateway
 
 __all__ = ["BearerGate", "BodyDeadline", "serve_http", "serve_stdio"]
@@ -93,11 +95,14 @@ async def serve_stdio(gateway: Gateway) -> None:
 
 class BearerGate:
     """ASGI middleware: a request without a bearer token the gateway accepts (``propose`` scope) gets 401 before
-    the MCP app sees it; the gateway still checks the token of every call it serves (its own identity)."""
+    the MCP app sees it, and is audited (as the API's are); the gateway still
+    checks the token of every call it serves (its own identity)."""
 
     def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
         self.app = app
         self.gateway = gateway
+        service = gateway.gate.service
+        self.refusals = Unauthenticated(service.store, service.clock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -105,6 +110,9 @@ class BearerGate:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.gateway.caller(headers) is None:
+            client = scope.get("client") or ("unknown", 0)
+            what = f"{scope.get('method', '')} {scope.get('path', '')}"
+            await self.refusals.refused(surface="mcp", address=str(client[0]), what=what)
             why = "send 'Authorization: Bearer <token>' with an API token that has the propose scope"
             await _answer(send, 401, why, headers=[(b"www-authenticate", b'Bearer realm="hitl-mcp"')])
             return

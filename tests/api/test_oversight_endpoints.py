@@ -1,6 +1,7 @@
 """What the CLI's remote mode needs over HTTP, each with its scope: the trust grants in force (``GET /trust``, only
 those of tools the token may decide), ending them (``DELETE /trust``, ``decide`` and the right to decide the tool),
-and the figures per reviewer (``GET /reviewers``, ``admin``). Every refusal is an audit entry."""
+and the figures per reviewer (``GET /reviewers``, ``admin``). Every refusal is an audit entry, a request without a
+valid token too (an entry each up to a rate per address; past it, counted into the next entry)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from hitl.api.limits import RateLimiter
+from hitl.api.unauthenticated import Unauthenticated
+from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.api.conftest import Api, sqlite_api, trusted_refund
 
@@ -55,3 +59,37 @@ async def test_the_figures_per_reviewer_are_for_admins(
         status, figures = await api.call("GET", "/reviewers?since=7d", as_="admin")
         assert status == 200
         assert [(r["reviewer"], r["decisions"]) for r in figures["reviewers"]] == [("U_SUPPORT1", 1)]
+
+
+async def test_a_request_without_a_valid_token_is_audited_and_a_flood_is_counted(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    async with sqlite_api(tmp_path, clock) as api:
+        burst, past = 30, 7  # hitl.api.unauthenticated.Unauthenticated's default burst; then one a second
+        for i in range(burst + past):
+            headers = {"Authorization": "Bearer not-a-token"} if i % 2 else {}
+            status, body = await api.call("GET", "/approvals", as_=None, headers=headers)
+            assert (status, body["error"]["code"]) == (401, "unauthorized")
+        refusals = await _refusals(api)
+        # Each within the burst is an entry; those past it are held and named by the next entry.
+        assert burst <= len(refusals) <= burst + past and set(refusals) == {("unauthenticated", "unauthorized")}
+        entries = await api.h.rt.runtime.store.audit.entries(limit=500)
+        assert "GET /api/v1/approvals via api from 127.0.0.1" in entries[-1].detail
+
+
+async def test_refusals_past_the_rate_are_named_by_the_next_entry(tmp_path: Path) -> None:
+    """The flood rule on its own, with the limiter's clock in the test's hands."""
+    clock, ticks = FakeClock(), FakeClock()
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        refusals = Unauthenticated(store, clock, rate=1.0, burst=3, limiter=RateLimiter(now=ticks.now))
+        for _ in range(8):
+            await refusals.refused(surface="api", address="10.0.0.9", what="GET /api/v1/approvals")
+        assert refusals.held("api", "10.0.0.9") == 5
+        ticks.advance(1.0)
+        await refusals.refused(surface="api", address="10.0.0.9", what="GET /api/v1/approvals")
+        entries = [e for e in await store.audit.entries() if e.event == "refused"]
+        assert len(entries) == 4 and refusals.held("api", "10.0.0.9") == 0
+        assert entries[-1].detail.endswith("(and 5 more from this address since its last entry)")
+    finally:
+        await store.close()

@@ -292,6 +292,9 @@ async def test_each_http_client_is_its_own_identity_and_needs_a_token(shop: Shop
                     headers["Authorization"] = f"Bearer {token}"
                 answer = await raw.post(f"http://127.0.0.1:{port}/mcp", json=hello, headers=headers)
                 assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("Bearer")
+            refused = [e for e in await shop.store.audit.entries(limit=100) if e.event == "refused"]
+            assert [(e.actor, e.outcome) for e in refused] == [("unauthenticated", "unauthorized")] * 3
+            assert "via mcp from 127.0.0.1" in refused[0].detail
         async with shop.client(http_port=port, token=CLIENTS["alice"]) as alice:
             call = asyncio.create_task(alice.call_tool("refund", {"order_id": "4", "amount": 10}))
             [approval] = await shop.pending()

@@ -13,6 +13,7 @@ from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.retention import DAY, Retention
 from hitl.engine.errors import DecisionRefused, ErrorCode
 from hitl.engine.storage.redis import RedisStore
+from hitl.engine.storage.redis.connection import key_id
 from hitl.testing import FakeClock, make_approval
 
 
@@ -161,3 +162,17 @@ async def test_decided_approvals_leave_every_pending_index_in_their_own_step(
     assert await r.zcard(f"{c.p}:due") == 9
     page, pong = await asyncio.gather(redis_store.approvals.list_pending(limit=50), r.ping())
     assert pong and sorted(a.id for a in page.items) == sorted(a.id for a in made[9_990:9_999])
+
+
+async def test_a_callers_id_builds_no_part_of_a_key(redis_store: RedisStore, clock: FakeClock) -> None:
+    """Ids with every key separator in them (``:``, ``{``, ``}``, ``%``) stay inside one encoded hash tag: the key
+    has the parts hitl gave it and no other, and its hash slot is the id's."""
+    odd = ["a:b", "{a}", "a}:{b", "%3A", "run:{x}"]
+    for i, name in enumerate(odd):
+        await redis_store.runs.save(name, {"status": "paused", "n": i}, expected_version=0, now=clock.now())
+        await redis_store.ledger.claim(name, action_hash="h", holder="w", now=clock.now(), lease=60)
+        await redis_store.windows.add(name, amount=1.0, now=clock.now(), window=60, event_id="e")
+    shape = re.compile(rf"^{redis_store.prefix}:(run|claim|win):\{{([^:{{}}]*)\}}$")
+    keys = [k async for k in redis_store.conn.r.scan_iter(match=f"{redis_store.prefix}:*") if shape.match(k)]
+    found = sorted((m.group(1), key_id(m.group(2))) for m in map(shape.match, keys) if m)
+    assert found == sorted((kind, name) for kind in ("run", "claim", "win") for name in odd)

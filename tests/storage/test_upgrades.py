@@ -5,12 +5,15 @@ Trust grants (schema 8 on SQLite, 4 on PostgreSQL, new keys on Redis): a grant n
 session. The grants an older hitl wrote named no requester, so the upgrade drops them (they would have lapsed within
 ``trust_ttl``) and keeps everything else.
 
-Approval kinds (schema 9 on SQLite, 5 on PostgreSQL, ``hitl migrate`` on Redis): a field of the document. A document
+Approval kinds (schema 9 on SQLite, 5 on PostgreSQL, the upgrade on Redis): a field of the document. A document
 an older hitl wrote marked a practice copy in its metadata and an effect in doubt by its tool name; the upgrade
 writes the kind those meant, and the approval reads back exactly as it was otherwise.
 
-Alert states (schema 10 on SQLite, 6 on PostgreSQL, ``hitl migrate`` on Redis): a space of their own. An older hitl
+Alert states (schema 10 on SQLite, 6 on PostgreSQL, the upgrade on Redis): a space of their own. An older hitl
 kept each as a run record named ``alert:<name>``; the upgrade moves it, and leaves a caller's own run of such a name.
+
+Redis key layout 2: a caller's id inside a run, claim or window key is encoded. A Redis store upgrades at its first
+operation (as SQLite and PostgreSQL migrate as they open), so a claim an older hitl recorded is found, never made again.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from hitl.engine.storage.postgres import PostgresStore
 from hitl.engine.storage.postgres.rows import insert_audit, write_approval
 from hitl.engine.storage.postgres.schema import MIGRATIONS as PG_MIGRATIONS
 from hitl.engine.storage.redis import RedisStore
+from hitl.engine.storage.redis.connection import LAYOUT, connect, key_id
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.storage.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 from hitl.engine.testing.conformance.helpers import cmd
@@ -193,31 +197,72 @@ async def _doc(store: RedisStore, approval_id: str) -> str:
     return doc.decode() if isinstance(doc, bytes) else doc
 
 
-async def test_redis_never_reads_the_grants_an_older_hitl_wrote_and_migrate_removes_them(
-    redis_store: RedisStore, clock: FakeClock
+async def _as_an_older_hitl_laid_them_out(store: RedisStore) -> None:
+    """Rename every key this release built from a caller's id to the id as given, and remove the layout mark: the
+    store as the previous release left it (the records themselves were the same)."""
+    c = store.conn
+    for kind in ("run", "claim", "win"):
+        head = f"{store.prefix}:{kind}:{{"
+        for key in [k async for k in c.r.scan_iter(match=f"{head}*")]:
+            raw = f"{head}{key_id(key[len(head) : -1])}}}"
+            if raw != key:
+                await c.r.rename(key, raw)
+    await c.r.delete(c.layout_key)
+
+
+async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
+    redis_store: RedisStore, redis_url: str, clock: FakeClock
 ) -> None:
     c = redis_store.conn
-    legacy = c.legacy_trust_key(_OLD_SESSION)
-    # As the previous release wrote a grant: a hash per session (tool -> [until, by]) and the set of sessions.
-    await c.r.hset(legacy, "refund", json.dumps([clock.now() + 3600, "U_SUPPORT1"]))
-    await c.r.sadd(c.legacy_trust_sessions_key, _OLD_SESSION)
     older = _older(clock)
     for a, doc in older:  # stored as this release stores them, then the document as an older one wrote it
         await redis_store.approvals.create(a)
         static = json.loads(await _doc(redis_store, a.id))
         assert static.pop("kind") == str(a.kind)
         await c.r.set(c.doc_key(a.id), json.dumps({**static, "metadata": doc["metadata"]}))
-    await _kinds_read_back(redis_store, older)  # read before `hitl migrate`: the old markers still say it
-    assert await redis_store.runs.save("alert:stale", ALERT, expected_version=0, now=1.0) == 1  # as an older one did
-    assert await redis_store.runs.save("alert:stale", ALERT, expected_version=1, now=1.0) == 2
-    assert await redis_store.runs.save("alert:stale", ALERT, expected_version=2, now=1.0) == 3
+    for version in range(3):
+        await redis_store.runs.save("alert:stale", ALERT, expected_version=version, now=1.0)  # as an older one did
     await redis_store.runs.save("alert:mine", CALLERS_RUN, expected_version=0, now=1.0)
-    await _trust_works_after(redis_store, clock)
-    assert await redis_store.migrate() == []
-    assert await c.r.exists(legacy, c.legacy_trust_sessions_key) == 0
-    for a, _ in older:
-        assert json.loads(await _doc(redis_store, a.id))["kind"] == str(a.kind)
-    await _kinds_read_back(redis_store, older)
-    await _alerts_moved(redis_store)
-    assert await redis_store.runs.paused() == ["alert:mine"]
-    assert [g.requester for g in await redis_store.trust.all_active(now=clock.now())] == ["agent:riley"]
+    await redis_store.runs.save("a%3Ab", CALLERS_RUN, expected_version=0, now=1.0)  # an id that looks encoded
+    paid = await redis_store.ledger.claim("ses_old:pay:1", action_hash="h", holder="w", now=1.0, lease=60)
+    await redis_store.ledger.record_outcome(
+        "ses_old:pay:1", holder="w", attempt=paid.attempt, ok=True, result={"paid": 1}, now=1.0
+    )
+    await redis_store.windows.add("cap:{bob}", amount=40.0, now=clock.now(), window=3600, event_id="e1")
+    await _as_an_older_hitl_laid_them_out(redis_store)
+    assert await c.r.exists(f"{redis_store.prefix}:claim:{{ses_old:pay:1}}") == 1
+    # As the previous release wrote a grant: a hash per session (tool -> [until, by]) and the set of sessions.
+    legacy = c.legacy_trust_key(_OLD_SESSION)
+    await c.r.hset(legacy, "refund", json.dumps([clock.now() + 3600, "U_SUPPORT1"]))
+    await c.r.sadd(c.legacy_trust_sessions_key, _OLD_SESSION)
+
+    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)  # this release, starting
+    try:
+        # The paid claim is found: claiming it again hands over its outcome, never a second execution.
+        again = await upgraded.ledger.claim("ses_old:pay:1", action_hash="h", holder="w2", now=2.0, lease=60)
+        assert not again.acquired and again.result == {"paid": 1}
+        assert await c.r.get(c.layout_key) == LAYOUT
+        assert await c.r.exists(legacy, c.legacy_trust_sessions_key) == 0
+        for a, _ in older:
+            assert json.loads(await _doc(upgraded, a.id))["kind"] == str(a.kind)
+        await _kinds_read_back(upgraded, older)
+        await _alerts_moved(upgraded)
+        odd = await upgraded.runs.load("a%3Ab")
+        assert odd is not None and odd.data == CALLERS_RUN
+        assert sorted(await upgraded.runs.paused()) == ["a%3Ab", "alert:mine"]
+        window = await upgraded.windows.stats("cap:{bob}", now=clock.now(), window=3600)
+        assert (window.count, window.total) == (1, 40.0)
+        await _trust_works_after(upgraded, clock)
+        assert await upgraded.migrate() == []  # again, on purpose: nothing is encoded twice
+        assert (await upgraded.runs.load("a%3Ab")) == odd
+        assert (await upgraded.ledger.get("ses_old:pay:1")) is not None
+        assert [g.requester for g in await upgraded.trust.all_active(now=clock.now())] == ["agent:riley"]
+    finally:
+        await upgraded.close()
+
+
+async def test_a_new_redis_store_is_marked_without_an_upgrade(redis_store: RedisStore) -> None:
+    c = redis_store.conn
+    assert await c.r.get(c.layout_key) is None
+    await redis_store.halts.active()
+    assert await c.r.get(c.layout_key) == LAYOUT

@@ -8,9 +8,10 @@ import functools
 import inspect
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import Pipeline
@@ -26,6 +27,7 @@ __all__ = [
     "RedisConnection",
     "connect",
     "in_memory",
+    "key_id",
     "key_part",
     "store_errors",
     "waits",
@@ -62,11 +64,13 @@ def store_errors(cls: C) -> C:
         if name.startswith("_") or not inspect.iscoroutinefunction(fn) or getattr(fn, "_hitl_in_memory", False):
             continue
 
-        def wrap(method: Callable[..., Any], bounded: bool) -> Callable[..., Any]:
+        def wrap(method: Callable[..., Any], bounded: bool, reads_keys: bool) -> Callable[..., Any]:
             @functools.wraps(method)
             async def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
                 deadline: float | None = self.conn.deadline if bounded else None
                 try:
+                    if reads_keys and not self.conn.laid_out:  # once per process: an older store is upgraded first
+                        await self.conn.ready()
                     async with asyncio.timeout(deadline):
                         return await method(self, *args, **kwargs)
                 except (RedisError, OSError) as exc:
@@ -79,7 +83,7 @@ def store_errors(cls: C) -> C:
 
             return guarded
 
-        setattr(cls, name, wrap(fn, not getattr(fn, "_hitl_waits", False)))
+        setattr(cls, name, wrap(fn, not getattr(fn, "_hitl_waits", False), name != "close"))
     return cls
 
 
@@ -115,6 +119,17 @@ def key_part(caller_id: str) -> str:
     return caller_id.translate(_KEY_ESCAPES)
 
 
+def key_id(part: str) -> str:
+    """The caller's id a :func:`key_part` encodes (every ``%`` in a part starts one of its four escapes)."""
+    return unquote(part)
+
+
+LAYOUT = "2"
+"""The key layout this release writes: caller ids inside keys through :func:`key_part` (1: as the caller gave them)."""
+_UPGRADE_LEASE = 120
+"""Seconds one process may hold the upgrade before another may take it over (it died midway)."""
+
+
 class RedisConnection:
     """Client, key prefix and scripts."""
 
@@ -147,9 +162,79 @@ class RedisConnection:
         self.take_jobs_script: AsyncScript = client.register_script(_lua("take_jobs"))
         self.alert_save_script: AsyncScript = client.register_script(_lua("alert_save"))
         self._offset: float | None = None
+        self.laid_out = False
+        """Whether this store's keys are known to be in this release's layout (checked once per process)."""
+        self.upgrade: Callable[[], Awaitable[None]] | None = None
+        """Brings a store an older hitl wrote to this release's records and layout (the store sets it)."""
+        self._readying = asyncio.Lock()
         pool = client.connection_pool
         self.scripts = ScriptCalls(pool, size=getattr(pool, "max_connections", None) or 64)
         """Connections of their own for the scripts every hot operation is (see :mod:`.calls`)."""
+
+    async def ready(self, *, upgrade: bool = False) -> None:
+        """Make sure the keys are in this release's layout before the first operation, as SQLite and PostgreSQL
+        migrate as they open: a new store is marked at once; a store an older hitl wrote is upgraded by one process
+        (a lease key), while the others wait for the mark. ``upgrade``: run the upgrade even on a marked store
+        (``hitl migrate``; every step of it is idempotent)."""
+        async with self._readying:
+            if self.laid_out and not upgrade:
+                return
+            r = self.r
+            try:
+                marked = await r.get(self.layout_key) == LAYOUT
+                if not marked and not upgrade and await r.exists(*self._written_keys) == 0:
+                    await r.set(self.layout_key, LAYOUT, nx=True)  # a new store: nothing to upgrade
+                    marked = await r.get(self.layout_key) == LAYOUT
+                if marked and not upgrade:
+                    self.laid_out = True
+                    return
+                await self._upgrade_once()
+            except (RedisError, OSError) as exc:
+                raise _failed(exc) from exc
+            self.laid_out = True
+
+    async def _upgrade_once(self) -> None:
+        lease, started = f"{self.p}:upgrading", time.monotonic()
+        while not await self.r.set(lease, "1", nx=True, ex=_UPGRADE_LEASE):
+            if await self.r.get(self.layout_key) == LAYOUT:
+                return  # another process finished it
+            if time.monotonic() - started > _UPGRADE_LEASE + 30:
+                raise StoreError(
+                    f"another process has been upgrading the Redis store for over {_UPGRADE_LEASE} s; "
+                    f"check the processes using prefix {self.p!r}, then retry"
+                )
+            await asyncio.sleep(0.2)
+        try:
+            if self.upgrade is None:
+                raise StoreError("this Redis store was written by an older hitl: run `hitl migrate`")
+            await self.upgrade()
+            await self.r.set(self.layout_key, LAYOUT)
+        finally:
+            await self.r.delete(lease)
+
+    @property
+    def _written_keys(self) -> list[str]:
+        """Keys every store that ever held a record has one of (a store without any is new)."""
+        return [
+            self.all_key,
+            self.running_key,
+            self.paused_key,
+            self.ended_key,
+            self.finished_claims_key,
+            self.alerts_key,
+            self.trust_sessions_key,
+            self.legacy_trust_sessions_key,
+            self.halts_key,
+            self.events_key,
+            self.retention_indexed_key,
+            self.chains_key,
+            *(self.jobs_key(kind) for kind in ("resume", "webhook", "fyi", "card")),
+        ]
+
+    @property
+    def layout_key(self) -> str:
+        """Which key layout the store is in (:data:`LAYOUT`); absent in a store an older hitl wrote."""
+        return f"{self.p}:layout"
 
     async def clock_offset(self) -> float:
         """Seconds the Redis server's clock is ahead of this process's wall clock, measured once (a ``TIME``
@@ -183,7 +268,7 @@ class RedisConnection:
 
     def run_key(self, run_id: str) -> str:
         """A run's hash: its checkpoint (data, version, status) and its owner (holder, lease_until)."""
-        return f"{self.p}:run:{{{run_id}}}"
+        return f"{self.p}:run:{{{key_part(run_id)}}}"
 
     @property
     def running_key(self) -> str:
@@ -271,8 +356,12 @@ class RedisConnection:
         return f"{self.p}:halts"
 
     def claim_key(self, key: str) -> str:
-        """An execution claim's hash."""
-        return f"{self.p}:claim:{{{key}}}"
+        """An execution claim's hash (its key holds the caller's run and idempotency ids: encoded)."""
+        return f"{self.p}:claim:{{{key_part(key)}}}"
+
+    def window_key(self, key: str) -> str:
+        """A rolling window's sorted set (its key holds argument values: encoded)."""
+        return f"{self.p}:win:{{{key_part(key)}}}"
 
     def jobs_key(self, kind: str) -> str:
         """The stream of durable jobs of one kind."""

@@ -14,7 +14,7 @@ from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, Purged, Retention, purge_entry
 from hitl.engine.domain.states import TERMINAL
 from hitl.engine.storage.redis.codec import entry_body, split_link, text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.connection import RedisConnection, key_id, store_errors
 
 __all__ = ["RedisPurger"]
 
@@ -56,7 +56,7 @@ class RedisPurger:
                         pipe.hmget(key, fields)
                     rows = await pipe.execute()
                 found = {
-                    key[len(head) : -1]: float(text(at))
+                    key_id(key[len(head) : -1]): float(text(at))
                     for key, (state, at) in zip(part, rows, strict=True)
                     if state is not None and at is not None and done(text(state))
                 }

@@ -17,7 +17,7 @@ class RedisWindows:
         self.conn = conn
 
     def _key(self, key: str) -> str:
-        return f"{self.conn.p}:win:{{{key}}}"
+        return self.conn.window_key(key)
 
     async def add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
         args = [repr(now), repr(now - window), f"{event_id}|{amount!r}", int(window) + 1, event_id]

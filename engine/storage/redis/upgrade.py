@@ -1,0 +1,101 @@
+"""Bringing a Redis store an older hitl wrote to this release: its records and its key layout.
+
+Redis keys carry no schema version, so the store marks its layout (:data:`~.connection.LAYOUT`) and the first
+operation of a process upgrades an unmarked store that holds records (:meth:`~.connection.RedisConnection.ready`);
+``hitl migrate`` runs it on purpose. Every step is idempotent, so an upgrade that died midway is run again whole.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from hitl.engine.domain.models import kind_of_older
+from hitl.engine.storage.redis.codec import KIND_FIRST, text, with_kind_first
+from hitl.engine.storage.redis.connection import LAYOUT, RedisConnection, key_part
+
+log = logging.getLogger(__name__)
+
+__all__ = ["upgrade"]
+
+_ENCODED_KINDS = ("run", "claim", "win")
+"""Keys whose hash tag holds a caller's id: runs, execution claims, rolling windows."""
+
+
+async def upgrade(conn: RedisConnection) -> None:
+    """Every step, in order: older trust grants removed, approval kinds written, alert states moved out of the
+    runs, then (on a store not yet marked) caller ids inside keys encoded."""
+    await _drop_legacy_grants(conn)
+    await _write_kinds(conn)
+    await _move_alert_states(conn)
+    if await conn.r.get(conn.layout_key) != LAYOUT:
+        await _encode_keys(conn)
+
+
+async def _drop_legacy_grants(c: RedisConnection) -> None:
+    """Trust grants an older hitl wrote named no requester, so they are removed rather than guessed (each would
+    have lapsed within ``trust_ttl``); nothing reads them."""
+    sessions = [text(s) for s in await c.r.smembers(c.legacy_trust_sessions_key)]
+    if sessions:
+        await c.r.delete(c.legacy_trust_sessions_key, *(c.legacy_trust_key(s) for s in sessions))
+
+
+async def _move_alert_states(c: RedisConnection) -> None:
+    """Alert state an older hitl kept as a run record (``run:{alert:<name>}``, the id as it was) moved to its own
+    hash, where no run a caller names can overwrite it. A caller's own run under such a name stays a run."""
+    head = f"{c.p}:run:{{"
+    async for key in c.r.scan_iter(match=f"{head}alert:*", count=500):
+        found = await c.r.hmget(key, ["data", "version"])
+        if found[0] is None:
+            continue
+        data = json.loads(found[0])
+        if not isinstance(data, dict) or data.get("kind") != "alert":
+            continue
+        run_id = text(key)[len(head) : -1]
+        record = json.dumps({"version": int(found[1] or 1), "data": data}, separators=(",", ":"))
+        await c.r.hsetnx(c.alerts_key, run_id.removeprefix("alert:"), record)
+        await c.r.delete(key)
+        for index in (c.running_key, c.paused_key, c.ended_key):
+            await c.r.zrem(index, run_id)
+
+
+async def _write_kinds(c: RedisConnection) -> None:
+    """Give every approval document an older hitl wrote the kind its old markers meant (reading one without it
+    works too: :func:`~hitl.engine.domain.models.kind_of_older`; this makes it a field). Documents never change
+    after creation, so each is rewritten on its own; Python's JSON keeps every number as it was."""
+    cursor = 0
+    while True:
+        cursor, found = await c.r.zscan(c.all_key, cursor, count=500)
+        ids = [text(m) for m, _ in found]
+        docs = await c.r.mget([c.doc_key(i) for i in ids]) if ids else []
+        for approval_id, doc in zip(ids, docs, strict=True):
+            if doc is not None and not text(doc).startswith(KIND_FIRST):
+                data = json.loads(doc)
+                await c.r.set(c.doc_key(approval_id), with_kind_first(data, str(kind_of_older(data))))
+        if cursor == 0:
+            return
+
+
+async def _encode_keys(c: RedisConnection) -> None:
+    """Rename each run, claim and window key an older hitl built from a caller's id as given to the id encoded
+    (:func:`~.connection.key_part`). Each rename is recorded with it in one transaction, so an upgrade run again
+    after a crash never encodes a key twice; a key whose new name is taken is left and logged."""
+    done = f"{c.p}:layout-renamed"
+    renamed = {text(k) for k in await c.r.smembers(done)}
+    for kind in _ENCODED_KINDS:
+        head = f"{c.p}:{kind}:{{"
+        # Listed first: a scan may return a key renamed meanwhile, which must not be encoded again.
+        keys = [text(k) async for k in c.r.scan_iter(match=f"{head}*", count=1000)]
+        for key in keys:
+            if key in renamed or not key.endswith("}"):
+                continue
+            new = f"{head}{key_part(key[len(head) : -1])}}}"
+            if new == key:
+                continue
+            async with c.r.pipeline(transaction=True) as pipe:
+                pipe.renamenx(key, new)
+                pipe.sadd(done, new)
+                moved, _ = await pipe.execute()
+            if not moved:
+                log.warning("left Redis key %s as it was: %s exists already", key, new)
+    await c.r.delete(done)

@@ -1,0 +1,68 @@
+"""Requests that show no valid token (the API, ``hitl mcp --http``): each is refused with 401 and counted in the
+audit trail. Up to a rate per address each is an entry of its own; past it, refusals from that address are counted,
+and the next entry it gets says how many there were, so a flood of guesses cannot fill the trail and none goes
+unrecorded. (Guessing does not pay: a token is 256 random bits.)"""
+
+from __future__ import annotations
+
+import logging
+
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import EngineError
+from hitl.engine.ports import Clock, Store
+
+from .limits import RateLimiter
+
+__all__ = ["ANONYMOUS", "Unauthenticated"]
+
+log = logging.getLogger(__name__)
+
+ANONYMOUS = "unauthenticated"
+"""The actor of the audit entry a request without a valid token makes."""
+
+
+class Unauthenticated:
+    """The audit of requests that name no valid token.
+
+    Args:
+        store: where the audit entries go.
+        clock: the time they carry.
+        rate: entries per second on average per address; ``burst`` at once.
+        limiter: the buckets (injectable for tests).
+    """
+
+    def __init__(
+        self, store: Store, clock: Clock, *, rate: float = 1.0, burst: int = 30, limiter: RateLimiter | None = None
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.rate = rate
+        self.burst = burst
+        self.limiter = limiter or RateLimiter()
+        self._held: dict[str, int] = {}
+
+    def held(self, surface: str, address: str) -> int:
+        """Refusals from ``address`` counted since its last entry (past the rate), not yet written."""
+        return self._held.get(f"{surface} {address}", 0)
+
+    async def refused(self, *, surface: str, address: str, what: str) -> None:
+        """Record one refused request: an audit entry (with the refusals held since the last one), or, past the
+        rate, one more held. A failure to write the entry does not change the answer (401 either way)."""
+        key = f"{surface} {address}"
+        if self.limiter.take(key, rate=self.rate, burst=self.burst) > 0:
+            self._held[key] = self._held.get(key, 0) + 1
+            return
+        held = self._held.pop(key, 0)
+        more = f" (and {held} more from this address since its last entry)" if held else ""
+        entry = AuditEntry(
+            at=self.clock.now(),
+            actor=ANONYMOUS,
+            event="refused",
+            outcome="unauthorized",
+            detail=f"{what} via {surface} from {address}: no valid bearer token{more}"[:500],
+        )
+        try:
+            await self.store.audit.append(entry)
+        except EngineError:
+            self._held[key] = self._held.get(key, 0) + held  # counted into the next entry
+            log.warning("could not audit a %s request without a valid token from %s", surface, address)
