@@ -24,6 +24,7 @@ import hitl
 import hitl.api
 import hitl.api.app
 import hitl.mcp
+import hitl.stores
 import hitl.temporal
 import hitl.testing
 import hitl.testing.conformance
@@ -38,7 +39,7 @@ LAYERS: list[set[str]] = [
     {"domain", "clocks", "log_context", "tasks", "workers"},
     {"config", "workflow"},
     {"ports"},
-    {"storage", "events", "service", "stop_switch"},
+    {"storage", "events", "service", "stop_switch", "guards", "facts", "subscribers"},
     {"execution"},
     {"runner"},
     {"agents"},
@@ -173,7 +174,7 @@ def test_importing_hitl_loads_no_slack_and_no_aiohttp() -> None:
 
 PUBLIC_TEXTS = ["README.md", "docs/pages/*.md", "examples/**/*.py", "examples/**/*.md"]
 """What users read and copy: every import in them is of a public name."""
-PUBLIC_MODULES = re.compile(r"hitl(\.testing(\.conformance)?|\.adapters\.\w+|\.mcp|\.temporal|\.api)?")
+PUBLIC_MODULES = re.compile(r"hitl(\.testing(\.conformance)?|\.stores|\.adapters\.\w+|\.mcp|\.temporal|\.api)?")
 
 
 def test_readme_docs_and_examples_import_only_public_names() -> None:
@@ -241,6 +242,7 @@ def test_public_apis_are_pinned() -> None:
         "Approval",
         "ApprovalService",
         "Approvals",
+        "AuditEntry",
         "DecideRequest",
         "DecisionKind",
         "DecisionRefused",
@@ -250,7 +252,9 @@ def test_public_apis_are_pinned() -> None:
         "HitlConfig",
         "InvalidInput",
         "NotFound",
+        "Page",
         "ProposeRequest",
+        "Proposal",
         "SlackAsk",
         "Status",
         "Store",
@@ -265,6 +269,52 @@ def test_public_apis_are_pinned() -> None:
         "parse_config",
     ]
     assert hitl.testing.__all__ == ["FakeClock", "make_approval"]
+    assert hitl.stores.__all__ == [
+        "AlertStates",
+        "Approval",
+        "ApprovalStore",
+        "AuditBreak",
+        "AuditEntry",
+        "AuditLog",
+        "Claim",
+        "ClaimIntent",
+        "ClaimState",
+        "Commit",
+        "Committed",
+        "DecideCommand",
+        "ExecutionLedger",
+        "HaltOrder",
+        "HaltOrders",
+        "Job",
+        "JobQueue",
+        "Journal",
+        "MessageMap",
+        "MessageRef",
+        "Opened",
+        "OutcomeRecord",
+        "Page",
+        "Purged",
+        "Purger",
+        "RateWindows",
+        "Retention",
+        "Reviewer",
+        "RunStore",
+        "Status",
+        "Store",
+        "StoredRun",
+        "Tallies",
+        "TallyKey",
+        "TallyRow",
+        "TrustGrant",
+        "TrustStore",
+        "WindowStats",
+        "apply_decision",
+        "apply_expiry",
+        "finished",
+        "next_claim",
+        "run_to_resume",
+        "trust_granted",
+    ]
     assert hitl.testing.conformance.__all__ == [
         "ADAPTER_CONFIG",
         "STORE_SUITES",

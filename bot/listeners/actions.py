@@ -51,94 +51,11 @@ def _click(req: Interaction) -> tuple[str, Action] | None:
 def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     """Register the card's buttons: Approve, Reject, Modify, Trust, feedback, view all."""
 
-    async def simple(kind: DecisionKind, ack: AsyncAck, req: Interaction, respond: AsyncRespond) -> None:
-        """Record the click's decision, then answer Slack; what the clicker is told goes after the answer."""
-        try:
-            click = _click(req)
-            parsed = parse_button_value(click[1].value or "") if click else None
-            if click is None or parsed is None:
-                await ack()
-                ctx.later(_refuse_button(ctx, req, f"{kind} click"))
-                ctx.later(_safe_respond(respond, _BAD_VALUE))
-                return
-            approval_id, version, digest = parsed
-
-            async def correct(a: Approval) -> None:
-                await _safe_respond(respond, late_text(a))
-
-            updated, refusal = await decide(
-                ctx, click[0], approval_id, kind, version=version, action_hash=digest, late=correct
-            )
-        except Exception:  # nothing is known to be recorded: say so, never fail silently
-            log.exception("%s click failed", kind)
-            await ack()
-            ctx.later(_safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again."))
-            return
-        await ack()
-        if refusal is not None:
-            ctx.later(_safe_respond(respond, refusal))
-        elif req.container is not None and req.container.is_ephemeral:
-            ctx.later(_safe_respond(respond, done_text(updated), replace_original=True))
-        elif updated is not None and is_practice(updated) and not updated.is_open:
-            ctx.later(_safe_respond(respond, done_text(updated)))  # the decider alone learns it was practice
-
     async def on_approve(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
-        await simple(DecisionKind.APPROVE, ack, interaction(context), respond)
+        await _decide_click(ctx, DecisionKind.APPROVE, ack, interaction(context), respond)
 
     async def on_trust(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
-        await simple(DecisionKind.TRUST, ack, interaction(context), respond)
-
-    async def open_modal(kind: str, req: Interaction, respond: AsyncRespond, client: AsyncWebClient) -> None:
-        try:
-            click = _click(req)
-            parsed = parse_button_value(click[1].value or "") if click else None
-            trigger = req.trigger_id
-            if click is None or parsed is None or trigger is None:
-                await _refuse_button(ctx, req, f"{kind} click")
-                await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
-                return
-            approval_id, version, digest = parsed
-            try:
-                a = await ctx.store.approvals.get(approval_id)
-            except EngineError as exc:
-                await respond(text=refusal_text(exc, None), response_type="ephemeral", replace_original=False)
-                return
-            form = _FORMS.get(kind)
-            if form is not None:
-                # Only someone who may decide gets the form (a stranger's decision would be refused anyway).
-                reviewer = await ctx.reviewers.reviewer(click[0])
-                if not eligible(a, reviewer):
-                    code = ErrorCode.SELF_APPROVAL if reviewer.id == a.requester else ErrorCode.NOT_ELIGIBLE
-                    await ctx.lifecycle.refused(a.id, click[0], code, f"opening the {form} form")
-                    await respond(text=refusal_text(EngineError("", code=code), a), **_EPHEMERAL)
-                    return
-            meta = ctx.signer.dumps(
-                {
-                    "id": a.id,
-                    "v": version,
-                    "h": digest,
-                    "u": click[0],
-                    "k": form or "view",
-                    "r": req.response_url,
-                }
-            )
-            if kind == ACTION_VIEW_ALL:
-                view = batch_view(a)
-            elif kind == ACTION_MODIFY:
-                view = modify_view(a, ctx.schema_for(a), meta)
-            else:
-                required = a.reason_required
-                view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)
-            # The trigger expires 3 s after the click: open the modal before anything slow.
-            await client.views_open(trigger_id=trigger, view=view)
-        except SlackApiError as exc:
-            log.warning("views.open failed: %s", exc.response.get("error"))
-            await _safe_respond(
-                respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again."
-            )
-        except Exception:
-            log.exception("opening a modal failed")
-            await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
+        await _decide_click(ctx, DecisionKind.TRUST, ack, interaction(context), respond)
 
     def opens(kind: str) -> Callable[..., Awaitable[None]]:
         """The listener for a button that opens a form (Bolt passes arguments by these parameter names)."""
@@ -146,7 +63,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
         async def on_click(
             ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
         ) -> None:
-            await open_modal(kind, interaction(context), respond, client)
+            await _open_form(ctx, kind, interaction(context), respond, client)
 
         on_click.__name__ = f"on_{kind}"
         return on_click
@@ -155,6 +72,96 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     app.action(ACTION_TRUST)(ctx.tracked(on_trust))
     for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL):
         app.action(kind)(ctx.acked(opens(kind)))
+
+
+async def _decide_click(
+    ctx: BotContext, kind: DecisionKind, ack: AsyncAck, req: Interaction, respond: AsyncRespond
+) -> None:
+    """Record the click's decision, then answer Slack; what the clicker is told goes after the answer."""
+    try:
+        click = _click(req)
+        parsed = parse_button_value(click[1].value or "") if click else None
+        if click is None or parsed is None:
+            await ack()
+            ctx.later(_refuse_button(ctx, req, f"{kind} click"))
+            ctx.later(_safe_respond(respond, _BAD_VALUE))
+            return
+        approval_id, version, digest = parsed
+
+        async def correct(a: Approval) -> None:
+            await _safe_respond(respond, late_text(a))
+
+        updated, refusal = await decide(
+            ctx, click[0], approval_id, kind, version=version, action_hash=digest, late=correct
+        )
+    except Exception:  # nothing is known to be recorded: say so, never fail silently
+        log.exception("%s click failed", kind)
+        await ack()
+        ctx.later(_safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again."))
+        return
+    await ack()
+    if refusal is not None:
+        ctx.later(_safe_respond(respond, refusal))
+    elif req.container is not None and req.container.is_ephemeral:
+        ctx.later(_safe_respond(respond, done_text(updated), replace_original=True))
+    elif updated is not None and is_practice(updated) and not updated.is_open:
+        ctx.later(_safe_respond(respond, done_text(updated)))  # the decider alone learns it was practice
+
+
+async def _open_form(
+    ctx: BotContext, kind: str, req: Interaction, respond: AsyncRespond, client: AsyncWebClient
+) -> None:
+    """Open the form a button names (Reject, Modify, feedback, view all) for someone who may use it."""
+    try:
+        click = _click(req)
+        parsed = parse_button_value(click[1].value or "") if click else None
+        trigger = req.trigger_id
+        if click is None or parsed is None or trigger is None:
+            await _refuse_button(ctx, req, f"{kind} click")
+            await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
+            return
+        approval_id, version, digest = parsed
+        try:
+            a = await ctx.store.approvals.get(approval_id)
+        except EngineError as exc:
+            await respond(text=refusal_text(exc, None), response_type="ephemeral", replace_original=False)
+            return
+        form = _FORMS.get(kind)
+        if form is not None:
+            # Only someone who may decide gets the form (a stranger's decision would be refused anyway).
+            reviewer = await ctx.reviewers.reviewer(click[0])
+            if not eligible(a, reviewer):
+                code = ErrorCode.SELF_APPROVAL if reviewer.id == a.requester else ErrorCode.NOT_ELIGIBLE
+                await ctx.lifecycle.refused(a.id, click[0], code, f"opening the {form} form")
+                await respond(text=refusal_text(EngineError("", code=code), a), **_EPHEMERAL)
+                return
+        meta = ctx.signer.dumps(
+            {
+                "id": a.id,
+                "v": version,
+                "h": digest,
+                "u": click[0],
+                "k": form or "view",
+                "r": req.response_url,
+            }
+        )
+        if kind == ACTION_VIEW_ALL:
+            view = batch_view(a)
+        elif kind == ACTION_MODIFY:
+            view = modify_view(a, ctx.schema_for(a), meta)
+        else:
+            required = a.reason_required
+            view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)
+        # The trigger expires 3 s after the click: open the modal before anything slow.
+        await client.views_open(trigger_id=trigger, view=view)
+    except SlackApiError as exc:
+        log.warning("views.open failed: %s", exc.response.get("error"))
+        await _safe_respond(
+            respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again."
+        )
+    except Exception:
+        log.exception("opening a modal failed")
+        await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
 
 
 async def _refuse_button(ctx: BotContext, req: Interaction, what: str) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "TallyKey",
     "TallyRow",
     "counts_for",
+    "decision_outcome",
     "hour_of",
     "summarize",
 ]
@@ -48,6 +49,22 @@ class Outcome(StrEnum):
     """A practice approval whose planted defect the reviewers caught (rejected or edited)."""
     SEEDED_MISSED = "seeded_missed"
     """A practice approval the reviewers approved: its planted defect was missed."""
+
+
+_DECIDED = {
+    "approve": Outcome.APPROVED,
+    "trust": Outcome.APPROVED,
+    "modify": Outcome.MODIFIED,
+    "reject": Outcome.REJECTED,
+    "feedback": Outcome.REJECTED,
+}
+"""What a final decision counts as (feedback sends work back: a correction)."""
+
+
+def decision_outcome(kind: str, status: str) -> Outcome | None:
+    """What a decision of ``kind`` that left its approval in ``status`` counts as, or None while it is not final
+    (a first vote of two). A superseding edit is a correction too."""
+    return _DECIDED.get(str(kind)) if str(status) in ("approved", "rejected", "superseded") else None
 
 
 def hour_of(ts: float) -> int:

@@ -203,6 +203,33 @@ def validate(
 
 
 @app.command(cls=FlagCommand, rich_help_panel=RUNS)
+def _chosen_decision(**chosen: bool) -> DecisionKind | None:
+    """The one decision the options name (None: just continue the run); two are refused."""
+    on = [name for name, given in chosen.items() if given]
+    if len(on) > 1:
+        raise typer.BadParameter(f"choose one decision, not {' and '.join(on)}")
+    return DecisionKind(on[0]) if on else None
+
+
+def _edit_of(args: str | None, set_: list[str] | None, *, modify: bool) -> dict[str, Any] | None:
+    """The edit ``--args`` and ``--set`` give together (``--set`` wins per field), checked against ``--modify``."""
+    if modify and not args and not set_:
+        raise typer.BadParameter("--modify needs the edit: --set KEY=VALUE or --args JSON", param_hint="--set")
+    if (args or set_) and not modify:
+        raise typer.BadParameter("--args and --set edit arguments: add --modify", param_hint="--modify")
+    edited: dict[str, Any] | None = None
+    if args is not None:
+        try:
+            edited = json.loads(args)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
+        if not isinstance(edited, dict):
+            raise typer.BadParameter("must be a JSON object", param_hint="--args")
+    if set_:
+        edited = {**(edited or {}), **_parse_vars(set_, option="--set", json_values=True)}
+    return edited
+
+
 def resume(
     target: Annotated[str, typer.Argument(metavar="ID", help="Approval id (apr_…) or session id (ses_…).")],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the action as it is.")] = False,
@@ -238,44 +265,8 @@ def resume(
 
     With HITL_API_URL and HITL_TOKEN set, the decision goes through `hitl serve`'s API, as the token's reviewer."""
     out = Out(as_json=as_json)
-    chosen = [
-        k
-        for k, on in (
-            ("approve", approve),
-            ("reject", reject),
-            ("modify", modify),
-            ("trust", trust),
-            ("feedback", feedback is not None),
-        )
-        if on
-    ]
-    if len(chosen) > 1:
-        raise typer.BadParameter(f"choose one decision, not {' and '.join(chosen)}")
-    if modify and not args and not set_:
-        raise typer.BadParameter("--modify needs the edit: --set KEY=VALUE or --args JSON", param_hint="--set")
-    if (args or set_) and not modify:
-        raise typer.BadParameter("--args and --set edit arguments: add --modify", param_hint="--modify")
-    edited: dict[str, Any] | None = None
-    if args is not None:
-        try:
-            edited = json.loads(args)
-        except json.JSONDecodeError as exc:
-            raise typer.BadParameter(f"not valid JSON: {exc.msg}", param_hint="--args") from None
-        if not isinstance(edited, dict):
-            raise typer.BadParameter("must be a JSON object", param_hint="--args")
-    if set_:
-        edited = {**(edited or {}), **_parse_vars(set_, option="--set", json_values=True)}
-    kind = (
-        {
-            "approve": DecisionKind.APPROVE,
-            "reject": DecisionKind.REJECT,
-            "modify": DecisionKind.MODIFY,
-            "trust": DecisionKind.TRUST,
-            "feedback": DecisionKind.FEEDBACK,
-        }.get(chosen[0])
-        if chosen
-        else None
-    )
+    kind = _chosen_decision(approve=approve, reject=reject, modify=modify, trust=trust, feedback=feedback is not None)
+    edited = _edit_of(args, set_, modify=modify)
     overrides = _parse_vars(var or [])
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
     why = feedback if feedback is not None else reason

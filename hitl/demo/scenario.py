@@ -180,6 +180,21 @@ async def run_scripted() -> int:
 
 
 async def _scenario(sb: Sandbox, t: _Transcript) -> int:
+    ok = await _a_card_and_a_click(sb, t)
+    ok &= await _finance_and_edits(sb, t)
+    ok &= await _trust_and_spot_checks(sb, t)
+    ok &= await _practice_and_the_stop_switch(sb, t)
+    t.step("11. The audit trail")
+    table = Table("event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
+    for e in await sb.rt.store.audit.entries(limit=200):
+        table.add_row(e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail))
+    t.out.print(table)
+    t.step("demo " + ("passed" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+async def _a_card_and_a_click(sb: Sandbox, t: _Transcript) -> bool:
+    """Steps 1-3: the card, a stranger refused, an approval that runs once."""
     ok = True
     t.step("1. The agent proposes a refund of 120.00; the run pauses and a card appears")
     small = await _refund(sb, 120, HOSTILE_NOTE)
@@ -211,7 +226,12 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     thread = [m.text for m in sb.state.messages if m.thread_ts == card.ts]
     t.line(("card: ", "dim"), (_header(card), "bold"), ("   thread: ", "dim"), thread[-1] if thread else "(none)")
     ok &= _header(card).startswith("Approved and done") and bool(thread)
+    return ok
 
+
+async def _finance_and_edits(sb: Sandbox, t: _Transcript) -> bool:
+    """Steps 4-6: a quorum of finance approvers, an edit that escalates, /hitl pending."""
+    ok = True
     t.step("4. A refund of 899.00 escalates to finance and needs two distinct approvers")
     big = await _refund(sb, 899, "Whole order damaged.")
     assert big.approval is not None
@@ -272,7 +292,13 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     pending = [m for m in sb.state.messages if m.ephemeral_to == "U_FIN3"][-1]
     t.line(("U_FIN3 sees: ", "dim"), pending.text)
     ok &= old.superseded_by is not None and old.superseded_by in str(pending.blocks)
+    return ok
 
+
+async def _trust_and_spot_checks(sb: Sandbox, t: _Transcript) -> bool:
+    """Steps 7-8: a Trust for one agent in one session, and a spot check flagged."""
+    ok = True
+    svc = sb.rt.runtime.contexts.default.service
     t.step("7. Trust: U_SUPPORT1 trusts an agent's refund; its next refund in that session runs without a card")
     first = await _agent_refund(sb, "78310", 25)
     assert first.approval is not None
@@ -295,7 +321,6 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     ok &= covers and second.may_run and bool(fyi)
 
     t.step("8. A spot check: the agent's stock check ran without review; U_SUPPORT2 looks at it after the fact")
-    svc = sb.rt.runtime.contexts.default.service
     stock = await svc.propose(ProposeRequest("check_stock", {"sku": "MUG-1"}, session_id=TRUST_SESSION))
     await _settle(sb)
     check = next(a for a in (await sb.rt.store.approvals.list_pending(limit=200)).items if a.tool == "spot:check_stock")
@@ -322,7 +347,13 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
         f"{row.audit_yield if row else None}",
     )
     ok &= stock.may_run and flagged.startswith("Flagged") and row is not None and row.audit_yield == 1.0
+    return ok
 
+
+async def _practice_and_the_stop_switch(sb: Sandbox, t: _Transcript) -> bool:
+    """Steps 9-10: a practice twin missed, and the stop switch."""
+    ok = True
+    svc = sb.rt.runtime.contexts.default.service
     t.step("9. A seeded check: a reorder's approval gets a practice twin with a planted defect; U_SUPPORT1 misses it")
     order = await svc.propose(ProposeRequest("reorder_stock", {"sku": "MUG-1", "quantity": 10}, session_id="ops-7"))
     await _settle(sb)
@@ -355,14 +386,7 @@ async def _scenario(sb: Sandbox, t: _Transcript) -> int:
     t.line(("after the unhalt: ", "dim"), [m for m in sb.state.messages if m.ephemeral_to == ADMIN][-1].text)
     t.line(("the run now waits on: ", "dim"), str(waiting))
     ok &= held.status is RunStatus.PAUSED and str(held.reason).startswith("halted:") and bool(waiting)
-
-    t.step("11. The audit trail")
-    table = Table("event", "actor", "approval", "v", "outcome", "detail", header_style="bold")
-    for e in await sb.rt.store.audit.entries(limit=200):
-        table.add_row(e.event, Text(e.actor), e.approval_id or "", str(e.version or ""), e.outcome, Text(e.detail))
-    t.out.print(table)
-    t.step("demo " + ("passed" if ok else "FAILED"))
-    return 0 if ok else 1
+    return ok
 
 
 def _values(sb: Sandbox, view_id: str, **overrides: str) -> dict[str, Any]:

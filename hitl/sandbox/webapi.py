@@ -194,34 +194,39 @@ def _user(state: SlackState, ref: Any) -> str:
     return str(ref)
 
 
-def _method_table(state: SlackState) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
-    def auth_test(_: dict[str, Any]) -> dict[str, Any]:
+class _Methods:
+    """The Web API methods the sandbox answers, each on the workspace's state."""
+
+    def __init__(self, state: SlackState) -> None:
+        self.state = state
+
+    def auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
         return {
             "ok": True,
             "url": "http://sandbox.slack.local/",
             "team": "hitl sandbox",
             "user": "hitl",
-            "team_id": state.team_id,
-            "user_id": state.bot_user,
+            "team_id": self.state.team_id,
+            "user_id": self.state.bot_user,
             "bot_id": "B0HITLBOT",
         }
 
-    def post_message(a: dict[str, Any]) -> dict[str, Any]:
-        ch = _chan(state, a)
+    def post_message(self, a: dict[str, Any]) -> dict[str, Any]:
+        ch = _chan(self.state, a)
         text, blocks = _message_body(a)
         thread = a.get("thread_ts")
-        if thread and state.by_ts(ch.id, str(thread)) is None:
+        if thread and self.state.by_ts(ch.id, str(thread)) is None:
             raise _Err("thread_not_found")
         msg = Message(
-            ts=state.new_ts(),
+            ts=self.state.new_ts(),
             channel=ch.id,
-            user=state.bot_user,
+            user=self.state.bot_user,
             text=text,
             blocks=blocks,
             thread_ts=str(thread) if thread else None,
         )
-        state.messages.append(msg)
-        state.notify("message", msg)
+        self.state.messages.append(msg)
+        self.state.notify("message", msg)
         return {
             "ok": True,
             "channel": ch.id,
@@ -229,93 +234,100 @@ def _method_table(state: SlackState) -> dict[str, Callable[[dict[str, Any]], dic
             "message": {"type": "message", "text": text, "blocks": blocks, "ts": msg.ts, "user": msg.user},
         }
 
-    def update(a: dict[str, Any]) -> dict[str, Any]:
-        ch = _chan(state, a)
-        msg = state.by_ts(ch.id, str(a.get("ts") or ""))
+    def update(self, a: dict[str, Any]) -> dict[str, Any]:
+        ch = _chan(self.state, a)
+        msg = self.state.by_ts(ch.id, str(a.get("ts") or ""))
         if msg is None:
             raise _Err("message_not_found")
         text, blocks = _message_body(a)
         msg.text, msg.blocks, msg.edited = text, blocks, msg.edited + 1
-        state.notify("message", msg)
+        self.state.notify("message", msg)
         return {"ok": True, "channel": ch.id, "ts": msg.ts, "text": text}
 
-    def post_ephemeral(a: dict[str, Any]) -> dict[str, Any]:
-        ch = _chan(state, a)
-        user = _user(state, a.get("user"))
+    def post_ephemeral(self, a: dict[str, Any]) -> dict[str, Any]:
+        ch = _chan(self.state, a)
+        user = _user(self.state, a.get("user"))
         text, blocks = _message_body(a)
         msg = Message(
-            ts=state.new_ts(), channel=ch.id, user=state.bot_user, text=text, blocks=blocks, ephemeral_to=user
+            ts=self.state.new_ts(), channel=ch.id, user=self.state.bot_user, text=text, blocks=blocks, ephemeral_to=user
         )
-        state.messages.append(msg)
-        state.notify("message", msg)
+        self.state.messages.append(msg)
+        self.state.notify("message", msg)
         return {"ok": True, "message_ts": msg.ts}
 
-    def views_open(a: dict[str, Any]) -> dict[str, Any]:
+    def views_open(self, a: dict[str, Any]) -> dict[str, Any]:
         trigger = str(a.get("trigger_id") or "")
-        found = state.triggers.pop(trigger, None)
+        found = self.state.triggers.pop(trigger, None)
         if found is None:
             raise _Err("invalid_trigger_id")
-        if state.clock() - found[0] > TRIGGER_TTL:
+        if self.state.clock() - found[0] > TRIGGER_TTL:
             raise _Err("expired_trigger_id")
         problems = view_problems(a.get("view"))
         if problems:
             raise _Err("invalid_arguments", response_metadata={"messages": [f"[ERROR] {p}" for p in problems]})
-        view_id = f"V{next(state._seq):08d}"
+        view_id = f"V{next(self.state._seq):08d}"
         view = {**a["view"], "id": view_id}
-        state.views[view_id] = view
-        state.view_owner[view_id] = found[1]
-        state.notify("view", (found[1], view))
+        self.state.views[view_id] = view
+        self.state.view_owner[view_id] = found[1]
+        self.state.notify("view", (found[1], view))
         return {"ok": True, "view": view}
 
-    def views_update(a: dict[str, Any]) -> dict[str, Any]:
+    def views_update(self, a: dict[str, Any]) -> dict[str, Any]:
         view_id = str(a.get("view_id") or "")
-        if view_id not in state.views:
+        if view_id not in self.state.views:
             raise _Err("not_found")
         problems = view_problems(a.get("view"))
         if problems:
             raise _Err("invalid_arguments", response_metadata={"messages": [f"[ERROR] {p}" for p in problems]})
-        state.views[view_id] = {**a["view"], "id": view_id}
-        state.notify("view", (state.view_owner.get(view_id, ""), state.views[view_id]))
-        return {"ok": True, "view": state.views[view_id]}
+        self.state.views[view_id] = {**a["view"], "id": view_id}
+        self.state.notify("view", (self.state.view_owner.get(view_id, ""), self.state.views[view_id]))
+        return {"ok": True, "view": self.state.views[view_id]}
 
-    def views_publish(a: dict[str, Any]) -> dict[str, Any]:
-        user = _user(state, a.get("user_id"))
+    def views_publish(self, a: dict[str, Any]) -> dict[str, Any]:
+        user = _user(self.state, a.get("user_id"))
         problems = home_problems(a.get("view"))
         if problems:
             raise _Err("invalid_arguments", response_metadata={"messages": [f"[ERROR] {p}" for p in problems]})
-        view_id = state.homes.get(user, {}).get("id") or f"V{next(state._seq):08d}"
-        state.homes[user] = {**a["view"], "id": view_id}
-        state.notify("home", (user, state.homes[user]))
-        return {"ok": True, "view": state.homes[user]}
+        view_id = self.state.homes.get(user, {}).get("id") or f"V{next(self.state._seq):08d}"
+        self.state.homes[user] = {**a["view"], "id": view_id}
+        self.state.notify("home", (user, self.state.homes[user]))
+        return {"ok": True, "view": self.state.homes[user]}
 
-    def permalink(a: dict[str, Any]) -> dict[str, Any]:
-        ch = _chan(state, a)
+    def permalink(self, a: dict[str, Any]) -> dict[str, Any]:
+        ch = _chan(self.state, a)
         ts = str(a.get("message_ts") or "")
-        if state.by_ts(ch.id, ts) is None:
+        if self.state.by_ts(ch.id, ts) is None:
             raise _Err("message_not_found")
-        return {"ok": True, "channel": ch.id, "permalink": f"{state.base_url}/archives/{ch.id}/p{ts.replace('.', '')}"}
+        return {
+            "ok": True,
+            "channel": ch.id,
+            "permalink": f"{self.state.base_url}/archives/{ch.id}/p{ts.replace('.', '')}",
+        }
 
-    def usergroup_users(a: dict[str, Any]) -> dict[str, Any]:
+    def usergroup_users(self, a: dict[str, Any]) -> dict[str, Any]:
         group = str(a.get("usergroup") or "")
-        if group not in state.usergroups:
+        if group not in self.state.usergroups:
             raise _Err("no_such_subteam")
-        return {"ok": True, "users": list(state.usergroups[group])}
+        return {"ok": True, "users": list(self.state.usergroups[group])}
 
-    def users_info(a: dict[str, Any]) -> dict[str, Any]:
-        user = _user(state, a.get("user"))
-        return {"ok": True, "user": {"id": user, **state.users[user]}}
+    def users_info(self, a: dict[str, Any]) -> dict[str, Any]:
+        user = _user(self.state, a.get("user"))
+        return {"ok": True, "user": {"id": user, **self.state.users[user]}}
 
+
+def _method_table(state: SlackState) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+    methods = _Methods(state)
     return {
-        "auth.test": auth_test,
-        "chat.postMessage": post_message,
-        "chat.update": update,
-        "chat.postEphemeral": post_ephemeral,
-        "views.open": views_open,
-        "views.update": views_update,
-        "views.publish": views_publish,
-        "chat.getPermalink": permalink,
-        "usergroups.users.list": usergroup_users,
-        "users.info": users_info,
+        "auth.test": methods.auth_test,
+        "chat.postMessage": methods.post_message,
+        "chat.update": methods.update,
+        "chat.postEphemeral": methods.post_ephemeral,
+        "views.open": methods.views_open,
+        "views.update": methods.views_update,
+        "views.publish": methods.views_publish,
+        "chat.getPermalink": methods.permalink,
+        "usergroups.users.list": methods.usergroup_users,
+        "users.info": methods.users_info,
     }
 
 

@@ -20,7 +20,7 @@ from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
-from tests.engine.test_ask import CONFIG
+from tests.agents.test_ask import CONFIG
 from tests.storage.conftest import StoreUrl
 
 

@@ -207,98 +207,17 @@ class Writes:
     # -- sending ----------------------------------------------------------------------------------------
     async def send(self, c: Conn) -> None:
         """Send everything collected, as one statement (two when an audit chain's head was not read yet)."""
-        parts: list[str] = []
-        args: list[Any] = []
-
-        def arg(value: Any) -> str:
-            args.append(value)
-            return f"${len(args)}"
-
-        def columns(rows: Sequence[Sequence[Any]], types: Sequence[str]) -> str:
-            """``unnest`` of one array per column, in row order."""
-            return ", ".join(f"{arg([r[i] for r in rows])}::{t}[]" for i, t in enumerate(types))
-
-        if self._approvals:
-            new = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if insert]
-            moved = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if not insert]
-            if new:
-                rows = [
-                    (a.id, str(a.status), a.version, a.created_at, a.expires_at, a.required_role, a.requester, doc)
-                    for a, doc in new
-                ]
-                parts.append(
-                    "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, "
-                    "doc) SELECT * FROM unnest("
-                    + columns(rows, ("text", "text", "int4", "float8", "float8", "text", "text", "text"))
-                    + ")"
-                )
-            for a, doc in moved:  # by key, one part each: an index lookup in any plan, never a scan of the table
-                parts.append(
-                    f"UPDATE approvals SET status = {arg(str(a.status))}, version = {arg(a.version)}, "
-                    f"doc = {arg(doc)} WHERE id = {arg(a.id)}"
-                )
-        if self._claims:
-            parts.append(
-                "INSERT INTO claims (key, action_hash, holder, attempt, state, lease_until, result) SELECT * FROM "
-                "unnest("
-                + columns(
-                    [claim_row(cl) for cl in self._claims.values()],
-                    ("text", "text", "text", "int4", "text", "float8", "text"),
-                )
-                + ") ON CONFLICT (key) DO UPDATE SET action_hash = excluded.action_hash, holder = excluded.holder, "
-                "attempt = excluded.attempt, state = excluded.state, lease_until = excluded.lease_until, "
-                "result = excluded.result"
-            )
+        stmt = _Statement()
+        self._approval_parts(stmt)
+        self._claim_parts(stmt)
         if self._audit:
             await self._read_heads(c)  # nothing to read when guarded: all its chains were read with its state
-            entries, heads = self._linked()
-            parts.append(
-                "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
-                "SELECT at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link FROM unnest("
-                + columns(entries, ("float8", "text", "text", "text", "int4", "text", "text", "text", "text", "text"))
-                + ") WITH ORDINALITY AS e (at, actor, event, approval_id, version, action_hash, outcome, detail, "
-                "prev, link, n) ORDER BY n"  # the entries' order is their chains' order
-            )
-            parts.append(
-                "INSERT INTO audit_heads (chain, length, link) SELECT * FROM unnest("
-                + columns(heads, ("text", "int4", "text"))
-                + ") ON CONFLICT (chain) DO UPDATE SET length = excluded.length, link = excluded.link"
-            )
-        if self._jobs:
-            parts.append(
-                "INSERT INTO jobs (kind, payload, approval_id, created_at) SELECT * FROM unnest("
-                + columns(self._jobs, ("text", "text", "text", "float8"))
-                + ")"
-            )
-        if self._grants:
-            grants = [(g.session_id, g.requester, g.tool, g.granted_by, g.until) for g in self._grants]
-            parts.append(
-                "INSERT INTO trust_grants (session_id, requester, tool, granted_by, until) SELECT * FROM unnest("
-                + columns(grants, ("text", "text", "text", "text", "float8"))
-                + ") ON CONFLICT (session_id, requester, tool) DO UPDATE SET granted_by = excluded.granted_by, "
-                "until = excluded.until"
-            )
-        if self._checkpoint is not None:
-            run_id, version, data, at, status = self._checkpoint
-            parts.append(
-                "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES "
-                f"({arg(run_id)}, {arg(version)}, {arg(data)}, {arg(at)}, {arg(status)}) ON CONFLICT (run_id) DO "
-                "UPDATE SET version = excluded.version, data = excluded.data, updated_at = excluded.updated_at, "
-                "status = excluded.status"
-            )
-        if self._owner is not None:
-            run_id, holder, until = self._owner
-            parts.append(
-                f"INSERT INTO run_owners (run_id, holder, lease_until) VALUES ({arg(run_id)}, {arg(holder)}, "
-                f"{arg(until)}) ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, "
-                "lease_until = excluded.lease_until"
-            )
-        if self._release is not None:
-            run_id, by = self._release
-            held = f" AND holder = {arg(by)}" if by is not None else ""
-            parts.append(f"DELETE FROM run_owners WHERE run_id = {arg(run_id)}{held}")
-        if not parts:
+            self._audit_parts(stmt)
+        self._job_and_grant_parts(stmt)
+        self._run_parts(stmt)
+        if not stmt.parts:
             return
+        arg, args = stmt.arg, stmt.args
         # Announced on commit (and only if it commits): new approvals to the card poster, every change to waiters.
         created = [a.id for a, insert in self._approvals.values() if insert]
         main = (
@@ -314,8 +233,97 @@ class Writes:
             first = len(args) + 1
             args += [run, *claims, *approvals, *chains, digest]
             main += f", {_guard_sql(first, len(claims), len(approvals), len(chains))}"
-        with_parts = ", ".join(f"w{i} AS ({p})" for i, p in enumerate(parts))
+        with_parts = ", ".join(f"w{i} AS ({p})" for i, p in enumerate(stmt.parts))
         await c.execute(f"WITH {with_parts} {main}", *args)
+
+    def _approval_parts(self, stmt: _Statement) -> None:
+        arg, columns = stmt.arg, stmt.columns
+        new = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if insert]
+        moved = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if not insert]
+        if new:
+            rows = [
+                (a.id, str(a.status), a.version, a.created_at, a.expires_at, a.required_role, a.requester, doc)
+                for a, doc in new
+            ]
+            stmt.parts.append(
+                "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, "
+                "doc) SELECT * FROM unnest("
+                + columns(rows, ("text", "text", "int4", "float8", "float8", "text", "text", "text"))
+                + ")"
+            )
+        for a, doc in moved:  # by key, one part each: an index lookup in any plan, never a scan of the table
+            stmt.parts.append(
+                f"UPDATE approvals SET status = {arg(str(a.status))}, version = {arg(a.version)}, "
+                f"doc = {arg(doc)} WHERE id = {arg(a.id)}"
+            )
+
+    def _claim_parts(self, stmt: _Statement) -> None:
+        if not self._claims:
+            return
+        stmt.parts.append(
+            "INSERT INTO claims (key, action_hash, holder, attempt, state, lease_until, result) SELECT * FROM "
+            "unnest("
+            + stmt.columns(
+                [claim_row(cl) for cl in self._claims.values()],
+                ("text", "text", "text", "int4", "text", "float8", "text"),
+            )
+            + ") ON CONFLICT (key) DO UPDATE SET action_hash = excluded.action_hash, holder = excluded.holder, "
+            "attempt = excluded.attempt, state = excluded.state, lease_until = excluded.lease_until, "
+            "result = excluded.result"
+        )
+
+    def _audit_parts(self, stmt: _Statement) -> None:
+        entries, heads = self._linked()
+        stmt.parts.append(
+            "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
+            "SELECT at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link FROM unnest("
+            + stmt.columns(entries, ("float8", "text", "text", "text", "int4", "text", "text", "text", "text", "text"))
+            + ") WITH ORDINALITY AS e (at, actor, event, approval_id, version, action_hash, outcome, detail, "
+            "prev, link, n) ORDER BY n"  # the entries' order is their chains' order
+        )
+        stmt.parts.append(
+            "INSERT INTO audit_heads (chain, length, link) SELECT * FROM unnest("
+            + stmt.columns(heads, ("text", "int4", "text"))
+            + ") ON CONFLICT (chain) DO UPDATE SET length = excluded.length, link = excluded.link"
+        )
+
+    def _job_and_grant_parts(self, stmt: _Statement) -> None:
+        if self._jobs:
+            stmt.parts.append(
+                "INSERT INTO jobs (kind, payload, approval_id, created_at) SELECT * FROM unnest("
+                + stmt.columns(self._jobs, ("text", "text", "text", "float8"))
+                + ")"
+            )
+        if self._grants:
+            grants = [(g.session_id, g.requester, g.tool, g.granted_by, g.until) for g in self._grants]
+            stmt.parts.append(
+                "INSERT INTO trust_grants (session_id, requester, tool, granted_by, until) SELECT * FROM unnest("
+                + stmt.columns(grants, ("text", "text", "text", "text", "float8"))
+                + ") ON CONFLICT (session_id, requester, tool) DO UPDATE SET granted_by = excluded.granted_by, "
+                "until = excluded.until"
+            )
+
+    def _run_parts(self, stmt: _Statement) -> None:
+        arg = stmt.arg
+        if self._checkpoint is not None:
+            run_id, version, data, at, status = self._checkpoint
+            stmt.parts.append(
+                "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES "
+                f"({arg(run_id)}, {arg(version)}, {arg(data)}, {arg(at)}, {arg(status)}) ON CONFLICT (run_id) DO "
+                "UPDATE SET version = excluded.version, data = excluded.data, updated_at = excluded.updated_at, "
+                "status = excluded.status"
+            )
+        if self._owner is not None:
+            run_id, holder, until = self._owner
+            stmt.parts.append(
+                f"INSERT INTO run_owners (run_id, holder, lease_until) VALUES ({arg(run_id)}, {arg(holder)}, "
+                f"{arg(until)}) ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, "
+                "lease_until = excluded.lease_until"
+            )
+        if self._release is not None:
+            run_id, by = self._release
+            held = f" AND holder = {arg(by)}" if by is not None else ""
+            stmt.parts.append(f"DELETE FROM run_owners WHERE run_id = {arg(run_id)}{held}")
 
     async def _read_heads(self, c: Conn) -> None:
         missing = sorted({e.approval_id or "" for e in self._audit} - set(self._heads))
@@ -343,3 +351,20 @@ class Writes:
             rows.append((*audit_values(e), prev, link))
             heads[chain] = moved[chain] = (length + 1, link)
         return rows, [(chain, length, link) for chain, (length, link) in moved.items()]
+
+
+class _Statement:
+    """One statement being built: its parts (each a data-changing ``WITH`` query) and its numbered arguments."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.args: list[Any] = []
+
+    def arg(self, value: Any) -> str:
+        """``value`` as the statement's next argument (``$n``)."""
+        self.args.append(value)
+        return f"${len(self.args)}"
+
+    def columns(self, rows: Sequence[Sequence[Any]], types: Sequence[str]) -> str:
+        """``unnest`` of one array per column, in row order."""
+        return ", ".join(f"{self.arg([r[i] for r in rows])}::{t}[]" for i, t in enumerate(types))

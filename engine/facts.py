@@ -1,0 +1,115 @@
+"""Facts: what happened to a proposed action, told to the subscribers that observe it.
+
+The service publishes a typed fact at each step (an approval was proposed, an action was allowed without a
+person, a decision was recorded, an approval expired or was cancelled). A :class:`FactSubscriber` observes facts
+and never changes a decision: tallies, spot checks, practice twins, rolling windows, the notifier and webhooks
+are subscribers (:mod:`hitl.engine.subscribers`). A subscriber that fails is logged and the next one still hears
+the fact; nothing it does is undone. Adding an observing measure is a subscriber and its registration, no line of
+the service.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from hitl.engine.domain.actions import ProposedAction
+from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.policy import Verdict
+from hitl.engine.domain.requests import ProposeRequest
+
+if TYPE_CHECKING:
+    from hitl.engine.domain.drafts import ApprovalDrafts
+    from hitl.engine.domain.policy import Policy
+    from hitl.engine.domain.practice import SeededSpec
+    from hitl.engine.domain.spot_checks import SpotCheckSpec
+    from hitl.engine.events import EventSink
+    from hitl.engine.ports import Clock, Notifier, Store
+
+__all__ = ["Allowed", "Cancelled", "Decided", "Expired", "Fact", "FactSubscriber", "Proposed", "Service", "deliver"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """A new approval was stored: an action's, a spot check's or a practice twin's."""
+
+    approval: Approval
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """An action goes ahead without a person: the policy let it (auto or notify) or a Trust did."""
+
+    request: ProposeRequest
+    verdict: Verdict
+    action: ProposedAction
+    now: float
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A decision was recorded (its card update and its run's resume are queued with it)."""
+
+    approval: Approval
+    """The approval after the decision."""
+    kind: DecisionKind
+
+
+@dataclass(frozen=True)
+class Expired:
+    """An approval nobody decided in time expired (never a rejection)."""
+
+    approval: Approval
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """A pending approval was closed because nobody will act on it."""
+
+    approval: Approval
+
+
+Fact = Proposed | Allowed | Decided | Expired | Cancelled
+
+
+class Service(Protocol):
+    """What a subscriber (or a guard) may read of the service that publishes to it, read when the fact arrives:
+    a service reconfigured meanwhile (a new notifier, new spot checks) is observed as it is now."""
+
+    store: Store
+    clock: Clock
+    policy: Policy
+    notifier: Notifier | None
+    events: EventSink | None
+    spot_check: SpotCheckSpec
+    seeded: SeededSpec
+
+    @property
+    def drafts(self) -> ApprovalDrafts:
+        """Builds the approvals the service makes."""
+        ...
+
+    async def publish(self, fact: Fact) -> None:
+        """Tell every subscriber ``fact``."""
+        ...
+
+
+class FactSubscriber(Protocol):
+    """Observes facts; never changes a decision (a guard does that)."""
+
+    async def observe(self, fact: Fact, service: Service) -> None:
+        """React to ``fact`` (most subscribers ignore most facts)."""
+        ...
+
+
+async def deliver(subscribers: Sequence[FactSubscriber], fact: Fact, service: Service) -> None:
+    """``fact`` to each subscriber in turn; one that fails is logged, and the fact still reaches the others."""
+    for subscriber in subscribers:
+        try:
+            await subscriber.observe(fact, service)
+        except Exception:  # an observer never undoes or blocks what was recorded
+            log.exception("%s failed on %s; what was recorded stands", type(subscriber).__name__, type(fact).__name__)

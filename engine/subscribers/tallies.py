@@ -1,0 +1,59 @@
+"""The oversight measures' counts (:mod:`hitl.engine.domain.tally`): asked, autonomous, decided, expired, and the
+spot checks' and practice approvals' own. A count never blocks an action."""
+
+from __future__ import annotations
+
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.practice import caught, is_practice
+from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
+from hitl.engine.domain.tally import Outcome, counts_for, decision_outcome
+from hitl.engine.facts import Allowed, Decided, Expired, Fact, Proposed, Service
+
+__all__ = ["Tallies"]
+
+
+class Tallies:
+    """Counts each fact under its tool and tier; practice approvals count only in the practice measures."""
+
+    async def observe(self, fact: Fact, service: Service) -> None:
+        match fact:
+            case Proposed(approval=a):
+                await _asked(a, service)
+            case Allowed(request=request, verdict=verdict, now=now):
+                await _count(service, request.tool, str(verdict.tier), Outcome.AUTONOMOUS, now)
+            case Decided(approval=a, kind=kind):
+                await _decided(a, decision_outcome(kind, a.status), service)
+            case Expired(approval=a) if not is_spot_check(a) and not is_practice(a):  # no decision about an action
+                await _count(service, a.tool, str(a.tier), Outcome.EXPIRED, service.clock.now())
+
+
+async def _asked(a: Approval, service: Service) -> None:
+    if is_spot_check(a):  # counted for the audit yield, under the tool and tier it looks at
+        await _count(service, checked_tool(a), str(a.metadata.get("tier", "")), Outcome.SPOT_CHECKED, a.created_at)
+    elif is_practice(a):  # never in the other measures
+        await _count(service, a.tool, str(a.tier), Outcome.SEEDED, a.created_at)
+    else:
+        await _count(service, a.tool, str(a.tier), Outcome.ASKED, a.created_at)
+
+
+async def _decided(a: Approval, outcome: Outcome | None, service: Service) -> None:
+    if outcome is None:  # not final: a first vote of two
+        return
+    now = service.clock.now()
+    if is_practice(a):
+        found = caught(a)
+        if found is not None:
+            await _count(service, a.tool, str(a.tier), Outcome.SEEDED_CAUGHT if found else Outcome.SEEDED_MISSED, now)
+    elif is_spot_check(a):  # counts toward its tool's correction rate (a flag is a correction) and audit yield
+        tool, tier = checked_tool(a), str(a.metadata.get("tier", ""))
+        await _count(service, tool, tier, outcome, now)
+        if outcome is Outcome.REJECTED:
+            await _count(service, tool, tier, Outcome.SPOT_FLAGGED, now)
+    else:
+        await _count(service, a.tool, str(a.tier), outcome, now, latency=now - a.created_at)
+
+
+async def _count(
+    service: Service, tool: str, tier: str, outcome: Outcome, now: float, *, latency: float | None = None
+) -> None:
+    await service.store.tallies.add(counts_for(tool, tier, outcome, now=now, latency=latency), now=now)

@@ -1,0 +1,28 @@
+"""Webhook events (:mod:`hitl.engine.events`): an approval created, decided (a vote toward a quorum too) or
+expired, and a spot check flagged, queued for ``api.webhooks``' subscribers."""
+
+from __future__ import annotations
+
+from hitl.engine.config.api import EventKind
+from hitl.engine.domain.models import Status
+from hitl.engine.domain.spot_checks import is_spot_check
+from hitl.engine.events import approval_data, approval_event
+from hitl.engine.facts import Cancelled, Decided, Expired, Fact, Proposed, Service
+
+__all__ = ["Webhooks"]
+
+
+class Webhooks:
+    """Emits each approval fact's event to the service's event sink (none: no webhooks configured)."""
+
+    async def observe(self, fact: Fact, service: Service) -> None:
+        events = service.events
+        if events is None or not isinstance(fact, Proposed | Decided | Expired | Cancelled):
+            return
+        a = fact.approval
+        if isinstance(fact, Decided) and is_spot_check(a) and a.status is Status.REJECTED:
+            data = {**approval_data(a), "flag": {"by": a.decisions[-1].reviewer, "note": a.reason}}
+            await events.emit(EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{a.id}", data)
+        found = approval_event(a, created=isinstance(fact, Proposed))
+        if found is not None:
+            await events.emit(*found, approval_data(a))
