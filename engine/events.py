@@ -6,10 +6,12 @@ as jobs in the shared store (one job per subscriber), right after the change. ``
 no server was up at the time. Each event has a stable id (``approval.decided:<id>:v<version>``): delivery is at
 least once, and receivers deduplicate on it.
 
-The queueing happens after the change it reports, as a card update or a run's resume job does. A process that
-dies in that instant leaves the event unqueued; ``hitl serve``'s sweep queues the ``created`` and ``decided``
-events of every pending approval that lack one (:meth:`Outbox.catch_up`), so for an approval still waiting on
-a person nothing is lost. An approval that left ``pending`` in that same instant is the remaining gap.
+Each event is queued right after the change it reports, with the approval as it is then. A decision's events also
+share its outbox: the store writes an :data:`EVENT_JOB` with the decision, in its atomic step, beside the card
+update and the run's resume, and ``hitl serve`` turns it into the events the approval implies
+(:meth:`Outbox.catch_up`) if the process that decided died before queueing them. So no crash loses a decided event.
+An approval's ``created`` event has no such job: ``hitl serve``'s sweep queues the events of every pending approval
+that lacks one.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from typing import Any, Protocol
 
 from hitl.engine.config.api import EventKind, WebhookSpec
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused
 from hitl.engine.ports import Clock, Store
 from hitl.engine.workers import worker_name
 
-__all__ = ["FYI_JOB", "WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
+__all__ = ["EVENT_JOB", "FYI_JOB", "WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
 
+EVENT_JOB = "event"
+"""Written with a decision in its atomic step (payload ``{"approval_id": ...}``): queue the approval's events."""
 WEBHOOK_JOB = "webhook"
 FYI_JOB = "fyi"
 """A NOTIFY-tier call that ran in a process with no notifier (an agent, ``hitl mcp``, the API): ``hitl serve``
@@ -35,7 +40,15 @@ _EVENT = "event"
 class EventSink(Protocol):
     """Where the engine reports events; :class:`Outbox` queues them for delivery."""
 
-    async def emit(self, kind: EventKind, event_id: str, data: dict[str, Any]) -> None: ...
+    @property
+    def decision_jobs(self) -> tuple[str, ...]:
+        """Kinds of durable job a decision writes in its atomic step for its events (:data:`EVENT_JOB`); empty
+        when the sink is told of decisions as they happen instead."""
+        ...
+
+    async def emit(self, kind: EventKind, event_id: str, data: dict[str, Any]) -> None:
+        """Queue one event (once, however often it is emitted)."""
+        ...
 
 
 def approval_data(a: Approval) -> dict[str, Any]:
@@ -110,9 +123,20 @@ class Outbox:
             key, holder=self.holder, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
         )
 
+    @property
+    def decision_jobs(self) -> tuple[str, ...]:
+        """:data:`EVENT_JOB`, when a subscriber listens for what a decision can cause."""
+        decided = {EventKind.APPROVAL_DECIDED, EventKind.SPOT_CHECK_FLAGGED}
+        return (EVENT_JOB,) if any(decided & set(h.events) for h in self.webhooks) else ()
+
     async def catch_up(self, approval: Approval) -> None:
-        """Queue whatever events ``approval``'s state implies and nobody queued (a process died in between)."""
-        await self.emit(EventKind.APPROVAL_CREATED, f"approval.created:{approval.id}", approval_data(approval))
+        """Queue whatever events ``approval``'s state implies and nobody queued: its creation, each decision, and
+        a flag of a spot check. A decision's :data:`EVENT_JOB` comes here; so does the sweep of pending approvals."""
+        data = approval_data(approval)
+        await self.emit(EventKind.APPROVAL_CREATED, f"approval.created:{approval.id}", data)
+        if is_spot_check(approval) and approval.status is Status.REJECTED and approval.decisions:
+            flag = {"by": approval.decisions[-1].reviewer, "note": approval.reason}
+            await self.emit(EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{approval.id}", {**data, "flag": flag})
         for d in approval.decisions:
             event_id = f"approval.decided:{approval.id}:v{d.version + 1}"
-            await self.emit(EventKind.APPROVAL_DECIDED, event_id, approval_data(approval))
+            await self.emit(EventKind.APPROVAL_DECIDED, event_id, data)

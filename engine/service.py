@@ -400,7 +400,7 @@ class ApprovalService:
             args=new_args,
             supersede_with=replacement.id if replacement else None,
             via=request.via,
-            jobs=self.notifier.decision_jobs if self.notifier is not None else (),
+            jobs=self._decision_jobs(),
             run_jobs=(RESUME_JOB,) if resume else (),
             note=changes_text(changes(read.execute_args, new_args)) if read is not None and new_args else "",
             answer_by=window.by if window is not None else None,
@@ -413,6 +413,11 @@ class ApprovalService:
             await self.announce(await self.store.approvals.get(replacement.id))
         await self.publish(Decided(updated, request.kind))
         return updated
+
+    def _decision_jobs(self) -> tuple[str, ...]:
+        """The jobs a decision writes in its atomic step, one outbox: the card update, the events."""
+        cards = self.notifier.decision_jobs if self.notifier is not None else ()
+        return cards + (self.events.decision_jobs if self.events is not None else ())
 
     async def _record(self, cmd: DecideCommand, replacement: Approval | None) -> Approval:
         """The store's atomic step. A replacing approval is counted, then created before the original is

@@ -380,3 +380,52 @@ def test_every_public_function_and_class_has_a_docstring() -> None:
                 if not (fn.__doc__ or "").strip():
                     missing.append(f"{module.__name__}.{name}.{attr}")
     assert missing == []
+
+
+def _documented_args(doc: str) -> list[str]:
+    """The names a Google-style ``Args:`` section of ``doc`` documents."""
+    names: list[str] = []
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() != "Args:":
+            continue
+        indent = None
+        for entry in lines[i + 1 :]:
+            if not entry.strip():
+                break
+            depth = len(entry) - len(entry.lstrip())
+            indent = depth if indent is None else indent
+            if depth < indent:
+                break
+            m = re.match(r"\s*\*{0,2}(\w+)( \([^)]*\))?:", entry)
+            if depth == indent and m:
+                names.append(m.group(1))
+    return names
+
+
+def _accepted(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> set[str]:
+    """The names a function takes, or a class's constructor and fields."""
+    if isinstance(node, ast.ClassDef):
+        names = {t.target.id for t in node.body if isinstance(t, ast.AnnAssign) and isinstance(t.target, ast.Name)}
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "__init__":
+                names |= _accepted(item)
+        return names
+    a = node.args
+    names = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+    names |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    return names
+
+
+def test_every_documented_parameter_exists() -> None:
+    """A docstring's ``Args:`` names only what its function (or class) takes: a renamed parameter is renamed in
+    its documentation too."""
+    stale: list[str] = []
+    for part in PARTS:
+        for path in _modules(part):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    doc = ast.get_docstring(node) or ""
+                    missing = [n for n in _documented_args(doc) if n not in _accepted(node)]
+                    stale += [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {n}" for n in missing]
+    assert stale == []

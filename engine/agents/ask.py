@@ -46,9 +46,9 @@ class Guard(Protocol):
     def __call__(self, fn: Callable[P, R], /) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
 
-Outcome = Literal["approved", "rejected", "expired", "cancelled", "handed_elsewhere"]
+AnswerStatus = Literal["approved", "rejected", "expired", "cancelled", "handed_elsewhere"]
 
-_FINAL: dict[Status, Outcome] = {
+_FINAL: dict[Status, AnswerStatus] = {
     Status.APPROVED: "approved",
     Status.EXECUTING: "approved",
     Status.EXECUTED: "approved",
@@ -63,7 +63,7 @@ _FINAL: dict[Status, Outcome] = {
 class Answer:
     """A decision, as the asking agent sees it."""
 
-    status: Outcome
+    status: AnswerStatus
     args: dict[str, Any]
     """The arguments to run with (a reviewer may have modified them)."""
     approval: Approval | None = None

@@ -36,9 +36,9 @@ from hitl.engine.execution.tools import Tool
 from hitl.engine.service import ApprovalService
 from hitl.engine.workers import worker_name
 
-__all__ = ["GateRefused", "Outcome", "Ticket", "ToolCall", "ToolGate"]
+__all__ = ["GateRefused", "Ticket", "TicketOutcome", "ToolCall", "ToolGate"]
 
-Outcome = Literal["run", "deny", "pending"]
+TicketOutcome = Literal["run", "deny", "pending"]
 
 _MAX_GENERATIONS = 10_000
 _CONSUMED = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
@@ -87,7 +87,7 @@ class Ticket:
     """What the gate says about a call: run (with ``args``), deny (tell the model ``message``), or pending."""
 
     call: ToolCall
-    outcome: Outcome
+    outcome: TicketOutcome
     args: dict[str, Any]
     """The arguments to run with: the approved ones, a reviewer's edit included."""
     approval: Approval | None = None
@@ -138,7 +138,7 @@ class ToolGate:
         service: the approval service (policy, store, reviewers, clock).
         worker_id: this gate's name in claims, leases and the audit log; unique per gate by default, so two agent
             processes never mistake each other's claim for their own.
-        wait: default seconds to wait for a decision; the approval's own expiry always bounds it.
+        wait_default: default seconds to wait for a decision; the approval's own expiry always bounds it.
         lease: seconds an execution claim stays ours while the framework runs the tool without renewal (a tool
             run by the framework itself cannot renew it); a call found mid-execution past it is *in doubt*.
     """

@@ -115,7 +115,7 @@ class Effects:
         key: str,
         approval: Approval | None,
         resolution: Resolution | None = None,
-        drive: RunLease | None = None,
+        run_lease: RunLease | None = None,
         exclusive: bool = False,
     ) -> Any:
         """Run ``tool`` at most once under ``key``; a repeat returns the recorded output.
@@ -128,7 +128,7 @@ class Effects:
         is *in doubt*: it is run again only if the tool honours its idempotency key, else its reconcile hook says
         whether it happened, else :class:`EffectInDoubt` is raised until a person gives a ``resolution``.
 
-        With a run's ``drive``, the claim is written with the run's waiting writes in one commit (which also moves
+        With a run's ``run_lease``, the claim is written with the run's waiting writes in one commit (which also moves
         the approval to ``executing``), and a success is recorded with its next commit.
         """
         refuse_non_actions(approval)
@@ -136,7 +136,7 @@ class Effects:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
         try:
-            claim = await self._claim(key, digest, approval, drive)
+            claim = await self._claim(key, digest, approval, run_lease)
         except ClaimRefused as exc:
             if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
                 raise handed_elsewhere(tool.name, approval, key) from None
@@ -150,7 +150,7 @@ class Effects:
         if not claim.acquired:
             if exclusive and claim.holder != self.worker_id:
                 raise handed_elsewhere(tool.name, approval, key)
-            if approval is not None and drive is None:  # a run's commit moved it along with the claim
+            if approval is not None and run_lease is None:  # a run's commit moved it along with the claim
                 await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
             assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
             return claim.result.get("output")
@@ -160,7 +160,7 @@ class Effects:
         if resolution == "done":
             output = reconciled if reconciled is not None else {"recorded_as_done": True, "tool": tool.name}
             return await self._done(key, claim.attempt, approval, output)
-        if approval is not None and drive is None:  # a run's commit moved it to executing with the claim
+        if approval is not None and run_lease is None:  # a run's commit moved it to executing with the claim
             approval = await self.mark(approval, Status.EXECUTING)
         try:
             async with self._renewing(key, claim.attempt):
@@ -179,19 +179,19 @@ class Effects:
                 "failed", approval, digest, str(ErrorCode.TOOL_FAILED), f"{tool.name} attempt {claim.attempt}: {error}"
             )
             raise EffectFailed(tool.name, error) from exc
-        if drive is not None:  # recorded, with the approval's move to executed, by the run's next commit
+        if run_lease is not None:  # recorded, with the approval's move to executed, by the run's next commit
             result = {"output": output}
-            await drive.hold(OutcomeRecord(key, claim.attempt, True, result, approval.id if approval else None))
+            await run_lease.hold(OutcomeRecord(key, claim.attempt, True, result, approval.id if approval else None))
             return output
         return await self._done(key, claim.attempt, approval, output)
 
-    async def _claim(self, key: str, digest: str, approval: Approval | None, drive: RunLease | None) -> Claim:
-        if drive is None:
+    async def _claim(self, key: str, digest: str, approval: Approval | None, run_lease: RunLease | None) -> Claim:
+        if run_lease is None:
             now = self.clock.now()
             return await self.store.ledger.claim(
                 key, action_hash=digest, holder=self.worker_id, now=now, lease=self.lease, retry_failed=True
             )
-        done = await drive.commit(claim=ClaimIntent(key, digest, approval.id if approval else None))
+        done = await run_lease.commit(claim=ClaimIntent(key, digest, approval.id if approval else None))
         if done.claim_refused is not None:
             raise done.claim_refused
         assert done.claim is not None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hitl.engine.errors import EngineError, ErrorCode
-from hitl.engine.runner.outcomes import Halt
+from hitl.engine.runner.outcomes import Stop
 
 __all__ = [
     "AgentBackend",
@@ -68,7 +68,7 @@ class AgentStopped(Exception):  # noqa: N818 - a control signal, not a failure
     """Raised by :attr:`AgentRequest.call` when the run must stop inside the agent (a tool call waits for a person,
     or a person stopped the run); the backend ends the agent's turn and returns ``AgentReply(stopped=True)``."""
 
-    def __init__(self, halt: Halt) -> None:
+    def __init__(self, halt: Stop) -> None:
         super().__init__(halt.reason or str(halt.status))
         self.halt = halt
 

@@ -13,11 +13,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from hitl.engine.domain.runs import RunStatus
-from hitl.engine.runner.outcomes import Halt, Redo
+from hitl.engine.runner.outcomes import Redo, Stop
 
 __all__ = ["Park", "run_together"]
 
-Park = Callable[[str, Halt], Awaitable[bool]]
+Park = Callable[[str, Stop], Awaitable[bool]]
 """Store the approval step ``id`` pauses on; False when it was answered before (then the step runs again)."""
 
 
@@ -25,20 +25,20 @@ async def run_together(
     order: list[str],
     deps: Mapping[str, Collection[str]],
     done: set[str],
-    run_one: Callable[[str], Awaitable[Halt | Redo | None]],
+    run_one: Callable[[str], Awaitable[Stop | Redo | None]],
     park: Park,
     *,
     limit: int,
     redo: Callable[[str, Redo], None],
-) -> Halt | None:
+) -> Stop | None:
     """Run every step of ``order`` not in ``done`` (which grows as they finish).
 
     Returns None when all finished; the first ending (rejected, failed...) once the steps under way finished (no
     new one starts after it); else the first pause, when some are paused and nothing else can run.
     """
-    running: dict[asyncio.Task[Halt | Redo | None], str] = {}
-    parked: dict[str, Halt] = {}
-    ended: Halt | None = None
+    running: dict[asyncio.Task[Stop | Redo | None], str] = {}
+    parked: dict[str, Stop] = {}
+    ended: Stop | None = None
     error: BaseException | None = None
     try:
         while True:

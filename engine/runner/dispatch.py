@@ -9,7 +9,7 @@ from hitl.engine.errors import Halted
 from hitl.engine.execution.effects import EffectFailed
 from hitl.engine.execution.tools import Tool
 from hitl.engine.runner.agent_backend import AgentBackend
-from hitl.engine.runner.outcomes import Halt, Redo, paused_by_halt
+from hitl.engine.runner.outcomes import Redo, Stop, paused_by_halt
 from hitl.engine.runner.step_context import StepContext
 from hitl.engine.runner.steps import AgentHandler, BatchHandler, GateHandler, LoopHandler, ToolHandler
 from hitl.engine.workflow.definition import AgentStep, GateStep, LoadedWorkflow, Step
@@ -20,13 +20,13 @@ __all__ = ["StepRunner"]
 class StepRunner:
     """Dispatches a step to its handler; a tool that raised stops the run as failed (``hitl resume`` retries)."""
 
-    def __init__(self, kit: StepContext, agents: AgentBackend | None = None) -> None:
-        self.kit = kit
-        self.tool = ToolHandler(kit)
-        self.batch = BatchHandler(kit)
-        self.loop = LoopHandler(kit)
-        self.gate = GateHandler(kit)
-        self.agent = AgentHandler(kit, agents)
+    def __init__(self, context: StepContext, agents: AgentBackend | None = None) -> None:
+        self.context = context
+        self.tool = ToolHandler(context)
+        self.batch = BatchHandler(context)
+        self.loop = LoopHandler(context)
+        self.gate = GateHandler(context)
+        self.agent = AgentHandler(context, agents)
 
     async def run(
         self,
@@ -37,7 +37,7 @@ class StepRunner:
         *,
         before: Step | None = None,
         **extra: Any,
-    ) -> Halt | Redo | None:
+    ) -> Stop | Redo | None:
         """Run ``step``; ``before`` is the step a gate reviews; ``extra`` joins an agent's template scope."""
         try:
             if isinstance(step, GateStep):
@@ -50,6 +50,6 @@ class StepRunner:
                 return await self.loop.run(wf, tools[step.tool], state, step)
             return await self.tool.run(wf, tools[step.tool], state, step)
         except EffectFailed as exc:
-            return Halt(RunStatus.FAILED, reason=exc.message)
+            return Stop(RunStatus.FAILED, reason=exc.message)
         except Halted as exc:  # the stop switch, whichever part of the step met it: paused until the lift
             return paused_by_halt(exc)

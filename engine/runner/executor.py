@@ -22,7 +22,7 @@ from hitl.engine.log_context import about
 from hitl.engine.runner.agent_backend import AgentBackend
 from hitl.engine.runner.checks import changed_since_paused, check_templates, resolve_vars, vars_after
 from hitl.engine.runner.dispatch import StepRunner
-from hitl.engine.runner.outcomes import Halt
+from hitl.engine.runner.outcomes import Stop
 from hitl.engine.runner.patterns import Patterns
 from hitl.engine.runner.step_context import StepContext
 from hitl.engine.service import ApprovalService
@@ -54,11 +54,11 @@ class Runner:
         agents: AgentBackend | None = None,
         workflows: WorkflowFiles | None = None,
     ) -> None:
-        self.kit = StepContext(service, worker_id=worker_id, lease=lease)
+        self.context = StepContext(service, worker_id=worker_id, lease=lease)
         self.svc = service
         self.store = service.store
-        self.worker_id = self.kit.worker_id
-        self.patterns = Patterns(self.kit, StepRunner(self.kit, agents))
+        self.worker_id = self.context.worker_id
+        self.patterns = Patterns(self.context, StepRunner(self.context, agents))
         self._tools: dict[str, dict[str, Tool]] = {}
         self._checked: set[str] = set()
         # A resume reads its run's workflow file: by its stat when unchanged, so a resume does not parse YAML.
@@ -90,14 +90,14 @@ class Runner:
             vars=values,
             requester=requester or self.svc.requester,
         )
-        drive = self.kit.begin(state)
+        run_lease = self.context.begin(state)
         # A session named here is new: no grant can exist for it. One the caller named may have some.
-        drive.trusted = frozenset() if session_id is None else None
+        run_lease.trusted = frozenset() if session_id is None else None
         try:
             with about(session_id=state.session_id):
-                return await self._start(wf, tools, drive)
+                return await self._start(wf, tools, run_lease)
         except StaleVersion:
-            if drive.committed:
+            if run_lease.committed:
                 raise
             # The run's first commit creates it: refused because the session already has a run.
             raise InvalidInput(
@@ -106,10 +106,10 @@ class Runner:
                 session_id=state.session_id,
             ) from None
 
-    async def _start(self, wf: LoadedWorkflow, tools: dict[str, Tool], drive: RunLease) -> RunResult:
-        async with self.kit.driving(drive):
-            state = drive.state
-            self.kit.event(state, "run_started", f"{wf.spec.name} by {state.requester}")
+    async def _start(self, wf: LoadedWorkflow, tools: dict[str, Tool], run_lease: RunLease) -> RunResult:
+        async with self.context.driving(run_lease):
+            state = run_lease.state
+            self.context.event(state, "run_started", f"{wf.spec.name} by {state.requester}")
             return await self._drive(wf, tools, state)
 
     async def resume(
@@ -125,8 +125,8 @@ class Runner:
         variables for the steps still to come (validated like ``--var`` at the start; recorded in the audit).
         ``workflow``: the run's workflow file as the caller read it (read here when not given)."""
         with about(session_id=session_id):
-            async with self.kit.driving(await self.kit.open(session_id)) as drive:
-                state = drive.state
+            async with self.context.driving(await self.context.open(session_id)) as run_lease:
+                state = run_lease.state
                 wf = workflow if workflow is not None else self._workflows.load(state.workflow_path)
                 return await self._resume(state, wf, force=force, actor=actor, overrides=overrides or {})
 
@@ -139,13 +139,13 @@ class Runner:
             state.vars = vars_after(state, wf, overrides)
             names = ", ".join(sorted(overrides))
             state.history.append(f"variables changed by {actor}: {names}")
-            self.kit.event(state, "run_vars_changed", f"by {actor}: {names}")
+            self.context.event(state, "run_vars_changed", f"by {actor}: {names}")
         changed = changed_since_paused(state, wf)
         if changed is not None:
             what, refusal = changed
             if not force:
                 raise refusal
-            self.kit.drive(state).events.append(
+            self.context.run_lease(state).events.append(
                 AuditEntry(
                     at=self.svc.clock.now(),
                     actor=actor,
@@ -156,8 +156,8 @@ class Runner:
             state.history.append(f"resumed with --force by {actor}: {what}")
             state.spec_hash, state.step_hashes = wf.spec_hash, wf.step_hashes
         state.status = RunStatus.RUNNING
-        await self.kit.save(state)
-        self.kit.event(state, "run_resumed", f"by {actor} at step {state.position + 1}")
+        await self.context.save(state)
+        self.context.event(state, "run_resumed", f"by {actor} at step {state.position + 1}")
         return await self._drive(wf, self._load(wf), state)
 
     async def load(self, session_id: str) -> RunState:
@@ -177,9 +177,9 @@ class Runner:
                     # running run for recovery to pick up again and again. A retryable error (the store blinked,
                     # an effect is held elsewhere) leaves it running: the next owner tries again.
                     state.status, state.reason, state.waiting = RunStatus.FAILED, exc.message, None
-                    leftover = self._leftover(state, Halt(RunStatus.FAILED))
-                    await self.kit.save(state)
-                    await self.kit.drive(state).commit(release=True)
+                    leftover = self._leftover(state, Stop(RunStatus.FAILED))
+                    await self.context.save(state)
+                    await self.context.run_lease(state).commit(release=True)
                     await self._close_leftover(state, leftover)
                     await self._finished(state)
                 raise
@@ -190,31 +190,31 @@ class Runner:
                 return halted
             # the approval it would pause on was asked and answered before: go on with it
         state.status, state.reason, state.waiting = RunStatus.COMPLETED, None, None
-        await self.kit.save(state)
-        self.kit.event(state, "run_completed", f"{len(wf.by_id)} steps")
-        await self.kit.drive(state).commit(release=True)
+        await self.context.save(state)
+        self.context.event(state, "run_completed", f"{len(wf.by_id)} steps")
+        await self.context.run_lease(state).commit(release=True)
         await self._finished(state)
         return self._result(state)
 
-    async def _halt(self, state: RunState, halt: Halt) -> RunResult | None:
+    async def _halt(self, state: RunState, halt: Stop) -> RunResult | None:
         """Pause or end the run in one commit (storing the approval it pauses on, if it is new). None when that
         approval turns out to have been answered already: then nothing was written and the step runs again."""
-        drive = self.kit.drive(state)
+        run_lease = self.context.run_lease(state)
         approval = halt.approval
-        ask = drive.asks.pop(approval.id, None) if approval is not None else None
-        before = (state.status, state.waiting, state.reason, len(drive.events), dict(state.waits))
+        ask = run_lease.asks.pop(approval.id, None) if approval is not None else None
+        before = (state.status, state.waiting, state.reason, len(run_lease.events), dict(state.waits))
         state.status, state.waiting, state.reason = halt.status, approval.id if approval else None, halt.reason
         leftover = self._leftover(state, halt)
-        await self.kit.save(state)
+        await self.context.save(state)
         waiting = f" on {approval.id}" if approval else ""
-        self.kit.event(state, f"run_{halt.status}", f"{halt.reason or ''}{waiting}".strip())
-        done = await drive.commit(ask=ask, release=True)
+        self.context.event(state, f"run_{halt.status}", f"{halt.reason or ''}{waiting}".strip())
+        done = await run_lease.commit(ask=ask, release=True)
         if not done.applied:
-            drive.asks.clear()
+            run_lease.asks.clear()
             state.status, state.waiting, state.reason, state.waits = before[0], before[1], before[2], before[4]
-            del drive.events[before[3] :]
+            del run_lease.events[before[3] :]
             assert done.approval is not None
-            drive.answered[done.approval.id] = done.approval
+            run_lease.answered[done.approval.id] = done.approval
             return None
         if ask is not None and done.approval is not None:
             approval = done.approval
@@ -226,7 +226,7 @@ class Runner:
         return self._result(state, approval)
 
     @staticmethod
-    def _leftover(state: RunState, halt: Halt) -> list[str]:
+    def _leftover(state: RunState, halt: Stop) -> list[str]:
         """A run that ends while other steps wait (a branch rejected, another branch paused): the approvals those
         steps wait on, which nobody needs any more. The checkpoint stops naming them."""
         if halt.status is RunStatus.PAUSED:

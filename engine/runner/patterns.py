@@ -15,7 +15,7 @@ from hitl.engine.domain.runs import RunState, RunStatus
 from hitl.engine.execution.tools import Tool
 from hitl.engine.runner.concurrency import run_together
 from hitl.engine.runner.dispatch import StepRunner
-from hitl.engine.runner.outcomes import Halt, Redo, goes_on, halt_for
+from hitl.engine.runner.outcomes import Redo, Stop, goes_on, stop_for
 from hitl.engine.runner.step_context import StepContext
 from hitl.engine.runner.steps.agent import parse_json_answer
 from hitl.engine.runner.templates import evaluate
@@ -40,11 +40,11 @@ def _reviewable(step: Step | None) -> bool:
 class Patterns:
     """Runs a workflow's pattern until it finishes (None) or halts."""
 
-    def __init__(self, kit: StepContext, units: StepRunner) -> None:
-        self.kit = kit
-        self.units = units
+    def __init__(self, context: StepContext, runner: StepRunner) -> None:
+        self.context = context
+        self.runner = runner
 
-    async def run(self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState) -> Halt | None:
+    async def run(self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState) -> Stop | None:
         flow = wf.flow or wf.spec.flow
         match flow:
             case ChainPattern():
@@ -66,14 +66,14 @@ class Patterns:
     # -- the two ways steps follow each other ---------------------------------------------------------------
     async def chain(
         self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, steps: list[Step], *, slot: str | None
-    ) -> Halt | None:
+    ) -> Stop | None:
         """One step after another; the position is ``state.position`` (the top-level chain) or ``cursor[slot]``."""
         ids = [s.id for s in steps]
         pos = state.position if slot is None else int(state.cursor.get(slot, 0))
         while pos < len(steps):
             before = next((s for s in reversed(steps[:pos]) if _reviewable(s)), None)
-            outcome = await self.units.run(wf, tools, state, steps[pos], before=before)
-            if isinstance(outcome, Halt):
+            outcome = await self.runner.run(wf, tools, state, steps[pos], before=before)
+            if isinstance(outcome, Stop):
                 return outcome
             pos = ids.index(outcome.step_id) if isinstance(outcome, Redo) else pos + 1
             if slot is None:
@@ -81,7 +81,7 @@ class Patterns:
             else:
                 state.cursor[slot] = pos
             state.waiting = None
-            await self.kit.save(state)
+            await self.context.save(state)
         return None
 
     async def together(
@@ -95,26 +95,26 @@ class Patterns:
         limit: int,
         slot: str = "done",
         extra: dict[str, dict[str, Any]] | None = None,
-    ) -> Halt | None:
+    ) -> Stop | None:
         """Steps by their dependencies, independent ones at the same time; ``cursor[slot]`` lists those done."""
         by_id = {s.id: s for s in steps}
         done = set(state.cursor.get(slot, []))
 
-        async def one(sid: str) -> Halt | Redo | None:
+        async def one(sid: str) -> Stop | Redo | None:
             step = by_id[sid]
             before = next((by_id[d] for d in reversed(deps.get(sid, ())) if _reviewable(by_id.get(d))), None)
-            outcome = await self.units.run(wf, tools, state, step, before=before, **(extra or {}).get(sid, {}))
+            outcome = await self.runner.run(wf, tools, state, step, before=before, **(extra or {}).get(sid, {}))
             if outcome is None:
                 state.cursor[slot] = sorted({*state.cursor.get(slot, []), sid})
-                await self.kit.save(state)
+                await self.context.save(state)
             return outcome
 
         def redo(sid: str, again: Redo) -> None:
             done.discard(again.step_id)
             state.cursor[slot] = sorted(set(state.cursor.get(slot, [])) - {again.step_id})
 
-        async def park(sid: str, halt: Halt) -> bool:
-            return await self.kit.park(state, sid, halt)
+        async def park(sid: str, halt: Stop) -> bool:
+            return await self.context.park(state, sid, halt)
 
         order = [s.id for s in steps]
         return await run_together(order, deps, done, one, park, limit=limit, redo=redo)
@@ -122,7 +122,7 @@ class Patterns:
     # -- the patterns -------------------------------------------------------------------------------------
     async def _parallel(
         self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: ParallelPattern
-    ) -> Halt | None:
+    ) -> Stop | None:
         steps: list[Step] = []
         deps: dict[str, tuple[str, ...]] = {}
         for branch in flow.branches:  # each branch is a chain
@@ -137,19 +137,19 @@ class Patterns:
 
     async def _routing(
         self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: RoutingPattern
-    ) -> Halt | None:
+    ) -> Stop | None:
         route = state.cursor.get("route")
         if route is None:
             answer = ""
             if flow.router is not None:
                 router = flow.router.step("router")
-                outcome = await self.units.run(wf, tools, state, router)
-                if isinstance(outcome, Halt):
+                outcome = await self.runner.run(wf, tools, state, router)
+                if isinstance(outcome, Stop):
                     return outcome
                 answer = state.responses.get(router.id, "")
                 route = _named_route(answer, list(flow.routes))
             else:
-                scope = self.kit.scope(state, "router")
+                scope = self.context.scope(state, "router")
                 route = next(
                     (n for n, r in flow.routes.items() if r.when and evaluate(r.when, scope, where=f"routes.{n}.when")),
                     None,
@@ -158,19 +158,19 @@ class Patterns:
             if route is None and flow.default is not None:
                 route, how = flow.default, "taken by default"
             if route is None:
-                return Halt(
+                return Stop(
                     RunStatus.FAILED,
                     reason=f"no route fits (the router answered {answer[:120]!r}); nothing after the router ran",
                 )
             state.cursor["route"] = route
             state.history.append(f"route {route} {how}")
-            self.kit.event(state, "run_route_chosen", f"route {route} {how}")
-            await self.kit.save(state)
+            self.context.event(state, "run_route_chosen", f"route {route} {how}")
+            await self.context.save(state)
         return await self.chain(wf, tools, state, flow.routes[str(route)].steps, slot="route_position")
 
     async def _evaluator_optimizer(
         self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: EvaluatorOptimizerPattern
-    ) -> Halt | None:
+    ) -> Stop | None:
         producer, evaluator = flow.producer.step("producer"), flow.evaluator.step("evaluator")
         accept = flow.accept
         loop: dict[str, Any] = state.cursor.setdefault("loop", {"round": 0, "phase": "produce"})
@@ -179,18 +179,18 @@ class Patterns:
             state.iteration[producer.id] = state.iteration[evaluator.id] = k
             if loop["phase"] == "produce":
                 draft = state.responses.get(producer.id, "")
-                outcome = await self.units.run(wf, tools, state, producer, draft=draft)
-                if isinstance(outcome, Halt):
+                outcome = await self.runner.run(wf, tools, state, producer, draft=draft)
+                if isinstance(outcome, Stop):
                     return outcome
                 loop["phase"] = "evaluate"
-                await self.kit.save(state)
+                await self.context.save(state)
             if loop["phase"] == "evaluate":
-                outcome = await self.units.run(wf, tools, state, evaluator, draft=state.responses.get(producer.id, ""))
-                if isinstance(outcome, Halt):
+                outcome = await self.runner.run(wf, tools, state, evaluator, draft=state.responses.get(producer.id, ""))
+                if isinstance(outcome, Stop):
                     return outcome
                 score, feedback = _evaluation(state.outputs.get(evaluator.id), state.responses.get(evaluator.id, ""))
                 if score is None:
-                    return Halt(
+                    return Stop(
                         RunStatus.FAILED,
                         reason=f"the evaluator's answer has no numeric score (round {k + 1}); the quality gate "
                         "cannot pass on a guess",
@@ -203,18 +203,18 @@ class Patterns:
                 elif review is not None and ((k + 1) % review.after_iterations == 0 or k + 1 >= accept.max_iters):
                     loop["phase"] = "review"
                 elif k + 1 >= accept.max_iters:
-                    return Halt(
+                    return Stop(
                         RunStatus.FAILED,
                         reason=f"the draft scored {score:g} after {k + 1} rounds; it needed {accept.min_score:g}",
                     )
                 else:
                     self._next_round(state, loop, producer, feedback)
-                await self.kit.save(state)
+                await self.context.save(state)
             if loop["phase"] == "review":
                 verdict = await self._review(state, flow, producer, evaluator, loop)
-                if isinstance(verdict, Halt):
+                if isinstance(verdict, Stop):
                     return verdict
-                await self.kit.save(state)
+                await self.context.save(state)
         return await self.chain(wf, tools, state, flow.then, slot="then_position")
 
     async def _review(
@@ -224,7 +224,7 @@ class Patterns:
         producer: AgentStep,
         evaluator: AgentStep,
         loop: dict[str, Any],
-    ) -> Halt | None:
+    ) -> Stop | None:
         """A person looks at the draft: approve it, continue (feedback: its text guides the next round), reject."""
         review = flow.accept.manual_review
         assert review is not None
@@ -233,7 +233,7 @@ class Patterns:
             f"Round {k + 1}, score {loop['score']:g} (needs {flow.accept.min_score:g}). "
             f"Evaluator: {loop.get('feedback') or '-'}\n\n{state.responses.get(producer.id, '')}"
         )
-        a = await self.kit.review(
+        a = await self.context.review(
             state,
             f"review:{producer.id}",
             evaluator.id,
@@ -254,7 +254,7 @@ class Patterns:
             self._next_round(state, loop, producer, a.reason or loop.get("feedback") or "")
             state.history.append(f"round {k + 1}: {a.decisions[-1].reviewer} asked for another round")
             return None
-        return halt_for(a) or Halt(RunStatus.REJECTED, approval=a, reason=a.reason)
+        return stop_for(a) or Stop(RunStatus.REJECTED, approval=a, reason=a.reason)
 
     @staticmethod
     def _next_round(state: RunState, loop: dict[str, Any], producer: AgentStep, feedback: str) -> None:
@@ -263,25 +263,25 @@ class Patterns:
 
     async def _orchestrator_workers(
         self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: OrchestratorWorkersPattern
-    ) -> Halt | None:
+    ) -> Stop | None:
         orchestrator, w = flow.orchestrator.step("orchestrator"), flow.workers
         if "tasks" not in state.cursor:
-            outcome = await self.units.run(wf, tools, state, orchestrator)
-            if isinstance(outcome, Halt):
+            outcome = await self.runner.run(wf, tools, state, orchestrator)
+            if isinstance(outcome, Stop):
                 return outcome
             found = parse_json_answer(state.responses.get(orchestrator.id, ""))
             tasks = found.get("tasks") if isinstance(found, dict) else found
             if not isinstance(tasks, list) or not tasks:
-                return Halt(RunStatus.FAILED, reason="the orchestrator did not answer with a JSON list of tasks")
+                return Stop(RunStatus.FAILED, reason="the orchestrator did not answer with a JSON list of tasks")
             if len(tasks) > w.max_tasks:
-                return Halt(
+                return Stop(
                     RunStatus.FAILED,
                     reason=f"the orchestrator planned {len(tasks)} tasks; workers.max_tasks allows {w.max_tasks}",
                 )
             state.cursor["tasks"] = tasks
             state.outputs[orchestrator.id] = tasks
-            self.kit.event(state, "run_tasks_planned", f"{len(tasks)} tasks")
-            await self.kit.save(state)
+            self.context.event(state, "run_tasks_planned", f"{len(tasks)} tasks")
+            await self.context.save(state)
         tasks = list(state.cursor["tasks"])
         if w.id not in state.outputs:
             steps: list[Step] = [
@@ -296,12 +296,12 @@ class Patterns:
                 return halt
             state.outputs[w.id] = [state.outputs[s.id] for s in steps]
             state.responses[w.id] = "\n\n".join(state.responses.get(s.id, "") for s in steps)
-            await self.kit.save(state)
+            await self.context.save(state)
         return await self.chain(wf, tools, state, flow.synthesis, slot="synthesis_position")
 
     async def _graph(
         self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, flow: GraphPattern
-    ) -> Halt | None:
+    ) -> Stop | None:
         nodes = {s.id: s for s in flow.nodes}
         at: dict[str, Any] = state.cursor.setdefault(
             "graph", {"node": flow.start or flow.nodes[0].id, "visits": {}, "entered": False, "previous": None}
@@ -311,19 +311,19 @@ class Patterns:
             if not at["entered"]:
                 visits = int(at["visits"].get(node, 0))
                 if visits >= flow.max_visits:
-                    return Halt(RunStatus.FAILED, reason=f"node {node} was reached {visits} times (max_visits)")
+                    return Stop(RunStatus.FAILED, reason=f"node {node} was reached {visits} times (max_visits)")
                 at["visits"][node] = visits + 1
                 state.iteration[node] = visits  # a visit is a new round: its own conversation, approvals, effects
                 at["entered"] = True
-                await self.kit.save(state)
+                await self.context.save(state)
             previous = nodes.get(str(at["previous"])) if at["previous"] else None
-            outcome = await self.units.run(wf, tools, state, nodes[node], before=previous)
-            if isinstance(outcome, Halt):
+            outcome = await self.runner.run(wf, tools, state, nodes[node], before=previous)
+            if isinstance(outcome, Stop):
                 return outcome
             if isinstance(outcome, Redo):
                 at.update(node=outcome.step_id, entered=False, previous=None)
             else:
-                scope = self.kit.scope(state, node)
+                scope = self.context.scope(state, node)
                 edges = flow.edges.get(node, [])
                 nxt = next(
                     (e.to for e in edges if e.when is None or evaluate(e.when, scope, where=f"edges.{node}.when")),
@@ -332,7 +332,7 @@ class Patterns:
                 at.update(node=nxt, entered=False, previous=node)
                 state.history.append(f"{node} -> {nxt}")
             state.waiting = None
-            await self.kit.save(state)
+            await self.context.save(state)
         return None
 
 

@@ -18,7 +18,7 @@ from hitl.engine.execution.effects import EffectInDoubt, Effects, Resolution
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
-from hitl.engine.runner.outcomes import Halt, goes_on, halt_for
+from hitl.engine.runner.outcomes import Stop, goes_on, stop_for
 from hitl.engine.runner.templates import render_value
 from hitl.engine.service import ApprovalService, Proposal
 from hitl.engine.workers import worker_name
@@ -67,8 +67,8 @@ class StepContext:
         self.worker_id = worker_id or worker_name("runner")
         self.lease = lease
         self.effects = Effects(service.store, service.clock, self.worker_id, lease, switch=service.switch)
-        self.drives: dict[str, RunLease] = {}
-        """The runs this runner drives now, by session id."""
+        self.run_leases: dict[str, RunLease] = {}
+        """The runs this runner run_leases now, by session id."""
 
     # -- templates ----------------------------------------------------------------------------------------
     def scope(self, state: RunState, step_id: str, **extra: Any) -> dict[str, Any]:
@@ -97,9 +97,9 @@ class StepContext:
             wanted = state.waiting  # a run that waits on one step (a chain): its approval; else another step's
         if wanted is None:
             return None
-        drive = self.drive(state)
-        if drive.waiting is not None and drive.waiting.id == wanted:
-            found, drive.waiting = drive.waiting, None  # read with the checkpoint when the run was opened
+        run_lease = self.run_lease(state)
+        if run_lease.waiting is not None and run_lease.waiting.id == wanted:
+            found, run_lease.waiting = run_lease.waiting, None  # read with the checkpoint when the run was opened
         else:
             found = await self.store.approvals.get(wanted)
         it = state.iteration.get(step_id, 0)
@@ -133,7 +133,7 @@ class StepContext:
                 dedupe_scope=scope,
                 metadata=self._about(state, ask.step_id, "tool", **extra),
                 timeout=ask.timeout,
-                trusted=self.drive(state).trusted,
+                trusted=self.run_lease(state).trusted,
                 create=False,
                 **kw,
             )
@@ -141,32 +141,32 @@ class StepContext:
 
     async def standing(
         self, state: RunState, ask: Ask, tool: str, args: dict[str, Any], **kw: Any
-    ) -> Approval | Halt | None:
+    ) -> Approval | Stop | None:
         """What the step may do now: halt (denied, pending, rejected...), go with an approval, or go."""
         waited = await self.waiting(state, step_id=ask.step_id, tool=tool, key=ask.key)
         if waited is not None:
-            return halt_for(waited) or waited
+            return stop_for(waited) or waited
         prop = await self.propose(state, ask, tool, args, **kw)
         if prop.verdict.denied:
-            return Halt(RunStatus.REJECTED, reason=f"{tool} is denied by policy; nothing ran")
+            return Stop(RunStatus.REJECTED, reason=f"{tool} is denied by policy; nothing ran")
         if prop.approval is None:
             return None
-        known = self.drive(state).answered.pop(prop.approval.id, None)
+        known = self.run_lease(state).answered.pop(prop.approval.id, None)
         if known is not None:  # asked and answered before: go on with the answer
             approval = await self.effects.follow(known)
-            return halt_for(approval) or approval
+            return stop_for(approval) or approval
         return self._pause_on(state, prop.approval)
 
-    def _pause_on(self, state: RunState, approval: Approval) -> Halt:
+    def _pause_on(self, state: RunState, approval: Approval) -> Stop:
         """Pause on an approval proposed but not stored: the pause stores it with the checkpoint, in one step."""
-        self.drive(state).asks[approval.id] = approval
-        return Halt(RunStatus.PAUSED, approval=approval)
+        self.run_lease(state).asks[approval.id] = approval
+        return Stop(RunStatus.PAUSED, approval=approval)
 
     async def gated(self, tool: Tool, state: RunState, step: ToolStep, args: dict[str, Any], *, key: str) -> Any:
         """Run ``tool`` once it may run (with the approved, possibly modified, arguments), or halt."""
         # The tool's schema is snapshotted on its approval: reviewers edit against exactly it.
         verdict = await self.standing(state, self.ask_for(state, step), tool.name, args, schema=tool.schema.json)
-        if isinstance(verdict, Halt):
+        if isinstance(verdict, Stop):
             return verdict
         return await self.effect(
             state, step.id, tool, verdict.execute_args if verdict else args, key=key, approval=verdict
@@ -189,13 +189,13 @@ class StepContext:
                 resolution = "rerun"  # "Run again": it did not happen
                 await self._closed(doubt)  # answered: closed, so retention removes it with its run
             else:
-                return halt_for(doubt) or Halt(RunStatus.REJECTED, approval=doubt, reason=doubt.reason or "stopped")
+                return stop_for(doubt) or Stop(RunStatus.REJECTED, approval=doubt, reason=doubt.reason or "stopped")
         try:
             return await self.effects.execute(
-                tool, args, key=key, approval=approval, resolution=resolution, drive=self.drive(state)
+                tool, args, key=key, approval=approval, resolution=resolution, run_lease=self.run_lease(state)
             )
         except EffectInDoubt as exc:
-            return Halt(RunStatus.PAUSED, approval=await self._ask_about(state, step_id, tool, args, exc, approval))
+            return Stop(RunStatus.PAUSED, approval=await self._ask_about(state, step_id, tool, args, exc, approval))
 
     async def _ask_about(
         self,
@@ -277,11 +277,11 @@ class StepContext:
                 f"{tool}: the policy denies review gates here; allow it or remove the gate",
                 code=ErrorCode.POLICY_DENIED,
             )
-        drive = self.drive(state)
-        known = drive.answered.pop(prop.approval.id, None)
+        run_lease = self.run_lease(state)
+        known = run_lease.answered.pop(prop.approval.id, None)
         if known is not None:  # asked and answered before
             return await self._closed(known)
-        drive.asks[prop.approval.id] = prop.approval  # pending: the gate pauses, and the pause stores it
+        run_lease.asks[prop.approval.id] = prop.approval  # pending: the gate pauses, and the pause stores it
         return prop.approval
 
     async def _closed(self, review: Approval) -> Approval:
@@ -296,20 +296,20 @@ class StepContext:
         it = state.iteration.get(step_id, 0)
         return {"step": step_id, "iteration": it, "workflow": state.workflow, "kind": kind, **extra}
 
-    async def park(self, state: RunState, step_id: str, halt: Halt) -> bool:
+    async def park(self, state: RunState, step_id: str, halt: Stop) -> bool:
         """A step running beside others pauses: store its approval now (so it can be decided while the others
         work) and note that the step waits on it. False when that approval was asked and answered before: the
         step runs again and goes on with the answer."""
-        drive = self.drive(state)
+        run_lease = self.run_lease(state)
         approval = halt.approval
         if approval is None:
             return True
-        ask = drive.asks.pop(approval.id, None)
+        ask = run_lease.asks.pop(approval.id, None)
         if ask is not None:
-            done = await drive.commit(ask=ask)
+            done = await run_lease.commit(ask=ask)
             if not done.applied:
                 assert done.approval is not None
-                drive.answered[done.approval.id] = done.approval
+                run_lease.answered[done.approval.id] = done.approval
                 return False
             if done.approval is not None:
                 approval = done.approval
@@ -322,7 +322,7 @@ class StepContext:
     def event(self, state: RunState, event: str, detail: str) -> None:
         """Run-level events join the audit trail (the chain of entries that belong to no approval), written with
         the run's next commit."""
-        self.drive(state).events.append(
+        self.run_lease(state).events.append(
             AuditEntry(
                 at=self.svc.clock.now(),
                 actor=self.worker_id,
@@ -332,8 +332,8 @@ class StepContext:
         )
 
     # -- ownership and persistence ------------------------------------------------------------------------
-    def drive(self, state: RunState) -> RunLease:
-        return self.drives[state.session_id]
+    def run_lease(self, state: RunState) -> RunLease:
+        return self.run_leases[state.session_id]
 
     def begin(self, state: RunState) -> RunLease:
         """A new run: nothing is written until its first commit, which creates it and takes ownership."""
@@ -357,40 +357,40 @@ class StepContext:
         )
 
     @contextlib.asynccontextmanager
-    async def driving(self, drive: RunLease) -> AsyncIterator[RunLease]:
+    async def driving(self, run_lease: RunLease) -> AsyncIterator[RunLease]:
         """Drive the run under its lease, renewed every third of it; at the end write what still waits, let it go."""
-        run_id = drive.state.session_id
+        run_id = run_lease.state.session_id
         clock = self.svc.clock
 
         async def renew() -> bool:
-            if not drive.owned:  # not taken yet (a start before its first commit) or already let go
+            if not run_lease.owned:  # not taken yet (a start before its first commit) or already let go
                 return True
             return await self.store.runs.renew(run_id, holder=self.worker_id, now=clock.now(), lease=self.lease)
 
-        self.drives[run_id] = drive
+        self.run_leases[run_id] = run_lease
         try:
             async with kept_alive(renew, every=self.lease / 3, what=f"ownership of run {run_id}"):
-                yield drive
+                yield run_lease
         finally:
-            del self.drives[run_id]
-            await self._let_go(drive)
+            del self.run_leases[run_id]
+            await self._let_go(run_lease)
 
-    async def _let_go(self, drive: RunLease) -> None:
+    async def _let_go(self, run_lease: RunLease) -> None:
         """Normally the run's last commit let it go. After an error: keep what was done, then let it go."""
         try:
-            if drive.pending and (drive.owned or drive.committed):
-                await drive.commit(release=True)
-            elif drive.owned:
-                await self.store.runs.release(drive.state.session_id, holder=self.worker_id)
+            if run_lease.pending and (run_lease.owned or run_lease.committed):
+                await run_lease.commit(release=True)
+            elif run_lease.owned:
+                await self.store.runs.release(run_lease.state.session_id, holder=self.worker_id)
         except Exception:  # already failing: the run stays for recovery to take over when the lease runs out
-            log.warning("could not write the last steps of run %s; recovery resumes it", drive.state.session_id)
+            log.warning("could not write the last steps of run %s; recovery resumes it", run_lease.state.session_id)
 
     async def save(self, state: RunState) -> None:
         """The checkpoint changed: it is written with the run's next commit."""
-        self.drive(state).dirty = True
+        self.run_lease(state).dirty = True
 
     async def flush(self, state: RunState) -> None:
         """Write what waits now (before a write outside the run's commits must follow it)."""
-        drive = self.drive(state)
-        if drive.pending:
-            await drive.commit()
+        run_lease = self.run_lease(state)
+        if run_lease.pending:
+            await run_lease.commit()

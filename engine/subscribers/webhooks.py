@@ -1,5 +1,8 @@
-"""Webhook events (:mod:`hitl.engine.events`): an approval created, decided (a vote toward a quorum too) or
-expired, and a spot check flagged, queued for ``api.webhooks``' subscribers."""
+"""Webhook events (:mod:`hitl.engine.events`) for ``api.webhooks``' subscribers: an approval created, decided (a
+vote toward a quorum too), expired or cancelled, and a spot check flagged, queued as each happens, with the approval
+as it is then. A decision's events are also in the job it wrote in its own atomic step
+(:data:`~hitl.engine.events.EVENT_JOB`): a process that dies before queueing them here loses none (each event is
+queued once, whichever comes first)."""
 
 from __future__ import annotations
 

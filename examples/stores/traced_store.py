@@ -1,9 +1,10 @@
-"""A store of your own: any hitl store, with the time each call took kept per port and method.
+"""A store of your own: any hitl store, each call's time kept per port and method.
 
-It wraps another store and forwards every call, so it keeps every guarantee the wrapped store gives (one atomic
-step per decision, one claim per effect); ``tests/storage/test_store_of_your_own.py`` runs every conformance
-suite on it. It imports nothing but ``hitl`` and ``hitl.stores``, as your store would. Use it where a store is
-taken: ``ApprovalService(store=TracedStore(open_store(url)), ...)``.
+It wraps another store and forwards every call, so it keeps every guarantee the
+wrapped store gives (one atomic step per decision, one claim per effect);
+``tests/storage/test_store_of_your_own.py`` runs every conformance suite on it. It
+imports nothing but ``hitl`` and ``hitl.stores``, as your store would. Use it where
+a store is taken: ``ApprovalService(store=TracedStore(open_store(url)), ...)``.
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ PORTS = (
 
 
 class TracedStore:
-    """``inner``'s ports, each call timed into :attr:`timings` (``"approvals.decide"`` -> seconds per call)."""
+    """``inner``'s ports, each call timed into :attr:`timings`.
+
+    ``timings["approvals.decide"]`` holds the seconds of each ``decide`` call.
+    """
 
     approvals: ApprovalStore
     ledger: ExecutionLedger
@@ -84,9 +88,11 @@ class TracedStore:
 
 
 class _Traced:
-    """One port: its coroutine methods timed, everything else as the wrapped port has it."""
+    """One port: its coroutine methods timed, the rest as the wrapped port has it."""
 
-    def __init__(self, port: Any, name: str, timings: defaultdict[str, list[float]]) -> None:
+    def __init__(
+        self, port: Any, name: str, timings: defaultdict[str, list[float]]
+    ) -> None:
         self._port, self._name, self._timings = port, name, timings
 
     def __getattr__(self, attr: str) -> Any:

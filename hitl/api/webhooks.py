@@ -24,7 +24,8 @@ from typing import Any
 import aiohttp
 
 from hitl.engine.domain.records import AuditEntry
-from hitl.engine.events import WEBHOOK_JOB, Outbox
+from hitl.engine.errors import NotFound
+from hitl.engine.events import EVENT_JOB, WEBHOOK_JOB, Outbox
 from hitl.engine.ports import Clock, Store
 
 __all__ = ["MAX_ATTEMPTS", "WebhookDelivery", "sign", "verify"]
@@ -82,9 +83,27 @@ class WebhookDelivery:
         self._passing: dict[str, int] = {}
 
     async def sweep(self) -> None:
-        """Catch up on events a crashed process never queued, then deliver what is due."""
+        """Queue the events decisions wrote jobs for, catch up on events a crashed process never queued, then
+        deliver what is due."""
+        await self.decided()
         await self.catch_up()
         await self.deliver()
+
+    async def decided(self) -> None:
+        """Turn each decision's :data:`~hitl.engine.events.EVENT_JOB` (written in its atomic step) into the events
+        its approval now implies; an approval retention removed since has none left to tell."""
+        jobs = await self.store.jobs.claim(
+            self.consumer, kind=EVENT_JOB, limit=self.batch, now=self.clock.now(), lease=self.lease
+        )
+        for job in jobs:
+            if self.outbox is not None:
+                try:
+                    approval = await self.store.approvals.get(str(job.payload.get("approval_id", "")))
+                except NotFound:
+                    approval = None
+                if approval is not None:
+                    await self.outbox.catch_up(approval)
+            await self.store.jobs.ack(job.id)
 
     async def catch_up(self, *, pages: int = 5, page_size: int = 200) -> None:
         """Queue the events pending approvals imply and nobody queued (their creator died right after creating

@@ -202,7 +202,6 @@ def validate(
     raise typer.Exit(2 if found else 0)
 
 
-@app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def _chosen_decision(**chosen: bool) -> DecisionKind | None:
     """The one decision the options name (None: just continue the run); two are refused."""
     on = [name for name, given in chosen.items() if given]
@@ -230,6 +229,7 @@ def _edit_of(args: str | None, set_: list[str] | None, *, modify: bool) -> dict[
     return edited
 
 
+@app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def resume(
     target: Annotated[str, typer.Argument(metavar="ID", help="Approval id (apr_…) or session id (ses_…).")],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the action as it is.")] = False,

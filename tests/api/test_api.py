@@ -13,6 +13,8 @@ from hitl.api.webhooks import MAX_ATTEMPTS, backoff, verify
 from hitl.engine.config.api import EventKind
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.events import EVENT_JOB
+from hitl.engine.testing.conformance.helpers import cmd
 from tests.api.conftest import WEBHOOK_SECRET, Api
 from tests.store_dump import store_contents
 
@@ -417,3 +419,24 @@ async def test_modify_is_a_merge_patch_and_the_answer_says_what_changed(api: Api
     other = (await propose(api, key="k-replace", args={**REFUND, "order_id": "9"}))["approval"]
     status, body = await decide(api, other, "modify", args={"amount": 50}, replace_args=True)
     assert status == 422 and body["error"]["code"] == "invalid_input"  # a whole replacement needs every field
+
+
+async def test_a_decisions_events_are_written_with_it_and_outlive_a_process_that_died(api: Api) -> None:
+    """A decision writes its event job in its own atomic step, beside the card update: the process that decided
+    may die before it queues the events, and `hitl serve` still delivers them, once."""
+    store = api.h.rt.store
+    approval = (await propose(api))["approval"]
+    status, decided = await decide(api, approval)
+    assert status == 200
+    [job] = await store.jobs.claim("peek", kind=EVENT_JOB, limit=10, now=api.h.clock.now(), lease=0.001)
+    assert job.payload == {"approval_id": approval["id"]}
+    # As a process that died right after the store's atomic step leaves it: the decision and its jobs, no events.
+    other = (await propose(api, key="k2", args={**REFUND, "amount": 13}))["approval"]
+    stored = await store.approvals.get(other["id"])
+    await store.approvals.decide(cmd(stored, "U_SUPPORT1", jobs=(EVENT_JOB,)), now=api.h.clock.now())
+    api.h.clock.advance(1)
+    await api.h.rt.webhooks.sweep()
+    await api.h.rt.webhooks.sweep()
+    ids = [e["id"] for e in api.hooks.events()]
+    for a, version in ((approval, decided["version"]), (other, stored.version + 1)):
+        assert ids.count(f"approval.decided:{a['id']}:v{version}") == 1, ids

@@ -102,7 +102,7 @@ async def test_batch_one_approval_items_once_failed_item_retried_alone(
     assert [e["to"] for e in effects.read("sent")] == ["a@x.io"]
     monkeypatch.delenv("HITL_TEST_FAIL_TO")
     # The batch's approval is recorded as executed only once every item's outcome is: never ahead of them.
-    mark = runner.kit.effects.mark
+    mark = runner.context.effects.mark
     seen_at_executed: list[list[str]] = []
 
     async def watched(approval: Approval, target: Status) -> Approval:
@@ -111,7 +111,7 @@ async def test_batch_one_approval_items_once_failed_item_retried_alone(
             seen_at_executed.append([str(c.state) if c else "none" for c in claims])
         return await mark(approval, target)
 
-    monkeypatch.setattr(runner.kit.effects, "mark", watched)
+    monkeypatch.setattr(runner.context.effects, "mark", watched)
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.COMPLETED
     assert seen_at_executed == [["succeeded", "succeeded", "succeeded"]]

@@ -1,4 +1,4 @@
-"""Step handlers: one object per kind of step, each ``run(wf, state, step) -> Halt | Redo | None``."""
+"""Step handlers: one object per kind of step, each ``run(wf, state, step) -> Stop | Redo | None``."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from hitl.engine.runner.agent_backend import (
     ModelChoice,
     load_backend,
 )
-from hitl.engine.runner.outcomes import Halt
+from hitl.engine.runner.outcomes import Stop
 from hitl.engine.runner.step_context import Ask, StepContext
 from hitl.engine.runner.templates import render_value
 from hitl.engine.workflow.definition import AgentStep, LoadedWorkflow
@@ -42,8 +42,8 @@ class AgentHandler:
     """Runs an ``agent`` step: the agent framework drives the conversation; each tool call goes through the policy and
     runs once."""
 
-    def __init__(self, kit: StepContext, backend: AgentBackend | None = None) -> None:
-        self.kit = kit
+    def __init__(self, context: StepContext, backend: AgentBackend | None = None) -> None:
+        self.context = context
         self._backend = backend
 
     @property
@@ -54,16 +54,16 @@ class AgentHandler:
 
     async def run(
         self, wf: LoadedWorkflow, tools: dict[str, Tool], state: RunState, step: AgentStep, **extra: Any
-    ) -> Halt | None:
+    ) -> Stop | None:
         """Run (or resume) the agent; ``extra`` joins the template scope (a worker's ``task``)."""
-        kit = self.kit
+        context = self.context
         it = state.iteration.get(step.id, 0)
         spec = wf.spec.agents[step.agent]
         record = state.agents.get(f"{step.id}:{it}")
         if record is None:
             # Rendered once, when the step starts: a resume with new --var values never changes a conversation
             # already under way (its recorded turns answer the input they were given).
-            scope = kit.scope(state, step.id, **extra)
+            scope = context.scope(state, step.id, **extra)
             record = {
                 "system": str(render_value(spec.prompt, scope, where=f"agents.{step.agent}.prompt")),
                 "input": str(render_value(step.input, scope, where=f"steps.{step.id}.input")),
@@ -71,8 +71,8 @@ class AgentHandler:
                 "calls": {},
             }
             state.agents[f"{step.id}:{it}"] = record
-            await kit.save(state)
-        calls = _Calls(kit, state, step, {n: tools[n] for n in spec.tools}, record, it)
+            await context.save(state)
+        calls = _Calls(context, state, step, {n: tools[n] for n in spec.tools}, record, it)
         request = AgentRequest(
             name=step.agent,
             system=record["system"],
@@ -82,7 +82,7 @@ class AgentHandler:
             iteration=it,
             turns=record["turns"],
             call=calls.answer,
-            recorded=lambda: kit.save(state),
+            recorded=lambda: context.save(state),
             max_turns=spec.max_turns,
         )
         try:
@@ -164,13 +164,13 @@ def _structured(step: AgentStep, text: str, schema: dict[str, Any]) -> Any:
 class _Calls:
     """Answers one agent run's tool calls: recorded answers first, then policy, approval and the effect."""
 
-    kit: StepContext
+    context: StepContext
     state: RunState
     step: AgentStep
     tools: dict[str, Tool]
     record: dict[str, Any]
     iteration: int
-    halt: Halt | None = None
+    halt: Stop | None = None
     stopping: bool = field(default=False)
 
     async def answer(self, tool_name: str, args: dict[str, Any], call_id: str, note: str) -> CallAnswer:
@@ -178,10 +178,10 @@ class _Calls:
         if done is not None:  # answered before this resume: the same answer, nothing asked or run again
             return CallAnswer(**done)
         if self.stopping:  # an earlier call of this turn is waiting: stop before this one too
-            raise AgentStopped(self.halt or Halt(RunStatus.PAUSED))
+            raise AgentStopped(self.halt or Stop(RunStatus.PAUSED))
         answer = await self._decide(tool_name, args, call_id, note)
         self.record["calls"][call_id] = answer.as_dict()
-        await self.kit.save(self.state)
+        await self.context.save(self.state)
         return answer
 
     async def _decide(self, tool_name: str, args: dict[str, Any], call_id: str, note: str) -> CallAnswer:
@@ -192,26 +192,26 @@ class _Calls:
             args = tool.schema.validate(args)
         except InvalidInput as exc:
             return CallAnswer(False, message=f"{tool_name} did not run: {exc.message}")
-        kit, state, step = self.kit, self.state, self.step
+        context, state, step = self.context, self.state, self.step
         key = f"{state.session_id}:{step.id}:{self.iteration}:{call_id}"
         evidence = f"{step.agent}: {note}" if note else f"{step.agent} asked for it"
         ask = Ask(step.id, evidence, step.approval == "required", step.timeout, key=key)
-        verdict = await kit.standing(state, ask, tool.name, args, schema=tool.schema.json)
-        if isinstance(verdict, Halt):
+        verdict = await context.standing(state, ask, tool.name, args, schema=tool.schema.json)
+        if isinstance(verdict, Stop):
             if verdict.status is RunStatus.PAUSED:
                 self._stop(verdict)
             return CallAnswer(False, message=f"{tool_name} did not run: {verdict.reason or verdict.status}")
         run_args = verdict.execute_args if verdict is not None else args
         try:
-            out = await kit.effect(state, step.id, tool, run_args, key=key, approval=verdict)
+            out = await context.effect(state, step.id, tool, run_args, key=key, approval=verdict)
         except EffectFailed as exc:
             return CallAnswer(False, message=exc.message)
-        if isinstance(out, Halt):  # its effect is in doubt: a person says what happened (or stops the run)
+        if isinstance(out, Stop):  # its effect is in doubt: a person says what happened (or stops the run)
             self._stop(out)
         if run_args != args:  # the model learns what actually ran
             return CallAnswer(True, output={"result": out, "ran_with": run_args, "note": "a reviewer changed it"})
         return CallAnswer(True, output=out)
 
-    def _stop(self, halt: Halt) -> NoReturn:
+    def _stop(self, halt: Stop) -> NoReturn:
         self.halt, self.stopping = halt, True
         raise AgentStopped(halt)
