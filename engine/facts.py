@@ -3,9 +3,9 @@
 The service publishes a typed fact at each step (an approval was proposed, an action was allowed without a
 person, a decision was recorded, an approval expired or was cancelled). A :class:`FactSubscriber` observes facts
 and never changes a decision: tallies, spot checks, practice twins, rolling windows, the notifier and webhooks
-are subscribers (:mod:`hitl.engine.subscribers`). A subscriber that fails is logged and the next one still hears
-the fact; nothing it does is undone. Adding an observing measure is a subscriber and its registration, no line of
-the service.
+are subscribers (:mod:`hitl.engine.subscribers`), each saying which facts it observes. A subscriber that fails is
+logged and the next one still hears the fact; nothing it does is undone. Adding an observing measure is a
+subscriber and its registration, no line of the service.
 """
 
 from __future__ import annotations
@@ -28,19 +28,30 @@ if TYPE_CHECKING:
     from hitl.engine.events import EventSink
     from hitl.engine.ports import Clock, Notifier, Store
 
-__all__ = ["Allowed", "Cancelled", "Decided", "Expired", "Fact", "FactSubscriber", "Proposed", "Service", "deliver"]
+__all__ = [
+    "Allowed",
+    "Cancelled",
+    "Decided",
+    "Expired",
+    "Fact",
+    "FactSubscriber",
+    "Proposed",
+    "Service",
+    "deliver",
+    "routes",
+]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Proposed:
     """A new approval was stored: an action's, a spot check's or a practice twin's."""
 
     approval: Approval
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Allowed:
     """An action goes ahead without a person: the policy let it (auto or notify) or a Trust did."""
 
@@ -50,7 +61,7 @@ class Allowed:
     now: float
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Decided:
     """A decision was recorded (its card update and its run's resume are queued with it)."""
 
@@ -59,14 +70,14 @@ class Decided:
     kind: DecisionKind
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Expired:
     """An approval nobody decided in time expired (never a rejection)."""
 
     approval: Approval
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Cancelled:
     """A pending approval was closed because nobody will act on it."""
 
@@ -99,11 +110,19 @@ class Service(Protocol):
 
 
 class FactSubscriber(Protocol):
-    """Observes facts; never changes a decision (a guard does that)."""
+    """Observes facts; never changes a decision (a guard does that). A subscriber may say which facts it observes
+    with an ``observes`` attribute (a tuple of fact types): it then hears only those (without one, every fact)."""
 
     async def observe(self, fact: Fact, service: Service) -> None:
         """React to ``fact`` (most subscribers ignore most facts)."""
         ...
+
+
+def routes(subscribers: Sequence[FactSubscriber]) -> dict[type, tuple[FactSubscriber, ...]]:
+    """Which subscribers hear each kind of fact, in order: those whose ``observes`` names it, and those without one.
+    Worked out once per list of subscribers, so a fact no subscriber observes costs nothing to publish."""
+    kinds = (Proposed, Allowed, Decided, Expired, Cancelled)
+    return {kind: tuple(s for s in subscribers if kind in getattr(s, "observes", kinds)) for kind in kinds}
 
 
 async def deliver(subscribers: Sequence[FactSubscriber], fact: Fact, service: Service) -> None:

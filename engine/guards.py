@@ -59,7 +59,7 @@ class GuardedService(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Admission:
     """A proposed call as the guards see it: its arguments plain, nothing counted or stored yet."""
 

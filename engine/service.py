@@ -39,7 +39,7 @@ from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
 from hitl.engine.events import EventSink, Outbox
-from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, deliver
+from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, deliver, routes
 from hitl.engine.guards import (
     DECISION_GUARDS,
     PROPOSAL_GUARDS,
@@ -153,6 +153,9 @@ class ApprovalService:
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     _allowed: dict[str, _Allowed | None] = field(init=False, default_factory=dict, repr=False)
     _allowed_for: tuple[Policy, SpotCheckSpec] | None = field(init=False, default=None, repr=False)
+    _routes: tuple[Sequence[FactSubscriber], dict[type, tuple[FactSubscriber, ...]]] | None = field(
+        init=False, default=None, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -189,8 +192,12 @@ class ApprovalService:
         return ApprovalDrafts(self.policy, self.redactor, self.evidence_limit)
 
     async def publish(self, fact: Fact) -> None:
-        """Tell every subscriber ``fact`` (:mod:`hitl.engine.facts`); none can undo what was recorded."""
-        await deliver(self.subscribers, fact, self)
+        """Tell every subscriber that observes ``fact`` (:mod:`hitl.engine.facts`); none can undo what was
+        recorded."""
+        routed = self._routes
+        if routed is None or routed[0] is not self.subscribers:  # worked out again when the list is replaced
+            routed = self._routes = (self.subscribers, routes(self.subscribers))
+        await deliver(routed[1][type(fact)], fact, self)
 
     async def announce(self, approval: Approval) -> None:
         """Tell reviewers and subscribers about a new approval (after it was stored)."""

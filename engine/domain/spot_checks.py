@@ -33,6 +33,8 @@ class SpotCheckSpec(BaseModel):
 
     def rate_for(self, tool: str, tier: str) -> float:
         """The sampling rate of ``tool`` at ``tier``."""
+        if not self.rate and not self.tools and not self.tiers:
+            return 0.0  # no spot checks configured (the usual case): nothing to look up on an allowed call's path
         return rate_for(tool, tier, tools=self.tools, tiers=self.tiers, rate=self.rate)
 
 

@@ -14,22 +14,30 @@ __all__ = ["Notifications"]
 class Notifications:
     """Tells the service's notifier; with none in this process, an FYI is queued for ``hitl serve`` to post."""
 
+    observes = (Proposed, Allowed, Decided, Expired, Cancelled)
+
     async def observe(self, fact: Fact, service: Service) -> None:
+        if isinstance(fact, Allowed):  # first: the fact of every allowed call, most of which need no notice
+            if fact.verdict.tier is Tier.NOTIFY or fact.verdict.rule == "trusted":
+                await _fyi(fact, service)
+            return
         notifier = service.notifier
-        match fact:
-            case Proposed(approval=a) if notifier is not None:
-                await notifier.approval_requested(a)
-            case Decided(approval=a) if notifier is not None:
-                await notifier.approval_changed(a, queued=True)  # its card update was queued with the decision
-            case Expired(approval=a) | Cancelled(approval=a) if notifier is not None:
-                await notifier.approval_changed(a)
-            case Allowed(request=request, verdict=verdict, action=action, now=now):
-                if verdict.tier is not Tier.NOTIFY and verdict.rule != "trusted":
-                    return
-                reason = "; ".join(verdict.reasons)
-                tool, args, session_id = request.tool, action.clean, request.session_id
-                if notifier is not None:
-                    await notifier.action_notified(tool=tool, args=args, session_id=session_id, reason=reason)
-                else:  # no Slack in this process: `hitl serve` on the same store posts it
-                    fyi = {"tool": tool, "args": args, "session_id": session_id, "reason": reason}
-                    await service.store.jobs.enqueue(FYI_JOB, fyi, now=now)
+        if notifier is None:
+            return
+        if isinstance(fact, Proposed):
+            await notifier.approval_requested(fact.approval)
+        elif isinstance(fact, Decided):
+            await notifier.approval_changed(fact.approval, queued=True)  # its card update was queued with it
+        else:
+            await notifier.approval_changed(fact.approval)
+
+
+async def _fyi(fact: Allowed, service: Service) -> None:
+    verdict = fact.verdict
+    reason = "; ".join(verdict.reasons)
+    tool, args, session_id = fact.request.tool, fact.action.clean, fact.request.session_id
+    if service.notifier is not None:
+        await service.notifier.action_notified(tool=tool, args=args, session_id=session_id, reason=reason)
+    else:  # no Slack in this process: `hitl serve` on the same store posts it
+        fyi = {"tool": tool, "args": args, "session_id": session_id, "reason": reason}
+        await service.store.jobs.enqueue(FYI_JOB, fyi, now=fact.now)

@@ -18,6 +18,8 @@ log = logging.getLogger(__name__)
 class PracticeTwins:
     """Plants a twin of each sampled new approval (never of a spot check or of a twin)."""
 
+    observes = (Proposed,)
+
     async def observe(self, fact: Fact, service: Service) -> None:
         if not isinstance(fact, Proposed):
             return

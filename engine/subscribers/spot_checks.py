@@ -12,6 +12,8 @@ __all__ = ["SpotChecks"]
 class SpotChecks:
     """Samples each allowed action at its tool's and tier's rate (a batch is not sampled)."""
 
+    observes = (Allowed,)
+
     async def observe(self, fact: Fact, service: Service) -> None:
         if not isinstance(fact, Allowed) or fact.request.batch is not None:
             return

@@ -15,16 +15,18 @@ __all__ = ["Tallies"]
 class Tallies:
     """Counts each fact under its tool and tier; practice approvals count only in the practice measures."""
 
+    observes = (Proposed, Allowed, Decided, Expired)
+
     async def observe(self, fact: Fact, service: Service) -> None:
-        match fact:
-            case Proposed(approval=a):
-                await _asked(a, service)
-            case Allowed(request=request, verdict=verdict, now=now):
-                await _count(service, request.tool, str(verdict.tier), Outcome.AUTONOMOUS, now)
-            case Decided(approval=a, kind=kind):
-                await _decided(a, decision_outcome(kind, a.status), service)
-            case Expired(approval=a) if not is_spot_check(a) and not is_practice(a):  # no decision about an action
-                await _count(service, a.tool, str(a.tier), Outcome.EXPIRED, service.clock.now())
+        if isinstance(fact, Allowed):  # first: the fact of every allowed call
+            await _count(service, fact.request.tool, str(fact.verdict.tier), Outcome.AUTONOMOUS, fact.now)
+        elif isinstance(fact, Proposed):
+            await _asked(fact.approval, service)
+        elif isinstance(fact, Decided):
+            await _decided(fact.approval, decision_outcome(fact.kind, fact.approval.status), service)
+        elif isinstance(fact, Expired) and not is_spot_check(fact.approval) and not is_practice(fact.approval):
+            a = fact.approval  # no decision about an action: an expiry of a spot check or a practice copy
+            await _count(service, a.tool, str(a.tier), Outcome.EXPIRED, service.clock.now())
 
 
 async def _asked(a: Approval, service: Service) -> None:

@@ -18,6 +18,8 @@ __all__ = ["Webhooks"]
 class Webhooks:
     """Emits each approval fact's event to the service's event sink (none: no webhooks configured)."""
 
+    observes = (Proposed, Decided, Expired, Cancelled)
+
     async def observe(self, fact: Fact, service: Service) -> None:
         events = service.events
         if events is None or not isinstance(fact, Proposed | Decided | Expired | Cancelled):

@@ -25,6 +25,8 @@ NEVER_RAN = frozenset({Status.REJECTED, Status.SUPERSEDED, Status.EXPIRED, Statu
 class RollingWindows:
     """Keeps each approval's window events in step with what may still run."""
 
+    observes = (Decided, Expired, Cancelled)
+
     async def observe(self, fact: Fact, service: Service) -> None:
         if not isinstance(fact, Decided | Expired | Cancelled):
             return
