@@ -10,8 +10,7 @@ subscriber and its registration, no line of the service.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,12 +35,10 @@ __all__ = [
     "Fact",
     "FactSubscriber",
     "Proposed",
+    "Route",
     "Service",
-    "deliver",
     "routes",
 ]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -111,24 +108,24 @@ class Service(Protocol):
 
 class FactSubscriber(Protocol):
     """Observes facts; never changes a decision (a guard does that). A subscriber may say which facts it observes
-    with an ``observes`` attribute (a tuple of fact types): it then hears only those (without one, every fact)."""
+    with an ``observes`` attribute (a tuple of fact types): it then hears only those (without one, every fact). It
+    may also have a ``wants(fact, service) -> bool`` method, asked first without awaiting anything: a subscriber
+    that has nothing to do for most facts of a kind (an FYI only for notify calls) costs them no coroutine."""
 
     async def observe(self, fact: Fact, service: Service) -> None:
         """React to ``fact`` (most subscribers ignore most facts)."""
         ...
 
 
-def routes(subscribers: Sequence[FactSubscriber]) -> dict[type, tuple[FactSubscriber, ...]]:
+Route = tuple[tuple[FactSubscriber, Callable[[Fact, Service], bool] | None], ...]
+"""The subscribers one kind of fact goes to, in order, each with its ``wants`` (None: it wants every one)."""
+
+
+def routes(subscribers: Sequence[FactSubscriber]) -> dict[type, Route]:
     """Which subscribers hear each kind of fact, in order: those whose ``observes`` names it, and those without one.
     Worked out once per list of subscribers, so a fact no subscriber observes costs nothing to publish."""
     kinds = (Proposed, Allowed, Decided, Expired, Cancelled)
-    return {kind: tuple(s for s in subscribers if kind in getattr(s, "observes", kinds)) for kind in kinds}
-
-
-async def deliver(subscribers: Sequence[FactSubscriber], fact: Fact, service: Service) -> None:
-    """``fact`` to each subscriber in turn; one that fails is logged, and the fact still reaches the others."""
-    for subscriber in subscribers:
-        try:
-            await subscriber.observe(fact, service)
-        except Exception:  # an observer never undoes or blocks what was recorded
-            log.exception("%s failed on %s; what was recorded stands", type(subscriber).__name__, type(fact).__name__)
+    return {
+        kind: tuple((s, getattr(s, "wants", None)) for s in subscribers if kind in getattr(s, "observes", kinds))
+        for kind in kinds
+    }

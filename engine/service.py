@@ -10,6 +10,7 @@ webhooks) is a fact subscriber (:mod:`.facts`, :mod:`.subscribers`).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
 from hitl.engine.events import EventSink, Outbox
-from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, deliver, routes
+from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, Route, routes
 from hitl.engine.guards import (
     DECISION_GUARDS,
     PROPOSAL_GUARDS,
@@ -52,6 +53,8 @@ from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store
 from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.subscribers import SUBSCRIBERS
 from hitl.engine.subscribers.windows import count_windows, forget_windows
+
+log = logging.getLogger(__name__)
 
 __all__ = ["TRUST_TTL", "WINDOWS", "AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
 
@@ -153,9 +156,7 @@ class ApprovalService:
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     _allowed: dict[str, _Allowed | None] = field(init=False, default_factory=dict, repr=False)
     _allowed_for: tuple[Policy, SpotCheckSpec] | None = field(init=False, default=None, repr=False)
-    _routes: tuple[Sequence[FactSubscriber], dict[type, tuple[FactSubscriber, ...]]] | None = field(
-        init=False, default=None, repr=False
-    )
+    _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -197,7 +198,14 @@ class ApprovalService:
         routed = self._routes
         if routed is None or routed[0] is not self.subscribers:  # worked out again when the list is replaced
             routed = self._routes = (self.subscribers, routes(self.subscribers))
-        await deliver(routed[1][type(fact)], fact, self)
+        for subscriber, wants in routed[1][type(fact)]:  # in order; one that fails is logged, the rest hear it
+            try:
+                if wants is None or wants(fact, self):
+                    await subscriber.observe(fact, self)
+            except Exception:  # an observer never undoes or blocks what was recorded
+                log.exception(
+                    "%s failed on %s; what was recorded stands", type(subscriber).__name__, type(fact).__name__
+                )
 
     async def announce(self, approval: Approval) -> None:
         """Tell reviewers and subscribers about a new approval (after it was stored)."""
@@ -252,7 +260,9 @@ class ApprovalService:
         requester = request.requester or self.requester
         admission = Admission(request, items, compiled, declared, requester, now)
         for guard in self.proposal_guards:
-            await guard.admit(admission, self)
+            passes = getattr(guard, "passes", None)
+            if passes is None or not passes(admission):
+                await guard.admit(admission, self)
         action = ProposedAction(request, items, {"items": items} if batch is not None else items[0], requester)
         if plan is not None:
             await self.publish(Allowed(request, plan.verdict, action, now))

@@ -16,6 +16,13 @@ class Notifications:
 
     observes = (Proposed, Allowed, Decided, Expired, Cancelled)
 
+    def wants(self, fact: Fact, service: Service) -> bool:
+        """An allowed call only when it is told to reviewers (notify, or let through by a Trust); the rest only
+        with a notifier in this process."""
+        if isinstance(fact, Allowed):
+            return fact.verdict.tier is Tier.NOTIFY or fact.verdict.rule == "trusted"
+        return service.notifier is not None
+
     async def observe(self, fact: Fact, service: Service) -> None:
         if isinstance(fact, Allowed):  # first: the fact of every allowed call, most of which need no notice
             if fact.verdict.tier is Tier.NOTIFY or fact.verdict.rule == "trusted":

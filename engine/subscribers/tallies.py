@@ -18,8 +18,10 @@ class Tallies:
     observes = (Proposed, Allowed, Decided, Expired)
 
     async def observe(self, fact: Fact, service: Service) -> None:
-        if isinstance(fact, Allowed):  # first: the fact of every allowed call
-            await _count(service, fact.request.tool, str(fact.verdict.tier), Outcome.AUTONOMOUS, fact.now)
+        if isinstance(fact, Allowed):  # first: the fact of every allowed call, counted without a step between
+            now = fact.now
+            counts = counts_for(fact.request.tool, str(fact.verdict.tier), Outcome.AUTONOMOUS, now=now, latency=None)
+            await service.store.tallies.add(counts, now=now)
         elif isinstance(fact, Proposed):
             await _asked(fact.approval, service)
         elif isinstance(fact, Decided):

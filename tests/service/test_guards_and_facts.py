@@ -120,3 +120,30 @@ async def test_a_registered_guard_refuses_before_anything_is_counted_or_stored(
     assert (await sqlite_store.approvals.list_pending(limit=10)).items == []
     [entry] = [e for e in await sqlite_store.audit.entries() if e.event == "refused"]
     assert entry.detail == "s: refund: over the refund cap" and entry.actor == "agent:riley"
+
+
+class DecisionsOnly:
+    """Says what it observes, and which of those it wants: only rejections."""
+
+    observes = (Decided,)
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+
+    def wants(self, fact: Fact, service: Service) -> bool:
+        return isinstance(fact, Decided) and fact.kind is DecisionKind.REJECT
+
+    async def observe(self, fact: Fact, service: Service) -> None:
+        assert isinstance(fact, Decided)
+        self.heard.append(fact.approval.id)
+
+
+async def test_a_subscriber_hears_only_the_facts_it_observes_and_wants(svc: ApprovalService) -> None:
+    only = DecisionsOnly()
+    svc.subscribers = [*svc.subscribers, only]  # a new list: the routes are worked out again
+    first = (await svc.propose(ProposeRequest("refund", {"amount": 10}, session_id="s"))).approval
+    second = (await svc.propose(ProposeRequest("refund", {"amount": 20}, session_id="s"))).approval
+    assert first is not None and second is not None
+    await svc.decide(DecideRequest(first.id, "U_SUPPORT1", DecisionKind.APPROVE))
+    await svc.decide(DecideRequest(second.id, "U_SUPPORT1", DecisionKind.REJECT, reason="no"))
+    assert only.heard == [second.id]
