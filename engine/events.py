@@ -25,7 +25,16 @@ from hitl.engine.errors import ClaimRefused
 from hitl.engine.ports import Clock, Store
 from hitl.engine.workers import worker_name
 
-__all__ = ["EVENT_JOB", "FYI_JOB", "WEBHOOK_JOB", "EventSink", "Outbox", "approval_data", "approval_event"]
+__all__ = [
+    "EVENT_JOB",
+    "FYI_JOB",
+    "WEBHOOK_JOB",
+    "EventSink",
+    "Outbox",
+    "approval_data",
+    "approval_event",
+    "flag_event",
+]
 
 EVENT_JOB = "event"
 """Written with a decision in its atomic step (payload ``{"approval_id": ...}``): queue the approval's events."""
@@ -71,6 +80,14 @@ def approval_data(a: Approval) -> dict[str, Any]:
             ],
         }
     }
+
+
+def flag_event(a: Approval) -> tuple[EventKind, str, dict[str, Any]] | None:
+    """The event a spot check a reviewer flagged is (kind, id, data), or None for any other approval."""
+    if not (is_spot_check(a) and a.status is Status.REJECTED and a.decisions):
+        return None
+    flag = {"by": a.decisions[-1].reviewer, "note": a.reason}
+    return EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{a.id}", {**approval_data(a), "flag": flag}
 
 
 def approval_event(a: Approval, *, created: bool = False) -> tuple[EventKind, str] | None:
@@ -134,9 +151,9 @@ class Outbox:
         a flag of a spot check. A decision's :data:`EVENT_JOB` comes here; so does the sweep of pending approvals."""
         data = approval_data(approval)
         await self.emit(EventKind.APPROVAL_CREATED, f"approval.created:{approval.id}", data)
-        if is_spot_check(approval) and approval.status is Status.REJECTED and approval.decisions:
-            flag = {"by": approval.decisions[-1].reviewer, "note": approval.reason}
-            await self.emit(EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{approval.id}", {**data, "flag": flag})
+        flagged = flag_event(approval)
+        if flagged is not None:
+            await self.emit(*flagged)
         for d in approval.decisions:
             event_id = f"approval.decided:{approval.id}:v{d.version + 1}"
             await self.emit(EventKind.APPROVAL_DECIDED, event_id, data)

@@ -10,7 +10,7 @@ receipts register here too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,10 +37,12 @@ __all__ = [
     "DecisionAttempt",
     "DecisionGuard",
     "GuardedService",
+    "Order",
     "HaltedDecisions",
     "HaltedProposals",
     "PracticeEdits",
     "ProposalGuard",
+    "admission_order",
 ]
 
 GOING_ON = frozenset({DecisionKind.APPROVE, DecisionKind.MODIFY, DecisionKind.TRUST})
@@ -95,21 +97,30 @@ class ProposalGuard(Protocol):
         ...
 
 
+Order = tuple[tuple[ProposalGuard, Callable[[Admission], bool] | None], ...]
+"""The proposal guards in order, each with its ``passes`` (None: it is always awaited)."""
+
+
+def admission_order(guards: Sequence[ProposalGuard]) -> Order:
+    """``guards`` with their ``passes`` looked up once per list, not on every call."""
+    return tuple((g, getattr(g, "passes", None)) for g in guards)
+
+
 @dataclass
 class DecisionAttempt:
     """A decision as the guards see it, before the store's atomic step. A guard may replace the request."""
 
     request: DecideRequest
     reviewer: Reviewer
-    known: Approval | None = None
+    known: Approval | None
     """The approval as the caller or a guard read it (None: not read yet; the atomic step checks it anyway)."""
-    _store: Store | None = field(default=None, repr=False)
+    store: Store = field(repr=False)
+    """Where :meth:`current` reads it."""
 
     async def current(self) -> Approval:
         """The approval decided, read once."""
         if self.known is None or self.known.id != self.request.approval_id:
-            assert self._store is not None
-            self.known = await self._store.approvals.get(self.request.approval_id)
+            self.known = await self.store.approvals.get(self.request.approval_id)
         return self.known
 
 

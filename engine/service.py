@@ -47,7 +47,9 @@ from hitl.engine.guards import (
     Admission,
     DecisionAttempt,
     DecisionGuard,
+    Order,
     ProposalGuard,
+    admission_order,
 )
 from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store
 from hitl.engine.stop_switch import StopSwitch
@@ -157,6 +159,7 @@ class ApprovalService:
     _allowed: dict[str, _Allowed | None] = field(init=False, default_factory=dict, repr=False)
     _allowed_for: tuple[Policy, SpotCheckSpec] | None = field(init=False, default=None, repr=False)
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
+    _order: tuple[Sequence[ProposalGuard], Order] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -259,8 +262,10 @@ class ApprovalService:
         declared = plan.declared if plan is not None else self._declared_schema(tool)
         requester = request.requester or self.requester
         admission = Admission(request, items, compiled, declared, requester, now)
-        for guard in self.proposal_guards:
-            passes = getattr(guard, "passes", None)
+        order = self._order
+        if order is None or order[0] is not self.proposal_guards:  # worked out again when the list is replaced
+            order = self._order = (self.proposal_guards, admission_order(self.proposal_guards))
+        for guard, passes in order[1]:
             if passes is None or not passes(admission):
                 await guard.admit(admission, self)
         action = ProposedAction(request, items, {"items": items} if batch is not None else items[0], requester)
@@ -351,14 +356,13 @@ class ApprovalService:
         """An auto or notify call goes ahead. A notify call, and a call let through by a reviewer's Trust, is
         audited first: recorded before it runs, like any decision the policy makes for a person to see, so if the
         store cannot take the line, the call does not go ahead. Then the subscribers hear it (an FYI among them)."""
-        trusted = verdict.rule == "trusted"
-        if verdict.tier is Tier.NOTIFY or trusted:
+        if verdict.told:
             reason = "; ".join(verdict.reasons)
             await self.store.audit.append(
                 AuditEntry(
                     at=now,
                     actor=action.requester[:200],
-                    event="trusted" if trusted else "notified",
+                    event="trusted" if verdict.trusted else "notified",
                     action_hash=action.digest,
                     outcome=str(verdict.tier),
                     detail=f"{request.session_id}: {request.tool} ran with an FYI to reviewers ({reason})"[:500],

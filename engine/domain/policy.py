@@ -83,6 +83,17 @@ class Verdict:
         return tuple(f.reason for f in self.fired)
 
     @property
+    def trusted(self) -> bool:
+        """Let through by a reviewer's Trust (a grant in the session), not by the policy alone."""
+        return self.rule == "trusted"
+
+    @property
+    def told(self) -> bool:
+        """Runs without a person, but reviewers are told (an FYI, audited first): a notify call, or one a Trust let
+        through (what a Trust lets through is seen, not only granted)."""
+        return self.tier is Tier.NOTIFY or self.rule == "trusted"
+
+    @property
     def why(self) -> tuple[str, ...]:
         """Why a person must decide, in a reviewer's words: the sentence of each rule that asks for a person, the
         strictest first (a rule's or a tool's ``reason:`` when it has one)."""

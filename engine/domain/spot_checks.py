@@ -31,10 +31,15 @@ class SpotCheckSpec(BaseModel):
     tools: dict[str, float] = Field(default_factory=dict)
     tiers: dict[str, float] = Field(default_factory=dict)
 
+    @property
+    def configured(self) -> bool:
+        """Whether any action is ever sampled (most deployments: none, and then an allowed call looks nothing up)."""
+        return bool(self.rate or self.tools or self.tiers)
+
     def rate_for(self, tool: str, tier: str) -> float:
         """The sampling rate of ``tool`` at ``tier``."""
-        if not self.rate and not self.tools and not self.tiers:
-            return 0.0  # no spot checks configured (the usual case): nothing to look up on an allowed call's path
+        if not self.configured:
+            return 0.0
         return rate_for(tool, tier, tools=self.tools, tiers=self.tiers, rate=self.rate)
 
 

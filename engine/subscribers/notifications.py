@@ -4,7 +4,6 @@ by a Trust: what a Trust lets through is seen, not only granted)."""
 
 from __future__ import annotations
 
-from hitl.engine.domain.models import Tier
 from hitl.engine.events import FYI_JOB
 from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, Proposed, Service
 
@@ -19,13 +18,11 @@ class Notifications:
     def wants(self, fact: Fact, service: Service) -> bool:
         """An allowed call only when it is told to reviewers (notify, or let through by a Trust); the rest only
         with a notifier in this process."""
-        if isinstance(fact, Allowed):
-            return fact.verdict.tier is Tier.NOTIFY or fact.verdict.rule == "trusted"
-        return service.notifier is not None
+        return fact.verdict.told if isinstance(fact, Allowed) else service.notifier is not None
 
     async def observe(self, fact: Fact, service: Service) -> None:
         if isinstance(fact, Allowed):  # first: the fact of every allowed call, most of which need no notice
-            if fact.verdict.tier is Tier.NOTIFY or fact.verdict.rule == "trusted":
+            if fact.verdict.told:
                 await _fyi(fact, service)
             return
         notifier = service.notifier

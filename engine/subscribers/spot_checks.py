@@ -16,8 +16,7 @@ class SpotChecks:
 
     def wants(self, fact: Fact, service: Service) -> bool:
         """Only when spot checks are configured at all (most deployments: never, and then at no cost)."""
-        spec = service.spot_check
-        return bool(spec.rate or spec.tools or spec.tiers)
+        return service.spot_check.configured
 
     async def observe(self, fact: Fact, service: Service) -> None:
         if not isinstance(fact, Allowed) or fact.request.batch is not None:

@@ -6,10 +6,7 @@ queued once, whichever comes first)."""
 
 from __future__ import annotations
 
-from hitl.engine.config.api import EventKind
-from hitl.engine.domain.models import Status
-from hitl.engine.domain.spot_checks import is_spot_check
-from hitl.engine.events import approval_data, approval_event
+from hitl.engine.events import approval_data, approval_event, flag_event
 from hitl.engine.facts import Cancelled, Decided, Expired, Fact, Proposed, Service
 
 __all__ = ["Webhooks"]
@@ -25,9 +22,9 @@ class Webhooks:
         if events is None or not isinstance(fact, Proposed | Decided | Expired | Cancelled):
             return
         a = fact.approval
-        if isinstance(fact, Decided) and is_spot_check(a) and a.status is Status.REJECTED:
-            data = {**approval_data(a), "flag": {"by": a.decisions[-1].reviewer, "note": a.reason}}
-            await events.emit(EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{a.id}", data)
+        flagged = flag_event(a) if isinstance(fact, Decided) else None
+        if flagged is not None:
+            await events.emit(*flagged)
         found = approval_event(a, created=isinstance(fact, Proposed))
         if found is not None:
             await events.emit(*found, approval_data(a))
