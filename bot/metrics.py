@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from hitl.engine.deprecations import RENAMED
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.tally import Outcome, TallyRow, summarize
 from hitl.engine.ports import Clock, Store
@@ -27,7 +28,7 @@ HITL_METRICS = (
     "hitl_correction_ratio",
     "hitl_intervention_latency_seconds",
     "hitl_audit_yield_ratio",
-    "hitl_seeded_catch_ratio",
+    "hitl_practice_catch_ratio",
 )
 """The store-computed metric families (the Grafana dashboard in ``docs/grafana/`` queries these)."""
 
@@ -77,15 +78,19 @@ class StoreMetrics(Collector):
             "hitl_audit_yield_ratio", f"Share of spot checks reviewers flagged ({days})", labels=labels
         )
         catches = GaugeMetricFamily(
-            "hitl_seeded_catch_ratio",
+            "hitl_practice_catch_ratio",
             f"Share of decided practice approvals whose planted defect was caught ({days})",
             labels=labels,
         )
+        renamed = RENAMED["hitl_seeded_catch_ratio"]
+        # The old name stays exported for one release, so a dashboard that reads it keeps working meanwhile.
+        old_catches = GaugeMetricFamily(renamed.old, f"Deprecated: {renamed.message()}", labels=labels)
         for r in self.rows:
             if r.audit_yield is not None:
                 audit_yield.add_metric([r.tool, r.tier], r.audit_yield)
             if r.catch_rate is not None:
                 catches.add_metric([r.tool, r.tier], r.catch_rate)
+                old_catches.add_metric([r.tool, r.tier], r.catch_rate)
             for outcome in Outcome:
                 actions.add_metric([r.tool, r.tier, str(outcome)], r.n(outcome))
             if r.autonomous_rate is not None:
@@ -95,7 +100,7 @@ class StoreMetrics(Collector):
             if r.latency_count:
                 buckets = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in r.latency_buckets]
                 latency.add_metric([r.tool, r.tier], buckets, sum_value=r.latency_sum)
-        yield from (actions, autonomous, corrected, latency, audit_yield, catches)
+        yield from (actions, autonomous, corrected, latency, audit_yield, catches, old_catches)
 
 
 class OutageMetrics(Collector):

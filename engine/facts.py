@@ -22,7 +22,7 @@ from hitl.engine.domain.requests import ProposeRequest
 if TYPE_CHECKING:
     from hitl.engine.domain.drafts import ApprovalDrafts
     from hitl.engine.domain.policy import Policy
-    from hitl.engine.domain.practice import SeededSpec
+    from hitl.engine.domain.practice import PracticeSpec
     from hitl.engine.domain.spot_checks import SpotCheckSpec
     from hitl.engine.events import EventSink
     from hitl.engine.ports import Clock, Notifier, Store
@@ -94,7 +94,7 @@ class Service(Protocol):
     notifier: Notifier | None
     events: EventSink | None
     spot_check: SpotCheckSpec
-    seeded: SeededSpec
+    practice: PracticeSpec
 
     @property
     def drafts(self) -> ApprovalDrafts:

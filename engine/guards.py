@@ -89,15 +89,15 @@ class Admission:
 
 class ProposalGuard(Protocol):
     """May refuse a proposed call (audited) before anything is counted or stored. A guard may also have a
-    ``passes(admission) -> bool`` method, asked first without awaiting anything: True lets the call on at once
-    (most calls satisfy their schemas: they cost the schema guard no coroutine)."""
+    ``passes(admission, service) -> bool`` method, asked first without awaiting anything: True lets the call on
+    at once (most calls satisfy their schemas and meet no halt: they cost those guards no coroutine)."""
 
     async def admit(self, admission: Admission, service: GuardedService) -> None:
         """Return to let the call on; raise a coded error to refuse it."""
         ...
 
 
-Order = tuple[tuple[ProposalGuard, Callable[[Admission], bool] | None], ...]
+Order = tuple[tuple[ProposalGuard, Callable[[Admission, GuardedService], bool] | None], ...]
 """The proposal guards in order, each with its ``passes`` (None: it is always awaited)."""
 
 
@@ -136,12 +136,14 @@ class ArgumentSchemas:
     """Nothing unchecked enters: every item satisfies the tool's schema declared in ``hitl.yaml`` and the one sent
     with the call. A refusal names every bad field."""
 
-    def passes(self, admission: Admission) -> bool:
+    def passes(self, admission: Admission, service: GuardedService) -> bool:
         """Every item satisfies both schemas (checked without collecting errors)."""
-        return all(
-            checked is None or all(checked.is_valid(item) for item in admission.items)
-            for checked in (admission.declared, admission.schema)
-        )
+        for checked in (admission.declared, admission.schema):
+            if checked is not None:
+                for item in admission.items:
+                    if not checked.is_valid(item):
+                        return False
+        return True
 
     async def admit(self, admission: Admission, service: GuardedService) -> None:
         items, tool = admission.items, admission.request.tool
@@ -166,6 +168,10 @@ class ArgumentSchemas:
 
 class HaltedProposals:
     """The stop switch: a halted tool's call is refused before anything is counted or stored."""
+
+    def passes(self, admission: Admission, service: GuardedService) -> bool:
+        """The switch's orders, read less than half a second ago, hold none (nothing to await)."""
+        return service.switch.clear()
 
     async def admit(self, admission: Admission, service: GuardedService) -> None:
         tool = admission.request.tool

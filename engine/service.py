@@ -30,9 +30,10 @@ from hitl.engine.domain.arg_schema import CompiledSchema, compile_schema, valida
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.drafts import ApprovalDrafts
 from hitl.engine.domain.edits import changes, changes_text, merge_patch
+from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import RESERVED_PREFIXES, Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
-from hitl.engine.domain.practice import SeededSpec
+from hitl.engine.domain.practice import PracticeSpec
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -99,6 +100,7 @@ class AnswerWindow:
             self.recorded.set_result(approval)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Proposal:
     """What the policy made of a proposed action."""
@@ -133,7 +135,7 @@ class ApprovalService:
         validate_args: schema check for modified arguments; optional.
         events: queues events for webhook subscribers; optional.
         spot_check: which autonomous actions are put to reviewers after the fact (``oversight.spot_check``).
-        seeded: which approvals get a practice twin with a planted defect (``oversight.seeded``).
+        practice: which approvals get a practice twin with a planted defect (``oversight.practice``).
         proposal_guards: what every proposal meets, in order, before anything is counted or stored.
         decision_guards: what every decision meets, in order, before the store's atomic step.
         subscribers: who observes each fact, in order.
@@ -150,7 +152,7 @@ class ApprovalService:
     validate_args: ArgsValidator | None = None
     events: EventSink | None = None
     spot_check: SpotCheckSpec = field(default_factory=SpotCheckSpec)
-    seeded: SeededSpec = field(default_factory=SeededSpec)
+    practice: PracticeSpec = field(default_factory=PracticeSpec)
     proposal_guards: Sequence[ProposalGuard] = PROPOSAL_GUARDS
     decision_guards: Sequence[DecisionGuard] = DECISION_GUARDS
     subscribers: Sequence[FactSubscriber] = SUBSCRIBERS
@@ -187,7 +189,7 @@ class ApprovalService:
             validate_args=validate_args,
             events=Outbox(store, clock, config.api.webhooks) if config.api.webhooks else None,
             spot_check=config.oversight.spot_check,
-            seeded=config.oversight.seeded,
+            practice=config.oversight.practice,
         )
 
     @property
@@ -266,7 +268,7 @@ class ApprovalService:
         if order is None or order[0] is not self.proposal_guards:  # worked out again when the list is replaced
             order = self._order = (self.proposal_guards, admission_order(self.proposal_guards))
         for guard, passes in order[1]:
-            if passes is None or not passes(admission):
+            if passes is None or not passes(admission, self):
                 await guard.admit(admission, self)
         action = ProposedAction(request, items, {"items": items} if batch is not None else items[0], requester)
         if plan is not None:

@@ -55,6 +55,12 @@ class StopSwitch:
             self._orders, self._read_at = orders, loop.time()
         return orders
 
+    def clear(self) -> bool:
+        """Whether the orders, read from the store less than :attr:`fresh_for` seconds ago, are none: True lets a
+        caller skip :meth:`covering` (False says only that it must ask)."""
+        read_at = self._read_at
+        return read_at is not None and not self._orders and asyncio.get_running_loop().time() - read_at < self.fresh_for
+
     async def covering(self, tool: str) -> HaltOrder | None:
         """The order that halts ``tool``, if any."""
         orders = await self.orders()

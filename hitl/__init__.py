@@ -19,6 +19,7 @@ from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.agents.runs import AgentResumer, AgentWatcher
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config, parse_config
+from hitl.engine.deprecations import HitlDeprecationWarning
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry, Page
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -43,6 +44,7 @@ __all__ = [
     "ErrorCode",
     "GateRefused",
     "HitlConfig",
+    "HitlDeprecationWarning",
     "InvalidInput",
     "NotFound",
     "Page",

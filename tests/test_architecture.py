@@ -35,7 +35,7 @@ TRANSPORTS = {"slack_bolt", "slack_sdk", "aiohttp"}
 PARTS = {"engine": ROOT / "engine", "bot": ROOT / "bot", "sandbox": ROOT / "hitl" / "sandbox", "root": ROOT / "hitl"}
 
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "deprecations"},
     {"domain", "clocks", "log_context", "tasks", "workers"},
     {"config", "workflow"},
     {"ports"},
@@ -250,6 +250,7 @@ def test_public_apis_are_pinned() -> None:
         "ErrorCode",
         "GateRefused",
         "HitlConfig",
+        "HitlDeprecationWarning",
         "InvalidInput",
         "NotFound",
         "Page",

@@ -111,11 +111,11 @@ def test_every_oversight_and_alerts_setting_is_documented() -> None:
     in the Oversight page."""
     from hitl.engine.config.oversight import OversightSpec
     from hitl.engine.domain.alerts import AlertFigure, AlertRule, AlertsSpec
-    from hitl.engine.domain.practice import Defect, SeededSpec
+    from hitl.engine.domain.practice import Defect, PracticeSpec
     from hitl.engine.domain.spot_checks import SpotCheckSpec
 
     page = (ROOT / "docs" / "pages" / "oversight.md").read_text()
-    keys = [*OversightSpec.model_fields, *SpotCheckSpec.model_fields, *SeededSpec.model_fields, *Defect.model_fields]
+    keys = [*OversightSpec.model_fields, *SpotCheckSpec.model_fields, *PracticeSpec.model_fields, *Defect.model_fields]
     keys += [*AlertsSpec.model_fields, *AlertRule.model_fields]
     missing = [key for key in keys if f"{key}:" not in page]
     missing += [str(f) for f in AlertFigure if str(f) not in page]

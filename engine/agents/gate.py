@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.hashing import action_hash, identical, normalize
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.records import ClaimState
@@ -44,6 +45,7 @@ _MAX_GENERATIONS = 10_000
 _CONSUMED = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
 
 
+@quick_init
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call an agent framework is about to make.
@@ -82,6 +84,7 @@ class ToolCall:
         return about
 
 
+@quick_init
 @dataclass(frozen=True)
 class Ticket:
     """What the gate says about a call: run (with ``args``), deny (tell the model ``message``), or pending."""

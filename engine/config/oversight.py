@@ -3,9 +3,12 @@ spot checks of what ran without a person."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
-from hitl.engine.domain.practice import SeededSpec
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hitl.engine.deprecations import warn_renamed
+from hitl.engine.domain.practice import PracticeSpec
 from hitl.engine.domain.spot_checks import SpotCheckSpec
 
 __all__ = ["OversightSpec"]
@@ -24,5 +27,16 @@ class OversightSpec(BaseModel):
     admin_role: str = Field(default="admin", min_length=1, max_length=100)
     spot_check: SpotCheckSpec = Field(default_factory=SpotCheckSpec)
     """A sample of the actions that ran without a person, put to reviewers after the fact."""
-    seeded: SeededSpec = Field(default_factory=SeededSpec)
+    practice: PracticeSpec = Field(default_factory=PracticeSpec)
     """Practice approvals: real ones copied with one planted defect, to see whether reviews catch it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        # ``seeded`` was this section's name until 0.2; it still works for one release, with a warning.
+        if isinstance(data, dict) and "seeded" in data:
+            if "practice" in data:
+                raise ValueError("oversight.seeded is the old name of oversight.practice: keep only practice")
+            warn_renamed("oversight.seeded", stacklevel=2)
+            data = {("practice" if k == "seeded" else k): v for k, v in data.items()}
+        return data

@@ -149,7 +149,7 @@ def _figure(rule: AlertRule, rows: Sequence[TallyRow], oldest: dict[tuple[str, s
     if rule.figure is AlertFigure.AUDIT_YIELD:
         return merged.audit_yield if merged.n(Outcome.SPOT_CHECKED) >= rule.min_count else None
     if rule.figure is AlertFigure.CATCH_RATE:
-        practised = merged.n(Outcome.SEEDED_CAUGHT) + merged.n(Outcome.SEEDED_MISSED)
+        practised = merged.n(Outcome.PRACTICE_CAUGHT) + merged.n(Outcome.PRACTICE_MISSED)
         return merged.catch_rate if practised >= rule.min_count else None
     if merged.decided < rule.min_count:
         return None

@@ -16,7 +16,7 @@ from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.ids import approval_id, new_session_id
 from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.policy import Policy, Verdict
-from hitl.engine.domain.practice import POST_AFTER, SeededSpec, defect_for, post_after
+from hitl.engine.domain.practice import POST_AFTER, PracticeSpec, defect_for, post_after
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.spot_checks import SPOT, SPOT_CHECK
@@ -159,7 +159,7 @@ class ApprovalDrafts:
             metadata={"tier": str(verdict.tier), "modifiable": False},
         )
 
-    def twin(self, real: Approval, spec: SeededSpec, *, now: float) -> Approval:
+    def twin(self, real: Approval, spec: PracticeSpec, *, now: float) -> Approval:
         """A practice twin of ``real``: the same tool, reviewers and wording, its arguments with one planted defect,
         in a session of its own; no run owns it and nothing executes it. Raises :class:`InvalidInput` when the
         planted arguments do not fit the schema (nothing unchecked enters)."""

@@ -31,7 +31,7 @@ class ApprovalKind(StrEnum):
     ACTION = "action"
     """A proposed call of a tool: it runs once approved (the only kind a Trust can grant anything for)."""
     PRACTICE = "practice"
-    """A seeded check: a copy of a real approval with a planted defect; nothing ever runs it."""
+    """A practice approval: a copy of a real approval with a planted defect; nothing ever runs it."""
     SPOT_CHECK = "spot_check"
     """An action that ran without a person, put to reviewers after the fact; nothing runs it."""
     DOUBT = "doubt"

@@ -11,6 +11,7 @@ evaluated fires (fail closed) and says so.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, time, tzinfo
@@ -21,6 +22,7 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from hitl.engine.domain.arg_schema import sample_args
+from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Tier
 from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
 from hitl.engine.errors import ErrorCode, PolicyError
@@ -62,6 +64,7 @@ class Fired:
     """The same reason as a reviewer reads it on the card (empty: the reason itself reads well)."""
 
 
+@quick_init
 @dataclass(frozen=True)
 class Verdict:
     """The policy's answer for one action."""
@@ -87,7 +90,7 @@ class Verdict:
         """Let through by a reviewer's Trust (a grant in the session), not by the policy alone."""
         return self.rule == "trusted"
 
-    @property
+    @functools.cached_property
     def told(self) -> bool:
         """Runs without a person, but reviewers are told (an FYI, audited first): a notify call, or one a Trust let
         through (what a Trust lets through is seen, not only granted)."""

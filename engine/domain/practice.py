@@ -1,10 +1,10 @@
-"""Seeded checks (practice approvals): now and then a copy of a real approval with one planted defect is put to the
+"""Practice approvals: now and then a copy of a real approval with one planted defect is put to the
 same reviewers, looking like any other, to measure whether reviews catch what they should (automation bias,
 rubber-stamping). Pure: no I/O.
 
 A practice approval belongs to no run and nothing ever executes it (every execution path refuses it); once decided,
 the reviewer is told privately that it was practice and whether the defect was caught (Reject or an edit catches
-it; Approve and Trust miss it). It never counts in the other measures: only in the seeded figures.
+it; Approve and Trust miss it). It never counts in the other measures: only in the practice figures.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ __all__ = [
     "POST_AFTER",
     "PRACTICE",
     "Defect",
-    "SeededSpec",
+    "PracticeSpec",
     "caught",
     "defect_for",
     "is_practice",
     "post_after",
     "practice_note",
-    "seeded",
+    "picked_for_practice",
 ]
 
 PRACTICE = ApprovalKind.PRACTICE
@@ -50,9 +50,9 @@ def _delay(value: object) -> float:
     return 0.0 if value in (0, 0.0, "0", "0s") else parse_duration(value)
 
 
-class SeededSpec(BaseModel):
-    """``oversight.seeded``: how often a real approval of a tool gets a practice twin (by tool, else by tier, else
-    ``rate``), the defects declared per tool (a tool without defects is never seeded), and how long a twin's card
+class PracticeSpec(BaseModel):
+    """``oversight.practice``: how often a real approval of a tool gets a practice twin (by tool, else by tier, else
+    ``rate``), the defects declared per tool (a tool without defects never gets a twin), and how long a twin's card
     may wait before it is posted."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,18 +66,18 @@ class SeededSpec(BaseModel):
     defects: dict[str, list[Defect]] = Field(default_factory=dict)
 
     def rate_for(self, tool: str, tier: str) -> float:
-        """The seeding rate of ``tool`` at ``tier`` (0 when it has no defects to plant)."""
+        """The practice rate of ``tool`` at ``tier`` (0 when it has no defects to plant)."""
         if not self.defects.get(tool):
             return 0.0
         return rate_for(tool, tier, tools=self.tools, tiers=self.tiers, rate=self.rate)
 
 
-def seeded(approval_id: str, rate: float) -> bool:
+def picked_for_practice(approval_id: str, rate: float) -> bool:
     """Whether the real approval ``approval_id`` gets a practice twin (a stable draw)."""
     return sampled(f"seed:{approval_id}", rate)
 
 
-def defect_for(spec: SeededSpec, tool: str, approval_id: str) -> Defect:
+def defect_for(spec: PracticeSpec, tool: str, approval_id: str) -> Defect:
     """Which of the tool's defects is planted in the twin of ``approval_id`` (a stable choice)."""
     choices = spec.defects[tool]
     return choices[int(draw(f"defect:{approval_id}") * len(choices)) % len(choices)]
@@ -87,7 +87,7 @@ POST_AFTER = "post_after"
 """A practice approval's metadata: when its card may be posted (epoch seconds)."""
 
 
-def post_after(spec: SeededSpec, now: float) -> float:
+def post_after(spec: PracticeSpec, now: float) -> float:
     """When a twin made at ``now`` may be posted: a random instant within ``spec.delay`` (not derived from anything
     a caller knows, so the gap between a real card and its twin's tells nothing)."""
     return now + secrets.SystemRandom().uniform(0.0, spec.delay) if spec.delay > 0 else now

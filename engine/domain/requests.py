@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import ApprovalKind, DecisionKind, Reviewer, Tier
 
 __all__ = ["DecideRequest", "ProposeRequest"]
 
 
+@quick_init
 @dataclass(frozen=True)
 class ProposeRequest:
     """A tool call someone wants to make: the policy decides whether a person must approve it first.
@@ -61,6 +63,7 @@ class ProposeRequest:
     kind: ApprovalKind = ApprovalKind.ACTION
 
 
+@quick_init
 @dataclass(frozen=True)
 class DecideRequest:
     """One person's decision on one approval, as a surface received it.

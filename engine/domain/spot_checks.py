@@ -8,6 +8,8 @@ rate (a flag is a correction), and toward the audit yield (flags per spot check)
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from hitl.engine.domain.models import Approval, ApprovalKind
@@ -31,7 +33,7 @@ class SpotCheckSpec(BaseModel):
     tools: dict[str, float] = Field(default_factory=dict)
     tiers: dict[str, float] = Field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def configured(self) -> bool:
         """Whether any action is ever sampled (most deployments: none, and then an allowed call looks nothing up)."""
         return bool(self.rate or self.tools or self.tiers)

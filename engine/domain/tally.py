@@ -14,6 +14,7 @@ from enum import StrEnum
 
 __all__ = [
     "LATENCY_BUCKETS",
+    "LEGACY_FIELDS",
     "Outcome",
     "TallyKey",
     "TallyRow",
@@ -43,11 +44,11 @@ class Outcome(StrEnum):
     """An autonomous action put to reviewers after the fact (a spot check)."""
     SPOT_FLAGGED = "spot_flagged"
     """A spot check a reviewer flagged (it also counts as a rejection: a correction)."""
-    SEEDED = "seeded"
+    PRACTICE = "practice"
     """A practice approval put to reviewers (a real one copied with a planted defect)."""
-    SEEDED_CAUGHT = "seeded_caught"
+    PRACTICE_CAUGHT = "practice_caught"
     """A practice approval whose planted defect the reviewers caught (rejected or edited)."""
-    SEEDED_MISSED = "seeded_missed"
+    PRACTICE_MISSED = "practice_missed"
     """A practice approval the reviewers approved: its planted defect was missed."""
 
 
@@ -131,8 +132,8 @@ class TallyRow:
     @property
     def catch_rate(self) -> float | None:
         """Share of decided practice approvals whose planted defect was caught (None: none decided)."""
-        decided = self.n(Outcome.SEEDED_CAUGHT) + self.n(Outcome.SEEDED_MISSED)
-        return self.n(Outcome.SEEDED_CAUGHT) / decided if decided else None
+        decided = self.n(Outcome.PRACTICE_CAUGHT) + self.n(Outcome.PRACTICE_MISSED)
+        return self.n(Outcome.PRACTICE_CAUGHT) / decided if decided else None
 
     @property
     def latency_buckets(self) -> list[tuple[float, int]]:
@@ -161,9 +162,20 @@ class TallyRow:
         return next(bound for bound, seen in self.latency_buckets if seen >= q * count)
 
 
+LEGACY_FIELDS = {
+    "seeded": Outcome.PRACTICE,
+    "seeded_caught": Outcome.PRACTICE_CAUGHT,
+    "seeded_missed": Outcome.PRACTICE_MISSED,
+}
+"""Count fields hitl 0.1 stored under older names, read as today's: the hours counted then keep counting in the
+same figures until retention drops them (no store rewrites its tallies)."""
+
+
 def summarize(raw: Mapping[tuple[str, str, str], float]) -> list[TallyRow]:
-    """Rows per (tool, tier) from summed (tool, tier, field) counts, sorted by tool and tier."""
+    """Rows per (tool, tier) from summed (tool, tier, field) counts, sorted by tool and tier (fields stored under
+    an older name counted under today's: :data:`LEGACY_FIELDS`)."""
     rows: dict[tuple[str, str], dict[str, float]] = {}
-    for (tool, tier, name), value in raw.items():
+    for (tool, tier, stored), value in raw.items():
+        name = str(LEGACY_FIELDS.get(stored, stored))
         rows.setdefault((tool, tier), {})[name] = rows.get((tool, tier), {}).get(name, 0.0) + value
     return [TallyRow(tool, tier, counts) for (tool, tier), counts in sorted(rows.items())]

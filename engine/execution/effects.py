@@ -279,10 +279,10 @@ def refuse_non_actions(approval: Approval | None) -> None:
 
 def never_run(check: Approval) -> EngineError:
     """The refusal every execution path gives a spot check (it looked at an action that already ran) and a practice
-    approval (a seeded check: no caller's action)."""
+    approval (no caller's action)."""
     what = (
         "a spot check of an action that already ran: it is answered (Looks right / Flag)"
         if is_spot_check(check)
-        else "a practice approval (a seeded check): no caller's action"
+        else "a practice approval: no caller's action"
     )
     return EngineError(f"{check.id} is {what}, never run", code=ErrorCode.ACTION_REJECTED, approval_id=check.id)

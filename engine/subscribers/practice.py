@@ -1,11 +1,11 @@
-"""Practice twins (``oversight.seeded``): a sample of real approvals gets a copy with one planted defect, to
+"""Practice twins (``oversight.practice``): a sample of real approvals gets a copy with one planted defect, to
 measure whether reviewers catch it. A twin grants nothing and nothing executes it."""
 
 from __future__ import annotations
 
 import logging
 
-from hitl.engine.domain.practice import is_practice, seeded
+from hitl.engine.domain.practice import is_practice, picked_for_practice
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
 from hitl.engine.facts import Fact, Proposed, Service
@@ -26,10 +26,10 @@ class PracticeTwins:
         real = fact.approval
         if is_spot_check(real) or is_practice(real):
             return
-        if not seeded(real.id, service.seeded.rate_for(real.tool, str(real.tier))):
+        if not picked_for_practice(real.id, service.practice.rate_for(real.tool, str(real.tier))):
             return
         try:
-            twin = service.drafts.twin(real, service.seeded, now=service.clock.now())
+            twin = service.drafts.twin(real, service.practice, now=service.clock.now())
         except InvalidInput as exc:  # arguments the schema refuses are not planted (nothing unchecked enters)
             log.warning("a practice defect for %s does not fit its schema; not planted: %s", real.tool, exc)
             return

@@ -35,7 +35,7 @@ async def _asked(a: Approval, service: Service) -> None:
     if is_spot_check(a):  # counted for the audit yield, under the tool and tier it looks at
         await _count(service, checked_tool(a), str(a.metadata.get("tier", "")), Outcome.SPOT_CHECKED, a.created_at)
     elif is_practice(a):  # never in the other measures
-        await _count(service, a.tool, str(a.tier), Outcome.SEEDED, a.created_at)
+        await _count(service, a.tool, str(a.tier), Outcome.PRACTICE, a.created_at)
     else:
         await _count(service, a.tool, str(a.tier), Outcome.ASKED, a.created_at)
 
@@ -47,7 +47,9 @@ async def _decided(a: Approval, outcome: Outcome | None, service: Service) -> No
     if is_practice(a):
         found = caught(a)
         if found is not None:
-            await _count(service, a.tool, str(a.tier), Outcome.SEEDED_CAUGHT if found else Outcome.SEEDED_MISSED, now)
+            await _count(
+                service, a.tool, str(a.tier), Outcome.PRACTICE_CAUGHT if found else Outcome.PRACTICE_MISSED, now
+            )
     elif is_spot_check(a):  # counts toward its tool's correction rate (a flag is a correction) and audit yield
         tool, tier = checked_tool(a), str(a.metadata.get("tier", ""))
         await _count(service, tool, tier, outcome, now)

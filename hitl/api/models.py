@@ -188,7 +188,7 @@ class ApprovalView(_Out):
     """Only in an admin's listing of practice approvals (``/practice``): the ``defect`` planted, what it ``says``,
     and the approval it is a copy ``of``."""
     practice: str | None = None
-    """Only in the answer to the decision that ended a practice approval (a seeded check): that it was one, and
+    """Only in the answer to the decision that ended a practice approval: that it was one, and
     whether its planted defect was caught."""
     audit: list[AuditView] | None = None
     """From ``GET /approvals/{id}``: the approval's audit trail, oldest first."""

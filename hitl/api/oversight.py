@@ -91,7 +91,7 @@ async def reviewers(request: web.Request) -> web.Response:
 
 
 async def practice(request: web.Request) -> web.Response:
-    """The practice approvals still waiting (seeded checks; admin only)."""
+    """The practice approvals still waiting (admin only)."""
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.ADMIN)
     try:

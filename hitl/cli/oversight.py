@@ -191,9 +191,9 @@ def _print_order(out: Out, verb: str, o: HaltOrder, *, resumed: int | None = Non
 def practice(
     reviewer: AsOpt = None, as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None
 ) -> None:
-    """List the practice approvals still waiting (seeded checks; the admin role only).
+    """List the practice approvals still waiting (the admin role only).
 
-    Each is a copy of a real approval with one planted defect (hitl.yaml oversight.seeded); reviewers see it as any
+    Each is a copy of a real approval with one planted defect (hitl.yaml oversight.practice); reviewers see it as any
     other, and are told once they decided it."""
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)

@@ -12,6 +12,7 @@ from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
 from hitl.cli.output import Out
+from hitl.engine.deprecations import RENAMED
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.tally import Outcome, TallyRow, summarize
 from hitl.engine.runtime.process import open_runtime
@@ -35,8 +36,9 @@ def _span(seconds: float | None) -> str:
 
 
 def row_json(r: TallyRow) -> dict[str, Any]:
-    """One row of ``hitl stats`` as JSON."""
-    return {
+    """One row of ``hitl stats`` as JSON (with the fields renamed in 0.2 under their old names too, for one
+    release)."""
+    row = {
         "tool": r.tool,
         "tier": r.tier,
         "actions": r.actions,
@@ -44,7 +46,7 @@ def row_json(r: TallyRow) -> dict[str, Any]:
         "autonomous_completion_rate": r.autonomous_rate,
         "correction_rate": r.correction_rate,
         "audit_yield": r.audit_yield,
-        "seeded_catch_rate": r.catch_rate,
+        "practice_catch_rate": r.catch_rate,
         "intervention_latency": {
             "count": r.latency_count,
             "sum_seconds": r.latency_sum,
@@ -53,6 +55,7 @@ def row_json(r: TallyRow) -> dict[str, Any]:
             "buckets": [{"le": "+Inf" if b == float("inf") else b, "count": n} for b, n in r.latency_buckets],
         },
     }
+    return row | {old: row[renamed.new] for old, renamed in RENAMED.items() if renamed.new in row}
 
 
 def stats(
@@ -111,11 +114,11 @@ def stats(
                 _pct(every.audit_yield),
                 (")", "dim"),
             )
-        if every.n(Outcome.SEEDED):
+        if every.n(Outcome.PRACTICE):
             out.text(
                 ("practice approvals ", "dim"),
-                f"{every.n(Outcome.SEEDED)}, caught {every.n(Outcome.SEEDED_CAUGHT)}, missed "
-                f"{every.n(Outcome.SEEDED_MISSED)} ",
+                f"{every.n(Outcome.PRACTICE)}, caught {every.n(Outcome.PRACTICE_CAUGHT)}, missed "
+                f"{every.n(Outcome.PRACTICE_MISSED)} ",
                 ("(caught ", "dim"),
                 _pct(every.catch_rate),
                 (")", "dim"),

@@ -156,7 +156,7 @@ def _story_config(tmp: str) -> str:
     config["policy"]["tools"]["reorder_stock"] = {"tier": "approve", "role": "support"}
     config["oversight"] = {
         "spot_check": {"tools": {"check_stock": 1.0}},
-        "seeded": {
+        "practice": {
             "delay": 0,  # the story shows the twin's card at once; a deployment lets it come a while after
             "tools": {"reorder_stock": 1.0},
             "defects": {"reorder_stock": [{"name": "too_many", "set": {"quantity": 10000}, "says": "10,000 mugs"}]},
@@ -354,7 +354,7 @@ async def _practice_and_the_stop_switch(sb: Sandbox, t: _Transcript) -> bool:
     """Steps 9-10: a practice twin missed, and the stop switch."""
     ok = True
     svc = sb.rt.runtime.contexts.default.service
-    t.step("9. A seeded check: a reorder's approval gets a practice twin with a planted defect; U_SUPPORT1 misses it")
+    t.step("9. Practice: a reorder's approval gets a practice twin with a planted defect; U_SUPPORT1 misses it")
     order = await svc.propose(ProposeRequest("reorder_stock", {"sku": "MUG-1", "quantity": 10}, session_id="ops-7"))
     await _settle(sb)
     assert order.approval is not None

@@ -17,7 +17,7 @@ from hitl.api.unauthenticated import Unauthenticated
 
 from .gateway import Gateway
 
-__all__ = ["BearerGate", "BodyDeadline", "serve_http", "serve_stdio"]
+__all__ = ["BearerAuth", "BodyDeadline", "serve_http", "serve_stdio"]
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ async def serve_stdio(gateway: Gateway) -> None:
         await gateway.server.run(read, write, gateway.server.create_initialization_options())
 
 
-class BearerGate:
+class BearerAuth:
     """ASGI middleware: a request without a bearer token the gateway accepts (``propose`` scope) gets 401 before
     the MCP app sees it, and is audited (as the API's are); the gateway still
     checks the token of every call it serves (its own identity)."""
@@ -123,7 +123,7 @@ async def serve_http(gateway: Gateway, *, host: str, port: int) -> None:
     """Streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled (DNS-rebinding protection on for localhost),
     each client authenticated by its bearer token."""
     app = BodyDeadline(
-        BearerGate(gateway.server.streamable_http_app(host=host), gateway),
+        BearerAuth(gateway.server.streamable_http_app(host=host), gateway),
         seconds=float(os.environ.get("HITL_BODY_DEADLINE", "10")),
     )
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))

@@ -35,9 +35,9 @@ TOKENS = {
 
 WEBHOOK_SECRET = "whsec-test-only"
 
-SEEDED = """
+PRACTICE = """
 oversight:
-  seeded:
+  practice:
     delay: 0
     tools: {refund: 1.0}
     defects:
@@ -142,10 +142,10 @@ async def trusted_refund(api: Api) -> None:
 
 
 @pytest.fixture
-async def seeded_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
-    """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`SEEDED`)."""
+async def practice_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
+    """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`PRACTICE`)."""
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=SEEDED) as made:
+    async with sqlite_api(tmp_path, clock, extra=PRACTICE) as made:
         yield made
 
 
@@ -167,4 +167,4 @@ async def api(
     await hooks.runner.cleanup()
 
 
-__all__ = ["SEEDED", "TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config", "sqlite_api", "trusted_refund"]
+__all__ = ["PRACTICE", "TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config", "sqlite_api", "trusted_refund"]

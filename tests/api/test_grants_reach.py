@@ -20,7 +20,7 @@ import pytest
 from hitl.bot.blocks import ACTION_TRUST
 from hitl.engine.domain.ids import approval_id
 from hitl.testing import FakeClock
-from tests.api.conftest import SEEDED, WEBHOOK_SECRET, Api, sqlite_api
+from tests.api.conftest import PRACTICE, WEBHOOK_SECRET, Api, sqlite_api
 
 ARGS = {"order_id": "78291", "customer_id": "C-1", "amount": 49}
 
@@ -87,8 +87,8 @@ async def test_another_identitys_approval_is_not_there_for_a_token(api: Api) -> 
     assert status == 200 and claimed["acquired"] is True  # the identity that asked still has it
 
 
-async def test_a_trust_on_a_practice_approval_grants_nothing_and_the_agent_never_sees_it(seeded_api: Api) -> None:
-    api = seeded_api
+async def test_a_trust_on_a_practice_approval_grants_nothing_and_the_agent_never_sees_it(practice_api: Api) -> None:
+    api = practice_api
     status, asked = await api.call("POST", "/proposals", as_="agent", json=_proposal("s-real", "k1"))
     real = asked["approval"]["id"]
     status, listed = await api.call("GET", "/practice", as_="admin")
@@ -140,7 +140,7 @@ async def test_a_twin_and_its_real_approval_look_alike_on_every_surface(
     the API's view and in the webhook events (keys, types and id forms; the values masked)."""
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
     monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
-    async with sqlite_api(tmp_path, clock, extra=SEEDED, hooks=True) as api:
+    async with sqlite_api(tmp_path, clock, extra=PRACTICE, hooks=True) as api:
         status, asked = await api.call("POST", "/proposals", as_="agent", json=_proposal("s-real", "call-7"))
         real = asked["approval"]["id"]
         [twin] = (await api.call("GET", "/practice", as_="admin"))[1]["items"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from tests.api.conftest import Api
 
 
-async def test_only_admins_list_practice_and_the_decider_is_told(seeded_api: Api) -> None:
-    api = seeded_api
+async def test_only_admins_list_practice_and_the_decider_is_told(practice_api: Api) -> None:
+    api = practice_api
     args = {"order_id": "78291", "customer_id": "C-1", "amount": 120}
     body = {"session": "s1", "tool": "refund", "args": args, "idempotency_key": "k1"}
     status, proposal = await api.call("POST", "/proposals", as_="agent", json=body)

@@ -60,7 +60,7 @@ def test_alert_rules_read_the_figures_per_tool_and_tier() -> None:
             ]
         }
     )
-    counts = {"seeded_caught": 1.0, "seeded_missed": 3.0, "spot_checked": 4.0, "spot_flagged": 2.0}
+    counts = {"practice_caught": 1.0, "practice_missed": 3.0, "spot_checked": 4.0, "spot_flagged": 2.0}
     low, flags = evaluate(practice, [TallyRow("refund", "approve", counts)], {})
     assert (low.value, low.firing, flags.value, flags.firing) == (0.25, True, 0.5, True)
     few = evaluate(spec, [TallyRow("refund", "approve", {"rejected": 1})], {})

@@ -16,7 +16,7 @@ import httpx2
 
 from hitl.bot.blocks import card
 from hitl.engine.domain.models import DecisionKind, Status
-from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
+from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.ports import free_port
 from tests.processes import stop_process
@@ -260,23 +260,23 @@ async def test_a_halt_reaches_the_gateway_process_and_nothing_runs_until_it_is_l
 
 
 async def test_a_practice_twin_never_reaches_the_gateways_caller(tmp_path: Path) -> None:
-    """Seeded checks through the gateway: the call's approval gets a practice twin; approving the twin runs nothing
+    """Practice approvals through the gateway: the call's approval gets a practice twin; approving the twin runs nothing
     and answers nobody; the client's own call is decided by its own approval."""
-    seeded = make_shop(tmp_path, wait="20s", extra=SEEDED_CONFIG)
+    practising = make_shop(tmp_path, wait="20s", extra=PRACTICE_CONFIG)
     try:
-        async with seeded.client() as client:
+        async with practising.client() as client:
             call = asyncio.create_task(client.call_tool("refund", {"order_id": "5", "amount": 30}))
-            both = await seeded.pending(count=2)
+            both = await practising.pending(count=2)
             [real] = [a for a in both if "of" not in a.metadata]
             [twin] = [a for a in both if a.metadata.get("of") == real.id]
-            await seeded.decide(twin, DecisionKind.APPROVE)  # the planted defect missed: still, nothing runs
-            assert seeded.effects() == [] and not call.done()
-            await seeded.decide(real, DecisionKind.REJECT, reason="not this order")
+            await practising.decide(twin, DecisionKind.APPROVE)  # the planted defect missed: still, nothing runs
+            assert practising.effects() == [] and not call.done()
+            await practising.decide(real, DecisionKind.REJECT, reason="not this order")
             result = await asyncio.wait_for(call, 30)
         assert result.is_error and "not this order" in text_of(result)
-        assert seeded.effects() == []
+        assert practising.effects() == []
     finally:
-        await seeded.store.close()
+        await practising.store.close()
 
 
 async def test_each_http_client_is_its_own_identity_and_needs_a_token(shop: Shop) -> None:

@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
-from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
+from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from hitl.temporal import Decision
 from tests.temporal.conftest import CONFIG, Stand
 from tests.temporal.workflows import RefundWorkflow
@@ -133,9 +133,9 @@ async def test_a_halt_denies_the_workflows_call_and_nothing_runs(stand: Stand) -
 
 
 async def test_a_practice_twin_is_never_delivered_to_the_workflow(stand: Stand) -> None:
-    """Seeded checks under Temporal: the workflow's approval gets a practice twin; approving the twin delivers
+    """Practice approvals under Temporal: the workflow's approval gets a practice twin; approving the twin delivers
     nothing and runs nothing; the workflow goes on with its own approval, once."""
-    stand.service.seeded = parse_config(CONFIG + SEEDED_CONFIG).oversight.seeded
+    stand.service.practice = parse_config(CONFIG + PRACTICE_CONFIG).oversight.practice
     async with stand.worker():
         handle = await stand.start()
 

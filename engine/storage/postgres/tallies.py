@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
+from typing import Any
 
 from hitl.engine.domain.tally import TallyKey, hour_of
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
@@ -18,8 +19,8 @@ class PgTallies:
         self.db = db
         self.buffer = TallyBuffer(self._write)
 
-    async def add(self, counts: Mapping[TallyKey, float], *, now: float) -> None:
-        await self.buffer.add(counts, now=now)
+    def add(self, counts: Mapping[TallyKey, float], *, now: float) -> Coroutine[Any, Any, None]:
+        return self.buffer.add(counts, now=now)  # the buffer's own coroutine: every allowed call passes here
 
     async def flush(self) -> None:
         await self.buffer.flush()

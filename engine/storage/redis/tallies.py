@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
+from typing import Any
 
 from hitl.engine.domain.retention import TALLY_KEEP
 from hitl.engine.domain.tally import TallyKey, hour_of
@@ -28,8 +29,8 @@ class RedisTallies:
         return f"{self.conn.p}:tally:{hour}"
 
     @in_memory  # held in the buffer; when it writes, it writes through the guarded `write`
-    async def add(self, counts: Mapping[TallyKey, float], *, now: float) -> None:
-        await self.buffer.add(counts, now=now)
+    def add(self, counts: Mapping[TallyKey, float], *, now: float) -> Coroutine[Any, Any, None]:
+        return self.buffer.add(counts, now=now)  # the buffer's own coroutine: every allowed call passes here
 
     async def flush(self) -> None:
         await self.buffer.flush()

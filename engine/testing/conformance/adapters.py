@@ -513,9 +513,9 @@ class AdapterConformance(abc.ABC):
 
     # -- 15 -----------------------------------------------------------------------------------------------
     async def test_a_practice_twin_never_reaches_or_runs_in_the_agent(self, world: AgentWorld) -> None:
-        """Seeded checks: the agent's approval gets a practice twin (a planted defect, a session of its own) that
+        """Practice approvals: the agent's approval gets a practice twin (a planted defect, a session of its own) that
         reviewers decide like any other; approving it runs nothing, and the agent goes on with its own approval."""
-        world.config = parse_config(ADAPTER_CONFIG + SEEDED_CONFIG)
+        world.config = parse_config(ADAPTER_CONFIG + PRACTICE_CONFIG)
         h = self.harness(world)
         run = await h.start([refund("c1", "P1", 30)], session="s-practice")
         (a,) = await self.pending(world, "s-practice")
@@ -529,9 +529,9 @@ class AdapterConformance(abc.ABC):
         assert world.ledger.rows() == [("refund", "P1", 30.0)] and "refunded 30" in seen.results["c1"]
 
 
-SEEDED_CONFIG = """
+PRACTICE_CONFIG = """
 oversight:
-  seeded:
+  practice:
     delay: 0
     tools: {refund: 1.0}
     defects:

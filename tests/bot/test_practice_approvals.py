@@ -1,7 +1,7 @@
-"""Seeded checks (``oversight.seeded``), on both stores: a real approval now and then gets a practice twin with one
-planted defect, posted to the same reviewers and looking like any other; nothing ever executes it; once decided
+"""Practice approvals (``oversight.practice``), on both stores: a real approval now and then gets a practice twin
+with one planted defect, posted to the same reviewers and looking like any other; nothing ever executes it; once decided
 (a quorum included) the decider alone is told it was practice and whether they caught the defect; it counts only
-in the seeded figures."""
+in the practice figures."""
 
 from __future__ import annotations
 
@@ -20,12 +20,10 @@ from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError, NotFound
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing.conformance.adapters import SEEDED_CONFIG
+from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS
 from tests.bot.conftest import CONFIG, Harness, harness_on, start, stop
-
-SEEDED = SEEDED_CONFIG
 
 
 @pytest.fixture(params=BACKENDS)
@@ -33,7 +31,7 @@ async def h(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    async with harness_on(request, tmp_path, clock, CONFIG.read_text() + SEEDED) as harness:
+    async with harness_on(request, tmp_path, clock, CONFIG.read_text() + PRACTICE_CONFIG) as harness:
         yield harness
 
 
@@ -93,9 +91,9 @@ async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_dec
     [row] = [r for r in summarize(await h.rt.store.tallies.read(since=now - 86400, now=now + 1)) if r.tier == "approve"]
     assert (
         row.counts.get("asked"),
-        row.counts.get("seeded"),
-        row.counts.get("seeded_caught"),
-        row.counts.get("seeded_missed"),
+        row.counts.get("practice"),
+        row.counts.get("practice_caught"),
+        row.counts.get("practice_missed"),
     ) == (
         2,
         2.0,
@@ -109,10 +107,10 @@ async def test_a_twins_card_comes_a_random_while_after_its_real_ones(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Posted right beside its real card, a twin would be easy to tell apart: its card waits a random share of
-    ``oversight.seeded.delay``, and the sweep posts it once that moment has come (the time comes from the clock)."""
+    ``oversight.practice.delay``, and the sweep posts it once that moment has come (the time comes from the clock)."""
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
     config = tmp_path / "later.yaml"  # the store does not matter here: SQLite
-    config.write_text(CONFIG.read_text() + SEEDED.replace("delay: 0", "delay: 10m"))
+    config.write_text(CONFIG.read_text() + PRACTICE_CONFIG.replace("delay: 0", "delay: 10m"))
     h = await start(SqliteStore(tmp_path / "later.db"), clock, config=config)
     try:
         real, twin = await real_and_twin(h, 120, "s-later")
