@@ -95,6 +95,7 @@ def slack_side(
         replica=replica,
         metrics=metrics,
         backoff=backoff,
+        declared=config.declared_schema,
     )
     return SlackSide(client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics)
 

@@ -7,58 +7,51 @@ an old card is detected.
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from hitl.bot.escape import code_block, inert, label
+from hitl.bot.arguments import argument_blocks
+from hitl.bot.button_values import button_value
+from hitl.bot.controls import (
+    ACTION_VIEW_ALL,
+    controls,
+    trust_scope,
+    utc_time,
+)
+from hitl.bot.escape import label
+from hitl.engine.domain.display import graphemes_cut, reveal, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
 from hitl.engine.runner.step_context import DOUBT
-from hitl.engine.service import TRUST_TTL
 
 __all__ = [
-    "ACTION_APPROVE",
-    "ACTION_FEEDBACK",
-    "ACTION_MODIFY",
-    "ACTION_REJECT",
-    "ACTION_TRUST",
-    "ACTION_VIEW_ALL",
     "EVIDENCE",
     "EVIDENCE_LABEL",
     "HALTED",
-    "button_value",
     "card",
     "card_text",
+    "COMPACT_BUDGET",
     "compact_card",
     "evidence_blocks",
     "expires_in",
     "halt_notice",
     "headline",
-    "parse_button_value",
     "relative",
-    "trust_scope",
+    "value_box",
     "when",
     "who",
 ]
 
-ACTION_APPROVE = "hitl_approve"
-ACTION_REJECT = "hitl_reject"
-ACTION_MODIFY = "hitl_modify"
-ACTION_TRUST = "hitl_trust"
-ACTION_VIEW_ALL = "hitl_view_all"
-ACTION_FEEDBACK = "hitl_feedback"
 EVIDENCE_LABEL = "hitl_evidence_label"
 EVIDENCE = "hitl_evidence"
 """The block ids of the untrusted evidence: the last blocks of a card, never next to its controls."""
 HALTED = "hitl_halted"
 """The block id of the stop switch's notice on a card."""
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
-# The exact grammar, ASCII only: no Unicode digits, no leading zeros, no trailing newline.
-_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([1-9][0-9]{0,8})\|([0-9a-f]{64})", re.ASCII)
 
 _TITLES = {
     Status.PENDING: "Approval needed",
@@ -84,18 +77,6 @@ _ICONS = {
 }
 
 
-def button_value(a: Approval) -> str:
-    """What a card's buttons carry: the approval's id, version and full action hash (a click binds to exactly this)."""
-    # The full hash (not a prefix): the click is bound to exactly this action, and the decide needs no read first.
-    return f"{a.id}|{a.version}|{a.action_hash}"
-
-
-def parse_button_value(value: str) -> tuple[str, int, str] | None:
-    """``(approval id, version, action hash)`` or None for anything malformed or tampered with."""
-    m = _VALUE.fullmatch(value) if isinstance(value, str) else None
-    return (m.group(1), int(m.group(2)), m.group(3)) if m else None
-
-
 def who(reviewer: str) -> str:
     """A Slack user as a mention; any other identity (cli:alice, auto-approve) escaped as text."""
     return f"<@{reviewer}>" if _SLACK_USER.match(reviewer) else f"`{label(reviewer, 80)}`"
@@ -103,7 +84,7 @@ def who(reviewer: str) -> str:
 
 def when(ts: float) -> str:
     """Slack renders the date in the reader's timezone; the fallback names its zone (UTC)."""
-    return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{_utc(ts)}>"
+    return f"<!date^{int(ts)}^{{date_short_pretty}} {{time}}|{utc_time(ts)}>"
 
 
 def relative(ts: float, now: float) -> str:
@@ -126,19 +107,20 @@ def relative(ts: float, now: float) -> str:
 
 def headline(a: Approval) -> str:
     """What the approval is about, in a few words: the tool's ``summary:`` sentence for the arguments as proposed,
-    else the tool's name ("Did it happen? <tool>" for an effect in doubt). Plain text: the sentence carries argument
-    values, so Slack's control characters are replaced, and it is never formatted."""
+    else the tool's name ("Did it happen? <tool>" for an effect in doubt). Plain text, never formatted: the
+    sentence delimits every value it carries (:mod:`hitl.engine.domain.summary`); a surface that shows it as mrkdwn
+    escapes it."""
     if _in_doubt(a):
         return f"Did it happen? {a.tool.removeprefix(DOUBT)}"
     if is_spot_check(a):
         return _spot_title(a.model_copy(update={"status": Status.PENDING}))
     if a.summary and a.approved_args is None:  # the sentence describes the arguments as proposed
-        return a.summary.replace("<", "‹").replace(">", "›").replace("&", "＆")
+        return a.summary
     return a.tool
 
 
 def _spot_title(a: Approval) -> str:
-    what = a.summary.replace("<", "‹").replace(">", "›").replace("&", "＆") if a.summary else checked_tool(a)
+    what = a.summary if a.summary else checked_tool(a)
     verdict = {Status.PENDING: "Spot check", Status.APPROVED: "Looks right", Status.REJECTED: "Flagged"}
     return f"{verdict.get(a.status, 'Spot check ' + str(a.status))}: {what}"
 
@@ -157,11 +139,22 @@ def card_text(a: Approval) -> str:
 
 
 def card(
-    a: Approval, *, now: float, live: bool = True, detail: bool = False, halt: HaltOrder | None = None
+    a: Approval,
+    *,
+    now: float,
+    live: bool = True,
+    detail: bool = False,
+    halt: HaltOrder | None = None,
+    declared: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The review card for ``a`` in its current state. Controls only while it is pending. ``detail`` (``/hitl
     show``): also the policy's own account, its tier, rule and every rule that fired. ``halt``: the stop switch's
-    order covering its tool: the card says so, and only Reject stays."""
+    order covering its tool: the card says so, and only Reject stays. ``declared``: the tool's schema in
+    ``hitl.yaml``, the only source of the arguments' titles, help and currency.
+
+    hitl's own fields come first, each behind an emoji no argument can draw (arguments are rich text, where an
+    emoji is its own element); the arguments follow in boxes; the ids and the hash come after the decision; the
+    untrusted evidence last, quoted, in a style nothing else uses."""
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
@@ -186,33 +179,57 @@ def card(
         )
     elif a.why or a.reasons:
         why = "\n".join(f"• {label(r, 300)}" for r in (a.why or a.reasons)[:6])
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Why it needs review*\n{why}"}})
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f":mag: *Why it needs review*\n{why}"}})
     if detail:
         rules = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:8])
         policy = f"*Policy*: tier `{a.tier}`, rule `{label(a.rule, 60)}`\n{rules}"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": policy[:2900]}]})
-    blocks += _action_blocks(a)
+    blocks += _action_blocks(a, declared)
+    if detail and a.args_schema is not None and a.args_schema != declared:
+        blocks += _sent_schema(a.args_schema)
     if a.status is not Status.PENDING:
-        blocks.append(_outcome(a))
+        blocks += _outcome(a)
     elif a.decisions:
         blocks.append(_progress(a))
     if a.status is Status.PENDING and live:
-        blocks += [{"type": "divider"}, _controls(a, halted=halt is not None)]
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [{"type": "mrkdwn", "text": f"Or: `/hitl approve {a.id}`  ·  `/hitl show {a.id}`"}],
-            }
-        )
+        blocks += [{"type": "divider"}, controls(a, halted=halt is not None)]
+    blocks.append(_identity(a, commands=a.status is Status.PENDING and live))
     if a.evidence:
         blocks += [{"type": "divider"}, *evidence_blocks(a.evidence)]
     return blocks
 
 
+def _sent_schema(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The schema the caller sent, as the untrusted text it is: it checked the arguments, and labels nothing."""
+    return [
+        {
+            "type": "context",
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": ":warning: *Schema sent with the call* (untrusted: it checked the arguments; its titles "
+                    "and descriptions label nothing)",
+                }
+            ],
+        },
+        value_box("hitl_sent_schema", show(dict(schema)).text, 1500),
+    ]
+
+
+def _identity(a: Approval, *, commands: bool) -> dict[str, Any]:
+    """The approval's id, version and action hash, below the decision (and the commands that decide it)."""
+    ids = f"Approval {a.id} v{a.version} · action hash {short_hash(a.action_hash)}"
+    text = f"Or: `/hitl approve {a.id}`  ·  `/hitl show {a.id}`\n{ids}" if commands else ids
+    return {"type": "context", "block_id": f"hitl_ids:{a.id}", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
 def evidence_blocks(evidence: str) -> list[dict[str, Any]]:
-    """The untrusted evidence, after the controls and apart from them: a label, then the text in a style no trusted
-    block uses (small, each line as literal code: escaped, so nothing in it formats, mentions or links)."""
-    lines = [f"`{line}`" for line in inert(evidence, 1800).split("\n") if line.strip()]
+    """The untrusted evidence, after the controls and apart from them: a label, then the text quoted and in italics
+    (a style no trusted block, id or argument uses), as rich text: nothing in it formats, mentions or links, and
+    its hidden characters are marked where they were."""
+    shown, _ = reveal(evidence, keep="\n\t")
+    excerpt = graphemes_cut(shown, 1800)
+    text = excerpt + ("…" if excerpt != shown else "")
     return [
         {
             "type": "context",
@@ -226,19 +243,32 @@ def evidence_blocks(evidence: str) -> list[dict[str, Any]]:
             ],
         },
         {
-            "type": "context",
+            "type": "rich_text",
             "block_id": EVIDENCE,
-            "elements": [{"type": "mrkdwn", "text": "\n".join(lines) or "` `", "verbatim": True}],
+            "elements": [
+                {
+                    "type": "rich_text_quote",
+                    "elements": [{"type": "text", "text": text or " ", "style": {"italic": True}}],
+                }
+            ],
         },
     ]
 
 
+COMPACT_BUDGET = 600
+"""Characters of values a compact card shows (``/hitl pending`` lists eight in one message)."""
+
+
 def compact_card(a: Approval, *, now: float) -> list[dict[str, Any]]:
-    """Header, fields, arguments and controls: for lists such as ``/hitl pending``."""
+    """Header, fields, the arguments (shorter), controls and the id: for lists such as ``/hitl pending``."""
     blocks = card(a, now=now)
-    keep = [blocks[0], blocks[1], *_action_blocks(a)[:1]]
+    keep = [
+        blocks[0],
+        blocks[1],
+        *[b for b in argument_blocks(a, None, budget=COMPACT_BUDGET) if b["type"] != "actions"],
+    ]
     controls = [b for b in blocks if b["type"] == "actions" and str(b.get("block_id", "")).startswith("hitl_actions")]
-    return keep + controls
+    return [*keep, *controls, _identity(a, commands=False)]
 
 
 def expires_in(a: Approval, now: float) -> str:
@@ -248,101 +278,97 @@ def expires_in(a: Approval, now: float) -> str:
 
 
 def _fields(a: Approval, now: float) -> list[dict[str, Any]]:
+    """hitl's own fields, each behind an emoji: an argument is rich text, where no key or value can draw one."""
     approvers = a.required_role or "any reviewer"
     votes = f" · {len(a.approvers)} of {a.quorum}" if a.quorum > 1 else ""
     requested = who(a.requester) + (f"\nvia {label(a.asked_by, 120)}" if a.asked_by else "")
     return [
-        {"type": "mrkdwn", "text": f"*Requested by*\n{requested}"},
-        {"type": "mrkdwn", "text": f"*Approvers*\n{label(approvers, 60)}{votes}"},
-        {"type": "mrkdwn", "text": f"*Expires*\n{when(a.expires_at)}{expires_in(a, now)}"},
-        {"type": "mrkdwn", "text": f"*Approval*\n`{a.id}` v{a.version}"},
-        {"type": "mrkdwn", "text": f"*Action hash*\n`{short_hash(a.action_hash)}`"},
+        {"type": "mrkdwn", "text": f":bust_in_silhouette: *Requested by*\n{requested}"},
+        {"type": "mrkdwn", "text": f":busts_in_silhouette: *Approvers*\n{label(approvers, 60)}{votes}"},
+        {"type": "mrkdwn", "text": f":alarm_clock: *Expires*\n{when(a.expires_at)}{expires_in(a, now)}"},
     ]
 
 
-def _action_blocks(a: Approval) -> list[dict[str, Any]]:
+def _action_blocks(a: Approval, declared: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     items = a.args.get("items") if "batch" in a.metadata else None
     if isinstance(items, list):
-        shown = json.dumps(items[:5], ensure_ascii=False, indent=1)
-        more = " (showing 5; press *View all*)" if len(items) > 5 else ""
-        out: list[dict[str, Any]] = [
-            {
-                "type": "section",
-                "block_id": f"hitl_args:{a.id}",
-                "text": {
-                    "type": "mrkdwn",
-                    "text": f"*Batch of {len(items)} × {label(a.tool, 60)}*{more}\n{code_block(shown, 2200)}",
-                    "verbatim": True,
-                },
-            }
-        ]
-        if len(items) > 5:
-            out.append(
-                {
-                    "type": "actions",
-                    "block_id": f"hitl_batch:{a.id}",
-                    "elements": [
-                        {
-                            "type": "button",
-                            "action_id": ACTION_VIEW_ALL,
-                            "text": {"type": "plain_text", "text": f"View all {len(items)}"},
-                            "value": button_value(a),
-                        }
-                    ],
-                }
-            )
-        return out
-    out = [_labelled(a) if _flat(a) else _exact(a)]
+        return _batch_blocks(a, items)
+    what = {
+        "type": "section",
+        "block_id": f"hitl_tool:{a.id}",
+        "text": {"type": "mrkdwn", "text": f":gear: *What runs:* `{label(a.tool, 60)}`, with these arguments"},
+    }
+    out = [what, *argument_blocks(a, declared)]
     edit = edit_of(a)
     if edit:
-        lines = [
-            f"• `{label(k, 60)}`: `{inert(_json(b), 200)}` → `{inert(_json(v), 200)}`" for k, (b, v) in edit.items()
-        ]
-        text = "*Changed by the reviewer* (before → after)\n" + "\n".join(lines[:20])
-        out.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:2900], "verbatim": True}})
+        out.append(_edit_block(a, edit))
     return out
 
 
-def _flat(a: Approval) -> bool:
-    """Arguments a person reads best as labelled fields: no ``summary:`` sentence, at most 10 of them, none nested."""
-    args = a.execute_args
-    scalar = all(v is None or isinstance(v, str | int | float | bool) for v in args.values())
-    return not a.summary and 0 < len(args) <= 10 and scalar
-
-
-def _labelled(a: Approval) -> dict[str, Any]:
-    """Each argument under its label (the schema's ``title``, else its name), its value as literal code: escaped, so
-    nothing in it formats, mentions or links; the schema's ``description``, if any, as a line of help under it. The
-    exact JSON stays one command away (``/hitl show``)."""
-    props = (a.args_schema or {}).get("properties") or {}
-    fields = []
-    for name, value in a.execute_args.items():
-        spec = props.get(name) if isinstance(props, dict) else None
-        named = spec.get("title") if isinstance(spec, dict) else None
-        title = named if isinstance(named, str) and named else name
-        about = spec.get("description") if isinstance(spec, dict) else None
-        help_ = f"\n_{label(about, 150)}_" if isinstance(about, str) and about.strip() else ""
-        shown = inert(_json(value) if not isinstance(value, str) else value, 1700) or " "
-        fields.append({"type": "mrkdwn", "text": f"*{label(title, 60)}*\n`{shown}`{help_}", "verbatim": True})
-    return {"type": "section", "block_id": f"hitl_args:{a.id}", "fields": fields}
-
-
-def _exact(a: Approval) -> dict[str, Any]:
-    """The exact arguments as JSON: for nested values, or under a ``summary:`` sentence."""
-    text = json.dumps(a.execute_args, ensure_ascii=False, indent=1)
-    return {
-        "type": "section",
-        "block_id": f"hitl_args:{a.id}",
-        "text": {
-            "type": "mrkdwn",
-            "text": f"*Exact arguments* (`{label(a.tool, 60)}`)\n{code_block(text, 2400)}",
-            "verbatim": True,
+def _batch_blocks(a: Approval, items: list[Any]) -> list[dict[str, Any]]:
+    """A batch's first items as exact JSON in a box, and every item one button away."""
+    shown = show(items[:5])
+    more = f" (showing 5; press View all {len(items)})" if len(items) > 5 else ""
+    excerpt = graphemes_cut(shown.text, 2200)
+    out: list[dict[str, Any]] = [
+        {
+            "type": "section",
+            "block_id": f"hitl_tool:{a.id}",
+            "text": {"type": "mrkdwn", "text": f":gear: *Batch of {len(items)} × `{label(a.tool, 60)}`*{more}"},
         },
-    }
+        {
+            "type": "rich_text",
+            "block_id": f"hitl_args:{a.id}",
+            "elements": [
+                {"type": "rich_text_preformatted", "elements": [{"type": "text", "text": excerpt}], "border": 0}
+            ],
+        },
+    ]
+    if len(items) > 5 or excerpt != shown.text:
+        out.append(
+            {
+                "type": "actions",
+                "block_id": f"hitl_batch:{a.id}",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": ACTION_VIEW_ALL,
+                        "text": {"type": "plain_text", "text": f"View all {len(items)}"},
+                        "value": button_value(a),
+                    }
+                ],
+            }
+        )
+    return out
 
 
-def _json(value: Any) -> str:
-    return "(none)" if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+def _edit_block(a: Approval, edit: Mapping[str, tuple[Any, Any]]) -> dict[str, Any]:
+    """What a reviewer's edit changed: each argument's value before and after, each in a box of its own."""
+    elements: list[dict[str, Any]] = [
+        {
+            "type": "rich_text_section",
+            "elements": [{"type": "text", "text": "Changed by the reviewer (before → after)", "style": {"bold": True}}],
+        }
+    ]
+    for name, (before, after) in list(edit.items())[:10]:
+        for when_, value in (("before", before), ("after", after)):
+            shown = show(value)
+            excerpt = graphemes_cut(shown.text, 300)
+            elements += [
+                {
+                    "type": "rich_text_section",
+                    "elements": [
+                        {"type": "text", "text": name[:120], "style": {"code": True}},
+                        {"type": "text", "text": f"  {when_}, {shown.kind}", "style": {"italic": True}},
+                    ],
+                },
+                {
+                    "type": "rich_text_preformatted",
+                    "elements": [{"type": "text", "text": excerpt + ("…" if excerpt != shown.text else "")}],
+                    "border": 0,
+                },
+            ]
+    return {"type": "rich_text", "block_id": f"hitl_edit:{a.id}", "elements": elements}
 
 
 def _decision_line(d: Decision, *, spot: bool = False) -> str:
@@ -359,7 +385,7 @@ def _decision_line(d: Decision, *, spot: bool = False) -> str:
     return f"{who(d.reviewer)} {verb} {when(d.at)} via {label(d.via, 20)}"
 
 
-def _outcome(a: Approval) -> dict[str, Any]:
+def _outcome(a: Approval) -> list[dict[str, Any]]:
     spot = is_spot_check(a)
     title = _spot_title(a).split(":", 1)[0] if spot else _TITLES[a.status]
     lines = [f"{_ICONS[a.status]} *{title}*"]
@@ -371,10 +397,27 @@ def _outcome(a: Approval) -> dict[str, Any]:
         lines.append(f"Expired {when(a.expires_at)} without a decision.")
     if a.superseded_by:
         lines.append(f"Replaced by `{a.superseded_by}` (the edit needs other approvers).")
-    text = "\n".join(lines)
-    if a.reason:
-        text += "\n" + code_block(a.reason, 600)
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
+    out: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True}}
+    ]
+    if a.reason:  # the reviewer's words, as they wrote them, in a box of their own
+        out.append(value_box(f"hitl_reason:{a.id}", a.reason, 600))
+    return out
+
+
+def value_box(block_id: str, text: str, limit: int) -> dict[str, Any]:
+    """Free text (a reason, a schema) in a rich text box: literal, its hidden characters marked, cut at a grapheme
+    boundary with ``…``."""
+    shown, _ = reveal(text, keep="\n\t")
+    excerpt = graphemes_cut(shown, limit)
+    box = excerpt + ("…" if excerpt != shown else "")
+    return {
+        "type": "rich_text",
+        "block_id": block_id,
+        "elements": [
+            {"type": "rich_text_preformatted", "elements": [{"type": "text", "text": box or " "}], "border": 0}
+        ],
+    }
 
 
 def _progress(a: Approval) -> dict[str, Any]:
@@ -388,39 +431,6 @@ def _in_doubt(a: Approval) -> bool:
     return a.kind is ApprovalKind.DOUBT
 
 
-def _button(action: str, label: str, value: str, *, style: str | None = None, confirm: Any = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "button", "action_id": action, "text": _plain(label), "value": value}
-    if style:
-        out["style"] = style
-    if confirm:
-        out["confirm"] = confirm
-    return out
-
-
-def _confirm(title: str, text: str, yes: str, *, danger: bool = False) -> dict[str, Any]:
-    """Slack's own "are you sure?" dialog before a button acts."""
-    out = {"title": _plain(title), "text": _plain(text[:300]), "confirm": _plain(yes), "deny": _plain("Cancel")}
-    return {**out, "style": "danger"} if danger else out
-
-
-def _plain(text: str) -> dict[str, Any]:
-    return {"type": "plain_text", "text": text}
-
-
-def _doubt_controls(a: Approval) -> dict[str, Any]:
-    """Mark done (feedback: what the reviewer found), Run again (approve), Stop (reject)."""
-    value = button_value(a)
-    tool = str(a.args.get("tool", ""))[:60]
-    again = _confirm("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
-    stop = _confirm("Stop the run?", f"Nothing more runs. {_reason_ask(a)}", "Stop", danger=True)
-    buttons = [
-        _button(ACTION_FEEDBACK, "Mark done", value, style="primary"),
-        _button(ACTION_APPROVE, "Run again", value, confirm=again),
-        _button(ACTION_REJECT, "Stop", value, style="danger", confirm=stop),
-    ]
-    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
-
-
 def halt_notice(order: HaltOrder) -> str:
     """The stop switch's order in a reviewer's words: what is halted, by whom, why (mrkdwn, escaped)."""
     what = "Every tool is" if order.scope == EVERY_TOOL else f"`{label(order.scope, 60)}` is"
@@ -432,80 +442,3 @@ def _halted(order: HaltOrder) -> dict[str, Any]:
     """The card's notice: the halt, and what still works."""
     text = f"{halt_notice(order)}. It cannot be approved until an admin lifts the halt; Reject still works."
     return {"type": "section", "block_id": HALTED, "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
-
-
-def _spot_controls(a: Approval) -> dict[str, Any]:
-    """A spot check's answers: it already ran, so the question is only whether it looked right."""
-    value = button_value(a)
-    flag = _confirm(
-        "Flag this action?",
-        "It already ran. A flag records that it was wrong and counts as a correction. You can say why (optional).",
-        "Flag",
-        danger=True,
-    )
-    buttons = [
-        _button(ACTION_APPROVE, "Looks right", value, style="primary"),
-        _button(ACTION_REJECT, "Flag", value, style="danger", confirm=flag),
-    ]
-    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
-
-
-def _controls(a: Approval, *, halted: bool = False) -> dict[str, Any]:
-    if is_spot_check(a):
-        return _spot_controls(a)
-    if _in_doubt(a):
-        return _doubt_controls(a)
-    value = button_value(a)
-    reject = _confirm("Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True)
-    if halted:  # the stop switch: only Reject
-        return {
-            "type": "actions",
-            "block_id": f"hitl_actions:{a.id}",
-            "elements": [_button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject)],
-        }
-    buttons = [
-        _button(ACTION_APPROVE, "Approve", value, style="primary"),
-        _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
-    ]
-    if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
-        buttons.append(_button(ACTION_MODIFY, "Modify", value))
-    if a.kind in (ApprovalKind.GATE, ApprovalKind.REVIEW):
-        buttons.append(_button(ACTION_FEEDBACK, "Send feedback", value))
-    if a.trustable and a.quorum == 1:
-        trust = _confirm("Approve and trust?", trust_scope(a), "Approve and trust")
-        buttons.append(_button(ACTION_TRUST, "Trust for session", value, confirm=trust))
-    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
-
-
-def _reason_ask(a: Approval) -> str:
-    """What happens after the confirmation: a form that asks why, as the approval requires it or not."""
-    return "You will be asked for a reason (required)." if a.reason_required else "You can say why (optional)."
-
-
-def trust_scope(a: Approval, *, granted_at: float | None = None) -> str:
-    """What a Trust lets through, said before anyone consents to it and on the card after: whose calls first (the
-    grant covers the requester alone), this tool, this session, for how long (until when, once granted), and what
-    it never covers. Plain text, at most 300 characters (Slack's limit for a confirmation's text)."""
-    ttl = a.metadata.get(TRUST_TTL)
-    span = _span(float(ttl)) if isinstance(ttl, int | float) else "the configured time"
-    until = f"until {_utc(granted_at + float(ttl))}" if granted_at is not None and isinstance(ttl, int | float) else ""
-    text = (
-        f"For {a.requester[:60]} only: approves this call, and lets its later {a.tool[:60]} calls in session "
-        f"{a.session_id[:60]} run without review for {span}{' (' + until + ')' if until else ''}. Never covers "
-        "another requester, escalated approvals or tools marked always-ask."
-    )
-    return text[:300]
-
-
-def _span(seconds: float) -> str:
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            n = int(seconds // size)
-            return f"{n} {unit}{'s' if n != 1 else ''}"
-    return f"{int(seconds)} seconds"
-
-
-def _utc(ts: float) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from hitl.bot.arguments import Declared
 from hitl.bot.blocks import card, expires_in
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval
@@ -29,8 +30,10 @@ class CardCache:
     The blocks handed out are shared between the updates of one version: callers send them, never change them.
     """
 
-    def __init__(self, size: int = 128) -> None:
+    def __init__(self, size: int = 128, *, declared: Declared | None = None) -> None:
         self.size = size
+        self.declared = declared
+        """Each tool's declared schema (the cards' labels, help and currency), or None for none."""
         self.rendered = 0
         """Cards rendered (the rest were reused)."""
         self.reused = 0
@@ -44,7 +47,8 @@ class CardCache:
             self._cards.move_to_end(key)
             self.reused += 1
             return found
-        blocks = card(a, now=now, halt=halt)
+        schema = self.declared(a.tool) if self.declared is not None else None
+        blocks = card(a, now=now, halt=halt, declared=schema)
         self.rendered += 1
         self._cards[key] = blocks
         if len(self._cards) > self.size:

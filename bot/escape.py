@@ -1,20 +1,19 @@
-"""Untrusted text -> inert Slack mrkdwn.
+"""Short text from configuration or a record (a tool name, a reviewer id, a policy's reason) -> Slack mrkdwn.
 
-Slack's mrkdwn has three control characters, ``&``, ``<`` and ``>``; escaping them means no mention,
-broadcast, channel, date or link can form. Untrusted text is also shown inside a code block (so ``*bold*``,
-``> quotes`` and ``:emoji:`` do not render and nothing can imitate an approval), with backticks replaced so
-the block cannot be closed early, and with invisible or direction-changing characters made visible.
-Truncation happens after escaping and never splits an entity or a grapheme.
+Slack's mrkdwn has three control characters, ``&``, ``<`` and ``>``; escaping them means no mention, broadcast,
+channel, date or link can form. Invisible or direction-changing characters are made visible, a line break becomes
+a space and a backtick a look-alike (a label sits in one line, often inside an inline code span). Truncation
+happens after escaping and never splits an entity or a grapheme. Arguments, evidence and reasons are never
+labels: they go in rich text boxes (:mod:`hitl.bot.arguments`), which Slack shows as they are.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from hitl.engine.domain.redaction import bounded, reveal_hidden
 
-__all__ = ["code_block", "escape_mrkdwn", "inert", "label"]
+__all__ = ["escape_mrkdwn", "label"]
 
 _ENTITY_TAIL = re.compile(r"&[a-z]{0,4}$")
 
@@ -37,18 +36,6 @@ def _cut(escaped: str, limit: int) -> str:
             body = body[: m.start()]
         out = body + "…"
     return out
-
-
-def inert(text: str, limit: int = 2900) -> str:
-    """Escaped, invisible characters shown, backticks neutralised, at most ``limit`` characters."""
-    text = unicodedata.normalize("NFC", _visible(text)).replace("`", "\u02cb")
-    return _cut(escape_mrkdwn(text), limit)
-
-
-def code_block(text: str, limit: int = 2900) -> str:
-    """Untrusted text as a code block: shown literally, never formatted, linked or mentioned."""
-    body = inert(text, max(limit - 8, 1)) or " "
-    return f"```\n{body}\n```"
 
 
 def label(text: str, limit: int = 200) -> str:

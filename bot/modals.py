@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hitl.bot.escape import code_block, label
+from hitl.bot.escape import label
 from hitl.bot.payloads import Cell
 from hitl.engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
-from hitl.engine.domain.hashing import exact_int, normalize, short_hash
+from hitl.engine.domain.hashing import exact_int, normalize
 from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
@@ -22,7 +22,6 @@ __all__ = [
     "FORM_MODIFY",
     "FORM_REJECT",
     "FormValues",
-    "batch_view",
     "form_value",
     "modify_view",
     "parse_modify",
@@ -44,9 +43,13 @@ def _pt(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text, "emoji": False}
 
 
-def modify_view(a: Approval, schema: dict[str, Any] | None, metadata: str) -> dict[str, Any]:
+def modify_view(
+    a: Approval, schema: dict[str, Any] | None, metadata: str, *, declared: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Inputs typed from the approval's JSON Schema, pre-filled with the proposal; without a schema (approvals
-    made before schemas were snapshotted) one JSON editor for the whole argument object."""
+    made before schemas were snapshotted) one JSON editor for the whole argument object. Each input is labelled
+    with the argument's name; its help comes only from ``declared`` (``hitl.yaml``'s schema), never from a schema
+    the caller sent."""
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
@@ -61,8 +64,12 @@ def modify_view(a: Approval, schema: dict[str, Any] | None, metadata: str) -> di
     if schema is None:
         blocks.append(_json_editor(a.execute_args))
     else:
+        props = (declared or {}).get("properties")
+        helps = props if isinstance(props, dict) else {}
         for f in fields_of(schema)[:90]:
-            blocks.append(_input(f, a.execute_args.get(f.name)))
+            spec = helps.get(f.name)
+            about = spec.get("description") if isinstance(spec, dict) else None
+            blocks.append(_input(f, a.execute_args.get(f.name), about if isinstance(about, str) else ""))
     return {
         "type": "modal",
         "callback_id": CALLBACK_MODIFY,
@@ -91,7 +98,7 @@ def _json_editor(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _input(f: ArgField, value: Any) -> dict[str, Any]:
+def _input(f: ArgField, value: Any, about: str) -> dict[str, Any]:
     title = _pt(f"{f.name}{'' if f.required else ' (optional)'}"[:2000])
     block: dict[str, Any] = {
         "type": "input",
@@ -99,8 +106,8 @@ def _input(f: ArgField, value: Any) -> dict[str, Any]:
         "label": title,
         "optional": not f.required or f.kind == "boolean",
     }
-    if f.description:
-        block["hint"] = _pt(f.description[:2000])
+    if about.strip():
+        block["hint"] = _pt(about.strip()[:2000])
     action = "value"
     if f.enum:
         options = [{"text": _pt(o[:75]), "value": o[:150]} for o in f.enum[:100]]
@@ -223,34 +230,3 @@ def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -
             },
         ],
     }
-
-
-def batch_view(a: Approval) -> dict[str, Any]:
-    """The modal listing every item of a batch approval."""
-    items = a.args.get("items") or []
-    blocks: list[dict[str, Any]] = [
-        {
-            "type": "section",
-            "text": {
-                "type": "mrkdwn",
-                "text": f"*{len(items)} × {label(a.tool, 60)}* · digest `{short_hash(a.action_hash)}`",
-            },
-        }
-    ]
-    per_block = 20
-    for start in range(0, len(items), per_block):
-        if len(blocks) >= 99:
-            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "(more items not shown)"}]})
-            break
-        chunk = json.dumps(items[start : start + per_block], ensure_ascii=False, indent=1)
-        blocks.append(
-            {
-                "type": "section",
-                "text": {
-                    "type": "mrkdwn",
-                    "verbatim": True,
-                    "text": f"items {start + 1}–{min(len(items), start + per_block)}\n{code_block(chunk, 2800)}",
-                },
-            }
-        )
-    return {"type": "modal", "title": _pt("Batch items"), "close": _pt("Close"), "blocks": blocks}

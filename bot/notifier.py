@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,11 +19,13 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from hitl.bot.blocks import card_text, when
+from hitl.bot.arguments import Declared
+from hitl.bot.blocks import card_text, value_box, when
 from hitl.bot.card_cache import CardCache
-from hitl.bot.escape import code_block, label
+from hitl.bot.escape import label
 from hitl.bot.metrics import Metrics
 from hitl.engine.config.hitl_yaml import NotifySpec
+from hitl.engine.domain.display import show
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import POST_AFTER, is_practice
@@ -70,6 +71,7 @@ class SlackNotifier:
         backoff: Callable[[int], float] = lambda n: min(30.0, 0.5 * 2**n),
         lease: float = 15.0,
         poll: float = 5.0,
+        declared: Declared | None = None,
     ) -> None:
         self.client = client
         self.store = store
@@ -81,7 +83,7 @@ class SlackNotifier:
         self.backoff = backoff
         self.lease = lease
         self.poll = poll
-        self.cards = CardCache()
+        self.cards = CardCache(declared=declared)
         """The cards this process rendered, by approval version (every update of a version reuses its card)."""
         self.queue_outages = Outages("the card-update queue", every=backoff(0), logger=log)
         """The card-update worker's outages (the store away), said once each and counted in ``/metrics``."""
@@ -133,13 +135,16 @@ class SlackNotifier:
         if not channel:
             return
         text = f":information_source: *{label(tool, 80)}* ran without review ({label(reason, 300)})"
-        body = code_block(json.dumps(args, ensure_ascii=False, indent=1), 2000)
+        shown = show(args)  # the exact arguments, typed and marked as a card shows them
         await self._call(
             "chat.postMessage",
             self.client.chat_postMessage,
             channel=channel,
             text=f"{tool} ran without review",
-            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": f"{text}\n{body}", "verbatim": True}}],
+            blocks=[
+                {"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}},
+                value_box("hitl_fyi_args", shown.text, 2000),
+            ],
         )
 
     async def post_alert(self, text: str, *, channel: str | None = None) -> None:

@@ -5,6 +5,7 @@ Refusals reach only the clicker."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,18 +16,20 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from hitl.bot.blocks import (
+from hitl.bot.arguments import ACTION_FULL_VALUE, ALL_ARGUMENTS, parse_full_value
+from hitl.bot.button_values import parse_button_value
+from hitl.bot.context import BotContext
+from hitl.bot.controls import (
     ACTION_APPROVE,
     ACTION_FEEDBACK,
     ACTION_MODIFY,
     ACTION_REJECT,
     ACTION_TRUST,
     ACTION_VIEW_ALL,
-    parse_button_value,
 )
-from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, late_text, refusal_text
-from hitl.bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, batch_view, modify_view, reason_view
+from hitl.bot.full_value import ACTION_PAGE, full_value_view, parse_page
+from hitl.bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, modify_view, reason_view
 from hitl.bot.payloads import Action, Interaction, interaction
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, DecisionKind
@@ -68,6 +71,16 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
         on_click.__name__ = f"on_{kind}"
         return on_click
 
+    async def on_full_value(
+        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await _open_full_value(ctx, interaction(context), respond, client)
+
+    async def on_page(ack: AsyncAck, context: AsyncBoltContext, client: AsyncWebClient) -> None:
+        await _turn_page(ctx, interaction(context), client)
+
+    app.action(re.compile(f"^{re.escape(ACTION_FULL_VALUE)}:"))(ctx.acked(on_full_value))
+    app.action(re.compile(f"^{re.escape(ACTION_PAGE)}:"))(ctx.acked(on_page))
     app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
     app.action(ACTION_TRUST)(ctx.tracked(on_trust))
     for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL):
@@ -145,10 +158,10 @@ async def _open_form(
                 "r": req.response_url,
             }
         )
-        if kind == ACTION_VIEW_ALL:
-            view = batch_view(a)
+        if kind == ACTION_VIEW_ALL:  # a batch's every item: its arguments in full, paged, bound to this version
+            view = full_value_view(a, ALL_ARGUMENTS, 0, version=version, action_hash=digest)
         elif kind == ACTION_MODIFY:
-            view = modify_view(a, ctx.schema_for(a), meta)
+            view = modify_view(a, ctx.schema_for(a), meta, declared=ctx.config.declared_schema(a.tool))
         else:
             required = a.reason_required
             view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)
@@ -162,6 +175,58 @@ async def _open_form(
     except Exception:
         log.exception("opening a modal failed")
         await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
+
+
+async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncRespond, client: AsyncWebClient) -> None:
+    """Open one argument in full (first page), as of the version and hash the clicked card was drawn for. Reading
+    changes nothing, so anyone who sees the card may; a tampered button is audited like any other."""
+    try:
+        click = _click(req)
+        parsed = parse_full_value(click[1].value or "") if click else None
+        if click is None or parsed is None or req.trigger_id is None:
+            await _refuse_button(ctx, req, "show-in-full click")
+            await _safe_respond(respond, _BAD_VALUE)
+            return
+        approval_id, version, digest, index = parsed
+        a = await ctx.store.approvals.get(approval_id)
+        reviewer = await ctx.reviewers.reviewer(click[0])
+        if click[0] != a.requester and not eligible(a, reviewer):
+            # As /hitl show: a value in full is for the people who decide (and the requester), not the workspace.
+            await ctx.lifecycle.refused(a.id, click[0], ErrorCode.NOT_ELIGIBLE, "showing a value in full")
+            await respond(text=refusal_text(EngineError("", code=ErrorCode.NOT_ELIGIBLE), a), **_EPHEMERAL)
+            return
+        view = full_value_view(
+            a, index, 0, version=version, action_hash=digest, declared=ctx.config.declared_schema(a.tool)
+        )
+        await client.views_open(trigger_id=req.trigger_id, view=view)
+    except EngineError as exc:
+        await _safe_respond(respond, refusal_text(exc, None))
+    except SlackApiError as exc:
+        log.warning("views.open failed: %s", exc.response.get("error"))
+        await _safe_respond(respond, f":warning: Could not open the value (Slack said {exc.response.get('error')}).")
+    except Exception:
+        log.exception("opening a value in full failed")
+        await _safe_respond(respond, ":warning: Something went wrong opening the value. Try again.")
+
+
+async def _turn_page(ctx: BotContext, req: Interaction, client: AsyncWebClient) -> None:
+    """Show another page of a value in its open view, bound to the same version and hash (a changed approval
+    shows that it changed instead)."""
+    try:
+        click = _click(req)
+        parsed = parse_page(click[1].value or "") if click else None
+        view_id = str(getattr(req.view, "id", "") or "") if req.view is not None else ""
+        if click is None or parsed is None or not view_id:
+            await _refuse_button(ctx, req, "page click")
+            return
+        approval_id, version, digest, index, page = parsed
+        a = await ctx.store.approvals.get(approval_id)
+        view = full_value_view(
+            a, index, page, version=version, action_hash=digest, declared=ctx.config.declared_schema(a.tool)
+        )
+        await client.views_update(view_id=view_id, view=view)
+    except Exception:
+        log.exception("turning a value's page failed")
 
 
 async def _refuse_button(ctx: BotContext, req: Interaction, what: str) -> None:

@@ -132,7 +132,8 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
             # The arguments and evidence are for the people who decide (and the requester), not the workspace.
             await ctx.lifecycle.refused(a.id, user, ErrorCode.NOT_ELIGIBLE, "/hitl show")
             return {"text": refusal_text(EngineError("", code=ErrorCode.NOT_ELIGIBLE), a)}
-        return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.clock.now(), detail=True)}
+        declared = ctx.config.declared_schema(a.tool)
+        return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.clock.now(), detail=True, declared=declared)}
     if cmd == "trust":
         return await _trust(ctx, user, rest)
     if cmd in ("halt", "unhalt"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -99,6 +100,12 @@ class HitlConfig(BaseModel):
         needed = {spec.role} if spec is not None and spec.role else set()
         needed |= {r.role for r in self.policy.rules if r.role and ("*" in r.tools or tool in r.tools)}
         return not needed or bool(needed & roles)
+
+    def declared_schema(self, tool: str) -> dict[str, Any] | None:
+        """``tool``'s argument schema as ``hitl.yaml`` declares it (None: it declares none). A card takes its
+        arguments' titles, help and currency from here alone: a caller's own schema is untrusted text."""
+        declared = self.policy.tools.get(tool)
+        return declared.schema_ if declared is not None else None
 
     def may_halt(self, roles: frozenset[str]) -> bool | None:
         """Whether someone with ``roles`` may halt and unhalt: True or False when the admin role is defined, None

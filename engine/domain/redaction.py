@@ -12,6 +12,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hitl.engine.domain.display import reveal
+
 __all__ = ["Redactor", "bounded", "luhn_valid", "reveal_hidden"]
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
@@ -110,20 +112,11 @@ def _is_boundary(text: str, i: int) -> bool:
     return True
 
 
-# Characters that hide or reorder text: bidirectional controls (incl. the Arabic letter mark U+061C), zero-width
-# characters, invisible operators, Unicode tag characters (U+E0000-E007F, which can spell hidden instructions),
-# Hangul and Mongolian fillers and other blanks that render as nothing.
-_HIDDEN = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-    "\u2066-\u206f\u2800\u3164\ufeff\uffa0\U0001d173-\U0001d17a\U000e0000-\U000e007f]"
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def reveal_hidden(text: str) -> str:
-    """Control characters removed, and every invisible or direction-changing character shown as ``[U+XXXX]``,
-    so untrusted text reads the same to a reviewer as it does to a machine."""
-    return _HIDDEN.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", _CONTROL.sub("", text))
+    """Every control, invisible or direction-changing character shown as ``[U+XXXX]`` where it was (line breaks
+    and tabs kept), so untrusted text reads the same to a reviewer as it does to a machine (see
+    :func:`hitl.engine.domain.display.reveal`)."""
+    return reveal(text, keep="\n\t")[0]
 
 
 def _is_regional(ch: str) -> bool:

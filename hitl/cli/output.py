@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hitl.api.models import ApprovalView, AuditView
+from hitl.engine.domain.display import show
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
 from hitl.engine.domain.practice import is_practice, practice_note
@@ -208,7 +209,12 @@ class Out:
         t.add_column(style="dim")
         t.add_column()
         t.add_row("approval", Text(f"{v.id}  ({v.status}, v{v.version}, hash {short_hash(v.action_hash)})"))
-        t.add_row("action", Text(reveal_hidden(f"{v.tool} {json.dumps(v.execute_args, ensure_ascii=False)}")))
+        t.add_row("action", Text(v.tool))
+        for name, value in v.execute_args.items():  # each in full, typed, its hidden characters and look-alikes marked
+            shown = show(value)
+            t.add_row(f"  {reveal_hidden(name)}", Text(f"{shown.text}  ({shown.kind})"))
+            for warning in shown.warnings:
+                t.add_row("", Text(f"! {warning}", style="bold yellow"))
         who = f"{v.required_role or 'any reviewer'}" + (
             f", {v.approvals} of {v.quorum} approvals" if v.quorum > 1 else ""
         )

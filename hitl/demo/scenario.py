@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST, EVIDENCE
+from hitl.bot.blocks import EVIDENCE
+from hitl.bot.controls import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
 from hitl.demo.reading import as_seen
@@ -115,6 +116,10 @@ class _Transcript:
         """One line of the story, as a person would read it in Slack (no wire markup)."""
         self.out.print(Text.assemble(*(as_seen(p) if isinstance(p, str) else (as_seen(p[0]), p[1]) for p in parts)))
 
+    def literal(self, label: str, text: str) -> None:
+        """A line whose ``text`` is rich text, which Slack shows exactly as it is (nothing in it is markup)."""
+        self.out.print(Text.assemble((label, "dim"), text))
+
 
 def _card(sb: Sandbox, approval_id: str) -> Message:
     return next(m for m in sb.state.messages if approval_id in m.text and not m.thread_ts and not m.ephemeral_to)
@@ -201,12 +206,13 @@ async def _a_card_and_a_click(sb: Sandbox, t: _Transcript) -> bool:
     assert small.approval is not None
     card = _card(sb, small.approval.id)
     t.line(("#refund-approvals  ", "dim"), (_header(card), "bold"), f"   (run {small.session_id}: {small.status})")
-    evidence = next(b["elements"][0]["text"] for b in card.blocks if b.get("block_id") == EVIDENCE)
-    t.line(
-        ("untrusted evidence as a reviewer sees it (plain text; it pings nobody): ", "dim"), evidence.replace("\n", " ")
-    )
+    quoted = next(b["elements"][0] for b in card.blocks if b.get("block_id") == EVIDENCE)
+    evidence = "".join(run["text"] for run in quoted["elements"])
+    t.literal("untrusted evidence as a reviewer sees it (plain text; it pings nobody): ", evidence.replace("\n", " "))
     last = card.blocks[-1].get("block_id") == EVIDENCE  # after the controls, apart from them
-    inert = "&lt;!channel&gt;" in evidence and "<!channel>" not in str(card.blocks) and "[email]" in evidence
+    # Quoted rich text, which Slack shows as it is: no mention, link or format forms from it.
+    literal = quoted["type"] == "rich_text_quote" and all(run["type"] == "text" for run in quoted["elements"])
+    inert = literal and "<!channel>" in evidence and "[email]" in evidence
     t.line(
         ("hostile note inert (escaped, literal, redacted, after the buttons): ", "dim"),
         ("yes" if inert and last else "NO", "bold"),

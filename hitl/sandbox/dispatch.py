@@ -96,6 +96,25 @@ class Dispatcher:
         }
         return await self.send("interactive", payload)
 
+    async def click_in_view(self, user: str, view_id: str, action_id: str, *, value: str | None = None) -> Reply:
+        """Press a button in the open modal ``view_id`` as ``user`` (a ``block_actions`` from a view container)."""
+        view = self.state.views[view_id]
+        element, block_id = _find_button(view.get("blocks") or [], action_id, value)
+        payload: dict[str, Any] = {
+            "type": "block_actions",
+            "user": self._user(user),
+            "api_app_id": self.app_id,
+            "token": "legacy-verification-token",
+            "container": {"type": "view", "view_id": view_id},
+            "trigger_id": self.state.new_trigger(user),
+            "team": self._team(),
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "view": {**view, "team_id": self.state.team_id, "hash": f"h{view_id}", "app_id": self.app_id},
+            "actions": [{**element, "block_id": block_id, "action_ts": f"{time.time():.6f}"}],
+        }
+        return await self.send("interactive", payload)
+
     async def command(self, user: str, channel: str, text: str, *, command: str = "/hitl") -> Reply:
         ch = self.state.channel(channel)
         fields = {

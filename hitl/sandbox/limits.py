@@ -15,6 +15,7 @@ MESSAGE_TEXT_BUDGET = 12_000
 """Slack answers ``msg_blocks_too_long`` for very long messages (seen near 13k characters)."""
 
 _BLOCK_TYPES = {"header", "section", "divider", "context", "actions", "input", "image", "rich_text"}
+_RICH_PARTS = {"rich_text_section", "rich_text_preformatted", "rich_text_quote", "rich_text_list"}
 
 
 class _Checker:
@@ -55,6 +56,45 @@ class _Checker:
             self.text(confirm.get("text"), f"{path}/confirm/text", max_len=300)
             self.text(confirm.get("confirm"), f"{path}/confirm/confirm", max_len=30, plain_only=True)
             self.text(confirm.get("deny"), f"{path}/confirm/deny", max_len=30, plain_only=True)
+
+    def rich_text(self, elements: Any, path: str) -> None:
+        """A rich text block's elements: sections, preformatted boxes, quotes and lists of typed inline elements
+        (text, emoji, link, user); every text counts toward the message's total, and none may be empty."""
+        if not isinstance(elements, list) or not elements:
+            self.bad("must provide at least 1 element", f"{path}/elements")
+            return
+        for i, part in enumerate(elements):
+            where = f"{path}/elements/{i}"
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in _RICH_PARTS:
+                self.bad("must be a rich_text_section, _preformatted, _quote or _list", f"{where}/type")
+                continue
+            inner = part.get("elements")
+            if kind == "rich_text_list":
+                self.rich_text(inner, where)
+                continue
+            if not isinstance(inner, list) or not inner:
+                self.bad("must provide at least 1 element", f"{where}/elements")
+                continue
+            for j, run in enumerate(inner):
+                self.rich_run(run, f"{where}/elements/{j}")
+
+    def rich_run(self, run: Any, path: str) -> None:
+        kind = run.get("type") if isinstance(run, dict) else None
+        if kind == "text":
+            text = run.get("text")
+            if not isinstance(text, str) or not text:
+                self.bad("text must be a non-empty string", f"{path}/text")
+                return
+            self.text_total += len(text)
+            style = run.get("style", {})
+            if not isinstance(style, dict) or set(style) - {"bold", "italic", "strike", "code"}:
+                self.bad("style may only set bold, italic, strike and code", f"{path}/style")
+        elif kind == "emoji":
+            if not isinstance(run.get("name"), str) or not run["name"]:
+                self.bad("emoji needs a name", f"{path}/name")
+        elif kind not in ("link", "user", "channel", "usergroup", "broadcast", "date"):
+            self.bad(f"unsupported rich text element {kind!r}", f"{path}/type")
 
     def element(self, el: Any, path: str) -> None:
         if not isinstance(el, dict):
@@ -130,6 +170,8 @@ class _Checker:
                 self.bad("action_id must be unique within a block", f"{path}/elements")
             for j, el in enumerate(elements):
                 self.element(el, f"{path}/elements/{j}")
+        elif kind == "rich_text":
+            self.rich_text(b.get("elements"), path)
         elif kind == "input":
             self.text(b.get("label"), f"{path}/label", max_len=2000, plain_only=True)
             if "hint" in b:

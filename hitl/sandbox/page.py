@@ -173,6 +173,14 @@ class SandboxPage:
                 raise LookupError("message_not_found")
             reply = await self.dispatcher.click(user, message, str(body.get("action_id")), value=body.get("value"))
             return {"ok": reply.status == 200, "status": reply.status}
+        if kind == "view_click":
+            view_id = str(body.get("view_id"))
+            if self.open_views.get(user) != view_id:
+                raise LookupError("view_not_open")
+            reply = await self.dispatcher.click_in_view(
+                user, view_id, str(body.get("action_id")), value=body.get("value")
+            )
+            return {"ok": reply.status == 200, "status": reply.status}
         if kind == "command":
             text = str(body.get("text") or "").strip()
             if not text.startswith("/hitl"):

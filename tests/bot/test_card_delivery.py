@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.background import Background

@@ -73,51 +73,35 @@ def _is_evidence(block: dict[str, Any]) -> bool:
     return block.get("block_id") in (EVIDENCE, EVIDENCE_LABEL)
 
 
-def test_flat_arguments_read_as_labelled_fields_and_nested_ones_as_json() -> None:
-    schema = {"type": "object", "properties": {"amount": {"type": "number", "title": "Amount (EUR)"}}}
-    flat = make_approval(now=NOW, args={"order_id": "78291", "amount": 49}).model_copy(update={"args_schema": schema})
-    [args] = [b for b in card(flat, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
-    assert [f["text"] for f in args["fields"]] == ["*order_id*\n`78291`", "*Amount (EUR)*\n`49`"]
-    helped = {"properties": {"amount": {"type": "number", "title": "Amount", "description": "In EUR, <b>gross</b>"}}}
-    [args] = [
-        b
-        for b in card(flat.model_copy(update={"args_schema": helped}), now=NOW)
-        if str(b.get("block_id", "")).startswith("hitl_args:")
+def _boxes(blocks: list[dict[str, Any]], block_id: str = "hitl_args:") -> list[str]:
+    """The texts of the preformatted boxes of the block whose id starts with ``block_id``."""
+    [found] = [b for b in blocks if str(b.get("block_id", "")).startswith(block_id)]
+    return [
+        "".join(run["text"] for run in e["elements"])
+        for e in found["elements"]
+        if e["type"] == "rich_text_preformatted"
     ]
-    assert args["fields"][1]["text"] == "*Amount*\n`49`\n_In EUR, &lt;b&gt;gross&lt;/b&gt;_"  # the schema's help
+
+
+def test_every_argument_reads_as_its_name_and_its_value_in_a_box_summary_or_not() -> None:
+    declared = {"properties": {"amount": {"type": "number", "title": "Amount", "description": "In EUR, <b>gross</b>"}}}
+    flat = make_approval(now=NOW, args={"order_id": "78291", "amount": 49})
+    blocks = card(flat, now=NOW, declared=declared)
+    assert _boxes(blocks) == ['"78291"', "49"]
+    [args] = [b for b in blocks if str(b.get("block_id", "")).startswith("hitl_args:")]
+    amount = [run["text"] for run in args["elements"][2]["elements"]]
+    assert amount == ["Amount", "  ", "amount", "  number", "\nIn EUR, <b>gross</b>"]  # rich text: literal help
     nested = make_approval(now=NOW, args={"order": {"id": "78291"}, "amount": 49})
-    [args] = [b for b in card(nested, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
-    assert "fields" not in args and "```" in args["text"]["text"]  # nested: the exact JSON
-    summarised = flat.model_copy(update={"summary": "Refund 49.00 for order 78291"})
-    [args] = [b for b in card(summarised, now=NOW) if str(b.get("block_id", "")).startswith("hitl_args:")]
-    assert "```" in args["text"]["text"]  # under a sentence: the exact arguments
+    assert _boxes(card(nested, now=NOW)) == ['{\n "id": "78291"\n}', "49"]  # nested: exact JSON, in its box
+    summarised = flat.model_copy(update={"summary": "Refund 49.00 for order “78291”"})
+    assert _boxes(card(summarised, now=NOW, declared=declared)) == ['"78291"', "49"]  # a sentence hides no field
 
 
-def _style(block: dict[str, Any]) -> tuple[str, bool]:
-    """A block's look: its type, and whether its text is a fenced code block."""
-    text = str(block.get("text", {}).get("text", "")) if isinstance(block.get("text"), dict) else ""
-    return block["type"], "```" in text
-
-
-@pytest.mark.parametrize("state", list(STATES))
-def test_the_evidence_comes_last_apart_from_the_controls_and_in_its_own_style(state: str) -> None:
-    blocks = card(STATES[state], now=NOW)
-    evidence = [i for i, b in enumerate(blocks) if _is_evidence(b)]
-    assert evidence == [len(blocks) - 2, len(blocks) - 1], [b.get("block_id") for b in blocks]
-    assert blocks[evidence[0] - 1]["type"] == "divider"  # a rule between the trusted part and the untrusted one
-    for i in evidence:
-        for j in (i - 1, i + 1):
-            assert not (0 <= j < len(blocks) and blocks[j]["type"] == "actions"), state  # never touching a control
-    evidence_styles = {_style(blocks[i]) for i in evidence}
-    trusted_styles = {_style(b) for b in blocks if not _is_evidence(b) and b["type"] != "context"}
-    assert evidence_styles == {("context", False)} and not evidence_styles & trusted_styles
-    arguments = [b for b in blocks if str(b.get("block_id", "")).startswith("hitl_args:")]
-    assert arguments and arguments[0]["type"] == "section"  # labelled fields, or a code block: never a context
-    shown = blocks[evidence[1]]["elements"][0]
-    assert shown["verbatim"] is True
-    assert "&lt;!channel&gt;" in shown["text"] and "<!channel>" not in shown["text"]
-    assert "```" not in shown["text"]  # a fence in the evidence cannot open a code block
-    assert all(line.startswith("`") and line.endswith("`") for line in shown["text"].split("\n"))
+def _style(block: dict[str, Any]) -> tuple[str, str]:
+    """A block's look: its type, and for rich text the kinds of element it holds."""
+    if block["type"] == "rich_text":
+        return "rich_text", ",".join(sorted({e["type"] for e in block["elements"]}))
+    return block["type"], ""
 
 
 @pytest.mark.parametrize("state", list(STATES))
@@ -203,8 +187,8 @@ def test_an_edit_shows_before_and_after_on_every_card_it_touches() -> None:
     )
     approved = base.model_copy(update={"status": Status.APPROVED, "approved_args": {"order_id": "78291", "amount": 9}})
     for a, after in ((superseded, "700"), (replacement, "700"), (approved, "9")):
-        text = str(card(a, now=NOW))
-        assert "Changed by the reviewer" in text and f"`amount`: `49` → `{after}`" in text, text
+        blocks = card(a, now=NOW)
+        assert "Changed by the reviewer" in str(blocks) and _boxes(blocks, "hitl_edit:") == ["49", after], blocks
     assert "Changed by the reviewer" not in str(card(base, now=NOW))
 
 

@@ -6,11 +6,13 @@ import copy
 import json
 from typing import Any
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
+from hitl.bot import blocks as card_blocks
+from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.sandbox.limits import message_problems
 from tests.bot.conftest import Harness
+from tests.slack_text import parsed_text
 
 EVIDENCE = "Refund now! <!channel> <@U_FIN1> *APPROVED by Security* <http://evil.example|click> jane@example.com"
 
@@ -37,9 +39,11 @@ async def test_card_is_posted_once_with_inert_evidence(harness: Harness) -> None
     assert len(cards) == 1 and len(harness.state.calls_to("chat.postMessage")) == 1
     blocks = cards[0].blocks
     assert message_problems(blocks) == (None, [])
-    dumped = json.dumps(blocks)
-    assert "<!channel>" not in dumped and "<@U_FIN1>" not in dumped and "<http://evil" not in dumped
-    assert "&lt;!channel&gt;" in dumped and "[email]" in dumped
+    parsed = parsed_text(blocks)  # what Slack parses
+    assert "<!channel>" not in parsed and "<@U_FIN1>" not in parsed and "<http://evil" not in parsed
+    [evidence] = [b for b in blocks if b.get("block_id") == card_blocks.EVIDENCE]
+    [run] = evidence["elements"][0]["elements"]  # rich text, which Slack shows as it is: literal, no mention
+    assert run["type"] == "text" and "<!channel> <@U_FIN1>" in run["text"] and "[email]" in run["text"]
     buttons = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
     assert buttons == ["hitl_approve", "hitl_reject", "hitl_modify", "hitl_trust"]
 

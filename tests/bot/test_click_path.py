@@ -17,7 +17,7 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.payloads import Interaction, PayloadError, parse_request
 from hitl.bot.reviewers import SlackReviewers
 from hitl.bot.server import app_runner, http_app

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, cast
 import pytest
 from pydantic import Field
 
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
 from hitl.bot.modals import FormValues, modify_view, parse_modify
 from hitl.bot.payloads import ViewState

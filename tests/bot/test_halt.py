@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_REJECT, HALTED
+from hitl.bot.blocks import HALTED
+from hitl.bot.controls import ACTION_APPROVE, ACTION_REJECT
 from hitl.bot.home import HOME_HALTED
 from hitl.demo.examples import refund_example
 from hitl.engine.domain.models import DecisionKind, Status

@@ -10,7 +10,7 @@ from typing import Any
 
 from slack_sdk.models.blocks import Block
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_TRUST
+from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST
 from hitl.bot.home import HOME_DECIDED, HOME_TRUST, HOME_WAITING, Waiting, home_view
 from hitl.engine.domain.models import Decision, DecisionKind
 from hitl.engine.domain.records import TrustGrant
@@ -42,7 +42,7 @@ async def test_the_home_tab_is_an_inbox_kept_current(harness: Harness) -> None:
     await opened(h, "U_SUPPORT1")
     await opened(h, "U_FIN1")
     [waiting] = part(h, "U_SUPPORT1", HOME_WAITING)
-    assert "*Refund 120.00 to C-1042 for order 78291*" in waiting and "expires in 4 h" in waiting
+    assert "*Refund USD 120.00 to “C-1042” for order “78291”*" in waiting and "expires in 4 h" in waiting
     card = h.card_for(a.id)
     assert f"<{h.emulator.url}/archives/{card.channel}/p{card.ts.replace('.', '')}|Open the card>" in waiting
     assert part(h, "U_FIN1", HOME_WAITING) == []  # a support refund is not finance's to decide
@@ -54,7 +54,7 @@ async def test_the_home_tab_is_an_inbox_kept_current(harness: Harness) -> None:
     await h.rt.ctx.home.settled()
     assert part(h, "U_SUPPORT1", HOME_WAITING) == []
     [decided] = part(h, "U_SUPPORT1", HOME_DECIDED)
-    assert decided.startswith("Approved *Refund 120.00 to C-1042 for order 78291*") and "via slack" in decided
+    assert decided.startswith("Approved *Refund USD 120.00 to “C-1042” for order “78291”*") and "via slack" in decided
     # Republished for the one it concerns, once per burst (approved, then executed: one or two bursts).
     assert 1 <= publishes(h, "U_SUPPORT1") - support <= 2
     assert publishes(h, "U_FIN1") == finance  # nothing finance sees changed
@@ -143,5 +143,5 @@ def test_every_home_view_is_valid_block_kit_and_escapes_what_agents_wrote() -> N
         text = json.dumps(view)
         assert "<!channel>" not in text and "<!here>" not in text and "<@U1>" not in text
     one = home_view("U", waiting=many[:1], more_waiting=False, decided=[], grants=[], now=now)
-    # The card's headline, control characters replaced.
-    assert "Pay \u2039!here\u203a *now*" in json.dumps(one, ensure_ascii=False)
+    # The card's headline, escaped for mrkdwn: shown as it is, mentioning nobody.
+    assert "Pay &lt;!here&gt; *now*" in json.dumps(one, ensure_ascii=False)

@@ -16,7 +16,8 @@ import pytest
 from aiohttp import web
 
 import hitl.bot.server
-from hitl.bot.blocks import ACTION_APPROVE, parse_button_value
+from hitl.bot.button_values import parse_button_value
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.sandbox.dispatch import sign

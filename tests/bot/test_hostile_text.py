@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hitl.bot.blocks import card
-from hitl.bot.escape import code_block, inert
+from hitl.bot.escape import escape_mrkdwn, label
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.requests import ProposeRequest
@@ -17,6 +17,7 @@ from hitl.sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
 from hitl.testing import FakeClock, make_approval
 from tests.bot.conftest import Harness
 from tests.bot.hostile import HOSTILE
+from tests.slack_text import typed_texts
 
 TRUSTED = re.compile(r"<!date\^\d+\^\{date_short_pretty\} \{time\}\|[0-9: -]+UTC>|<@[UW][A-Z0-9_]+>")
 INVISIBLE = re.compile(
@@ -26,20 +27,18 @@ INVISIBLE = re.compile(
 
 
 def texts(value: Any) -> list[str]:
-    if isinstance(value, dict):
-        own = [value["text"]] if isinstance(value.get("text"), str) else []
-        return own + [t for k, v in value.items() if k != "text" for t in texts(v)]
-    if isinstance(value, list):
-        return [t for v in value for t in texts(v)]
-    return []
+    return [text for _, text in typed_texts(value)]
 
 
 def assert_inert(blocks: list[dict[str, Any]]) -> None:
     assert message_problems(blocks) == (None, [])
-    for text in texts(blocks):
+    for kind, text in typed_texts(blocks):
+        assert not INVISIBLE.search(text), text[:200]
+        if kind != "mrkdwn":
+            assert kind in ("plain_text", "text"), kind  # nothing else carries text: both are shown literally
+            continue
         stripped = TRUSTED.sub("", text)
         assert "<" not in stripped and ">" not in stripped, text[:200]
-        assert not INVISIBLE.search(text), text[:200]
         if "```" in text:
             assert text.count("```") % 2 == 0  # every code block closed by our own fence only
     assert sum(len(t) for t in texts(blocks)) <= MESSAGE_TEXT_BUDGET
@@ -66,12 +65,11 @@ def test_every_hostile_string_stays_inert_on_every_card_state(hostile: str) -> N
 
 
 def test_escaping_is_minimal_and_truncation_never_splits_an_entity() -> None:
-    assert inert("a & b <c> d") == "a &amp; b &lt;c&gt; d"
+    assert escape_mrkdwn("a & b <c> d") == "a &amp; b &lt;c&gt; d"
     for n in range(1, 40):
-        out = inert("&" * 100, n)
+        out = label("&" * 100, n)
         assert len(out) <= n and not re.search(r"&[a-z]{0,3}…$", out) and not out.endswith("&…")
-    assert code_block("x").startswith("```\n") and code_block("x").endswith("\n```")
-    assert "[U+202E]" in inert("\u202e")
+    assert "[U+202E]" in label("\u202e") and label("a\nb`c") == "a b\u02cbc"
 
 
 async def test_hostile_evidence_posts_through_slacks_validation(harness: Harness) -> None:

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.errors import BotError
 from hitl.bot.settings import BotSettings
 from hitl.engine.domain.models import DecisionKind, Status

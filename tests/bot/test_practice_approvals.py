@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.domain.models import Approval, Status
@@ -54,8 +54,8 @@ async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_dec
     assert (twin.tool, twin.required_role, twin.quorum, twin.args["amount"]) == ("refund", "support", 1, 9999)
     assert twin.session_id.startswith("ses_") and twin.session_id != real.session_id
     card = h.card_for(twin.id)
-    shown = json.dumps(card.blocks)
-    assert "Refund 9,999.00 to C-1042 for order 78291" in shown  # its own sentence, like any other
+    shown = json.dumps(card.blocks, ensure_ascii=False)
+    assert "Refund USD 9,999.00 to “C-1042” for order “78291”" in shown  # its own sentence, like any other
     assert "practice" not in shown.lower() and "planted" not in shown and "seed" not in shown
 
     assert (await h.slack.click("U_SUPPORT1", copy.deepcopy(card), ACTION_APPROVE)).status == 200

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.settings import BotSettings
 from hitl.engine.domain.retention import DAY, PURGE_EVENT
 from hitl.engine.domain.runs import RunStatus

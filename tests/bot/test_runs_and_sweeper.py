@@ -8,13 +8,14 @@ import json
 import sqlite3
 from pathlib import Path
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_VIEW_ALL
+from hitl.bot.controls import ACTION_APPROVE, ACTION_VIEW_ALL
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.workflow.definition import load_workflow
 from tests.bot.conftest import ROOT, Harness
+from tests.slack_text import parsed_text
 
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
@@ -111,5 +112,7 @@ async def test_a_notify_call_from_a_process_without_slack_gets_its_fyi_from_the_
     fyis = [m for m in harness.state.messages if m.text == "ping ran without review"]
     channel = harness.state.channel("refund-approvals")
     assert channel is not None and len(fyis) == 1 and fyis[0].channel == channel.id
-    rendered = json.dumps(fyis[0].blocks)
-    assert "<!channel>" not in rendered and "ping: tool policy sets notify" in rendered
+    rendered = json.dumps(fyis[0].blocks, ensure_ascii=False)
+    assert "<!channel>" not in parsed_text(fyis[0].blocks) and "ping: tool policy sets notify" in rendered
+    [box] = [b for b in fyis[0].blocks if b.get("block_id") == "hitl_fyi_args"]  # the arguments, as they ran
+    assert box["elements"][0]["elements"][0]["text"] == '{\n "to": "<!channel> *urgent*"\n}'

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import hitl.bot.server
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.engine.domain.models import Status
 from tests.bot.conftest import Harness
 from tests.bot.test_cards_and_clicks import propose

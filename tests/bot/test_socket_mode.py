@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hitl.bot.blocks import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.server import serve_socket
 from hitl.bot.settings import BotSettings
 from hitl.engine.domain.models import Status

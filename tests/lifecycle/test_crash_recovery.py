@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hitl.bot.blocks import ACTION_APPROVE, ACTION_FEEDBACK
+from hitl.bot.controls import ACTION_APPROVE, ACTION_FEEDBACK
 from hitl.engine.clocks import SystemClock
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.runs import RunStatus

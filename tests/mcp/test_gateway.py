@@ -14,12 +14,13 @@ from typing import Any
 
 import httpx2
 
-from hitl.bot.blocks import card
+from hitl.bot.blocks import EVIDENCE, card
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.ports import free_port
 from tests.processes import stop_process
+from tests.slack_text import parsed_text
 from tests.waiting import accepts, eventually
 
 
@@ -161,9 +162,11 @@ async def test_a_hostile_tool_description_stays_inert_on_the_card(impatient_shop
     [approval] = await shop.pending()
     assert "<!channel>" in approval.evidence  # kept as evidence, as the upstream wrote it
     blocks = card(approval, now=approval.created_at)
-    rendered = json.dumps(blocks)
-    assert "<!channel>" not in rendered and "<https://evil.example" not in rendered
-    trusted = json.dumps(blocks[:2])
+    parsed = parsed_text(blocks)  # what Slack parses
+    assert "<!channel>" not in parsed and "<https://evil.example" not in parsed
+    [evidence] = [b for b in blocks if b.get("block_id") == EVIDENCE]  # literal rich text, quoted, last
+    assert blocks[-1] is evidence and "<!channel>" in json.dumps(evidence)
+    trusted = json.dumps(blocks[:-2])
     assert "APPROVED BY CFO" not in trusted  # only in the labelled evidence part, never beside the controls
 
 

@@ -8,6 +8,7 @@ import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
@@ -88,9 +89,10 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await page.goto(f"{sandbox.url}/?as=U_STRANGER")
             await expect(page.locator("#channel-title")).to_have_text("# refund-approvals")
             first = card(page, small)
-            await expect(first).to_contain_text("Approval needed: Refund 120.00 to C-1042 for order 78291")  # summary:
+            summary = "Approval needed: Refund USD 120.00 to “C-1042” for order “78291”"
+            await expect(first).to_contain_text(summary)
             # The hostile note is shown literally, after the buttons: no link, no mention, no bold "APPROVED".
-            evidence = first.locator(".b-context code.inline", has_text="crushed")
+            evidence = first.locator(".b-quote", has_text="crushed")  # quoted rich text: shown as it is
             await expect(evidence).to_contain_text("<!channel> *APPROVED by Security*")
             await expect(evidence).to_contain_text("[email]")
             assert await page.locator("a[href]").count() == 0
@@ -103,7 +105,7 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await page.select_option("#user", "U_SUPPORT1")
             await expect(page.locator(".msg.ephemeral")).to_have_count(0)  # ephemeral: only the stranger saw it
             await card(page, small).get_by_role("button", name="Approve").click()
-            await expect(card(page, small)).to_contain_text("Approved and done: Refund 120.00", timeout=15000)
+            await expect(card(page, small)).to_contain_text("Approved and done: Refund USD 120.00", timeout=15000)
             await expect(card(page, small).locator(".thread")).to_contain_text("🏁 Run ses_", timeout=15000)
             await shot(page, "2-approved-and-done")
 
@@ -121,11 +123,11 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await amount.fill("900")
             await page.click("#modal-submit")
             await expect(page.locator("#overlay")).to_be_hidden()
-            await expect(card(page, mod)).to_contain_text("Superseded: Refund 60.00")
+            await expect(card(page, mod)).to_contain_text("Superseded: Refund USD 60.00")
             await page.get_by_text("# finance-approvals").click()
             escalation = page.locator(".msg", has_text="needs two finance approvers")
-            await expect(escalation).to_contain_text("Approval needed: Refund 900.00")
-            await expect(escalation.locator("pre.code").first).to_contain_text('"amount": 900')
+            await expect(escalation).to_contain_text("Approval needed: Refund USD 900.00")
+            await expect(escalation.locator("pre.code", has_text="900").first).to_have_text("900")  # a number, boxed
             await shot(page, "4-escalation-card")
 
             await page.get_by_text("# refund-approvals").click()
@@ -135,7 +137,7 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await expect(page.locator(".modal")).to_contain_text("Why reject it?")
             await page.locator(".modal textarea").fill("Customer withdrew the request")
             await page.click("#modal-submit")
-            await expect(card(page, rej)).to_contain_text("Rejected: Refund 20.00")
+            await expect(card(page, rej)).to_contain_text("Rejected: Refund USD 20.00")
             await expect(card(page, rej)).to_contain_text("Customer withdrew the request")
 
             await page.select_option("#user", "U_FIN1")
@@ -164,7 +166,7 @@ async def test_the_sandbox_is_usable_at_420_pixels(sandbox: Sandbox) -> None:
     async with browser_page(420, 860) as page:
         await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
         first = page.locator(".msg").first
-        await expect(first).to_contain_text("Approval needed: Refund 120.00")
+        await expect(first).to_contain_text("Approval needed: Refund USD 120.00")
 
         async def readable() -> bool:  # laid out with room to read (the stylesheet may still be applying)
             box = await first.locator(".body").bounding_box()
@@ -194,7 +196,7 @@ def message_for(sb: Sandbox, approval_id: str):  # type: ignore[no-untyped-def]
 async def test_the_home_tab_is_an_inbox_that_links_to_its_cards_and_keeps_up(sandbox: Sandbox) -> None:
     """The Home tab as a reviewer uses it: what waits for them, updated while they look at it when someone else
     decides; its link opens the card, where they decide; back home, it is under "Decided by you lately"."""
-    from hitl.bot.blocks import ACTION_APPROVE
+    from hitl.bot.controls import ACTION_APPROVE
 
     first = await refund(sandbox, 120, "A note from the customer.")
     second = await refund(sandbox, 60, "Only the mug broke.", order="78300")
@@ -203,7 +205,7 @@ async def test_the_home_tab_is_an_inbox_that_links_to_its_cards_and_keeps_up(san
         await page.click("#home-link")
         home = page.locator("#home")
         await expect(home).to_contain_text("Waiting for you (2)")
-        await expect(home).to_contain_text("Refund 120.00 to C-1042 for order 78291")
+        await expect(home).to_contain_text("Refund USD 120.00 to “C-1042” for order “78291”")
         await expect(page.locator("#channel-title")).to_have_text("Home")
 
         await sandbox.dispatcher.click("U_SUPPORT2", message_for(sandbox, second), ACTION_APPROVE)
@@ -211,14 +213,14 @@ async def test_the_home_tab_is_an_inbox_that_links_to_its_cards_and_keeps_up(san
 
         await home.get_by_role("link", name="Open the card").click()
         opened = page.locator(".msg.highlight")
-        await expect(opened).to_contain_text("Approval needed: Refund 120.00")
+        await expect(opened).to_contain_text("Approval needed: Refund USD 120.00")
         await expect(opened).to_contain_text(first)
         await opened.get_by_role("button", name="Approve").click()
-        await expect(card(page, first)).to_contain_text("Approved and done: Refund 120.00", timeout=15000)
+        await expect(card(page, first)).to_contain_text("Approved and done: Refund USD 120.00", timeout=15000)
 
         await page.click("#home-link")
         await expect(home).to_contain_text("Nothing is waiting for you")
-        await expect(home).to_contain_text("Approved Refund 120.00 to C-1042 for order 78291")
+        await expect(home).to_contain_text("Approved Refund USD 120.00 to “C-1042” for order “78291”")
 
 
 DOCS_SHOTS = ROOT / "docs" / "pages" / "screenshots"
@@ -252,6 +254,23 @@ def keep_or_write(shot: Path, fresh: bytes) -> None:
             if sum(a != b for a, b in zip(old, new, strict=True)) <= 16:
                 return
     shot.write_bytes(fresh)
+
+
+async def steady_shot(page: Page, sb: Sandbox, found: Any, name: str) -> None:
+    """Write the docs screenshot ``name`` of ``found`` once the page shows the sandbox's last change (the page
+    redraws on every change), with no hover highlight: the same picture every run."""
+
+    async def taken() -> bool:
+        if await page.evaluate("document.body.dataset.version") != str(sb.page.version):
+            return False
+        await page.mouse.move(1, 1)
+        try:
+            keep_or_write(DOCS_SHOTS / f"{name}.png", await found.screenshot(timeout=2000))
+        except PlaywrightError:
+            return False
+        return True
+
+    await eventually(taken, what=f"a steady screenshot of {name}", timeout=15)
 
 
 async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
@@ -295,31 +314,21 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
                 await sb.rt.ctx.notifier.flush()
                 await sb.rt.ctx.home.settled()
 
-                async def taken() -> bool:  # the page redraws on every change: shoot once it shows the last one
-                    if await page.evaluate("document.body.dataset.version") != str(sb.page.version):
-                        return False
-                    await page.mouse.move(1, 1)  # no hover highlight: the same picture every run
-                    try:
-                        keep_or_write(DOCS_SHOTS / f"{name}.png", await found.screenshot(timeout=2000))
-                    except PlaywrightError:
-                        return False
-                    return True
-
-                await eventually(taken, what=f"a steady screenshot of {name}", timeout=15)
+                await steady_shot(page, sb, found, name)
 
             await snap(doubt.id, "card-in-doubt", "Did it happen? refund")
-            await snap(pending, "card-pending", "Approval needed: Refund 120.00")
+            await snap(pending, "card-pending", "Approval needed: Refund USD 120.00")
 
             await card(page, edited).get_by_role("button", name="Modify").click()
             await page.locator(".modal input[name='hitl_field:amount']").fill("900")
             await page.click("#modal-submit")
-            await snap(edited, "card-superseded", "Superseded: Refund 60.00")
+            await snap(edited, "card-superseded", "Superseded: Refund USD 60.00")
 
             await card(page, rejected).get_by_role("button", name="Reject").click()
             await page.click("#confirm-ok")
             await page.locator(".modal textarea").fill("Customer withdrew the request")
             await page.click("#modal-submit")
-            await snap(rejected, "card-rejected", "Rejected: Refund 20.00")
+            await snap(rejected, "card-rejected", "Rejected: Refund USD 20.00")
 
             assert trusted.approval is not None
             await card(page, trusted.approval.id).get_by_role("button", name="Trust for session").click()
@@ -333,13 +342,101 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
             home = page.locator("#home")
             await expect(home).to_contain_text("runs without review until")  # the trust in force
             await expect(home).to_contain_text("Did it happen? refund")
-            await expect(home).to_contain_text("Rejected Refund 20.00")
+            await expect(home).to_contain_text("Rejected Refund USD 20.00")
             await sb.rt.ctx.home.settled()
             keep_or_write(DOCS_SHOTS / "home-tab.png", await page.screenshot())
 
             await page.get_by_text("# refund-approvals").click()
             clock.advance(5 * 3600)
             await svc.expire_due()
-            await snap(expired, "card-expired", "Expired: Refund 49.00")
+            await snap(expired, "card-expired", "Expired: Refund USD 49.00")
+    finally:
+        await sb.close()
+
+
+FAITHFUL_CONFIG = """
+requester: agent:riley
+roles:
+  support: [U_SUPPORT1, U_SUPPORT2]
+policy:
+  tools:
+    transfer:
+      tier: approve
+      role: support
+      summary: "Transfer {{ args.amount | money }} to {{ args.to }}"
+      schema:
+        type: object
+        properties:
+          to: {type: string, title: Recipient}
+          amount: {type: number, title: Amount, x-currency: EUR}
+          site: {type: string, title: Website}
+          memo: {type: string, title: Memo}
+        required: [to, amount]
+    change_settings: {tier: approve, role: support}
+slack:
+  channel: "#refund-approvals"
+"""
+"""Two tools whose cards carried the values that misled (issue 44): a sentence with money, and no schema at all."""
+
+MISLEADING_SETTINGS = {
+    "skip_backup": "false",
+    "dry_run": False,
+    "limit": "1000",
+    "count": 1000,
+    "owner": None,
+    "label": "(none)",
+    "Approvers": "fin (quorum 2)",
+    "Expires": "never",
+    "x\n*Requested by*": "the CFO",
+    "to": "bob@example.com\n*amount*\n`1`",
+}
+"""Types a card must not erase, keys that wear hitl's labels, a newline that would forge a label and value."""
+
+MISLEADING_TRANSFER = {
+    "to": "C-1 (verified by the CFO)\nAmount: 1",
+    "amount": 899.999,
+    "site": "p\u0430ypal.com",
+    "memo": "Invoice 2026-11 for services. " * 165 + "TAIL: also wire 9999 to mallory",
+}
+"""A value that extends the headline, money a float would round, a Cyrillic look-alike, a 5,000-character memo."""
+
+
+async def test_the_docs_show_a_card_that_cannot_mislead(tmp_path: Path) -> None:
+    """The Slack page's faithful-card screenshots: the values that misled a reviewer, as the browser draws them."""
+    from hitl.engine.domain.requests import ProposeRequest
+    from hitl.testing import FakeClock
+
+    config = tmp_path / "hitl.yaml"
+    config.write_text(FAITHFUL_CONFIG)
+    clock = FakeClock()
+    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
+    sb.state.clock = clock.now
+    svc = sb.rt.runtime.contexts.default.service
+    try:
+        settings = await svc.propose(
+            ProposeRequest("change_settings", MISLEADING_SETTINGS, session_id="ses_DOCS000010", requester="agent:ops")
+        )
+        transfer = await svc.propose(
+            ProposeRequest("transfer", MISLEADING_TRANSFER, session_id="ses_DOCS000011", requester="agent:ops")
+        )
+        assert settings.approval is not None and transfer.approval is not None
+        async with browser_page(height=2400) as page:
+            await page.goto(f"{sb.url}/?as=U_SUPPORT1")
+            DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+            for approval, name in ((settings.approval, "card-types"), (transfer.approval, "card-transfer")):
+                found = card(page, approval.id)
+                await expect(found).to_contain_text("Approval needed", timeout=15000)
+                await sb.rt.ctx.notifier.flush()
+
+                await steady_shot(page, sb, found, name)
+
+            found = card(page, transfer.approval.id)
+            await expect(found).to_contain_text("mixes Latin and Cyrillic")
+            await expect(found).to_contain_text("Transfer EUR 899.999 to “C-1 (verified by the CFO)…”")
+            await found.get_by_role("button", name="Show memo in full").click()
+            modal = page.locator(".modal")
+            await expect(modal).to_contain_text("Page 1 of 1")
+            await expect(modal).to_contain_text("TAIL: also wire 9999 to mallory")
+            keep_or_write(DOCS_SHOTS / "card-full-value.png", await modal.screenshot())
     finally:
         await sb.close()

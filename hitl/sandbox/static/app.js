@@ -5,7 +5,8 @@ const EMOJI = {
   white_check_mark: "✅", x: "❌", lock: "🔒", hourglass: "⌛", warning: "⚠️", no_entry: "⛔",
   ballot_box_with_check: "☑️", arrows_counterclockwise: "🔄", gear: "⚙️", information_source: "ℹ️",
   alarm_clock: "⏰", checkered_flag: "🏁", grey_question: "❔", tada: "🎉", no_entry_sign: "🚫",
-  octagonal_sign: "🛑", rotating_light: "🚨", mortar_board: "🎓",
+  octagonal_sign: "🛑", rotating_light: "🚨", mortar_board: "🎓", bust_in_silhouette: "👤",
+  busts_in_silhouette: "👥", mag: "🔍", scissors: "✂️",
 };
 const ui = { user: null, channel: null, data: null, busy: false, view: "channel", highlight: null };
 
@@ -82,7 +83,53 @@ function renderText(obj, parent) {
   });
 }
 
-function renderBlocks(blocks, parent, message) {
+function renderRichText(element, parent) {
+  // Slack's rich text: typed elements, never parsed as markup (a text element's characters are shown as they are).
+  for (const e of element.elements || []) {
+    if (e.type === "emoji") { parent.appendChild(document.createTextNode(EMOJI[e.name] || ":" + e.name + ":")); continue; }
+    if (e.type === "user") { parent.appendChild(el("span", "mention", "@" + personName(e.user_id))); continue; }
+    if (e.type !== "text" && e.type !== "link") continue;
+    const style = e.style || {};
+    let node = document.createTextNode("");
+    const lines = String(e.text || e.url || "").split("\n");
+    const frag = document.createDocumentFragment();
+    lines.forEach((line, i) => { if (i) frag.appendChild(el("br")); frag.appendChild(document.createTextNode(line)); });
+    node = frag;
+    for (const [key, tag, cls] of [["code", "code", "inline"], ["bold", "b", ""], ["italic", "i", ""], ["strike", "s", ""]]) {
+      if (!style[key]) continue;
+      const wrap = el(tag, cls);
+      wrap.appendChild(node);
+      node = wrap;
+    }
+    parent.appendChild(node);
+  }
+}
+
+function renderRich(block, parent) {
+  const box = el("div", "b-rich");
+  for (const e of block.elements || []) {
+    if (e.type === "rich_text_preformatted") {
+      const pre = el("pre", "code");
+      pre.textContent = (e.elements || []).map((t) => t.text || "").join("");
+      box.appendChild(pre);
+    } else if (e.type === "rich_text_quote") {
+      const q = el("blockquote", "b-quote");
+      renderRichText(e, q);
+      box.appendChild(q);
+    } else if (e.type === "rich_text_list") {
+      const list = el(e.style === "ordered" ? "ol" : "ul");
+      for (const item of e.elements || []) { const li = el("li"); renderRichText(item, li); list.appendChild(li); }
+      box.appendChild(list);
+    } else {
+      const line = el("div", "b-rich-line");
+      renderRichText(e, line);
+      box.appendChild(line);
+    }
+  }
+  parent.appendChild(box);
+}
+
+function renderBlocks(blocks, parent, message, viewId) {
   for (const b of blocks || []) {
     if (b.type === "header") { const h = el("div", "b-header"); renderText(b.text, h); parent.appendChild(h); }
     else if (b.type === "section") {
@@ -97,14 +144,16 @@ function renderBlocks(blocks, parent, message) {
       for (const e of b.elements || []) renderText(e, c);
       parent.appendChild(c);
     } else if (b.type === "divider") parent.appendChild(el("hr", "b-divider"));
-    else if (b.type === "actions" && message) {
+    else if (b.type === "rich_text") renderRich(b, parent);
+    else if (b.type === "actions" && (message || viewId)) {
       const row = el("div", "b-actions");
       for (const e of b.elements || []) {
         if (e.type !== "button") continue;
         const btn = el("button", "btn" + (e.style ? " " + e.style : ""), e.text.text);
         btn.type = "button";
         btn.dataset.actionId = e.action_id;
-        btn.addEventListener("click", () => clickButton(message, e));
+        if (message) btn.addEventListener("click", () => clickButton(message, e));
+        else btn.addEventListener("click", () => act({ kind: "view_click", view_id: viewId, action_id: e.action_id, value: e.value }));
         row.appendChild(btn);
       }
       parent.appendChild(row);
@@ -238,13 +287,15 @@ function renderModal() {
     if (overlay.dataset.view) { overlay.hidden = true; overlay.replaceChildren(); overlay.dataset.view = ""; overlay.dataset.key = ""; }
     return;
   }
-  if (!overlay.hidden && overlay.dataset.key === modal.view_id + JSON.stringify(modal.errors)) return;
+  // The key holds the view itself too: views.update (a page turned) keeps the id and changes the blocks.
+  const key = modal.view_id + JSON.stringify(modal.errors) + JSON.stringify(modal.view);
+  if (!overlay.hidden && overlay.dataset.key === key) return;
   // Re-rendered to show errors: keep what the person typed, as Slack does.
   const typed = {};
   if (!overlay.hidden && overlay.dataset.view === modal.view_id) {
     for (const c of overlay.querySelectorAll("[data-kind]")) typed[c.name] = c.type === "checkbox" ? c.checked : c.value;
   }
-  overlay.dataset.key = modal.view_id + JSON.stringify(modal.errors);
+  overlay.dataset.key = key;
   overlay.dataset.view = modal.view_id;
   const view = modal.view;
   const box = el("div", "modal");
@@ -253,7 +304,7 @@ function renderModal() {
   const content = el("div", "content");
   for (const b of view.blocks) {
     if (b.type === "input") content.appendChild(inputFor(b, modal.errors || {}));
-    else renderBlocks([b], content, null);
+    else renderBlocks([b], content, null, modal.view_id);
   }
   for (const c of content.querySelectorAll("[data-kind]")) {
     if (!(c.name in typed)) continue;

@@ -1,0 +1,25 @@
+"""What a card's buttons carry: the approval's id, version and full action hash (``id|version|hash``), so a click
+binds to exactly the action shown, and a click on an old card is caught."""
+
+from __future__ import annotations
+
+import re
+
+from hitl.engine.domain.models import Approval
+
+__all__ = ["button_value", "parse_button_value"]
+
+# The exact grammar, ASCII only: no Unicode digits, no leading zeros, no trailing newline.
+_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([1-9][0-9]{0,8})\|([0-9a-f]{64})", re.ASCII)
+
+
+def button_value(a: Approval) -> str:
+    """What a card's buttons carry: the approval's id, version and full action hash (a click binds to exactly this)."""
+    # The full hash (not a prefix): the click is bound to exactly this action, and the decide needs no read first.
+    return f"{a.id}|{a.version}|{a.action_hash}"
+
+
+def parse_button_value(value: str) -> tuple[str, int, str] | None:
+    """``(approval id, version, action hash)`` or None for anything malformed or tampered with."""
+    m = _VALUE.fullmatch(value) if isinstance(value, str) else None
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else None

@@ -1,0 +1,146 @@
+"""A card's controls: Approve, Reject, Modify, Trust and the rest, each with Slack's own confirmation where it acts
+at once, and what a Trust would grant, said before anyone consents to it. Button values carry ``id|version|hash``
+(:mod:`hitl.bot.button_values`), so a click binds to exactly the action shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hitl.bot.button_values import button_value
+from hitl.engine.domain.models import Approval, ApprovalKind
+from hitl.engine.domain.spot_checks import is_spot_check
+from hitl.engine.service import TRUST_TTL
+
+__all__ = [
+    "ACTION_APPROVE",
+    "ACTION_FEEDBACK",
+    "ACTION_MODIFY",
+    "ACTION_REJECT",
+    "ACTION_TRUST",
+    "ACTION_VIEW_ALL",
+    "controls",
+    "trust_scope",
+    "utc_time",
+]
+
+ACTION_APPROVE = "hitl_approve"
+ACTION_REJECT = "hitl_reject"
+ACTION_MODIFY = "hitl_modify"
+ACTION_TRUST = "hitl_trust"
+ACTION_VIEW_ALL = "hitl_view_all"
+ACTION_FEEDBACK = "hitl_feedback"
+
+
+def _button(action: str, label: str, value: str, *, style: str | None = None, confirm: Any = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "button", "action_id": action, "text": _plain(label), "value": value}
+    if style:
+        out["style"] = style
+    if confirm:
+        out["confirm"] = confirm
+    return out
+
+
+def _confirm(title: str, text: str, yes: str, *, danger: bool = False) -> dict[str, Any]:
+    """Slack's own "are you sure?" dialog before a button acts."""
+    out = {"title": _plain(title), "text": _plain(text[:300]), "confirm": _plain(yes), "deny": _plain("Cancel")}
+    return {**out, "style": "danger"} if danger else out
+
+
+def _plain(text: str) -> dict[str, Any]:
+    return {"type": "plain_text", "text": text}
+
+
+def _doubt_controls(a: Approval) -> dict[str, Any]:
+    """Mark done (feedback: what the reviewer found), Run again (approve), Stop (reject)."""
+    value = button_value(a)
+    tool = str(a.args.get("tool", ""))[:60]
+    again = _confirm("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
+    stop = _confirm("Stop the run?", f"Nothing more runs. {_reason_ask(a)}", "Stop", danger=True)
+    buttons = [
+        _button(ACTION_FEEDBACK, "Mark done", value, style="primary"),
+        _button(ACTION_APPROVE, "Run again", value, confirm=again),
+        _button(ACTION_REJECT, "Stop", value, style="danger", confirm=stop),
+    ]
+    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
+
+
+def _spot_controls(a: Approval) -> dict[str, Any]:
+    """A spot check's answers: it already ran, so the question is only whether it looked right."""
+    value = button_value(a)
+    flag = _confirm(
+        "Flag this action?",
+        "It already ran. A flag records that it was wrong and counts as a correction. You can say why (optional).",
+        "Flag",
+        danger=True,
+    )
+    buttons = [
+        _button(ACTION_APPROVE, "Looks right", value, style="primary"),
+        _button(ACTION_REJECT, "Flag", value, style="danger", confirm=flag),
+    ]
+    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
+
+
+def controls(a: Approval, *, halted: bool = False) -> dict[str, Any]:
+    """The buttons of a pending card: a spot check's, an effect in doubt's, or Approve, Reject, Modify, feedback
+    and Trust as the approval allows; with ``halted`` (the stop switch), Reject alone."""
+    if is_spot_check(a):
+        return _spot_controls(a)
+    if a.kind is ApprovalKind.DOUBT:
+        return _doubt_controls(a)
+    value = button_value(a)
+    reject = _confirm("Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True)
+    if halted:  # the stop switch: only Reject
+        return {
+            "type": "actions",
+            "block_id": f"hitl_actions:{a.id}",
+            "elements": [_button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject)],
+        }
+    buttons = [
+        _button(ACTION_APPROVE, "Approve", value, style="primary"),
+        _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
+    ]
+    if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
+        buttons.append(_button(ACTION_MODIFY, "Modify", value))
+    if a.kind in (ApprovalKind.GATE, ApprovalKind.REVIEW):
+        buttons.append(_button(ACTION_FEEDBACK, "Send feedback", value))
+    if a.trustable and a.quorum == 1:
+        trust = _confirm("Approve and trust?", trust_scope(a), "Approve and trust")
+        buttons.append(_button(ACTION_TRUST, "Trust for session", value, confirm=trust))
+    return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
+
+
+def _reason_ask(a: Approval) -> str:
+    """What happens after the confirmation: a form that asks why, as the approval requires it or not."""
+    return "You will be asked for a reason (required)." if a.reason_required else "You can say why (optional)."
+
+
+def trust_scope(a: Approval, *, granted_at: float | None = None) -> str:
+    """What a Trust lets through, said before anyone consents to it and on the card after: whose calls first (the
+    grant covers the requester alone), this tool, this session, for how long (until when, once granted), and what
+    it never covers. Plain text, at most 300 characters (Slack's limit for a confirmation's text)."""
+    ttl = a.metadata.get(TRUST_TTL)
+    span = _span(float(ttl)) if isinstance(ttl, int | float) else "the configured time"
+    until = (
+        f"until {utc_time(granted_at + float(ttl))}" if granted_at is not None and isinstance(ttl, int | float) else ""
+    )
+    text = (
+        f"For {a.requester[:60]} only: approves this call, and lets its later {a.tool[:60]} calls in session "
+        f"{a.session_id[:60]} run without review for {span}{' (' + until + ')' if until else ''}. Never covers "
+        "another requester, escalated approvals or tools marked always-ask."
+    )
+    return text[:300]
+
+
+def _span(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{int(seconds)} seconds"
+
+
+def utc_time(ts: float) -> str:
+    """``ts`` as a UTC date and time (a fallback, and what a Trust's scope names)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

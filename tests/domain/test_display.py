@@ -1,0 +1,158 @@
+"""What a person is shown of a value: its type, every character, its length, and what could fool the eye (UTS #39),
+without crying wolf at ordinary text in other scripts."""
+
+from __future__ import annotations
+
+import icu
+import pytest
+
+from hitl.engine.domain.display import (
+    UNICODE_VERSION,
+    ValueKind,
+    graphemes_cut,
+    lookalikes,
+    money,
+    pages,
+    reveal,
+    show,
+)
+
+
+def test_the_unicode_data_is_the_pinned_version() -> None:
+    assert str(icu.UNICODE_VERSION) == UNICODE_VERSION == "16.0"
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "kind"),
+    [
+        ("false", '"false"', ValueKind.STRING),
+        (False, "false", ValueKind.BOOLEAN),
+        ("1000", '"1000"', ValueKind.STRING),
+        (1000, "1000", ValueKind.NUMBER),
+        (None, "null", ValueKind.NULL),
+        ("(none)", '"(none)"', ValueKind.STRING),
+        (899.999, "899.999", ValueKind.NUMBER),
+        (12345678901234567890, "12345678901234567890", ValueKind.NUMBER),
+        ("", '""', ValueKind.STRING),
+    ],
+)
+def test_types_stay_visible_and_nothing_is_rounded(value: object, text: str, kind: ValueKind) -> None:
+    shown = show(value)
+    assert (shown.text, shown.kind, shown.warnings) == (text, kind, ())
+
+
+def test_nested_values_are_exact_json_with_every_string_checked() -> None:
+    shown = show({"to": "p\u0430y", "n": [1, "x\u200d"], "ok": None})
+    assert shown.kind is ValueKind.OBJECT
+    assert '"n": [\n  1,\n  "x[U+200D]"\n ]' in shown.text and '"ok": null' in shown.text
+    assert any(w.startswith("to: “pаy” mixes Latin and Cyrillic") for w in shown.warnings)
+    assert any("invisible" in w for w in shown.warnings)
+
+
+def test_hidden_and_control_characters_are_marked_where_they_were() -> None:
+    raw = "pay\u200b to\u202e bob\x07 now\u00ad\ufeff"
+    shown = show(raw)
+    assert shown.text == '"pay[U+200B] to[U+202E] bob[U+0007] now[U+00AD][U+FEFF]"'
+    assert shown.length == len(raw) and "5 invisible, control or direction-changing characters" in shown.warnings[0]
+    assert reveal("a\tb\nc", keep="\n") == ("a[U+0009]b\nc", 1)
+
+
+def test_a_line_break_stays_inside_the_value_and_is_marked() -> None:
+    shown = show("bob@example.com\n*amount*\n`1`")
+    assert shown.text == '"bob@example.com↵\n*amount*↵\n`1`"'
+    assert "2 line breaks inside the text (shown as ↵)" in shown.warnings
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("p\u0430ypal.com", "“pаypal.com” mixes Latin and Cyrillic: а (U+0430, Cyrillic) at character 2; reads like "
+         "“paypal.com”"),
+        ("bob@ex\u0430mple.com", "mixes Latin and Cyrillic"),
+        ("https://g\u043e\u043egle.com/login", "reads like “https://google.com/login”"),
+        ("\u0430\u0440\u0440\u04cf\u0435.com", "mixes Latin and Cyrillic"),
+        ("\u0430\u0440\u0440\u04cf\u0435", "all Cyrillic, but reads like the Latin"),
+        ("Pay the invoice to p\u0430ypal today", "“pаypal” mixes Latin and Cyrillic"),
+        ("\u03bf\u03c1en", "mixes Latin and Greek"),
+    ],
+)  # fmt: skip
+def test_look_alikes_are_marked(text: str, found: str) -> None:
+    warnings = lookalikes(text)
+    assert warnings and found in warnings[0], warnings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Москва (Moscow)",
+        "Москва",
+        "明日の会議は10時からです。",
+        "東京タワーへ行く",
+        "中文注音ㄅㄆㄇ",
+        "한국어 漢字 텍스트",
+        "Ελληνικά κείμενο",
+        "مرحبا بالعالم",
+        "naïve café résumé",
+        "user_42@example.com",
+        "C-1042",
+        "1,234.50 €",
+        "emoji 👍🏽 and 👨‍👩‍👧",
+    ],
+)
+def test_ordinary_text_in_any_script_is_not_flagged(text: str) -> None:
+    assert lookalikes(text) == []
+    assert show(text).warnings == ()
+
+
+def test_cuts_and_pages_never_split_a_grapheme() -> None:
+    family = "👨\u200d👩\u200d👧"
+    text = ("ab" + family + "e\u0301" + "🇫🇷") * 50
+    for size in range(1, 30):
+        parts = pages(text, size)
+        assert "".join(parts) == text
+        for part in parts:
+            assert not part.startswith(("\u200d", "\u0301")) and not part.endswith("\u200d")
+            assert part.count("🇫") == part.count("🇷")  # a flag's two halves stay together
+        head = graphemes_cut(text, size)
+        assert text.startswith(head) and len(head) <= size and not head.endswith("\u200d")
+    big = "x" * 100_000
+    assert [len(p) for p in pages(big, 12_000)] == [12_000] * 8 + [4_000]
+
+
+@pytest.mark.parametrize(
+    ("value", "currency", "text"),
+    [
+        (899.999, None, "899.999"),
+        (1000, None, "1,000.00"),
+        (1234.5, "EUR", "EUR 1,234.50"),
+        ("12.345", "USD", "USD 12.345"),
+        (0.1, None, "0.10"),
+        (12345678901234567890, None, "12,345,678,901,234,567,890.00"),
+    ],
+)
+def test_money_is_exact_and_shows_its_currency(value: object, currency: str | None, text: str) -> None:
+    assert money(value, currency) == text
+
+
+def test_money_refuses_what_is_not_an_amount() -> None:
+    for bad in (True, "abc", float("nan"), None):
+        with pytest.raises(ValueError, match="amount"):
+            money(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "marked"),
+    [
+        ("pay\u200dpal", True),  # a joiner hidden in a Latin word
+        ("a\ufe0fb", True),  # a variation selector on a Latin letter
+        ("\u200bstart", True),
+        ("می\u200cخواهم", False),  # Persian writes the non-joiner in ordinary words
+        ("क्\u200dष", False),  # a Devanagari conjunct's joiner
+        ("⚠\ufe0f warning", False),  # emoji presentation
+        ("1\ufe0f\u20e3", False),  # a keycap
+        ("🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f", False),  # Scotland's flag
+        ("hi\U000e0069\U000e0067\U000e006e\U000e006f\U000e0072\U000e0065", True),  # tag characters spelling "ignore"
+    ],
+)
+def test_invisible_characters_are_marked_unless_writing_uses_them(text: str, marked: bool) -> None:
+    assert bool(reveal(text)[1]) is marked, reveal(text)
