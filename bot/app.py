@@ -96,6 +96,7 @@ def slack_side(
         metrics=metrics,
         backoff=backoff,
         declared=config.declared_schema,
+        view_of=config.present,
     )
     return SlackSide(client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics)
 
@@ -140,7 +141,15 @@ def build_app(
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
     clock = lifecycle.contexts.clock
     reviewers = SlackReviewers(config.build_roles(), side.client, clock)
-    home = HomeTabs(side.client, lifecycle.store, clock, reviewers, side.metrics, may_see_trust=config.may_decide_tool)
+    home = HomeTabs(
+        side.client,
+        lifecycle.store,
+        clock,
+        reviewers,
+        side.metrics,
+        may_see_trust=config.may_decide_tool,
+        view_of=config.present,
+    )
     side.notifier.on_card.append(home.changed)
     side.notifier.on_halts.append(home.changed)
     ctx = BotContext(

@@ -25,7 +25,8 @@ from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
-from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
+from hitl.engine.domain.presentation import STATE_TITLES, Presentation, present
+from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.runner.step_context import DOUBT
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "evidence_blocks",
     "expires_in",
     "halt_notice",
-    "headline",
     "relative",
     "value_box",
     "when",
@@ -53,17 +53,6 @@ HALTED = "hitl_halted"
 """The block id of the stop switch's notice on a card."""
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
 
-_TITLES = {
-    Status.PENDING: "Approval needed",
-    Status.APPROVED: "Approved",
-    Status.REJECTED: "Rejected",
-    Status.EXPIRED: "Expired",
-    Status.CANCELLED: "Cancelled",
-    Status.SUPERSEDED: "Superseded",
-    Status.EXECUTING: "Approved, running",
-    Status.EXECUTED: "Approved and done",
-    Status.FAILED: "Approved, but it failed",
-}
 _ICONS = {
     Status.PENDING: ":lock:",
     Status.APPROVED: ":white_check_mark:",
@@ -105,37 +94,9 @@ def relative(ts: float, now: float) -> str:
     return f"in {text}" if delta > 0 else f"{text} ago"
 
 
-def headline(a: Approval) -> str:
-    """What the approval is about, in a few words: the tool's ``summary:`` sentence for the arguments as proposed,
-    else the tool's name ("Did it happen? <tool>" for an effect in doubt). Plain text, never formatted: the
-    sentence delimits every value it carries (:mod:`hitl.engine.domain.summary`); a surface that shows it as mrkdwn
-    escapes it."""
-    if _in_doubt(a):
-        return f"Did it happen? {a.tool.removeprefix(DOUBT)}"
-    if is_spot_check(a):
-        return _spot_title(a.model_copy(update={"status": Status.PENDING}))
-    if a.summary and a.approved_args is None:  # the sentence describes the arguments as proposed
-        return a.summary
-    return a.tool
-
-
-def _spot_title(a: Approval) -> str:
-    what = a.summary if a.summary else checked_tool(a)
-    verdict = {Status.PENDING: "Spot check", Status.APPROVED: "Looks right", Status.REJECTED: "Flagged"}
-    return f"{verdict.get(a.status, 'Spot check ' + str(a.status))}: {what}"
-
-
-def _title(a: Approval) -> str:
-    if is_spot_check(a):
-        return _spot_title(a)
-    if _in_doubt(a) and a.status is Status.PENDING:
-        return headline(a)
-    return f"{_TITLES[a.status]}: {headline(a) if not _in_doubt(a) else a.tool}"
-
-
 def card_text(a: Approval) -> str:
     """The notification text (shown in notifications and by clients without blocks)."""
-    return f"{_TITLES[a.status]}: {label(a.tool, 80)} ({a.id})"
+    return f"{STATE_TITLES[a.status]}: {label(a.tool, 80)} ({a.id})"
 
 
 def card(
@@ -146,8 +107,10 @@ def card(
     detail: bool = False,
     halt: HaltOrder | None = None,
     declared: Mapping[str, Any] | None = None,
+    view: Presentation | None = None,
 ) -> list[dict[str, Any]]:
-    """The review card for ``a`` in its current state. Controls only while it is pending. ``detail`` (``/hitl
+    """The review card for ``a`` in its current state, drawn from its one view (``view``, else built from ``a``
+    and ``declared``: :mod:`hitl.engine.domain.presentation`). Controls only while it is pending. ``detail`` (``/hitl
     show``): also the policy's own account, its tier, rule and every rule that fired. ``halt``: the stop switch's
     order covering its tool: the card says so, and only Reject stays. ``declared``: the tool's schema in
     ``hitl.yaml``, the only source of the arguments' titles, help and currency.
@@ -155,10 +118,11 @@ def card(
     hitl's own fields come first, each behind an emoji no argument can draw (arguments are rich text, where an
     emoji is its own element); the arguments follow in boxes; the ids and the hash come after the decision; the
     untrusted evidence last, quoted, in a style nothing else uses."""
+    view = view or present(a, declared=declared)
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": _title(a)[:150], "emoji": False},
+            "text": {"type": "plain_text", "text": graphemes_cut(view.heading, 150), "emoji": False},
         },
         {"type": "section", "fields": _fields(a, now)},
     ]
@@ -171,14 +135,12 @@ def card(
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
-                    "text": f":warning: *`{tool}` may or may not have happened.* The worker running it stopped "
-                    "before recording its outcome. Check the system it acts on, then *Mark done* (it happened), "
-                    "*Run again* (it did not) or *Stop* the run.",
+                    "text": f":warning: *`{tool}` may or may not have happened.*",
                 },
             }
         )
-    elif a.why or a.reasons:
-        why = "\n".join(f"• {label(r, 300)}" for r in (a.why or a.reasons)[:6])
+    if view.reasons:
+        why = "\n".join(f"• {label(r, 300)}" for r in view.reasons[:6])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f":mag: *Why it needs review*\n{why}"}})
     if detail:
         rules = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:8])
@@ -188,7 +150,7 @@ def card(
     if detail and a.args_schema is not None and a.args_schema != declared:
         blocks += _sent_schema(a.args_schema)
     if a.status is not Status.PENDING:
-        blocks += _outcome(a)
+        blocks += _outcome(a, view)
     elif a.decisions:
         blocks.append(_progress(a))
     if a.status is Status.PENDING and live:
@@ -371,8 +333,10 @@ def _edit_block(a: Approval, edit: Mapping[str, tuple[Any, Any]]) -> dict[str, A
     return {"type": "rich_text", "block_id": f"hitl_edit:{a.id}", "elements": elements}
 
 
-def _decision_line(d: Decision, *, spot: bool = False) -> str:
-    if spot and d.kind in (DecisionKind.APPROVE, DecisionKind.REJECT):
+def _decision_line(a: Approval, d: Decision) -> str:
+    if d.kind is DecisionKind.MODIFY and a.status is Status.SUPERSEDED and d.args is not None:
+        return f"{who(d.reviewer)} edited it {when(d.at)} via {label(d.via, 20)} (the edit went to other approvers)"
+    if is_spot_check(a) and d.kind in (DecisionKind.APPROVE, DecisionKind.REJECT):
         said = "said it looks right" if d.kind is DecisionKind.APPROVE else "flagged it"
         return f"{who(d.reviewer)} {said} {when(d.at)} via {label(d.via, 20)}"
     verb = {
@@ -385,20 +349,21 @@ def _decision_line(d: Decision, *, spot: bool = False) -> str:
     return f"{who(d.reviewer)} {verb} {when(d.at)} via {label(d.via, 20)}"
 
 
-def _outcome(a: Approval) -> list[dict[str, Any]]:
-    spot = is_spot_check(a)
-    title = _spot_title(a).split(":", 1)[0] if spot else _TITLES[a.status]
-    lines = [f"{_ICONS[a.status]} *{title}*"]
-    lines += [_decision_line(d, spot=spot) for d in a.decisions[-5:]]
+def _outcome(a: Approval, view: Presentation) -> list[dict[str, Any]]:
+    """How it ended: the view's one line (the same on every surface), then each decision with when and via."""
+    lines = [f"{_ICONS[a.status]} *{view.title}*", label(view.outcome or "", 600)]
+    lines += [_decision_line(a, d) for d in a.decisions[-5:]]
     trusted = next((d for d in a.decisions if d.kind is DecisionKind.TRUST), None)
     if trusted is not None:
         lines.append(f"_Trust:_ {label(trust_scope(a, granted_at=trusted.at), 300)}")
     if a.status is Status.EXPIRED:
-        lines.append(f"Expired {when(a.expires_at)} without a decision.")
-    if a.superseded_by:
-        lines.append(f"Replaced by `{a.superseded_by}` (the edit needs other approvers).")
+        lines.append(f"It expired {when(a.expires_at)}.")
     out: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True}}
+        {
+            "type": "section",
+            "block_id": f"hitl_outcome:{a.id}",
+            "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True},
+        }
     ]
     if a.reason:  # the reviewer's words, as they wrote them, in a box of their own
         out.append(value_box(f"hitl_reason:{a.id}", a.reason, 600))
@@ -423,7 +388,7 @@ def value_box(block_id: str, text: str, limit: int) -> dict[str, Any]:
 def _progress(a: Approval) -> dict[str, Any]:
     role = label(a.required_role or "reviewer", 40)
     lines = [f":ballot_box_with_check: *{len(a.approvers)} of {a.quorum} {role} approvals*"]
-    lines += [_decision_line(d) for d in a.decisions[-5:]]
+    lines += [_decision_line(a, d) for d in a.decisions[-5:]]
     return {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True}}
 
 

@@ -10,12 +10,14 @@ over the queue): each of those renders nothing new.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from hitl.bot.arguments import Declared
 from hitl.bot.blocks import card, expires_in
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.presentation import Presentation
 
 __all__ = ["CardCache"]
 
@@ -30,10 +32,18 @@ class CardCache:
     The blocks handed out are shared between the updates of one version: callers send them, never change them.
     """
 
-    def __init__(self, size: int = 128, *, declared: Declared | None = None) -> None:
+    def __init__(
+        self,
+        size: int = 128,
+        *,
+        declared: Declared | None = None,
+        view_of: Callable[[Approval], Presentation] | None = None,
+    ) -> None:
         self.size = size
         self.declared = declared
         """Each tool's declared schema (the cards' labels, help and currency), or None for none."""
+        self.view_of = view_of
+        """Each approval's one view, with the served hitl.yaml's sentences (None: built from the approval)."""
         self.rendered = 0
         """Cards rendered (the rest were reused)."""
         self.reused = 0
@@ -48,7 +58,8 @@ class CardCache:
             self.reused += 1
             return found
         schema = self.declared(a.tool) if self.declared is not None else None
-        blocks = card(a, now=now, halt=halt, declared=schema)
+        view = self.view_of(a) if self.view_of is not None else None
+        blocks = card(a, now=now, halt=halt, declared=schema, view=view)
         self.rendered += 1
         self._cards[key] = blocks
         if len(self._cards) > self.size:

@@ -7,14 +7,15 @@ agent (tool names, sentences, sessions) is escaped like on the card.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.bot.blocks import halt_notice, headline, relative, when, who
+from hitl.bot.blocks import halt_notice, relative, when, who
 from hitl.bot.escape import label
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Decision, DecisionKind
+from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.records import TrustGrant
 
 __all__ = ["HOME_DECIDED", "HOME_HALTED", "HOME_TRUST", "HOME_WAITING", "Waiting", "home_view"]
@@ -53,8 +54,10 @@ def home_view(
     grants: Sequence[TrustGrant],
     now: float,
     halts: Sequence[HaltOrder] = (),
+    view_of: Callable[[Approval], Presentation] = present,
 ) -> dict[str, Any]:
-    """The Home tab ``viewer`` sees: a ``views.publish`` view. ``halts``: the stop switch's orders in force, first."""
+    """The Home tab ``viewer`` sees: a ``views.publish`` view. ``halts``: the stop switch's orders in force, first.
+    ``view_of``: each approval's one view (its headline is the card's)."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Your approvals", "emoji": False}},
         {
@@ -67,14 +70,14 @@ def home_view(
     count = f"{len(waiting)}{'+' if more_waiting else ''}"
     blocks.append(_heading(f"Waiting for you ({count})" if waiting else "Nothing is waiting for you"))
     for i, w in enumerate(waiting[:SHOWN]):
-        blocks.append(_waiting(w, now, i))
+        blocks.append(_waiting(w, now, i, view_of(w.approval)))
     if more_waiting or len(waiting) > SHOWN:
         blocks.append(_note("More are waiting: `/hitl pending` pages through all of them."))
     blocks += [{"type": "divider"}, _heading("Decided by you lately")]
     if not decided:
         blocks.append(_note("Nothing yet."))
     for i, (a, d) in enumerate(decided[:SHOWN]):
-        line = f"{_VERBS[d.kind]} *{_what(a)}* {relative(d.at, now)} via {label(d.via, 20)}"
+        line = f"{_VERBS[d.kind]} *{_what(view_of(a))}* {relative(d.at, now)} via {label(d.via, 20)}"
         blocks.append(_section(f"{HOME_DECIDED}:{i}", line))
     blocks += [{"type": "divider"}, _heading("Trust in force")]
     if not grants:
@@ -89,17 +92,17 @@ def home_view(
     return {"type": "home", "blocks": blocks}
 
 
-def _what(a: Approval) -> str:
+def _what(view: Presentation) -> str:
     """The approval in a few words, as the card's headline says it (escaped: the sentence carries arguments)."""
-    return label(headline(a), 150)
+    return label(view.headline, 150)
 
 
-def _waiting(w: Waiting, now: float, i: int) -> dict[str, Any]:
+def _waiting(w: Waiting, now: float, i: int, view: Presentation) -> dict[str, Any]:
     a = w.approval
     votes = f" · {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
     link = f" · <{w.link}|Open the card>" if w.link else " · `/hitl show " + a.id + "`"
     text = (
-        f"*{_what(a)}*\nAsked {relative(a.created_at, now)} by {who(a.requester)} · expires "
+        f"*{_what(view)}*\nAsked {relative(a.created_at, now)} by {who(a.requester)} · expires "
         f"{relative(a.expires_at, now)}{votes}{link}"
     )
     return _section(f"{HOME_WAITING}:{i}", text)

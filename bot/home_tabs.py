@@ -21,6 +21,7 @@ from hitl.bot.home import SHOWN, Waiting, home_view
 from hitl.bot.metrics import Metrics
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
+from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
 from hitl.engine.stop_switch import StopSwitch
 
@@ -43,9 +44,12 @@ class HomeTabs:
         metrics: Metrics,
         *,
         may_see_trust: Callable[[frozenset[str], str], bool],
+        view_of: Callable[[Approval], Presentation] = present,
         debounce: float = 0.3,
     ) -> None:
         self.client = client
+        self.view_of = view_of
+        """Each approval's one view, with the served hitl.yaml's sentences and schemas (the cards' own)."""
         self.may_see_trust = may_see_trust
         """Whether a viewer with these roles may see the trust granted for this tool (they may decide it)."""
         self.store = store
@@ -125,7 +129,16 @@ class HomeTabs:
             g for g in await self.store.trust.all_active(now=now) if self.may_see_trust(reviewer.roles, g.tool)
         ][: SHOWN + 1]
         halts = await StopSwitch.shared(self.store, self.clock).orders()
-        return home_view(user, waiting=waiting, more_waiting=more, decided=decided, grants=grants, now=now, halts=halts)
+        return home_view(
+            user,
+            waiting=waiting,
+            more_waiting=more,
+            decided=decided,
+            grants=grants,
+            now=now,
+            halts=halts,
+            view_of=self.view_of,
+        )
 
     async def _waiting(self, reviewer: Reviewer) -> tuple[list[Waiting], bool]:
         if not reviewer.roles:

@@ -29,6 +29,7 @@ from hitl.engine.domain.display import show
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import POST_AFTER, is_practice
+from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused, EngineError
 from hitl.engine.events import FYI_JOB
@@ -72,6 +73,7 @@ class SlackNotifier:
         lease: float = 15.0,
         poll: float = 5.0,
         declared: Declared | None = None,
+        view_of: Callable[[Approval], Presentation] | None = None,
     ) -> None:
         self.client = client
         self.store = store
@@ -83,7 +85,7 @@ class SlackNotifier:
         self.backoff = backoff
         self.lease = lease
         self.poll = poll
-        self.cards = CardCache(declared=declared)
+        self.cards = CardCache(declared=declared, view_of=view_of)
         """The cards this process rendered, by approval version (every update of a version reuses its card)."""
         self.queue_outages = Outages("the card-update queue", every=backoff(0), logger=log)
         """The card-update worker's outages (the store away), said once each and counted in ``/metrics``."""

@@ -36,7 +36,7 @@ USAGE = (
     "• `/hitl trust revoke <tool> [session]` — stop trusting a tool\n"
     "• `/hitl halt <tool|all> [reason]` — stop the system: nothing new of it runs (admins)\n"
     "• `/hitl unhalt <tool|all>` — lift a halt and resume what it paused (admins)\n"
-    "• `/hitl halts` — what is halted"
+    "• `/hitl halts` — what is halted\n"
     "• `/hitl help` — this message"
 )
 PAGE = 8
@@ -133,7 +133,8 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
             await ctx.lifecycle.refused(a.id, user, ErrorCode.NOT_ELIGIBLE, "/hitl show")
             return {"text": refusal_text(EngineError("", code=ErrorCode.NOT_ELIGIBLE), a)}
         declared = ctx.config.declared_schema(a.tool)
-        return {"text": f"{a.id}: {a.tool}", "blocks": card(a, now=ctx.clock.now(), detail=True, declared=declared)}
+        blocks = card(a, now=ctx.clock.now(), detail=True, declared=declared, view=ctx.config.present(a))
+        return {"text": f"{a.id}: {a.tool}", "blocks": blocks}
     if cmd == "trust":
         return await _trust(ctx, user, rest)
     if cmd in ("halt", "unhalt"):

@@ -13,8 +13,10 @@ from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.domain.alerts import AlertsSpec
+from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec
+from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.errors import ErrorCode, PolicyError
@@ -104,8 +106,11 @@ class HitlConfig(BaseModel):
     def declared_schema(self, tool: str) -> dict[str, Any] | None:
         """``tool``'s argument schema as ``hitl.yaml`` declares it (None: it declares none). A card takes its
         arguments' titles, help and currency from here alone: a caller's own schema is untrusted text."""
-        declared = self.policy.tools.get(tool)
-        return declared.schema_ if declared is not None else None
+        return self.policy.declared_schema(tool)
+
+    def present(self, a: Approval) -> Presentation:
+        """The one view of ``a`` every surface draws, with this file's summary sentences and declared schemas."""
+        return present(a, summarize=self.policy.summarize, declared=self.policy.declared_schema(a.tool))
 
     def may_halt(self, roles: frozenset[str]) -> bool | None:
         """Whether someone with ``roles`` may halt and unhalt: True or False when the admin role is defined, None

@@ -20,7 +20,6 @@ from hitl.engine.domain.practice import POST_AFTER, PracticeSpec, defect_for, po
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.spot_checks import SPOT, SPOT_CHECK
-from hitl.engine.domain.summary import currencies, render_summary
 
 __all__ = ["ApprovalDrafts"]
 
@@ -41,10 +40,7 @@ class ApprovalDrafts:
 
     def summary(self, tool: str, args: Mapping[str, Any]) -> str | None:
         """The tool's ``summary:`` sentence for ``args`` (None without a template, or when it fails on them)."""
-        declared = self.policy.spec.tools.get(tool)
-        if declared is None or not declared.summary:
-            return None
-        return render_summary(declared.summary, args, currencies=currencies(declared.schema_))
+        return self.policy.spec.summarize(tool, args)
 
     def _untrusted(self, text: str) -> str:
         return bounded(self.redactor.redact(text), self.evidence_limit)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.durations import Seconds
 from hitl.engine.domain.models import Tier
-from hitl.engine.domain.summary import check_summary
+from hitl.engine.domain.summary import check_summary, currencies, render_summary
 
 __all__ = ["OffHoursSpec", "PolicySpec", "RollingSumSpec", "RuleSpec", "ToolPolicySpec", "VelocitySpec"]
 
@@ -137,6 +138,19 @@ class PolicySpec(_Spec):
     tools: dict[str, ToolPolicySpec] = Field(default_factory=dict)
     rules: list[RuleSpec] = Field(default_factory=list)
     trust_ttl: Seconds = 3600.0
+
+    def summarize(self, tool: str, args: Mapping[str, Any]) -> str | None:
+        """``tool``'s ``summary:`` sentence for ``args``, its money in the declared schema's currencies (None
+        without a template, or when it fails on them)."""
+        declared = self.tools.get(tool)
+        if declared is None or not declared.summary:
+            return None
+        return render_summary(declared.summary, args, currencies=currencies(declared.schema_))
+
+    def declared_schema(self, tool: str) -> dict[str, Any] | None:
+        """``tool``'s argument schema as declared here (None: none): the only source of a card's labels."""
+        declared = self.tools.get(tool)
+        return declared.schema_ if declared is not None else None
 
     @model_validator(mode="after")
     def _unique_rules(self) -> PolicySpec:

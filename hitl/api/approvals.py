@@ -53,7 +53,7 @@ async def list_approvals(request: web.Request) -> web.Response:
         can = await ctx.can_decide(caller, a, reviewers)
         if q.decidable and not can:
             continue
-        items.append(ApprovalView.of(a).model_copy(update={"can_decide": can}))
+        items.append(ApprovalView.of(a, ctx.present(a)).model_copy(update={"can_decide": can}))
     return _json(ApprovalList(items=items, cursor=page.cursor))
 
 
@@ -63,7 +63,7 @@ async def get_approval(request: web.Request) -> web.Response:
     caller = caller_of(request, Scope.READ)
     approval = await ctx.visible(caller, request.match_info["id"])
     trail = await ctx.lifecycle.store.audit.entries(approval_id=approval.id)
-    view = ApprovalView.of(approval).model_copy(
+    view = ApprovalView.of(approval, ctx.present(approval)).model_copy(
         update={"can_decide": await ctx.can_decide(caller, approval), "audit": [AuditView.of(e) for e in trail]}
     )
     return _json(view)
@@ -100,7 +100,9 @@ async def decide(request: web.Request) -> web.Response:
         raise from_engine(exc, approval) from None
     done = decided.approval
     note = practice_note(done) if is_practice(done) else None  # told to the decider only, in this answer
-    view = ApprovalView.of(done).model_copy(update={"can_decide": await ctx.can_decide(caller, done), "practice": note})
+    view = ApprovalView.of(done, ctx.present(done)).model_copy(
+        update={"can_decide": await ctx.can_decide(caller, done), "practice": note}
+    )
     return _json(view)
 
 
@@ -114,7 +116,8 @@ async def wait(request: web.Request) -> web.Response:
         approval = await ctx.lifecycle.store.approvals.wait_changed(
             approval.id, after_version=q.after_version, timeout=q.timeout
         )
-    return _json(ApprovalView.of(approval).model_copy(update={"can_decide": await ctx.can_decide(caller, approval)}))
+    view = ApprovalView.of(approval, ctx.present(approval))
+    return _json(view.model_copy(update={"can_decide": await ctx.can_decide(caller, approval)}))
 
 
 async def audit(request: web.Request) -> web.Response:

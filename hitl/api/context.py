@@ -19,6 +19,7 @@ from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.hashing import exact_int
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.practice import is_practice
+from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.ports import ReviewerDirectory
@@ -97,6 +98,10 @@ class ApiContext:
         if memo is not None:
             memo[run] = who
         return who
+
+    def present(self, a: Approval) -> Presentation:
+        """``a``'s one view, with the served hitl.yaml's summary sentences and declared schemas."""
+        return self.config.current()[0].present(a)
 
     async def visible(self, caller: Caller, approval_id: str, *, own: bool = False) -> Approval:
         """The approval, or 404 when it does not exist or the token may not see it (the same answer, so a token

@@ -12,6 +12,7 @@ from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 
 __all__ = [
@@ -192,12 +193,22 @@ class ApprovalView(_Out):
     whether its planted defect was caught."""
     audit: list[AuditView] | None = None
     """From ``GET /approvals/{id}``: the approval's audit trail, oldest first."""
+    view: dict[str, Any] | None = None
+    """The one view of the approval every surface draws (the Slack card, ``hitl show``, ...): its headline, the
+    reasons, each argument as shown (typed, its look-alikes warned about), an edit's before and after, the
+    outcome line. Plain data with no relative time, and the ``renderer`` that built it."""
+    view_digest: str | None = None
+    """SHA-256 of ``view``'s canonical JSON (sorted keys, no spaces): names exactly what was shown."""
 
     @classmethod
-    def of(cls, a: Approval) -> ApprovalView:
-        """The approval as the API and ``hitl show --json`` show it: its own fields, and what is worked out."""
+    def of(cls, a: Approval, view: Presentation | None = None) -> ApprovalView:
+        """The approval as the API and ``hitl show --json`` show it: its own fields, what is worked out, and its
+        one view (``view``; built from the approval alone without one)."""
+        view = view or present(a)
         return cls.model_validate(
             {
+                "view": view.canonical(),
+                "view_digest": view.digest(),
                 **a.model_dump(include=set(cls.model_fields)),
                 "execute_args": a.execute_args,
                 "execute_hash": action_hash(a.tool, a.execute_args) if a.approved_args is not None else a.action_hash,

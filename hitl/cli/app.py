@@ -11,6 +11,7 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
+from hitl.api.models import ApprovalView
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.flags import FlagCommand, FlagGroup
@@ -359,10 +360,11 @@ def show(
             return 0
         async with open_runtime(settings.runtime, read_only=True) as rt:
             approval, _ = await resolve_target(rt, target)
+            view = ApprovalView.of(approval, rt.contexts.default.config.present(approval))
             if out.json:
-                out.emit(approval_json(approval))
+                out.emit(approval_json(view))
             else:
-                out.approval(approval)
+                out.approval(view)
         return 0
 
     run_command(out, work)
@@ -524,7 +526,12 @@ def main() -> None:
         while ctx is not None and ctx.parent is not None:  # the subcommand's path, whatever the program is called
             names.insert(0, str(ctx.info_name))
             ctx = ctx.parent
-        Out(as_json=False).error("usage", f"{exc.format_message()} (see `{' '.join(['hitl', *names])} --help`)")
+        command = " ".join(["hitl", *names])
+        what = exc.format_message().strip()
+        if not what:  # a group run without its subcommand: its help was shown; say what to type
+            subcommands = sorted(getattr(exc.ctx.command, "commands", {}) if exc.ctx is not None else {})
+            what = f"`{command}` needs a command: {', '.join(f'`{command} {c}`' for c in subcommands)}"
+        Out(as_json=False).error("usage", f"{what} (see `{command} --help`)")
         raise SystemExit(2) from None
     except typer.Abort:
         raise SystemExit(130) from None

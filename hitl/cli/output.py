@@ -12,7 +12,6 @@ from rich.table import Table
 from rich.text import Text
 
 from hitl.api.models import ApprovalView, AuditView
-from hitl.engine.domain.display import show
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
 from hitl.engine.domain.practice import is_practice, practice_note
@@ -204,25 +203,33 @@ class Out:
             self.approval(approval)
 
     def approval(self, a: Approval | ApprovalView) -> None:
+        """One approval as its one view tells it (the card's headline, reasons, arguments and outcome)."""
         v = a if isinstance(a, ApprovalView) else ApprovalView.of(a)
+        view = v.view or {}
         t = Table.grid(padding=(0, 2))
         t.add_column(style="dim")
         t.add_column()
         t.add_row("approval", Text(f"{v.id}  ({v.status}, v{v.version}, hash {short_hash(v.action_hash)})"))
+        t.add_row("about", Text(reveal_hidden(str(view.get("heading", f"{v.status}: {v.tool}")))))
         t.add_row("action", Text(v.tool))
-        for name, value in v.execute_args.items():  # each in full, typed, its hidden characters and look-alikes marked
-            shown = show(value)
-            t.add_row(f"  {reveal_hidden(name)}", Text(f"{shown.text}  ({shown.kind})"))
-            for warning in shown.warnings:
+        for field in view.get("fields", []):  # each in full, typed, its hidden characters and look-alikes marked
+            name = reveal_hidden(str(field["name"]))
+            shown = f"{field['label']} ({name})" if field["label"] != field["name"] else name
+            t.add_row(f"  {shown}", Text(f"{field['text']}  ({field['kind']})"))
+            for warning in field["warnings"]:
                 t.add_row("", Text(f"! {warning}", style="bold yellow"))
+        for change in view.get("changes", []):
+            t.add_row("changed", Text(f"{reveal_hidden(change['name'])}: {change['before']} -> {change['after']}"))
         who = f"{v.required_role or 'any reviewer'}" + (
             f", {v.approvals} of {v.quorum} approvals" if v.quorum > 1 else ""
         )
         t.add_row("tier", Text(f"{v.tier} by {who}; requested by {v.requester}; expires {v.expires_at}"))
         if asker := asked_by(v):
             t.add_row("asked by", Text(asker))
-        for reason in v.reasons:
+        for reason in view.get("reasons", v.why):
             t.add_row("why", Text(reason))
+        if view.get("outcome"):
+            t.add_row("outcome", Text(reveal_hidden(str(view["outcome"]))))
         for d in v.decisions:
             t.add_row(
                 "decision",

@@ -113,7 +113,9 @@ async def test_modify_to_a_higher_tier_supersedes_with_a_finance_card(harness: H
     new = await harness.svc.store.approvals.get(old.superseded_by)
     assert (new.tier, new.required_role, new.quorum) == (Tier.ESCALATE, "finance", 2)
     assert [m.text for m in harness.cards("finance-approvals")] == [f"Approval needed: refund ({new.id})"]
-    assert "Replaced by" in json.dumps(harness.card_for(a.id).blocks)
+    assert f"edited it; the edit needs other approvers and went on as {new.id}" in json.dumps(
+        harness.card_for(a.id).blocks
+    )
 
 
 async def test_reject_asks_for_a_reason_and_expired_triggers_fail(harness: Harness) -> None:
@@ -207,3 +209,11 @@ async def test_slash_commands(harness: Harness) -> None:
     ):
         await harness.slack.command("U_SUPPORT2", "general", text)
         assert expected in harness.ephemeral("U_SUPPORT2")[-1].text, text
+
+
+def test_the_help_lists_each_command_on_a_line_of_its_own() -> None:
+    from hitl.bot.listeners.commands import USAGE
+
+    lines = USAGE.split("\n")
+    assert lines[0].startswith("*hitl*") and all(line.startswith("• `/hitl ") for line in lines[1:])
+    assert all(line.count("`/hitl ") == 1 for line in lines[1:])  # no two commands run together

@@ -56,3 +56,15 @@ def test_a_busy_port_is_one_line_and_serve_starts_without_a_bolt_warning(tmp_pat
     errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].endswith("[address_in_use]") and str(port) in errors[0], out.stderr
     assert "Traceback" not in out.stderr and "token` will be unused" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(
+    ("group", "commands"),
+    [("sessions", ["list", "show"]), ("policy", ["explain"]), ("token", ["new"])],
+)
+def test_a_group_without_its_command_says_what_to_type(group: str, commands: list[str], tmp_path: Path) -> None:
+    out = hitl(group, cwd=tmp_path)
+    assert out.returncode == 2, out
+    last = out.stderr.strip().splitlines()[-1]  # after the group's help: what was missing, and what to type
+    expected = ", ".join(f"`hitl {group} {c}`" for c in commands)
+    assert last == f"error: `hitl {group}` needs a command: {expected} (see `hitl {group} --help`)  [usage]", last

@@ -164,6 +164,8 @@ async def test_the_sandbox_is_usable_at_420_pixels(sandbox: Sandbox) -> None:
     """At a phone's width a card keeps room to be read (no one word per line) and nothing runs off the side."""
     await refund(sandbox, 120, "A note from the customer.")
     async with browser_page(420, 860) as page:
+        failed: list[str] = []  # every request the page makes is answered (no favicon 404 either)
+        page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
         await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
         first = page.locator(".msg").first
         await expect(first).to_contain_text("Approval needed: Refund USD 120.00")
@@ -177,6 +179,7 @@ async def test_the_sandbox_is_usable_at_420_pixels(sandbox: Sandbox) -> None:
         assert wide <= 420, wide  # no horizontal scrolling
         await expect(first.get_by_role("button", name="Approve")).to_be_visible()
         await shot(page, "9-narrow-420px")
+        assert failed == []
 
 
 async def test_a_channel_badge_counts_what_waits_and_goes_down_as_people_decide(sandbox: Sandbox) -> None:
