@@ -16,8 +16,9 @@ from hitl.engine.errors import EngineError
 __all__ = ["run_command", "run_service"]
 
 
-def run_command(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
-    """Run ``work`` and exit with its code: 1 for an engine error, 2 for a usage error, 130 on Ctrl-C."""
+def run_command(out: Out, work: Callable[[], Coroutine[Any, Any, int]], *, address: str = "--host/--port") -> None:
+    """Run ``work`` and exit with its code: 1 for an engine error, 2 for a usage error, 130 on Ctrl-C.
+    ``address``: the options that move a server elsewhere when its address is taken (named in the error)."""
     try:
         code = asyncio.run(work())
     except EngineError as exc:
@@ -30,12 +31,12 @@ def run_command(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
             raise
         # A server that cannot bind its address: one line that says what to do, not a traceback.
         which = "address_in_use" if exc.errno == errno.EADDRINUSE else "address_unavailable"
-        out.error(which, f"{exc.strerror or exc}; stop what holds it, or pick another address with --host/--port")
+        out.error(which, f"{exc.strerror or exc}; stop what holds it, or pick another address with {address}")
         raise typer.Exit(1) from None
     raise typer.Exit(code)
 
 
-def run_service(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
+def run_service(out: Out, work: Callable[[], Coroutine[Any, Any, int]], *, address: str = "--host/--port") -> None:
     """:func:`run_command` for a command that runs until stopped (``serve``, ``demo``, ``mcp --http``): SIGINT and
     SIGTERM stop it cleanly (its ``finally`` blocks run, exit 0), even when it was started with SIGINT ignored, as a
     background job, ``nohup`` and some CI runners start processes."""
@@ -59,4 +60,4 @@ def run_service(out: Out, work: Callable[[], Coroutine[Any, Any, int]]) -> None:
                 raise
             return 0  # asked to stop, and stopped
 
-    run_command(out, until_stopped)
+    run_command(out, until_stopped, address=address)

@@ -249,4 +249,4 @@ def demo(
         await run_interactive(port=port, store_url=store, config=config)
         return 0
 
-    run_service(Out(as_json=False), interactive)
+    run_service(Out(as_json=False), interactive, address="--port")  # the sandbox binds 127.0.0.1 only

@@ -58,6 +58,17 @@ def test_a_busy_port_is_one_line_and_serve_starts_without_a_bolt_warning(tmp_pat
     assert "Traceback" not in out.stderr and "token` will be unused" not in out.stderr, out.stderr
 
 
+def test_a_busy_demo_port_names_only_options_that_exist(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = hitl("demo", "--port", str(port), cwd=tmp_path)
+    assert out.returncode == 1, out
+    [error] = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert error.endswith("pick another address with --port  [address_in_use]"), error  # hitl demo has no --host
+
+
 @pytest.mark.parametrize(
     ("group", "commands"),
     [("sessions", ["list", "show"]), ("policy", ["explain"]), ("token", ["new"])],
