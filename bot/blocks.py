@@ -25,7 +25,8 @@ from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
-from hitl.engine.domain.presentation import STATE_TITLES, Presentation, present
+from hitl.engine.domain.presentation import DECISION_VERBS, STATE_TITLES, Presentation, present
+from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.runner.step_context import DOUBT
 
@@ -189,9 +190,7 @@ def evidence_blocks(evidence: str) -> list[dict[str, Any]]:
     """The untrusted evidence, after the controls and apart from them: a label, then the text quoted and in italics
     (a style no trusted block, id or argument uses), as rich text: nothing in it formats, mentions or links, and
     its hidden characters are marked where they were."""
-    shown, _ = reveal(evidence, keep="\n\t")
-    excerpt = graphemes_cut(shown, 1800)
-    text = excerpt + ("…" if excerpt != shown else "")
+    text = bounded(reveal(evidence, keep="\n\t")[0], 1801)
     return [
         {
             "type": "context",
@@ -315,7 +314,6 @@ def _edit_block(a: Approval, edit: Mapping[str, tuple[Any, Any]]) -> dict[str, A
     for name, (before, after) in list(edit.items())[:10]:
         for when_, value in (("before", before), ("after", after)):
             shown = show(value)
-            excerpt = graphemes_cut(shown.text, 300)
             elements += [
                 {
                     "type": "rich_text_section",
@@ -326,7 +324,7 @@ def _edit_block(a: Approval, edit: Mapping[str, tuple[Any, Any]]) -> dict[str, A
                 },
                 {
                     "type": "rich_text_preformatted",
-                    "elements": [{"type": "text", "text": excerpt + ("…" if excerpt != shown.text else "")}],
+                    "elements": [{"type": "text", "text": bounded(shown.text, 301)}],
                     "border": 0,
                 },
             ]
@@ -339,13 +337,7 @@ def _decision_line(a: Approval, d: Decision) -> str:
     if is_spot_check(a) and d.kind in (DecisionKind.APPROVE, DecisionKind.REJECT):
         said = "said it looks right" if d.kind is DecisionKind.APPROVE else "flagged it"
         return f"{who(d.reviewer)} {said} {when(d.at)} via {label(d.via, 20)}"
-    verb = {
-        DecisionKind.APPROVE: "approved",
-        DecisionKind.REJECT: "rejected",
-        DecisionKind.MODIFY: "modified and approved",
-        DecisionKind.TRUST: "approved and trusted the tool for this session",
-        DecisionKind.FEEDBACK: "sent feedback",
-    }[d.kind]
+    verb = DECISION_VERBS[d.kind]
     return f"{who(d.reviewer)} {verb} {when(d.at)} via {label(d.via, 20)}"
 
 
@@ -373,9 +365,7 @@ def _outcome(a: Approval, view: Presentation) -> list[dict[str, Any]]:
 def value_box(block_id: str, text: str, limit: int) -> dict[str, Any]:
     """Free text (a reason, a schema) in a rich text box: literal, its hidden characters marked, cut at a grapheme
     boundary with ``…``."""
-    shown, _ = reveal(text, keep="\n\t")
-    excerpt = graphemes_cut(shown, limit)
-    box = excerpt + ("…" if excerpt != shown else "")
+    box = bounded(reveal(text, keep="\n\t")[0], limit + 1)
     return {
         "type": "rich_text",
         "block_id": block_id,

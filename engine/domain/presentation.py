@@ -25,7 +25,7 @@ from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
 
-__all__ = ["RENDERER", "STATE_TITLES", "Change", "Field", "Presentation", "Summarize", "present"]
+__all__ = ["DECISION_VERBS", "RENDERER", "STATE_TITLES", "Change", "Field", "Presentation", "Summarize", "present"]
 
 RENDERER = "hitl-view/1"
 """The version of what :func:`present` builds; recorded in every canonical view, so a view shown by an older hitl
@@ -52,13 +52,14 @@ _IN_DOUBT = (
 )
 """Why an effect in doubt needs a person (its own reasons are those of the call it asks about)."""
 _SPOT_TITLES = {Status.PENDING: "Spot check", Status.APPROVED: "Looks right", Status.REJECTED: "Flagged"}
-_VERBS = {
+DECISION_VERBS = {
     DecisionKind.APPROVE: "approved",
     DecisionKind.REJECT: "rejected",
     DecisionKind.MODIFY: "modified and approved",
     DecisionKind.TRUST: "approved and trusted the tool for this session",
     DecisionKind.FEEDBACK: "sent feedback",
 }
+"""What each decision did, in a reviewer's words ("U1 approved")."""
 
 
 @quick_init
@@ -242,5 +243,5 @@ def _outcome(a: Approval) -> str | None:
     if is_spot_check(a):
         said = "said it looks right" if last.kind is DecisionKind.APPROVE else "flagged it"
         return f"{last.reviewer} {said}" + (f": {a.reason}" if a.reason else "")
-    said = _VERBS[last.kind]
+    said = DECISION_VERBS[last.kind]
     return f"{last.reviewer} {said}" + (f": {a.reason}" if a.reason and last.kind is not DecisionKind.APPROVE else "")

@@ -8,11 +8,10 @@ runs that pass the Luhn check, so order numbers survive). Extra patterns come fr
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hitl.engine.domain.display import reveal
+from hitl.engine.domain.display import graphemes_cut, reveal
 
 __all__ = ["Redactor", "bounded", "luhn_valid", "reveal_hidden"]
 
@@ -73,43 +72,14 @@ def _phone_sub(m: re.Match[str]) -> str:
 
 
 def bounded(text: str, limit: int, *, marker: str = "…") -> str:
-    """At most ``limit`` characters, cut at a grapheme boundary, with ``marker`` when cut.
-
-    Never leaves half of a surrogate pair, a combining sequence, a ZWJ emoji sequence or a flag.
-    """
+    """At most ``limit`` characters, cut at a grapheme boundary (:func:`~hitl.engine.domain.display.graphemes_cut`,
+    Unicode's own rules), with ``marker`` when cut: never half of a surrogate pair, a combining sequence, a ZWJ
+    emoji sequence or a flag."""
     if limit <= 0:
         return ""
     if len(text) <= limit:
         return text
-    budget = limit - len(marker)
-    cut = max(budget, 0)
-    while cut > 0 and not _is_boundary(text, cut):
-        cut -= 1
-    return text[:cut] + marker
-
-
-def _is_boundary(text: str, i: int) -> bool:
-    """Conservative extended-grapheme boundary test between ``text[i-1]`` and ``text[i]``."""
-    prev, nxt = text[i - 1], text[i]
-    if nxt == "\u200d" or prev == "\u200d":  # zero-width joiner glues emoji sequences
-        return False
-    if unicodedata.combining(nxt) or unicodedata.category(nxt) in ("Mn", "Me", "Mc"):
-        return False
-    if "\ufe00" <= nxt <= "\ufe0f":  # variation selectors
-        return False
-    if "\U0001f3fb" <= nxt <= "\U0001f3ff":  # skin-tone modifiers
-        return False
-    if "\U000e0020" <= nxt <= "\U000e007f":  # tag sequences (subdivision flags)
-        return False
-    if _is_regional(prev) and _is_regional(nxt):
-        # Flags are pairs of regional indicators: cut only after an even run.
-        run = 0
-        j = i - 1
-        while j >= 0 and _is_regional(text[j]):
-            run += 1
-            j -= 1
-        return run % 2 == 0
-    return True
+    return graphemes_cut(text, max(limit - len(marker), 0)) + marker
 
 
 def reveal_hidden(text: str) -> str:
@@ -117,7 +87,3 @@ def reveal_hidden(text: str) -> str:
     and tabs kept), so untrusted text reads the same to a reviewer as it does to a machine (see
     :func:`hitl.engine.domain.display.reveal`)."""
     return reveal(text, keep="\n\t")[0]
-
-
-def _is_regional(ch: str) -> bool:
-    return "\U0001f1e6" <= ch <= "\U0001f1ff"
