@@ -155,7 +155,7 @@ def card(
     elif a.decisions:
         blocks.append(_progress(a))
     if a.status is Status.PENDING and live:
-        blocks += [{"type": "divider"}, controls(a, halted=halt is not None)]
+        blocks += [{"type": "divider"}, controls(a, view.digest(), halted=halt is not None)]
     blocks.append(_identity(a, commands=a.status is Status.PENDING and live))
     if a.evidence:
         blocks += [{"type": "divider"}, *evidence_blocks(a.evidence)]
@@ -220,13 +220,16 @@ COMPACT_BUDGET = 600
 """Characters of values a compact card shows (``/hitl pending`` lists eight in one message)."""
 
 
-def compact_card(a: Approval, *, now: float) -> list[dict[str, Any]]:
-    """Header, fields, the arguments (shorter), controls and the id: for lists such as ``/hitl pending``."""
-    blocks = card(a, now=now)
+def compact_card(
+    a: Approval, *, now: float, view: Presentation, declared: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Header, fields, the arguments (shorter), controls and the id: for lists such as ``/hitl pending``. ``view``
+    and ``declared`` as :func:`card` takes them."""
+    blocks = card(a, now=now, view=view, declared=declared)
     keep = [
         blocks[0],
         blocks[1],
-        *[b for b in argument_blocks(a, None, budget=COMPACT_BUDGET) if b["type"] != "actions"],
+        *[b for b in argument_blocks(a, declared, budget=COMPACT_BUDGET) if b["type"] != "actions"],
     ]
     controls = [b for b in blocks if b["type"] == "actions" and str(b.get("block_id", "")).startswith("hitl_actions")]
     return [*keep, *controls, _identity(a, commands=False)]

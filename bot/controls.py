@@ -1,6 +1,7 @@
 """A card's controls: Approve, Reject, Modify, Trust and the rest, each with Slack's own confirmation where it acts
-at once, and what a Trust would grant, said before anyone consents to it. Button values carry ``id|version|hash``
-(:mod:`hitl.bot.button_values`), so a click binds to exactly the action shown."""
+at once, and what a Trust would grant, said before anyone consents to it. Button values carry
+``id|version|hash|view`` (:mod:`hitl.bot.button_values`), so a click binds to exactly the action shown, and its
+decision records the view the card drew."""
 
 from __future__ import annotations
 
@@ -50,9 +51,8 @@ def _plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text}
 
 
-def _doubt_controls(a: Approval) -> dict[str, Any]:
+def _doubt_controls(a: Approval, value: str) -> dict[str, Any]:
     """Mark done (feedback: what the reviewer found), Run again (approve), Stop (reject)."""
-    value = button_value(a)
     tool = str(a.args.get("tool", ""))[:60]
     again = _confirm("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
     stop = _confirm("Stop the run?", f"Nothing more runs. {_reason_ask(a)}", "Stop", danger=True)
@@ -64,9 +64,8 @@ def _doubt_controls(a: Approval) -> dict[str, Any]:
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
 
-def _spot_controls(a: Approval) -> dict[str, Any]:
+def _spot_controls(a: Approval, value: str) -> dict[str, Any]:
     """A spot check's answers: it already ran, so the question is only whether it looked right."""
-    value = button_value(a)
     flag = _confirm(
         "Flag this action?",
         "It already ran. A flag records that it was wrong and counts as a correction. You can say why (optional).",
@@ -80,14 +79,15 @@ def _spot_controls(a: Approval) -> dict[str, Any]:
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
 
-def controls(a: Approval, *, halted: bool = False) -> dict[str, Any]:
+def controls(a: Approval, view: str, *, halted: bool = False) -> dict[str, Any]:
     """The buttons of a pending card: a spot check's, an effect in doubt's, or Approve, Reject, Modify, feedback
-    and Trust as the approval allows; with ``halted`` (the stop switch), Reject alone."""
+    and Trust as the approval allows; with ``halted`` (the stop switch), Reject alone. ``view``: the digest of the
+    view the card draws, carried by every button that decides."""
+    value = button_value(a, view)
     if is_spot_check(a):
-        return _spot_controls(a)
+        return _spot_controls(a, value)
     if a.kind is ApprovalKind.DOUBT:
-        return _doubt_controls(a)
-    value = button_value(a)
+        return _doubt_controls(a, value)
     reject = _confirm("Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True)
     if halted:  # the stop switch: only Reject
         return {

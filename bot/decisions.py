@@ -71,12 +71,15 @@ async def decide(
     reason: str | None = None,
     args: dict[str, Any] | None = None,
     late: Callable[[Approval], Awaitable[None]] | None = None,
+    view: str | None = None,
 ) -> tuple[Approval | None, str | None]:
     """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user), and
     returns only once the decision is durably recorded or refused: the caller answers Slack after this.
 
     A click carries the version and action hash it was shown: the decision binds to them in the store's one
-    atomic step, with no read first. A command (``/hitl approve <id>``) binds to the current version. The store
+    atomic step. It carries the digest of the view the card drew too (``view``): the view is checked to be the
+    approval's current one and kept in the decision's audit entry. A command (``/hitl approve <id>``) binds to the
+    current version and shows no view (its entry says so). The store
     refuses a decision that reaches it after ``ctx.answer_budget`` (``too_late``); when it has not answered a
     little after that, the person is told nothing was recorded. Should a step that began in time still commit
     after that answer, ``late`` is called with it so the caller can correct what it said. The resume of a run
@@ -96,6 +99,7 @@ async def decide(
                 reason=reason,
                 args=args,
                 via="slack",
+                view_digest=view,
             ),
             resume="queue",
             window=window,

@@ -16,10 +16,12 @@ that lacks one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from hitl.engine.config.api import EventKind, WebhookSpec
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused
 from hitl.engine.ports import Clock, Store
@@ -60,9 +62,14 @@ class EventSink(Protocol):
         ...
 
 
-def approval_data(a: Approval) -> dict[str, Any]:
-    """What an approval event carries: identity and state, never the evidence (untrusted, possibly sensitive)."""
+def approval_data(a: Approval, view: Presentation | None = None) -> dict[str, Any]:
+    """What an approval event carries: identity and state, and its one view as every surface draws it (``view``;
+    built from the approval alone without one), never the evidence (untrusted, possibly sensitive: the view names
+    it by its digest)."""
+    view = view or present(a)
     return {
+        "view": view.canonical(),
+        "view_digest": view.digest(),
         "approval": {
             "id": a.id,
             "status": str(a.status),
@@ -78,16 +85,16 @@ def approval_data(a: Approval) -> dict[str, Any]:
                 {"reviewer": d.reviewer, "decision": str(d.kind), "at": d.at, "via": d.via, "reason": d.reason}
                 for d in a.decisions
             ],
-        }
+        },
     }
 
 
-def flag_event(a: Approval) -> tuple[EventKind, str, dict[str, Any]] | None:
+def flag_event(a: Approval, view: Presentation | None = None) -> tuple[EventKind, str, dict[str, Any]] | None:
     """The event a spot check a reviewer flagged is (kind, id, data), or None for any other approval."""
     if not (is_spot_check(a) and a.status is Status.REJECTED and a.decisions):
         return None
     flag = {"by": a.decisions[-1].reviewer, "note": a.reason}
-    return EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{a.id}", {**approval_data(a), "flag": flag}
+    return EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{a.id}", {**approval_data(a, view), "flag": flag}
 
 
 def approval_event(a: Approval, *, created: bool = False) -> tuple[EventKind, str] | None:
@@ -111,11 +118,21 @@ class Outbox:
     (subscribers may see an event twice, never not at all).
     """
 
-    def __init__(self, store: Store, clock: Clock, webhooks: list[WebhookSpec], *, holder: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        webhooks: list[WebhookSpec],
+        *,
+        holder: str | None = None,
+        view_of: Callable[[Approval], Presentation] = present,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.webhooks = webhooks
         self.holder = holder or worker_name("events")
+        self.view_of = view_of
+        """Each approval's one view, in the served ``hitl.yaml``'s words (its events carry it)."""
 
     async def emit(self, kind: EventKind, event_id: str, data: dict[str, Any]) -> None:
         hooks = [h for h in self.webhooks if kind in h.events]
@@ -149,9 +166,10 @@ class Outbox:
     async def catch_up(self, approval: Approval) -> None:
         """Queue whatever events ``approval``'s state implies and nobody queued: its creation, each decision, and
         a flag of a spot check. A decision's :data:`EVENT_JOB` comes here; so does the sweep of pending approvals."""
-        data = approval_data(approval)
+        view = self.view_of(approval)
+        data = approval_data(approval, view)
         await self.emit(EventKind.APPROVAL_CREATED, f"approval.created:{approval.id}", data)
-        flagged = flag_event(approval)
+        flagged = flag_event(approval, view)
         if flagged is not None:
             await self.emit(*flagged)
         for d in approval.decisions:

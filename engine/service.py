@@ -34,12 +34,13 @@ from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import RESERVED_PREFIXES, Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
 from hitl.engine.domain.practice import PracticeSpec
+from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec
-from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError
+from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
 from hitl.engine.events import EventSink, Outbox
 from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, Route, routes
 from hitl.engine.guards import (
@@ -187,7 +188,7 @@ class ApprovalService:
             redactor=config.build_redactor(),
             evidence_limit=config.redaction.evidence_limit,
             validate_args=validate_args,
-            events=Outbox(store, clock, config.api.webhooks) if config.api.webhooks else None,
+            events=Outbox(store, clock, config.api.webhooks, view_of=config.present) if config.api.webhooks else None,
             spot_check=config.oversight.spot_check,
             practice=config.oversight.practice,
         )
@@ -409,6 +410,7 @@ class ApprovalService:
         for guard in self.decision_guards:
             await guard.admit(attempt, self)
         request = attempt.request
+        seen = await self._seen(attempt) if request.view_digest is not None else None
         bound = request.expected_version is not None and request.expected_hash is not None
         # Approve and Trust bound to what the person saw have nothing to check first: one atomic step, no read.
         read = None if bound and request.kind in _BOUND_ALONE else await attempt.current()
@@ -428,6 +430,7 @@ class ApprovalService:
             note=changes_text(changes(read.execute_args, new_args)) if read is not None and new_args else "",
             answer_by=window.by if window is not None else None,
             trust_until=self.clock.now() + self.policy.spec.trust_ttl if request.kind is DecisionKind.TRUST else None,
+            view=seen,
         )
         updated = await self._record(cmd, replacement)
         if window is not None:
@@ -436,6 +439,34 @@ class ApprovalService:
             await self.announce(await self.store.approvals.get(replacement.id))
         await self.publish(Decided(updated, request.kind))
         return updated
+
+    def present(self, a: Approval) -> Presentation:
+        """The one view of ``a`` (:mod:`~hitl.engine.domain.presentation`), in this service's policy's words: its
+        summary sentences and the labels of its declared schemas. Every surface draws this, and a decision that
+        names a view by its digest is checked against it."""
+        return self.policy.spec.present(a)
+
+    async def _seen(self, attempt: DecisionAttempt) -> dict[str, Any] | None:
+        """The view a decision names by its digest, canonical, for its audit entry: the approval's current view, or
+        the decision is refused as stale (audited), as a decision on an older version is. The store's atomic step
+        still checks the version, so a change after this read is caught there.
+
+        None when the atomic step is sure to refuse the decision on its own, with the more telling reason: the
+        approval is no longer pending (already decided, expired) or the decision names another version."""
+        request = attempt.request
+        current = await attempt.current()
+        view = self.present(current)
+        if view.digest() == request.view_digest:
+            return view.canonical()
+        named = request.expected_version
+        if current.status is not Status.PENDING or (named is not None and named != current.version):
+            return None
+        detail = f"{request.kind} via {request.via} on a view that is not version {current.version}'s"
+        await self.record_refusal(current.id, request.reviewer_id, ErrorCode.STALE_VERSION, detail)
+        raise StaleVersion(
+            f"approval {current.id} is not what the view decided on showed: it is at version {current.version} now, "
+            "or shown differently; look at it again (the card is refreshed) and decide on what it shows"
+        )
 
     def _decision_jobs(self) -> tuple[str, ...]:
         """The jobs a decision writes in its atomic step, one outbox: the card update, the events."""

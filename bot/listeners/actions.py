@@ -17,7 +17,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.arguments import ACTION_FULL_VALUE, ALL_ARGUMENTS, parse_full_value
-from hitl.bot.button_values import parse_button_value
+from hitl.bot.button_values import parse_decision_value
 from hitl.bot.context import BotContext
 from hitl.bot.controls import (
     ACTION_APPROVE,
@@ -93,19 +93,19 @@ async def _decide_click(
     """Record the click's decision, then answer Slack; what the clicker is told goes after the answer."""
     try:
         click = _click(req)
-        parsed = parse_button_value(click[1].value or "") if click else None
+        parsed = parse_decision_value(click[1].value or "") if click else None
         if click is None or parsed is None:
             await ack()
             ctx.later(_refuse_button(ctx, req, f"{kind} click"))
             ctx.later(_safe_respond(respond, _BAD_VALUE))
             return
-        approval_id, version, digest = parsed
+        approval_id, version, action_hash, view = parsed
 
         async def correct(a: Approval) -> None:
             await _safe_respond(respond, late_text(a))
 
         updated, refusal = await decide(
-            ctx, click[0], approval_id, kind, version=version, action_hash=digest, late=correct
+            ctx, click[0], approval_id, kind, version=version, action_hash=action_hash, late=correct, view=view
         )
     except Exception:  # nothing is known to be recorded: say so, never fail silently
         log.exception("%s click failed", kind)
@@ -127,13 +127,13 @@ async def _open_form(
     """Open the form a button names (Reject, Modify, feedback, view all) for someone who may use it."""
     try:
         click = _click(req)
-        parsed = parse_button_value(click[1].value or "") if click else None
+        parsed = parse_decision_value(click[1].value or "") if click else None
         trigger = req.trigger_id
         if click is None or parsed is None or trigger is None:
             await _refuse_button(ctx, req, f"{kind} click")
             await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
             return
-        approval_id, version, digest = parsed
+        approval_id, version, digest, seen = parsed
         try:
             a = await ctx.store.approvals.get(approval_id)
         except EngineError as exc:
@@ -153,6 +153,7 @@ async def _open_form(
                 "id": a.id,
                 "v": version,
                 "h": digest,
+                "d": seen,
                 "u": click[0],
                 "k": form or "view",
                 "r": req.response_url,

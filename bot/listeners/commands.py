@@ -176,7 +176,8 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
     ]
     now = ctx.clock.now()
     for a in mine:
-        blocks += [{"type": "divider"}, *compact_card(a, now=now)]
+        declared = ctx.config.declared_schema(a.tool)
+        blocks += [{"type": "divider"}, *compact_card(a, now=now, view=ctx.config.present(a), declared=declared)]
     if page.cursor:
         blocks.append(
             {

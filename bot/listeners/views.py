@@ -51,6 +51,12 @@ async def _meta(ctx: BotContext, req: Interaction, form: str) -> dict[str, Any] 
     return meta
 
 
+def _seen(meta: dict[str, Any]) -> str | None:
+    """The digest of the view the card that opened the form drew (None: a card drawn before cards carried one)."""
+    seen = meta.get("d")
+    return seen if isinstance(seen, str) else None
+
+
 def _values(req: Interaction) -> FormValues:
     return req.view.state.values if req.view else {}
 
@@ -79,6 +85,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
                 version=int(meta["v"]),
                 action_hash=str(meta["h"]),
                 args=args,
+                view=_seen(meta),
             )
         except Exception:
             log.exception("modify submission failed")
@@ -104,6 +111,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
                 version=int(meta["v"]),
                 action_hash=str(meta["h"]),
                 reason=reason,
+                view=_seen(meta),
             )
         except Exception:
             log.exception("%s submission failed", kind)

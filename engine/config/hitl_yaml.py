@@ -16,7 +16,7 @@ from hitl.engine.domain.alerts import AlertsSpec
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec
-from hitl.engine.domain.presentation import Presentation, present
+from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.errors import ErrorCode, PolicyError
@@ -110,7 +110,7 @@ class HitlConfig(BaseModel):
 
     def present(self, a: Approval) -> Presentation:
         """The one view of ``a`` every surface draws, with this file's summary sentences and declared schemas."""
-        return present(a, summarize=self.policy.summarize, declared=self.policy.declared_schema(a.tool))
+        return self.policy.present(a)
 
     def may_halt(self, roles: frozenset[str]) -> bool | None:
         """Whether someone with ``roles`` may halt and unhalt: True or False when the admin role is defined, None

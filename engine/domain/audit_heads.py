@@ -16,15 +16,38 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link, entry_body
 
-__all__ = ["EVENTS", "ChainWalk", "Head", "chain_name", "check_anchor", "compare_heads", "head_digest"]
+__all__ = [
+    "EVENTS",
+    "ChainWalk",
+    "Head",
+    "chain_name",
+    "check_anchor",
+    "compare_heads",
+    "head_digest",
+    "view_break",
+]
 
 EVENTS = ""
 """The key of the chain of entries that belong to no approval (shown as ``events``)."""
 
 Head = tuple[int, str]
 """A chain's head: how many entries it holds, and the newest one's link."""
+
+
+def view_break(e: AuditEntry) -> str | None:
+    """What is wrong with the view a decision's entry keeps, or None: a digest without its view, a view without its
+    digest, or a view that is not the one its digest names. Checked on the view as stored, never drawn again, so an
+    upgrade that changes how views are drawn leaves every recorded view verifiable."""
+    if e.view_digest is None and e.view is None:
+        return None
+    if e.view_digest is None or e.view is None:
+        return "the entry's view and its digest are not both recorded"
+    if digest_of(e.view) != e.view_digest:
+        return "the view recorded with the decision is not the one its digest names"
+    return None
 
 
 def chain_name(chain: str) -> str:
@@ -113,6 +136,9 @@ class ChainWalk:
         if e.link != chain_link(e.prev, entry_body(e)):
             reason = "the entry was changed"
             return AuditBreak(chain=chain_name(key), position=position, reason=reason, checked=self.checked)
+        wrong_view = view_break(e)
+        if wrong_view is not None:
+            return AuditBreak(chain=chain_name(key), position=position, reason=wrong_view, checked=self.checked)
         self._last[key] = (e.link, position)
         self.links.setdefault(key, []).append(e.link)
         self.checked += 1

@@ -28,10 +28,12 @@ from hitl.engine.domain.states import check_transition
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
 
 __all__ = [
+    "NO_VIEW",
     "RESUME_JOB",
     "DecideCommand",
     "apply_decision",
     "apply_expiry",
+    "decided_detail",
     "eligible",
     "refusal",
     "refusal_message",
@@ -74,10 +76,24 @@ class DecideCommand(BaseModel):
     """A wall-clock instant (seconds since the epoch, the store's own clock) after which the store refuses the
     decision as ``too_late``. A surface that must answer within a deadline (Slack: 3 s) sets it, so a decision it
     gave up waiting for, and told the person was not recorded, can never land later."""
+    view: dict[str, Any] | None = None
+    """The canonical view the person decided on (:meth:`Presentation.canonical`), kept in the decision's audit entry
+    with its digest; None when none was shown (the entry says so)."""
     trust_until: float | None = None
     """For a trust: when the grant it makes ends. A trust that leaves the approval approved writes its grant
     (:func:`trust_granted`) in the decision's own atomic step, so no crash leaves a trusted approval without its
     grant, or a grant without its decision."""
+
+
+NO_VIEW = "no view shown"
+"""What a decision's audit entry says when its decider was shown no view (a CLI or API decision that named none)."""
+
+
+def decided_detail(cmd: DecideCommand, updated: Approval) -> str:
+    """The ``decided`` entry's detail: the kind, the channel, the new state, "no view shown" when the decider named
+    no view (the entry keeps the view otherwise), and an edit's changes. The Redis script writes the same."""
+    seen = "" if cmd.view is not None else f"; {NO_VIEW}"
+    return f"{cmd.kind} via {cmd.via} -> {updated.status}{seen}" + (f"; {cmd.note}" if cmd.note else "")
 
 
 def run_to_resume(approval: Approval) -> str | None:

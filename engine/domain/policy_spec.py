@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.durations import Seconds
-from hitl.engine.domain.models import Tier
+from hitl.engine.domain.models import Approval, Tier
+from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.summary import check_summary, currencies, render_summary
 
 __all__ = ["OffHoursSpec", "PolicySpec", "RollingSumSpec", "RuleSpec", "ToolPolicySpec", "VelocitySpec"]
@@ -151,6 +152,12 @@ class PolicySpec(_Spec):
         """``tool``'s argument schema as declared here (None: none): the only source of a card's labels."""
         declared = self.tools.get(tool)
         return declared.schema_ if declared is not None else None
+
+    def present(self, a: Approval) -> Presentation:
+        """The one view of ``a`` (:mod:`~hitl.engine.domain.presentation`) in this policy's words: its summary
+        sentences and its declared schemas' labels. Every surface draws it; a decision naming a view is checked
+        against it."""
+        return present(a, summarize=self.summarize, declared=self.declared_schema(a.tool))
 
     @model_validator(mode="after")
     def _unique_rules(self) -> PolicySpec:

@@ -25,7 +25,17 @@ from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
 
-__all__ = ["DECISION_VERBS", "RENDERER", "STATE_TITLES", "Change", "Field", "Presentation", "Summarize", "present"]
+__all__ = [
+    "DECISION_VERBS",
+    "RENDERER",
+    "STATE_TITLES",
+    "Change",
+    "Field",
+    "Presentation",
+    "Summarize",
+    "digest_of",
+    "present",
+]
 
 RENDERER = "hitl-view/1"
 """The version of what :func:`present` builds; recorded in every canonical view, so a view shown by an older hitl
@@ -156,13 +166,21 @@ class Presentation:
             ],
             "changes": [{"name": c.name, "before": c.before.text, "after": c.after.text} for c in self.changes],
             "outcome": self.outcome,
-            "evidence": self.evidence,
+            # The evidence by its digest and length, never its text: the canonical view is kept in the audit trail,
+            # where untrusted (possibly personal) text does not go; the digest still names what was shown.
+            "evidence": {"sha256": hashlib.sha256(self.evidence.encode()).hexdigest(), "length": len(self.evidence)},
         }
 
     def digest(self) -> str:
-        """SHA-256 (hex) of the canonical view's JSON (sorted keys, no spaces): names exactly what was shown."""
-        encoded = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(encoded.encode()).hexdigest()
+        """The digest of :meth:`canonical` (:func:`digest_of`): names exactly what was shown."""
+        return digest_of(self.canonical())
+
+
+def digest_of(canonical: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of a canonical view's JSON (sorted keys, no spaces, non-ASCII as is). A view kept in the audit
+    trail is checked with this against the digest recorded beside it, whichever renderer built it."""
+    encoded = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(encoded.encode()).hexdigest()
 
 
 def present(

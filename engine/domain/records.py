@@ -19,9 +19,11 @@ __all__ = [
     "Job",
     "MessageRef",
     "Page",
+    "UNCHAINED",
     "TrustGrant",
     "chain_link",
     "entry_body",
+    "unchained_fields",
 ]
 
 
@@ -73,6 +75,11 @@ class AuditEntry(_Rec):
     outcome: str = "ok"
     """``ok`` or an error code."""
     detail: str = ""
+    view_digest: str | None = None
+    """A decision's: the digest of the view its decider was shown (None: no view was shown)."""
+    view: dict[str, Any] | None = None
+    """A decision's: that view, canonical (:meth:`~hitl.engine.domain.presentation.Presentation.canonical`), so a
+    later dispute can see what was shown; ``hitl audit verify`` checks it against ``view_digest``."""
     seq: int = 0
     prev: str = ""
     """The link of the entry before this one in its chain (empty for the first)."""
@@ -80,9 +87,21 @@ class AuditEntry(_Rec):
     """SHA-1 of ``prev`` and this entry's content: editing, removing or reordering an entry breaks the chain."""
 
 
+UNCHAINED = frozenset({"seq", "prev", "link"})
+"""An entry's position and links: what its link does not cover."""
+_ABSENT_WHEN_NONE = ("view_digest", "view")
+"""Fields added after entries were first chained: left out of the body while unset, so every older entry keeps the
+body (and the link) it was written with."""
+
+
+def unchained_fields(e: AuditEntry) -> set[str]:
+    """The fields of ``e`` its link does not cover: its position and links, and the later fields it leaves unset."""
+    return set(UNCHAINED) | {name for name in _ABSENT_WHEN_NONE if getattr(e, name) is None}
+
+
 def entry_body(e: AuditEntry) -> str:
     """What an entry's link covers: every field it records (not its position or its links)."""
-    return canonical_json(e.model_dump(exclude={"seq", "prev", "link"}))
+    return canonical_json(e.model_dump(exclude=unchained_fields(e)))
 
 
 def chain_link(prev: str, body: str) -> str:

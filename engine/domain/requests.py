@@ -81,6 +81,9 @@ class DecideRequest:
             a field set to null is removed), checked against the approval's schema.
         replace_args: the edit replaces the arguments whole instead (every field must be given).
         via: the channel it came through, as audited (``slack``, ``api:<token>``, ``cli-local``).
+        view_digest: the digest of the view the person decided on (:meth:`Presentation.digest`, which the card's
+            buttons and the API's approval view carry); the decision's audit entry keeps that view. A digest that
+            is not the current view's is refused as stale. None: no view was shown (recorded so).
     """
 
     approval_id: str
@@ -92,6 +95,7 @@ class DecideRequest:
     args: Mapping[str, Any] | None = None
     via: str = "api"
     replace_args: bool = False
+    view_digest: str | None = None
 
     @property
     def reviewer_id(self) -> str:

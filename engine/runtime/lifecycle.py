@@ -118,7 +118,8 @@ class RunLifecycle:
                 # Only a modify (the policy runs again on the edit), a trust (its grant's lifetime), a reviewer
                 # named by id (roles from the run's config) and an inline resume (its workflow is checked) need the
                 # run's context; the rest are judged from what the approval itself records. A fully bound approve
-                # is then one atomic store step, no read first.
+                # is then one atomic store step, no read first. (A surface that resolved the reviewer serves one
+                # hitl.yaml, the default context's: the view it drew is checked in those words.)
                 context = self.contexts.default
             else:
                 approval = approval or await self.store.approvals.get(approval_id)

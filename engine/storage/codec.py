@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -15,6 +15,8 @@ from hitl.engine.errors import InvalidInput
 __all__ = [
     "CLAIM_COLUMNS",
     "audit_for_creation",
+    "AUDIT_COLUMNS",
+    "audit_entry",
     "audit_for_decision",
     "audit_values",
     "claim_of",
@@ -115,7 +117,17 @@ def claim_row(cl: Claim) -> tuple[Any, ...]:
     return (cl.key, cl.action_hash, cl.holder, cl.attempt, str(cl.state), cl.lease_until, result)
 
 
+AUDIT_COLUMNS = "at, actor, event, approval_id, version, action_hash, outcome, detail, view_digest, view"
+"""An audit entry's recorded columns (before ``prev`` and ``link``), in the order :func:`audit_values` gives them."""
+
+
 def audit_values(e: AuditEntry) -> tuple[Any, ...]:
-    """An entry's recorded fields in the order the audit table's columns take them (before ``prev`` and ``link``):
-    at, actor, event, approval_id, version, action_hash, outcome, detail."""
-    return (e.at, e.actor, e.event, e.approval_id, e.version, e.action_hash, e.outcome, e.detail)
+    """An entry's recorded fields in the order of :data:`AUDIT_COLUMNS` (the view as JSON text)."""
+    view = dumps(e.view) if e.view is not None else None
+    return (e.at, e.actor, e.event, e.approval_id, e.version, e.action_hash, e.outcome, e.detail, e.view_digest, view)
+
+
+def audit_entry(row: Mapping[str, Any]) -> AuditEntry:
+    """An audit entry from its table row by column name (the view decoded from its JSON text)."""
+    view = row.get("view")
+    return AuditEntry.model_validate({**row, "view": loads(view) if isinstance(view, str) else view})

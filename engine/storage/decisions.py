@@ -7,8 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hitl.engine.domain.decide import DecideCommand, apply_decision, run_to_resume, trust_granted, trust_note
+from hitl.engine.domain.decide import (
+    DecideCommand,
+    apply_decision,
+    decided_detail,
+    run_to_resume,
+    trust_granted,
+    trust_note,
+)
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 from hitl.engine.errors import DecisionRefused, StaleVersion
 from hitl.engine.storage.codec import audit_for_decision
@@ -52,12 +60,14 @@ def decision_writes(current: Approval, cmd: DecideCommand, now: float, *, wall: 
         )
         return DecisionWrites(audit=refused, refusal=exc)
     grant = trust_granted(updated, cmd)
-    detail = f"{cmd.kind} via {cmd.via} -> {updated.status}" + (f"; {cmd.note}" if cmd.note else "")
+    detail = decided_detail(cmd, updated)
     if grant is not None:
         detail += f"; {trust_note(grant)}"
     jobs: list[tuple[str, dict[str, Any]]] = [(kind, {"approval_id": updated.id}) for kind in cmd.jobs]
     run = run_to_resume(updated)
     if run is not None:
         jobs += [(kind, {"session_id": run, "approval_id": updated.id}) for kind in cmd.run_jobs]
-    decided = audit_for_decision(updated, actor=cmd.reviewer.id, event="decided", now=now, detail=detail)
+    decided = audit_for_decision(updated, actor=cmd.reviewer.id, event="decided", now=now, detail=detail).model_copy(
+        update={"view": cmd.view, "view_digest": digest_of(cmd.view) if cmd.view is not None else None}
+    )
     return DecisionWrites(audit=decided, approval=updated, jobs=jobs, trust=grant)

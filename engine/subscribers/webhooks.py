@@ -22,9 +22,10 @@ class Webhooks:
         if events is None or not isinstance(fact, Proposed | Decided | Expired | Cancelled):
             return
         a = fact.approval
-        flagged = flag_event(a) if isinstance(fact, Decided) else None
+        view = service.policy.spec.present(a)
+        flagged = flag_event(a, view) if isinstance(fact, Decided) else None
         if flagged is not None:
             await events.emit(*flagged)
         found = approval_event(a, created=isinstance(fact, Proposed))
         if found is not None:
-            await events.emit(*found, approval_data(a))
+            await events.emit(*found, approval_data(a, view))

@@ -88,6 +88,7 @@ async def decide(request: web.Request) -> web.Response:
                 args=body.args,
                 via=caller.via,
                 replace_args=body.replace_args,
+                view_digest=body.view_digest,
             )
         )
     except DecisionRefused as exc:

@@ -55,16 +55,17 @@ async def propose(request: web.Request) -> web.Response:
         raise from_engine(exc) from None
     if ticket.code == ErrorCode.HALTED:  # the stop switch: a retryable refusal, not the policy's verdict
         raise ApiError(423, str(ErrorCode.HALTED), ticket.message or "halted", retryable=True)
-    return web.json_response(_proposal(ticket).model_dump(mode="json"), status=200)
+    return web.json_response(_proposal(ctx, ticket).model_dump(mode="json"), status=200)
 
 
-def _proposal(ticket: Ticket) -> ProposalView:
+def _proposal(ctx: ApiContext, ticket: Ticket) -> ProposalView:
+    a = ticket.approval
     return ProposalView(
         verdict=ticket.outcome,
         args=dict(ticket.args) if ticket.runs else {},
         message=ticket.message or None,
         code=ticket.code or None,
-        approval=ApprovalView.of(ticket.approval) if ticket.approval is not None else None,
+        approval=ApprovalView.of(a, ctx.present(a)) if a is not None else None,
         execution_key=ticket.key,
     )
 
@@ -98,7 +99,12 @@ async def claim(request: web.Request) -> web.Response:
     except EngineError as exc:
         raise from_engine(exc, ticket.approval) from None
     assert ticket.approval is not None and ticket.key is not None
-    view = ClaimView(key=ticket.key, acquired=True, args=dict(ticket.args), approval=ApprovalView.of(ticket.approval))
+    view = ClaimView(
+        key=ticket.key,
+        acquired=True,
+        args=dict(ticket.args),
+        approval=ApprovalView.of(ticket.approval, ctx.present(ticket.approval)),
+    )
     return web.json_response(view.model_dump(mode="json"))
 
 
@@ -118,7 +124,7 @@ async def outcome(request: web.Request) -> web.Response:
     except EngineError as exc:
         raise from_engine(exc, ticket.approval) from None
     approval = await ctx.lifecycle.store.approvals.get(ticket.key.removeprefix(_KEY_PREFIX))
-    return web.json_response(ApprovalView.of(approval).model_dump(mode="json"))
+    return web.json_response(ApprovalView.of(approval, ctx.present(approval)).model_dump(mode="json"))
 
 
 def routes() -> list[Endpoint]:

@@ -12,7 +12,7 @@ from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
-from hitl.engine.domain.presentation import Presentation, present
+from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 
 __all__ = [
@@ -122,6 +122,10 @@ class AuditView(_Out):
     version: int | None
     outcome: str
     detail: str
+    view_digest: str | None = None
+    """A decision's: the digest of the view its decider was shown (null: none was shown)."""
+    view: dict[str, Any] | None = None
+    """A decision's: that view, as recorded (an approval's ``view`` as it stood)."""
 
     @classmethod
     def of(cls, e: AuditEntry) -> AuditView:
@@ -201,10 +205,10 @@ class ApprovalView(_Out):
     """SHA-256 of ``view``'s canonical JSON (sorted keys, no spaces): names exactly what was shown."""
 
     @classmethod
-    def of(cls, a: Approval, view: Presentation | None = None) -> ApprovalView:
+    def of(cls, a: Approval, view: Presentation) -> ApprovalView:
         """The approval as the API and ``hitl show --json`` show it: its own fields, what is worked out, and its
-        one view (``view``; built from the approval alone without one)."""
-        view = view or present(a)
+        one view (``view``: drawn with the served ``hitl.yaml``, as every surface draws it, so its digest is the
+        one a card's buttons carry)."""
         return cls.model_validate(
             {
                 "view": view.canonical(),
@@ -248,6 +252,10 @@ class DecisionRequest(_In):
     one set to null is removed), validated against the approval's schema."""
     replace_args: bool = False
     """``args`` replaces the arguments whole instead of patching them (every field must be given)."""
+    view_digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The ``view_digest`` of the approval view the reviewer was shown: the decision's audit entry keeps that view
+    (``hitl audit show``), and a view that is no longer the approval's is refused as stale (409). Left out, the
+    entry records that no view was shown."""
 
 
 # -- proposals and executions -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from hitl.engine.domain.reviewer_figures import by_reviewer
 from hitl.engine.errors import EngineError
 from hitl.engine.storage.paging import every_pending, recent_since
 
-from .context import CONTEXT, body_of, caller_of, query_of
+from .context import CONTEXT, ApiContext, body_of, caller_of, query_of
 from .models import (
     ApprovalList,
     ApprovalView,
@@ -95,16 +95,16 @@ async def practice(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.ADMIN)
     try:
-        found = [_planted(a) async for a in every_pending(ctx.lifecycle.store.approvals) if is_practice(a)]
+        found = [_planted(a, ctx) async for a in every_pending(ctx.lifecycle.store.approvals) if is_practice(a)]
     except EngineError as exc:
         raise from_engine(exc) from None
     return web.json_response(ApprovalList(items=found, cursor=None).model_dump(mode="json"))
 
 
-def _planted(a: Approval) -> ApprovalView:
+def _planted(a: Approval, ctx: ApiContext) -> ApprovalView:
     """A practice approval as an admin lists it: with what was planted, and in a copy of which approval."""
     planted = {k: str(a.metadata[k]) for k in ("defect", "says", "of") if k in a.metadata}
-    return ApprovalView.of(a).model_copy(update={"planted": planted})
+    return ApprovalView.of(a, ctx.present(a)).model_copy(update={"planted": planted})
 
 
 def routes() -> list[Endpoint]:

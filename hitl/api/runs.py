@@ -32,8 +32,8 @@ async def _view(ctx: ApiContext, result: RunResult, workflow: str | None) -> Run
         status=str(result.status),
         workflow=workflow,
         position=None,
-        approval=ApprovalView.of(result.approval) if result.approval is not None else None,
-        waiting=[ApprovalView.of(a) for a in waiting],
+        approval=ApprovalView.of(result.approval, ctx.present(result.approval)) if result.approval else None,
+        waiting=[ApprovalView.of(a, ctx.present(a)) for a in waiting],
         reason=result.reason,
     )
 
@@ -81,7 +81,7 @@ async def status(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller_of(request, Scope.READ)
     state = await _state(ctx, request.match_info["id"])
-    waiting = [ApprovalView.of(a) for a in await _waiting(ctx, state)]
+    waiting = [ApprovalView.of(a, ctx.present(a)) for a in await _waiting(ctx, state)]
     view = RunView(
         session_id=state.session_id,
         status=str(state.status),

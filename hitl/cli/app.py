@@ -11,11 +11,11 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from hitl.api.models import ApprovalView
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.flows import (
+    approval_view,
     auto_approve,
     decide_and_resume,
     expire_and_apply,
@@ -169,7 +169,8 @@ def run(
                 result = await auto_approve(rt, result, out, escalations=auto_escalations)
             elif interactive:
                 result = await interactive_loop(rt, settings, result, out)
-            out.run_result(result, await _deciding_roles(rt, result, wf))
+            view = await approval_view(rt, result.approval) if result.approval is not None else None
+            out.run_result(result, await _deciding_roles(rt, result, wf), view)
             return result.exit_code
 
     run_command(out, work)
@@ -297,10 +298,16 @@ def resume(
                 replace_args=replace,
             )
             roles = await _deciding_roles(rt, result)
-        if kind is not None and result.approval is not None and "step" not in result.approval.metadata:
-            out.agent_decision(result.approval, result.history)  # no run of ours: only the decision was taken
+            view = await approval_view(rt, result.approval) if result.approval is not None else None
+        if (
+            kind is not None
+            and result.approval is not None
+            and view is not None
+            and "step" not in result.approval.metadata
+        ):
+            out.agent_decision(view, result.history)  # no run of ours: only the decision was taken
         else:
-            out.run_result(result, roles)
+            out.run_result(result, roles, view)
         return result.exit_code
 
     run_command(out, work)
@@ -338,7 +345,7 @@ def pending(
                         reviewer=settings.reviewer,
                     )
             page = await rt.store.approvals.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
-            out.pending(page.items)
+            out.pending([await approval_view(rt, a) for a in page.items])
         return 0
 
     run_command(out, work)
@@ -360,7 +367,7 @@ def show(
             return 0
         async with open_runtime(settings.runtime, read_only=True) as rt:
             approval, _ = await resolve_target(rt, target)
-            view = ApprovalView.of(approval, rt.contexts.default.config.present(approval))
+            view = await approval_view(rt, approval)
             if out.json:
                 out.emit(approval_json(view))
             else:
@@ -375,9 +382,13 @@ def audit(
     target: Annotated[
         str | None,
         typer.Argument(
-            metavar="ID|verify|head",
-            help="Only this approval; `verify` to check the chains and their heads; `head` to take a digest to keep.",
+            metavar="ID|verify|head|show",
+            help="Only this approval; `verify` to check the chains and their heads; `head` to take a digest to keep; "
+            "`show ID` for the view each decider saw.",
         ),
+    ] = None,
+    approval: Annotated[
+        str | None, typer.Argument(metavar="ID", help="With show: the approval (its id or a unique prefix).")
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=100000, help="Newest entries to print.")] = 200,
     head: Annotated[
@@ -386,15 +397,23 @@ def audit(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
 ) -> None:
-    """Print the audit trail (oldest first), check it (verify) or anchor it (head).
+    """Print the audit trail (oldest first), check it (verify), anchor it (head) or show what deciders saw (show).
 
     `hitl audit verify`: check that no entry was changed, removed or reordered and that no chain lost its newest
     entries (exit 0 intact, 1 broken, naming the first break). `hitl audit head`: record every chain's head and print
     one digest to keep outside the store, which `hitl audit verify --head DIGEST` later checks (every entry recorded
-    before it is still there, unchanged)."""
+    before it is still there, unchanged). `hitl audit show ID`: each decision on the approval with the view its
+    decider was shown, as the audit keeps it, checked against its digest (exit 1 when one does not match)."""
     out = Out(as_json=as_json)
     if head is not None and target != "verify":
         raise typer.BadParameter("--head goes with `hitl audit verify`", param_hint="--head")
+    if (target == "show") != (approval is not None):
+        raise typer.BadParameter(
+            "`hitl audit show ID` names one approval; type `hitl audit show apr_...`"
+            if target == "show"
+            else f"one target at a time: `hitl audit {target}`, or `hitl audit show {approval}`",
+            param_hint="ID",
+        )
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
@@ -402,6 +421,8 @@ def audit(
         if client is not None:
             if target in ("verify", "head"):
                 raise InvalidInput(f"`hitl audit {target}` reads the store itself: run it where HITL_STORE reaches")
+            if approval is not None:
+                return 0 if out.seen(approval, await client.audit(approval, limit=limit)) else 1
             out.audit(await client.audit(target, limit=limit))
             return 0
         async with open_runtime(settings.runtime, read_only=target != "head") as rt:
@@ -417,6 +438,9 @@ def audit(
                     out.text(("audit head", "bold"), f" {digest}")
                     out.text("keep it outside the store; later: ", (f"hitl audit verify --head {digest}", "bold"))
                 return 0
+            if approval is not None:
+                found = (await resolve_target(rt, approval))[0].id
+                return 0 if out.seen(found, await rt.store.audit.entries(approval_id=found, limit=limit)) else 1
             approval_id = (await resolve_target(rt, target))[0].id if target else None
             out.audit(await rt.store.audit.entries(approval_id=approval_id, limit=limit))
         return 0

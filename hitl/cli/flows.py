@@ -14,11 +14,13 @@ from typing import Any
 from rich.markup import escape
 from rich.prompt import Prompt
 
+from hitl.api.models import ApprovalView
 from hitl.cli.context import CliSettings
 from hitl.cli.output import Out
 from hitl.cli.remote import ApiClient
 from hitl.engine.domain.edits import changes_text, edit_of
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
@@ -29,6 +31,7 @@ from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = [
     "LOCAL",
+    "approval_view",
     "auto_approve",
     "decide_and_resume",
     "expire_and_apply",
@@ -265,6 +268,18 @@ async def auto_approve(rt: Runtime, result: RunResult, out: Out, *, escalations:
     return result
 
 
+async def approval_view(rt: Runtime, a: Approval) -> ApprovalView:
+    """``a`` as the API shows it, its one view drawn in the context its decisions are judged in (its run's
+    hitl.yaml, else the default one): the view a decision naming it is checked against. A decision that ended a
+    practice approval says so (to the decider alone)."""
+    try:
+        context = await rt.lifecycle.context_of(a)
+    except EngineError:  # a run whose workflow cannot be composed now: drawn in the default context's words
+        context = rt.contexts.default
+    view = ApprovalView.of(a, context.config.present(a))
+    return view.model_copy(update={"practice": practice_note(a)}) if is_practice(a) and not a.is_open else view
+
+
 async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult, out: Out) -> RunResult:
     """A prompt at each pause: approve, reject (reason), modify (JSON), evidence, defer."""
     if not sys.stdin.isatty():
@@ -274,7 +289,8 @@ async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult
     who = settings.reviewer or Prompt.ask("Reviewer id (e.g. U_SUPPORT1)")
     while result.status is RunStatus.PAUSED and result.approval is not None:
         a = result.approval
-        out.approval(a)
+        shown = await approval_view(rt, a)  # the view the person decides on: its digest goes with the decision
+        out.approval(shown)
         choice = Prompt.ask(
             escape("[a]pprove, [r]eject, [m]odify, [e]vidence, [d]efer"), choices=["a", "r", "m", "e", "d"], default="d"
         )
@@ -292,7 +308,19 @@ async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult
                 raw = Prompt.ask("Arguments as JSON", default=escape(json.dumps(a.execute_args, ensure_ascii=False)))
                 kind, reason, edited = DecisionKind.MODIFY, None, json.loads(raw)
             d = await rt.lifecycle.decide(
-                DecideRequest(a.id, who, kind, reason=reason, args=edited, via=LOCAL), resume="inline", actor=who
+                DecideRequest(
+                    a.id,
+                    who,
+                    kind,
+                    expected_version=a.version,
+                    expected_hash=a.action_hash,
+                    reason=reason,
+                    args=edited,
+                    via=LOCAL,
+                    view_digest=shown.view_digest,
+                ),
+                resume="inline",
+                actor=who,
             )
         except (EngineError, json.JSONDecodeError) as exc:
             out.error(str(getattr(exc, "code", "invalid_input")), getattr(exc, "message", str(exc)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from hitl.api.models import ApprovalView, AuditView
+from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
-from hitl.engine.domain.practice import is_practice, practice_note
+from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
@@ -22,9 +23,8 @@ from hitl.engine.domain.runs import RunResult, RunStatus
 __all__ = ["Out", "approval_json", "asked_by", "deciders"]
 
 
-def approval_json(a: Approval | ApprovalView) -> dict[str, Any]:
+def approval_json(view: ApprovalView) -> dict[str, Any]:
     """``hitl show --json``: the API's view of an approval (the same fields ``GET /api/v1/approvals/{id}`` has)."""
-    view = a if isinstance(a, ApprovalView) else ApprovalView.of(a)
     return view.model_dump(mode="json", exclude={"can_decide", "audit"} if view.audit is None else {"can_decide"})
 
 
@@ -59,6 +59,26 @@ def _audit_lines(row: Sequence[str | Text]) -> list[Text]:
     head = Text("  ").join([Text(str(at), "dim"), Text(str(event), "bold"), *map(Text, where), Text(str(outcome))])
     head.append_text(Text.assemble("  ", actor))
     return [head, Text.assemble("    ", detail)] if str(detail) else [head]
+
+
+def _arguments(t: Table, view: Mapping[str, Any]) -> None:
+    """A canonical view's arguments, each in full, typed, its hidden characters and look-alikes marked, and what an
+    edit changed."""
+    for field in view.get("fields", []):
+        name = reveal_hidden(str(field["name"]))
+        shown = f"{field['label']} ({name})" if field["label"] != field["name"] else name
+        t.add_row(f"  {shown}", Text(f"{field['text']}  ({field['kind']})"))
+        for warning in field["warnings"]:
+            t.add_row("", Text(f"! {warning}", style="bold yellow"))
+    for change in view.get("changes", []):
+        t.add_row("changed", Text(f"{reveal_hidden(change['name'])}: {change['before']} -> {change['after']}"))
+
+
+def seen_check(entry: AuditView) -> bool | None:
+    """Whether a decision's recorded view is the one its digest names (None: the decider was shown no view)."""
+    if entry.view is None and entry.view_digest is None:
+        return None
+    return entry.view is not None and digest_of(entry.view) == entry.view_digest
 
 
 class Out:
@@ -121,14 +141,18 @@ class Out:
                     self.console.print(Text.assemble((f"  {heading:<{width}}  ", "dim"), cell))
 
     # -- runs -------------------------------------------------------------------------------------------
-    def run_result(self, r: RunResult, roles: dict[str, list[str]] | None = None) -> None:
-        """A run's result; for a paused run, the approval it waits on, who may decide it (the members of its role
-        in ``roles``, hitl.yaml's) and the commands that decide it."""
+    def run_result(
+        self, r: RunResult, roles: dict[str, list[str]] | None = None, view: ApprovalView | None = None
+    ) -> None:
+        """A run's result; for a paused run, the approval it waits on (``view``: as the API shows it, given with
+        any approval), who may decide it (the members of its role in ``roles``, hitl.yaml's) and the commands
+        that decide it."""
+        assert (view is None) == (r.approval is None), "a result with an approval is printed with its view"
         if self.json:
             obj: dict[str, Any] = {"status": str(r.status), "session_id": r.session_id}
-            if r.approval is not None:
+            if r.approval is not None and view is not None:
                 obj["approval_id"] = r.approval.id
-                obj["approval"] = approval_json(r.approval)
+                obj["approval"] = approval_json(view)
             if r.status is RunStatus.PAUSED and r.approval is not None:
                 obj["resume"] = resume_command(r.approval)
             if r.reason:
@@ -144,18 +168,17 @@ class Out:
         if r.status is RunStatus.COMPLETED:
             for step, output in r.outputs.items():
                 self.text((f"  {step}: ", "dim"), json.dumps(output, ensure_ascii=False, default=str)[:300])
-        if r.approval is not None:
-            self.approval(r.approval)
+        if r.approval is not None and view is not None:
+            self.approval(view)
             if r.status is RunStatus.PAUSED:
                 if (who := deciders(r.approval, roles or {})) is not None:
                     self.text(("who decides:    ", "dim"), who)
                 self.text("continue with:  ", (resume_command(r.approval), "bold"))
                 self.text(("  or reject:     ", "dim"), (f"hitl resume {r.approval.id} --reject --reason TEXT", "dim"))
 
-    def agent_decision(self, a: Approval | ApprovalView, history: tuple[str, ...] = ()) -> None:
+    def agent_decision(self, v: ApprovalView, history: tuple[str, ...] = ()) -> None:
         """A decision on an approval no workflow run owns (an agent's, an MCP client's, a Temporal workflow's):
         only the decision was recorded; the caller that asked runs the call, or is told no, when it next looks."""
-        v = a if isinstance(a, ApprovalView) else ApprovalView.of(a)
         about = v.asked_by or {}
         caller = about.get("framework") or "caller"
         if v.status is Status.PENDING:
@@ -164,9 +187,8 @@ class Out:
             what = f"decision recorded; the {caller} that asked runs the call when it next checks"
         else:
             what = f"decision recorded; the {caller} that asked is told it did not run"
-        practice = v.practice or (practice_note(a) if isinstance(a, Approval) and is_practice(a) else None)
-        if practice is not None:  # told to the decider only
-            what = practice
+        if v.practice is not None:  # told to the decider only
+            what = v.practice
         if self.json:
             self.emit(
                 {
@@ -202,9 +224,8 @@ class Out:
         if approval is not None:
             self.approval(approval)
 
-    def approval(self, a: Approval | ApprovalView) -> None:
+    def approval(self, v: ApprovalView) -> None:
         """One approval as its one view tells it (the card's headline, reasons, arguments and outcome)."""
-        v = a if isinstance(a, ApprovalView) else ApprovalView.of(a)
         view = v.view or {}
         t = Table.grid(padding=(0, 2))
         t.add_column(style="dim")
@@ -212,14 +233,7 @@ class Out:
         t.add_row("approval", Text(f"{v.id}  ({v.status}, v{v.version}, hash {short_hash(v.action_hash)})"))
         t.add_row("about", Text(reveal_hidden(str(view.get("heading", f"{v.status}: {v.tool}")))))
         t.add_row("action", Text(v.tool))
-        for field in view.get("fields", []):  # each in full, typed, its hidden characters and look-alikes marked
-            name = reveal_hidden(str(field["name"]))
-            shown = f"{field['label']} ({name})" if field["label"] != field["name"] else name
-            t.add_row(f"  {shown}", Text(f"{field['text']}  ({field['kind']})"))
-            for warning in field["warnings"]:
-                t.add_row("", Text(f"! {warning}", style="bold yellow"))
-        for change in view.get("changes", []):
-            t.add_row("changed", Text(f"{reveal_hidden(change['name'])}: {change['before']} -> {change['after']}"))
+        _arguments(t, view)
         who = f"{v.required_role or 'any reviewer'}" + (
             f", {v.approvals} of {v.quorum} approvals" if v.quorum > 1 else ""
         )
@@ -239,8 +253,48 @@ class Out:
             t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))
         self.console.print(t)
 
-    def pending(self, items: list[Approval] | list[ApprovalView]) -> None:
-        views = [a if isinstance(a, ApprovalView) else ApprovalView.of(a) for a in items]
+    def seen(self, approval_id: str, entries: Sequence[AuditEntry] | Sequence[AuditView]) -> bool:
+        """``hitl audit show``: each decision on the approval, with the view its decider was shown as the audit
+        keeps it, and whether that view is the one its recorded digest names. False when one is not."""
+        views = [e if isinstance(e, AuditView) else AuditView.of(e) for e in entries]
+        decided = [(v, seen_check(v)) for v in views if v.event == "decided"]
+        intact = all(ok is not False for _, ok in decided)
+        if self.json:
+            rows = [{**v.model_dump(mode="json"), "view_checks": ok} for v, ok in decided]
+            self.emit({"approval_id": approval_id, "decisions": rows, "intact": intact})
+            return intact
+        if not decided:
+            self.text((f"{approval_id}: no decision recorded", "dim"))
+            return intact
+        for v, ok in decided:
+            self.text((v.at, "dim"), "  ", (v.actor, "bold"), f"  {v.detail}")
+            t = Table.grid(padding=(0, 2))
+            t.add_column(style="dim")
+            t.add_column()
+            if v.view is None or ok is None:
+                t.add_row("saw", Text(NO_VIEW))
+            else:
+                state = Text("its digest checks", "green") if ok else Text("DOES NOT MATCH its digest", "bold red")
+                renderer = v.view.get("renderer", "?")
+                t.add_row(
+                    "saw",
+                    Text.assemble(
+                        f"view {short_hash(v.view_digest or '')} ({renderer}), v",
+                        str(v.view.get("version", "?")),
+                        ": ",
+                        state,
+                    ),
+                )
+                t.add_row("about", Text(reveal_hidden(str(v.view.get("heading", "")))))
+                _arguments(t, v.view)
+                for reason in v.view.get("reasons", []):
+                    t.add_row("why", Text(str(reason)))
+                if v.view.get("outcome"):
+                    t.add_row("outcome", Text(reveal_hidden(str(v.view["outcome"]))))
+            self.console.print(t)
+        return intact
+
+    def pending(self, views: list[ApprovalView]) -> None:
         if self.json:
             self.emit({"pending": [approval_json(v) for v in views], "count": len(views)})
             return

@@ -135,19 +135,23 @@ def corpus(click: dict[str, Any], submit: dict[str, Any], value: str) -> Iterato
         for i, wrong in enumerate(WRONG):
             body = _payload(_set(submit, path, wrong))
             yield Case(f"submit {'.'.join(map(str, path))} = wrong[{i}]", body, _signed(body))
-    approval_id, version, digest = value.split("|")
+    approval_id, version, digest, view = value.split("|")
     for name, tampered in [
-        ("unicode version", f"{approval_id}|\u0661|{digest}"),
-        ("leading zero", f"{approval_id}|0{version}|{digest}"),
+        ("unicode version", f"{approval_id}|\u0661|{digest}|{view}"),
+        ("leading zero", f"{approval_id}|0{version}|{digest}|{view}"),
         ("trailing newline", f"{value}\n"),
-        ("short hash", f"{approval_id}|{version}|{digest[:16]}"),
-        ("other hash", f"{approval_id}|{version}|{'f' * 64}"),
-        ("old version", f"{approval_id}|0|{digest}"),
-        ("next version", f"{approval_id}|{int(version) + 1}|{digest}"),
-        ("unknown id", f"apr_ZZZZZZZZZZ|{version}|{digest}"),
-        ("lowercase id", f"{approval_id.lower()}|{version}|{digest}"),
+        ("short hash", f"{approval_id}|{version}|{digest[:16]}|{view}"),
+        ("other hash", f"{approval_id}|{version}|{'f' * 64}|{view}"),
+        ("old version", f"{approval_id}|0|{digest}|{view}"),
+        ("next version", f"{approval_id}|{int(version) + 1}|{digest}|{view}"),
+        ("unknown id", f"apr_ZZZZZZZZZZ|{version}|{digest}|{view}"),
+        ("lowercase id", f"{approval_id.lower()}|{version}|{digest}|{view}"),
         ("extra part", f"{value}|x"),
-        ("huge version", f"{approval_id}|{'9' * 30}|{digest}"),
+        ("huge version", f"{approval_id}|{'9' * 30}|{digest}|{view}"),
+        ("other view", f"{approval_id}|{version}|{digest}|{'e' * 64}"),
+        ("short view", f"{approval_id}|{version}|{digest}|{view[:16]}"),
+        ("uppercase view", f"{approval_id}|{version}|{digest}|{view.upper()}"),
+        ("empty view", f"{approval_id}|{version}|{digest}|"),
         ("json value", json.dumps({"id": approval_id})),
     ]:
         body = _payload(_set(click, ("actions", 0, "value"), tampered))

@@ -7,8 +7,11 @@ import json
 from typing import Any
 
 from hitl.bot.controls import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
+from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.models import Status, Tier
+from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.requests import ProposeRequest
+from hitl.sandbox.webapi import Message
 from tests.bot.conftest import Harness
 from tests.slack_text import parsed_text
 
@@ -47,6 +50,14 @@ def field_values(view: dict[str, Any], **overrides: Any) -> dict[str, Any]:
     return out
 
 
+async def decided_on_the_cards_view(harness: Harness, approval_id: str, card: Message) -> None:
+    """The decision a form made names the view the card that opened it drew, and its audit entry keeps that view."""
+    controls = [b for b in card.blocks if str(b.get("block_id", "")).startswith("hitl_actions:")]
+    [drawn] = {e["value"].split("|")[3] for b in controls for e in b["elements"]}
+    [entry] = [e for e in await harness.svc.store.audit.entries(approval_id=approval_id) if e.event == "decided"]
+    assert entry.view_digest == drawn and entry.view is not None and digest_of(entry.view) == drawn
+
+
 async def test_modify_modal_is_typed_validates_inline_and_reruns_policy(harness: Harness) -> None:
     a = await propose(harness)
     card = copy.deepcopy(harness.card_for(a.id))
@@ -81,6 +92,7 @@ async def test_modify_modal_is_typed_validates_inline_and_reruns_policy(harness:
     assert done.status is Status.APPROVED and done.execute_args["amount"] == 80
     text = json.dumps(harness.card_for(a.id).blocks, ensure_ascii=False)
     assert "before → after" in text and "80" in text
+    await decided_on_the_cards_view(harness, a.id, card)
 
 
 async def test_modify_without_a_schema_is_one_json_editor(harness: Harness) -> None:
@@ -141,6 +153,7 @@ async def test_reject_asks_for_a_reason_and_expired_triggers_fail(harness: Harne
     [reason] = [b for b in blocks if str(b.get("block_id", "")).startswith("hitl_reason:")]
     assert reason["elements"][0]["elements"][0]["text"] == "Customer <!here> already refunded"
     assert "<!here>" not in parsed_text(blocks)
+    await decided_on_the_cards_view(harness, a.id, card)
 
     b = await propose(harness, amount=33, session="ses_rej2")
     harness.state.clock = lambda: 10**10  # every trigger handed out so far is long expired
@@ -198,6 +211,9 @@ async def test_slash_commands(harness: Harness) -> None:
     await harness.slack.command("U_FIN1", "general", f'reject {b.id} "too much" for now')
     done = await harness.svc.store.approvals.get(b.id)
     assert done.status is Status.REJECTED and done.reason == "too much for now"
+    for decided in (a.id, b.id):  # a command shows no view: its entry says so
+        [entry] = [e for e in await harness.svc.store.audit.entries(approval_id=decided) if e.event == "decided"]
+        assert entry.view is None and entry.detail.endswith(NO_VIEW)
     await harness.slack.command("U_SUPPORT2", "general", f"show {a.id}")
     assert "Approved" in json.dumps(harness.ephemeral("U_SUPPORT2")[-1].blocks)
     for text, expected in (

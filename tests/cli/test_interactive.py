@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
 import pexpect
 
+from hitl.engine.domain.decide import NO_VIEW
+from hitl.engine.domain.presentation import digest_of
 from tests.cli.conftest import REFUND, ROOT
 
 
@@ -56,6 +60,10 @@ def test_interactive_evidence_then_approve(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+    # The prompt showed the approval: the decision names the view it showed, and the audit keeps it.
+    with sqlite3.connect(tmp_path / "hitl.db") as db:
+        [(digest, view, detail)] = db.execute("SELECT view_digest, view, detail FROM audit WHERE event = 'decided'")
+    assert digest == digest_of(json.loads(view)) and NO_VIEW not in detail
 
 
 def test_interactive_modify_invalid_then_reject(tmp_path: Path) -> None:

@@ -255,7 +255,7 @@ def test_the_cli_reads_as_a_typer_tool_should(cli: Cli) -> None:
     helped = cli("resume", "--help", COLUMNS="120")
     assert "[env var: HITL_STORE]" in helped.out and "Approve the action as it is." in helped.out
     assert "Exit codes: 0 completed" in cli("--help", COLUMNS="120").out
-    assert "[ID|verify|head]" in cli("audit", "--help", COLUMNS="120").out
+    assert "[ID|verify|head|show] [ID]" in cli("audit", "--help", COLUMNS="120").out
 
 
 def test_help_groups_the_commands_and_each_reads_as_one_sentence(cli: Cli) -> None:

@@ -1,5 +1,6 @@
-"""One view of an approval on every surface: the Slack card, the Home tab, `hitl show` and the API draw the same
-headline, labelled values, reasons and outcome line, in every state and after every change."""
+"""One view of an approval on every surface: the Slack card, `/hitl show`, the Home tab, `hitl show` (text and
+JSON), the API and webhook events draw the same headline, labelled values, reasons and outcome line, in every state
+and after every change (the sandbox's browser rendering is checked in tests/sandbox/test_browser.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from rich.console import Console
 from hitl.api.models import ApprovalView
 from hitl.bot.blocks import card
 from hitl.bot.home import Waiting, home_view
-from hitl.cli.output import Out
+from hitl.cli.output import Out, approval_json
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.edits import CHANGED
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.domain.presentation import RENDERER, Presentation, present
+from hitl.engine.events import approval_data
 from hitl.testing import FakeClock, make_approval
 
 NOW = FakeClock().now()
@@ -128,6 +130,16 @@ def _cli_story(view: ApprovalView) -> dict[str, Any]:
     return story
 
 
+def _canonical_story(view: dict[str, Any]) -> dict[str, Any]:
+    """What a surface that carries the view as data tells (the API, `hitl show --json`, a webhook's event)."""
+    return {
+        "heading": view["heading"],
+        "reasons": view["reasons"],
+        "fields": [(f["label"], f["text"]) for f in view["fields"]],
+        "outcome": view["outcome"],
+    }
+
+
 def _expected(view: Presentation) -> dict[str, Any]:
     return {
         "heading": view.heading,
@@ -142,10 +154,16 @@ def test_every_surface_tells_the_same_story(state: str) -> None:
     a = states()[state]
     view = CONFIG.present(a)
     expected = _expected(view)
-    assert _card_story(card(a, now=NOW, view=view, declared=CONFIG.declared_schema(a.tool))) == expected
+    declared = CONFIG.declared_schema(a.tool)
+    assert _card_story(card(a, now=NOW, view=view, declared=declared)) == expected  # the Slack card
+    assert _card_story(card(a, now=NOW, view=view, declared=declared, detail=True)) == expected  # /hitl show
     api = ApprovalView.of(a, view)
     assert api.view == view.canonical() and api.view_digest == view.digest()
-    assert _cli_story(api) == expected
+    assert _canonical_story(api.model_dump(mode="json")["view"]) == expected  # the API's approval view
+    assert _canonical_story(approval_json(api)["view"]) == expected  # hitl show --json
+    assert _cli_story(api) == expected  # hitl show
+    event = approval_data(a, view)  # a webhook's event
+    assert _canonical_story(event["view"]) == expected and event["view_digest"] == view.digest()
     home = str(home_view("U_S2", waiting=[Waiting(a, None)], more_waiting=False, decided=[], grants=[], now=NOW,
                          view_of=CONFIG.present))  # fmt: skip
     assert view.headline in home
@@ -173,6 +191,9 @@ def test_labels_come_from_the_declared_schema_and_the_view_has_a_stable_digest()
     ]
     canonical = view.canonical()
     assert canonical["renderer"] == RENDERER and "expires_at" in canonical
+    secret = CONFIG.present(states()["pending"].model_copy(update={"evidence": "call jane at [phone]"}))
+    assert "jane" not in str(secret.canonical()) and secret.canonical()["evidence"]["length"] == 20
+    assert secret.digest() != view.digest()  # the evidence is named by its digest: a different one, another view
     assert CONFIG.present(states()["pending"]).digest() == view.digest()
     assert CONFIG.present(states()["approved"]).digest() != view.digest()
     assert HitlConfig().present(states()["pending"]).fields[0].label == "customer_id"  # no schema: the name

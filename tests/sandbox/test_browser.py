@@ -316,7 +316,7 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
                 await expect(found).to_contain_text(text, timeout=15000)
                 await sb.rt.ctx.notifier.flush()
                 await sb.rt.ctx.home.settled()
-
+                await tells_its_view(sb, found, approval_id)
                 await steady_shot(page, sb, found, name)
 
             await snap(doubt.id, "card-in-doubt", "Did it happen? refund")
@@ -355,6 +355,29 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
             await snap(expired, "card-expired", "Expired: Refund USD 49.00")
     finally:
         await sb.close()
+
+
+async def tells_its_view(sb: Sandbox, found: Any, approval_id: str) -> None:
+    """The card as the browser draws it tells the approval's one view: its heading, each argument's label and
+    value as shown, the reasons, the outcome line (the sandbox as a surface of issue 45's story test)."""
+    a = await sb.rt.store.approvals.get(approval_id)
+    view = (await sb.rt.lifecycle.context_of(a)).config.present(a)
+    drawn = await found.evaluate(
+        """(el) => {
+            const args = el.querySelector(".b-rich");
+            return {
+                heading: el.querySelector(".b-header").innerText,
+                labels: [...args.querySelectorAll(".b-rich-line")].map((l) => l.innerText),
+                values: [...args.querySelectorAll("pre.code")].map((p) => p.textContent),
+                text: el.innerText,
+            };
+        }"""
+    )
+    assert drawn["heading"] == view.heading
+    assert drawn["values"][: len(view.fields)] == [f.value.text for f in view.fields]
+    assert all(f.label in line for f, line in zip(view.fields, drawn["labels"], strict=False)), drawn["labels"]
+    assert all(reason in drawn["text"] for reason in view.reasons)
+    assert view.outcome is None or view.outcome in drawn["text"]
 
 
 FAITHFUL_CONFIG = """

@@ -17,11 +17,12 @@ from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.postgres import PostgresStore
 from hitl.engine.storage.postgres import approvals as pg_approvals
 from hitl.engine.storage.postgres.connection import Conn
-from hitl.engine.storage.postgres.rows import insert_audit, insert_job, write_approval
+from hitl.engine.storage.postgres.rows import insert_job, write_approval
 from hitl.engine.storage.postgres.schema import MIGRATIONS
 from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
+from tests.storage.older_rows import insert_older_audit
 from tests.waiting import eventually
 
 
@@ -58,9 +59,9 @@ async def test_a_store_of_the_previous_schema_is_upgraded_and_keeps_its_data(
         for version, sql in MIGRATIONS[:-1]:
             await conn.execute(sql)
             await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
-        async with conn.transaction():
+        async with conn.transaction():  # written as the previous release wrote them: its audit columns only
             await write_approval(conn, a, insert=True)
-            await insert_audit(conn, audit_for_creation(a))
+            await insert_older_audit(conn, audit_for_creation(a))
             await insert_job(conn, "card", {"approval_id": a.id}, clock.now())
     finally:
         await conn.close()

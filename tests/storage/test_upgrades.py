@@ -29,7 +29,7 @@ import asyncpg
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.postgres import PostgresStore
-from hitl.engine.storage.postgres.rows import insert_audit, write_approval
+from hitl.engine.storage.postgres.rows import write_approval
 from hitl.engine.storage.postgres.schema import MIGRATIONS as PG_MIGRATIONS
 from hitl.engine.storage.redis import RedisStore
 from hitl.engine.storage.redis.connection import LAYOUT, connect, key_id
@@ -37,6 +37,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.storage.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
+from tests.storage.older_rows import insert_older_audit
 
 _OLD_SESSION = "ses_old"
 ALERT = {"kind": "alert", "status": "firing", "episode": 2, "value": 0.5, "since": 1.0}
@@ -150,7 +151,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
         )
         async with conn.transaction():
             await write_approval(conn, earlier, insert=True)
-            await insert_audit(conn, audit_for_creation(earlier))
+            await insert_older_audit(conn, audit_for_creation(earlier))
             for a, doc in older:
                 await conn.execute(
                     "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, "
@@ -161,7 +162,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
                     a.requester,
                     json.dumps(doc),
                 )
-                await insert_audit(conn, audit_for_creation(a))
+                await insert_older_audit(conn, audit_for_creation(a))
             for run_id, version, data in (("alert:stale", 3, ALERT), ("alert:mine", 1, CALLERS_RUN)):
                 await conn.execute(
                     "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES ($1, $2, $3, 1.0, $4)",
@@ -174,7 +175,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
         await conn.close()
     store = PostgresStore(postgres_url, schema=schema)
     try:
-        assert await store.migrate() == [4, 5, 6]
+        assert await store.migrate() == [v for v, _ in PG_MIGRATIONS[3:]]
         assert await store.approvals.get(earlier.id) == earlier
         assert await store.audit.verify() == (4, None)
         await _kinds_read_back(store, older)

@@ -8,17 +8,18 @@ from typing import Any
 from hitl.engine.domain.audit_heads import ChainWalk, Head, check_anchor, compare_heads, head_digest
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.retention import PURGE_EVENT, anchor_of
+from hitl.engine.storage.codec import AUDIT_COLUMNS, audit_entry
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import insert_audit
 
 __all__ = ["PgAudit"]
 
-_COLS = "seq, at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link"
+_COLS = f"seq, {AUDIT_COLUMNS}, prev, link"
 _KEYS = _COLS.split(", ")
 
 
 def _entry(row: Any) -> AuditEntry:
-    return AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True)))
+    return audit_entry(dict(zip(_KEYS, row, strict=True)))
 
 
 class PgAudit:

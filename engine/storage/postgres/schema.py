@@ -223,5 +223,19 @@ INSERT INTO alert_states (name, version, data, updated_at)
 DELETE FROM checkpoints WHERE run_id LIKE 'alert:%' AND data::jsonb ->> 'kind' = 'alert';
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6))
+_V7 = """
+-- A decision's audit entry keeps the view its decider saw: its digest and its canonical JSON (NULL in every older
+-- entry, whose link never covered them).
+ALTER TABLE audit ADD COLUMN IF NOT EXISTS view_digest TEXT, ADD COLUMN IF NOT EXISTS view TEXT;
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, _V1),
+    (2, _V2),
+    (3, _V3),
+    (4, _V4),
+    (5, _V5),
+    (6, _V6),
+    (7, _V7),
+)
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

@@ -28,7 +28,7 @@ from typing import Any
 from hitl.engine.domain.audit_heads import Head
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant, chain_link, entry_body
-from hitl.engine.storage.codec import audit_values, claim_of, claim_row, dumps, encode_json_form
+from hitl.engine.storage.codec import AUDIT_COLUMNS, audit_values, claim_of, claim_row, dumps, encode_json_form
 from hitl.engine.storage.postgres.connection import Conn
 
 __all__ = ["State", "Writes", "read_state", "state_digest_sql", "state_sql"]
@@ -275,11 +275,9 @@ class Writes:
     def _audit_parts(self, stmt: _Statement) -> None:
         entries, heads = self._linked()
         stmt.parts.append(
-            "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
-            "SELECT at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link FROM unnest("
-            + stmt.columns(entries, ("float8", "text", "text", "text", "int4", "text", "text", "text", "text", "text"))
-            + ") WITH ORDINALITY AS e (at, actor, event, approval_id, version, action_hash, outcome, detail, "
-            "prev, link, n) ORDER BY n"  # the entries' order is their chains' order
+            f"INSERT INTO audit ({AUDIT_COLUMNS}, prev, link) SELECT {AUDIT_COLUMNS}, prev, link FROM unnest("
+            + stmt.columns(entries, ("float8", "text", "text", "text", "int4", *["text"] * 7))
+            + f") WITH ORDINALITY AS e ({AUDIT_COLUMNS}, prev, link, n) ORDER BY n"  # the chains' own order
         )
         stmt.parts.append(
             "INSERT INTO audit_heads (chain, length, link) SELECT * FROM unnest("

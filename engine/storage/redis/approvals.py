@@ -13,6 +13,7 @@ from hitl.engine.domain.decide import DecideCommand, refusal, trust_note
 from hitl.engine.domain.execution import stale_approval
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
+from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import Page, TrustGrant
 from hitl.engine.domain.states import check_transition, sources_of
 from hitl.engine.errors import ErrorCode, NotFound
@@ -159,6 +160,8 @@ class RedisApprovals:
             cmd.approval_id,
             "" if cmd.answer_by is None else repr(cmd.answer_by + await self.conn.clock_offset()),
             cmd.note,
+            digest_of(cmd.view) if cmd.view is not None else "",
+            json.dumps(cmd.view, separators=(",", ":"), ensure_ascii=False) if cmd.view is not None else "",
             *sorted(cmd.reviewer.roles),
         ]
         # A list of strings (the decision and edited arguments are encoded above, by json, which keeps whatever a

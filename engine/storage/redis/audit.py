@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from hitl.engine.domain.audit_heads import EVENTS, Head, chain_name, check_anchor, compare_heads, head_digest
+from hitl.engine.domain.audit_heads import (
+    EVENTS,
+    Head,
+    chain_name,
+    check_anchor,
+    compare_heads,
+    head_digest,
+    view_break,
+)
 from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link
 from hitl.engine.domain.retention import anchor_of
 from hitl.engine.storage.redis.codec import entry_body, split_link, text
@@ -102,6 +110,11 @@ class RedisAudit:
                     reason = "the entry was changed"
                     return checked, AuditBreak(
                         chain=chain_name(chain), position=position, reason=reason, checked=checked
+                    )
+                wrong_view = view_break(AuditEntry.model_validate_json(body)) if '"view' in body else None
+                if wrong_view is not None:
+                    return checked, AuditBreak(
+                        chain=chain_name(chain), position=position, reason=wrong_view, checked=checked
                     )
                 prev = link
                 links.setdefault(chain, []).append(link)

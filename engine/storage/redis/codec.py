@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from hitl.engine.domain.models import Approval, kind_of_older
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.records import AuditEntry, unchained_fields
 
 __all__ = [
     "DYNAMIC",
@@ -110,7 +110,7 @@ def text(v: Any) -> str:
 
 def entry_body(e: AuditEntry) -> str:
     """An audit entry's JSON as the scripts chain it (its position and links are added by the script)."""
-    return e.model_dump_json(exclude={"seq", "prev", "link"})
+    return e.model_dump_json(exclude=unchained_fields(e))
 
 
 _LINKED = re.compile(r',"prev":"([0-9a-f]*)","link":"([0-9a-f]{40})"\}\Z')

@@ -7,12 +7,13 @@ import sqlite3
 from hitl.engine.domain.audit_heads import ChainWalk, Head, check_anchor, compare_heads, head_digest
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.retention import PURGE_EVENT, anchor_of
+from hitl.engine.storage.codec import AUDIT_COLUMNS, audit_entry
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit
 
 __all__ = ["SqliteAudit"]
 
-_COLS = "seq, at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link"
+_COLS = f"seq, {AUDIT_COLUMNS}, prev, link"
 _KEYS = _COLS.split(", ")
 
 
@@ -35,7 +36,7 @@ class SqliteAudit:
                 rows = c.execute(
                     f"SELECT {_COLS} FROM (SELECT {_COLS} FROM audit ORDER BY seq DESC LIMIT ?) ORDER BY seq", (limit,)
                 ).fetchall()
-            return [AuditEntry.model_validate(dict(zip(_KEYS, r, strict=True))) for r in rows]
+            return [audit_entry(dict(zip(_KEYS, r, strict=True))) for r in rows]
 
         return await self.db.run(tx, write=False)
 
@@ -43,7 +44,7 @@ class SqliteAudit:
         def tx(c: sqlite3.Connection) -> tuple[int, AuditBreak | None]:
             walk = ChainWalk(_anchor(c))
             for row in c.execute(f"SELECT {_COLS} FROM audit ORDER BY seq"):
-                broken = walk.step(AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True))))
+                broken = walk.step(audit_entry(dict(zip(_KEYS, row, strict=True))))
                 if broken is not None:
                     return walk.checked, broken
             checked, links = walk.checked, walk.links
@@ -88,5 +89,5 @@ def _anchor(c: sqlite3.Connection) -> str:
     row = c.execute(
         f"SELECT {_COLS} FROM audit WHERE approval_id IS NULL AND event = ? ORDER BY seq DESC LIMIT 1", (PURGE_EVENT,)
     ).fetchone()
-    anchor = anchor_of(AuditEntry.model_validate(dict(zip(_KEYS, row, strict=True)))) if row is not None else None
+    anchor = anchor_of(audit_entry(dict(zip(_KEYS, row, strict=True)))) if row is not None else None
     return anchor or ""

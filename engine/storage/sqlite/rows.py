@@ -9,7 +9,7 @@ from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
-from hitl.engine.storage.codec import CLAIM_COLUMNS, audit_values, claim_of, claim_row, dumps
+from hitl.engine.storage.codec import AUDIT_COLUMNS, CLAIM_COLUMNS, audit_values, claim_of, claim_row, dumps
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
 __all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "own_run", "write_approval", "write_claim"]
@@ -43,8 +43,8 @@ def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) 
 # link, found for a third less of the statement's time. Were a chain's tail cut off behind the triggers' back, the
 # next entry would link onto the head's link, and `hitl audit verify` reports the break there.
 _INSERT_AUDIT = (
-    "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
-    f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, last.link, {CHAIN_LINK_SQL}(last.link, ?) FROM "
+    f"INSERT INTO audit ({AUDIT_COLUMNS}, prev, link) "
+    f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, last.link, {CHAIN_LINK_SQL}(last.link, ?) FROM "
     "(SELECT coalesce((SELECT link FROM audit_heads WHERE chain = ?), '') AS link) AS last"
 )
 

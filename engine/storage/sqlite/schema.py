@@ -4,8 +4,7 @@ file's write lock (so two processes opening it at once apply each once), or by `
 
 Version 7 brings any earlier file (the versions before migrations were listed) up to the tables of :data:`SCHEMA`; a
 change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
-:data:`ALERT_STATES`), never made by editing
-one that was released."""
+:data:`ALERT_STATES`; 11: the view a decider saw, in the audit), never made by editing one that was released."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from hitl.engine.domain.models import kind_of_older
 
 __all__ = ["ALERT_STATES", "MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "TRUST_GRANTS", "add_missing_columns"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -247,11 +246,21 @@ def _to_10(c: sqlite3.Connection) -> None:
     c.execute(f"DELETE FROM checkpoints WHERE {where}")
 
 
+def _to_11(c: sqlite3.Connection) -> None:
+    """A decision's audit entry keeps the view its decider saw: its digest and its canonical JSON (NULL in every
+    older entry, whose link never covered them)."""
+    columns = {r[1] for r in c.execute("PRAGMA table_info(audit)")}
+    for column in ("view_digest", "view"):
+        if column not in columns:  # a file whose version was set back by hand may have them
+            c.execute(f"ALTER TABLE audit ADD COLUMN {column} TEXT")
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
     (9, _to_9),
     (10, _to_10),
+    (11, _to_11),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -8,9 +8,11 @@ from __future__ import annotations
 import pytest
 
 from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.models import Status
+from hitl.engine.domain.presentation import digest_of, present
 from hitl.engine.domain.records import AuditEntry, MessageRef
-from hitl.engine.errors import NotFound
+from hitl.engine.errors import EngineError, NotFound
 from hitl.engine.ports import Store
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.engine.testing.conformance.trust import grant
@@ -71,6 +73,22 @@ class RecordsConformance:
         assert [e.prev for e in mine[1:]] == [e.link for e in mine[:-1]]
         checked, broken = await store.audit.verify()
         assert broken is None and checked == 6
+
+    async def test_a_decision_keeps_the_view_its_decider_saw(self, store: Store, clock: FakeClock) -> None:
+        """The decided entry holds the canonical view and its digest, chained and checked by verify; a decision
+        that names none says "no view shown"; a refusal keeps no view."""
+        a = make_approval(now=clock.now(), key="seen", quorum=2, args={"customer_id": "C-ü\u202e", "amount": 1e-7})
+        await store.approvals.create(a)
+        view = present(a).canonical()
+        first = await store.approvals.decide(cmd(a, "U_SUPPORT1", view=view), now=clock.advance(1))
+        await store.approvals.decide(cmd(first, "U_SUPPORT2"), now=clock.advance(1))
+        with pytest.raises(EngineError):
+            await store.approvals.decide(cmd(first, "U_SUPPORT2", view=view), now=clock.advance(1))
+        seen, blind, refused = (await store.audit.entries(approval_id=a.id))[1:]
+        assert (seen.view, seen.view_digest) == (view, digest_of(view)) and NO_VIEW not in seen.detail
+        assert (blind.view, blind.view_digest) == (None, None) and blind.detail.endswith(f"-> approved; {NO_VIEW}")
+        assert refused.event == "refused" and refused.view is None
+        assert await store.audit.verify() == (4, None)
 
     async def test_caller_chosen_ids_never_reach_another_record(self, store: Store, clock: FakeClock) -> None:
         """Ids a caller chooses (a session or run id, an idempotency key, a call id), with every separator a store

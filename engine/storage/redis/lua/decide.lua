@@ -6,7 +6,9 @@
 -- (payload: its session and id), mirroring engine/domain/decide.py's run_to_resume
 -- ARGV[1]: a JSON array of strings (one argument packs faster than twelve): now, expected_version,
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
---       supersede_with, via, approval_id, answer_by (server seconds, '' for none), note (for the audit), roles...;
+--       supersede_with, via, approval_id, answer_by (server seconds, '' for none), note (for the audit), the
+--       digest of the view the decider saw and that view's JSON ('' for none: the entry says "no view shown"),
+--       roles...;
 --       ARGV[2]: the approval's pub/sub channel
 -- A trust of an action also passes ARGV[5..8] (the grant's field, its value, the session, the audit note) and, as
 -- the last two KEYS, the session's grants hash and the set of sessions with grants: the grant is written with the
@@ -25,12 +27,12 @@ local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'req
   'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
-local ROLES = 14
+local ROLES = 16
 
-local function audit(event, outcome, ver, detail)
+local function audit(event, outcome, ver, detail, seen)
   chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
     '","approval_id":' .. cjson.encode(aid) .. ',"version":' .. ver .. ',"action_hash":"' .. f[4] ..
-    '","outcome":"' .. outcome .. '","detail":' .. cjson.encode(detail) .. '}')
+    '","outcome":"' .. outcome .. '","detail":' .. cjson.encode(detail) .. (seen or '') .. '}')
 end
 
 -- Fixed order, read by engine/storage/redis_codec.py:approval_from_result.
@@ -92,14 +94,16 @@ redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'a
   'superseded_by', superseded_by or '')
 f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
   superseded_by, now_s
-local note = ''
-if A[13] ~= '' then note = '; ' .. A[13] end
+local note, seen = '', ''
+if A[14] == '' then note = '; no view shown'
+else seen = ',"view_digest":"' .. A[14] .. '","view":' .. A[15] end
+if A[13] ~= '' then note = note .. '; ' .. A[13] end
 if trusting and kind == 'trust' and target == 'approved' then
   redis.call('HSET', KEYS[streams + 1], ARGV[5], ARGV[6])
   redis.call('SADD', KEYS[streams + 2], ARGV[7])
   note = note .. '; ' .. ARGV[8]
 end
-audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target .. note)
+audit('decided', 'ok', version, kind .. ' via ' .. A[10] .. ' -> ' .. target .. note, seen)
 local plain = tonumber(ARGV[4] or '0')
 for i = 4, 3 + plain do redis.call('XADD', KEYS[i], '*', 'payload', ARGV[3], 'at', now_s) end
 if streams > 3 + plain and target ~= 'pending' then

@@ -1,0 +1,36 @@
+"""Rows as an earlier release of hitl wrote them, for the upgrade tests: an audit entry with the columns the audit
+table had before it kept the view a decider saw."""
+
+from __future__ import annotations
+
+from hitl.engine.domain.records import AuditEntry, chain_link, entry_body
+from hitl.engine.storage.codec import audit_values
+from hitl.engine.storage.postgres.connection import Conn
+
+__all__ = ["insert_older_audit"]
+
+
+async def insert_older_audit(conn: Conn, entry: AuditEntry) -> None:
+    """Append ``entry`` (it keeps no view) to its chain on a PostgreSQL schema of an earlier release, and move the
+    chain's head where that schema has heads."""
+    assert entry.view is None and entry.view_digest is None
+    chain = entry.approval_id or ""
+    heads = await conn.fetchval("SELECT to_regclass('audit_heads') IS NOT NULL")
+    found = await conn.fetchrow("SELECT length, link FROM audit_heads WHERE chain = $1", chain) if heads else None
+    length, prev = (int(found[0]), str(found[1])) if found else (0, "")
+    link = chain_link(prev, entry_body(entry))
+    await conn.execute(
+        "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        *audit_values(entry)[:8],
+        prev,
+        link,
+    )
+    if heads:
+        await conn.execute(
+            "INSERT INTO audit_heads (chain, length, link) VALUES ($1, $2, $3) "
+            "ON CONFLICT (chain) DO UPDATE SET length = excluded.length, link = excluded.link",
+            chain,
+            length + 1,
+            link,
+        )
