@@ -117,7 +117,7 @@ async def main() -> None:
                         channel=channel.id,
                         user=state.bot_user,
                         text=card_text(p.approval),
-                        blocks=card(p.approval, now=time.time()),
+                        blocks=card(p.approval, now=time.time(), view=svc.present(p.approval)),
                     )
                     state.messages.append(msg)
                     await store.messages.set(p.approval.id, MessageRef(channel=msg.channel, ts=msg.ts))
@@ -231,7 +231,7 @@ async def main() -> None:
                     channel=channel.id,
                     user=state.bot_user,
                     text="",
-                    blocks=card(current, now=time.time()),
+                    blocks=card(current, now=time.time(), view=svc.present(current)),
                 )
                 await slack.click("U_SUPPORT1", msg, ACTION_APPROVE)
                 answer, woke = await task

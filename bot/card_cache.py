@@ -48,6 +48,7 @@ class CardCache:
         """Cards rendered (the rest were reused)."""
         self.reused = 0
         self._cards: OrderedDict[_Key, list[dict[str, Any]]] = OrderedDict()
+        self._drawn: OrderedDict[tuple[str, int], Approval] = OrderedDict()
 
     def card(self, a: Approval, *, now: float, halt: HaltOrder | None = None) -> list[dict[str, Any]]:
         """``a``'s live card as of ``now`` (see :func:`hitl.bot.blocks.card`)."""
@@ -62,6 +63,15 @@ class CardCache:
         blocks = card(a, now=now, halt=halt, declared=schema, view=view)
         self.rendered += 1
         self._cards[key] = blocks
+        self._drawn[(a.id, a.version)] = a
         if len(self._cards) > self.size:
             self._cards.popitem(last=False)
+        if len(self._drawn) > self.size:
+            self._drawn.popitem(last=False)
         return blocks
+
+    def drawn(self, approval_id: str, version: int) -> Approval | None:
+        """The approval a recent card of this version was drawn from, or None. A click on that card is decided
+        on it without reading it again: an approval's id and version name one state (the store's atomic step
+        still checks both, so a purged and re-created approval, or a stale card, is refused there)."""
+        return self._drawn.get((approval_id, version))

@@ -103,6 +103,7 @@ async def decide(
             ),
             resume="queue",
             window=window,
+            seen=ctx.notifier.cards.drawn(approval_id, version) if version is not None else None,
         )
 
     work = asyncio.ensure_future(record())
