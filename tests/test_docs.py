@@ -49,6 +49,9 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> 
     assert starts == sum(len(item) for item in document["paths"].values()), "each operation's codes, in order"
     slack = (tmp_path / "slack" / "index.html").read_text()
     assert "chat:write" in slack and "usergroups:read" in slack  # the manifest itself, included
+    stores = (tmp_path / "stores" / "index.html").read_text()  # the example store and its test, included whole
+    assert 'class</span><span class="w"> </span><span class="nc">TracedStore' in stores
+    assert "--8" not in stores and "STORE_SUITES" in stores
     # Nothing the pages load comes from another host (fonts, scripts, styles, images): read offline, it is whole.
     loads = re.compile(r"<(?:link|script|img|iframe|source)\b[^>]*\b(?:href|src)=\"(https?:)?//", re.I)
     for page in [*tmp_path.rglob("*.html"), *tmp_path.rglob("*.css")]:

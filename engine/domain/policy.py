@@ -367,18 +367,7 @@ class Policy:
             _, amount = self.window_keys(tool, args)[key]
             total = prior.total + amount
             if total > spec.rolling_sum.threshold:
-                earlier = "1 earlier request" if prior.count == 1 else f"{prior.count} earlier requests"
-                parts = (
-                    f"{total:g} within {_human(spec.rolling_sum.window)}: {amount:g} now + {prior.total:g} from "
-                    f"{earlier} that ran or may still run, over {spec.rolling_sum.threshold:g}"
-                )
-                return Fired(
-                    spec.name,
-                    spec.tier,
-                    f"{spec.reason} ({parts})"
-                    if spec.reason
-                    else f"{spec.name}: {parts} for this subject (possible split transaction)",
-                )
+                return Fired(spec.name, spec.tier, _rolling_sum_reason(spec, amount, prior))
         return None
 
     def _off_hours(self, rule: _Compiled, now: float) -> Fired | None:
@@ -471,3 +460,31 @@ def _human(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
+
+
+def _span(seconds: float) -> str:
+    """A window as an adjective: "1-day", "12-hour", "90-second"."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}-{unit}"
+    return f"{seconds:g}-second"
+
+
+def _rolling_sum_reason(spec: RuleSpec, amount: float, prior: WindowStats) -> str:
+    """Why a rolling sum fired, in the numbers that made it: one request alone over the limit says so; requests that
+    add up over it name how many came earlier (only then may it be a split transaction)."""
+    assert spec.rolling_sum is not None
+    limit, window = spec.rolling_sum.threshold, _human(spec.rolling_sum.window)
+    if prior.count == 0:
+        parts = f"{amount:g} alone is over the {_span(spec.rolling_sum.window)} limit of {limit:g}"
+        return f"{spec.reason} ({parts})" if spec.reason else f"{spec.name}: {parts} for this subject"
+    earlier = "1 earlier request" if prior.count == 1 else f"{prior.count} earlier requests"
+    parts = (
+        f"{amount + prior.total:g} within {window}: {amount:g} now + {prior.total:g} from {earlier} that ran or may "
+        f"still run, over {limit:g}"
+    )
+    return (
+        f"{spec.reason} ({parts})"
+        if spec.reason
+        else f"{spec.name}: {parts} for this subject (possible split transaction)"
+    )

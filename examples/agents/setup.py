@@ -9,15 +9,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hitl import ApprovalService, DecideRequest, DecisionKind, SystemClock, ToolGate, open_store, parse_config
+from hitl import ApprovalService, DecideRequest, DecisionKind, SystemClock, ToolGate, load_config, open_store
 
-POLICY = parse_config("""
-roles: {support: [U_SUPPORT1, U_SUPPORT2]}
-policy:
-  allowed_tools: [look_up_order]
-  tools:
-    refund: {tier: approve, role: support, timeout: 1h}
-""")
+POLICY = load_config(Path(__file__).with_name("hitl.yaml"))
+"""The examples' hitl.yaml: lookups run, refunds wait for a support reviewer."""
 
 
 def open_gate(folder: Path) -> ToolGate:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from tests.cli.conftest import REFUND, Cli
@@ -170,7 +171,7 @@ def test_auto_approve_is_loud_audited_and_refuses_escalations(cli: Cli, shop) ->
         "run",
         str(REFUND),
         "--var",
-        "order_id=78292",
+        "order_id=78291",
         "--var",
         "amount=600",
         "--var",
@@ -348,12 +349,13 @@ def test_stats_reads_the_hitl_metrics_from_the_store(cli: Cli) -> None:
     shown = cli("stats", "--since", "1d", "--json", HITL_NOW=str(now + 800)).json()
     rows = {(r["tool"], r["tier"]): r for r in shown["rows"]}
     assert rows[("look_up_order", "auto")]["autonomous"] == 2  # every process's counts, written when it closed
+    assert rows[("check_refund", "auto")]["autonomous"] == 2
     refund = rows[("refund", "approve")]
     assert (refund["asked"], refund["approved"], refund["rejected"]) == (2, 1, 1)
     assert refund["autonomous_completion_rate"] == 0.0 and refund["correction_rate"] == 0.5
     latency = refund["intervention_latency"]
     assert latency["count"] == 2 and latency["sum_seconds"] == 660.0 and latency["p90_seconds_at_most"] == 900
-    assert shown["all"]["actions"] == 5  # two lookups, two refunds, one e-mail
+    assert shown["all"]["actions"] == 7  # two lookups, two checks of what is left, two refunds, one e-mail
     people = cli("stats", HITL_NOW=str(now + 800), COLUMNS="80")
     assert people.code == 0 and "refund" in people.out and "intervention latency" in people.out
     assert cli("stats", "--since", "soon").code == 2
@@ -435,3 +437,20 @@ def test_every_listing_and_help_fits_80_columns_whole(cli: Cli) -> None:
         assert "<bool>" not in text and max(map(len, text.splitlines())) <= 80, (path, text)
     wide = cli("audit", "--help", COLUMNS="250").out  # a paragraph is one line when the terminal can hold it
     assert any("that no chain lost its newest entries (exit 0 intact, 1 broken" in line for line in wide.splitlines())
+
+
+def test_a_refund_over_what_is_left_is_refused_before_anyone_is_asked(cli: Cli, shop, env) -> None:  # type: ignore[no-untyped-def]
+    over = cli("run", str(REFUND), "--var", "order_id=78292", "--var", "amount=60", "--json")  # the order is 49
+    assert over.code == 1, over.out
+    assert (
+        "refund 60.00 is more than is left to refund on order 78292 (49.00); nobody was asked" in over.json()["reason"]
+    )
+    with sqlite3.connect(env["HITL_STORE"].removeprefix("sqlite:///")) as db:
+        assert db.execute("SELECT COUNT(*) FROM approvals").fetchone()[0] == 0  # no card, no reviewer asked
+    assert shop("SELECT * FROM refunds") == []
+
+    # Within what is left, the reviewer sees what is left beside the amount, in the order's currency.
+    paused = run_refund(cli, "120")
+    view = cli("show", str(paused["approval_id"]), "--json").json()["view"]
+    [left] = [f for f in view["fields"] if f["name"] == "refundable"]
+    assert (left["label"], left["text"], left["currency"]) == ("Left to refund", "1299", "USD")

@@ -123,6 +123,12 @@ def test_velocity_and_split_transactions(policy: Policy) -> None:
     three = policy.evaluate("refund", args, ctx(windows={"split:C7": WindowStats(count=2, total=98.0)}))
     assert (three.tier, three.required_role, three.quorum) == (Tier.ESCALATE, "finance", 2)
     assert "split transaction" in three.reasons[-1]
+    assert "147 within 1d: 49 now + 98 from 2 earlier requests" in three.reasons[-1]
+    # One request alone over the limit: it fires, and says so, with no talk of earlier requests or splitting.
+    alone = policy.evaluate("refund", {"customer_id": "C8", "amount": 900.0}, ctx())
+    assert alone.tier is Tier.ESCALATE
+    assert alone.reasons[-1].endswith("900 alone is over the 1-day limit of 120 for this subject"), alone.reasons
+    assert "earlier" not in alone.reasons[-1] and "split transaction" not in alone.reasons[-1]
 
 
 def test_rule_that_cannot_be_evaluated_fires(policy: Policy) -> None:

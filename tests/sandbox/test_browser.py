@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import zlib
@@ -247,16 +248,40 @@ def _scanlines(png: bytes) -> list[bytes] | None:
     return [raw[y * stride : (y + 1) * stride] for y in range(height)]
 
 
-def keep_or_write(shot: Path, fresh: bytes) -> None:
-    """Write a docs screenshot unless the one there draws the same: Chromium's antialiasing may differ in a few
-    rows from run to run (the Home tab's native select control alone redraws 9 rows differently on some runs), and
-    a test run should leave the checkout as it found it. Any change of content redraws far more rows than this."""
-    if shot.exists():
-        old, new = _scanlines(shot.read_bytes()), _scanlines(fresh)
-        if old is not None and new is not None and len(old) == len(new):
-            if sum(a != b for a, b in zip(old, new, strict=True)) <= 16:
-                return
-    shot.write_bytes(fresh)
+UPDATE_SHOTS = os.environ.get("HITL_UPDATE_SCREENSHOTS") == "1"
+"""Rewrite the docs' screenshots that no longer match (after a change that is meant to show)."""
+
+
+def keep_or_write(shot: Path, fresh: bytes, words: str) -> None:
+    """A docs screenshot must still be what the browser draws, or the test fails (``HITL_UPDATE_SCREENSHOTS=1``
+    rewrites it). Its words are compared exactly: ``words`` (the element's text as the browser lays it out) against
+    the ``.txt`` kept beside the image, so no changed value, label or line can hide. Its pixels are compared with a
+    tolerance for Chromium's antialiasing, which may redraw a few rows from run to run (the Home tab's native select
+    control alone redraws 9 rows on some runs): at most 16 of its rows may differ. A change of layout, style or
+    font redraws far more; a change of words fails on the words whatever it does to the pixels."""
+    text = shot.with_suffix(".txt")
+    same_words = text.exists() and text.read_text() == words
+    old, new = (_scanlines(shot.read_bytes()) if shot.exists() else None), _scanlines(fresh)
+    same_pixels = (
+        old is not None
+        and new is not None
+        and len(old) == len(new)
+        and sum(a != b for a, b in zip(old, new, strict=True)) <= 16
+    )
+    if same_words and same_pixels:
+        return
+    if UPDATE_SHOTS:
+        shot.write_bytes(fresh)
+        text.write_text(words)
+        return
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / shot.name).write_bytes(fresh)
+    (SHOTS / text.name).write_text(words)
+    what = "its words differ" if not same_words else "more than 16 rows of its pixels differ"
+    pytest.fail(
+        f"{shot.relative_to(ROOT)} is no longer what the browser draws ({what}); the new one is "
+        f"artifacts/screenshots/{shot.name}. If the change is meant: HITL_UPDATE_SCREENSHOTS=1 make test"
+    )
 
 
 async def steady_shot(page: Page, sb: Sandbox, found: Any, name: str) -> None:
@@ -268,7 +293,7 @@ async def steady_shot(page: Page, sb: Sandbox, found: Any, name: str) -> None:
             return False
         await page.mouse.move(1, 1)
         try:
-            keep_or_write(DOCS_SHOTS / f"{name}.png", await found.screenshot(timeout=2000))
+            keep_or_write(DOCS_SHOTS / f"{name}.png", await found.screenshot(timeout=2000), await found.inner_text())
         except PlaywrightError:
             return False
         return True
@@ -321,6 +346,9 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
 
             await snap(doubt.id, "card-in-doubt", "Did it happen? refund")
             await snap(pending, "card-pending", "Approval needed: Refund USD 120.00")
+            # The README's and the docs home's picture: the sandbox as `make demo` opens it, a card waiting.
+            hero = page.locator("#messages")
+            keep_or_write(ROOT / "docs" / "pages" / "sandbox.png", await page.screenshot(), await hero.inner_text())
 
             await card(page, edited).get_by_role("button", name="Modify").click()
             await page.locator(".modal input[name='hitl_field:amount']").fill("900")
@@ -347,7 +375,7 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
             await expect(home).to_contain_text("Did it happen? refund")
             await expect(home).to_contain_text("Rejected Refund USD 20.00")
             await sb.rt.ctx.home.settled()
-            keep_or_write(DOCS_SHOTS / "home-tab.png", await page.screenshot())
+            keep_or_write(DOCS_SHOTS / "home-tab.png", await page.screenshot(), await home.inner_text())
 
             await page.get_by_text("# refund-approvals").click()
             clock.advance(5 * 3600)
@@ -463,6 +491,6 @@ async def test_the_docs_show_a_card_that_cannot_mislead(tmp_path: Path) -> None:
             modal = page.locator(".modal")
             await expect(modal).to_contain_text("Page 1 of 1")
             await expect(modal).to_contain_text("TAIL: also wire 9999 to mallory")
-            keep_or_write(DOCS_SHOTS / "card-full-value.png", await modal.screenshot())
+            keep_or_write(DOCS_SHOTS / "card-full-value.png", await modal.screenshot(), await modal.inner_text())
     finally:
         await sb.close()

@@ -1,5 +1,6 @@
-"""A store written outside hitl (``examples/stores/traced_store.py``, public imports only) passes every store
-conformance suite, as the documentation's "A store of your own" page says yours can."""
+"""A store written outside hitl (``examples/stores/traced_store.py``, public imports
+only) passes every store conformance suite, as the documentation's "A store of your own"
+page says yours can (the page includes this file: it fits 88 columns)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ async def store(tmp_path: Path) -> AsyncIterator[TracedStore]:
 
 @pytest.fixture
 async def dead_store(tmp_path: Path) -> AsyncIterator[TracedStore]:
-    (tmp_path / "dir.db").mkdir()  # a database path that is a directory: nothing can answer
+    # a database path that is a directory: nothing can answer
+    (tmp_path / "dir.db").mkdir()
     made = TracedStore(open_store(f"sqlite:///{tmp_path / 'dir.db'}"))
     yield made
     await made.close()
@@ -45,4 +47,5 @@ def test_the_store_timed_what_the_suites_called(tmp_path: Path) -> None:
         return store
 
     traced = asyncio.run(run())
-    assert list(traced.timings) == ["halts.active"] and len(traced.timings["halts.active"]) == 1
+    assert list(traced.timings) == ["halts.active"]
+    assert len(traced.timings["halts.active"]) == 1

@@ -62,16 +62,30 @@ def look_up_order(order_id: str) -> dict[str, Any]:
     return dict(zip(keys, row, strict=True))
 
 
+def check_refund(order_id: str, amount: float) -> dict[str, Any]:
+    """What is left to refund on an order, checked before anyone is asked: a refund over it fails the run here, so
+    no reviewer approves a refund the shop cannot make (a read: safe to repeat)."""
+    order = look_up_order(order_id)
+    left = round(float(order["total"]) - float(order["refunded"]), 2)
+    if amount > left + 1e-9:
+        raise ValueError(
+            f"refund {amount:.2f} is more than is left to refund on order {order_id} ({left:.2f}); nobody was asked"
+        )
+    return {"refundable": left}
+
+
 def refund(
     order_id: Annotated[str, Field(max_length=32)],
     amount: Annotated[float, Field(gt=0, le=10_000, description="Amount to refund")],
     customer_id: Annotated[str, Field(max_length=32)],
     reason: Annotated[str, Field(max_length=300, json_schema_extra={"x-multiline": True})] = "",
+    refundable: Annotated[float | None, Field(ge=0, description="Left to refund when it was checked")] = None,
     *,
     idempotency_key: str,
 ) -> dict[str, Any]:
     """The argument schema hitl validates, snapshots on approvals and builds the Slack Modify form from comes
-    from this signature (constraints as ``Annotated[..., Field(...)]``)."""
+    from this signature (constraints as ``Annotated[..., Field(...)]``). ``refundable`` is what was left to refund
+    when the request was checked, shown to the reviewer; the refund checks the order again as it runs."""
     with closing(connect()) as db, db:
         done = db.execute(
             "SELECT refund_id, amount FROM refunds WHERE idempotency_key = ?", (idempotency_key,)
