@@ -1,4 +1,5 @@
-"""MkDocs hook: the HTTP API page's endpoint reference, rendered from hitl's OpenAPI document at build time.
+"""MkDocs hooks: the HTTP API page's endpoint reference, rendered from hitl's OpenAPI document at build time; and the
+Python API reference's cross-references in a reader's words.
 
 Each operation gets its own heading (a path never breaks mid-word in a narrow table cell), its parameters, the
 schema of its request body and its responses in code order; each schema gets a table of its fields. A reader sees
@@ -20,6 +21,16 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if MARK not in markdown:
         return markdown
     return markdown.replace(MARK, render(openapi_document()))
+
+
+_ROLE = re.compile(r":(?:class|meth|func|mod|data|attr|exc|obj):<code>~?([\w.]+)</code>")
+"""A Sphinx role in a docstring as mkdocstrings renders it: ``:class:<code>~hitl.engine.x.Name</code>``."""
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """The reference's docstrings name other code as Sphinx roles (for the source's readers): shown as the name
+    alone, in code, never an internal module path."""
+    return _ROLE.sub(lambda m: f"<code>{m.group(1).rsplit('.', 1)[-1]}</code>", html)
 
 
 def render(spec: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ the commands its own pages give run as written."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import os
 import re
@@ -17,21 +18,20 @@ import yaml
 
 from hitl.api.app import openapi_document
 from hitl.engine.storage import open_store
+from tests.site import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
+ADAPTERS = (
+    "hitl.adapters.strands",
+    "hitl.adapters.langgraph",
+    "hitl.adapters.openai_agents",
+    "hitl.adapters.pydantic_ai",
+)
 
 
 def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> None:
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(DOCS / "mkdocs.yml"), "-d", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert built.returncode == 0, built.stderr
+    build_site(tmp_path)
     config = yaml.load((DOCS / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)  # tags (!relative) as text
     listed = set(re.findall(r"[\w-]+\.md", str(config["nav"])))
     assert listed == {p.name for p in (DOCS / "pages").glob("*.md")}
@@ -49,6 +49,14 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> 
     assert starts == sum(len(item) for item in document["paths"].values()), "each operation's codes, in order"
     slack = (tmp_path / "slack" / "index.html").read_text()
     assert "chat:write" in slack and "usergroups:read" in slack  # the manifest itself, included
+    # The Python API reference: every public name under the path users import, nothing under the internal ones.
+    reference = (tmp_path / "reference" / "index.html").read_text()
+    documented = set(re.findall(r'id="(hitl\.[\w.]+)"', reference))
+    for module in ("hitl", "hitl.testing", "hitl.stores", "hitl.mcp", "hitl.temporal", *ADAPTERS):
+        public = importlib.import_module(module).__all__
+        missing = [name for name in public if f"{module}.{name}" not in documented]
+        assert not missing, f"{module}: {missing} have no entry in the reference"
+    assert not [i for i in documented if i.startswith(("hitl.engine", "hitl.bot", "hitl.sandbox"))]
     stores = (tmp_path / "stores" / "index.html").read_text()  # the example store and its test, included whole
     assert 'class</span><span class="w"> </span><span class="nc">TracedStore' in stores
     assert "--8" not in stores and "STORE_SUITES" in stores
@@ -140,3 +148,17 @@ def test_code_blocks_fit_88_columns() -> None:
             lines = (ROOT / included).read_text().splitlines()
             wide += [f"{included}: {line}" for line in lines if len(line) > 88]
     assert wide == [], "\n".join(wide)
+
+
+def test_the_slack_setup_agrees_with_the_manifest_and_a_pip_install() -> None:
+    """The setup steps count the manifest's URLs as it has them, and give paths a pip user has (`hitl init` writes
+    them): no step sends a reader to the repository's examples/ folder as the only way."""
+    urls = re.findall(r"https://hitl\.example\.com/\S+", (ROOT / "manifest.yaml").read_text())
+    page = (DOCS / "pages" / "slack.md").read_text()
+    steps = page[: page.index("What reviewers see")]
+    said = {2: "two", 3: "three", 4: "four"}[len(urls)]
+    assert f"its {said} URLs" in steps
+    assert "hitl init refund --example refund" in steps
+    assert re.findall(r"(?<![\w/])examples/refund/\S*", steps) == ["examples/refund/`)."]  # named as the clone's copy
+    for path in re.findall(r"\brefund/(?:hitl|workflow)\.\w+", steps):  # what `hitl init` writes
+        assert (ROOT / "hitl" / "demo" / path).exists(), path

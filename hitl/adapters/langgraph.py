@@ -33,6 +33,7 @@ from hitl.engine.errors import EngineError
 __all__ = ["HitlToolNode", "Resumer", "gated_call"]
 
 FRAMEWORK = "langgraph"
+"""What the approvals this integration asks for record as their framework (the card's "asked by")."""
 _KEY = "hitl_approvals"
 
 

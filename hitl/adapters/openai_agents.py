@@ -36,6 +36,7 @@ from hitl.engine.errors import EngineError
 __all__ = ["HitlRunner", "gated"]
 
 FRAMEWORK = "openai-agents"
+"""What the approvals this integration asks for record as their framework (the card's "asked by")."""
 
 
 @dataclasses.dataclass

@@ -39,6 +39,7 @@ __all__ = ["HitlRunner", "HitlToolset"]
 log = logging.getLogger(__name__)
 
 FRAMEWORK = "pydantic-ai"
+"""What the approvals this integration asks for record as their framework (the card's "asked by")."""
 _META = "hitl_approval"
 _CURRENT: contextvars.ContextVar[tuple[ToolGate, str]] = contextvars.ContextVar("hitl_pydantic_ai_run")
 

@@ -507,7 +507,7 @@ def policy_explain(
                 }
             )
         else:
-            out.text(v.explain())
+            out.text(v.explain(), wrap=True)
         return 0
 
     run_command(out, work)

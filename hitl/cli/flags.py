@@ -11,6 +11,8 @@ from typing import Any
 
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
+from hitl.cli.trimmed import trimmed_stdout
+
 __all__ = ["FlagCommand", "FlagGroup", "reflow"]
 
 
@@ -47,6 +49,11 @@ class _FittingHelp:
     def get_params(self, ctx: Any) -> list[Any]:
         """The parameters (the help option included), flags without a type to show."""
         return _plain_flags(super().get_params(ctx))  # type: ignore[misc]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Typer's help, its panels' lines without the spaces that pad them to the terminal's width."""
+        with trimmed_stdout():
+            super().format_help(ctx, formatter)  # type: ignore[misc]
 
 
 class FlagCommand(_FittingHelp, TyperCommand):

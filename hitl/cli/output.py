@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import IO, Any, cast
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from hitl.api.models import ApprovalView, AuditView
+from hitl.cli.trimmed import Trimmed
 from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
@@ -86,18 +87,20 @@ class Out:
 
     def __init__(self, *, as_json: bool) -> None:
         self.json = as_json
-        self.console = Console(highlight=False, soft_wrap=True)
-        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.console = Console(file=cast(IO[str], Trimmed(lambda: sys.stdout)), highlight=False, soft_wrap=True)
+        self.err = Console(file=cast(IO[str], Trimmed(lambda: sys.stderr)), highlight=False, soft_wrap=True)
 
     def emit(self, obj: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
 
-    def text(self, *parts: str | tuple[str, str]) -> None:
-        """Plain text with optional (text, style) parts; nothing is parsed as markup."""
-        self.console.print(Text.assemble(*parts))
+    def text(self, *parts: str | tuple[str, str], wrap: bool = False) -> None:
+        """Plain text with optional (text, style) parts; nothing is parsed as markup. ``wrap``: prose, wrapped at
+        words to the terminal (otherwise a line is printed whole: an id or a command never breaks)."""
+        self.console.print(Text.assemble(*parts), soft_wrap=not wrap)
 
     def warn(self, message: str) -> None:
-        self.err.print(Text.assemble(("warning: ", "bold yellow"), message))
+        """A warning on stderr, wrapped at words to the terminal (an error stays on one line, for logs and grep)."""
+        self.err.print(Text.assemble(("warning: ", "bold yellow"), message), soft_wrap=False)
 
     def error(self, code: str, message: str) -> None:
         if self.json:
@@ -167,7 +170,9 @@ class Out:
         self.text((f"{r.status}", style), f"  session {r.session_id}", (f"  {r.reason}" if r.reason else "", ""))
         if r.status is RunStatus.COMPLETED:
             for step, output in r.outputs.items():
-                self.text((f"  {step}: ", "dim"), json.dumps(output, ensure_ascii=False, default=str)[:300])
+                shown = Text.assemble((f"  {step}: ", "dim"), json.dumps(output, ensure_ascii=False, default=str))
+                # One line each, cut at the terminal's edge with "…" (`--json` gives the outputs whole).
+                self.console.print(shown, no_wrap=True, overflow="ellipsis", soft_wrap=False)
         if r.approval is not None and view is not None:
             self.approval(view)
             if r.status is RunStatus.PAUSED:

@@ -17,7 +17,7 @@ from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.tally import Outcome, TallyRow, summarize
 from hitl.engine.runtime.process import open_runtime
 
-__all__ = ["stats"]
+__all__ = ["COLUMNS", "stats"]
 
 
 def _pct(value: float | None) -> str:
@@ -33,6 +33,22 @@ def _span(seconds: float | None) -> str:
         if seconds >= size:
             return f"<= {seconds / size:g}{unit}"
     return f"<= {seconds:g}s"
+
+
+COLUMNS = (
+    ("actions", "calls proposed"),
+    ("auto%", "ran without a person"),
+    ("asked", "a person was asked"),
+    ("ok", "approved as asked"),
+    ("edit", "modified, then approved"),
+    ("no", "rejected"),
+    ("exp", "expired unanswered"),
+    ("corr%", "of decisions modified or rejected"),
+    ("p50", "half of decisions took at most"),
+    ("p90", "nine in ten took at most"),
+)
+"""The table's number columns, short enough for 80 columns, each with what it counts: the legend under the table
+is made from this, so a column added here is explained there."""
 
 
 def row_json(r: TallyRow) -> dict[str, Any]:
@@ -65,8 +81,9 @@ def stats(
 ) -> None:
     """The HITL metrics from the store: autonomous completion, corrections, intervention latency.
 
-    Columns: actions proposed; auto% ran without a person; asked; ok approved, edit modified, no rejected, exp
-    expired; corr% of decisions that modified or rejected; p50/p90 decision latency (bucket bounds)."""
+    The table explains its columns under it: actions proposed; auto% ran without a person; asked; ok approved, edit
+    modified, no rejected, exp expired; corr% of decisions that modified or rejected; p50/p90 decision latency
+    (bucket bounds)."""
     out = Out(as_json=as_json)
     try:
         window = parse_duration(since)
@@ -90,7 +107,7 @@ def stats(
             out.text("nothing was proposed in this period")
             return 0
         # Short headings: the table fits an 80-column terminal with tool names whole (or turns into blocks).
-        numbers = ("actions", "auto%", "asked", "ok", "edit", "no", "exp", "corr%", "p50", "p90")
+        numbers = tuple(heading for heading, _ in COLUMNS)
         shown = (Outcome.ASKED, Outcome.APPROVED, Outcome.MODIFIED, Outcome.REJECTED, Outcome.EXPIRED)
         table: list[list[str | Text]] = [
             [
@@ -106,6 +123,9 @@ def stats(
             for r in [*rows, every]
         ]
         out.table(("tool", "tier", *numbers), table, right=numbers)
+        legend = [Text.assemble((heading, "bold"), f": {meaning}") for heading, meaning in COLUMNS]
+        # Wrapped at words to the terminal's width (the rest of the output keeps its lines whole).
+        out.console.print(Text.assemble(("columns ", "dim"), Text("; ").join(legend)), soft_wrap=False)
         if every.n(Outcome.SPOT_CHECKED):
             out.text(
                 ("spot checks ", "dim"),

@@ -37,6 +37,7 @@ from .upstreams import Route, Upstreams
 __all__ = ["FRAMEWORK", "Gateway"]
 
 FRAMEWORK = "mcp"
+"""What the approvals the gateway asks for record as their framework (the card's "asked by")."""
 log = logging.getLogger(__name__)
 _STEP = 5.0
 """Seconds between progress notifications while a call waits for a reviewer."""

@@ -30,6 +30,7 @@ from .messages import EXECUTE, PROPOSE, REFUSED, UPDATE, Decision, ExecuteInput,
 __all__ = ["FRAMEWORK", "HitlActivities", "TemporalResumer", "run_identity"]
 
 FRAMEWORK = "temporal"
+"""What the approvals this integration asks for record as their framework (the card's "asked by")."""
 log = logging.getLogger(__name__)
 _STATUS = {
     Status.APPROVED: "approved",

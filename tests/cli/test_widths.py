@@ -1,0 +1,74 @@
+"""Every command's output at 80 and 120 columns, as a person reads it in a terminal or a file: no line wider than the
+terminal, none ending in spaces, no id, session or hash split across lines, no quoted value broken, and `hitl stats`
+explaining every column it shows."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hitl.cli.stats import COLUMNS as STATS_COLUMNS
+from tests.cli.conftest import REFUND, Cli
+from tests.cli.test_refund_cli import run_refund
+
+WIDTHS = (80, 120)
+_ID = re.compile(r"(apr|ses)_")
+_WHOLE = re.compile(r"(apr|ses)_(?:[0-9A-Z]{10}(?![0-9A-Za-z])|…)")
+
+
+def _read_right(text: str, width: int, what: str) -> None:
+    """Every line fits (an error stays one line, for logs), ends in no space, and breaks no id or quoted value (a
+    line cut at the edge ends in "…", saying so)."""
+    for line in text.splitlines():
+        assert len(line) <= width or line.startswith("error: "), f"{what}: wider than {width}: {line!r}"
+        assert line == line.rstrip(), f"{what}: ends in spaces: {line!r}"
+        assert len(_ID.findall(line)) == len(_WHOLE.findall(line)), f"{what}: an id cut: {line!r}"
+        quotes = line.count('"') % 2 == 0 and line.count("“") == line.count("”")
+        assert quotes or line.endswith("…"), f"{what}: a quote cut: {line!r}"
+
+
+def _commands(aid: str, session: str) -> list[tuple[str, ...]]:
+    return [
+        ("pending",),
+        ("show", aid),
+        ("audit",),
+        ("audit", aid),
+        ("audit", "show", aid),
+        ("audit", "verify"),
+        ("stats",),
+        ("sessions", "list"),
+        ("sessions", "show", session),
+        ("halts",),
+        ("validate", str(REFUND)),
+        ("policy", "explain", "refund", "--config", str(REFUND.parent / "hitl.yaml")),
+        ("trust", "list"),
+    ]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_command_reads_right_at_80_and_120_columns(cli: Cli, width: int) -> None:
+    paused = run_refund(cli, "120")
+    aid, session = str(paused["approval_id"]), str(paused["session_id"])
+    columns = {"COLUMNS": str(width)}
+    ran = cli("run", str(REFUND), "--var", "order_id=78292", "--var", "amount=20", **columns)
+    _read_right(ran.out + ran.err, width, "hitl run")
+    for command in _commands(aid, session):
+        r = cli(*command, **columns)
+        assert r.code in (0, 1), (command, r.out, r.err)
+        _read_right(r.out + r.err, width, "hitl " + " ".join(command))
+        helped = cli(*command[: 2 if command[0] in ("sessions", "policy", "trust") else 1], "--help", **columns)
+        _read_right(helped.out, width, "hitl " + command[0] + " --help")
+    decided = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", **columns)
+    assert decided.code == 0, decided.err
+    _read_right(decided.out + decided.err, width, "hitl resume")
+
+
+def test_stats_explains_every_column_it_shows(cli: Cli) -> None:
+    run_refund(cli, "120")
+    shown = cli("stats", COLUMNS="80").out
+    legend = " ".join(shown[shown.index("columns ") :].split("intervention latency")[0].split())
+    for heading, meaning in STATS_COLUMNS:
+        assert f"{heading}: {meaning}" in legend, heading
+    table = shown[: shown.index("columns ")]
+    assert all(heading in table for heading, _ in STATS_COLUMNS)
