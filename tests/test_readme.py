@@ -242,3 +242,28 @@ def test_readme_documents_every_workflow_key_with_valid_examples() -> None:
         assert union_tag(pattern) == pattern["type"]
     script = next(d for d in documents if "researcher" in d and "name" not in d)
     Script.model_validate({"agents": {k: [c if "turns" in c else {"turns": c} for c in v] for k, v in script.items()}})
+
+
+def test_the_readmes_sample_output_of_hitl_run_is_what_it_prints(tmp_path: Path) -> None:
+    """The quick start's `hitl run`, run as written after its `hitl init`: every line the README shows under it is a
+    line it prints (ids and hashes as "…", runs of spaces as one; a "..." line stands for lines left out)."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("hitl init --example refund refund") :]
+    block = block[: block.index("```")]
+    command = next(line for line in block.splitlines() if line.startswith("hitl run "))
+    shown = [line[2:] for line in block.splitlines() if line.startswith("# ") and not line.startswith("# ...")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "HITL_SHOP_DB": str(tmp_path / "shop.db")}
+    env |= {"HITL_STORE": f"sqlite:///{tmp_path / 'hitl.db'}", "HITL_CONFIG": ""}
+    hitl = [sys.executable, "-m", "hitl"]
+    subprocess.run([*hitl, "init", "--example", "refund", "refund"], cwd=tmp_path, env=env, check=True, timeout=60)
+    ran = subprocess.run(
+        [*hitl, *command.split("#")[0].split()[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 4, ran.stderr
+
+    def plain(line: str) -> str:
+        line = re.sub(r"(apr|ses)_[0-9A-Z]{10}", r"\1_…", line)
+        return " ".join(re.sub(r"hash [0-9a-f]{16}", "hash …", line).split())
+
+    printed = {plain(line) for line in ran.stdout.splitlines()}
+    assert shown and [line for line in shown if plain(line) not in printed] == [], ran.stdout

@@ -219,8 +219,10 @@ def init(
         run, who = f"hitl run {flow} --var order_id=78291 --var amount=120", "U_SUPPORT1"
     else:
         run, who = f"hitl run {flow} --var to=acme --var amount=120", "U_YOU"
-    out.text("next:  ", (run, "bold"), "   (pauses for approval)")
-    out.text("then:  ", (f"hitl resume <approval id> --approve --as {who}", "bold"))
+    # Each command on a line of its own, whole: copied from an 80-column terminal, nothing else comes with it.
+    out.text("next:  ", (run, "bold"))
+    out.text("       (it pauses for approval), then:")
+    out.text("       ", (f"hitl resume <approval id> --approve --as {who}", "bold"))
 
 
 def demo(

@@ -303,13 +303,13 @@ def test_init_writes_the_refund_example_whose_printed_steps_run_as_printed(cli: 
     made = cli("init", "--example", "refund", str(tmp_path / "refund"))
     assert made.code == 0, made.err
     printed = " ".join(made.out.split())
-    run = printed.split("next: ", 1)[1].split(" (pauses", 1)[0].split()
+    run = printed.split("next: ", 1)[1].split(" (it pauses", 1)[0].split()
     assert run[:2] == ["hitl", "run"] and run[2] == str(tmp_path / "refund" / "workflow.yaml")
     paused = cli(*run[1:], "--json")
     assert paused.code == 4, paused.err
     body = paused.json()
     assert body["approval"]["tool"] == "refund"
-    then = printed.split("then: ", 1)[1].split()
+    then = printed.split("then: ", 1)[1].split()  # the command on the line after "then:"
     assert then[2:4] == ["<approval", "id>"]
     done = cli(then[1], str(body["approval_id"]), *then[4:], "--json")
     assert done.code == 0 and done.json()["status"] == "completed", done.out

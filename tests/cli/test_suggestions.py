@@ -4,12 +4,15 @@ that names a missing option sends the reader to an error instead of an answer.""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from hitl.cli import app
+from tests.cli.conftest import Cli
 
 ROOT = Path(__file__).resolve().parents[2]
 _SUGGESTED = re.compile(r"`hitl ([^`]+)`")
@@ -42,3 +45,17 @@ def test_every_suggested_command_and_option_exists() -> None:
                     assert flag in options, f"{path.name}: `hitl {suggestion}`: {command.name} has no {flag}"
             checked += 1
     assert checked > 40  # the messages, the help texts, the README and the pages
+
+
+def test_every_usage_error_says_what_is_wrong_and_what_to_type(cli: Cli) -> None:
+    for name, command in sorted(getattr(_ROOT_COMMAND, "commands", {}).items()):
+        wrong = cli(name, "--nope")
+        assert wrong.code == 2, name
+        assert "No such option: --nope" in wrong.err and f"hitl {name}" in wrong.err, (name, wrong.err)
+        if hasattr(command, "commands"):  # a group typed alone names the commands to type (as `hitl` runs)
+            alone = subprocess.run(
+                [sys.executable, "-m", "hitl", name], capture_output=True, text=True, timeout=60, cwd=ROOT
+            )
+            said = " ".join(alone.stderr.split())
+            assert alone.returncode == 2 and f"`hitl {name}` needs a command" in said, (name, said)
+            assert all(f"`hitl {name} {sub}`" in said for sub in command.commands), (name, said)

@@ -7,12 +7,15 @@ from __future__ import annotations
 import re
 
 import pytest
+import typer
 
+from hitl.cli import app
 from hitl.cli.stats import COLUMNS as STATS_COLUMNS
 from tests.cli.conftest import REFUND, Cli
 from tests.cli.test_refund_cli import run_refund
 
 WIDTHS = (80, 120)
+_ROOT_COMMANDS = set(getattr(typer.main.get_command(app), "commands", {}))
 _ID = re.compile(r"(apr|ses)_")
 _WHOLE = re.compile(r"(apr|ses)_(?:[0-9A-Z]{10}(?![0-9A-Za-z])|…)")
 
@@ -62,6 +65,14 @@ def test_every_command_reads_right_at_80_and_120_columns(cli: Cli, width: int) -
     decided = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", **columns)
     assert decided.code == 0, decided.err
     _read_right(decided.out + decided.err, width, "hitl resume")
+    for command in (("expire",), ("purge", "--dry-run"), ("migrate",), ("init", f"starter{width}")):
+        r = cli(*command, **columns)
+        assert r.code == 0, (command, r.out, r.err)
+        _read_right(r.out + r.err, width, "hitl " + " ".join(command))
+    root = cli("--help", **columns)
+    _read_right(root.out, width, "hitl --help")
+    for name in sorted(_ROOT_COMMANDS):  # every command's help, the long-running ones' too
+        _read_right(cli(name, "--help", **columns).out, width, f"hitl {name} --help")
 
 
 def test_stats_explains_every_column_it_shows(cli: Cli) -> None:
