@@ -587,4 +587,6 @@ def token_new(
     out.text(("token (shown once; give it to its holder, keep it out of hitl.yaml):", "bold"))
     out.text(token)
     out.text(("add under api.tokens in hitl.yaml:", "bold"))
-    out.text(f"    - {json.dumps(entry)}")
+    # Block style, a key a line: the hash's line fits 80 columns, and the entry pastes as it is.
+    for i, (key, value) in enumerate(entry.items()):
+        out.text(f"    {'- ' if i == 0 else '  '}{key}: {json.dumps(value)}")

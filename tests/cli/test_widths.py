@@ -8,6 +8,7 @@ import re
 
 import pytest
 import typer
+import yaml
 
 from hitl.cli import app
 from hitl.cli.stats import COLUMNS as STATS_COLUMNS
@@ -65,7 +66,17 @@ def test_every_command_reads_right_at_80_and_120_columns(cli: Cli, width: int) -
     decided = cli("resume", aid, "--approve", "--as", "U_SUPPORT1", **columns)
     assert decided.code == 0, decided.err
     _read_right(decided.out + decided.err, width, "hitl resume")
-    for command in (("expire",), ("purge", "--dry-run"), ("migrate",), ("init", f"starter{width}")):
+    config = ("--config", str(REFUND.parent / "hitl.yaml"))
+    token = ("token", "new", "--name", "bot", "--as", "agent:bot", "--scope", "propose", "--scope", "read")
+    for command in (
+        ("expire",),
+        ("purge", "--dry-run"),
+        ("migrate",),
+        ("init", f"starter{width}"),
+        token,
+        ("reviewers", "--as", "U_SUPPORT1", *config),
+        ("practice", "--as", "U_SUPPORT1", *config),
+    ):
         r = cli(*command, **columns)
         assert r.code == 0, (command, r.out, r.err)
         _read_right(r.out + r.err, width, "hitl " + " ".join(command))
@@ -83,3 +94,13 @@ def test_stats_explains_every_column_it_shows(cli: Cli) -> None:
         assert f"{heading}: {meaning}" in legend, heading
     table = shown[: shown.index("columns ")]
     assert all(heading in table for heading, _ in STATS_COLUMNS)
+
+
+def test_a_new_tokens_entry_pastes_into_hitl_yaml_as_printed(cli: Cli) -> None:
+    made = cli("token", "new", "--name", "bot", "--as", "agent:bot", "--scope", "propose", COLUMNS="80")
+    entry = made.out.split("add under api.tokens in hitl.yaml:\n", 1)[1]
+    [parsed] = yaml.safe_load("tokens:\n" + entry)["tokens"]
+    assert parsed == cli("token", "new", "--name", "bot", "--as", "agent:bot", "--scope", "propose", "--json").json()[
+        "entry"
+    ] | {"sha256": parsed["sha256"]}
+    assert re.fullmatch(r"[0-9a-f]{64}", parsed["sha256"]) and all(len(line) <= 80 for line in entry.splitlines())
