@@ -3,12 +3,11 @@ terminal hides and a file, a pipe or a copied block keeps."""
 
 from __future__ import annotations
 
-import io
 import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, Any, cast
 
 __all__ = ["Trimmed", "trimmed_stdout"]
 
@@ -16,9 +15,10 @@ _TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
 """Spaces at a line's end, before any style codes that close it."""
 
 
-class Trimmed(io.TextIOBase):
-    """Writes to ``target()`` (looked up at each write, so a stream swapped meanwhile, as a test runner does, gets
-    the output), each line without its trailing spaces."""
+class Trimmed:
+    """A text stream (what Rich and ``print`` use of one: ``write``, ``flush``, ``isatty``) that writes to
+    ``target()``, looked up at each write so a stream swapped meanwhile, as a test runner does, gets the output;
+    each line without its trailing spaces."""
 
     def __init__(self, target: Callable[[], IO[str]]) -> None:
         self._target = target
@@ -51,7 +51,7 @@ def trimmed_stdout() -> Iterator[None]:
     such as Typer's help)."""
     real = sys.stdout
     wrapper = Trimmed(lambda: real)
-    sys.stdout = wrapper
+    sys.stdout = cast(IO[str], wrapper)
     try:
         yield
     finally:
