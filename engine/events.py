@@ -36,6 +36,7 @@ __all__ = [
     "approval_data",
     "approval_event",
     "flag_event",
+    "is_flag",
 ]
 
 EVENT_JOB = "event"
@@ -66,10 +67,10 @@ def approval_data(a: Approval, view: Presentation | None = None) -> dict[str, An
     """What an approval event carries: identity and state, and its one view as every surface draws it (``view``;
     built from the approval alone without one), never the evidence (untrusted, possibly sensitive: the view names
     it by its digest)."""
-    view = view or present(a)
+    canonical, digest = (view or present(a)).recorded()
     return {
-        "view": view.canonical(),
-        "view_digest": view.digest(),
+        "view": canonical,
+        "view_digest": digest,
         "approval": {
             "id": a.id,
             "status": str(a.status),
@@ -89,9 +90,14 @@ def approval_data(a: Approval, view: Presentation | None = None) -> dict[str, An
     }
 
 
+def is_flag(a: Approval) -> bool:
+    """Whether ``a`` is a spot check a reviewer flagged (its event is ``spot_check.flagged``)."""
+    return is_spot_check(a) and a.status is Status.REJECTED and bool(a.decisions)
+
+
 def flag_event(a: Approval, view: Presentation | None = None) -> tuple[EventKind, str, dict[str, Any]] | None:
     """The event a spot check a reviewer flagged is (kind, id, data), or None for any other approval."""
-    if not (is_spot_check(a) and a.status is Status.REJECTED and a.decisions):
+    if not is_flag(a):
         return None
     flag = {"by": a.decisions[-1].reviewer, "note": a.reason}
     return EventKind.SPOT_CHECK_FLAGGED, f"spot_check.flagged:{a.id}", {**approval_data(a, view), "flag": flag}

@@ -455,9 +455,9 @@ class ApprovalService:
         approval is no longer pending (already decided, expired) or the decision names another version."""
         request = attempt.request
         current = await attempt.current()
-        view = self.present(current)
-        if view.digest() == request.view_digest:
-            return view.canonical()
+        canonical, digest = self.present(current).recorded()
+        if digest == request.view_digest:
+            return canonical
         named = request.expected_version
         if current.status is not Status.PENDING or (named is not None and named != current.version):
             return None

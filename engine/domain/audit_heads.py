@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from typing import Any
 
 from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link, entry_body
@@ -28,6 +29,7 @@ __all__ = [
     "compare_heads",
     "head_digest",
     "view_break",
+    "view_problem",
 ]
 
 EVENTS = ""
@@ -38,14 +40,20 @@ Head = tuple[int, str]
 
 
 def view_break(e: AuditEntry) -> str | None:
-    """What is wrong with the view a decision's entry keeps, or None: a digest without its view, a view without its
-    digest, or a view that is not the one its digest names. Checked on the view as stored, never drawn again, so an
-    upgrade that changes how views are drawn leaves every recorded view verifiable."""
-    if e.view_digest is None and e.view is None:
+    """What is wrong with the view a decision's entry keeps, or None (:func:`view_problem`)."""
+    return view_problem(e.view, e.view_digest)
+
+
+def view_problem(view: Mapping[str, Any] | None, view_digest: str | None) -> str | None:
+    """What is wrong with a recorded view and its digest, or None (also when neither is recorded: no view was
+    shown): a digest without its view, a view without its digest, or a view that is not the one its digest names.
+    Checked on the view as stored, never drawn again, so an upgrade that changes how views are drawn leaves every
+    recorded view verifiable."""
+    if view_digest is None and view is None:
         return None
-    if e.view_digest is None or e.view is None:
+    if view_digest is None or view is None:
         return "the entry's view and its digest are not both recorded"
-    if digest_of(e.view) != e.view_digest:
+    if digest_of(view) != view_digest:
         return "the view recorded with the decision is not the one its digest names"
     return None
 

@@ -455,19 +455,27 @@ def _matches(patterns: list[str], tool: str) -> bool:
     return "*" in patterns or tool in patterns
 
 
-def _human(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+_UNITS = ((86400, "d", "day"), (3600, "h", "hour"), (60, "m", "minute"))
+
+
+def _whole_unit(seconds: float) -> tuple[float, int]:
+    """A window in its largest whole unit: (count, index into :data:`_UNITS`, or 3 for seconds)."""
+    for i, (size, _, _) in enumerate(_UNITS):
         if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
+            return seconds // size, i
+    return seconds, len(_UNITS)
+
+
+def _human(seconds: float) -> str:
+    """A window as the policy writes it: "1d", "12h", "90s"."""
+    count, i = _whole_unit(seconds)
+    return f"{int(count)}{_UNITS[i][1]}" if i < len(_UNITS) else f"{seconds:g}s"
 
 
 def _span(seconds: float) -> str:
     """A window as an adjective: "1-day", "12-hour", "90-second"."""
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}-{unit}"
-    return f"{seconds:g}-second"
+    count, i = _whole_unit(seconds)
+    return f"{int(count)}-{_UNITS[i][2]}" if i < len(_UNITS) else f"{seconds:g}-second"
 
 
 def _rolling_sum_reason(spec: RuleSpec, amount: float, prior: WindowStats) -> str:

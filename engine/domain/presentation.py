@@ -173,7 +173,12 @@ class Presentation:
 
     def digest(self) -> str:
         """The digest of :meth:`canonical` (:func:`digest_of`): names exactly what was shown."""
-        return digest_of(self.canonical())
+        return self.recorded()[1]
+
+    def recorded(self) -> tuple[dict[str, Any], str]:
+        """:meth:`canonical` and its digest, the canonical form built once (what a record of the view keeps)."""
+        canonical = self.canonical()
+        return canonical, digest_of(canonical)
 
 
 def digest_of(canonical: Mapping[str, Any]) -> str:

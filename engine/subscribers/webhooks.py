@@ -6,7 +6,7 @@ queued once, whichever comes first)."""
 
 from __future__ import annotations
 
-from hitl.engine.events import approval_data, approval_event, flag_event
+from hitl.engine.events import approval_data, approval_event, flag_event, is_flag
 from hitl.engine.facts import Cancelled, Decided, Expired, Fact, Proposed, Service
 
 __all__ = ["Webhooks"]
@@ -22,10 +22,13 @@ class Webhooks:
         if events is None or not isinstance(fact, Proposed | Decided | Expired | Cancelled):
             return
         a = fact.approval
-        view = service.policy.spec.present(a)
-        flagged = flag_event(a, view) if isinstance(fact, Decided) else None
+        found = approval_event(a, created=isinstance(fact, Proposed))
+        flagging = isinstance(fact, Decided) and is_flag(a)
+        if found is None and not flagging:
+            return
+        view = service.policy.spec.present(a)  # drawn once, for the events this fact is
+        flagged = flag_event(a, view) if flagging else None
         if flagged is not None:
             await events.emit(*flagged)
-        found = approval_event(a, created=isinstance(fact, Proposed))
         if found is not None:
             await events.emit(*found, approval_data(a, view))

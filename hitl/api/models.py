@@ -209,10 +209,11 @@ class ApprovalView(_Out):
         """The approval as the API and ``hitl show --json`` show it: its own fields, what is worked out, and its
         one view (``view``: drawn with the served ``hitl.yaml``, as every surface draws it, so its digest is the
         one a card's buttons carry)."""
+        canonical, digest = view.recorded()
         return cls.model_validate(
             {
-                "view": view.canonical(),
-                "view_digest": view.digest(),
+                "view": canonical,
+                "view_digest": digest,
                 **a.model_dump(include=set(cls.model_fields)),
                 "execute_args": a.execute_args,
                 "execute_hash": action_hash(a.tool, a.execute_args) if a.approved_args is not None else a.action_hash,

@@ -13,10 +13,10 @@ from rich.text import Text
 
 from hitl.api.models import ApprovalView, AuditView
 from hitl.cli.trimmed import Trimmed
+from hitl.engine.domain.audit_heads import view_problem
 from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
-from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
@@ -76,10 +76,11 @@ def _arguments(t: Table, view: Mapping[str, Any]) -> None:
 
 
 def seen_check(entry: AuditView) -> bool | None:
-    """Whether a decision's recorded view is the one its digest names (None: the decider was shown no view)."""
+    """Whether a decision's recorded view is the one its digest names (None: the decider was shown no view), by
+    the check ``hitl audit verify`` makes."""
     if entry.view is None and entry.view_digest is None:
         return None
-    return entry.view is not None and digest_of(entry.view) == entry.view_digest
+    return view_problem(entry.view, entry.view_digest) is None
 
 
 class Out:
