@@ -60,6 +60,7 @@ bench: $(STAMP) redis postgres
 	$(BIN)/python bench/redis_clients.py
 	$(BIN)/python bench/pending_bench.py
 	$(BIN)/python bench/card_bench.py
+	$(BIN)/python bench/flood_bench.py
 	$(BIN)/python bench/storm_bench.py
 	$(BIN)/python bench/postgres_bench.py
 	$(BIN)/python bench/publish.py

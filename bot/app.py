@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
-from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncServerErrorRetryHandler
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -20,6 +20,7 @@ from hitl.bot.home_tabs import HomeTabs
 from hitl.bot.listeners import register
 from hitl.bot.metrics import Metrics
 from hitl.bot.notifier import SlackNotifier
+from hitl.bot.pacer import PacedClient, Pacer
 from hitl.bot.payloads import parsed_once
 from hitl.bot.reporter import SlackReporter
 from hitl.bot.response_urls import ResponseUrls, response_url_guard
@@ -56,6 +57,7 @@ class SlackSide:
     notifier: SlackNotifier
     reporter: SlackReporter
     metrics: Metrics
+    pacer: Pacer
 
     async def close(self) -> None:
         await self.notifier.close()
@@ -70,8 +72,10 @@ def slack_side(
     config: HitlConfig,
     replica: str,
     retry_interval: float | None = None,
+    pace_clock: Clock | None = None,
 ) -> SlackSide:
-    """The Web API client (retrying 429s and 5xx), the notifier that posts and updates cards, the reporter."""
+    """The Web API client (paced within Slack's limits, a 429 held for every replica, 5xx retried), the notifier
+    that posts and updates cards, the reporter. ``pace_clock``: the clock the pacing runs on (default ``clock``)."""
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
     http = aiohttp.ClientSession()
     server_errors = (
@@ -82,8 +86,11 @@ def slack_side(
             interval_calculator=FixedValueRetryIntervalCalculator(fixed_internal=retry_interval),
         )
     )
-    handlers = [AsyncRateLimitErrorRetryHandler(max_retry_count=3), server_errors]
-    client = AsyncWebClient(token=token, base_url=settings.api_base, session=http, retry_handlers=handlers)
+    # No 429 handler of slack_sdk's: it sleeps for one call while the others go on calling (the pacer holds all).
+    pacer = Pacer(pace_clock or clock, store.holds)
+    client = PacedClient(
+        pacer=pacer, token=token, base_url=settings.api_base, session=http, retry_handlers=[server_errors]
+    )
     metrics = Metrics(store, clock)
     backoff = (lambda n: retry_interval) if retry_interval is not None else (lambda n: min(30.0, 0.5 * 2**n))
     notifier = SlackNotifier(
@@ -98,7 +105,9 @@ def slack_side(
         declared=config.declared_schema,
         view_of=config.present,
     )
-    return SlackSide(client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics)
+    return SlackSide(
+        client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics, pacer=pacer
+    )
 
 
 @dataclass
@@ -149,6 +158,7 @@ def build_app(
         side.metrics,
         may_see_trust=config.may_decide_tool,
         view_of=config.present,
+        pace=side.pacer.clock,
     )
     side.notifier.on_card.append(home.changed)
     side.notifier.on_halts.append(home.changed)

@@ -1,10 +1,14 @@
 """Keeping each reviewer's Home tab current: published when they open it, and again when what it shows changes.
 
-A change (a card posted or brought up to date, a trust revoked) marks the viewers it concerns; after a short
-debounce each marked viewer's tab is published once, however many changes arrived meanwhile. Viewers are the
-people who opened the tab since this process started (Slack sends ``app_home_opened`` each time, and the tab is
-published then, so a restart loses nothing a viewer can see). A failed publish is logged and retried at the next
-change or opening: the tab is a view of the store, never the record.
+A change (a card posted or brought up to date, a trust revoked) marks the viewers it concerns: the reviewers who
+may decide that approval or decided it, and for trust only those who may decide the tool. After a short debounce
+each marked viewer's tab is published once, however many changes arrived meanwhile, and never more than once per
+viewer per :data:`PER_VIEWER` seconds (an opening or a change inside that time is published when it ends, in the
+state of that moment: the last state wins). Viewers are the people who opened the tab since this process started
+(Slack sends ``app_home_opened`` each time, and the tab is published then, so a restart loses nothing a viewer can
+see). Every ``views.publish`` goes through the bot's pacer (Tier 4 for the app). A failed publish is logged and
+retried at the next change or opening: the tab is a view of the store, never the record; a line whose link or
+lookup fails is shown without it, never at the cost of the tab.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ __all__ = ["HomeTabs"]
 log = logging.getLogger(__name__)
 RECENT = 100
 """How many of the newest approvals are searched for the viewer's own decisions."""
+PER_VIEWER = 5.0
+"""Seconds between two publishes of one viewer's tab, at least."""
 
 
 class HomeTabs:
@@ -46,6 +52,9 @@ class HomeTabs:
         may_see_trust: Callable[[frozenset[str], str], bool],
         view_of: Callable[[Approval], Presentation] = present,
         debounce: float = 0.3,
+        pace: Clock | None = None,
+        per_viewer: float = PER_VIEWER,
+        tick: float = 0.25,
     ) -> None:
         self.client = client
         self.view_of = view_of
@@ -57,6 +66,13 @@ class HomeTabs:
         self.reviewers = reviewers
         self.metrics = metrics
         self.debounce = debounce
+        self.pace = pace or clock
+        """The clock the per-viewer pace runs on (the bot's pacer's)."""
+        self.per_viewer = per_viewer
+        self.tick = tick
+        self.published = 0
+        """Tabs published (``views.publish`` calls made)."""
+        self._last: dict[str, float] = {}
         self._viewers: set[str] = set()
         self._dirty: set[str] = set()
         self._links: dict[str, str] = {}
@@ -65,22 +81,48 @@ class HomeTabs:
         self._idle.set()
 
     async def opened(self, user: str) -> None:
-        """``user`` opened the Home tab: publish it now, and keep it current from here on."""
+        """``user`` opened the Home tab: publish it now (or when its pace allows), and keep it current."""
         self._viewers.add(user)
-        self._dirty.discard(user)
-        await self._publish(user)
+        if self._due(user) and user not in self._dirty:
+            await self._publish(user)
+            return
+        self._mark(user)
 
-    async def changed(self, approval: Approval | None = None) -> None:
-        """Something the tabs show changed: ``approval`` (None: trust grants, which every viewer sees). Marks the
-        viewers it concerns; their tabs are published after the debounce."""
+    async def changed(self, approval: Approval | None = None, *, tool: str | None = None) -> None:
+        """Something the tabs show changed: ``approval``; or the trust in ``tool`` (seen by those who may decide
+        it); or, with neither, the stop switch (seen by every viewer). Marks the viewers it concerns; their tabs
+        are published after the debounce, at their pace."""
+        trust = tool
         if approval is not None and any(d.kind is DecisionKind.TRUST for d in approval.decisions):
-            approval = None  # a trust grant is shown to everyone
+            trust = approval.tool  # a trust grant: also shown to everyone who may decide the tool
         for user in list(self._viewers):
-            if approval is None or await self._concerns(user, approval):
-                self._dirty.add(user)
-        if self._dirty and (self._flusher is None or self._flusher.done()):
+            if await self._concerned(user, approval, trust):
+                self._mark(user)
+
+    @property
+    def marked(self) -> int:
+        """Viewers whose tab waits to be published (its debounce, or its pace)."""
+        return len(self._dirty)
+
+    def _mark(self, user: str) -> None:
+        self._dirty.add(user)
+        if self._flusher is None or self._flusher.done():
             self._idle.clear()
             self._flusher = asyncio.create_task(self._flush(), name="hitl-home-tabs")
+
+    def _due(self, user: str) -> bool:
+        return self.pace.now() - self._last.get(user, float("-inf")) >= self.per_viewer
+
+    async def _concerned(self, user: str, approval: Approval | None, trust: str | None) -> bool:
+        try:
+            if approval is None and trust is None:
+                return True  # the stop switch's orders: on every tab
+            if approval is not None and await self._concerns(user, approval):
+                return True
+            return trust is not None and self.may_see_trust((await self.reviewers.reviewer(user)).roles, trust)
+        except Exception as exc:  # a lookup failed: publish (the tab is a view of the store; it shows what is)
+            log.warning("could not tell whether a change concerns %s (%s); publishing their tab", user, exc)
+            return True
 
     async def settled(self, timeout: float = 10.0) -> None:
         """Until every marked tab was published (tests, shutdown)."""
@@ -100,15 +142,21 @@ class HomeTabs:
 
     async def _flush(self) -> None:
         try:
+            await asyncio.sleep(self.debounce)  # changes arriving meanwhile join this round
             while self._dirty:
-                await asyncio.sleep(self.debounce)  # changes arriving meanwhile join this round
-                batch, self._dirty = self._dirty, set()
-                for user in sorted(batch):
-                    await self._publish(user)
+                due = sorted(u for u in self._dirty if self._due(u))
+                for user in due:
+                    self._dirty.discard(user)
+                    await self._publish(user)  # in the state of this moment: what changed since is in it
+                if not due and self._dirty:  # each waits out its pace (real pauses: a fake clock moves unseen)
+                    wait = min(self._last.get(u, 0.0) + self.per_viewer for u in self._dirty) - self.pace.now()
+                    await asyncio.sleep(min(max(wait, 0.0), self.tick))
         finally:
             self._idle.set()
 
     async def _publish(self, user: str) -> None:
+        self._last[user] = self.pace.now()
+        self.published += 1
         try:
             view = await self._view(user)
             await self.client.views_publish(user_id=user, view=view)
@@ -163,13 +211,16 @@ class HomeTabs:
         """The card's permalink (``chat.getPermalink``, remembered): None while it has no card."""
         if a.id in self._links:
             return self._links[a.id]
-        ref = await self.store.messages.get(a.id)
-        if ref is None:
-            return None
         try:
+            ref = await self.store.messages.get(a.id)
+            if ref is None:
+                return None
             resp = await self.client.chat_getPermalink(channel=ref.channel, message_ts=ref.ts)
         except SlackApiError as exc:
             log.warning("no permalink for the card of %s: %s", a.id, exc.response.get("error"))
+            return None
+        except Exception as exc:  # an answer that is not JSON, a dropped connection: this line goes without
+            log.warning("no permalink for the card of %s: %s", a.id, exc)
             return None
         link = str(resp.get("permalink") or "")
         if not link.startswith(("https://", "http://")) or any(c in link for c in "|<> "):

@@ -1,7 +1,11 @@
 """SlackNotifier: posts review cards once, keeps them current, and never loses an update.
 
+* Nothing that records waits on Slack: a new approval's card, an FYI and a card update are handed to the bot's
+  own workers and sent as Slack's limits allow (:mod:`hitl.bot.pacer`). A card not posted yet is the approval
+  itself, pending with no message: if this process dies first, the next sweep (any replica) posts it.
 * A card is posted under an execution claim (``notify:<approval id>``), so replicas, retries and restarts
-  never post a second card for one approval.
+  never post a second card for one approval. Cards queue per channel (one a second each, sustained), so one
+  busy channel does not hold up the others.
 * Card updates are durable jobs (the store's job queue), so a crash between a decision and its card update
   loses nothing. An update always renders the approval as the store has it *now*, so a late one cannot show
   a stale state. A failed update (429 after the SDK's own retries, 5xx, network) is retried with backoff
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +29,7 @@ from hitl.bot.blocks import card_text, value_box, when
 from hitl.bot.card_cache import CardCache
 from hitl.bot.escape import label
 from hitl.bot.metrics import Metrics
+from hitl.bot.pacer import urgent
 from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.display import show
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
@@ -95,6 +101,11 @@ class SlackNotifier:
         self._idle = asyncio.Event()
         self._idle.set()
         self._sweep_cursor: str | None = None
+        self._posts: dict[str, deque[Approval]] = {}  # channel -> cards waiting to be posted there, in order
+        self._posting: set[str] = set()  # approval ids queued or being posted (queued once)
+        self._posters: dict[str, asyncio.Task[None]] = {}
+        self._fyi_worker: asyncio.Task[None] | None = None
+        self._fyi_again = False
         self.on_card: list[Callable[[Approval], Awaitable[None]]] = []
         """Called with the approval each time its card is posted or brought up to date (the Home tabs follow)."""
         self.on_halts: list[Callable[[], Awaitable[None]]] = []
@@ -116,7 +127,34 @@ class SlackNotifier:
         )
 
     async def approval_requested(self, approval: Approval) -> None:
-        await self.post_card(approval)
+        self.queue_card(approval)  # posted by this channel's worker, never on the proposer's time
+
+    def queue_card(self, approval: Approval) -> None:
+        """Post ``approval``'s card on its channel's worker, after the cards queued there before it."""
+        channel = self.channel_for(approval)
+        if channel is None:
+            log.warning("no approval channel configured; %s is only visible through /hitl pending", approval.id)
+            return
+        if approval.id in self._posting:
+            return
+        self._posting.add(approval.id)
+        self._posts.setdefault(channel, deque()).append(approval)
+        worker = self._posters.get(channel)
+        if worker is None or worker.done():
+            self._posters[channel] = asyncio.create_task(self._post_queued(channel), name=f"hitl-cards-{channel}")
+
+    async def _post_queued(self, channel: str) -> None:
+        queue = self._posts[channel]
+        while queue:
+            approval = queue.popleft()
+            try:
+                await self.post_card(approval)
+            except Exception:  # the store or Slack away: the approval stays uncarded, and the sweep posts it
+                log.exception("could not post the card for %s; the sweep tries again", approval.id)
+            finally:
+                self._posting.discard(approval.id)
+        del self._posts[channel]
+        self._posters.pop(channel, None)
 
     async def approval_changed(self, approval: Approval, *, queued: bool = False) -> None:
         # Durable, so a crash or restart between the change and the card update loses nothing: any replica picks
@@ -133,6 +171,27 @@ class SlackNotifier:
             self._worker = asyncio.create_task(self._run_updates(), name="hitl-card-updates")
 
     async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None:
+        # A durable job, posted by this process's FYI worker as Slack allows: the call that ran never waits on it.
+        fyi = {"tool": tool, "args": args, "session_id": session_id, "reason": reason}
+        await self.store.jobs.enqueue(FYI_JOB, fyi, now=self.clock.now())
+        self.kick_fyis()
+
+    def kick_fyis(self) -> None:
+        """Make sure the FYI worker is posting the queued FYIs."""
+        self._fyi_again = True
+        if self._fyi_worker is None or self._fyi_worker.done():
+            self._fyi_worker = asyncio.create_task(self._post_fyis_queued(), name="hitl-fyis")
+
+    async def _post_fyis_queued(self) -> None:
+        while self._fyi_again:
+            self._fyi_again = False
+            try:
+                while await self.post_fyis(limit=10):
+                    pass
+            except Exception:  # the store away: the jobs stay queued; the sweep posts them
+                log.exception("could not post the queued FYIs; the sweep tries again")
+
+    async def _post_fyi(self, *, tool: str, args: dict[str, Any], reason: str) -> None:
         channel = self.spec.channels.get("notify") or self.spec.channel or self.default_channel
         if not channel:
             return
@@ -155,13 +214,14 @@ class SlackNotifier:
         if not target:
             log.warning("no channel for alerts (set alerts.channel in hitl.yaml): %s", text)
             return
-        await self._call(
-            "chat.postMessage",
-            self.client.chat_postMessage,
-            channel=target,
-            text=text,
-            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": label(text, 2900), "verbatim": True}}],
-        )
+        with urgent():  # an alert never waits behind a backlog of cards
+            await self._call(
+                "chat.postMessage",
+                self.client.chat_postMessage,
+                channel=target,
+                text=text,
+                blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": label(text, 2900), "verbatim": True}}],
+            )
 
     # -- posting -----------------------------------------------------------------------------------------------
     async def post_card(self, approval: Approval) -> MessageRef | None:
@@ -245,29 +305,28 @@ class SlackNotifier:
         await self._done(key, claim)
         return True
 
-    async def post_fyis(self, *, limit: int = 50) -> None:
-        """Post the FYIs of NOTIFY-tier calls that ran in processes without Slack (queued as ``fyi`` jobs)."""
+    async def post_fyis(self, *, limit: int = 10) -> int:
+        """Post queued FYIs (``fyi`` jobs: calls told to reviewers that ran here or in processes without Slack),
+        at most ``limit``; returns how many were taken."""
         jobs = await self.store.jobs.claim(self.replica, kind=FYI_JOB, limit=limit, now=self.clock.now(), lease=60.0)
         for job in jobs:
             p = job.payload
             try:
-                await self.action_notified(
-                    tool=str(p.get("tool", "")),
-                    args=dict(p.get("args") or {}),
-                    session_id=str(p.get("session_id", "")),
-                    reason=str(p.get("reason", "")),
+                await self._post_fyi(
+                    tool=str(p.get("tool", "")), args=dict(p.get("args") or {}), reason=str(p.get("reason", ""))
                 )
             except SlackApiError as exc:  # left unacknowledged: another sweep posts it once Slack takes it
                 log.warning("could not post an FYI for %s: %s", p.get("tool"), exc.response.get("error"))
                 continue
             await self.store.jobs.ack(job.id)
+        return len(jobs)
 
     async def sweep(self, *, pages: int = 5, page_size: int = 200) -> None:
         """Post cards that never made it (approvals created by agent processes, posts that failed), and one
         reminder before expiry. Pages through every pending approval, ``pages`` pages per sweep, resuming where
         the last sweep stopped, so no approval waits behind old ones (a background
         sweeper)."""
-        await self.post_fyis()
+        self.kick_fyis()
         await self.watch_halts()
         now = self.clock.now()
         before = self.spec.reminder_before
@@ -276,7 +335,7 @@ class SlackNotifier:
             self._sweep_cursor = page.cursor
             for a in page.items:
                 if await self.store.messages.get(a.id) is None:
-                    await self.post_card(a)
+                    self.queue_card(a)
                 elif before and 0 < a.expires_at - now <= before:
                     await self.remind(a)
             if page.cursor is None:
@@ -292,7 +351,7 @@ class SlackNotifier:
                 for approval_id in await self.store.approvals.wait_created(timeout=wait):
                     a = await self.store.approvals.get(approval_id)
                     if a.status is Status.PENDING and await self.store.messages.get(a.id) is None:
-                        await self.post_card(a)
+                        self.queue_card(a)
                 watching.ok()
             except Exception as exc:  # the store is away: say so once, try again after a pause
                 watching.failed(exc)
@@ -300,13 +359,25 @@ class SlackNotifier:
 
     # -- updating ----------------------------------------------------------------------------------------------
     async def flush(self, timeout: float = 30.0) -> None:
-        """Wait until every queued card update has landed (tests, shutdown)."""
-        await asyncio.wait_for(self._idle.wait(), timeout)
+        """Wait until every queued card, FYI and card update has landed (tests, shutdown)."""
+
+        async def drained() -> None:
+            while True:
+                busy = [t for t in (*self._posters.values(), self._fyi_worker) if t is not None and not t.done()]
+                if busy:
+                    await asyncio.gather(*busy, return_exceptions=True)
+                    continue
+                await self._idle.wait()
+                if not self._posters and (self._fyi_worker is None or self._fyi_worker.done()):
+                    return
+
+        await asyncio.wait_for(drained(), timeout)
 
     async def close(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
+        workers = [t for t in (self._worker, self._fyi_worker, *self._posters.values()) if t is not None]
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
 
     async def _run_updates(self) -> None:
         """Apply queued card updates. A card whose update fails waits out its own backoff while the others go on;

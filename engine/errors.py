@@ -75,6 +75,9 @@ class ErrorCode(StrEnum):
     HALTED = "halted"
     """The stop switch (``hitl halt``) covers this tool: nothing new is proposed, approved or executed until someone
     lifts it (``hitl unhalt``); rejecting still works."""
+    APPROVAL_FLOOD = "approval_flood"
+    """A cap in ``policy.caps`` (per requester, session or tool) is full: nothing was created; retry after the
+    ``retry_after`` seconds the error carries, or ask less often."""
     TOO_LATE = "too_late"
     """A decision reached the store after the moment its surface had to answer by (Slack's 3 s): refused, so that
     nothing is recorded behind the back of a person who was told it was not."""
@@ -92,7 +95,14 @@ class ErrorCode(StrEnum):
 
 
 _RETRYABLE = frozenset(
-    {ErrorCode.STORE_ERROR, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.STALE_VERSION, ErrorCode.TOO_LATE, ErrorCode.HALTED}
+    {
+        ErrorCode.STORE_ERROR,
+        ErrorCode.CLAIM_IN_PROGRESS,
+        ErrorCode.STALE_VERSION,
+        ErrorCode.TOO_LATE,
+        ErrorCode.HALTED,
+        ErrorCode.APPROVAL_FLOOD,
+    }
 )
 _USAGE = frozenset({ErrorCode.VARIABLES_INVALID})
 
@@ -189,6 +199,12 @@ class StoreError(EngineError):
     """The store failed or cannot be reached; nothing was applied, and retrying later is safe."""
 
     default_code = ErrorCode.STORE_ERROR
+
+
+class Flooded(EngineError):
+    """A cap on approvals is full: refused before anything was created; retry after ``retry_after`` seconds."""
+
+    default_code = ErrorCode.APPROVAL_FLOOD
 
 
 class Halted(EngineError):

@@ -29,6 +29,7 @@ __all__ = [
     "AlertStates",
     "ApprovalStore",
     "AuditLog",
+    "CallHolds",
     "Clock",
     "ExecutionLedger",
     "HaltOrders",
@@ -286,6 +287,19 @@ class AlertStates(Protocol):
         ...
 
 
+class CallHolds(Protocol):
+    """Holds an outside service put on a kind of call (Slack's ``Retry-After`` on a method, or a method and channel),
+    kept where every replica and every process on the store honours them, not only the one that was told."""
+
+    async def hold(self, key: str, *, until: float) -> None:
+        """Hold calls of kind ``key`` until ``until`` (epoch seconds); a later hold already kept stands."""
+        ...
+
+    async def active(self, *, now: float) -> dict[str, float]:
+        """Every hold still running at ``now``: its key and when it ends. Ended holds may be purged here."""
+        ...
+
+
 class RateWindows(Protocol):
     """Rolling windows for velocity and rolling-sum rules."""
 
@@ -410,6 +424,11 @@ class Store(Protocol):
     @property
     def alerts(self) -> AlertStates:
         """Each alert's state."""
+        ...
+
+    @property
+    def holds(self) -> CallHolds:
+        """Holds an outside service put on a kind of call (shared by every replica)."""
         ...
 
     @property

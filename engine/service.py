@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hitl.engine.approval_caps import within_caps
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.actions import (
     TOOL_NAME,
@@ -286,10 +287,17 @@ class ApprovalService:
         approval = self.drafts.approval(request, verdict, action, schema=schema, counted=counted, now=now)
         if not request.create:
             return Proposal(verdict=verdict, approval=approval, args=action.clean)
+        if self._caps_on:
+            await within_caps(self.store, self.policy.spec.caps, approval, counted=counted, now=now)
         stored, created = await self.store.approvals.create(approval)
         if created:
             await self.announce(stored)
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
+
+    @property
+    def _caps_on(self) -> bool:
+        caps = self.policy.spec.caps
+        return caps.requester is not None or caps.session is not None or caps.tool is not None
 
     def _allowed_plan(self, tool: str) -> _Allowed | None:
         """The plan for ``tool`` when its name alone lets it run with nothing recorded: the policy decides it by name

@@ -100,8 +100,10 @@ async def build_server(
     replica: str | None = None,
     socket_mode: bool = False,
     retry_interval: float | None = None,
+    pace_clock: Clock | None = None,
 ) -> Server:
-    """Wire settings -> store, config, Slack side, runtime (contexts + lifecycle), Bolt app, background loop."""
+    """Wire settings -> store, config, Slack side, runtime (contexts + lifecycle), Bolt app, background loop.
+    ``pace_clock``: the clock Slack calls are paced on (default ``clock``)."""
     if socket_mode:
         settings.require_socket()
     else:
@@ -113,7 +115,15 @@ async def build_server(
     replica = replica or new_replica_id()
     purger = f"retention:{replica}"
     store = store or open_store(settings.hitl_store)
-    side = slack_side(settings, store=store, clock=clock, config=config, replica=replica, retry_interval=retry_interval)
+    side = slack_side(
+        settings,
+        store=store,
+        clock=clock,
+        config=config,
+        replica=replica,
+        retry_interval=retry_interval,
+        pace_clock=pace_clock,
+    )
     runtime = Runtime.build(
         store=store,
         clock=clock,

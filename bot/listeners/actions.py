@@ -30,6 +30,7 @@ from hitl.bot.controls import (
 from hitl.bot.decisions import decide, done_text, late_text, refusal_text
 from hitl.bot.full_value import ACTION_PAGE, full_value_view, parse_page
 from hitl.bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, modify_view, reason_view
+from hitl.bot.pacer import urgent
 from hitl.bot.payloads import Action, Interaction, interaction
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, DecisionKind
@@ -166,8 +167,9 @@ async def _open_form(
         else:
             required = a.reason_required
             view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)
-        # The trigger expires 3 s after the click: open the modal before anything slow.
-        await client.views_open(trigger_id=trigger, view=view)
+        # The trigger expires 3 s after the click: open the modal before anything slow, and ahead of any backlog.
+        with urgent():
+            await client.views_open(trigger_id=trigger, view=view)
     except SlackApiError as exc:
         log.warning("views.open failed: %s", exc.response.get("error"))
         await _safe_respond(
@@ -199,7 +201,8 @@ async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncResp
         view = full_value_view(
             a, index, 0, version=version, action_hash=digest, declared=ctx.config.declared_schema(a.tool)
         )
-        await client.views_open(trigger_id=req.trigger_id, view=view)
+        with urgent():  # its trigger expires in 3 s
+            await client.views_open(trigger_id=req.trigger_id, view=view)
     except EngineError as exc:
         await _safe_respond(respond, refusal_text(exc, None))
     except SlackApiError as exc:

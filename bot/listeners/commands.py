@@ -231,7 +231,7 @@ async def _trust(ctx: BotContext, user: str, rest: list[str]) -> dict[str, Any]:
             return {"text": f":no_entry: Only reviewers of `{label(tool, 60)}` can revoke its trust."}
         revoked = [s for s in sessions if await ctx.store.trust.revoke(s, tool, by=user, now=now)]
         if revoked:
-            await ctx.home.changed()  # every Home tab lists the trust in force
+            await ctx.home.changed(tool=tool)  # the tabs of those who may decide the tool list its trust
         if not revoked:
             return {"text": f"`{label(tool, 60)}` was not trusted anywhere."}
         return {"text": f":lock: `{label(tool, 60)}` is no longer trusted in {len(revoked)} session(s)."}

@@ -8,7 +8,8 @@ An alert watches one figure over a window (the last 24 h by default), for some t
 - ``latency_p90``: seconds within which 90% of the decisions were made (the upper bound of their latency bucket);
 - ``oldest_pending``: seconds the oldest approval still waiting has waited;
 - ``audit_yield``: the share of spot checks reviewers flagged;
-- ``catch_rate``: the share of decided practice approvals whose planted defect was caught (low: rubber-stamping).
+- ``catch_rate``: the share of decided practice approvals whose planted defect was caught (low: rubber-stamping);
+- ``flooded``: how many proposals a cap on approvals refused (``policy.caps``); it needs no ``min_count``.
 
 It fires when the figure goes above ``above`` (or below ``below``) with at least ``min_count`` decisions (or actions)
 behind a rate or latency, and resolves when it no longer does.
@@ -40,6 +41,7 @@ class AlertFigure(StrEnum):
     OLDEST_PENDING = "oldest_pending"
     AUDIT_YIELD = "audit_yield"
     CATCH_RATE = "catch_rate"
+    FLOODED = "flooded"
 
 
 class AlertRule(BaseModel):
@@ -144,6 +146,8 @@ def _figure(rule: AlertRule, rows: Sequence[TallyRow], oldest: dict[tuple[str, s
             for name, value in row.counts.items():
                 counts[name] = counts.get(name, 0.0) + value
     merged = TallyRow("*", "*", counts)
+    if rule.figure is AlertFigure.FLOODED:
+        return merged.n(Outcome.FLOODED)
     if rule.figure is AlertFigure.AUTONOMOUS_RATE:
         return merged.autonomous_rate if merged.actions >= rule.min_count else None
     if rule.figure is AlertFigure.AUDIT_YIELD:

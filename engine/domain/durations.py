@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
-__all__ = ["Seconds", "parse_duration"]
+__all__ = ["Seconds", "format_duration", "parse_duration", "whole_unit"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RX = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])?\s*$")
@@ -29,3 +29,22 @@ def parse_duration(value: object) -> float:
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
+
+
+_WHOLE = ((86400, "d", "day"), (3600, "h", "hour"), (60, "m", "minute"))
+
+
+def whole_unit(seconds: float) -> tuple[float, str]:
+    """A duration in its largest whole unit: ``(count, "day" | "hour" | "minute" | "second")``."""
+    for size, _, name in _WHOLE:
+        if seconds >= size and seconds % size == 0:
+            return seconds // size, name
+    return seconds, "second"
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as config writes it: "1d", "12h", "90s"."""
+    for size, short, _ in _WHOLE:
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{short}"
+    return f"{seconds:g}s"

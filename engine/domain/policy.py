@@ -22,6 +22,7 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from hitl.engine.domain.arg_schema import sample_args
+from hitl.engine.domain.durations import format_duration, whole_unit
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Tier
 from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
@@ -455,27 +456,15 @@ def _matches(patterns: list[str], tool: str) -> bool:
     return "*" in patterns or tool in patterns
 
 
-_UNITS = ((86400, "d", "day"), (3600, "h", "hour"), (60, "m", "minute"))
-
-
-def _whole_unit(seconds: float) -> tuple[float, int]:
-    """A window in its largest whole unit: (count, index into :data:`_UNITS`, or 3 for seconds)."""
-    for i, (size, _, _) in enumerate(_UNITS):
-        if seconds >= size and seconds % size == 0:
-            return seconds // size, i
-    return seconds, len(_UNITS)
-
-
 def _human(seconds: float) -> str:
     """A window as the policy writes it: "1d", "12h", "90s"."""
-    count, i = _whole_unit(seconds)
-    return f"{int(count)}{_UNITS[i][1]}" if i < len(_UNITS) else f"{seconds:g}s"
+    return format_duration(seconds)
 
 
 def _span(seconds: float) -> str:
     """A window as an adjective: "1-day", "12-hour", "90-second"."""
-    count, i = _whole_unit(seconds)
-    return f"{int(count)}-{_UNITS[i][2]}" if i < len(_UNITS) else f"{seconds:g}-second"
+    count, unit = whole_unit(seconds)
+    return f"{count:g}-{unit}"
 
 
 def _rolling_sum_reason(spec: RuleSpec, amount: float, prior: WindowStats) -> str:

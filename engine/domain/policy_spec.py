@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hitl.engine.domain.arg_schema import declared_schema
+from hitl.engine.domain.caps import CapsSpec
 from hitl.engine.domain.durations import Seconds
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.presentation import Presentation, present
@@ -139,6 +140,8 @@ class PolicySpec(_Spec):
     tools: dict[str, ToolPolicySpec] = Field(default_factory=dict)
     rules: list[RuleSpec] = Field(default_factory=list)
     trust_ttl: Seconds = 3600.0
+    caps: CapsSpec = Field(default_factory=CapsSpec)
+    """How many approvals a requester, a session or a tool may ask for in a window (each off unless set)."""
 
     def summarize(self, tool: str, args: Mapping[str, Any]) -> str | None:
         """``tool``'s ``summary:`` sentence for ``args``, its money in the declared schema's currencies (None

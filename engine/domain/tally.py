@@ -50,6 +50,8 @@ class Outcome(StrEnum):
     """A practice approval whose planted defect the reviewers caught (rejected or edited)."""
     PRACTICE_MISSED = "practice_missed"
     """A practice approval the reviewers approved: its planted defect was missed."""
+    FLOODED = "flooded"
+    """A proposal refused because a cap on approvals was full (``approval_flood``)."""
 
 
 _DECIDED = {

@@ -19,6 +19,7 @@ from hitl.stores import (
     AlertStates,
     ApprovalStore,
     AuditLog,
+    CallHolds,
     ExecutionLedger,
     HaltOrders,
     JobQueue,
@@ -42,6 +43,7 @@ PORTS = (
     "jobs",
     "trust",
     "halts",
+    "holds",
     "alerts",
     "windows",
     "audit",
@@ -64,6 +66,7 @@ class TracedStore:
     jobs: JobQueue
     trust: TrustStore
     halts: HaltOrders
+    holds: CallHolds
     alerts: AlertStates
     windows: RateWindows
     audit: AuditLog

@@ -30,7 +30,7 @@ _ERRORS = {
     422: "A field is missing, of the wrong type, unknown, or the arguments fail the tool's schema.",
     423: "The tool is halted (the stop switch): nothing new of it is proposed, approved or executed; retry once an "
     "admin has unhalted it.",
-    429: "The token is over its rate; retry after Retry-After seconds.",
+    429: "The token is over its rate, or a cap on approvals is full (approval_flood); retry after Retry-After seconds.",
     503: "The store or hitl.yaml is unavailable; retry later.",
 }
 _EVERY_ROUTE = (400, 401, 429, 503)

@@ -3,6 +3,8 @@ code, so a client branches on the status and the code, and a person reads the me
 
 from __future__ import annotations
 
+import math
+
 from aiohttp import web
 from pydantic import ValidationError
 
@@ -37,6 +39,7 @@ STATUS_OF: dict[str, int] = {
     ErrorCode.ID_COLLISION: 409,
     ErrorCode.HANDED_ELSEWHERE: 409,
     ErrorCode.HALTED: 423,
+    ErrorCode.APPROVAL_FLOOD: 429,
     ErrorCode.TOO_LATE: 503,
     ErrorCode.STORE_ERROR: 503,
     ErrorCode.POLICY_INVALID: 503,
@@ -75,7 +78,9 @@ def from_engine(exc: EngineError, current: Approval | None = None) -> ApiError:
     status = STATUS_OF.get(str(exc.code), 409)
     raw = exc.context.get("fields")
     fields = [FieldError(field=str(k), message=str(v)) for k, v in raw.items()] if isinstance(raw, dict) else None
-    err = ApiError(status, str(exc.code), exc.message, retryable=exc.retryable, fields=fields)
+    wait = exc.context.get("retry_after")
+    headers = {"Retry-After": str(max(1, math.ceil(float(wait))))} if isinstance(wait, int | float) else None
+    err = ApiError(status, str(exc.code), exc.message, retryable=exc.retryable, fields=fields, headers=headers)
     if status == 409 and current is not None:
         err.detail = err.detail.model_copy(update={"version": current.version, "status": str(current.status)})
     return err

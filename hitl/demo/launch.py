@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,12 @@ from aiohttp import web
 
 from hitl.bot.server import http_app
 from hitl.bot.settings import BotSettings
+from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.ports import Clock, Store
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.page import SandboxPage
+from hitl.sandbox.rate_limits import SlackLimits
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import SlackState
 from hitl.serve import Server, build_server
@@ -85,9 +88,12 @@ async def start_sandbox(
     clock: Clock | None = None,
     worker: bool = True,
 ) -> Sandbox:
-    """Start the sandbox: the Slack stand-in on 127.0.0.1, its page, and ``hitl serve``'s bot wired to it."""
+    """Start the sandbox: the Slack stand-in on 127.0.0.1, its page, and ``hitl serve``'s bot wired to it.
+    ``clock`` is the approvals' (and the messages' times); Slack's pace, the stand-in's and the bot's, runs on
+    real time, as it does in Slack."""
     config = load_config(config_path)
     state, people = workspace_for(config)
+    state.limits = SlackLimits(time.time, burst=state.burst)
     main_channel = state.channel(config.slack.channel or "#approvals")
     page = SandboxPage(state, people, default_channel=main_channel.id if main_channel else None)
     emulator = await start_emulator(state, host=host, port=port, extra_routes=page.routes())
@@ -103,7 +109,7 @@ async def start_sandbox(
     )
     if store_url:
         settings = settings.model_copy(update={"hitl_store": store_url})
-    rt = await build_server(settings, store=store, clock=clock, replica="sandbox-bot")
+    rt = await build_server(settings, store=store, clock=clock, replica="sandbox-bot", pace_clock=SystemClock())
     bot_runner = web.AppRunner(http_app(rt.bot), shutdown_timeout=1.0)
     await bot_runner.setup()
     site = web.TCPSite(bot_runner, "127.0.0.1", 0)

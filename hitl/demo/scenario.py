@@ -77,9 +77,11 @@ async def _agent_session(sb: Sandbox) -> None:
 
 
 async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> RunResult:
-    return await sb.rt.lifecycle.start(
+    result = await sb.rt.lifecycle.start(
         load_workflow(refund_example() / "workflow.yaml"), {"order_id": order, "amount": str(amount), "note": note}
     )
+    await sb.rt.ctx.notifier.flush()  # the run never waits on Slack; the story shows the card once it is posted
+    return result
 
 
 async def run_interactive(
@@ -316,6 +318,7 @@ async def _trust_and_spot_checks(sb: Sandbox, t: _Transcript) -> bool:
     t.line(("card: ", "dim"), (_header(trusted), "bold"))
     t.line(("it says: ", "dim"), scope.split("_Trust:_ ", 1)[-1])
     second = await _agent_refund(sb, "78311", 30)
+    await _settle(sb)  # its FYI is posted by the bot's worker
     fyi = [m.text for m in sb.state.messages if "ran without review" in m.text]
     t.line(
         (f"the next refund in {TRUST_SESSION}: ", "dim"),

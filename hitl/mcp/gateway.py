@@ -138,7 +138,7 @@ class Gateway:
             if ticket.pending:
                 ticket = await self._await_decision(ctx, ticket)
         except EngineError as exc:
-            return _error(f"{params.name} did not run: {exc.message}")
+            return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
         if ticket.pending:
             assert ticket.approval is not None
             text = (

@@ -1,7 +1,8 @@
 """The Slack Web API subset hitl uses, served over real HTTP and validated the way Slack validates it.
 
 Answers are Slack-shaped: HTTP 200 with ``{"ok": false, "error": "channel_not_found"}`` for a bad call,
-HTTP 429 with ``Retry-After`` when a fault is injected. ``trigger_id``s are single-use and expire after 3 s.
+HTTP 429 with ``Retry-After`` over Slack's rate limits (:mod:`hitl.sandbox.rate_limits`) or when a fault is
+injected. ``trigger_id``s are single-use and expire after 3 s.
 State (channels, messages, threads, ephemeral messages, modals, Home tabs) is kept in memory for the sandbox page
 and for tests to inspect.
 """
@@ -21,6 +22,7 @@ from urllib.parse import parse_qsl
 from aiohttp import web
 
 from hitl.sandbox.limits import home_problems, message_problems, view_problems
+from hitl.sandbox.rate_limits import SlackLimits
 
 __all__ = ["Call", "Channel", "Message", "SlackState", "webapi_routes"]
 
@@ -61,7 +63,7 @@ class Call:
 
 @dataclass
 class SlackState:
-    """Everything the fake workspace holds. ``clock`` is injectable for trigger expiry."""
+    """Everything the fake workspace holds. ``clock`` is injectable for trigger expiry and the rate limits."""
 
     token: str = field(default_factory=lambda: f"xoxb-sandbox-{secrets.token_hex(8)}")
     """A fresh token per workspace: a page on another site cannot guess it to post as the bot."""
@@ -86,6 +88,15 @@ class SlackState:
     response_urls: dict[str, dict[str, Any]] = field(default_factory=dict)
     base_url: str = ""
     """Where this emulator is served (set by the server), for the response_urls it hands out."""
+    rate_limited: bool = True
+    """Enforce Slack's rate limits (:attr:`limits`); off only to measure what they cost."""
+    burst: int = 10
+    """Each rate limit's burst (Slack publishes none)."""
+    limits: SlackLimits = field(init=False)
+    """The rate limits as they stand (how many calls were refused, and how many came too early)."""
+
+    def __post_init__(self) -> None:
+        self.limits = SlackLimits(lambda: self.clock(), burst=self.burst)
 
     def add_channel(self, name: str) -> Channel:
         cid = "C" + hashlib.sha256(name.encode()).hexdigest()[:9].upper()
@@ -115,6 +126,10 @@ class SlackState:
 
     def fail_next(self, method: str, *, status: int = 429, retry_after: int = 1) -> None:
         self.faults.append((method, status, retry_after))
+
+    def garble_next(self, method: str) -> None:
+        """Answer the next call of ``method`` with an HTML page instead of JSON (a proxy's error page)."""
+        self.faults.append((method, 200, -1))
 
     def notify(self, event: str, payload: Any) -> None:
         for listener in list(self.listeners):
@@ -349,16 +364,26 @@ def webapi_routes(state: SlackState) -> list[web.RouteDef]:
         try:
             args = await _args(request)
             fault = next((f for f in state.faults if f[0] == method), None)
+            if fault is not None and fault[2] < 0:
+                state.faults.remove(fault)
+                state.calls.append(Call(method, args, 200, {}))
+                return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="text/html")
             if fault is not None:
                 state.faults.remove(fault)
                 status = fault[1]
                 headers = {"Retry-After": str(fault[2])} if status == 429 else {}
+                if status == 429:
+                    state.limits.hold(method, args, fault[2])
                 body = {"ok": False, "error": "ratelimited" if status == 429 else "internal_error"}
             elif method not in table:
                 status, body = 404, {"ok": False, "error": "unknown_method"}
             else:
                 _auth(state, request, args)
-                body = table[method](args)
+                wait = state.limits.check(method, args) if state.rate_limited else None
+                if wait is not None:
+                    status, headers, body = 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
+                else:
+                    body = table[method](args)
         except _Err as exc:
             body = exc.body
         state.calls.append(Call(method, args, status, body))

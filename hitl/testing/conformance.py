@@ -19,6 +19,7 @@ from hitl.engine.testing.conformance.alerts import AlertsConformance
 from hitl.engine.testing.conformance.approvals import ApprovalsConformance
 from hitl.engine.testing.conformance.failures import FailureConformance
 from hitl.engine.testing.conformance.halts import HaltsConformance
+from hitl.engine.testing.conformance.holds import HoldsConformance
 from hitl.engine.testing.conformance.jobs import JobsConformance
 from hitl.engine.testing.conformance.journal import JournalConformance
 from hitl.engine.testing.conformance.ledger import LedgerConformance
@@ -38,6 +39,7 @@ __all__ = [
     "ApprovalsConformance",
     "FailureConformance",
     "HaltsConformance",
+    "HoldsConformance",
     "JobsConformance",
     "JournalConformance",
     "LedgerConformance",
@@ -57,6 +59,7 @@ STORE_SUITES: tuple[type, ...] = (
     JobsConformance,
     TrustConformance,
     HaltsConformance,
+    HoldsConformance,
     AlertsConformance,
     WindowsConformance,
     TalliesConformance,

@@ -12,9 +12,10 @@ import pytest
 from hitl.engine.agents.ask import ActionRejected, Approvals
 from hitl.engine.agents.gate import GateRefused, ToolCall
 from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.caps import CapSpec, CapsSpec
 from hitl.engine.domain.models import DecisionKind, Status, Tier
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
-from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
+from hitl.engine.errors import DecisionRefused, ErrorCode, Flooded, InvalidInput
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
@@ -311,3 +312,27 @@ async def test_rolling_sums_count_only_what_ran_or_may_still_run(store: Store, c
     over = await ask(60, "s5")  # 120 + 150 + 200 (pending, may still run) + 60 = 530
     assert over.rule == "split_refunds"
     assert "530 within 1d: 60 now + 470 from 3 earlier requests" in over.reasons[-1], over.reasons
+
+
+async def test_ask_and_guard_over_a_cap_raise_approval_flood_and_run_nothing(store: Store, clock: FakeClock) -> None:
+    capped = CONFIG.model_copy(
+        update={"policy": CONFIG.policy.model_copy(update={"caps": CapsSpec(session=CapSpec(max=1, per=60))})}
+    )
+    agent = Approvals(ApprovalService.from_config(capped, store=store, clock=clock))
+    first = asyncio.create_task(agent.ask("refund", {"order_id": "1", "amount": 5}, session="flood"))
+    await wait_pending(store)
+    with pytest.raises(Flooded) as asked:
+        await agent.ask("refund", {"order_id": "2", "amount": 6}, session="flood", wait=1)
+    assert asked.value.code is ErrorCode.APPROVAL_FLOOD and asked.value.retryable
+    ran: list[str] = []
+
+    @agent.guard(tool="refund", session="flood")
+    def refund(order_id: str, amount: float) -> str:
+        ran.append(order_id)
+        return "refunded"
+
+    with pytest.raises(Flooded):
+        await refund("3", 7)
+    assert ran == [] and len((await store.approvals.list_pending()).items) == 1
+    first.cancel()
+    await asyncio.gather(first, return_exceptions=True)

@@ -36,6 +36,7 @@ async def propose(api: Api, *, key: str = "k1", args: dict[str, Any] | None = No
         },
     )
     assert status == 200, body
+    await api.h.settle()  # the answer never waits on Slack: its card is posted by the bot's worker
     return body
 
 
@@ -337,7 +338,7 @@ async def test_hundreds_of_simultaneous_decisions_record_exactly_one(api: Api) -
 
 async def test_an_event_a_dead_process_never_queued_is_caught_up_once(api: Api) -> None:
     # An agent process creates the approval and dies before queueing its event: its service had no outbox yet.
-    svc = api.h.svc
+    svc = api.h.service
     silent = dataclasses.replace(svc, events=None)
     proposal = await silent.propose(ProposeRequest("refund", REFUND, session_id="s-dead", requester="agent:dead"))
     assert proposal.approval is not None

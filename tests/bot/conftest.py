@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,8 @@ from aiohttp import web
 
 from hitl.bot.server import app_runner
 from hitl.bot.settings import BotSettings
-from hitl.engine.ports import Store
+from hitl.engine.clocks import SystemClock
+from hitl.engine.ports import Clock, Store
 from hitl.engine.storage import open_store
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.sandbox.dispatch import Dispatcher
@@ -132,6 +133,23 @@ def workspace() -> SlackState:
     return state
 
 
+class _Settled:
+    def __init__(self, service: Any, settle: Callable[[], Awaitable[None]]) -> None:
+        object.__setattr__(self, "_service", service)
+        object.__setattr__(self, "_settle", settle)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._service, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._service, name, value)
+
+    async def propose(self, *args: Any, **kwargs: Any) -> Any:
+        out = await self._service.propose(*args, **kwargs)
+        await self._settle()
+        return out
+
+
 @dataclass
 class Harness:
     state: SlackState
@@ -144,8 +162,15 @@ class Harness:
     runner: web.AppRunner
 
     @property
-    def svc(self) -> Any:
+    def service(self) -> Any:
+        """The service itself (proposals through it are carded by the bot's workers, as Slack allows)."""
         return self.rt.runtime.contexts.default.service
+
+    @property
+    def svc(self) -> Any:
+        """The service, each proposal followed by the bot's posting of what it queued (the card, an FYI): a
+        proposal never waits on Slack, and these tests read Slack after it."""
+        return _Settled(self.rt.runtime.contexts.default.service, self.settle)
 
     def cards(self, channel: str = "refund-approvals") -> list[Message]:
         ch = self.state.channel(channel)
@@ -187,6 +212,7 @@ async def start(
     replica: str | None = None,
     config: Path = CONFIG,
     channel: str = "#refund-approvals",
+    pace_clock: Clock | None = None,
 ) -> Harness:
     state = state or workspace()
     emulator = await start_emulator(state)
@@ -197,7 +223,16 @@ async def start(
         hitl_config=str(config),
         hitl_approval_channel=channel,
     )
-    rt = await build_server(settings, store=store, clock=clock, replica=replica, retry_interval=0.01)
+    # Slack's pace runs on real time here, as the stand-in's does: what these tests change is the approvals' clock.
+    # The pacing tests put both on one fake clock (``pace_clock``) and count calls instead.
+    rt = await build_server(
+        settings,
+        store=store,
+        clock=clock,
+        replica=replica,
+        retry_interval=0.01,
+        pace_clock=pace_clock or SystemClock(),
+    )
     runner = app_runner(rt.web_app(), shutdown_timeout=1.0)  # what `hitl serve` answers, the API included
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

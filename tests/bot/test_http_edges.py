@@ -145,6 +145,7 @@ async def test_rate_limits_and_server_errors_never_lose_or_repeat_a_decision(har
     assert [m for m in harness.state.messages if c.id in m.text] == []  # the post failed for now
     await harness.rt.ctx.notifier.sweep()  # the sweeper posts cards that never made it, once
     await harness.rt.ctx.notifier.sweep()
+    await harness.settle()
     assert len([m for m in harness.state.messages if c.id in m.text]) == 1
     assert len([m for m in harness.state.messages if b.id in m.text]) == 1
 

@@ -121,9 +121,11 @@ async def test_a_twins_card_comes_a_random_while_after_its_real_ones(
             assert h.card_for(real.id) and not [m for m in h.cards() if twin.id in m.text]  # not yet
             clock.advance(early)
             await h.rt.ctx.notifier.sweep()
+            await h.settle()
             assert not [m for m in h.cards() if twin.id in m.text]  # a moment early: still not
         clock.advance(0.002)
         await h.rt.ctx.notifier.sweep()
+        await h.settle()
         assert h.card_for(twin.id)  # its moment came: posted like any other card
     finally:
         await stop(h)

@@ -29,6 +29,7 @@ async def test_serve_purges_after_the_retention_and_the_trail_still_verifies(har
     store = harness.svc.store
     runner = harness.rt.runtime.contexts.for_workflow(load_workflow(REFUND)).runner
     r = await runner.start(load_workflow(REFUND), {"order_id": "78291", "amount": "120"}, config_path=str(CONFIG))
+    await harness.settle()  # its card comes from the bot's worker
     assert r.status is RunStatus.PAUSED and r.approval is not None
     card = copy.deepcopy(harness.card_for(r.approval.id))
     await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)

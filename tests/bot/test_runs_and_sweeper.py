@@ -27,6 +27,7 @@ async def test_slack_approval_resumes_the_paused_run_exactly_once(harness: Harne
         load_workflow(REFUND), {"order_id": "78291", "amount": "120", "note": "box crushed"}, config_path=str(CONFIG)
     )
     assert r.status is RunStatus.PAUSED and r.approval is not None
+    await harness.settle()  # the card is posted by the bot's worker: the run never waits on Slack
     card = copy.deepcopy(harness.card_for(r.approval.id))
     await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
     assert await harness.rt.lifecycle.process_jobs() == 1
@@ -100,7 +101,7 @@ async def test_a_decision_queues_its_runs_resume_in_the_same_step(harness: Harne
 async def test_a_notify_call_from_a_process_without_slack_gets_its_fyi_from_the_sweep(harness: Harness) -> None:
     # An agent process (no notifier) runs a NOTIFY-tier tool: it runs at once, and `hitl serve` posts the FYI.
     policy = parse_config("policy: {tools: {ping: {tier: notify}}}").build_policy()
-    agent = dataclasses.replace(harness.svc, notifier=None, policy=policy)
+    agent = dataclasses.replace(harness.service, notifier=None, policy=policy)
     proposal = await agent.propose(ProposeRequest("ping", {"to": "<!channel> *urgent*"}, session_id="agent-7"))
     assert proposal.may_run
     trail = await harness.svc.store.audit.entries()
@@ -109,6 +110,7 @@ async def test_a_notify_call_from_a_process_without_slack_gets_its_fyi_from_the_
     ]
     await harness.rt.ctx.notifier.sweep()
     await harness.rt.ctx.notifier.sweep()  # posted once, not once per sweep
+    await harness.settle()
     fyis = [m for m in harness.state.messages if m.text == "ping ran without review"]
     channel = harness.state.channel("refund-approvals")
     assert channel is not None and len(fyis) == 1 and fyis[0].channel == channel.id

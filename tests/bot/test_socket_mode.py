@@ -17,6 +17,7 @@ import pytest
 from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.server import serve_socket
 from hitl.bot.settings import BotSettings
+from hitl.engine.clocks import SystemClock
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.storage.sqlite import SqliteStore
@@ -50,7 +51,8 @@ async def socket_bot(tmp_path: Path) -> AsyncIterator[SocketBot]:
         hitl_config=str(CONFIG),
         hitl_approval_channel="#refund-approvals",
     )
-    rt = await build_server(settings, store=SqliteStore(tmp_path / "s.db"), clock=FakeClock(), socket_mode=True)
+    store = SqliteStore(tmp_path / "s.db")
+    rt = await build_server(settings, store=store, clock=FakeClock(), socket_mode=True, pace_clock=SystemClock())
     serving = asyncio.create_task(serve_socket(rt.bot, hub.app_token))
     try:
         yield SocketBot(state, hub, rt)
@@ -71,6 +73,7 @@ async def test_socket_mode_click_and_command(tmp_path: Path) -> None:
             ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 9}, session_id="sock")
         )
         assert p.approval is not None
+        await rt.ctx.notifier.flush()  # the card is posted by the bot's worker
         card = copy.deepcopy(next(m for m in state.messages if p.approval.id in m.text))
         await slack.click("U_STRANGER", card, ACTION_APPROVE)
         await slack.command("U_SUPPORT1", "general", "pending")

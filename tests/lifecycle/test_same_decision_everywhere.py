@@ -132,6 +132,7 @@ async def _click(
     try:
         r = await h.rt.lifecycle.start(load_workflow(TOOL_FLOW), {}, session_id=SESSION)
         assert r.approval is not None and r.approval.tool == "a"
+        await h.settle()  # its card is posted by the bot's worker
         await decide(h, r.approval)
         assert await h.rt.lifecycle.process_jobs() == 1  # the decision queued exactly one durable resume
         return _shape(await _paused_on(h.rt.store, SESSION))

@@ -109,10 +109,12 @@ class Shop:
             yield session
 
 
-def make_shop(tmp: Path, *, wait: str, extra: str = "") -> Shop:
+def make_shop(tmp: Path, *, wait: str, extra: str = "", policy: str = "") -> Shop:
+    """The gateway's world in ``tmp``; ``extra`` more hitl.yaml, ``policy`` more lines of its policy section."""
     config = tmp / "hitl.yaml"
     hashes = {name: token_hash(token) for name, token in CLIENTS.items()}
     text = CONFIG.format(wait=wait, python=sys.executable, upstream=UPSTREAM, ledger=tmp / "ledger.db", **hashes)
+    text = text.replace("policy:\n", "policy:\n" + policy, 1)
     config.write_text(text + extra)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("HITL_")},

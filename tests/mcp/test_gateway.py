@@ -313,3 +313,16 @@ async def test_each_http_client_is_its_own_identity_and_needs_a_token(shop: Shop
             await shop.decide(asked, DecisionKind.REJECT, reason="not bob's")
             assert (await asyncio.wait_for(call, 30)).is_error
     assert shop.effects() == ["refund 4 10", "refund 5 11"]
+
+
+async def test_a_flood_past_a_cap_is_a_tool_error_naming_the_code(tmp_path: Path) -> None:
+    shop = make_shop(tmp_path, wait="1s", policy="  caps:\n    session: {max: 1, per: 10m}\n")
+    try:
+        async with shop.client() as client:
+            first = await client.call_tool("refund", {"order_id": "5", "amount": 30})
+            assert first.is_error and "pending review" in text_of(first)
+            flooded = await client.call_tool("refund", {"order_id": "6", "amount": 31})
+        assert flooded.is_error and "approval_flood" in text_of(flooded) and "policy.caps.session" in text_of(flooded)
+        assert len(await shop.pending()) == 1 and shop.effects() == []
+    finally:
+        await shop.store.close()

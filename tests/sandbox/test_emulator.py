@@ -16,7 +16,7 @@ from hitl.sandbox.webapi import SlackState
 
 @pytest.fixture
 async def slack() -> AsyncIterator[tuple[Emulator, AsyncWebClient, aiohttp.ClientSession]]:
-    state = SlackState()
+    state = SlackState(rate_limited=False)  # what is checked here is each call's shape (test_rate_limits: the pace)
     state.add_channel("approvals")
     state.users["U1"] = {"name": "one"}
     emulator = await start_emulator(state)

@@ -8,6 +8,7 @@ from hitl.testing.conformance import (
     ApprovalsConformance,
     FailureConformance,
     HaltsConformance,
+    HoldsConformance,
     JobsConformance,
     JournalConformance,
     LedgerConformance,
@@ -49,6 +50,10 @@ class TestTrust(TrustConformance):
 
 
 class TestHalts(HaltsConformance):
+    pass
+
+
+class TestHolds(HoldsConformance):
     pass
 
 

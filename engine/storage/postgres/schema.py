@@ -229,6 +229,14 @@ _V7 = """
 ALTER TABLE audit ADD COLUMN IF NOT EXISTS view_digest TEXT, ADD COLUMN IF NOT EXISTS view TEXT;
 """
 
+_V8 = """
+-- Holds an outside service put on a kind of call (Slack's Retry-After), honoured by every replica.
+CREATE TABLE IF NOT EXISTS call_holds (
+    key TEXT PRIMARY KEY,
+    until DOUBLE PRECISION NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -237,5 +245,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (5, _V5),
     (6, _V6),
     (7, _V7),
+    (8, _V8),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

@@ -9,6 +9,7 @@ from hitl.engine.storage.postgres.approvals import PgApprovals
 from hitl.engine.storage.postgres.audit import PgAudit
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.halts import PgHalts
+from hitl.engine.storage.postgres.holds import PgHolds
 from hitl.engine.storage.postgres.jobs import PgJobs
 from hitl.engine.storage.postgres.journal import PgJournal
 from hitl.engine.storage.postgres.ledger import PgLedger
@@ -43,6 +44,7 @@ class PostgresStore:
         self.jobs = PgJobs(self.db)
         self.trust = PgTrust(self.db)
         self.halts = PgHalts(self.db)
+        self.holds = PgHolds(self.db)
         self.alerts = PgAlerts(self.db)
         self.windows = PgWindows(self.db)
         self.audit = PgAudit(self.db)

@@ -151,6 +151,7 @@ class RedisConnection:
         self.audit_script: AsyncScript = client.register_script(_lua("audit"))
         self.events_script: AsyncScript = client.register_script(_lua("events"))
         self.halt_script: AsyncScript = client.register_script(_lua("halt"))
+        self.hold_script: AsyncScript = client.register_script(_lua("hold"))
         self.commit_script: AsyncScript = client.register_script(_lua("commit"))
         self.open_script: AsyncScript = client.register_script(_lua("open"))
         self.page_script: AsyncScript = client.register_script(_lua("page"))
@@ -354,6 +355,11 @@ class RedisConnection:
     def halts_key(self) -> str:
         """The stop switch's orders (a hash: scope -> order JSON)."""
         return f"{self.p}:halts"
+
+    @property
+    def holds_key(self) -> str:
+        """Holds an outside service put on a kind of call (a hash: key -> until, epoch seconds)."""
+        return f"{self.p}:call-holds"
 
     def claim_key(self, key: str) -> str:
         """An execution claim's hash (its key holds the caller's run and idempotency ids: encoded)."""

@@ -16,7 +16,7 @@ from hitl.engine.domain.models import kind_of_older
 
 __all__ = ["ALERT_STATES", "MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "TRUST_GRANTS", "add_missing_columns"]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -71,6 +71,12 @@ CREATE TABLE IF NOT EXISTS trust (
     until REAL NOT NULL,
     PRIMARY KEY (session_id, tool)
 );
+
+-- Holds an outside service put on a kind of call (Slack's Retry-After), honoured by every process on the file.
+CREATE TABLE IF NOT EXISTS call_holds (
+    key TEXT PRIMARY KEY,
+    until REAL NOT NULL
+) WITHOUT ROWID;
 
 -- The stop switch: one order per scope (a tool, or '*'), kept until lifted.
 CREATE TABLE IF NOT EXISTS halts (
@@ -255,12 +261,18 @@ def _to_11(c: sqlite3.Connection) -> None:
             c.execute(f"ALTER TABLE audit ADD COLUMN {column} TEXT")
 
 
+def _to_12(c: sqlite3.Connection) -> None:
+    """Holds an outside service put on a kind of call (Slack's ``Retry-After``), shared by every process."""
+    c.execute("CREATE TABLE IF NOT EXISTS call_holds (key TEXT PRIMARY KEY, until REAL NOT NULL) WITHOUT ROWID")
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
     (9, _to_9),
     (10, _to_10),
     (11, _to_11),
+    (12, _to_12),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

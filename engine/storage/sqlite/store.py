@@ -10,6 +10,7 @@ from hitl.engine.storage.sqlite.approvals import SqliteApprovals
 from hitl.engine.storage.sqlite.audit import SqliteAudit
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.halts import SqliteHalts
+from hitl.engine.storage.sqlite.holds import SqliteHolds
 from hitl.engine.storage.sqlite.jobs import SqliteJobs
 from hitl.engine.storage.sqlite.journal import SqliteJournal
 from hitl.engine.storage.sqlite.ledger import SqliteLedger
@@ -45,6 +46,7 @@ class SqliteStore:
         self.jobs = SqliteJobs(self.db)
         self.trust = SqliteTrust(self.db)
         self.halts = SqliteHalts(self.db)
+        self.holds = SqliteHolds(self.db)
         self.alerts = SqliteAlerts(self.db)
         self.windows = SqliteWindows(self.db)
         self.audit = SqliteAudit(self.db)

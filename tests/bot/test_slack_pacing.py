@@ -1,0 +1,218 @@
+"""Under Slack's rate limits (the stand-in enforces them), the bot paces itself: nothing is lost, nothing calls
+while a ``Retry-After`` runs, a hold reaches every replica, urgent calls jump the queue, proposals never wait on
+Slack, and an episode of 429s is one log line. Slack, the pacer and the approvals share one fake clock: the tests
+count calls instead of waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from hitl.bot.controls import ACTION_TRUST
+from hitl.bot.pacer import Pacer
+from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.runtime.compose import compose
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.sandbox.rate_limits import SlackLimits
+from hitl.sandbox.webapi import SlackState
+from hitl.testing import FakeClock
+from tests.bot.conftest import CONFIG, Harness, start, stop, workspace
+from tests.waiting import eventually
+
+REFUND = {"customer_id": "C-1", "amount": 5}
+T = TypeVar("T")
+
+
+def limited_workspace(clock: FakeClock, burst: int) -> SlackState:
+    state = workspace()
+    state.clock = clock.now
+    state.limits = SlackLimits(clock.now, burst=burst)
+    return state
+
+
+@pytest.fixture(params=[1, 10])  # the stand-in's burst (Slack publishes none): nothing here depends on it
+async def paced(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
+    state = limited_workspace(clock, request.param)
+    h = await start(SqliteStore(tmp_path / "paced.db"), clock, state=state, pace_clock=clock)
+    try:
+        yield h
+    finally:
+        await run_clock(h, lambda: h.rt.bot.side.pacer.waiting == 0)
+        await stop(h)
+
+
+def pacer_of(h: Harness) -> Pacer:
+    return h.rt.bot.side.pacer
+
+
+async def run_clock(h: Harness, done: Callable[[], bool], *, step: float = 1.0, most: int = 2000) -> int:
+    """Move the shared clock ``step`` at a time (waking the paced calls) until ``done()``; returns the steps."""
+    for steps in range(most):
+        await asyncio.sleep(0.01)  # let the calls the last step allowed go out
+        if done():
+            return steps
+        h.clock.advance(step)
+        pacer_of(h).clock_moved()
+    raise AssertionError(f"not done after {most} steps of {step} s")
+
+
+def carded(h: Harness) -> list[str]:
+    """The approval ids of the cards in every channel (a flood escalates some to finance's)."""
+    return [m.text.split("(")[-1].rstrip(")") for ch in ("refund-approvals", "finance-approvals") for m in h.cards(ch)]
+
+
+async def clocked(h: Harness, work: Awaitable[T]) -> T:
+    """``work``, with the shared clock moving until it is done (a call may wait for Slack's pace)."""
+    task = asyncio.ensure_future(work)
+    await run_clock(h, task.done, most=200)
+    return await task
+
+
+def posts_per_second(h: Harness, channel: str) -> list[float]:
+    """When each accepted post into ``channel`` was made (the message's ts is the fake clock's second)."""
+    ch = h.state.channel(channel)
+    assert ch is not None
+    return sorted(int(m.ts.split(".")[0]) for m in h.state.messages if m.channel == ch.id and not m.ephemeral_to)
+
+
+async def test_a_flood_of_300_approvals_is_carded_at_slacks_pace_and_none_is_lost(paced: Harness) -> None:
+    """Agent processes create 300 approvals with no notifier; the sweep queues every card, the pacer sends them at
+    about one a second into the channel, and the stand-in never has to refuse a call made too early."""
+    agent = compose(store=paced.rt.store, clock=paced.clock, config_path=str(CONFIG)).service  # no notifier
+    ids = []
+    for i in range(300):
+        p = await agent.propose(ProposeRequest("refund", {**REFUND, "order_id": str(i)}, session_id=f"s{i}"))
+        assert p.approval is not None
+        ids.append(p.approval.id)
+    start_at = paced.clock.now()
+    await paced.rt.ctx.notifier.sweep(pages=2)
+    steps = await run_clock(paced, lambda: len(carded(paced)) >= 300)
+    assert sorted(carded(paced)) == sorted(ids)  # one card each
+    for channel in ("refund-approvals", "finance-approvals"):
+        times = posts_per_second(paced, channel)
+        for t in times:  # never more than the pacer's burst plus one a second, in any stretch of time
+            assert len([u for u in times if t <= u < t + 10]) <= pacer_of(paced).burst + 10
+    busiest = max(len(posts_per_second(paced, c)) for c in ("refund-approvals", "finance-approvals"))
+    assert steps >= busiest - pacer_of(paced).burst - 1 and paced.clock.now() - start_at <= busiest + 20
+    assert paced.state.limits.early == 0  # no call while a Retry-After Slack gave was still running
+
+
+async def test_proposals_never_wait_on_slack(paced: Harness) -> None:
+    """With the clock frozen Slack takes a burst and no more; 50 proposals still all return (their cards wait in
+    the bot), and each is carded once the clock moves."""
+    ids = []
+    for i in range(50):
+        p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": str(i)}, session_id=f"p{i}"))
+        assert p.approval is not None
+        ids.append(p.approval.id)
+    assert len(carded(paced)) <= 2 * pacer_of(paced).burst  # Slack saw a burst per channel at most: none waited
+    await run_clock(paced, lambda: len(carded(paced)) == 50)
+    assert sorted(carded(paced)) == sorted(ids)
+    assert paced.state.limits.early == 0
+
+
+async def test_an_alert_goes_before_a_backlog_of_cards(paced: Harness) -> None:
+    for i in range(12):
+        await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": str(i)}, session_id=f"q{i}"))
+    await eventually(lambda: pacer_of(paced).waiting > 0, what="cards waiting for their turn")
+    alert = asyncio.create_task(paced.rt.ctx.notifier.post_alert(":rotating_light: refunds look wrong"))
+    await run_clock(paced, alert.done)
+    await alert
+    order = [m.text for m in paced.state.messages if not m.thread_ts and not m.ephemeral_to]
+    assert len(order) < 12 + 1  # the alert is out while cards still wait
+    await run_clock(paced, lambda: len(carded(paced)) == 12)
+
+
+async def test_a_429_holds_the_method_for_every_task_and_replica_and_is_logged_once(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slack answers one post with 429 and a 30 s Retry-After: neither replica posts into that channel again
+    before it passes (the hold is in the store), the other channels go on, and the log says it once."""
+    caplog.set_level(logging.INFO, logger="hitl.bot.pacer")
+    state = limited_workspace(clock, 10)
+    db = tmp_path / "shared.db"
+    one = await start(SqliteStore(db), clock, state=state, pace_clock=clock, replica="one")
+    two = await start(SqliteStore(db), clock, state=state, pace_clock=clock, replica="two")
+    try:
+        state.fail_next("chat.postMessage", status=429, retry_after=30)
+        first = await one.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "1"}, session_id="r1"))
+        assert first.approval is not None
+        await eventually(lambda: pacer_of(one).limited == 1, what="the 429")
+        held = await one.rt.store.holds.active(now=clock.now())
+        assert list(held) == ["chat.postMessage:#refund-approvals"] and held[
+            "chat.postMessage:#refund-approvals"
+        ] == pytest.approx(clock.now() + 30)
+        for i in range(2, 6):  # the other replica's cards into the same channel
+            p = await two.service.propose(ProposeRequest("refund", {**REFUND, "order_id": str(i)}, session_id=f"r{i}"))
+            assert p.approval is not None
+        await asyncio.sleep(0.6)  # the other replica reads the store's holds twice a second
+        calls = len(state.calls_to("chat.postMessage"))
+        held_from = first.approval.created_at
+        await run_clock(one, lambda: clock.now() - held_from >= 29, step=1.0)
+        assert len(state.calls_to("chat.postMessage")) == calls  # nobody called during the hold
+        await run_clock(two, lambda: len(carded(one)) == 5)  # then every card goes out, once
+        assert state.limits.early == 0 and state.limits.limited == 0  # the 429 was injected; no limit was hit
+        lines = [r for r in caplog.records if "rate-limiting" in r.getMessage()]
+        assert len(lines) == 1 and "30 s" in lines[0].getMessage()
+    finally:
+        await stop(two)
+        await stop(one)
+
+
+def publishes(h: Harness, user: str) -> int:
+    return sum(1 for c in h.state.calls_to("views.publish") if c.args.get("user_id") == user and c.response["ok"])
+
+
+async def test_a_home_tab_is_published_at_most_once_per_five_seconds_the_last_state_winning(paced: Harness) -> None:
+    home = paced.rt.ctx.home
+    for _ in range(300):  # one reviewer opening the tab 300 times
+        assert (await paced.slack.home_opened("U_SUPPORT1")).status == 200
+    assert publishes(paced, "U_SUPPORT1") == 1  # the clock has not moved: the rest wait for the tab's pace
+    p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "h1"}, session_id="h1"))
+    assert p.approval is not None
+    steps = await run_clock(paced, lambda: home.marked == 0 and publishes(paced, "U_SUPPORT1") == 2)
+    assert steps >= 5  # five seconds after the first
+    assert "order “h1”" in str(paced.state.homes["U_SUPPORT1"]["blocks"])  # the state of that moment: the last
+    paced.clock.advance(30)
+    await asyncio.sleep(0.3)
+    assert publishes(paced, "U_SUPPORT1") == 2  # nothing more to show: nothing more published
+
+
+async def test_a_change_republishes_only_the_tabs_it_concerns(paced: Harness) -> None:
+    home = paced.rt.ctx.home
+    viewers = ("U_SUPPORT1", "U_SUPPORT2", "U_STRANGER")
+    for user in viewers:
+        await clocked(paced, paced.slack.home_opened(user))
+    p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "t1"}, session_id="t1"))
+    assert p.approval is not None
+    await run_clock(paced, lambda: len(carded(paced)) == 1 and home.marked == 0, most=50)
+    assert publishes(paced, "U_STRANGER") == 1  # a card the stranger may not decide: their tab stays as it was
+    card = next(m for m in paced.cards() if p.approval.id in m.text)
+    assert (await clocked(paced, paced.slack.click("U_SUPPORT1", copy.deepcopy(card), ACTION_TRUST))).status == 200
+    await run_clock(paced, lambda: home.marked == 0, most=50)
+    before = {u: publishes(paced, u) for u in viewers}
+    paced.clock.advance(10)
+    reply = await clocked(paced, paced.slack.command("U_SUPPORT2", "general", "trust revoke refund"))
+    assert reply.status == 200 and not await paced.rt.store.trust.all_active(now=paced.clock.now())
+    await run_clock(paced, lambda: home.marked == 0, most=50)
+    after = {u: publishes(paced, u) for u in viewers}
+    assert after["U_STRANGER"] == before["U_STRANGER"]  # trust in a tool they cannot decide is not on their tab
+    assert after["U_SUPPORT1"] == before["U_SUPPORT1"] + 1 and after["U_SUPPORT2"] == before["U_SUPPORT2"] + 1
+
+
+async def test_a_permalink_slack_garbles_degrades_that_line_not_the_tab(paced: Harness) -> None:
+    p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "g1"}, session_id="g1"))
+    assert p.approval is not None
+    await run_clock(paced, lambda: len(carded(paced)) == 1, most=50)
+    paced.state.garble_next("chat.getPermalink")  # an HTML error page where JSON was expected
+    assert (await clocked(paced, paced.slack.home_opened("U_SUPPORT1"))).status == 200
+    await run_clock(paced, lambda: paced.rt.ctx.home.marked == 0, most=50)
+    assert publishes(paced, "U_SUPPORT1") == 1
+    blocks = str(paced.state.homes["U_SUPPORT1"]["blocks"])
+    assert "order “g1”" in blocks and "/archives/" not in blocks  # listed, without its link
