@@ -126,6 +126,17 @@ class Pacer:
         self._read_at = float("-inf")
         self._lanes: dict[str, _Lane] = {}
         self._seq = itertools.count()
+        self._channel_ids: dict[str, str] = {}
+
+    def channel_of(self, ref: str | None) -> str | None:
+        """The channel ``ref`` names, by its id once Slack has told it (a card is posted to ``#name``, its thread
+        replies to the id): one channel is one limit, however it is named."""
+        return self._channel_ids.get(ref, ref) if ref else None
+
+    def learned(self, ref: str, channel_id: str) -> None:
+        """Slack answered a call naming ``ref`` with the channel's id."""
+        if ref != channel_id and len(self._channel_ids) < 10_000:  # bounded: names come from hitl.yaml
+            self._channel_ids[ref] = channel_id
 
     def clock_moved(self) -> None:
         """Wake every waiting call to look at the clock now (a fake clock was moved; a real one needs no help)."""
@@ -240,12 +251,15 @@ class PacedClient(AsyncWebClient):
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         body = kwargs.get("json") or kwargs.get("data") or kwargs.get("params") or {}
-        channel = body.get("channel") if isinstance(body, dict) else None
-        channel = str(channel) if channel else None
+        named = body.get("channel") if isinstance(body, dict) else None
+        channel = self.pacer.channel_of(str(named) if named else None)
         for attempt in range(1, self.attempts + 1):
             await self.pacer.admit(api_method, channel)
             try:
-                return await super().api_call(api_method, **kwargs)
+                resp = await super().api_call(api_method, **kwargs)
+                if named and isinstance(resp.get("channel"), str):
+                    self.pacer.learned(str(named), str(resp["channel"]))
+                return resp
             except SlackApiError as exc:
                 if exc.response.status_code != 429:
                     raise
