@@ -54,6 +54,8 @@ class _Retry:
     due: float
     jobs: list[str] = field(default_factory=list)
     attempts: int = 0
+    urgent: bool = False
+    """A halt notice: it goes before every routine update waiting for Slack's pace."""
 
 
 log = logging.getLogger(__name__)
@@ -399,12 +401,18 @@ class SlackNotifier:
                 await asyncio.sleep(self.backoff(0))
             for job in jobs:
                 approval_id = str(job.payload.get("approval_id", ""))
-                retrying.setdefault(approval_id, _Retry(due=loop.time())).jobs.append(job.id)
-            for approval_id, entry in list(retrying.items()):
+                entry = retrying.setdefault(approval_id, _Retry(due=loop.time()))
+                entry.jobs.append(job.id)
+                entry.urgent = entry.urgent or bool(job.payload.get("urgent"))
+            for approval_id, entry in sorted(retrying.items(), key=lambda item: not item[1].urgent):
                 if entry.due > loop.time():
                     continue
                 try:
-                    await self._update(approval_id)  # several changes queued: one update shows the latest state
+                    if entry.urgent:  # a halt notice goes ahead of any backlog
+                        with urgent():
+                            await self._update(approval_id)
+                    else:
+                        await self._update(approval_id)  # several changes queued: one update shows the latest
                 except Exception as exc:  # any failure: this card backs off; the others are not held up
                     log.warning("card update for %s failed (%s); retrying it", approval_id, exc)
                     entry.due = loop.time() + self.backoff(entry.attempts)
@@ -412,6 +420,8 @@ class SlackNotifier:
                     continue
                 done += entry.jobs
                 del retrying[approval_id]
+                if self._wake.is_set():  # more was queued meanwhile (a halt notice?): take it in before the rest
+                    break
             if done:
                 try:
                     await self.store.jobs.ack(*done)
@@ -420,7 +430,7 @@ class SlackNotifier:
                     queue.failed(exc)  # harmless (each shows the approval as it then stands)
                     await asyncio.sleep(self.backoff(0))
                     continue
-            if jobs:
+            if jobs or self._wake.is_set():
                 continue  # there may be more queued
             if not retrying:
                 self._idle.set()
@@ -469,7 +479,8 @@ class SlackNotifier:
         changed = {s for s in set(before) | set(orders) if before.get(s) != orders.get(s)}
         async for a in every_pending(self.store.approvals):
             if EVERY_TOOL in changed or acted_on(a) in changed:
-                await self.store.jobs.enqueue(CARD_JOB, {"approval_id": a.id}, now=self.clock.now())
+                job = {"approval_id": a.id, "urgent": True}  # a halt notice: ahead of routine updates
+                await self.store.jobs.enqueue(CARD_JOB, job, now=self.clock.now())
         self.kick()
         for listener in self.on_halts:
             await listener()

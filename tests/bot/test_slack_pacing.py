@@ -216,3 +216,28 @@ async def test_a_permalink_slack_garbles_degrades_that_line_not_the_tab(paced: H
     assert publishes(paced, "U_SUPPORT1") == 1
     blocks = str(paced.state.homes["U_SUPPORT1"]["blocks"])
     assert "order “g1”" in blocks and "/archives/" not in blocks  # listed, without its link
+
+
+async def test_a_halt_notice_goes_before_a_backlog_of_card_updates(paced: Harness) -> None:
+    ids = []
+    for i in range(5):
+        p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": f"u{i}"}, session_id=f"u{i}"))
+        assert p.approval is not None
+        ids.append(p.approval.id)
+    gone = await paced.service.propose(
+        ProposeRequest("delete_customer", {"customer_id": "C-9"}, session_id="del", requester="agent:ops")
+    )
+    assert gone.approval is not None
+    await run_clock(paced, lambda: len(carded(paced)) == 6)
+    notifier = paced.rt.ctx.notifier
+    before = len(paced.state.calls_to("chat.update"))
+    for approval_id in ids:  # a backlog of routine updates: Tier 3 takes a burst, the rest wait their turn
+        await notifier.approval_changed(await paced.rt.store.approvals.get(approval_id))
+    await eventually(lambda: pacer_of(paced).waiting > 0, what="updates waiting for Slack's pace")
+    await notifier.switch.halt("delete_customer", by="U_ADMIN")
+    await notifier.watch_halts()
+    await run_clock(paced, lambda: len(paced.state.calls_to("chat.update")) - before >= 6)
+    updated = [c.args.get("ts") for c in paced.state.calls_to("chat.update")[before:]]
+    halted_ts = next(m.ts for m in paced.cards() if gone.approval.id in m.text)
+    routine = [i for i, ts in enumerate(updated) if ts != halted_ts]
+    assert updated.index(halted_ts) < routine[-1]  # it did not wait for the whole backlog
