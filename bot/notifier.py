@@ -61,6 +61,8 @@ class _Retry:
 log = logging.getLogger(__name__)
 CARD_JOB = "card"
 """The durable job that brings an approval's card up to date (queued by a decision's own store step)."""
+POST_LEASE = 60.0
+"""Seconds a card post's claim is held without renewal (renewed while the post waits for Slack)."""
 _RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 
@@ -93,6 +95,8 @@ class SlackNotifier:
         self.backoff = backoff
         self.lease = lease
         self.poll = poll
+        self.renew_every = POST_LEASE / 3
+        """Real seconds between renewals of a waiting card post's claim."""
         self.cards = CardCache(declared=declared, view_of=view_of)
         """The cards this process rendered, by approval version (every update of a version reuses its card)."""
         self.queue_outages = Outages("the card-update queue", every=backoff(0), logger=log)
@@ -243,7 +247,7 @@ class SlackNotifier:
                 action_hash=approval.action_hash,
                 holder=self.replica,
                 now=self.clock.now(),
-                lease=60.0,
+                lease=POST_LEASE,
                 retry_failed=True,
             )
         except ClaimRefused:
@@ -256,13 +260,16 @@ class SlackNotifier:
             return existing
         current = await self.store.approvals.get(approval.id)
         try:
-            resp = await self._call(
+            post = self._call(
                 "chat.postMessage",
                 self.client.chat_postMessage,
                 channel=channel,
                 text=card_text(current),
                 blocks=self.cards.card(current, now=self.clock.now(), halt=await self._halt_of(current)),
             )
+            resp = await self._renewing(key, claim, post)
+        except ClaimRefused:
+            return None  # taken over by another replica, which posts it
         except SlackApiError as exc:
             await self._done(key, claim, ok=False, error=str(exc.response.get("error")))
             log.error("could not post the card for %s: %s", approval.id, exc.response.get("error"))
@@ -275,6 +282,22 @@ class SlackNotifier:
         if current.version != approval.version or not current.is_open:
             await self.approval_changed(current)
         return ref
+
+    async def _renewing(self, key: str, claim: Claim, call: Awaitable[Any]) -> Any:
+        """``call``, the post's claim renewed while it waits (a ``Retry-After`` can outlast the claim's lease: a
+        replica taking the claim over then would post the card a second time)."""
+        task = asyncio.ensure_future(call)
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=self.renew_every)
+            if done:
+                return task.result()
+            renewed = await self.store.ledger.renew(
+                key, holder=self.replica, attempt=claim.attempt, now=self.clock.now(), lease=POST_LEASE
+            )
+            if not renewed:  # taken over (this process was stalled past the lease): the other holder posts it
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise ClaimRefused(f"the card post for {key} was taken over", key=key)
 
     async def _done(self, key: str, claim: Claim, *, ok: bool = True, **result: str) -> None:
         await self.store.ledger.record_outcome(

@@ -241,3 +241,26 @@ async def test_a_halt_notice_goes_before_a_backlog_of_card_updates(paced: Harnes
     halted_ts = next(m.ts for m in paced.cards() if gone.approval.id in m.text)
     routine = [i for i, ts in enumerate(updated) if ts != halted_ts]
     assert updated.index(halted_ts) < routine[-1]  # it did not wait for the whole backlog
+
+
+async def test_a_card_post_waiting_out_a_long_retry_after_keeps_its_claim(paced: Harness) -> None:
+    """Slack says wait 120 s, twice the claim's lease: the waiting post renews its claim, so no other replica takes
+    it over and posts the card a second time."""
+    notifier = paced.rt.ctx.notifier
+    notifier.renew_every = 0.02
+    paced.state.fail_next("chat.postMessage", status=429, retry_after=120)
+    p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "L1"}, session_id="L1"))
+    assert p.approval is not None
+    await eventually(lambda: pacer_of(paced).limited == 1, what="Slack's 429")
+    for _ in range(11):
+        await tick_and_wait(paced, 10.0)
+        claim = await paced.rt.store.ledger.get(f"notify:{p.approval.id}")
+        assert claim is not None and claim.lease_until > paced.clock.now()  # still this replica's
+    await run_clock(paced, lambda: len(carded(paced)) == 1)
+    assert carded(paced) == [p.approval.id] and paced.state.limits.early == 0
+
+
+async def tick_and_wait(h: Harness, seconds: float) -> None:
+    h.clock.advance(seconds)
+    pacer_of(h).clock_moved()
+    await asyncio.sleep(0.1)  # a few renewals
