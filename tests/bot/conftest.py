@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,11 +18,11 @@ from aiohttp import web
 
 from hitl.bot.server import app_runner
 from hitl.bot.settings import BotSettings
-from hitl.engine.clocks import SystemClock
 from hitl.engine.ports import Clock, Store
 from hitl.engine.storage import open_store
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.rate_limits import SlackLimits
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState
 from hitl.serve import Server, build_server
@@ -133,6 +134,19 @@ def workspace() -> SlackState:
     return state
 
 
+class Hurried:
+    """Real time, run ``factor`` times faster. Slack's pace in tests that are not about it: the stand-in limits calls
+    and the bot paces them on this clock, both, so every limit holds as it does in Slack, in a twentieth of the
+    time (the pacing tests put both on a fake clock and count calls instead)."""
+
+    def __init__(self, factor: float = 20.0) -> None:
+        self.factor = factor
+        self._wall, self._mono = time.time(), time.monotonic()
+
+    def now(self) -> float:
+        return self._wall + (time.monotonic() - self._mono) * self.factor
+
+
 class _Settled:
     def __init__(self, service: Any, settle: Callable[[], Awaitable[None]]) -> None:
         object.__setattr__(self, "_service", service)
@@ -223,15 +237,11 @@ async def start(
         hitl_config=str(config),
         hitl_approval_channel=channel,
     )
-    # Slack's pace runs on real time here, as the stand-in's does: what these tests change is the approvals' clock.
-    # The pacing tests put both on one fake clock (``pace_clock``) and count calls instead.
+    if pace_clock is None:  # Slack's pace, the stand-in's limits and the bot's, on one hurried clock (see Hurried)
+        pace_clock = Hurried()
+        state.limits = SlackLimits(pace_clock.now, burst=state.burst)
     rt = await build_server(
-        settings,
-        store=store,
-        clock=clock,
-        replica=replica,
-        retry_interval=0.01,
-        pace_clock=pace_clock or SystemClock(),
+        settings, store=store, clock=clock, replica=replica, retry_interval=0.01, pace_clock=pace_clock
     )
     runner = app_runner(rt.web_app(), shutdown_timeout=1.0)  # what `hitl serve` answers, the API included
     await runner.setup()
