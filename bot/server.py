@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -26,6 +27,9 @@ log = logging.getLogger(__name__)
 
 
 VERIFIER: web.AppKey[SignatureVerifier | None] = web.AppKey("hitl_signature_verifier", SignatureVerifier)
+Forged = Callable[[str, str], Awaitable[None]]
+"""Told of a request to Slack's URL without a valid signature: the caller's address, what was refused."""
+FORGED: web.AppKey[Forged | None] = web.AppKey("hitl_forged_requests")
 RUNTIME: web.AppKey[BotRuntime] = web.AppKey("hitl_bot_runtime", BotRuntime)
 IN_FLIGHT: web.AppKey[list[int]] = web.AppKey("hitl_in_flight", list)
 PARSED: web.RequestKey[Parsed] = web.RequestKey("hitl_parsed", Parsed)
@@ -169,12 +173,12 @@ async def _checked(request: web.Request, handler: Any) -> web.StreamResponse:
         if not (stamp.isascii() and signature.isascii()):
             return web.json_response({"error": "malformed signature headers"}, status=400)
         if not (stamp.isdigit() and 0 < len(stamp) <= 12):
-            return web.json_response({"error": "invalid request"}, status=401)
+            return await _forged(request, "a Slack request with an unreadable timestamp")
         body = await request.read()
         verifier: SignatureVerifier | None = request.app[VERIFIER]
         # Verified here, once (Bolt's own check is off): no signing secret means nothing is accepted.
         if verifier is None or not verifier.is_valid(body=body, timestamp=stamp, signature=signature):
-            return web.json_response({"error": "invalid request"}, status=401)
+            return await _forged(request, "a Slack request with a bad or stale signature")
         try:
             request[PARSED] = parse_request(body)
         except PayloadError as exc:
@@ -183,6 +187,17 @@ async def _checked(request: web.Request, handler: Any) -> web.StreamResponse:
             return web.json_response({"error": "unreadable payload", "detail": str(exc)}, status=400)
     response: web.StreamResponse = await handler(request)
     return response
+
+
+async def _forged(request: web.Request, what: str) -> web.Response:
+    """401, and the refusal told to the audit (rate-limited per address there): a forged click is an attempt."""
+    tell = request.app.get(FORGED)
+    if tell is not None:
+        try:
+            await tell(request.remote or "unknown", what)
+        except Exception as exc:  # the answer is 401 either way
+            log.warning("could not record a refused Slack request: %s", exc)
+    return web.json_response({"error": "invalid request"}, status=401)
 
 
 def _slack_events(rt: BotRuntime) -> Any:
@@ -226,11 +241,13 @@ async def _tell_unreadable(rt: BotRuntime, body: bytes) -> None:
         log.warning("could not tell the clicker their click was unreadable: %s", type(exc).__name__)
 
 
-def http_app(rt: BotRuntime) -> web.Application:
-    """Bolt's aiohttp application plus the health and metrics endpoints."""
+def http_app(rt: BotRuntime, *, forged: Forged | None = None) -> web.Application:
+    """Bolt's aiohttp application plus the health and metrics endpoints. ``forged``: told of each request without a
+    valid signature (the composition root audits them)."""
     app = web.Application()
     app.router.add_post("/slack/events", _slack_events(rt))
     app[VERIFIER] = SignatureVerifier(rt.signing_secret) if rt.signing_secret else None
+    app[FORGED] = forged
     app[RUNTIME] = rt
     app[IN_FLIGHT] = [0]
     app.middlewares.append(_deadline)

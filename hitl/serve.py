@@ -11,6 +11,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from hitl.api.app import PREFIX, api_app
+from hitl.api.unauthenticated import Unauthenticated
 from hitl.api.webhooks import WebhookDelivery
 from hitl.bot.app import BotRuntime, build_app, slack_side
 from hitl.bot.context import BotContext
@@ -76,7 +77,12 @@ class Server:
 
     def web_app(self) -> web.Application:
         """What ``hitl serve`` answers over HTTP: Slack's endpoints, health and metrics, and the API at /api/v1."""
-        app = http_app(self.bot)
+        refusals = Unauthenticated(self.store, self.lifecycle.contexts.clock)
+
+        async def forged(address: str, what: str) -> None:
+            await refusals.refused(surface="slack", address=address, what=what, reason="no valid Slack signature")
+
+        app = http_app(self.bot, forged=forged)
         app.add_subapp(PREFIX, api_app(self.lifecycle, self.config_path))
         return app
 

@@ -45,7 +45,7 @@ class Unauthenticated:
         """Refusals from ``address`` counted since its last entry (past the rate), not yet written."""
         return self._held.get(f"{surface} {address}", 0)
 
-    async def refused(self, *, surface: str, address: str, what: str) -> None:
+    async def refused(self, *, surface: str, address: str, what: str, reason: str = "no valid bearer token") -> None:
         """Record one refused request: an audit entry (with the refusals held since the last one), or, past the
         rate, one more held. A failure to write the entry does not change the answer (401 either way)."""
         key = f"{surface} {address}"
@@ -59,7 +59,7 @@ class Unauthenticated:
             actor=ANONYMOUS,
             event="refused",
             outcome="unauthorized",
-            detail=f"{what} via {surface} from {address}: no valid bearer token{more}"[:500],
+            detail=f"{what} via {surface} from {address}: {reason}{more}"[:500],
         )
         try:
             await self.store.audit.append(entry)

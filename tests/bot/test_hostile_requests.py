@@ -78,6 +78,12 @@ async def test_odd_signature_headers_are_4xx_before_anything_parses_them(
             assert r.status == status
     assert "Traceback" not in caplog.text
     assert (await harness.svc.store.approvals.get(a.approval.id)).version == 1
+    refused = [e for e in await harness.svc.store.audit.entries() if e.actor == "unauthenticated"]
+    if status == 401:  # a forged or stale request is an attempt: in the audit trail, as the API's are
+        [entry] = refused
+        assert entry.outcome == "unauthorized" and "via slack from 127.0.0.1: no valid Slack signature" in entry.detail
+    else:  # headers no one could have signed are refused before they are read: nothing to attribute
+        assert refused == []
 
 
 async def test_a_slow_body_is_cut_off(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
