@@ -11,7 +11,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError
 from hitl.engine.ports import Clock, Store
 
-from .limits import RateLimiter
+from .limits import MAX_KEYS, RateLimiter
 
 __all__ = ["ANONYMOUS", "Unauthenticated"]
 
@@ -29,17 +29,48 @@ class Unauthenticated:
         clock: the time they carry.
         rate: entries per second on average per address; ``burst`` at once.
         limiter: the buckets (injectable for tests).
+        max_held: addresses whose refusals are held at most; past it, one entry counts them all.
     """
 
     def __init__(
-        self, store: Store, clock: Clock, *, rate: float = 1.0, burst: int = 30, limiter: RateLimiter | None = None
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        rate: float = 1.0,
+        burst: int = 30,
+        limiter: RateLimiter | None = None,
+        max_held: int = MAX_KEYS,
     ) -> None:
         self.store = store
         self.clock = clock
         self.rate = rate
         self.burst = burst
         self.limiter = limiter or RateLimiter()
+        self.max_held = max_held
+        """Addresses whose refusals are held at most (past it, one entry counts them all)."""
         self._held: dict[str, int] = {}
+
+    async def _write_held(self) -> None:
+        held, self._held = self._held, {}
+        entry = AuditEntry(
+            at=self.clock.now(),
+            actor=ANONYMOUS,
+            event="refused",
+            outcome="unauthorized",
+            detail=f"{sum(held.values())} requests without valid credentials from {len(held)} addresses, each past "
+            "its own rate (a flood from many addresses)",
+        )
+        try:
+            await self.store.audit.append(entry)
+        except EngineError:
+            self._held = {**held, **self._held}  # counted into later entries
+            log.warning("could not audit %d refused requests", sum(held.values()))
+
+    @property
+    def holding(self) -> int:
+        """Addresses with refusals held now."""
+        return len(self._held)
 
     def held(self, surface: str, address: str) -> int:
         """Refusals from ``address`` counted since its last entry (past the rate), not yet written."""
@@ -51,6 +82,8 @@ class Unauthenticated:
         key = f"{surface} {address}"
         if self.limiter.take(key, rate=self.rate, burst=self.burst) > 0:
             self._held[key] = self._held.get(key, 0) + 1
+            if len(self._held) > self.max_held:  # a flood from many addresses: one entry counts them all, none lost
+                await self._write_held()
             return
         held = self._held.pop(key, 0)
         more = f" (and {held} more from this address since its last entry)" if held else ""
