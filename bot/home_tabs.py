@@ -104,6 +104,11 @@ class HomeTabs:
         """Viewers whose tab waits to be published (its debounce, or its pace)."""
         return len(self._dirty)
 
+    @property
+    def quiet(self) -> bool:
+        """Nothing waits to be published and no publish is under way."""
+        return not self._dirty and self._idle.is_set()
+
     def _mark(self, user: str) -> None:
         self._dirty.add(user)
         if self._flusher is None or self._flusher.done():

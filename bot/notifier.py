@@ -61,8 +61,9 @@ class _Retry:
 log = logging.getLogger(__name__)
 CARD_JOB = "card"
 """The durable job that brings an approval's card up to date (queued by a decision's own store step)."""
-POST_LEASE = 60.0
-"""Seconds a card post's claim is held without renewal (renewed while the post waits for Slack)."""
+POST_LEASE = 20.0
+"""Seconds a card post's claim is held without renewal (renewed while the post waits for Slack): how long a card
+whose poster died waits before another process posts it."""
 _RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 

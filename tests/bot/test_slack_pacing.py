@@ -176,7 +176,7 @@ async def test_a_home_tab_is_published_at_most_once_per_five_seconds_the_last_st
     assert publishes(paced, "U_SUPPORT1") == 1  # the clock has not moved: the rest wait for the tab's pace
     p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "h1"}, session_id="h1"))
     assert p.approval is not None
-    steps = await run_clock(paced, lambda: home.marked == 0 and publishes(paced, "U_SUPPORT1") == 2)
+    steps = await run_clock(paced, lambda: home.quiet and publishes(paced, "U_SUPPORT1") == 2)
     assert steps >= 5  # five seconds after the first
     assert "order “h1”" in str(paced.state.homes["U_SUPPORT1"]["blocks"])  # the state of that moment: the last
     paced.clock.advance(30)
@@ -191,16 +191,18 @@ async def test_a_change_republishes_only_the_tabs_it_concerns(paced: Harness) ->
         await clocked(paced, paced.slack.home_opened(user))
     p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "t1"}, session_id="t1"))
     assert p.approval is not None
-    await run_clock(paced, lambda: len(carded(paced)) == 1 and home.marked == 0, most=50)
+    await run_clock(paced, lambda: len(carded(paced)) == 1 and home.quiet, most=50)
     assert publishes(paced, "U_STRANGER") == 1  # a card the stranger may not decide: their tab stays as it was
     card = next(m for m in paced.cards() if p.approval.id in m.text)
     assert (await clocked(paced, paced.slack.click("U_SUPPORT1", copy.deepcopy(card), ACTION_TRUST))).status == 200
-    await run_clock(paced, lambda: home.marked == 0, most=50)
+    await clocked(paced, paced.rt.ctx.notifier.flush())  # its card updated, and the tabs that follow the cards marked
+    await run_clock(paced, lambda: home.quiet, most=50)
     before = {u: publishes(paced, u) for u in viewers}
     paced.clock.advance(10)
     reply = await clocked(paced, paced.slack.command("U_SUPPORT2", "general", "trust revoke refund"))
     assert reply.status == 200 and not await paced.rt.store.trust.all_active(now=paced.clock.now())
-    await run_clock(paced, lambda: home.marked == 0, most=50)
+    await clocked(paced, paced.rt.ctx.notifier.flush())
+    await run_clock(paced, lambda: home.quiet, most=50)
     after = {u: publishes(paced, u) for u in viewers}
     assert after["U_STRANGER"] == before["U_STRANGER"]  # trust in a tool they cannot decide is not on their tab
     assert after["U_SUPPORT1"] == before["U_SUPPORT1"] + 1 and after["U_SUPPORT2"] == before["U_SUPPORT2"] + 1
@@ -212,7 +214,7 @@ async def test_a_permalink_slack_garbles_degrades_that_line_not_the_tab(paced: H
     await run_clock(paced, lambda: len(carded(paced)) == 1, most=50)
     paced.state.garble_next("chat.getPermalink")  # an HTML error page where JSON was expected
     assert (await clocked(paced, paced.slack.home_opened("U_SUPPORT1"))).status == 200
-    await run_clock(paced, lambda: paced.rt.ctx.home.marked == 0, most=50)
+    await run_clock(paced, lambda: paced.rt.ctx.home.quiet, most=50)
     assert publishes(paced, "U_SUPPORT1") == 1
     blocks = str(paced.state.homes["U_SUPPORT1"]["blocks"])
     assert "order “g1”" in blocks and "/archives/" not in blocks  # listed, without its link

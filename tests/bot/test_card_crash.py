@@ -1,0 +1,70 @@
+"""kill -9 while `hitl serve` works through a backlog of cards at Slack's pace: the cards not posted yet are the
+pending approvals themselves, so the next process posts each of them, and none twice."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.service import ApprovalService
+from hitl.engine.storage import open_store
+from hitl.sandbox.server import start_emulator
+from tests.backends import fresh_store_url
+from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
+from tests.ports import free_port
+from tests.processes import stop_process
+from tests.waiting import eventually
+
+CARDS = 10
+
+
+async def test_killed_mid_backlog_every_card_is_posted_once(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    # One store: the claims that make it exact are the ledger's, which the conformance suites hold to on every store;
+    # the card in flight when the process died waits out its claim's lease (POST_LEASE) before it is posted.
+    url = fresh_store_url("sqlite", request, tmp_path, tag="cards")
+    store = open_store(url)
+    try:  # an agent process, without Slack: the backlog is there before hitl serve starts
+        svc = ApprovalService.from_config(load_config(CONFIG), store=store, clock=SystemClock())
+        ids = []
+        for i in range(CARDS):
+            args = {"order_id": f"{79000 + i}", "customer_id": f"C-{i}", "amount": 20 + i}
+            p = await svc.propose(ProposeRequest("refund", args, session_id=f"ses_backlog_{i}"))
+            assert p.approval is not None
+            ids.append(p.approval.id)
+    finally:
+        await store.close()
+    state = workspace()
+    emulator = await start_emulator(state)
+    env = serve_env(state, emulator, store=url, config=CONFIG)
+
+    def carded() -> list[str]:
+        return [m.text.split("(")[-1].rstrip(")") for m in state.messages if not m.thread_ts and not m.ephemeral_to]
+
+    try:
+        first = spawn_serve(env, tmp_path, free_port(), log="first.log")
+        try:
+            await eventually(lambda: len(carded()) >= 4, what="the first cards, at Slack's pace", timeout=30)
+            first.send_signal(signal.SIGKILL)  # in the middle of the backlog: the rest wait one a second
+            await asyncio.to_thread(first.wait, 20)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        assert len(carded()) < CARDS  # killed with cards still to post
+        port = free_port()
+        second = spawn_serve(env, tmp_path, port, log="second.log")
+        try:
+            await wait_healthy(port, second)
+            await eventually(lambda: len(carded()) >= CARDS, what="every card", timeout=60)
+            await asyncio.sleep(1.5)  # a sweep or two more: nothing is posted again
+        finally:
+            stop_process(second, grace=20)
+    finally:
+        await emulator.close()
+    assert sorted(carded()) == sorted(ids)  # each approval's card, once
+    assert state.limits.early == 0
