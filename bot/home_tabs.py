@@ -119,15 +119,18 @@ class HomeTabs:
         return self.pace.now() - self._last.get(user, float("-inf")) >= self.per_viewer
 
     async def _concerned(self, user: str, approval: Approval | None, trust: str | None) -> bool:
+        if approval is None and trust is None:
+            return True  # the stop switch's orders: on every tab
+        if approval is not None and any(d.reviewer == user for d in approval.decisions):
+            return True
         try:
-            if approval is None and trust is None:
-                return True  # the stop switch's orders: on every tab
-            if approval is not None and await self._concerns(user, approval):
-                return True
-            return trust is not None and self.may_see_trust((await self.reviewers.reviewer(user)).roles, trust)
+            reviewer = await self.reviewers.reviewer(user)
         except Exception as exc:  # a lookup failed: publish (the tab is a view of the store; it shows what is)
             log.warning("could not tell whether a change concerns %s (%s); publishing their tab", user, exc)
             return True
+        if approval is not None and eligible(approval, reviewer):
+            return True
+        return trust is not None and self.may_see_trust(reviewer.roles, trust)
 
     async def settled(self, timeout: float = 10.0) -> None:
         """Until every marked tab was published (tests, shutdown)."""
@@ -139,11 +142,6 @@ class HomeTabs:
             self._flusher.cancel()
             await asyncio.gather(self._flusher, return_exceptions=True)
         self._idle.set()
-
-    async def _concerns(self, user: str, a: Approval) -> bool:
-        if any(d.reviewer == user for d in a.decisions):
-            return True
-        return eligible(a, await self.reviewers.reviewer(user))
 
     async def _flush(self) -> None:
         try:

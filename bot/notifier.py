@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -432,11 +433,9 @@ class SlackNotifier:
                 if entry.due > loop.time():
                     continue
                 try:
-                    if entry.urgent:  # a halt notice goes ahead of any backlog
-                        with urgent():
-                            await self._update(approval_id)
-                    else:
-                        await self._update(approval_id)  # several changes queued: one update shows the latest
+                    # Several changes queued: one update shows the latest. A halt notice goes ahead of any backlog.
+                    with urgent() if entry.urgent else contextlib.nullcontext():
+                        await self._update(approval_id)
                 except Exception as exc:  # any failure: this card backs off; the others are not held up
                     log.warning("card update for %s failed (%s); retrying it", approval_id, exc)
                     entry.due = loop.time() + self.backoff(entry.attempts)

@@ -287,17 +287,12 @@ class ApprovalService:
         approval = self.drafts.approval(request, verdict, action, schema=schema, counted=counted, now=now)
         if not request.create:
             return Proposal(verdict=verdict, approval=approval, args=action.clean)
-        if self._caps_on:
+        if self.policy.spec.caps.on:
             await within_caps(self.store, self.policy.spec.caps, approval, counted=counted, now=now)
         stored, created = await self.store.approvals.create(approval)
         if created:
             await self.announce(stored)
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
-
-    @property
-    def _caps_on(self) -> bool:
-        caps = self.policy.spec.caps
-        return caps.requester is not None or caps.session is not None or caps.tool is not None
 
     def _allowed_plan(self, tool: str) -> _Allowed | None:
         """The plan for ``tool`` when its name alone lets it run with nothing recorded: the policy decides it by name

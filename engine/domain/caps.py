@@ -35,6 +35,11 @@ class CapsSpec(BaseModel):
     tool: CapSpec | None = None
     """Approvals for one tool, whoever asks, in the window."""
 
+    @property
+    def on(self) -> bool:
+        """Whether any cap is set (with none, nothing is counted)."""
+        return self.requester is not None or self.session is not None or self.tool is not None
+
 
 def cap_keys(caps: CapsSpec, *, requester: str, session_id: str, tool: str) -> list[tuple[str, str, CapSpec]]:
     """Each cap that applies: ``(what it caps, its window key, the cap)``."""

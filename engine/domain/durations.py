@@ -31,12 +31,12 @@ def parse_duration(value: object) -> float:
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 
 
-_WHOLE = ((86400, "d", "day"), (3600, "h", "hour"), (60, "m", "minute"))
+_WHOLE = ((86400, "day"), (3600, "hour"), (60, "minute"))
 
 
 def whole_unit(seconds: float) -> tuple[float, str]:
     """A duration in its largest whole unit: ``(count, "day" | "hour" | "minute" | "second")``."""
-    for size, _, name in _WHOLE:
+    for size, name in _WHOLE:
         if seconds >= size and seconds % size == 0:
             return seconds // size, name
     return seconds, "second"
@@ -44,7 +44,5 @@ def whole_unit(seconds: float) -> tuple[float, str]:
 
 def format_duration(seconds: float) -> str:
     """A duration as config writes it: "1d", "12h", "90s"."""
-    for size, short, _ in _WHOLE:
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{short}"
-    return f"{seconds:g}s"
+    count, unit = whole_unit(seconds)
+    return f"{count:g}{unit[0]}"

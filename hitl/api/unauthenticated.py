@@ -53,19 +53,22 @@ class Unauthenticated:
 
     async def _write_held(self) -> None:
         held, self._held = self._held, {}
-        entry = AuditEntry(
-            at=self.clock.now(),
-            actor=ANONYMOUS,
-            event="refused",
-            outcome="unauthorized",
-            detail=f"{sum(held.values())} requests without valid credentials from {len(held)} addresses, each past "
-            "its own rate (a flood from many addresses)",
+        detail = (
+            f"{sum(held.values())} requests without valid credentials from {len(held)} addresses, each past its own "
+            "rate (a flood from many addresses)"
         )
+        if not await self._append(detail):
+            self._held = {**held, **self._held}  # counted into later entries
+
+    async def _append(self, detail: str) -> bool:
+        """One refusal entry; False (logged) when the store could not take it."""
+        entry = AuditEntry(at=self.clock.now(), actor=ANONYMOUS, event="refused", outcome="unauthorized", detail=detail)
         try:
             await self.store.audit.append(entry)
         except EngineError:
-            self._held = {**held, **self._held}  # counted into later entries
-            log.warning("could not audit %d refused requests", sum(held.values()))
+            log.warning("could not audit a refused request without valid credentials: %s", detail[:200])
+            return False
+        return True
 
     @property
     def holding(self) -> int:
@@ -87,15 +90,5 @@ class Unauthenticated:
             return
         held = self._held.pop(key, 0)
         more = f" (and {held} more from this address since its last entry)" if held else ""
-        entry = AuditEntry(
-            at=self.clock.now(),
-            actor=ANONYMOUS,
-            event="refused",
-            outcome="unauthorized",
-            detail=f"{what} via {surface} from {address}: {reason}{more}"[:500],
-        )
-        try:
-            await self.store.audit.append(entry)
-        except EngineError:
+        if not await self._append(f"{what} via {surface} from {address}: {reason}{more}"[:500]):
             self._held[key] = self._held.get(key, 0) + held  # counted into the next entry
-            log.warning("could not audit a %s request without a valid token from %s", surface, address)
