@@ -19,6 +19,8 @@ __all__ = [
     "ACTION_REJECT",
     "ACTION_TRUST",
     "ACTION_VIEW_ALL",
+    "button",
+    "confirm_dialog",
     "controls",
     "trust_scope",
     "utc_time",
@@ -32,7 +34,8 @@ ACTION_VIEW_ALL = "hitl_view_all"
 ACTION_FEEDBACK = "hitl_feedback"
 
 
-def _button(action: str, label: str, value: str, *, style: str | None = None, confirm: Any = None) -> dict[str, Any]:
+def button(action: str, label: str, value: str, *, style: str | None = None, confirm: Any = None) -> dict[str, Any]:
+    """A Block Kit button: ``label`` as plain text, ``value`` as carried, Slack's confirmation first if given."""
     out: dict[str, Any] = {"type": "button", "action_id": action, "text": _plain(label), "value": value}
     if style:
         out["style"] = style
@@ -41,8 +44,8 @@ def _button(action: str, label: str, value: str, *, style: str | None = None, co
     return out
 
 
-def _confirm(title: str, text: str, yes: str, *, danger: bool = False) -> dict[str, Any]:
-    """Slack's own "are you sure?" dialog before a button acts."""
+def confirm_dialog(title: str, text: str, yes: str, *, danger: bool = False) -> dict[str, Any]:
+    """Slack's own "are you sure?" dialog before a button acts (``text`` cut to Slack's 300 characters)."""
     out = {"title": _plain(title), "text": _plain(text[:300]), "confirm": _plain(yes), "deny": _plain("Cancel")}
     return {**out, "style": "danger"} if danger else out
 
@@ -54,27 +57,27 @@ def _plain(text: str) -> dict[str, Any]:
 def _doubt_controls(a: Approval, value: str) -> dict[str, Any]:
     """Mark done (feedback: what the reviewer found), Run again (approve), Stop (reject)."""
     tool = str(a.args.get("tool", ""))[:60]
-    again = _confirm("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
-    stop = _confirm("Stop the run?", f"Nothing more runs. {_reason_ask(a)}", "Stop", danger=True)
+    again = confirm_dialog("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
+    stop = confirm_dialog("Stop the run?", f"Nothing more runs. {_reason_ask(a)}", "Stop", danger=True)
     buttons = [
-        _button(ACTION_FEEDBACK, "Mark done", value, style="primary"),
-        _button(ACTION_APPROVE, "Run again", value, confirm=again),
-        _button(ACTION_REJECT, "Stop", value, style="danger", confirm=stop),
+        button(ACTION_FEEDBACK, "Mark done", value, style="primary"),
+        button(ACTION_APPROVE, "Run again", value, confirm=again),
+        button(ACTION_REJECT, "Stop", value, style="danger", confirm=stop),
     ]
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
 
 def _spot_controls(a: Approval, value: str) -> dict[str, Any]:
     """A spot check's answers: it already ran, so the question is only whether it looked right."""
-    flag = _confirm(
+    flag = confirm_dialog(
         "Flag this action?",
         "It already ran. A flag records that it was wrong and counts as a correction. You can say why (optional).",
         "Flag",
         danger=True,
     )
     buttons = [
-        _button(ACTION_APPROVE, "Looks right", value, style="primary"),
-        _button(ACTION_REJECT, "Flag", value, style="danger", confirm=flag),
+        button(ACTION_APPROVE, "Looks right", value, style="primary"),
+        button(ACTION_REJECT, "Flag", value, style="danger", confirm=flag),
     ]
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
@@ -88,24 +91,26 @@ def controls(a: Approval, view: str, *, halted: bool = False) -> dict[str, Any]:
         return _spot_controls(a, value)
     if a.kind is ApprovalKind.DOUBT:
         return _doubt_controls(a, value)
-    reject = _confirm("Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True)
+    reject = confirm_dialog(
+        "Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True
+    )
     if halted:  # the stop switch: only Reject
         return {
             "type": "actions",
             "block_id": f"hitl_actions:{a.id}",
-            "elements": [_button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject)],
+            "elements": [button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject)],
         }
     buttons = [
-        _button(ACTION_APPROVE, "Approve", value, style="primary"),
-        _button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
+        button(ACTION_APPROVE, "Approve", value, style="primary"),
+        button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
     ]
     if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
-        buttons.append(_button(ACTION_MODIFY, "Modify", value))
+        buttons.append(button(ACTION_MODIFY, "Modify", value))
     if a.kind in (ApprovalKind.GATE, ApprovalKind.REVIEW):
-        buttons.append(_button(ACTION_FEEDBACK, "Send feedback", value))
+        buttons.append(button(ACTION_FEEDBACK, "Send feedback", value))
     if a.trustable and a.quorum == 1:
-        trust = _confirm("Approve and trust?", trust_scope(a), "Approve and trust")
-        buttons.append(_button(ACTION_TRUST, "Trust for session", value, confirm=trust))
+        trust = confirm_dialog("Approve and trust?", trust_scope(a), "Approve and trust")
+        buttons.append(button(ACTION_TRUST, "Trust for session", value, confirm=trust))
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
 

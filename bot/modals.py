@@ -1,4 +1,4 @@
-"""Modals: Modify (typed inputs from the tool's schema), Reject (reason), Feedback, View all (batches)."""
+"""Modals: Modify (typed inputs from the tool's schema), Reject (reason), Feedback, Reject all (a group's reason)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ from hitl.engine.errors import InvalidInput
 
 __all__ = [
     "CALLBACK_FEEDBACK",
+    "CALLBACK_GROUP_REJECT",
     "CALLBACK_MODIFY",
     "CALLBACK_REJECT",
     "FORM_FEEDBACK",
+    "FORM_GROUP_REJECT",
     "FORM_MODIFY",
     "FORM_REJECT",
     "FormValues",
     "form_value",
+    "group_reason_view",
     "modify_view",
     "parse_modify",
     "reason_view",
@@ -31,10 +34,12 @@ __all__ = [
 FORM_MODIFY = "modify"
 FORM_REJECT = "reject"
 FORM_FEEDBACK = "feedback"
+FORM_GROUP_REJECT = "group_reject"
 """Form kinds, signed into each modal's metadata so a form cannot be submitted as another kind."""
 CALLBACK_MODIFY = "hitl_modify_submit"
 CALLBACK_REJECT = "hitl_reject_submit"
 CALLBACK_FEEDBACK = "hitl_feedback_submit"
+CALLBACK_GROUP_REJECT = "hitl_group_reject_submit"
 _FIELD = "hitl_field:"
 _WHOLE = "hitl_args"
 
@@ -226,6 +231,31 @@ def reason_view(a: Approval, metadata: str, *, feedback: bool, required: bool) -
                 "block_id": "hitl_reason",
                 "optional": not (required or feedback),
                 "label": _pt(what),
+                "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": 2000},
+            },
+        ],
+    }
+
+
+def group_reason_view(count: int, tool: str, metadata: str, *, required: bool) -> dict[str, Any]:
+    """The modal asking why a group is rejected: one reason for each of its ``count`` pending requests."""
+    return {
+        "type": "modal",
+        "callback_id": CALLBACK_GROUP_REJECT,
+        "private_metadata": metadata,
+        "title": _pt("Reject all"),
+        "submit": _pt(f"Reject {count}"),
+        "close": _pt("Cancel"),
+        "blocks": [
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": f"{count} requests for `{label(tool, 60)}` will not run."},
+            },
+            {
+                "type": "input",
+                "block_id": "hitl_reason",
+                "optional": not required,
+                "label": _pt("Why reject them?"),
                 "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": 2000},
             },
         ],

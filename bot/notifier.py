@@ -29,16 +29,18 @@ from hitl.bot.arguments import Declared
 from hitl.bot.blocks import card_text, value_box, when
 from hitl.bot.card_cache import CardCache
 from hitl.bot.escape import label
+from hitl.bot.group_cards import group_card, group_text
 from hitl.bot.metrics import Metrics
-from hitl.bot.pacer import urgent
+from hitl.bot.pacer import POST, urgent
 from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.display import show
+from hitl.engine.domain.grouping import group_key, in_order
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import POST_AFTER, is_practice
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import Claim, MessageRef
-from hitl.engine.errors import ClaimRefused, EngineError
+from hitl.engine.errors import ClaimRefused, EngineError, NotFound
 from hitl.engine.events import FYI_JOB
 from hitl.engine.ports import Clock, Store
 from hitl.engine.stop_switch import StopSwitch
@@ -62,6 +64,11 @@ class _Retry:
 log = logging.getLogger(__name__)
 CARD_JOB = "card"
 """The durable job that brings an approval's card up to date (queued by a decision's own store step)."""
+MIN_GROUP = 3
+"""Like approvals queued together that get a group card: two get a card each (as quick to decide, and each card
+shows its action whole)."""
+MAX_GROUP = 500
+"""Members one group card holds at most (its digest, its "View all"); a longer flood starts another."""
 POST_LEASE = 20.0
 """Seconds a card post's claim is held without renewal (renewed while the post waits for Slack): how long a card
 whose poster died waits before another process posts it."""
@@ -153,16 +160,37 @@ class SlackNotifier:
 
     async def _post_queued(self, channel: str) -> None:
         queue = self._posts[channel]
+        pacer = getattr(self.client, "pacer", None)
         while queue:
-            approval = queue.popleft()
+            if pacer is not None and self.spec.group:
+                await pacer.ready(POST, pacer.channel_of(channel))  # what queued until Slack takes a post goes on it
+            together = self._take_group(queue)
             try:
-                await self.post_card(approval)
-            except Exception:  # the store or Slack away: the approval stays uncarded, and the sweep posts it
-                log.exception("could not post the card for %s; the sweep tries again", approval.id)
+                if len(together) == 1:
+                    await self.post_card(together[0])
+                else:
+                    await self.post_group(together)
+            except Exception:  # the store or Slack away: the approvals stay uncarded, and the sweep posts them
+                log.exception("could not post the card for %s; the sweep tries again", together[0].id)
             finally:
-                self._posting.discard(approval.id)
+                self._posting.difference_update(a.id for a in together)
         del self._posts[channel]
         self._posters.pop(channel, None)
+
+    def _take_group(self, queue: deque[Approval]) -> list[Approval]:
+        """The next card's approvals: the first queued, and (grouping on) every queued one it groups with."""
+        first = queue.popleft()
+        key = group_key(first) if self.spec.group else None
+        if key is None:
+            return [first]
+        together = [first, *(a for a in queue if group_key(a) == key)][:MAX_GROUP]
+        if len(together) < MIN_GROUP:
+            return [first]
+        taken = {a.id for a in together}
+        kept = [a for a in queue if a.id not in taken]
+        queue.clear()
+        queue.extend(kept)
+        return together
 
     async def approval_changed(self, approval: Approval, *, queued: bool = False) -> None:
         # Durable, so a crash or restart between the change and the card update loses nothing: any replica picks
@@ -235,11 +263,30 @@ class SlackNotifier:
     async def post_card(self, approval: Approval) -> MessageRef | None:
         """Post the card unless it was posted (or is being posted) already, or it is a practice approval whose
         moment has not come (the sweep posts it then). Returns where it is."""
+        held = await self._claim_card(approval)
+        if isinstance(held, Claim):
+            return await self._publish([(approval, held)])
+        return held
+
+    async def post_group(self, members: list[Approval]) -> MessageRef | None:
+        """Post one group card for the ``members`` this process may post (the others are posted, or being
+        posted, elsewhere); a single one left gets its own card. Returns where they are."""
+        held: list[tuple[Approval, Claim]] = []
+        ref: MessageRef | None = None
+        for a in members:
+            got = await self._claim_card(a)
+            if isinstance(got, Claim):
+                held.append((a, got))
+            else:
+                ref = ref or got
+        return await self._publish(held) if held else ref
+
+    async def _claim_card(self, approval: Approval) -> Claim | MessageRef | None:
+        """The claim to post ``approval``'s card, or where its card already is (None: not now, or elsewhere)."""
         due = approval.metadata.get(POST_AFTER) if is_practice(approval) else None
         if isinstance(due, int | float) and self.clock.now() < due:
             return None
-        channel = self.channel_for(approval)
-        if channel is None:
+        if self.channel_for(approval) is None:
             log.warning("no approval channel configured; %s is only visible through /hitl pending", approval.id)
             return None
         key = f"notify:{approval.id}"
@@ -259,47 +306,78 @@ class SlackNotifier:
         existing = await self.store.messages.get(approval.id)
         if existing is not None:  # posted by a holder that died before recording its outcome
             await self._done(key, claim, channel=existing.channel, ts=existing.ts)
+            if len(await self.store.messages.shown_on(existing)) > 1:
+                await self.approval_changed(approval)  # a group it died drawing: drawn again from what it recorded
             return existing
-        current = await self.store.approvals.get(approval.id)
+        return claim
+
+    async def _publish(self, held: list[tuple[Approval, Claim]]) -> MessageRef | None:
+        """Post one message for the approvals claimed in ``held``: a card, or a group card for several."""
+        channel = self.channel_for(held[0][0])
+        assert channel is not None  # _claim_card claimed only approvals that have a channel
+        members = in_order(await asyncio.gather(*(self.store.approvals.get(a.id) for a, _ in held)))
+        claims = [(f"notify:{a.id}", claim) for a, claim in held]
+        now = self.clock.now()
+        halt = await self.halt_of(next((a for a in members if a.is_open), members[0]))
+        if len(members) == 1:
+            text, blocks = card_text(members[0]), self.cards.card(members[0], now=now, halt=halt)
+        else:
+            text, blocks = group_text(members), self._group_blocks(members, now=now, halt=halt)
         try:
             post = self._call(
-                "chat.postMessage",
-                self.client.chat_postMessage,
-                channel=channel,
-                text=card_text(current),
-                blocks=self.cards.card(current, now=self.clock.now(), halt=await self._halt_of(current)),
+                "chat.postMessage", self.client.chat_postMessage, channel=channel, text=text, blocks=blocks
             )
-            resp = await self._renewing(key, claim, post)
+            resp = await self._renewing(claims, post)
         except ClaimRefused:
             return None  # taken over by another replica, which posts it
         except SlackApiError as exc:
-            await self._done(key, claim, ok=False, error=str(exc.response.get("error")))
-            log.error("could not post the card for %s: %s", approval.id, exc.response.get("error"))
+            for key, claim in claims:
+                await self._done(key, claim, ok=False, error=str(exc.response.get("error")))
+            log.error("could not post the card for %s: %s", members[0].id, exc.response.get("error"))
             return None
         ref = MessageRef(channel=str(resp["channel"]), ts=str(resp["ts"]))
-        await self.store.messages.set(approval.id, ref)
-        await self._done(key, claim, channel=ref.channel, ts=ref.ts)
-        self.metrics.approval_requested(current)
-        await self._carded(current)
-        if current.version != approval.version or not current.is_open:
-            await self.approval_changed(current)
+        for a in members:  # every member is on the message before any claim says it was posted
+            await self.store.messages.set(a.id, ref)
+        for key, claim in claims:
+            await self._done(key, claim, channel=ref.channel, ts=ref.ts)
+        drawn = {a.id: a for a, _ in held}
+        for current in members:
+            self.metrics.approval_requested(current)
+            await self._carded(current)
+        moved = [a for a in members if a.version != drawn[a.id].version or not a.is_open]
+        if moved:
+            await self.approval_changed(moved[0])  # one update shows every member as it now stands
         return ref
 
-    async def _renewing(self, key: str, claim: Claim, call: Awaitable[Any]) -> Any:
-        """``call``, the post's claim renewed while it waits (a ``Retry-After`` can outlast the claim's lease: a
-        replica taking the claim over then would post the card a second time)."""
+    def _group_blocks(self, members: list[Approval], *, now: float, halt: HaltOrder | None) -> list[dict[str, Any]]:
+        declared = self.cards.declared(members[0].tool) if self.cards.declared is not None else None
+        props = (declared or {}).get("properties")
+        currencies = {
+            name: str(spec["x-currency"])
+            for name, spec in (props.items() if isinstance(props, dict) else ())
+            if isinstance(spec, dict) and spec.get("x-currency")
+        }
+        return group_card(members, now=now, halt=halt, currencies=currencies, view_of=self.cards.view_of)
+
+    async def _renewing(self, claims: list[tuple[str, Claim]], call: Awaitable[Any]) -> Any:
+        """``call``, the post's claims renewed while it waits (a ``Retry-After`` can outlast a claim's lease: a
+        replica taking a claim over then would post the card a second time)."""
         task = asyncio.ensure_future(call)
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=self.renew_every)
-            if done:
-                return task.result()
-            renewed = await self.store.ledger.renew(
-                key, holder=self.replica, attempt=claim.attempt, now=self.clock.now(), lease=POST_LEASE
-            )
-            if not renewed:  # taken over (this process was stalled past the lease): the other holder posts it
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.renew_every)
+                if done:
+                    return task.result()
+                for key, claim in claims:
+                    renewed = await self.store.ledger.renew(
+                        key, holder=self.replica, attempt=claim.attempt, now=self.clock.now(), lease=POST_LEASE
+                    )
+                    if not renewed:  # taken over (this process stalled past the lease): the other holder posts it
+                        raise ClaimRefused(f"the card post for {key} was taken over", key=key)
+        finally:  # taken over, or this worker cancelled (shutdown): the post goes no further
+            if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-                raise ClaimRefused(f"the card post for {key} was taken over", key=key)
 
     async def _done(self, key: str, claim: Claim, *, ok: bool = True, **result: str) -> None:
         await self.store.ledger.record_outcome(
@@ -307,11 +385,13 @@ class SlackNotifier:
         )
 
     async def remind(self, approval: Approval) -> bool:
-        """Post one reminder in the card's thread (once across replicas and restarts)."""
+        """Post one reminder in the card's thread (once across replicas and restarts; a group card gets one for
+        all its members, when the first of them nears its expiry)."""
         ref = await self.store.messages.get(approval.id)
         if ref is None:
             return False
-        key = f"remind:{approval.id}"
+        shown = await self.store.messages.shown_on(ref)
+        key = f"remind:{approval.id}" if len(shown) <= 1 else f"remind:{min(shown)}"
         try:
             claim = await self.store.ledger.claim(
                 key, action_hash=approval.action_hash, holder=self.replica, now=self.clock.now(), lease=60.0
@@ -321,13 +401,18 @@ class SlackNotifier:
         if not claim.acquired:
             return False
         role = label(approval.required_role or "any reviewer", 40)
+        if len(shown) > 1:
+            text = (
+                f":alarm_clock: Requests on this card start expiring {when(approval.expires_at)} and still need "
+                f"{role} approval. Open the card to decide them."
+            )
+        else:
+            text = (
+                f":alarm_clock: `{approval.id}` expires {when(approval.expires_at)} and still needs "
+                f"{role} approval ({len(approval.approvers)} of {approval.quorum})."
+            )
         await self._call(
-            "chat.postMessage",
-            self.client.chat_postMessage,
-            channel=ref.channel,
-            thread_ts=ref.ts,
-            text=f":alarm_clock: `{approval.id}` expires {when(approval.expires_at)} and still needs "
-            f"{role} approval ({len(approval.approvers)} of {approval.quorum}).",
+            "chat.postMessage", self.client.chat_postMessage, channel=ref.channel, thread_ts=ref.ts, text=text
         )
         await self._done(key, claim)
         return True
@@ -360,10 +445,12 @@ class SlackNotifier:
         for _ in range(pages):
             page = await self.store.approvals.list_pending(limit=page_size, cursor=self._sweep_cursor)
             self._sweep_cursor = page.cursor
-            for a in page.items:
-                if await self.store.messages.get(a.id) is None:
+            refs = await asyncio.gather(*(self.store.messages.get(a.id) for a in page.items))
+            for a, ref in zip(page.items, refs, strict=True):
+                if ref is None:  # queued together, so the like ones among them can share a group card
                     self.queue_card(a)
-                elif before and 0 < a.expires_at - now <= before:
+            for a, ref in zip(page.items, refs, strict=True):
+                if ref is not None and before and 0 < a.expires_at - now <= before:
                     await self.remind(a)
             if page.cursor is None:
                 return
@@ -415,6 +502,7 @@ class SlackNotifier:
         queue = self.queue_outages
         while True:
             self._wake.clear()
+            drawn: set[MessageRef] = set()  # messages this pass brought up to date (each drawn once per pass)
             try:
                 jobs = await self.store.jobs.claim(
                     self.replica, kind=CARD_JOB, limit=50, now=self.clock.now(), lease=self.lease
@@ -435,7 +523,7 @@ class SlackNotifier:
                 try:
                     # Several changes queued: one update shows the latest. A halt notice goes ahead of any backlog.
                     with urgent() if entry.urgent else contextlib.nullcontext():
-                        await self._update(approval_id)
+                        await self._update(approval_id, drawn)
                 except Exception as exc:  # any failure: this card backs off; the others are not held up
                     log.warning("card update for %s failed (%s); retrying it", approval_id, exc)
                     entry.due = loop.time() + self.backoff(entry.attempts)
@@ -464,28 +552,46 @@ class SlackNotifier:
             except TimeoutError:
                 pass
 
-    async def _update(self, approval_id: str) -> None:
+    async def _update(self, approval_id: str, drawn: set[MessageRef]) -> None:
+        """Bring the message showing ``approval_id`` up to date, unless this pass drew it already (``drawn``: a
+        group decided together queues one job per member, and one update shows them all)."""
         shown = await self.store.messages.card(approval_id)
         if shown is None:
             return
         ref, current = shown
+        if ref in drawn:
+            return
+        ids = await self.store.messages.shown_on(ref)
+        now = self.clock.now()
+        if len(ids) > 1:
+            found = await asyncio.gather(*(self._member(i, current) for i in ids))
+            members = in_order([a for a in found if a is not None])
+            halt = await self.halt_of(next((a for a in members if a.is_open), current))
+            text, blocks = group_text(members), self._group_blocks(members, now=now, halt=halt)
+        else:
+            text, blocks = card_text(current), self.cards.card(current, now=now, halt=await self.halt_of(current))
         try:
             await self._call(
-                "chat.update",
-                self.client.chat_update,
-                channel=ref.channel,
-                ts=ref.ts,
-                text=card_text(current),
-                blocks=self.cards.card(current, now=self.clock.now(), halt=await self._halt_of(current)),
+                "chat.update", self.client.chat_update, channel=ref.channel, ts=ref.ts, text=text, blocks=blocks
             )
         except SlackApiError as exc:
             error = str(exc.response.get("error"))
             if error in _RETRYABLE or exc.response.status_code >= 500 or exc.response.status_code == 429:
                 raise
             log.error("Slack refused the card update for %s: %s", approval_id, error)
+        drawn.add(ref)
         await self._carded(current)
 
-    async def _halt_of(self, approval: Approval) -> HaltOrder | None:
+    async def _member(self, approval_id: str, known: Approval) -> Approval | None:
+        """A group member as it now stands (None: purged meanwhile, so no longer shown)."""
+        if approval_id == known.id:
+            return known
+        try:
+            return await self.store.approvals.get(approval_id)
+        except NotFound:
+            return None
+
+    async def halt_of(self, approval: Approval) -> HaltOrder | None:
         """The stop switch's order covering a pending approval's tool (its card says so); the process's cached
         orders, not a store read per card."""
         if approval.status is not Status.PENDING:

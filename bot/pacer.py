@@ -187,6 +187,18 @@ class Pacer:
             if not lane.waiting:
                 self._lanes.pop(lane_key, None)
 
+    async def ready(self, method: str, channel: str | None = None) -> None:
+        """Wait until a call of ``method`` (into ``channel``) could be made now, taking nothing: a card poster
+        waits here, then posts everything that queued meanwhile together (:mod:`hitl.bot.group_cards`)."""
+        limits = self._limits(method, channel)
+        lane_key = self.lane(method, channel)
+        while True:
+            now = self.clock.now()
+            wait = max([await self._hold_left(lane_key), *(b.wait(now) for b in limits)])
+            if wait <= 0.0:
+                return
+            await asyncio.sleep(min(wait, self.tick))
+
     async def limited_by_slack(self, method: str, channel: str | None, retry_after: float) -> None:
         """Slack answered 429: hold the method (and channel) for every task, and every replica through the store."""
         self.limited += 1

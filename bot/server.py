@@ -21,7 +21,16 @@ from hitl.bot.app import BotRuntime
 from hitl.bot.payloads import REQUEST, Parsed, PayloadError, parse_request
 from hitl.engine.errors import EngineError
 
-__all__ = ["BODY_DEADLINE", "MAX_FIELD", "MAX_LINE", "app_runner", "http_app", "serve_http", "serve_socket"]
+__all__ = [
+    "BODY_DEADLINE",
+    "MAX_FIELD",
+    "MAX_LINE",
+    "app_runner",
+    "http_app",
+    "serve_http",
+    "serve_locally",
+    "serve_socket",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +75,16 @@ class _MalformedHttp(logging.Filter):
 
 
 _QUIET = _MalformedHttp()
+
+
+async def serve_locally(runner: web.AppRunner) -> int:
+    """Serve a set-up ``runner`` on 127.0.0.1, on a port the system picks (the sandbox, tests and benchmarks: never
+    another interface); returns the port."""
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    server = site._server  # aiohttp gives the bound port only through its server's sockets
+    assert server is not None and hasattr(server, "sockets")
+    return int(server.sockets[0].getsockname()[1])
 
 
 def app_runner(app: web.Application, *, shutdown_timeout: float = 1.0, access_log: bool = False) -> web.AppRunner:

@@ -368,9 +368,11 @@ class Purger(Protocol):
 
 
 class MessageMap(Protocol):
-    """Where each approval's card was posted, both ways."""
+    """Where each approval's card was posted, both ways. One message may show several approvals (a group card)."""
 
-    async def set(self, approval_id: str, ref: MessageRef) -> None: ...
+    async def set(self, approval_id: str, ref: MessageRef) -> None:
+        """Record that ``ref`` shows ``approval_id`` (several approvals may share one message)."""
+        ...
 
     async def get(self, approval_id: str) -> MessageRef | None: ...
 
@@ -380,7 +382,13 @@ class MessageMap(Protocol):
         gone."""
         ...
 
-    async def approval_for(self, ref: MessageRef) -> str | None: ...
+    async def approval_for(self, ref: MessageRef) -> str | None:
+        """The first approval recorded for ``ref`` (a group card's first member), or None."""
+        ...
+
+    async def shown_on(self, ref: MessageRef) -> list[str]:
+        """Every approval recorded for ``ref``, sorted by id (one for a card, each member for a group card)."""
+        ...
 
 
 class Store(Protocol):

@@ -60,6 +60,9 @@ class NotifySpec(BaseModel):
     """Per tier (``escalate``) or per role (``finance``) overrides; a role match wins over a tier match."""
     reminder_before: float = Field(default=600.0, ge=0)
     """Seconds before expiry at which the bot posts a reminder in the card's thread."""
+    group: bool = True
+    """Like approvals that queue up for one channel (a flood, Slack's pace) go on one group card, decidable one by
+    one or together (``false``: a card each, as Slack's limits allow)."""
 
 
 class HitlConfig(BaseModel):

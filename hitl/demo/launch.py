@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from hitl.bot.server import http_app
+from hitl.bot.server import http_app, serve_locally
 from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
@@ -112,9 +112,7 @@ async def start_sandbox(
     rt = await build_server(settings, store=store, clock=clock, replica="sandbox-bot", pace_clock=SystemClock())
     bot_runner = web.AppRunner(http_app(rt.bot), shutdown_timeout=1.0)
     await bot_runner.setup()
-    site = web.TCPSite(bot_runner, "127.0.0.1", 0)
-    await site.start()
-    bot_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bot_port = await serve_locally(bot_runner)
     http = aiohttp.ClientSession()
     dispatcher = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{bot_port}/slack/events", signing_secret=secret)
     dispatcher.after = rt.ctx.wait_idle

@@ -206,8 +206,11 @@ class Dispatcher:
 
 
 def _find_button(blocks: list[dict[str, Any]], action_id: str, value: str | None) -> tuple[dict[str, Any], str]:
+    """The first button with ``action_id`` (and ``value``, if given): in an actions block, or a section's accessory."""
     for block in blocks:
-        for el in block.get("elements", []) if block.get("type") == "actions" else []:
+        accessory = block.get("accessory") if block.get("type") == "section" else None
+        elements = block.get("elements", []) if block.get("type") == "actions" else [accessory] if accessory else []
+        for el in elements:
             if el.get("action_id") == action_id and (value is None or el.get("value") == value):
                 return dict(el), str(block.get("block_id", ""))
     raise LookupError(f"no {action_id} button on this message")

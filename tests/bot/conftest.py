@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from hitl.bot.server import app_runner
+from hitl.bot.server import app_runner, serve_locally
 from hitl.bot.settings import BotSettings
 from hitl.engine.ports import Clock, Store
 from hitl.engine.storage import open_store
@@ -245,9 +245,7 @@ async def start(
     )
     runner = app_runner(rt.web_app(), shutdown_timeout=1.0)  # what `hitl serve` answers, the API included
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = await serve_locally(runner)
     bot_url = f"http://127.0.0.1:{port}"
     http = aiohttp.ClientSession()
     slack = Dispatcher(state, http, bot_url=f"{bot_url}/slack/events", signing_secret=SECRET)

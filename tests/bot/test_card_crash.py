@@ -41,7 +41,10 @@ async def test_killed_mid_backlog_every_card_is_posted_once(tmp_path: Path, requ
         await store.close()
     state = workspace()
     emulator = await start_emulator(state)
-    env = serve_env(state, emulator, store=url, config=CONFIG)
+    config = tmp_path / "hitl.yaml"  # a card each: ten to post, one a second
+    channel = 'channel: "#refund-approvals"'
+    config.write_text(CONFIG.read_text().replace(channel, f"{channel}\n  group: false"))
+    env = serve_env(state, emulator, store=url, config=config)
 
     def carded() -> list[str]:
         return [m.text.split("(")[-1].rstrip(")") for m in state.messages if not m.thread_ts and not m.ephemeral_to]

@@ -7,9 +7,11 @@ import re
 from typing import Any
 
 import pytest
+from slack_sdk.models.blocks import Block
 
 from hitl.bot.blocks import card
 from hitl.bot.escape import escape_mrkdwn, label
+from hitl.bot.group_cards import group_card, member_list_view
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.requests import ProposeRequest
@@ -88,3 +90,28 @@ async def test_hostile_evidence_posts_through_slacks_validation(harness: Harness
     for m in harness.cards():
         assert_inert(m.blocks)
     assert "&lt;!channel&gt;" in json.dumps([m.blocks for m in harness.cards()])
+
+
+@pytest.mark.parametrize("hostile", HOSTILE, ids=[f"h{i}" for i in range(len(HOSTILE))])
+def test_every_hostile_string_stays_inert_on_a_group_card_and_its_list(hostile: str) -> None:
+    clock = FakeClock()
+    members = [
+        make_approval(
+            now=clock.now() + i,
+            key=f"g{i}",
+            args={"order_id": hostile[:5000], "amount": i + 1, hostile[:40] or "k": 1},
+            evidence=bounded(hostile, 2000),
+            requester=hostile[:80] or "x",
+        ).model_copy(update={"summary": hostile, "reasons": (hostile,), "why": (hostile,)})
+        for i in range(7)
+    ]
+    blocks = group_card(members, now=clock.now())
+    assert_inert(blocks)
+    for block in blocks:
+        parsed = Block.parse(block)
+        assert parsed is not None, block
+        parsed.to_dict()  # slack_sdk checks its limits here
+    assert "hitl_evidence" not in json.dumps(blocks)  # no member's evidence on the group card
+    assert_inert(member_list_view(members, 0)["blocks"])
+    decided = [a.model_copy(update={"status": Status.REJECTED, "reason": hostile, "version": 2}) for a in members]
+    assert_inert(group_card(decided, now=clock.now()))

@@ -15,12 +15,14 @@ from typing import TypeVar
 import pytest
 
 from hitl.bot.controls import ACTION_TRUST
+from hitl.bot.group_cards import ACTION_GROUP_APPROVE
 from hitl.bot.pacer import Pacer
+from hitl.engine.domain.records import MessageRef
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.sandbox.rate_limits import SlackLimits
-from hitl.sandbox.webapi import SlackState
+from hitl.sandbox.webapi import Message, SlackState
 from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, Harness, start, stop, workspace
 from tests.waiting import eventually
@@ -49,6 +51,12 @@ async def paced(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
 
 def pacer_of(h: Harness) -> Pacer:
     return h.rt.bot.side.pacer
+
+
+def one_card_each(h: Harness) -> None:
+    """Group cards off (``slack.group: false``): the tests of the pace itself count a card per approval."""
+    notifier = h.rt.ctx.notifier
+    notifier.spec = notifier.spec.model_copy(update={"group": False})
 
 
 async def run_clock(h: Harness, done: Callable[[], bool], *, step: float = 1.0, most: int = 2000) -> int:
@@ -84,6 +92,7 @@ def posts_per_second(h: Harness, channel: str) -> list[float]:
 async def test_a_flood_of_300_approvals_is_carded_at_slacks_pace_and_none_is_lost(paced: Harness) -> None:
     """Agent processes create 300 approvals with no notifier; the sweep queues every card, the pacer sends them at
     about one a second into the channel, and the stand-in never has to refuse a call made too early."""
+    one_card_each(paced)
     agent = compose(store=paced.rt.store, clock=paced.clock, config_path=str(CONFIG)).service  # no notifier
     ids = []
     for i in range(300):
@@ -106,6 +115,7 @@ async def test_a_flood_of_300_approvals_is_carded_at_slacks_pace_and_none_is_los
 async def test_proposals_never_wait_on_slack(paced: Harness) -> None:
     """With the clock frozen Slack takes a burst and no more; 50 proposals still all return (their cards wait in
     the bot), and each is carded once the clock moves."""
+    one_card_each(paced)
     ids = []
     for i in range(50):
         p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": str(i)}, session_id=f"p{i}"))
@@ -118,6 +128,7 @@ async def test_proposals_never_wait_on_slack(paced: Harness) -> None:
 
 
 async def test_an_alert_goes_before_a_backlog_of_cards(paced: Harness) -> None:
+    one_card_each(paced)
     for i in range(12):
         await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": str(i)}, session_id=f"q{i}"))
     await eventually(lambda: pacer_of(paced).waiting > 0, what="cards waiting for their turn")
@@ -139,6 +150,7 @@ async def test_a_429_holds_the_method_for_every_task_and_replica_and_is_logged_o
     db = tmp_path / "shared.db"
     one = await start(SqliteStore(db), clock, state=state, pace_clock=clock, replica="one")
     two = await start(SqliteStore(db), clock, state=state, pace_clock=clock, replica="two")
+    one_card_each(two)
     try:
         state.fail_next("chat.postMessage", status=429, retry_after=30)
         first = await one.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "1"}, session_id="r1"))
@@ -221,6 +233,7 @@ async def test_a_permalink_slack_garbles_degrades_that_line_not_the_tab(paced: H
 
 
 async def test_a_halt_notice_goes_before_a_backlog_of_card_updates(paced: Harness) -> None:
+    one_card_each(paced)
     ids = []
     for i in range(5):
         p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": f"u{i}"}, session_id=f"u{i}"))
@@ -266,3 +279,60 @@ async def tick_and_wait(h: Harness, seconds: float) -> None:
     h.clock.advance(seconds)
     pacer_of(h).clock_moved()
     await asyncio.sleep(0.1)  # a few renewals
+
+
+async def reachable(h: Harness, ids: list[str]) -> set[str]:
+    """The approvals a reviewer can reach from a message in Slack with live controls: its own card, or a group card
+    it is a member of (the message is there, and has buttons while anything on it is pending)."""
+    live = {m.ts for ch in ("refund-approvals", "finance-approvals") for m in h.cards(ch) if any_buttons(m)}
+    refs = await asyncio.gather(*(h.rt.store.messages.get(i) for i in ids))
+    return {i for i, ref in zip(ids, refs, strict=True) if ref is not None and ref.ts in live}
+
+
+def any_buttons(m: Message) -> bool:
+    return any(b.get("type") == "actions" and b.get("elements") for b in m.blocks)
+
+
+async def test_300_from_one_session_reach_reviewers_as_a_few_group_cards_within_a_minute(paced: Harness) -> None:
+    """Under Slack's limits, 300 approvals from one agent session: at most 30 messages; within 60 s of the first
+    proposal every one is reachable from a message with live controls; Approve all on the biggest group is recorded
+    and shown on its card within 10 s; Slack never had to refuse a call made too early."""
+    first_at = paced.clock.now()
+    ids = []
+    for i in range(300):
+        p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": str(i)}, session_id="flood"))
+        assert p.approval is not None
+        ids.append(p.approval.id)
+    while len(await reachable(paced, ids)) < 300:
+        assert paced.clock.now() - first_at <= 60, f"{len(await reachable(paced, ids))} of 300 reachable after 60 s"
+        await run_clock(paced, lambda: True, most=1)  # let what the last second allowed go out
+        paced.clock.advance(1.0)
+        pacer_of(paced).clock_moved()
+    messages = [m for ch in ("refund-approvals", "finance-approvals") for m in paced.cards(ch)]
+    assert len(messages) <= 30, [m.text for m in messages]
+
+    biggest = max(messages, key=lambda m: int(m.text.split(" × ")[0]) if " × " in m.text else 1)
+    members = await paced.rt.store.messages.shown_on(MessageRef(channel=biggest.channel, ts=biggest.ts))
+    assert len(members) >= 100
+    finance = paced.state.channel("finance-approvals")
+    role_member = "U_FIN1" if finance is not None and biggest.channel == finance.id else "U_SUPPORT1"
+    clicked_at = paced.clock.now()
+    click = asyncio.ensure_future(paced.slack.click(role_member, copy.deepcopy(biggest), ACTION_GROUP_APPROVE))
+
+    n = len(members)
+    done_text = {
+        f"{n} × refund from agent:riley: all {n} decided",
+        f"{n} × refund from agent:riley: {n} of {n} need approval, {n} with a vote of 2",
+    }
+
+    def shown() -> bool:  # the card says every member is decided (or, two approvers each, has its first vote)
+        now = next(m for m in paced.state.messages if m.ts == biggest.ts and m.channel == biggest.channel)
+        return click.done() and now.text in done_text
+
+    await run_clock(paced, shown, most=10)
+    assert (await click).status == 200
+    assert paced.clock.now() - clicked_at <= 10
+    decided = [await paced.rt.store.approvals.get(i) for i in members]
+    assert all(len(a.approvers) == 1 for a in decided)  # recorded: one vote each (a quorum of two still waits)
+    await clocked(paced, paced.settle())  # the rest of the card updates, at Slack's pace
+    assert paced.state.limits.early == 0

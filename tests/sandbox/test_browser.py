@@ -533,6 +533,58 @@ async def test_the_docs_show_a_card_that_cannot_mislead(tmp_path: Path) -> None:
         await sb.close()
 
 
+async def test_the_docs_show_a_flood_as_one_group_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Slack page's group card: twelve refunds one agent session asked for together, on one card, decided
+    together from the browser (Approve all, through Slack's confirmation) and one by one (Open)."""
+    from hitl.engine.domain.requests import ProposeRequest
+    from hitl.engine.runtime.compose import compose
+    from hitl.testing import FakeClock
+
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    clock = FakeClock()
+    config = refund_example() / "hitl.yaml"
+    agent_store = SqliteStore(tmp_path / "hitl.db")  # an agent process, before the sandbox: twelve at once
+    try:
+        agent = compose(store=agent_store, clock=clock, config_path=str(config)).service
+        for i in range(12):
+            args = {"order_id": f"{78400 + i}", "customer_id": f"C-{2100 + i}", "amount": 15 + 5 * i}
+            p = await agent.propose(
+                ProposeRequest("refund", args, session_id="ses_DOCS000020", requester="agent:riley")
+            )
+            assert p.approval is not None
+            clock.advance(1)  # one a second: the card lists them oldest first
+    finally:
+        await agent_store.close()
+    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
+    sb.state.clock = clock.now
+    try:
+        await sb.rt.ctx.notifier.sweep()  # what queued together goes on one card
+        async with browser_page(height=1400) as page:
+            await page.goto(f"{sb.url}/?as=U_SUPPORT1")
+            [posted] = [m for m in sb.state.messages if " × refund" in m.text]
+            found = page.locator(f".msg[data-ts='{posted.ts}']")
+            await expect(found).to_contain_text("total 510 USD over 12", timeout=15000)
+            await expect(found).to_contain_text("…and 7 more")
+            await sb.rt.ctx.notifier.flush()
+            await sb.rt.ctx.home.settled()
+            await steady_shot(page, sb, found, "card-group")
+
+            await found.get_by_role("button", name="Open").first.click()  # one member's own card, for me alone
+            mine = page.locator(".msg.ephemeral", has_text="Approval needed: Refund USD 15.00").first
+            await expect(mine).to_contain_text("Only visible to you", timeout=15000)
+            await mine.get_by_role("button", name="Approve").first.click()
+            await expect(found).to_contain_text("Approval needed: 11 × refund", timeout=15000)
+
+            await found.get_by_role("button", name="Approve all 11").click()
+            await expect(page.locator(".modal")).to_contain_text("Approve all 11?")
+            await page.click("#confirm-ok")
+            await expect(found).to_contain_text("Decided: 12 × refund", timeout=15000)
+            await expect(found).to_contain_text("12 approved")
+            await expect(found.get_by_role("button")).to_have_count(0)
+    finally:
+        await sb.close()
+
+
 async def test_every_code_block_of_the_docs_reads_whole_at_1280_pixels(tmp_path: Path) -> None:
     """Each page of the built site in Chromium at 1280 px: no code block runs under the page's edge (a long line
     wraps), so nothing a reader copies from a block was out of sight."""

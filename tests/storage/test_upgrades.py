@@ -12,6 +12,9 @@ writes the kind those meant, and the approval reads back exactly as it was other
 Alert states (schema 10 on SQLite, 6 on PostgreSQL, the upgrade on Redis): a space of their own. An older hitl
 kept each as a run record named ``alert:<name>``; the upgrade moves it, and leaves a caller's own run of such a name.
 
+Group cards (schema 13 on SQLite, 9 on PostgreSQL, a new key on Redis): one message may show several approvals. A
+card an older hitl posted stays where it was, and a second approval can now be recorded on one message.
+
 Redis key layout 2: a caller's id inside a run, claim or window key is encoded. A Redis store upgrades at its first
 operation (as SQLite and PostgreSQL migrate as they open), so a claim an older hitl recorded is found, never made again.
 """
@@ -27,6 +30,7 @@ from typing import Any
 import asyncpg
 
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
+from hitl.engine.domain.records import MessageRef
 from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.postgres import PostgresStore
 from hitl.engine.storage.postgres.rows import write_approval
@@ -72,6 +76,21 @@ async def _kinds_read_back(store: SqliteStore | RedisStore | PostgresStore, olde
         assert await store.approvals.get(a.id) == a
 
 
+_OLD_CARD = MessageRef(channel="C_OLD", ts="1700000000.000100")
+
+
+async def _groups_work_after(
+    store: SqliteStore | RedisStore | PostgresStore, carded: Approval, clock: FakeClock
+) -> None:
+    """The card an older hitl recorded is read as before; a second approval can now share its message."""
+    assert await store.messages.get(carded.id) == _OLD_CARD
+    assert await store.messages.shown_on(_OLD_CARD) == [carded.id]
+    other = make_approval(now=clock.now(), key="grouped-after")
+    await store.approvals.create(other)
+    await store.messages.set(other.id, _OLD_CARD)
+    assert await store.messages.shown_on(_OLD_CARD) == sorted([carded.id, other.id])
+
+
 async def _trust_works_after(store: SqliteStore | RedisStore | PostgresStore, clock: FakeClock) -> None:
     """The upgraded store: the old grant does not count for anyone, the approval written before is intact, and a
     Trust decided now writes its grant for the approval's requester."""
@@ -110,6 +129,10 @@ async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_pat
                 "VALUES (?, 'pending', 1, ?, ?, 'support', ?, ?)",
                 (a.id, a.created_at, a.expires_at, a.requester, json.dumps(doc)),
             )
+        db.execute(
+            "INSERT INTO messages (approval_id, channel, ts) VALUES (?, ?, ?)",
+            (earlier.id, _OLD_CARD.channel, _OLD_CARD.ts),
+        )
         for run_id, version, data in (("alert:stale", 3, ALERT), ("alert:mine", 1, CALLERS_RUN)):
             db.execute(
                 "INSERT INTO checkpoints (run_id, version, data, updated_at, status) VALUES (?, ?, ?, 1.0, ?)",
@@ -121,6 +144,7 @@ async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_pat
         await _kinds_read_back(store, older)
         await _trust_works_after(store, clock)
         await _alerts_moved(store)
+        await _groups_work_after(store, earlier, clock)
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
@@ -152,6 +176,12 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
         async with conn.transaction():
             await write_approval(conn, earlier, insert=True)
             await insert_older_audit(conn, audit_for_creation(earlier))
+            await conn.execute(
+                "INSERT INTO messages (approval_id, channel, ts) VALUES ($1, $2, $3)",
+                earlier.id,
+                _OLD_CARD.channel,
+                _OLD_CARD.ts,
+            )
             for a, doc in older:
                 await conn.execute(
                     "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, "
@@ -181,6 +211,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
         await _kinds_read_back(store, older)
         await _trust_works_after(store, clock)
         await _alerts_moved(store)
+        await _groups_work_after(store, earlier, clock)
     finally:
         await store.close()
     conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
@@ -236,6 +267,10 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
     legacy = c.legacy_trust_key(_OLD_SESSION)
     await c.r.hset(legacy, "refund", json.dumps([clock.now() + 3600, "U_SUPPORT1"]))
     await c.r.sadd(c.legacy_trust_sessions_key, _OLD_SESSION)
+    carded = make_approval(now=clock.now(), key="carded")  # a card as an older hitl recorded it: one string key
+    await redis_store.approvals.create(carded)
+    await c.r.hset(c.message_key(carded.id), mapping={"channel": _OLD_CARD.channel, "ts": _OLD_CARD.ts})
+    await c.r.set(c.message_ref_key(_OLD_CARD.channel, _OLD_CARD.ts), carded.id)
 
     upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)  # this release, starting
     try:
@@ -254,6 +289,8 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
         window = await upgraded.windows.stats("cap:{bob}", now=clock.now(), window=3600)
         assert (window.count, window.total) == (1, 40.0)
         await _trust_works_after(upgraded, clock)
+        assert await upgraded.messages.shown_on(_OLD_CARD) == [carded.id]
+        assert await upgraded.messages.approval_for(_OLD_CARD) == carded.id
         assert await upgraded.migrate() == []  # again, on purpose: nothing is encoded twice
         assert (await upgraded.runs.load("a%3Ab")) == odd
         assert (await upgraded.ledger.get("ses_old:pay:1")) is not None

@@ -53,8 +53,21 @@ class PgMessages:
     async def approval_for(self, ref: MessageRef) -> str | None:
         async def tx(c: Conn) -> str | None:
             found = await c.fetchval(
-                "SELECT approval_id FROM messages WHERE channel = $1 AND ts = $2", ref.channel, ref.ts
+                "SELECT approval_id FROM messages WHERE channel = $1 AND ts = $2 ORDER BY approval_id LIMIT 1",
+                ref.channel,
+                ref.ts,
             )
             return str(found) if found is not None else None
+
+        return await self.db.run(tx, write=False)
+
+    async def shown_on(self, ref: MessageRef) -> list[str]:
+        async def tx(c: Conn) -> list[str]:
+            rows = await c.fetch(
+                "SELECT approval_id FROM messages WHERE channel = $1 AND ts = $2 ORDER BY approval_id",
+                ref.channel,
+                ref.ts,
+            )
+            return [str(r[0]) for r in rows]
 
         return await self.db.run(tx, write=False)

@@ -237,6 +237,13 @@ CREATE TABLE IF NOT EXISTS call_holds (
 );
 """
 
+_V9 = """
+-- One message may show several approvals (a group card): a message's channel and ts are no longer unique to one
+-- approval, and are indexed to list the approvals one message shows.
+ALTER TABLE messages DROP CONSTRAINT IF EXISTS messages_channel_ts_key;
+CREATE INDEX IF NOT EXISTS messages_by_ref ON messages (channel, ts);
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -246,5 +253,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (6, _V6),
     (7, _V7),
     (8, _V8),
+    (9, _V9),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

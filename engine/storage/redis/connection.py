@@ -324,8 +324,12 @@ class RedisConnection:
         return f"{self.p}:{{{approval_id}}}:msg"
 
     def message_ref_key(self, channel: str, ts: str) -> str:
-        """Which approval a posted card shows."""
+        """Which approval a posted card shows, as an older hitl wrote it (a string); read when the set is empty."""
         return f"{self.p}:msgref:{channel}:{ts}"
+
+    def message_shown_key(self, channel: str, ts: str) -> str:
+        """Which approvals a posted message shows (a sorted set: one for a card, each member for a group card)."""
+        return f"{self.p}:msgshown:{channel}:{ts}"
 
     def trust_key(self, session_id: str) -> str:
         """A session's trust grants (a hash: ``[requester, tool]`` as JSON -> ``[until, by]``); the session, a

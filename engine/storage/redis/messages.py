@@ -24,12 +24,12 @@ class RedisMessages:
         return self.conn.message_key(approval_id)
 
     def _by_message(self, ref: MessageRef) -> str:
-        return self.conn.message_ref_key(ref.channel, ref.ts)
+        return self.conn.message_shown_key(ref.channel, ref.ts)
 
     async def set(self, approval_id: str, ref: MessageRef) -> None:
         async with self.r.pipeline(transaction=False) as pipe:
             pipe.hset(self._by_approval(approval_id), mapping={"channel": ref.channel, "ts": ref.ts})
-            pipe.set(self._by_message(ref), approval_id)
+            pipe.zadd(self._by_message(ref), {approval_id: 0})  # one sorted set: its members in id order
             await pipe.execute()
 
     async def get(self, approval_id: str) -> MessageRef | None:
@@ -49,5 +49,12 @@ class RedisMessages:
         return MessageRef(channel=text(channel), ts=text(ts)), approval
 
     async def approval_for(self, ref: MessageRef) -> str | None:
-        v = await self.r.get(self._by_message(ref))
-        return text(v) if v is not None else None
+        shown = await self.shown_on(ref)
+        return shown[0] if shown else None
+
+    async def shown_on(self, ref: MessageRef) -> list[str]:
+        shown = [text(m) for m in await self.r.zrange(self._by_message(ref), 0, -1)]
+        if shown:
+            return shown
+        older = await self.r.get(self.conn.message_ref_key(ref.channel, ref.ts))  # a card an older hitl posted
+        return [text(older)] if older is not None else []

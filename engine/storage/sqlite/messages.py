@@ -44,8 +44,19 @@ class SqliteMessages:
     async def approval_for(self, ref: MessageRef) -> str | None:
         def tx(c: sqlite3.Connection) -> str | None:
             row = c.execute(
-                "SELECT approval_id FROM messages WHERE channel = ? AND ts = ?", (ref.channel, ref.ts)
+                "SELECT approval_id FROM messages WHERE channel = ? AND ts = ? ORDER BY approval_id LIMIT 1",
+                (ref.channel, ref.ts),
             ).fetchone()
             return str(row[0]) if row else None
+
+        return await self.db.run(tx, write=False)
+
+    async def shown_on(self, ref: MessageRef) -> list[str]:
+        def tx(c: sqlite3.Connection) -> list[str]:
+            rows = c.execute(
+                "SELECT approval_id FROM messages WHERE channel = ? AND ts = ? ORDER BY approval_id",
+                (ref.channel, ref.ts),
+            )
+            return [str(r[0]) for r in rows]
 
         return await self.db.run(tx, write=False)

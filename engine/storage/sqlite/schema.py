@@ -4,7 +4,8 @@ file's write lock (so two processes opening it at once apply each once), or by `
 
 Version 7 brings any earlier file (the versions before migrations were listed) up to the tables of :data:`SCHEMA`; a
 change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
-:data:`ALERT_STATES`; 11: the view a decider saw, in the audit), never made by editing one that was released."""
+:data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
+approvals), never made by editing one that was released."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hitl.engine.domain.models import kind_of_older
 
 __all__ = ["ALERT_STATES", "MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "TRUST_GRANTS", "add_missing_columns"]
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -266,6 +267,19 @@ def _to_12(c: sqlite3.Connection) -> None:
     c.execute("CREATE TABLE IF NOT EXISTS call_holds (key TEXT PRIMARY KEY, until REAL NOT NULL) WITHOUT ROWID")
 
 
+def _to_13(c: sqlite3.Connection) -> None:
+    """One message may show several approvals (a group card): a message's channel and ts are no longer unique to one
+    approval, and are indexed to list the approvals one message shows. SQLite drops a constraint only by building
+    the table again."""
+    c.execute(
+        "CREATE TABLE messages_13 (approval_id TEXT PRIMARY KEY, channel TEXT NOT NULL, ts TEXT NOT NULL) WITHOUT ROWID"
+    )
+    c.execute("INSERT INTO messages_13 (approval_id, channel, ts) SELECT approval_id, channel, ts FROM messages")
+    c.execute("DROP TABLE messages")
+    c.execute("ALTER TABLE messages_13 RENAME TO messages")
+    c.execute("CREATE INDEX IF NOT EXISTS messages_by_ref ON messages (channel, ts)")
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -273,6 +287,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (10, _to_10),
     (11, _to_11),
     (12, _to_12),
+    (13, _to_13),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -38,6 +38,24 @@ class RecordsConformance:
         assert await store.messages.approval_for(ref) == a.id
         assert await store.messages.approval_for(MessageRef(channel="C123", ts="1")) is None
 
+    async def test_one_message_can_show_several_approvals(self, store: Store, clock: FakeClock) -> None:
+        members = [make_approval(now=clock.now(), key=f"group-{i}") for i in range(3)]
+        for a in members:
+            await store.approvals.create(a)
+        group = MessageRef(channel="C123", ts="1700000000.000400")
+        alone = MessageRef(channel="C123", ts="1700000000.000500")
+        for a in members[:2]:
+            await store.messages.set(a.id, group)
+        await store.messages.set(members[2].id, alone)
+        first_two = sorted(a.id for a in members[:2])
+        assert await store.messages.shown_on(group) == first_two  # sorted by id, whatever order they were set in
+        assert await store.messages.shown_on(alone) == [members[2].id]
+        assert await store.messages.shown_on(MessageRef(channel="C123", ts="1")) == []
+        assert await store.messages.approval_for(group) == first_two[0]
+        assert [await store.messages.get(a.id) for a in members] == [group, group, alone]
+        shown = await store.messages.card(members[1].id)
+        assert shown is not None and shown[0] == group and shown[1].id == members[1].id
+
     async def test_a_card_is_read_with_the_approval_it_shows(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now(), key="card")
         await store.approvals.create(a)

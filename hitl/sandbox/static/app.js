@@ -6,7 +6,7 @@ const EMOJI = {
   ballot_box_with_check: "☑️", arrows_counterclockwise: "🔄", gear: "⚙️", information_source: "ℹ️",
   alarm_clock: "⏰", checkered_flag: "🏁", grey_question: "❔", tada: "🎉", no_entry_sign: "🚫",
   octagonal_sign: "🛑", rotating_light: "🚨", mortar_board: "🎓", bust_in_silhouette: "👤",
-  busts_in_silhouette: "👥", mag: "🔍", scissors: "✂️",
+  busts_in_silhouette: "👥", mag: "🔍", scissors: "✂️", package: "📦", abacus: "🧮", bar_chart: "📊",
 };
 const ui = { user: null, channel: null, data: null, busy: false, view: "channel", highlight: null };
 
@@ -129,11 +129,26 @@ function renderRich(block, parent) {
   parent.appendChild(box);
 }
 
+function makeButton(e, message, viewId) {
+  const btn = el("button", "btn" + (e.style ? " " + e.style : ""), e.text.text);
+  btn.type = "button";
+  btn.dataset.actionId = e.action_id;
+  if (message) btn.addEventListener("click", () => clickButton(message, e));
+  else btn.addEventListener("click", () => act({ kind: "view_click", view_id: viewId, action_id: e.action_id, value: e.value }));
+  return btn;
+}
+
 function renderBlocks(blocks, parent, message, viewId) {
   for (const b of blocks || []) {
     if (b.type === "header") { const h = el("div", "b-header"); renderText(b.text, h); parent.appendChild(h); }
     else if (b.type === "section") {
-      if (b.text) { const s = el("div", "b-section"); renderText(b.text, s); parent.appendChild(s); }
+      const accessory = b.accessory && b.accessory.type === "button" && (message || viewId) ? b.accessory : null;
+      if (b.text && accessory) {  // as Slack draws it: the text, its button at the right
+        const row = el("div", "b-accessory-row");
+        const s = el("div", "b-section"); renderText(b.text, s); row.appendChild(s);
+        row.appendChild(makeButton(accessory, message, viewId));
+        parent.appendChild(row);
+      } else if (b.text) { const s = el("div", "b-section"); renderText(b.text, s); parent.appendChild(s); }
       if (b.fields) {
         const grid = el("div", "b-fields");
         for (const f of b.fields) { const c = el("div"); renderText(f, c); grid.appendChild(c); }
@@ -149,12 +164,7 @@ function renderBlocks(blocks, parent, message, viewId) {
       const row = el("div", "b-actions");
       for (const e of b.elements || []) {
         if (e.type !== "button") continue;
-        const btn = el("button", "btn" + (e.style ? " " + e.style : ""), e.text.text);
-        btn.type = "button";
-        btn.dataset.actionId = e.action_id;
-        if (message) btn.addEventListener("click", () => clickButton(message, e));
-        else btn.addEventListener("click", () => act({ kind: "view_click", view_id: viewId, action_id: e.action_id, value: e.value }));
-        row.appendChild(btn);
+        row.appendChild(makeButton(e, message, viewId));
       }
       parent.appendChild(row);
     }

@@ -1,0 +1,253 @@
+"""A group card: like approvals a flood brought together (:mod:`hitl.engine.domain.grouping`), on one message.
+
+It says how many, whose, for which tool, what they add up to, and lists the first few, each one click from its own
+card (every control of a single card). "View all" lists every member. "Approve all" and "Reject all" decide every
+pending member the card shows, bound to the group's digest; a card drawn for another set of members is refused.
+Like a single card, hitl's own words come from structured fields, and each member's summary is escaped as
+untrusted text; no member's evidence is on the group card (its own card shows it, apart from the controls).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from hitl.bot.blocks import expires_in, halt_notice, when, who
+from hitl.bot.button_values import button_value
+from hitl.bot.controls import button, confirm_dialog
+from hitl.bot.escape import label
+from hitl.engine.domain.grouping import KeyAmount, decidable_together, group_digest, in_order, key_amounts
+from hitl.engine.domain.halts import HaltOrder
+from hitl.engine.domain.hashing import short_hash
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.presentation import Presentation, present
+
+__all__ = [
+    "ACTION_GROUP_APPROVE",
+    "ACTION_GROUP_OPEN",
+    "ACTION_GROUP_PAGE",
+    "ACTION_GROUP_REJECT",
+    "ACTION_GROUP_VIEW",
+    "FIRST_FEW",
+    "PAGE_SIZE",
+    "group_card",
+    "group_text",
+    "group_value",
+    "member_list_view",
+    "parse_group_value",
+    "parse_page_value",
+]
+
+ACTION_GROUP_APPROVE = "hitl_group_approve"
+ACTION_GROUP_REJECT = "hitl_group_reject"
+ACTION_GROUP_VIEW = "hitl_group_view"
+ACTION_GROUP_OPEN = "hitl_group_open"
+ACTION_GROUP_PAGE = "hitl_group_page"
+FIRST_FEW = 5
+"""Members listed on the card itself; "View all" lists the rest."""
+PAGE_SIZE = 20
+"""Members per page of "View all" (a modal holds at most 100 blocks)."""
+
+_GROUP_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([0-9a-f]{64})", re.ASCII)
+_PAGE_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([0-9]{1,5})", re.ASCII)
+
+Headline = Callable[[Approval], Presentation]
+
+
+def group_value(leader: str, digest: str) -> str:
+    """What a group's buttons carry: its first member's id (which names its message) and the group's digest."""
+    return f"{leader}|{digest}"
+
+
+def parse_group_value(value: str) -> tuple[str, str] | None:
+    """``(first member's id, group digest)``, or None for anything malformed or tampered with."""
+    m = _GROUP_VALUE.fullmatch(value) if isinstance(value, str) else None
+    return (m.group(1), m.group(2)) if m else None
+
+
+def parse_page_value(value: str) -> tuple[str, int] | None:
+    """``(first member's id, page)`` of a "View all" page button, or None."""
+    m = _PAGE_VALUE.fullmatch(value) if isinstance(value, str) else None
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def group_text(members: Sequence[Approval]) -> str:
+    """The notification text (shown in notifications and by clients without blocks)."""
+    pending = sum(a.is_open for a in members)
+    voted = sum(a.is_open and bool(a.approvers) for a in members)
+    first = members[0]
+    state = f"{pending} of {len(members)} need approval" if pending else f"all {len(members)} decided"
+    votes = f", {voted} with a vote of {first.quorum}" if voted else ""
+    return f"{len(members)} × {label(first.tool, 80)} from {label(first.requester, 60)}: {state}{votes}"
+
+
+def group_card(
+    members: Sequence[Approval],
+    *,
+    now: float,
+    halt: HaltOrder | None = None,
+    currencies: Mapping[str, str] | None = None,
+    view_of: Headline | None = None,
+) -> list[dict[str, Any]]:
+    """The group card for ``members`` (two or more) as they now stand. ``currencies``: the tool's declared money
+    fields (the amounts the card adds up); ``view_of``: each member's one view (its headline)."""
+    everyone = in_order(members)
+    pending = [a for a in everyone if a.is_open]
+    first, leader = everyone[0], min(a.id for a in everyone)
+    tool = label(first.tool, 60)
+    heading = (
+        f"Approval needed: {len(pending)} × {first.tool}" if pending else f"Decided: {len(everyone)} × {first.tool}"
+    )
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": heading[:150], "emoji": False}},
+        {"type": "section", "fields": _fields(first, pending, now)},
+    ]
+    if halt is not None and pending:
+        text = f"{halt_notice(halt)}. None can be approved until an admin lifts the halt; Reject still works."
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}})
+    shown = pending or everyone
+    amounts = key_amounts(shown, currencies)
+    lines = [f":package: *{len(everyone)} requests* for `{tool}`, grouped as they came in together"]
+    lines += [_amount_line(k, len(shown)) for k in amounts]
+    lines.append(_tally(everyone))
+    blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True}})
+    reasons = list(dict.fromkeys(r for a in shown for r in (view_of(a) if view_of else present(a)).reasons))
+    if reasons:
+        why = "\n".join(f"• {label(r, 300)}" for r in reasons[:4])
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f":mag: *Why they need review*\n{why}"}})
+    for a in pending[:FIRST_FEW]:
+        blocks.append(_member_line(a, view_of))
+    if len(pending) > FIRST_FEW:
+        more = f"…and {len(pending) - FIRST_FEW} more. *View all* lists every one."
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": more}]})
+    if pending:
+        blocks += [{"type": "divider"}, _controls(pending, leader, amounts, halted=halt is not None)]
+    digest = group_digest(pending)
+    ids = f"Group of `{leader}` · {len(everyone)} approvals · digest `{short_hash(digest)}`"
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": ids}]})
+    return blocks
+
+
+def member_list_view(members: Sequence[Approval], page: int, *, view_of: Headline | None = None) -> dict[str, Any]:
+    """ "View all": every pending member, a page at a time, each one click from its own card."""
+    everyone = in_order(members)
+    pending = [a for a in everyone if a.is_open]
+    leader = min(a.id for a in everyone)
+    pages = max(1, -(-len(pending) // PAGE_SIZE))
+    page = min(max(page, 0), pages - 1)
+    start = page * PAGE_SIZE
+    head = f"*{len(pending)} pending* of {len(everyone)} · `{label(everyone[0].tool, 60)}` · page {page + 1} of {pages}"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": head}}]
+    blocks += [_member_line(a, view_of) for a in pending[start : start + PAGE_SIZE]]
+    turns = [
+        button(ACTION_GROUP_PAGE, label_, f"{leader}|{n}")
+        for label_, n, ok in (("Previous", page - 1, page > 0), ("Next", page + 1, page + 1 < pages))
+        if ok
+    ]
+    if turns:
+        blocks.append({"type": "actions", "block_id": "hitl_group_pages", "elements": turns})
+    return {
+        "type": "modal",
+        "callback_id": "hitl_group_list",
+        "title": {"type": "plain_text", "text": "Every request", "emoji": False},
+        "close": {"type": "plain_text", "text": "Close", "emoji": False},
+        "private_metadata": leader,
+        "blocks": blocks,
+    }
+
+
+def _fields(first: Approval, pending: Sequence[Approval], now: float) -> list[dict[str, Any]]:
+    approvers = label(first.required_role or "any reviewer", 60) + (
+        f" · {first.quorum} each" if first.quorum > 1 else ""
+    )
+    requested = who(first.requester) + (f"\nvia {label(first.asked_by, 120)}" if first.asked_by else "")
+    fields = [
+        {"type": "mrkdwn", "text": f":bust_in_silhouette: *Requested by*\n{requested}"},
+        {"type": "mrkdwn", "text": f":busts_in_silhouette: *Approvers*\n{approvers}"},
+    ]
+    if pending:
+        soonest = min(pending, key=lambda a: a.expires_at)
+        text = f":alarm_clock: *First expires*\n{when(soonest.expires_at)}{expires_in(soonest, now)}"
+        fields.append({"type": "mrkdwn", "text": text})
+    return fields
+
+
+def _amount_line(k: KeyAmount, n: int) -> str:
+    unit = f" {label(k.currency, 8)}" if k.currency else ""
+    span = f" · each from `{_num(k.low)}` to `{_num(k.high)}`" if k.low != k.high else f" · `{_num(k.low)}` each"
+    return f":abacus: *{label(k.name, 60)}*: total `{_num(k.total)}`{unit} over {n}{span}"
+
+
+def _num(d: Decimal) -> str:
+    """Exact, with thousands marked: ``12,345.5`` (never rounded: a total a reviewer checks must be the sum)."""
+    whole, _, frac = f"{abs(d):f}".partition(".")
+    return ("-" if d < 0 else "") + f"{int(whole):,}" + (f".{frac}" if frac else "")
+
+
+def _tally(everyone: Sequence[Approval]) -> str:
+    counts: dict[str, int] = {}
+    for a in everyone:
+        state = "pending" if a.is_open else str(a.status)
+        counts[state] = counts.get(state, 0) + 1
+    order = ["pending", *(str(s) for s in Status if s is not Status.PENDING)]
+    line = ":bar_chart: " + " · ".join(f"{counts[s]} {s}" for s in order if s in counts)
+    voted = [a for a in everyone if a.is_open and a.approvers]
+    if voted:  # a quorum of two or more: how far the pending ones are
+        line += f" · {len(voted)} of the pending have {_votes(voted)}"
+    return line
+
+
+def _votes(voted: Sequence[Approval]) -> str:
+    counts = sorted({len(a.approvers) for a in voted})
+    have = counts[0] if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    return f"{have} of {voted[0].quorum} approvals"
+
+
+def _member_line(a: Approval, view_of: Headline | None) -> dict[str, Any]:
+    """One member: its id and headline (escaped, untrusted), and a button to its own card."""
+    headline = (view_of(a) if view_of else present(a)).headline
+    return {
+        "type": "section",
+        "block_id": f"hitl_member:{a.id}",
+        "text": {"type": "mrkdwn", "text": f"`{a.id}` {label(headline, 240)}", "verbatim": True},
+        "accessory": button(ACTION_GROUP_OPEN, "Open", button_value(a)),
+    }
+
+
+def _controls(pending: Sequence[Approval], leader: str, amounts: list[KeyAmount], *, halted: bool) -> dict[str, Any]:
+    """Approve all and Reject all (each bound to the digest of exactly these members), and View all. A group whose
+    members each ask for more than a click is decided one by one: View all alone."""
+    value = group_value(leader, group_digest(pending))
+    n = len(pending)
+    buttons: list[dict[str, Any]] = []
+    if decidable_together(pending):
+        sums = "; ".join(f"{k.name} totals {_num(k.total)}" for k in amounts)
+        if not halted:
+            say = f"Each of the {n} runs once, as its own card shows it. {sums}".strip()
+            buttons.append(
+                button(
+                    ACTION_GROUP_APPROVE,
+                    f"Approve all {n}",
+                    value,
+                    style="primary",
+                    confirm=confirm_dialog(f"Approve all {n}?", say, "Approve all"),
+                )
+            )
+        why = (
+            "You will be asked for a reason (required)."
+            if any(a.reason_required for a in pending)
+            else "You can say why (optional)."
+        )
+        buttons.append(
+            button(
+                ACTION_GROUP_REJECT,
+                f"Reject all {n}",
+                value,
+                style="danger",
+                confirm=confirm_dialog(f"Reject all {n}?", f"None of them will run. {why}", "Reject all", danger=True),
+            )
+        )
+    buttons.append(button(ACTION_GROUP_VIEW, "View all", value))
+    return {"type": "actions", "block_id": f"hitl_group:{leader}", "elements": buttons}

@@ -1,0 +1,129 @@
+"""Deciding a group card's members together: one click, each member decided in its own atomic step.
+
+The click carries the group's digest (:func:`hitl.engine.domain.grouping.group_digest`): the id, version and action
+hash of every pending member the card showed. A group that no longer has that digest (a member decided, edited or
+purged since the card was drawn) is refused whole and audited, and the card is drawn again. Otherwise each member
+is decided at the version the digest named, so a member that moves while the others are being decided is refused
+on its own (``stale_version``, audited by the core) and stays pending on the card, shown again.
+
+Every member's decision is recorded before the person hears anything about it. The click itself is answered at once
+with an empty acknowledgement (a group can take longer than Slack's 3 s to record); what was decided is told after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from hitl.bot.context import BotContext
+from hitl.bot.decisions import refusal_text
+from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.grouping import decidable_together, group_digest, in_order
+from hitl.engine.domain.hashing import short_hash
+from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.practice import is_practice
+from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.errors import EngineError, ErrorCode, NotFound
+
+__all__ = ["GroupOutcome", "decide_group", "group_members"]
+
+log = logging.getLogger(__name__)
+_AT_ONCE = 8
+"""Members decided at the same time (each its own atomic step; the store orders them)."""
+
+
+@dataclass
+class GroupOutcome:
+    """What a decision on a group did: the members decided, and each member refused with why."""
+
+    decided: list[Approval] = field(default_factory=list)
+    refused: list[tuple[Approval, EngineError]] = field(default_factory=list)
+    refusal: str | None = None
+    """Why nothing was decided (a changed group, a stranger), in the clicker's words; None otherwise."""
+
+    def text(self, kind: DecisionKind) -> str:
+        """What the person who decided is told."""
+        if self.refusal is not None:
+            return self.refusal
+        verb = "Approved" if kind is DecisionKind.APPROVE else "Rejected"
+        n, total = len(self.decided), len(self.decided) + len(self.refused)
+        lines = [f":white_check_mark: {verb} {n} of {total}."]
+        if self.refused:
+            codes = sorted({str(exc.code) for _, exc in self.refused})
+            lines.append(
+                f":arrows_counterclockwise: {len(self.refused)} were not ({', '.join(codes)}): they changed meanwhile, "
+                "and the card shows them again."
+            )
+        practice = sum(is_practice(a) for a in self.decided)
+        if practice:
+            lines.append(f":mortar_board: {practice} of them were practice requests: nothing ran for those.")
+        return "\n".join(lines)
+
+
+async def group_members(ctx: BotContext, leader: str) -> list[Approval] | None:
+    """Every approval on the message ``leader`` names (its first member), as they now stand, in card order; None
+    when ``leader`` is not the first member of any message."""
+    ref = await ctx.store.messages.get(leader)
+    if ref is None:
+        return None
+    ids = await ctx.store.messages.shown_on(ref)
+    if not ids or min(ids) != leader:
+        return None
+    found = await asyncio.gather(*(_current(ctx, i) for i in ids))
+    return in_order([a for a in found if a is not None])
+
+
+async def _current(ctx: BotContext, approval_id: str) -> Approval | None:
+    try:
+        return await ctx.store.approvals.get(approval_id)
+    except NotFound:
+        return None
+
+
+async def decide_group(
+    ctx: BotContext, user_id: str, leader: str, digest: str, kind: DecisionKind, *, reason: str | None = None
+) -> GroupOutcome:
+    """Decide every pending member of ``leader``'s group as ``user_id``, bound to ``digest``."""
+    members = await group_members(ctx, leader)
+    if members is None:
+        await ctx.lifecycle.refused(leader, user_id, "tampered_button", f"group {kind} naming no group card")
+        return GroupOutcome(refusal=":warning: This button is not valid (it may have been altered). Nothing changed.")
+    pending = [a for a in members if a.is_open]
+    if group_digest(pending) != digest:
+        detail = f"group {kind} on digest {short_hash(digest)}, which is no longer the group's"
+        await ctx.lifecycle.refused(leader, user_id, ErrorCode.STALE_VERSION, detail)
+        ctx.notifier.kick()
+        return GroupOutcome(
+            refusal=":arrows_counterclockwise: This group changed since its card was drawn (a request in it was "
+            "decided or changed). Nothing was decided: use the updated card."
+        )
+    if not decidable_together(pending):
+        await ctx.lifecycle.refused(leader, user_id, ErrorCode.INVALID_INPUT, f"group {kind} on one-by-one requests")
+        return GroupOutcome(refusal=":no_entry: These requests are decided one by one: open each from the card.")
+    reviewer = await ctx.reviewers.reviewer(user_id)
+    if not eligible(pending[0], reviewer):  # the members share who may decide them: one refusal says it for all
+        code = ErrorCode.SELF_APPROVAL if reviewer.id == pending[0].requester else ErrorCode.NOT_ELIGIBLE
+        await ctx.lifecycle.refused(leader, user_id, code, f"group {kind} of {len(pending)}")
+        return GroupOutcome(refusal=refusal_text(EngineError("", code=code), pending[0]))
+    out = GroupOutcome()
+    gate = asyncio.Semaphore(_AT_ONCE)
+    via = f"slack:group:{short_hash(digest)}"
+
+    async def one(a: Approval) -> None:
+        request = DecideRequest(
+            a.id, reviewer, kind, expected_version=a.version, expected_hash=a.action_hash, reason=reason, via=via
+        )
+        async with gate:
+            try:
+                done = await ctx.lifecycle.decide(request, resume="queue", seen=a)
+            except EngineError as exc:
+                out.refused.append((a, exc))
+                return
+        out.decided.append(done.approval)
+        ctx.metrics.decided(done.approval, kind, ctx.clock.now())
+
+    await asyncio.gather(*(one(a) for a in pending))
+    if out.refused:
+        log.info("a group %s by %s left %d of %d members refused", kind, user_id, len(out.refused), len(pending))
+    return out

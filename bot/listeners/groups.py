@@ -1,0 +1,167 @@
+"""A group card's buttons: Approve all, Reject all (its reason form), View all (and its pages), and each member's
+Open, which shows that member's own card, every control included, to the person who clicked."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
+
+from hitl.bot.blocks import card_text
+from hitl.bot.button_values import parse_button_value
+from hitl.bot.context import BotContext
+from hitl.bot.errors import BotError
+from hitl.bot.group_cards import (
+    ACTION_GROUP_APPROVE,
+    ACTION_GROUP_OPEN,
+    ACTION_GROUP_PAGE,
+    ACTION_GROUP_REJECT,
+    ACTION_GROUP_VIEW,
+    member_list_view,
+    parse_group_value,
+    parse_page_value,
+)
+from hitl.bot.group_decisions import decide_group, group_members
+from hitl.bot.modals import CALLBACK_GROUP_REJECT, FORM_GROUP_REJECT, form_value, group_reason_view
+from hitl.bot.pacer import urgent
+from hitl.bot.payloads import Interaction, interaction
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.errors import EngineError
+
+__all__ = ["register_groups"]
+
+log = logging.getLogger(__name__)
+_BAD_VALUE = ":warning: This button is not valid (it may have been altered). Nothing changed."
+
+
+def register_groups(app: AsyncApp, ctx: BotContext) -> None:
+    """Register a group card's buttons and its Reject all form."""
+
+    async def on_approve_all(ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond) -> None:
+        req = interaction(context)
+        parsed = _group_click(req)
+        if parsed is None:
+            await _refuse(ctx, req, "approve-all click")
+            await _tell(respond, _BAD_VALUE)
+            return
+        out = await decide_group(ctx, req.user.id, *parsed, DecisionKind.APPROVE)
+        await _tell(respond, out.text(DecisionKind.APPROVE))  # after every member's decision is recorded
+
+    async def on_reject_all(
+        ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        req = interaction(context)
+        parsed = _group_click(req)
+        if parsed is None or req.trigger_id is None:
+            await _refuse(ctx, req, "reject-all click")
+            await _tell(respond, _BAD_VALUE)
+            return
+        members = await group_members(ctx, parsed[0])
+        pending = [a for a in members or [] if a.is_open]
+        if not pending:
+            await _tell(respond, ":lock: Nothing on this card is pending any more.")
+            return
+        meta = ctx.signer.dumps({"g": parsed[0], "d": parsed[1], "u": req.user.id, "k": FORM_GROUP_REJECT})
+        required = any(a.reason_required for a in pending)
+        view = group_reason_view(len(pending), pending[0].tool, meta, required=required)
+        with urgent():  # the trigger expires 3 s after the click
+            await client.views_open(trigger_id=req.trigger_id, view=view)
+
+    async def on_reject_submitted(ack: AsyncAck, context: AsyncBoltContext, client: AsyncWebClient) -> None:
+        req = interaction(context)
+        try:
+            meta = ctx.signer.loads(req.view.private_metadata if req.view else "")
+        except BotError:
+            meta = {}
+        if meta.get("k") != FORM_GROUP_REJECT or meta.get("u") != req.user.id:
+            await ctx.lifecycle.refused(str(meta.get("g", ""))[:20], req.user.id, "form_tampered", "reject-all form")
+            await ack(response_action="errors", errors={"hitl_reason": "This form was altered; nothing changed."})
+            return
+        entered = form_value(req.view.state.values if req.view else {}, "hitl_reason")
+        reason = entered if isinstance(entered, str) and entered.strip() else None
+        leader, digest = str(meta["g"]), str(meta["d"])
+        await ack()  # the form closes; what was recorded is told once it is (a group can outlast Slack's 3 s)
+
+        async def record() -> None:
+            out = await decide_group(ctx, req.user.id, leader, digest, DecisionKind.REJECT, reason=reason)
+            ref = await ctx.store.messages.get(leader)
+            if ref is not None:
+                await client.chat_postEphemeral(
+                    channel=ref.channel, user=req.user.id, text=out.text(DecisionKind.REJECT)
+                )
+
+        ctx.later(record())
+
+    async def on_view_all(ack: AsyncAck, context: AsyncBoltContext, client: AsyncWebClient) -> None:
+        req = interaction(context)
+        parsed = _group_click(req)
+        members = await group_members(ctx, parsed[0]) if parsed else None
+        if not members or req.trigger_id is None:
+            await _refuse(ctx, req, "view-all click")
+            return
+        with urgent():  # the trigger expires 3 s after the click
+            await client.views_open(
+                trigger_id=req.trigger_id, view=member_list_view(members, 0, view_of=ctx.notifier.cards.view_of)
+            )
+
+    async def on_page(ack: AsyncAck, context: AsyncBoltContext, client: AsyncWebClient) -> None:
+        req = interaction(context)
+        parsed = parse_page_value(req.actions[0].value or "") if req.actions else None
+        view_id = str(getattr(req.view, "id", "") or "") if req.view is not None else ""
+        members = await group_members(ctx, parsed[0]) if parsed else None
+        if parsed is None or not members or not view_id:
+            await _refuse(ctx, req, "group page click")
+            return
+        view = member_list_view(members, parsed[1], view_of=ctx.notifier.cards.view_of)
+        await client.views_update(view_id=view_id, view=view)
+
+    async def on_open(ack: AsyncAck, context: AsyncBoltContext, client: AsyncWebClient) -> None:
+        """The member's own card, only for the person who clicked (``chat.postEphemeral``: its buttons decide it
+        as a card's do, bound to its version, hash and view)."""
+        req = interaction(context)
+        parsed = parse_button_value(req.actions[0].value or "") if req.actions else None
+        if parsed is None:
+            await _refuse(ctx, req, "open-member click")
+            return
+        try:
+            a = await ctx.store.approvals.get(parsed[0])
+            ref = await ctx.store.messages.get(a.id)
+        except EngineError as exc:
+            log.warning("could not open %s: %s", parsed[0], exc)
+            return
+        if ref is None:
+            return
+        blocks = ctx.notifier.cards.card(a, now=ctx.clock.now(), halt=await ctx.notifier.halt_of(a))
+        await client.chat_postEphemeral(channel=ref.channel, user=req.user.id, text=card_text(a), blocks=blocks)
+
+    app.action(ACTION_GROUP_APPROVE)(ctx.acked(on_approve_all))
+    app.action(ACTION_GROUP_REJECT)(ctx.acked(on_reject_all))
+    app.action(ACTION_GROUP_VIEW)(ctx.acked(on_view_all))
+    app.action(ACTION_GROUP_PAGE)(ctx.acked(on_page))
+    app.action(ACTION_GROUP_OPEN)(ctx.acked(on_open))
+    app.view(CALLBACK_GROUP_REJECT)(ctx.tracked(on_reject_submitted))
+
+
+def _group_click(req: Interaction) -> tuple[str, str] | None:
+    if req.type != "block_actions" or not req.actions:
+        return None
+    return parse_group_value(req.actions[0].value or "")
+
+
+async def _refuse(ctx: BotContext, req: Interaction, what: str) -> None:
+    """A signed click whose value is not ours (altered, or from a foreign message): audited, changes nothing."""
+    value = (req.actions[0].value or "") if req.actions else ""
+    await ctx.lifecycle.refused(value.split("|", 1)[0][:20], req.user.id, "tampered_button", f"{what}: {value[:80]!r}")
+
+
+async def _tell(respond: AsyncRespond, text: str) -> None:
+    kwargs: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False}
+    try:
+        await respond(text=text, **kwargs)
+    except Exception:
+        log.exception("could not tell the user")
