@@ -76,7 +76,7 @@ async def approve_biggest_group(store: SqliteStore, state: SlackState, slack: Di
     members = await store.messages.shown_on(MessageRef(channel=biggest.channel, ts=biggest.ts))
     t0 = time.perf_counter()
     await slack.click("U_SUPPORT1", biggest, ACTION_GROUP_APPROVE)
-    done = f"all {len(members)} decided"
+    done = f": {len(members)} approved"
     while time.perf_counter() - t0 < 60:
         card = state.by_ts(biggest.channel, biggest.ts)
         decided = [await store.approvals.get(i) for i in members]

@@ -78,7 +78,7 @@ def group_text(members: Sequence[Approval]) -> str:
     pending = sum(a.is_open for a in members)
     voted = sum(a.is_open and bool(a.approvers) for a in members)
     first = members[0]
-    state = f"{pending} of {len(members)} need approval" if pending else f"all {len(members)} decided"
+    state = f"{pending} of {len(members)} need approval" if pending else _outcomes(members)
     votes = f", {voted} with a vote of {first.quorum}" if voted else ""
     return f"{len(members)} × {label(first.tool, 80)} from {label(first.requester, 60)}: {state}{votes}"
 
@@ -98,7 +98,9 @@ def group_card(
     first, leader = everyone[0], min(a.id for a in everyone)
     tool = label(first.tool, 60)
     heading = (
-        f"Approval needed: {len(pending)} × {first.tool}" if pending else f"Decided: {len(everyone)} × {first.tool}"
+        f"Approval needed: {len(pending)} × {first.tool}"
+        if pending
+        else f"{len(everyone)} × {first.tool}: {_outcomes(everyone)}"
     )
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": heading[:150], "emoji": False}},
@@ -186,13 +188,21 @@ def _num(d: Decimal) -> str:
     return ("-" if d < 0 else "") + f"{int(whole):,}" + (f".{frac}" if frac else "")
 
 
-def _tally(everyone: Sequence[Approval]) -> str:
-    counts: dict[str, int] = {}
+def _counts(everyone: Sequence[Approval]) -> list[str]:
+    """How many members stand in each state, in the states' order: ``["3 pending", "2 approved"]``."""
+    counts: dict[Status, int] = {}
     for a in everyone:
-        state = "pending" if a.is_open else str(a.status)
-        counts[state] = counts.get(state, 0) + 1
-    order = ["pending", *(str(s) for s in Status if s is not Status.PENDING)]
-    line = ":bar_chart: " + " · ".join(f"{counts[s]} {s}" for s in order if s in counts)
+        counts[a.status] = counts.get(a.status, 0) + 1
+    return [f"{counts[s]} {s}" for s in Status if s in counts]
+
+
+def _outcomes(everyone: Sequence[Approval]) -> str:
+    """How a group no longer pending ended, in words: "10 approved, 2 rejected"."""
+    return ", ".join(_counts(everyone))
+
+
+def _tally(everyone: Sequence[Approval]) -> str:
+    line = ":bar_chart: " + " · ".join(_counts(everyone))
     voted = [a for a in everyone if a.is_open and a.approvers]
     if voted:  # a quorum of two or more: how far the pending ones are
         line += f" · {len(voted)} of the pending have {_votes(voted)}"

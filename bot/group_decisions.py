@@ -29,6 +29,16 @@ from hitl.engine.errors import EngineError, ErrorCode, NotFound
 __all__ = ["GroupOutcome", "decide_group", "group_members"]
 
 log = logging.getLogger(__name__)
+_WHY_NOT = {
+    ErrorCode.STALE_VERSION: ":arrows_counterclockwise: {n} were not: they changed meanwhile (stale_version), and the "
+    "card shows them again.",
+    ErrorCode.HASH_MISMATCH: ":arrows_counterclockwise: {n} were not: they changed meanwhile (hash_mismatch), and the "
+    "card shows them again.",
+    ErrorCode.ALREADY_DECIDED: ":lock: {n} were not: someone else decided them meanwhile (already_decided).",
+    ErrorCode.DUPLICATE_VOTE: ":ballot_box_with_check: {n} were not: you had voted on them already (duplicate_vote).",
+    ErrorCode.EXPIRED: ":hourglass: {n} were not: they expired meanwhile (expired).",
+}
+"""Why some members of a group decision were refused, in the decider's words (``{n}``: how many)."""
 _AT_ONCE = 8
 """Members decided at the same time (each its own atomic step; the store orders them)."""
 
@@ -49,12 +59,12 @@ class GroupOutcome:
         verb = "Approved" if kind is DecisionKind.APPROVE else "Rejected"
         n, total = len(self.decided), len(self.decided) + len(self.refused)
         lines = [f":white_check_mark: {verb} {n} of {total}."]
-        if self.refused:
-            codes = sorted({str(exc.code) for _, exc in self.refused})
-            lines.append(
-                f":arrows_counterclockwise: {len(self.refused)} were not ({', '.join(codes)}): they changed meanwhile, "
-                "and the card shows them again."
-            )
+        by_code: dict[ErrorCode, int] = {}
+        for _, exc in self.refused:
+            by_code[exc.code] = by_code.get(exc.code, 0) + 1
+        for code, count in sorted(by_code.items()):
+            said = _WHY_NOT.get(code, f":warning: {{n}} were not ({code}).")
+            lines.append(said.format(n=count))
         practice = sum(is_practice(a) for a in self.decided)
         if practice:
             lines.append(f":mortar_board: {practice} of them were practice requests: nothing ran for those.")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -391,10 +392,12 @@ class SlackNotifier:
         if ref is None:
             return False
         shown = await self.store.messages.shown_on(ref)
-        key = f"remind:{approval.id}" if len(shown) <= 1 else f"remind:{min(shown)}"
+        key, bound = f"remind:{approval.id}", approval.action_hash
+        if len(shown) > 1:  # one reminder per group card, whichever member's expiry brings it
+            key, bound = f"remind:{min(shown)}", hashlib.sha256(f"{ref.channel}|{ref.ts}".encode()).hexdigest()
         try:
             claim = await self.store.ledger.claim(
-                key, action_hash=approval.action_hash, holder=self.replica, now=self.clock.now(), lease=60.0
+                key, action_hash=bound, holder=self.replica, now=self.clock.now(), lease=60.0
             )
         except ClaimRefused:
             return False

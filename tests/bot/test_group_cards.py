@@ -23,6 +23,7 @@ from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.runtime.compose import compose
 from hitl.engine.runtime.lifecycle import Decided
 from hitl.sandbox.webapi import Message
+from hitl.testing import make_approval
 from tests.bot.conftest import CONFIG, Harness
 
 REASON = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "duplicate refunds"}}}
@@ -80,7 +81,7 @@ async def test_a_flood_goes_on_one_card_and_approve_all_decides_every_member(har
         [decided] = [e for e in entries if e.event == "decided"]
         assert decided.actor == "U_SUPPORT1" and "via slack:group:" in (decided.detail or "")
     card = group_message(h)  # one message, brought up to date once or twice, not once per member
-    assert card.text == "7 × refund from agent:riley: all 7 decided" and buttons(card) == []
+    assert card.text == "7 × refund from agent:riley: 7 approved" and buttons(card) == []
     assert len(h.state.calls_to("chat.update")) - updates_before < len(members)
 
 
@@ -136,7 +137,7 @@ async def test_a_member_that_moves_meanwhile_is_refused_alone_and_shown_again(ha
     finally:
         lifecycle.decide = decide  # type: ignore[method-assign]
     told = h.ephemeral("U_FIN1")[-1].text
-    assert "Approved 2 of 3." in told and "1 were not (stale_version)" in told
+    assert "Approved 2 of 3." in told and "1 were not: they changed meanwhile (stale_version)" in told
     voters = [(await h.rt.store.approvals.get(a.id)).approvers for a in members]
     assert voters == [("U_FIN1",), ("U_FIN2",), ("U_FIN1",)]
     again = group_message(h, "finance-approvals")
@@ -242,3 +243,48 @@ async def test_an_altered_group_button_or_a_foreign_reject_all_form_decides_noth
         ("U_SUPPORT2", "form_tampered"),
     ]
     assert await statuses(h, [a.id for a in members]) == [Status.PENDING] * 3
+
+
+async def test_a_group_card_gets_one_reminder_and_shows_its_members_expire(harness: Harness) -> None:
+    h = harness
+    members = await flood(h, 4)
+    card = group_message(h)
+    h.clock.advance(4 * 3600 - 300)  # 5 minutes left for each; reminders go 10 minutes before expiry
+    for _ in range(3):
+        await h.rt.background.tick()
+    reminders = [m for m in h.state.messages if m.thread_ts == card.ts]
+    assert len(reminders) == 1 and "Requests on this card start expiring" in reminders[0].text
+    h.clock.advance(301)
+    await h.rt.background.tick()
+    await h.settle()
+    assert await statuses(h, [a.id for a in members]) == [Status.EXPIRED] * 4
+    card = group_message(h)
+    assert card.text == "4 × refund from agent:riley: 4 expired" and "4 × refund: 4 expired" in json.dumps(
+        card.blocks, ensure_ascii=False
+    )
+    assert buttons(card) == []
+
+
+async def test_a_group_whose_members_ask_for_more_than_a_click_is_decided_one_by_one(sqlite_harness: Harness) -> None:
+    """Members that each ask for a typed confirmation (``metadata["confirm"]``) share a card, but it offers no
+    Approve all or Reject all; a forged one is refused and audited, and changes nothing."""
+    h = sqlite_harness
+    members = []
+    for i in range(3):
+        a = make_approval(now=h.clock.now() + i, key=f"confirm{i}", requester="agent:riley")
+        members.append(a.model_copy(update={"metadata": {"confirm": "REFUND"}}))
+        await h.rt.store.approvals.create(members[-1])
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+    card = group_message(h)
+    assert buttons(card) == [ACTION_GROUP_VIEW]
+    forged = copy.deepcopy(card)
+    for block in forged.blocks:
+        for element in block.get("elements", []) if block.get("type") == "actions" else []:
+            element["action_id"] = ACTION_GROUP_APPROVE  # the View all button's own value, sent as Approve all
+    assert (await h.slack.click("U_SUPPORT1", forged, ACTION_GROUP_APPROVE)).status == 200
+    await h.settle()
+    assert "decided one by one" in h.ephemeral("U_SUPPORT1")[-1].text
+    assert await statuses(h, [a.id for a in members]) == [Status.PENDING] * 3
+    refused = [e for e in await h.rt.store.audit.entries() if e.event == "refused"]
+    assert refused[-1].outcome == "invalid_input" and "one-by-one" in refused[-1].detail

@@ -321,7 +321,7 @@ async def test_300_from_one_session_reach_reviewers_as_a_few_group_cards_within_
 
     n = len(members)
     done_text = {
-        f"{n} × refund from agent:riley: all {n} decided",
+        f"{n} × refund from agent:riley: {n} approved",
         f"{n} × refund from agent:riley: {n} of {n} need approval, {n} with a vote of 2",
     }
 
