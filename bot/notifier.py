@@ -208,9 +208,8 @@ class SlackNotifier:
             self._worker = asyncio.create_task(self._run_updates(), name="hitl-card-updates")
 
     async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None:
-        # A durable job, posted by this process's FYI worker as Slack allows: the call that ran never waits on it.
-        fyi = {"tool": tool, "args": args, "session_id": session_id, "reason": reason}
-        await self.store.jobs.enqueue(FYI_JOB, fyi, now=self.clock.now())
+        # Its durable job was queued with the call's audit entry: this process's FYI worker posts it as Slack
+        # allows, and the call that ran never waits on it.
         self.kick_fyis()
 
     def kick_fyis(self) -> None:
@@ -438,10 +437,11 @@ class SlackNotifier:
 
     async def sweep(self, *, pages: int = 5, page_size: int = 200) -> None:
         """Post cards that never made it (approvals created by agent processes, posts that failed), and one
-        reminder before expiry. Pages through every pending approval, ``pages`` pages per sweep, resuming where
-        the last sweep stopped, so no approval waits behind old ones (a background
-        sweeper)."""
+        reminder before expiry; make sure the card-update loop runs (it takes over the updates a replica that
+        died left queued). Pages through every pending approval, ``pages`` pages per sweep, resuming where the
+        last sweep stopped, so no approval waits behind old ones (a background sweeper)."""
         self.kick_fyis()
+        self.kick()  # card updates a replica that died left queued: this process's update loop takes them over
         await self.watch_halts()
         now = self.clock.now()
         before = self.spec.reminder_before

@@ -493,7 +493,10 @@ class Notifier(Protocol):
         """``approval`` changed. ``queued``: its :attr:`decision_jobs` are already in the store (a decision)."""
         ...
 
-    async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None: ...
+    async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None:
+        """A call ran with an FYI to reviewers. Its ``fyi`` job (payload: these fields) was queued by the service
+        with the call's audit entry, before the call went ahead: the Slack notifier posts the queued jobs."""
+        ...
 
 
 class RunReporter(Protocol):

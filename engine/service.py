@@ -42,7 +42,7 @@ from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
-from hitl.engine.events import EventSink, Outbox
+from hitl.engine.events import FYI_JOB, EventSink, Outbox
 from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, Route, routes
 from hitl.engine.guards import (
     DECISION_GUARDS,
@@ -360,8 +360,9 @@ class ApprovalService:
         self, request: ProposeRequest, verdict: Verdict, action: ProposedAction, now: float
     ) -> None:
         """An auto or notify call goes ahead. A notify call, and a call let through by a reviewer's Trust, is
-        audited first: recorded before it runs, like any decision the policy makes for a person to see, so if the
-        store cannot take the line, the call does not go ahead. Then the subscribers hear it (an FYI among them)."""
+        audited first and its FYI queued (a durable job the bot posts at Slack's pace): both recorded before it runs,
+        like any decision the policy makes for a person to see, so if the store cannot take them, the call does not
+        go ahead. Then the subscribers hear it."""
         if verdict.told:
             reason = "; ".join(verdict.reasons)
             await self.store.audit.append(
@@ -374,6 +375,8 @@ class ApprovalService:
                     detail=f"{request.session_id}: {request.tool} ran with an FYI to reviewers ({reason})"[:500],
                 )
             )
+            fyi = {"tool": request.tool, "args": action.clean, "session_id": request.session_id, "reason": reason}
+            await self.store.jobs.enqueue(FYI_JOB, fyi, now=now)
         await self.publish(Allowed(request, verdict, action, now))
 
     async def _trusted(self, session_id: str, requester: str, now: float) -> frozenset[str]:

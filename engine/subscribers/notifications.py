@@ -4,14 +4,13 @@ by a Trust: what a Trust lets through is seen, not only granted)."""
 
 from __future__ import annotations
 
-from hitl.engine.events import FYI_JOB
 from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, Proposed, Service
 
 __all__ = ["Notifications"]
 
 
 class Notifications:
-    """Tells the service's notifier; with none in this process, an FYI is queued for ``hitl serve`` to post."""
+    """Tells the service's notifier (an FYI's job is queued by the service itself, before the call goes ahead)."""
 
     observes = (Proposed, Allowed, Decided, Expired, Cancelled)
 
@@ -37,11 +36,11 @@ class Notifications:
 
 
 async def _fyi(fact: Allowed, service: Service) -> None:
-    verdict = fact.verdict
-    reason = "; ".join(verdict.reasons)
-    tool, args, session_id = fact.request.tool, fact.action.clean, fact.request.session_id
+    """The FYI job was queued with the call's audit entry, before it went ahead; a notifier here posts it now (with
+    none in this process, `hitl serve` on the same store posts it)."""
     if service.notifier is not None:
-        await service.notifier.action_notified(tool=tool, args=args, session_id=session_id, reason=reason)
-    else:  # no Slack in this process: `hitl serve` on the same store posts it
-        fyi = {"tool": tool, "args": args, "session_id": session_id, "reason": reason}
-        await service.store.jobs.enqueue(FYI_JOB, fyi, now=fact.now)
+        reason = "; ".join(fact.verdict.reasons)
+        request = fact.request
+        await service.notifier.action_notified(
+            tool=request.tool, args=fact.action.clean, session_id=request.session_id, reason=reason
+        )

@@ -7,12 +7,17 @@ import dataclasses
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from hitl.bot.controls import ACTION_APPROVE, ACTION_VIEW_ALL
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import StoreError
+from hitl.engine.events import FYI_JOB
 from hitl.engine.workflow.definition import load_workflow
 from tests.bot.conftest import ROOT, Harness
 from tests.slack_text import parsed_text
@@ -118,3 +123,26 @@ async def test_a_notify_call_from_a_process_without_slack_gets_its_fyi_from_the_
     assert "<!channel>" not in parsed_text(fyis[0].blocks) and "ping: tool policy sets notify" in rendered
     [box] = [b for b in fyis[0].blocks if b.get("block_id") == "hitl_fyi_args"]  # the arguments, as they ran
     assert box["elements"][0]["elements"][0]["text"] == '{\n "to": "<!channel> *urgent*"\n}'
+
+
+async def test_a_notify_call_goes_ahead_only_once_its_fyi_is_queued(harness: Harness) -> None:
+    """The FYI is a durable job written before the call's go (with its audit entry): a store that cannot take it
+    stops the call, and nothing says it ran."""
+    policy = parse_config("policy: {tools: {ping: {tier: notify}}}").build_policy()
+    agent = dataclasses.replace(harness.service, notifier=None, policy=policy)
+    await agent.propose(ProposeRequest("ping", {"to": "ops"}, session_id="agent-8"))
+    [job] = await harness.svc.store.jobs.claim("t", kind=FYI_JOB, limit=5, now=harness.clock.now(), lease=60)
+    assert job.payload["tool"] == "ping" and job.payload["session_id"] == "agent-8"  # queued before propose returned
+    await harness.svc.store.jobs.ack(job.id)
+    jobs = harness.svc.store.jobs
+    enqueue = jobs.enqueue
+
+    async def refused(*args: Any, **kwargs: Any) -> str:
+        raise StoreError("the job queue is away")
+
+    jobs.enqueue = refused
+    try:
+        with pytest.raises(StoreError):
+            await agent.propose(ProposeRequest("ping", {"to": "ops"}, session_id="agent-9"))
+    finally:
+        jobs.enqueue = enqueue
