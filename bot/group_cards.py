@@ -36,6 +36,7 @@ __all__ = [
     "group_text",
     "group_value",
     "member_list_view",
+    "money_fields",
     "parse_group_value",
     "parse_page_value",
 ]
@@ -53,7 +54,7 @@ PAGE_SIZE = 20
 _GROUP_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([0-9a-f]{64})", re.ASCII)
 _PAGE_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([0-9]{1,5})", re.ASCII)
 
-Headline = Callable[[Approval], Presentation]
+_ViewOf = Callable[[Approval], Presentation]
 
 
 def group_value(leader: str, digest: str) -> str:
@@ -73,6 +74,17 @@ def parse_page_value(value: str) -> tuple[str, int] | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
+def money_fields(declared: Mapping[str, Any] | None) -> dict[str, str]:
+    """The arguments a tool's declared schema marks as money (``x-currency``), with their currency: the amounts a
+    group card adds up."""
+    props = (declared or {}).get("properties")
+    return {
+        name: str(spec["x-currency"])
+        for name, spec in (props.items() if isinstance(props, dict) else ())
+        if isinstance(spec, dict) and spec.get("x-currency")
+    }
+
+
 def group_text(members: Sequence[Approval]) -> str:
     """The notification text (shown in notifications and by clients without blocks)."""
     pending = sum(a.is_open for a in members)
@@ -89,7 +101,7 @@ def group_card(
     now: float,
     halt: HaltOrder | None = None,
     currencies: Mapping[str, str] | None = None,
-    view_of: Headline | None = None,
+    view_of: _ViewOf | None = None,
 ) -> list[dict[str, Any]]:
     """The group card for ``members`` (two or more) as they now stand. ``currencies``: the tool's declared money
     fields (the amounts the card adds up); ``view_of``: each member's one view (its headline)."""
@@ -132,7 +144,7 @@ def group_card(
     return blocks
 
 
-def member_list_view(members: Sequence[Approval], page: int, *, view_of: Headline | None = None) -> dict[str, Any]:
+def member_list_view(members: Sequence[Approval], page: int, *, view_of: _ViewOf | None = None) -> dict[str, Any]:
     """ "View all": every pending member, a page at a time, each one click from its own card."""
     everyone = in_order(members)
     pending = [a for a in everyone if a.is_open]
@@ -215,7 +227,7 @@ def _votes(voted: Sequence[Approval]) -> str:
     return f"{have} of {voted[0].quorum} approvals"
 
 
-def _member_line(a: Approval, view_of: Headline | None) -> dict[str, Any]:
+def _member_line(a: Approval, view_of: _ViewOf | None) -> dict[str, Any]:
     """One member: its id and headline (escaped, untrusted), and a button to its own card."""
     headline = (view_of(a) if view_of else present(a)).headline
     return {

@@ -30,7 +30,7 @@ from hitl.bot.arguments import Declared
 from hitl.bot.blocks import card_text, value_box, when
 from hitl.bot.card_cache import CardCache
 from hitl.bot.escape import label
-from hitl.bot.group_cards import group_card, group_text
+from hitl.bot.group_cards import group_card, group_text, money_fields
 from hitl.bot.metrics import Metrics
 from hitl.bot.pacer import POST, urgent
 from hitl.engine.config.hitl_yaml import NotifySpec
@@ -317,12 +317,7 @@ class SlackNotifier:
         assert channel is not None  # _claim_card claimed only approvals that have a channel
         members = in_order(await asyncio.gather(*(self.store.approvals.get(a.id) for a, _ in held)))
         claims = [(f"notify:{a.id}", claim) for a, claim in held]
-        now = self.clock.now()
-        halt = await self.halt_of(next((a for a in members if a.is_open), members[0]))
-        if len(members) == 1:
-            text, blocks = card_text(members[0]), self.cards.card(members[0], now=now, halt=halt)
-        else:
-            text, blocks = group_text(members), self._group_blocks(members, now=now, halt=halt)
+        text, blocks = await self._draw(members)
         try:
             post = self._call(
                 "chat.postMessage", self.client.chat_postMessage, channel=channel, text=text, blocks=blocks
@@ -349,15 +344,15 @@ class SlackNotifier:
             await self.approval_changed(moved[0])  # one update shows every member as it now stands
         return ref
 
-    def _group_blocks(self, members: list[Approval], *, now: float, halt: HaltOrder | None) -> list[dict[str, Any]]:
+    async def _draw(self, members: list[Approval]) -> tuple[str, list[dict[str, Any]]]:
+        """What one message shows as of now: its one approval's card, or the group card of its ``members``."""
+        now = self.clock.now()
+        halt = await self.halt_of(next((a for a in members if a.is_open), members[0]))
+        if len(members) == 1:
+            return card_text(members[0]), self.cards.card(members[0], now=now, halt=halt)
         declared = self.cards.declared(members[0].tool) if self.cards.declared is not None else None
-        props = (declared or {}).get("properties")
-        currencies = {
-            name: str(spec["x-currency"])
-            for name, spec in (props.items() if isinstance(props, dict) else ())
-            if isinstance(spec, dict) and spec.get("x-currency")
-        }
-        return group_card(members, now=now, halt=halt, currencies=currencies, view_of=self.cards.view_of)
+        blocks = group_card(members, now=now, halt=halt, currencies=money_fields(declared), view_of=self.cards.view_of)
+        return group_text(members), blocks
 
     async def _renewing(self, claims: list[tuple[str, Claim]], call: Awaitable[Any]) -> Any:
         """``call``, the post's claims renewed while it waits (a ``Retry-After`` can outlast a claim's lease: a
@@ -565,14 +560,11 @@ class SlackNotifier:
         if ref in drawn:
             return
         ids = await self.store.messages.shown_on(ref)
-        now = self.clock.now()
-        if len(ids) > 1:
+        members = [current]
+        if len(ids) > 1:  # a group card: every member as it now stands
             found = await asyncio.gather(*(self._member(i, current) for i in ids))
             members = in_order([a for a in found if a is not None])
-            halt = await self.halt_of(next((a for a in members if a.is_open), current))
-            text, blocks = group_text(members), self._group_blocks(members, now=now, halt=halt)
-        else:
-            text, blocks = card_text(current), self.cards.card(current, now=now, halt=await self.halt_of(current))
+        text, blocks = await self._draw(members)
         try:
             await self._call(
                 "chat.update", self.client.chat_update, channel=ref.channel, ts=ref.ts, text=text, blocks=blocks
