@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from hitl.bot.controls import ACTION_APPROVE
+from hitl.bot.group_cards import ACTION_GROUP_APPROVE
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError, NotFound
+from hitl.engine.runtime.compose import compose
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from hitl.testing import FakeClock
@@ -129,3 +131,37 @@ async def test_a_twins_card_comes_a_random_while_after_its_real_ones(
         assert h.card_for(twin.id)  # its moment came: posted like any other card
     finally:
         await stop(h)
+
+
+async def test_practice_twins_group_with_the_real_ones_and_a_group_decision_tells_the_decider_alone(
+    h: Harness,
+) -> None:
+    """Twins go on the same group card as the real approvals they copy (nothing tells them apart); Approve all
+    decides them too, nothing of theirs runs, and only the decider learns how many were practice."""
+    agent = compose(store=h.rt.store, clock=h.clock, config_path=str(h.rt.config_path)).service  # no Slack
+    reals = []
+    for i in range(3):
+        args = {"order_id": f"7840{i}", "customer_id": f"C-20{i}", "amount": 30 + i, "reason": "damaged"}
+        p = await agent.propose(ProposeRequest("refund", args, session_id=f"ses_pt{i}", requester="agent:riley"))
+        assert p.approval is not None
+        reals.append(p.approval)
+    pending = (await h.rt.store.approvals.list_pending(limit=200)).items
+    twins = [a for a in pending if a.metadata.get("of") in {r.id for r in reals}]
+    assert len(twins) == 3
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+    [card] = [m for m in h.cards() if " × refund from " in m.text]
+    assert card.text == "6 × refund from agent:riley: 6 of 6 need approval"
+    assert "practice" not in json.dumps(card.blocks).lower()
+    assert (await h.slack.click("U_SUPPORT1", copy.deepcopy(card), ACTION_GROUP_APPROVE)).status == 200
+    await h.settle()
+    told = h.ephemeral("U_SUPPORT1")[-1].text
+    assert "Approved 6 of 6." in told and "3 of them were practice requests: nothing ran for those." in told
+    assert not h.ephemeral("U_SUPPORT2")
+    for a in reals + twins:
+        assert (await h.rt.store.approvals.get(a.id)).status is Status.APPROVED
+    gate = ToolGate(h.svc, worker_id="agent")
+    for twin in twins:  # approved as part of a group, a twin still never runs
+        ticket = await gate.ticket_of(await h.rt.store.approvals.get(twin.id))
+        with pytest.raises(EngineError, match="practice approval"):
+            await gate.begin(ticket)
