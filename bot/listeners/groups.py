@@ -62,7 +62,11 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
             await _tell(respond, _BAD_VALUE)
             return
         members = await group_members(ctx, parsed[0])
-        pending = [a for a in members or [] if a.is_open]
+        if members is None:  # the value's first member names no group card
+            await _refuse(ctx, req, "reject-all click")
+            await _tell(respond, _BAD_VALUE)
+            return
+        pending = [a for a in members if a.is_open]
         if not pending:
             await _tell(respond, ":lock: Nothing on this card is pending any more.")
             return

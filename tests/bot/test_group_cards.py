@@ -237,10 +237,18 @@ async def test_an_altered_group_button_or_a_foreign_reject_all_form_decides_noth
     view_id = list(h.state.views)[-1]
     assert (await h.slack.submit("U_SUPPORT2", view_id, REASON)).status == 200  # not the person it was opened for
     await h.settle()
+    nowhere = copy.deepcopy(card)  # a well-formed value naming an approval that is on no group card
+    for block in nowhere.blocks:
+        for element in block.get("elements", []) if block.get("type") == "actions" else []:
+            element["value"] = f"apr_0000000000|{'0' * 64}"
+    assert (await h.slack.click("U_SUPPORT2", nowhere, ACTION_GROUP_REJECT)).status == 200
+    await h.settle()
+    assert "This button is not valid" in h.ephemeral("U_SUPPORT2")[-1].text
     refused = [e for e in await h.rt.store.audit.entries() if e.event == "refused"]
-    assert [(e.actor, e.outcome) for e in refused][-2:] == [
+    assert [(e.actor, e.outcome) for e in refused][-3:] == [
         ("U_SUPPORT2", "stale_version"),
         ("U_SUPPORT2", "form_tampered"),
+        ("U_SUPPORT2", "tampered_button"),
     ]
     assert await statuses(h, [a.id for a in members]) == [Status.PENDING] * 3
 
