@@ -53,6 +53,15 @@ def buttons(m: Message | dict[str, Any]) -> list[str]:
     return [e["action_id"] for b in blocks if b.get("type") == "actions" for e in b["elements"]]
 
 
+def valued(card: Message, value: str) -> Message:
+    """A copy of ``card`` whose group buttons all carry ``value`` (a forged click)."""
+    forged = copy.deepcopy(card)
+    for block in forged.blocks:
+        for element in block.get("elements", []) if block.get("type") == "actions" else []:
+            element["value"] = value
+    return forged
+
+
 async def statuses(h: Harness, ids: list[str]) -> list[Status]:
     return [(await h.rt.store.approvals.get(i)).status for i in ids]
 
@@ -225,10 +234,7 @@ async def test_an_altered_group_button_or_a_foreign_reject_all_form_decides_noth
     members = await flood(h, 3)
     card = group_message(h)
     leader = min(a.id for a in members)
-    forged = copy.deepcopy(card)
-    for block in forged.blocks:
-        for element in block.get("elements", []) if block.get("type") == "actions" else []:
-            element["value"] = f"{leader}|{'0' * 64}"
+    forged = valued(card, f"{leader}|{'0' * 64}")
     assert (await h.slack.click("U_SUPPORT2", forged, ACTION_GROUP_APPROVE)).status == 200
     await h.settle()
     assert "This group changed" in h.ephemeral("U_SUPPORT2")[-1].text
@@ -237,10 +243,7 @@ async def test_an_altered_group_button_or_a_foreign_reject_all_form_decides_noth
     view_id = list(h.state.views)[-1]
     assert (await h.slack.submit("U_SUPPORT2", view_id, REASON)).status == 200  # not the person it was opened for
     await h.settle()
-    nowhere = copy.deepcopy(card)  # a well-formed value naming an approval that is on no group card
-    for block in nowhere.blocks:
-        for element in block.get("elements", []) if block.get("type") == "actions" else []:
-            element["value"] = f"apr_0000000000|{'0' * 64}"
+    nowhere = valued(card, f"apr_0000000000|{'0' * 64}")  # well-formed, naming an approval on no group card
     assert (await h.slack.click("U_SUPPORT2", nowhere, ACTION_GROUP_REJECT)).status == 200
     await h.settle()
     assert "This button is not valid" in h.ephemeral("U_SUPPORT2")[-1].text
