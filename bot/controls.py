@@ -22,6 +22,7 @@ __all__ = [
     "button",
     "confirm_dialog",
     "controls",
+    "reason_ask",
     "trust_scope",
     "utc_time",
 ]
@@ -58,7 +59,9 @@ def _doubt_controls(a: Approval, value: str) -> dict[str, Any]:
     """Mark done (feedback: what the reviewer found), Run again (approve), Stop (reject)."""
     tool = str(a.args.get("tool", ""))[:60]
     again = confirm_dialog("Run it again?", f"If {tool} did happen, it will happen twice.", "Run again")
-    stop = confirm_dialog("Stop the run?", f"Nothing more runs. {_reason_ask(a)}", "Stop", danger=True)
+    stop = confirm_dialog(
+        "Stop the run?", f"Nothing more runs. {reason_ask(required=a.reason_required)}", "Stop", danger=True
+    )
     buttons = [
         button(ACTION_FEEDBACK, "Mark done", value, style="primary"),
         button(ACTION_APPROVE, "Run again", value, confirm=again),
@@ -92,7 +95,10 @@ def controls(a: Approval, view: str, *, halted: bool = False) -> dict[str, Any]:
     if a.kind is ApprovalKind.DOUBT:
         return _doubt_controls(a, value)
     reject = confirm_dialog(
-        "Reject this action?", f"{a.tool[:80]} will not run. {_reason_ask(a)}", "Reject", danger=True
+        "Reject this action?",
+        f"{a.tool[:80]} will not run. {reason_ask(required=a.reason_required)}",
+        "Reject",
+        danger=True,
     )
     if halted:  # the stop switch: only Reject
         return {
@@ -114,9 +120,9 @@ def controls(a: Approval, view: str, *, halted: bool = False) -> dict[str, Any]:
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
 
 
-def _reason_ask(a: Approval) -> str:
-    """What happens after the confirmation: a form that asks why, as the approval requires it or not."""
-    return "You will be asked for a reason (required)." if a.reason_required else "You can say why (optional)."
+def reason_ask(*, required: bool) -> str:
+    """What happens after a Reject confirmation: a form that asks why, required or not."""
+    return "You will be asked for a reason (required)." if required else "You can say why (optional)."
 
 
 def trust_scope(a: Approval, *, granted_at: float | None = None) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from hitl.bot.blocks import expires_in, halt_notice, when, who
 from hitl.bot.button_values import button_value
-from hitl.bot.controls import button, confirm_dialog
+from hitl.bot.controls import button, confirm_dialog, reason_ask
 from hitl.bot.escape import label
 from hitl.engine.domain.grouping import KeyAmount, decidable_together, group_digest, in_order, key_amounts
 from hitl.engine.domain.halts import HaltOrder
@@ -127,12 +127,14 @@ def group_card(
     lines += [_amount_line(k, len(shown)) for k in amounts]
     lines.append(_tally(everyone))
     blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True}})
-    reasons = list(dict.fromkeys(r for a in shown for r in (view_of(a) if view_of else present(a)).reasons))
+    draw = view_of or present
+    views = {a.id: draw(a) for a in shown}  # each member's one view, drawn once for its reasons and its line
+    reasons = list(dict.fromkeys(r for a in shown for r in views[a.id].reasons))
     if reasons:
         why = "\n".join(f"• {label(r, 300)}" for r in reasons[:4])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f":mag: *Why they need review*\n{why}"}})
     for a in pending[:FIRST_FEW]:
-        blocks.append(_member_line(a, view_of))
+        blocks.append(_member_line(a, views[a.id]))
     if len(pending) > FIRST_FEW:
         more = f"…and {len(pending) - FIRST_FEW} more. *View all* lists every one."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": more}]})
@@ -154,7 +156,8 @@ def member_list_view(members: Sequence[Approval], page: int, *, view_of: _ViewOf
     start = page * PAGE_SIZE
     head = f"*{len(pending)} pending* of {len(everyone)} · `{label(everyone[0].tool, 60)}` · page {page + 1} of {pages}"
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": head}}]
-    blocks += [_member_line(a, view_of) for a in pending[start : start + PAGE_SIZE]]
+    draw = view_of or present
+    blocks += [_member_line(a, draw(a)) for a in pending[start : start + PAGE_SIZE]]
     turns = [
         button(ACTION_GROUP_PAGE, label_, f"{leader}|{n}")
         for label_, n, ok in (("Previous", page - 1, page > 0), ("Next", page + 1, page + 1 < pages))
@@ -227,9 +230,9 @@ def _votes(voted: Sequence[Approval]) -> str:
     return f"{have} of {voted[0].quorum} approvals"
 
 
-def _member_line(a: Approval, view_of: _ViewOf | None) -> dict[str, Any]:
+def _member_line(a: Approval, view: Presentation) -> dict[str, Any]:
     """One member: its id and headline (escaped, untrusted), and a button to its own card."""
-    headline = (view_of(a) if view_of else present(a)).headline
+    headline = view.headline
     return {
         "type": "section",
         "block_id": f"hitl_member:{a.id}",
@@ -257,11 +260,7 @@ def _controls(pending: Sequence[Approval], leader: str, amounts: list[KeyAmount]
                     confirm=confirm_dialog(f"Approve all {n}?", say, "Approve all"),
                 )
             )
-        why = (
-            "You will be asked for a reason (required)."
-            if any(a.reason_required for a in pending)
-            else "You can say why (optional)."
-        )
+        why = reason_ask(required=any(a.reason_required for a in pending))
         buttons.append(
             button(
                 ACTION_GROUP_REJECT,

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import refusal_text
 from hitl.engine.domain.decide import eligible
-from hitl.engine.domain.grouping import decidable_together, group_digest, in_order
+from hitl.engine.domain.grouping import decidable_together, group_digest
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.requests import DecideRequest
-from hitl.engine.errors import EngineError, ErrorCode, NotFound
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["GroupOutcome", "decide_group", "group_members"]
 
@@ -80,15 +80,7 @@ async def group_members(ctx: BotContext, leader: str) -> list[Approval] | None:
     ids = await ctx.store.messages.shown_on(ref)
     if not ids or min(ids) != leader:
         return None
-    found = await asyncio.gather(*(_current(ctx, i) for i in ids))
-    return in_order([a for a in found if a is not None])
-
-
-async def _current(ctx: BotContext, approval_id: str) -> Approval | None:
-    try:
-        return await ctx.store.approvals.get(approval_id)
-    except NotFound:
-        return None
+    return await ctx.notifier.members(ids)
 
 
 async def decide_group(

@@ -19,7 +19,7 @@ import contextlib
 import hashlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -560,10 +560,7 @@ class SlackNotifier:
         if ref in drawn:
             return
         ids = await self.store.messages.shown_on(ref)
-        members = [current]
-        if len(ids) > 1:  # a group card: every member as it now stands
-            found = await asyncio.gather(*(self._member(i, current) for i in ids))
-            members = in_order([a for a in found if a is not None])
+        members = await self.members(ids, known=current) if len(ids) > 1 else [current]
         text, blocks = await self._draw(members)
         try:
             await self._call(
@@ -577,14 +574,20 @@ class SlackNotifier:
         drawn.add(ref)
         await self._carded(current)
 
-    async def _member(self, approval_id: str, known: Approval) -> Approval | None:
-        """A group member as it now stands (None: purged meanwhile, so no longer shown)."""
-        if approval_id == known.id:
-            return known
-        try:
-            return await self.store.approvals.get(approval_id)
-        except NotFound:
-            return None
+    async def members(self, ids: Sequence[str], *, known: Approval | None = None) -> list[Approval]:
+        """The approvals ``ids`` name as they now stand, in a group card's order; one purged meanwhile is no longer
+        shown. ``known``: one of them as the caller already read it (not read again)."""
+
+        async def current(approval_id: str) -> Approval | None:
+            if known is not None and approval_id == known.id:
+                return known
+            try:
+                return await self.store.approvals.get(approval_id)
+            except NotFound:
+                return None
+
+        found = await asyncio.gather(*(current(i) for i in ids))
+        return in_order([a for a in found if a is not None])
 
     async def halt_of(self, approval: Approval) -> HaltOrder | None:
         """The stop switch's order covering a pending approval's tool (its card says so); the process's cached

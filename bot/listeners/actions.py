@@ -29,6 +29,7 @@ from hitl.bot.controls import (
 )
 from hitl.bot.decisions import decide, done_text, late_text, refusal_text
 from hitl.bot.full_value import ACTION_PAGE, full_value_view, parse_page
+from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
 from hitl.bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, modify_view, reason_view
 from hitl.bot.pacer import urgent
 from hitl.bot.payloads import Action, Interaction, interaction
@@ -40,7 +41,6 @@ from hitl.engine.errors import EngineError, ErrorCode
 __all__ = ["register_actions"]
 
 log = logging.getLogger(__name__)
-_BAD_VALUE = ":warning: This button is not valid (it may have been altered). Nothing changed."
 _EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False}
 _FORMS = {ACTION_MODIFY: FORM_MODIFY, ACTION_REJECT: FORM_REJECT, ACTION_FEEDBACK: FORM_FEEDBACK}
 
@@ -97,13 +97,13 @@ async def _decide_click(
         parsed = parse_decision_value(click[1].value or "") if click else None
         if click is None or parsed is None:
             await ack()
-            ctx.later(_refuse_button(ctx, req, f"{kind} click"))
-            ctx.later(_safe_respond(respond, _BAD_VALUE))
+            ctx.later(refuse_button(ctx, req, f"{kind} click"))
+            ctx.later(tell(respond, BAD_VALUE))
             return
         approval_id, version, action_hash, view = parsed
 
         async def correct(a: Approval) -> None:
-            await _safe_respond(respond, late_text(a))
+            await tell(respond, late_text(a))
 
         updated, refusal = await decide(
             ctx, click[0], approval_id, kind, version=version, action_hash=action_hash, late=correct, view=view
@@ -111,15 +111,15 @@ async def _decide_click(
     except Exception:  # nothing is known to be recorded: say so, never fail silently
         log.exception("%s click failed", kind)
         await ack()
-        ctx.later(_safe_respond(respond, ":warning: Something went wrong. Check the card before deciding again."))
+        ctx.later(tell(respond, ":warning: Something went wrong. Check the card before deciding again."))
         return
     await ack()
     if refusal is not None:
-        ctx.later(_safe_respond(respond, refusal))
+        ctx.later(tell(respond, refusal))
     elif req.container is not None and req.container.is_ephemeral:
-        ctx.later(_safe_respond(respond, done_text(updated), replace_original=True))
+        ctx.later(tell(respond, done_text(updated), replace_original=True))
     elif updated is not None and is_practice(updated) and not updated.is_open:
-        ctx.later(_safe_respond(respond, done_text(updated)))  # the decider alone learns it was practice
+        ctx.later(tell(respond, done_text(updated)))  # the decider alone learns it was practice
 
 
 async def _open_form(
@@ -131,8 +131,8 @@ async def _open_form(
         parsed = parse_decision_value(click[1].value or "") if click else None
         trigger = req.trigger_id
         if click is None or parsed is None or trigger is None:
-            await _refuse_button(ctx, req, f"{kind} click")
-            await respond(text=_BAD_VALUE, response_type="ephemeral", replace_original=False)
+            await refuse_button(ctx, req, f"{kind} click")
+            await respond(text=BAD_VALUE, response_type="ephemeral", replace_original=False)
             return
         approval_id, version, digest, seen = parsed
         try:
@@ -172,12 +172,10 @@ async def _open_form(
             await client.views_open(trigger_id=trigger, view=view)
     except SlackApiError as exc:
         log.warning("views.open failed: %s", exc.response.get("error"))
-        await _safe_respond(
-            respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again."
-        )
+        await tell(respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again.")
     except Exception:
         log.exception("opening a modal failed")
-        await _safe_respond(respond, ":warning: Something went wrong opening the form. Try again.")
+        await tell(respond, ":warning: Something went wrong opening the form. Try again.")
 
 
 async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncRespond, client: AsyncWebClient) -> None:
@@ -187,8 +185,8 @@ async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncResp
         click = _click(req)
         parsed = parse_full_value(click[1].value or "") if click else None
         if click is None or parsed is None or req.trigger_id is None:
-            await _refuse_button(ctx, req, "show-in-full click")
-            await _safe_respond(respond, _BAD_VALUE)
+            await refuse_button(ctx, req, "show-in-full click")
+            await tell(respond, BAD_VALUE)
             return
         approval_id, version, digest, index = parsed
         a = await ctx.store.approvals.get(approval_id)
@@ -204,13 +202,13 @@ async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncResp
         with urgent():  # its trigger expires in 3 s
             await client.views_open(trigger_id=req.trigger_id, view=view)
     except EngineError as exc:
-        await _safe_respond(respond, refusal_text(exc, None))
+        await tell(respond, refusal_text(exc, None))
     except SlackApiError as exc:
         log.warning("views.open failed: %s", exc.response.get("error"))
-        await _safe_respond(respond, f":warning: Could not open the value (Slack said {exc.response.get('error')}).")
+        await tell(respond, f":warning: Could not open the value (Slack said {exc.response.get('error')}).")
     except Exception:
         log.exception("opening a value in full failed")
-        await _safe_respond(respond, ":warning: Something went wrong opening the value. Try again.")
+        await tell(respond, ":warning: Something went wrong opening the value. Try again.")
 
 
 async def _turn_page(ctx: BotContext, req: Interaction, client: AsyncWebClient) -> None:
@@ -221,7 +219,7 @@ async def _turn_page(ctx: BotContext, req: Interaction, client: AsyncWebClient) 
         parsed = parse_page(click[1].value or "") if click else None
         view_id = str(getattr(req.view, "id", "") or "") if req.view is not None else ""
         if click is None or parsed is None or not view_id:
-            await _refuse_button(ctx, req, "page click")
+            await refuse_button(ctx, req, "page click")
             return
         approval_id, version, digest, index, page = parsed
         a = await ctx.store.approvals.get(approval_id)
@@ -231,16 +229,3 @@ async def _turn_page(ctx: BotContext, req: Interaction, client: AsyncWebClient) 
         await client.views_update(view_id=view_id, view=view)
     except Exception:
         log.exception("turning a value's page failed")
-
-
-async def _refuse_button(ctx: BotContext, req: Interaction, what: str) -> None:
-    """A signed click whose button value is not ours (altered, or from a foreign message): audited, changes nothing."""
-    value = (req.actions[0].value or "") if req.actions else ""
-    await ctx.lifecycle.refused(value.split("|", 1)[0][:20], req.user.id, "tampered_button", f"{what}: {value[:80]!r}")
-
-
-async def _safe_respond(respond: AsyncRespond, text: str, *, replace_original: bool = False) -> None:
-    try:
-        await respond(text=text, response_type="ephemeral", replace_original=replace_original)
-    except Exception:
-        log.exception("could not tell the user")

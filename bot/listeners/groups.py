@@ -4,7 +4,6 @@ Open, which shows that member's own card, every control included, to the person 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -27,6 +26,7 @@ from hitl.bot.group_cards import (
     parse_page_value,
 )
 from hitl.bot.group_decisions import decide_group, group_members
+from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
 from hitl.bot.modals import CALLBACK_GROUP_REJECT, FORM_GROUP_REJECT, form_value, group_reason_view
 from hitl.bot.pacer import urgent
 from hitl.bot.payloads import Interaction, interaction
@@ -36,7 +36,6 @@ from hitl.engine.errors import EngineError
 __all__ = ["register_groups"]
 
 log = logging.getLogger(__name__)
-_BAD_VALUE = ":warning: This button is not valid (it may have been altered). Nothing changed."
 
 
 def register_groups(app: AsyncApp, ctx: BotContext) -> None:
@@ -46,11 +45,11 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
         req = interaction(context)
         parsed = _group_click(req)
         if parsed is None:
-            await _refuse(ctx, req, "approve-all click")
-            await _tell(respond, _BAD_VALUE)
+            await refuse_button(ctx, req, "approve-all click")
+            await tell(respond, BAD_VALUE)
             return
         out = await decide_group(ctx, req.user.id, *parsed, DecisionKind.APPROVE)
-        await _tell(respond, out.text(DecisionKind.APPROVE))  # after every member's decision is recorded
+        await tell(respond, out.text(DecisionKind.APPROVE))  # after every member's decision is recorded
 
     async def on_reject_all(
         ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
@@ -58,17 +57,17 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
         req = interaction(context)
         parsed = _group_click(req)
         if parsed is None or req.trigger_id is None:
-            await _refuse(ctx, req, "reject-all click")
-            await _tell(respond, _BAD_VALUE)
+            await refuse_button(ctx, req, "reject-all click")
+            await tell(respond, BAD_VALUE)
             return
         members = await group_members(ctx, parsed[0])
         if members is None:  # the value's first member names no group card
-            await _refuse(ctx, req, "reject-all click")
-            await _tell(respond, _BAD_VALUE)
+            await refuse_button(ctx, req, "reject-all click")
+            await tell(respond, BAD_VALUE)
             return
         pending = [a for a in members if a.is_open]
         if not pending:
-            await _tell(respond, ":lock: Nothing on this card is pending any more.")
+            await tell(respond, ":lock: Nothing on this card is pending any more.")
             return
         meta = ctx.signer.dumps({"g": parsed[0], "d": parsed[1], "u": req.user.id, "k": FORM_GROUP_REJECT})
         required = any(a.reason_required for a in pending)
@@ -106,7 +105,7 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
         parsed = _group_click(req)
         members = await group_members(ctx, parsed[0]) if parsed else None
         if not members or req.trigger_id is None:
-            await _refuse(ctx, req, "view-all click")
+            await refuse_button(ctx, req, "view-all click")
             return
         with urgent():  # the trigger expires 3 s after the click
             await client.views_open(
@@ -119,7 +118,7 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
         view_id = str(getattr(req.view, "id", "") or "") if req.view is not None else ""
         members = await group_members(ctx, parsed[0]) if parsed else None
         if parsed is None or not members or not view_id:
-            await _refuse(ctx, req, "group page click")
+            await refuse_button(ctx, req, "group page click")
             return
         view = member_list_view(members, parsed[1], view_of=ctx.notifier.cards.view_of)
         await client.views_update(view_id=view_id, view=view)
@@ -130,7 +129,7 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
         req = interaction(context)
         parsed = parse_button_value(req.actions[0].value or "") if req.actions else None
         if parsed is None:
-            await _refuse(ctx, req, "open-member click")
+            await refuse_button(ctx, req, "open-member click")
             return
         try:
             a = await ctx.store.approvals.get(parsed[0])
@@ -155,17 +154,3 @@ def _group_click(req: Interaction) -> tuple[str, str] | None:
     if req.type != "block_actions" or not req.actions:
         return None
     return parse_group_value(req.actions[0].value or "")
-
-
-async def _refuse(ctx: BotContext, req: Interaction, what: str) -> None:
-    """A signed click whose value is not ours (altered, or from a foreign message): audited, changes nothing."""
-    value = (req.actions[0].value or "") if req.actions else ""
-    await ctx.lifecycle.refused(value.split("|", 1)[0][:20], req.user.id, "tampered_button", f"{what}: {value[:80]!r}")
-
-
-async def _tell(respond: AsyncRespond, text: str) -> None:
-    kwargs: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False}
-    try:
-        await respond(text=text, **kwargs)
-    except Exception:
-        log.exception("could not tell the user")
