@@ -26,6 +26,7 @@ from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.domain.presentation import DECISION_VERBS, STATE_TITLES, Presentation, present
+from hitl.engine.domain.ranking import why_ranked
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.runner.step_context import DOUBT
@@ -41,6 +42,7 @@ __all__ = [
     "evidence_blocks",
     "expires_in",
     "halt_notice",
+    "ranked_line",
     "relative",
     "value_box",
     "when",
@@ -233,6 +235,16 @@ def compact_card(
     ]
     controls = [b for b in blocks if b["type"] == "actions" and str(b.get("block_id", "")).startswith("hitl_actions")]
     return [*keep, *controls, _identity(a, commands=False)]
+
+
+def ranked_line(a: Approval, *, now: float) -> dict[str, Any]:
+    """A context line saying why ``a`` ranks where it does in a list (hitl's own words and numbers: nothing from
+    the agent)."""
+    return {
+        "type": "context",
+        "block_id": f"hitl_ranked:{a.id}",
+        "elements": [{"type": "mrkdwn", "text": f"—— :arrow_up_small: Ranks here: {why_ranked(a, now=now)}"}],
+    }
 
 
 def expires_in(a: Approval, now: float) -> str:

@@ -1,8 +1,9 @@
 """The reviewer's inbox: the app's Home tab as a Block Kit ``home`` view. Pure: no I/O, time passed in.
 
-Three parts, each bounded: what the viewer may decide now (the card's sentence, how long it has waited, when it
-expires, a link to the card), what they decided lately, and the trust grants in force. Everything that came from an
-agent (tool names, sentences, sessions) is escaped like on the card.
+Three parts, each bounded: what the viewer may decide now, the most important first (the card's sentence, why it
+ranks there, how long it has waited, when it expires, a link to the card; how many wait in all), what they decided
+lately, and the trust grants in force. Everything that came from an agent (tool names, sentences, sessions) is
+escaped like on the card.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hitl.bot.escape import label
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Decision, DecisionKind
 from hitl.engine.domain.presentation import Presentation, present
+from hitl.engine.domain.ranking import waiting_text, why_ranked
 from hitl.engine.domain.records import TrustGrant
 
 __all__ = ["HOME_DECIDED", "HOME_HALTED", "HOME_TRUST", "HOME_WAITING", "Waiting", "home_view"]
@@ -50,14 +52,16 @@ def home_view(
     *,
     waiting: Sequence[Waiting],
     more_waiting: bool,
+    waiting_count: int | None = None,
     decided: Sequence[tuple[Approval, Decision]],
     grants: Sequence[TrustGrant],
     now: float,
     halts: Sequence[HaltOrder] = (),
     view_of: Callable[[Approval], Presentation] = present,
 ) -> dict[str, Any]:
-    """The Home tab ``viewer`` sees: a ``views.publish`` view. ``halts``: the stop switch's orders in force, first.
-    ``view_of``: each approval's one view (its headline is the card's)."""
+    """The Home tab ``viewer`` sees: a ``views.publish`` view. ``waiting``: the first of what they may decide, the
+    most important first; ``waiting_count``: how many in all (when known). ``halts``: the stop switch's orders in
+    force, first. ``view_of``: each approval's one view (its headline is the card's)."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Your approvals", "emoji": False}},
         {
@@ -67,8 +71,12 @@ def home_view(
     ]
     for i, order in enumerate(halts[:SHOWN]):
         blocks.append(_section(f"{HOME_HALTED}:{i}", f"{halt_notice(order)} ({relative(order.at, now)})"))
-    count = f"{len(waiting)}{'+' if more_waiting else ''}"
-    blocks.append(_heading(f"Waiting for you ({count})" if waiting else "Nothing is waiting for you"))
+    if not waiting:
+        blocks.append(_heading("Nothing is waiting for you"))
+    elif waiting_count is not None:
+        blocks.append(_heading(f"{waiting_text(waiting_count)} · the most important first"))
+    else:
+        blocks.append(_heading(f"Waiting for you ({len(waiting)}{'+' if more_waiting else ''})"))
     for i, w in enumerate(waiting[:SHOWN]):
         blocks.append(_waiting(w, now, i, view_of(w.approval)))
     if more_waiting or len(waiting) > SHOWN:
@@ -102,8 +110,8 @@ def _waiting(w: Waiting, now: float, i: int, view: Presentation) -> dict[str, An
     votes = f" · {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
     link = f" · <{w.link}|Open the card>" if w.link else " · `/hitl show " + a.id + "`"
     text = (
-        f"*{_what(view)}*\nAsked {relative(a.created_at, now)} by {who(a.requester)} · expires "
-        f"{relative(a.expires_at, now)}{votes}{link}"
+        f"*{_what(view)}*\n:arrow_up_small: {why_ranked(a, now=now)}\nAsked {relative(a.created_at, now)} by "
+        f"{who(a.requester)} · expires {relative(a.expires_at, now)}{votes}{link}"
     )
     return _section(f"{HOME_WAITING}:{i}", text)
 

@@ -174,7 +174,7 @@ class HomeTabs:
     async def _view(self, user: str) -> dict[str, Any]:
         now = self.clock.now()
         reviewer = await self.reviewers.reviewer(user)
-        waiting, more = await self._waiting(reviewer)
+        waiting, more, count = await self._waiting(reviewer)
         decided = await self._decided(user)
         grants = [  # only the trust in tools this person may decide
             g for g in await self.store.trust.all_active(now=now) if self.may_see_trust(reviewer.roles, g.tool)
@@ -184,6 +184,7 @@ class HomeTabs:
             user,
             waiting=waiting,
             more_waiting=more,
+            waiting_count=count,
             decided=decided,
             grants=grants,
             now=now,
@@ -191,14 +192,16 @@ class HomeTabs:
             view_of=self.view_of,
         )
 
-    async def _waiting(self, reviewer: Reviewer) -> tuple[list[Waiting], bool]:
+    async def _waiting(self, reviewer: Reviewer) -> tuple[list[Waiting], bool, int]:
+        """The first of what ``reviewer`` may decide, most important first; whether there is more; how many."""
         if not reviewer.roles:
-            return [], False
-        page = await self.store.approvals.list_pending(
-            roles=sorted(reviewer.roles), exclude_requester=reviewer.id, limit=SHOWN
-        )
+            return [], False, 0
+        roles = sorted(reviewer.roles)
+        approvals = self.store.approvals
+        page = await approvals.list_pending(roles=roles, exclude_requester=reviewer.id, limit=SHOWN, order="rank")
         mine = [a for a in page.items if eligible(a, reviewer) and reviewer.id not in a.approvers]
-        return [Waiting(a, await self._link(a)) for a in mine], page.cursor is not None
+        count = await approvals.count_pending(roles=roles, exclude_requester=reviewer.id)
+        return [Waiting(a, await self._link(a)) for a in mine], page.cursor is not None, count
 
     async def _decided(self, user: str) -> list[tuple[Approval, Decision]]:
         page = await self.store.approvals.list_recent(limit=RECENT)

@@ -20,6 +20,7 @@ from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
+from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
 from hitl.engine.domain.runs import RunResult, StoredRun
@@ -78,8 +79,18 @@ class ApprovalStore(Protocol):
         exclude_requester: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: PendingOrder = "age",
     ) -> Page:
-        """Pending approvals, oldest first; cost depends on ``limit``, not on the total."""
+        """Pending approvals, oldest first (``order="rank"``: most important first, by the rank stored with each,
+        :mod:`~hitl.engine.domain.ranking`); cost depends on ``limit``, not on the total. A cursor continues only
+        the order it came from."""
+        ...
+
+    async def count_pending(
+        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+    ) -> int:
+        """How many approvals :meth:`list_pending` would list with these filters, counted up to ``cap`` (a larger
+        number is returned as ``cap``): how much waits on a reviewer, at a cost bounded by ``cap``."""
         ...
 
     async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:

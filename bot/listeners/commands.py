@@ -11,7 +11,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from hitl.bot.blocks import card, compact_card, when, who
+from hitl.bot.blocks import card, compact_card, ranked_line, when, who
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, refusal_text
 from hitl.bot.escape import label
@@ -19,6 +19,7 @@ from hitl.bot.payloads import command, interaction
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.halts import EVERY_TOOL
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.ranking import waiting_text
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
 
@@ -155,29 +156,34 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
 
 
 async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) -> dict[str, Any]:
-    """One page of what ``user`` may decide, oldest first, with a "Next page" button when there is more."""
+    """One page of what ``user`` may decide, the most important first (each says why it ranks there), with how much
+    waits on them in all and a "Next page" button when there is more."""
     reviewer = await ctx.reviewers.reviewer(user)
     if not reviewer.roles:
         return {"text": ":information_source: You are not a reviewer in any role, so there is nothing for you."}
+    roles = sorted(reviewer.roles)
     page = await ctx.store.approvals.list_pending(
-        roles=sorted(reviewer.roles), exclude_requester=user, limit=PAGE, cursor=cursor
+        roles=roles, exclude_requester=user, limit=PAGE, cursor=cursor, order="rank"
     )
     mine = [a for a in page.items if user not in a.approvers]
     if not mine and page.cursor is None:
         return {"text": ":tada: Nothing is waiting for you."}
+    waiting = await ctx.store.approvals.count_pending(roles=roles, exclude_requester=user)
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
             "text": {
                 "type": "mrkdwn",
-                "text": f"*{len(mine)} waiting for you*" + (" (more on the next page)" if page.cursor else ""),
+                "text": f"*{waiting_text(waiting)}*, the most important first"
+                + (" (more on the next page)" if page.cursor else ""),
             },
         }
     ]
     now = ctx.clock.now()
     for a in mine:
         declared = ctx.config.declared_schema(a.tool)
-        blocks += [{"type": "divider"}, *compact_card(a, now=now, view=ctx.config.present(a), declared=declared)]
+        # The rank line stands where a divider stood: a page of PAGE items stays inside Slack's 50 blocks.
+        blocks += [ranked_line(a, now=now), *compact_card(a, now=now, view=ctx.config.present(a), declared=declared)]
     if page.cursor:
         blocks.append(
             {

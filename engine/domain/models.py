@@ -165,6 +165,9 @@ class Approval(_Frozen):
     """Every rule that fired, in words a reviewer understands."""
     required_role: str | None = None
     quorum: int = Field(default=1, ge=1)
+    ratio: float | None = None
+    """How far over its threshold the action is (the fired rule's amount divided by its threshold; None: no rule
+    compares an amount): the queue ranks by it after the tier (:mod:`~hitl.engine.domain.ranking`)."""
     requester: str
     created_at: float
     expires_at: float

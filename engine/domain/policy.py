@@ -26,6 +26,7 @@ from hitl.engine.domain.durations import format_duration, whole_unit
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Tier
 from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
+from hitl.engine.domain.thresholds import threshold_of
 from hitl.engine.errors import ErrorCode, PolicyError
 
 __all__ = ["Fired", "Policy", "PolicyContext", "Verdict", "WindowStats"]
@@ -63,6 +64,10 @@ class Fired:
     reason: str
     plain: str = ""
     """The same reason as a reviewer reads it on the card (empty: the reason itself reads well)."""
+    ratio: float | None = None
+    """How far over its threshold the action is: the amount the rule compares divided by the threshold it compares
+    it with (a ``rolling_sum``'s total over its ``threshold``; a ``when`` of the form ``args.amount > 500``), or
+    None when the rule has no such amount. The queue ranks by it."""
 
 
 @quick_init
@@ -104,6 +109,16 @@ class Verdict:
         asking = sorted((f for f in self.fired if f.tier.needs_human), key=lambda f: -f.tier.rank)
         return tuple(dict.fromkeys(f.plain or f.reason for f in asking))
 
+    @property
+    def ratio(self) -> float | None:
+        """The amount over threshold of the rule that set the tier (else the largest of the rules that ask for a
+        person), None when no such rule compares an amount: the queue's second sort key."""
+        own = [f.ratio for f in self.fired if f.rule == self.rule and f.ratio is not None]
+        if own:
+            return own[0]
+        asking = [f.ratio for f in self.fired if f.tier.needs_human and f.ratio is not None]
+        return max(asking) if asking else None
+
     def explain(self) -> str:
         """Several lines a reviewer can read."""
         if self.denied:
@@ -122,6 +137,8 @@ class _Compiled:
     subject: Any = None
     value: Any = None
     tz: tzinfo | None = None
+    threshold: tuple[str, float] | None = None
+    """``(argument, threshold)`` of a ``when`` that compares one argument with a positive number."""
 
 
 class Policy:
@@ -163,6 +180,7 @@ class Policy:
                     subject=_compile(stats.subject, where, "subject") if stats else None,
                     value=_compile(rule.rolling_sum.value, where, "value") if rule.rolling_sum else None,
                     tz=tz,
+                    threshold=threshold_of(rule.when) if rule.when else None,
                 )
             )
         return cls(spec, compiled)
@@ -346,7 +364,9 @@ class Policy:
                     f"{spec.name}: could not evaluate '{spec.when}' ({exc}); treated as fired (fail closed)",
                     f"A rule ({spec.name}) could not be checked on these arguments, so a person decides.",
                 )
-            return Fired(spec.name, spec.tier, spec.reason or f"{spec.name}: {spec.when}") if hit else None
+            if not hit:
+                return None
+            return Fired(spec.name, spec.tier, spec.reason or f"{spec.name}: {spec.when}", ratio=_ratio(rule, args))
         if spec.off_hours is not None and rule.tz is not None:
             return self._off_hours(rule, ctx.now)
         key = next((k for k in self.window_keys(tool, args) if k.startswith(f"{spec.name}:")), None)
@@ -368,7 +388,9 @@ class Policy:
             _, amount = self.window_keys(tool, args)[key]
             total = prior.total + amount
             if total > spec.rolling_sum.threshold:
-                return Fired(spec.name, spec.tier, _rolling_sum_reason(spec, amount, prior))
+                limit = spec.rolling_sum.threshold
+                ratio = total / limit if limit > 0 else None
+                return Fired(spec.name, spec.tier, _rolling_sum_reason(spec, amount, prior), ratio=ratio)
         return None
 
     def _off_hours(self, rule: _Compiled, now: float) -> Fired | None:
@@ -425,6 +447,20 @@ def _first_failure(rule: _Compiled, tool: str, schema: dict[str, Any]) -> tuple[
                     "guard the expression (e.g. `args.amount is defined and args.amount > 500`)"
                 )
     return None
+
+
+def _ratio(rule: _Compiled, args: Mapping[str, Any]) -> float | None:
+    """The compared argument over the threshold it was compared with (None: no such comparison, or no number)."""
+    if rule.threshold is None:
+        return None
+    name, limit = rule.threshold
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return float(value) / limit
+    except (ValueError, OverflowError):
+        return None
 
 
 def _compile(expr: str, where: str, what: str) -> Any:

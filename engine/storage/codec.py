@@ -22,8 +22,10 @@ __all__ = [
     "claim_of",
     "claim_row",
     "decode_cursor",
+    "decode_rank_cursor",
     "dumps",
     "encode_cursor",
+    "encode_rank_cursor",
     "encode_json_form",
     "loads",
 ]
@@ -64,9 +66,31 @@ def decode_cursor(cursor: str | None) -> tuple[float, str] | None:
         return None
     at, _, aid = cursor.partition("|")
     try:
+        if at.startswith("r"):
+            raise ValueError("a ranked page's cursor")
         return float(at), aid
     except ValueError:
         raise InvalidInput(f"malformed page cursor {cursor!r}; pass the cursor a previous page returned") from None
+
+
+def encode_rank_cursor(rank: int, approval_id: str) -> str:
+    """A ranked page's cursor: the last item's rank and id (``r`` first, so it is never read as another order's)."""
+    return f"r{rank}|{approval_id}"
+
+
+def decode_rank_cursor(cursor: str | None) -> tuple[int, str] | None:
+    """The rank and id a ranked page's cursor names; None for the first page."""
+    if not cursor:
+        return None
+    at, _, aid = cursor.partition("|")
+    try:
+        if not at.startswith("r"):
+            raise ValueError("another order's cursor")
+        return int(at[1:]), aid
+    except ValueError:
+        raise InvalidInput(
+            f"malformed page cursor {cursor!r}; pass the cursor a previous page in the same order returned"
+        ) from None
 
 
 def audit_for_decision(

@@ -8,6 +8,7 @@ from aiohttp import web
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Reviewer, Status
 from hitl.engine.domain.practice import is_practice, practice_note
+from hitl.engine.domain.ranking import why_ranked
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, NotFound
 
@@ -33,13 +34,20 @@ def _json(model: ApprovalView | ApprovalList, status: int = 200) -> web.Response
 
 
 async def list_approvals(request: web.Request) -> web.Response:
-    """Approvals, paged: pending oldest first (default), or by status newest first, each with can_decide."""
+    """Approvals, paged: pending most important first (default; ``order=age``: oldest first), or by status newest
+    first, each with can_decide; a pending list says how many wait on the caller."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.READ)
     q = query_of(request, ListQuery)
     approvals = ctx.lifecycle.store.approvals
+    now = ctx.lifecycle.contexts.clock.now()
+    ranked = q.status == Status.PENDING and q.order == "rank"
+    waiting: int | None = None
     if q.status == Status.PENDING:
-        page = await approvals.list_pending(roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor)
+        page = await approvals.list_pending(
+            roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor, order=q.order
+        )
+        waiting = await ctx.waiting_on(caller)
     else:
         status = None if q.status == "any" else Status(q.status)
         page = await approvals.list_recent(status=status, limit=q.limit, cursor=q.cursor)
@@ -53,8 +61,9 @@ async def list_approvals(request: web.Request) -> web.Response:
         can = await ctx.can_decide(caller, a, reviewers)
         if q.decidable and not can:
             continue
-        items.append(ApprovalView.of(a, ctx.present(a)).model_copy(update={"can_decide": can}))
-    return _json(ApprovalList(items=items, cursor=page.cursor))
+        shown = {"can_decide": can, **({"ranked": why_ranked(a, now=now)} if ranked else {})}
+        items.append(ApprovalView.of(a, ctx.present(a)).model_copy(update=shown))
+    return _json(ApprovalList(items=items, cursor=page.cursor, waiting=waiting))
 
 
 async def get_approval(request: web.Request) -> web.Response:

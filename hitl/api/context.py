@@ -130,6 +130,17 @@ class ApiContext:
         except EngineError:
             log.warning("could not audit the API refusal of %s (%s)", who, exc.detail.code)
 
+    async def waiting_on(self, caller: Caller) -> int | None:
+        """How many pending approvals the token's reviewer may decide (their roles as the served configuration gives
+        them, narrowed to the token's; not their own requests), up to 1,000; None for a token that may not decide."""
+        if not caller.may(Scope.DECIDE):
+            return None
+        reviewers = TokenReviewers(caller, self.lifecycle.contexts.default.service.reviewers)
+        who = await reviewers.reviewer(caller.reviewer)
+        if not who.roles:  # no role decides nothing, not even an approval that names none (see eligible)
+            return 0
+        return await self.lifecycle.store.approvals.count_pending(roles=sorted(who.roles), exclude_requester=who.id)
+
     async def can_decide(
         self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None
     ) -> bool:

@@ -13,6 +13,7 @@ from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.presentation import Presentation
+from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 
 __all__ = [
@@ -163,6 +164,12 @@ class ApprovalView(_Out):
     tier: Tier
     required_role: str | None
     quorum: int
+    ratio: float | None = None
+    """How far over its threshold the fired rule found the action (its amount over the threshold): the queue's
+    second sort key, after the tier."""
+    ranked: str | None = None
+    """In a list of pending approvals in rank order: in a few words why it ranks there ("escalated · 10× its
+    rule's limit · 12 min left")."""
     approvals: int
     decisions: list[DecisionView]
     expires_at: str
@@ -239,6 +246,9 @@ class ApprovalList(_Out):
     cursor: str | None
     """Pass as ``cursor`` for the next page; null at the end. A page may hold fewer than ``limit`` items when
     filters drop some: follow the cursor until it is null."""
+    waiting: int | None = None
+    """In a list of pending approvals, to a token that may decide: how many pending approvals its reviewer may
+    decide (their roles, not their own requests), counted up to 1,000."""
 
 
 class DecisionRequest(_In):
@@ -357,8 +367,12 @@ class ListQuery(_Query):
     """Which approvals to list."""
 
     status: Status | Literal["any"] = Status.PENDING
-    """``pending`` (the default: oldest first, what reviewers work through), another status, or ``any``: newest
+    """``pending`` (the default: what reviewers work through, in ``order``), another status, or ``any``: newest
     first."""
+    order: PendingOrder = "rank"
+    """Of pending approvals: ``rank`` (the default: the most important first, by tier, then how far over its
+    threshold, then time left) or ``age`` (oldest first: the default of earlier releases). A cursor continues its
+    own order."""
     role: Annotated[str, Field(max_length=64)] | None = None
     tool: Annotated[str, Field(max_length=128)] | None = None
     session: Annotated[str, Field(max_length=200)] | None = None

@@ -25,7 +25,7 @@ from hitl.cli.flows import (
     resolve_target,
 )
 from hitl.cli.migrate import migrate
-from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, StoreOpt
+from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, Order, StoreOpt
 from hitl.cli.output import Out, approval_json
 from hitl.cli.oversight import halt, halts, practice, reviewers, unhalt
 from hitl.cli.purge import purge
@@ -36,6 +36,7 @@ from hitl.cli.stats import stats
 from hitl.cli.trust import trust_app
 from hitl.engine.config.api import ApiTokenSpec
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.ranking import PendingOrder, why_ranked
 from hitl.engine.domain.runs import RunResult, RunStatus
 from hitl.engine.errors import EngineError, InvalidInput
 from hitl.engine.runner.validation import policy_problems, validate_workflow
@@ -320,15 +321,23 @@ def pending(
     config: ConfigOpt = None,
     reviewer: AsOpt = None,
     limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
+    order: Annotated[
+        Order,
+        typer.Option(
+            help="rank: the most important first (tier, how far over its threshold, time left); age: oldest first."
+        ),
+    ] = Order.RANK,
 ) -> None:
-    """List pending approvals (only those the reviewer may decide, with --as)."""
+    """List pending approvals, the most important first (only those the reviewer may decide, with --as)."""
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+    sort: PendingOrder = "age" if order is Order.AGE else "rank"
 
     async def work() -> int:
         client = remote_from_env()
         if client is not None:  # the token says who is asking: the approvals it may decide
-            out.pending(await client.pending(limit=limit))
+            listed = await client.pending(limit=limit, order=sort)
+            out.pending(listed.items, waiting=listed.waiting)
             return 0
         async with open_runtime(settings.runtime, read_only=True) as rt:
             context = rt.contexts.default
@@ -344,8 +353,16 @@ def pending(
                         f"(roles: {known}); check --as / HITL_REVIEWER",
                         reviewer=settings.reviewer,
                     )
-            page = await rt.store.approvals.list_pending(roles=roles, exclude_requester=settings.reviewer, limit=limit)
-            out.pending([await approval_view(rt, a) for a in page.items])
+            approvals = rt.store.approvals
+            mine = settings.reviewer
+            page = await approvals.list_pending(roles=roles, exclude_requester=mine, limit=limit, order=sort)
+            now = rt.contexts.clock.now()
+            views = []
+            for a in page.items:
+                view = await approval_view(rt, a)
+                views.append(view.model_copy(update={"ranked": why_ranked(a, now=now)}) if sort == "rank" else view)
+            waiting = await approvals.count_pending(roles=roles, exclude_requester=mine) if roles else None
+            out.pending(views, waiting=waiting)
         return 0
 
     run_command(out, work)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-__all__ = ["NO_CONFIG", "AsOpt", "ConfigOpt", "JsonOpt", "StoreOpt"]
+__all__ = ["NO_CONFIG", "AsOpt", "ConfigOpt", "JsonOpt", "Order", "StoreOpt"]
 
 StoreOpt = Annotated[
     str | None,
@@ -26,3 +27,12 @@ NO_CONFIG = (
     "every tool needs approval and no reviewer has a role"
 )
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+class Order(StrEnum):
+    """The order ``hitl pending`` lists in."""
+
+    RANK = "rank"
+    """The most important first: tier, then how far over its threshold, then time left."""
+    AGE = "age"
+    """Oldest first."""

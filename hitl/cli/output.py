@@ -17,6 +17,7 @@ from hitl.engine.domain.audit_heads import view_problem
 from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
+from hitl.engine.domain.ranking import waiting_text
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
@@ -300,18 +301,23 @@ class Out:
             self.console.print(t)
         return intact
 
-    def pending(self, views: list[ApprovalView]) -> None:
+    def pending(self, views: list[ApprovalView], *, waiting: int | None = None) -> None:
+        """A page of pending approvals in their order (``ranked``: why each ranks there), and how many wait on the
+        reviewer (``waiting``, when known)."""
         if self.json:
-            self.emit({"pending": [approval_json(v) for v in views], "count": len(views)})
+            self.emit({"pending": [approval_json(v) for v in views], "count": len(views), "waiting": waiting})
             return
+        if waiting is not None:
+            self.text((waiting_text(waiting), "bold"))
         if not views:
             self.text(("no pending approvals", "dim"))
             return
+        ranked = any(v.ranked for v in views)
         rows: list[list[str | Text]] = [
             [
                 v.id,
                 Text(v.tool),
-                v.tier,
+                *([Text(v.ranked or "")] if ranked else [v.tier]),
                 v.required_role or "any",
                 f"{v.approvals}/{v.quorum}",
                 Text(v.requester),
@@ -319,7 +325,7 @@ class Out:
             ]
             for v in views
         ]
-        self.table(("id", "tool", "tier", "role", "votes", "requester", "expires"), rows)
+        self.table(("id", "tool", "rank" if ranked else "tier", "role", "votes", "requester", "expires"), rows)
 
     def audit_verified(self, checked: int, broken: AuditBreak | None) -> None:
         if self.json:

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.api.models import ApprovalView, AuditList, AuditView, RunView
+from hitl.api.models import ApprovalList, ApprovalView, AuditList, AuditView, RunView
 from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = ["ApiClient", "RemoteRefused", "remote_from_env"]
@@ -81,9 +82,10 @@ class ApiClient:
         body = await self.call("GET", "/audit", query={"limit": str(min(limit, 5000))})
         return AuditList.model_validate(body).entries
 
-    async def pending(self, *, limit: int) -> list[ApprovalView]:
-        body = await self.call("GET", "/approvals", query={"decidable": "true", "limit": str(min(limit, 200))})
-        return [ApprovalView.model_validate(a) for a in body["items"]]
+    async def pending(self, *, limit: int, order: PendingOrder = "rank") -> ApprovalList:
+        """The pending approvals the token may decide, in ``order``, and how many wait on it."""
+        query = {"decidable": "true", "limit": str(min(limit, 200)), "order": order}
+        return ApprovalList.model_validate(await self.call("GET", "/approvals", query=query))
 
     async def decide(
         self,

@@ -419,7 +419,7 @@ def test_every_listing_and_help_fits_80_columns_whole(cli: Cli) -> None:
     assert cli("pending", COLUMNS="200").out.splitlines()[0].split() == [
         "id",
         "tool",
-        "tier",
+        "rank",
         "role",
         "votes",
         "requester",
@@ -454,3 +454,25 @@ def test_a_refund_over_what_is_left_is_refused_before_anyone_is_asked(cli: Cli, 
     view = cli("show", str(paused["approval_id"]), "--json").json()["view"]
     [left] = [f for f in view["fields"] if f["name"] == "refundable"]
     assert (left["label"], left["text"], left["currency"]) == ("Left to refund", "1299", "USD")
+
+
+def test_pending_lists_the_most_important_first_and_says_why(cli: Cli, shop) -> None:  # type: ignore[no-untyped-def]
+    cfg = str(REFUND.parent / "hitl.yaml")
+    over = str(run_refund(cli, "600", "--session", "ses_over", HITL_NOW="1800000000")["approval_id"])
+    far = str(run_refund(cli, "1250", "--session", "ses_far", HITL_NOW="1800000001")["approval_id"])
+    # 40 more for the same customer within a day: 1,890 over the split_refunds threshold of 500, escalated too.
+    split = str(run_refund(cli, "40", "--session", "ses_split", HITL_NOW="1800000002")["approval_id"])
+    listed = cli("pending", "--json", "--as", "U_FIN1", HITL_CONFIG=cfg, HITL_NOW="1800000100").json()
+    assert [a["id"] for a in listed["pending"]] == [split, far, over] and listed["waiting"] == 3
+    assert [a["ranked"] for a in listed["pending"]] == [
+        "escalated · 3.8× its rule's limit · 3 h left",
+        "escalated · 2.5× its rule's limit · 3 h left",
+        "escalated · 1.2× its rule's limit · 3 h left",
+    ]
+    aged = cli("pending", "--json", "--as", "U_FIN1", "--order", "age", HITL_CONFIG=cfg).json()
+    assert [a["id"] for a in aged["pending"]] == [over, far, split] and aged["pending"][0]["ranked"] is None
+    human = cli("pending", "--as", "U_FIN1", "--config", cfg, COLUMNS="200")
+    assert human.out.startswith("3 approvals wait on you") and "2.5× its rule's limit" in human.out
+    assert human.out.index(split) < human.out.index(far) < human.out.index(over)
+    assert cli("pending", "--json", "--as", "U_SUPPORT1", HITL_CONFIG=cfg).json()["waiting"] == 0  # all finance's
+    assert cli("pending", "--order", "newest").code == 2  # not an order: a usage error, nothing listed

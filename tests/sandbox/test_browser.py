@@ -210,13 +210,13 @@ async def test_the_home_tab_is_an_inbox_that_links_to_its_cards_and_keeps_up(san
         await page.goto(f"{sandbox.url}/?as=U_SUPPORT1")
         await page.click("#home-link")
         home = page.locator("#home")
-        await expect(home).to_contain_text("Waiting for you (2)")
+        await expect(home).to_contain_text("2 approvals wait on you · the most important first")
         await expect(home).to_contain_text("Refund USD 120.00 to “C-1042” for order “78291”")
         await expect(page.locator("#channel-title")).to_have_text("Home")
 
         await sandbox.dispatcher.click("U_SUPPORT2", message_for(sandbox, second), ACTION_APPROVE)
         # Published again (nobody reopened the tab), within a tab's pace of one publish per 5 s.
-        await expect(home).to_contain_text("Waiting for you (1)", timeout=15000)
+        await expect(home).to_contain_text("1 approval waits on you", timeout=15000)
 
         await home.get_by_role("link", name="Open the card").click()
         opened = page.locator(".msg.highlight")

@@ -1,13 +1,30 @@
 """Rows as an earlier release of hitl wrote them, for the upgrade tests: an audit entry with the columns the audit
-table had before it kept the view a decider saw."""
+table had before it kept the view a decider saw, an approval before it kept its rank."""
 
 from __future__ import annotations
 
+from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, chain_link, entry_body
 from hitl.engine.storage.codec import audit_values
 from hitl.engine.storage.postgres.connection import Conn
 
-__all__ = ["insert_older_audit"]
+__all__ = ["insert_older_approval", "insert_older_audit"]
+
+
+async def insert_older_approval(conn: Conn, a: Approval, doc: str | None = None) -> None:
+    """Insert ``a`` (or ``doc`` for it) as a PostgreSQL schema before the queue's rank held it."""
+    await conn.execute(
+        "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        a.id,
+        str(a.status),
+        a.version,
+        a.created_at,
+        a.expires_at,
+        a.required_role,
+        a.requester,
+        doc if doc is not None else a.model_dump_json(),
+    )
 
 
 async def insert_older_audit(conn: Conn, entry: AuditEntry) -> None:

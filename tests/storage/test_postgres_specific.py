@@ -17,12 +17,12 @@ from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.postgres import PostgresStore
 from hitl.engine.storage.postgres import approvals as pg_approvals
 from hitl.engine.storage.postgres.connection import Conn
-from hitl.engine.storage.postgres.rows import insert_job, write_approval
+from hitl.engine.storage.postgres.rows import insert_job
 from hitl.engine.storage.postgres.schema import MIGRATIONS
 from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
-from tests.storage.older_rows import insert_older_audit
+from tests.storage.older_rows import insert_older_approval, insert_older_audit
 from tests.waiting import eventually
 
 
@@ -60,7 +60,7 @@ async def test_a_store_of_the_previous_schema_is_upgraded_and_keeps_its_data(
             await conn.execute(sql)
             await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
         async with conn.transaction():  # written as the previous release wrote them: its audit columns only
-            await write_approval(conn, a, insert=True)
+            await insert_older_approval(conn, a)
             await insert_older_audit(conn, audit_for_creation(a))
             await insert_job(conn, "card", {"approval_id": a.id}, clock.now())
     finally:
@@ -69,6 +69,7 @@ async def test_a_store_of_the_previous_schema_is_upgraded_and_keeps_its_data(
     try:
         assert await store.migrate() == [MIGRATIONS[-1][0]]
         assert await store.approvals.get(a.id) == a
+        assert [x.id for x in (await store.approvals.list_pending(order="rank")).items] == [a.id]
         assert await store.audit.verify() == (1, None)
         assert await store.jobs.settle("card", approval_id=a.id) == 1
         decided = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())  # through the added guard

@@ -29,11 +29,12 @@ from typing import Any
 
 import asyncpg
 
-from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status, Tier
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.storage.codec import audit_for_creation
+from hitl.engine.storage.paging import every_pending
 from hitl.engine.storage.postgres import PostgresStore
-from hitl.engine.storage.postgres.rows import write_approval
 from hitl.engine.storage.postgres.schema import MIGRATIONS as PG_MIGRATIONS
 from hitl.engine.storage.redis import RedisStore
 from hitl.engine.storage.redis.connection import LAYOUT, connect, key_id
@@ -41,7 +42,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.storage.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
-from tests.storage.older_rows import insert_older_audit
+from tests.storage.older_rows import insert_older_approval, insert_older_audit
 
 _OLD_SESSION = "ses_old"
 ALERT = {"kind": "alert", "status": "firing", "episode": 2, "value": 0.5, "since": 1.0}
@@ -89,6 +90,18 @@ async def _groups_work_after(
     await store.approvals.create(other)
     await store.messages.set(other.id, _OLD_CARD)
     assert await store.messages.shown_on(_OLD_CARD) == sorted([carded.id, other.id])
+
+
+async def _ranked_after(store: SqliteStore | RedisStore | PostgresStore, clock: FakeClock) -> None:
+    """Every approval an older hitl left pending is in the ranked queue, at the rank its document gives, beside one
+    written now that escalates and so comes first."""
+    pending = [a async for a in every_pending(store.approvals)]
+    urgent = make_approval(now=clock.now(), key="urgent-after", tier=Tier.ESCALATE, role=None)
+    await store.approvals.create(urgent)
+    ranked = await store.approvals.list_pending(order="rank", limit=500)
+    expected = sorted([*pending, urgent], key=lambda a: (rank_key(a), a.id))
+    assert [a.id for a in ranked.items] == [a.id for a in expected] and ranked.items[0].id == urgent.id
+    assert len(pending) >= 3
 
 
 async def _trust_works_after(store: SqliteStore | RedisStore | PostgresStore, clock: FakeClock) -> None:
@@ -142,6 +155,7 @@ async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_pat
     try:
         assert await store.approvals.get(earlier.id) == earlier
         await _kinds_read_back(store, older)
+        await _ranked_after(store, clock)
         await _trust_works_after(store, clock)
         await _alerts_moved(store)
         await _groups_work_after(store, earlier, clock)
@@ -174,7 +188,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
             clock.now() + 3600,
         )
         async with conn.transaction():
-            await write_approval(conn, earlier, insert=True)
+            await insert_older_approval(conn, earlier)
             await insert_older_audit(conn, audit_for_creation(earlier))
             await conn.execute(
                 "INSERT INTO messages (approval_id, channel, ts) VALUES ($1, $2, $3)",
@@ -209,6 +223,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
         assert await store.approvals.get(earlier.id) == earlier
         assert await store.audit.verify() == (4, None)
         await _kinds_read_back(store, older)
+        await _ranked_after(store, clock)
         await _trust_works_after(store, clock)
         await _alerts_moved(store)
         await _groups_work_after(store, earlier, clock)
@@ -239,7 +254,17 @@ async def _as_an_older_hitl_laid_them_out(store: RedisStore) -> None:
             raw = f"{head}{key_id(key[len(head) : -1])}}}"
             if raw != key:
                 await c.r.rename(key, raw)
+    await _as_layout_2_left_them(store)
     await c.r.delete(c.layout_key)
+
+
+async def _as_layout_2_left_them(store: RedisStore) -> None:
+    """Remove the ranked indexes and mark the layout before them (2): the store as the previous release left it."""
+    c = store.conn
+    ranked = [k async for k in c.r.scan_iter(match=f"{store.prefix}:ranked:*")]
+    if ranked:
+        await c.r.delete(*ranked)
+    await c.r.set(c.layout_key, "2")
 
 
 async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
@@ -282,6 +307,7 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
         for a, _ in older:
             assert json.loads(await _doc(upgraded, a.id))["kind"] == str(a.kind)
         await _kinds_read_back(upgraded, older)
+        await _ranked_after(upgraded, clock)
         await _alerts_moved(upgraded)
         odd = await upgraded.runs.load("a%3Ab")
         assert odd is not None and odd.data == CALLERS_RUN
@@ -295,6 +321,23 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
         assert (await upgraded.runs.load("a%3Ab")) == odd
         assert (await upgraded.ledger.get("ses_old:pay:1")) is not None
         assert [g.requester for g in await upgraded.trust.all_active(now=clock.now())] == ["agent:riley"]
+    finally:
+        await upgraded.close()
+
+
+async def test_redis_ranks_the_pending_approvals_the_previous_layout_left_and_encodes_no_key_twice(
+    redis_store: RedisStore, redis_url: str, clock: FakeClock
+) -> None:
+    for i in range(3):
+        await redis_store.approvals.create(make_approval(now=clock.advance(1), key=f"left{i}", ttl=900.0 - i))
+    await redis_store.runs.save("a%3Ab", CALLERS_RUN, expected_version=0, now=1.0)  # a key layout 2 encoded
+    await _as_layout_2_left_them(redis_store)
+    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)
+    try:
+        await _ranked_after(upgraded, clock)
+        assert await upgraded.conn.r.get(upgraded.conn.layout_key) == LAYOUT
+        found = await upgraded.runs.load("a%3Ab")
+        assert found is not None and found.data == CALLERS_RUN
     finally:
         await upgraded.close()
 

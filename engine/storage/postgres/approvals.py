@@ -10,9 +10,17 @@ from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.decide import DecideCommand, apply_expiry
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.domain.records import Page
 from hitl.engine.errors import DecisionRefused, NotFound, StaleVersion
-from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
+from hitl.engine.storage.codec import (
+    audit_for_creation,
+    audit_for_decision,
+    decode_cursor,
+    decode_rank_cursor,
+    encode_cursor,
+    encode_rank_cursor,
+)
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import load_approval
@@ -59,20 +67,33 @@ class PgApprovals:
         exclude_requester: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: PendingOrder = "age",
     ) -> Page:
-        after = decode_cursor(cursor)
-        sql = "SELECT doc, created_at, id FROM approvals WHERE status = 'pending'"
+        ranked = order == "rank"
+        after = decode_rank_cursor(cursor) if ranked else decode_cursor(cursor)
+        key = "rank" if ranked else "created_at"
+        sql = f"SELECT doc, {key}, id FROM approvals WHERE status = 'pending'"
         params: list[Any] = []
         if after:
             params += list(after)
-            sql += f" AND (created_at, id) > (${len(params) - 1}, ${len(params)})"
-        if roles is not None:
-            params.append(list(roles))
-            sql += f" AND (required_role IS NULL OR required_role = ANY(${len(params)}::text[]))"
-        if exclude_requester:
-            params.append(exclude_requester)
-            sql += f" AND requester != ${len(params)}"
-        return await self.db.run(lambda c: _page(c, sql + " ORDER BY created_at, id", params, limit), write=False)
+            sql += f" AND ({key}, id) > (${len(params) - 1}, ${len(params)})"
+        sql += _pending_filter(roles, exclude_requester, params)
+        return await self.db.run(
+            lambda c: _page(c, sql + f" ORDER BY {key}, id", params, limit, ranked=ranked), write=False
+        )
+
+    async def count_pending(
+        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+    ) -> int:
+        params: list[Any] = []
+        where = _pending_filter(roles, exclude_requester, params)
+        params.append(cap)
+        sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM approvals WHERE status = 'pending'{where} LIMIT ${len(params)}) p"
+
+        async def read(c: Conn) -> int:
+            return int(await c.fetchval(sql, *params))
+
+        return await self.db.run(read, write=False)
 
     async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
         before = decode_cursor(cursor)
@@ -184,10 +205,23 @@ async def _reachable(c: Conn) -> None:
     await c.fetchval("SELECT 1")
 
 
-async def _page(c: Conn, sql: str, params: list[Any], limit: int) -> Page:
-    """``limit`` approvals of an ordered ``SELECT doc, created_at, id``, and the cursor after the last one."""
+def _pending_filter(roles: Collection[str] | None, exclude_requester: str | None, params: list[Any]) -> str:
+    """The ``AND`` clauses of the pending approvals a reviewer may decide, their parameters appended to ``params``."""
+    sql = ""
+    if roles is not None:
+        params.append(list(roles))
+        sql += f" AND (required_role IS NULL OR required_role = ANY(${len(params)}::text[]))"
+    if exclude_requester:
+        params.append(exclude_requester)
+        sql += f" AND requester != ${len(params)}"
+    return sql
+
+
+async def _page(c: Conn, sql: str, params: list[Any], limit: int, *, ranked: bool = False) -> Page:
+    """``limit`` approvals of an ordered ``SELECT doc, <key>, id``, and the cursor after the last one."""
     rows = await c.fetch(f"{sql} LIMIT ${len(params) + 1}", *params, limit + 1)
     items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
-    return Page(
-        items=items, cursor=encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
-    )
+    if len(rows) <= limit:
+        return Page(items=items, cursor=None)
+    last = rows[limit - 1]
+    return Page(items=items, cursor=encode_rank_cursor(last[1], last[2]) if ranked else encode_cursor(last[1], last[2]))

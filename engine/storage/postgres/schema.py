@@ -244,6 +244,20 @@ ALTER TABLE messages DROP CONSTRAINT IF EXISTS messages_channel_ts_key;
 CREATE INDEX IF NOT EXISTS messages_by_ref ON messages (channel, ts);
 """
 
+_V10 = """
+-- The queue's rank (hitl.engine.domain.ranking.rank_key) as an indexed column: the tier band, how far over its
+-- threshold (none was kept before: 0), and the deadline in whole seconds, as the one integer Python computes.
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS rank BIGINT NOT NULL DEFAULT 0;
+UPDATE approvals SET rank =
+    ((3 - CASE doc::jsonb ->> 'tier'
+        WHEN 'escalate' THEN 3 WHEN 'approve' THEN 2 WHEN 'notify' THEN 1 ELSE 0 END)::bigint << 49)
+    | ((131071 - least(greatest(round(coalesce((doc::jsonb ->> 'ratio')::float8, 0) * 100), 0), 131071))::bigint << 32)
+    | least(greatest(floor(expires_at), 0), 4294967295)::bigint
+    WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS approvals_ranked ON approvals (rank, id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS approvals_ranked_role ON approvals (required_role, rank, id) WHERE status = 'pending';
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -254,5 +268,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (7, _V7),
     (8, _V8),
     (9, _V9),
+    (10, _V10),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

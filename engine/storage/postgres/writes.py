@@ -27,6 +27,7 @@ from typing import Any
 
 from hitl.engine.domain.audit_heads import Head
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant, chain_link, entry_body
 from hitl.engine.storage.codec import AUDIT_COLUMNS, audit_values, claim_of, claim_row, dumps, encode_json_form
 from hitl.engine.storage.postgres.connection import Conn
@@ -242,13 +243,23 @@ class Writes:
         moved = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if not insert]
         if new:
             rows = [
-                (a.id, str(a.status), a.version, a.created_at, a.expires_at, a.required_role, a.requester, doc)
+                (
+                    a.id,
+                    str(a.status),
+                    a.version,
+                    a.created_at,
+                    a.expires_at,
+                    a.required_role,
+                    a.requester,
+                    rank_key(a),
+                    doc,
+                )
                 for a, doc in new
             ]
             stmt.parts.append(
                 "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, "
-                "doc) SELECT * FROM unnest("
-                + columns(rows, ("text", "text", "int4", "float8", "float8", "text", "text", "text"))
+                "rank, doc) SELECT * FROM unnest("
+                + columns(rows, ("text", "text", "int4", "float8", "float8", "text", "text", "int8", "text"))
                 + ")"
             )
         for a, doc in moved:  # by key, one part each: an index lookup in any plan, never a scan of the table

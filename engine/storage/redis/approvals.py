@@ -14,10 +14,18 @@ from hitl.engine.domain.execution import stale_approval
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.presentation import digest_of
+from hitl.engine.domain.ranking import PendingOrder, rank_key
 from hitl.engine.domain.records import Page, TrustGrant
 from hitl.engine.domain.states import check_transition, sources_of
 from hitl.engine.errors import ErrorCode, NotFound
-from hitl.engine.storage.codec import audit_for_creation, decode_cursor, encode_cursor, encode_json_form
+from hitl.engine.storage.codec import (
+    audit_for_creation,
+    decode_cursor,
+    decode_rank_cursor,
+    encode_cursor,
+    encode_json_form,
+    encode_rank_cursor,
+)
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
 from hitl.engine.storage.redis.trust import grant_field
@@ -47,6 +55,7 @@ class RedisApprovals:
             # Indexes first: a crash between the two leaves a dangling index entry (repaired on read),
             # never an approval that no index knows about.
             pipe.zadd(self.conn.pending_key(approval.required_role), {approval.id: approval.created_at}, nx=True)
+            pipe.zadd(self.conn.ranked_key(approval.required_role), {approval.id: rank_key(approval)}, nx=True)
             pipe.zadd(f"{self.p}:due", {approval.id: approval.expires_at}, nx=True)
             pipe.zadd(self.conn.all_key, {approval.id: approval.created_at}, nx=True)
             pipe.sadd(f"{self.p}:pending-roles", approval.required_role or ANY_ROLE)
@@ -80,28 +89,45 @@ class RedisApprovals:
         exclude_requester: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: PendingOrder = "age",
     ) -> Page:
-        after = decode_cursor(cursor)
-        if roles is None:  # every role that ever had a pending approval (a small set; no keyspace scan)
-            index_keys = [
-                self.conn.pending_key(None if r == ANY_ROLE else r)
-                for r in sorted(text(x) for x in await self.r.smembers(f"{self.p}:pending-roles"))
-            ]
-        else:
-            index_keys = [self.conn.pending_key(None)] + [self.conn.pending_key(r) for r in roles]
+        ranked = order == "rank"
+        after: tuple[float, str] | tuple[int, str] | None = (
+            decode_rank_cursor(cursor) if ranked else decode_cursor(cursor)
+        )
+        index_keys = await self._indexes(roles, ranked=ranked)
         args = [
-            repr(after[0]) if after else "",
+            (str(after[0]) if ranked else repr(after[0])) if after else "",
             after[1] if after else "",
             limit + 1,
             exclude_requester or "",
             f"{self.p}:{{",
         ]
-        out = [text(x) for x in await self.conn.call(self.conn.page_script, [text(k) for k in index_keys], args)]
+        out = [text(x) for x in await self.conn.call(self.conn.page_script, index_keys, args)]
         n = int(out[0])
         rows = [out[1 + 10 * i : 11 + 10 * i] for i in range(n)]
         page = [r for r in rows[:limit] if r[2]]  # a document not (yet) written: created index-first, skipped
-        nxt = encode_cursor(float(rows[limit - 1][1]), rows[limit - 1][0]) if n > limit else None
+        nxt = None
+        if n > limit:
+            score, last = rows[limit - 1][1], rows[limit - 1][0]
+            nxt = encode_rank_cursor(int(float(score)), last) if ranked else encode_cursor(float(score), last)
         return Page(items=[approval_from_result(["", "", *r[2:]]) for r in page], cursor=nxt)
+
+    async def count_pending(
+        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+    ) -> int:
+        args = ["", "", cap, exclude_requester or "", f"{self.p}:{{", "count"]
+        out = await self.conn.call(self.conn.page_script, await self._indexes(roles, ranked=True), args)
+        return int(text(out[0]))
+
+    async def _indexes(self, roles: Collection[str] | None, *, ranked: bool) -> list[str]:
+        """The index of each role a reviewer of ``roles`` may decide for (None: every role that ever had a pending
+        approval, a small set; no keyspace scan)."""
+        key = self.conn.ranked_key if ranked else self.conn.pending_key
+        if roles is None:
+            names = sorted(text(x) for x in await self.r.smembers(f"{self.p}:pending-roles"))
+            return [key(None if r == ANY_ROLE else r) for r in names]
+        return [key(None), *(key(r) for r in roles)]
 
     async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
         # The creation-time index of every approval, newest first; statuses are read from each approval, so a

@@ -124,8 +124,11 @@ def key_id(part: str) -> str:
     return unquote(part)
 
 
-LAYOUT = "2"
-"""The key layout this release writes: caller ids inside keys through :func:`key_part` (1: as the caller gave them)."""
+LAYOUT = "3"
+"""The key layout this release writes: pending approvals in ranked indexes too (2: caller ids inside keys through
+:func:`key_part`; 1 and none: as the caller gave them)."""
+KEYS_ENCODED = ("2", LAYOUT)
+"""Layouts whose keys hold caller ids encoded already (never encoded again)."""
 _UPGRADE_LEASE = 120
 """Seconds one process may hold the upgrade before another may take it over (it died midway)."""
 
@@ -304,6 +307,10 @@ class RedisConnection:
 
     def pending_key(self, role: str | None) -> str:
         return f"{self.p}:pending:{role or ANY_ROLE}"
+
+    def ranked_key(self, role: str | None) -> str:
+        """The pending approvals of ``role`` scored by their rank (:func:`~hitl.engine.domain.ranking.rank_key`)."""
+        return f"{self.p}:ranked:{role or ANY_ROLE}"
 
     @property
     def created_channel(self) -> str:

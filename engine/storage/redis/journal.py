@@ -10,6 +10,7 @@ from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import id_collision
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.errors import EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, encode_json_form
@@ -45,6 +46,7 @@ class RedisJournal:
             f"{c.p}:pending-roles",
             c.ended_key,
             c.finished_claims_key,
+            c.ranked_key(commit.ask.required_role) if commit.ask else self._none,
         ]
         # The plan holds strings (records already encoded), booleans and None: JSON as it is, orjson's to encode.
         out = [text(x) for x in await c.call(c.commit_script, keys, [encode_json_form(self._plan(commit))])]
@@ -117,6 +119,7 @@ class RedisJournal:
                 "role": a.required_role or ANY_ROLE,
                 "created_at": repr(a.created_at),
                 "expires_at": repr(a.expires_at),
+                "rank": str(rank_key(a)),
             }
         if m.claim is not None:
             ci = m.claim

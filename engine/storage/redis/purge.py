@@ -217,6 +217,7 @@ class RedisPurger:
                 c.message_ref_key(card["channel"], card["ts"]) if card else c.message_key(aid),
                 c.run_key(session),
                 c.message_shown_key(card["channel"], card["ts"]) if card else c.message_key(aid),
+                c.ranked_key(text(role) or None),
             ]
             due.append((aid, keys, session))
         async with self.r.pipeline(transaction=False) as pipe:

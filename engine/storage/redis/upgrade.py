@@ -11,8 +11,10 @@ import json
 import logging
 
 from hitl.engine.domain.models import kind_of_older
+from hitl.engine.domain.ranking import rank_key
+from hitl.engine.storage.redis.approvals import queue_read, read_result
 from hitl.engine.storage.redis.codec import KIND_FIRST, text, with_kind_first
-from hitl.engine.storage.redis.connection import LAYOUT, RedisConnection, key_part
+from hitl.engine.storage.redis.connection import ANY_ROLE, KEYS_ENCODED, RedisConnection, key_part
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +26,35 @@ _ENCODED_KINDS = ("run", "claim", "win")
 
 async def upgrade(conn: RedisConnection) -> None:
     """Every step, in order: older trust grants removed, approval kinds written, alert states moved out of the
-    runs, then (on a store not yet marked) caller ids inside keys encoded."""
+    runs, (on a store whose keys are not encoded yet) caller ids inside keys encoded, then every pending approval
+    put in the ranked index of its role."""
     await _drop_legacy_grants(conn)
     await _write_kinds(conn)
     await _move_alert_states(conn)
-    if await conn.r.get(conn.layout_key) != LAYOUT:
+    if await conn.r.get(conn.layout_key) not in KEYS_ENCODED:
         await _encode_keys(conn)
+    await _rank_pending(conn)
+
+
+async def _rank_pending(c: RedisConnection) -> None:
+    """Each approval in a pending index added to its role's ranked index, at the rank its document gives (one an
+    older hitl wrote kept no ratio: it ranks by tier and deadline). ``NX``: a rank already there is kept."""
+    for role in sorted(text(r) for r in await c.r.smembers(f"{c.p}:pending-roles")):
+        name = None if role == ANY_ROLE else role
+        ids = [text(m) for m in await c.r.zrange(c.pending_key(name), 0, -1)]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            async with c.r.pipeline(transaction=False) as pipe:
+                for approval_id in chunk:
+                    queue_read(pipe, c, approval_id)
+                rows = await pipe.execute()
+            ranks: dict[str, int] = {}
+            for i, approval_id in enumerate(chunk):
+                found = read_result(rows[2 * i], rows[2 * i + 1])
+                if found is not None and found.is_open:
+                    ranks[approval_id] = rank_key(found)
+            if ranks:
+                await c.r.zadd(c.ranked_key(name), ranks, nx=True)
 
 
 async def _drop_legacy_grants(c: RedisConnection) -> None:

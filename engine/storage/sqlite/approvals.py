@@ -12,9 +12,17 @@ from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.decide import DecideCommand, apply_expiry
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.domain.records import Page
 from hitl.engine.errors import DecisionRefused, StaleVersion
-from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, decode_cursor, encode_cursor
+from hitl.engine.storage.codec import (
+    audit_for_creation,
+    audit_for_decision,
+    decode_cursor,
+    decode_rank_cursor,
+    encode_cursor,
+    encode_rank_cursor,
+)
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.signals import wait_for_version
 from hitl.engine.storage.sqlite.connection import SqliteConnection
@@ -61,23 +69,31 @@ class SqliteApprovals:
         exclude_requester: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: PendingOrder = "age",
     ) -> Page:
-        after = decode_cursor(cursor)
+        ranked = order == "rank"
+        after = decode_rank_cursor(cursor) if ranked else decode_cursor(cursor)
+        key = "rank" if ranked else "created_at"
 
         def tx(c: sqlite3.Connection) -> Page:
-            sql = "SELECT doc, created_at, id FROM approvals WHERE status = 'pending'"
+            sql = f"SELECT doc, {key}, id FROM approvals WHERE status = 'pending'"
             params: list[Any] = []
             if after:
-                sql += " AND (created_at, id) > (?, ?)"
+                sql += f" AND ({key}, id) > (?, ?)"
                 params += list(after)
-            if roles is not None:
-                marks = ",".join("?" * len(roles))
-                sql += f" AND (required_role IS NULL OR required_role IN ({marks}))"
-                params += list(roles)
-            if exclude_requester:
-                sql += " AND requester != ?"
-                params.append(exclude_requester)
-            return _page(c, sql + " ORDER BY created_at, id", params, limit)
+            where, more = _pending_filter(roles, exclude_requester)
+            return _page(c, f"{sql}{where} ORDER BY {key}, id", [*params, *more], limit, ranked=ranked)
+
+        return await self.db.run(tx, write=False)
+
+    async def count_pending(
+        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+    ) -> int:
+        where, params = _pending_filter(roles, exclude_requester)
+
+        def tx(c: sqlite3.Connection) -> int:
+            sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM approvals WHERE status = 'pending'{where} LIMIT ?)"
+            return int(c.execute(sql, [*params, cap]).fetchone()[0])
 
         return await self.db.run(tx, write=False)
 
@@ -193,10 +209,23 @@ class SqliteApprovals:
         return updated
 
 
-def _page(c: sqlite3.Connection, sql: str, params: list[Any], limit: int) -> Page:
-    """``limit`` approvals of an ordered ``SELECT doc, created_at, id``, and the cursor after the last one."""
+def _pending_filter(roles: Collection[str] | None, exclude_requester: str | None) -> tuple[str, list[Any]]:
+    """The ``AND`` clauses (and their parameters) of the pending approvals a reviewer may decide."""
+    sql, params = "", []
+    if roles is not None:
+        sql += f" AND (required_role IS NULL OR required_role IN ({','.join('?' * len(roles))}))"
+        params += list(roles)
+    if exclude_requester:
+        sql += " AND requester != ?"
+        params.append(exclude_requester)
+    return sql, params
+
+
+def _page(c: sqlite3.Connection, sql: str, params: list[Any], limit: int, *, ranked: bool = False) -> Page:
+    """``limit`` approvals of an ordered ``SELECT doc, <key>, id``, and the cursor after the last one."""
     rows = c.execute(f"{sql} LIMIT ?", [*params, limit + 1]).fetchall()
     items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
-    return Page(
-        items=items, cursor=encode_cursor(rows[limit - 1][1], rows[limit - 1][2]) if len(rows) > limit else None
-    )
+    if len(rows) <= limit:
+        return Page(items=items, cursor=None)
+    last = rows[limit - 1]
+    return Page(items=items, cursor=encode_rank_cursor(last[1], last[2]) if ranked else encode_cursor(last[1], last[2]))

@@ -7,6 +7,7 @@ from typing import Any
 
 from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
 from hitl.engine.storage.codec import AUDIT_COLUMNS, CLAIM_COLUMNS, audit_values, claim_of, claim_row, dumps
@@ -28,9 +29,9 @@ def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) 
     doc = a.model_dump_json()
     if insert:
         c.execute(
-            "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (a.id, a.status, a.version, a.created_at, a.expires_at, a.required_role, a.requester, doc),
+            "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, rank, doc)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (a.id, a.status, a.version, a.created_at, a.expires_at, a.required_role, a.requester, rank_key(a), doc),
         )
     else:
         c.execute(

@@ -5,7 +5,7 @@ file's write lock (so two processes opening it at once apply each once), or by `
 Version 7 brings any earlier file (the versions before migrations were listed) up to the tables of :data:`SCHEMA`; a
 change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
-approvals), never made by editing one that was released."""
+approvals; 14: the queue's rank), never made by editing one that was released."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import json
 import sqlite3
 from collections.abc import Callable
 
-from hitl.engine.domain.models import kind_of_older
+from hitl.engine.domain.models import Approval, kind_of_older
+from hitl.engine.domain.ranking import rank_key
 
 __all__ = ["ALERT_STATES", "MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "TRUST_GRANTS", "add_missing_columns"]
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -280,6 +281,24 @@ def _to_13(c: sqlite3.Connection) -> None:
     c.execute("CREATE INDEX IF NOT EXISTS messages_by_ref ON messages (channel, ts)")
 
 
+def _to_14(c: sqlite3.Connection) -> None:
+    """The queue's rank (:func:`~hitl.engine.domain.ranking.rank_key`) as an indexed column, computed for every
+    approval an older hitl wrote from its document (a pending one ranks by tier and deadline: no ratio was kept)."""
+    columns = {r[1] for r in c.execute("PRAGMA table_info(approvals)")}
+    if "rank" not in columns:
+        c.execute("ALTER TABLE approvals ADD COLUMN rank INTEGER NOT NULL DEFAULT 0")
+    rows = c.execute("SELECT id, doc FROM approvals WHERE status = 'pending'").fetchall()
+    for approval_id, doc in rows:
+        c.execute(
+            "UPDATE approvals SET rank = ? WHERE id = ?", (rank_key(Approval.model_validate_json(doc)), approval_id)
+        )
+    c.execute("CREATE INDEX IF NOT EXISTS approvals_ranked ON approvals (rank, id) WHERE status = 'pending'")
+    c.execute(
+        "CREATE INDEX IF NOT EXISTS approvals_ranked_role ON approvals (required_role, rank, id) "
+        "WHERE status = 'pending'"
+    )
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -288,6 +307,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (11, _to_11),
     (12, _to_12),
     (13, _to_13),
+    (14, _to_14),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from hitl.engine.clocks import FakeClock
-from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, IllegalTransition, NotFound, StaleVersion
 from hitl.engine.ports import Store
 from hitl.engine.testing.conformance.helpers import SUPPORT, cmd
@@ -345,6 +346,44 @@ class ApprovalsConformance:
         assert [a.id for a in support.items] == expected and support.cursor is None
         with pytest.raises(EngineError):
             await store.approvals.list_pending(cursor="garbage-cursor")
+
+    async def test_ranked_pages_put_the_most_important_first(self, store: Store, clock: FakeClock) -> None:
+        # Tiers, ratios and deadlines mixed, with ties on each (ids break them), across roles: every page follows
+        # the one before exactly, and a role's reviewer sees their ranked part of the same order.
+        made = []
+        for i in range(90):
+            a = make_approval(
+                now=clock.advance(1),
+                key=f"k{i}",
+                tier=Tier.ESCALATE if i % 7 == 0 else Tier.APPROVE,
+                role="finance" if i % 4 == 0 else None,
+                ttl=600.0 * (i % 5 + 1),
+                requester="U_ASKER" if i % 9 == 0 else "agent:riley",
+            ).model_copy(update={"ratio": None if i % 3 == 0 else (i % 6) * 1.5})
+            await store.approvals.create(a)
+            made.append(a)
+        await store.approvals.decide(cmd(made[5], "U_SUPPORT1"), now=clock.now())
+        expected = sorted((a for a in made if a is not made[5]), key=lambda a: (rank_key(a), a.id))
+        seen, cursor = [], None
+        while True:
+            page = await store.approvals.list_pending(limit=16, cursor=cursor, order="rank")
+            seen += [a.id for a in page.items]
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        assert seen == [a.id for a in expected]
+        assert {a.tier for a in expected[:13]} == {Tier.ESCALATE}  # every escalation before any approve
+        mine = await store.approvals.list_pending(roles=[], exclude_requester="U_ASKER", limit=200, order="rank")
+        assert [a.id for a in mine.items] == [
+            a.id for a in expected if a.required_role is None and a.requester != "U_ASKER"
+        ]
+        assert await store.approvals.count_pending(roles=[], exclude_requester="U_ASKER") == len(mine.items)
+        assert await store.approvals.count_pending() == 89
+        assert await store.approvals.count_pending(cap=10) == 10
+        with pytest.raises(EngineError):  # a cursor continues only its own order
+            await store.approvals.list_pending(cursor="1.0|x", order="rank")
+        with pytest.raises(EngineError):
+            await store.approvals.list_pending(cursor="r5|x")
 
     async def test_list_recent_pages_newest_first_by_status(self, store: Store, clock: FakeClock) -> None:
         made = []

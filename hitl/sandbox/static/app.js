@@ -6,7 +6,7 @@ const EMOJI = {
   ballot_box_with_check: "☑️", arrows_counterclockwise: "🔄", gear: "⚙️", information_source: "ℹ️",
   alarm_clock: "⏰", checkered_flag: "🏁", grey_question: "❔", tada: "🎉", no_entry_sign: "🚫",
   octagonal_sign: "🛑", rotating_light: "🚨", mortar_board: "🎓", bust_in_silhouette: "👤",
-  busts_in_silhouette: "👥", mag: "🔍", scissors: "✂️", package: "📦", abacus: "🧮", bar_chart: "📊",
+  busts_in_silhouette: "👥", mag: "🔍", scissors: "✂️", package: "📦", abacus: "🧮", bar_chart: "📊", arrow_up_small: "🔼",
 };
 const ui = { user: null, channel: null, data: null, busy: false, view: "channel", highlight: null };
 

@@ -4,7 +4,7 @@
 -- KEYS: 1 run hash, 2 running-runs index, 3 paused-runs index, 4 events stream,
 --       5 outcome claim, 6-8 its approval (hash, audit, doc), 9 next claim, 10-12 its approval,
 --       13-15 asked approval, 16 its pending index, 17 due index, 18 all-approvals index, 19 pending roles,
---       20 ended-runs index, 21 finished-claims index
+--       20 ended-runs index, 21 finished-claims index, 22 the asked approval's ranked index
 -- ARGV[1]: the plan (JSON, built by engine/storage/redis/journal.py); times travel as strings, exactly.
 --#include chain
 --#include claims
@@ -79,6 +79,7 @@ for _, body in ipairs(P.events) do events_push(KEYS[4], body) end
 if asked == 'none' and P.ask ~= null then
   local a = P.ask
   redis.call('ZADD', KEYS[16], 'NX', a.created_at, a.id)
+  redis.call('ZADD', KEYS[22], 'NX', a.rank, a.id)
   redis.call('ZADD', KEYS[17], 'NX', a.expires_at, a.id)
   redis.call('ZADD', KEYS[18], 'NX', a.created_at, a.id)
   redis.call('SADD', KEYS[19], a.role)

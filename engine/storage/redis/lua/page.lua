@@ -1,10 +1,12 @@
--- One page of pending approvals across several role indexes, oldest first, in one round trip: the indexes are
--- scanned for pending entries (stale ones, decided since they were indexed, are dropped from their index), merged,
--- and only the page's own approvals are read.
--- KEYS: the pending indexes. ARGV: after_score ('' = from the start), after_id, want, exclude_requester ('' = none),
--- approval key prefix ("<prefix>:{"): an approval's keys are known only from the index.
+-- One page of pending approvals across several role indexes, lowest score first (the creation-time indexes: oldest
+-- first; the ranked ones: most important first), in one round trip: the indexes are scanned for pending entries
+-- (stale ones, decided since they were indexed, are dropped from their index), merged, and only the page's own
+-- approvals are read.
+-- KEYS: the indexes. ARGV: after_score ('' = from the start), after_id, want, exclude_requester ('' = none),
+-- approval key prefix ("<prefix>:{"): an approval's keys are known only from the index; ARGV[6] 'count': only
+-- count them (up to want).
 -- Returns: n, then n times: id, score, doc, status, version, decisions, reason, approved_args, superseded_by,
--- updated_at.
+-- updated_at (a count: n alone).
 local want = tonumber(ARGV[3])
 local after_score = tonumber(ARGV[1])
 local after_id, exclude, prefix = ARGV[2], ARGV[4], ARGV[5]
@@ -40,6 +42,7 @@ for _, key in ipairs(KEYS) do
 end
 table.sort(found, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
 local n = math.min(#found, want)
+if ARGV[6] == 'count' then return {n} end
 local out = {n}
 for i = 1, n do
   local id = found[i][2]

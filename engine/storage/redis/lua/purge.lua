@@ -34,8 +34,8 @@ end
 
 if kind == 'approval' then
   -- KEYS: hash, doc, all-approvals index, due index, chains index, pending index of its role, card hash, card's
-  -- reverse key as an older hitl wrote it, run hash of its session, the approvals its message shows. ARGV[4]: the
-  -- final states, comma-separated.
+  -- reverse key as an older hitl wrote it, run hash of its session, the approvals its message shows, ranked index
+  -- of its role. ARGV[4]: the final states, comma-separated.
   local f = redis.call('HMGET', KEYS[1], 'status', 'updated_at')
   if not f[1] then return 0 end
   if not string.find(',' .. ARGV[4] .. ',', ',' .. f[1] .. ',', 1, true) then return 0 end
@@ -46,6 +46,7 @@ if kind == 'approval' then
   redis.call('ZREM', KEYS[3], id)
   redis.call('ZREM', KEYS[4], id)
   redis.call('ZREM', KEYS[6], id)
+  redis.call('ZREM', KEYS[11], id)
   redis.call('ZREM', KEYS[10], id)  -- a group card's other members stay on it
   redis.call('ZADD', KEYS[5], f[2], id)  -- its audit chain stays, for the audit retention
   return 1

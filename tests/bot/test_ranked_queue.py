@@ -1,0 +1,124 @@
+"""The queue a reviewer meets is ranked: an escalated payment of 5,000 proposed after payments of 5, 40 and 7 comes
+first on every list of what they may decide (``/hitl pending`` over signed Slack requests, the Home tab, the HTTP
+API's default order), each item says why it ranks there, and each reviewer sees how much waits on them. The API
+keeps ``order=age``. On every store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hitl.api import token_hash
+from hitl.bot.home import HOME_WAITING
+from hitl.engine.domain.requests import ProposeRequest
+from hitl.testing import FakeClock
+from tests.backends import BACKENDS
+from tests.bot.conftest import Harness, harness_on
+
+TOKEN = "tok-pay-1"
+CONFIG = f"""
+requester: agent:riley
+roles:
+  payments: [U_SUPPORT1, U_SUPPORT2]
+policy:
+  tools:
+    pay:
+      tier: approve
+      timeout: 1h
+      summary: "Pay {{{{ args.amount | money }}}} to {{{{ args.to }}}}"
+      schema:
+        type: object
+        properties:
+          to: {{type: string, maxLength: 32}}
+          amount: {{type: number, exclusiveMinimum: 0, x-currency: USD}}
+        required: [to, amount]
+        additionalProperties: false
+  rules:
+    - {{name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}}
+api:
+  tokens:
+    - {{name: pay1, sha256: {token_hash(TOKEN)}, reviewer: U_SUPPORT1, scopes: [read, decide]}}
+    - {{name: agent, sha256: {token_hash("tok-agent")}, reviewer: "agent:riley", scopes: [read]}}
+"""
+
+
+@pytest.fixture(params=BACKENDS)
+async def h(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
+    async with harness_on(request, tmp_path, clock, CONFIG) as harness:
+        yield harness
+
+
+async def _pay(h: Harness, amount: int, to: str) -> str:
+    proposed = await h.svc.propose(ProposeRequest("pay", {"to": to, "amount": amount}, session_id=f"ses_{to}"))
+    assert proposed.approval is not None
+    h.clock.advance(1)
+    return str(proposed.approval.id)
+
+
+async def _api(h: Harness, query: str, token: str = TOKEN) -> Any:
+    async with h.http.get(f"{h.bot_url}/api/v1/approvals?{query}", headers={"Authorization": f"Bearer {token}"}) as r:
+        assert r.status == 200, await r.text()
+        return await r.json()
+
+
+def _order(text: str, ids: list[str]) -> list[str]:
+    """``ids`` in the order ``text`` first names them (each must be there)."""
+    assert all(i in text for i in ids), text
+    return sorted(ids, key=text.index)
+
+
+async def test_the_most_important_comes_first_on_every_list(h: Harness) -> None:
+    small = [await _pay(h, 5, "V-5"), await _pay(h, 40, "V-40"), await _pay(h, 7, "V-7")]
+    huge = await _pay(h, 5000, "V-5000")  # ten times the rule's limit
+    over = await _pay(h, 600, "V-600")  # just over it
+    ranked = [huge, over, *small]  # escalations by how far over, then the rest by deadline (oldest first here)
+    await h.settle()
+
+    # /hitl pending, a signed slash command: ranked, each with why, and how much waits in all.
+    assert (await h.slack.command("U_SUPPORT1", "general", "pending")).status == 200
+    page = json.dumps(h.ephemeral("U_SUPPORT1")[-1].blocks, ensure_ascii=False)
+    assert _order(page, ranked) == ranked
+    assert "5 approvals wait on you" in page
+    assert "Ranks here: escalated · 10× its rule's limit · 59 min left" in page
+    assert "Ranks here: escalated · 1.2× its rule's limit" in page and "Ranks here: approve · " in page
+
+    # The Home tab, opened over the signed Events API path.
+    assert (await h.slack.home_opened("U_SUPPORT1")).status == 200
+    await h.rt.ctx.home.settled()
+    home = h.state.homes["U_SUPPORT1"]["blocks"]
+    waiting = [b["text"]["text"] for b in home if str(b.get("block_id", "")).startswith(HOME_WAITING)]
+    assert [w.split("*")[1] for w in waiting] == [
+        "Pay USD 5,000.00 to “V-5000”",
+        "Pay USD 600.00 to “V-600”",
+        "Pay USD 5.00 to “V-5”",
+        "Pay USD 40.00 to “V-40”",
+        "Pay USD 7.00 to “V-7”",
+    ]
+    assert ":arrow_up_small: escalated · 10× its rule's limit" in waiting[0]
+    assert "5 approvals wait on you · the most important first" in json.dumps(home, ensure_ascii=False)
+
+    # The API: rank by default (each says why, the caller's count), paged exactly; order=age as before.
+    body = await _api(h, "limit=2")
+    assert [a["id"] for a in body["items"]] == ranked[:2] and body["waiting"] == 5
+    assert body["items"][0]["ranked"].startswith("escalated · 10× its rule's limit") and body["items"][0]["ratio"] == 10
+    rest = await _api(h, f"limit=10&cursor={body['cursor']}")
+    assert [a["id"] for a in rest["items"]] == ranked[2:] and rest["cursor"] is None
+    aged = await _api(h, "order=age")
+    assert [a["id"] for a in aged["items"]] == [*small, huge, over]
+    assert all(a["ranked"] is None for a in aged["items"])
+    assert (await _api(h, "limit=2", token="tok-agent"))["waiting"] is None  # a token that decides nothing
+    async with h.http.get(
+        f"{h.bot_url}/api/v1/approvals?order=age&cursor={body['cursor']}", headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as r:
+        assert r.status == 422 and "cursor" in await r.text()  # a cursor continues its own order only
+
+    # Deciding one takes it off every count.
+    assert (await h.slack.command("U_SUPPORT2", "general", f"approve {huge}")).status == 200
+    await h.settle()
+    assert (await _api(h, "limit=1"))["waiting"] == 4
+    assert (await h.slack.command("U_SUPPORT1", "general", "pending")).status == 200
+    assert "4 approvals wait on you" in json.dumps(h.ephemeral("U_SUPPORT1")[-1].blocks, ensure_ascii=False)
