@@ -14,6 +14,7 @@ from hitl.engine.service import TRUST_TTL
 
 __all__ = [
     "ACTION_APPROVE",
+    "ACTION_APPROVE_CONFIRM",
     "ACTION_FEEDBACK",
     "ACTION_MODIFY",
     "ACTION_REJECT",
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 ACTION_APPROVE = "hitl_approve"
+ACTION_APPROVE_CONFIRM = "hitl_approve_confirm"
+"""Approve on an approval that asks more than a click: it opens the form where the reviewer types what it asks."""
 ACTION_REJECT = "hitl_reject"
 ACTION_MODIFY = "hitl_modify"
 ACTION_TRUST = "hitl_trust"
@@ -106,8 +109,10 @@ def controls(a: Approval, view: str, *, halted: bool = False) -> dict[str, Any]:
             "block_id": f"hitl_actions:{a.id}",
             "elements": [button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject)],
         }
+    # An approval that asks more than a click (a value to type, a reason) is approved through its form.
+    approve = button(ACTION_APPROVE_CONFIRM, "Approve…", value, style="primary") if a.asks_attention else None
     buttons = [
-        button(ACTION_APPROVE, "Approve", value, style="primary"),
+        approve or button(ACTION_APPROVE, "Approve", value, style="primary"),
         button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject),
     ]
     if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):

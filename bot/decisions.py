@@ -72,6 +72,7 @@ async def decide(
     args: dict[str, Any] | None = None,
     late: Callable[[Approval], Awaitable[None]] | None = None,
     view: str | None = None,
+    confirm: dict[str, str] | None = None,
 ) -> tuple[Approval | None, str | None]:
     """Decide as ``user_id``. Returns (approval after the decision, None) or (None, refusal for the user), and
     returns only once the decision is durably recorded or refused: the caller answers Slack after this.
@@ -100,6 +101,7 @@ async def decide(
                 args=args,
                 via="slack",
                 view_digest=view,
+                confirm=confirm,
             ),
             resume="queue",
             window=window,

@@ -1,4 +1,5 @@
-"""Modals: Modify (typed inputs from the tool's schema), Reject (reason), Feedback, Reject all (a group's reason)."""
+"""Modals: Modify (typed inputs from the tool's schema), Reject (reason), Feedback, Reject all (a group's reason), and
+Approve for an approval that asks more than a click (the values to type, a reason)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
 
 __all__ = [
+    "CALLBACK_APPROVE",
     "CALLBACK_FEEDBACK",
     "CALLBACK_GROUP_REJECT",
     "CALLBACK_MODIFY",
     "CALLBACK_REJECT",
+    "FORM_APPROVE",
     "FORM_FEEDBACK",
     "FORM_GROUP_REJECT",
     "FORM_MODIFY",
     "FORM_REJECT",
     "FormValues",
+    "approve_view",
+    "attended_values",
     "form_value",
     "group_reason_view",
     "modify_view",
@@ -35,11 +40,15 @@ FORM_MODIFY = "modify"
 FORM_REJECT = "reject"
 FORM_FEEDBACK = "feedback"
 FORM_GROUP_REJECT = "group_reject"
+FORM_APPROVE = "approve"
 """Form kinds, signed into each modal's metadata so a form cannot be submitted as another kind."""
 CALLBACK_MODIFY = "hitl_modify_submit"
 CALLBACK_REJECT = "hitl_reject_submit"
 CALLBACK_FEEDBACK = "hitl_feedback_submit"
 CALLBACK_GROUP_REJECT = "hitl_group_reject_submit"
+CALLBACK_APPROVE = "hitl_approve_submit"
+CONFIRM_FIELD = "hitl_confirm:"
+"""Block id prefix of each value an approval asks its reviewer to type (the argument's name follows)."""
 _FIELD = "hitl_field:"
 _WHOLE = "hitl_args"
 
@@ -75,6 +84,7 @@ def modify_view(
             spec = helps.get(f.name)
             about = spec.get("description") if isinstance(spec, dict) else None
             blocks.append(_input(f, a.execute_args.get(f.name), about if isinstance(about, str) else ""))
+    blocks += _attention_blocks(a, modify=True)
     return {
         "type": "modal",
         "callback_id": CALLBACK_MODIFY,
@@ -84,6 +94,64 @@ def modify_view(
         "close": _pt("Cancel"),
         "blocks": blocks,
     }
+
+
+def approve_view(a: Approval, metadata: str) -> dict[str, Any]:
+    """The form Approve opens on an approval that asks more than a click: each value the policy names (``confirm``)
+    typed by the reviewer as they read it on the card, with nothing of it filled in or hinted at, and the reason
+    when one is required. The engine compares what is typed with the value that runs."""
+    asked = ", ".join(f"`{label(name, 40)}`" for name in a.confirm)
+    what = (
+        f"To approve `{label(a.tool, 60)}`, type its {asked} as you read it on the card: it is compared exactly "
+        "with the value that runs."
+        if a.confirm
+        else f"Approving `{label(a.tool, 60)}` needs a reason."
+    )
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"`{a.id}` · {what}"}},
+        *_attention_blocks(a, modify=False),
+    ]
+    return {
+        "type": "modal",
+        "callback_id": CALLBACK_APPROVE,
+        "private_metadata": metadata,
+        "title": _pt("Approve action"),
+        "submit": _pt("Approve"),
+        "close": _pt("Cancel"),
+        "blocks": blocks,
+    }
+
+
+def _attention_blocks(a: Approval, *, modify: bool) -> list[dict[str, Any]]:
+    """An input per value to type, and the reason's input when approving needs one (none when it asks nothing)."""
+    out: list[dict[str, Any]] = []
+    for name in a.confirm:
+        out.append(
+            {
+                "type": "input",
+                "block_id": f"{CONFIRM_FIELD}{name}",
+                "label": _pt(f"Type the {name[:40]} that {'will run (as edited)' if modify else 'runs'}"),
+                "hint": _pt("Typed, not copied: a wrong value approves nothing and is recorded."),
+                "element": {"type": "plain_text_input", "action_id": "value", "max_length": 200},
+            }
+        )
+    if a.approve_reason_required:
+        out.append(
+            {
+                "type": "input",
+                "block_id": "hitl_reason",
+                "label": _pt("Why approve it?"),
+                "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": 2000},
+            }
+        )
+    return out
+
+
+def attended_values(state_values: FormValues, a: Approval) -> tuple[dict[str, str] | None, str | None]:
+    """What the reviewer typed for each value ``a`` asks to confirm (None when it asks none), and the reason."""
+    typed = {name: str(form_value(state_values, f"{CONFIRM_FIELD}{name}") or "") for name in a.confirm}
+    reason = form_value(state_values, "hitl_reason")
+    return (typed or None), (reason if isinstance(reason, str) and reason.strip() else None)
 
 
 def _json_editor(args: dict[str, Any]) -> dict[str, Any]:

@@ -78,6 +78,9 @@ class ErrorCode(StrEnum):
     APPROVAL_FLOOD = "approval_flood"
     """A cap in ``policy.caps`` (per requester, session or tool) is full: nothing was created; retry after the
     ``retry_after`` seconds the error carries, or ask less often."""
+    CONFIRMATION_MISMATCH = "confirmation_mismatch"
+    """An approval that asks the reviewer to confirm a value (``confirm:`` in the policy) was approved without it, or
+    with a value that is not the one that runs: nothing was recorded; read the value on the card and type it."""
     TOO_LATE = "too_late"
     """A decision reached the store after the moment its surface had to answer by (Slack's 3 s): refused, so that
     nothing is recorded behind the back of a person who was told it was not."""

@@ -10,6 +10,7 @@ webhooks) is a fact subscriber (:mod:`.facts`, :mod:`.subscribers`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from hitl.engine.domain.actions import (
     window_events,
 )
 from hitl.engine.domain.arg_schema import CompiledSchema, compile_schema, validate_args
+from hitl.engine.domain.confirmation import APPROVING, confirmation_problem
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.drafts import ApprovalDrafts
 from hitl.engine.domain.edits import changes, changes_text, merge_patch
@@ -354,7 +356,19 @@ class ApprovalService:
             verdicts.append(self.policy.evaluate(tool, item, ctx))
         if batch is None:
             return verdicts[0], counted
-        return max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum)), counted
+        typed = sorted({name for v in verdicts for name in v.confirm})
+        if typed:  # each call's value must be typed by its reviewer: one approval of many cannot ask it
+            await forget_windows(self.store, counted)
+            raise InvalidInput(
+                f"{tool} asks its reviewer to type {', '.join(typed)} for each call (confirm: in hitl.yaml), which a "
+                "batch cannot ask; propose the calls one by one",
+                code=ErrorCode.CONFIRMATION_MISMATCH,
+                tool=tool,
+            )
+        strictest = max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
+        if any(v.approve_reason for v in verdicts):  # any item's need of a reason is the batch's
+            strictest = dataclasses.replace(strictest, approve_reason=True)
+        return strictest, counted
 
     async def _allowed_without_a_person(
         self, request: ProposeRequest, verdict: Verdict, action: ProposedAction, now: float
@@ -419,7 +433,9 @@ class ApprovalService:
         seen = await self._seen(attempt) if request.view_digest is not None else None
         bound = request.expected_version is not None and request.expected_hash is not None
         # Approve and Trust bound to what the person saw have nothing to check first: one atomic step, no read.
-        read = None if bound and request.kind in _BOUND_ALONE else await attempt.current()
+        # (Not when it carries typed values or a reason to check: what approving takes is checked on what it reads.)
+        alone = bound and request.kind in _BOUND_ALONE and request.confirm is None and request.reason is None
+        read = None if alone else await attempt.current()
         new_args, replacement = await self._checked(read, request, reviewer) if read is not None else (None, None)
         cmd = DecideCommand(
             approval_id=request.approval_id,
@@ -431,6 +447,7 @@ class ApprovalService:
             args=new_args,
             supersede_with=replacement.id if replacement else None,
             via=request.via,
+            attended=read is not None and request.kind in APPROVING,
             jobs=self._decision_jobs(),
             run_jobs=(RESUME_JOB,) if resume else (),
             note=changes_text(changes(read.execute_args, new_args)) if read is not None and new_args else "",
@@ -548,6 +565,7 @@ class ApprovalService:
                 approval_id=current.id,
             )
         if kind is not DecisionKind.MODIFY:
+            _attended(current, request, current.execute_args)
             return None, None
         if args is None:
             raise InvalidInput("modify needs the edited arguments (--args JSON)", approval_id=current.id)
@@ -562,6 +580,7 @@ class ApprovalService:
             )
         edited = dict(args) if request.replace_args else merge_patch(current.execute_args, args)
         new_args = self._validated(current, edited)
+        _attended(current, request, new_args)
         return new_args, await self._replacement_if_riskier(current, new_args)
 
     def _validated(self, current: Approval, args: dict[str, Any]) -> dict[str, Any]:
@@ -609,6 +628,15 @@ class ApprovalService:
         for a in expired:
             await self.publish(Expired(a))
         return expired
+
+
+def _attended(current: Approval, request: DecideRequest, runs_with: Mapping[str, Any]) -> None:
+    """Refuse an approving decision that does not give what approving ``current`` takes (typed values, a reason)."""
+    problem = confirmation_problem(
+        current, request.kind, typed=request.confirm, reason=request.reason, runs_with=runs_with
+    )
+    if problem is not None:
+        raise InvalidInput(problem, code=ErrorCode.CONFIRMATION_MISMATCH, approval_id=current.id)
 
 
 def _given(value: Any, read: Approval | None, name: str) -> Any:

@@ -21,6 +21,7 @@ from hitl.bot.button_values import parse_decision_value
 from hitl.bot.context import BotContext
 from hitl.bot.controls import (
     ACTION_APPROVE,
+    ACTION_APPROVE_CONFIRM,
     ACTION_FEEDBACK,
     ACTION_MODIFY,
     ACTION_REJECT,
@@ -30,7 +31,15 @@ from hitl.bot.controls import (
 from hitl.bot.decisions import decide, done_text, late_text, refusal_text
 from hitl.bot.full_value import ACTION_PAGE, full_value_view, parse_page
 from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
-from hitl.bot.modals import FORM_FEEDBACK, FORM_MODIFY, FORM_REJECT, modify_view, reason_view
+from hitl.bot.modals import (
+    FORM_APPROVE,
+    FORM_FEEDBACK,
+    FORM_MODIFY,
+    FORM_REJECT,
+    approve_view,
+    modify_view,
+    reason_view,
+)
 from hitl.bot.pacer import urgent
 from hitl.bot.payloads import Action, Interaction, interaction
 from hitl.engine.domain.decide import eligible
@@ -42,7 +51,12 @@ __all__ = ["register_actions"]
 
 log = logging.getLogger(__name__)
 _EPHEMERAL: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False}
-_FORMS = {ACTION_MODIFY: FORM_MODIFY, ACTION_REJECT: FORM_REJECT, ACTION_FEEDBACK: FORM_FEEDBACK}
+_FORMS = {
+    ACTION_MODIFY: FORM_MODIFY,
+    ACTION_REJECT: FORM_REJECT,
+    ACTION_FEEDBACK: FORM_FEEDBACK,
+    ACTION_APPROVE_CONFIRM: FORM_APPROVE,
+}
 
 
 def _click(req: Interaction) -> tuple[str, Action] | None:
@@ -84,7 +98,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     app.action(re.compile(f"^{re.escape(ACTION_PAGE)}:"))(ctx.acked(on_page))
     app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
     app.action(ACTION_TRUST)(ctx.tracked(on_trust))
-    for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL):
+    for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL, ACTION_APPROVE_CONFIRM):
         app.action(kind)(ctx.acked(opens(kind)))
 
 
@@ -164,6 +178,8 @@ async def _open_form(
             view = full_value_view(a, ALL_ARGUMENTS, 0, version=version, action_hash=digest)
         elif kind == ACTION_MODIFY:
             view = modify_view(a, ctx.schema_for(a), meta, declared=ctx.config.declared_schema(a.tool))
+        elif kind == ACTION_APPROVE_CONFIRM:
+            view = approve_view(a, meta)
         else:
             required = a.reason_required
             view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)

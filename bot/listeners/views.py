@@ -1,4 +1,5 @@
-"""Modal submissions: Modify (schema-checked, inline errors), Reject (reason), Feedback."""
+"""Modal submissions: Modify (schema-checked, inline errors), Approve (the typed values, the reason), Reject (reason),
+Feedback."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide
 from hitl.bot.errors import BotError
 from hitl.bot.modals import (
+    CALLBACK_APPROVE,
     CALLBACK_FEEDBACK,
     CALLBACK_MODIFY,
     CALLBACK_REJECT,
+    FORM_APPROVE,
     FORM_FEEDBACK,
     FORM_MODIFY,
     FORM_REJECT,
     FormValues,
+    attended_values,
     form_value,
     parse_modify,
 )
@@ -62,38 +66,50 @@ def _values(req: Interaction) -> FormValues:
 
 
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
-    """Register the modal forms' submissions (Modify, Reject with a reason, feedback)."""
+    """Register the modal forms' submissions (Modify, Approve with what it asks, Reject with a reason, feedback)."""
 
-    async def on_modify(ack: AsyncAck, context: AsyncBoltContext) -> None:
-        req = interaction(context)
-        meta = await _meta(ctx, req, FORM_MODIFY)
+    async def approving(kind: DecisionKind, form: str, ack: AsyncAck, req: Interaction) -> None:
+        """Modify or Approve through its form: the edit (Modify), the values typed and the reason go to the engine,
+        which checks them; a refusal goes back into the form, by its first field."""
+        meta = await _meta(ctx, req, form)
         if meta is None:
             await ack(response_action="errors", errors=_first_field(req, "This form was altered; nothing changed."))
             return
         try:
             a = await ctx.store.approvals.get(str(meta["id"]))
-            schema = ctx.schema_for(a)
-            args, errors = parse_modify(_values(req), schema)
-            if errors:
-                await ack(response_action="errors", errors=errors)
-                return
+            args = None
+            if kind is DecisionKind.MODIFY:
+                args, errors = parse_modify(_values(req), ctx.schema_for(a))
+                if errors:
+                    await ack(response_action="errors", errors=errors)
+                    return
+            typed, reason = attended_values(_values(req), a)
             _, refusal = await decide(
                 ctx,
                 req.user.id,
                 a.id,
-                DecisionKind.MODIFY,
+                kind,
                 version=int(meta["v"]),
                 action_hash=str(meta["h"]),
                 args=args,
+                reason=reason,
                 view=_seen(meta),
+                confirm=typed,
             )
         except Exception:
-            log.exception("modify submission failed")
+            log.exception("%s submission failed", kind)
             refusal = "Something went wrong. Check the card before deciding again."
         if refusal:
             await ack(response_action="errors", errors=_first_field(req, _plain(refusal)))
         else:
             await ack()
+
+    async def on_modify(ack: AsyncAck, context: AsyncBoltContext) -> None:
+        await approving(DecisionKind.MODIFY, FORM_MODIFY, ack, interaction(context))
+
+    async def on_approve(ack: AsyncAck, context: AsyncBoltContext) -> None:
+        """Approve through its form: the values typed and the reason go to the engine, which compares them."""
+        await approving(DecisionKind.APPROVE, FORM_APPROVE, ack, interaction(context))
 
     async def reason_submitted(kind: DecisionKind, ack: AsyncAck, req: Interaction) -> None:
         meta = await _meta(ctx, req, FORM_FEEDBACK if kind is DecisionKind.FEEDBACK else FORM_REJECT)
@@ -128,6 +144,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
         await reason_submitted(DecisionKind.FEEDBACK, ack, interaction(context))
 
     app.view(CALLBACK_MODIFY)(ctx.tracked(on_modify))
+    app.view(CALLBACK_APPROVE)(ctx.tracked(on_approve))
     app.view(CALLBACK_REJECT)(ctx.tracked(on_reject))
     app.view(CALLBACK_FEEDBACK)(ctx.tracked(on_feedback))
 

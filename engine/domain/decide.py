@@ -13,7 +13,9 @@ the two in agreement. Check order (the first failing check names the refusal):
 6. reviewer lacks the required role -> ``not_eligible``
 7. reviewer already voted -> ``duplicate_vote``
 8. trust on a non-trustable approval -> ``not_trustable``
-9. modify on a multi-approver approval without a replacement -> ``invalid_input``
+9. approve, trust or modify of an approval that asks more than a click (:attr:`Approval.asks_attention`) by a
+   command whose surface did not check what it asks (``attended``) -> ``confirmation_mismatch``
+10. modify on a multi-approver approval without a replacement -> ``invalid_input``
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hitl.engine.domain.confirmation import APPROVING
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status
 from hitl.engine.domain.records import TrustGrant
 from hitl.engine.domain.states import check_transition
@@ -79,6 +82,10 @@ class DecideCommand(BaseModel):
     view: dict[str, Any] | None = None
     """The canonical view the person decided on (:meth:`Presentation.canonical`), kept in the decision's audit entry
     with its digest; None when none was shown (the entry says so)."""
+    attended: bool = False
+    """Whether the surface checked what approving this approval takes besides a click (the typed values, the
+    reason: :func:`~hitl.engine.domain.confirmation.confirmation_problem`) before this step. An approving decision on
+    an approval that asks it is refused unless so (a plain click on a card never approves it)."""
     trust_until: float | None = None
     """For a trust: when the grant it makes ends. A trust that leaves the approval approved writes its grant
     (:func:`trust_granted`) in the decision's own atomic step, so no crash leaves a trusted approval without its
@@ -161,6 +168,12 @@ def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> st
             return f"{approval.id} needs {approval.quorum} approvers; a modification must start a new approval"
         case ErrorCode.NOT_TRUSTABLE:
             return f"{approval.tool} cannot be trusted for a session; approve it once instead"
+        case ErrorCode.CONFIRMATION_MISMATCH:
+            return (
+                f"approving {approval.id} takes more than a click: type what it asks to confirm"
+                + (" and say why" if approval.approve_reason_required else "")
+                + " (Approve opens the form; the CLI and the API take --confirm / confirm)"
+            )
         case ErrorCode.TOO_LATE:
             return f"the store took too long to record your decision on {approval.id}; nothing changed, decide again"
         case _:
@@ -212,6 +225,8 @@ def check_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
         raise refusal(ErrorCode.DUPLICATE_VOTE, approval, cmd.reviewer.id)
     if cmd.kind is DecisionKind.TRUST and not approval.trustable:
         raise refusal(ErrorCode.NOT_TRUSTABLE, approval, cmd.reviewer.id)
+    if cmd.kind in APPROVING and approval.asks_attention and not cmd.attended:
+        raise refusal(ErrorCode.CONFIRMATION_MISMATCH, approval, cmd.reviewer.id)
     if cmd.kind is DecisionKind.MODIFY and approval.quorum > 1 and not cmd.supersede_with:
         # Earlier votes were cast on other arguments; a modified multi-approver action starts a new approval.
         raise refusal(ErrorCode.INVALID_INPUT, approval, cmd.reviewer.id)

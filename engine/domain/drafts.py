@@ -85,6 +85,8 @@ class ApprovalDrafts:
             preview=self._untrusted(request.preview),
             trustable=trustable,
             reason_required=verdict.reason_required,
+            confirm=tuple(name for name in verdict.confirm if name in action.clean),
+            approve_reason_required=verdict.approve_reason,
             metadata={
                 **(request.metadata or {}),
                 **({"batch": len(action.items)} if batch is not None else {}),
@@ -123,6 +125,8 @@ class ApprovalDrafts:
             preview=current.preview,
             trustable=verdict.trustable,
             reason_required=verdict.reason_required or current.reason_required,
+            confirm=tuple(name for name in dict.fromkeys((*current.confirm, *verdict.confirm)) if name in new_args),
+            approve_reason_required=verdict.approve_reason or current.approve_reason_required,
             metadata={
                 **current.metadata,
                 "supersedes": current.id,

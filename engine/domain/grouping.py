@@ -3,8 +3,9 @@
 Approvals group when everything that decides who may decide them, and how, is the same: the tool, the requester, the
 tier, the required role, the quorum and the rule that set the tier. So an escalated approval never sits with smaller
 ones (its tier or rule differs), and a practice copy groups as the real approval it copies would (its kind is not
-part of the key: nothing on a card tells practice apart). A gate, a review, a spot check, an effect in doubt or a
-batch always has a card of its own.
+part of the key: nothing on a card tells practice apart). A gate, a review, a spot check, an effect in doubt, a
+batch, and an approval whose approving takes more than a click (a value to type, a reason) always has a card of its
+own.
 
 A group is decided one member at a time (each member's own card, one click away) or together. Together is bound to
 the group's digest, as a batch is bound to its items: the id, version and action hash of every pending member the
@@ -32,7 +33,7 @@ _GROUPED_KINDS = frozenset({ApprovalKind.ACTION, ApprovalKind.PRACTICE})
 
 def group_key(a: Approval) -> GroupKey | None:
     """What ``a`` groups by, or None when it always has a card of its own (see the module docstring)."""
-    if a.kind not in _GROUPED_KINDS or "batch" in a.metadata:
+    if a.kind not in _GROUPED_KINDS or "batch" in a.metadata or a.asks_attention:
         return None
     return (a.tool, a.requester, str(a.tier), a.required_role or "", a.quorum, a.rule)
 
@@ -51,9 +52,9 @@ def group_digest(members: Sequence[Approval]) -> str:
 
 def decidable_together(members: Sequence[Approval]) -> bool:
     """Whether one click may decide every member. A member whose own card would ask for more than a click (a
-    typed confirmation, a reason to approve: ``metadata["confirm"]``, ``metadata["approve_reason"]``) is decided
+    typed confirmation, a reason to approve: :attr:`~hitl.engine.domain.models.Approval.asks_attention`) is decided
     one by one, and so is its group."""
-    return bool(members) and not any(a.metadata.get("confirm") or a.metadata.get("approve_reason") for a in members)
+    return bool(members) and not any(a.asks_attention for a in members)
 
 
 @dataclass(frozen=True)

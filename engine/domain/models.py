@@ -180,6 +180,11 @@ class Approval(_Frozen):
     trustable: bool = False
     reason_required: bool = False
     """Whether a rejection must carry a reason (from the policy when the approval was created)."""
+    confirm: tuple[str, ...] = ()
+    """Arguments a reviewer types to approve, each compared exactly with the value that runs (the policy's
+    ``confirm:``): a click alone does not approve it, nor a Trust, a batch or a group decision."""
+    approve_reason_required: bool = False
+    """Whether approving needs a reason (the policy's ``approve_reason: required``)."""
     fallback: str = "cancel"
     approved_args: dict[str, Any] | None = None
     """Arguments to execute with once approved (differs from ``args`` after a modify)."""
@@ -214,6 +219,11 @@ class Approval(_Frozen):
         """Whether a reviewer may edit the arguments: not a batch, and the asker can run edited arguments (an
         adapter whose framework cannot apply them creates its approvals with ``modifiable: false``)."""
         return "batch" not in self.metadata and self.metadata.get("modifiable", True) is not False
+
+    @property
+    def asks_attention(self) -> bool:
+        """Whether approving takes more than a click: typing values (``confirm``) or a reason."""
+        return bool(self.confirm) or self.approve_reason_required
 
     @property
     def is_open(self) -> bool:

@@ -25,7 +25,7 @@ from hitl.engine.domain.arg_schema import sample_args
 from hitl.engine.domain.durations import format_duration, whole_unit
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Tier
-from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
+from hitl.engine.domain.policy_spec import AttentionSpec, PolicySpec, RuleSpec, ToolPolicySpec
 from hitl.engine.domain.thresholds import threshold_of
 from hitl.engine.errors import ErrorCode, PolicyError
 
@@ -85,6 +85,10 @@ class Verdict:
     timeout: float
     fired: tuple[Fired, ...]
     reason_required: bool = False
+    confirm: tuple[str, ...] = ()
+    """Arguments a reviewer types to approve (from the tool, the tier and every rule that fired)."""
+    approve_reason: bool = False
+    """Whether approving needs a reason."""
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -206,6 +210,8 @@ class Policy:
         spec = self.spec.tools.get(tool)
         if spec is None or not spec.trustable or tool in self._always_ask or tool in self._denied:
             return False
+        if self._asks_attention(spec):
+            return False
         return not (self._allow_all or tool in self._allowed)
 
     def tool_spec(self, tool: str) -> ToolPolicySpec:
@@ -284,7 +290,15 @@ class Policy:
             quorum = max([quorum, *(r.quorum for r in at_top if r.quorum)])
         if tier.rank < Tier.APPROVE.rank:
             quorum = 1
-        trustable = tspec.trustable and self.knows(tool) and tool not in self._always_ask and tier is not Tier.ESCALATE
+        confirm, approve_reason = self._attention(tspec, tier, raised)
+        trustable = (
+            tspec.trustable
+            and self.knows(tool)
+            and tool not in self._always_ask
+            and tier is not Tier.ESCALATE
+            and not confirm
+            and not approve_reason
+        )
         return Verdict(
             tool=tool,
             tier=tier,
@@ -296,6 +310,31 @@ class Policy:
             timeout=tspec.timeout,
             fired=tuple(fired),
             reason_required=tspec.reason_required,
+            confirm=confirm,
+            approve_reason=approve_reason,
+        )
+
+    def _attention(self, tspec: ToolPolicySpec, tier: Tier, raised: list[RuleSpec]) -> tuple[tuple[str, ...], bool]:
+        """What approving takes (the arguments to type, whether a reason is needed): the tool's, its tier's and each
+        fired rule's together. Nothing below approve asks anything: nobody approves it."""
+        if not tier.needs_human:
+            return (), False
+        specs: list[AttentionSpec] = [tspec, *raised]
+        if tier in self.spec.tiers:
+            specs.append(self.spec.tiers[tier])
+        confirm = tuple(dict.fromkeys(name for s in specs for name in s.confirm))
+        return confirm, any(s.approve_reason == "required" for s in specs)
+
+    def _asks_attention(self, tspec: ToolPolicySpec | None) -> bool:
+        """Whether approving ``tspec``'s tool asks more than a click on its own (its spec or its tier's): a Trust
+        could never have been given for it, so none lets it through."""
+        if tspec is None:
+            return False
+        tier = self.spec.tiers.get(tspec.tier)
+        return bool(
+            tspec.confirm
+            or tspec.approve_reason == "required"
+            or (tier is not None and tspec.tier.needs_human and (tier.confirm or tier.approve_reason == "required"))
         )
 
     def _base(self, tool: str, ctx: PolicyContext) -> tuple[Tier, str, list[Fired]] | None:
@@ -316,7 +355,7 @@ class Policy:
                     )
                 ],
             )
-        if tool in ctx.trusted_tools and (tspec is None or tspec.trustable):
+        if tool in ctx.trusted_tools and (tspec is None or tspec.trustable) and not self._asks_attention(tspec):
             return (
                 Tier.AUTO,
                 "trusted",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -15,15 +15,42 @@ from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.summary import check_summary, currencies, render_summary
 
-__all__ = ["OffHoursSpec", "PolicySpec", "RollingSumSpec", "RuleSpec", "ToolPolicySpec", "VelocitySpec"]
+__all__ = [
+    "AttentionSpec",
+    "OffHoursSpec",
+    "PolicySpec",
+    "RollingSumSpec",
+    "RuleSpec",
+    "TierSpec",
+    "ToolPolicySpec",
+    "VelocitySpec",
+]
+
+_ARGUMENT = r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$"
 
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-class ToolPolicySpec(_Spec):
-    """Policy for one tool."""
+class AttentionSpec(_Spec):
+    """What approving takes besides a click, declared on a tier, a rule or a tool: the approvals it covers can be
+    approved only by a reviewer who types the values named in ``confirm`` (each compared exactly with the value that
+    runs), and, with ``approve_reason: required``, says why. Neither can be trusted for a session, decided in a
+    batch or on a group card."""
+
+    confirm: list[Annotated[str, Field(pattern=_ARGUMENT)]] = Field(default_factory=list, max_length=5)
+    """Arguments the reviewer types to approve (``[amount]``); an argument the call does not carry is skipped."""
+    approve_reason: Literal["required", "optional"] = "optional"
+    """``required``: approving needs a reason (``reason_required`` is the rejection's)."""
+
+
+class TierSpec(AttentionSpec):
+    """What approving any approval of one tier takes (``policy.tiers.escalate: {confirm: [amount]}``)."""
+
+
+class ToolPolicySpec(AttentionSpec):
+    """Policy for one tool (with what approving it takes: ``confirm``, ``approve_reason``)."""
 
     tier: Tier = Tier.APPROVE
     role: str | None = None
@@ -104,8 +131,9 @@ class RollingSumSpec(_Spec):
     window: Seconds
 
 
-class RuleSpec(_Spec):
-    """A dynamic rule. It can only raise the tier, never lower it."""
+class RuleSpec(AttentionSpec):
+    """A dynamic rule. It can only raise the tier, never lower it; when it fires, what it asks of approving
+    (``confirm``, ``approve_reason``) is added to the approval's."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
     tools: list[str] = Field(default_factory=lambda: ["*"])
@@ -139,6 +167,8 @@ class PolicySpec(_Spec):
     """Tools that never run. ``*`` denies unknown tools outright instead of asking about them."""
     tools: dict[str, ToolPolicySpec] = Field(default_factory=dict)
     rules: list[RuleSpec] = Field(default_factory=list)
+    tiers: dict[Tier, TierSpec] = Field(default_factory=dict)
+    """What approving takes per tier: ``{escalate: {confirm: [amount], approve_reason: required}}``."""
     trust_ttl: Seconds = 3600.0
     caps: CapsSpec = Field(default_factory=CapsSpec)
     """How many approvals a requester, a session or a tool may ask for in a window (each off unless set)."""

@@ -84,6 +84,8 @@ class DecideRequest:
         view_digest: the digest of the view the person decided on (:meth:`Presentation.digest`, which the card's
             buttons and the API's approval view carry); the decision's audit entry keeps that view. A digest that
             is not the current view's is refused as stale. None: no view was shown (recorded so).
+        confirm: the values the person typed for the arguments the policy asks to confirm (``confirm:``), by name;
+            each must be the value that runs (:mod:`~hitl.engine.domain.confirmation`).
     """
 
     approval_id: str
@@ -96,6 +98,7 @@ class DecideRequest:
     via: str = "api"
     replace_args: bool = False
     view_digest: str | None = None
+    confirm: Mapping[str, Any] | None = None
 
     @property
     def reviewer_id(self) -> str:

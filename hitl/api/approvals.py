@@ -98,6 +98,7 @@ async def decide(request: web.Request) -> web.Response:
                 via=caller.via,
                 replace_args=body.replace_args,
                 view_digest=body.view_digest,
+                confirm=body.confirm,
             ),
             seen=approval,  # as read to check it is visible: the store's atomic step checks its version
         )

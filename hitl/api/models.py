@@ -179,6 +179,10 @@ class ApprovalView(_Out):
     asked_by: dict[str, str] | None
     modifiable: bool
     trustable: bool
+    confirm: list[str] = []
+    """Arguments a reviewer must type to approve (``DecisionRequest.confirm``): a click alone does not approve it."""
+    approve_reason_required: bool = False
+    """Whether approving needs a ``reason``."""
     rule: str
     reasons: list[str]
     """Every rule that fired, in the policy's words."""
@@ -267,6 +271,10 @@ class DecisionRequest(_In):
     """The ``view_digest`` of the approval view the reviewer was shown: the decision's audit entry keeps that view
     (``hitl audit show``), and a view that is no longer the approval's is refused as stale (409). Left out, the
     entry records that no view was shown."""
+    confirm: dict[Annotated[str, Field(max_length=64)], str | int | float] | None = Field(default=None, max_length=5)
+    """To approve an approval whose ``confirm`` names arguments: each one's value as the reviewer typed it, by name
+    (a number compares as an exact decimal, text exactly after NFC). A wrong or missing one is refused with 422
+    ``confirmation_mismatch``, audited. An approval with ``approve_reason_required`` needs ``reason`` too."""
 
 
 # -- proposals and executions -------------------------------------------------------------------------------

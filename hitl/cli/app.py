@@ -139,6 +139,11 @@ def _parse_vars(pairs: list[str], *, option: str = "--var", json_values: bool = 
     return out
 
 
+def _confirmed(pairs: list[str]) -> dict[str, str] | None:
+    """``--confirm NAME=VALUE`` pairs: the values a reviewer typed, as text (compared by the engine)."""
+    return _parse_vars(pairs, option="--confirm") or None
+
+
 @app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def run(
     workflow: Annotated[str, typer.Argument(help="Workflow YAML file.")],
@@ -243,6 +248,13 @@ def resume(
     trust: Annotated[bool, typer.Option("--trust", help="Approve and trust this tool for the session.")] = False,
     feedback: Annotated[str | None, typer.Option("--feedback", help="Re-run the previous step with this text.")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Why: shown to the requester and audited.")] = None,
+    confirm: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--confirm",
+            help="NAME=VALUE (repeatable): an argument the policy asks you to type to approve, as you read it.",
+        ),
+    ] = None,
     args: Annotated[
         str | None, typer.Option("--args", help="The edit as a JSON object: fields left out keep their values.")
     ] = None,
@@ -271,6 +283,7 @@ def resume(
     overrides = _parse_vars(var or [])
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
     why = feedback if feedback is not None else reason
+    typed = _confirmed(confirm or [])
 
     async def work() -> int:
         client = remote_from_env()
@@ -281,6 +294,7 @@ def resume(
                 target,
                 kind,
                 reason=why,
+                confirm=typed,
                 args=edited,
                 overrides=overrides,
                 force=force,
@@ -293,6 +307,7 @@ def resume(
                 target,
                 kind,
                 reason=why,
+                confirm=typed,
                 args=edited,
                 force=force,
                 overrides=overrides,

@@ -104,6 +104,7 @@ async def decide_and_resume(
     force: bool,
     overrides: dict[str, Any] | None = None,
     replace_args: bool = False,
+    confirm: dict[str, str] | None = None,
 ) -> RunResult:
     """``hitl resume``: decide (when a decision is given) and continue the run, every refusal checked before anything
     is recorded. A Modify's changes, field by field, are added to the result's history."""
@@ -120,7 +121,16 @@ async def decide_and_resume(
         await refuse_local_in_production(rt, approval, state=state)
         who = settings.require_reviewer()
         d = await rt.lifecycle.decide(
-            DecideRequest(approval.id, who, kind, reason=reason, args=args, via=LOCAL, replace_args=replace_args),
+            DecideRequest(
+                approval.id,
+                who,
+                kind,
+                reason=reason,
+                args=args,
+                via=LOCAL,
+                replace_args=replace_args,
+                confirm=confirm,
+            ),
             resume="none" if overrides else "inline",
             force=force,
             actor=actor,
@@ -202,6 +212,7 @@ async def remote_resume(
     overrides: dict[str, Any],
     force: bool,
     replace_args: bool = False,
+    confirm: dict[str, str] | None = None,
 ) -> int:
     """``hitl resume`` through the API: decide (authenticated by the token), then report where the run stands
     once ``hitl serve`` has continued it. Exit codes as for a local resume."""
@@ -211,7 +222,7 @@ async def remote_resume(
         run = await client.resume(target, overrides=overrides, force=force)
         out.remote_result(RunStatus(run.status), run.session_id, run.approval, run.reason or "")
         return RunStatus(run.status).exit_code
-    decided = await client.decide(target, kind, reason=reason, args=args, replace_args=replace_args)
+    decided = await client.decide(target, kind, reason=reason, args=args, replace_args=replace_args, confirm=confirm)
     if decided.changes and not out.json:
         edit = {k: (c.before, c.after) for k, c in decided.changes.items()}
         out.text(("  · ", "dim"), f"changed: {changes_text(edit)}")
@@ -238,6 +249,12 @@ async def auto_approve(rt: Runtime, result: RunResult, out: Out, *, escalations:
             out.warn(
                 f"--auto-approve does not approve {a.id} ({a.tool}, escalate tier); "
                 "pass --auto-approve-escalations to widen it, or decide it by hand"
+            )
+            return result
+        if a.asks_attention:  # a value to type, a reason to give: a person's, never filled in for them
+            out.warn(
+                f"--auto-approve does not approve {a.id} ({a.tool}): approving it asks a person to "
+                f"{_asked(a)}; decide it by hand (hitl resume {a.id} --approve --confirm ... --reason ...)"
             )
             return result
         out.warn(f"AUTO-APPROVING {a.id}: {a.tool} {json.dumps(a.args, ensure_ascii=False)[:200]}")
@@ -300,8 +317,13 @@ async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult
             out.text(("evidence (untrusted, redacted):\n", "bold"), a.evidence or "(none)")
             continue
         try:
+            typed: dict[str, str] | None = None
             if choice == "a":
                 kind, reason, edited = DecisionKind.APPROVE, None, None
+                if a.confirm:
+                    typed = {name: Prompt.ask(f"Type the {name} that runs, as you read it above") for name in a.confirm}
+                if a.approve_reason_required:
+                    reason = Prompt.ask("Why approve it?")
             elif choice == "r":
                 kind, reason, edited = DecisionKind.REJECT, Prompt.ask("Reason"), None
             else:
@@ -318,6 +340,7 @@ async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult
                     args=edited,
                     via=LOCAL,
                     view_digest=shown.view_digest,
+                    confirm=typed,
                 ),
                 resume="inline",
                 actor=who,
@@ -344,3 +367,11 @@ async def expire_and_apply(rt: Runtime) -> list[tuple[str, str | None, str]]:
         else:
             results.append((a.id, run.session_id, str(run.status)))
     return results
+
+
+def _asked(a: Approval) -> str:
+    """What approving ``a`` asks of a person, in a few words."""
+    parts = [f"type its {', '.join(a.confirm)}"] if a.confirm else []
+    if a.approve_reason_required:
+        parts.append("say why")
+    return " and ".join(parts)

@@ -95,6 +95,7 @@ class ApiClient:
         reason: str | None,
         args: dict[str, Any] | None,
         replace_args: bool = False,
+        confirm: dict[str, str] | None = None,
     ) -> ApprovalView:
         """Decide ``target`` bound to the version and hash the server shows now; the approval after it."""
         current = await self.approval(target)
@@ -109,6 +110,8 @@ class ApiClient:
             body["args"] = args
         if replace_args:
             body["replace_args"] = True
+        if confirm:
+            body["confirm"] = confirm
         return ApprovalView.model_validate(await self.call("POST", f"/approvals/{current.id}/decisions", json=body))
 
     async def run_after(self, session_id: str, approval_id: str, *, patience: float = 20.0) -> RunView | None:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hitl.bot.controls import ACTION_APPROVE
+from hitl.bot.controls import ACTION_APPROVE, ACTION_APPROVE_CONFIRM
 from hitl.bot.group_cards import (
     ACTION_GROUP_APPROVE,
     ACTION_GROUP_OPEN,
@@ -276,26 +276,19 @@ async def test_a_group_card_gets_one_reminder_and_shows_its_members_expire(harne
     assert buttons(card) == []
 
 
-async def test_a_group_whose_members_ask_for_more_than_a_click_is_decided_one_by_one(sqlite_harness: Harness) -> None:
-    """Members that each ask for a typed confirmation (``metadata["confirm"]``) share a card, but it offers no
-    Approve all or Reject all; a forged one is refused and audited, and changes nothing."""
+async def test_approvals_that_ask_for_more_than_a_click_never_share_a_card(sqlite_harness: Harness) -> None:
+    """Approvals that each ask for a typed confirmation (the policy's ``confirm:``) each get a card of their own,
+    whose Approve opens the form: no group card, so no Approve all, ever decides them with one click. (A caller's
+    metadata naming "confirm" is not the policy's and changes nothing.)"""
     h = sqlite_harness
     members = []
     for i in range(3):
         a = make_approval(now=h.clock.now() + i, key=f"confirm{i}", requester="agent:riley")
-        members.append(a.model_copy(update={"metadata": {"confirm": "REFUND"}}))
+        members.append(a.model_copy(update={"confirm": ("amount",), "metadata": {"confirm": "REFUND"}}))
         await h.rt.store.approvals.create(members[-1])
     await h.rt.ctx.notifier.sweep()
     await h.settle()
-    card = group_message(h)
-    assert buttons(card) == [ACTION_GROUP_VIEW]
-    forged = copy.deepcopy(card)
-    for block in forged.blocks:
-        for element in block.get("elements", []) if block.get("type") == "actions" else []:
-            element["action_id"] = ACTION_GROUP_APPROVE  # the View all button's own value, sent as Approve all
-    assert (await h.slack.click("U_SUPPORT1", forged, ACTION_GROUP_APPROVE)).status == 200
-    await h.settle()
-    assert "decided one by one" in h.ephemeral("U_SUPPORT1")[-1].text
+    assert not [m for m in h.cards() if " × refund from " in m.text]
+    for a in members:
+        assert buttons(h.card_for(a.id))[:2] == [ACTION_APPROVE_CONFIRM, "hitl_reject"]
     assert await statuses(h, [a.id for a in members]) == [Status.PENDING] * 3
-    refused = [e for e in await h.rt.store.audit.entries() if e.event == "refused"]
-    assert refused[-1].outcome == "invalid_input" and "one-by-one" in refused[-1].detail

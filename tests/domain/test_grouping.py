@@ -49,9 +49,13 @@ def test_the_digest_binds_every_member_its_version_and_its_order() -> None:
 def test_a_member_that_asks_for_more_than_a_click_makes_its_group_one_by_one() -> None:
     members = [make_approval(now=i, key=f"c{i}") for i in range(3)]
     assert decidable_together(members) and not decidable_together([])
-    for marker in ("confirm", "approve_reason"):
-        asks = members[1].model_copy(update={"metadata": {marker: True}})
+    for asks in (
+        members[1].model_copy(update={"confirm": ("amount",)}),
+        members[1].model_copy(update={"approve_reason_required": True}),
+    ):
         assert not decidable_together([members[0], asks, members[2]])
+    caller_said = members[1].model_copy(update={"metadata": {"confirm": True}})  # metadata is the caller's: not hitl's
+    assert decidable_together([members[0], caller_said, members[2]])
 
 
 def test_key_amounts_are_exact_and_only_where_every_member_has_a_number() -> None:

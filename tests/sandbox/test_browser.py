@@ -534,6 +534,70 @@ async def test_the_docs_show_a_card_that_cannot_mislead(tmp_path: Path) -> None:
         await sb.close()
 
 
+ATTENTION_CONFIG = """
+requester: agent:riley
+roles:
+  finance: [U_SUPPORT1, U_SUPPORT2]
+policy:
+  tools:
+    pay:
+      tier: approve
+      summary: "Pay {{ args.amount | money }} to {{ args.to }}"
+      schema:
+        type: object
+        properties:
+          to: {type: string, title: Payee}
+          amount: {type: number, title: Amount, x-currency: EUR}
+        required: [to, amount]
+  tiers:
+    escalate: {confirm: [amount], approve_reason: required}
+  rules:
+    - {name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate,
+       reason: "Payments over 500 are escalated."}
+slack:
+  channel: "#refund-approvals"
+"""
+
+
+async def test_the_docs_show_the_form_an_escalated_approval_asks_for(tmp_path: Path) -> None:
+    """The Slack page's confirmation form: an escalated payment's Approve opens a form where the reviewer types the
+    amount and says why; a wrong amount is refused in the form, the right one approves."""
+    from hitl.engine.domain.requests import ProposeRequest
+    from hitl.testing import FakeClock
+
+    config = tmp_path / "hitl.yaml"
+    config.write_text(ATTENTION_CONFIG)
+    clock = FakeClock()
+    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
+    sb.state.clock = clock.now
+    svc = sb.rt.runtime.contexts.default.service
+    try:
+        args = {"to": "Northwind Ltd", "amount": 4820.5}
+        paid = await svc.propose(ProposeRequest("pay", args, session_id="ses_DOCS000020"))
+        assert paid.approval is not None and paid.approval.confirm == ("amount",)
+        async with browser_page() as page:
+            await page.goto(f"{sb.url}/?as=U_SUPPORT1")
+            found = card(page, paid.approval.id)
+            await expect(found).to_contain_text("Approval needed", timeout=15000)
+            await found.get_by_role("button", name="Approve…").click()
+            modal = page.locator(".modal")
+            await expect(modal).to_contain_text("Type the amount that runs")
+            await expect(modal).to_contain_text("Why approve it?")
+            DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+            keep_or_write(DOCS_SHOTS / "confirm-form.png", await modal.screenshot(), await modal.inner_text())
+
+            await modal.locator("input[name='hitl_confirm:amount']").fill("4820")
+            await modal.locator("textarea").fill("Invoice INV-2211 matches the contract")
+            await page.click("#modal-submit")
+            await expect(modal.locator(".field.invalid .error")).to_contain_text("not the amount that runs")
+            assert (await sb.rt.store.approvals.get(paid.approval.id)).is_open
+            await modal.locator("input[name='hitl_confirm:amount']").fill("4,820.50")
+            await page.click("#modal-submit")
+            await expect(found).to_contain_text("Approved", timeout=15000)
+    finally:
+        await sb.close()
+
+
 async def test_the_docs_show_a_flood_as_one_group_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Slack page's group card: twelve refunds one agent session asked for together, on one card, decided
     together from the browser (Approve all, through Slack's confirmation) and one by one (Open)."""

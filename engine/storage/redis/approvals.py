@@ -188,6 +188,7 @@ class RedisApprovals:
             cmd.note,
             digest_of(cmd.view) if cmd.view is not None else "",
             json.dumps(cmd.view, separators=(",", ":"), ensure_ascii=False) if cmd.view is not None else "",
+            "1" if cmd.attended else "",
             *sorted(cmd.reviewer.roles),
         ]
         # A list of strings (the decision and edited arguments are encoded above, by json, which keeps whatever a

@@ -69,6 +69,7 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
         "role": a.required_role or "",
         "quorum": str(a.quorum),
         "trustable": "1" if a.trustable else "0",
+        "attention": "1" if a.asks_attention else "0",
         "voters": "\n".join(d.reviewer for d in a.decisions),
         "approvals": str(approvals),
         "decisions": json.dumps([d.model_dump(mode="json") for d in a.decisions], separators=(",", ":")),

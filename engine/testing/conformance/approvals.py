@@ -347,6 +347,27 @@ class ApprovalsConformance:
         with pytest.raises(EngineError):
             await store.approvals.list_pending(cursor="garbage-cursor")
 
+    async def test_an_approval_that_asks_more_than_a_click_is_approved_only_when_its_surface_checked_it(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        a = make_approval(now=clock.now(), key="typed").model_copy(update={"confirm": ("amount",)})
+        await store.approvals.create(a)
+        for kind in (DecisionKind.APPROVE, DecisionKind.MODIFY):
+            with pytest.raises(DecisionRefused) as refused:
+                await store.approvals.decide(cmd(a, "U_SUPPORT1", kind, args=a.args), now=clock.now())
+            assert refused.value.code is ErrorCode.CONFIRMATION_MISMATCH
+        assert (await store.approvals.get(a.id)).version == 1  # nothing recorded
+        refusals = [e for e in await store.audit.entries(approval_id=a.id) if e.event == "refused"]
+        assert [e.outcome for e in refusals] == ["confirmation_mismatch"] * 2
+        rejected = make_approval(now=clock.now(), key="typed-reject").model_copy(
+            update={"approve_reason_required": True}
+        )
+        await store.approvals.create(rejected)
+        out = await store.approvals.decide(cmd(rejected, "U_SUPPORT1", DecisionKind.REJECT), now=clock.now())
+        assert out.status is Status.REJECTED  # rejecting never asks it
+        done = await store.approvals.decide(cmd(a, "U_SUPPORT1", attended=True), now=clock.now())
+        assert done.status is Status.APPROVED
+
     async def test_ranked_pages_put_the_most_important_first(self, store: Store, clock: FakeClock) -> None:
         # Tiers, ratios and deadlines mixed, with ties on each (ids break them), across roles: every page follows
         # the one before exactly, and a role's reviewer sees their ranked part of the same order.

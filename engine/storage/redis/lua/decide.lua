@@ -8,7 +8,7 @@
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
 --       supersede_with, via, approval_id, answer_by (server seconds, '' for none), note (for the audit), the
 --       digest of the view the decider saw and that view's JSON ('' for none: the entry says "no view shown"),
---       roles...;
+--       '1' when the surface checked what approving takes besides a click ('' otherwise), roles...;
 --       ARGV[2]: the approval's pub/sub channel
 -- A trust of an action also passes ARGV[5..8] (the grant's field, its value, the session, the audit note) and, as
 -- the last two KEYS, the session's grants hash and the set of sessions with grants: the grant is written with the
@@ -24,10 +24,11 @@ if trusting then streams = #KEYS - 2 end
 local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
 local now = tonumber(now_s)
 local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'requester', 'role', 'quorum',
-  'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at')
+  'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at',
+  'attention')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
-local ROLES = 16
+local ROLES = 17
 
 local function audit(event, outcome, ver, detail, seen)
   chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
@@ -68,6 +69,8 @@ if not eligible then return refuse('not_eligible') end
 local voters = f[9]
 if string.find('\n' .. voters .. '\n', '\n' .. reviewer .. '\n', 1, true) then return refuse('duplicate_vote') end
 if kind == 'trust' and f[8] ~= '1' then return refuse('not_trustable') end
+local approving = kind == 'approve' or kind == 'trust' or kind == 'modify'
+if approving and f[16] == '1' and A[16] ~= '1' then return refuse('confirmation_mismatch') end
 local quorum, supersede = tonumber(f[7]), A[9]
 if kind == 'modify' and quorum > 1 and supersede == '' then return refuse('invalid_input') end
 
