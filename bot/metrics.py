@@ -29,6 +29,7 @@ HITL_METRICS = (
     "hitl_intervention_latency_seconds",
     "hitl_audit_yield_ratio",
     "hitl_practice_catch_ratio",
+    "hitl_first_interaction_seconds",
 )
 """The store-computed metric families (the Grafana dashboard in ``docs/grafana/`` queries these)."""
 
@@ -74,6 +75,12 @@ class StoreMetrics(Collector):
             f"From the request to the final human decision ({days}; read it without rate())",
             labels=labels,
         )
+        first = HistogramMetricFamily(
+            "hitl_first_interaction_seconds",
+            f"From the request to its first interaction: a button, a view opened, /hitl show ({days}; the tier is "
+            "the rank band; read it without rate())",
+            labels=labels,
+        )
         audit_yield = GaugeMetricFamily(
             "hitl_audit_yield_ratio", f"Share of spot checks reviewers flagged ({days})", labels=labels
         )
@@ -100,7 +107,11 @@ class StoreMetrics(Collector):
             if r.latency_count:
                 buckets = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in r.latency_buckets]
                 latency.add_metric([r.tool, r.tier], buckets, sum_value=r.latency_sum)
-        yield from (actions, autonomous, corrected, latency, audit_yield, catches, old_catches)
+            seen = r.buckets("first")
+            if seen[-1][1]:
+                drawn = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in seen]
+                first.add_metric([r.tool, r.tier], drawn, sum_value=r.counts.get("first_sum", 0.0))
+        yield from (actions, autonomous, corrected, latency, first, audit_yield, catches, old_catches)
 
 
 class OutageMetrics(Collector):

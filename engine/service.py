@@ -36,13 +36,14 @@ from hitl.engine.domain.edits import changes, changes_text, merge_patch
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import RESERVED_PREFIXES, Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
-from hitl.engine.domain.practice import PracticeSpec
+from hitl.engine.domain.practice import PracticeSpec, is_practice
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
-from hitl.engine.domain.spot_checks import SpotCheckSpec
+from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
+from hitl.engine.domain.tally import first_seen_counts
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
 from hitl.engine.events import FYI_JOB, EventSink, Outbox
 from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, Route, routes
@@ -519,6 +520,30 @@ class ApprovalService:
                 reason="modification refused",
             )
             raise
+
+    async def first_interaction(self, approval: Approval) -> bool:
+        """Count the time to ``approval``'s first interaction (a button pressed, a view opened, ``/hitl show``),
+        once across processes (an execution claim on ``seen:<id>``); True when this was the first (a click that
+        decided it may be: then it is its decision too). Practice copies and spot checks count only in their own
+        measures; a count never fails the interaction."""
+        if is_practice(approval) or is_spot_check(approval):
+            return False
+        now, key, holder = self.clock.now(), f"seen:{approval.id}", "first-interaction"
+        try:
+            claim = await self.store.ledger.claim(
+                key, action_hash=approval.action_hash, holder=holder, now=now, lease=60
+            )
+            if not claim.acquired:
+                return False
+            await self.store.ledger.record_outcome(
+                key, holder=holder, attempt=claim.attempt, ok=True, result={}, now=now
+            )
+            counts = first_seen_counts(approval.tool, str(approval.tier), now=now, latency=now - approval.created_at)
+            await self.store.tallies.add(counts, now=now)
+        except EngineError as exc:  # another process counting it right now, a store hiccup: the action goes on
+            log.info("first interaction with %s not counted: %s", approval.id, exc.code)
+            return False
+        return True
 
     async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""

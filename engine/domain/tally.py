@@ -3,7 +3,9 @@ every restart sees the same figures.
 
 An action either runs on its own (``autonomous``: the policy's auto or notify tier) or is put to people
 (``asked``), whose approval ends ``approved``, ``modified``, ``rejected`` or ``expired``. A decision's latency (from
-the request to the final human decision) is counted into fixed buckets, so hours and replicas add up.
+the request to the final human decision) is counted into fixed buckets, so hours and replicas add up; so is the time
+to an approval's first interaction (the first button pressed, view opened or ``/hitl show`` on it). The tier is the
+rank band of :mod:`~hitl.engine.domain.ranking`: both times are read per band.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "TallyRow",
     "counts_for",
     "decision_outcome",
+    "first_seen_counts",
     "hour_of",
     "summarize",
 ]
@@ -95,6 +98,12 @@ def counts_for(
     return out
 
 
+def first_seen_counts(tool: str, tier: str, *, now: float, latency: float) -> dict[TallyKey, float]:
+    """The counts an approval's first interaction adds: its time since the request, into its bucket and sum."""
+    hour, latency = hour_of(now), max(0.0, latency)
+    return {(hour, tool, tier, f"first_{_bucket(latency)}"): 1.0, (hour, tool, tier, "first_sum"): latency}
+
+
 @dataclass(frozen=True)
 class TallyRow:
     """One tool at one tier over a period."""
@@ -141,12 +150,7 @@ class TallyRow:
     def latency_buckets(self) -> list[tuple[float, int]]:
         """(upper bound, decisions within it) per bucket, cumulative like a Prometheus histogram; the last bound
         is infinity."""
-        out, total = [], 0
-        for bound in (*LATENCY_BUCKETS, float("inf")):
-            name = "le_inf" if bound == float("inf") else f"le_{bound:g}"
-            total += int(self.counts.get(f"latency_{name}", 0))
-            out.append((bound, total))
-        return out
+        return self.buckets("latency")
 
     @property
     def latency_count(self) -> int:
@@ -158,10 +162,25 @@ class TallyRow:
 
     def latency_quantile(self, q: float) -> float | None:
         """The bucket bound below which ``q`` of the decisions fell (None: no decisions)."""
-        count = self.latency_count
+        return self.quantile("latency", q)
+
+    def buckets(self, times: str) -> list[tuple[float, int]]:
+        """The histogram of ``times`` (``latency``: to the decision; ``first``: to the first interaction) as
+        (upper bound, count within it), cumulative; the last bound is infinity."""
+        out, total = [], 0
+        for bound in (*LATENCY_BUCKETS, float("inf")):
+            name = "le_inf" if bound == float("inf") else f"le_{bound:g}"
+            total += int(self.counts.get(f"{times}_{name}", 0))
+            out.append((bound, total))
+        return out
+
+    def quantile(self, times: str, q: float) -> float | None:
+        """The bucket bound below which ``q`` of ``times`` fell (None: none counted)."""
+        found = self.buckets(times)
+        count = found[-1][1]
         if not count:
             return None
-        return next(bound for bound, seen in self.latency_buckets if seen >= q * count)
+        return next(bound for bound, seen in found if seen >= q * count)
 
 
 LEGACY_FIELDS = {

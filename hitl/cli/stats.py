@@ -70,8 +70,26 @@ def row_json(r: TallyRow) -> dict[str, Any]:
             "p90_seconds_at_most": r.latency_quantile(0.9),
             "buckets": [{"le": "+Inf" if b == float("inf") else b, "count": n} for b, n in r.latency_buckets],
         },
+        "first_interaction": {
+            "count": r.buckets("first")[-1][1],
+            "sum_seconds": r.counts.get("first_sum", 0.0),
+            "p50_seconds_at_most": r.quantile("first", 0.5),
+            "p90_seconds_at_most": r.quantile("first", 0.9),
+        },
     }
     return row | {old: row[renamed.new] for old, renamed in RENAMED.items() if renamed.new in row}
+
+
+def _bands(rows: list[TallyRow]) -> list[TallyRow]:
+    """The rows added up per rank band (the tier), the most important first: how soon each band is looked at and
+    decided."""
+    order = {"escalate": 0, "approve": 1}
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        merged = out.setdefault(r.tier, {})
+        for k, v in r.counts.items():
+            merged[k] = merged.get(k, 0.0) + v
+    return [TallyRow("(band)", t, c) for t, c in sorted(out.items(), key=lambda tc: (order.get(tc[0], 2), tc[0]))]
 
 
 def stats(
@@ -97,9 +115,16 @@ def stats(
             rows = summarize(await rt.store.tallies.read(since=now - window, now=now))
             start = now - window
         every = TallyRow("(all)", "", {k: sum(r.counts.get(k, 0.0) for r in rows) for r in rows for k in r.counts})
+        bands = _bands(rows)
         if out.json:
             out.emit(
-                {"since": iso(start), "until": iso(now), "rows": [row_json(r) for r in rows], "all": row_json(every)}
+                {
+                    "since": iso(start),
+                    "until": iso(now),
+                    "rows": [row_json(r) for r in rows],
+                    "all": row_json(every),
+                    "bands": [row_json(b) for b in bands],
+                }
             )
             return 0
         out.text(("since ", "dim"), iso(start), ("  until ", "dim"), iso(now))
@@ -143,6 +168,15 @@ def stats(
                 _pct(every.catch_rate),
                 (")", "dim"),
             )
+        for b in bands:
+            if b.buckets("first")[-1][1] or b.latency_count:
+                out.text(
+                    (f"{b.tier} band ", "bold"),
+                    ("first interaction p50 ", "dim"),
+                    _span(b.quantile("first", 0.5)),
+                    ("  decision p50 ", "dim"),
+                    _span(b.latency_quantile(0.5)),
+                )
         out.text(("intervention latency (all decisions)", "bold"))
         previous, widest = 0, max(1, every.latency_count)
         for bound, seen in every.latency_buckets:

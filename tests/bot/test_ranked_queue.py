@@ -122,3 +122,23 @@ async def test_the_most_important_comes_first_on_every_list(h: Harness) -> None:
     assert (await _api(h, "limit=1"))["waiting"] == 4
     assert (await h.slack.command("U_SUPPORT1", "general", "pending")).status == 200
     assert "4 approvals wait on you" in json.dumps(h.ephemeral("U_SUPPORT1")[-1].blocks, ensure_ascii=False)
+
+
+async def test_time_to_first_interaction_is_measured_once_per_approval_by_rank_band(h: Harness) -> None:
+    huge = await _pay(h, 5000, "V-5000")
+    small = await _pay(h, 5, "V-5")
+    await h.settle()
+    h.clock.advance(90)  # a reviewer looks at the escalated one 92 s after it was asked (each _pay takes 1 s)
+    assert (await h.slack.command("U_SUPPORT1", "general", f"show {huge}")).status == 200
+    await h.rt.ctx.wait_idle()
+    h.clock.advance(600)  # then decides it, and only then looks at the small one (by deciding it)
+    assert (await h.slack.click("U_SUPPORT2", h.card_for(huge), "hitl_approve")).status == 200
+    assert (await h.slack.click("U_SUPPORT2", h.card_for(small), "hitl_approve")).status == 200
+    await h.settle()
+    await h.rt.ctx.metrics.hitl.refresh()
+    async with h.http.get(f"{h.bot_url}/metrics") as r:
+        exposed = await r.text()
+    assert 'hitl_first_interaction_seconds_count{tier="escalate",tool="pay"} 1.0' in exposed
+    assert 'hitl_first_interaction_seconds_sum{tier="escalate",tool="pay"} 92.0' in exposed  # the look, not the click
+    assert 'hitl_first_interaction_seconds_sum{tier="approve",tool="pay"} 691.0' in exposed  # its deciding click
+    assert 'hitl_first_interaction_seconds_bucket{le="300",tier="escalate",tool="pay"} 1.0' in exposed

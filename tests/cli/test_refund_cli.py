@@ -356,8 +356,13 @@ def test_stats_reads_the_hitl_metrics_from_the_store(cli: Cli) -> None:
     latency = refund["intervention_latency"]
     assert latency["count"] == 2 and latency["sum_seconds"] == 660.0 and latency["p90_seconds_at_most"] == 900
     assert shown["all"]["actions"] == 7  # two lookups, two checks of what is left, two refunds, one e-mail
+    bands = {b["tier"]: b for b in shown["bands"]}  # per rank band: the most important first
+    assert [b["tier"] for b in shown["bands"]][:2] == ["approve", "auto"] and "escalate" not in bands
+    assert bands["approve"]["intervention_latency"]["count"] == 2
+    assert bands["approve"]["first_interaction"]["count"] == 0  # the CLI is no look at a card: Slack's are counted
     people = cli("stats", HITL_NOW=str(now + 800), COLUMNS="80")
     assert people.code == 0 and "refund" in people.out and "intervention latency" in people.out
+    assert "approve band first interaction p50" in people.out
     assert cli("stats", "--since", "soon").code == 2
 
 
