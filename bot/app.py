@@ -161,6 +161,7 @@ def build_app(
         pace=side.pacer.clock,
     )
     side.notifier.on_card.append(home.changed)
+    side.notifier.members_of = lambda role: config.roles.get(role, [])
     side.notifier.on_halts.append(home.changed)
     ctx = BotContext(
         lifecycle=lifecycle,

@@ -256,6 +256,11 @@ def expires_in(a: Approval, now: float) -> str:
 def _fields(a: Approval, now: float) -> list[dict[str, Any]]:
     """hitl's own fields, each behind an emoji: an argument is rich text, where no key or value can draw one."""
     approvers = a.required_role or "any reviewer"
+    if a.backup_role and a.hand_on_at is not None and a.status is Status.PENDING:
+        if a.handed_on(now):
+            approvers += f", and {a.backup_role} (handed on {relative(a.hand_on_at, now)})"
+        else:
+            approvers += f"; {a.backup_role} {relative(a.hand_on_at, now)} if still waiting"
     votes = f" · {len(a.approvers)} of {a.quorum}" if a.quorum > 1 else ""
     requested = who(a.requester) + (f"\nvia {label(a.asked_by, 120)}" if a.asked_by else "")
     return [

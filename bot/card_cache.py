@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hitl.bot.arguments import Declared
-from hitl.bot.blocks import card, expires_in
+from hitl.bot.blocks import card, expires_in, relative
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.presentation import Presentation
@@ -52,7 +52,7 @@ class CardCache:
 
     def card(self, a: Approval, *, now: float, halt: HaltOrder | None = None) -> list[dict[str, Any]]:
         """``a``'s live card as of ``now`` (see :func:`hitl.bot.blocks.card`)."""
-        key: _Key = (a.id, a.version, a.created_at, expires_in(a, now), halt)
+        key: _Key = (a.id, a.version, a.created_at, expires_in(a, now) + _handed(a, now), halt)
         found = self._cards.get(key)
         if found is not None:
             self._cards.move_to_end(key)
@@ -75,3 +75,10 @@ class CardCache:
         on it without reading it again: an approval's id and version name one state (the store's atomic step
         still checks both, so a purged and re-created approval, or a stale card, is refused there)."""
         return self._drawn.get((approval_id, version))
+
+
+def _handed(a: Approval, now: float) -> str:
+    """What the card's Approvers field says of a hand-on as of ``now`` (it reads differently as time passes)."""
+    if a.backup_role is None or a.hand_on_at is None:
+        return ""
+    return f"|{relative(a.hand_on_at, now)}|{a.handed_on(now)}"

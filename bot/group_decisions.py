@@ -104,7 +104,9 @@ async def decide_group(
         await ctx.lifecycle.refused(leader, user_id, ErrorCode.INVALID_INPUT, f"group {kind} on one-by-one requests")
         return GroupOutcome(refusal=":no_entry: These requests are decided one by one: open each from the card.")
     reviewer = await ctx.reviewers.reviewer(user_id)
-    if not eligible(pending[0], reviewer):  # the members share who may decide them: one refusal says it for all
+    if not eligible(
+        pending[0], reviewer, ctx.clock.now()
+    ):  # the members share who may decide them: one refusal says it for all
         code = ErrorCode.SELF_APPROVAL if reviewer.id == pending[0].requester else ErrorCode.NOT_ELIGIBLE
         await ctx.lifecycle.refused(leader, user_id, code, f"group {kind} of {len(pending)}")
         return GroupOutcome(refusal=refusal_text(EngineError("", code=code), pending[0]))

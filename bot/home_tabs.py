@@ -128,7 +128,7 @@ class HomeTabs:
         except Exception as exc:  # a lookup failed: publish (the tab is a view of the store; it shows what is)
             log.warning("could not tell whether a change concerns %s (%s); publishing their tab", user, exc)
             return True
-        if approval is not None and eligible(approval, reviewer):
+        if approval is not None and eligible(approval, reviewer, self.clock.now()):
             return True
         return trust is not None and self.may_see_trust(reviewer.roles, trust)
 
@@ -196,11 +196,13 @@ class HomeTabs:
         """The first of what ``reviewer`` may decide, most important first; whether there is more; how many."""
         if not reviewer.roles:
             return [], False, 0
-        roles = sorted(reviewer.roles)
+        roles, now = sorted(reviewer.roles), self.clock.now()
         approvals = self.store.approvals
-        page = await approvals.list_pending(roles=roles, exclude_requester=reviewer.id, limit=SHOWN, order="rank")
-        mine = [a for a in page.items if eligible(a, reviewer) and reviewer.id not in a.approvers]
-        count = await approvals.count_pending(roles=roles, exclude_requester=reviewer.id)
+        page = await approvals.list_pending(
+            roles=roles, exclude_requester=reviewer.id, limit=SHOWN, order="rank", now=now
+        )
+        mine = [a for a in page.items if eligible(a, reviewer, now) and reviewer.id not in a.approvers]
+        count = await approvals.count_pending(roles=roles, exclude_requester=reviewer.id, now=now)
         return [Waiting(a, await self._link(a)) for a in mine], page.cursor is not None, count
 
     async def _decided(self, user: str) -> list[tuple[Approval, Decision]]:

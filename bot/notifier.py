@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,8 @@ from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import POST_AFTER, is_practice
 from hitl.engine.domain.presentation import Presentation
-from hitl.engine.domain.records import Claim, MessageRef
+from hitl.engine.domain.records import AuditEntry, Claim, MessageRef
+from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import ClaimRefused, EngineError, NotFound
 from hitl.engine.events import FYI_JOB
 from hitl.engine.ports import Clock, Store
@@ -128,6 +130,9 @@ class SlackNotifier:
         """Called when the stop switch's orders changed (the Home tabs show them)."""
         self._halts: dict[str, HaltOrder] | None = None
         self.switch = StopSwitch.shared(store, clock)
+        self.members_of: Callable[[str], Sequence[str]] = lambda role: ()
+        """The members of a role as ``hitl.yaml`` lists them (Slack user and user-group ids): whom a hand-on
+        mentions."""
         """The stop switch as this process reads it (shared with the gates: at most one store read per 0.5 s)."""
 
     # -- Notifier protocol ----------------------------------------------------------------------------------
@@ -414,6 +419,83 @@ class SlackNotifier:
         await self._done(key, claim)
         return True
 
+    async def hand_on(self, approval: Approval, ref: MessageRef) -> bool:
+        """Hand an unanswered approval on to its backup role, once across replicas and restarts: audited, its card
+        posted again with live buttons and the backup role's members mentioned (the earlier card says where it
+        went), their Home tabs brought up to date. Its original reviewers may still decide; votes cast still
+        count. Returns whether this call handed it on."""
+        key = f"handon:{approval.id}"
+        try:
+            claim = await self.store.ledger.claim(
+                key, action_hash=approval.action_hash, holder=self.replica, now=self.clock.now(), lease=60.0
+            )
+        except ClaimRefused:
+            return False
+        if not claim.acquired:
+            return False
+        backup = approval.backup_role or ""
+        await self.store.audit.append(
+            AuditEntry(
+                at=self.clock.now(),
+                actor="system",
+                event="handed_on",
+                approval_id=approval.id,
+                version=approval.version,
+                action_hash=approval.action_hash,
+                detail=f"handed on to {backup} before it expires; {approval.required_role or 'its reviewers'} may "
+                f"still decide ({len(approval.approvers)} of {approval.quorum} votes cast)"[:500],
+            )
+        )
+        current = await self.store.approvals.get(approval.id)
+        text, blocks = await self._draw([current])
+        mention = " ".join(_mention(m) for m in self.members_of(backup) if _mention(m)) or f"the {backup} role"
+        notice = {
+            "type": "section",
+            "block_id": f"hitl_handed_on:{approval.id}",
+            "text": {
+                "type": "mrkdwn",
+                "text": f":arrow_right_hook: *Handed on to {label(backup, 40)}* before it expires: {mention}, "
+                f"this waits on you too.",
+            },
+        }
+        posted = await self._call(
+            "chat.postMessage",
+            self.client.chat_postMessage,
+            channel=ref.channel,
+            text=f"Handed on to {backup[:40]}: {text}",
+            blocks=[notice, *blocks],
+        )
+        moved = MessageRef(channel=str(posted["channel"]), ts=str(posted["ts"]))
+        await self.store.messages.set(approval.id, moved)
+        gone = {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": f":arrow_right_hook: `{approval.id}` was handed on to "
+                f"{label(backup, 40)}; decide it on the newer card.",
+            },
+        }
+        others = [x for x in await self.store.messages.shown_on(ref) if x != approval.id]
+        if others:  # a group card it was on: drawn again without it
+            await self.approval_changed(await self.store.approvals.get(others[0]))
+        else:
+            try:
+                await self._call(
+                    "chat.update",
+                    self.client.chat_update,
+                    channel=ref.channel,
+                    ts=ref.ts,
+                    text=f"Handed on to {backup[:40]}: decide it on the newer card",
+                    blocks=[gone],
+                )
+            except SlackApiError as exc:  # the newer card decides it; the older keeps buttons bound to its version
+                log.warning("could not mark the earlier card of %s: %s", approval.id, exc.response.get("error"))
+        await self._done(key, claim, channel=moved.channel, ts=moved.ts)
+        now = self.clock.now()
+        await self.store.tallies.add(counts_for(approval.tool, str(approval.tier), Outcome.HANDED_ON, now=now), now=now)
+        await self._carded(current)  # the backup reviewers' Home tabs
+        return True
+
     async def post_fyis(self, *, limit: int = 10) -> int:
         """Post queued FYIs (``fyi`` jobs: calls told to reviewers that ran here or in processes without Slack),
         at most ``limit``; returns how many were taken."""
@@ -448,6 +530,11 @@ class SlackNotifier:
                 if ref is None:  # queued together, so the like ones among them can share a group card
                     self.queue_card(a)
             for a, ref in zip(page.items, refs, strict=True):
+                if ref is not None and a.handed_on(now) and a.expires_at > now:
+                    try:
+                        await self.hand_on(a, ref)
+                    except (SlackApiError, EngineError) as exc:  # tried again on a later sweep (its claim lapses)
+                        log.warning("could not hand %s on yet: %s", a.id, exc)
                 if ref is not None and before and 0 < a.expires_at - now <= before:
                     await self.remind(a)
             if page.cursor is None:
@@ -627,3 +714,13 @@ class SlackNotifier:
             raise
         self.metrics.slack_calls.labels(method=method, outcome="ok").inc()
         return resp
+
+
+def _mention(member: str) -> str:
+    """A role member as a Slack mention: ``<@U…>`` for a person, ``<!subteam^S…>`` for a user group ("" for an id
+    Slack does not know, such as ``cli:alice``)."""
+    if re.fullmatch(r"[UW][A-Z0-9_]{2,20}", member):
+        return f"<@{member}>"
+    if re.fullmatch(r"S[A-Z0-9_]{2,20}", member):
+        return f"<!subteam^{member}>"
+    return ""

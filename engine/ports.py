@@ -80,14 +80,21 @@ class ApprovalStore(Protocol):
         limit: int = 50,
         cursor: str | None = None,
         order: PendingOrder = "age",
+        now: float | None = None,
     ) -> Page:
         """Pending approvals, oldest first (``order="rank"``: most important first, by the rank stored with each,
         :mod:`~hitl.engine.domain.ranking`); cost depends on ``limit``, not on the total. A cursor continues only
-        the order it came from."""
+        the order it came from. ``roles``: those a reviewer of these roles may decide, with, given ``now``, those
+        handed on to one of them by then (their ``backup_role``)."""
         ...
 
     async def count_pending(
-        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+        self,
+        *,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        cap: int = 1000,
+        now: float | None = None,
     ) -> int:
         """How many approvals :meth:`list_pending` would list with these filters, counted up to ``cap`` (a larger
         number is returned as ``cap``): how much waits on a reviewer, at a cost bounded by ``cap``."""

@@ -159,7 +159,7 @@ async def _open_form(
         if form is not None:
             # Only someone who may decide gets the form (a stranger's decision would be refused anyway).
             reviewer = await ctx.reviewers.reviewer(click[0])
-            if not eligible(a, reviewer):
+            if not eligible(a, reviewer, ctx.clock.now()):
                 code = ErrorCode.SELF_APPROVAL if reviewer.id == a.requester else ErrorCode.NOT_ELIGIBLE
                 await ctx.lifecycle.refused(a.id, click[0], code, f"opening the {form} form")
                 await respond(text=refusal_text(EngineError("", code=code), a), **_EPHEMERAL)
@@ -209,7 +209,7 @@ async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncResp
         approval_id, version, digest, index = parsed
         a = await ctx.store.approvals.get(approval_id)
         reviewer = await ctx.reviewers.reviewer(click[0])
-        if click[0] != a.requester and not eligible(a, reviewer):
+        if click[0] != a.requester and not eligible(a, reviewer, ctx.clock.now()):
             # As /hitl show: a value in full is for the people who decide (and the requester), not the workspace.
             await ctx.lifecycle.refused(a.id, click[0], ErrorCode.NOT_ELIGIBLE, "showing a value in full")
             await respond(text=refusal_text(EngineError("", code=ErrorCode.NOT_ELIGIBLE), a), **_EPHEMERAL)

@@ -129,7 +129,7 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
         except EngineError as exc:
             return {"text": refusal_text(exc, None)}
         reviewer = await ctx.reviewers.reviewer(user)
-        if user != a.requester and not eligible(a, reviewer):
+        if user != a.requester and not eligible(a, reviewer, ctx.clock.now()):
             # The arguments and evidence are for the people who decide (and the requester), not the workspace.
             await ctx.lifecycle.refused(a.id, user, ErrorCode.NOT_ELIGIBLE, "/hitl show")
             return {"text": refusal_text(EngineError("", code=ErrorCode.NOT_ELIGIBLE), a)}
@@ -163,14 +163,14 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
     reviewer = await ctx.reviewers.reviewer(user)
     if not reviewer.roles:
         return {"text": ":information_source: You are not a reviewer in any role, so there is nothing for you."}
-    roles = sorted(reviewer.roles)
+    roles, now = sorted(reviewer.roles), ctx.clock.now()
     page = await ctx.store.approvals.list_pending(
-        roles=roles, exclude_requester=user, limit=PAGE, cursor=cursor, order="rank"
+        roles=roles, exclude_requester=user, limit=PAGE, cursor=cursor, order="rank", now=now
     )
     mine = [a for a in page.items if user not in a.approvers]
     if not mine and page.cursor is None:
         return {"text": ":tada: Nothing is waiting for you."}
-    waiting = await ctx.store.approvals.count_pending(roles=roles, exclude_requester=user)
+    waiting = await ctx.store.approvals.count_pending(roles=roles, exclude_requester=user, now=now)
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
@@ -181,7 +181,6 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
             },
         }
     ]
-    now = ctx.clock.now()
     for a in mine:
         declared = ctx.config.declared_schema(a.tool)
         # The rank line stands where a divider stood: a page of PAGE items stays inside Slack's 50 blocks.

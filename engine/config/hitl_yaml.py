@@ -15,7 +15,7 @@ from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.domain.alerts import AlertsSpec
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
-from hitl.engine.domain.policy_spec import PolicySpec
+from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.reviewers import Roles
@@ -149,6 +149,38 @@ class HitlConfig(BaseModel):
         for i, rule in enumerate(self.policy.rules):
             if rule.quorum is not None:
                 check(("policy", "rules", i, "quorum"), rule.name, rule.role, rule.quorum)
+        return out
+
+    def hand_on_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """What can never work in ``backup_role`` and ``confirm``: a backup role ``roles:`` does not name (nobody
+        would get the approval), and a value to confirm that the tool's declared schema has no argument for (never
+        asked, so never confirmed: likely a typo)."""
+        out: list[tuple[tuple[str | int, ...], str]] = []
+        tools: list[tuple[tuple[str | int, ...], str, ToolPolicySpec | RuleSpec, list[str]]] = [
+            (("policy", "tools", tool), tool, spec, [tool]) for tool, spec in sorted(self.policy.tools.items())
+        ]
+        tools += [(("policy", "rules", i), r.name, r, r.tools) for i, r in enumerate(self.policy.rules)]
+        for where, name, spec, covered in tools:
+            if spec.backup_role is not None and spec.backup_role not in self.roles:
+                out.append(
+                    (
+                        (*where, "backup_role"),
+                        f"{name} hands on to role {spec.backup_role!r}, which roles: does not "
+                        "name: nobody would get it. Add the role, or name another",
+                    )
+                )
+            for tool in covered:
+                declared = self.policy.tools.get(tool)
+                props = (declared.schema_ or {}).get("properties") if declared is not None else None
+                missing = [c for c in spec.confirm if isinstance(props, dict) and c not in props]
+                if missing:
+                    out.append(
+                        (
+                            (*where, "confirm"),
+                            f"{name} asks to confirm {', '.join(missing)}, which {tool}'s schema "
+                            "has no argument for: it would never be asked. Name an argument of the tool",
+                        )
+                    )
         return out
 
     def build_policy(self) -> Policy:

@@ -134,13 +134,16 @@ def trust_note(grant: TrustGrant) -> str:
     return f"trusts {grant.tool} for {grant.requester} in session {grant.session_id}"
 
 
-def eligible(approval: Approval, reviewer: Reviewer) -> bool:
-    """In the required role (any role when none is required) and not the requester."""
+def eligible(approval: Approval, reviewer: Reviewer, now: float | None = None) -> bool:
+    """In the required role (any role when none is required), or, once the approval is handed on by ``now``, in its
+    backup role; and not the requester. Without ``now`` a backup reviewer is not counted."""
     if reviewer.id == approval.requester:
         return False
     if approval.required_role is None:
         return bool(reviewer.roles)
-    return approval.required_role in reviewer.roles
+    if approval.required_role in reviewer.roles:
+        return True
+    return now is not None and approval.handed_on(now) and approval.backup_role in reviewer.roles
 
 
 def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> str:
@@ -219,7 +222,7 @@ def check_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
         raise refusal(ErrorCode.HASH_MISMATCH, approval, cmd.reviewer.id)
     if cmd.reviewer.id == approval.requester:
         raise refusal(ErrorCode.SELF_APPROVAL, approval, cmd.reviewer.id)
-    if not eligible(approval, cmd.reviewer):
+    if not eligible(approval, cmd.reviewer, now):
         raise refusal(ErrorCode.NOT_ELIGIBLE, approval, cmd.reviewer.id)
     if any(d.reviewer == cmd.reviewer.id for d in approval.decisions):
         raise refusal(ErrorCode.DUPLICATE_VOTE, approval, cmd.reviewer.id)

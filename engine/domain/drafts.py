@@ -62,6 +62,9 @@ class ApprovalDrafts:
         if schema is None:  # the asker gave none: hitl.yaml's declared schema for the tool, if any
             schema = declared.schema_ if declared is not None else None
         trustable = verdict.trustable and batch is None
+        timeout = request.timeout or verdict.timeout
+        hand_on_at = verdict.hand_on.hand_on_at(now, timeout) if verdict.hand_on is not None else None
+        backup = verdict.hand_on.backup_role if verdict.hand_on is not None and hand_on_at is not None else None
         return Approval(
             id=approval_id(action.dedupe),
             session_id=request.session_id,
@@ -80,13 +83,15 @@ class ApprovalDrafts:
             ratio=verdict.ratio,
             requester=action.requester,
             created_at=now,
-            expires_at=now + (request.timeout or verdict.timeout),
+            expires_at=now + timeout,
             evidence=self._untrusted(request.evidence),
             preview=self._untrusted(request.preview),
             trustable=trustable,
             reason_required=verdict.reason_required,
             confirm=tuple(name for name in verdict.confirm if name in action.clean),
             approve_reason_required=verdict.approve_reason,
+            backup_role=backup,
+            hand_on_at=hand_on_at if backup is not None else None,
             metadata={
                 **(request.metadata or {}),
                 **({"batch": len(action.items)} if batch is not None else {}),
@@ -118,6 +123,7 @@ class ApprovalDrafts:
             required_role=verdict.required_role or current.required_role,
             quorum=max(verdict.quorum, 1),
             ratio=verdict.ratio,
+            **_hand_on(verdict, now),
             requester=current.requester,
             created_at=now,
             expires_at=now + verdict.timeout,
@@ -208,3 +214,11 @@ class ApprovalDrafts:
 def _like(value: str) -> str:
     """A random string as long as ``value`` (at least 8 characters), from URL-safe characters."""
     return secrets.token_urlsafe(max(len(value), 8))[: max(len(value), 8)]
+
+
+def _hand_on(verdict: Verdict, now: float) -> dict[str, Any]:
+    """The backup role and hand-on time of an approval ``verdict`` asks for at ``now`` (nothing: never handed on)."""
+    at = verdict.hand_on.hand_on_at(now, verdict.timeout) if verdict.hand_on is not None else None
+    if verdict.hand_on is None or at is None:
+        return {}
+    return {"backup_role": verdict.hand_on.backup_role, "hand_on_at": at}

@@ -185,6 +185,11 @@ class Approval(_Frozen):
     ``confirm:``): a click alone does not approve it, nor a Trust, a batch or a group decision."""
     approve_reason_required: bool = False
     """Whether approving needs a reason (the policy's ``approve_reason: required``)."""
+    backup_role: str | None = None
+    """The role an unanswered approval is handed on to at ``hand_on_at`` (the policy's ``backup_role``): from then
+    its members may decide it too, beside the required role's."""
+    hand_on_at: float | None = None
+    """When it is handed on to ``backup_role`` (None: never)."""
     fallback: str = "cancel"
     approved_args: dict[str, Any] | None = None
     """Arguments to execute with once approved (differs from ``args`` after a modify)."""
@@ -219,6 +224,10 @@ class Approval(_Frozen):
         """Whether a reviewer may edit the arguments: not a batch, and the asker can run edited arguments (an
         adapter whose framework cannot apply them creates its approvals with ``modifiable: false``)."""
         return "batch" not in self.metadata and self.metadata.get("modifiable", True) is not False
+
+    def handed_on(self, now: float) -> bool:
+        """Whether it has been handed on to its backup role by ``now``."""
+        return self.backup_role is not None and self.hand_on_at is not None and now >= self.hand_on_at
 
     @property
     def asks_attention(self) -> bool:

@@ -25,7 +25,7 @@ from hitl.engine.domain.arg_schema import sample_args
 from hitl.engine.domain.durations import format_duration, whole_unit
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Tier
-from hitl.engine.domain.policy_spec import AttentionSpec, PolicySpec, RuleSpec, ToolPolicySpec
+from hitl.engine.domain.policy_spec import AttentionSpec, HandOnSpec, PolicySpec, RuleSpec, ToolPolicySpec
 from hitl.engine.domain.thresholds import threshold_of
 from hitl.engine.errors import ErrorCode, PolicyError
 
@@ -89,6 +89,8 @@ class Verdict:
     """Arguments a reviewer types to approve (from the tool, the tier and every rule that fired)."""
     approve_reason: bool = False
     """Whether approving needs a reason."""
+    hand_on: HandOnSpec | None = None
+    """When and to whom an unanswered approval is handed on (the rule that set the tier's, else the tool's)."""
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -291,6 +293,9 @@ class Policy:
         if tier.rank < Tier.APPROVE.rank:
             quorum = 1
         confirm, approve_reason = self._attention(tspec, tier, raised)
+        hand_on: HandOnSpec | None = next((r for r in raised if r.name == rule_name and r.backup_role), None)
+        if hand_on is None and tspec.backup_role:
+            hand_on = tspec
         trustable = (
             tspec.trustable
             and self.knows(tool)
@@ -312,6 +317,7 @@ class Policy:
             reason_required=tspec.reason_required,
             confirm=confirm,
             approve_reason=approve_reason,
+            hand_on=hand_on if tier.needs_human else None,
         )
 
     def _attention(self, tspec: ToolPolicySpec, tier: Tier, raised: list[RuleSpec]) -> tuple[tuple[str, ...], bool]:

@@ -6,17 +6,18 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.caps import CapsSpec
-from hitl.engine.domain.durations import Seconds
+from hitl.engine.domain.durations import Seconds, parse_duration
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.summary import check_summary, currencies, render_summary
 
 __all__ = [
     "AttentionSpec",
+    "HandOnSpec",
     "OffHoursSpec",
     "PolicySpec",
     "RollingSumSpec",
@@ -45,11 +46,52 @@ class AttentionSpec(_Spec):
     """``required``: approving needs a reason (``reason_required`` is the rejection's)."""
 
 
+def _hand_on_after(value: object) -> float | str:
+    """A share of the timeout (``50%``, or a number below 1) or a duration (``30m``)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        share = float(value.strip()[:-1]) / 100
+        if not 0 < share < 1:
+            raise ValueError(f"{value!r}: a share of the timeout is between 0% and 100%, like 50%")
+        return value.strip()
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
+        return float(value)
+    return parse_duration(value)
+
+
+class HandOnSpec(_Spec):
+    """Hand an unanswered approval on before it expires: after ``hand_on_after`` (a share of its timeout, ``50%``,
+    or a duration, ``30m``) the ``backup_role`` may decide it too; the original reviewers still may, and votes cast
+    still count. At the deadline it expires as ever (never approved)."""
+
+    hand_on_after: Annotated[float | str, BeforeValidator(_hand_on_after)] | None = None
+    backup_role: str | None = Field(default=None, max_length=64)
+
+    @model_validator(mode="after")
+    def _both(self) -> HandOnSpec:
+        if (self.hand_on_after is None) != (self.backup_role is None):
+            raise ValueError("hand_on_after and backup_role go together: when to hand on, and to whom")
+        return self
+
+    def hand_on_at(self, created_at: float, timeout: float) -> float | None:
+        """When an approval created at ``created_at`` with ``timeout`` is handed on (None: never, or not before it
+        expires)."""
+        after = self.hand_on_after
+        if after is None:
+            return None
+        if isinstance(after, str):  # "50%"
+            delay = timeout * float(after[:-1]) / 100
+        elif after < 1:
+            delay = timeout * after
+        else:
+            delay = after
+        return created_at + delay if delay < timeout else None
+
+
 class TierSpec(AttentionSpec):
     """What approving any approval of one tier takes (``policy.tiers.escalate: {confirm: [amount]}``)."""
 
 
-class ToolPolicySpec(AttentionSpec):
+class ToolPolicySpec(AttentionSpec, HandOnSpec):
     """Policy for one tool (with what approving it takes: ``confirm``, ``approve_reason``)."""
 
     tier: Tier = Tier.APPROVE
@@ -131,7 +173,7 @@ class RollingSumSpec(_Spec):
     window: Seconds
 
 
-class RuleSpec(AttentionSpec):
+class RuleSpec(AttentionSpec, HandOnSpec):
     """A dynamic rule. It can only raise the tier, never lower it; when it fires, what it asks of approving
     (``confirm``, ``approve_reason``) is added to the approval's."""
 

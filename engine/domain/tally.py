@@ -55,6 +55,8 @@ class Outcome(StrEnum):
     """A practice approval the reviewers approved: its planted defect was missed."""
     FLOODED = "flooded"
     """A proposal refused because a cap on approvals was full (``approval_flood``)."""
+    HANDED_ON = "handed_on"
+    """An unanswered approval handed on to its backup role before it expired."""
 
 
 _DECIDED = {

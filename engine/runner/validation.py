@@ -123,7 +123,8 @@ def policy_problems(config_path: str | Path) -> list[Problem]:
         node = compose(p.read_text(encoding="utf-8"))
     except (EngineError, OSError, yaml.YAMLError):
         return []
-    out = [Problem(line_of(node, loc), ".".join(map(str, loc)), message) for loc, message in config.quorum_problems()]
+    found = [*config.quorum_problems(), *config.hand_on_problems()]
+    out = [Problem(line_of(node, loc), ".".join(map(str, loc)), message) for loc, message in found]
     for i, field, message in policy.condition_problems():
         loc = ("policy", "rules", i, field if field == "when" else _STATS_FIELD.get(field, field))
         out.append(Problem(line_of(node, loc), f"policy.rules.{i}.{field}", message))

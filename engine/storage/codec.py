@@ -9,11 +9,14 @@ from typing import Any
 import orjson
 
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import InvalidInput
 
 __all__ = [
+    "APPROVAL_COLUMNS",
     "CLAIM_COLUMNS",
+    "approval_row",
     "audit_for_creation",
     "AUDIT_COLUMNS",
     "audit_entry",
@@ -53,6 +56,18 @@ def encode_json_form(value: Any) -> str:
 def loads(text: str | bytes) -> Any:
     """A stored JSON value."""
     return json.loads(text)
+
+
+APPROVAL_COLUMNS = (
+    "id, status, version, created_at, expires_at, required_role, requester, rank, backup_role, hand_on_at, doc"
+)
+"""The columns of an approval's row in the SQL stores, in :func:`approval_row`'s order."""
+
+
+def approval_row(a: Approval, doc: str) -> tuple[Any, ...]:
+    """A new approval's row in the SQL stores (:data:`APPROVAL_COLUMNS`): its indexed fields beside its JSON."""
+    fixed = (a.id, str(a.status), a.version, a.created_at, a.expires_at, a.required_role, a.requester)
+    return (*fixed, rank_key(a), a.backup_role, a.hand_on_at, doc)
 
 
 def encode_cursor(created_at: float, approval_id: str) -> str:

@@ -45,7 +45,7 @@ async def list_approvals(request: web.Request) -> web.Response:
     waiting: int | None = None
     if q.status == Status.PENDING:
         page = await approvals.list_pending(
-            roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor, order=q.order
+            roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor, order=q.order, now=now
         )
         waiting = await ctx.waiting_on(caller)
     else:

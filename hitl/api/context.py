@@ -139,7 +139,9 @@ class ApiContext:
         who = await reviewers.reviewer(caller.reviewer)
         if not who.roles:  # no role decides nothing, not even an approval that names none (see eligible)
             return 0
-        return await self.lifecycle.store.approvals.count_pending(roles=sorted(who.roles), exclude_requester=who.id)
+        return await self.lifecycle.store.approvals.count_pending(
+            roles=sorted(who.roles), exclude_requester=who.id, now=self.lifecycle.contexts.clock.now()
+        )
 
     async def can_decide(
         self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None
@@ -147,7 +149,7 @@ class ApiContext:
         if not caller.may(Scope.DECIDE) or approval.status is not Status.PENDING:
             return False
         who = await self.reviewer(caller, approval, memo)
-        return eligible(approval, who) and who.id not in approval.approvers
+        return eligible(approval, who, self.lifecycle.contexts.clock.now()) and who.id not in approval.approvers
 
 
 def may_see(caller: Caller, approval: Approval) -> bool:

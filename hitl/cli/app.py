@@ -370,13 +370,13 @@ def pending(
                     )
             approvals = rt.store.approvals
             mine = settings.reviewer
-            page = await approvals.list_pending(roles=roles, exclude_requester=mine, limit=limit, order=sort)
             now = rt.contexts.clock.now()
+            page = await approvals.list_pending(roles=roles, exclude_requester=mine, limit=limit, order=sort, now=now)
             views = []
             for a in page.items:
                 view = await approval_view(rt, a)
                 views.append(view.model_copy(update={"ranked": why_ranked(a, now=now)}) if sort == "rank" else view)
-            waiting = await approvals.count_pending(roles=roles, exclude_requester=mine) if roles else None
+            waiting = await approvals.count_pending(roles=roles, exclude_requester=mine, now=now) if roles else None
             out.pending(views, waiting=waiting)
         return 0
 

@@ -9,6 +9,7 @@ from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.confirmation import confirmation_problem, same_value, typed_text
 from hitl.engine.domain.models import DecisionKind, Tier
 from hitl.engine.domain.policy import PolicyContext
+from hitl.engine.errors import EngineError
 from hitl.testing import make_approval
 
 CONFIG = """
@@ -96,3 +97,34 @@ def test_approving_checks_each_typed_value_and_the_reason() -> None:
     assert ask(a, DecisionKind.MODIFY, typed={"amount": "5000"}, reason="ok", runs_with=edited) is not None
     assert ask(a, DecisionKind.MODIFY, typed={"amount": "4000"}, reason="ok", runs_with=edited) is None
     assert ask(a, DecisionKind.REJECT, typed=None, reason=None, runs_with=runs) is None  # rejecting asks nothing
+
+
+HANDED = """
+requester: agent:riley
+roles: {support: [U_S1], finance: [U_F1]}
+policy:
+  tools:
+    pay: {tier: approve, role: support, timeout: 1h, hand_on_after: 50%, backup_role: finance}
+    wire: {tier: approve, role: support, timeout: 1h}
+  rules:
+    - {name: big_wire, tools: [wire], when: "args.amount > 500", tier: escalate, hand_on_after: 10m,
+       backup_role: finance}
+"""
+
+
+def test_the_policy_says_when_and_to_whom_an_approval_is_handed_on() -> None:
+    from hitl.engine.domain.decide import eligible
+    from hitl.engine.domain.models import Reviewer
+
+    policy = parse_config(HANDED).build_policy()
+    pay = policy.evaluate("pay", {"amount": 5}, PolicyContext(now=0.0))
+    assert pay.hand_on is not None and pay.hand_on.hand_on_at(1000.0, 3600.0) == 2800.0
+    assert policy.evaluate("wire", {"amount": 5}, PolicyContext(now=0.0)).hand_on is None
+    big = policy.evaluate("wire", {"amount": 900}, PolicyContext(now=0.0)).hand_on
+    assert big is not None and big.backup_role == "finance" and big.hand_on_at(0.0, 3600.0) == 600.0
+    with pytest.raises(EngineError, match="go together"):
+        parse_config(HANDED.replace(", backup_role: finance}", "}", 1))
+    a = make_approval(now=0, role="support").model_copy(update={"backup_role": "finance", "hand_on_at": 1800.0})
+    backup = Reviewer(id="U_F1", roles=frozenset({"finance"}))
+    assert not eligible(a, backup) and not eligible(a, backup, 1799.0) and eligible(a, backup, 1800.0)
+    assert not eligible(a.model_copy(update={"requester": "U_F1"}), backup, 1800.0)  # never their own request

@@ -146,7 +146,7 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             await page.select_option("#user", "U_FIN1")
             await page.fill("#composer-input", "/hitl pending")
             await page.press("#composer-input", "Enter")
-            await expect(page.locator(".msg.ephemeral")).to_contain_text("1 waiting for you")
+            await expect(page.locator(".msg.ephemeral")).to_contain_text("1 approval waits on you")
             await shot(page, "5-hitl-pending")
             assert re.search(r"apr_[0-9A-Z]{10}", await page.locator(".msg.ephemeral").inner_text())
         finally:

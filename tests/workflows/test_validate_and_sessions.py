@@ -277,3 +277,31 @@ def test_validate_reports_every_problem_in_one_pass(hitl: Hitl, tmp_path: Path) 
     (tmp_path / "flow.yaml").write_text(EIGHT.replace("  - id: pay\n", "  - idd: pay\n"))
     fields = [p["field"] for p in hitl("validate", str(tmp_path / "flow.yaml"), expect=2).out["problems"]]
     assert {"tools.look_up.function", "steps[1].args.amount", "steps[2].id", "steps[2].idd"} <= set(fields), fields
+
+
+def test_validate_reports_a_backup_role_nobody_holds_and_a_value_to_confirm_the_tool_lacks(
+    hitl: Hitl, tmp_path: Path
+) -> None:
+    (tmp_path / "hitl.yaml").write_text(
+        """
+roles: {support: [U_S1], finance: [U_F1]}
+policy:
+  tools:
+    pay:
+      tier: approve
+      role: support
+      confirm: [amonut]
+      hand_on_after: 50%
+      backup_role: finanse
+      schema: {type: object, properties: {amount: {type: number}}, required: [amount]}
+  rules:
+    - {name: big, tools: [pay], when: "args.amount > 500", tier: escalate, confirm: [amount],
+       hand_on_after: 10m, backup_role: finance}
+"""
+    )
+    (tmp_path / "flow.yaml").write_text("name: flow\nsteps:\n  - {type: gate, id: ok, prompt: go on?}\n")
+    out = hitl("validate", str(tmp_path / "flow.yaml"), "--config", str(tmp_path / "hitl.yaml"), expect=2).out
+    found = [(p["line"], p["field"]) for p in out["problems"]]
+    assert found == [(10, "policy.tools.pay.backup_role"), (8, "policy.tools.pay.confirm")], found
+    assert "nobody would get it" in out["problems"][0]["message"]
+    assert "amonut" in out["problems"][1]["message"]

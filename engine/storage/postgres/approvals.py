@@ -68,6 +68,7 @@ class PgApprovals:
         limit: int = 50,
         cursor: str | None = None,
         order: PendingOrder = "age",
+        now: float | None = None,
     ) -> Page:
         ranked = order == "rank"
         after = decode_rank_cursor(cursor) if ranked else decode_cursor(cursor)
@@ -77,16 +78,21 @@ class PgApprovals:
         if after:
             params += list(after)
             sql += f" AND ({key}, id) > (${len(params) - 1}, ${len(params)})"
-        sql += _pending_filter(roles, exclude_requester, params)
+        sql += _pending_filter(roles, exclude_requester, params, now)
         return await self.db.run(
             lambda c: _page(c, sql + f" ORDER BY {key}, id", params, limit, ranked=ranked), write=False
         )
 
     async def count_pending(
-        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+        self,
+        *,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        cap: int = 1000,
+        now: float | None = None,
     ) -> int:
         params: list[Any] = []
-        where = _pending_filter(roles, exclude_requester, params)
+        where = _pending_filter(roles, exclude_requester, params, now)
         params.append(cap)
         sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM approvals WHERE status = 'pending'{where} LIMIT ${len(params)}) p"
 
@@ -205,12 +211,20 @@ async def _reachable(c: Conn) -> None:
     await c.fetchval("SELECT 1")
 
 
-def _pending_filter(roles: Collection[str] | None, exclude_requester: str | None, params: list[Any]) -> str:
-    """The ``AND`` clauses of the pending approvals a reviewer may decide, their parameters appended to ``params``."""
+def _pending_filter(
+    roles: Collection[str] | None, exclude_requester: str | None, params: list[Any], now: float | None
+) -> str:
+    """The ``AND`` clauses of the pending approvals a reviewer may decide (with ``now``: those handed on to one of
+    their roles by then too), their parameters appended to ``params``."""
     sql = ""
     if roles is not None:
         params.append(list(roles))
-        sql += f" AND (required_role IS NULL OR required_role = ANY(${len(params)}::text[]))"
+        mine = f"${len(params)}::text[]"
+        handed = ""
+        if now is not None:
+            params.append(now)
+            handed = f" OR (backup_role = ANY({mine}) AND hand_on_at <= ${len(params)})"
+        sql += f" AND (required_role IS NULL OR required_role = ANY({mine}){handed})"
     if exclude_requester:
         params.append(exclude_requester)
         sql += f" AND requester != ${len(params)}"

@@ -258,6 +258,14 @@ CREATE INDEX IF NOT EXISTS approvals_ranked ON approvals (rank, id) WHERE status
 CREATE INDEX IF NOT EXISTS approvals_ranked_role ON approvals (required_role, rank, id) WHERE status = 'pending';
 """
 
+_V11 = """
+-- An approval's backup role and when it is handed on to it: a backup reviewer's list finds what was handed on to
+-- them (an older hitl handed nothing on: both stay NULL).
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS backup_role TEXT, ADD COLUMN IF NOT EXISTS hand_on_at DOUBLE PRECISION;
+CREATE INDEX IF NOT EXISTS approvals_backup ON approvals (backup_role, rank, id)
+    WHERE status = 'pending' AND backup_role IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -269,5 +277,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (8, _V8),
     (9, _V9),
     (10, _V10),
+    (11, _V11),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

@@ -27,9 +27,17 @@ from typing import Any
 
 from hitl.engine.domain.audit_heads import Head
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant, chain_link, entry_body
-from hitl.engine.storage.codec import AUDIT_COLUMNS, audit_values, claim_of, claim_row, dumps, encode_json_form
+from hitl.engine.storage.codec import (
+    APPROVAL_COLUMNS,
+    AUDIT_COLUMNS,
+    approval_row,
+    audit_values,
+    claim_of,
+    claim_row,
+    dumps,
+    encode_json_form,
+)
 from hitl.engine.storage.postgres.connection import Conn
 
 __all__ = ["State", "Writes", "read_state", "state_digest_sql", "state_sql"]
@@ -242,25 +250,10 @@ class Writes:
         new = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if insert]
         moved = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if not insert]
         if new:
-            rows = [
-                (
-                    a.id,
-                    str(a.status),
-                    a.version,
-                    a.created_at,
-                    a.expires_at,
-                    a.required_role,
-                    a.requester,
-                    rank_key(a),
-                    doc,
-                )
-                for a, doc in new
-            ]
+            rows = [approval_row(a, doc) for a, doc in new]
+            kinds = ("text", "text", "int4", "float8", "float8", "text", "text", "int8", "text", "float8", "text")
             stmt.parts.append(
-                "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, "
-                "rank, doc) SELECT * FROM unnest("
-                + columns(rows, ("text", "text", "int4", "float8", "float8", "text", "text", "int8", "text"))
-                + ")"
+                f"INSERT INTO approvals ({APPROVAL_COLUMNS}) SELECT * FROM unnest(" + columns(rows, kinds) + ")"
             )
         for a, doc in moved:  # by key, one part each: an index lookup in any plan, never a scan of the table
             stmt.parts.append(

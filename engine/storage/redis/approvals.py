@@ -90,6 +90,7 @@ class RedisApprovals:
         limit: int = 50,
         cursor: str | None = None,
         order: PendingOrder = "age",
+        now: float | None = None,
     ) -> Page:
         ranked = order == "rank"
         after: tuple[float, str] | tuple[int, str] | None = (
@@ -102,6 +103,8 @@ class RedisApprovals:
             limit + 1,
             exclude_requester or "",
             f"{self.p}:{{",
+            "",
+            *_filter(roles, now),
         ]
         out = [text(x) for x in await self.conn.call(self.conn.page_script, index_keys, args)]
         n = int(out[0])
@@ -114,9 +117,14 @@ class RedisApprovals:
         return Page(items=[approval_from_result(["", "", *r[2:]]) for r in page], cursor=nxt)
 
     async def count_pending(
-        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+        self,
+        *,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        cap: int = 1000,
+        now: float | None = None,
     ) -> int:
-        args = ["", "", cap, exclude_requester or "", f"{self.p}:{{", "count"]
+        args = ["", "", cap, exclude_requester or "", f"{self.p}:{{", "count", *_filter(roles, now)]
         out = await self.conn.call(self.conn.page_script, await self._indexes(roles, ranked=True), args)
         return int(text(out[0]))
 
@@ -327,6 +335,13 @@ class RedisApprovals:
             check_transition(Status(text(out[1])), target, approval_id=approval_id)
             raise AssertionError("the state table and transition.lua disagree")
         return approval_from_result(out)
+
+
+def _filter(roles: Collection[str] | None, now: float | None) -> list[str]:
+    """The page script's last arguments: ``now`` ('' for none) and the roles asked for (none: every role)."""
+    if roles is None:
+        return []
+    return [repr(now) if now is not None else "", "1", *roles]
 
 
 def queue_read(pipe: Pipeline, conn: RedisConnection, approval_id: str) -> None:

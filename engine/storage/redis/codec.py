@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from hitl.engine.domain.models import Approval, kind_of_older
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, unchained_fields
 
 __all__ = [
@@ -70,6 +71,10 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
         "quorum": str(a.quorum),
         "trustable": "1" if a.trustable else "0",
         "attention": "1" if a.asks_attention else "0",
+        "backup": a.backup_role or "",
+        "hand_on_at": repr(a.hand_on_at) if a.hand_on_at is not None else "",
+        "created_at": repr(a.created_at),
+        "rank": str(rank_key(a)),
         "voters": "\n".join(d.reviewer for d in a.decisions),
         "approvals": str(approvals),
         "decisions": json.dumps([d.model_dump(mode="json") for d in a.decisions], separators=(",", ":")),

@@ -70,6 +70,7 @@ class SqliteApprovals:
         limit: int = 50,
         cursor: str | None = None,
         order: PendingOrder = "age",
+        now: float | None = None,
     ) -> Page:
         ranked = order == "rank"
         after = decode_rank_cursor(cursor) if ranked else decode_cursor(cursor)
@@ -81,15 +82,20 @@ class SqliteApprovals:
             if after:
                 sql += f" AND ({key}, id) > (?, ?)"
                 params += list(after)
-            where, more = _pending_filter(roles, exclude_requester)
+            where, more = _pending_filter(roles, exclude_requester, now)
             return _page(c, f"{sql}{where} ORDER BY {key}, id", [*params, *more], limit, ranked=ranked)
 
         return await self.db.run(tx, write=False)
 
     async def count_pending(
-        self, *, roles: Collection[str] | None = None, exclude_requester: str | None = None, cap: int = 1000
+        self,
+        *,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        cap: int = 1000,
+        now: float | None = None,
     ) -> int:
-        where, params = _pending_filter(roles, exclude_requester)
+        where, params = _pending_filter(roles, exclude_requester, now)
 
         def tx(c: sqlite3.Connection) -> int:
             sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM approvals WHERE status = 'pending'{where} LIMIT ?)"
@@ -209,12 +215,19 @@ class SqliteApprovals:
         return updated
 
 
-def _pending_filter(roles: Collection[str] | None, exclude_requester: str | None) -> tuple[str, list[Any]]:
-    """The ``AND`` clauses (and their parameters) of the pending approvals a reviewer may decide."""
-    sql, params = "", []
+def _pending_filter(
+    roles: Collection[str] | None, exclude_requester: str | None, now: float | None
+) -> tuple[str, list[Any]]:
+    """The ``AND`` clauses (and their parameters) of the pending approvals a reviewer may decide (with ``now``:
+    those handed on to one of their roles by then too)."""
+    sql, params = "", list[Any]()
     if roles is not None:
-        sql += f" AND (required_role IS NULL OR required_role IN ({','.join('?' * len(roles))}))"
+        marks = ",".join("?" * len(roles))
+        handed = f" OR (backup_role IN ({marks}) AND hand_on_at <= ?)" if now is not None else ""
+        sql += f" AND (required_role IS NULL OR required_role IN ({marks}){handed})"
         params += list(roles)
+        if now is not None:
+            params += [*roles, now]
     if exclude_requester:
         sql += " AND requester != ?"
         params.append(exclude_requester)

@@ -7,10 +7,18 @@ from typing import Any
 
 from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
-from hitl.engine.storage.codec import AUDIT_COLUMNS, CLAIM_COLUMNS, audit_values, claim_of, claim_row, dumps
+from hitl.engine.storage.codec import (
+    APPROVAL_COLUMNS,
+    AUDIT_COLUMNS,
+    CLAIM_COLUMNS,
+    approval_row,
+    audit_values,
+    claim_of,
+    claim_row,
+    dumps,
+)
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
 
 __all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "own_run", "write_approval", "write_claim"]
@@ -29,9 +37,8 @@ def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) 
     doc = a.model_dump_json()
     if insert:
         c.execute(
-            "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, rank, doc)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (a.id, a.status, a.version, a.created_at, a.expires_at, a.required_role, a.requester, rank_key(a), doc),
+            f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            approval_row(a, doc),
         )
     else:
         c.execute(

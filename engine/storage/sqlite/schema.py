@@ -5,7 +5,7 @@ file's write lock (so two processes opening it at once apply each once), or by `
 Version 7 brings any earlier file (the versions before migrations were listed) up to the tables of :data:`SCHEMA`; a
 change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
-approvals; 14: the queue's rank), never made by editing one that was released."""
+approvals; 14: the queue's rank; 15: hand-on to a backup role), never made by editing one that was released."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hitl.engine.domain.ranking import rank_key
 
 __all__ = ["ALERT_STATES", "MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "TRUST_GRANTS", "add_missing_columns"]
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -299,6 +299,20 @@ def _to_14(c: sqlite3.Connection) -> None:
     )
 
 
+def _to_15(c: sqlite3.Connection) -> None:
+    """An approval's backup role and when it is handed on to it, as columns: a backup reviewer's list finds what was
+    handed on to them (an older hitl handed nothing on: both stay NULL)."""
+    columns = {r[1] for r in c.execute("PRAGMA table_info(approvals)")}
+    if "backup_role" not in columns:
+        c.execute("ALTER TABLE approvals ADD COLUMN backup_role TEXT")
+    if "hand_on_at" not in columns:
+        c.execute("ALTER TABLE approvals ADD COLUMN hand_on_at REAL")
+    c.execute(
+        "CREATE INDEX IF NOT EXISTS approvals_backup ON approvals (backup_role, rank, id) "
+        "WHERE status = 'pending' AND backup_role IS NOT NULL"
+    )
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -308,6 +322,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (12, _to_12),
     (13, _to_13),
     (14, _to_14),
+    (15, _to_15),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -368,6 +368,34 @@ class ApprovalsConformance:
         done = await store.approvals.decide(cmd(a, "U_SUPPORT1", attended=True), now=clock.now())
         assert done.status is Status.APPROVED
 
+    async def test_an_approval_handed_on_may_be_decided_and_listed_by_its_backup_role(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        start = clock.now()
+        a = make_approval(now=start, key="handed", quorum=2).model_copy(
+            update={"backup_role": "finance", "hand_on_at": start + 100}
+        )
+        await store.approvals.create(a)
+        finance = frozenset({"finance"})
+
+        async def listed(now: float | None) -> list[str]:
+            found = await store.approvals.list_pending(roles=["finance"], now=now, order="rank")
+            return [x.id for x in found.items]
+
+        assert await listed(None) == [] and await listed(start + 99) == [] and await listed(start + 100) == [a.id]
+        assert await store.approvals.count_pending(roles=["finance"], now=start + 100) == 1
+        assert await store.approvals.count_pending(roles=["finance"], now=start + 99) == 0
+        aged = await store.approvals.list_pending(roles=["finance"], now=start + 100)
+        assert [x.id for x in aged.items] == [a.id]  # in age order too
+        with pytest.raises(DecisionRefused) as early:  # not yet handed on: finance may not decide it
+            await store.approvals.decide(cmd(a, "U_FIN1", roles=finance), now=start + 99)
+        assert early.value.code is ErrorCode.NOT_ELIGIBLE
+        first = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=start + 50)  # a vote cast before still counts
+        done = await store.approvals.decide(cmd(first, "U_FIN1", roles=finance), now=start + 100)
+        assert done.status is Status.APPROVED and [d.reviewer for d in done.decisions] == ["U_SUPPORT1", "U_FIN1"]
+        assert await listed(start + 200) == []  # decided: off the backup role's lists too
+        assert await store.approvals.count_pending(roles=["finance"], now=start + 200) == 0
+
     async def test_ranked_pages_put_the_most_important_first(self, store: Store, clock: FakeClock) -> None:
         # Tiers, ratios and deadlines mixed, with ties on each (ids break them), across roles: every page follows
         # the one before exactly, and a role's reviewer sees their ranked part of the same order.

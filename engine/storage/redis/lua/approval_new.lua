@@ -1,5 +1,6 @@
 -- approval_new(k, ak, dk, audit, doc, fields): write a new approval's hash, static document and first audit line,
--- and announce the new approval on "<prefix>:created".
+-- index it under its backup role too (when it has one: its backup reviewers' lists find it once it is handed on;
+-- the page script checks when), and announce the new approval on "<prefix>:created".
 -- Needs chain_push (include chain first).
 local function approval_new(k, ak, dk, audit, doc, fields)
   redis.call('SET', dk, doc)
@@ -7,5 +8,10 @@ local function approval_new(k, ak, dk, audit, doc, fields)
   chain_push(ak, audit)
   -- Announce it: a running `hitl serve` cards it at once (the key is "<prefix>:{<id>}").
   local prefix, id = string.match(k, '^(.*):{([^}]*)}$')
+  local b = redis.call('HMGET', k, 'backup', 'created_at', 'rank')
+  if prefix and b[1] and b[1] ~= '' then
+    redis.call('ZADD', prefix .. ':pending:' .. b[1], 'NX', b[2], id)
+    redis.call('ZADD', prefix .. ':ranked:' .. b[1], 'NX', b[3], id)
+  end
   if prefix then redis.call('PUBLISH', prefix .. ':created', id) end
 end

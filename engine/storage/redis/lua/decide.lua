@@ -25,7 +25,7 @@ local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
 local now = tonumber(now_s)
 local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'requester', 'role', 'quorum',
   'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at',
-  'attention')
+  'attention', 'backup', 'hand_on_at')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
 local ROLES = 17
@@ -64,6 +64,9 @@ if role == '' then
   eligible = #A >= ROLES
 else
   for i = ROLES, #A do if A[i] == role then eligible = true end end
+end
+if not eligible and f[17] and f[17] ~= '' and f[18] and f[18] ~= '' and now >= tonumber(f[18]) then
+  for i = ROLES, #A do if A[i] == f[17] then eligible = true end end  -- handed on to its backup role
 end
 if not eligible then return refuse('not_eligible') end
 local voters = f[9]

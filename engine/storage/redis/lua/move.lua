@@ -11,6 +11,11 @@ local function unindex(k, aid)
   if not role or role == '' then role = '*' end
   redis.call('ZREM', prefix .. ':pending:' .. role, aid)
   redis.call('ZREM', prefix .. ':ranked:' .. role, aid)
+  local backup = redis.call('HGET', k, 'backup')
+  if backup and backup ~= '' then
+    redis.call('ZREM', prefix .. ':pending:' .. backup, aid)
+    redis.call('ZREM', prefix .. ':ranked:' .. backup, aid)
+  end
   redis.call('ZREM', prefix .. ':due', aid)
 end
 

@@ -4,12 +4,23 @@
 -- approvals are read.
 -- KEYS: the indexes. ARGV: after_score ('' = from the start), after_id, want, exclude_requester ('' = none),
 -- approval key prefix ("<prefix>:{"): an approval's keys are known only from the index; ARGV[6] 'count': only
--- count them (up to want).
+-- count them (up to want); ARGV[7] now ('' = none), ARGV[8] '1' when roles are asked for, ARGV[9..] those roles
+-- (ARGV[8] absent: every role): an approval
+-- found in the index of its backup role only counts once it is handed on by now (it is indexed there from the
+-- start).
 -- Returns: n, then n times: id, score, doc, status, version, decisions, reason, approved_args, superseded_by,
 -- updated_at (a count: n alone).
 local want = tonumber(ARGV[3])
 local after_score = tonumber(ARGV[1])
 local after_id, exclude, prefix = ARGV[2], ARGV[4], ARGV[5]
+local now = tonumber(ARGV[7] or '')
+local wanted, filtered = {}, ARGV[8] == '1'
+for i = 9, #ARGV do wanted[ARGV[i]] = true end
+-- Whether a reviewer of the roles asked for may see it: its role is theirs (or none), or it was handed on to one.
+local function mine(role, backup, at)
+  if not filtered or role == '' or wanted[role] then return true end
+  return backup ~= '' and wanted[backup] and now ~= nil and at ~= '' and now >= tonumber(at)
+end
 local found, seen = {}, {}
 for _, key in ipairs(KEYS) do
   local lo = '-inf'
@@ -24,10 +35,10 @@ for _, key in ipairs(KEYS) do
       local id, raw = batch[i], batch[i + 1]
       local score = tonumber(raw)
       if not after_score or score > after_score or (score == after_score and id > after_id) then
-        local f = redis.call('HMGET', prefix .. id .. '}', 'status', 'requester')
+        local f = redis.call('HMGET', prefix .. id .. '}', 'status', 'requester', 'role', 'backup', 'hand_on_at')
         if f[1] and f[1] ~= 'pending' then
           stale[#stale + 1] = id
-        elseif f[1] and f[2] ~= exclude and not seen[id] then
+        elseif f[1] and f[2] ~= exclude and not seen[id] and mine(f[3] or '', f[4] or '', f[5] or '') then
           seen[id] = true
           found[#found + 1] = {score, id, raw}
           got = got + 1

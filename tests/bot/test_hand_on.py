@@ -1,0 +1,134 @@
+"""An unanswered approval is handed on before it expires: halfway through its hour the finance role may decide it
+too (the support reviewers still may, and a vote cast still counts); its card is posted again with live buttons,
+says so and mentions finance; the audit records it once; finance's Home tab, ``/hitl pending`` and the API list it.
+At the deadline it still expires, never approved. Over signed Slack requests and the HTTP API, on every store."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hitl.api import token_hash
+from hitl.bot.controls import ACTION_APPROVE
+from hitl.bot.home import HOME_WAITING
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.requests import ProposeRequest
+from hitl.testing import FakeClock
+from tests.backends import BACKENDS
+from tests.bot.conftest import Harness, harness_on
+
+TOKEN = "tok-fin-handed"
+CONFIG = f"""
+requester: agent:riley
+roles:
+  support: [U_SUPPORT1, U_SUPPORT2]
+  finance: [U_FIN1, U_FIN2]
+policy:
+  tools:
+    pay:
+      tier: approve
+      role: support
+      quorum: 2
+      timeout: 1h
+      hand_on_after: 50%
+      backup_role: finance
+      schema:
+        type: object
+        properties:
+          to: {{type: string, maxLength: 32}}
+          amount: {{type: number, exclusiveMinimum: 0}}
+        required: [to, amount]
+        additionalProperties: false
+api:
+  tokens:
+    - {{name: fin1, sha256: {token_hash(TOKEN)}, reviewer: U_FIN1, scopes: [read, decide]}}
+"""
+
+
+@pytest.fixture(params=BACKENDS)
+async def h(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
+    async with harness_on(request, tmp_path, clock, CONFIG) as harness:
+        yield harness
+
+
+async def _pay(h: Harness, to: str) -> Approval:
+    p = await h.svc.propose(ProposeRequest("pay", {"to": to, "amount": 40}, session_id=f"ses_{to}"))
+    assert p.approval is not None and p.approval.backup_role == "finance"
+    await h.settle()
+    return p.approval  # type: ignore[no-any-return]
+
+
+async def _events(h: Harness, a: Approval) -> list[str]:
+    return [e.event for e in await h.svc.store.audit.entries(approval_id=a.id)]
+
+
+async def _api_pending(h: Harness) -> list[str]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with h.http.get(f"{h.bot_url}/api/v1/approvals?decidable=true", headers=headers) as r:
+        assert r.status == 200
+        return [a["id"] for a in (await r.json())["items"]]
+
+
+async def test_an_unanswered_approval_is_handed_on_halfway_and_its_backup_role_may_decide_it(h: Harness) -> None:
+    a = await _pay(h, "V-1")
+    first = h.card_for(a.id)
+    assert "finance in 30 min if still waiting" in json.dumps(first.blocks, ensure_ascii=False)
+    assert (await h.slack.click("U_SUPPORT1", first, ACTION_APPROVE)).status == 200  # one vote of two, before
+    await h.settle()
+    assert (await h.slack.click("U_FIN1", h.card_for(a.id), ACTION_APPROVE)).status == 200  # too early: refused
+    await h.settle()
+    assert [e for e in await _events(h, a) if e == "refused"] == ["refused"]
+    assert await _api_pending(h) == []
+
+    h.clock.advance(30 * 60)  # halfway through its hour
+    await h.rt.ctx.notifier.sweep()
+    await h.rt.ctx.notifier.sweep()  # a second sweep (or replica) hands nothing on again
+    await h.settle()
+    assert (await _events(h, a)).count("handed_on") == 1
+    await h.rt.ctx.metrics.hitl.refresh()
+    async with h.http.get(f"{h.bot_url}/metrics") as r:
+        assert 'hitl_actions{outcome="handed_on",tier="approve",tool="pay"} 1.0' in await r.text()
+    card = h.card_for(a.id)
+    assert (card.channel, card.ts) != (first.channel, first.ts)  # posted again, with live buttons
+    text = json.dumps(card.blocks, ensure_ascii=False)
+    assert "Handed on to finance" in text and "<@U_FIN1> <@U_FIN2>" in text and "support, and finance" in text
+    assert ACTION_APPROVE in text
+    earlier = next(m for m in h.state.messages if (m.channel, m.ts) == (first.channel, first.ts))
+    assert "decide it on the newer card" in json.dumps(earlier.blocks) and ACTION_APPROVE not in json.dumps(
+        earlier.blocks
+    )
+
+    # Finance sees it wherever it looks: the API, /hitl pending, the Home tab.
+    assert await _api_pending(h) == [a.id]
+    assert (await h.slack.command("U_FIN1", "general", "pending")).status == 200
+    assert a.id in json.dumps(h.ephemeral("U_FIN1")[-1].blocks) and "1 approval waits on you" in json.dumps(
+        h.ephemeral("U_FIN1")[-1].blocks
+    )
+    assert (await h.slack.home_opened("U_FIN1")).status == 200
+    await h.rt.ctx.home.settled()
+    assert [b for b in h.state.homes["U_FIN1"]["blocks"] if str(b.get("block_id", "")).startswith(HOME_WAITING)]
+
+    assert (await h.slack.click("U_FIN1", card, ACTION_APPROVE)).status == 200  # the second vote: approved
+    await h.settle()
+    done = await h.svc.store.approvals.get(a.id)
+    assert done.status is Status.APPROVED and [d.reviewer for d in done.decisions] == ["U_SUPPORT1", "U_FIN1"]
+
+
+async def test_at_the_deadline_a_handed_on_approval_still_expires(h: Harness) -> None:
+    a = await _pay(h, "V-2")
+    h.clock.advance(31 * 60)
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+    assert "handed_on" in await _events(h, a)
+    live = copy.deepcopy(h.card_for(a.id))  # the handed-on card as finance saw it
+    h.clock.advance(30 * 60)
+    await h.svc.expire_due()
+    await h.settle()
+    gone = await h.svc.store.approvals.get(a.id)
+    assert gone.status is Status.EXPIRED and gone.decisions == ()
+    assert (await h.slack.click("U_FIN1", live, ACTION_APPROVE)).status == 200
+    assert (await h.svc.store.approvals.get(a.id)).status is Status.EXPIRED  # late clicks change nothing
