@@ -59,6 +59,7 @@ bench: $(STAMP) redis postgres
 	$(BIN)/python bench/mcp_bench.py
 	$(BIN)/python bench/redis_clients.py
 	$(BIN)/python bench/pending_bench.py
+	$(BIN)/python bench/queue_bench.py
 	$(BIN)/python bench/card_bench.py
 	$(BIN)/python bench/flood_bench.py
 	$(BIN)/python bench/storm_bench.py

@@ -27,7 +27,20 @@ from report import RESULTS  # noqa: E402
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "pages"
 PAGE = DOCS / "results.md"
 IMAGES = DOCS / "results"
-ORDER = ("store", "cycle", "gate", "mcp", "slack", "redis_clients", "pending", "card", "flood", "storm", "postgres")
+ORDER = (
+    "store",
+    "cycle",
+    "gate",
+    "mcp",
+    "slack",
+    "redis_clients",
+    "pending",
+    "queue",
+    "card",
+    "flood",
+    "storm",
+    "postgres",
+)
 """Sections in this order; any other report after them, by name."""
 
 HITL, FLOOR, GOAL = "#2f6f9f", "#a0a0a0", "#c0392b"

@@ -16,6 +16,7 @@ from hitl.bot.metrics import Metrics
 from hitl.bot.notifier import SlackNotifier
 from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
 from hitl.engine.runtime.lifecycle import RunLifecycle
@@ -112,6 +113,18 @@ class BotContext:
     async def wait_idle(self, timeout: float = 30.0) -> None:
         """Until no listener is running (Slack got its ack earlier; this waits for the rest)."""
         await asyncio.wait_for(self._idle.wait(), timeout)
+
+    async def looked(self, approval_id: str, user: str) -> None:
+        """Count ``user``'s interaction with an approval toward its time to first interaction, when they may decide
+        it (a stranger's click, or the requester's own look, counts for nothing and writes nothing)."""
+        try:
+            a = await self.store.approvals.get(approval_id)
+            reviewer = await self.reviewers.reviewer(user)
+        except Exception as exc:  # a count never fails what the person did
+            log.info("not counting an interaction with %s: %s", approval_id, exc)
+            return
+        if eligible(a, reviewer, self.clock.now()) or any(d.reviewer == user for d in a.decisions):
+            await self.lifecycle.interacted(a)
 
     def schema_for(self, a: Approval) -> dict[str, Any] | None:
         """The JSON Schema the Modify form is built from: the approval's own snapshot (what the asker declared

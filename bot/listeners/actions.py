@@ -128,7 +128,7 @@ async def _decide_click(
         ctx.later(tell(respond, ":warning: Something went wrong. Check the card before deciding again."))
         return
     await ack()
-    ctx.later(ctx.lifecycle.interacted(approval_id))  # after the answer: counting never slows a decision
+    ctx.later(ctx.looked(approval_id, click[0]))  # after the answer: counting never slows a decision
     if refusal is not None:
         ctx.later(tell(respond, refusal))
     elif req.container is not None and req.container.is_ephemeral:
@@ -187,7 +187,7 @@ async def _open_form(
         # The trigger expires 3 s after the click: open the modal before anything slow, and ahead of any backlog.
         with urgent():
             await client.views_open(trigger_id=trigger, view=view)
-        await ctx.lifecycle.interacted(a.id)
+        await ctx.looked(a.id, click[0])
     except SlackApiError as exc:
         log.warning("views.open failed: %s", exc.response.get("error"))
         await tell(respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again.")
@@ -219,7 +219,7 @@ async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncResp
         )
         with urgent():  # its trigger expires in 3 s
             await client.views_open(trigger_id=req.trigger_id, view=view)
-        await ctx.lifecycle.interacted(a.id)
+        await ctx.looked(a.id, click[0])
     except EngineError as exc:
         await tell(respond, refusal_text(exc, None))
     except SlackApiError as exc:

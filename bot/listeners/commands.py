@@ -136,7 +136,7 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
         declared = ctx.config.declared_schema(a.tool)
         blocks = card(a, now=ctx.clock.now(), detail=True, declared=declared, view=ctx.config.present(a))
         if user != a.requester:
-            ctx.later(ctx.lifecycle.interacted(a.id))  # a reviewer looked: the first look is counted
+            ctx.later(ctx.looked(a.id, user))  # a reviewer looked: the first look is counted
         return {"text": f"{a.id}: {a.tool}", "blocks": blocks}
     if cmd == "trust":
         return await _trust(ctx, user, rest)

@@ -141,7 +141,7 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
             return
         blocks = ctx.notifier.cards.card(a, now=ctx.clock.now(), halt=await ctx.notifier.halt_of(a))
         await client.chat_postEphemeral(channel=ref.channel, user=req.user.id, text=card_text(a), blocks=blocks)
-        await ctx.lifecycle.interacted(a.id)
+        await ctx.looked(a.id, req.user.id)
 
     app.action(ACTION_GROUP_APPROVE)(ctx.acked(on_approve_all))
     app.action(ACTION_GROUP_REJECT)(ctx.acked(on_reject_all))

@@ -164,14 +164,11 @@ class RunLifecycle:
         variable), before anything is decided: the checks :meth:`resume` makes, made first."""
         vars_after(state, self.contexts.workflows.load(state.workflow_path), overrides)
 
-    async def interacted(self, approval_id: str) -> None:
-        """Count a person's first interaction with an approval (a button, a view, ``/hitl show``) for the time to
-        first interaction per rank band; only the first counts, across processes."""
-        try:
-            found = await self.store.approvals.get(approval_id)
-        except EngineError:
-            return
-        await self.contexts.default.service.first_interaction(found)
+    async def interacted(self, approval: Approval) -> None:
+        """Count a reviewer's first interaction with ``approval`` (a button, a view, ``/hitl show``) for the time
+        to first interaction per rank band; only the first counts, across processes. The surface checked that the
+        person may decide it."""
+        await self.contexts.default.service.first_interaction(approval)
 
     async def refused(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal a surface made before any decision reached the engine (an altered form, a stranger)."""

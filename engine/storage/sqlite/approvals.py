@@ -77,7 +77,10 @@ class SqliteApprovals:
         key = "rank" if ranked else "created_at"
 
         def tx(c: sqlite3.Connection) -> Page:
-            sql = f"SELECT doc, {key}, id FROM approvals WHERE status = 'pending'"
+            # In rank order SQLite's planner, with no statistics, reads every pending row through the status index and
+            # sorts them: named, the ranked index gives a page in rank order at the cost of the page.
+            hint = " INDEXED BY approvals_ranked" if ranked else ""
+            sql = f"SELECT doc, {key}, id FROM approvals{hint} WHERE status = 'pending'"
             params: list[Any] = []
             if after:
                 sql += f" AND ({key}, id) > (?, ?)"
