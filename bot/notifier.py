@@ -492,7 +492,9 @@ class SlackNotifier:
                 log.warning("could not mark the earlier card of %s: %s", approval.id, exc.response.get("error"))
         await self._done(key, claim, channel=moved.channel, ts=moved.ts)
         now = self.clock.now()
-        await self.store.tallies.add(counts_for(approval.tool, str(approval.tier), Outcome.HANDED_ON, now=now), now=now)
+        if not is_practice(approval):  # a practice copy counts only in the practice measures
+            counts = counts_for(approval.tool, str(approval.tier), Outcome.HANDED_ON, now=now)
+            await self.store.tallies.add(counts, now=now)
         await self._carded(current)  # the backup reviewers' Home tabs
         return True
 
