@@ -23,6 +23,9 @@ from hitl.engine.runtime.lifecycle import RunLifecycle
 
 __all__ = ["BotContext"]
 
+_LOOKED = 10_000
+"""At most this many approvals remembered as looked at (the oldest forgotten first)."""
+
 log = logging.getLogger(__name__)
 
 
@@ -45,6 +48,9 @@ class BotContext:
     inflight: int = 0
     _idle: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _looked: dict[str, None] = field(default_factory=dict)
+    """Approvals whose first interaction this process counted, or found counted (insertion-ordered, bounded): the
+    clicks after the first cost no store round trip."""
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -117,6 +123,8 @@ class BotContext:
     async def looked(self, approval_id: str, user: str) -> None:
         """Count ``user``'s interaction with an approval toward its time to first interaction, when they may decide
         it (a stranger's click, or the requester's own look, counts for nothing and writes nothing)."""
+        if approval_id in self._looked:
+            return
         try:
             a = await self.store.approvals.get(approval_id)
             reviewer = await self.reviewers.reviewer(user)
@@ -125,6 +133,9 @@ class BotContext:
             return
         if eligible(a, reviewer, self.clock.now()) or any(d.reviewer == user for d in a.decisions):
             await self.lifecycle.interacted(a)
+            self._looked[approval_id] = None
+            if len(self._looked) > _LOOKED:
+                del self._looked[next(iter(self._looked))]
 
     def schema_for(self, a: Approval) -> dict[str, Any] | None:
         """The JSON Schema the Modify form is built from: the approval's own snapshot (what the asker declared

@@ -394,13 +394,8 @@ class SlackNotifier:
         key, bound = f"remind:{approval.id}", approval.action_hash
         if len(shown) > 1:  # one reminder per group card, whichever member's expiry brings it
             key, bound = f"remind:{min(shown)}", hashlib.sha256(f"{ref.channel}|{ref.ts}".encode()).hexdigest()
-        try:
-            claim = await self.store.ledger.claim(
-                key, action_hash=bound, holder=self.replica, now=self.clock.now(), lease=60.0
-            )
-        except ClaimRefused:
-            return False
-        if not claim.acquired:
+        claim = await self._once(key, bound)
+        if claim is None:
             return False
         role = label(approval.required_role or "any reviewer", 40)
         if len(shown) > 1:
@@ -419,19 +414,25 @@ class SlackNotifier:
         await self._done(key, claim)
         return True
 
+    async def _once(self, key: str, bound: str) -> Claim | None:
+        """The claim to do the one-off thing ``key`` names (a reminder, a hand-on) here, once across replicas and
+        restarts; None when it is done, or being done elsewhere. The caller records its outcome (``_done``)."""
+        try:
+            claim = await self.store.ledger.claim(
+                key, action_hash=bound, holder=self.replica, now=self.clock.now(), lease=60.0
+            )
+        except ClaimRefused:
+            return None
+        return claim if claim.acquired else None
+
     async def hand_on(self, approval: Approval, ref: MessageRef) -> bool:
         """Hand an unanswered approval on to its backup role, once across replicas and restarts: audited, its card
         posted again with live buttons and the backup role's members mentioned (the earlier card says where it
         went), their Home tabs brought up to date. Its original reviewers may still decide; votes cast still
         count. Returns whether this call handed it on."""
         key = f"handon:{approval.id}"
-        try:
-            claim = await self.store.ledger.claim(
-                key, action_hash=approval.action_hash, holder=self.replica, now=self.clock.now(), lease=60.0
-            )
-        except ClaimRefused:
-            return False
-        if not claim.acquired:
+        claim = await self._once(key, approval.action_hash)
+        if claim is None:
             return False
         backup = approval.backup_role or ""
         await self.store.audit.append(

@@ -63,8 +63,6 @@ class ApprovalDrafts:
             schema = declared.schema_ if declared is not None else None
         trustable = verdict.trustable and batch is None
         timeout = request.timeout or verdict.timeout
-        hand_on_at = verdict.hand_on.hand_on_at(now, timeout) if verdict.hand_on is not None else None
-        backup = verdict.hand_on.backup_role if verdict.hand_on is not None and hand_on_at is not None else None
         return Approval(
             id=approval_id(action.dedupe),
             session_id=request.session_id,
@@ -90,8 +88,7 @@ class ApprovalDrafts:
             reason_required=verdict.reason_required,
             confirm=tuple(name for name in verdict.confirm if name in action.clean),
             approve_reason_required=verdict.approve_reason,
-            backup_role=backup,
-            hand_on_at=hand_on_at if backup is not None else None,
+            **_hand_on(verdict, now, timeout),
             metadata={
                 **(request.metadata or {}),
                 **({"batch": len(action.items)} if batch is not None else {}),
@@ -123,7 +120,7 @@ class ApprovalDrafts:
             required_role=verdict.required_role or current.required_role,
             quorum=max(verdict.quorum, 1),
             ratio=verdict.ratio,
-            **_hand_on(verdict, now),
+            **_hand_on(verdict, now, verdict.timeout),
             requester=current.requester,
             created_at=now,
             expires_at=now + verdict.timeout,
@@ -216,9 +213,10 @@ def _like(value: str) -> str:
     return secrets.token_urlsafe(max(len(value), 8))[: max(len(value), 8)]
 
 
-def _hand_on(verdict: Verdict, now: float) -> dict[str, Any]:
-    """The backup role and hand-on time of an approval ``verdict`` asks for at ``now`` (nothing: never handed on)."""
-    at = verdict.hand_on.hand_on_at(now, verdict.timeout) if verdict.hand_on is not None else None
+def _hand_on(verdict: Verdict, now: float, timeout: float) -> dict[str, Any]:
+    """The backup role and hand-on time of an approval ``verdict`` asks for at ``now``, expiring after ``timeout``
+    (nothing: never handed on)."""
+    at = verdict.hand_on.hand_on_at(now, timeout) if verdict.hand_on is not None else None
     if verdict.hand_on is None or at is None:
         return {}
     return {"backup_role": verdict.hand_on.backup_role, "hand_on_at": at}

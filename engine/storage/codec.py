@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import orjson
 
@@ -75,17 +75,12 @@ def encode_cursor(created_at: float, approval_id: str) -> str:
     return f"{created_at!r}|{approval_id}"
 
 
+_K = TypeVar("_K")
+
+
 def decode_cursor(cursor: str | None) -> tuple[float, str] | None:
     """The creation time and id a cursor names; None for the first page."""
-    if not cursor:
-        return None
-    at, _, aid = cursor.partition("|")
-    try:
-        if at.startswith("r"):
-            raise ValueError("a ranked page's cursor")
-        return float(at), aid
-    except ValueError:
-        raise InvalidInput(f"malformed page cursor {cursor!r}; pass the cursor a previous page returned") from None
+    return _decoded(cursor, ranked=False, key=float)
 
 
 def encode_rank_cursor(rank: int, approval_id: str) -> str:
@@ -95,13 +90,18 @@ def encode_rank_cursor(rank: int, approval_id: str) -> str:
 
 def decode_rank_cursor(cursor: str | None) -> tuple[int, str] | None:
     """The rank and id a ranked page's cursor names; None for the first page."""
+    return _decoded(cursor, ranked=True, key=int)
+
+
+def _decoded(cursor: str | None, *, ranked: bool, key: Callable[[str], _K]) -> tuple[_K, str] | None:
+    """The key and id ``cursor`` names, if it is a cursor of the order asked for (``ranked``: ``r`` first)."""
     if not cursor:
         return None
     at, _, aid = cursor.partition("|")
     try:
-        if not at.startswith("r"):
+        if at.startswith("r") != ranked:
             raise ValueError("another order's cursor")
-        return int(at[1:]), aid
+        return key(at[1:] if ranked else at), aid
     except ValueError:
         raise InvalidInput(
             f"malformed page cursor {cursor!r}; pass the cursor a previous page in the same order returned"

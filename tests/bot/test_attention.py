@@ -7,24 +7,21 @@ store."""
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hitl.api import token_hash
 from hitl.bot.controls import ACTION_APPROVE, ACTION_APPROVE_CONFIRM, ACTION_TRUST
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode
-from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
-from tests.backends import BACKENDS
-from tests.bot.conftest import Harness, harness_on
+from tests.bot.conftest import Harness
+from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
 
 TOKEN = "tok-pay-2"
-CONFIG = f"""
+CONFIG = (
+    """
 requester: agent:riley
 roles:
   payments: [U_SUPPORT1, U_SUPPORT2]
@@ -33,34 +30,23 @@ policy:
     pay:
       tier: approve
       timeout: 1h
-      schema:
-        type: object
-        properties:
-          to: {{type: string, maxLength: 32}}
-          amount: {{type: number, exclusiveMinimum: 0, x-currency: USD}}
-        required: [to, amount]
-        additionalProperties: false
-  tiers:
-    escalate: {{confirm: [amount], approve_reason: required}}
+"""
+    + PAY_SCHEMA
+    + """  tiers:
+    escalate: {confirm: [amount], approve_reason: required}
   rules:
-    - {{name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}}
+    - {name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}
 api:
   tokens:
-    - {{name: pay2, sha256: {token_hash(TOKEN)}, reviewer: U_SUPPORT2, scopes: [read, decide]}}
 """
+    + token("pay2", TOKEN, "U_SUPPORT2")
+)
 
-
-@pytest.fixture(params=BACKENDS)
-async def h(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
-    async with harness_on(request, tmp_path, clock, CONFIG) as harness:
-        yield harness
+h = harness_serving(CONFIG)
 
 
 async def _pay(h: Harness, amount: int, to: str = "V-1", session: str | None = None) -> Approval:
-    p = await h.svc.propose(ProposeRequest("pay", {"to": to, "amount": amount}, session_id=session or f"ses_{to}"))
-    assert p.approval is not None
-    await h.settle()
-    return p.approval  # type: ignore[no-any-return]
+    return await pay(h, amount, to, session=session)
 
 
 def _typed(amount: str, reason: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:

@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
-
-from hitl.api import token_hash
 from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.home import HOME_WAITING
 from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.requests import ProposeRequest
-from hitl.testing import FakeClock
-from tests.backends import BACKENDS
-from tests.bot.conftest import Harness, harness_on
+from tests.bot.conftest import Harness
+from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
 
 TOKEN = "tok-fin-handed"
-CONFIG = f"""
+CONFIG = (
+    """
 requester: agent:riley
 roles:
   support: [U_SUPPORT1, U_SUPPORT2]
@@ -36,30 +30,21 @@ policy:
       timeout: 1h
       hand_on_after: 50%
       backup_role: finance
-      schema:
-        type: object
-        properties:
-          to: {{type: string, maxLength: 32}}
-          amount: {{type: number, exclusiveMinimum: 0}}
-        required: [to, amount]
-        additionalProperties: false
-api:
-  tokens:
-    - {{name: fin1, sha256: {token_hash(TOKEN)}, reviewer: U_FIN1, scopes: [read, decide]}}
 """
+    + PAY_SCHEMA
+    + """api:
+  tokens:
+"""
+    + token("fin1", TOKEN, "U_FIN1")
+)
 
-
-@pytest.fixture(params=BACKENDS)
-async def h(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
-    async with harness_on(request, tmp_path, clock, CONFIG) as harness:
-        yield harness
+h = harness_serving(CONFIG)
 
 
 async def _pay(h: Harness, to: str) -> Approval:
-    p = await h.svc.propose(ProposeRequest("pay", {"to": to, "amount": 40}, session_id=f"ses_{to}"))
-    assert p.approval is not None and p.approval.backup_role == "finance"
-    await h.settle()
-    return p.approval  # type: ignore[no-any-return]
+    a = await pay(h, 40, to)
+    assert a.backup_role == "finance"
+    return a
 
 
 async def _events(h: Harness, a: Approval) -> list[str]:

@@ -6,21 +6,15 @@ keeps ``order=age``. On every store."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from hitl.api import token_hash
 from hitl.bot.home import HOME_WAITING
-from hitl.engine.domain.requests import ProposeRequest
-from hitl.testing import FakeClock
-from tests.backends import BACKENDS
-from tests.bot.conftest import Harness, harness_on
+from tests.bot.conftest import Harness
+from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
 
 TOKEN = "tok-pay-1"
-CONFIG = f"""
+CONFIG = (
+    """
 requester: agent:riley
 roles:
   payments: [U_SUPPORT1, U_SUPPORT2]
@@ -29,34 +23,25 @@ policy:
     pay:
       tier: approve
       timeout: 1h
-      summary: "Pay {{{{ args.amount | money }}}} to {{{{ args.to }}}}"
-      schema:
-        type: object
-        properties:
-          to: {{type: string, maxLength: 32}}
-          amount: {{type: number, exclusiveMinimum: 0, x-currency: USD}}
-        required: [to, amount]
-        additionalProperties: false
-  rules:
-    - {{name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}}
+      summary: "Pay {{ args.amount | money }} to {{ args.to }}"
+"""
+    + PAY_SCHEMA
+    + """  rules:
+    - {name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}
 api:
   tokens:
-    - {{name: pay1, sha256: {token_hash(TOKEN)}, reviewer: U_SUPPORT1, scopes: [read, decide]}}
-    - {{name: agent, sha256: {token_hash("tok-agent")}, reviewer: "agent:riley", scopes: [read]}}
 """
+    + token("pay1", TOKEN, "U_SUPPORT1")
+    + token("agent", "tok-agent", "agent:riley", "[read]")
+)
 
-
-@pytest.fixture(params=BACKENDS)
-async def h(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
-    async with harness_on(request, tmp_path, clock, CONFIG) as harness:
-        yield harness
+h = harness_serving(CONFIG)
 
 
 async def _pay(h: Harness, amount: int, to: str) -> str:
-    proposed = await h.svc.propose(ProposeRequest("pay", {"to": to, "amount": amount}, session_id=f"ses_{to}"))
-    assert proposed.approval is not None
+    proposed = await pay(h, amount, to)
     h.clock.advance(1)
-    return str(proposed.approval.id)
+    return proposed.id
 
 
 async def _api(h: Harness, query: str, token: str = TOKEN) -> Any:

@@ -61,7 +61,7 @@ def _kind_added(doc: str) -> str:
 def approval_to_fields(a: Approval) -> dict[str, str]:
     """The approval's changing fields, as the hash the scripts read and update."""
     approvals = len([d for d in a.decisions if d.kind in ("approve", "trust")])
-    return {
+    fields = {
         "status": str(a.status),
         "version": str(a.version),
         "expires_at": repr(a.expires_at),
@@ -71,15 +71,15 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
         "quorum": str(a.quorum),
         "trustable": "1" if a.trustable else "0",
         "attention": "1" if a.asks_attention else "0",
-        "backup": a.backup_role or "",
-        "hand_on_at": repr(a.hand_on_at) if a.hand_on_at is not None else "",
-        "created_at": repr(a.created_at),
-        "rank": str(rank_key(a)),
         "voters": "\n".join(d.reviewer for d in a.decisions),
         "approvals": str(approvals),
         "decisions": json.dumps([d.model_dump(mode="json") for d in a.decisions], separators=(",", ":")),
         "updated_at": repr(a.updated_at),
     }
+    if a.backup_role and a.hand_on_at is not None:  # approval_new indexes it under its backup role too, from these
+        backup = {"backup": a.backup_role, "hand_on_at": repr(a.hand_on_at), "created_at": repr(a.created_at)}
+        fields |= {**backup, "rank": str(rank_key(a))}
+    return fields
 
 
 def approval_from_result(res: list[Any]) -> Approval:
