@@ -28,6 +28,7 @@ from hitl.bot.reviewers import SlackReviewers
 from hitl.bot.settings import BotSettings
 from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.delegations import DelegatedReviewers
 from hitl.engine.ports import Clock, Store
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
@@ -149,7 +150,8 @@ def build_app(
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
     clock = lifecycle.contexts.clock
-    reviewers = SlackReviewers(config.build_roles(), side.client, clock)
+    delegations = lifecycle.contexts.default.service.delegations
+    reviewers = DelegatedReviewers(SlackReviewers(config.build_roles(), side.client, clock), delegations)
     home = HomeTabs(
         side.client,
         lifecycle.store,
@@ -159,7 +161,9 @@ def build_app(
         may_see_trust=config.may_decide_tool,
         view_of=config.present,
         pace=side.pacer.clock,
+        delegations=delegations,
     )
+    delegations.on_change.append(home.delegation_changed)
     side.notifier.on_card.append(home.changed)
     side.notifier.members_of = lambda role: config.roles.get(role, [])
     side.notifier.on_halts.append(home.changed)

@@ -352,13 +352,15 @@ def _edit_block(a: Approval, edit: Mapping[str, tuple[Any, Any]]) -> dict[str, A
 
 
 def _decision_line(a: Approval, d: Decision) -> str:
+    # A vote cast through a delegated role says whose it also is: the card names both people.
+    by = who(d.reviewer) if d.acting_for is None else f"{who(d.reviewer)} (acting for {who(d.acting_for)})"
     if d.kind is DecisionKind.MODIFY and a.status is Status.SUPERSEDED and d.args is not None:
-        return f"{who(d.reviewer)} edited it {when(d.at)} via {label(d.via, 20)} (the edit went to other approvers)"
+        return f"{by} edited it {when(d.at)} via {label(d.via, 20)} (the edit went to other approvers)"
     if is_spot_check(a) and d.kind in (DecisionKind.APPROVE, DecisionKind.REJECT):
         said = "said it looks right" if d.kind is DecisionKind.APPROVE else "flagged it"
-        return f"{who(d.reviewer)} {said} {when(d.at)} via {label(d.via, 20)}"
+        return f"{by} {said} {when(d.at)} via {label(d.via, 20)}"
     verb = DECISION_VERBS[d.kind]
-    return f"{who(d.reviewer)} {verb} {when(d.at)} via {label(d.via, 20)}"
+    return f"{by} {verb} {when(d.at)} via {label(d.via, 20)}"
 
 
 def _outcome(a: Approval, view: Presentation) -> list[dict[str, Any]]:

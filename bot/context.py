@@ -16,6 +16,7 @@ from hitl.bot.metrics import Metrics
 from hitl.bot.notifier import SlackNotifier
 from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.delegations import Delegations
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
@@ -62,6 +63,11 @@ class BotContext:
     @property
     def clock(self) -> Clock:
         return self.lifecycle.contexts.clock
+
+    @property
+    def delegations(self) -> Delegations:
+        """The store's delegations (the ones the reviewer directory adds to a reviewer)."""
+        return self.lifecycle.contexts.default.service.delegations
 
     def tracked(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
         """Wrap a listener so callers can wait until every request's work after ``ack()`` is done."""

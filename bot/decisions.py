@@ -35,8 +35,19 @@ def refusal_text(exc: EngineError, approval: Approval | None) -> str:
     match exc.code:
         case ErrorCode.NOT_ELIGIBLE:
             return f":no_entry: You are not a reviewer for this request: it needs *{role}*."
+        case ErrorCode.SELF_APPROVAL if exc.context.get("by_delegation"):
+            return (
+                ":no_entry: A delegation ties you to the person who requested this, so neither of you decides it "
+                "(separation of duties)."
+            )
         case ErrorCode.SELF_APPROVAL:
             return ":no_entry: You requested this action, so someone else has to decide it."
+        case ErrorCode.DUPLICATE_VOTE if exc.context.get("by_delegation"):
+            n = approval.quorum if approval else 2
+            return (
+                ":ballot_box_with_check: A delegation ties you to someone who already voted: together you are one "
+                f"vote. It needs {n} different approvers."
+            )
         case ErrorCode.DUPLICATE_VOTE:
             n = approval.quorum if approval else 2
             return f":ballot_box_with_check: You already voted. It needs {n} different approvers."

@@ -14,19 +14,30 @@ from typing import Any
 
 from hitl.bot.blocks import halt_notice, relative, when, who
 from hitl.bot.escape import label
+from hitl.engine.domain.delegation import Delegation, utc_text
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Decision, DecisionKind
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.ranking import waiting_text, why_ranked
 from hitl.engine.domain.records import TrustGrant
 
-__all__ = ["HOME_DECIDED", "HOME_HALTED", "HOME_TRUST", "HOME_WAITING", "Waiting", "home_view"]
+__all__ = [
+    "HOME_DECIDED",
+    "HOME_DELEGATION",
+    "HOME_HALTED",
+    "HOME_TRUST",
+    "HOME_WAITING",
+    "Waiting",
+    "delegation_lines",
+    "home_view",
+]
 
 HOME_WAITING = "hitl_home_waiting"
 HOME_DECIDED = "hitl_home_decided"
 HOME_TRUST = "hitl_home_trust"
 HOME_HALTED = "hitl_home_halted"
-"""Block id prefixes of the three parts (tests and the sandbox find them by these)."""
+HOME_DELEGATION = "hitl_home_delegation"
+"""Block id prefixes of the parts (tests and the sandbox find them by these)."""
 SHOWN = 15
 """At most this many items per part: the view stays well inside Slack's 100 blocks."""
 
@@ -58,10 +69,13 @@ def home_view(
     now: float,
     halts: Sequence[HaltOrder] = (),
     view_of: Callable[[Approval], Presentation] = present,
+    given: Delegation | None = None,
+    received: Sequence[Delegation] = (),
 ) -> dict[str, Any]:
     """The Home tab ``viewer`` sees: a ``views.publish`` view. ``waiting``: the first of what they may decide, the
     most important first; ``waiting_count``: how many in all (when known). ``halts``: the stop switch's orders in
-    force, first. ``view_of``: each approval's one view (its headline is the card's)."""
+    force, first. ``view_of``: each approval's one view (its headline is the card's). ``given``: the delegation the
+    viewer gave, ``received``: those handed to them, in force (next, so neither side is ever unaware of one)."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Your approvals", "emoji": False}},
         {
@@ -71,6 +85,8 @@ def home_view(
     ]
     for i, order in enumerate(halts[:SHOWN]):
         blocks.append(_section(f"{HOME_HALTED}:{i}", f"{halt_notice(order)} ({relative(order.at, now)})"))
+    for i, line in enumerate(delegation_lines(given, received, now)):
+        blocks.append(_section(f"{HOME_DELEGATION}:{i}", line))
     if not waiting:
         blocks.append(_heading("Nothing is waiting for you"))
     elif waiting_count is not None:
@@ -98,6 +114,25 @@ def home_view(
         )
         blocks.append(_section(f"{HOME_TRUST}:{i}", line))
     return {"type": "home", "blocks": blocks}
+
+
+def delegation_lines(given: Delegation | None, received: Sequence[Delegation], now: float) -> list[str]:
+    """What a person is told of the delegations that concern them (the Home tab, ``/hitl delegations``)."""
+    lines = []
+    if given is not None:
+        what = f"the role `{label(given.role, 60)}`" if given.role else "your reviewer roles"
+        lines.append(
+            f":handshake: You delegated {what} to {who(given.delegate)} until {utc_text(given.until)} "
+            f"({relative(given.until, now)}). `/hitl delegate end` ends it now."
+        )
+    for d in received[:SHOWN]:
+        what = f"the role `{label(d.role, 60)}`" if d.role else "their reviewer roles"
+        lines.append(
+            f":handshake: You act for {who(d.delegator)} with {what} until {utc_text(d.until)} "
+            f"({relative(d.until, now)}): a decision you make with it counts as theirs too, and you decide nothing "
+            "they asked for."
+        )
+    return lines
 
 
 def _what(view: Presentation) -> str:

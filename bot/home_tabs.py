@@ -23,7 +23,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.home import SHOWN, Waiting, home_view
 from hitl.bot.metrics import Metrics
+from hitl.engine.delegations import Delegations
 from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
@@ -55,6 +57,7 @@ class HomeTabs:
         pace: Clock | None = None,
         per_viewer: float = PER_VIEWER,
         tick: float = 0.25,
+        delegations: Delegations | None = None,
     ) -> None:
         self.client = client
         self.view_of = view_of
@@ -70,6 +73,8 @@ class HomeTabs:
         """The clock the per-viewer pace runs on (the bot's pacer's)."""
         self.per_viewer = per_viewer
         self.tick = tick
+        self.delegations = delegations
+        """The store's delegations: each person's tab shows the ones they gave and were handed."""
         self.published = 0
         """Tabs published (``views.publish`` calls made)."""
         self._last: dict[str, float] = {}
@@ -98,6 +103,13 @@ class HomeTabs:
         for user in list(self._viewers):
             if await self._concerned(user, approval, trust):
                 self._mark(user)
+
+    async def delegation_changed(self, d: Delegation) -> None:
+        """A delegation was given, ended or ran out: both its people's tabs show it (whether or not they opened
+        theirs since this process started: the delegate may not know of it yet)."""
+        for user in (d.delegator, d.delegate):
+            self._viewers.add(user)
+            self._mark(user)
 
     @property
     def marked(self) -> int:
@@ -180,6 +192,7 @@ class HomeTabs:
             g for g in await self.store.trust.all_active(now=now) if self.may_see_trust(reviewer.roles, g.tool)
         ][: SHOWN + 1]
         halts = await StopSwitch.shared(self.store, self.clock).orders()
+        given, received = await self.delegations.of(user) if self.delegations is not None else (None, [])
         return home_view(
             user,
             waiting=waiting,
@@ -190,6 +203,8 @@ class HomeTabs:
             now=now,
             halts=halts,
             view_of=self.view_of,
+            given=given,
+            received=received,
         )
 
     async def _waiting(self, reviewer: Reviewer) -> tuple[list[Waiting], bool, int]:

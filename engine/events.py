@@ -83,7 +83,14 @@ def approval_data(a: Approval, view: Presentation | None = None) -> dict[str, An
             "quorum": a.quorum,
             "expires_at": a.expires_at,
             "decisions": [
-                {"reviewer": d.reviewer, "decision": str(d.kind), "at": d.at, "via": d.via, "reason": d.reason}
+                {
+                    "reviewer": d.reviewer,
+                    "decision": str(d.kind),
+                    "at": d.at,
+                    "via": d.via,
+                    "reason": d.reason,
+                    **({"acting_for": d.acting_for} if d.acting_for else {}),
+                }
                 for d in a.decisions
             ],
         },

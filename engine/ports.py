@@ -1,6 +1,6 @@
 """Ports: what the engine needs from the outside context, as ``typing.Protocol``s.
 
-The store is thirteen narrow ports, one per concern, that a backend implements as small classes sharing one
+The store is fifteen narrow ports, one per concern, that a backend implements as small classes sharing one
 connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
 callers pass one object but each piece of code depends only on the part it uses. Implementations live in
 ``hitl.engine.storage`` (stores) and ``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in
@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
@@ -32,6 +33,7 @@ __all__ = [
     "AuditLog",
     "CallHolds",
     "Clock",
+    "DelegationStore",
     "ExecutionLedger",
     "HaltOrders",
     "JobQueue",
@@ -274,6 +276,30 @@ class TrustStore(Protocol):
         ...
 
 
+class DelegationStore(Protocol):
+    """Delegations (:mod:`hitl.engine.domain.delegation`): each given and ended in one atomic step with its audit
+    entry, kept after it ends (the audit names it by id), read by every process on the store."""
+
+    async def give(self, delegation: Delegation, *, now: float) -> Delegation | None:
+        """Write ``delegation``, audited as ``delegated``, unless its delegator already has one in force at ``now``:
+        then write nothing and return that one (None when it was written)."""
+        ...
+
+    async def end(self, delegation_id: str, *, by: str, now: float) -> Delegation | None:
+        """End the delegation ``delegation_id`` if it is in force, audited as ``delegation_ended``: the delegation as
+        ended, or None when none by that id was in force."""
+        ...
+
+    async def active(self, *, now: float) -> list[Delegation]:
+        """Every delegation in force at ``now``, by when it was given."""
+        ...
+
+    async def lapsed(self, *, now: float, limit: int = 100) -> list[Delegation]:
+        """End the delegations whose time ran out by ``now`` and whose end is not recorded yet (``ended_by`` is
+        ``expiry``, ``ended_at`` their ``until``), each audited once as ``delegation_ended``: the ones ended."""
+        ...
+
+
 class HaltOrders(Protocol):
     """The stop switch's orders: each given and lifted in one atomic step with its audit entry, kept until lifted
     (restarts included), read by every process on the store."""
@@ -440,6 +466,11 @@ class Store(Protocol):
     @property
     def trust(self) -> TrustStore:
         """Session trust grants."""
+        ...
+
+    @property
+    def delegations(self) -> DelegationStore:
+        """Delegations of reviewer roles."""
         ...
 
     @property

@@ -18,6 +18,7 @@ from typing import Any
 
 from hitl.engine.approval_caps import within_caps
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.delegations import DelegatedReviewers, Delegations
 from hitl.engine.domain.actions import (
     TOOL_NAME,
     TRUST_TTL,
@@ -163,6 +164,8 @@ class ApprovalService:
     subscribers: Sequence[FactSubscriber] = SUBSCRIBERS
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
+    delegations: Delegations = field(init=False)
+    """The store's delegations of reviewer roles (what :class:`DelegatedReviewers` adds to a reviewer)."""
     _allowed: dict[str, _Allowed | None] = field(init=False, default_factory=dict, repr=False)
     _allowed_for: tuple[Policy, SpotCheckSpec] | None = field(init=False, default=None, repr=False)
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
@@ -170,6 +173,7 @@ class ApprovalService:
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
+        self.delegations = Delegations.shared(self.store, self.clock)
 
     @classmethod
     def from_config(
@@ -185,7 +189,7 @@ class ApprovalService:
         return cls(
             store=store,
             policy=config.build_policy(),
-            reviewers=ConfiguredReviewers(config.build_roles()),
+            reviewers=DelegatedReviewers(ConfiguredReviewers(config.build_roles()), Delegations.shared(store, clock)),
             clock=clock,
             notifier=notifier,
             requester=config.requester,

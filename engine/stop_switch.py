@@ -7,17 +7,15 @@ reading the orders failing means nothing goes through (fail closed: the store's 
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, covering, halt_message
 from hitl.engine.errors import Halted, InvalidInput
+from hitl.engine.freshness import FRESH_FOR, FreshRead, shared_per_store
 from hitl.engine.ports import Clock, Store
 
-__all__ = ["FRESH_FOR", "StopSwitch", "halted"]
+__all__ = ["StopSwitch", "halted"]
 
-FRESH_FOR = 0.5
-"""Seconds the orders read from the store are used before they are read again (half the one-second promise)."""
 _SHARED: weakref.WeakKeyDictionary[Store, StopSwitch] = weakref.WeakKeyDictionary()
 
 
@@ -28,38 +26,21 @@ class StopSwitch:
     @classmethod
     def shared(cls, store: Store, clock: Clock) -> StopSwitch:
         """The process's switch for ``store``."""
-        try:
-            found = _SHARED.get(store)
-            if found is None:
-                found = _SHARED[store] = cls(store, clock)
-        except TypeError:  # a store of your own that cannot be a weak key: a switch of its own (0.5 s apart)
-            return cls(store, clock)
-        return found
+        return shared_per_store(_SHARED, store, lambda: cls(store, clock))
 
     def __init__(self, store: Store, clock: Clock, *, fresh_for: float = FRESH_FOR) -> None:
         self.store = store
         self.clock = clock
-        self.fresh_for = fresh_for
-        self._orders: list[HaltOrder] = []
-        self._read_at: float | None = None
-        self._changes = 0
+        self._orders = FreshRead(lambda: store.halts.active(), fresh_for=fresh_for)
 
     async def orders(self) -> list[HaltOrder]:
-        """The orders in force (as read at most :attr:`fresh_for` seconds ago)."""
-        loop = asyncio.get_running_loop()
-        if self._read_at is not None and loop.time() - self._read_at < self.fresh_for:
-            return self._orders
-        changes = self._changes
-        orders = await self.store.halts.active()
-        if changes == self._changes:  # a read begun before an order given here would keep it unseen: not kept
-            self._orders, self._read_at = orders, loop.time()
-        return orders
+        """The orders in force (as read at most half a second ago)."""
+        return await self._orders.get()
 
     def clear(self) -> bool:
-        """Whether the orders, read from the store less than :attr:`fresh_for` seconds ago, are none: True lets a
-        caller skip :meth:`covering` (False says only that it must ask)."""
-        read_at = self._read_at
-        return read_at is not None and not self._orders and asyncio.get_running_loop().time() - read_at < self.fresh_for
+        """Whether the orders, read from the store less than half a second ago, are none: True lets a caller skip
+        :meth:`covering` (False says only that it must ask)."""
+        return self._orders.held() == []
 
     async def covering(self, tool: str) -> HaltOrder | None:
         """The order that halts ``tool``, if any."""
@@ -76,13 +57,13 @@ class StopSwitch:
         """Halt ``scope`` (a tool; None or ``*``: every tool), audited; in force here at once."""
         order = HaltOrder(scope=_scope(scope), by=by[:200], reason=reason.strip()[:1000], at=self.clock.now())
         await self.store.halts.halt(order)
-        self._read_at, self._changes = None, self._changes + 1
+        self._orders.forget()
         return order
 
     async def lift(self, scope: str | None, *, by: str) -> HaltOrder | None:
         """Lift the order for ``scope``, audited; the order lifted, or None when there was none."""
         lifted = await self.store.halts.lift(_scope(scope), by=by[:200], now=self.clock.now())
-        self._read_at, self._changes = None, self._changes + 1
+        self._orders.forget()
         return lifted
 
 

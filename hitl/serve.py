@@ -150,7 +150,14 @@ async def build_server(
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
-        sweepers=[side.notifier, webhooks, side.metrics, RetentionSweep(store, clock, retention, actor=purger), alerts],
+        sweepers=[
+            side.notifier,
+            webhooks,
+            side.metrics,
+            RetentionSweep(store, clock, retention, actor=purger),
+            alerts,
+            runtime.contexts.default.service.delegations,  # each delegation that ran out, audited once
+        ],
         sweep_interval=settings.sweep_interval,
         watchers=[side.notifier.watch_created],
     )

@@ -8,6 +8,7 @@ page walks through one.
 from __future__ import annotations
 
 from hitl.engine.domain.decide import DecideCommand, apply_decision, apply_expiry, run_to_resume, trust_granted
+from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.execution import finished, next_claim
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord
@@ -22,6 +23,7 @@ from hitl.engine.ports import (
     ApprovalStore,
     AuditLog,
     CallHolds,
+    DelegationStore,
     ExecutionLedger,
     HaltOrders,
     JobQueue,
@@ -49,6 +51,8 @@ __all__ = [
     "Commit",
     "Committed",
     "DecideCommand",
+    "Delegation",
+    "DelegationStore",
     "ExecutionLedger",
     "HaltOrder",
     "HaltOrders",

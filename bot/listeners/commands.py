@@ -1,4 +1,5 @@
-"""``/hitl`` slash commands: pending, approve, reject, show, trust list|revoke, halt, unhalt, halts, help."""
+"""``/hitl`` slash commands: pending, approve, reject, show, trust list|revoke, halt, unhalt, halts, delegate,
+delegations, help."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hitl.bot.blocks import card, compact_card, ranked_line, when, who
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, refusal_text
 from hitl.bot.escape import label
+from hitl.bot.listeners.delegate import delegate_command, delegations_text
 from hitl.bot.payloads import command, interaction
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.halts import EVERY_TOOL
@@ -38,10 +40,13 @@ USAGE = (
     "• `/hitl halt <tool|all> [reason]` — stop the system: nothing new of it runs (admins)\n"
     "• `/hitl unhalt <tool|all>` — lift a halt and resume what it paused (admins)\n"
     "• `/hitl halts` — what is halted\n"
+    "• `/hitl delegate @person until <YYYY-MM-DD> [role]` — hand your roles on while you are away (≤ 30 days)\n"
+    "• `/hitl delegate end` — end your delegation now\n"
+    "• `/hitl delegations` — the delegations you gave or were handed\n"
     "• `/hitl help` — this message"
 )
 PAGE = 8
-_DECISIONS = frozenset({"approve", "reject", "halt", "unhalt"})
+_DECISIONS = frozenset({"approve", "reject", "halt", "unhalt", "delegate"})
 ACTION_PENDING_PAGE = "hitl_pending_page"
 
 
@@ -142,6 +147,10 @@ async def _dispatch(ctx: BotContext, user: str, words: list[str]) -> dict[str, A
         return await _trust(ctx, user, rest)
     if cmd in ("halt", "unhalt"):
         return await _halt(ctx, user, cmd, rest)
+    if cmd == "delegate":
+        return await delegate_command(ctx, user, rest)
+    if cmd == "delegations":
+        return await delegations_text(ctx, user)
     if cmd == "halts":
         orders = await ctx.store.halts.active()
         if not orders:

@@ -9,9 +9,10 @@ the two in agreement. Check order (the first failing check names the refusal):
 2. ``now >= expires_at`` -> ``expired``
 3. expected version differs -> ``stale_version``
 4. expected action hash differs -> ``hash_mismatch``
-5. reviewer is the requester -> ``self_approval`` (separation of duties)
+5. reviewer, or anyone a delegation in force ties them to (:attr:`Reviewer.people`), is the requester ->
+   ``self_approval`` (separation of duties)
 6. reviewer lacks the required role -> ``not_eligible``
-7. reviewer already voted -> ``duplicate_vote``
+7. reviewer, or anyone tied to them, already voted, or a vote was cast acting for one of them -> ``duplicate_vote``
 8. trust on a non-trustable approval -> ``not_trustable``
 9. approve, trust or modify of an approval that asks more than a click (:attr:`Approval.asks_attention`) by a
    command whose surface did not check what it asks (``attended``) -> ``confirmation_mismatch``
@@ -34,6 +35,7 @@ __all__ = [
     "NO_VIEW",
     "RESUME_JOB",
     "DecideCommand",
+    "acting_for",
     "apply_decision",
     "apply_expiry",
     "decided_detail",
@@ -100,7 +102,9 @@ def decided_detail(cmd: DecideCommand, updated: Approval) -> str:
     """The ``decided`` entry's detail: the kind, the channel, the new state, "no view shown" when the decider named
     no view (the entry keeps the view otherwise), and an edit's changes. The Redis script writes the same."""
     seen = "" if cmd.view is not None else f"; {NO_VIEW}"
-    return f"{cmd.kind} via {cmd.via} -> {updated.status}{seen}" + (f"; {cmd.note}" if cmd.note else "")
+    on_behalf = updated.decisions[-1].acting_for if updated.decisions else None
+    acting = f"; acting for {on_behalf} (delegation)" if on_behalf else ""
+    return f"{cmd.kind} via {cmd.via} -> {updated.status}{seen}{acting}" + (f"; {cmd.note}" if cmd.note else "")
 
 
 def run_to_resume(approval: Approval) -> str | None:
@@ -146,6 +150,23 @@ def eligible(approval: Approval, reviewer: Reviewer, now: float | None = None) -
     return now is not None and approval.handed_on(now) and approval.backup_role in reviewer.roles
 
 
+def acting_for(approval: Approval, reviewer: Reviewer, now: float | None = None) -> str | None:
+    """The delegator whose role makes ``reviewer`` eligible for ``approval``, when none of their own does (their
+    own role wins); None when they decide in their own right."""
+    delegated = dict(reviewer.delegated)
+    if not delegated:
+        return None
+    own = reviewer.roles - delegated.keys()
+    wanted = [approval.required_role] if approval.required_role is not None else sorted(reviewer.roles)
+    if now is not None and approval.handed_on(now) and approval.backup_role is not None:
+        wanted.append(approval.backup_role)
+    if approval.required_role is None and own:
+        return None
+    if any(role in own for role in wanted):
+        return None
+    return next((delegated[role] for role in wanted if role in delegated), None)
+
+
 def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> str:
     """Words for a refusal, aimed at the person who tried."""
     winner = _winner(approval)
@@ -160,13 +181,23 @@ def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> st
             )
         case ErrorCode.HASH_MISMATCH:
             return f"the action of {approval.id} differs from the one you reviewed; reload it before deciding"
+        case ErrorCode.SELF_APPROVAL if reviewer_id != approval.requester:
+            return (
+                f"{approval.requester} requested {approval.id}, and a delegation ties {reviewer_id} to them: neither "
+                "decides it (separation of duties)"
+            )
         case ErrorCode.SELF_APPROVAL:
             return f"{reviewer_id} requested {approval.id} and cannot decide it (separation of duties)"
         case ErrorCode.NOT_ELIGIBLE:
             role = approval.required_role or "any reviewer role"
             return f"{reviewer_id} is not a reviewer for {approval.id}: it needs {role}"
         case ErrorCode.DUPLICATE_VOTE:
-            return f"{reviewer_id} already voted on {approval.id}; it needs {approval.quorum} distinct approvers"
+            if any(d.reviewer == reviewer_id for d in approval.decisions):
+                return f"{reviewer_id} already voted on {approval.id}; it needs {approval.quorum} distinct approvers"
+            return (
+                f"a delegation ties {reviewer_id} to someone who already voted on {approval.id}: together they are "
+                f"one vote; it needs {approval.quorum} distinct approvers"
+            )
         case ErrorCode.INVALID_INPUT:
             return f"{approval.id} needs {approval.quorum} approvers; a modification must start a new approval"
         case ErrorCode.NOT_TRUSTABLE:
@@ -190,12 +221,17 @@ def _winner(approval: Approval) -> str:
 
 
 def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> EngineError:
-    """The refusal for ``code`` (both stores raise exactly this; Redis learns the code from its script).
+    """The refusal for ``code`` (both stores raise exactly this; Redis learns the code from its script). A refusal
+    that a delegation in force caused (the reviewer is one person with the requester, or with an earlier voter) says
+    so in its context (``by_delegation``).
 
     A stale version is a :class:`StaleVersion`, as it is everywhere a compare-and-swap loses; every other
     refusal is a :class:`DecisionRefused`.
     """
     cls = StaleVersion if code is ErrorCode.STALE_VERSION else DecisionRefused
+    tied = (code is ErrorCode.SELF_APPROVAL and reviewer_id != approval.requester) or (
+        code is ErrorCode.DUPLICATE_VOTE and all(d.reviewer != reviewer_id for d in approval.decisions)
+    )
     return cls(
         refusal_message(code, approval, reviewer_id),
         code=code,
@@ -203,6 +239,7 @@ def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> EngineErro
         status=str(approval.status),
         version=approval.version,
         winner=_winner(approval) if code is ErrorCode.ALREADY_DECIDED else None,
+        **({"by_delegation": True} if tied else {}),
     )
 
 
@@ -220,11 +257,12 @@ def check_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
         raise refusal(ErrorCode.STALE_VERSION, approval, cmd.reviewer.id)
     if cmd.expected_hash != approval.action_hash:
         raise refusal(ErrorCode.HASH_MISMATCH, approval, cmd.reviewer.id)
-    if cmd.reviewer.id == approval.requester:
+    people = cmd.reviewer.people
+    if approval.requester in people:
         raise refusal(ErrorCode.SELF_APPROVAL, approval, cmd.reviewer.id)
     if not eligible(approval, cmd.reviewer, now):
         raise refusal(ErrorCode.NOT_ELIGIBLE, approval, cmd.reviewer.id)
-    if any(d.reviewer == cmd.reviewer.id for d in approval.decisions):
+    if any(voter in people for d in approval.decisions for voter in d.voters):
         raise refusal(ErrorCode.DUPLICATE_VOTE, approval, cmd.reviewer.id)
     if cmd.kind is DecisionKind.TRUST and not approval.trustable:
         raise refusal(ErrorCode.NOT_TRUSTABLE, approval, cmd.reviewer.id)
@@ -246,6 +284,7 @@ def apply_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
         reason=cmd.reason,
         args=cmd.args,
         via=cmd.via,
+        acting_for=acting_for(approval, cmd.reviewer, now),
     )
     decisions = (*approval.decisions, decision)
     changes: dict[str, Any] = {"decisions": decisions, "version": approval.version + 1, "updated_at": now}

@@ -114,7 +114,24 @@ class Reviewer(_Frozen):
     id: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
     """Slack user id (``U...``) or another stable identity (``cli:alice``); no control characters."""
     roles: frozenset[str] = frozenset()
-    """Roles this reviewer holds now."""
+    """Roles this reviewer holds now: their own and any a delegation in force hands them."""
+    delegated: tuple[tuple[str, str], ...] = ()
+    """``(role, delegator)`` for each role they hold only through a delegation, and whom it came from."""
+    linked: frozenset[str] = frozenset()
+    """Everyone a delegation in force ties them to, either way: one person with them for separation of duties and
+    one vote toward a quorum."""
+
+    def in_own_right(self) -> Reviewer:
+        """This reviewer with only the roles they hold themselves (what they may delegate): none handed to them."""
+        if not self.delegated and not self.linked:
+            return self
+        handed = {role for role, _ in self.delegated}
+        return self.model_copy(update={"roles": self.roles - handed, "delegated": (), "linked": frozenset()})
+
+    @property
+    def people(self) -> frozenset[str]:
+        """The ids that count as this one person now: their own and :attr:`linked`."""
+        return self.linked | {self.id}
 
 
 class Decision(_Frozen):
@@ -130,6 +147,14 @@ class Decision(_Frozen):
     """Edited arguments, for ``modify``."""
     via: str = "api"
     """Channel the decision came through: slack, cli, api."""
+    acting_for: str | None = None
+    """The delegator whose role the reviewer decided with (a delegation in force), when not one of their own: the
+    vote counts as that person's too, also after the delegation ends."""
+
+    @property
+    def voters(self) -> tuple[str, ...]:
+        """Whose vote this decision is: the reviewer's, and the delegator's they acted for."""
+        return (self.reviewer,) if self.acting_for is None else (self.reviewer, self.acting_for)
 
 
 def asker_text(framework: object, agent: object, session_id: str) -> str | None:

@@ -57,6 +57,8 @@ class Outcome(StrEnum):
     """A proposal refused because a cap on approvals was full (``approval_flood``)."""
     HANDED_ON = "handed_on"
     """An unanswered approval handed on to its backup role before it expired."""
+    UNDER_DELEGATION = "under_delegation"
+    """A decision (a vote, final or not) cast through a role a delegation handed to its reviewer."""
 
 
 _DECIDED = {

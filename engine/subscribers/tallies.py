@@ -25,7 +25,10 @@ class Tallies:
         elif isinstance(fact, Proposed):
             await _asked(fact.approval, service)
         elif isinstance(fact, Decided):
-            await _decided(fact.approval, decision_outcome(fact.kind, fact.approval.status), service)
+            a = fact.approval
+            if a.decisions and a.decisions[-1].acting_for is not None and not is_practice(a):
+                await _count(service, a.tool, str(a.tier), Outcome.UNDER_DELEGATION, service.clock.now())
+            await _decided(a, decision_outcome(fact.kind, a.status), service)
         elif isinstance(fact, Expired) and not is_spot_check(fact.approval) and not is_practice(fact.approval):
             a = fact.approval  # no decision about an action: an expiry of a spot check or a practice copy
             await _count(service, a.tool, str(a.tier), Outcome.EXPIRED, service.clock.now())

@@ -20,6 +20,7 @@ from hitl.stores import (
     ApprovalStore,
     AuditLog,
     CallHolds,
+    DelegationStore,
     ExecutionLedger,
     HaltOrders,
     JobQueue,
@@ -43,6 +44,7 @@ PORTS = (
     "jobs",
     "trust",
     "halts",
+    "delegations",
     "holds",
     "alerts",
     "windows",
@@ -66,6 +68,7 @@ class TracedStore:
     jobs: JobQueue
     trust: TrustStore
     halts: HaltOrders
+    delegations: DelegationStore
     holds: CallHolds
     alerts: AlertStates
     windows: RateWindows

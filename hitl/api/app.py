@@ -18,7 +18,7 @@ from aiohttp import web
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
-from . import approvals, executions, grants, oversight, runs
+from . import approvals, delegations, executions, grants, oversight, runs
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -91,7 +91,14 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
 
 def endpoints() -> list[Endpoint]:
     """Every route of the API, with its contract."""
-    return [*approvals.routes(), *executions.routes(), *runs.routes(), *oversight.routes(), *grants.routes()]
+    return [
+        *approvals.routes(),
+        *executions.routes(),
+        *runs.routes(),
+        *oversight.routes(),
+        *grants.routes(),
+        *delegations.routes(),
+    ]
 
 
 @functools.cache

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.hashing import action_hash
@@ -26,6 +27,10 @@ __all__ = [
     "ClaimView",
     "DecisionRequest",
     "DecisionView",
+    "DelegationEnd",
+    "DelegationList",
+    "DelegationRequest",
+    "DelegationView",
     "ErrorBody",
     "ErrorDetail",
     "FieldChange",
@@ -111,6 +116,8 @@ class DecisionView(_Out):
     at: str
     reason: str | None
     via: str
+    acting_for: str | None = None
+    """The delegator whose role the reviewer decided with (a delegation), when not one of their own."""
 
 
 class AuditView(_Out):
@@ -230,7 +237,14 @@ class ApprovalView(_Out):
                 "execute_hash": action_hash(a.tool, a.execute_args) if a.approved_args is not None else a.action_hash,
                 "approvals": len(a.approvers),
                 "decisions": [
-                    DecisionView(reviewer=d.reviewer, decision=d.kind, at=iso(d.at), reason=d.reason, via=d.via)
+                    DecisionView(
+                        reviewer=d.reviewer,
+                        decision=d.kind,
+                        at=iso(d.at),
+                        reason=d.reason,
+                        via=d.via,
+                        acting_for=d.acting_for,
+                    )
                     for d in a.decisions
                 ],
                 "expires_at": iso(a.expires_at),
@@ -519,3 +533,56 @@ class ReviewerFiguresList(_Out):
 
     since: str
     reviewers: list[ReviewerFiguresView]
+
+
+class DelegationRequest(_In):
+    """Hand the caller's reviewer roles (or ``role``) to ``delegate`` until ``until``: a date (``2026-12-24``, to
+    the end of that day), a date and time (``2026-12-24 17:00``), both read in ``tz``, or an ISO 8601 time with an
+    offset. At most 30 days ahead."""
+
+    delegate: Id
+    until: Annotated[str, Field(min_length=10, max_length=40)]
+    role: Id | None = None
+    tz: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """An IANA time zone (``Europe/Paris``) the date is read in; UTC when none."""
+
+
+class DelegationEnd(_In):
+    """Which delegation to end: ``id``, or (none) the one the caller gave."""
+
+    id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")] | None = None
+
+
+class DelegationView(_Out):
+    """A delegation: ``delegator`` hands ``role`` (null: all their roles) to ``delegate`` until ``until`` (UTC)."""
+
+    id: str
+    delegator: str
+    delegate: str
+    role: str | None
+    given_at: str
+    until: str
+    via: str
+    ended_at: str | None
+    ended_by: str | None
+
+    @classmethod
+    def of(cls, d: Delegation) -> DelegationView:
+        """The view of a stored delegation."""
+        return cls(
+            id=d.id,
+            delegator=d.delegator,
+            delegate=d.delegate,
+            role=d.role,
+            given_at=iso(d.given_at),
+            until=iso(d.until),
+            via=d.via,
+            ended_at=iso(d.ended_at) if d.ended_at is not None else None,
+            ended_by=d.ended_by,
+        )
+
+
+class DelegationList(_Out):
+    """The delegations in force that concern the caller (every one, for an admin)."""
+
+    delegations: list[DelegationView]

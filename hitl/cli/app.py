@@ -13,6 +13,7 @@ from rich.text import Text
 
 from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
+from hitl.cli.delegate import delegate_app
 from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.flows import (
     approval_view,
@@ -561,6 +562,7 @@ token_app = typer.Typer(cls=FlagGroup, help="API tokens for `hitl serve`'s HTTP 
 app.add_typer(token_app, name="token", rich_help_panel=SETUP)
 app.add_typer(sessions_app, name="sessions", rich_help_panel=RUNS)
 app.add_typer(trust_app, name="trust", rich_help_panel=OVERSIGHT)
+app.add_typer(delegate_app, name="delegate", rich_help_panel=OVERSIGHT)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(stats)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(reviewers)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(halt)

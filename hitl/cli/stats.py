@@ -168,6 +168,13 @@ def stats(
                 _pct(every.catch_rate),
                 (")", "dim"),
             )
+        if every.n(Outcome.HANDED_ON) or every.n(Outcome.UNDER_DELEGATION):
+            out.text(
+                ("handed on ", "dim"),
+                str(every.n(Outcome.HANDED_ON)),
+                ("  decisions under delegation ", "dim"),
+                str(every.n(Outcome.UNDER_DELEGATION)),
+            )
         for b in bands:
             if b.buckets("first")[-1][1] or b.latency_count:
                 out.text(

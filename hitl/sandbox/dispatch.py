@@ -5,6 +5,7 @@ form-encoded, signed with the signing secret (``v0:{timestamp}:{body}``, HMAC-SH
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -116,7 +117,10 @@ class Dispatcher:
         return await self.send("interactive", payload)
 
     async def command(self, user: str, channel: str, text: str, *, command: str = "/hitl") -> Reply:
+        """Run ``command text`` as ``user``; an ``@name`` of a member arrives as ``<@ID|name>``, as Slack escapes
+        it for a command whose manifest says ``should_escape: true``."""
         ch = self.state.channel(channel)
+        text = self._escaped(text)
         fields = {
             "token": "legacy-verification-token",
             "team_id": self.state.team_id,
@@ -133,6 +137,15 @@ class Dispatcher:
             "trigger_id": self.state.new_trigger(user),
         }
         return await self.send("slash_commands", fields)
+
+    def _escaped(self, text: str) -> str:
+        by_name = {str(u.get("name", "")): uid for uid, u in self.state.users.items()}
+
+        def mention(m: re.Match[str]) -> str:
+            uid = by_name.get(m.group(1))
+            return f"<@{uid}|{m.group(1)}>" if uid else m.group(0)
+
+        return re.sub(r"(?<![<\w])@([a-z0-9._-]+)", mention, text)
 
     async def submit(self, user: str, view_id: str, values: dict[str, dict[str, dict[str, Any]]]) -> Reply:
         """Submit an open modal with ``state.values`` shaped as Slack sends them."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AdapterConformance, AgentHarness
 from hitl.engine.testing.conformance.alerts import AlertsConformance
 from hitl.engine.testing.conformance.approvals import ApprovalsConformance
+from hitl.engine.testing.conformance.delegations import DelegationsConformance
 from hitl.engine.testing.conformance.failures import FailureConformance
 from hitl.engine.testing.conformance.halts import HaltsConformance
 from hitl.engine.testing.conformance.holds import HoldsConformance
@@ -37,6 +38,7 @@ __all__ = [
     "AgentHarness",
     "AlertsConformance",
     "ApprovalsConformance",
+    "DelegationsConformance",
     "FailureConformance",
     "HaltsConformance",
     "HoldsConformance",
@@ -59,6 +61,7 @@ STORE_SUITES: tuple[type, ...] = (
     JobsConformance,
     TrustConformance,
     HaltsConformance,
+    DelegationsConformance,
     HoldsConformance,
     AlertsConformance,
     WindowsConformance,

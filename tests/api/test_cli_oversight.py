@@ -6,6 +6,7 @@ run as a real process against `hitl serve`)."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,9 @@ oversight:
         ("reviewers",),
         ("trust", "list"),
         ("trust", "revoke", "refund", "--session", "s1"),
+        ("delegate", "give", "--to", "U_FIN2", "--until", "2030-01-01"),
+        ("delegate", "end"),
+        ("delegate", "list"),
     ],
 )
 async def test_production_refuses_a_claimed_identity_and_audits_it(tmp_path: Path, command: tuple[str, ...]) -> None:
@@ -46,9 +50,10 @@ async def test_production_refuses_a_claimed_identity_and_audits_it(tmp_path: Pat
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT actor, event, outcome, detail FROM audit").fetchall()
         halts = c.execute("SELECT COUNT(*) FROM halts").fetchone()[0]
+        delegations = c.execute("SELECT COUNT(*) FROM delegations").fetchone()[0]
     [(actor, event, outcome, detail)] = rows
     assert (actor, event, outcome) == ("cli", "refused", "production") and "as U_ADMIN" in detail
-    assert halts == 0
+    assert halts == 0 and delegations == 0
 
 
 async def test_oversight_commands_go_through_the_api_with_a_token(
@@ -82,8 +87,47 @@ async def _through_the_api(api: Api) -> None:
     code, practice, err = await hitl("practice", "--json", env=env)
     assert code == 0 and practice == {"practice": []}, err
 
+    # Delegation through the API: the token says who delegates (U_FIN1), whatever the CLI claims.
+    fin1, sup1 = {**env, "HITL_TOKEN": TOKENS["fin1"][0]}, {**env, "HITL_TOKEN": TOKENS["sup1"][0]}
+    give = ("delegate", "give", "--to", "U_SUPPORT1", "--until", "2027-01-20", "--tz", "Europe/Paris", "--json")
+    code, given, err = await hitl(*give, env=fin1)
+    assert code == 0 and (given["delegator"], given["via"]) == ("U_FIN1", "api"), err
+    assert given["until"].startswith("2027-01-20T23:00")  # the end of that day in Paris, in UTC
+    code, listed, err = await hitl("delegate", "list", "--json", env=sup1)
+    assert code == 0 and [d["id"] for d in listed["delegations"]] == [given["id"]], err
+    code, _, err = await hitl(*give[:-1], env=fin1)
+    assert code == 1 and "already delegates" in err
+    code, ended, err = await hitl("delegate", "end", "--json", env=fin1)
+    assert code == 0 and ended["ended_by"] == "U_FIN1", err
+    code, _, err = await hitl("delegate", "end", env=fin1)
+    assert code == 1 and "no delegation" in err
+
     reader = {**env, "HITL_TOKEN": TOKENS["reader"][0]}
     code, _, err = await hitl("halt", "--tool", "refund", env=reader)
     assert code != 0 and "admin" in err  # refused by the server, and audited there
     refused = [e for e in await api.h.rt.runtime.store.audit.entries(limit=500) if e.event == "refused"]
     assert [(e.actor, e.outcome) for e in refused] == [("U_SUPPORT2", "missing_scope")]
+
+
+async def test_the_cli_delegates_against_the_store_as_the_reviewer_it_names(tmp_path: Path) -> None:
+    db = tmp_path / "hitl.db"
+    config = ROOT / "examples" / "refund" / "hitl.yaml"
+    env = {"HITL_STORE": f"sqlite:///{db}", "HITL_CONFIG": str(config), "HITL_API_URL": "", "HITL_TOKEN": ""}
+    soon = (datetime.now(UTC) + timedelta(days=3)).date().isoformat()
+    give = ("delegate", "give", "--to", "U_SUPPORT1", "--until", soon, "--role", "finance", "--json")
+    code, given, err = await hitl(*give, "--as", "U_FIN1", env=env)
+    assert code == 0 and (given["delegator"], given["role"], given["via"]) == ("U_FIN1", "finance", "cli"), err
+    assert given["until"].startswith(f"{(datetime.now(UTC) + timedelta(days=4)).date().isoformat()}T00:00")
+    code, listed, err = await hitl("delegate", "list", "--as", "U_SUPPORT1", "--json", env=env)
+    assert code == 0 and [d["delegator"] for d in listed["delegations"]] == ["U_FIN1"], err
+    # Never re-delegated: finance was handed to U_SUPPORT1, not theirs to hand on.
+    code, _, err = await hitl(*give[:3], "U_SUPPORT2", *give[4:-1], "--as", "U_SUPPORT1", env=env)
+    assert code == 1 and "does not hold the role 'finance'" in err
+    far = (datetime.now(UTC) + timedelta(days=40)).date().isoformat()
+    code, _, err = await hitl("delegate", "give", "--to", "U_FIN2", "--until", far, "--as", "U_FIN3", env=env)
+    assert code == 1 and "at most 30 days" in err
+    code, ended, err = await hitl("delegate", "end", given["id"], "--as", "U_SUPPORT1", "--json", env=env)
+    assert code == 0 and ended["ended_by"] == "U_SUPPORT1", err  # the delegate may hand it back
+    with sqlite3.connect(db) as c:
+        trail = c.execute("SELECT actor, event FROM audit WHERE event LIKE 'delegat%' ORDER BY seq").fetchall()
+    assert trail == [("U_FIN1", "delegated"), ("U_SUPPORT1", "delegation_ended")]

@@ -15,6 +15,7 @@ from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
 from hitl.bot.modals import FormValues, modify_view, parse_modify
 from hitl.bot.payloads import ViewState
 from hitl.bot.reviewers import SlackReviewers
+from hitl.engine.delegations import DelegatedReviewers
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.reviewers import Roles
@@ -35,7 +36,7 @@ async def test_user_groups_grant_roles_and_are_cached(tmp_path: Path, clock: Fak
     h = await start(SqliteStore(tmp_path / "g.db"), clock, state=state)
     try:
         # support is now granted through a Slack user group only
-        cast(SlackReviewers, h.rt.ctx.reviewers).roles = Roles.from_config(
+        cast(SlackReviewers, cast(DelegatedReviewers, h.rt.ctx.reviewers).inner).roles = Roles.from_config(
             {"support": ["S_SUPPORT"], "finance": ["U_FIN1", "U_FIN2"]}
         )
         p = await h.svc.propose(

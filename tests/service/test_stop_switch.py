@@ -5,8 +5,7 @@ restart; lifting it lets everything go on."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -17,9 +16,7 @@ from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import ErrorCode, Halted
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
-from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
-from tests.backends import BACKENDS, fresh_store_url
 from tests.waiting import eventually
 
 CONFIG = parse_config(
@@ -32,22 +29,6 @@ policy:
 """
 )
 REFUND = {"order_id": "1", "amount": 10}
-
-
-@pytest.fixture(params=BACKENDS)
-async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Callable[[], Store]]:
-    """Opens the same store again (another process, or the same after a restart)."""
-    opened: list[Store] = []
-    url = fresh_store_url(request.param, request, tmp_path, tag="halt")
-
-    def open_one() -> Store:
-        store = open_store(url)
-        opened.append(store)
-        return store
-
-    yield open_one
-    for store in opened:
-        await store.close()
 
 
 def service(store: Store, clock: FakeClock) -> ApprovalService:

@@ -6,6 +6,7 @@ from hitl.testing.conformance import (
     STORE_SUITES,
     AlertsConformance,
     ApprovalsConformance,
+    DelegationsConformance,
     FailureConformance,
     HaltsConformance,
     HoldsConformance,
@@ -50,6 +51,10 @@ class TestTrust(TrustConformance):
 
 
 class TestHalts(HaltsConformance):
+    pass
+
+
+class TestDelegations(DelegationsConformance):
     pass
 
 

@@ -266,6 +266,19 @@ CREATE INDEX IF NOT EXISTS approvals_backup ON approvals (backup_role, rank, id)
     WHERE status = 'pending' AND backup_role IS NOT NULL;
 """
 
+_V12 = """
+-- Delegations of reviewer roles, kept after they end (the audit names them by id).
+CREATE TABLE IF NOT EXISTS delegations (
+    id TEXT PRIMARY KEY,
+    delegator TEXT NOT NULL,
+    given_at DOUBLE PRECISION NOT NULL,
+    until DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS delegations_open ON delegations (delegator, until) WHERE ended_at IS NULL;
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -278,5 +291,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (9, _V9),
     (10, _V10),
     (11, _V11),
+    (12, _V12),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

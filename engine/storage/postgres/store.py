@@ -8,6 +8,7 @@ from hitl.engine.storage.postgres.alerts import PgAlerts
 from hitl.engine.storage.postgres.approvals import PgApprovals
 from hitl.engine.storage.postgres.audit import PgAudit
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
+from hitl.engine.storage.postgres.delegations import PgDelegations
 from hitl.engine.storage.postgres.halts import PgHalts
 from hitl.engine.storage.postgres.holds import PgHolds
 from hitl.engine.storage.postgres.jobs import PgJobs
@@ -44,6 +45,7 @@ class PostgresStore:
         self.jobs = PgJobs(self.db)
         self.trust = PgTrust(self.db)
         self.halts = PgHalts(self.db)
+        self.delegations = PgDelegations(self.db)
         self.holds = PgHolds(self.db)
         self.alerts = PgAlerts(self.db)
         self.windows = PgWindows(self.db)

@@ -12,7 +12,7 @@ from redis.asyncio.client import Pipeline, PubSub
 from hitl.engine.domain.decide import DecideCommand, refusal, trust_note
 from hitl.engine.domain.execution import stale_approval
 from hitl.engine.domain.ids import check_same_action
-from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Reviewer, Status
 from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.ranking import PendingOrder, rank_key
 from hitl.engine.domain.records import Page, TrustGrant
@@ -197,7 +197,8 @@ class RedisApprovals:
             digest_of(cmd.view) if cmd.view is not None else "",
             json.dumps(cmd.view, separators=(",", ":"), ensure_ascii=False) if cmd.view is not None else "",
             "1" if cmd.attended else "",
-            *sorted(cmd.reviewer.roles),
+            "\n".join(sorted(cmd.reviewer.linked)),
+            *_role_entries(cmd.reviewer),
         ]
         # A list of strings (the decision and edited arguments are encoded above, by json, which keeps whatever a
         # caller's numbers are): orjson encodes the same JSON value in a fraction of the time.
@@ -354,3 +355,10 @@ def queue_read(pipe: Pipeline, conn: RedisConnection, approval_id: str) -> None:
 def read_result(doc: Any, dynamic: Any) -> Approval | None:
     """The approval from the two replies :func:`queue_read` queued; None when there is no such approval."""
     return None if doc is None or dynamic[0] is None else approval_from_result(["", "", doc, *dynamic])
+
+
+def _role_entries(reviewer: Reviewer) -> list[str]:
+    """The reviewer's roles as ``decide.lua`` reads them: ``name`` when their own, ``name<TAB>delegator`` when a
+    delegation in force hands it to them; by name (the script takes the first delegated one, as Python does)."""
+    delegated = dict(reviewer.delegated)
+    return [role if role not in delegated else f"{role}\t{delegated[role]}" for role in sorted(reviewer.roles)]

@@ -71,7 +71,7 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
         "quorum": str(a.quorum),
         "trustable": "1" if a.trustable else "0",
         "attention": "1" if a.asks_attention else "0",
-        "voters": "\n".join(d.reviewer for d in a.decisions),
+        "voters": "\n".join(voter for d in a.decisions for voter in d.voters),
         "approvals": str(approvals),
         "decisions": json.dumps([d.model_dump(mode="json") for d in a.decisions], separators=(",", ":")),
         "updated_at": repr(a.updated_at),

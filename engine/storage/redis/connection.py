@@ -154,6 +154,7 @@ class RedisConnection:
         self.audit_script: AsyncScript = client.register_script(_lua("audit"))
         self.events_script: AsyncScript = client.register_script(_lua("events"))
         self.halt_script: AsyncScript = client.register_script(_lua("halt"))
+        self.delegate_script: AsyncScript = client.register_script(_lua("delegate"))
         self.hold_script: AsyncScript = client.register_script(_lua("hold"))
         self.commit_script: AsyncScript = client.register_script(_lua("commit"))
         self.open_script: AsyncScript = client.register_script(_lua("open"))
@@ -229,6 +230,7 @@ class RedisConnection:
             self.trust_sessions_key,
             self.legacy_trust_sessions_key,
             self.halts_key,
+            self.delegations_key,
             self.events_key,
             self.retention_indexed_key,
             self.chains_key,
@@ -361,6 +363,16 @@ class RedisConnection:
     def alerts_key(self) -> str:
         """Each alert's state (a hash: name -> ``{"version": n, "data": ...}``), apart from every run."""
         return f"{self.p}:alert-states"
+
+    @property
+    def delegations_key(self) -> str:
+        """Every delegation, kept after it ends (a hash: id -> JSON)."""
+        return f"{self.p}:delegations"
+
+    @property
+    def delegators_key(self) -> str:
+        """Each delegator's latest delegation (a hash: delegator -> id): the one a new one must not overlap."""
+        return f"{self.p}:delegators"
 
     @property
     def halts_key(self) -> str:

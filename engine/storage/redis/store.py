@@ -13,6 +13,7 @@ from hitl.engine.storage.redis.alerts import RedisAlerts
 from hitl.engine.storage.redis.approvals import RedisApprovals
 from hitl.engine.storage.redis.audit import RedisAudit
 from hitl.engine.storage.redis.connection import RedisConnection
+from hitl.engine.storage.redis.delegations import RedisDelegations
 from hitl.engine.storage.redis.halts import RedisHalts
 from hitl.engine.storage.redis.holds import RedisHolds
 from hitl.engine.storage.redis.jobs import RedisJobs
@@ -51,6 +52,7 @@ class RedisStore:
         self.jobs = RedisJobs(self.conn)
         self.trust = RedisTrust(self.conn)
         self.halts = RedisHalts(self.conn)
+        self.delegations = RedisDelegations(self.conn)
         self.holds = RedisHolds(self.conn)
         self.alerts = RedisAlerts(self.conn)
         self.windows = RedisWindows(self.conn)

@@ -5,7 +5,8 @@ file's write lock (so two processes opening it at once apply each once), or by `
 Version 7 brings any earlier file (the versions before migrations were listed) up to the tables of :data:`SCHEMA`; a
 change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
-approvals; 14: the queue's rank; 15: hand-on to a backup role), never made by editing one that was released."""
+approvals; 14: the queue's rank; 15: hand-on to a backup role; 16: delegations), never made by editing one
+that was released."""
 
 from __future__ import annotations
 
@@ -16,9 +17,17 @@ from collections.abc import Callable
 from hitl.engine.domain.models import Approval, kind_of_older
 from hitl.engine.domain.ranking import rank_key
 
-__all__ = ["ALERT_STATES", "MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "TRUST_GRANTS", "add_missing_columns"]
+__all__ = [
+    "ALERT_STATES",
+    "DELEGATIONS",
+    "MIGRATIONS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "TRUST_GRANTS",
+    "add_missing_columns",
+]
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -313,6 +322,24 @@ def _to_15(c: sqlite3.Connection) -> None:
     )
 
 
+DELEGATIONS = """
+CREATE TABLE IF NOT EXISTS delegations (
+    id TEXT PRIMARY KEY,
+    delegator TEXT NOT NULL,
+    until REAL NOT NULL,
+    ended_at REAL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS delegations_open ON delegations (delegator, until) WHERE ended_at IS NULL;
+"""
+
+
+def _to_16(c: sqlite3.Connection) -> None:
+    """Delegations of reviewer roles, kept after they end (an older hitl had none)."""
+    for statement in _statements(DELEGATIONS):
+        c.execute(statement)
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -323,6 +350,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (13, _to_13),
     (14, _to_14),
     (15, _to_15),
+    (16, _to_16),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -9,6 +9,7 @@ from hitl.engine.storage.sqlite.alerts import SqliteAlerts
 from hitl.engine.storage.sqlite.approvals import SqliteApprovals
 from hitl.engine.storage.sqlite.audit import SqliteAudit
 from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.delegations import SqliteDelegations
 from hitl.engine.storage.sqlite.halts import SqliteHalts
 from hitl.engine.storage.sqlite.holds import SqliteHolds
 from hitl.engine.storage.sqlite.jobs import SqliteJobs
@@ -46,6 +47,7 @@ class SqliteStore:
         self.jobs = SqliteJobs(self.db)
         self.trust = SqliteTrust(self.db)
         self.halts = SqliteHalts(self.db)
+        self.delegations = SqliteDelegations(self.db)
         self.holds = SqliteHolds(self.db)
         self.alerts = SqliteAlerts(self.db)
         self.windows = SqliteWindows(self.db)

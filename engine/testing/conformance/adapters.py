@@ -156,6 +156,7 @@ class BreakableStore:
         "jobs",
         "trust",
         "halts",
+        "delegations",
         "holds",
         "alerts",
         "windows",

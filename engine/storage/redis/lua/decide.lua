@@ -8,7 +8,9 @@
 --       expected_hash, reviewer, kind, decision_json, reason, approved_args_json,
 --       supersede_with, via, approval_id, answer_by (server seconds, '' for none), note (for the audit), the
 --       digest of the view the decider saw and that view's JSON ('' for none: the entry says "no view shown"),
---       '1' when the surface checked what approving takes besides a click ('' otherwise), roles...;
+--       '1' when the surface checked what approving takes besides a click ('' otherwise), the ids a delegation
+--       in force ties the reviewer to (newline-separated, '' for none), roles... (each 'name' when their own,
+--       'name<TAB>delegator' when a delegation hands it to them);
 --       ARGV[2]: the approval's pub/sub channel
 -- A trust of an action also passes ARGV[5..8] (the grant's field, its value, the session, the audit note) and, as
 -- the last two KEYS, the session's grants hash and the set of sessions with grants: the grant is written with the
@@ -28,7 +30,7 @@ local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'req
   'attention', 'backup', 'hand_on_at')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
-local ROLES = 17
+local ROLES = 18
 
 local function audit(event, outcome, ver, detail, seen)
   chain_push(ak, '{"at":' .. now_s .. ',"actor":' .. cjson.encode(reviewer) .. ',"event":"' .. event ..
@@ -58,19 +60,46 @@ end
 if now >= tonumber(f[3]) then return refuse('expired') end
 if tonumber(A[2]) ~= version then return refuse('stale_version') end
 if A[3] ~= f[4] then return refuse('hash_mismatch') end
-if reviewer == f[5] then return refuse('self_approval') end
-local role, eligible = f[6], false
+local people = {reviewer}
+for id in string.gmatch(A[17], '[^\n]+') do people[#people + 1] = id end
+local function is_person(id)
+  for _, p in ipairs(people) do if p == id then return true end end
+  return false
+end
+if is_person(f[5]) then return refuse('self_approval') end
+-- Roles: 'name' held in the reviewer's own right, 'name\tdelegator' handed to them by a delegation in force.
+local own, given, any_own = {}, {}, false
+for i = ROLES, #A do
+  local name, by = string.match(A[i], '^([^\t]*)\t(.*)$')
+  if name then given[#given + 1] = {name, by} else own[A[i]] = true; any_own = true end
+end
+local function holds(name)
+  if own[name] then return true end
+  for _, g in ipairs(given) do if g[1] == name then return g[2] end end
+  return nil
+end
+local role, eligible, acting = f[6], false, nil
 if role == '' then
   eligible = #A >= ROLES
+  if eligible and not any_own then acting = given[1][2] end
 else
-  for i = ROLES, #A do if A[i] == role then eligible = true end end
-end
-if not eligible and f[17] and f[17] ~= '' and f[18] and f[18] ~= '' and now >= tonumber(f[18]) then
-  for i = ROLES, #A do if A[i] == f[17] then eligible = true end end  -- handed on to its backup role
+  local wanted = {role}
+  if f[17] and f[17] ~= '' and f[18] and f[18] ~= '' and now >= tonumber(f[18]) then
+    wanted[2] = f[17]  -- handed on to its backup role
+  end
+  local by_own = false
+  for _, w in ipairs(wanted) do
+    local h = holds(w)
+    if h == true then by_own, eligible = true, true
+    elseif h then eligible = true; if not acting then acting = h end end
+  end
+  if by_own then acting = nil end
 end
 if not eligible then return refuse('not_eligible') end
 local voters = f[9]
-if string.find('\n' .. voters .. '\n', '\n' .. reviewer .. '\n', 1, true) then return refuse('duplicate_vote') end
+for _, p in ipairs(people) do
+  if string.find('\n' .. voters .. '\n', '\n' .. p .. '\n', 1, true) then return refuse('duplicate_vote') end
+end
 if kind == 'trust' and f[8] ~= '1' then return refuse('not_trustable') end
 local approving = kind == 'approve' or kind == 'trust' or kind == 'modify'
 if approving and f[16] == '1' and A[16] ~= '1' then return refuse('confirmation_mismatch') end
@@ -85,10 +114,14 @@ elseif kind == 'modify' and supersede ~= '' then target = 'superseded'
 elseif kind == 'modify' then target = 'approved'
 elseif approvals >= quorum then target = 'approved' end
 
+local decision = A[6]
+if acting then decision = string.sub(decision, 1, -2) .. ',"acting_for":' .. cjson.encode(acting) .. '}' end
 local decisions = f[11]
-if decisions == '[]' then decisions = '[' .. A[6] .. ']'
-else decisions = string.sub(decisions, 1, -2) .. ',' .. A[6] .. ']' end
-if voters == '' then voters = reviewer else voters = voters .. '\n' .. reviewer end
+if decisions == '[]' then decisions = '[' .. decision .. ']'
+else decisions = string.sub(decisions, 1, -2) .. ',' .. decision .. ']' end
+local cast = reviewer
+if acting then cast = cast .. '\n' .. acting end
+if voters == '' then voters = cast else voters = voters .. '\n' .. cast end
 version = version + 1
 local reason, approved_args, superseded_by = f[12], f[13], f[14]
 if kind == 'reject' or kind == 'feedback' then reason = A[7] end
@@ -103,6 +136,7 @@ f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decis
 local note, seen = '', ''
 if A[14] == '' then note = '; no view shown'
 else seen = ',"view_digest":"' .. A[14] .. '","view":' .. A[15] end
+if acting then note = note .. '; acting for ' .. acting .. ' (delegation)' end
 if A[13] ~= '' then note = note .. '; ' .. A[13] end
 if trusting and kind == 'trust' and target == 'approved' then
   redis.call('HSET', KEYS[streams + 1], ARGV[5], ARGV[6])

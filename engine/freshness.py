@@ -1,0 +1,64 @@
+"""What every process reads from the store again at most every half second, so that a change made in any process
+reaches every replica within one second: the stop switch's orders, the delegations in force. One reader per store
+in a process (:func:`shared_per_store`), so a change made here holds here at once."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from hitl.engine.ports import Store
+
+__all__ = ["FRESH_FOR", "FreshRead", "shared_per_store"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+FRESH_FOR = 0.5
+"""Seconds a read is used before it is read again (half the one-second promise)."""
+
+
+class FreshRead(Generic[T]):
+    """The last value ``read`` returned, used for at most ``fresh_for`` seconds of the event loop's time."""
+
+    def __init__(self, read: Callable[[], Awaitable[T]], *, fresh_for: float = FRESH_FOR) -> None:
+        self.read = read
+        self.fresh_for = fresh_for
+        self._value: T | None = None
+        self._read_at: float | None = None
+        self._changes = 0
+
+    async def get(self) -> T:
+        """The value as read at most :attr:`fresh_for` seconds ago (read again now when older)."""
+        held = self.held()
+        if held is not None:
+            return held
+        changes = self._changes
+        value = await self.read()
+        if changes == self._changes:  # a read begun before a change made here would hide it: not kept
+            self._value, self._read_at = value, asyncio.get_running_loop().time()
+        return value
+
+    def held(self) -> T | None:
+        """The value read less than :attr:`fresh_for` seconds ago, or None when it must be read again."""
+        if self._read_at is None or asyncio.get_running_loop().time() - self._read_at >= self.fresh_for:
+            return None
+        return self._value
+
+    def forget(self) -> None:
+        """A change was made here: the next :meth:`get` reads again."""
+        self._read_at, self._changes = None, self._changes + 1
+
+
+def shared_per_store(registry: weakref.WeakKeyDictionary[Store, R], store: Store, make: Callable[[], R]) -> R:
+    """The process's one ``R`` for ``store`` in ``registry`` (made by ``make`` the first time); a store of your own
+    that cannot be a weak key gets one of its own each time (its reads then 0.5 s apart)."""
+    try:
+        found = registry.get(store)
+        if found is None:
+            found = registry[store] = make()
+    except TypeError:
+        return make()
+    return found
