@@ -35,9 +35,9 @@ from hitl.engine.domain.models import DecisionKind  # noqa: E402
 from hitl.engine.domain.records import chain_link  # noqa: E402
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
+from hitl.engine.freshness import FRESH_FOR  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.runtime.compose import compose  # noqa: E402
-from hitl.engine.stop_switch import FRESH_FOR  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL, SqliteConnection  # noqa: E402
@@ -294,26 +294,29 @@ COUNTED = 100
 
 
 class SwitchReads:
-    """Counts the stop switch's reads of the halt orders while it is entered: the switch reads them again every
-    :data:`~hitl.engine.stop_switch.FRESH_FOR` seconds whatever the traffic, so they are told apart from a
-    cycle's own store calls (one read each, a transaction on SQLite, a round trip on Redis)."""
+    """Counts the periodic reads while it is entered: the stop switch's of the halt orders and the reviewer
+    directory's of the delegations in force. Each is read again every :data:`~hitl.engine.freshness.FRESH_FOR`
+    seconds whatever the traffic, so they are told apart from a cycle's own store calls (one read each, a
+    transaction on SQLite, a round trip on Redis)."""
 
     def __init__(self, h: HitlCycles) -> None:
-        self.halts = h.svc.store.halts
+        self.ports: list[Any] = [h.svc.store.halts, h.svc.store.delegations]
         self.reads = 0
 
     def __enter__(self) -> SwitchReads:
-        original = self.halts.active
+        for port in self.ports:
+            original = port.active
 
-        async def active() -> Any:
-            self.reads += 1
-            return await original()
+            async def active(*args: Any, _original: Any = original, **kw: Any) -> Any:
+                self.reads += 1
+                return await _original(*args, **kw)
 
-        self.halts.active = active  # type: ignore[method-assign]
+            port.active = active
         return self
 
     def __exit__(self, *exc: object) -> None:
-        del self.halts.active  # the class's method again
+        for port in self.ports:
+            del port.active  # the class's method again
 
 
 async def count_transactions(h: HitlCycles) -> tuple[float, int]:
@@ -550,7 +553,7 @@ async def main() -> None:
     row("Redis round trips per cycle", f"{redis_rt[0]:.2f}", "<= 7", redis_rt[0] <= 7)
     row("SQLite transactions per cycle", f"{sqlite_tx[0]:.2f}", "<= 7", sqlite_tx[0] <= 7)
     heading(
-        f"  (counted over {COUNTED} cycles, besides the stop switch's reads of the halt orders, every "
+        f"  (counted over {COUNTED} cycles, besides the reads of the halt orders and the delegations, each every "
         f"{FRESH_FOR} s whatever the traffic: {redis_rt[1]} on Redis, {sqlite_tx[1]} on SQLite in that span)"
     )
     heading(f"\n  where a cycle's CPU goes (hitl SQLite NORMAL under cProfile, {profiled_ms:.2f} ms a cycle profiled)")
