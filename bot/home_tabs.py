@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from hitl.bot.home import SHOWN, Waiting, home_view
 from hitl.bot.metrics import Metrics
 from hitl.engine.delegations import Delegations
-from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
 from hitl.engine.domain.presentation import Presentation, present
@@ -216,7 +216,7 @@ class HomeTabs:
         page = await approvals.list_pending(
             roles=roles, exclude_requester=reviewer.id, limit=SHOWN, order="rank", now=now
         )
-        mine = [a for a in page.items if eligible(a, reviewer, now) and reviewer.id not in a.approvers]
+        mine = [a for a in page.items if may_vote(a, reviewer, now)]
         count = await approvals.count_pending(roles=roles, exclude_requester=reviewer.id, now=now)
         return [Waiting(a, await self._link(a)) for a in mine], page.cursor is not None, count
 

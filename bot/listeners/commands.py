@@ -18,7 +18,7 @@ from hitl.bot.decisions import decide, done_text, refusal_text
 from hitl.bot.escape import label
 from hitl.bot.listeners.delegate import delegate_command, delegations_text
 from hitl.bot.payloads import command, interaction
-from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.halts import EVERY_TOOL
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.ranking import waiting_text
@@ -176,7 +176,7 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
     page = await ctx.store.approvals.list_pending(
         roles=roles, exclude_requester=user, limit=PAGE, cursor=cursor, order="rank", now=now
     )
-    mine = [a for a in page.items if user not in a.approvers]
+    mine = [a for a in page.items if may_vote(a, reviewer, now)]
     if not mine and page.cursor is None:
         return {"text": ":tada: Nothing is waiting for you."}
     waiting = await ctx.store.approvals.count_pending(roles=roles, exclude_requester=user, now=now)

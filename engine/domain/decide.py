@@ -40,6 +40,7 @@ __all__ = [
     "apply_expiry",
     "decided_detail",
     "eligible",
+    "may_vote",
     "refusal",
     "refusal_message",
     "run_to_resume",
@@ -148,6 +149,15 @@ def eligible(approval: Approval, reviewer: Reviewer, now: float | None = None) -
     if approval.required_role in reviewer.roles:
         return True
     return now is not None and approval.handed_on(now) and approval.backup_role in reviewer.roles
+
+
+def may_vote(approval: Approval, reviewer: Reviewer, now: float) -> bool:
+    """Whether ``reviewer`` may still cast a vote on ``approval`` at ``now``: eligible, not one person with its
+    requester, and neither they nor anyone a delegation ties them to voted (what a list of their work shows)."""
+    people = reviewer.people
+    if approval.requester in people or not eligible(approval, reviewer, now):
+        return False
+    return not any(voter in people for d in approval.decisions for voter in d.voters)
 
 
 def acting_for(approval: Approval, reviewer: Reviewer, now: float | None = None) -> str | None:

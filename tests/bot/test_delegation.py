@@ -127,6 +127,7 @@ async def test_neither_decides_the_others_request(h: Harness) -> None:
         assert r.status == 200, await r.text()
         aid = (await r.json())["approval"]["id"]
     await h.settle()
+    assert "Nothing is waiting for you" in await _say(h, "U_SUPPORT1", "pending")  # not theirs to decide
     assert (await h.slack.click("U_SUPPORT1", h.card_for(aid), ACTION_APPROVE)).status == 200
     await h.settle()
     assert (await h.svc.store.approvals.get(aid)).decisions == ()
