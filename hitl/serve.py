@@ -30,6 +30,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
 from hitl.engine.workers import worker_name
+from hitl.receipt_keys import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
 
 __all__ = ["Server", "build_server", "new_replica_id"]
 
@@ -58,6 +59,8 @@ class Server:
     webhooks: WebhookDelivery
     config_path: str | None = None
     """The hitl.yaml the API re-reads (tokens, webhooks, workflows)."""
+    receipt_keys: SigningKeys | None = None
+    """The keys receipts are signed with (``receipts:`` in hitl.yaml); None when none are issued."""
 
     @property
     def app(self) -> AsyncApp:
@@ -84,6 +87,7 @@ class Server:
 
         app = http_app(self.bot, forged=forged)
         app.add_subapp(PREFIX, api_app(self.lifecycle, self.config_path))
+        app.router.add_get(JWKS_PATH, jwks_handler(self.receipt_keys))
         return app
 
     async def close(self) -> None:
@@ -116,6 +120,7 @@ async def build_server(
         settings.require_http()
     _warn_plain_http(settings.api_base)
     config = load_config(config_path_for(settings.hitl_config))
+    keys = receipt_keys(config, config_path_for(settings.hitl_config))
     retention = Retention.parse(settings.hitl_retention, settings.hitl_audit_retention)
     clock = clock or SystemClock()
     replica = replica or new_replica_id()
@@ -168,4 +173,5 @@ async def build_server(
         background=background,
         webhooks=webhooks,
         config_path=config_path_for(settings.hitl_config),
+        receipt_keys=keys,
     )

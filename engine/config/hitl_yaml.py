@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
+from hitl.engine.config.receipts import ReceiptsSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.domain.alerts import AlertsSpec
 from hitl.engine.domain.models import Approval
@@ -80,6 +81,8 @@ class HitlConfig(BaseModel):
     mcp: McpSpec = Field(default_factory=McpSpec)
     oversight: OversightSpec = Field(default_factory=OversightSpec)
     alerts: AlertsSpec = Field(default_factory=AlertsSpec)
+    receipts: ReceiptsSpec | None = None
+    """Signed receipts for approved executions, which the protected system checks (absent: none are issued)."""
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""

@@ -25,6 +25,7 @@ from hitl.cli.flows import (
     remote_resume,
     resolve_target,
 )
+from hitl.cli.keys import keys_app
 from hitl.cli.migrate import migrate
 from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, Order, StoreOpt
 from hitl.cli.output import Out, approval_json
@@ -560,6 +561,7 @@ assert _USAGE_ERROR.__name__ == "UsageError"
 app.add_typer(policy_app, name="policy", rich_help_panel=SETUP)
 token_app = typer.Typer(cls=FlagGroup, help="API tokens for `hitl serve`'s HTTP API.", no_args_is_help=True)
 app.add_typer(token_app, name="token", rich_help_panel=SETUP)
+app.add_typer(keys_app, name="keys", rich_help_panel=SETUP)
 app.add_typer(sessions_app, name="sessions", rich_help_panel=RUNS)
 app.add_typer(trust_app, name="trust", rich_help_panel=OVERSIGHT)
 app.add_typer(delegate_app, name="delegate", rich_help_panel=OVERSIGHT)

@@ -1,0 +1,148 @@
+"""The keys ``hitl serve`` signs receipts with: the one that signs now, and the ones that signed before, published
+during a rotation so what they signed still verifies until it expires. Only ``hitl serve`` loads them."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+from joserfc import jws
+from joserfc.errors import JoseError
+from joserfc.jwk import OKPKey
+
+from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.config.receipts import ReceiptsSpec
+from hitl.engine.errors import PolicyError
+from hitl.receipts.verify import RECEIPT_TYPE
+
+__all__ = [
+    "JWKS_PATH",
+    "KeyProblem",
+    "SigningKeys",
+    "jwks_handler",
+    "load_signing_keys",
+    "new_key_pem",
+    "public_kid",
+    "receipt_keys",
+]
+
+JWKS_PATH = "/.well-known/jwks.json"
+"""Where ``hitl serve`` publishes the public keys (RFC 7517), beside its ``receipts.issuer``."""
+JWKS_MAX_AGE = 300
+"""Seconds a verifier may keep the published keys (``Cache-Control``): a new key is published a rotation's overlap
+before it signs, so this is the longest a verifier goes without it."""
+_ALG = "EdDSA"  # what every JOSE library knows; verifiers accept Ed25519 (RFC 9864) too
+
+
+class KeyProblem(ValueError):
+    """A signing key that cannot be used: missing, unreadable, or not an Ed25519 private key."""
+
+
+def new_key_pem() -> bytes:
+    """A new Ed25519 private key, as PKCS #8 PEM (what ``receipts.key_file`` or ``HITL_RECEIPT_KEY`` holds)."""
+    return OKPKey.generate_key("Ed25519", private=True).as_pem(private=True)
+
+
+def public_kid(pem: bytes | str) -> str:
+    """The ``kid`` a key is published under: its RFC 7638 thumbprint (the same for its private and public parts)."""
+    return _import(pem, where="the key", private=False).thumbprint()
+
+
+def _import(pem: bytes | str, *, where: str, private: bool) -> OKPKey:
+    try:
+        key = OKPKey.import_key(pem)
+    except (JoseError, ValueError, TypeError):
+        raise KeyProblem(f"{where} is not an Ed25519 key in PEM form (`hitl keys new` writes one)") from None
+    if key.as_dict(private=False).get("crv") != "Ed25519":
+        raise KeyProblem(f"{where} is not an Ed25519 key (`hitl keys new` writes one)")
+    if private and not key.is_private:
+        raise KeyProblem(f"{where} holds a public key; receipts are signed with the private one")
+    return key
+
+
+class SigningKeys:
+    """``current`` signs; ``previous`` are only published. Each key's ``kid`` is its RFC 7638 thumbprint."""
+
+    def __init__(self, current: OKPKey, previous: Sequence[OKPKey] = ()) -> None:
+        self.current = current
+        self.kid = current.thumbprint()
+        self.previous = [k for k in previous if k.thumbprint() != self.kid]
+        self._header = {"alg": _ALG, "kid": self.kid, "typ": RECEIPT_TYPE}
+
+    def jwks(self) -> dict[str, Any]:
+        """The JWKS document (RFC 7517) of every key a receipt in force may be signed with: public parts only."""
+        return {
+            "keys": [
+                {**key.as_dict(private=False), "kid": key.thumbprint(), "alg": _ALG, "use": "sig"}
+                for key in (self.current, *self.previous)
+            ]
+        }
+
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        """``claims`` as a compact JWS signed with the current key."""
+        with warnings.catch_warnings():  # joserfc warns that RFC 9864 renames EdDSA; the name stays for old verifiers
+            warnings.simplefilter("ignore")
+            return jws.serialize_compact(self._header, orjson.dumps(dict(claims)), self.current, algorithms=[_ALG])
+
+
+def load_signing_keys(
+    spec: ReceiptsSpec, *, environ: Mapping[str, str] = os.environ, base: Path | None = None
+) -> SigningKeys:
+    """The keys ``spec`` names: its ``key_file`` (relative to ``base``, the directory of ``hitl.yaml``) or the PEM
+    in its ``key_env`` variable, and its ``previous`` files. :class:`KeyProblem` saying what is wrong."""
+    if spec.key_file is not None:
+        current = _import(_read(spec.key_file, base), where=f"receipts.key_file {spec.key_file}", private=True)
+    else:
+        pem = environ.get(spec.key_env, "")
+        if not pem.strip():
+            raise KeyProblem(f"receipts has no key: set {spec.key_env} to a PEM (`hitl keys new`) or name key_file")
+        current = _import(pem, where=f"${spec.key_env}", private=True)
+    previous = [_import(_read(p, base), where=f"receipts.previous {p}", private=False) for p in spec.previous]
+    return SigningKeys(current, previous)
+
+
+def _read(name: str, base: Path | None) -> bytes:
+    path = Path(name) if base is None or Path(name).is_absolute() else base / name
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise KeyProblem(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+log = logging.getLogger(__name__)
+
+
+def receipt_keys(config: HitlConfig, config_path: str | None) -> SigningKeys | None:
+    """The keys ``hitl serve`` signs with, when ``config`` asks for receipts (None otherwise). A key that cannot be
+    used stops a production deployment from starting (:class:`PolicyError`); elsewhere it is logged and no receipt
+    is issued, so every protected system refuses what it would have covered (fail closed)."""
+    if config.receipts is None:
+        return None
+    base = Path(config_path).resolve().parent if config_path else None
+    try:
+        return load_signing_keys(config.receipts, base=base)
+    except KeyProblem as exc:
+        if config.production:
+            raise PolicyError(f"production: true and receipts are configured, but {exc}") from None
+        log.warning("no receipts will be issued: %s", exc)
+        return None
+
+
+def jwks_handler(keys: SigningKeys | None) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """``GET /.well-known/jwks.json``: the public keys, cacheable for :data:`JWKS_MAX_AGE` seconds (404 when this
+    deployment issues no receipts)."""
+    document = keys.jwks() if keys is not None else None
+
+    async def jwks(_: web.Request) -> web.StreamResponse:
+        if document is None:
+            raise web.HTTPNotFound(text="this deployment issues no receipts (receipts: in hitl.yaml)")
+        headers = {"Cache-Control": f"public, max-age={JWKS_MAX_AGE}"}
+        return web.json_response(document, headers=headers, content_type="application/jwk-set+json")
+
+    return jwks

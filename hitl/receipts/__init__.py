@@ -1,0 +1,33 @@
+"""Receipts: what a protected system checks before it acts on a call hitl let through.
+
+A receipt is a compact JWS (RFC 7515) signed with Ed25519 by ``hitl serve`` for one execution of one approved call:
+it names the tool, the SHA-256 of the exact arguments that run (RFC 8785 canonical JSON), who approved it and for
+whom, and expires in minutes. A service checks it with :func:`verify` and the deployment's public keys (its
+``/.well-known/jwks.json``), and spends it once (``POST /api/v1/receipts/redeem``, or the ``jti`` stored in its own
+transaction)::
+
+    from hitl.receipts import RemoteKeys, verify
+
+    keys = RemoteKeys("https://hitl.example.com/.well-known/jwks.json")
+    claims = verify(receipt, tool="pay", args={"to": "V-1", "amount": 120}, keys=keys, audience="payments")
+
+This module needs only ``joserfc`` and ``rfc8785``: none of the engine.
+"""
+
+from __future__ import annotations
+
+from hitl.receipts.digest import args_sha256
+from hitl.receipts.failures import ReceiptError, ReceiptFailure
+from hitl.receipts.keys import Keys, KeySet, RemoteKeys
+from hitl.receipts.verify import RECEIPT_TYPE, verify
+
+__all__ = [
+    "RECEIPT_TYPE",
+    "KeySet",
+    "Keys",
+    "ReceiptError",
+    "ReceiptFailure",
+    "RemoteKeys",
+    "args_sha256",
+    "verify",
+]
