@@ -19,6 +19,7 @@ from hitl.engine.domain.halts import acted_on, covering
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer
 from hitl.engine.domain.practice import is_practice
+from hitl.engine.domain.receipts import receipt_problem
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.spot_checks import is_spot_check
@@ -27,6 +28,7 @@ from hitl.engine.stop_switch import StopSwitch, halted
 
 if TYPE_CHECKING:
     from hitl.engine.ports import Store
+from hitl.engine.receipts import ReceiptIssuer
 
 __all__ = [
     "DECISION_GUARDS",
@@ -42,6 +44,7 @@ __all__ = [
     "HaltedProposals",
     "PracticeEdits",
     "ProposalGuard",
+    "ReceiptableArguments",
     "admission_order",
 ]
 
@@ -55,6 +58,8 @@ class GuardedService(Protocol):
     store: Store
     switch: StopSwitch
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
+    receipts: ReceiptIssuer | None
+    """The receipts ``hitl.yaml`` asks for (None: none)."""
 
     async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal made outside the store's atomic step."""
@@ -184,6 +189,27 @@ class HaltedProposals:
         raise refusal
 
 
+class ReceiptableArguments:
+    """With receipts asked for, arguments a receipt could not bind (outside what RFC 8785 encodes) are refused
+    before an approval exists: a person would otherwise approve a call nothing could ever let run."""
+
+    def passes(self, admission: Admission, service: GuardedService) -> bool:
+        """No receipts asked for (the common case): nothing to check."""
+        return service.receipts is None
+
+    async def admit(self, admission: Admission, service: GuardedService) -> None:
+        for i, item in enumerate(admission.items):
+            problem = receipt_problem(item)
+            if problem is None:
+                continue
+            where = f" (item {i + 1})" if len(admission.items) > 1 else ""
+            detail = f"{where}: {problem}"
+            await service.store.audit.append(admission.refused(ErrorCode.INVALID_INPUT, detail, item=item))
+            raise InvalidInput(
+                f"{problem}; a receipt could not bind them, so nothing was proposed", tool=admission.request.tool
+            )
+
+
 class HaltedDecisions:
     """Halted tools are not approved (rejecting still works); a spot check, which runs nothing, is answered."""
 
@@ -212,7 +238,7 @@ class PracticeEdits:
             attempt.request = replace(request, kind=DecisionKind.REJECT, args=None, reason=request.reason or "edited")
 
 
-PROPOSAL_GUARDS: Sequence[ProposalGuard] = (ArgumentSchemas(), HaltedProposals())
+PROPOSAL_GUARDS: Sequence[ProposalGuard] = (ArgumentSchemas(), ReceiptableArguments(), HaltedProposals())
 """The guards every proposal meets, in order."""
 DECISION_GUARDS: Sequence[DecisionGuard] = (HaltedDecisions(), PracticeEdits())
 """The guards every decision meets, in order."""

@@ -1,6 +1,6 @@
 """Ports: what the engine needs from the outside context, as ``typing.Protocol``s.
 
-The store is fifteen narrow ports, one per concern, that a backend implements as small classes sharing one
+The store is sixteen narrow ports, one per concern, that a backend implements as small classes sharing one
 connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
 callers pass one object but each piece of code depends only on the part it uses. Implementations live in
 ``hitl.engine.storage`` (stores) and ``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in
@@ -22,6 +22,7 @@ from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
 from hitl.engine.domain.ranking import PendingOrder
+from hitl.engine.domain.receipts import Issued, Redemption
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
 from hitl.engine.domain.runs import RunResult, StoredRun
@@ -42,6 +43,8 @@ __all__ = [
     "Notifier",
     "Purger",
     "RateWindows",
+    "ReceiptLedger",
+    "ReceiptSigner",
     "ReviewerDirectory",
     "RunReporter",
     "RunStore",
@@ -144,8 +147,20 @@ class ExecutionLedger(Protocol):
     """Execution claims under idempotency keys: exactly one claimant runs an effect (see :class:`Claim`)."""
 
     async def claim(
-        self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
-    ) -> Claim: ...
+        self,
+        key: str,
+        *,
+        action_hash: str,
+        holder: str,
+        now: float,
+        lease: float,
+        retry_failed: bool = False,
+        receipt: Issued | None = None,
+    ) -> Claim:
+        """Claim the execution under ``key``. With ``receipt``: a claim acquired for a new attempt (not one
+        recovered from a holder that died) records the receipt's issue in the same atomic step; any other answer
+        records nothing, so no receipt exists for an attempt that was refused."""
+        ...
 
     async def record_outcome(
         self, key: str, *, holder: str, attempt: int, ok: bool, result: dict[str, Any], now: float
@@ -250,6 +265,24 @@ class JobQueue(Protocol):
         """Mark done every open job of ``kind`` queued for ``approval_id``: follow-up work the deciding process
         finished itself (the CLI resumes a run inline; the resume queued with the decision is then moot). The number
         settled; a job a consumer holds meanwhile is harmless (handlers are idempotent)."""
+        ...
+
+
+class ReceiptLedger(Protocol):
+    """The receipts issued (each recorded by the execution claim it was issued with) and their one use."""
+
+    async def redeem(self, jti: str, *, redemption: str | None, now: float) -> Redemption:
+        """Spend the receipt ``jti`` in one atomic step: the first time, or again under the same ``redemption`` id
+        (a retry of the same use), says so; any other use finds it spent; one never issued here (or purged, past
+        its ``exp`` and :data:`~hitl.engine.domain.receipts.LEEWAY`) is unknown."""
+        ...
+
+    async def issued(self, jti: str) -> Issued | None:
+        """The record of the receipt ``jti``, while it is kept."""
+        ...
+
+    async def purge(self, *, now: float) -> int:
+        """Remove the records past their ``exp`` and the leeway: how many."""
         ...
 
 
@@ -474,6 +507,11 @@ class Store(Protocol):
         ...
 
     @property
+    def receipts(self) -> ReceiptLedger:
+        """The receipts issued and their use."""
+        ...
+
+    @property
     def halts(self) -> HaltOrders:
         """The stop switch's orders."""
         ...
@@ -545,6 +583,14 @@ class Notifier(Protocol):
     async def action_notified(self, *, tool: str, args: dict[str, Any], session_id: str, reason: str) -> None:
         """A call ran with an FYI to reviewers. Its ``fyi`` job (payload: these fields) was queued by the service
         with the call's audit entry, before the call went ahead: the Slack notifier posts the queued jobs."""
+        ...
+
+
+class ReceiptSigner(Protocol):
+    """Signs a receipt's claims (``hitl serve``'s keys: no other process holds them)."""
+
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        """``claims`` as a compact JWS."""
         ...
 
 

@@ -58,7 +58,8 @@ from hitl.engine.guards import (
     ProposalGuard,
     admission_order,
 )
-from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store
+from hitl.engine.ports import Clock, Notifier, ReceiptSigner, ReviewerDirectory, Store
+from hitl.engine.receipts import ReceiptIssuer
 from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.subscribers import SUBSCRIBERS
 from hitl.engine.subscribers.windows import count_windows, forget_windows
@@ -162,6 +163,9 @@ class ApprovalService:
     proposal_guards: Sequence[ProposalGuard] = PROPOSAL_GUARDS
     decision_guards: Sequence[DecisionGuard] = DECISION_GUARDS
     subscribers: Sequence[FactSubscriber] = SUBSCRIBERS
+    receipts: ReceiptIssuer | None = None
+    """``receipts:`` of ``hitl.yaml``: a receipt with each execution claim of an approved action (issued where the
+    key is: ``hitl serve``); None when none are asked for."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     delegations: Delegations = field(init=False)
@@ -184,8 +188,10 @@ class ApprovalService:
         clock: Clock,
         notifier: Notifier | None = None,
         validate_args: ArgsValidator | None = None,
+        signer: ReceiptSigner | None = None,
     ) -> ApprovalService:
-        """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``."""
+        """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``;
+        with ``signer`` (``hitl serve``'s key), issuing the receipts ``receipts:`` asks for."""
         return cls(
             store=store,
             policy=config.build_policy(),
@@ -199,6 +205,7 @@ class ApprovalService:
             events=Outbox(store, clock, config.api.webhooks, view_of=config.present) if config.api.webhooks else None,
             spot_check=config.oversight.spot_check,
             practice=config.oversight.practice,
+            receipts=ReceiptIssuer(config.receipts, signer, clock) if config.receipts else None,
         )
 
     @property

@@ -22,6 +22,7 @@ from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.retention import Retention
 from hitl.engine.events import Outbox
 from hitl.engine.ports import Clock, Store
+from hitl.engine.receipts import ReceiptSweep
 from hitl.engine.runtime.alerts import AlertWatch
 from hitl.engine.runtime.background import Background
 from hitl.engine.runtime.compose import config_path_for
@@ -31,6 +32,7 @@ from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
 from hitl.engine.workers import worker_name
 from hitl.receipt_keys import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
+from hitl.receipts import KeySet
 
 __all__ = ["Server", "build_server", "new_replica_id"]
 
@@ -86,7 +88,8 @@ class Server:
             await refusals.refused(surface="slack", address=address, what=what, reason="no valid Slack signature")
 
         app = http_app(self.bot, forged=forged)
-        app.add_subapp(PREFIX, api_app(self.lifecycle, self.config_path))
+        keys = KeySet(self.receipt_keys.jwks()) if self.receipt_keys is not None else None
+        app.add_subapp(PREFIX, api_app(self.lifecycle, self.config_path, receipt_keys=keys))
         app.router.add_get(JWKS_PATH, jwks_handler(self.receipt_keys))
         return app
 
@@ -142,6 +145,7 @@ async def build_server(
         notifier=side.notifier,
         reporter=side.reporter,
         worker_id=replica,
+        signer=keys,
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
     outbox = runtime.contexts.default.service.events
@@ -162,6 +166,7 @@ async def build_server(
             RetentionSweep(store, clock, retention, actor=purger),
             alerts,
             runtime.contexts.default.service.delegations,  # each delegation that ran out, audited once
+            ReceiptSweep(store, clock),
         ],
         sweep_interval=settings.sweep_interval,
         watchers=[side.notifier.watch_created],

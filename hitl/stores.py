@@ -14,6 +14,7 @@ from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
+from hitl.engine.domain.receipts import Issued, Redemption
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, ClaimState, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
 from hitl.engine.domain.runs import StoredRun
@@ -31,6 +32,7 @@ from hitl.engine.ports import (
     MessageMap,
     Purger,
     RateWindows,
+    ReceiptLedger,
     RunStore,
     Store,
     Tallies,
@@ -56,6 +58,7 @@ __all__ = [
     "ExecutionLedger",
     "HaltOrder",
     "HaltOrders",
+    "Issued",
     "Job",
     "JobQueue",
     "Journal",
@@ -67,6 +70,8 @@ __all__ = [
     "Purged",
     "Purger",
     "RateWindows",
+    "ReceiptLedger",
+    "Redemption",
     "Retention",
     "Reviewer",
     "RunStore",

@@ -100,6 +100,9 @@ class Ticket:
     code: str = ""
     trusted: bool = False
     """The reviewer approved with Trust: later calls of this tool in this session run without asking."""
+    receipt: str | None = None
+    """Once its execution is claimed (:meth:`ToolGate.begin`) where receipts are issued (``receipts:`` in
+    ``hitl.yaml``, in ``hitl serve``): the signed receipt the protected system checks before it acts."""
 
     @property
     def runs(self) -> bool:
@@ -327,6 +330,8 @@ class ToolGate:
         refuse_non_actions(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
         store, clock = self.service.store, self.service.clock
+        receipts = self.service.receipts
+        issued = receipts.issue(ticket.approval, dict(ticket.args), key=ticket.key) if receipts is not None else None
         try:
             claim = await store.ledger.claim(
                 ticket.key,
@@ -334,6 +339,7 @@ class ToolGate:
                 holder=self.worker_id,
                 now=clock.now(),
                 lease=self.lease,
+                receipt=issued[1] if issued is not None else None,  # recorded only if this attempt is handed out
             )
         except ClaimRefused as exc:
             if exc.code is not ErrorCode.CLAIM_IN_PROGRESS:
@@ -359,7 +365,7 @@ class ToolGate:
                 code=ErrorCode.EFFECT_IN_DOUBT,
             )
         approval = await self.effects.mark(ticket.approval, Status.EXECUTING)
-        return replace(ticket, approval=approval)
+        return replace(ticket, approval=approval, receipt=issued[0] if issued is not None else None)
 
     async def finish(self, ticket: Ticket, *, ok: bool, detail: str = "") -> None:
         """Record the outcome of an execution claimed with :meth:`begin`."""

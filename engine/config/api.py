@@ -23,6 +23,8 @@ class Scope(StrEnum):
     DECIDE = "decide"
     PROPOSE = "propose"
     RUN = "run"
+    REDEEM = "redeem"
+    """Spend receipts (``POST /receipts/redeem``): what a protected system's token holds."""
     ADMIN = "admin"
 
 
@@ -56,6 +58,9 @@ class ApiTokenSpec(_Spec):
     """When set, the token decides only with these of its reviewer's roles."""
     tools: list[str] | None = None
     """When set, the token may see, decide and propose only these tools."""
+    audience: str | None = Field(default=None, min_length=1, max_length=200)
+    """For a ``redeem`` token: the protected system it is, so it spends only receipts issued for it (their ``aud``);
+    without one it spends only receipts that name no audience."""
 
 
 class WebhookSpec(_Spec):

@@ -26,7 +26,7 @@ from typing import Any
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.domain.runs import RunState
 from hitl.engine.execution.tools import Tool, load_tools
-from hitl.engine.ports import Clock, Notifier, Store
+from hitl.engine.ports import Clock, Notifier, ReceiptSigner, Store
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
 from hitl.engine.workflow.definition import LoadedWorkflow, WorkflowFiles
@@ -85,6 +85,7 @@ def compose(
     notifier: Notifier | None = None,
     worker_id: str | None = None,
     workflows: WorkflowFiles | None = None,
+    signer: ReceiptSigner | None = None,
 ) -> RunContext:
     """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``.
     ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them)."""
@@ -94,7 +95,9 @@ def compose(
     def validate(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         return tools[tool].schema.validate(args) if tool in tools else args
 
-    service = ApprovalService.from_config(config, store=store, clock=clock, notifier=notifier, validate_args=validate)
+    service = ApprovalService.from_config(
+        config, store=store, clock=clock, notifier=notifier, validate_args=validate, signer=signer
+    )
     return RunContext(
         config=config,
         config_path=config_path,
@@ -114,6 +117,7 @@ class RunContexts:
         config_path: ``--config`` / ``HITL_CONFIG`` (None: look beside the workflow, then ``./hitl.yaml``).
         notifier: tells reviewers (``hitl serve``'s Slack notifier); None elsewhere.
         worker_id: names this process in execution claims and the audit log.
+        signer: signs receipts (``hitl serve``'s key); None in every other process.
     """
 
     def __init__(
@@ -124,8 +128,10 @@ class RunContexts:
         config_path: str | None,
         notifier: Notifier | None = None,
         worker_id: str | None = None,
+        signer: ReceiptSigner | None = None,
     ) -> None:
         self.store = store
+        self.signer = signer
         self.clock = clock
         self.config_path = config_path
         self.notifier = notifier
@@ -165,5 +171,6 @@ class RunContexts:
                 notifier=self.notifier,
                 worker_id=self.worker_id,
                 workflows=self.workflows,
+                signer=self.signer,
             )
         return self._cache[key]

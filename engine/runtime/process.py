@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from hitl.engine.clocks import FakeClock, SystemClock
 from hitl.engine.errors import InvalidInput, NotFound
-from hitl.engine.ports import Clock, Notifier, RunReporter, Store
+from hitl.engine.ports import Clock, Notifier, ReceiptSigner, RunReporter, Store
 from hitl.engine.runtime.compose import RunContexts
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
@@ -68,11 +68,14 @@ class Runtime:
         notifier: Notifier | None = None,
         reporter: RunReporter | None = None,
         worker_id: str | None = None,
+        signer: ReceiptSigner | None = None,
     ) -> Runtime:
         """``worker_id``: this process's name as run owner, claim holder and job consumer (default: a unique
         ``hitl:host:pid:id``; a name shared by two processes would let each take the other's runs for its own)."""
         name = worker_id or worker_name("hitl")
-        contexts = RunContexts(store=store, clock=clock, config_path=config_path, notifier=notifier, worker_id=name)
+        contexts = RunContexts(
+            store=store, clock=clock, config_path=config_path, notifier=notifier, worker_id=name, signer=signer
+        )
         return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=name))
 
     async def close(self) -> None:

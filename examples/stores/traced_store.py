@@ -28,6 +28,7 @@ from hitl.stores import (
     MessageMap,
     Purger,
     RateWindows,
+    ReceiptLedger,
     RunStore,
     Store,
     Tallies,
@@ -45,6 +46,7 @@ PORTS = (
     "trust",
     "halts",
     "delegations",
+    "receipts",
     "holds",
     "alerts",
     "windows",
@@ -69,6 +71,7 @@ class TracedStore:
     trust: TrustStore
     halts: HaltOrders
     delegations: DelegationStore
+    receipts: ReceiptLedger
     holds: CallHolds
     alerts: AlertStates
     windows: RateWindows

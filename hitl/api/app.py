@@ -17,8 +17,9 @@ from aiohttp import web
 
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
+from hitl.receipts.keys import Keys
 
-from . import approvals, delegations, executions, grants, oversight, runs
+from . import approvals, delegations, executions, grants, oversight, receipts, runs
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -98,6 +99,7 @@ def endpoints() -> list[Endpoint]:
         *oversight.routes(),
         *grants.routes(),
         *delegations.routes(),
+        *receipts.routes(),
     ]
 
 
@@ -111,12 +113,19 @@ async def _openapi(request: web.Request) -> web.Response:
     return web.json_response(openapi_document())
 
 
-def api_app(lifecycle: RunLifecycle, config_path: str | None, *, limiter: RateLimiter | None = None) -> web.Application:
-    """The API as an aiohttp sub-application, to mount at :data:`PREFIX` (``hitl serve`` does)."""
+def api_app(
+    lifecycle: RunLifecycle,
+    config_path: str | None,
+    *,
+    limiter: RateLimiter | None = None,
+    receipt_keys: Keys | None = None,
+) -> web.Application:
+    """The API as an aiohttp sub-application, to mount at :data:`PREFIX` (``hitl serve`` does); ``receipt_keys``:
+    the public keys a receipt is checked with before it is spent."""
     app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024 + 1)
     limiter = limiter or RateLimiter()
     unauthenticated = Unauthenticated(lifecycle.store, lifecycle.contexts.clock, limiter=limiter)
-    app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter, unauthenticated)
+    app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter, unauthenticated, receipt_keys)
     app.router.add_get("/openapi.json", _openapi)
     app.add_routes([e.route() for e in endpoints()])
     return app

@@ -24,6 +24,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.ports import ReviewerDirectory
 from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
+from hitl.receipts.keys import Keys
 
 from .limits import RateLimiter
 from .problems import ApiError, from_validation
@@ -84,6 +85,8 @@ class ApiContext:
     limiter: RateLimiter
     unauthenticated: Unauthenticated
     """Requests without a valid token: audited up to a rate per address."""
+    receipt_keys: Keys | None = None
+    """The public keys receipts are checked with before one is spent (None: this deployment issues none)."""
 
     async def reviewer(
         self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None

@@ -104,6 +104,7 @@ async def claim(request: web.Request) -> web.Response:
         acquired=True,
         args=dict(ticket.args),
         approval=ApprovalView.of(ticket.approval, ctx.present(ticket.approval)),
+        receipt=ticket.receipt,
     )
     return web.json_response(view.model_dump(mode="json"))
 

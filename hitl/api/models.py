@@ -42,6 +42,8 @@ __all__ = [
     "OutcomeRequest",
     "ProposalRequest",
     "ProposalView",
+    "RedeemRequest",
+    "Redeemed",
     "ResumeRequest",
     "RunStartRequest",
     "RunView",
@@ -337,6 +339,30 @@ class ClaimView(_Out):
     args: Args
     """Run exactly these."""
     approval: ApprovalView
+    receipt: str | None = None
+    """The signed receipt for this execution (``receipts:`` in hitl.yaml): pass it to the protected system, which
+    checks it (``hitl.receipts.verify``) and spends it once (``POST /receipts/redeem``). Null when none is issued."""
+
+
+class RedeemRequest(_In):
+    """Spend a receipt: the protected system's one use of it."""
+
+    receipt: str = Field(min_length=20, max_length=16_000)
+    """The compact JWS as the agent passed it."""
+    redemption: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")] | None = None
+    """The caller's id for this use: redeeming again under the same id (a retry after a timeout) answers 200 again;
+    without one, every redeem after the first is refused."""
+
+
+class Redeemed(_Out):
+    """A receipt spent (or, under the same redemption id, spent before by this use): act on it."""
+
+    jti: str
+    sub: str
+    tool: str
+    first: bool
+    """False when this redemption id spent it before (a retry): act as the first answer said."""
+    claims: dict[str, Any]
 
 
 class OutcomeRequest(_In):

@@ -38,6 +38,8 @@ class Caller:
     scopes: frozenset[Scope]
     roles: frozenset[str] | None
     tools: frozenset[str] | None
+    audience: str | None = None
+    """The protected system a ``redeem`` token speaks for (the receipts' ``aud`` it may spend)."""
 
     @property
     def via(self) -> str:
@@ -83,4 +85,5 @@ class TokenBook:
             scopes=frozenset(found.scopes),
             roles=frozenset(found.roles) if found.roles is not None else None,
             tools=frozenset(found.tools) if found.tools is not None else None,
+            audience=found.audience,
         )

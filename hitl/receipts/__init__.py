@@ -19,7 +19,7 @@ from __future__ import annotations
 from hitl.receipts.digest import args_sha256
 from hitl.receipts.failures import ReceiptError, ReceiptFailure
 from hitl.receipts.keys import Keys, KeySet, RemoteKeys
-from hitl.receipts.verify import RECEIPT_TYPE, verify
+from hitl.receipts.verify import RECEIPT_TYPE, verified_claims, verify
 
 __all__ = [
     "RECEIPT_TYPE",
@@ -29,5 +29,6 @@ __all__ = [
     "ReceiptFailure",
     "RemoteKeys",
     "args_sha256",
+    "verified_claims",
     "verify",
 ]

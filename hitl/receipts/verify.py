@@ -15,7 +15,7 @@ from hitl.receipts.digest import args_sha256
 from hitl.receipts.failures import ReceiptError, ReceiptFailure
 from hitl.receipts.keys import Keys
 
-__all__ = ["ALGORITHMS", "RECEIPT_TYPE", "verify"]
+__all__ = ["ALGORITHMS", "RECEIPT_TYPE", "verified_claims", "verify"]
 
 RECEIPT_TYPE = "hitl-receipt+jwt"
 """The ``typ`` header of every receipt."""
@@ -42,6 +42,29 @@ def verify(
 
     It checks the receipt, not that it was not used before: spend it once (``POST /api/v1/receipts/redeem``, or keep
     its ``jti`` in the same transaction as the effect)."""
+    claims = verified_claims(receipt, keys=keys, audience=audience, leeway=leeway, now=now, issuer=issuer)
+    if claims["tool"] != tool:
+        raise ReceiptError(ReceiptFailure.WRONG_TOOL, f"issued for {claims['tool']!r}, not {tool!r}")
+    try:
+        digest = args_sha256(args)
+    except ValueError as exc:
+        raise ReceiptError(ReceiptFailure.WRONG_ARGUMENTS, str(exc)) from None
+    if claims["args_sha256"] != digest:
+        raise ReceiptError(ReceiptFailure.WRONG_ARGUMENTS, "issued for other arguments than these")
+    return claims
+
+
+def verified_claims(
+    receipt: str,
+    *,
+    keys: Keys,
+    audience: str | None = None,
+    leeway: float = 30.0,
+    now: float | None = None,
+    issuer: str | None = None,
+) -> dict[str, Any]:
+    """The claims of ``receipt`` once its signature, type, time, issuer and audience check out (what :func:`verify`
+    checks before the tool and the arguments, which the caller may not have: the redeem endpoint)."""
     header = _header(receipt)
     kid = header.get("kid")
     if not isinstance(kid, str) or not kid:
@@ -63,14 +86,6 @@ def verify(
     _check_time(claims, leeway, time.time() if now is None else now)
     if issuer is not None and claims["iss"] != issuer.rstrip("/"):
         raise ReceiptError(ReceiptFailure.WRONG_ISSUER, f"issued by {claims['iss']}, not {issuer}")
-    if claims["tool"] != tool:
-        raise ReceiptError(ReceiptFailure.WRONG_TOOL, f"issued for {claims['tool']!r}, not {tool!r}")
-    try:
-        digest = args_sha256(args)
-    except ValueError as exc:
-        raise ReceiptError(ReceiptFailure.WRONG_ARGUMENTS, str(exc)) from None
-    if claims["args_sha256"] != digest:
-        raise ReceiptError(ReceiptFailure.WRONG_ARGUMENTS, "issued for other arguments than these")
     aud = claims.get("aud")
     if aud != audience and not (isinstance(aud, list) and audience in aud):
         raise ReceiptError(ReceiptFailure.WRONG_AUDIENCE, f"issued for audience {aud!r}, not {audience!r}")

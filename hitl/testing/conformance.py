@@ -24,6 +24,7 @@ from hitl.engine.testing.conformance.holds import HoldsConformance
 from hitl.engine.testing.conformance.jobs import JobsConformance
 from hitl.engine.testing.conformance.journal import JournalConformance
 from hitl.engine.testing.conformance.ledger import LedgerConformance
+from hitl.engine.testing.conformance.receipts import ReceiptsConformance
 from hitl.engine.testing.conformance.records import RecordsConformance
 from hitl.engine.testing.conformance.retention import RetentionConformance
 from hitl.engine.testing.conformance.runs import RunsConformance
@@ -45,6 +46,7 @@ __all__ = [
     "JobsConformance",
     "JournalConformance",
     "LedgerConformance",
+    "ReceiptsConformance",
     "RecordsConformance",
     "RetentionConformance",
     "RunsConformance",
@@ -62,6 +64,7 @@ STORE_SUITES: tuple[type, ...] = (
     TrustConformance,
     HaltsConformance,
     DelegationsConformance,
+    ReceiptsConformance,
     HoldsConformance,
     AlertsConformance,
     WindowsConformance,

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from hitl.engine.config.hitl_yaml import parse_config
-from hitl.engine.errors import EngineError, PolicyError
+from hitl.engine.errors import EngineError
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.receipt_keys import public_kid
 from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
 from tests.bot.conftest import CONFIG, start, stop
+from tests.ports import free_port
 
 RECEIPTS = """
 receipts:
@@ -74,8 +75,15 @@ async def test_production_with_an_unreadable_key_does_not_start(tmp_path: Path, 
     config = tmp_path / "hitl.yaml"
     text = CONFIG.read_text() + RECEIPTS.format(key="missing.pem", old="missing-too.pem")
     config.write_text(text + "production: true\n")
-    with pytest.raises(PolicyError, match="cannot read"):
-        await start(SqliteStore(tmp_path / "s.db"), clock, config=config)
+    env = {
+        "HITL_CONFIG": str(config),
+        "HITL_STORE": f"sqlite:///{tmp_path / 's.db'}",
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_SIGNING_SECRET": "test-secret",
+        "SLACK_API_URL": "http://127.0.0.1:9/api/",  # never reached: it stops before
+    }
+    code, _, err = await hitl("serve", "--port", str(free_port()), env=env)
+    assert code != 0 and "production: true and receipts are configured" in err and "cannot read" in err, err
     config.write_text(text)  # not production: it starts, issues none, and publishes none
     h = await start(SqliteStore(tmp_path / "s2.db"), clock, config=config)
     try:

@@ -13,6 +13,7 @@ from hitl.testing.conformance import (
     JobsConformance,
     JournalConformance,
     LedgerConformance,
+    ReceiptsConformance,
     RecordsConformance,
     RetentionConformance,
     RunsConformance,
@@ -55,6 +56,10 @@ class TestHalts(HaltsConformance):
 
 
 class TestDelegations(DelegationsConformance):
+    pass
+
+
+class TestReceipts(ReceiptsConformance):
     pass
 
 

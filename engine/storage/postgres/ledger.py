@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
+from hitl.engine.storage.postgres.receipts import insert_receipt
 from hitl.engine.storage.postgres.rows import load_claim, rows_touched, write_claim
 
 __all__ = ["PgLedger"]
@@ -19,7 +21,15 @@ class PgLedger:
         self.db = db
 
     async def claim(
-        self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
+        self,
+        key: str,
+        *,
+        action_hash: str,
+        holder: str,
+        now: float,
+        lease: float,
+        retry_failed: bool = False,
+        receipt: Issued | None = None,
     ) -> Claim:
         async def tx(c: Conn) -> Claim:
             out = claim_rules.next_claim(
@@ -33,6 +43,8 @@ class PgLedger:
             )
             if out.acquired:
                 await write_claim(c, out)
+                if receipt is not None and not out.recovered:
+                    await insert_receipt(c, receipt)
             return out
 
         return await self.db.run(tx)

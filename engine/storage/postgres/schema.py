@@ -279,6 +279,18 @@ CREATE TABLE IF NOT EXISTS delegations (
 CREATE INDEX IF NOT EXISTS delegations_open ON delegations (delegator, until) WHERE ended_at IS NULL;
 """
 
+_V13 = """
+-- Receipts issued with execution claims (each written in its claim's transaction), and their one use.
+CREATE TABLE IF NOT EXISTS receipts (
+    jti TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    exp DOUBLE PRECISION NOT NULL,
+    redeemed BOOLEAN NOT NULL DEFAULT false,
+    redemption TEXT
+);
+CREATE INDEX IF NOT EXISTS receipts_by_exp ON receipts (exp);
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -292,5 +304,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (10, _V10),
     (11, _V11),
     (12, _V12),
+    (13, _V13),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

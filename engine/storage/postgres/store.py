@@ -16,6 +16,7 @@ from hitl.engine.storage.postgres.journal import PgJournal
 from hitl.engine.storage.postgres.ledger import PgLedger
 from hitl.engine.storage.postgres.messages import PgMessages
 from hitl.engine.storage.postgres.purge import PgPurger
+from hitl.engine.storage.postgres.receipts import PgReceipts
 from hitl.engine.storage.postgres.runs import PgRuns
 from hitl.engine.storage.postgres.tallies import PgTallies
 from hitl.engine.storage.postgres.trust import PgTrust
@@ -46,6 +47,7 @@ class PostgresStore:
         self.trust = PgTrust(self.db)
         self.halts = PgHalts(self.db)
         self.delegations = PgDelegations(self.db)
+        self.receipts = PgReceipts(self.db)
         self.holds = PgHolds(self.db)
         self.alerts = PgAlerts(self.db)
         self.windows = PgWindows(self.db)

@@ -155,6 +155,7 @@ class RedisConnection:
         self.events_script: AsyncScript = client.register_script(_lua("events"))
         self.halt_script: AsyncScript = client.register_script(_lua("halt"))
         self.delegate_script: AsyncScript = client.register_script(_lua("delegate"))
+        self.redeem_script: AsyncScript = client.register_script(_lua("redeem"))
         self.hold_script: AsyncScript = client.register_script(_lua("hold"))
         self.commit_script: AsyncScript = client.register_script(_lua("commit"))
         self.open_script: AsyncScript = client.register_script(_lua("open"))
@@ -387,6 +388,11 @@ class RedisConnection:
     def claim_key(self, key: str) -> str:
         """An execution claim's hash (its key holds the caller's run and idempotency ids: encoded)."""
         return f"{self.p}:claim:{{{key_part(key)}}}"
+
+    def receipt_key(self, jti: str) -> str:
+        """A receipt's record (a hash: its claim's key, exp, whether and under which redemption id it was spent),
+        expiring with it; the ``jti`` is encoded (a redeem names it)."""
+        return f"{self.p}:receipt:{{{key_part(jti)}}}"
 
     def window_key(self, key: str) -> str:
         """A rolling window's sorted set (its key holds argument values: encoded)."""

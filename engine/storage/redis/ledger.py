@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from hitl.engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress
+from hitl.engine.domain.receipts import LEEWAY, Issued
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
@@ -24,10 +25,22 @@ class RedisLedger:
         return self.conn.claim_key(key)
 
     async def claim(
-        self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
+        self,
+        key: str,
+        *,
+        action_hash: str,
+        holder: str,
+        now: float,
+        lease: float,
+        retry_failed: bool = False,
+        receipt: Issued | None = None,
     ) -> Claim:
         args = [action_hash, holder, repr(now), repr(now + lease), "1" if retry_failed else "0"]
-        out = [text(x) for x in await self.conn.call(self.conn.claim_script, [self._key(key)], args)]
+        keys = [self._key(key)]
+        if receipt is not None:  # kept to its exp and the leeway, counted from now (whatever the server's clock)
+            keys.append(self.conn.receipt_key(receipt.jti))
+            args += [receipt.key, repr(receipt.exp), str(max(1, int((receipt.exp + LEEWAY - now) * 1000)))]
+        out = [text(x) for x in await self.conn.call(self.conn.claim_script, keys, args)]
         if out[0] == "acquired":
             return Claim(
                 key=key,

@@ -21,6 +21,7 @@ from hitl.engine.storage.redis.journal import RedisJournal
 from hitl.engine.storage.redis.ledger import RedisLedger
 from hitl.engine.storage.redis.messages import RedisMessages
 from hitl.engine.storage.redis.purge import RedisPurger
+from hitl.engine.storage.redis.receipts import RedisReceipts
 from hitl.engine.storage.redis.runs import RedisRuns
 from hitl.engine.storage.redis.tallies import RedisTallies
 from hitl.engine.storage.redis.trust import RedisTrust
@@ -53,6 +54,7 @@ class RedisStore:
         self.trust = RedisTrust(self.conn)
         self.halts = RedisHalts(self.conn)
         self.delegations = RedisDelegations(self.conn)
+        self.receipts = RedisReceipts(self.conn)
         self.holds = RedisHolds(self.conn)
         self.alerts = RedisAlerts(self.conn)
         self.windows = RedisWindows(self.conn)

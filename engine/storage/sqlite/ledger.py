@@ -6,8 +6,10 @@ import sqlite3
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim
 from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.receipts import insert_receipt
 from hitl.engine.storage.sqlite.rows import load_claim, write_claim
 
 __all__ = ["SqliteLedger"]
@@ -20,7 +22,15 @@ class SqliteLedger:
         self.db = db
 
     async def claim(
-        self, key: str, *, action_hash: str, holder: str, now: float, lease: float, retry_failed: bool = False
+        self,
+        key: str,
+        *,
+        action_hash: str,
+        holder: str,
+        now: float,
+        lease: float,
+        retry_failed: bool = False,
+        receipt: Issued | None = None,
     ) -> Claim:
         def tx(c: sqlite3.Connection) -> Claim:
             out = claim_rules.next_claim(
@@ -34,6 +44,8 @@ class SqliteLedger:
             )
             if out.acquired:
                 write_claim(c, out)
+                if receipt is not None and not out.recovered:
+                    insert_receipt(c, receipt)
             return out
 
         return await self.db.run(tx)

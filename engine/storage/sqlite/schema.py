@@ -5,8 +5,8 @@ file's write lock (so two processes opening it at once apply each once), or by `
 Version 7 brings any earlier file (the versions before migrations were listed) up to the tables of :data:`SCHEMA`; a
 change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
-approvals; 14: the queue's rank; 15: hand-on to a backup role; 16: delegations), never made by editing one
-that was released."""
+approvals; 14: the queue's rank; 15: hand-on to a backup role; 16: delegations; 17: receipts), never made by
+editing one that was released."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ __all__ = [
     "add_missing_columns",
 ]
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -340,6 +340,24 @@ def _to_16(c: sqlite3.Connection) -> None:
         c.execute(statement)
 
 
+RECEIPTS = """
+CREATE TABLE IF NOT EXISTS receipts (
+    jti TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    exp REAL NOT NULL,
+    redeemed INTEGER NOT NULL DEFAULT 0,
+    redemption TEXT
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS receipts_by_exp ON receipts (exp);
+"""
+
+
+def _to_17(c: sqlite3.Connection) -> None:
+    """Receipts issued with execution claims, and their one use (an older hitl issued none)."""
+    for statement in _statements(RECEIPTS):
+        c.execute(statement)
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -351,6 +369,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (14, _to_14),
     (15, _to_15),
     (16, _to_16),
+    (17, _to_17),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -17,6 +17,7 @@ from hitl.engine.storage.sqlite.journal import SqliteJournal
 from hitl.engine.storage.sqlite.ledger import SqliteLedger
 from hitl.engine.storage.sqlite.messages import SqliteMessages
 from hitl.engine.storage.sqlite.purge import SqlitePurger
+from hitl.engine.storage.sqlite.receipts import SqliteReceipts
 from hitl.engine.storage.sqlite.runs import SqliteRuns
 from hitl.engine.storage.sqlite.tallies import SqliteTallies
 from hitl.engine.storage.sqlite.trust import SqliteTrust
@@ -48,6 +49,7 @@ class SqliteStore:
         self.trust = SqliteTrust(self.db)
         self.halts = SqliteHalts(self.db)
         self.delegations = SqliteDelegations(self.db)
+        self.receipts = SqliteReceipts(self.db)
         self.holds = SqliteHolds(self.db)
         self.alerts = SqliteAlerts(self.db)
         self.windows = SqliteWindows(self.db)

@@ -157,6 +157,7 @@ class BreakableStore:
         "trust",
         "halts",
         "delegations",
+        "receipts",
         "holds",
         "alerts",
         "windows",

@@ -1,0 +1,116 @@
+"""Receipts, as the engine issues and spends them. Pure: no I/O, no keys (signing is the port
+:class:`~hitl.engine.ports.ReceiptSigner`'s, done by ``hitl serve`` alone).
+
+A receipt is issued at an execution attempt, recorded in the execution claim's own atomic step (an attempt that is
+refused issues nothing), and spent once when the protected system redeems it. Its ``args_sha256`` is the SHA-256
+of the RFC 8785 canonical JSON of the exact arguments that run: a verifier reproduces it with any RFC 8785 library,
+which the action hash (hitl's own canonical form, with the tool's name) would not allow.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from enum import StrEnum
+from typing import Any
+
+import rfc8785
+from pydantic import BaseModel, ConfigDict
+
+from hitl.engine.domain.models import Approval, ApprovalKind
+
+__all__ = [
+    "LEEWAY",
+    "Basis",
+    "Issued",
+    "Redemption",
+    "receipt_claims",
+    "receipt_digest",
+    "receipt_problem",
+]
+
+LEEWAY = 30.0
+"""Seconds past a receipt's ``exp`` its record is kept (what a verifier's clock may be behind), then purged."""
+
+
+class Basis(StrEnum):
+    """Why the call may run: a person approved it, a reviewer's Trust covers it, or the policy allows it."""
+
+    APPROVAL = "approval"
+    TRUST = "trust"
+    POLICY = "policy"
+
+
+class Issued(BaseModel):
+    """The record of a receipt issued: its ``jti``, the execution it was issued for (claim key and attempt), and
+    when it expires."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    jti: str
+    key: str
+    exp: float
+
+
+class Redemption(StrEnum):
+    """What redeeming a receipt found."""
+
+    FIRST = "first"
+    """Spent now: the protected system may act."""
+    AGAIN = "again"
+    """Spent before under the same redemption id: the same use asked again (a retry); act as the first time said."""
+    SPENT = "spent"
+    """Spent before by another use (or with no redemption id): refuse."""
+    UNKNOWN = "unknown"
+    """Never issued here, or purged after it expired: refuse."""
+
+
+def receipt_digest(args: dict[str, Any]) -> str:
+    """The ``args_sha256`` claim: base64url (no padding) SHA-256 of the arguments' RFC 8785 canonical JSON;
+    :class:`ValueError` for arguments RFC 8785 cannot encode."""
+    try:
+        canonical = rfc8785.dumps(args)
+    except rfc8785.CanonicalizationError as exc:
+        raise ValueError(f"the arguments cannot be put in RFC 8785 canonical JSON: {exc}") from None
+    return base64.urlsafe_b64encode(hashlib.sha256(canonical).digest()).rstrip(b"=").decode("ascii")
+
+
+def receipt_problem(args: dict[str, Any]) -> str | None:
+    """Why ``args`` could never get a receipt (None when they can): refused when proposed, before an approval."""
+    try:
+        receipt_digest(args)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def receipt_claims(
+    approval: Approval,
+    *,
+    args: dict[str, Any],
+    issuer: str,
+    now: float,
+    ttl: float,
+    audience: str | None = None,
+    jti: str | None = None,
+) -> dict[str, Any]:
+    """The claims of the receipt for one execution of ``approval`` with ``args`` (the ones that run, an edit
+    included). Only an action's approval gets one: a practice copy, a spot check, a question is never executed."""
+    if approval.kind is not ApprovalKind.ACTION:
+        raise ValueError(f"{approval.id} is a {approval.kind} approval: nothing runs by it, so it gets no receipt")
+    claims: dict[str, Any] = {
+        "iss": issuer,
+        "sub": approval.id,
+        "jti": jti or f"rct_{secrets.token_urlsafe(16)}",
+        "iat": int(now),
+        "exp": int(now + ttl),
+        "tool": approval.tool,
+        "args_sha256": receipt_digest(args),
+        "basis": str(Basis.APPROVAL),  # a Trust on this approval approved this call too; later ones are `trust`
+        "approvers": list(dict.fromkeys(approval.approvers)),
+        "requester": approval.requester,
+    }
+    if audience is not None:
+        claims["aud"] = audience
+    return claims

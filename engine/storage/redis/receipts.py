@@ -1,0 +1,30 @@
+"""Receipts in Redis: one hash per receipt issued (written by the claim's script), spent once by a script, expiring
+on its own past its ``exp`` and the leeway."""
+
+from __future__ import annotations
+
+from hitl.engine.domain.receipts import LEEWAY, Issued, Redemption
+from hitl.engine.storage.redis.codec import text
+from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+
+__all__ = ["RedisReceipts"]
+
+
+@store_errors
+class RedisReceipts:
+    """:class:`hitl.engine.ports.ReceiptLedger` on Redis."""
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self.conn = conn
+
+    async def redeem(self, jti: str, *, redemption: str | None, now: float) -> Redemption:
+        args = [redemption or "", repr(now), repr(LEEWAY)]
+        found = await self.conn.call(self.conn.redeem_script, [self.conn.receipt_key(jti)], args)
+        return Redemption(text(found[0]))
+
+    async def issued(self, jti: str) -> Issued | None:
+        key, exp = await self.conn.r.hmget(self.conn.receipt_key(jti), ["key", "exp"])
+        return Issued(jti=jti, key=text(key), exp=float(text(exp))) if key is not None else None
+
+    async def purge(self, *, now: float) -> int:
+        return 0  # each record expires on its own (its key's TTL is its exp and the leeway)

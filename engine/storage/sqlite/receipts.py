@@ -1,0 +1,52 @@
+"""Receipts in SQLite: one row per receipt issued (written by the execution claim's transaction), spent once."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from hitl.engine.domain.receipts import LEEWAY, Issued, Redemption
+from hitl.engine.storage.sqlite.connection import SqliteConnection
+
+__all__ = ["SqliteReceipts", "insert_receipt"]
+
+
+def insert_receipt(c: sqlite3.Connection, receipt: Issued) -> None:
+    """Record ``receipt``'s issue in the caller's transaction (the execution claim's)."""
+    c.execute(
+        "INSERT INTO receipts (jti, key, exp, redeemed, redemption) VALUES (?, ?, ?, 0, NULL)",
+        (receipt.jti, receipt.key, receipt.exp),
+    )
+
+
+class SqliteReceipts:
+    """:class:`hitl.engine.ports.ReceiptLedger` on SQLite."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self.db = db
+
+    async def redeem(self, jti: str, *, redemption: str | None, now: float) -> Redemption:
+        def tx(c: sqlite3.Connection) -> Redemption:
+            row = c.execute(
+                "SELECT redeemed, redemption FROM receipts WHERE jti = ? AND exp + ? >= ?", (jti, LEEWAY, now)
+            ).fetchone()
+            if row is None:
+                return Redemption.UNKNOWN
+            if row[0]:
+                return Redemption.AGAIN if redemption is not None and row[1] == redemption else Redemption.SPENT
+            c.execute("UPDATE receipts SET redeemed = 1, redemption = ? WHERE jti = ?", (redemption, jti))
+            return Redemption.FIRST
+
+        return await self.db.run(tx)
+
+    async def issued(self, jti: str) -> Issued | None:
+        def tx(c: sqlite3.Connection) -> Issued | None:
+            row = c.execute("SELECT key, exp FROM receipts WHERE jti = ?", (jti,)).fetchone()
+            return Issued(jti=jti, key=row[0], exp=row[1]) if row is not None else None
+
+        return await self.db.run(tx, write=False)
+
+    async def purge(self, *, now: float) -> int:
+        def tx(c: sqlite3.Connection) -> int:
+            return int(c.execute("DELETE FROM receipts WHERE exp + ? < ?", (LEEWAY, now)).rowcount)
+
+        return await self.db.run(tx)

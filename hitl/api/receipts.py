@@ -1,0 +1,58 @@
+"""``/receipts/redeem``: a protected system spends a receipt once. The receipt is checked first (its signature with
+this deployment's keys, its type, its time, and that it is for the token's audience); only then is it spent, in one
+atomic step of the store, and the spending is audited in its approval's trail."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hitl.engine.config.api import Scope
+from hitl.engine.domain.receipts import Redemption
+from hitl.engine.domain.records import AuditEntry
+from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
+
+from .context import CONTEXT, body_of, caller_of
+from .models import Redeemed, RedeemRequest
+from .problems import ApiError
+from .routes import Endpoint
+
+__all__ = ["routes"]
+
+
+async def redeem(request: web.Request) -> web.Response:
+    """Spend a receipt: 200 the first time (and again for the same redemption id), 409 once spent."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.REDEEM)
+    body = await body_of(request, RedeemRequest)
+    if ctx.receipt_keys is None:
+        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
+    now = ctx.lifecycle.contexts.clock.now()
+    try:
+        claims = verified_claims(body.receipt, keys=ctx.receipt_keys, audience=caller.audience, now=now)
+    except ReceiptError as exc:
+        code = "expired" if exc.code is ReceiptFailure.EXPIRED else "invalid_receipt"
+        raise ApiError(422, code, f"{exc.message} ({exc.code}); nothing was spent") from None
+    found = await ctx.lifecycle.store.receipts.redeem(claims["jti"], redemption=body.redemption, now=now)
+    entry = AuditEntry(
+        at=now,
+        actor=caller.via,
+        event="redeemed" if found in (Redemption.FIRST, Redemption.AGAIN) else "refused",
+        approval_id=claims["sub"],
+        outcome="ok" if found in (Redemption.FIRST, Redemption.AGAIN) else f"receipt_{found}",
+        detail=f"receipt {claims['jti']} for {claims['tool']}: {found}"
+        + (f" (redemption {body.redemption})" if body.redemption else ""),
+    )
+    await ctx.lifecycle.store.audit.append(entry)
+    if found is Redemption.UNKNOWN:
+        raise ApiError(422, "invalid_receipt", "this receipt was never issued here (or it expired); nothing was spent")
+    if found is Redemption.SPENT:
+        raise ApiError(409, "already_redeemed", f"receipt {claims['jti']} was spent before; do not act on it again")
+    view = Redeemed(
+        jti=claims["jti"], sub=claims["sub"], tool=claims["tool"], first=found is Redemption.FIRST, claims=claims
+    )
+    return web.json_response(view.model_dump(mode="json"))
+
+
+def routes() -> list[Endpoint]:
+    """The receipt routes."""
+    return [Endpoint("POST", "/receipts/redeem", redeem, Redeemed, (403, 404, 409, 422), body=RedeemRequest)]
