@@ -36,6 +36,7 @@ ORDER = (
     "redis_clients",
     "pending",
     "queue",
+    "receipts",
     "card",
     "flood",
     "storm",

@@ -74,6 +74,7 @@ class SigningKeys:
         self.kid = current.thumbprint()
         self.previous = [k for k in previous if k.thumbprint() != self.kid]
         self._header = {"alg": _ALG, "kid": self.kid, "typ": RECEIPT_TYPE}
+        self._registry = jws.JWSRegistry(algorithms=[_ALG])  # built once: signing is on every execution claim
 
     def jwks(self) -> dict[str, Any]:
         """The JWKS document (RFC 7517) of every key a receipt in force may be signed with: public parts only."""
@@ -86,9 +87,13 @@ class SigningKeys:
 
     def sign(self, claims: Mapping[str, Any]) -> str:
         """``claims`` as a compact JWS signed with the current key."""
-        with warnings.catch_warnings():  # joserfc warns that RFC 9864 renames EdDSA; the name stays for old verifiers
+        # joserfc warns at each use that RFC 9864 deprecates the name EdDSA; hitl signs with the name every verifier
+        # knows on purpose (and accepts both). Caught here, not filtered for the process: a -W error run stays safe.
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return jws.serialize_compact(self._header, orjson.dumps(dict(claims)), self.current, algorithms=[_ALG])
+            return jws.serialize_compact(
+                self._header, orjson.dumps(dict(claims)), self.current, registry=self._registry
+            )
 
 
 def load_signing_keys(

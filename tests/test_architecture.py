@@ -24,6 +24,7 @@ import hitl
 import hitl.api
 import hitl.api.app
 import hitl.mcp
+import hitl.receipts
 import hitl.stores
 import hitl.temporal
 import hitl.testing
@@ -186,7 +187,9 @@ def test_importing_hitl_loads_no_slack_and_no_aiohttp() -> None:
 
 PUBLIC_TEXTS = ["README.md", "docs/pages/*.md", "examples/**/*.py", "examples/**/*.md"]
 """What users read and copy: every import in them is of a public name."""
-PUBLIC_MODULES = re.compile(r"hitl(\.testing(\.conformance)?|\.stores|\.adapters\.\w+|\.mcp|\.temporal|\.api)?")
+PUBLIC_MODULES = re.compile(
+    r"hitl(\.testing(\.conformance)?|\.stores|\.adapters\.\w+|\.mcp|\.temporal|\.api|\.receipts)?"
+)
 
 
 def test_readme_docs_and_examples_import_only_public_names() -> None:
@@ -361,6 +364,17 @@ def test_public_apis_are_pinned() -> None:
     assert openai_agents.__all__ == ["HitlRunner", "gated"]
     assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
     assert hitl.api.__all__ == ["mint_token", "token_hash"]
+    assert hitl.receipts.__all__ == [
+        "RECEIPT_TYPE",
+        "KeySet",
+        "Keys",
+        "ReceiptError",
+        "ReceiptFailure",
+        "RemoteKeys",
+        "args_sha256",
+        "verified_claims",
+        "verify",
+    ]
     assert hitl.api.app.__all__ == ["PREFIX", "api_app", "endpoints", "openapi_document"]
     assert hitl.mcp.__all__ == ["FRAMEWORK", "Gateway", "Upstreams", "serve_http", "serve_stdio"]
     assert hitl.temporal.__all__ == [

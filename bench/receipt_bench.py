@@ -1,0 +1,117 @@
+"""Receipt benchmark: what issuing a receipt adds to an execution claim inside `hitl serve`, on SQLite, Redis and
+PostgreSQL, in one run with interleaved rounds.
+
+Each round claims a batch of executions with a receipt (its claims built, signed with Ed25519, its issue recorded in
+the claim's atomic step) and a batch without, on the same store. The floor is Ed25519's own signing of a message of
+a receipt's size (the `cryptography` package, which joserfc signs with). Target: a receipt adds at most 0.2 ms to a
+claim (the median difference). Run with `make bench` or `.venv/bin/python bench/receipt_bench.py [--rounds N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import heading, redis_server, row, spread  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
+from joserfc.jwk import OKPKey  # noqa: E402
+from report import bar, chart, report  # noqa: E402
+
+from hitl.engine.config.receipts import ReceiptsSpec  # noqa: E402
+from hitl.engine.ports import Store  # noqa: E402
+from hitl.engine.receipts import ReceiptIssuer  # noqa: E402
+from hitl.engine.storage.postgres import PostgresStore  # noqa: E402
+from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
+from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
+from hitl.receipt_keys import SigningKeys, new_key_pem  # noqa: E402
+from hitl.testing import FakeClock, make_approval  # noqa: E402
+from tests.postgres_server import running_postgres  # noqa: E402 - the same server the tests start
+
+BATCH = 50
+"""Claims per contender per round (each a new execution)."""
+
+
+@contextlib.contextmanager
+def stores() -> Iterator[dict[str, Callable[[], Store]]]:
+    with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_url, running_postgres() as pg_url:
+        yield {
+            "SQLite": lambda: SqliteStore(Path(tmp) / f"{uuid.uuid4().hex}.db"),
+            "Redis": lambda: RedisStore(connect(redis_url), prefix=f"rb{uuid.uuid4().hex[:8]}"),
+            "PostgreSQL": lambda: PostgresStore(pg_url, schema=f"rb{uuid.uuid4().hex[:8]}"),
+        }
+
+
+async def claims(store: Store, issuer: ReceiptIssuer | None, clock: FakeClock, tag: str) -> float:
+    """Milliseconds per claim over a batch of new executions (each with its receipt when ``issuer`` is given)."""
+    approval = make_approval(now=clock.now(), args={"to": "V-1", "amount": 120, "memo": "invoice 2026-118"})
+    t0 = time.perf_counter()
+    for i in range(BATCH):
+        key = f"call:{tag}{i}"
+        issued = issuer.issue(approval, approval.args, key=key) if issuer is not None else None
+        await store.ledger.claim(
+            key, action_hash="h", holder="w", now=clock.now(), lease=300, receipt=issued[1] if issued else None
+        )
+    return (time.perf_counter() - t0) * 1000 / BATCH
+
+
+def ed25519_floor(message: bytes) -> float:
+    """Milliseconds per Ed25519 signature of ``message`` alone."""
+    key = Ed25519PrivateKey.generate()
+    t0 = time.perf_counter()
+    for _ in range(BATCH):
+        key.sign(message)
+    return (time.perf_counter() - t0) * 1000 / BATCH
+
+
+async def main(rounds: int) -> None:
+    clock = FakeClock()
+    spec = ReceiptsSpec(issuer="https://hitl.example.com")
+    keys = SigningKeys(OKPKey.import_key(new_key_pem()))
+    issuer = ReceiptIssuer(spec, keys, clock)
+    sample = issuer.issue(make_approval(now=clock.now()), {"to": "V-1", "amount": 120}, key="call:x")
+    assert sample is not None
+    message = sample[0].rsplit(".", 1)[0].encode()  # what Ed25519 signs: the header and the claims
+    with stores() as made:
+        for name, new in made.items():
+            store = new()
+            await store.migrate()
+            samples: dict[str, list[float]] = {"claim": [], "claim with receipt": [], "floor": []}
+            for r in range(rounds):  # interleaved: every measure meets the same machine
+                samples["claim"].append(await claims(store, None, clock, f"p{r}_"))
+                samples["claim with receipt"].append(await claims(store, issuer, clock, f"r{r}_"))
+                samples["floor"].append(ed25519_floor(message))
+            await store.close()
+            heading(f"an execution claim on {name} ({rounds} rounds of {BATCH}, min / median / max, ms per claim)")
+            row("claim (no receipt)", spread(samples["claim"], "{:.3f}"))
+            row("claim with a receipt (signed, recorded)", spread(samples["claim with receipt"], "{:.3f}"))
+            row("floor: Ed25519 signing alone", spread(samples["floor"], "{:.3f}"))
+            added = statistics.median(samples["claim with receipt"]) - statistics.median(samples["claim"])
+            row("what a receipt adds to a claim (median)", f"{added:.3f} ms", "<= 0.2 ms", added <= 0.2)
+            chart(
+                f"An execution claim on {name}, ms",
+                "ms",
+                [
+                    bar("claim with a receipt", samples["claim with receipt"]),
+                    bar("claim (peer)", samples["claim"]),
+                    bar("Ed25519 signing (floor)", samples["floor"], floor=True),
+                ],
+            )
+
+
+if __name__ == "__main__":
+    with report("receipts", "What a receipt costs an execution claim"):
+        parser = argparse.ArgumentParser(description=__doc__)
+        parser.add_argument("--rounds", type=int, default=15)
+        ns = parser.parse_args()
+        asyncio.run(main(ns.rounds))
