@@ -347,8 +347,8 @@ class ClaimView(_Out):
 class RedeemRequest(_In):
     """Spend a receipt: the protected system's one use of it."""
 
-    receipt: str = Field(min_length=20, max_length=16_000)
-    """The compact JWS as the agent passed it."""
+    receipt: str = Field(min_length=20, max_length=8_000, pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$")
+    """The compact JWS as the agent passed it (three base64url parts; a receipt is under 2 kB)."""
     redemption: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")] | None = None
     """The caller's id for this use: redeeming again under the same id (a retry after a timeout) answers 200 again;
     without one, every redeem after the first is refused."""
