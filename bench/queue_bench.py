@@ -10,29 +10,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import statistics
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import heading, redis_server, row, spread  # noqa: E402
+from _common import heading, row, spread  # noqa: E402
+from every_store import every_store  # noqa: E402
 from report import report  # noqa: E402
 
 from hitl.engine.domain.models import Tier  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.storage.postgres import PostgresStore  # noqa: E402
-from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
-from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 from hitl.testing import FakeClock, make_approval  # noqa: E402
-from tests.postgres_server import running_postgres  # noqa: E402 - the same server the tests start
 
 ROLES = ["support"]
 
@@ -63,18 +58,8 @@ async def timed(call: Callable[[], Awaitable[object]]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-@contextlib.contextmanager
-def stores() -> Iterator[dict[str, Callable[[], Store]]]:
-    with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_url, running_postgres() as pg_url:
-        yield {
-            "SQLite": lambda: SqliteStore(Path(tmp) / f"{uuid.uuid4().hex}.db"),
-            "Redis": lambda: RedisStore(connect(redis_url), prefix=f"qb{uuid.uuid4().hex[:8]}"),
-            "PostgreSQL": lambda: PostgresStore(pg_url, schema=f"qb{uuid.uuid4().hex[:8]}"),
-        }
-
-
 async def main(small: int, big: int, rounds: int) -> None:
-    with stores() as made:
+    with every_store("qb") as made:
         for name, new in made.items():
             sizes: dict[int, tuple[Store, str]] = {}
             for n in (small, big):

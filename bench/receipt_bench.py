@@ -11,45 +11,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import statistics
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import heading, redis_server, row, spread  # noqa: E402
+from _common import heading, row, spread  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
+from every_store import every_store  # noqa: E402
 from joserfc.jwk import OKPKey  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.config.receipts import ReceiptsSpec  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.receipts import ReceiptIssuer  # noqa: E402
-from hitl.engine.storage.postgres import PostgresStore  # noqa: E402
-from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
-from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 from hitl.receipt_keys import SigningKeys, new_key_pem  # noqa: E402
 from hitl.testing import FakeClock, make_approval  # noqa: E402
-from tests.postgres_server import running_postgres  # noqa: E402 - the same server the tests start
 
 BATCH = 50
 """Claims per contender per round (each a new execution)."""
-
-
-@contextlib.contextmanager
-def stores() -> Iterator[dict[str, Callable[[], Store]]]:
-    with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_url, running_postgres() as pg_url:
-        yield {
-            "SQLite": lambda: SqliteStore(Path(tmp) / f"{uuid.uuid4().hex}.db"),
-            "Redis": lambda: RedisStore(connect(redis_url), prefix=f"rb{uuid.uuid4().hex[:8]}"),
-            "PostgreSQL": lambda: PostgresStore(pg_url, schema=f"rb{uuid.uuid4().hex[:8]}"),
-        }
 
 
 async def claims(store: Store, issuer: ReceiptIssuer | None, clock: FakeClock, tag: str) -> float:
@@ -82,7 +65,7 @@ async def main(rounds: int) -> None:
     sample = issuer.issue(make_approval(now=clock.now()), {"to": "V-1", "amount": 120}, key="call:x")
     assert sample is not None
     message = sample[0].rsplit(".", 1)[0].encode()  # what Ed25519 signs: the header and the claims
-    with stores() as made:
+    with every_store("rb") as made:
         for name, new in made.items():
             store = new()
             await store.migrate()

@@ -68,7 +68,11 @@ class Redemption(StrEnum):
 
 def receipt_digest(args: dict[str, Any]) -> str:
     """The ``args_sha256`` claim: base64url (no padding) SHA-256 of the arguments' RFC 8785 canonical JSON;
-    :class:`ValueError` for arguments RFC 8785 cannot encode."""
+    :class:`ValueError` for arguments RFC 8785 cannot encode.
+
+    ``hitl.receipts.args_sha256`` is its twin on the verifying side, kept apart on purpose: a service that only
+    verifies loads none of the engine (the engine may not import the composition root either). The protected
+    service's test checks the two agree on every receipt it pays."""
     try:
         canonical = rfc8785.dumps(args)
     except rfc8785.CanonicalizationError as exc:
