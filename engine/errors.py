@@ -84,6 +84,10 @@ class ErrorCode(StrEnum):
     TOO_LATE = "too_late"
     """A decision reached the store after the moment its surface had to answer by (Slack's 3 s): refused, so that
     nothing is recorded behind the back of a person who was told it was not."""
+    RECEIPT_UNAVAILABLE = "receipt_unavailable"
+    """``receipts:`` is configured and this process could not get the execution's receipt from ``hitl serve`` (it
+    holds the key; this process asks it over the API with ``HITL_API_URL`` and ``HITL_TOKEN``): nothing ran. Start
+    or reach ``hitl serve``, then run the call again."""
 
     @property
     def retryable(self) -> bool:
@@ -105,6 +109,7 @@ _RETRYABLE = frozenset(
         ErrorCode.TOO_LATE,
         ErrorCode.HALTED,
         ErrorCode.APPROVAL_FLOOD,
+        ErrorCode.RECEIPT_UNAVAILABLE,
     }
 )
 _USAGE = frozenset({ErrorCode.VARIABLES_INVALID})

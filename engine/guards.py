@@ -27,8 +27,7 @@ from hitl.engine.errors import ErrorCode, InvalidInput
 from hitl.engine.stop_switch import StopSwitch, halted
 
 if TYPE_CHECKING:
-    from hitl.engine.ports import Store
-from hitl.engine.receipts import ReceiptIssuer
+    from hitl.engine.ports import ReceiptClaims, Store
 
 __all__ = [
     "DECISION_GUARDS",
@@ -58,7 +57,7 @@ class GuardedService(Protocol):
     store: Store
     switch: StopSwitch
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
-    receipts: ReceiptIssuer | None
+    receipts: ReceiptClaims | None
     """The receipts ``hitl.yaml`` asks for (None: none)."""
 
     async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:

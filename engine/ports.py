@@ -22,7 +22,7 @@ from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
 from hitl.engine.domain.ranking import PendingOrder
-from hitl.engine.domain.receipts import Issued, Redemption
+from hitl.engine.domain.receipts import Issued, Receipted, Redemption
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
 from hitl.engine.domain.runs import RunResult, StoredRun
@@ -44,6 +44,7 @@ __all__ = [
     "Purger",
     "RateWindows",
     "ReceiptLedger",
+    "ReceiptClaims",
     "ReceiptSigner",
     "ReviewerDirectory",
     "RunReporter",
@@ -603,4 +604,26 @@ class RunReporter(Protocol):
 
     async def run_blocked(self, approval: Approval, message: str) -> None:
         """The run waiting on ``approval`` could not continue; ``message`` says why and what to do."""
+        ...
+
+
+class ReceiptClaims(Protocol):
+    """Claims an approved action's execution and issues its receipt in the claim's own atomic step: ``hitl serve``
+    does it itself (it holds the key); every other process asks ``hitl serve`` to, over its API."""
+
+    async def claim(
+        self,
+        approval: Approval,
+        args: Mapping[str, Any],
+        *,
+        key: str,
+        action_hash: str,
+        holder: str,
+        lease: float,
+        retry_failed: bool = False,
+    ) -> Receipted:
+        """Claim the execution of ``approval`` with ``args`` (the ones that run) under ``key`` for ``holder``, as
+        :meth:`ExecutionLedger.claim` does; the receipt comes back only with a claim acquired for a new attempt.
+        Raises a :class:`~hitl.engine.errors.EngineError` (``receipt_unavailable``) when it cannot be had: then
+        nothing may run."""
         ...

@@ -1,18 +1,35 @@
 """Issuing receipts: for each execution attempt of an approved action, the claims of its receipt (what the protected
 system checks), signed by ``hitl serve``'s key, and the record the execution claim writes in its own atomic step.
-The receipt reaches the caller only when that claim is acquired for a new attempt."""
+The receipt reaches the caller only when that claim is acquired for a new attempt.
+
+Only ``hitl serve`` holds the key (:class:`SignedClaims`). Every other process claims through it
+(:class:`~hitl.engine.remote_receipts.RemoteReceipts`), or, when it has no way to reach it, cannot claim at all
+(:class:`NoReceipts`): with ``receipts:`` configured, an execution without its receipt never starts.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hitl.engine.config.receipts import ReceiptsSpec
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import Issued, receipt_claims
-from hitl.engine.ports import Clock, ReceiptSigner, Store
+from hitl.engine.domain.receipts import Issued, Receipted, receipt_claims
+from hitl.engine.errors import EngineError, ErrorCode, PolicyError
+from hitl.engine.ports import Clock, ReceiptClaims, ReceiptSigner, Store
+from hitl.engine.remote_receipts import receipt_claims_from_env
 
-__all__ = ["ReceiptIssuer", "ReceiptSweep"]
+__all__ = [
+    "NoReceipts",
+    "ReceiptIssuer",
+    "ReceiptSweep",
+    "SignedClaims",
+    "receipt_claims_for",
+    "signing_key_within_reach",
+]
 
 
 @dataclass(frozen=True)
@@ -21,23 +38,81 @@ class ReceiptIssuer:
     process, which issues none: the protected system then refuses what it would have covered)."""
 
     spec: ReceiptsSpec
-    signer: ReceiptSigner | None
+    signer: ReceiptSigner
     clock: Clock
 
-    def issue(self, approval: Approval, args: dict[str, Any], *, key: str) -> tuple[str, Issued] | None:
+    def issue(self, approval: Approval, args: Mapping[str, Any], *, key: str) -> tuple[str, Issued]:
         """The receipt for one execution of ``approval`` with ``args`` (the ones that run) under the claim ``key``,
-        and its record (for the claim's atomic step); None without a key."""
-        if self.signer is None:
-            return None
+        and its record (for the claim's atomic step)."""
         claims = receipt_claims(
             approval,
-            args=args,
+            args=dict(args),
             issuer=self.spec.issuer,
             now=self.clock.now(),
             ttl=self.spec.ttl,
             audience=self.spec.tool(approval.tool).audience,
         )
         return self.signer.sign(claims), Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
+
+
+@dataclass(frozen=True)
+class SignedClaims:
+    """``hitl serve``'s claims: the receipt is signed first, then recorded by the execution claim's own atomic step,
+    and handed out only when that claim was acquired for a new attempt (a :class:`~hitl.engine.ports.ReceiptClaims`).
+    """
+
+    issuer: ReceiptIssuer
+    store: Store
+
+    async def claim(
+        self,
+        approval: Approval,
+        args: Mapping[str, Any],
+        *,
+        key: str,
+        action_hash: str,
+        holder: str,
+        lease: float,
+        retry_failed: bool = False,
+    ) -> Receipted:
+        """Claim the execution under ``key`` with its receipt (see :class:`~hitl.engine.ports.ReceiptClaims`)."""
+        receipt, issued = self.issuer.issue(approval, args, key=key)
+        claim = await self.store.ledger.claim(
+            key,
+            action_hash=action_hash,
+            holder=holder,
+            now=self.issuer.clock.now(),
+            lease=lease,
+            retry_failed=retry_failed,
+            receipt=issued,  # recorded only if this attempt is handed out
+        )
+        return Receipted(claim, receipt if claim.acquired and not claim.recovered else None)
+
+
+@dataclass(frozen=True)
+class NoReceipts:
+    """A process that may not sign and has no ``hitl serve`` to ask (``HITL_API_URL`` and ``HITL_TOKEN`` unset): every
+    claim of an approved execution is refused, so nothing a receipt should cover runs without one."""
+
+    why: str
+
+    async def claim(
+        self,
+        approval: Approval,
+        args: Mapping[str, Any],
+        *,
+        key: str,
+        action_hash: str,
+        holder: str,
+        lease: float,
+        retry_failed: bool = False,
+    ) -> Receipted:
+        """Refuse (``receipt_unavailable``): nothing is claimed, so nothing runs."""
+        raise EngineError(
+            f"{approval.tool} under approval {approval.id} did not run: {self.why}",
+            code=ErrorCode.RECEIPT_UNAVAILABLE,
+            approval_id=approval.id,
+        )
 
 
 @dataclass(frozen=True)
@@ -50,3 +125,47 @@ class ReceiptSweep:
     async def sweep(self) -> None:
         """One pass."""
         await self.store.receipts.purge(now=self.clock.now())
+
+
+def signing_key_within_reach(spec: ReceiptsSpec, environ: Mapping[str, str], *, base: Path | None = None) -> str | None:
+    """Where this process could read the signing key (its ``key_env`` variable, or a readable ``key_file``, relative
+    paths read from ``base``); None when it cannot."""
+    if spec.key_file is None:
+        return f"the environment variable {spec.key_env}" if environ.get(spec.key_env) else None
+    path = Path(spec.key_file)
+    path = path if path.is_absolute() or base is None else base / path
+    return f"the key file {path}" if path.is_file() and os.access(path, os.R_OK) else None
+
+
+def receipt_claims_for(
+    spec: ReceiptsSpec,
+    *,
+    store: Store,
+    clock: Clock,
+    signer: ReceiptSigner | None,
+    production: bool,
+    environ: Mapping[str, str],
+    base: Path | None = None,
+) -> ReceiptClaims:
+    """How this process claims an approved execution when ``receipts:`` asks for receipts: with ``signer``
+    (``hitl serve``), itself; otherwise through ``hitl serve`` (``HITL_API_URL``, ``HITL_TOKEN``), or not at all.
+
+    Under ``production: true`` a process other than ``hitl serve`` that could read the signing key does not start
+    (:class:`PolicyError`): an agent holding the key could sign its own receipts, which is what they guard against.
+    """
+    if signer is not None:
+        return SignedClaims(ReceiptIssuer(spec, signer, clock), store)
+    held = signing_key_within_reach(spec, environ, base=base)
+    if production and held is not None:
+        raise PolicyError(
+            f"production: true, and this process can read the receipt signing key ({held}); only hitl serve may. "
+            "Remove the key from this process's environment and files; it gets its receipts from hitl serve "
+            "(HITL_API_URL and HITL_TOKEN)"
+        )
+    remote = receipt_claims_from_env(environ)
+    if remote is not None:
+        return remote
+    return NoReceipts(
+        "receipts: in hitl.yaml asks for a receipt with every approved execution, which only hitl serve issues, and "
+        "this process cannot ask it; set HITL_API_URL and HITL_TOKEN (a token with the propose scope)"
+    )

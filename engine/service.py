@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hitl.engine.approval_caps import within_caps
@@ -58,8 +60,8 @@ from hitl.engine.guards import (
     ProposalGuard,
     admission_order,
 )
-from hitl.engine.ports import Clock, Notifier, ReceiptSigner, ReviewerDirectory, Store
-from hitl.engine.receipts import ReceiptIssuer
+from hitl.engine.ports import Clock, Notifier, ReceiptClaims, ReceiptSigner, ReviewerDirectory, Store
+from hitl.engine.receipts import receipt_claims_for
 from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.subscribers import SUBSCRIBERS
 from hitl.engine.subscribers.windows import count_windows, forget_windows
@@ -163,9 +165,9 @@ class ApprovalService:
     proposal_guards: Sequence[ProposalGuard] = PROPOSAL_GUARDS
     decision_guards: Sequence[DecisionGuard] = DECISION_GUARDS
     subscribers: Sequence[FactSubscriber] = SUBSCRIBERS
-    receipts: ReceiptIssuer | None = None
-    """``receipts:`` of ``hitl.yaml``: a receipt with each execution claim of an approved action (issued where the
-    key is: ``hitl serve``); None when none are asked for."""
+    receipts: ReceiptClaims | None = None
+    """``receipts:`` of ``hitl.yaml``: how an approved action's execution is claimed with its receipt (``hitl
+    serve`` signs; every other process asks it); None when none are asked for."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     delegations: Delegations = field(init=False)
@@ -189,9 +191,25 @@ class ApprovalService:
         notifier: Notifier | None = None,
         validate_args: ArgsValidator | None = None,
         signer: ReceiptSigner | None = None,
+        environ: Mapping[str, str] | None = None,
+        config_path: str | None = None,
     ) -> ApprovalService:
-        """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``;
-        with ``signer`` (``hitl serve``'s key), issuing the receipts ``receipts:`` asks for."""
+        """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
+        With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
+        claims through ``hitl serve`` (``HITL_API_URL`` and ``HITL_TOKEN`` in ``environ``, the process's environment
+        unless given), and under ``production: true`` does not start if it could read the key itself
+        (``config_path``: where a relative ``key_file`` is read from)."""
+        receipts = None
+        if config.receipts is not None:
+            receipts = receipt_claims_for(
+                config.receipts,
+                store=store,
+                clock=clock,
+                signer=signer,
+                production=config.production,
+                environ=os.environ if environ is None else environ,
+                base=Path(config_path).resolve().parent if config_path else None,
+            )
         return cls(
             store=store,
             policy=config.build_policy(),
@@ -205,7 +223,7 @@ class ApprovalService:
             events=Outbox(store, clock, config.api.webhooks, view_of=config.present) if config.api.webhooks else None,
             spot_check=config.oversight.spot_check,
             practice=config.oversight.practice,
-            receipts=ReceiptIssuer(config.receipts, signer, clock) if config.receipts else None,
+            receipts=receipts,
         )
 
     @property

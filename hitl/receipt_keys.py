@@ -18,12 +18,13 @@ from joserfc.jwk import OKPKey
 
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.config.receipts import ReceiptsSpec
-from hitl.engine.errors import PolicyError
+from hitl.engine.errors import EngineError, ErrorCode, PolicyError
 from hitl.receipts.verify import RECEIPT_TYPE
 
 __all__ = [
     "JWKS_PATH",
     "KeyProblem",
+    "NoSigningKey",
     "SigningKeys",
     "jwks_handler",
     "load_signing_keys",
@@ -137,6 +138,19 @@ def receipt_keys(config: HitlConfig, config_path: str | None) -> SigningKeys | N
             raise PolicyError(f"production: true and receipts are configured, but {exc}") from None
         log.warning("no receipts will be issued: %s", exc)
         return None
+
+
+class NoSigningKey:
+    """``hitl serve``'s signer when ``receipts:`` is configured but its key could not be used (outside production,
+    which does not start then): it signs nothing, so no execution a receipt would cover is claimed (fail closed)."""
+
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        """Refuse (``receipt_unavailable``)."""
+        raise EngineError(
+            f"{claims.get('tool', 'the call')} did not run: hitl serve could not read its receipt signing key (see its "
+            "log), so it issues no receipt; fix receipts.key_file or HITL_RECEIPT_KEY and restart hitl serve",
+            code=ErrorCode.RECEIPT_UNAVAILABLE,
+        )
 
 
 def jwks_handler(keys: SigningKeys | None) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

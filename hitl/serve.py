@@ -31,7 +31,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
 from hitl.engine.workers import worker_name
-from hitl.receipt_keys import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
+from hitl.receipt_keys import JWKS_PATH, NoSigningKey, SigningKeys, jwks_handler, receipt_keys
 from hitl.receipts import KeySet
 
 __all__ = ["Server", "build_server", "new_replica_id"]
@@ -145,7 +145,7 @@ async def build_server(
         notifier=side.notifier,
         reporter=side.reporter,
         worker_id=replica,
-        signer=keys,
+        signer=keys if keys is not None or config.receipts is None else NoSigningKey(),
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
     outbox = runtime.contexts.default.service.events

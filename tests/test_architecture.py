@@ -48,6 +48,7 @@ LAYERS: list[set[str]] = [
         "freshness",
         "delegations",
         "receipts",
+        "remote_receipts",
         "guards",
         "facts",
         "subscribers",

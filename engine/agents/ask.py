@@ -25,7 +25,7 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
-from hitl.engine.execution.schema import signature_schema
+from hitl.engine.execution.schema import HITL_PARAMETERS, signature_schema
 from hitl.engine.service import ApprovalService
 from hitl.engine.workers import worker_name
 
@@ -69,6 +69,9 @@ class Answer:
     approval: Approval | None = None
     """None when the policy let the action run without asking."""
     reason: str | None = None
+    receipt: str | None = None
+    """With ``receipts:`` in ``hitl.yaml``, for an approved answer: the signed receipt the protected system checks
+    before it acts (``hitl.receipts.verify``), issued when the answer was handed to this caller."""
 
     @property
     def approved(self) -> bool:
@@ -179,7 +182,7 @@ class Approvals:
             async def wrapper(*a: P.args, **kw: P.kwargs) -> Any:
                 bound = sig.bind(*a, **kw)
                 bound.apply_defaults()
-                args = {k: v for k, v in bound.arguments.items() if k != "idempotency_key"}
+                args = {k: v for k, v in bound.arguments.items() if k not in HITL_PARAMETERS}
                 sid = session(*a, **kw) if callable(session) else session
                 call = ToolCall(name, args, session=sid, framework=self.framework, evidence=evidence, schema=declared)
                 ticket = await self.gate.decide(call)
@@ -205,7 +208,7 @@ class Approvals:
 def _answer(ticket: Ticket) -> Answer:
     approval = ticket.approval
     if ticket.runs:
-        return Answer("approved", ticket.args, approval)
+        return Answer("approved", ticket.args, approval, receipt=ticket.receipt)
     if approval is None:
         return Answer("rejected", {}, None, ticket.message)
     status = _FINAL.get(approval.status, "cancelled")

@@ -157,7 +157,12 @@ class ToolGate:
 
     def __post_init__(self) -> None:
         self.effects = Effects(
-            self.service.store, self.service.clock, worker_id=self.worker_id, lease=6.0, switch=self.service.switch
+            self.service.store,
+            self.service.clock,
+            worker_id=self.worker_id,
+            lease=6.0,
+            switch=self.service.switch,
+            receipts=self.service.receipts,
         )
 
     # -- asking -------------------------------------------------------------------------------------------
@@ -305,6 +310,8 @@ class ToolGate:
             # Allowed without a person: nothing to record, so the framework's own output is returned as it is.
             if _names_key(fn):
                 run_args["idempotency_key"] = f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}"
+            if _names(fn, "receipt"):
+                run_args["receipt"] = None  # nothing a person approved to sign for
             return await _invoke(fn, run_args)
         assert ticket.key is not None
         tool = Tool(ticket.call.tool, _kwargs_call(fn), None)
@@ -329,17 +336,14 @@ class ToolGate:
             return ticket  # allowed by the policy just now, the stop switch checked in the same breath: no claim
         refuse_non_actions(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
-        store, clock = self.service.store, self.service.clock
-        receipts = self.service.receipts
-        issued = receipts.issue(ticket.approval, dict(ticket.args), key=ticket.key) if receipts is not None else None
         try:
-            claim = await store.ledger.claim(
+            claimed = await self.effects.claim(
                 ticket.key,
-                action_hash=action_hash(ticket.call.tool, ticket.args),
-                holder=self.worker_id,
-                now=clock.now(),
+                action_hash(ticket.call.tool, ticket.args),
+                ticket.approval,
+                dict(ticket.args),
                 lease=self.lease,
-                receipt=issued[1] if issued is not None else None,  # recorded only if this attempt is handed out
+                retry_failed=False,
             )
         except ClaimRefused as exc:
             if exc.code is not ErrorCode.CLAIM_IN_PROGRESS:
@@ -349,6 +353,7 @@ class ToolGate:
                 code=ErrorCode.HANDED_ELSEWHERE,
                 approval_id=ticket.approval.id,
             ) from None
+        claim = claimed.claim
         if not claim.acquired:
             state = "ran" if claim.state is ClaimState.SUCCEEDED else "ran and failed"
             raise GateRefused(
@@ -365,7 +370,7 @@ class ToolGate:
                 code=ErrorCode.EFFECT_IN_DOUBT,
             )
         approval = await self.effects.mark(ticket.approval, Status.EXECUTING)
-        return replace(ticket, approval=approval, receipt=issued[0] if issued is not None else None)
+        return replace(ticket, approval=approval, receipt=claimed.receipt)
 
     async def finish(self, ticket: Ticket, *, ok: bool, detail: str = "") -> None:
         """Record the outcome of an execution claimed with :meth:`begin`."""
@@ -412,12 +417,17 @@ class ToolGate:
 
 
 def _names_key(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` has a parameter named ``idempotency_key`` (read from its code object when it has one: this
-    runs on every allowed call, and ``inspect.signature`` costs more than the rest of the gate)."""
+    """Whether ``fn`` has a parameter named ``idempotency_key``."""
+    return _names(fn, "idempotency_key")
+
+
+def _names(fn: Callable[..., Any], parameter: str) -> bool:
+    """Whether ``fn`` has a parameter named ``parameter`` (read from its code object when it has one: this runs on
+    every allowed call, and ``inspect.signature`` costs more than the rest of the gate)."""
     code = getattr(fn, "__code__", None)
     if code is not None and not hasattr(fn, "__wrapped__") and not isinstance(fn, functools.partial):
-        return "idempotency_key" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    return "idempotency_key" in inspect.signature(fn).parameters
+        return parameter in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    return parameter in inspect.signature(fn).parameters
 
 
 def _kwargs_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -425,11 +435,13 @@ def _kwargs_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     as that keyword, never as a tool argument through a ``**args`` closure). A sync ``fn`` runs in a thread, as the
     runner runs sync tools, so a slow effect does not stall the agent's event loop."""
 
-    wants_key = _names_key(fn)
+    wants_key, wants_receipt = _names_key(fn), _names(fn, "receipt")
 
-    async def call(idempotency_key: str = "", **args: Any) -> Any:
+    async def call(idempotency_key: str = "", receipt: str | None = None, **args: Any) -> Any:
         if wants_key:
             args["idempotency_key"] = idempotency_key
+        if wants_receipt:
+            args["receipt"] = receipt
         return await _invoke(fn, args)
 
     return call

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -19,11 +20,13 @@ import rfc8785
 from pydantic import BaseModel, ConfigDict
 
 from hitl.engine.domain.models import Approval, ApprovalKind
+from hitl.engine.domain.records import Claim
 
 __all__ = [
     "LEEWAY",
     "Basis",
     "Issued",
+    "Receipted",
     "Redemption",
     "receipt_claims",
     "receipt_digest",
@@ -51,6 +54,15 @@ class Issued(BaseModel):
     jti: str
     key: str
     exp: float
+
+
+@dataclass(frozen=True)
+class Receipted:
+    """An execution claim, and the receipt issued in its atomic step (None unless the claim was acquired for a new
+    attempt)."""
+
+    claim: Claim
+    receipt: str | None = None
 
 
 class Redemption(StrEnum):

@@ -10,13 +10,14 @@ from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.journal import ClaimIntent, OutcomeRecord
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import is_practice
-from hitl.engine.domain.records import AuditEntry, Claim, ClaimState
+from hitl.engine.domain.receipts import Receipted
+from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
-from hitl.engine.ports import Clock, Store
+from hitl.engine.ports import Clock, ReceiptClaims, Store
 from hitl.engine.stop_switch import StopSwitch
 
 __all__ = [
@@ -96,6 +97,35 @@ class Effects:
     lease: float = 6.0
     switch: StopSwitch | None = None
     """The stop switch: no execution of a halted tool is claimed (None: a caller with no gates, such as a test)."""
+    receipts: ReceiptClaims | None = None
+    """``receipts:`` in ``hitl.yaml``: an approved action's execution is claimed with its receipt (None: none)."""
+
+    async def claim(
+        self,
+        key: str,
+        digest: str,
+        approval: Approval | None,
+        args: dict[str, Any],
+        *,
+        lease: float,
+        retry_failed: bool,
+    ) -> Receipted:
+        """Claim the execution under ``key``: with receipts configured and an approval, with its receipt, in the
+        claim's own atomic step (``hitl serve``'s, asked over its API from any other process)."""
+        if self.receipts is not None and approval is not None:
+            return await self.receipts.claim(
+                approval,
+                args,
+                key=key,
+                action_hash=digest,
+                holder=self.worker_id,
+                lease=lease,
+                retry_failed=retry_failed,
+            )
+        claim = await self.store.ledger.claim(
+            key, action_hash=digest, holder=self.worker_id, now=self.clock.now(), lease=lease, retry_failed=retry_failed
+        )
+        return Receipted(claim)
 
     async def follow(self, approval: Approval) -> Approval:
         """The approval that now stands for this action (modifications can supersede it)."""
@@ -136,7 +166,7 @@ class Effects:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
         try:
-            claim = await self._claim(key, digest, approval, run_lease)
+            claimed = await self._claim(key, digest, approval, args, run_lease)
         except ClaimRefused as exc:
             if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
                 raise handed_elsewhere(tool.name, approval, key) from None
@@ -147,6 +177,7 @@ class Effects:
                     key=key,
                 ) from None
             raise
+        claim = claimed.claim
         if not claim.acquired:
             if exclusive and claim.holder != self.worker_id:
                 raise handed_elsewhere(tool.name, approval, key)
@@ -164,7 +195,7 @@ class Effects:
             approval = await self.mark(approval, Status.EXECUTING)
         try:
             async with self._renewing(key, claim.attempt):
-                output = await tool(args, idempotency_key=key)
+                output = await tool(args, idempotency_key=key, receipt=claimed.receipt)
         except Exception as exc:  # any tool error is recorded, never swallowed
             error = f"{type(exc).__name__}: {exc}"
             await self.store.ledger.record_outcome(
@@ -185,17 +216,16 @@ class Effects:
             return output
         return await self._done(key, claim.attempt, approval, output)
 
-    async def _claim(self, key: str, digest: str, approval: Approval | None, run_lease: RunLease | None) -> Claim:
+    async def _claim(
+        self, key: str, digest: str, approval: Approval | None, args: dict[str, Any], run_lease: RunLease | None
+    ) -> Receipted:
         if run_lease is None:
-            now = self.clock.now()
-            return await self.store.ledger.claim(
-                key, action_hash=digest, holder=self.worker_id, now=now, lease=self.lease, retry_failed=True
-            )
+            return await self.claim(key, digest, approval, args, lease=self.lease, retry_failed=True)
         done = await run_lease.commit(claim=ClaimIntent(key, digest, approval.id if approval else None))
         if done.claim_refused is not None:
             raise done.claim_refused
         assert done.claim is not None
-        return done.claim
+        return Receipted(done.claim)
 
     async def _settle_doubt(
         self, tool: Tool, args: dict[str, Any], key: str, attempt: int, digest: str, approval: Approval | None

@@ -33,7 +33,11 @@ from pydantic.errors import PydanticUserError
 from hitl.engine.domain.arg_schema import coerce_text, compile_schema, schema_errors, validate_args, with_defaults
 from hitl.engine.errors import InvalidInput
 
-__all__ = ["ToolSchema", "signature_schema"]
+__all__ = ["HITL_PARAMETERS", "ToolSchema", "signature_schema"]
+
+HITL_PARAMETERS = frozenset({"idempotency_key", "receipt"})
+"""Parameters hitl fills in when it calls a tool, never the caller's arguments: the execution's idempotency key, and
+its signed receipt."""
 
 
 class ToolSchema:
@@ -63,7 +67,8 @@ class ToolSchema:
 def signature_schema(tool: str, fn: Callable[..., Any]) -> dict[str, Any]:
     """The JSON Schema of ``fn``'s keyword arguments (pydantic; ``Annotated[..., Field(...)]`` constraints kept).
 
-    ``idempotency_key`` is hitl's, not the caller's, and is left out; ``**kwargs`` allows extra arguments.
+    ``idempotency_key`` and ``receipt`` are hitl's, not the caller's, and are left out; ``**kwargs`` allows extra
+    arguments.
     Raises :class:`InvalidInput` when the signature cannot be described (declare ``schema:`` then).
     """
     try:
@@ -77,7 +82,7 @@ def signature_schema(tool: str, fn: Callable[..., Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     extra = False
     for p in params.values():
-        if p.name == "idempotency_key" or p.kind is p.VAR_POSITIONAL:
+        if p.name in HITL_PARAMETERS or p.kind is p.VAR_POSITIONAL:
             continue
         if p.kind is p.VAR_KEYWORD:
             extra = True

@@ -18,11 +18,13 @@ from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.execution.schema import ToolSchema, signature_schema
 from hitl.engine.workflow.definition import ToolDef
 
-__all__ = ["Tool", "load_tools"]
+__all__ = ["Tool", "load_tools", "names_receipt"]
 
 
 class Tool:
-    """A callable with its schema. Receives ``idempotency_key=`` when its signature accepts it.
+    """A callable with its schema. Receives ``idempotency_key=`` when its signature accepts it, and ``receipt=``
+    (the execution's signed receipt, None where none is issued) when it names a ``receipt`` parameter: neither is a
+    tool argument (the schema, the action hash and the receipt's ``args_sha256`` leave them out).
 
     Args:
         name: the tool's name in policies and approvals.
@@ -48,9 +50,11 @@ class Tool:
         self.idempotent = idempotent
         self.reconcile_fn = reconcile
         self._wants_key = _wants_key(fn)
+        self._wants_receipt = names_receipt(fn)
 
-    async def __call__(self, args: dict[str, Any], *, idempotency_key: str) -> Any:
-        return await _call(self.fn, args, idempotency_key, self._wants_key)
+    async def __call__(self, args: dict[str, Any], *, idempotency_key: str, receipt: str | None = None) -> Any:
+        extra = {"receipt": receipt} if self._wants_receipt else {}
+        return await _call(self.fn, {**args, **extra}, idempotency_key, self._wants_key)
 
     async def reconcile(self, args: dict[str, Any], *, idempotency_key: str) -> tuple[bool, Any] | None:
         """``(done, output)`` from the reconcile hook; None when there is none or its answer is not readable
@@ -61,6 +65,16 @@ class Tool:
         if not isinstance(answer, dict) or not isinstance(answer.get("done"), bool):
             return None
         return answer["done"], answer.get("output")
+
+
+def names_receipt(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` names a ``receipt`` parameter (a ``**kwargs`` does not count: a receipt goes only to a function
+    that asks for it by name)."""
+    try:
+        param = inspect.signature(fn).parameters.get("receipt")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
 
 
 def _wants_key(fn: Callable[..., Any]) -> bool:

@@ -96,7 +96,13 @@ def compose(
         return tools[tool].schema.validate(args) if tool in tools else args
 
     service = ApprovalService.from_config(
-        config, store=store, clock=clock, notifier=notifier, validate_args=validate, signer=signer
+        config,
+        store=store,
+        clock=clock,
+        notifier=notifier,
+        validate_args=validate,
+        signer=signer,
+        config_path=config_path,
     )
     return RunContext(
         config=config,

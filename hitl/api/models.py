@@ -33,6 +33,7 @@ __all__ = [
     "DelegationView",
     "ErrorBody",
     "ErrorDetail",
+    "ExecutionClaim",
     "FieldChange",
     "FieldError",
     "HaltList",
@@ -42,20 +43,22 @@ __all__ = [
     "OutcomeRequest",
     "ProposalRequest",
     "ProposalView",
+    "ReceiptClaimRequest",
+    "ReceiptClaimView",
     "RedeemRequest",
     "Redeemed",
     "ResumeRequest",
+    "ReviewerFiguresList",
+    "ReviewerFiguresView",
+    "ReviewersQuery",
     "RunStartRequest",
     "RunView",
-    "UnhaltRequest",
-    "Unhalted",
     "TrustList",
     "TrustQuery",
     "TrustRevoked",
     "TrustView",
-    "ReviewerFiguresList",
-    "ReviewerFiguresView",
-    "ReviewersQuery",
+    "UnhaltRequest",
+    "Unhalted",
     "WaitQuery",
     "iso",
 ]
@@ -344,11 +347,50 @@ class ClaimView(_Out):
     checks it (``hitl.receipts.verify``) and spends it once (``POST /receipts/redeem``). Null when none is issued."""
 
 
+class ReceiptClaimRequest(_In):
+    """Another process's claim of an approved execution with its receipt (``hitl serve`` holds the key)."""
+
+    key: Annotated[str, Field(min_length=6, max_length=210, pattern=r"^call:[^\x00-\x1f\x7f]+$")]
+    """The execution's key: ``call:`` and the approval's id."""
+    action_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The hash of exactly what is about to run: the approval's ``execute_hash``."""
+    holder: Id
+    """The claiming process's name: it renews the claim and records the outcome in the store under it."""
+    lease: float = Field(default=300.0, gt=0, le=86400)
+    retry_failed: bool = False
+    """A failed attempt may be claimed again (a run driven again); otherwise it is final."""
+
+
+class ExecutionClaim(_Out):
+    """An execution claim, as the store's ledger answered it."""
+
+    key: str
+    action_hash: str
+    holder: str
+    attempt: int
+    state: str
+    lease_until: float
+    result: dict[str, Any] | None = None
+    """The recorded outcome of an earlier attempt (``{"output": ...}`` or ``{"error": ...}``)."""
+    acquired: bool
+    """The holder now holds the claim and runs the effect."""
+    recovered: bool
+    """The claim was taken over from a holder that stopped: the effect is in doubt."""
+
+
+class ReceiptClaimView(_Out):
+    """The claim, and the receipt issued in its atomic step (null unless acquired for a new attempt)."""
+
+    claim: ExecutionClaim
+    receipt: str | None = None
+
+
 class RedeemRequest(_In):
     """Spend a receipt: the protected system's one use of it."""
 
-    receipt: str = Field(min_length=20, max_length=8_000, pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$")
-    """The compact JWS as the agent passed it (three base64url parts; a receipt is under 2 kB)."""
+    receipt: str = Field(min_length=20, max_length=5_000, pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$")
+    """The compact JWS as the agent passed it (three base64url parts; a receipt is under 2 kB). Bounded so that even
+    a body of the longest JSON-escaped string stays under ``api.max_body``, and is refused by its schema (422)."""
     redemption: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")] | None = None
     """The caller's id for this use: redeeming again under the same id (a retry after a timeout) answers 200 again;
     without one, every redeem after the first is refused."""

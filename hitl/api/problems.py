@@ -42,6 +42,7 @@ STATUS_OF: dict[str, int] = {
     ErrorCode.HALTED: 423,
     ErrorCode.APPROVAL_FLOOD: 429,
     ErrorCode.TOO_LATE: 503,
+    ErrorCode.RECEIPT_UNAVAILABLE: 503,
     ErrorCode.STORE_ERROR: 503,
     ErrorCode.POLICY_INVALID: 503,
 }

@@ -1,4 +1,9 @@
-"""``/receipts/redeem``: a protected system spends a receipt once. The receipt is checked first (its signature with
+"""``/receipts``: another process claims an approved execution with its receipt, and a protected system spends a
+receipt once.
+
+``/receipts/claim`` is how an agent process gets a receipt without holding the key: ``hitl serve`` claims the
+execution for it, signing the arguments the approval says run (read from the store, never taken from the caller),
+and the claim's own atomic step records the issue. ``/receipts/redeem`` checks a receipt first (its signature with
 this deployment's keys, its type, its time, and that it is for the token's audience); only then is it spent, in one
 atomic step of the store, and the spending is audited in its approval's trail."""
 
@@ -7,14 +12,63 @@ from __future__ import annotations
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.models import Status
 from hitl.engine.domain.receipts import Redemption
 from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.execution.effects import refuse_non_actions
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 
 from .context import CONTEXT, body_of, caller_of
-from .models import Redeemed, RedeemRequest
-from .problems import ApiError
+from .models import ExecutionClaim, ReceiptClaimRequest, ReceiptClaimView, Redeemed, RedeemRequest
+from .problems import ApiError, from_engine
 from .routes import Endpoint
+
+_RUNS = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED)
+
+
+async def claim(request: web.Request) -> web.Response:
+    """Claim an approved execution for another process's ``holder``, with its receipt."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.PROPOSE)
+    body = await body_of(request, ReceiptClaimRequest)
+    service = ctx.lifecycle.contexts.default.service
+    if service.receipts is None or ctx.receipt_keys is None:
+        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
+    approval = await ctx.visible(caller, body.key.removeprefix("call:"), own=True)  # its own requests only
+    if approval.status not in _RUNS:
+        raise ApiError(
+            409,
+            str(ErrorCode.ACTION_REJECTED),
+            f"{approval.id} is {approval.status}, not approved: nothing runs by it, so it gets no receipt",
+        )
+    args = dict(approval.execute_args)
+    if action_hash(approval.tool, args) != body.action_hash:
+        raise ApiError(
+            409,
+            str(ErrorCode.HASH_MISMATCH),
+            "action_hash is not the hash of what was approved (a reviewer may have modified it); nothing was claimed",
+        )
+    try:
+        refuse_non_actions(approval)
+        await service.switch.check(approval.tool)
+        claimed = await service.receipts.claim(
+            approval,
+            args,
+            key=body.key,
+            action_hash=body.action_hash,
+            holder=body.holder,
+            lease=body.lease,
+            retry_failed=body.retry_failed,
+        )
+    except EngineError as exc:
+        raise from_engine(exc, approval) from None
+    view = ReceiptClaimView(
+        claim=ExecutionClaim.model_validate(claimed.claim.model_dump(mode="json")), receipt=claimed.receipt
+    )
+    return web.json_response(view.model_dump(mode="json"))
+
 
 __all__ = ["routes"]
 
@@ -55,4 +109,9 @@ async def redeem(request: web.Request) -> web.Response:
 
 def routes() -> list[Endpoint]:
     """The receipt routes."""
-    return [Endpoint("POST", "/receipts/redeem", redeem, Redeemed, (403, 404, 409, 422), body=RedeemRequest)]
+    return [
+        Endpoint(
+            "POST", "/receipts/claim", claim, ReceiptClaimView, (403, 404, 409, 423, 503), body=ReceiptClaimRequest
+        ),
+        Endpoint("POST", "/receipts/redeem", redeem, Redeemed, (403, 404, 409, 422), body=RedeemRequest),
+    ]

@@ -1,0 +1,133 @@
+"""Receipts for a process that does not hold the key: it asks ``hitl serve`` to claim the execution and issue the
+receipt in the claim's own atomic step (``POST /api/v1/receipts/claim``), then runs the effect under that claim as
+it would have under its own. ``hitl serve`` signs the arguments the approval stands for, read from the store, never
+ones this process sends.
+
+Nothing fails open: ``hitl serve`` away, slow, or answering anything but a claim means the execution is not claimed
+and nothing runs (``receipt_unavailable``). The standard library's client, in a thread, so an agent process that
+only proposes and waits needs no HTTP package of ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.receipts import Receipted
+from hitl.engine.domain.records import Claim
+from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted
+
+__all__ = ["CLAIM_PATH", "RemoteReceipts", "receipt_claims_from_env"]
+
+CLAIM_PATH = "/api/v1/receipts/claim"
+"""Where ``hitl serve`` claims an execution with its receipt for another process."""
+_REFUSALS = {
+    str(ErrorCode.CLAIM_IN_PROGRESS): ErrorCode.CLAIM_IN_PROGRESS,
+    str(ErrorCode.CLAIM_HASH_MISMATCH): ErrorCode.CLAIM_HASH_MISMATCH,
+    str(ErrorCode.CLAIM_FENCED): ErrorCode.CLAIM_FENCED,
+}
+
+
+@dataclass(frozen=True)
+class RemoteReceipts:
+    """Claims through ``hitl serve`` at ``url`` with the API token ``token`` (a :class:`ReceiptClaims`).
+
+    Args:
+        url: ``hitl serve``'s base URL (``HITL_API_URL``).
+        token: an API token with the ``propose`` scope (``HITL_TOKEN``).
+        timeout: seconds to wait for the answer; past it nothing runs (a claim made meanwhile is found by the next
+            try, as a claim whose holder stopped is).
+    """
+
+    url: str
+    token: str
+    timeout: float = 10.0
+
+    async def claim(
+        self,
+        approval: Approval,
+        args: Mapping[str, Any],
+        *,
+        key: str,
+        action_hash: str,
+        holder: str,
+        lease: float,
+        retry_failed: bool = False,
+    ) -> Receipted:
+        """Claim the execution under ``key`` through ``hitl serve`` (see :class:`~hitl.engine.ports.ReceiptClaims`);
+        ``args`` stay here: ``hitl serve`` signs what the approval says runs, and refuses when ``action_hash`` is not
+        its hash."""
+        body = {
+            "key": key,
+            "action_hash": action_hash,
+            "holder": holder[:200],
+            "lease": lease,
+            "retry_failed": retry_failed,
+        }
+        status, answer = await self._post(CLAIM_PATH, body, approval)
+        if status == 200:
+            try:
+                return Receipted(Claim.model_validate(answer["claim"]), answer.get("receipt"))
+            except (KeyError, TypeError, ValidationError):
+                raise self._unavailable(approval, "its answer was not a claim") from None
+        error = answer.get("error") if isinstance(answer, dict) else None
+        code = str(error.get("code", "")) if isinstance(error, dict) else ""
+        message = str(error.get("message", "")) if isinstance(error, dict) else ""
+        if code in _REFUSALS:
+            raise ClaimRefused(message, code=_REFUSALS[code], key=key)
+        if code == ErrorCode.HALTED:
+            raise Halted(message, tool=approval.tool)
+        raise self._unavailable(approval, f"it answered {status} {code or 'without a code'}: {message}".strip())
+
+    async def _post(self, path: str, body: dict[str, Any], approval: Approval) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            },
+        )
+        try:
+            status, raw = await asyncio.to_thread(_send, request, self.timeout)
+            return status, json.loads(raw) if raw else None
+        except (OSError, ValueError) as exc:
+            raise self._unavailable(approval, f"it did not answer ({type(exc).__name__})") from None
+
+    def _unavailable(self, approval: Approval, why: str) -> EngineError:
+        return EngineError(
+            f"{approval.tool} under approval {approval.id} did not run: its receipt comes from hitl serve at "
+            f"{self.url}, and {why}; start or reach hitl serve (HITL_API_URL, HITL_TOKEN), then run it again",
+            code=ErrorCode.RECEIPT_UNAVAILABLE,
+            approval_id=approval.id,
+        )
+
+
+def _send(request: urllib.request.Request, timeout: float) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the operator's URL)
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), bytes(exc.read())
+
+
+def receipt_claims_from_env(environ: Mapping[str, str]) -> RemoteReceipts | None:
+    """The :class:`RemoteReceipts` ``HITL_API_URL`` and ``HITL_TOKEN`` describe; None unless both are set."""
+    url, token = environ.get("HITL_API_URL", "").rstrip("/"), environ.get("HITL_TOKEN", "")
+    if not url or not token:
+        return None
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise EngineError(f"HITL_API_URL is hitl serve's URL, e.g. https://hitl.example.com; not {url!r}")
+    return RemoteReceipts(url, token)

@@ -1,0 +1,148 @@
+"""Key custody: only ``hitl serve`` signs. An agent process (``ask``, ``guard``) on the same store claims its
+approved executions through ``hitl serve``'s API (``HITL_API_URL``, ``HITL_TOKEN``) and gets their receipts that
+way; with ``hitl serve`` out of reach nothing runs; under ``production: true`` an agent process that could read the
+key does not start."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hitl import Approvals, ApprovalService, EngineError, ErrorCode, SystemClock, load_config, parse_config
+from hitl.engine.errors import PolicyError
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.receipt_keys import new_key_pem
+from hitl.receipts import KeySet, verify
+from tests.bot.conftest import Harness
+from tests.ports import free_port
+from tests.receipts.conftest import AGENT_PROCESS, CONFIG, FIN1, Payments, api, approve
+from tests.waiting import eventually
+
+PAYMENT = {"to": "V-1", "amount": 120}
+
+
+@pytest.fixture
+async def agent_store(hitl: Harness, tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    """The agent process's own connection to the store ``hitl serve`` uses."""
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def _agent(store: SqliteStore, tmp_path: Path, environ: dict[str, str]) -> Approvals:
+    config = tmp_path / "hitl.yaml"
+    service = ApprovalService.from_config(
+        load_config(config), store=store, clock=SystemClock(), environ=environ, config_path=str(config)
+    )
+    return Approvals(service, wait=60)
+
+
+async def _approve_next(h: Harness) -> dict[str, Any]:
+    """Wait for the agent's pending payment, and approve it as a finance reviewer."""
+
+    async def pending() -> dict[str, Any] | None:
+        page = await api(h, "GET", "/approvals?status=pending&tool=pay", FIN1)
+        return page["items"][0] if page["items"] else None
+
+    approval: dict[str, Any] = await eventually(pending, what="the agent's payment to wait for a reviewer")
+    await approve(h, approval)
+    return approval
+
+
+def _pay(url: str, args: dict[str, Any], receipt: str | None) -> dict[str, Any]:
+    """What the agent's payment tool does: call the payment service, with the receipt it was given."""
+    request = urllib.request.Request(
+        f"{url}/pay",
+        data=json.dumps(args).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", **({"Hitl-Receipt": receipt} if receipt else {})},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - the test's own service
+        return dict(json.loads(response.read()))
+
+
+async def test_an_agent_process_gets_its_receipts_from_hitl_serve(
+    hitl: Harness, payments: Payments, agent_store: SqliteStore, tmp_path: Path
+) -> None:
+    approvals = _agent(agent_store, tmp_path, {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": AGENT_PROCESS})
+    async with hitl.http.get(f"{hitl.bot_url}/.well-known/jwks.json") as published:
+        keys = KeySet(await published.json(content_type=None))
+
+    # ask: the answer carries the receipt; the agent passes it to the protected system.
+    asked = asyncio.create_task(approvals.ask("pay", PAYMENT, session="ses_agent", call_id="call-1"))
+    first = await _approve_next(hitl)
+    answer = await asked
+    assert answer.approved and answer.receipt is not None
+    claims = verify(answer.receipt, tool="pay", args=PAYMENT, keys=keys, audience="payments")
+    assert claims["sub"] == first["id"] and claims["approvers"] == ["U_FIN1"]
+    assert (await asyncio.to_thread(_pay, payments.url, PAYMENT, answer.receipt))["paid"]
+
+    # guard: the tool names a `receipt` parameter, which is no argument of the call (not in the schema or hash).
+    seen: list[str | None] = []
+
+    @approvals.guard("pay", session="ses_agent")
+    def pay(to: str, amount: int, *, receipt: str | None = None) -> dict[str, Any]:
+        seen.append(receipt)
+        return _pay(payments.url, {"to": to, "amount": amount}, receipt)
+
+    guarded = asyncio.create_task(pay("V-2", 80))
+    second = await _approve_next(hitl)
+    assert second["args"] == {"to": "V-2", "amount": 80}
+    assert (await guarded)["paid"] and seen[0] is not None
+
+    assert [p["args"] for p in payments.paid()] == [PAYMENT, {"to": "V-2", "amount": 80}]
+    # hitl serve claimed each execution for the agent's own holder, which recorded the outcome in the store.
+    claim = await agent_store.ledger.get(f"call:{second['id']}")
+    assert claim is not None and claim.holder == approvals.gate.worker_id and claim.state == "succeeded"
+
+
+@pytest.mark.parametrize("reach", ["nothing listening", "no HITL_API_URL"])
+async def test_with_hitl_serve_out_of_reach_nothing_runs(
+    hitl: Harness, agent_store: SqliteStore, tmp_path: Path, reach: str
+) -> None:
+    nowhere = {"HITL_API_URL": f"http://127.0.0.1:{free_port()}", "HITL_TOKEN": AGENT_PROCESS}
+    environ = nowhere if reach == "nothing listening" else {}
+    approvals = _agent(agent_store, tmp_path, environ)
+    ran: list[int] = []
+
+    @approvals.guard("pay", session="ses_agent")
+    def pay(to: str, amount: int, *, receipt: str | None = None) -> None:
+        ran.append(amount)
+
+    guarded = asyncio.create_task(pay("V-3", 30))
+    approval = await _approve_next(hitl)
+    with pytest.raises(EngineError) as refused:
+        await guarded
+    assert refused.value.code is ErrorCode.RECEIPT_UNAVAILABLE and "did not run" in refused.value.message
+    assert ran == []
+    assert await agent_store.ledger.get(f"call:{approval['id']}") is None  # nothing claimed: it may run later
+    assert (await agent_store.approvals.get(approval["id"])).status == "approved"
+
+
+def test_an_agent_process_that_could_read_the_key_does_not_start_in_production(tmp_path: Path) -> None:
+    production = "production: true\n" + CONFIG
+    pem = new_key_pem().decode()
+    store: Any = object()  # never reached: the refusal comes first
+    with_file = parse_config(production)
+    (tmp_path / "receipt.pem").write_text(pem)
+    with pytest.raises(PolicyError, match="only hitl serve may"):
+        ApprovalService.from_config(
+            with_file, store=store, clock=SystemClock(), environ={}, config_path=str(tmp_path / "hitl.yaml")
+        )
+    in_env = parse_config(production.replace("  key_file: receipt.pem\n", ""))
+    with pytest.raises(PolicyError, match="HITL_RECEIPT_KEY"):
+        ApprovalService.from_config(in_env, store=store, clock=SystemClock(), environ={"HITL_RECEIPT_KEY": pem})
+    # Without the key within reach, the agent process starts, and asks hitl serve for its receipts.
+    (tmp_path / "receipt.pem").unlink()
+    started = ApprovalService.from_config(
+        with_file, store=store, clock=SystemClock(), environ={}, config_path=str(tmp_path / "hitl.yaml")
+    )
+    assert started.receipts is not None
