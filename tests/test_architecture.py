@@ -366,6 +366,7 @@ def test_public_apis_are_pinned() -> None:
     assert pydantic_ai.__all__ == ["HitlRunner", "HitlToolset"]
     assert hitl.api.__all__ == ["mint_token", "token_hash"]
     assert hitl.receipts.__all__ == [
+        "MCP_META_KEY",
         "RECEIPT_TYPE",
         "KeySet",
         "Keys",

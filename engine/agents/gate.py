@@ -42,6 +42,8 @@ __all__ = ["GateRefused", "Ticket", "TicketOutcome", "ToolCall", "ToolGate"]
 TicketOutcome = Literal["run", "deny", "pending"]
 
 _MAX_GENERATIONS = 10_000
+_RECEIPT_KW = "_hitl_receipt"
+"""How the ledger's Tool hands the gate's wrapper the receipt: a name no tool argument is expected to have."""
 _CONSUMED = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
 
 
@@ -295,26 +297,36 @@ class ToolGate:
         return await self.wait(await self.check(call), timeout=timeout)
 
     # -- running ------------------------------------------------------------------------------------------
-    async def execute(self, ticket: Ticket, fn: Callable[..., Any], *, args: Mapping[str, Any] | None = None) -> Any:
+    async def execute(
+        self,
+        ticket: Ticket,
+        fn: Callable[..., Any],
+        *,
+        args: Mapping[str, Any] | None = None,
+        receipt_as: str | None = None,
+    ) -> Any:
         """Run ``fn(**args)`` for a ``run`` ticket, exactly once per approval. A repeat of the same call (same call
         id, or this gate again) returns the recorded output; another caller without a call id that waited on the
         same approval is refused (``handed_elsewhere``, a :class:`GateRefused`).
 
         ``args`` are the arguments the framework is about to pass; they must be the approved ones (a framework
-        that re-validates an edit must arrive at the same arguments), else nothing runs.
+        that re-validates an edit must arrive at the same arguments), else nothing runs. ``receipt_as``: the
+        parameter of ``fn`` that takes the execution's receipt (default ``receipt``, when ``fn`` names it; None
+        where none is issued).
         """
         if not ticket.runs:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         run_args = self._bound(ticket, args)
+        receiver = receipt_as or ("receipt" if _names(fn, "receipt") else None)
         if ticket.approval is None:
             # Allowed without a person: nothing to record, so the framework's own output is returned as it is.
             if _names_key(fn):
                 run_args["idempotency_key"] = f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}"
-            if _names(fn, "receipt"):
-                run_args["receipt"] = None  # nothing a person approved to sign for
+            if receiver is not None:
+                run_args[receiver] = None  # nothing a person approved to sign for
             return await _invoke(fn, run_args)
         assert ticket.key is not None
-        tool = Tool(ticket.call.tool, _kwargs_call(fn), None)
+        tool = Tool(ticket.call.tool, _kwargs_call(fn, receiver), None, receipt_as=_RECEIPT_KW)
         try:
             return await self.effects.execute(
                 tool, run_args, key=ticket.key, approval=ticket.approval, exclusive=ticket.call.call_id is None
@@ -430,18 +442,19 @@ def _names(fn: Callable[..., Any], parameter: str) -> bool:
     return parameter in inspect.signature(fn).parameters
 
 
-def _kwargs_call(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """``fn(**args)`` as a coroutine function that names ``idempotency_key`` (so the ledger's Tool hands the key over
-    as that keyword, never as a tool argument through a ``**args`` closure). A sync ``fn`` runs in a thread, as the
-    runner runs sync tools, so a slow effect does not stall the agent's event loop."""
+def _kwargs_call(fn: Callable[..., Any], receiver: str | None) -> Callable[..., Awaitable[Any]]:
+    """``fn(**args)`` as a coroutine function that names ``idempotency_key`` and :data:`_RECEIPT_KW` (so the ledger's
+    Tool hands the key and the receipt over as those keywords, never as tool arguments through a ``**args`` closure;
+    the receipt reaches ``fn`` as ``receiver``). A sync ``fn`` runs in a thread, as the runner runs sync tools, so a
+    slow effect does not stall the agent's event loop."""
 
-    wants_key, wants_receipt = _names_key(fn), _names(fn, "receipt")
+    wants_key = _names_key(fn)
 
-    async def call(idempotency_key: str = "", receipt: str | None = None, **args: Any) -> Any:
+    async def call(idempotency_key: str = "", _hitl_receipt: str | None = None, **args: Any) -> Any:
         if wants_key:
             args["idempotency_key"] = idempotency_key
-        if wants_receipt:
-            args["receipt"] = receipt
+        if receiver is not None:
+            args[receiver] = _hitl_receipt
         return await _invoke(fn, args)
 
     return call

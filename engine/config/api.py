@@ -25,6 +25,10 @@ class Scope(StrEnum):
     RUN = "run"
     REDEEM = "redeem"
     """Spend receipts (``POST /receipts/redeem``): what a protected system's token holds."""
+    CLAIM = "claim"
+    """Claim approved executions, with their receipts, for a process whose gate acts for many requesters (a Temporal
+    worker, whose requester is each workflow run): any approval of a tool the token sees (``POST /receipts/claim``);
+    with ``propose`` alone, only the token's own identity's."""
     ADMIN = "admin"
 
 

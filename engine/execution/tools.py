@@ -33,6 +33,7 @@ class Tool:
         idempotent: the tool honours its idempotency key, so running it again after a crash is safe.
         reconcile: asks the business system whether an attempt whose outcome was lost happened; called with the
             arguments and ``idempotency_key=``, it returns ``{"done": true, "output": ...}`` or ``{"done": false}``.
+        receipt_as: the parameter of ``fn`` that takes the receipt (default ``receipt``, when ``fn`` names it).
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class Tool:
         *,
         idempotent: bool = False,
         reconcile: Callable[..., Any] | None = None,
+        receipt_as: str | None = None,
     ) -> None:
         self.name = name
         self.fn = fn
@@ -50,10 +52,10 @@ class Tool:
         self.idempotent = idempotent
         self.reconcile_fn = reconcile
         self._wants_key = _wants_key(fn)
-        self._wants_receipt = names_receipt(fn)
+        self.receipt_as = receipt_as or ("receipt" if names_receipt(fn) else None)
 
     async def __call__(self, args: dict[str, Any], *, idempotency_key: str, receipt: str | None = None) -> Any:
-        extra = {"receipt": receipt} if self._wants_receipt else {}
+        extra = {self.receipt_as: receipt} if self.receipt_as is not None else {}
         return await _call(self.fn, {**args, **extra}, idempotency_key, self._wants_key)
 
     async def reconcile(self, args: dict[str, Any], *, idempotency_key: str) -> tuple[bool, Any] | None:

@@ -13,17 +13,18 @@ from aiohttp import web
 
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.hashing import action_hash
-from hitl.engine.domain.models import Status
+from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.receipts import Redemption
 from hitl.engine.domain.records import AuditEntry
-from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.effects import refuse_non_actions
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 
-from .context import CONTEXT, body_of, caller_of
+from .context import CALLER, CONTEXT, ApiContext, body_of, caller_of
 from .models import ExecutionClaim, ReceiptClaimRequest, ReceiptClaimView, Redeemed, RedeemRequest
 from .problems import ApiError, from_engine
 from .routes import Endpoint
+from .tokens import Caller
 
 _RUNS = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED)
 
@@ -31,12 +32,13 @@ _RUNS = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED)
 async def claim(request: web.Request) -> web.Response:
     """Claim an approved execution for another process's ``holder``, with its receipt."""
     ctx = request.app[CONTEXT]
-    caller = caller_of(request, Scope.PROPOSE)
+    acting_for_many = request[CALLER].may(Scope.CLAIM)
+    caller = caller_of(request, Scope.CLAIM if acting_for_many else Scope.PROPOSE)
     body = await body_of(request, ReceiptClaimRequest)
     service = ctx.lifecycle.contexts.default.service
     if service.receipts is None or ctx.receipt_keys is None:
         raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
-    approval = await ctx.visible(caller, body.key.removeprefix("call:"), own=True)  # its own requests only
+    approval = await _claimable(ctx, caller, body.key.removeprefix("call:"), any_requester=acting_for_many)
     if approval.status not in _RUNS:
         raise ApiError(
             409,
@@ -71,6 +73,20 @@ async def claim(request: web.Request) -> web.Response:
 
 
 __all__ = ["routes"]
+
+
+async def _claimable(ctx: ApiContext, caller: Caller, approval_id: str, *, any_requester: bool) -> Approval:
+    """The approval whose execution ``caller`` may claim (404 otherwise, as for one that does not exist): with the
+    ``claim`` scope any of a tool its token sees; with ``propose``, only its own identity's."""
+    if not any_requester:
+        return await ctx.visible(caller, approval_id, own=True)
+    try:
+        approval = await ctx.lifecycle.store.approvals.get(approval_id)
+    except NotFound:
+        approval = None
+    if approval is None or not caller.sees(approval.tool):
+        raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no approval {approval_id!r}")
+    return approval
 
 
 async def redeem(request: web.Request) -> web.Response:

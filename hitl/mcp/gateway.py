@@ -164,16 +164,16 @@ class Gateway:
     async def _run(self, ticket: Ticket, route: Route) -> types.CallToolResult:
         recorded = ticket.approval is not None
 
-        async def upstream(**args: Any) -> Any:
-            result = await self.upstreams.call(route, args)
+        async def upstream(hitl_receipt: str | None = None, **args: Any) -> Any:
+            result = await self.upstreams.call(route, args, receipt=hitl_receipt)
             # An approved call's result is recorded in the ledger (a repeat gets it back), so it travels as JSON;
             # an allowed call's goes straight back to the client.
             return result.model_dump(mode="json", by_alias=True, exclude_none=True) if recorded else result
 
         try:
-            out = await self.gate.execute(ticket, upstream)
+            out = await self.gate.execute(ticket, upstream, receipt_as="hitl_receipt")
         except EngineError as exc:
-            return _error(f"{ticket.call.tool} did not complete: {exc.message}")
+            return _error(f"{ticket.call.tool} did not complete ({exc.code}): {exc.message}")
         return out if isinstance(out, types.CallToolResult) else types.CallToolResult.model_validate(out)
 
     # -- resources and prompts: passed through ----------------------------------------------------------------

@@ -10,7 +10,7 @@ import logging
 import os
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from mcp.client.session import ClientSession
@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from hitl.engine.config.mcp import McpServerSpec
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.errors import EngineError, ErrorCode
+from hitl.receipts import MCP_META_KEY
 
 __all__ = ["Route", "Upstreams"]
 
@@ -137,13 +138,17 @@ class Upstreams:
         for link in self._links.values():
             await link.close()
 
-    async def call(self, route: Route, args: dict[str, Any]) -> types.CallToolResult:
-        """Call the upstream tool once. A transport failure closes the session (the next call starts it again)
-        and raises: the caller records the call as failed, it is never repeated here."""
+    async def call(self, route: Route, args: dict[str, Any], *, receipt: str | None = None) -> types.CallToolResult:
+        """Call the upstream tool once, with the execution's ``receipt`` (if any) in the request's ``_meta`` under
+        :data:`~hitl.receipts.MCP_META_KEY`, as the MCP specification asks of a vendor's metadata. A transport
+        failure closes the session (the next call starts it again) and raises: the caller records the call as
+        failed, it is never repeated here."""
         link = self._links[route.server]
         session = await link.open()
+        # An open map (extra_items): the vendor key is not one the TypedDict names.
+        meta = cast(types.RequestParamsMeta, {MCP_META_KEY: receipt}) if receipt is not None else None
         try:
-            result = await session.call_tool(route.tool.name, args)
+            result = await session.call_tool(route.tool.name, args, meta=meta)
         except Exception as exc:
             await link.close()
             raise EngineError(

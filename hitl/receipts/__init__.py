@@ -19,9 +19,10 @@ from __future__ import annotations
 from hitl.receipts.digest import args_sha256
 from hitl.receipts.failures import ReceiptError, ReceiptFailure
 from hitl.receipts.keys import Keys, KeySet, RemoteKeys
-from hitl.receipts.verify import RECEIPT_TYPE, verified_claims, verify
+from hitl.receipts.verify import MCP_META_KEY, RECEIPT_TYPE, verified_claims, verify
 
 __all__ = [
+    "MCP_META_KEY",
     "RECEIPT_TYPE",
     "KeySet",
     "Keys",

@@ -15,10 +15,13 @@ from hitl.receipts.digest import args_sha256
 from hitl.receipts.failures import ReceiptError, ReceiptFailure
 from hitl.receipts.keys import Keys
 
-__all__ = ["ALGORITHMS", "RECEIPT_TYPE", "verified_claims", "verify"]
+__all__ = ["ALGORITHMS", "MCP_META_KEY", "RECEIPT_TYPE", "verified_claims", "verify"]
 
 RECEIPT_TYPE = "hitl-receipt+jwt"
 """The ``typ`` header of every receipt."""
+MCP_META_KEY = "io.github.hitl-gate/receipt"
+"""Where ``hitl mcp`` puts the receipt in an upstream ``tools/call`` request: its ``_meta`` key (reverse-DNS named,
+as the MCP specification asks of metadata that is not the protocol's own)."""
 ALGORITHMS = ("EdDSA", "Ed25519")
 """The algorithm names a receipt may carry: ``EdDSA`` (RFC 8037), and ``Ed25519``, its name since RFC 9864."""
 _REQUIRED = {"iss": str, "sub": str, "jti": str, "tool": str, "args_sha256": str, "basis": str}

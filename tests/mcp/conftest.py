@@ -42,13 +42,14 @@ policy:
     delete_customer: {{tier: approve, role: support}}
     crash: {{tier: approve, role: support}}
     send_receipt: {{tier: notify}}
+    pay: {{tier: approve, role: support}}
 mcp:
   session: desktop-1
   wait: {wait}
   servers:
     shop:
       command: [{python}, {upstream}]
-      env: {{HITL_TEST_LEDGER: {ledger}}}
+      env: {{HITL_TEST_LEDGER: {ledger}, HITL_TEST_RECEIPTS: {receipts}}}
 api:
   tokens:
     - {{name: alice, sha256: {alice}, reviewer: "agent:alice", scopes: [propose]}}
@@ -113,7 +114,14 @@ def make_shop(tmp: Path, *, wait: str, extra: str = "", policy: str = "") -> Sho
     """The gateway's world in ``tmp``; ``extra`` more hitl.yaml, ``policy`` more lines of its policy section."""
     config = tmp / "hitl.yaml"
     hashes = {name: token_hash(token) for name, token in CLIENTS.items()}
-    text = CONFIG.format(wait=wait, python=sys.executable, upstream=UPSTREAM, ledger=tmp / "ledger.db", **hashes)
+    text = CONFIG.format(
+        wait=wait,
+        python=sys.executable,
+        upstream=UPSTREAM,
+        ledger=tmp / "ledger.db",
+        receipts=tmp / "receipts.json",
+        **hashes,
+    )
     text = text.replace("policy:\n", "policy:\n" + policy, 1)
     config.write_text(text + extra)
     env = {

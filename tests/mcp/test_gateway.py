@@ -27,7 +27,7 @@ from tests.waiting import accepts, eventually
 async def test_tools_resources_and_prompts_come_through_with_their_schemas(shop: Shop) -> None:
     async with shop.client() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"look_up_order", "refund", "delete_customer", "crash", "send_receipt"}
+        assert set(tools) == {"look_up_order", "refund", "delete_customer", "crash", "send_receipt", "pay"}
         assert tools["refund"].input_schema["required"] == ["order_id", "amount"]
         assert tools["refund"].description == "Refund part or all of an order."
         resources = (await client.list_resources()).resources

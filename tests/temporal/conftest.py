@@ -92,11 +92,14 @@ class Stand:
     watcher: AgentWatcher
     queue: str
     refunds: list[tuple[str, float, str]] = field(default_factory=list)
+    receipts: list[str | None] = field(default_factory=list)
+    """The receipt each refund was handed (None where none is issued)."""
 
     @asynccontextmanager
     async def worker(self) -> AsyncIterator[None]:
-        async def refund(order_id: str, amount: float, idempotency_key: str) -> str:
+        async def refund(order_id: str, amount: float, idempotency_key: str, receipt: str | None = None) -> str:
             self.refunds.append((order_id, amount, idempotency_key))
+            self.receipts.append(receipt)
             return f"refunded {amount:g} on order {order_id}"
 
         activities = HitlActivities(self.gate, {"refund": refund})
@@ -124,19 +127,29 @@ class Stand:
         return 0
 
 
-@pytest.fixture
-async def stand(temporal_server: str, tmp_path: Path) -> AsyncIterator[Stand]:
+async def temporal_client(address: str) -> Client:
+    """A client of the Temporal dev server at ``address``, once it answers."""
 
     async def connected() -> Client | None:
         try:
-            return await Client.connect(temporal_server)
+            return await Client.connect(address)
         except RuntimeError:
             return None
 
-    client = await eventually(connected, what="the Temporal dev server", interval=0.1)
-    store = SqliteStore(tmp_path / "hitl.db")
-    service = ApprovalService.from_config(parse_config(CONFIG), store=store, clock=SystemClock())
+    return await eventually(connected, what="the Temporal dev server", interval=0.1)
+
+
+def stand_on(client: Client, store: SqliteStore, service: ApprovalService) -> Stand:
+    """A stand whose worker runs hitl's activities with ``service`` (on ``store``)."""
     gate = ToolGate(service)
     watcher = AgentWatcher(gate, [TemporalResumer(gate, client, rpc_timeout=2.0)])
-    yield Stand(client, store, service, gate, watcher, f"q-{uuid.uuid4().hex[:8]}")
+    return Stand(client, store, service, gate, watcher, f"q-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+async def stand(temporal_server: str, tmp_path: Path) -> AsyncIterator[Stand]:
+    client = await temporal_client(temporal_server)
+    store = SqliteStore(tmp_path / "hitl.db")
+    service = ApprovalService.from_config(parse_config(CONFIG), store=store, clock=SystemClock())
+    yield stand_on(client, store, service)
     await store.close()
