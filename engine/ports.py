@@ -22,7 +22,7 @@ from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
 from hitl.engine.domain.ranking import PendingOrder
-from hitl.engine.domain.receipts import Issued, Receipted, Redemption
+from hitl.engine.domain.receipts import AllowedCall, Issued, Receipted, Redemption
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
 from hitl.engine.domain.runs import RunResult, StoredRun
@@ -626,4 +626,14 @@ class ReceiptClaims(Protocol):
         :meth:`ExecutionLedger.claim` does; the receipt comes back only with a claim acquired for a new attempt.
         Raises a :class:`~hitl.engine.errors.EngineError` (``receipt_unavailable``) when it cannot be had: then
         nothing may run."""
+        ...
+
+    def covers(self, tool: str) -> bool:
+        """Whether calls of ``tool`` that run without a person get a receipt too (``always`` in ``hitl.yaml``)."""
+        ...
+
+    async def allowed(self, call: AllowedCall) -> str:
+        """The receipt for a call that runs without a person, its issue recorded in an atomic step of its own
+        (``hitl serve`` checks first that its policy lets the call run without a person now). Raises as
+        :meth:`claim` does: then nothing may run."""
         ...

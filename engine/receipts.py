@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from hitl.engine.config.receipts import ReceiptsSpec
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.ids import dedupe_key
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import Issued, Receipted, receipt_claims
+from hitl.engine.domain.receipts import AllowedCall, Issued, Receipted, allowed_claims, receipt_claims
 from hitl.engine.errors import EngineError, ErrorCode, PolicyError
 from hitl.engine.ports import Clock, ReceiptClaims, ReceiptSigner, Store
 from hitl.engine.remote_receipts import receipt_claims_from_env
@@ -54,6 +56,19 @@ class ReceiptIssuer:
         )
         return self.signer.sign(claims), Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
 
+    def issue_allowed(self, call: AllowedCall, *, subject: str) -> tuple[str, Issued]:
+        """The receipt for ``call`` (run without a person), and its record, under the key ``receipt:<jti>``."""
+        claims = allowed_claims(
+            call,
+            subject=subject,
+            issuer=self.spec.issuer,
+            now=self.clock.now(),
+            ttl=self.spec.ttl,
+            audience=self.spec.tool(call.tool).audience,
+        )
+        jti = claims["jti"]
+        return self.signer.sign(claims), Issued(jti=jti, key=f"receipt:{jti}", exp=float(claims["exp"]))
+
 
 @dataclass(frozen=True)
 class SignedClaims:
@@ -88,6 +103,26 @@ class SignedClaims:
         )
         return Receipted(claim, receipt if claim.acquired and not claim.recovered else None)
 
+    def covers(self, tool: str) -> bool:
+        """Whether ``receipts.tools.<tool>.always`` asks for receipts for calls that run without a person."""
+        return self.issuer.spec.tool(tool).always
+
+    async def allowed(self, call: AllowedCall) -> str:
+        """Issue ``call``'s receipt: recorded by a claim of its own key, finished at once (nothing else runs
+        under it). The caller has checked that the call may run without a person."""
+        store, now = self.store, self.issuer.clock.now()
+        subject = f"allowed:{dedupe_key(call.requester, f'{call.scope}:{action_hash(call.tool, call.args)}')}"
+        receipt, issued = self.issuer.issue_allowed(call, subject=subject)
+        digest = action_hash(call.tool, call.args)
+        holder = f"receipts:{call.requester}"[:200]
+        claim = await store.ledger.claim(
+            issued.key, action_hash=digest, holder=holder, now=now, lease=self.issuer.spec.ttl, receipt=issued
+        )
+        await store.ledger.record_outcome(
+            issued.key, holder=holder, attempt=claim.attempt, ok=True, result={"basis": str(call.basis)}, now=now
+        )
+        return receipt
+
 
 @dataclass(frozen=True)
 class NoReceipts:
@@ -95,6 +130,16 @@ class NoReceipts:
     claim of an approved execution is refused, so nothing a receipt should cover runs without one."""
 
     why: str
+    always: frozenset[str] = frozenset()
+    """The tools whose calls get receipts even when they run without a person."""
+
+    def covers(self, tool: str) -> bool:
+        """Whether calls of ``tool`` that run without a person need a receipt too (and so are refused here)."""
+        return tool in self.always
+
+    async def allowed(self, call: AllowedCall) -> str:
+        """Refuse (``receipt_unavailable``): the call does not run."""
+        raise EngineError(f"{call.tool} did not run: {self.why}", code=ErrorCode.RECEIPT_UNAVAILABLE)
 
     async def claim(
         self,
@@ -162,10 +207,12 @@ def receipt_claims_for(
             "Remove the key from this process's environment and files; it gets its receipts from hitl serve "
             "(HITL_API_URL and HITL_TOKEN)"
         )
-    remote = receipt_claims_from_env(environ)
+    always = frozenset(tool for tool, about in spec.tools.items() if about.always)
+    remote = receipt_claims_from_env(environ, always=always)
     if remote is not None:
         return remote
     return NoReceipts(
         "receipts: in hitl.yaml asks for a receipt with every approved execution, which only hitl serve issues, and "
-        "this process cannot ask it; set HITL_API_URL and HITL_TOKEN (a token with the propose scope)"
+        "this process cannot ask it; set HITL_API_URL and HITL_TOKEN (a token with the propose scope)",
+        always,
     )

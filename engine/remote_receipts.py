@@ -22,14 +22,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import Receipted
+from hitl.engine.domain.receipts import AllowedCall, Receipted
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted
 
-__all__ = ["CLAIM_PATH", "RemoteReceipts", "receipt_claims_from_env"]
+__all__ = ["ALLOWED_PATH", "CLAIM_PATH", "RemoteReceipts", "receipt_claims_from_env"]
 
 CLAIM_PATH = "/api/v1/receipts/claim"
 """Where ``hitl serve`` claims an execution with its receipt for another process."""
+ALLOWED_PATH = "/api/v1/receipts/allowed"
+"""Where ``hitl serve`` issues the receipt of a call that runs without a person, once its own policy agrees."""
 _REFUSALS = {
     str(ErrorCode.CLAIM_IN_PROGRESS): ErrorCode.CLAIM_IN_PROGRESS,
     str(ErrorCode.CLAIM_HASH_MISMATCH): ErrorCode.CLAIM_HASH_MISMATCH,
@@ -51,6 +53,22 @@ class RemoteReceipts:
     url: str
     token: str
     timeout: float = 10.0
+    always: frozenset[str] = frozenset()
+    """The tools whose calls get receipts even when they run without a person (``always`` in ``hitl.yaml``)."""
+
+    def covers(self, tool: str) -> bool:
+        """Whether calls of ``tool`` that run without a person get a receipt too."""
+        return tool in self.always
+
+    async def allowed(self, call: AllowedCall) -> str:
+        """The receipt of ``call`` from ``hitl serve``, which checks with its own policy, now, that the call may run
+        without a person (the basis it signs is its own finding, not this process's)."""
+        body = {"tool": call.tool, "args": call.args, "session": call.session, "scope": call.scope}
+        body["requester"] = call.requester
+        status, answer = await self._post(ALLOWED_PATH, body, call.tool, None)
+        if status == 200 and isinstance(answer, dict) and isinstance(answer.get("receipt"), str):
+            return str(answer["receipt"])
+        raise self._refused(status, answer, call.tool, None, key=None)
 
     async def claim(
         self,
@@ -73,22 +91,26 @@ class RemoteReceipts:
             "lease": lease,
             "retry_failed": retry_failed,
         }
-        status, answer = await self._post(CLAIM_PATH, body, approval)
+        status, answer = await self._post(CLAIM_PATH, body, approval.tool, approval.id)
         if status == 200:
             try:
                 return Receipted(Claim.model_validate(answer["claim"]), answer.get("receipt"))
             except (KeyError, TypeError, ValidationError):
-                raise self._unavailable(approval, "its answer was not a claim") from None
+                raise self._unavailable(approval.tool, approval.id, "its answer was not a claim") from None
+        raise self._refused(status, answer, approval.tool, approval.id, key=key)
+
+    def _refused(self, status: int, answer: Any, tool: str, approval_id: str | None, *, key: str | None) -> EngineError:
         error = answer.get("error") if isinstance(answer, dict) else None
         code = str(error.get("code", "")) if isinstance(error, dict) else ""
         message = str(error.get("message", "")) if isinstance(error, dict) else ""
         if code in _REFUSALS:
-            raise ClaimRefused(message, code=_REFUSALS[code], key=key)
+            return ClaimRefused(message, code=_REFUSALS[code], key=key)
         if code == ErrorCode.HALTED:
-            raise Halted(message, tool=approval.tool)
-        raise self._unavailable(approval, f"it answered {status} {code or 'without a code'}: {message}".strip())
+            return Halted(message, tool=tool)
+        why = f"it answered {status} {code or 'without a code'}: {message}".strip()
+        return self._unavailable(tool, approval_id, why)
 
-    async def _post(self, path: str, body: dict[str, Any], approval: Approval) -> tuple[int, Any]:
+    async def _post(self, path: str, body: dict[str, Any], tool: str, approval_id: str | None) -> tuple[int, Any]:
         request = urllib.request.Request(
             f"{self.url}{path}",
             data=json.dumps(body).encode(),
@@ -103,14 +125,15 @@ class RemoteReceipts:
             status, raw = await asyncio.to_thread(_send, request, self.timeout)
             return status, json.loads(raw) if raw else None
         except (OSError, ValueError) as exc:
-            raise self._unavailable(approval, f"it did not answer ({type(exc).__name__})") from None
+            raise self._unavailable(tool, approval_id, f"it did not answer ({type(exc).__name__})") from None
 
-    def _unavailable(self, approval: Approval, why: str) -> EngineError:
+    def _unavailable(self, tool: str, approval_id: str | None, why: str) -> EngineError:
+        under = f" under approval {approval_id}" if approval_id else ""
         return EngineError(
-            f"{approval.tool} under approval {approval.id} did not run: its receipt comes from hitl serve at "
-            f"{self.url}, and {why}; start or reach hitl serve (HITL_API_URL, HITL_TOKEN), then run it again",
+            f"{tool}{under} did not run: its receipt comes from hitl serve at {self.url}, and {why}; start or reach "
+            "hitl serve (HITL_API_URL, HITL_TOKEN), then run it again",
             code=ErrorCode.RECEIPT_UNAVAILABLE,
-            approval_id=approval.id,
+            approval_id=approval_id,
         )
 
 
@@ -122,12 +145,15 @@ def _send(request: urllib.request.Request, timeout: float) -> tuple[int, bytes]:
         return int(exc.code), bytes(exc.read())
 
 
-def receipt_claims_from_env(environ: Mapping[str, str]) -> RemoteReceipts | None:
-    """The :class:`RemoteReceipts` ``HITL_API_URL`` and ``HITL_TOKEN`` describe; None unless both are set."""
+def receipt_claims_from_env(
+    environ: Mapping[str, str], *, always: frozenset[str] = frozenset()
+) -> RemoteReceipts | None:
+    """The :class:`RemoteReceipts` ``HITL_API_URL`` and ``HITL_TOKEN`` describe (``always``: the tools whose calls get
+    receipts even when they run without a person); None unless both are set."""
     url, token = environ.get("HITL_API_URL", "").rstrip("/"), environ.get("HITL_TOKEN", "")
     if not url or not token:
         return None
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise EngineError(f"HITL_API_URL is hitl serve's URL, e.g. https://hitl.example.com; not {url!r}")
-    return RemoteReceipts(url, token)
+    return RemoteReceipts(url, token, always=always)

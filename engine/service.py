@@ -260,15 +260,17 @@ class ApprovalService:
         requester: str | None = None,
         min_tier: Tier = Tier.AUTO,
         instead_of: Approval | None = None,
+        own_event: str = "",
     ) -> Verdict:
         """The verdict for an action without recording anything (``hitl policy explain``). ``requester``: whose
         trust grants in the session count (default: the service's requester). ``instead_of``: the approval these
-        arguments would replace (an edit): its own window events do not count against them."""
+        arguments would replace (an edit): its own window events do not count against them; nor does the event
+        ``own_event`` (the action's own, when its proposal counted it already)."""
         now = self.clock.now()
         clean = clean_args(tool, args)
         own = dict(window_events(instead_of)) if instead_of is not None else {}
         windows = {
-            k: await self.store.windows.stats(k, now=now, window=w, exclude=own.get(k, ""))
+            k: await self.store.windows.stats(k, now=now, window=w, exclude=own.get(k, own_event))
             for k, (w, _) in self.policy.window_keys(tool, clean).items()
         }
         trusted = await self._trusted(session_id, requester or self.requester, now)

@@ -134,7 +134,9 @@ class Approvals:
             modifiable=modifiable,
         )
         ticket = await self.gate.decide(call, timeout=wait)
-        if ticket.runs and ticket.approval is not None:
+        if ticket.runs and ticket.approval is None:
+            ticket = await self.gate.begin(ticket)  # a receipt when the tool's receipts come `always`
+        elif ticket.runs and ticket.approval is not None:
             # The hand-over is the execution claim: one atomic claim per approval, so one caller gets the go.
             try:
                 ticket = await self.gate.begin(ticket)

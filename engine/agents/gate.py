@@ -29,6 +29,7 @@ from typing import Any, Literal
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.hashing import action_hash, identical, normalize
 from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.receipts import AllowedCall, Basis
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, IllegalTransition, StaleVersion
@@ -104,7 +105,9 @@ class Ticket:
     """The reviewer approved with Trust: later calls of this tool in this session run without asking."""
     receipt: str | None = None
     """Once its execution is claimed (:meth:`ToolGate.begin`) where receipts are issued (``receipts:`` in
-    ``hitl.yaml``, in ``hitl serve``): the signed receipt the protected system checks before it acts."""
+    ``hitl.yaml``): the signed receipt the protected system checks before it acts."""
+    allowed_by: Literal["policy", "trust"] | None = None
+    """For a call that runs without a person: whether the policy or a reviewer's Trust lets it."""
 
     @property
     def runs(self) -> bool:
@@ -191,7 +194,7 @@ class ToolGate:
                 why = "; ".join(prop.verdict.reasons) or "denied by policy"
                 return Ticket(call, "deny", {}, message=f"{call.tool} is denied by policy: {why}", code="policy_denied")
             if prop.approval is None:
-                return Ticket(call, "run", prop.args)
+                return Ticket(call, "run", prop.args, allowed_by="trust" if prop.verdict.trusted else "policy")
             ticket = await self.ticket_for(call, prop.approval)
             if ticket.consumed and call.call_id is None:
                 continue  # an approval authorizes one execution: the same action again is a new request
@@ -322,8 +325,8 @@ class ToolGate:
             # Allowed without a person: nothing to record, so the framework's own output is returned as it is.
             if _names_key(fn):
                 run_args["idempotency_key"] = f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}"
-            if receiver is not None:
-                run_args[receiver] = None  # nothing a person approved to sign for
+            if receiver is not None:  # a tool that takes no receipt is given none
+                run_args[receiver] = await self._allowed_receipt(ticket)
             return await _invoke(fn, run_args)
         assert ticket.key is not None
         tool = Tool(ticket.call.tool, _kwargs_call(fn, receiver), None, receipt_as=_RECEIPT_KW)
@@ -345,7 +348,9 @@ class ToolGate:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         self._bound(ticket, args)
         if ticket.approval is None or ticket.key is None:
-            return ticket  # allowed by the policy just now, the stop switch checked in the same breath: no claim
+            # Allowed by the policy just now, the stop switch checked in the same breath: no claim; a receipt when
+            # the tool's receipts come `always`.
+            return replace(ticket, receipt=await self._allowed_receipt(ticket))
         refuse_non_actions(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
         try:
@@ -415,6 +420,23 @@ class ToolGate:
                 )
             except (StaleVersion, IllegalTransition):
                 pass
+
+    async def _allowed_receipt(self, ticket: Ticket) -> str | None:
+        """The receipt of a call that runs without a person, when its tool's receipts come ``always`` (None
+        otherwise); raises when it cannot be had, so the call does not run."""
+        receipts = self.service.receipts
+        if receipts is None or ticket.approval is not None or not receipts.covers(ticket.call.tool):
+            return None
+        call = ticket.call
+        allowed = AllowedCall(
+            call.tool,
+            dict(ticket.args),
+            session=call.session,
+            requester=call.requester or self.service.requester,
+            scope=f"{call.framework}:{call.session}:{call.call_id or '-'}",
+            basis=Basis.TRUST if ticket.allowed_by == "trust" else Basis.POLICY,
+        )
+        return await receipts.allowed(allowed)
 
     def _bound(self, ticket: Ticket, args: Mapping[str, Any] | None) -> dict[str, Any]:
         if args is None:

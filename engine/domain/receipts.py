@@ -25,9 +25,11 @@ from hitl.engine.domain.records import Claim
 __all__ = [
     "LEEWAY",
     "Basis",
+    "AllowedCall",
     "Issued",
     "Receipted",
     "Redemption",
+    "allowed_claims",
     "receipt_claims",
     "receipt_digest",
     "receipt_problem",
@@ -63,6 +65,21 @@ class Receipted:
 
     claim: Claim
     receipt: str | None = None
+
+
+@dataclass(frozen=True)
+class AllowedCall:
+    """A call that runs without a person (the policy allows it, or a reviewer's Trust covers it), of a tool whose
+    receipts ``always`` come: what its receipt is issued for."""
+
+    tool: str
+    args: dict[str, Any]
+    session: str
+    requester: str
+    scope: str
+    """The proposal's dedupe scope (the gate's ``framework:session:call id``): with the requester and the arguments,
+    it names this call (its receipt's ``sub``)."""
+    basis: Basis
 
 
 class Redemption(StrEnum):
@@ -115,17 +132,66 @@ def receipt_claims(
     included). Only an action's approval gets one: a practice copy, a spot check, a question is never executed."""
     if approval.kind is not ApprovalKind.ACTION:
         raise ValueError(f"{approval.id} is a {approval.kind} approval: nothing runs by it, so it gets no receipt")
+    # A Trust on this approval approved this call too (basis approval); the later calls it covers are `trust`.
+    return _claims(
+        approval.tool,
+        args,
+        sub=approval.id,
+        basis=Basis.APPROVAL,
+        approvers=list(dict.fromkeys(approval.approvers)),
+        requester=approval.requester,
+        issuer=issuer,
+        now=now,
+        ttl=ttl,
+        audience=audience,
+        jti=jti,
+    )
+
+
+def allowed_claims(
+    call: AllowedCall, *, subject: str, issuer: str, now: float, ttl: float, audience: str | None = None
+) -> dict[str, Any]:
+    """The claims of the receipt for a call that runs without a person (``basis`` ``policy`` or ``trust``): nobody
+    approved it (``approvers`` is empty); ``subject`` names the call."""
+    return _claims(
+        call.tool,
+        call.args,
+        sub=subject,
+        basis=call.basis,
+        approvers=[],
+        requester=call.requester,
+        issuer=issuer,
+        now=now,
+        ttl=ttl,
+        audience=audience,
+    )
+
+
+def _claims(
+    tool: str,
+    args: dict[str, Any],
+    *,
+    sub: str,
+    basis: Basis,
+    approvers: list[str],
+    requester: str,
+    issuer: str,
+    now: float,
+    ttl: float,
+    audience: str | None,
+    jti: str | None = None,
+) -> dict[str, Any]:
     claims: dict[str, Any] = {
         "iss": issuer,
-        "sub": approval.id,
+        "sub": sub,
         "jti": jti or f"rct_{secrets.token_urlsafe(16)}",
         "iat": int(now),
         "exp": int(now + ttl),
-        "tool": approval.tool,
+        "tool": tool,
         "args_sha256": receipt_digest(args),
-        "basis": str(Basis.APPROVAL),  # a Trust on this approval approved this call too; later ones are `trust`
-        "approvers": list(dict.fromkeys(approval.approvers)),
-        "requester": approval.requester,
+        "basis": str(basis),
+        "approvers": approvers,
+        "requester": requester,
     }
     if audience is not None:
         claims["aud"] = audience

@@ -50,7 +50,10 @@ async def propose(request: web.Request) -> web.Response:
         requester=caller.reviewer,
     )
     try:
-        ticket = await _gate(ctx, caller).check(call)
+        gate = _gate(ctx, caller)
+        ticket = await gate.check(call)
+        if ticket.runs and ticket.approval is None:
+            ticket = await gate.begin(ticket)  # a receipt, when the tool's receipts come `always`
     except EngineError as exc:
         raise from_engine(exc) from None
     if ticket.code == ErrorCode.HALTED:  # the stop switch: a retryable refusal, not the policy's verdict
@@ -67,6 +70,7 @@ def _proposal(ctx: ApiContext, ticket: Ticket) -> ProposalView:
         code=ticket.code or None,
         approval=ApprovalView.of(a, ctx.present(a)) if a is not None else None,
         execution_key=ticket.key,
+        receipt=ticket.receipt,
     )
 
 

@@ -18,6 +18,8 @@ from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 
 __all__ = [
+    "AllowedReceiptRequest",
+    "AllowedReceiptView",
     "ApprovalList",
     "ApprovalView",
     "AuditList",
@@ -323,6 +325,9 @@ class ProposalView(_Out):
     approval: ApprovalView | None
     execution_key: str | None
     """Claim this before running an approved call (``POST /executions/{key}/claim``); null when no approval."""
+    receipt: str | None = None
+    """For ``run`` without an approval, of a tool whose receipts come ``always`` (``receipts:`` in hitl.yaml): the
+    signed receipt (``basis`` ``policy`` or ``trust``) the protected system checks. Null otherwise."""
 
 
 class ClaimRequest(_In):
@@ -359,6 +364,26 @@ class ReceiptClaimRequest(_In):
     lease: float = Field(default=300.0, gt=0, le=86400)
     retry_failed: bool = False
     """A failed attempt may be claimed again (a run driven again); otherwise it is final."""
+
+
+class AllowedReceiptRequest(_In):
+    """Another process's call that runs without a person, of a tool whose receipts come ``always``."""
+
+    tool: str = Field(min_length=1, max_length=128)
+    args: Args
+    session: Id
+    scope: Annotated[str, Field(min_length=1, max_length=500, pattern=r"^[^\x00-\x1f\x7f]+$")]
+    """The proposal's dedupe scope (the gate's ``framework:session:call id``)."""
+    requester: Id | None = None
+    """Whose call it is: with the ``claim`` scope, the requester the process asks for; otherwise the token's own
+    identity (another is refused)."""
+
+
+class AllowedReceiptView(_Out):
+    """The receipt of a call that runs without a person, and why it may (hitl serve's own finding)."""
+
+    receipt: str
+    basis: Literal["policy", "trust"]
 
 
 class ExecutionClaim(_Out):

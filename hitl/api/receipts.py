@@ -12,16 +12,26 @@ from __future__ import annotations
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
+from hitl.engine.domain.actions import ProposedAction, clean_args
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.receipts import Redemption
+from hitl.engine.domain.receipts import AllowedCall, Basis, Redemption
 from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.effects import refuse_non_actions
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 
 from .context import CALLER, CONTEXT, ApiContext, body_of, caller_of
-from .models import ExecutionClaim, ReceiptClaimRequest, ReceiptClaimView, Redeemed, RedeemRequest
+from .models import (
+    AllowedReceiptRequest,
+    AllowedReceiptView,
+    ExecutionClaim,
+    ReceiptClaimRequest,
+    ReceiptClaimView,
+    Redeemed,
+    RedeemRequest,
+)
 from .problems import ApiError, from_engine
 from .routes import Endpoint
 from .tokens import Caller
@@ -75,6 +85,47 @@ async def claim(request: web.Request) -> web.Response:
 __all__ = ["routes"]
 
 
+async def allowed(request: web.Request) -> web.Response:
+    """The receipt of another process's call that runs without a person, once this deployment's policy agrees."""
+    ctx = request.app[CONTEXT]
+    acting_for_many = request[CALLER].may(Scope.CLAIM)
+    caller = caller_of(request, Scope.CLAIM if acting_for_many else Scope.PROPOSE)
+    body = await body_of(request, AllowedReceiptRequest)
+    service = ctx.lifecycle.contexts.default.service
+    if service.receipts is None or ctx.receipt_keys is None:
+        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
+    if not caller.sees(body.tool):
+        raise ApiError(403, "tool_not_allowed", f"this token may not run {body.tool}")
+    requester = body.requester or caller.reviewer
+    if requester != caller.reviewer and not acting_for_many:
+        raise ApiError(403, "not_eligible", "a token with the propose scope asks only for its own identity's calls")
+    if not service.receipts.covers(body.tool):
+        raise ApiError(
+            409,
+            "not_covered",
+            f"receipts.tools.{body.tool}.always is not set: a call of it that runs without a person gets no receipt",
+        )
+    try:
+        args = clean_args(body.tool, body.args)
+        asked = ProposeRequest(body.tool, args, session_id=body.session, dedupe_scope=body.scope)
+        event = ProposedAction(asked, [args], args, requester).dedupe  # counted when it was proposed: not again
+        verdict = await service.explain(body.tool, args, session_id=body.session, requester=requester, own_event=event)
+        if verdict.denied or verdict.tier.needs_human:
+            raise EngineError(
+                f"this deployment's policy does not let {body.tool} run without a person now ({verdict.rule}); "
+                "propose it and wait for a decision",
+                code=ErrorCode.ACTION_REJECTED,
+            )
+        await service.switch.check(body.tool)
+        basis = Basis.TRUST if verdict.trusted else Basis.POLICY
+        call = AllowedCall(body.tool, args, body.session, requester, body.scope, basis)
+        receipt = await service.receipts.allowed(call)
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    view = AllowedReceiptView(receipt=receipt, basis="trust" if basis is Basis.TRUST else "policy")
+    return web.json_response(view.model_dump(mode="json"))
+
+
 async def _claimable(ctx: ApiContext, caller: Caller, approval_id: str, *, any_requester: bool) -> Approval:
     """The approval whose execution ``caller`` may claim (404 otherwise, as for one that does not exist): with the
     ``claim`` scope any of a tool its token sees; with ``propose``, only its own identity's."""
@@ -126,6 +177,14 @@ async def redeem(request: web.Request) -> web.Response:
 def routes() -> list[Endpoint]:
     """The receipt routes."""
     return [
+        Endpoint(
+            "POST",
+            "/receipts/allowed",
+            allowed,
+            AllowedReceiptView,
+            (403, 404, 409, 422, 423, 503),
+            body=AllowedReceiptRequest,
+        ),
         Endpoint(
             "POST", "/receipts/claim", claim, ReceiptClaimView, (403, 404, 409, 423, 503), body=ReceiptClaimRequest
         ),

@@ -33,6 +33,8 @@ roles:
   finance: [U_FIN1, U_FIN2]
 policy:
   tools:
+    look_up:
+      tier: auto
     pay:
       tier: approve
       role: finance
@@ -43,8 +45,9 @@ policy:
   issuer: https://hitl.example.com
   key_file: receipt.pem
   tools:
-    pay: {{audience: payments}}
+    pay: {{audience: payments, always: true}}
     refund: {{audience: payments}}
+    look_up: {{always: true}}
 api:
   tokens:
     - {{name: agent, sha256: {token_hash(AGENT)}, reviewer: "agent:payer", scopes: [propose, read]}}
@@ -76,9 +79,9 @@ async def api(h: Harness, method: str, path: str, token: str, body: dict[str, An
         return await r.json()
 
 
-async def approve(h: Harness, approval: dict[str, Any]) -> None:
-    """A finance reviewer approves ``approval`` (its API view) through the API."""
-    decision = {"decision": "approve", "expected_version": approval["version"], "action_hash": approval["action_hash"]}
+async def approve(h: Harness, approval: dict[str, Any], *, kind: str = "approve") -> None:
+    """A finance reviewer approves ``approval`` (its API view) through the API (``kind``: ``trust`` to trust it)."""
+    decision = {"decision": kind, "expected_version": approval["version"], "action_hash": approval["action_hash"]}
     await api(h, "POST", f"/approvals/{approval['id']}/decisions", FIN1, decision)
 
 

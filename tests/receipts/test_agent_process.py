@@ -21,7 +21,7 @@ from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
 from tests.bot.conftest import Harness
 from tests.ports import free_port
-from tests.receipts.conftest import AGENT_PROCESS, CONFIG, FIN1, Payments, api, approve
+from tests.receipts.conftest import AGENT, AGENT_PROCESS, CONFIG, FIN1, Payments, api, approve
 from tests.waiting import eventually
 
 PAYMENT = {"to": "V-1", "amount": 120}
@@ -45,7 +45,12 @@ def _agent(store: SqliteStore, tmp_path: Path, environ: dict[str, str]) -> Appro
     return Approvals(service, wait=60)
 
 
-async def _approve_next(h: Harness) -> dict[str, Any]:
+async def _keys(h: Harness) -> KeySet:
+    async with h.http.get(f"{h.bot_url}/.well-known/jwks.json") as published:
+        return KeySet(await published.json(content_type=None))
+
+
+async def _approve_next(h: Harness, *, kind: str = "approve") -> dict[str, Any]:
     """Wait for the agent's pending payment, and approve it as a finance reviewer."""
 
     async def pending() -> dict[str, Any] | None:
@@ -53,7 +58,7 @@ async def _approve_next(h: Harness) -> dict[str, Any]:
         return page["items"][0] if page["items"] else None
 
     approval: dict[str, Any] = await eventually(pending, what="the agent's payment to wait for a reviewer")
-    await approve(h, approval)
+    await approve(h, approval, kind=kind)
     return approval
 
 
@@ -73,8 +78,7 @@ async def test_an_agent_process_gets_its_receipts_from_hitl_serve(
     hitl: Harness, payments: Payments, agent_store: SqliteStore, tmp_path: Path
 ) -> None:
     approvals = _agent(agent_store, tmp_path, {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": AGENT_PROCESS})
-    async with hitl.http.get(f"{hitl.bot_url}/.well-known/jwks.json") as published:
-        keys = KeySet(await published.json(content_type=None))
+    keys = await _keys(hitl)
 
     # ask: the answer carries the receipt; the agent passes it to the protected system.
     asked = asyncio.create_task(approvals.ask("pay", PAYMENT, session="ses_agent", call_id="call-1"))
@@ -146,3 +150,58 @@ def test_an_agent_process_that_could_read_the_key_does_not_start_in_production(t
         with_file, store=store, clock=SystemClock(), environ={}, config_path=str(tmp_path / "hitl.yaml")
     )
     assert started.receipts is not None
+
+
+async def test_calls_that_run_without_a_person_get_receipts_that_say_why(
+    hitl: Harness, payments: Payments, agent_store: SqliteStore, tmp_path: Path
+) -> None:
+    approvals = _agent(agent_store, tmp_path, {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": AGENT_PROCESS})
+    keys = await _keys(hitl)
+
+    # The policy lets look_up run (receipts.tools.look_up.always): basis policy, approved by nobody.
+    looked = await approvals.ask("look_up", {"order": "78291"}, session="ses_trust")
+    assert looked.approved and looked.approval is None and looked.receipt is not None
+    claims = verify(looked.receipt, tool="look_up", args={"order": "78291"}, keys=keys)
+    assert claims["basis"] == "policy" and claims["approvers"] == [] and claims["sub"].startswith("allowed:")
+    assert claims["requester"] == "agent:riley"
+
+    # A reviewer trusts pay in this session: that call's basis is the approval, the next one's the Trust.
+    asked = asyncio.create_task(approvals.ask("pay", PAYMENT, session="ses_trust", call_id="t-1"))
+    await _approve_next(hitl, kind="trust")
+    trusted = await asked
+    assert trusted.receipt is not None
+    assert verify(trusted.receipt, tool="pay", args=PAYMENT, keys=keys, audience="payments")["basis"] == "approval"
+    smaller = {"to": "V-1", "amount": 50}
+    later = await approvals.ask("pay", smaller, session="ses_trust", call_id="t-2")
+    assert later.approved and later.approval is None and later.receipt is not None
+    claims = verify(later.receipt, tool="pay", args=smaller, keys=keys, audience="payments")
+    assert claims["basis"] == "trust" and claims["approvers"] == []
+    assert (await asyncio.to_thread(_pay, payments.url, smaller, later.receipt))["paid"]
+    assert [p["args"] for p in payments.paid()] == [smaller]
+
+
+async def test_hitl_serve_signs_only_what_its_own_policy_lets_run_without_a_person(hitl: Harness) -> None:
+    async def allowed(body: dict[str, Any], token: str = AGENT_PROCESS) -> tuple[int, Any]:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with hitl.http.post(f"{hitl.bot_url}/api/v1/receipts/allowed", json=body, headers=headers) as r:
+            return r.status, await r.json()
+
+    call = {"session": "ses_x", "scope": "ask:ses_x:-"}
+    # pay needs a person, and nobody trusted it here: whatever the process says, no receipt.
+    status, answer = await allowed({**call, "tool": "pay", "args": PAYMENT})
+    assert (status, answer["error"]["code"]) == (409, "action_rejected")
+    # Receipts for allowed calls of a tool without `always` are not issued.
+    status, answer = await allowed({**call, "tool": "refund", "args": PAYMENT})
+    assert (status, answer["error"]["code"]) == (409, "not_covered")
+    # A propose token asks only for its own identity.
+    status, answer = await allowed({**call, "tool": "look_up", "args": {}, "requester": "agent:someone-else"})
+    assert (status, answer["error"]["code"]) == (403, "not_eligible")
+    status, answer = await allowed({**call, "tool": "look_up", "args": {"order": "1"}})
+    assert status == 200 and answer["basis"] == "policy"
+
+    # An agent on the API gets the receipt with its proposal's "run".
+    proposal = {"session": "ses_api", "tool": "look_up", "args": {"order": "2"}, "idempotency_key": "k-1"}
+    ran = await api(hitl, "POST", "/proposals", AGENT, proposal)
+    assert ran["verdict"] == "run" and ran["receipt"]
+    claims = verify(ran["receipt"], tool="look_up", args={"order": "2"}, keys=await _keys(hitl))
+    assert claims["basis"] == "policy" and claims["requester"] == "agent:payer"
