@@ -628,6 +628,13 @@ class ReceiptClaims(Protocol):
         nothing may run."""
         ...
 
+    def sign_here(
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+    ) -> tuple[str, Issued]:
+        """The receipt (and its record) for a claim this process's own atomic step writes: a workflow run's commit
+        (``index``: a batch's item). Only ``hitl serve`` can; elsewhere it raises (``receipt_unavailable``)."""
+        ...
+
     def covers(self, tool: str) -> bool:
         """Whether calls of ``tool`` that run without a person get a receipt too (``always`` in ``hitl.yaml``)."""
         ...

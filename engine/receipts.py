@@ -43,9 +43,11 @@ class ReceiptIssuer:
     signer: ReceiptSigner
     clock: Clock
 
-    def issue(self, approval: Approval, args: Mapping[str, Any], *, key: str) -> tuple[str, Issued]:
-        """The receipt for one execution of ``approval`` with ``args`` (the ones that run) under the claim ``key``,
-        and its record (for the claim's atomic step)."""
+    def issue(
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+    ) -> tuple[str, Issued]:
+        """The receipt for one execution of ``approval`` with ``args`` (the ones that run) under the claim ``key``
+        (``index``: a batch's item), and its record (for the claim's atomic step)."""
         claims = receipt_claims(
             approval,
             args=dict(args),
@@ -53,6 +55,7 @@ class ReceiptIssuer:
             now=self.clock.now(),
             ttl=self.spec.ttl,
             audience=self.spec.tool(approval.tool).audience,
+            index=index,
         )
         return self.signer.sign(claims), Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
 
@@ -103,6 +106,12 @@ class SignedClaims:
         )
         return Receipted(claim, receipt if claim.acquired and not claim.recovered else None)
 
+    def sign_here(
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+    ) -> tuple[str, Issued]:
+        """The receipt for a claim this process's own atomic step records (a workflow run's commit), and its record."""
+        return self.issuer.issue(approval, args, key=key, index=index)
+
     def covers(self, tool: str) -> bool:
         """Whether ``receipts.tools.<tool>.always`` asks for receipts for calls that run without a person."""
         return self.issuer.spec.tool(tool).always
@@ -132,6 +141,16 @@ class NoReceipts:
     why: str
     always: frozenset[str] = frozenset()
     """The tools whose calls get receipts even when they run without a person."""
+
+    def sign_here(
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+    ) -> tuple[str, Issued]:
+        """Refuse (``receipt_unavailable``): nothing is claimed, so nothing runs."""
+        raise EngineError(
+            f"{approval.tool} under approval {approval.id} did not run: {self.why}",
+            code=ErrorCode.RECEIPT_UNAVAILABLE,
+            approval_id=approval.id,
+        )
 
     def covers(self, tool: str) -> bool:
         """Whether calls of ``tool`` that run without a person need a receipt too (and so are refused here)."""

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import AllowedCall, Receipted
+from hitl.engine.domain.receipts import AllowedCall, Issued, Receipted
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted
 
@@ -55,6 +55,19 @@ class RemoteReceipts:
     timeout: float = 10.0
     always: frozenset[str] = frozenset()
     """The tools whose calls get receipts even when they run without a person (``always`` in ``hitl.yaml``)."""
+
+    def sign_here(
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+    ) -> tuple[str, Issued]:
+        """Refuse (``receipt_unavailable``): a workflow step's claim is written by its run's own commit, here, and
+        only ``hitl serve`` can sign a receipt for it."""
+        raise EngineError(
+            f"{approval.tool} under approval {approval.id} did not run: a workflow step's receipt is signed where its "
+            "run's commit claims it, and only hitl serve holds the key. Let hitl serve resume the run (decide in "
+            "Slack, or through the API with HITL_API_URL and HITL_TOKEN)",
+            code=ErrorCode.RECEIPT_UNAVAILABLE,
+            approval_id=approval.id,
+        )
 
     def covers(self, tool: str) -> bool:
         """Whether calls of ``tool`` that run without a person get a receipt too."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from hitl.engine.domain.execution import check_checkpoint_version, not_owner
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import EngineError
 
@@ -43,6 +44,8 @@ class ClaimIntent:
     action_hash: str
     approval_id: str | None = None
     retry_failed: bool = True
+    receipt: Issued | None = None
+    """The receipt issued with this claim: recorded in the same commit when it is acquired for a new attempt."""
 
 
 @dataclass(frozen=True, slots=True)

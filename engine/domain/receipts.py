@@ -127,16 +127,18 @@ def receipt_claims(
     ttl: float,
     audience: str | None = None,
     jti: str | None = None,
+    index: int | None = None,
 ) -> dict[str, Any]:
     """The claims of the receipt for one execution of ``approval`` with ``args`` (the ones that run, an edit
-    included). Only an action's approval gets one: a practice copy, a spot check, a question is never executed."""
+    included); ``index``: a batch's item (its ``sub`` is the approval's id, ``#`` and the index). Only an action's
+    approval gets one: a practice copy, a spot check, a question is never executed."""
     if approval.kind is not ApprovalKind.ACTION:
         raise ValueError(f"{approval.id} is a {approval.kind} approval: nothing runs by it, so it gets no receipt")
     # A Trust on this approval approved this call too (basis approval); the later calls it covers are `trust`.
     return _claims(
         approval.tool,
         args,
-        sub=approval.id,
+        sub=approval.id if index is None else f"{approval.id}#{index}",
         basis=Basis.APPROVAL,
         approvers=list(dict.fromkeys(approval.approvers)),
         requester=approval.requester,

@@ -147,6 +147,7 @@ class Effects:
         resolution: Resolution | None = None,
         run_lease: RunLease | None = None,
         exclusive: bool = False,
+        item_of: tuple[Approval, int] | None = None,
     ) -> Any:
         """Run ``tool`` at most once under ``key``; a repeat returns the recorded output.
 
@@ -160,13 +161,15 @@ class Effects:
 
         With a run's ``run_lease``, the claim is written with the run's waiting writes in one commit (which also moves
         the approval to ``executing``), and a success is recorded with its next commit.
+
+        ``item_of``: for a batch's item, the batch's approval and the item's index (its receipt names both).
         """
         refuse_non_actions(approval)
         if self.switch is not None:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
         try:
-            claimed = await self._claim(key, digest, approval, args, run_lease)
+            claimed = await self._claim(key, digest, approval, args, run_lease, item_of)
         except ClaimRefused as exc:
             if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
                 raise handed_elsewhere(tool.name, approval, key) from None
@@ -217,15 +220,28 @@ class Effects:
         return await self._done(key, claim.attempt, approval, output)
 
     async def _claim(
-        self, key: str, digest: str, approval: Approval | None, args: dict[str, Any], run_lease: RunLease | None
+        self,
+        key: str,
+        digest: str,
+        approval: Approval | None,
+        args: dict[str, Any],
+        run_lease: RunLease | None,
+        item_of: tuple[Approval, int] | None,
     ) -> Receipted:
         if run_lease is None:
             return await self.claim(key, digest, approval, args, lease=self.lease, retry_failed=True)
-        done = await run_lease.commit(claim=ClaimIntent(key, digest, approval.id if approval else None))
+        issued = None
+        if self.receipts is not None and approval is not None:
+            issued = self.receipts.sign_here(approval, args, key=key)
+        elif self.receipts is not None and item_of is not None:
+            issued = self.receipts.sign_here(item_of[0], args, key=key, index=item_of[1])
+        intent = ClaimIntent(key, digest, approval.id if approval else None, receipt=issued[1] if issued else None)
+        done = await run_lease.commit(claim=intent)
         if done.claim_refused is not None:
             raise done.claim_refused
-        assert done.claim is not None
-        return Receipted(done.claim)
+        claim = done.claim
+        assert claim is not None
+        return Receipted(claim, issued[0] if issued and claim.acquired and not claim.recovered else None)
 
     async def _settle_doubt(
         self, tool: Tool, args: dict[str, Any], key: str, attempt: int, digest: str, approval: Approval | None

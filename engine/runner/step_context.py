@@ -66,7 +66,9 @@ class StepContext:
         self.store = service.store
         self.worker_id = worker_id or worker_name("runner")
         self.lease = lease
-        self.effects = Effects(service.store, service.clock, self.worker_id, lease, switch=service.switch)
+        self.effects = Effects(
+            service.store, service.clock, self.worker_id, lease, switch=service.switch, receipts=service.receipts
+        )
         self.run_leases: dict[str, RunLease] = {}
         """The runs this runner run_leases now, by session id."""
 
@@ -173,9 +175,18 @@ class StepContext:
         )
 
     async def effect(
-        self, state: RunState, step_id: str, tool: Tool, args: dict[str, Any], *, key: str, approval: Approval | None
+        self,
+        state: RunState,
+        step_id: str,
+        tool: Tool,
+        args: dict[str, Any],
+        *,
+        key: str,
+        approval: Approval | None,
+        item_of: tuple[Approval, int] | None = None,
     ) -> Any:
-        """Run the effect exactly once; when a crash left it in doubt, pause on a person's answer and apply it."""
+        """Run the effect exactly once; when a crash left it in doubt, pause on a person's answer and apply it.
+        ``item_of``: a batch's item (the batch's approval and the item's index)."""
         resolution: Resolution | None = None
         doubt = await self.waiting(state, step_id=step_id, tool=DOUBT + tool.name, key=key)
         if doubt is not None:
@@ -192,7 +203,13 @@ class StepContext:
                 return stop_for(doubt) or Stop(RunStatus.REJECTED, approval=doubt, reason=doubt.reason or "stopped")
         try:
             return await self.effects.execute(
-                tool, args, key=key, approval=approval, resolution=resolution, run_lease=self.run_lease(state)
+                tool,
+                args,
+                key=key,
+                approval=approval,
+                resolution=resolution,
+                run_lease=self.run_lease(state),
+                item_of=item_of,
             )
         except EffectInDoubt as exc:
             return Stop(RunStatus.PAUSED, approval=await self._ask_about(state, step_id, tool, args, exc, approval))

@@ -31,12 +31,14 @@ class BatchHandler:
             return approval
         effects = self.context.effects
         if approval is not None:
-            await effects.mark(approval, Status.EXECUTING)
+            # Kept: marking executed later starts from this (a stale copy still `approved` would never get there).
+            approval = await effects.mark(approval, Status.EXECUTING)
         it = state.iteration.get(step.id, 0)
         outputs = []
         for idx, args in enumerate(all_args):
             key = f"{state.session_id}:{step.id}:{it}:{idx}"
-            out = await self.context.effect(state, step.id, tool, args, key=key, approval=None)
+            item_of = (approval, idx) if approval is not None else None
+            out = await self.context.effect(state, step.id, tool, args, key=key, approval=None, item_of=item_of)
             if isinstance(out, Stop):
                 return out
             outputs.append(out)

@@ -161,7 +161,7 @@ def _claim(
     )
     if intent.approval_id is None:
         if out.acquired:
-            w.claim(out)
+            w.claim(out, receipt=intent.receipt)
         return out
     a = _approval(approvals, intent.approval_id)
     moves = claim_rules.claim_moves(out, a)  # refused before anything of the claim is written
@@ -171,7 +171,7 @@ def _claim(
         a = claim_rules.transitioned(a, target=target, expected_version=a.version, now=m.now, reason=None)
         updates.append(a)
     if out.acquired:
-        w.claim(out)
+        w.claim(out, receipt=intent.receipt)
     for updated in updates:
         _record_move(w, approvals, updated, m)
     return out

@@ -27,6 +27,7 @@ from typing import Any
 
 from hitl.engine.domain.audit_heads import Head
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant, chain_link, entry_body
 from hitl.engine.storage.codec import (
     APPROVAL_COLUMNS,
@@ -170,6 +171,7 @@ class Writes:
         self._owner: tuple[str, str, float] | None = None
         self._release: tuple[str, str | None] | None = None
         self._grants: list[TrustGrant] = []
+        self._receipts: list[Issued] = []
 
     # -- collecting -------------------------------------------------------------------------------------
     def approval(self, a: Approval, *, insert: bool = False) -> None:
@@ -177,9 +179,12 @@ class Writes:
         inserted = insert or (a.id in self._approvals and self._approvals[a.id][1])
         self._approvals[a.id] = (a, inserted)
 
-    def claim(self, cl: Claim) -> None:
-        """Write the execution claim ``cl`` (inserted or replaced)."""
+    def claim(self, cl: Claim, *, receipt: Issued | None = None) -> None:
+        """Write the execution claim ``cl`` (inserted or replaced), and ``receipt``, issued with it, when the claim
+        is a new attempt (not one recovered from a holder that stopped)."""
         self._claims[cl.key] = cl
+        if receipt is not None and not cl.recovered:
+            self._receipts.append(receipt)
 
     def audit(self, e: AuditEntry) -> None:
         """Append ``e`` to its chain (its approval's, or the one for entries that belong to no approval)."""
@@ -219,6 +224,13 @@ class Writes:
         stmt = _Statement()
         self._approval_parts(stmt)
         self._claim_parts(stmt)
+        if self._receipts:
+            rows = [(r.jti, r.key, r.exp) for r in self._receipts]
+            stmt.parts.append(
+                "INSERT INTO receipts (jti, key, exp) SELECT * FROM unnest("
+                + stmt.columns(rows, ("text", "text", "float8"))
+                + ")"
+            )
         if self._audit:
             await self._read_heads(c)  # nothing to read when guarded: all its chains were read with its state
             self._audit_parts(stmt)

@@ -11,6 +11,7 @@ from hitl.engine.domain.ids import id_collision
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.ranking import rank_key
+from hitl.engine.domain.receipts import LEEWAY
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.errors import EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, encode_json_form
@@ -47,6 +48,7 @@ class RedisJournal:
             c.ended_key,
             c.finished_claims_key,
             c.ranked_key(commit.ask.required_role) if commit.ask else self._none,
+            c.receipt_key(commit.claim.receipt.jti) if commit.claim and commit.claim.receipt else self._none,
         ]
         # The plan holds strings (records already encoded), booleans and None: JSON as it is, orjson's to encode.
         out = [text(x) for x in await c.call(c.commit_script, keys, [encode_json_form(self._plan(commit))])]
@@ -128,7 +130,11 @@ class RedisJournal:
                 "retry_failed": "1" if ci.retry_failed else "0",
                 "approval": ci.approval_id or "",
                 "channel": c.channel(ci.approval_id) if ci.approval_id else "",
+                "receipt": None,
             }
+            if ci.receipt is not None:  # kept to its exp and the leeway, counted from now (as the ledger's claim)
+                keep = max(1, int((ci.receipt.exp + LEEWAY - m.now) * 1000))
+                plan["claim"]["receipt"] = {"key": ci.receipt.key, "exp": repr(ci.receipt.exp), "keep_ms": str(keep)}
         return plan
 
     def _claim_answer(self, m: Commit, out: list[str]) -> tuple[Claim | None, EngineError | None]:

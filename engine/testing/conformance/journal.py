@@ -13,6 +13,7 @@ from hitl.engine.clocks import FakeClock
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
 from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
@@ -140,6 +141,41 @@ class JournalConformance:
         k1 = await store.ledger.get("k1")
         assert k1 is not None and k1.state is ClaimState.SUCCEEDED and k1.result == {"output": 7}
         assert await store.runs.load("r1") == StoredRun(_cp(position=1), 2)
+
+    async def test_a_claim_records_its_receipt_in_the_same_commit_only_for_a_new_attempt(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        issued = Issued(jti="rct_run_1", key="k1", exp=clock.now() + 300)
+        first = await store.journal.commit(
+            _at(clock, own=True, checkpoint=_cp(), claim=ClaimIntent(key="k1", action_hash="h1", receipt=issued))
+        )
+        assert first.claim is not None and first.claim.acquired
+        assert await store.receipts.issued("rct_run_1") == issued
+        # Claimed again while it runs: not acquired, so the receipt issued for that try is not recorded.
+        again = Issued(jti="rct_run_2", key="k1", exp=clock.now() + 300)
+        await store.journal.commit(
+            _at(
+                clock,
+                checkpoint=_cp(position=1),
+                expected_version=1,
+                claim=ClaimIntent(key="k1", action_hash="h1", receipt=again),
+            )
+        )
+        assert await store.receipts.issued("rct_run_2") is None
+        # Taken over from a holder whose lease ran out: an attempt in doubt, which gets no receipt either.
+        clock.advance(3600)
+        recovered = Issued(jti="rct_run_3", key="k1", exp=clock.now() + 300)
+        taken = await store.journal.commit(
+            _at(
+                clock,
+                checkpoint=_cp(position=2),
+                expected_version=2,
+                claim=ClaimIntent(key="k1", action_hash="h1", receipt=recovered),
+                own=True,
+            )
+        )
+        assert taken.claim is not None and taken.claim.recovered
+        assert await store.receipts.issued("rct_run_3") is None
 
     async def test_a_fenced_outcome_refuses_the_whole_commit(self, store: Store, clock: FakeClock) -> None:
         await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))

@@ -4,7 +4,8 @@
 -- KEYS: 1 run hash, 2 running-runs index, 3 paused-runs index, 4 events stream,
 --       5 outcome claim, 6-8 its approval (hash, audit, doc), 9 next claim, 10-12 its approval,
 --       13-15 asked approval, 16 its pending index, 17 due index, 18 all-approvals index, 19 pending roles,
---       20 ended-runs index, 21 finished-claims index, 22 the asked approval's ranked index
+--       20 ended-runs index, 21 finished-claims index, 22 the asked approval's ranked index, 23 the record of the
+--       receipt issued with the next claim (written only when it is acquired for a new attempt)
 -- ARGV[1]: the plan (JSON, built by engine/storage/redis/journal.py); times travel as strings, exactly.
 --#include chain
 --#include claims
@@ -101,6 +102,10 @@ if P.claim ~= null then
     claim = {'not_approved', status}
   else
     claim = claim_next(KEYS[9], c.hash, holder, now_s, P.lease_until, c.retry_failed)
+    if c.receipt ~= null and claim[1] == 'acquired' and claim[3] == '0' then
+      redis.call('HSET', KEYS[23], 'key', c.receipt.key, 'exp', c.receipt.exp, 'redeemed', '0')
+      redis.call('PEXPIRE', KEYS[23], tonumber(c.receipt.keep_ms))
+    end
     if c.approval ~= '' and claim[1] == 'acquired' then
       move_to(KEYS[10], KEYS[11], c.approval, 'executing', now_s, holder, '', c.channel)
     elseif c.approval ~= '' and claim[1] == 'done' and ok_status then
