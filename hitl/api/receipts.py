@@ -13,6 +13,7 @@ from aiohttp import web
 
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.actions import ProposedAction, clean_args
+from hitl.engine.domain.arg_schema import validate_args
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.receipts import AllowedCall, Basis, Redemption
@@ -107,6 +108,9 @@ async def allowed(request: web.Request) -> web.Response:
         )
     try:
         args = clean_args(body.tool, body.args)
+        declared = service.policy.spec.tools.get(body.tool)
+        if declared is not None and declared.schema_ is not None:  # nothing unchecked is signed
+            validate_args(body.tool, declared.schema_, args)
         asked = ProposeRequest(body.tool, args, session_id=body.session, dedupe_scope=body.scope)
         event = ProposedAction(asked, [args], args, requester).dedupe  # counted when it was proposed: not again
         verdict = await service.explain(body.tool, args, session_id=body.session, requester=requester, own_event=event)

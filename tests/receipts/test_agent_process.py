@@ -198,6 +198,9 @@ async def test_hitl_serve_signs_only_what_its_own_policy_lets_run_without_a_pers
     assert (status, answer["error"]["code"]) == (403, "not_eligible")
     status, answer = await allowed({**call, "tool": "look_up", "args": {"order": "1"}})
     assert status == 200 and answer["basis"] == "policy"
+    # Arguments the tool's schema refuses are never signed (pay, trusted or not, takes a string `to`).
+    status, answer = await allowed({**call, "tool": "pay", "args": {"to": 7, "amount": 1}})
+    assert (status, answer["error"]["code"]) == (422, "invalid_input")
 
     # An agent on the API gets the receipt with its proposal's "run".
     proposal = {"session": "ses_api", "tool": "look_up", "args": {"order": "2"}, "idempotency_key": "k-1"}
