@@ -8,7 +8,6 @@ from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.postgres.receipts import insert_receipt
 from hitl.engine.storage.postgres.rows import load_claim, rows_touched, write_claim
 
 __all__ = ["PgLedger"]
@@ -42,9 +41,7 @@ class PgLedger:
                 retry_failed=retry_failed,
             )
             if out.acquired:
-                await write_claim(c, out)
-                if receipt is not None and not out.recovered:
-                    await insert_receipt(c, receipt)
+                await write_claim(c, out, receipt=receipt)  # one statement; the receipt only for a new attempt
             return out
 
         return await self.db.run(tx)

@@ -1,4 +1,5 @@
-"""Receipts in PostgreSQL: one row per receipt issued (written by the execution claim's transaction), spent once
+"""Receipts in PostgreSQL: one row per receipt issued (written by the execution claim's own statement: see
+:meth:`~hitl.engine.storage.postgres.writes.Writes.claim`), spent once
 (a row lock: two redeems at once are one after the other)."""
 
 from __future__ import annotations
@@ -6,12 +7,7 @@ from __future__ import annotations
 from hitl.engine.domain.receipts import LEEWAY, Issued, Redemption
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 
-__all__ = ["PgReceipts", "insert_receipt"]
-
-
-async def insert_receipt(c: Conn, receipt: Issued) -> None:
-    """Record ``receipt``'s issue in the caller's transaction (the execution claim's)."""
-    await c.execute("INSERT INTO receipts (jti, key, exp) VALUES ($1, $2, $3)", receipt.jti, receipt.key, receipt.exp)
+__all__ = ["PgReceipts"]
 
 
 class PgReceipts:

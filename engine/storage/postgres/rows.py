@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import NotFound
 from hitl.engine.storage.codec import CLAIM_COLUMNS, claim_of, dumps
@@ -57,10 +58,11 @@ async def load_claim(c: Conn, key: str) -> Claim | None:
     return claim_of(key, tuple(row)) if row is not None else None
 
 
-async def write_claim(c: Conn, cl: Claim) -> None:
-    """Write the execution claim's row inside a transaction."""
+async def write_claim(c: Conn, cl: Claim, *, receipt: Issued | None = None) -> None:
+    """Write the execution claim's row inside a transaction, with the record of ``receipt`` (issued with a new
+    attempt) in the same statement."""
     w = Writes()
-    w.claim(cl)
+    w.claim(cl, receipt=receipt)
     await w.send(c)
 
 
