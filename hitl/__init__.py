@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hitl.adapters.ask_callback import SlackAsk
     from hitl.engine.agents.ask import ActionRejected, Answer, Approvals
-    from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
+    from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate, current_receipt
     from hitl.engine.agents.runs import AgentResumer, AgentWatcher
     from hitl.engine.clocks import SystemClock
     from hitl.engine.config.hitl_yaml import HitlConfig, load_config, parse_config
@@ -63,6 +63,7 @@ __all__ = [
     "Tier",
     "ToolCall",
     "ToolGate",
+    "current_receipt",
     "load_config",
     "open_store",
     "parse_config",
@@ -99,6 +100,7 @@ _LAZY: dict[str, str] = {
     "Tier": "hitl.engine.domain.models",
     "ToolCall": "hitl.engine.agents.gate",
     "ToolGate": "hitl.engine.agents.gate",
+    "current_receipt": "hitl.engine.agents.gate",
     "load_config": "hitl.engine.config.hitl_yaml",
     "open_store": "hitl.engine.storage",
     "parse_config": "hitl.engine.config.hitl_yaml",

@@ -281,6 +281,7 @@ def test_public_apis_are_pinned() -> None:
         "Tier",
         "ToolCall",
         "ToolGate",
+        "current_receipt",
         "load_config",
         "open_store",
         "parse_config",

@@ -23,6 +23,7 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -38,7 +39,7 @@ from hitl.engine.execution.tools import Tool
 from hitl.engine.service import ApprovalService
 from hitl.engine.workers import worker_name
 
-__all__ = ["GateRefused", "Ticket", "TicketOutcome", "ToolCall", "ToolGate"]
+__all__ = ["GateRefused", "Ticket", "TicketOutcome", "ToolCall", "ToolGate", "current_receipt"]
 
 TicketOutcome = Literal["run", "deny", "pending"]
 
@@ -46,6 +47,14 @@ _MAX_GENERATIONS = 10_000
 _RECEIPT_KW = "_hitl_receipt"
 """How the ledger's Tool hands the gate's wrapper the receipt: a name no tool argument is expected to have."""
 _CONSUMED = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
+_RUNNING_RECEIPT: ContextVar[str | None] = ContextVar("hitl_running_receipt", default=None)
+
+
+def current_receipt() -> str | None:
+    """The receipt of the call hitl is running now, read from inside the tool: for a tool its framework calls
+    (LangGraph, OpenAI Agents, Pydantic AI, Strands), which cannot take it as a ``receipt`` parameter. None outside
+    such a call, or where no receipt is issued (``receipts:`` in ``hitl.yaml``)."""
+    return _RUNNING_RECEIPT.get()
 
 
 @quick_init
@@ -325,9 +334,14 @@ class ToolGate:
             # Allowed without a person: nothing to record, so the framework's own output is returned as it is.
             if _names_key(fn):
                 run_args["idempotency_key"] = f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}"
-            if receiver is not None:  # a tool that takes no receipt is given none
-                run_args[receiver] = await self._allowed_receipt(ticket)
-            return await _invoke(fn, run_args)
+            receipt = await self._allowed_receipt(ticket)
+            if receiver is not None:
+                run_args[receiver] = receipt
+            running = _RUNNING_RECEIPT.set(receipt)
+            try:
+                return await _invoke(fn, run_args)
+            finally:
+                _RUNNING_RECEIPT.reset(running)
         assert ticket.key is not None
         tool = Tool(ticket.call.tool, _kwargs_call(fn, receiver), None, receipt_as=_RECEIPT_KW)
         try:
@@ -343,14 +357,18 @@ class ToolGate:
 
     async def begin(self, ticket: Ticket, *, args: Mapping[str, Any] | None = None) -> Ticket:
         """Claim the approval's one execution for a framework that runs the tool itself (finish with
-        :meth:`finish`). Refused when it already ran, is running, or its earlier run is in doubt."""
+        :meth:`finish`). Refused when it already ran, is running, or its earlier run is in doubt. The receipt
+        (``Ticket.receipt``) is also :func:`current_receipt` for the rest of the calling task, where the framework
+        runs the tool."""
         if not ticket.runs:
             raise GateRefused(ticket.message or f"{ticket.call.tool} was not approved", status=ticket.outcome)
         self._bound(ticket, args)
         if ticket.approval is None or ticket.key is None:
             # Allowed by the policy just now, the stop switch checked in the same breath: no claim; a receipt when
             # the tool's receipts come `always`.
-            return replace(ticket, receipt=await self._allowed_receipt(ticket))
+            receipt = await self._allowed_receipt(ticket)
+            _RUNNING_RECEIPT.set(receipt)  # for the framework's own run of the tool, later in this task
+            return replace(ticket, receipt=receipt)
         refuse_non_actions(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
         try:
@@ -387,6 +405,7 @@ class ToolGate:
                 code=ErrorCode.EFFECT_IN_DOUBT,
             )
         approval = await self.effects.mark(ticket.approval, Status.EXECUTING)
+        _RUNNING_RECEIPT.set(claimed.receipt)  # for the framework's own run of the tool, later in this task
         return replace(ticket, approval=approval, receipt=claimed.receipt)
 
     async def finish(self, ticket: Ticket, *, ok: bool, detail: str = "") -> None:
@@ -477,7 +496,11 @@ def _kwargs_call(fn: Callable[..., Any], receiver: str | None) -> Callable[..., 
             args["idempotency_key"] = idempotency_key
         if receiver is not None:
             args[receiver] = _hitl_receipt
-        return await _invoke(fn, args)
+        running = _RUNNING_RECEIPT.set(_hitl_receipt)  # a sync fn's thread copies this context
+        try:
+            return await _invoke(fn, args)
+        finally:
+            _RUNNING_RECEIPT.reset(running)
 
     return call
 

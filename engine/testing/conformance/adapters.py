@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import base64
 import itertools
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,13 +29,13 @@ from typing import Any, Protocol, cast
 
 import pytest
 
-from hitl.engine.agents.gate import ToolGate
+from hitl.engine.agents.gate import ToolGate, current_receipt
 from hitl.engine.clocks import FakeClock
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, StoreError
-from hitl.engine.ports import Store
+from hitl.engine.ports import ReceiptSigner, Store
 from hitl.engine.service import ApprovalService
 
 __all__ = [
@@ -77,11 +79,17 @@ class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
         with sqlite3.connect(path) as db:
-            db.execute("CREATE TABLE IF NOT EXISTS effects (tool TEXT, order_id TEXT, amount REAL)")
+            db.execute("CREATE TABLE IF NOT EXISTS effects (tool TEXT, order_id TEXT, amount REAL, receipt TEXT)")
 
     def _write(self, tool: str, order_id: str, amount: float | None) -> None:
+        # What `hitl.current_receipt()` says inside the tool: the receipt a protected system would be given.
         with sqlite3.connect(self.path) as db:
-            db.execute("INSERT INTO effects VALUES (?, ?, ?)", (tool, order_id, amount))
+            db.execute("INSERT INTO effects VALUES (?, ?, ?, ?)", (tool, order_id, amount, current_receipt()))
+
+    def receipts(self, tool: str) -> list[str | None]:
+        """The receipt each execution of ``tool`` read while it ran, in order."""
+        with sqlite3.connect(self.path) as db:
+            return [r for (r,) in db.execute("SELECT receipt FROM effects WHERE tool = ? ORDER BY rowid", (tool,))]
 
     def rows(self, tool: str | None = None) -> list[tuple[str, str, float | None]]:
         with sqlite3.connect(self.path) as db:
@@ -197,6 +205,8 @@ class AgentWorld:
     clock: FakeClock
     ledger: Ledger
     config: HitlConfig = field(default_factory=lambda: parse_config(ADAPTER_CONFIG))
+    signer: ReceiptSigner | None = None
+    """Signs receipts (``receipts:`` in ``config``) as ``hitl serve`` would; None: none are signed here."""
     opened: list[Store] = field(default_factory=list)
     cleanups: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Called when the test ends (a harness closes what its agent processes opened)."""
@@ -208,7 +218,7 @@ class AgentWorld:
         return cast(Store, BreakableStore(made))
 
     def service(self, store: Store) -> ApprovalService:
-        return ApprovalService.from_config(self.config, store=store, clock=self.clock)
+        return ApprovalService.from_config(self.config, store=store, clock=self.clock, signer=self.signer, environ={})
 
     def gate(self, store: Store, *, wait: float | None = None) -> ToolGate:
         # A name of its own, as each agent process has: two processes never share a claim's or a run's lease.
@@ -530,6 +540,49 @@ class AdapterConformance(abc.ABC):
         await self.decide(world, a.id, "U_S2", DecisionKind.APPROVE)
         seen = await self.finish(h, run)
         assert world.ledger.rows() == [("refund", "P1", 30.0)] and "refunded 30" in seen.results["c1"]
+
+    # -- 16 -----------------------------------------------------------------------------------------------
+    async def test_a_tool_the_framework_runs_reads_its_receipt_while_it_runs(self, world: AgentWorld) -> None:
+        """Receipts: an approved call's receipt (issued with its execution claim) is ``hitl.current_receipt()``
+        inside the tool the framework runs; an allowed call of a tool without ``always`` has none."""
+        world.config = parse_config(ADAPTER_CONFIG + RECEIPTS_CONFIG)
+        world.signer = UnsignedReceipts()
+        h = self.harness(world)
+        run = await h.start(
+            [refund("c1", "R1", 40), ScriptedCall("c2", "look_up_order", {"order_id": "R1"})], session="s-receipt"
+        )
+        (a,) = await self.pending(world, "s-receipt")
+        await self.decide(world, a.id, "U_S1", DecisionKind.APPROVE)
+        await self.finish(h, run)
+        (receipt,) = world.ledger.receipts("refund")
+        assert receipt is not None
+        claims = UnsignedReceipts.claims_of(receipt)
+        assert (claims["sub"], claims["tool"], claims["basis"]) == (a.id, "refund", "approval")
+        assert await world.store().receipts.issued(claims["jti"]) is not None  # recorded by the claim
+        assert world.ledger.receipts("look_up_order") == [None]
+
+
+RECEIPTS_CONFIG = """
+receipts:
+  issuer: https://hitl.example.com
+"""
+"""Case 16's receipts (signed by :class:`UnsignedReceipts`, as ``hitl serve`` would with its key)."""
+
+
+class UnsignedReceipts:
+    """A stand-in for ``hitl serve``'s key in case 16: the claims, readable, with no signature (what is checked is
+    that the receipt reaches the tool, not the JOSE library, which hitl's receipt tests check)."""
+
+    def sign(self, claims: Any) -> str:
+        """``claims`` as three dot-separated parts, the last empty."""
+        body = base64.urlsafe_b64encode(json.dumps(dict(claims)).encode()).decode().rstrip("=")
+        return f"e30.{body}."
+
+    @staticmethod
+    def claims_of(receipt: str) -> dict[str, Any]:
+        """The claims of a receipt it made."""
+        body = receipt.split(".")[1]
+        return dict(json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))))
 
 
 PRACTICE_CONFIG = """
