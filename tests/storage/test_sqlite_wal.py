@@ -1,5 +1,6 @@
 """The embedded store stays small: after a 2,000-approval burst, with another process's readers open throughout
-(as the bot's are), the SQLite WAL is emptied once writers are quiet, and never kept past its size limit."""
+(as the bot's are), the SQLite WAL is emptied once writers are quiet, and never kept past its size limit; a
+checkpoint a reader held off is tried again with no write to start it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.storage.sqlite.connection import WAL_LIMIT
+from hitl.engine.storage.sqlite.connection import WAL_LIMIT, SqliteConnection
 from hitl.testing import FakeClock
 from tests.waiting import eventually
 
@@ -63,3 +64,22 @@ async def test_the_wal_is_emptied_after_a_burst_while_readers_stay_open(tmp_path
         reader.close()
         await store.close()
     assert biggest > 0
+
+
+async def test_a_checkpoint_a_reader_held_off_is_tried_again_without_another_write(tmp_path: Path) -> None:
+    db = tmp_path / "quiet.db"
+    conn = SqliteConnection(db, idle_checkpoint=0.05)
+    try:
+        await conn.run(lambda c: c.execute("CREATE TABLE IF NOT EXISTS t (x)"))
+        await conn.run(lambda c: c.execute("INSERT INTO t VALUES (1)"))  # the last write: nothing follows it
+        reader = sqlite3.connect(db)
+        reader.execute("BEGIN")
+        reader.execute("SELECT * FROM t").fetchall()  # holds a snapshot: the WAL cannot be emptied meanwhile
+        await eventually(lambda: conn.held_off >= 1, what="a truncating checkpoint the reader held off")
+        assert conn.truncations == 0
+        reader.rollback()
+        reader.close()
+        await eventually(lambda: conn.truncations >= 1, what="the checkpoint tried again, with no write since")
+        assert Path(f"{db}-wal").stat().st_size == 0
+    finally:
+        await conn.close()

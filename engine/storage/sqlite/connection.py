@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hitl.engine.domain.records import chain_link
 from hitl.engine.errors import StoreError
@@ -109,8 +109,12 @@ class SqliteConnection:
         self._idle_checkpoint = idle_checkpoint
         self._last_write = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
-        self._truncation: asyncio.Future[None] | None = None
+        self._truncation: asyncio.Future[bool] | None = None
         self.truncations = 0
+        """Truncating checkpoints that emptied the WAL."""
+        self.held_off = 0
+        """Truncating checkpoints a reader held off (each is tried again after another quiet spell)."""
+        self._closing = False
         """Truncating checkpoints that emptied the WAL (for tests and measuring)."""
         self.applied: list[int] = []
         """The schema version this process's opening moved the file to (empty: it was up to date)."""
@@ -238,19 +242,31 @@ class SqliteConnection:
         if self._truncation is not None and not self._truncation.done():
             return
         self._truncation = loop.run_in_executor(self._pool, self._truncate_wal)
-        self._truncation.add_done_callback(_checkpointed)
+        self._truncation.add_done_callback(self._truncated)
 
-    def _truncate_wal(self) -> None:
-        """A truncating checkpoint on the worker thread, giving up at once if a reader holds the WAL (the next
-        quiet spell tries again)."""
+    def _truncate_wal(self) -> bool:
+        """A truncating checkpoint on the worker thread, giving up at once if a reader holds the WAL; True when
+        the WAL was emptied."""
         conn = self._connect()
         conn.execute("PRAGMA busy_timeout = 0")
         try:
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-        if not busy:
+        if busy:
+            self.held_off += 1
+        else:
             self.truncations += 1
+        return not busy
+
+    def _truncated(self, done: asyncio.Future[bool]) -> None:
+        """After a truncating checkpoint: one a reader held off is tried again after another quiet spell, writes or
+        none (after the last write of a burst there is no next write to start one, and the WAL would stay full)."""
+        _checkpointed(done)
+        if done.cancelled() or done.exception() is not None or done.result() or self._closing:
+            return
+        if self._idle_timer is None:
+            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_checkpoint, self._quiet)
 
     # -- change signals ---------------------------------------------------------------------------------
     def changed(self, *approval_ids: str) -> None:
@@ -286,6 +302,7 @@ class SqliteConnection:
         return int(await self.run(lambda c: c.execute("PRAGMA data_version").fetchone()[0], write=False))
 
     async def close(self) -> None:
+        self._closing = True  # no checkpoint is tried again from here on
         if self._poller is not None:
             self._poller.cancel()
         if self._idle_timer is not None:
@@ -329,7 +346,7 @@ def _transaction(
     return out
 
 
-def _checkpointed(done: asyncio.Future[None]) -> None:
+def _checkpointed(done: asyncio.Future[Any]) -> None:
     """A checkpoint that failed is only logged: the WAL keeps every commit, and the next checkpoint folds it."""
     if not done.cancelled() and done.exception() is not None:
         log.warning("SQLite checkpoint failed; the next one will fold the WAL in", exc_info=done.exception())
