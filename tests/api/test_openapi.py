@@ -63,7 +63,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @SCHEMA.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+# A fixed sequence of examples (derandomize): a negative case for a string query parameter can serialize to a string
+# the schema allows (a run once saw `role` reported as "violating" and rightly answered 200), so each run must meet
+# the same cases for `make test` to say the same thing twice.
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_the_api_keeps_to_its_document(case: Any, served: str) -> None:
     # Every default check but "schema-valid data is accepted": a string-typed cursor or id the server never issued
     # is rightly refused (422, 404) though the schema cannot tell which strings those are.
