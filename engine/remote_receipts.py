@@ -76,8 +76,13 @@ class RemoteReceipts:
     async def allowed(self, call: AllowedCall) -> str:
         """The receipt of ``call`` from ``hitl serve``, which checks with its own policy, now, that the call may run
         without a person (the basis it signs is its own finding, not this process's)."""
-        body = {"tool": call.tool, "args": call.args, "session": call.session, "scope": call.scope}
-        body["requester"] = call.requester
+        body = {
+            "tool": call.tool,
+            "args": call.args,
+            "session": call.session,
+            "scope": call.scope,
+            "requester": call.requester,
+        }
         status, answer = await self._post(ALLOWED_PATH, body, call.tool, None)
         if status == 200 and isinstance(answer, dict) and isinstance(answer.get("receipt"), str):
             return str(answer["receipt"])

@@ -134,8 +134,8 @@ class Approvals:
             modifiable=modifiable,
         )
         ticket = await self.gate.decide(call, timeout=wait)
-        if ticket.runs and ticket.approval is None:
-            ticket = await self.gate.begin(ticket)  # a receipt when the tool's receipts come `always`
+        if ticket.runs and self.gate.receipted_when_allowed(ticket):
+            ticket = await self.gate.begin(ticket)  # its receipt
         elif ticket.runs and ticket.approval is not None:
             # The hand-over is the execution claim: one atomic claim per approval, so one caller gets the go.
             try:

@@ -334,6 +334,10 @@ class ToolGate:
             # Allowed without a person: nothing to record, so the framework's own output is returned as it is.
             if _names_key(fn):
                 run_args["idempotency_key"] = f"auto:{ticket.call.session}:{ticket.call.call_id or '-'}"
+            if receiver is not None:
+                run_args[receiver] = None
+            if not self.receipted_when_allowed(ticket):  # the common case, on every allowed call: as before
+                return await _invoke(fn, run_args)
             receipt = await self._allowed_receipt(ticket)
             if receiver is not None:
                 run_args[receiver] = receipt
@@ -440,11 +444,17 @@ class ToolGate:
             except (StaleVersion, IllegalTransition):
                 pass
 
+    def receipted_when_allowed(self, ticket: Ticket) -> bool:
+        """Whether ``ticket``, a call that runs without a person, gets a receipt (its tool's receipts come
+        ``always``): only then has :meth:`begin` anything to do for it."""
+        receipts = self.service.receipts
+        return receipts is not None and ticket.approval is None and receipts.covers(ticket.call.tool)
+
     async def _allowed_receipt(self, ticket: Ticket) -> str | None:
         """The receipt of a call that runs without a person, when its tool's receipts come ``always`` (None
         otherwise); raises when it cannot be had, so the call does not run."""
         receipts = self.service.receipts
-        if receipts is None or ticket.approval is not None or not receipts.covers(ticket.call.tool):
+        if receipts is None or not self.receipted_when_allowed(ticket):
             return None
         call = ticket.call
         allowed = AllowedCall(

@@ -52,8 +52,8 @@ async def propose(request: web.Request) -> web.Response:
     try:
         gate = _gate(ctx, caller)
         ticket = await gate.check(call)
-        if ticket.runs and ticket.approval is None:
-            ticket = await gate.begin(ticket)  # a receipt, when the tool's receipts come `always`
+        if ticket.runs and gate.receipted_when_allowed(ticket):
+            ticket = await gate.begin(ticket)  # its receipt
     except EngineError as exc:
         raise from_engine(exc) from None
     if ticket.code == ErrorCode.HALTED:  # the stop switch: a retryable refusal, not the policy's verdict

@@ -21,6 +21,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.effects import refuse_non_actions
+from hitl.engine.ports import ReceiptClaims
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 
 from .context import CALLER, CONTEXT, ApiContext, body_of, caller_of
@@ -40,15 +41,23 @@ from .tokens import Caller
 _RUNS = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED)
 
 
-async def claim(request: web.Request) -> web.Response:
-    """Claim an approved execution for another process's ``holder``, with its receipt."""
+def _issuer(request: web.Request) -> tuple[ApiContext, Caller, bool, ReceiptClaims]:
+    """What both ways of getting a receipt for another process start with: the caller (with the ``claim`` scope it
+    acts for any requester, else ``propose`` for its own identity) and this deployment's receipts (404 without)."""
     ctx = request.app[CONTEXT]
     acting_for_many = request[CALLER].may(Scope.CLAIM)
     caller = caller_of(request, Scope.CLAIM if acting_for_many else Scope.PROPOSE)
+    receipts = ctx.lifecycle.contexts.default.service.receipts
+    if receipts is None or ctx.receipt_keys is None:
+        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
+    return ctx, caller, acting_for_many, receipts
+
+
+async def claim(request: web.Request) -> web.Response:
+    """Claim an approved execution for another process's ``holder``, with its receipt."""
+    ctx, caller, acting_for_many, receipts = _issuer(request)
     body = await body_of(request, ReceiptClaimRequest)
     service = ctx.lifecycle.contexts.default.service
-    if service.receipts is None or ctx.receipt_keys is None:
-        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
     approval = await _claimable(ctx, caller, body.key.removeprefix("call:"), any_requester=acting_for_many)
     if approval.status not in _RUNS:
         raise ApiError(
@@ -66,7 +75,7 @@ async def claim(request: web.Request) -> web.Response:
     try:
         refuse_non_actions(approval)
         await service.switch.check(approval.tool)
-        claimed = await service.receipts.claim(
+        claimed = await receipts.claim(
             approval,
             args,
             key=body.key,
@@ -88,19 +97,15 @@ __all__ = ["routes"]
 
 async def allowed(request: web.Request) -> web.Response:
     """The receipt of another process's call that runs without a person, once this deployment's policy agrees."""
-    ctx = request.app[CONTEXT]
-    acting_for_many = request[CALLER].may(Scope.CLAIM)
-    caller = caller_of(request, Scope.CLAIM if acting_for_many else Scope.PROPOSE)
+    ctx, caller, acting_for_many, receipts = _issuer(request)
     body = await body_of(request, AllowedReceiptRequest)
     service = ctx.lifecycle.contexts.default.service
-    if service.receipts is None or ctx.receipt_keys is None:
-        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
     if not caller.sees(body.tool):
         raise ApiError(403, "tool_not_allowed", f"this token may not run {body.tool}")
     requester = body.requester or caller.reviewer
     if requester != caller.reviewer and not acting_for_many:
         raise ApiError(403, "not_eligible", "a token with the propose scope asks only for its own identity's calls")
-    if not service.receipts.covers(body.tool):
+    if not receipts.covers(body.tool):
         raise ApiError(
             409,
             "not_covered",
@@ -123,7 +128,7 @@ async def allowed(request: web.Request) -> web.Response:
         await service.switch.check(body.tool)
         basis = Basis.TRUST if verdict.trusted else Basis.POLICY
         call = AllowedCall(body.tool, args, body.session, requester, body.scope, basis)
-        receipt = await service.receipts.allowed(call)
+        receipt = await receipts.allowed(call)
     except EngineError as exc:
         raise from_engine(exc) from None
     view = AllowedReceiptView(receipt=receipt, basis="trust" if basis is Basis.TRUST else "policy")
