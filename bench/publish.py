@@ -71,12 +71,17 @@ def main(results: Path = RESULTS, page: Path = PAGE, images: Path = IMAGES) -> N
     print(f"wrote {page} and {len(list(images.glob('*.png')))} charts")
 
 
+def _script(name: str) -> str:
+    """The benchmark behind a result saved before results named their script."""
+    return "bench/redis_clients.py" if name == "redis_clients" else f"bench/{name}_bench.py"
+
+
 def section(r: dict[str, Any], images: Path) -> list[str]:
     m, v = r["machine"], r["versions"]
     out = [
         f"## {r['title']}",
         "",
-        f"`bench/{r['name']}_bench.py`" if r["name"] != "redis_clients" else "`bench/redis_clients.py`",
+        f"`{r.get('script') or _script(r['name'])}`",
         f"on {m['cpu']} ({m['cores']} cores, {m['memory']}), {m['os']}, Python {m['python']}; {r['date']}.",
         "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
         "",

@@ -16,6 +16,7 @@ import shutil
 import sqlite3
 import statistics
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -76,6 +77,8 @@ class Report:
     versions: dict[str, str]
     rows: list[dict[str, Any]] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
+    script: str = ""
+    """The benchmark that ran (``bench/<file>``): the page names it."""
 
 
 _CURRENT: list[Report] = []
@@ -86,7 +89,8 @@ def report(name: str, title: str) -> Iterator[Report]:
     """Record this benchmark's figures; saved to ``bench/results/<name>.json`` when the block ends without error."""
     now = datetime.datetime.now(datetime.UTC)
     date = now.strftime("%Y-%m-%d %H:%M UTC")
-    opened = Report(name=name, title=title, date=date, machine=machine(), versions=versions())
+    script = f"bench/{Path(sys.argv[0]).name}"
+    opened = Report(name=name, title=title, date=date, machine=machine(), versions=versions(), script=script)
     _CURRENT.append(opened)
     try:
         yield opened

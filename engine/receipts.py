@@ -9,6 +9,7 @@ Only ``hitl serve`` holds the key (:class:`SignedClaims`). Every other process c
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ __all__ = [
     "ReceiptIssuer",
     "ReceiptSweep",
     "SignedClaims",
+    "UnusableKey",
     "receipt_claims_for",
     "signing_key_within_reach",
 ]
@@ -48,6 +50,14 @@ class ReceiptIssuer:
     ) -> tuple[str, Issued]:
         """The receipt for one execution of ``approval`` with ``args`` (the ones that run) under the claim ``key``
         (``index``: a batch's item), and its record (for the claim's atomic step)."""
+        claims, issued = self.unsigned(approval, args, key=key, index=index)
+        return self.signer.sign(claims), issued
+
+    def unsigned(
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+    ) -> tuple[dict[str, Any], Issued]:
+        """What :meth:`issue` signs, and its record: the record needs nothing the signature adds, so a claim can
+        be on its way to the store while the claims are signed."""
         claims = receipt_claims(
             approval,
             args=dict(args),
@@ -57,7 +67,7 @@ class ReceiptIssuer:
             audience=self.spec.tool(approval.tool).audience,
             index=index,
         )
-        return self.signer.sign(claims), Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
+        return claims, Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
 
     def issue_allowed(self, call: AllowedCall, *, subject: str) -> tuple[str, Issued]:
         """The receipt for ``call`` (run without a person), and its record, under the key ``receipt:<jti>``."""
@@ -75,9 +85,8 @@ class ReceiptIssuer:
 
 @dataclass(frozen=True)
 class SignedClaims:
-    """``hitl serve``'s claims: the receipt is signed first, then recorded by the execution claim's own atomic step,
-    and handed out only when that claim was acquired for a new attempt (a :class:`~hitl.engine.ports.ReceiptClaims`).
-    """
+    """``hitl serve``'s claims: the receipt is recorded by the execution claim's own atomic step, and handed out only
+    when that claim was acquired for a new attempt (a :class:`~hitl.engine.ports.ReceiptClaims`)."""
 
     issuer: ReceiptIssuer
     store: Store
@@ -93,18 +102,52 @@ class SignedClaims:
         lease: float,
         retry_failed: bool = False,
     ) -> Receipted:
-        """Claim the execution under ``key`` with its receipt (see :class:`~hitl.engine.ports.ReceiptClaims`)."""
-        receipt, issued = self.issuer.issue(approval, args, key=key)
-        claim = await self.store.ledger.claim(
-            key,
-            action_hash=action_hash,
-            holder=holder,
-            now=self.issuer.clock.now(),
-            lease=lease,
-            retry_failed=retry_failed,
-            receipt=issued,  # recorded only if this attempt is handed out
+        """Claim the execution under ``key`` with its receipt (see :class:`~hitl.engine.ports.ReceiptClaims`).
+
+        The claims are signed while the claim is on its way to the store (a network round trip for Redis and
+        PostgreSQL, which the signing would otherwise follow): the record the claim writes needs only the claims.
+        An attempt whose receipt could not be signed is recorded as failed at once, so nothing runs under it and
+        the next claim (``retry_failed``) starts a new attempt with a new receipt."""
+        claims, issued = self.issuer.unsigned(approval, args, key=key)
+        ledger = self.store.ledger
+        claiming = asyncio.ensure_future(
+            ledger.claim(
+                key,
+                action_hash=action_hash,
+                holder=holder,
+                now=self.issuer.clock.now(),
+                lease=lease,
+                retry_failed=retry_failed,
+                receipt=issued,  # recorded only if this attempt is handed out
+            )
         )
-        return Receipted(claim, receipt if claim.acquired and not claim.recovered else None)
+        try:
+            await asyncio.sleep(0)  # the claim starts (its request leaves) before the signing holds the loop
+            unsigned: Exception | None = None
+            try:
+                receipt = self.issuer.signer.sign(claims)
+            except Exception as exc:  # recorded on the attempt below, then raised: the claim is not lost
+                receipt, unsigned = "", exc
+            claim = await claiming
+        finally:
+            if not claiming.done():  # the caller was cancelled: the claim ends on its own; its error is not lost
+                claiming.add_done_callback(_settled)
+        if not claim.acquired or claim.recovered:  # nothing runs under a receipt here: none is handed out
+            return Receipted(claim)
+        if unsigned is not None:
+            why = f"no receipt could be signed: {type(unsigned).__name__}: {unsigned}"
+            await ledger.record_outcome(
+                key, holder=holder, attempt=claim.attempt, ok=False, result={"error": why}, now=self.issuer.clock.now()
+            )
+            if isinstance(unsigned, EngineError):
+                raise unsigned
+            raise EngineError(
+                f"{approval.tool} under approval {approval.id} did not run: {why}. The attempt is recorded as failed; "
+                "it runs again, with a new receipt, when it is claimed again",
+                code=ErrorCode.RECEIPT_UNAVAILABLE,
+                approval_id=approval.id,
+            ) from unsigned
+        return Receipted(claim, receipt)
 
     def sign_here(
         self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
@@ -131,6 +174,30 @@ class SignedClaims:
             issued.key, holder=holder, attempt=claim.attempt, ok=True, result={"basis": str(call.basis)}, now=now
         )
         return receipt
+
+
+def _settled(task: asyncio.Future[Any]) -> None:
+    """Retrieve a claim's outcome nobody awaits any longer (asyncio would log it as never retrieved)."""
+    if not task.cancelled():
+        task.exception()
+
+
+@dataclass(frozen=True)
+class UnusableKey:
+    """``hitl serve``'s signer when ``receipts:`` is configured but its key could not be used (outside production,
+    which does not start then). Its process claims like one with no way to sign (:class:`NoReceipts`): every claim
+    of an approved execution is refused before anything is claimed, so nothing a receipt would cover runs."""
+
+    why: str = (
+        "hitl serve could not read its receipt signing key (see its log), so it issues no receipt; fix "
+        "receipts.key_file or HITL_RECEIPT_KEY and restart hitl serve"
+    )
+
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        """Refuse (``receipt_unavailable``)."""
+        raise EngineError(
+            f"{claims.get('tool', 'the call')} did not run: {self.why}", code=ErrorCode.RECEIPT_UNAVAILABLE
+        )
 
 
 @dataclass(frozen=True)
@@ -217,6 +284,9 @@ def receipt_claims_for(
     Under ``production: true`` a process other than ``hitl serve`` that could read the signing key does not start
     (:class:`PolicyError`): an agent holding the key could sign its own receipts, which is what they guard against.
     """
+    always = frozenset(tool for tool, about in spec.tools.items() if about.always)
+    if isinstance(signer, UnusableKey):
+        return NoReceipts(signer.why, always)
     if signer is not None:
         return SignedClaims(ReceiptIssuer(spec, signer, clock), store)
     held = signing_key_within_reach(spec, environ, base=base)
@@ -226,7 +296,6 @@ def receipt_claims_for(
             "Remove the key from this process's environment and files; it gets its receipts from hitl serve "
             "(HITL_API_URL and HITL_TOKEN)"
         )
-    always = frozenset(tool for tool, about in spec.tools.items() if about.always)
     remote = receipt_claims_from_env(environ, always=always)
     if remote is not None:
         return remote

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,17 +13,17 @@ import orjson
 from aiohttp import web
 from joserfc import jws
 from joserfc.errors import JoseError
+from joserfc.jwa import EdDSAAlgorithm
 from joserfc.jwk import OKPKey
 
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.config.receipts import ReceiptsSpec
-from hitl.engine.errors import EngineError, ErrorCode, PolicyError
+from hitl.engine.errors import PolicyError
 from hitl.receipts.verify import RECEIPT_TYPE
 
 __all__ = [
     "JWKS_PATH",
     "KeyProblem",
-    "NoSigningKey",
     "SigningKeys",
     "jwks_handler",
     "load_signing_keys",
@@ -39,6 +38,22 @@ JWKS_MAX_AGE = 300
 """Seconds a verifier may keep the published keys (``Cache-Control``): a new key is published a rotation's overlap
 before it signs, so this is the longest a verifier goes without it."""
 _ALG = "EdDSA"  # what every JOSE library knows; verifiers accept Ed25519 (RFC 9864) too
+
+
+class _EdDSASigning(EdDSAAlgorithm):
+    """joserfc's EdDSA, without the warning it raises at each use because RFC 9864 deprecates the name: hitl signs
+    with the name every verifier knows on purpose (and accepts ``Ed25519`` too), so the warning would say nothing
+    new, millions of times. Silencing it here, not with a filter around each signature, leaves the process's
+    warning filters alone (a ``-W error`` run stays as strict) and costs nothing per signature."""
+
+    security_warning = ""  # joserfc warns only when it is set
+
+
+class _SigningRegistry(jws.JWSRegistry):
+    """joserfc's registry with :class:`_EdDSASigning` under ``EdDSA`` (for signing only; verification is
+    :mod:`hitl.receipts.verify`'s, with joserfc's own)."""
+
+    algorithms = {**jws.JWSRegistry.algorithms, _ALG: _EdDSASigning()}
 
 
 class KeyProblem(ValueError):
@@ -75,7 +90,7 @@ class SigningKeys:
         self.kid = current.thumbprint()
         self.previous = [k for k in previous if k.thumbprint() != self.kid]
         self._header = {"alg": _ALG, "kid": self.kid, "typ": RECEIPT_TYPE}
-        self._registry = jws.JWSRegistry(algorithms=[_ALG])  # built once: signing is on every execution claim
+        self._registry = _SigningRegistry(algorithms=[_ALG])  # built once: signing is on every execution claim
 
     def jwks(self) -> dict[str, Any]:
         """The JWKS document (RFC 7517) of every key a receipt in force may be signed with: public parts only."""
@@ -88,13 +103,7 @@ class SigningKeys:
 
     def sign(self, claims: Mapping[str, Any]) -> str:
         """``claims`` as a compact JWS signed with the current key."""
-        # joserfc warns at each use that RFC 9864 deprecates the name EdDSA; hitl signs with the name every verifier
-        # knows on purpose (and accepts both). Caught here, not filtered for the process: a -W error run stays safe.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return jws.serialize_compact(
-                self._header, orjson.dumps(dict(claims)), self.current, registry=self._registry
-            )
+        return jws.serialize_compact(self._header, orjson.dumps(dict(claims)), self.current, registry=self._registry)
 
 
 def load_signing_keys(
@@ -138,19 +147,6 @@ def receipt_keys(config: HitlConfig, config_path: str | None) -> SigningKeys | N
             raise PolicyError(f"production: true and receipts are configured, but {exc}") from None
         log.warning("no receipts will be issued: %s", exc)
         return None
-
-
-class NoSigningKey:
-    """``hitl serve``'s signer when ``receipts:`` is configured but its key could not be used (outside production,
-    which does not start then): it signs nothing, so no execution a receipt would cover is claimed (fail closed)."""
-
-    def sign(self, claims: Mapping[str, Any]) -> str:
-        """Refuse (``receipt_unavailable``)."""
-        raise EngineError(
-            f"{claims.get('tool', 'the call')} did not run: hitl serve could not read its receipt signing key (see its "
-            "log), so it issues no receipt; fix receipts.key_file or HITL_RECEIPT_KEY and restart hitl serve",
-            code=ErrorCode.RECEIPT_UNAVAILABLE,
-        )
 
 
 def jwks_handler(keys: SigningKeys | None) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

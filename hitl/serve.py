@@ -22,7 +22,7 @@ from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.retention import Retention
 from hitl.engine.events import Outbox
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts import ReceiptSweep
+from hitl.engine.receipts import ReceiptSweep, UnusableKey
 from hitl.engine.runtime.alerts import AlertWatch
 from hitl.engine.runtime.background import Background
 from hitl.engine.runtime.compose import config_path_for
@@ -31,7 +31,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
 from hitl.engine.workers import worker_name
-from hitl.receipt_keys import JWKS_PATH, NoSigningKey, SigningKeys, jwks_handler, receipt_keys
+from hitl.receipt_keys import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
 from hitl.receipts import KeySet
 
 __all__ = ["Server", "build_server", "new_replica_id"]
@@ -145,7 +145,7 @@ async def build_server(
         notifier=side.notifier,
         reporter=side.reporter,
         worker_id=replica,
-        signer=keys if keys is not None or config.receipts is None else NoSigningKey(),
+        signer=keys if keys is not None or config.receipts is None else UnusableKey(),
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
     outbox = runtime.contexts.default.service.events

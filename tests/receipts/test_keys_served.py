@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from hitl.engine.config.hitl_yaml import parse_config
-from hitl.engine.errors import EngineError
+from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.receipt_keys import public_kid
-from hitl.testing import FakeClock
+from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl
 from tests.bot.conftest import CONFIG, start, stop
 from tests.ports import free_port
@@ -84,10 +84,19 @@ async def test_production_with_an_unreadable_key_does_not_start(tmp_path: Path, 
     }
     code, _, err = await hitl("serve", "--port", str(free_port()), env=env)
     assert code != 0 and "production: true and receipts are configured" in err and "cannot read" in err, err
-    config.write_text(text)  # not production: it starts, issues none, and publishes none
+    config.write_text(text)  # not production: it starts, publishes none, and claims nothing a receipt would cover
     h = await start(SqliteStore(tmp_path / "s2.db"), clock, config=config)
     try:
         assert h.rt.receipt_keys is None
+        async with h.http.get(f"{h.bot_url}/.well-known/jwks.json") as r:
+            assert r.status == 404
+        approval = make_approval(now=clock.now(), tool="refund", args={"order_id": "R1", "amount": 40})
+        with pytest.raises(EngineError) as refused:
+            await h.service.receipts.claim(
+                approval, approval.args, key="call:R1", action_hash="h", holder="w", lease=30
+            )
+        assert refused.value.code is ErrorCode.RECEIPT_UNAVAILABLE and "signing key" in str(refused.value)
+        assert await h.rt.store.ledger.get("call:R1") is None  # nothing claimed: it runs once a key signs
     finally:
         await stop(h)
 

@@ -1,5 +1,7 @@
 """Conformance for receipts: recorded by the execution claim that issued them, in its atomic step, and only then;
-spent once (a retry under the same redemption id is told so); unknown once past their expiry.
+spent once (a retry under the same redemption id is told so); unknown once past their expiry. ``hitl serve``'s claims
+(signed while the claim travels to the store) hand a receipt out only with the attempt it was recorded by, and an
+attempt whose receipt could not be signed runs nothing.
 
 Subclass it and provide ``store`` and ``clock`` fixtures.
 """
@@ -7,19 +9,43 @@ Subclass it and provide ``store`` and ``clock`` fixtures.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
 from hitl.engine.clocks import FakeClock
+from hitl.engine.config.receipts import ReceiptsSpec
 from hitl.engine.domain.receipts import Issued, Redemption
-from hitl.engine.errors import ClaimRefused
+from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode
 from hitl.engine.ports import Store
+from hitl.engine.receipts import UnusableKey, receipt_claims_for
+from hitl.engine.testing.factories import make_approval
 
 __all__ = ["ReceiptsConformance"]
 
 
 def _receipt(clock: FakeClock, jti: str, key: str = "call:apr_1") -> Issued:
     return Issued(jti=jti, key=key, exp=clock.now() + 300)
+
+
+class _Signer:
+    """A stand-in for ``hitl serve``'s key: the claims, readable, unsigned; ``broken`` makes it fail instead."""
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        if self.broken:
+            raise RuntimeError("the signing key went away")
+        return "e30." + base64.urlsafe_b64encode(json.dumps(dict(claims)).encode()).decode().rstrip("=") + "."
+
+
+def _jti(receipt: str) -> str:
+    body = receipt.split(".")[1]
+    return str(json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))["jti"])
 
 
 class ReceiptsConformance:
@@ -96,3 +122,46 @@ class ReceiptsConformance:
         assert await store.receipts.redeem("r2", redemption=None, now=clock.now()) is Redemption.UNKNOWN
         assert await store.receipts.purge(now=clock.now()) >= 0
         assert await store.receipts.redeem("r2", redemption=None, now=clock.now()) is Redemption.UNKNOWN
+
+    async def test_hitl_serves_claim_hands_out_the_receipt_its_attempt_recorded(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        spec, signer = ReceiptsSpec(issuer="https://hitl.example.com"), _Signer()
+        claims = receipt_claims_for(spec, store=store, clock=clock, signer=signer, production=True, environ={})
+        approval = make_approval(now=clock.now(), args={"to": "V-1", "amount": 120})
+
+        async def claim(holder: str) -> tuple[bool, str | None]:
+            got = await claims.claim(
+                approval, approval.args, key="call:k", action_hash="h", holder=holder, lease=30, retry_failed=True
+            )
+            return got.claim.acquired, got.receipt
+
+        acquired, receipt = await claim("w1")
+        assert acquired and receipt is not None and await store.receipts.issued(_jti(receipt)) is not None
+        with pytest.raises(ClaimRefused):  # held by w1: no receipt for w2
+            await claim("w2")
+
+        # A receipt that cannot be signed: the attempt it was claimed for is failed at once, so nothing runs under
+        # it, and the next claim starts a new attempt with a new receipt.
+        signer.broken = True
+        await store.ledger.record_outcome(
+            "call:k", holder="w1", attempt=1, ok=False, result={"error": "declined"}, now=clock.now()
+        )
+        with pytest.raises(EngineError, match="went away") as refused:
+            await claim("w3")
+        assert refused.value.code is ErrorCode.RECEIPT_UNAVAILABLE
+        failed = await store.ledger.get("call:k")
+        assert failed is not None and failed.attempt == 2 and failed.state == "failed" and failed.result is not None
+        assert "no receipt could be signed" in str(failed.result["error"])
+        signer.broken = False
+        acquired, again = await claim("w4")
+        assert acquired and again is not None and _jti(again) != _jti(receipt)
+
+    async def test_hitl_serve_with_an_unusable_key_claims_nothing(self, store: Store, clock: FakeClock) -> None:
+        spec = ReceiptsSpec(issuer="https://hitl.example.com")
+        claims = receipt_claims_for(spec, store=store, clock=clock, signer=UnusableKey(), production=False, environ={})
+        approval = make_approval(now=clock.now(), args={"to": "V-1", "amount": 120})
+        with pytest.raises(EngineError) as refused:
+            await claims.claim(approval, approval.args, key="call:k", action_hash="h", holder="w", lease=30)
+        assert refused.value.code is ErrorCode.RECEIPT_UNAVAILABLE and "signing key" in str(refused.value)
+        assert await store.ledger.get("call:k") is None  # nothing claimed: the approval runs once a key signs
