@@ -11,7 +11,7 @@ from hitl.engine.domain.journal import ClaimIntent, OutcomeRecord
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.receipts import Receipted
-from hitl.engine.domain.records import AuditEntry, ClaimState
+from hitl.engine.domain.records import AuditEntry, Claim, ClaimState
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from hitl.engine.execution.leases import kept_alive
@@ -157,7 +157,8 @@ class Effects:
 
         A failed attempt is retried when the run is driven again. An attempt whose holder died (its lease ran out)
         is *in doubt*: it is run again only if the tool honours its idempotency key, else its reconcile hook says
-        whether it happened, else :class:`EffectInDoubt` is raised until a person gives a ``resolution``.
+        whether it happened, else :class:`EffectInDoubt` is raised until a person gives a ``resolution``. With
+        receipts, running it again is a new attempt under the same key, whose claim issues its receipt.
 
         With a run's ``run_lease``, the claim is written with the run's waiting writes in one commit (which also moves
         the approval to ``executing``), and a success is recorded with its next commit.
@@ -168,32 +169,32 @@ class Effects:
         if self.switch is not None:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
-        try:
-            claimed = await self._claim(key, digest, approval, args, run_lease, item_of)
-        except ClaimRefused as exc:
-            if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
-                raise handed_elsewhere(tool.name, approval, key) from None
-            if exc.code is ErrorCode.CLAIM_IN_PROGRESS:
-                raise EngineError(
-                    f"{tool.name} is being executed by {exc.context.get('holder')}; wait for it, then resume again",
-                    code=ErrorCode.CLAIM_IN_PROGRESS,
-                    key=key,
-                ) from None
-            raise
+        claimed = await self._take(tool, key, digest, approval, args, run_lease, item_of, exclusive=exclusive)
         claim = claimed.claim
         if not claim.acquired:
-            if exclusive and claim.holder != self.worker_id:
-                raise handed_elsewhere(tool.name, approval, key)
-            if approval is not None and run_lease is None:  # a run's commit moved it along with the claim
-                await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
-            assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
-            return claim.result.get("output")
+            return await self._not_ours(tool, claim, approval, key, run_lease, exclusive=exclusive)
         reconciled: Any = None
         if claim.recovered and resolution is None:
             resolution, reconciled = await self._settle_doubt(tool, args, key, claim.attempt, digest, approval)
         if resolution == "done":
             output = reconciled if reconciled is not None else {"recorded_as_done": True, "tool": tool.name}
             return await self._done(key, claim.attempt, approval, output)
+        if claim.recovered and self.receipts is not None and (approval is not None or item_of is not None):
+            # It runs again. A receipt comes only with an attempt its claim acquired afresh (a recovered one gets
+            # none: while in doubt, nobody may hold a receipt for it), so the attempt in doubt ends here as failed
+            # and the run is a new attempt, under the same key, whose claim issues its receipt.
+            await self.store.ledger.record_outcome(
+                key,
+                holder=self.worker_id,
+                attempt=claim.attempt,
+                ok=False,
+                result={"error": "in doubt after its worker stopped; settled as not done, run again as a new attempt"},
+                now=self.clock.now(),
+            )
+            claimed = await self._take(tool, key, digest, approval, args, run_lease, item_of, exclusive=exclusive)
+            claim = claimed.claim
+            if not claim.acquired:  # another caller ran it meanwhile
+                return await self._not_ours(tool, claim, approval, key, run_lease, exclusive=exclusive)
         if approval is not None and run_lease is None:  # a run's commit moved it to executing with the claim
             approval = await self.mark(approval, Status.EXECUTING)
         try:
@@ -219,29 +220,63 @@ class Effects:
             return output
         return await self._done(key, claim.attempt, approval, output)
 
-    async def _claim(
+    async def _not_ours(
         self,
+        tool: Tool,
+        claim: Claim,
+        approval: Approval | None,
+        key: str,
+        run_lease: RunLease | None,
+        *,
+        exclusive: bool,
+    ) -> Any:
+        """A claim not acquired: the effect ran; its recorded output (refused to another caller when exclusive)."""
+        if exclusive and claim.holder != self.worker_id:
+            raise handed_elsewhere(tool.name, approval, key)
+        if approval is not None and run_lease is None:  # a run's commit moved it along with the claim
+            await self.mark(await self.store.approvals.get(approval.id), Status.EXECUTED)
+        assert claim.state is ClaimState.SUCCEEDED and claim.result is not None
+        return claim.result.get("output")
+
+    async def _take(
+        self,
+        tool: Tool,
         key: str,
         digest: str,
         approval: Approval | None,
         args: dict[str, Any],
         run_lease: RunLease | None,
         item_of: tuple[Approval, int] | None,
+        *,
+        exclusive: bool,
     ) -> Receipted:
-        if run_lease is None:
-            return await self.claim(key, digest, approval, args, lease=self.lease, retry_failed=True)
-        issued = None
-        if self.receipts is not None and approval is not None:
-            issued = self.receipts.sign_here(approval, args, key=key)
-        elif self.receipts is not None and item_of is not None:
-            issued = self.receipts.sign_here(item_of[0], args, key=key, index=item_of[1])
-        intent = ClaimIntent(key, digest, approval.id if approval else None, receipt=issued[1] if issued else None)
-        done = await run_lease.commit(claim=intent)
-        if done.claim_refused is not None:
-            raise done.claim_refused
-        claim = done.claim
-        assert claim is not None
-        return Receipted(claim, issued[0] if issued and claim.acquired and not claim.recovered else None)
+        """Claim the execution (with a run's ``run_lease``, in its commit), a claim another worker holds refused in
+        the caller's words."""
+        try:
+            if run_lease is None:
+                return await self.claim(key, digest, approval, args, lease=self.lease, retry_failed=True)
+            issued = None
+            if self.receipts is not None and approval is not None:
+                issued = self.receipts.sign_here(approval, args, key=key)
+            elif self.receipts is not None and item_of is not None:
+                issued = self.receipts.sign_here(item_of[0], args, key=key, index=item_of[1])
+            intent = ClaimIntent(key, digest, approval.id if approval else None, receipt=issued[1] if issued else None)
+            done = await run_lease.commit(claim=intent)
+            if done.claim_refused is not None:
+                raise done.claim_refused
+            claim = done.claim
+            assert claim is not None
+            return Receipted(claim, issued[0] if issued and claim.acquired and not claim.recovered else None)
+        except ClaimRefused as exc:
+            if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
+                raise handed_elsewhere(tool.name, approval, key) from None
+            if exc.code is ErrorCode.CLAIM_IN_PROGRESS:
+                raise EngineError(
+                    f"{tool.name} is being executed by {exc.context.get('holder')}; wait for it, then resume again",
+                    code=ErrorCode.CLAIM_IN_PROGRESS,
+                    key=key,
+                ) from None
+            raise
 
     async def _settle_doubt(
         self, tool: Tool, args: dict[str, Any], key: str, attempt: int, digest: str, approval: Approval | None

@@ -5,7 +5,8 @@ the resume dies with SIGKILL at a chosen point (the tool kills its own process: 
 before its outcome is recorded, or between the steps); a new ``hitl serve`` starts on the same store, or a second
 replica is already running. Afterwards every run finishes, an idempotent effect ran once, an effect in doubt went
 to its reconcile hook or to a person (a "Did it happen?" card), nothing was repeated blindly, and the run was taken
-over within 10 seconds of the restart.
+over within 10 seconds of the restart. Every attempt that ran the payment, the one after the crash included, carried
+a receipt of its own that verifies for exactly that payment.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from joserfc.jwk import OKPKey
 
 from hitl.bot.controls import ACTION_APPROVE, ACTION_FEEDBACK
 from hitl.engine.clocks import SystemClock
@@ -31,6 +33,8 @@ from hitl.engine.domain.runs import RunStatus
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
 from hitl.engine.workflow.definition import load_workflow
+from hitl.receipt_keys import SigningKeys, new_key_pem
+from hitl.receipts import KeySet, verify
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState
@@ -58,6 +62,7 @@ class Rig:
     tmp: Path
     crash_at: str
     pay_dedupes: bool
+    receipt_key: bytes = field(default_factory=new_key_pem)
     serves: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: list[Any] = field(default_factory=list)
 
@@ -75,6 +80,7 @@ class Rig:
             "CRASH_LEDGER": str(self.ledger),
             "CRASH_AT": self.crash_at,
             "PAY_DEDUPES": "1" if self.pay_dedupes else "0",
+            "HITL_RECEIPT_KEY": self.receipt_key.decode(),
         }
         env.pop("HITL_NOW", None)
         return env
@@ -251,3 +257,13 @@ async def _crash_and_recover(rig: Rig, workflow: str, answer: str, replicas: int
         "before_after": 1,
     }[rig.crash_at]
     assert pay_calls == expected_calls  # re-run only when safe (idempotent) or when a person said so
+    # Every attempt that ran pay, the one after the crash included, carried a receipt of its own for exactly it.
+    receipts = [r for (r,) in rig.rows("SELECT receipt FROM calls WHERE tool = 'pay' ORDER BY rowid")]
+    assert len(receipts) == pay_calls and len(set(receipts)) == pay_calls, receipts
+    keys = KeySet(SigningKeys(OKPKey.import_key(rig.receipt_key)).jwks())
+    approval_ids = set()
+    for receipt in receipts:
+        claims = verify(receipt, tool="pay", args={"amount": 120}, keys=keys)
+        assert claims["basis"] == "approval" and claims["approvers"] == ["U_FIN1"]
+        approval_ids.add(claims["sub"])
+    assert len(approval_ids) == 1  # all under the one approval the reviewer gave

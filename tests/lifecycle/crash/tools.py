@@ -13,7 +13,7 @@ from typing import Any
 
 def _db() -> sqlite3.Connection:
     db = sqlite3.connect(os.environ["CRASH_LEDGER"], timeout=30, isolation_level=None)
-    db.execute("CREATE TABLE IF NOT EXISTS calls (tool TEXT, key TEXT, pid INTEGER)")
+    db.execute("CREATE TABLE IF NOT EXISTS calls (tool TEXT, key TEXT, pid INTEGER, receipt TEXT)")
     db.execute("CREATE TABLE IF NOT EXISTS effects (tool TEXT, key TEXT)")
     return db
 
@@ -25,19 +25,20 @@ def _maybe_die(point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _effect(tool: str, key: str, *, dedupe: bool) -> None:
+def _effect(tool: str, key: str, *, dedupe: bool, receipt: str | None = None) -> None:
     with _db() as db:
-        db.execute("INSERT INTO calls VALUES (?, ?, ?)", (tool, key, os.getpid()))
+        db.execute("INSERT INTO calls VALUES (?, ?, ?, ?)", (tool, key, os.getpid(), receipt))
         _maybe_die(f"before_{tool}")
         if not (dedupe and db.execute("SELECT 1 FROM effects WHERE key = ?", (key,)).fetchone()):
             db.execute("INSERT INTO effects VALUES (?, ?)", (tool, key))
         _maybe_die(f"after_{tool}")
 
 
-def pay(amount: float, *, idempotency_key: str) -> dict[str, Any]:
-    """Moves money. Whether it deduplicates on its key is what the workflow declares (PAY_DEDUPES)."""
+def pay(amount: float, *, idempotency_key: str, receipt: str | None = None) -> dict[str, Any]:
+    """Moves money. Whether it deduplicates on its key is what the workflow declares (PAY_DEDUPES). The receipt
+    of the attempt is kept with the call (a payment service would check it)."""
     time.sleep(0.03)  # a payment call takes time: the effect is in flight while the other replicas run rounds
-    _effect("pay", idempotency_key, dedupe=os.environ.get("PAY_DEDUPES") == "1")
+    _effect("pay", idempotency_key, dedupe=os.environ.get("PAY_DEDUPES") == "1", receipt=receipt)
     return {"paid": amount}
 
 
