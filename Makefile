@@ -43,10 +43,7 @@ typecheck: $(STAMP)
 
 # Three workers (pytest-xdist) on two cores: most of the suite waits on real processes and leases, so a third worker
 # fills the cores the other two leave idle (2026-11-28, the whole suite: -n 2 8 min 56 s, -n 3 7 min 5 s, -n 4 7 min 23 s).
-# The sources are compiled first: the suite starts many Python processes (hitl serve, the CLI, agents, workers),
-# and with PYTHONDONTWRITEBYTECODE set (as on the machines make test runs on here) each would compile its imports again.
 pytest: $(STAMP) redis postgres chromium tools
-	$(BIN)/python -m compileall -q -j 0 hitl engine bot tests > /dev/null  # engine, bot: hitl links them
 	$(BIN)/pytest -n 3 --durations=15
 
 test: lint typecheck docs pytest
