@@ -11,12 +11,12 @@ from hitl.engine.domain.ids import id_collision
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.ranking import rank_key
-from hitl.engine.domain.receipts import LEEWAY
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.errors import EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, encode_json_form
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, RedisConnection, store_errors
+from hitl.engine.storage.redis.receipts import receipt_record
 
 __all__ = ["RedisJournal"]
 
@@ -132,9 +132,8 @@ class RedisJournal:
                 "channel": c.channel(ci.approval_id) if ci.approval_id else "",
                 "receipt": None,
             }
-            if ci.receipt is not None:  # kept to its exp and the leeway, counted from now (as the ledger's claim)
-                keep = max(1, int((ci.receipt.exp + LEEWAY - m.now) * 1000))
-                plan["claim"]["receipt"] = {"key": ci.receipt.key, "exp": repr(ci.receipt.exp), "keep_ms": str(keep)}
+            if ci.receipt is not None:
+                plan["claim"]["receipt"] = receipt_record(ci.receipt, now=m.now)
         return plan
 
     def _claim_answer(self, m: Commit, out: list[str]) -> tuple[Claim | None, EngineError | None]:

@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 from hitl.engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress
-from hitl.engine.domain.receipts import LEEWAY, Issued
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.receipts import receipt_record
 
 __all__ = ["RedisLedger"]
 
@@ -37,9 +38,9 @@ class RedisLedger:
     ) -> Claim:
         args = [action_hash, holder, repr(now), repr(now + lease), "1" if retry_failed else "0"]
         keys = [self._key(key)]
-        if receipt is not None:  # kept to its exp and the leeway, counted from now (whatever the server's clock)
+        if receipt is not None:
             keys.append(self.conn.receipt_key(receipt.jti))
-            args += [receipt.key, repr(receipt.exp), str(max(1, int((receipt.exp + LEEWAY - now) * 1000)))]
+            args += receipt_record(receipt, now=now)
         out = [text(x) for x in await self.conn.call(self.conn.claim_script, keys, args)]
         if out[0] == "acquired":
             return Claim(

@@ -7,7 +7,14 @@ from hitl.engine.domain.receipts import LEEWAY, Issued, Redemption
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
-__all__ = ["RedisReceipts"]
+__all__ = ["RedisReceipts", "receipt_record"]
+
+
+def receipt_record(receipt: Issued, *, now: float) -> list[str]:
+    """The arguments that record ``receipt`` with its claim (``receipt_issued`` in ``claims.lua``): the claim's key,
+    its exp, and how many milliseconds the record is kept (to its exp and the leeway, counted from ``now``, whatever
+    the server's clock says)."""
+    return [receipt.key, repr(receipt.exp), str(max(1, int((receipt.exp + LEEWAY - now) * 1000)))]
 
 
 @store_errors

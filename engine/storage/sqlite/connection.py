@@ -111,11 +111,10 @@ class SqliteConnection:
         self._idle_timer: asyncio.TimerHandle | None = None
         self._truncation: asyncio.Future[bool] | None = None
         self.truncations = 0
-        """Truncating checkpoints that emptied the WAL."""
+        """Truncating checkpoints that emptied the WAL (for tests and measuring)."""
         self.held_off = 0
         """Truncating checkpoints a reader held off (each is tried again after another quiet spell)."""
         self._closing = False
-        """Truncating checkpoints that emptied the WAL (for tests and measuring)."""
         self.applied: list[int] = []
         """The schema version this process's opening moved the file to (empty: it was up to date)."""
 

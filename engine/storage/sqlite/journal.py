@@ -12,7 +12,6 @@ from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, encode_json_form, loads
 from hitl.engine.storage.sqlite.connection import SqliteConnection
-from hitl.engine.storage.sqlite.receipts import insert_receipt
 from hitl.engine.storage.sqlite.rows import (
     insert_audit,
     load_approval,
@@ -136,22 +135,15 @@ def _claim(c: sqlite3.Connection, intent: ClaimIntent, m: Commit, touched: list[
     )
     if intent.approval_id is None:
         if out.acquired:
-            _write_claim(c, out, intent)
+            write_claim(c, out, receipt=intent.receipt)
         return out
     a = load_approval(c, intent.approval_id)
     moves = claim_rules.claim_moves(out, a)  # refused before anything of the claim is written
     if out.acquired:
-        _write_claim(c, out, intent)
+        write_claim(c, out, receipt=intent.receipt)
     for target in moves:
         a = _move(c, a, target, m, touched)
     return out
-
-
-def _write_claim(c: sqlite3.Connection, claim: Claim, intent: ClaimIntent) -> None:
-    """Write an acquired claim, and the receipt issued with it when it is a new attempt (not a recovered one)."""
-    write_claim(c, claim)
-    if intent.receipt is not None and not claim.recovered:
-        insert_receipt(c, intent.receipt)
 
 
 def _executed(c: sqlite3.Connection, o: OutcomeRecord, m: Commit, touched: list[str]) -> None:

@@ -9,7 +9,6 @@ from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim
 from hitl.engine.storage.sqlite.connection import SqliteConnection
-from hitl.engine.storage.sqlite.receipts import insert_receipt
 from hitl.engine.storage.sqlite.rows import load_claim, write_claim
 
 __all__ = ["SqliteLedger"]
@@ -43,9 +42,7 @@ class SqliteLedger:
                 retry_failed=retry_failed,
             )
             if out.acquired:
-                write_claim(c, out)
-                if receipt is not None and not out.recovered:
-                    insert_receipt(c, receipt)
+                write_claim(c, out, receipt=receipt)  # the receipt only for a new attempt
             return out
 
         return await self.db.run(tx)

@@ -7,6 +7,7 @@ from typing import Any
 
 from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
 from hitl.engine.storage.codec import (
@@ -20,6 +21,7 @@ from hitl.engine.storage.codec import (
     dumps,
 )
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
+from hitl.engine.storage.sqlite.receipts import insert_receipt
 
 __all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "own_run", "write_approval", "write_claim"]
 
@@ -75,9 +77,12 @@ def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
     return claim_of(key, row) if row is not None else None
 
 
-def write_claim(c: sqlite3.Connection, cl: Claim) -> None:
-    """Write the execution claim's row inside a transaction."""
+def write_claim(c: sqlite3.Connection, cl: Claim, *, receipt: Issued | None = None) -> None:
+    """Write the execution claim's row inside a transaction, and the record of ``receipt``, issued with it, when
+    the claim is a new attempt (not one recovered from a holder that stopped)."""
     c.execute(f"INSERT OR REPLACE INTO claims (key, {CLAIM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", claim_row(cl))
+    if receipt is not None and not cl.recovered:
+        insert_receipt(c, receipt)
 
 
 def own_run(c: sqlite3.Connection, run_id: str, holder: str, now: float, lease: float) -> str | None:

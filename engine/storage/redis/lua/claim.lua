@@ -5,8 +5,5 @@
 -- A claim acquired for a new attempt (not recovered from a holder that died) records the receipt in this step.
 --#include claims
 local out = claim_next(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-if KEYS[2] and out[1] == 'acquired' and out[3] == '0' then
-  redis.call('HSET', KEYS[2], 'key', ARGV[6], 'exp', ARGV[7], 'redeemed', '0')
-  redis.call('PEXPIRE', KEYS[2], ARGV[8])
-end
+if KEYS[2] then receipt_issued(KEYS[2], out, {ARGV[6], ARGV[7], ARGV[8]}) end
 return out

@@ -1,6 +1,8 @@
 -- Execution claims, shared by claim.lua, finish.lua and commit.lua. Mirrors engine/domain/execution.py.
 -- claim_next(k, hash, holder, now, lease_until, retry_failed): the claim attempt's answer (claim.py reads it).
 -- claim_check_finish(k, holder, attempt): nil when holder/attempt still hold k, else the refusal.
+-- receipt_issued(r, out, record): records the receipt issued with a claim at r when the claim's answer out is a new
+-- attempt (acquired, not recovered from a holder that stopped); record: the claim's key, exp, milliseconds kept.
 local function claim_next(k, hash, holder, now, lease_until, retry_failed)
   local f = redis.call('HMGET', k, 'action_hash', 'holder', 'attempt', 'state', 'lease_until', 'result')
   if not f[1] then
@@ -26,4 +28,11 @@ local function claim_held(k, holder, attempt)
   local f = redis.call('HMGET', k, 'holder', 'attempt', 'state', 'action_hash', 'lease_until')
   if not f[1] or f[3] ~= 'running' or f[1] ~= holder or f[2] ~= attempt then return nil end
   return f
+end
+
+local function receipt_issued(r, out, record)
+  if out[1] == 'acquired' and out[3] == '0' then
+    redis.call('HSET', r, 'key', record[1], 'exp', record[2], 'redeemed', '0')
+    redis.call('PEXPIRE', r, tonumber(record[3]))
+  end
 end

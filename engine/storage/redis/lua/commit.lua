@@ -102,10 +102,7 @@ if P.claim ~= null then
     claim = {'not_approved', status}
   else
     claim = claim_next(KEYS[9], c.hash, holder, now_s, P.lease_until, c.retry_failed)
-    if c.receipt ~= null and claim[1] == 'acquired' and claim[3] == '0' then
-      redis.call('HSET', KEYS[23], 'key', c.receipt.key, 'exp', c.receipt.exp, 'redeemed', '0')
-      redis.call('PEXPIRE', KEYS[23], tonumber(c.receipt.keep_ms))
-    end
+    if c.receipt ~= null then receipt_issued(KEYS[23], claim, c.receipt) end
     if c.approval ~= '' and claim[1] == 'acquired' then
       move_to(KEYS[10], KEYS[11], c.approval, 'executing', now_s, holder, '', c.channel)
     elseif c.approval ~= '' and claim[1] == 'done' and ok_status then
