@@ -10,6 +10,7 @@ Only ``hitl serve`` holds the key (:class:`SignedClaims`). Every other process c
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ from hitl.engine.domain.receipts import AllowedCall, Issued, Receipted, allowed_
 from hitl.engine.errors import EngineError, ErrorCode, PolicyError
 from hitl.engine.ports import Clock, ReceiptClaims, ReceiptSigner, Store
 from hitl.engine.remote_receipts import receipt_claims_from_env
+
+_REPLAY_READS, _REPLAY_PAUSE = 50, 0.02
+"""How long a replay of an allowed call waits for the first asking's receipt to be recorded: up to about a second."""
 
 __all__ = [
     "NoReceipts",
@@ -69,8 +73,8 @@ class ReceiptIssuer:
         )
         return claims, Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
 
-    def issue_allowed(self, call: AllowedCall, *, subject: str) -> tuple[str, Issued]:
-        """The receipt for ``call`` (run without a person), and its record, under the key ``receipt:<jti>``."""
+    def issue_allowed(self, call: AllowedCall, *, subject: str, key: str) -> tuple[str, Issued]:
+        """The receipt for ``call`` (run without a person), and its record, under the claim ``key``."""
         claims = allowed_claims(
             call,
             subject=subject,
@@ -79,8 +83,7 @@ class ReceiptIssuer:
             ttl=self.spec.ttl,
             audience=self.spec.tool(call.tool).audience,
         )
-        jti = claims["jti"]
-        return self.signer.sign(claims), Issued(jti=jti, key=f"receipt:{jti}", exp=float(claims["exp"]))
+        return self.signer.sign(claims), Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
 
 
 @dataclass(frozen=True)
@@ -160,20 +163,40 @@ class SignedClaims:
         return self.issuer.spec.tool(tool).always
 
     async def allowed(self, call: AllowedCall) -> str:
-        """Issue ``call``'s receipt: recorded by a claim of its own key, finished at once (nothing else runs
-        under it). The caller has checked that the call may run without a person."""
+        """Issue ``call``'s receipt: recorded by a claim of the key its subject names, finished at once (nothing
+        else runs under it). The caller has checked, and counted, that the call may run without a person. The same
+        call asked again (same requester, scope and arguments) gets the same receipt: its claim is taken already,
+        and its outcome keeps the receipt."""
         store, now = self.store, self.issuer.clock.now()
         subject = f"allowed:{dedupe_key(call.requester, f'{call.scope}:{action_hash(call.tool, call.args)}')}"
-        receipt, issued = self.issuer.issue_allowed(call, subject=subject)
         digest = action_hash(call.tool, call.args)
+        key = f"receipt:{hashlib.sha256(subject.encode()).hexdigest()}"
         holder = f"receipts:{call.requester}"[:200]
+        receipt, issued = self.issuer.issue_allowed(call, subject=subject, key=key)
         claim = await store.ledger.claim(
-            issued.key, action_hash=digest, holder=holder, now=now, lease=self.issuer.spec.ttl, receipt=issued
+            key, action_hash=digest, holder=holder, now=now, lease=self.issuer.spec.ttl, receipt=issued
         )
-        await store.ledger.record_outcome(
-            issued.key, holder=holder, attempt=claim.attempt, ok=True, result={"basis": str(call.basis)}, now=now
+        if claim.acquired:
+            result = {"basis": str(call.basis), "receipt": receipt}
+            await store.ledger.record_outcome(
+                key, holder=holder, attempt=claim.attempt, ok=True, result=result, now=now
+            )
+            return receipt
+        return await self._issued_before(key, call)
+
+    async def _issued_before(self, key: str, call: AllowedCall) -> str:
+        """The receipt the first asking of ``call`` got (its claim under ``key`` is recorded within moments of
+        being taken: wait that long, no longer)."""
+        for _ in range(_REPLAY_READS):
+            found = await self.store.ledger.get(key)
+            kept = (found.result or {}).get("receipt") if found is not None else None
+            if isinstance(kept, str):
+                return kept
+            await asyncio.sleep(_REPLAY_PAUSE)
+        raise EngineError(
+            f"{call.tool}: the same call (scope {call.scope!r}) is getting its receipt right now; ask again shortly",
+            code=ErrorCode.CLAIM_IN_PROGRESS,
         )
-        return receipt
 
 
 def _settled(task: asyncio.Future[Any]) -> None:

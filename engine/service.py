@@ -120,6 +120,9 @@ class Proposal:
     created: bool = False
     args: dict[str, Any] = field(default_factory=dict)
     """The normalised arguments the policy judged (what runs when no approval is needed)."""
+    scope: str = ""
+    """For a call that may run now: what names it where it was counted (its receipt's scope, so the receipt is
+    issued for the call that was counted, once)."""
 
     @property
     def may_run(self) -> bool:
@@ -260,17 +263,15 @@ class ApprovalService:
         requester: str | None = None,
         min_tier: Tier = Tier.AUTO,
         instead_of: Approval | None = None,
-        own_event: str = "",
     ) -> Verdict:
         """The verdict for an action without recording anything (``hitl policy explain``). ``requester``: whose
         trust grants in the session count (default: the service's requester). ``instead_of``: the approval these
-        arguments would replace (an edit): its own window events do not count against them; nor does the event
-        ``own_event`` (the action's own, when its proposal counted it already)."""
+        arguments would replace (an edit): its own window events do not count against them."""
         now = self.clock.now()
         clean = clean_args(tool, args)
         own = dict(window_events(instead_of)) if instead_of is not None else {}
         windows = {
-            k: await self.store.windows.stats(k, now=now, window=w, exclude=own.get(k, own_event))
+            k: await self.store.windows.stats(k, now=now, window=w, exclude=own.get(k, ""))
             for k, (w, _) in self.policy.window_keys(tool, clean).items()
         }
         trusted = await self._trusted(session_id, requester or self.requester, now)
@@ -309,14 +310,14 @@ class ApprovalService:
         action = ProposedAction(request, items, {"items": items} if batch is not None else items[0], requester)
         if plan is not None:
             await self.publish(Allowed(request, plan.verdict, action, now))
-            return Proposal(verdict=plan.verdict, approval=None, args=action.clean)
+            return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
         verdict, counted = await self._verdict(request, action, now)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)
         if not verdict.tier.needs_human:
             await self._allowed_without_a_person(request, verdict, action, now)
-            return Proposal(verdict=verdict, approval=None, args=action.clean)
+            return Proposal(verdict=verdict, approval=None, args=action.clean, scope=action.scope)
         schema = request.schema if compiled is not None else None
         approval = self.drafts.approval(request, verdict, action, schema=schema, counted=counted, now=now)
         if not request.create:
@@ -326,6 +327,9 @@ class ApprovalService:
         stored, created = await self.store.approvals.create(approval)
         if created:
             await self.announce(stored)
+        else:  # asked again: the approval's own events count for it; an unnamed call's new ones are taken back
+            held = set(window_events(stored))
+            await forget_windows(self.store, [e for e in counted if (e[0], e[1]) not in held])
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
 
     def _allowed_plan(self, tool: str) -> _Allowed | None:
@@ -381,7 +385,7 @@ class ApprovalService:
         for i, item in enumerate(action.items):
             windows: dict[str, WindowStats] = {}
             for key, (window, amount) in self.policy.window_keys(tool, item).items():
-                event = f"{action.dedupe}#{i}" if batch is not None else action.dedupe
+                event = f"{action.event}#{i}" if batch is not None else action.event
                 windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
                 counted.append([key, event])
             ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=request.min_tier)

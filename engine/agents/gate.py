@@ -117,6 +117,9 @@ class Ticket:
     ``hitl.yaml``): the signed receipt the protected system checks before it acts."""
     allowed_by: Literal["policy", "trust"] | None = None
     """For a call that runs without a person: whether the policy or a reviewer's Trust lets it."""
+    scope: str = ""
+    """For a call that runs without a person: what names it where its proposal was counted (its receipt is
+    issued for that scope, so ``hitl serve`` counts the same call, not another)."""
 
     @property
     def runs(self) -> bool:
@@ -195,6 +198,7 @@ class ToolGate:
                         dedupe_scope=base if generation == 1 else f"{base}#{generation}",
                         metadata=call.metadata(),
                         schema=call.schema,
+                        named=call.call_id is not None,
                     )
                 )
             except Halted as exc:  # the stop switch: a "no" the model hears, like a denial
@@ -203,7 +207,8 @@ class ToolGate:
                 why = "; ".join(prop.verdict.reasons) or "denied by policy"
                 return Ticket(call, "deny", {}, message=f"{call.tool} is denied by policy: {why}", code="policy_denied")
             if prop.approval is None:
-                return Ticket(call, "run", prop.args, allowed_by="trust" if prop.verdict.trusted else "policy")
+                by: Literal["policy", "trust"] = "trust" if prop.verdict.trusted else "policy"
+                return Ticket(call, "run", prop.args, allowed_by=by, scope=prop.scope)
             ticket = await self.ticket_for(call, prop.approval)
             if ticket.consumed and call.call_id is None:
                 continue  # an approval authorizes one execution: the same action again is a new request
@@ -462,7 +467,7 @@ class ToolGate:
             dict(ticket.args),
             session=call.session,
             requester=call.requester or self.service.requester,
-            scope=f"{call.framework}:{call.session}:{call.call_id or '-'}",
+            scope=ticket.scope or f"{call.framework}:{call.session}:{call.call_id or '-'}",
             basis=Basis.TRUST if ticket.allowed_by == "trust" else Basis.POLICY,
         )
         return await receipts.allowed(allowed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +64,28 @@ class ProposedAction:
         same action in the same session never attaches to another identity's approval (nor waits on it)."""
         scope = self.request.dedupe_scope if self.request.dedupe_scope is not None else self.request.session_id
         return dedupe_key(self.requester, self.request.dedupe_key or f"{scope}:{self.digest}")
+
+    @property
+    def named(self) -> bool:
+        """Whether the caller named this call (:attr:`ProposeRequest.named`, or a dedupe key of its own)."""
+        return self.request.named or self.request.dedupe_key is not None
+
+    @functools.cached_property
+    def scope(self) -> str:
+        """What names this call where it is counted and receipted: the request's dedupe scope (else its session)
+        when the caller named the call; an unnamed call's scope gets a nonce of its own, so the same arguments asked
+        again are another call, counted again (only an approval is re-attached to)."""
+        scope = self.request.dedupe_scope if self.request.dedupe_scope is not None else self.request.session_id
+        return scope if self.named else f"{scope}~{secrets.token_urlsafe(9)}"
+
+    @functools.cached_property
+    def event(self) -> str:
+        """The id this call is counted under by velocity and rolling-sum rules (a batch's items add ``#<index>``):
+        its :attr:`dedupe` when the caller named it, so a replay counts once, wherever it is asked (a proposal, then
+        ``/receipts/allowed`` for the same scope); otherwise its own."""
+        if self.named:
+            return self.dedupe
+        return dedupe_key(self.requester, f"{self.scope}:{self.digest}")
 
 
 def window_events(approval: Approval) -> list[tuple[str, str]]:

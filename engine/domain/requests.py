@@ -42,6 +42,10 @@ class ProposeRequest:
             checkpoint when it pauses, then announces it).
         kind: what the approval asks; only hitl's own steps ask anything but an action, and only an action's tool
             name is checked against the prefixes those use (:data:`~hitl.engine.domain.models.RESERVED_PREFIXES`).
+        named: the caller named this call (a framework's call id, an API idempotency key, a workflow step's
+            iteration, a receipt's scope): asking again is the same call, counted once toward velocity and rolling
+            sums. An unnamed call is counted each time it is asked (asking again still re-attaches to its pending
+            approval, whose count stands for both).
     """
 
     tool: str
@@ -61,6 +65,7 @@ class ProposeRequest:
     trusted: frozenset[str] | None = None
     create: bool = True
     kind: ApprovalKind = ApprovalKind.ACTION
+    named: bool = False
 
 
 @quick_init

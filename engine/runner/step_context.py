@@ -137,6 +137,7 @@ class StepContext:
                 timeout=ask.timeout,
                 trusted=self.run_lease(state).trusted,
                 create=False,
+                named=True,
                 **kw,
             )
         )
@@ -287,6 +288,7 @@ class StepContext:
                 timeout=timeout,
                 role=role,
                 create=False,
+                named=True,
             )
         )
         if prop.approval is None:

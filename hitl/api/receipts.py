@@ -9,11 +9,12 @@ atomic step of the store, and the spending is audited in its approval's trail.""
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
-from hitl.engine.domain.actions import ProposedAction, clean_args
-from hitl.engine.domain.arg_schema import validate_args
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.receipts import AllowedCall, Basis, Redemption
@@ -39,6 +40,8 @@ from .routes import Endpoint
 from .tokens import Caller
 
 _RUNS = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED)
+PROPOSE_FIRST = "propose_first"
+"""``/receipts/allowed``'s refusal of a call the policy puts to a person: propose it, and run it once approved."""
 
 
 def _issuer(request: web.Request) -> tuple[ApiContext, Caller, bool, ReceiptClaims]:
@@ -96,7 +99,13 @@ __all__ = ["routes"]
 
 
 async def allowed(request: web.Request) -> web.Response:
-    """The receipt of another process's call that runs without a person, once this deployment's policy agrees."""
+    """The receipt of another process's call that runs without a person, once this deployment's policy agrees.
+
+    The call is proposed here, through the service's one path (argument schemas, the stop switch, the policy), and
+    counted where the policy counts, under the scope that names it: the same call proposed before (an agent
+    process's in-process proposal) or asked again with the same ``scope`` counts once and gets the same receipt.
+    A call the policy would put to a person is refused (409 ``propose_first``) and stays counted: the agent's
+    proposal of it, under the same scope, is the same call."""
     ctx, caller, acting_for_many, receipts = _issuer(request)
     body = await body_of(request, AllowedReceiptRequest)
     service = ctx.lifecycle.contexts.default.service
@@ -111,23 +120,30 @@ async def allowed(request: web.Request) -> web.Response:
             "not_covered",
             f"receipts.tools.{body.tool}.always is not set: a call of it that runs without a person gets no receipt",
         )
+    asked = ProposeRequest(
+        body.tool,
+        body.args,
+        session_id=body.session,
+        requester=requester,
+        dedupe_scope=body.scope,
+        named=True,
+        create=False,  # a call that needs a person is proposed by its agent, which then waits on it
+    )
     try:
-        args = clean_args(body.tool, body.args)
-        declared = service.policy.spec.tools.get(body.tool)
-        if declared is not None and declared.schema_ is not None:  # nothing unchecked is signed
-            validate_args(body.tool, declared.schema_, args)
-        asked = ProposeRequest(body.tool, args, session_id=body.session, dedupe_scope=body.scope)
-        event = ProposedAction(asked, [args], args, requester).dedupe  # counted when it was proposed: not again
-        verdict = await service.explain(body.tool, args, session_id=body.session, requester=requester, own_event=event)
-        if verdict.denied or verdict.tier.needs_human:
-            raise EngineError(
-                f"this deployment's policy does not let {body.tool} run without a person now ({verdict.rule}); "
-                "propose it and wait for a decision",
-                code=ErrorCode.ACTION_REJECTED,
+        proposal = await service.propose(asked)
+        if proposal.verdict.denied:
+            why = "; ".join(proposal.verdict.reasons) or "denied by policy"
+            raise ApiError(409, str(ErrorCode.POLICY_DENIED), f"{body.tool} is denied by policy: {why}")
+        if not proposal.may_run:
+            raise ApiError(
+                409,
+                PROPOSE_FIRST,
+                f"this deployment's policy does not let {body.tool} run without a person now "
+                f"({proposal.verdict.rule}); propose it (POST /api/v1/proposals with the same arguments) and run it "
+                "once it is approved. This call stays counted toward the policy's rolling windows",
             )
-        await service.switch.check(body.tool)
-        basis = Basis.TRUST if verdict.trusted else Basis.POLICY
-        call = AllowedCall(body.tool, args, body.session, requester, body.scope, basis)
+        basis = Basis.TRUST if proposal.verdict.trusted else Basis.POLICY
+        call = AllowedCall(body.tool, proposal.args, body.session, requester, body.scope, basis)
         receipt = await receipts.allowed(call)
     except EngineError as exc:
         raise from_engine(exc) from None
@@ -162,7 +178,13 @@ async def redeem(request: web.Request) -> web.Response:
     except ReceiptError as exc:
         code = "expired" if exc.code is ReceiptFailure.EXPIRED else "invalid_receipt"
         raise ApiError(422, code, f"{exc.message} ({exc.code}); nothing was spent") from None
-    found = await ctx.lifecycle.store.receipts.redeem(claims["jti"], redemption=body.redemption, now=now)
+    if not caller.sees(str(claims["tool"])):
+        raise ApiError(
+            403, "tool_not_allowed", f"this token may not redeem receipts for {claims['tool']}; nothing was spent"
+        )
+    found = await ctx.lifecycle.store.receipts.redeem(
+        claims["jti"], redemption=_redemption_of(caller, body.redemption), now=now
+    )
     entry = AuditEntry(
         at=now,
         actor=caller.via,
@@ -181,6 +203,14 @@ async def redeem(request: web.Request) -> web.Response:
         jti=claims["jti"], sub=claims["sub"], tool=claims["tool"], first=found is Redemption.FIRST, claims=claims
     )
     return web.json_response(view.model_dump(mode="json"))
+
+
+def _redemption_of(caller: Caller, redemption: str | None) -> str | None:
+    """The redemption id as stored: bound to the token that first used it, so another token naming the same id is
+    another use (409), never a retry of this one."""
+    if redemption is None:
+        return None
+    return hashlib.sha256(json.dumps([caller.token, redemption]).encode()).hexdigest()
 
 
 def routes() -> list[Endpoint]:

@@ -189,7 +189,7 @@ async def test_hitl_serve_signs_only_what_its_own_policy_lets_run_without_a_pers
     call = {"session": "ses_x", "scope": "ask:ses_x:-"}
     # pay needs a person, and nobody trusted it here: whatever the process says, no receipt.
     status, answer = await allowed({**call, "tool": "pay", "args": PAYMENT})
-    assert (status, answer["error"]["code"]) == (409, "action_rejected")
+    assert (status, answer["error"]["code"]) == (409, "propose_first")
     # Receipts for allowed calls of a tool without `always` are not issued.
     status, answer = await allowed({**call, "tool": "refund", "args": PAYMENT})
     assert (status, answer["error"]["code"]) == (409, "not_covered")
