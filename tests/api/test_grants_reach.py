@@ -5,8 +5,9 @@ tokens of two identities, and reviewers' Trust pressed as signed Slack clicks.
   session, or the same identity in another session, is asked about again.
 - Another identity's approval is not there for a token: reading, waiting on or claiming it answers 404, and asking
   the same action again makes an approval of its own.
-- A Trust on a practice approval grants nothing; its id and session are not derived from the real approval's, and an
-  agent's token neither lists nor reads it; to the people who decide, it looks like its real approval everywhere.
+- A Trust on a practice approval grants nothing; its id, session and call id are drawn, not derived from the real
+  approval's, and an agent's token neither lists nor reads it; to the people who decide, it has its real approval's
+  form everywhere (its session and call id included).
 """
 
 from __future__ import annotations
