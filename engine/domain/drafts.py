@@ -13,7 +13,7 @@ from hitl.engine.domain.actions import TRUST_TTL, WINDOWS, ProposedAction
 from hitl.engine.domain.arg_schema import validate_args
 from hitl.engine.domain.edits import CHANGED, changes, merge_patch
 from hitl.engine.domain.hashing import action_hash
-from hitl.engine.domain.ids import approval_id, new_session_id
+from hitl.engine.domain.ids import alike, approval_id
 from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.practice import POST_AFTER, PracticeSpec, defect_for, post_after
@@ -168,19 +168,21 @@ class ApprovalDrafts:
 
     def twin(self, real: Approval, spec: PracticeSpec, *, now: float) -> Approval:
         """A practice twin of ``real``: the same tool, reviewers and wording, its arguments with one planted defect,
-        in a session of its own; no run owns it and nothing executes it. Raises :class:`InvalidInput` when the
-        planted arguments do not fit the schema (nothing unchecked enters)."""
+        in a session of its own (in the form of the real one's, as its call id is); no run owns it and nothing
+        executes it. Raises :class:`InvalidInput` when the planted arguments do not fit the schema (nothing
+        unchecked enters)."""
         defect = defect_for(spec, real.tool, real.id)
         args = merge_patch(real.args, defect.set)
         if real.args_schema is not None:
             validate_args(real.tool, real.args_schema, args)
-        # Random, never derived from the real approval: nothing that knows the real one can name its twin (or the
-        # twin's session), and the id has the same form as any approval's.
+        # Random, never derived from the real approval: nothing that knows the real one can name its twin. The id
+        # has the form of any approval's; the session and the call id are drawn in the form of the real one's (a
+        # session hitl made up beside an agent's own would tell the twin apart).
         key = secrets.token_hex(16)
         return real.model_copy(
             update={
                 "id": approval_id(key),
-                "session_id": new_session_id(),
+                "session_id": alike(real.session_id),
                 "dedupe_key": key,
                 "args": args,
                 "action_hash": action_hash(real.tool, args),
@@ -197,7 +199,7 @@ class ApprovalDrafts:
                 "metadata": {
                     **{k: real.metadata[k] for k in ("framework", "agent", TRUST_TTL) if k in real.metadata},
                     # A call id like the real one's (an agent-proposed approval shows one), never the same one.
-                    **({"call_id": _like(str(real.metadata["call_id"]))} if "call_id" in real.metadata else {}),
+                    **({"call_id": alike(str(real.metadata["call_id"]))} if "call_id" in real.metadata else {}),
                     "of": real.id,
                     POST_AFTER: post_after(spec, now),
                     "defect": defect.name,
@@ -206,11 +208,6 @@ class ApprovalDrafts:
                 },
             }
         )
-
-
-def _like(value: str) -> str:
-    """A random string as long as ``value`` (at least 8 characters), from URL-safe characters."""
-    return secrets.token_urlsafe(max(len(value), 8))[: max(len(value), 8)]
 
 
 def _hand_on(verdict: Verdict, now: float, timeout: float) -> dict[str, Any]:

@@ -1,15 +1,18 @@
-"""Identifiers: short, URL-safe, Crockford base32 (no I, L, O, U)."""
+"""Identifiers: short, URL-safe, Crockford base32 (no I, L, O, U); and identifiers drawn in the form of another
+(a practice twin's session and call id, in the form of its real approval's)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
+import string
 
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError, ErrorCode
 
-__all__ = ["approval_id", "check_same_action", "dedupe_key", "new_session_id", "short_id"]
+__all__ = ["alike", "approval_id", "check_same_action", "dedupe_key", "new_session_id", "short_id"]
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -42,6 +45,57 @@ def short_id(prefix: str) -> str:
 def new_session_id() -> str:
     """A new session id (``ses_`` and a short random id)."""
     return short_id("ses")
+
+
+_RUNS = re.compile(r"([0-9A-Za-z]+)")
+_WORD_NUMBER = re.compile(r"([A-Za-z]*)([0-9]+)")
+_LOWER = ("abcdef", "abcdefghjkmnpqrstvwxyz", string.ascii_lowercase)
+"""The alphabets a drawn letter comes from, the smallest first: hex, Crockford base32 (hitl's own ids), any."""
+
+
+def alike(value: str) -> str:
+    """A random identifier in the form of ``value``, never ``value`` itself: as long, its separators (anything but
+    an ASCII letter or digit) in place, its words (a run of letters alone) kept and a word's number drawn anew
+    (``chat-42`` -> ``chat-17``, ``call-0`` -> ``call-3``), every other letter and digit drawn in its class and
+    from the smallest alphabet its part uses (hex stays hex: ``ses_7KQ2M9XW3A`` -> ``ses_P4FYZ6F40Y``, a UUID a
+    UUID). A value of words alone has its last word drawn anew (``s-real`` -> ``s-kqzw``); one with no ASCII
+    letter or digit, a random URL-safe string (at least 8 characters).
+
+    Drawn, never computed from ``value``: knowing the real one names no twin. A form holds only so many values,
+    so one may be another real one of the same caller's; nothing keys on a practice approval's session or call
+    id (it belongs to no run and grants nothing).
+    """
+    parts = _RUNS.split(value)  # the runs of ASCII letters and digits at the odd places
+    runs = list(range(1, len(parts), 2))
+    if not runs:
+        n = max(len(value), 8)
+        return secrets.token_urlsafe(n)[:n]
+    while True:
+        drawn = [_redrawn(part) if i % 2 else part for i, part in enumerate(parts)]
+        if all(parts[i].isalpha() for i in runs):  # nothing drawn yet: the last word is
+            drawn[runs[-1]] = _drawn(parts[runs[-1]])
+        out = "".join(drawn)
+        if out != value:
+            return out
+
+
+def _redrawn(run: str) -> str:
+    """A run of ASCII letters and digits anew: a word kept, a word's number drawn, any other mix drawn whole."""
+    if run.isalpha():
+        return run
+    numbered = _WORD_NUMBER.fullmatch(run)
+    if numbered is not None:
+        return numbered[1] + _drawn(numbered[2])
+    return _drawn(run)
+
+
+def _drawn(run: str) -> str:
+    """``run`` with each character drawn anew in its class (digit, lower-case or upper-case letter), letters from
+    the smallest alphabet that holds those of their case in ``run``."""
+    lower = next(a for a in _LOWER if {c for c in run if c.islower()} <= set(a))
+    upper = next(a for a in _LOWER if {c.lower() for c in run if c.isupper()} <= set(a)).upper()
+    pick = secrets.choice
+    return "".join(pick(string.digits) if c.isdigit() else pick(lower) if c.islower() else pick(upper) for c in run)
 
 
 def check_same_action(stored: Approval, proposed: Approval) -> None:

@@ -5,8 +5,9 @@ tokens of two identities, and reviewers' Trust pressed as signed Slack clicks.
   session, or the same identity in another session, is asked about again.
 - Another identity's approval is not there for a token: reading, waiting on or claiming it answers 404, and asking
   the same action again makes an approval of its own.
-- A Trust on a practice approval grants nothing; its id and session are not derived from the real approval's, and an
-  agent's token neither lists nor reads it; to the people who decide, it looks like its real approval everywhere.
+- A Trust on a practice approval grants nothing; its id, session and call id are drawn, not derived from the real
+  approval's, and an agent's token neither lists nor reads it; to the people who decide, it has its real approval's
+  form everywhere (its session and call id included).
 """
 
 from __future__ import annotations
@@ -113,42 +114,51 @@ async def test_a_trust_on_a_practice_approval_grants_nothing_and_the_agent_never
     assert again["verdict"] == "pending"  # nothing granted in the twin's session either
 
 
-def shape(value: Any) -> Any:
-    """``value`` with every value masked: keys and types kept, an approval id or a session id by its form, a hash by
-    its length; lists element by element."""
+_MASKS = (
+    (re.compile(r"apr_[0-9A-Z]{10}"), "<apr>"),  # an approval id (random; its form is checked apart)
+    (re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])"), "<hash>"),  # an action hash or a view digest
+    (re.compile(r"(?<![0-9a-z])[0-9a-f]{16}(?![0-9a-z])"), "<hash>"),  # a hash's first 16 digits, on the card
+)
+_CLASSES = ((re.compile(r"[0-9]"), "9"), (re.compile(r"[a-z]"), "a"), (re.compile(r"[A-Z]"), "A"))
+
+
+def form(value: Any) -> Any:
+    """``value`` in form only: keys and types kept, lists element by element, and each text, its approval ids
+    and hashes masked, by the kind of character that stands where (``9`` a digit, ``a`` a lower-case letter,
+    ``A`` an upper-case one, anything else itself): ``chat-42`` and ``chat-17`` have one form, ``ses_7KQ2M9XW3A``
+    another; ``call-0`` and ``call-3`` one, ``dtsyqgcs`` another."""
     if isinstance(value, dict):
-        return {k: shape(v) for k, v in value.items()}
+        return {k: form(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [shape(v) for v in value]
+        return [form(v) for v in value]
     if isinstance(value, str):
-        for form in (r"apr_[0-9A-Z]{10}", r"[0-9a-f]{64}", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"):
-            if re.fullmatch(form, value):
-                return form
-        return "str"
+        for pattern, replacement in (*_MASKS, *_CLASSES):
+            value = pattern.sub(replacement, value)
+        return value
     return type(value).__name__
-
-
-def card_shape(blocks: list[dict[str, Any]]) -> list[Any]:
-    """A card's blocks by type and block id form (the approval's id masked), every text masked."""
-    return [(b["type"], re.sub(r"apr_[0-9A-Z]{10}", "apr", str(b.get("block_id", "")))) for b in blocks]
 
 
 async def test_a_twin_and_its_real_approval_look_alike_on_every_surface(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """To everyone who may decide them, a practice twin and its real approval are the same shape: on the card, in
-    the API's view and in the webhook events (keys, types and id forms; the values masked)."""
+    """To everyone who may decide them, a practice twin and its real approval have the same form, field by field:
+    on the card, in the API's view and in the webhook events. An agent that picks its own session (``chat-42``)
+    and call id (``call-0``) sees a twin of its call in a session and with a call id of that form (never the same
+    ones), not in a session hitl made up. The real customer id has the planted one's form (``C-0000``), so the
+    defect alone changes no form."""
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
     monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
     async with sqlite_api(tmp_path, clock, extra=PRACTICE, hooks=True) as api:
-        status, asked = await api.call("POST", "/proposals", as_="agent", json=_proposal("s-real", "call-7"))
+        proposal = _proposal("chat-42", "call-0", customer_id="C-4821")
+        status, asked = await api.call("POST", "/proposals", as_="agent", json=proposal)
         real = asked["approval"]["id"]
         [twin] = (await api.call("GET", "/practice", as_="admin"))[1]["items"]
         await api.h.settle()
         views = [(await api.call("GET", f"/approvals/{i}", as_="sup1"))[1] for i in (real, twin["id"])]
-        assert shape(views[0]) == shape(views[1])
-        assert views[0]["asked_by"]["call_id"] != views[1]["asked_by"]["call_id"]  # alike, never the same
-        assert card_shape(api.h.card_for(real).blocks) == card_shape(api.h.card_for(twin["id"]).blocks)
+        assert views[0]["session_id"] == "chat-42" and views[0]["asked_by"]["call_id"] == "call-0"
+        assert form(views[0]) == form(views[1])
+        assert views[1]["session_id"] != "chat-42" and views[1]["asked_by"]["call_id"] != "call-0"  # alike only
+        assert form(api.h.card_for(real).blocks) == form(api.h.card_for(twin["id"]).blocks)
         for i in (real, twin["id"]):
             decision = {"decision": "approve", "expected_version": 1, "action_hash": None}
             decision["action_hash"] = next(v["action_hash"] for v in views if v["id"] == i)
@@ -156,5 +166,5 @@ async def test_a_twin_and_its_real_approval_look_alike_on_every_surface(
         await api.h.rt.webhooks.sweep()
         events = api.hooks.events()
         by_approval = {i: [e for e in events if e["data"]["approval"]["id"] == i] for i in (real, twin["id"])}
-        assert [e["type"] for e in by_approval[real]] == [e["type"] for e in by_approval[twin["id"]]]
-        assert [shape(e) for e in by_approval[real]] == [shape(e) for e in by_approval[twin["id"]]]
+        assert [e["type"] for e in by_approval[real]] == ["approval.created", "approval.decided"]
+        assert [form(e) for e in by_approval[real]] == [form(e) for e in by_approval[twin["id"]]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -54,7 +55,7 @@ async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_dec
 ) -> None:
     real, twin = await real_and_twin(h, 120, "s1")
     assert (twin.tool, twin.required_role, twin.quorum, twin.args["amount"]) == ("refund", "support", 1, 9999)
-    assert twin.session_id.startswith("ses_") and twin.session_id != real.session_id
+    assert re.fullmatch(r"s\d", twin.session_id) and twin.session_id != real.session_id  # s1's form, not s1
     card = h.card_for(twin.id)
     shown = json.dumps(card.blocks, ensure_ascii=False)
     assert "Refund USD 9,999.00 to “C-1042” for order “78291”" in shown  # its own sentence, like any other
