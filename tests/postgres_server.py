@@ -86,10 +86,16 @@ def running_postgres(*, fsync: bool = False) -> Iterator[str]:
         )
         log.close()  # the server has its own copy
         try:
+            ready = binaries / "pg_isready"
 
             def answers() -> bool:
                 if proc.poll() is not None:
                     raise RuntimeError(f"postgres exited as it started: {(home / 'server.log').read_text()[-2000:]}")
+                if ready.exists():
+                    # A server that takes TCP connections may still be "starting up" (it refuses every session
+                    # then): only pg_isready's 0 says it accepts them.
+                    probe = [str(ready), "-q", "-h", "127.0.0.1", "-p", str(port), "-U", "hitl", "-t", "2"]
+                    return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
                 try:
                     with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                         return True
