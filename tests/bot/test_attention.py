@@ -128,9 +128,9 @@ async def test_a_typed_amount_is_read_in_one_form_by_the_service_and_the_slack_f
     assert (await h.slack.click("U_SUPPORT1", copy.deepcopy(h.card_for(a.id)), ACTION_APPROVE_CONFIRM)).status == 200
     view_id = list(h.state.views)[-1]
     for typed in UNREADABLE:
-        refused = await h.slack.submit("U_SUPPORT1", view_id, _typed(typed, "invoice checked"))
-        assert refused.json()["response_action"] == "errors", typed
-        assert "not a number as hitl reads one" in refused.json()["errors"]["hitl_confirm:amount"], typed
+        answer = (await h.slack.submit("U_SUPPORT1", view_id, _typed(typed, "invoice checked"))).json()
+        assert answer["response_action"] == "errors", typed
+        assert "not a number as hitl reads one" in answer["errors"]["hitl_confirm:amount"], typed
     assert (await h.svc.store.approvals.get(a.id)).version == a.version
     assert await _refusals(h, a) == ["confirmation_mismatch"] * len(UNREADABLE)
     ok = await h.slack.submit("U_SUPPORT1", view_id, _typed("1000", "invoice checked"))
