@@ -24,6 +24,7 @@ from slack_bolt.response import BoltResponse
 from yarl import URL
 
 __all__ = [
+    "MAX_DEPTH",
     "REQUEST",
     "Action",
     "Cell",

@@ -18,7 +18,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
 from hitl.bot.app import BotRuntime
-from hitl.bot.payloads import REQUEST, Parsed, PayloadError, parse_request
+from hitl.bot.payloads import MAX_DEPTH, REQUEST, Parsed, PayloadError, parse_request
+from hitl.engine.domain.nesting import nesting
 from hitl.engine.errors import EngineError
 
 __all__ = [
@@ -147,8 +148,13 @@ async def _closing(request: web.Request, status: int, message: str) -> web.Strea
     sends is not read (not even for :data:`LINGER` seconds)."""
     response = web.json_response({"error": message}, status=status)
     response.force_close()
-    await response.prepare(request)
-    await response.write_eof()
+    try:
+        await response.prepare(request)
+        await response.write_eof()
+    except ConnectionError:  # the client hung up as the answer went out: nobody is left to tell, nothing failed
+        log.warning(
+            "%s %s: the client closed the connection before its %s answer", request.method, request.path, status
+        )
     request.protocol.force_close()
     return response
 
@@ -246,8 +252,11 @@ async def _tell_unreadable(rt: BotRuntime, body: bytes) -> None:
     """Where the request (signed: it came from Slack) names a Slack ``response_url``, tell the clicker privately
     that the click could not be read, so nobody believes it was recorded."""
     try:
-        payload = json.loads(dict(parse_qsl(body.decode("utf-8"))).get("payload", "null"))
-    except (ValueError, RecursionError):
+        text = dict(parse_qsl(body.decode("utf-8"))).get("payload", "null")
+        if nesting(text.encode("utf-8", "surrogatepass")) > MAX_DEPTH:
+            return  # measured first: json's parser recurses once per level
+        payload = json.loads(text)
+    except ValueError:
         return
     url = payload.get("response_url") if isinstance(payload, dict) else None
     if not rt.response_urls.allowed(url):

@@ -18,6 +18,7 @@ from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.hashing import exact_int
 from hitl.engine.domain.models import Approval, Reviewer, Status
+from hitl.engine.domain.nesting import MAX_NESTING, nesting
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
@@ -205,10 +206,22 @@ def caller_of(request: web.Request, scope: Scope) -> Caller:
 
 
 async def body_of(request: web.Request, model: type[M]) -> M:
-    """The JSON body as ``model`` (422 with every bad field; 415 when it is not JSON)."""
+    """The JSON body as ``model`` (422 with every bad field; 415 when it is not JSON; 400 when it is not JSON or
+    nests deeper than :data:`MAX_NESTING` levels, measured before anything parses it)."""
     if request.content_type != "application/json":
         raise ApiError(415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json)")
-    raw = await request.read()
+    try:
+        raw = await request.read()
+    except ConnectionResetError:
+        # The client hung up before its body arrived: nobody waits for the answer, and nothing went wrong here.
+        log.warning("%s %s: the client closed the connection before its body arrived", request.method, request.path)
+        raise ApiError(400, "incomplete_body", "the connection closed before the body arrived; send it again") from None
+    if nesting(raw) > MAX_NESTING:
+        raise ApiError(
+            400,
+            "malformed_json",
+            f"the body nests objects and arrays deeper than {MAX_NESTING} levels; send it flatter",
+        )
     try:
         # Parsed once, in JSON mode: strict types as JSON has them (no "1" for 1), enums from their string values.
         return model.model_validate_json(raw)

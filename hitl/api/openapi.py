@@ -19,7 +19,7 @@ _REF = "#/components/schemas/{model}"
 
 _ERRORS = {
     400: "The request is malformed: not HTTP, a request line or header over the server's limits (32 KB, 16 KB), "
-    "or a body that is not JSON.",
+    "or a body that is not JSON or nests objects and arrays deeper than 64 levels.",
     401: "No valid bearer token.",
     403: "The token lacks the scope, or the reviewer may not decide this approval.",
     404: "No such approval, execution, run or workflow (or the token may not see it).",

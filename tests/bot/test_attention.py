@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from hitl.bot.controls import ACTION_APPROVE, ACTION_APPROVE_CONFIRM, ACTION_TRUST
-from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.domain.confirmation import NUMBER_FORM
+from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode
 from tests.api.cli_process import hitl
 from tests.bot.conftest import Harness
@@ -103,6 +104,38 @@ async def test_an_escalated_payment_is_approved_only_by_typing_its_amount_and_sa
     assert ok.status == 200 and ok.json() is None
     done = await h.svc.store.approvals.get(a.id)
     assert done.status is Status.APPROVED and done.decisions[-1].reason == "invoice 1182 checked with the vendor"
+
+
+UNREADABLE = ["10,00", "1,0,0,0", "\uff11\uff10\uff10\uff10", "\u0661\u0660\u0660\u0660", "1e3", "+1000"]
+"""Ways to write 1000 that are not the one form hitl reads (ten in many locales, stray commas, fullwidth and
+Arabic-Indic digits, an exponent, a sign)."""
+
+
+async def test_a_typed_amount_is_read_in_one_form_by_the_service_and_the_slack_form(h: Harness) -> None:
+    asked = await _pay(h, 1000, to="V-SVC")
+    for typed in UNREADABLE:
+        with pytest.raises(EngineError) as refused:
+            await h.svc.decide(
+                DecideRequest(asked.id, "U_SUPPORT1", DecisionKind.APPROVE, reason="checked", confirm={"amount": typed})
+            )
+        assert refused.value.code is ErrorCode.CONFIRMATION_MISMATCH and NUMBER_FORM in refused.value.message, typed
+    await h.svc.decide(
+        DecideRequest(asked.id, "U_SUPPORT1", DecisionKind.APPROVE, reason="checked", confirm={"amount": "1,000"})
+    )
+    assert (await h.svc.store.approvals.get(asked.id)).status is Status.APPROVED
+
+    a = await _pay(h, 1000, to="V-FORM")
+    assert (await h.slack.click("U_SUPPORT1", copy.deepcopy(h.card_for(a.id)), ACTION_APPROVE_CONFIRM)).status == 200
+    view_id = list(h.state.views)[-1]
+    for typed in UNREADABLE:
+        answer = (await h.slack.submit("U_SUPPORT1", view_id, _typed(typed, "invoice checked"))).json()
+        assert answer["response_action"] == "errors", typed
+        assert "not a number as hitl reads one" in answer["errors"]["hitl_confirm:amount"], typed
+    assert (await h.svc.store.approvals.get(a.id)).version == a.version
+    assert await _refusals(h, a) == ["confirmation_mismatch"] * len(UNREADABLE)
+    ok = await h.slack.submit("U_SUPPORT1", view_id, _typed("1000", "invoice checked"))
+    assert ok.status == 200 and ok.json() is None
+    assert (await h.svc.store.approvals.get(a.id)).status is Status.APPROVED
 
 
 async def test_the_api_takes_the_typed_amount_and_the_reason_as_fields(h: Harness) -> None:

@@ -1,13 +1,15 @@
 """A corpus of hostile requests against a real ``hitl serve`` process, on both stores.
 
 Forged and odd signatures and timestamps, malformed forms and JSON, payloads of the wrong shape (every field the
-bot reads, replaced by every wrong type), tampered button values and modal metadata, deep nesting, lone surrogates,
-byte-order marks, oversize bodies, odd paths and methods. Afterwards: no 5xx, no traceback in the server's log,
+bot reads, replaced by every wrong type), tampered button values and modal metadata, deep nesting (to 100,000
+levels: 400, as any unreadable payload), lone surrogates, byte-order marks, oversize bodies, odd paths and methods,
+clients hanging up mid-body. Afterwards: no 5xx, no traceback and no ERROR in the server's log,
 the store exactly as before (a full dump, except refusals added to the audit trail), and the server healthy.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hashlib
 import hmac
@@ -182,6 +184,8 @@ def corpus(click: dict[str, Any], submit: dict[str, Any], value: str) -> Iterato
         ("json string", b"payload=%22hi%22"),
         ("deep nesting", urlencode({"payload": depth}).encode()),
         ("deep object", urlencode({"payload": '{"a":' * 200 + "1" + "}" * 200}).encode()),
+        ("nesting 1,000 deep", urlencode({"payload": '{"a":' * 1000 + "1" + "}" * 1000}).encode()),
+        ("nesting 100,000 deep", urlencode({"payload": "[" * 100_000 + "]" * 100_000}).encode()),  # 600 KB
         ("byte-order mark", urlencode({"payload": "\ufeff" + json.dumps(click)}).encode()),
         ("lone surrogate escape", _payload(_set(click, ("user", "id"), "U\udc80"))),
         ("legacy interactive_message", _payload(_set(click, ("type",), "interactive_message"))),
@@ -342,6 +346,8 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
                 body = io.BytesIO(case.body)
                 async with http.request(case.method, base + case.path, data=body, headers=case.headers) as r:
                     statuses[case.name] = r.status
+            for path in ("/slack/events", "/api/v1/proposals"):
+                await _hang_up(port, path)
             async with http.get(f"{base}/healthz") as r:
                 assert r.status == 200
     finally:
@@ -352,6 +358,11 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
     assert server_errors == {}
     log_text = log_path.read_text()
     assert "Traceback" not in log_text, log_text[log_text.index("Traceback") - 500 :][:3000]
+    assert [line for line in log_text.splitlines() if '"level": "ERROR"' in line] == []
+    assert {name: status for name, status in statuses.items() if name.startswith("raw: nesting")} == {
+        "raw: nesting 1,000 deep": 400,
+        "raw: nesting 100,000 deep": 400,
+    }
     assert set(_audit_growth(before, after)) <= {"refused"}
 
     def strip(dump: dict[str, Any]) -> dict[str, Any]:
@@ -366,6 +377,19 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
         }
 
     assert strip(after) == strip(before)  # nothing but refusals was written
+
+
+async def _hang_up(port: int, path: str) -> None:
+    """A client that sends its headers and part of its body, then goes (the server logs a warning at most)."""
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    stamp = int(time.time())
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        f"X-Slack-Request-Timestamp: {stamp}\r\nX-Slack-Signature: v0={'0' * 64}\r\n"
+        "Content-Length: 1000\r\n\r\npayload=%7B".encode()
+    )
+    await writer.drain()
+    writer.transport.abort()
 
 
 def _flipped(signed: str) -> str:

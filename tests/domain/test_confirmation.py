@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hitl.engine.config.hitl_yaml import parse_config
-from hitl.engine.domain.confirmation import confirmation_problem, same_value, typed_text
+from hitl.engine.domain.confirmation import NUMBER_FORM, confirmation_problem, same_value, typed_text
 from hitl.engine.domain.models import DecisionKind, Tier
 from hitl.engine.domain.policy import PolicyContext
 from hitl.engine.errors import EngineError
@@ -35,7 +35,24 @@ policy:
         ("5,000.00", 5000, True),
         (" 5000.0 ", 5000.0, True),
         ("4999.999", 5000, False),
-        ("5e3", 5000, True),  # the same decimal number
+        ("1,000", 1000, True),
+        ("1000", 1000, True),
+        ("1,000.5", 1000.5, True),
+        # One form only: a comma between groups of three, ASCII digits, no exponent, no sign. Anything else is not
+        # read as whichever number would match.
+        ("10,00", 1000, False),  # ten, where the comma is the decimal point
+        ("1,0,0,0", 1000, False),
+        ("10,000", 1000, False),
+        ("1,00", 100, False),
+        ("1000,", 1000, False),
+        ("\uff11\uff10\uff10\uff10", 1000, False),  # fullwidth
+        ("\u0661\u0660\u0660\u0660", 1000, False),  # Arabic-Indic
+        ("5e3", 5000, False),
+        ("+1000", 1000, False),
+        ("-1000", -1000, False),
+        ("1_000", 1000, False),
+        (".5", 0.5, False),
+        ("1000.", 1000, False),
         ("0.30000000000000004", 0.1 + 0.2, True),
         ("0.3", 0.1 + 0.2, False),  # never rounded to what it looks like
         ("NaN", 5000, False),
@@ -92,6 +109,8 @@ def test_approving_checks_each_typed_value_and_the_reason() -> None:
     assert "type its amount" in str(ask(a, DecisionKind.APPROVE, typed=None, reason="ok", runs_with=runs))
     wrong = ask(a, DecisionKind.TRUST, typed={"amount": "500"}, reason="ok", runs_with=runs)
     assert wrong is not None and "not the amount that runs" in wrong
+    unreadable = ask(a, DecisionKind.APPROVE, typed={"amount": "5e3"}, reason="ok", runs_with=runs)
+    assert unreadable is not None and "not a number as hitl reads one" in unreadable and NUMBER_FORM in unreadable
     assert ask(a, DecisionKind.APPROVE, typed={"amount": "5000"}, reason="ok", runs_with=runs) is None
     edited = {**runs, "amount": 4000}  # a modify confirms the value it will run
     assert ask(a, DecisionKind.MODIFY, typed={"amount": "5000"}, reason="ok", runs_with=edited) is not None
