@@ -143,8 +143,8 @@ async def test_what_cannot_be_delegated_is_refused_and_changes_nothing(h: Harnes
         f"delegate @u_support1 until {far}": "at most 30 days",
         "delegate @u_support1 until someday": "YYYY-MM-DD",
         f"delegate @u_fin1 until {date}": "yourself",
-        f"delegate @somebot until {date}": "not an active member",
-        f"delegate <@U_NOBODY|ghost> until {date}": "not an active member",
+        f"delegate @somebot until {date}": "nor an active person of the Slack workspace",
+        f"delegate <@U_NOBODY|ghost> until {date}": "nor an active person of the Slack workspace",
         f"delegate @u_support1 until {date} support": "does not hold the role 'support'",
         "delegate @u_support1": "/hitl delegate @person until",
     }
