@@ -16,6 +16,7 @@ from hitl.bot.metrics import Metrics
 from hitl.bot.notifier import SlackNotifier
 from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.delegates import DelegateRule
 from hitl.engine.delegations import Delegations
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval
@@ -68,6 +69,11 @@ class BotContext:
     def delegations(self) -> Delegations:
         """The store's delegations (the ones the reviewer directory adds to a reviewer)."""
         return self.lifecycle.contexts.default.service.delegations
+
+    @property
+    def delegates(self) -> DelegateRule:
+        """Who a delegation may be handed to (the rule every surface gives with)."""
+        return self.lifecycle.contexts.default.service.delegates
 
     def tracked(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
         """Wrap a listener so callers can wait until every request's work after ``ack()`` is done."""

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from hitl.engine.delegates import DelegateRule
 from hitl.engine.domain.delegation import Delegation, acting_reviewer, delegation_problem, utc_text
 from hitl.engine.domain.models import Reviewer
 from hitl.engine.errors import InvalidInput, NotFound
@@ -47,14 +48,17 @@ class Delegations:
         now = self.clock.now()
         return [d for d in await self._found.get() if d.in_force(now)]
 
-    async def give(self, delegator: Reviewer, delegate: str, *, until: float, role: str | None, via: str) -> Delegation:
+    async def give(
+        self, delegator: Reviewer, delegate: str, *, until: float, role: str | None, via: str, rule: DelegateRule
+    ) -> Delegation:
         """Hand ``role`` (None: all) of ``delegator`` (with the roles they hold in their own right) to ``delegate``
         until ``until``, audited; :class:`InvalidInput` saying why not (too long, a role they lack, themselves, one
-        already in force)."""
+        already in force, or, coded ``invalid_delegate``, someone ``rule`` refuses)."""
         now = self.clock.now()
         problem = delegation_problem(delegator=delegator, delegate=delegate, role=role, until=until, now=now)
         if problem is not None:
             raise InvalidInput(problem, delegator=delegator.id, delegate=delegate)
+        await rule.check(delegate)
         given = Delegation(
             id=f"dlg_{secrets.token_hex(6)}",
             delegator=delegator.id,

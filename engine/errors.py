@@ -84,6 +84,10 @@ class ErrorCode(StrEnum):
     TOO_LATE = "too_late"
     """A decision reached the store after the moment its surface had to answer by (Slack's 3 s): refused, so that
     nothing is recorded behind the back of a person who was told it was not."""
+    INVALID_DELEGATE = "invalid_delegate"
+    """A delegation named someone it may not be handed to: not a reviewer ``hitl.yaml``'s ``roles`` lists nor an
+    active person of the Slack workspace, the agent's identity (``requester``), an API token's identity that may not
+    decide, or mention markup instead of an id. Nothing was recorded; name a colleague by their reviewer id."""
     RECEIPT_UNAVAILABLE = "receipt_unavailable"
     """``receipts:`` is configured and this process could not get the execution's receipt from ``hitl serve`` (it
     holds the key; this process asks it over the API with ``HITL_API_URL`` and ``HITL_TOKEN``): nothing ran. Start

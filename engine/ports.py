@@ -52,6 +52,7 @@ __all__ = [
     "Store",
     "Tallies",
     "TrustStore",
+    "Workspace",
 ]
 
 
@@ -189,6 +190,16 @@ class ReviewerDirectory(Protocol):
     async def reviewer(self, reviewer_id: str) -> Reviewer:
         """The reviewer ``reviewer_id`` with their roles; :class:`~hitl.engine.errors.InvalidInput` for an id that
         cannot be one (empty, control characters)."""
+        ...
+
+
+class Workspace(Protocol):
+    """Who is a person of the chat workspace (the bot asks Slack's ``users.info``): someone a delegation may be handed
+    to though ``hitl.yaml`` does not list them. ``hitl serve`` has one; the CLI against the store has none."""
+
+    async def active_person(self, user_id: str) -> bool:
+        """Whether ``user_id`` is an active human member (not deleted, not a bot or an app); False when the workspace
+        does not know them or cannot say (fail closed)."""
         ...
 
 

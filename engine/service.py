@@ -20,6 +20,7 @@ from typing import Any
 
 from hitl.engine.approval_caps import within_caps
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.delegates import DelegateRule
 from hitl.engine.delegations import DelegatedReviewers, Delegations
 from hitl.engine.domain.actions import (
     TOOL_NAME,
@@ -60,7 +61,7 @@ from hitl.engine.guards import (
     ProposalGuard,
     admission_order,
 )
-from hitl.engine.ports import Clock, Notifier, ReceiptClaims, ReceiptSigner, ReviewerDirectory, Store
+from hitl.engine.ports import Clock, Notifier, ReceiptClaims, ReceiptSigner, ReviewerDirectory, Store, Workspace
 from hitl.engine.receipts import receipt_claims_for
 from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.subscribers import SUBSCRIBERS
@@ -171,6 +172,9 @@ class ApprovalService:
     receipts: ReceiptClaims | None = None
     """``receipts:`` of ``hitl.yaml``: how an approved action's execution is claimed with its receipt (``hitl
     serve`` signs; every other process asks it); None when none are asked for."""
+    delegates: DelegateRule = field(default_factory=DelegateRule)
+    """Who a delegation may be handed to (every surface gives through :meth:`Delegations.give` with it); the
+    default, no one."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     delegations: Delegations = field(init=False)
@@ -196,12 +200,14 @@ class ApprovalService:
         signer: ReceiptSigner | None = None,
         environ: Mapping[str, str] | None = None,
         config_path: str | None = None,
+        workspace: Workspace | None = None,
     ) -> ApprovalService:
         """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
         With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
         claims through ``hitl serve`` (``HITL_API_URL`` and ``HITL_TOKEN`` in ``environ``, the process's environment
         unless given), and under ``production: true`` does not start if it could read the key itself
-        (``config_path``: where a relative ``key_file`` is read from)."""
+        (``config_path``: where a relative ``key_file`` is read from). ``workspace``: where a delegate that
+        ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack)."""
         receipts = None
         if config.receipts is not None:
             receipts = receipt_claims_for(
@@ -227,6 +233,7 @@ class ApprovalService:
             spot_check=config.oversight.spot_check,
             practice=config.oversight.practice,
             receipts=receipts,
+            delegates=DelegateRule.from_config(config, workspace=workspace),
         )
 
     @property

@@ -17,6 +17,7 @@ from hitl.bot.app import BotRuntime, build_app, slack_side
 from hitl.bot.context import BotContext
 from hitl.bot.server import http_app
 from hitl.bot.settings import BotSettings
+from hitl.bot.workspace import SlackWorkspace
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.retention import Retention
@@ -146,6 +147,7 @@ async def build_server(
         reporter=side.reporter,
         worker_id=replica,
         signer=keys if keys is not None or config.receipts is None else UnusableKey(),
+        workspace=SlackWorkspace(side.client),
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
     outbox = runtime.contexts.default.service.events

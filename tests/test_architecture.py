@@ -46,6 +46,7 @@ LAYERS: list[set[str]] = [
         "service",
         "stop_switch",
         "freshness",
+        "delegates",
         "delegations",
         "receipts",
         "remote_receipts",

@@ -1,8 +1,9 @@
 """``/hitl delegate @person until <date> [role]``, ``/hitl delegate end [id]`` and ``/hitl delegations``.
 
 The date is read in the time zone of the person delegating (their Slack profile's, from ``users.info``) and echoed
-back in UTC; the person named must be a member of the workspace (``users.info``: not deleted, not a bot). Every
-change is recorded (and audited) before the answer, and both people's Home tabs show it.
+back in UTC; who may be named is the rule every surface keeps (:class:`~hitl.engine.delegates.DelegateRule`: a
+reviewer ``hitl.yaml`` lists, or an active person of the workspace), and a refusal says its code as the API and the
+CLI do. Every change is recorded (and audited) before the answer, and both people's Home tabs show it.
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
-
 from hitl.bot.blocks import who
 from hitl.bot.context import BotContext
-from hitl.bot.escape import label
+from hitl.bot.escape import escape_mrkdwn, label
 from hitl.bot.home import delegation_lines
+from hitl.bot.workspace import SlackWorkspace
 from hitl.engine.domain.delegation import MAX_DAYS, parse_until, utc_text, zone
-from hitl.engine.errors import EngineError
+from hitl.engine.errors import EngineError, InvalidInput
 
 __all__ = ["DELEGATE_USAGE", "delegate_command", "delegations_text"]
 
@@ -50,19 +50,17 @@ async def delegate_command(ctx: BotContext, user: str, rest: list[str]) -> dict[
     if more and _TIME.match(more[0]):
         date, more = f"{date} {more[0]}", more[1:]
     role = more[0] if more else None
-    member = await _member(ctx, delegate)
-    if member is None:
-        return {"text": f":no_entry: {who(delegate)} is not an active member of this workspace; name a colleague."}
     try:
-        tz_name = (await _profile(ctx, user) or {}).get("tz")
-        tz = zone(tz_name if isinstance(tz_name, str) else None)
-        until = parse_until(date, tz)
+        tz_name = (await SlackWorkspace(ctx.notifier.client).profile(user) or {}).get("tz")
+        try:
+            tz = zone(tz_name if isinstance(tz_name, str) else None)
+            until = parse_until(date, tz)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None  # coded as the API and the CLI code it
         me = (await ctx.reviewers.reviewer(user)).in_own_right()  # what they hold themselves: never re-delegated
-        given = await ctx.delegations.give(me, delegate, until=until, role=role, via="slack")
-    except ValueError as exc:
-        return {"text": f":grey_question: {exc}. {DELEGATE_USAGE}"}
+        given = await ctx.delegations.give(me, delegate, until=until, role=role, via="slack", rule=ctx.delegates)
     except EngineError as exc:
-        return {"text": f":no_entry: {exc.message}"}
+        return {"text": f":no_entry: {escape_mrkdwn(exc.message)} `{exc.code}`"}
     what = f"the role `{label(given.role, 60)}`" if given.role else f"your roles ({', '.join(sorted(me.roles))})"
     return {
         "text": f":handshake: You delegated {what} to {who(delegate)} until *{utc_text(given.until)}* (the end you "
@@ -79,20 +77,3 @@ async def delegations_text(ctx: BotContext, user: str) -> dict[str, Any]:
     if not lines:
         return {"text": f"No delegation concerns you. {DELEGATE_USAGE}"}
     return {"text": "\n".join(lines)}
-
-
-async def _profile(ctx: BotContext, user: str) -> dict[str, Any] | None:
-    try:
-        resp = await ctx.notifier.client.users_info(user=user)
-    except SlackApiError:
-        return None
-    found = resp.get("user")
-    return found if isinstance(found, dict) else None
-
-
-async def _member(ctx: BotContext, user: str) -> dict[str, Any] | None:
-    """``user``'s profile when they are an active person of the workspace (not deleted, not a bot)."""
-    found = await _profile(ctx, user)
-    if found is None or found.get("deleted") or found.get("is_bot"):
-        return None
-    return found

@@ -66,6 +66,10 @@ class ApiTokenSpec(_Spec):
     """For a ``redeem`` token: the protected system it is, so it spends only receipts issued for it (their ``aud``);
     without one it spends only receipts that name no audience."""
 
+    def may(self, scope: Scope) -> bool:
+        """Whether the token grants ``scope`` (``admin`` grants every one)."""
+        return Scope.ADMIN in self.scopes or scope in self.scopes
+
 
 class WebhookSpec(_Spec):
     """A subscriber: events are POSTed to ``url``, signed with the secret in the environment variable ``secret_env``."""

@@ -41,6 +41,10 @@ MAX_DAYS = 30
 """The longest a delegation may last, in days (an absence longer than this is a change to ``hitl.yaml``)."""
 
 _ID = r"^[^\x00-\x1f\x7f]+$"
+_FIRST_SHOWN = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+_LAST_SHOWN = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
+"""The instants every surface can echo back (:func:`utc_text`), with a day to spare on either side: an end outside
+them (``9999-12-31``, a year past 9999 in UTC, not a number) is refused, never a crash."""
 
 
 class Delegation(BaseModel):
@@ -84,6 +88,8 @@ def delegation_problem(*, delegator: Reviewer, delegate: str, role: str | None, 
     if role is not None and role not in delegator.roles:
         held = ", ".join(sorted(delegator.roles))
         return f"{delegator.id} does not hold the role {role!r} (holds: {held}); name one of those or none for all"
+    if not _FIRST_SHOWN <= until <= _LAST_SHOWN:
+        return _beyond()
     if until <= now:
         return f"the end you gave ({utc_text(until)}) has passed; give a later date"
     if until - now > MAX_DAYS * 86400:
@@ -140,7 +146,8 @@ def zone(name: str | None) -> ZoneInfo:
 def parse_until(text: str, tz: ZoneInfo) -> float:
     """The instant ``text`` names in ``tz``: ``YYYY-MM-DD`` means the end of that day (midnight after it),
     ``YYYY-MM-DD HH:MM`` that minute; an ISO 8601 time with an offset (``2026-12-24T17:00:00+01:00``) names its own.
-    :class:`ValueError` saying what to write otherwise."""
+    :class:`ValueError` saying what to write otherwise, and for an instant no date holds (``9999-12-31``'s end, a
+    time past year 9999 or before year 1 in UTC), which no delegation could last until anyway."""
     m = _DATE.match(text.strip())
     if m is None:
         try:
@@ -149,16 +156,29 @@ def parse_until(text: str, tz: ZoneInfo) -> float:
             raise ValueError(
                 f"{text.strip()[:40]!r} is not a date; write YYYY-MM-DD (to the end of that day) or YYYY-MM-DD HH:MM"
             ) from None
-        return (named if named.tzinfo is not None else named.replace(tzinfo=tz)).timestamp()
-    year, month, day, hour, minute = m.groups()
-    try:
-        if hour is None:
-            local = datetime(int(year), int(month), int(day), tzinfo=tz) + timedelta(days=1)
-        else:
-            local = datetime(int(year), int(month), int(day), int(hour), int(minute), tzinfo=tz)
-    except ValueError:
-        raise ValueError(f"{text.strip()[:40]!r} is not a date of the calendar; write YYYY-MM-DD") from None
-    return local.timestamp()
+        at = (named if named.tzinfo is not None else named.replace(tzinfo=tz)).timestamp()
+    else:
+        year, month, day, hour, minute = m.groups()
+        try:
+            if hour is None:
+                local = datetime(int(year), int(month), int(day), tzinfo=tz) + timedelta(days=1)
+            else:
+                local = datetime(int(year), int(month), int(day), int(hour), int(minute), tzinfo=tz)
+        except ValueError:
+            raise ValueError(f"{text.strip()[:40]!r} is not a date of the calendar; write YYYY-MM-DD") from None
+        except OverflowError:  # the day after 9999-12-31
+            raise ValueError(_beyond()) from None
+        at = local.timestamp()
+    if not _FIRST_SHOWN <= at <= _LAST_SHOWN:  # a local time whose UTC instant falls outside years 1-9999
+        raise ValueError(_beyond())
+    return at
+
+
+def _beyond() -> str:
+    return (
+        f"that end is beyond what a date holds; a delegation lasts at most {MAX_DAYS} days from now: give a date "
+        "within them"
+    )
 
 
 def utc_text(at: float) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.domain.runs import RunState
 from hitl.engine.execution.tools import Tool, load_tools
-from hitl.engine.ports import Clock, Notifier, ReceiptSigner, Store
+from hitl.engine.ports import Clock, Notifier, ReceiptSigner, Store, Workspace
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
 from hitl.engine.workflow.definition import LoadedWorkflow, WorkflowFiles
@@ -86,9 +86,11 @@ def compose(
     worker_id: str | None = None,
     workflows: WorkflowFiles | None = None,
     signer: ReceiptSigner | None = None,
+    workspace: Workspace | None = None,
 ) -> RunContext:
     """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``.
-    ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them)."""
+    ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them);
+    ``workspace``: where a delegate ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack)."""
     config = effective_config(load_config(config_path), workflow)
     tools = load_tools(workflow.spec.tools, base=workflow.path.parent) if workflow is not None else {}
 
@@ -103,6 +105,7 @@ def compose(
         validate_args=validate,
         signer=signer,
         config_path=config_path,
+        workspace=workspace,
     )
     return RunContext(
         config=config,
@@ -124,6 +127,7 @@ class RunContexts:
         notifier: tells reviewers (``hitl serve``'s Slack notifier); None elsewhere.
         worker_id: names this process in execution claims and the audit log.
         signer: signs receipts (``hitl serve``'s key); None in every other process.
+        workspace: who is a person of the Slack workspace (``hitl serve``'s); None elsewhere.
     """
 
     def __init__(
@@ -135,9 +139,11 @@ class RunContexts:
         notifier: Notifier | None = None,
         worker_id: str | None = None,
         signer: ReceiptSigner | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
         self.store = store
         self.signer = signer
+        self.workspace = workspace
         self.clock = clock
         self.config_path = config_path
         self.notifier = notifier
@@ -178,5 +184,6 @@ class RunContexts:
                 worker_id=self.worker_id,
                 workflows=self.workflows,
                 signer=self.signer,
+                workspace=self.workspace,
             )
         return self._cache[key]

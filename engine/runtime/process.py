@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from hitl.engine.clocks import FakeClock, SystemClock
 from hitl.engine.errors import InvalidInput, NotFound
-from hitl.engine.ports import Clock, Notifier, ReceiptSigner, RunReporter, Store
+from hitl.engine.ports import Clock, Notifier, ReceiptSigner, RunReporter, Store, Workspace
 from hitl.engine.runtime.compose import RunContexts
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
@@ -69,12 +69,20 @@ class Runtime:
         reporter: RunReporter | None = None,
         worker_id: str | None = None,
         signer: ReceiptSigner | None = None,
+        workspace: Workspace | None = None,
     ) -> Runtime:
         """``worker_id``: this process's name as run owner, claim holder and job consumer (default: a unique
-        ``hitl:host:pid:id``; a name shared by two processes would let each take the other's runs for its own)."""
+        ``hitl:host:pid:id``; a name shared by two processes would let each take the other's runs for its own).
+        ``workspace``: who is a person of the Slack workspace (``hitl serve``'s), for the delegates it may name."""
         name = worker_id or worker_name("hitl")
         contexts = RunContexts(
-            store=store, clock=clock, config_path=config_path, notifier=notifier, worker_id=name, signer=signer
+            store=store,
+            clock=clock,
+            config_path=config_path,
+            notifier=notifier,
+            worker_id=name,
+            signer=signer,
+            workspace=workspace,
         )
         return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=name))
 

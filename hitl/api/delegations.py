@@ -30,7 +30,8 @@ async def listed(request: web.Request) -> web.Response:
 
 
 async def give(request: web.Request) -> web.Response:
-    """Hand this token's reviewer's roles (or one) to ``delegate`` until ``until`` (at most 30 days), audited."""
+    """Hand this token's reviewer's roles (or one) to ``delegate`` until ``until`` (at most 30 days), audited; 422
+    ``invalid_delegate`` for someone no role may be handed to (:class:`~hitl.engine.delegates.DelegateRule`)."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.DECIDE)
     body = await body_of(request, DelegationRequest)
@@ -41,7 +42,9 @@ async def give(request: web.Request) -> web.Response:
         raise ApiError(422, "invalid_input", str(exc)) from None
     try:
         me = (await TokenReviewers(caller, service.reviewers).reviewer(caller.reviewer)).in_own_right()
-        given = await service.delegations.give(me, body.delegate, until=until, role=body.role, via="api")
+        given = await service.delegations.give(
+            me, body.delegate, until=until, role=body.role, via="api", rule=service.delegates
+        )
     except EngineError as exc:
         raise from_engine(exc) from None
     return web.json_response(DelegationView.of(given).model_dump(mode="json"), status=201)

@@ -631,9 +631,12 @@ class ReviewerFiguresList(_Out):
 class DelegationRequest(_In):
     """Hand the caller's reviewer roles (or ``role``) to ``delegate`` until ``until``: a date (``2026-12-24``, to
     the end of that day), a date and time (``2026-12-24 17:00``), both read in ``tz``, or an ISO 8601 time with an
-    offset. At most 30 days ahead."""
+    offset. At most 30 days ahead (a later end, or one no date holds, is 422 ``invalid_input``)."""
 
     delegate: Id
+    """A reviewer id ``hitl.yaml``'s ``roles`` list, or an active person of the Slack workspace; never the agent's
+    identity (``requester``), an identity whose tokens lack ``decide``, or mention markup (422
+    ``invalid_delegate``)."""
     until: Annotated[str, Field(min_length=10, max_length=40)]
     role: Id | None = None
     tz: Annotated[str, Field(min_length=1, max_length=64)] | None = None

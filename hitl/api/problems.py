@@ -31,6 +31,7 @@ STATUS_OF: dict[str, int] = {
     ErrorCode.DUPLICATE_VOTE: 409,
     ErrorCode.NOT_TRUSTABLE: 409,
     ErrorCode.CONFIRMATION_MISMATCH: 422,
+    ErrorCode.INVALID_DELEGATE: 422,
     ErrorCode.CLAIM_IN_PROGRESS: 409,
     ErrorCode.CLAIM_HASH_MISMATCH: 409,
     ErrorCode.CLAIM_FENCED: 409,

@@ -45,7 +45,14 @@ def _show(out: Out, views: list[DelegationView]) -> None:
 
 @delegate_app.command("give", cls=FlagCommand)
 def delegate_give(
-    to: Annotated[str, typer.Option("--to", help="Who acts for you (their reviewer id, e.g. U024BE7LH).")],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="Who acts for you: a reviewer id hitl.yaml's roles list (e.g. U024BE7LH), or, through hitl serve, an "
+            "active person of its Slack workspace.",
+        ),
+    ],
     until: Annotated[
         str,
         typer.Option(
@@ -78,7 +85,9 @@ def delegate_give(
                 await refuse_claimed_in_production(rt, who, "delegate give")
                 service = rt.contexts.default.service
                 me = (await service.reviewers.reviewer(who)).in_own_right()  # never what was handed to them
-                given = DelegationView.of(await service.delegations.give(me, to, until=end, role=role, via="cli"))
+                given = DelegationView.of(
+                    await service.delegations.give(me, to, until=end, role=role, via="cli", rule=service.delegates)
+                )
         if out.json:
             out.emit(given.model_dump())
             return 0

@@ -131,3 +131,40 @@ async def test_the_cli_delegates_against_the_store_as_the_reviewer_it_names(tmp_
     with sqlite3.connect(db) as c:
         trail = c.execute("SELECT actor, event FROM audit WHERE event LIKE 'delegat%' ORDER BY seq").fetchall()
     assert trail == [("U_FIN1", "delegated"), ("U_SUPPORT1", "delegation_ended")]
+
+
+async def test_the_cli_refuses_a_delegate_and_an_end_no_date_holds_in_one_coded_line(tmp_path: Path) -> None:
+    db = tmp_path / "hitl.db"
+    config = ROOT / "examples" / "refund" / "hitl.yaml"
+    env = {"HITL_STORE": f"sqlite:///{db}", "HITL_CONFIG": str(config), "HITL_API_URL": "", "HITL_TOKEN": ""}
+    soon = (datetime.now(UTC) + timedelta(days=3)).date().isoformat()
+    nobody = (
+        "'U_NOBODY' is neither a reviewer hitl.yaml's roles list nor an active person of the Slack workspace; name a "
+        "colleague by their reviewer id (e.g. U024BE7LH)"
+    )
+    refused = {
+        ("--to", "U_NOBODY", "--until", soon): ("invalid_delegate", nobody),
+        ("--to", "agent:riley", "--until", soon): ("invalid_delegate", "the agent's identity (hitl.yaml requester:)"),
+        ("--to", "<@U_SUPPORT1|sup>", "--until", soon): ("invalid_delegate", "is mention markup, not an id"),
+        ("--to", "U_SUPPORT1", "--until", "9999-12-31"): ("invalid_input", "beyond what a date holds"),
+        ("--to", "U_SUPPORT1", "--until", "9999-12-31 23:59", "--tz", "America/Los_Angeles"): (
+            "invalid_input",
+            "beyond what a date holds",
+        ),
+        ("--to", "U_SUPPORT1", "--until", "0001-01-01 00:00", "--tz", "Asia/Tokyo"): (
+            "invalid_input",
+            "beyond what a date holds",
+        ),
+        ("--to", "U_SUPPORT1", "--until", "10000-01-01"): ("invalid_input", "is not a date"),
+    }
+    for args, (code_name, words) in refused.items():
+        code, out, err = await hitl("delegate", "give", *args, "--as", "U_FIN1", env=env)
+        assert code == 1 and "Traceback" not in err and out == "", (args, err)
+        [line] = err.strip().splitlines()  # one line: what went wrong, what to do, the code
+        assert words in line and line.endswith(f"[{code_name}]"), (args, line)
+    code, out, _ = await hitl(
+        "delegate", "give", "--to", "U_NOBODY", "--until", soon, "--as", "U_FIN1", "--json", env=env
+    )
+    assert code == 1 and out["error"] == {"code": "invalid_delegate", "message": nobody}, out
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT COUNT(*) FROM delegations").fetchone()[0] == 0

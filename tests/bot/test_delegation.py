@@ -14,10 +14,11 @@ from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.home import HOME_DELEGATION
 from hitl.engine.domain.delegation import utc_text
 from hitl.engine.domain.models import Approval, Status
+from tests.api.cli_process import hitl
 from tests.bot.conftest import Harness
 from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
 
-FIN2, SUPPORT2, FIN1_PROPOSER = "tok-fin2", "tok-support2", "tok-fin1-agent"
+FIN2, SUPPORT2, FIN1_PROPOSER, PAYBOT = "tok-fin2", "tok-support2", "tok-fin1-agent", "tok-paybot"
 CONFIG = (
     """
 requester: agent:riley
@@ -39,6 +40,7 @@ policy:
     + token("fin2", FIN2, "U_FIN2")
     + token("support2", SUPPORT2, "U_SUPPORT2")
     + token("fin1-agent", FIN1_PROPOSER, "U_FIN1", "[propose, read]")
+    + token("paybot", PAYBOT, "U_PAYBOT", "[propose, read]")
 )
 LA = ZoneInfo("America/Los_Angeles")
 
@@ -143,8 +145,8 @@ async def test_what_cannot_be_delegated_is_refused_and_changes_nothing(h: Harnes
         f"delegate @u_support1 until {far}": "at most 30 days",
         "delegate @u_support1 until someday": "YYYY-MM-DD",
         f"delegate @u_fin1 until {date}": "yourself",
-        f"delegate @somebot until {date}": "not an active member",
-        f"delegate <@U_NOBODY|ghost> until {date}": "not an active member",
+        f"delegate @somebot until {date}": "nor an active person of the Slack workspace",
+        f"delegate <@U_NOBODY|ghost> until {date}": "nor an active person of the Slack workspace",
         f"delegate @u_support1 until {date} support": "does not hold the role 'support'",
         "delegate @u_support1": "/hitl delegate @person until",
     }
@@ -192,3 +194,53 @@ async def test_the_api_gives_lists_and_ends_a_delegation_as_the_tokens_reviewer(
         assert r.status == 404
     async with h.http.get(url, headers=fin2) as r:
         assert (await r.json())["delegations"] == []
+
+
+async def test_one_rule_refuses_a_delegate_with_the_same_code_and_words_on_every_surface(h: Harness) -> None:
+    date, _ = _in_five_days(h)
+    h.state.users["U_BOT"] = {"name": "somebot", "real_name": "Some Bot", "tz": "UTC", "is_bot": True}
+    h.state.users["U_GONE"] = {"name": "gone", "real_name": "Gone", "tz": "UTC", "deleted": True}
+    # A person to Slack, but the identity an agent's token proposes as (it may not decide): never a delegate.
+    h.state.users["U_PAYBOT"] = {"name": "paybot", "real_name": "Pay Bot", "tz": "UTC"}
+    url, fin2 = f"{h.bot_url}/api/v1/delegations", {"Authorization": f"Bearer {FIN2}"}
+    cli = {"HITL_API_URL": h.bot_url, "HITL_TOKEN": FIN2}
+    for delegate in ("U_NOBODY", "U_BOT", "U_GONE", "U_PAYBOT"):
+        async with h.http.post(url, json={"delegate": delegate, "until": date}, headers=fin2) as r:
+            assert r.status == 422, await r.text()
+            error = (await r.json())["error"]
+        assert error["code"] == "invalid_delegate", error
+        said = await _say(h, "U_FIN2", f"delegate <@{delegate}> until {date}")
+        assert said == f":no_entry: {error['message']} `invalid_delegate`", said
+        if delegate == "U_NOBODY":  # the CLI, a real process, through the API
+            code, _, err = await hitl("delegate", "give", "--to", delegate, "--until", date, env=cli)
+            assert code == 1 and error["message"] in err and "[invalid_delegate]" in err, err
+    # What only the API lets a caller write: the agent's identity (requester:), an id in mention markup.
+    for delegate in ("agent:riley", "<@U_SUPPORT1>", "<@U_SUPPORT1|sup>", "@U_SUPPORT1"):
+        async with h.http.post(url, json={"delegate": delegate, "until": date}, headers=fin2) as r:
+            assert r.status == 422 and (await r.json())["error"]["code"] == "invalid_delegate", delegate
+    assert await h.svc.store.delegations.active(now=h.clock.now()) == []
+    assert [e for e in await _events(h) if e[0] == "delegated"] == []
+
+    # An active person of the workspace whom hitl.yaml does not list may act for a reviewer.
+    assert ":handshake:" in await _say(h, "U_FIN2", f"delegate @u_stranger until {date}")
+    assert [d.delegate for d in await h.svc.store.delegations.active(now=h.clock.now())] == ["U_STRANGER"]
+
+
+async def test_an_end_no_date_holds_is_refused_with_a_code_in_slack_and_the_api(h: Harness) -> None:
+    url, fin2 = f"{h.bot_url}/api/v1/delegations", {"Authorization": f"Bearer {FIN2}"}
+    cases = [
+        ("9999-12-31", "UTC"),  # its end is the midnight after the last day a date holds
+        ("10000-01-01", "UTC"),
+        ("9999-12-31 23:59", "America/Los_Angeles"),  # in UTC, year 10000
+        ("9999-12-31T23:59:59-12:00", "UTC"),
+        ("0001-01-01 00:00", "Asia/Tokyo"),  # in UTC, year 0
+    ]
+    for until, tz in cases:
+        async with h.http.post(url, json={"delegate": "U_SUPPORT2", "until": until, "tz": tz}, headers=fin2) as r:
+            assert r.status == 422, (until, await r.text())
+            error = (await r.json())["error"]
+        assert error["code"] == "invalid_input", error
+        h.state.users["U_FIN2"]["tz"] = tz
+        said = await _say(h, "U_FIN2", f"delegate @u_support2 until {until}")
+        assert said == f":no_entry: {error['message']} `invalid_input`", (until, said)
+    assert await h.svc.store.delegations.active(now=h.clock.now()) == []

@@ -1,10 +1,11 @@
 """A corpus of hostile requests against a real ``hitl serve`` process, on both stores.
 
 Forged and odd signatures and timestamps, malformed forms and JSON, payloads of the wrong shape (every field the
-bot reads, replaced by every wrong type), tampered button values and modal metadata, deep nesting (to 100,000
-levels: 400, as any unreadable payload), lone surrogates, byte-order marks, oversize bodies, odd paths and methods,
-clients hanging up mid-body. Afterwards: no 5xx, no traceback and no ERROR in the server's log,
-the store exactly as before (a full dump, except refusals added to the audit trail), and the server healthy.
+bot reads, replaced by every wrong type), tampered button values and modal metadata, delegations until a date no
+calendar holds, deep nesting (to 100,000 levels: 400, as any unreadable payload), lone surrogates, byte-order marks,
+oversize bodies, odd paths and methods, clients hanging up mid-body. Afterwards: no 5xx, no traceback and no ERROR in
+the server's log, the store exactly as before (a full dump, except refusals added to the audit trail), and the server
+healthy.
 """
 
 from __future__ import annotations
@@ -172,6 +173,10 @@ def corpus(click: dict[str, Any], submit: dict[str, Any], value: str) -> Iterato
         for i, wrong in enumerate(["", "x" * 5000, "\u202e", "a\x00b", "<!channel>"]):
             body = urlencode({**command, field: wrong}).encode()
             yield Case(f"command {field} = wrong[{i}]", body, _signed(body))
+    for until in ("9999-12-31", "9999-12-31 23:59", "9999-12-31T23:59:59-12:00", "10000-01-01", "0001-01-01 00:00"):
+        for delegate in ("<@U_SUPPORT1>", "<@U_NOBODY|ghost>"):  # an end no date holds, for a listed and a stranger
+            body = urlencode({**command, "text": f"delegate {delegate} until {until}"}).encode()
+            yield Case(f"command delegate {delegate} until {until}", body, _signed(body))
     depth = "[" * 5000 + "]" * 5000
     for name, raw in [
         ("empty body", b""),

@@ -38,7 +38,9 @@ async def _ana(svc: ApprovalService) -> Reviewer:
 
 async def test_an_end_reaches_every_replica_within_a_second(opener: Callable[[], Store], clock: FakeClock) -> None:
     here, there = service(opener(), clock), service(opener(), clock)
-    given = await here.delegations.give(await _ana(here), "U_BEN", until=clock.now() + 3 * DAY, role=None, via="cli")
+    given = await here.delegations.give(
+        await _ana(here), "U_BEN", until=clock.now() + 3 * DAY, role=None, via="cli", rule=here.delegates
+    )
     ben = await eventually(
         lambda: _holds(there, "finance"), what="the other replica to hand finance to U_BEN", timeout=5
     )
@@ -70,7 +72,9 @@ async def test_a_delegation_that_runs_out_is_ended_once_across_replicas(
 ) -> None:
     replicas = [service(opener(), clock) for _ in range(3)]
     svc = replicas[0]
-    await svc.delegations.give(await _ana(svc), "U_BEN", until=clock.now() + DAY, role="finance", via="slack")
+    await svc.delegations.give(
+        await _ana(svc), "U_BEN", until=clock.now() + DAY, role="finance", via="slack", rule=svc.delegates
+    )
     clock.advance(DAY)  # the last instant of it has passed
     await asyncio.gather(*(r.delegations.sweep() for r in replicas))
     p = await svc.propose(ProposeRequest("pay", {"to": "V", "amount": 5}, session_id="s"))
