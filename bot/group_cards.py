@@ -39,6 +39,7 @@ __all__ = [
     "money_fields",
     "parse_group_value",
     "parse_page_value",
+    "still_needed",
 ]
 
 ACTION_GROUP_APPROVE = "hitl_group_approve"
@@ -88,11 +89,20 @@ def money_fields(declared: Mapping[str, Any] | None) -> dict[str, str]:
 def group_text(members: Sequence[Approval]) -> str:
     """The notification text (shown in notifications and by clients without blocks)."""
     pending = sum(a.is_open for a in members)
-    voted = sum(a.is_open and bool(a.approvers) for a in members)
+    voted = [a for a in members if a.is_open and a.approvers]
     first = members[0]
     state = f"{pending} of {len(members)} need approval" if pending else _outcomes(members)
-    votes = f", {voted} with a vote of {first.quorum}" if voted else ""
+    votes = f": {len(voted)} voted on, {still_needed(voted)}" if voted else ""
     return f"{len(members)} × {label(first.tool, 80)} from {label(first.requester, 60)}: {state}{votes}"
+
+
+def still_needed(voted: Sequence[Approval]) -> str:
+    """What members that have votes but are still pending (a quorum of two or more) lack, in the reviewer's words:
+    "each still needs 1 more finance vote" (one group: the members share their role and quorum)."""
+    short = sorted({max(a.quorum - len(a.approvers), 1) for a in voted})
+    more = str(short[0]) if len(short) == 1 else f"{short[0]}-{short[-1]}"
+    role = f" {label(voted[0].required_role, 40)}" if voted[0].required_role else ""
+    return f"each still needs {more} more{role} vote{'' if short == [1] else 's'}"
 
 
 def group_card(
@@ -219,15 +229,9 @@ def _outcomes(everyone: Sequence[Approval]) -> str:
 def _tally(everyone: Sequence[Approval]) -> str:
     line = ":bar_chart: " + " · ".join(_counts(everyone))
     voted = [a for a in everyone if a.is_open and a.approvers]
-    if voted:  # a quorum of two or more: how far the pending ones are
-        line += f" · {len(voted)} of the pending have {_votes(voted)}"
+    if voted:  # a quorum of two or more: how far the pending ones are, and that none of them is approved yet
+        line += f" · {len(voted)} voted on, not approved yet: {still_needed(voted)}"
     return line
-
-
-def _votes(voted: Sequence[Approval]) -> str:
-    counts = sorted({len(a.approvers) for a in voted})
-    have = counts[0] if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    return f"{have} of {voted[0].quorum} approvals"
 
 
 def _member_line(a: Approval, view: Presentation) -> dict[str, Any]:

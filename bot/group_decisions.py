@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import refusal_text
+from hitl.bot.group_cards import still_needed
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.grouping import decidable_together, group_digest
 from hitl.engine.domain.hashing import short_hash
@@ -45,27 +46,35 @@ _AT_ONCE = 8
 
 @dataclass
 class GroupOutcome:
-    """What a decision on a group did: the members decided, and each member refused with why."""
+    """What a decision on a group did: the members it was recorded on, and each member refused with why."""
 
     decided: list[Approval] = field(default_factory=list)
+    """The members whose decision (or, short of a quorum, vote) was recorded, as each stands after it."""
     refused: list[tuple[Approval, EngineError]] = field(default_factory=list)
     refusal: str | None = None
     """Why nothing was decided (a changed group, a stranger), in the clicker's words; None otherwise."""
 
     def text(self, kind: DecisionKind) -> str:
-        """What the person who decided is told."""
+        """What the person who decided is told: how many members their decision moved (approved, rejected), how
+        many it only voted on (a quorum not met yet: still pending), and why any were refused."""
         if self.refusal is not None:
             return self.refusal
         verb = "Approved" if kind is DecisionKind.APPROVE else "Rejected"
-        n, total = len(self.decided), len(self.decided) + len(self.refused)
-        lines = [f":white_check_mark: {verb} {n} of {total}."]
+        moved = [a for a in self.decided if not a.is_open]
+        voted = [a for a in self.decided if a.is_open]
+        total = len(self.decided) + len(self.refused)
+        lines = [f":white_check_mark: {verb} {len(moved)} of {total}."] if moved or not voted else []
+        if voted:  # recorded votes, not decisions: saying "Approved" here would tell the clicker something untrue
+            lines.append(
+                f":ballot_box_with_check: Voted on {len(voted)} of {total}, not approved yet: {still_needed(voted)}."
+            )
         by_code: dict[ErrorCode, int] = {}
         for _, exc in self.refused:
             by_code[exc.code] = by_code.get(exc.code, 0) + 1
         for code, count in sorted(by_code.items()):
             said = _WHY_NOT.get(code, f":warning: {{n}} were not ({code}).")
             lines.append(said.format(n=count))
-        practice = sum(is_practice(a) for a in self.decided)
+        practice = sum(is_practice(a) for a in moved)
         if practice:
             lines.append(f":mortar_board: {practice} of them were practice requests: nothing ran for those.")
         return "\n".join(lines)

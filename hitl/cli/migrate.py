@@ -1,7 +1,8 @@
 """``hitl migrate``: bring the store's schema up to this version of hitl, ahead of a deploy.
 
 Every store also migrates as it opens (PostgreSQL under an advisory lock, so replicas starting at once apply each
-migration once); this command does it on purpose, from a deploy pipeline or by hand, and says what it applied.
+migration once); this command does it on purpose, from a deploy pipeline or by hand, and says what it applied (on
+Redis, the key layout it moved the store to), and that the schema is up to date only when it changed nothing.
 """
 
 from __future__ import annotations

@@ -146,12 +146,42 @@ async def test_a_member_that_moves_meanwhile_is_refused_alone_and_shown_again(ha
     finally:
         lifecycle.decide = decide  # type: ignore[method-assign]
     told = h.ephemeral("U_FIN1")[-1].text
-    assert "Approved 2 of 3." in told and "1 were not: they changed meanwhile (stale_version)" in told
+    assert told.startswith(":ballot_box_with_check: Voted on 2 of 3, not approved yet:")
+    assert "1 were not: they changed meanwhile (stale_version)" in told and "Approved" not in told
     voters = [(await h.rt.store.approvals.get(a.id)).approvers for a in members]
     assert voters == [("U_FIN1",), ("U_FIN2",), ("U_FIN1",)]
     again = group_message(h, "finance-approvals")
-    assert again.text == "3 × refund from agent:riley: 3 of 3 need approval, 3 with a vote of 2"  # a second each
+    assert again.text == (  # a second each
+        "3 × refund from agent:riley: 3 of 3 need approval: 3 voted on, each still needs 1 more finance vote"
+    )
     assert moved.id in json.dumps(again.blocks)
+
+
+async def test_a_group_vote_short_of_quorum_says_each_member_still_needs_a_vote(harness: Harness) -> None:
+    """Escalated refunds (two finance approvers each): U_FIN1's Approve all records a vote on every member and
+    approves none, and both the reply and the card say so; U_FIN2's Approve all then approves all four, and the
+    reply counts exactly the members it moved."""
+    h = harness
+    members = await flood(h, 4, amount=900)
+    ids = [a.id for a in members]
+    card = group_message(h, "finance-approvals")
+    assert (await h.slack.click("U_FIN1", copy.deepcopy(card), ACTION_GROUP_APPROVE)).status == 200
+    await h.settle()
+    assert await statuses(h, ids) == [Status.PENDING] * 4
+    assert [(await h.rt.store.approvals.get(i)).approvers for i in ids] == [("U_FIN1",)] * 4
+    told = h.ephemeral("U_FIN1")[-1].text
+    assert told == ":ballot_box_with_check: Voted on 4 of 4, not approved yet: each still needs 1 more finance vote."
+    card = group_message(h, "finance-approvals")
+    still = "4 voted on, each still needs 1 more finance vote"
+    assert card.text == f"4 × refund from agent:riley: 4 of 4 need approval: {still}"
+    shown = json.dumps(card.blocks, ensure_ascii=False)
+    assert "4 pending · 4 voted on, not approved yet: each still needs 1 more finance vote" in shown
+    assert "approved" not in card.text.replace("not approved yet", "")
+    assert (await h.slack.click("U_FIN2", copy.deepcopy(card), ACTION_GROUP_APPROVE)).status == 200
+    await h.settle()
+    assert await statuses(h, ids) == [Status.APPROVED] * 4
+    assert h.ephemeral("U_FIN2")[-1].text == ":white_check_mark: Approved 4 of 4."
+    assert group_message(h, "finance-approvals").text == "4 × refund from agent:riley: 4 approved"
 
 
 async def test_one_member_is_decided_from_its_own_card_one_click_away(harness: Harness) -> None:

@@ -322,7 +322,7 @@ async def test_300_from_one_session_reach_reviewers_as_a_few_group_cards_within_
     n = len(members)
     done_text = {
         f"{n} × refund from agent:riley: {n} approved",
-        f"{n} × refund from agent:riley: {n} of {n} need approval, {n} with a vote of 2",
+        f"{n} × refund from agent:riley: {n} of {n} need approval: {n} voted on, each still needs 1 more finance vote",
     }
 
     def shown() -> bool:  # the card says every member is decided (or, two approvers each, has its first vote)

@@ -1,14 +1,16 @@
 """Rows as an earlier release of hitl wrote them, for the upgrade tests: an audit entry with the columns the audit
-table had before it kept the view a decider saw, an approval before it kept its rank."""
+table had before it kept the view a decider saw (PostgreSQL, SQLite), an approval before it kept its rank."""
 
 from __future__ import annotations
+
+import sqlite3
 
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import AuditEntry, chain_link, entry_body
 from hitl.engine.storage.codec import audit_values
 from hitl.engine.storage.postgres.connection import Conn
 
-__all__ = ["insert_older_approval", "insert_older_audit"]
+__all__ = ["insert_older_approval", "insert_older_audit", "insert_older_audit_sqlite"]
 
 
 async def insert_older_approval(conn: Conn, a: Approval, doc: str | None = None) -> None:
@@ -51,3 +53,16 @@ async def insert_older_audit(conn: Conn, entry: AuditEntry) -> None:
             length + 1,
             link,
         )
+
+
+def insert_older_audit_sqlite(db: sqlite3.Connection, entry: AuditEntry) -> None:
+    """Append ``entry`` (it keeps no view) to its chain in a SQLite file of an earlier release (schema 7: its
+    trigger moves the chain's head)."""
+    assert entry.view is None and entry.view_digest is None
+    found = db.execute("SELECT link FROM audit_heads WHERE chain = ?", (entry.approval_id or "",)).fetchone()
+    prev = str(found[0]) if found else ""
+    db.execute(
+        "INSERT INTO audit (at, actor, event, approval_id, version, action_hash, outcome, detail, prev, link) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*audit_values(entry)[:8], prev, chain_link(prev, entry_body(entry))),
+    )

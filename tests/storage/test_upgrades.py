@@ -3,7 +3,8 @@ and its rows), then opened by this one.
 
 Trust grants (schema 8 on SQLite, 4 on PostgreSQL, new keys on Redis): a grant now covers one requester in one
 session. The grants an older hitl wrote named no requester, so the upgrade drops them (they would have lapsed within
-``trust_ttl``) and keeps everything else.
+``trust_ttl``) and keeps everything else; each dropped grant ends in the audit trail (``trust_ended``, reason
+``upgrade``), which still verifies, and ``hitl migrate`` says what it changed on every store.
 
 Approval kinds (schema 9 on SQLite, 5 on PostgreSQL, the upgrade on Redis): a field of the document. A document
 an older hitl wrote marked a practice copy in its metadata and an effect in doubt by its tool name; the upgrade
@@ -31,7 +32,7 @@ import asyncpg
 
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status, Tier
 from hitl.engine.domain.ranking import rank_key
-from hitl.engine.domain.records import MessageRef
+from hitl.engine.domain.records import AuditEntry, MessageRef
 from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.paging import every_pending
 from hitl.engine.storage.postgres import PostgresStore
@@ -42,11 +43,24 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.storage.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
-from tests.storage.older_rows import insert_older_approval, insert_older_audit
+from tests.api.cli_process import hitl
+from tests.storage.older_rows import insert_older_approval, insert_older_audit, insert_older_audit_sqlite
 
 _OLD_SESSION = "ses_old"
 ALERT = {"kind": "alert", "status": "firing", "episode": 2, "value": 0.5, "since": 1.0}
 CALLERS_RUN = {"status": "paused", "position": 0, "waiting": None}
+_OLD_GRANT = AuditEntry(at=1.0, actor="U_SUPPORT1", event="trust_granted", detail=f"refund in {_OLD_SESSION}")
+"""The audit entry an older hitl wrote for the grant each upgrade test's store holds."""
+
+
+async def _grant_ended(store: SqliteStore | RedisStore | PostgresStore) -> None:
+    """The grant the upgrade dropped ends in the trail once, after its grant, reason ``upgrade``; the trail verifies."""
+    events = [e.event for e in await store.audit.entries() if e.event.startswith("trust_")]
+    assert events[:2] == ["trust_granted", "trust_ended"], events
+    [ended] = [e for e in await store.audit.entries() if e.event == "trust_ended"]
+    assert (ended.actor, ended.outcome, ended.approval_id) == ("system:upgrade", "upgrade", None)
+    assert ended.detail.startswith(f"refund in {_OLD_SESSION}, granted by U_SUPPORT1 until ")
+    assert (await store.audit.verify())[1] is None
 
 
 async def _alerts_moved(store: SqliteStore | RedisStore | PostgresStore) -> None:
@@ -119,29 +133,42 @@ async def _trust_works_after(store: SqliteStore | RedisStore | PostgresStore, cl
     assert [(g.tool, g.requester) for g in grants] == [("refund", "agent:riley")]
 
 
+def _schema_7(db: sqlite3.Connection) -> None:
+    """A file as the release that wrote schema 7 left it, tables only."""
+    for _version, step in SQLITE_MIGRATIONS[:1]:
+        step(db)
+    db.execute(f"PRAGMA user_version = {SQLITE_MIGRATIONS[0][0]}")
+
+
+def _older_grant_sqlite(db: sqlite3.Connection, clock: FakeClock) -> None:
+    """A grant as schema 7 kept it (naming no requester), with the audit entry it was given."""
+    db.execute(
+        "INSERT INTO trust (session_id, tool, granted_by, until) VALUES (?, 'refund', 'U_SUPPORT1', ?)",
+        (_OLD_SESSION, clock.now() + 3600),
+    )
+    insert_older_audit_sqlite(db, _OLD_GRANT)
+
+
 async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "old.db"
     earlier = make_approval(now=clock.now(), key="earlier")
     older = _older(clock)
     with sqlite3.connect(path) as db:  # as the previous release left a file: schema 7, a grant, an approval
-        for _version, step in SQLITE_MIGRATIONS[:1]:
-            step(db)
-        db.execute(f"PRAGMA user_version = {SQLITE_MIGRATIONS[0][0]}")
-        db.execute(
-            "INSERT INTO trust (session_id, tool, granted_by, until) VALUES (?, 'refund', 'U_SUPPORT1', ?)",
-            (_OLD_SESSION, clock.now() + 3600),
-        )
+        _schema_7(db)
+        _older_grant_sqlite(db, clock)
         db.execute(
             "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc) "
             "VALUES (?, 'pending', 1, ?, ?, 'support', ?, ?)",
             (earlier.id, earlier.created_at, earlier.expires_at, earlier.requester, earlier.model_dump_json()),
         )
+        insert_older_audit_sqlite(db, audit_for_creation(earlier))
         for a, doc in older:
             db.execute(
                 "INSERT INTO approvals (id, status, version, created_at, expires_at, required_role, requester, doc) "
                 "VALUES (?, 'pending', 1, ?, ?, 'support', ?, ?)",
                 (a.id, a.created_at, a.expires_at, a.requester, json.dumps(doc)),
             )
+            insert_older_audit_sqlite(db, audit_for_creation(a))
         db.execute(
             "INSERT INTO messages (approval_id, channel, ts) VALUES (?, ?, ?)",
             (earlier.id, _OLD_CARD.channel, _OLD_CARD.ts),
@@ -159,6 +186,7 @@ async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_pat
         await _trust_works_after(store, clock)
         await _alerts_moved(store)
         await _groups_work_after(store, earlier, clock)
+        await _grant_ended(store)
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
@@ -188,6 +216,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
             clock.now() + 3600,
         )
         async with conn.transaction():
+            await insert_older_audit(conn, _OLD_GRANT)
             await insert_older_approval(conn, earlier)
             await insert_older_audit(conn, audit_for_creation(earlier))
             await conn.execute(
@@ -221,12 +250,13 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
     try:
         assert await store.migrate() == [v for v, _ in PG_MIGRATIONS[3:]]
         assert await store.approvals.get(earlier.id) == earlier
-        assert await store.audit.verify() == (4, None)
+        assert await store.audit.verify() == (6, None)  # the grant's two entries: granted, ended at the upgrade
         await _kinds_read_back(store, older)
         await _ranked_after(store, clock)
         await _trust_works_after(store, clock)
         await _alerts_moved(store)
         await _groups_work_after(store, earlier, clock)
+        await _grant_ended(store)
     finally:
         await store.close()
     conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
@@ -292,6 +322,7 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
     legacy = c.legacy_trust_key(_OLD_SESSION)
     await c.r.hset(legacy, "refund", json.dumps([clock.now() + 3600, "U_SUPPORT1"]))
     await c.r.sadd(c.legacy_trust_sessions_key, _OLD_SESSION)
+    await redis_store.audit.append(_OLD_GRANT)
     carded = make_approval(now=clock.now(), key="carded")  # a card as an older hitl recorded it: one string key
     await redis_store.approvals.create(carded)
     await c.r.hset(c.message_key(carded.id), mapping={"channel": _OLD_CARD.channel, "ts": _OLD_CARD.ts})
@@ -321,6 +352,7 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
         assert (await upgraded.runs.load("a%3Ab")) == odd
         assert (await upgraded.ledger.get("ses_old:pay:1")) is not None
         assert [g.requester for g in await upgraded.trust.all_active(now=clock.now())] == ["agent:riley"]
+        await _grant_ended(upgraded)  # once, though the upgrade ran twice
     finally:
         await upgraded.close()
 
@@ -347,3 +379,75 @@ async def test_a_new_redis_store_is_marked_without_an_upgrade(redis_store: Redis
     assert await c.r.get(c.layout_key) is None
     await redis_store.halts.active()
     assert await c.r.get(c.layout_key) == LAYOUT
+
+
+async def _migrate_says(env: dict[str, str], applied: list[int]) -> None:
+    """The real `hitl migrate` on a store an older hitl wrote names what it applied; run again, it changed nothing
+    and says the schema is up to date; `hitl audit verify` then checks the trail, the ended grant in it."""
+    code, out, err = await hitl("migrate", env=env)
+    assert code == 0, err
+    assert out.strip() == "applied schema version " + ", ".join(map(str, applied)), out
+    code, out, err = await hitl("migrate", env=env)
+    assert (code, out.strip()) == (0, "the schema is up to date"), err
+    code, out, err = await hitl("audit", "verify", env=env)
+    assert code == 0, (out, err)
+
+
+async def test_hitl_migrate_on_sqlite_says_what_it_applied_and_ends_the_older_grants(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        _schema_7(db)
+        _older_grant_sqlite(db, clock)
+    await _migrate_says({"HITL_STORE": f"sqlite:///{path}", "HITL_CONFIG": ""}, [v for v, _ in SQLITE_MIGRATIONS[1:]])
+    store = SqliteStore(path)
+    try:
+        await _grant_ended(store)
+    finally:
+        await store.close()
+
+
+async def test_hitl_migrate_on_postgres_says_what_it_applied_and_ends_the_older_grants(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    schema = f"u{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
+    try:  # migrations 1-3 and a grant with its audit entry, as the previous release left them
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+        await conn.execute(
+            "CREATE TABLE hitl_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        for version, sql in PG_MIGRATIONS[:3]:
+            await conn.execute(sql)
+            await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
+        await conn.execute(
+            "INSERT INTO trust (session_id, tool, granted_by, until) VALUES ($1, 'refund', 'U_SUPPORT1', $2)",
+            _OLD_SESSION,
+            clock.now() + 3600,
+        )
+        await insert_older_audit(conn, _OLD_GRANT)
+    finally:
+        await conn.close()
+    url = f"{postgres_url}?schema={schema}"
+    await _migrate_says({"HITL_STORE": url, "HITL_CONFIG": ""}, [v for v, _ in PG_MIGRATIONS[3:]])
+    store = PostgresStore(postgres_url, schema=schema)
+    try:
+        await _grant_ended(store)
+    finally:
+        await store.close()
+
+
+async def test_hitl_migrate_on_redis_says_it_upgraded_the_key_layout_and_ends_the_older_grants(
+    redis_store: RedisStore, redis_url: str, clock: FakeClock
+) -> None:
+    c = redis_store.conn
+    await redis_store.runs.save("run:1", CALLERS_RUN, expected_version=0, now=1.0)
+    await redis_store.audit.append(_OLD_GRANT)
+    await _as_an_older_hitl_laid_them_out(redis_store)
+    await c.r.hset(c.legacy_trust_key(_OLD_SESSION), "refund", json.dumps([clock.now() + 3600, "U_SUPPORT1"]))
+    await c.r.sadd(c.legacy_trust_sessions_key, _OLD_SESSION)
+    await _migrate_says({"HITL_STORE": f"{redis_url}?prefix={redis_store.prefix}", "HITL_CONFIG": ""}, [int(LAYOUT)])
+    assert await c.r.get(c.layout_key) == LAYOUT
+    assert await c.r.exists(c.legacy_trust_key(_OLD_SESSION), c.legacy_trust_sessions_key) == 0
+    await _grant_ended(redis_store)

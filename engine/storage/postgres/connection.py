@@ -43,9 +43,20 @@ class PgConnection:
         dsn: ``postgresql://user:password@host:port/database``.
         schema: the schema the tables live in (created when missing).
         min_size, max_size: the pool's connections.
+        after_migrations: run after the numbered migrations, under their lock, at every opening (the store's:
+            :func:`~.upgrade.end_dropped_grants`, which writes through this release's audit tables, so it cannot be
+            a migration).
     """
 
-    def __init__(self, dsn: str, *, schema: str = "public", min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "public",
+        min_size: int = 1,
+        max_size: int = 10,
+        after_migrations: Callable[[Conn], Awaitable[object]] | None = None,
+    ) -> None:
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,47}", schema):
             raise StoreError(f"schema must be a lower-case SQL name (letters, digits, _); got {schema!r}")
         self.dsn = dsn
@@ -65,6 +76,7 @@ class PgConnection:
             "plan_cache_mode": "force_generic_plan",
         }
         self._sizes = (min_size, max_size)
+        self._after_migrations = after_migrations
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._opening: asyncio.Lock | None = None
         self._listener: asyncpg.Connection[asyncpg.Record] | None = None
@@ -91,7 +103,7 @@ class PgConnection:
                 # outlives them on a pooled connection (pooled ones are not reset on release, see _released).
                 conn = await asyncpg.connect(self.dsn, server_settings=self._settings)
                 try:
-                    self.applied = await migrate(conn, self.schema)
+                    self.applied = await migrate(conn, self.schema, after=self._after_migrations)
                 finally:
                     await conn.close()
                 pool = await asyncpg.create_pool(
@@ -265,10 +277,11 @@ async def _released(conn: asyncpg.Connection[asyncpg.Record]) -> None:
         await conn.execute("ROLLBACK")
 
 
-async def migrate(conn: Conn, schema: str) -> list[int]:
+async def migrate(conn: Conn, schema: str, *, after: Callable[[Conn], Awaitable[object]] | None = None) -> list[int]:
     """Create ``schema`` if it is missing and apply the migrations it has not had, in order, under the advisory
-    lock (``conn``'s search path names ``schema``); the versions applied (none when another process got there
-    first). Creating the schema under the lock too: two processes opening a new one at once do not collide."""
+    lock (``conn``'s search path names ``schema``), then ``after``; the versions applied (none when another process
+    got there first). Creating the schema under the lock too: two processes opening a new one at once do not
+    collide."""
     applied: list[int] = []
     await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
     try:
@@ -285,6 +298,8 @@ async def migrate(conn: Conn, schema: str) -> list[int]:
                 await conn.execute(sql)
                 await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
             applied.append(version)
+        if after is not None:
+            await after(conn)
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
     return applied

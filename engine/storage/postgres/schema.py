@@ -8,9 +8,11 @@ transaction); the operations page shows the grants that keep even the service ro
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "MIGRATION_LOCK"]
+__all__ = ["GRANTS_DROPPED", "MIGRATIONS", "MIGRATION_LOCK"]
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": the advisory lock key migrations are applied under
+GRANTS_DROPPED = "trust_dropped_at_upgrade"
+"""The grants migration 4 dropped, until the opening has audited each as ended (:mod:`.upgrade`)."""
 
 _V1 = """
 CREATE TABLE approvals (
@@ -181,9 +183,11 @@ END
 $$;
 """
 
-_V4 = """
+_V4 = f"""
 -- A trust grant covers one requester in one session (it covered anyone in the session before). The older grants
--- named no requester: they are dropped, not guessed (each would have lapsed within trust_ttl anyway).
+-- named no requester: they are dropped, not guessed (each would have lapsed within trust_ttl anyway), each kept
+-- aside until the opening has audited it as ended (upgrade.py, on this release's audit tables).
+CREATE TABLE {GRANTS_DROPPED} AS SELECT session_id, tool, granted_by, until FROM trust;
 DROP TABLE trust;
 CREATE TABLE trust_grants (
     session_id TEXT NOT NULL,

@@ -20,6 +20,7 @@ from hitl.engine.storage.postgres.receipts import PgReceipts
 from hitl.engine.storage.postgres.runs import PgRuns
 from hitl.engine.storage.postgres.tallies import PgTallies
 from hitl.engine.storage.postgres.trust import PgTrust
+from hitl.engine.storage.postgres.upgrade import end_dropped_grants
 from hitl.engine.storage.postgres.windows import PgWindows
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,9 @@ class PostgresStore:
     """
 
     def __init__(self, dsn: str, *, schema: str = "public", min_size: int = 1, max_size: int = 10) -> None:
-        self.db = PgConnection(dsn, schema=schema, min_size=min_size, max_size=max_size)
+        self.db = PgConnection(
+            dsn, schema=schema, min_size=min_size, max_size=max_size, after_migrations=end_dropped_grants
+        )
         self.approvals = PgApprovals(self.db)
         self.ledger = PgLedger(self.db)
         self.runs = PgRuns(self.db)

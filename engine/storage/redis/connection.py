@@ -167,6 +167,7 @@ class RedisConnection:
         self.ack_script: AsyncScript = client.register_script(_lua("ack"))
         self.take_jobs_script: AsyncScript = client.register_script(_lua("take_jobs"))
         self.alert_save_script: AsyncScript = client.register_script(_lua("alert_save"))
+        self.grants_ended_script: AsyncScript = client.register_script(_lua("grants_ended"))
         self._offset: float | None = None
         self.laid_out = False
         """Whether this store's keys are known to be in this release's layout (checked once per process)."""
@@ -177,33 +178,38 @@ class RedisConnection:
         self.scripts = ScriptCalls(pool, size=getattr(pool, "max_connections", None) or 64)
         """Connections of their own for the scripts every hot operation is (see :mod:`.calls`)."""
 
-    async def ready(self, *, upgrade: bool = False) -> None:
+    async def ready(self, *, upgrade: bool = False) -> bool:
         """Make sure the keys are in this release's layout before the first operation, as SQLite and PostgreSQL
         migrate as they open: a new store is marked at once; a store an older hitl wrote is upgraded by one process
         (a lease key), while the others wait for the mark. ``upgrade``: run the upgrade even on a marked store
-        (``hitl migrate``; every step of it is idempotent)."""
+        (``hitl migrate``; every step of it is idempotent). Whether this call moved the store to this release's
+        layout (False: it was there already, or another process moved it)."""
         async with self._readying:
             if self.laid_out and not upgrade:
-                return
+                return False
             r = self.r
             try:
                 marked = await r.get(self.layout_key) == LAYOUT
                 if not marked and not upgrade and await r.exists(*self._written_keys) == 0:
-                    await r.set(self.layout_key, LAYOUT, nx=True)  # a new store: nothing to upgrade
-                    marked = await r.get(self.layout_key) == LAYOUT
+                    marked = bool(await r.set(self.layout_key, LAYOUT, nx=True))  # a new store: nothing to upgrade
+                    if marked or await r.get(self.layout_key) == LAYOUT:
+                        self.laid_out = True
+                        return marked
                 if marked and not upgrade:
                     self.laid_out = True
-                    return
-                await self._upgrade_once()
+                    return False
+                moved = await self._upgrade_once() and not marked
             except (RedisError, OSError) as exc:
                 raise _failed(exc) from exc
             self.laid_out = True
+            return moved
 
-    async def _upgrade_once(self) -> None:
+    async def _upgrade_once(self) -> bool:
+        """Whether this process ran the upgrade (False: another finished it meanwhile)."""
         lease, started = f"{self.p}:upgrading", time.monotonic()
         while not await self.r.set(lease, "1", nx=True, ex=_UPGRADE_LEASE):
             if await self.r.get(self.layout_key) == LAYOUT:
-                return  # another process finished it
+                return False  # another process finished it
             if time.monotonic() - started > _UPGRADE_LEASE + 30:
                 raise StoreError(
                     f"another process has been upgrading the Redis store for over {_UPGRADE_LEASE} s; "
@@ -217,6 +223,7 @@ class RedisConnection:
             await self.r.set(self.layout_key, LAYOUT)
         finally:
             await self.r.delete(lease)
+        return True
 
     @property
     def _written_keys(self) -> list[str]:

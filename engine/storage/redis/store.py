@@ -12,7 +12,7 @@ from hitl.engine.errors import StoreError
 from hitl.engine.storage.redis.alerts import RedisAlerts
 from hitl.engine.storage.redis.approvals import RedisApprovals
 from hitl.engine.storage.redis.audit import RedisAudit
-from hitl.engine.storage.redis.connection import RedisConnection
+from hitl.engine.storage.redis.connection import LAYOUT, RedisConnection
 from hitl.engine.storage.redis.delegations import RedisDelegations
 from hitl.engine.storage.redis.halts import RedisHalts
 from hitl.engine.storage.redis.holds import RedisHolds
@@ -66,10 +66,10 @@ class RedisStore:
     async def migrate(self) -> list[int]:
         """Redis keys carry no schema version: the store marks its key layout, and the first operation of a
         process upgrades a store an older hitl wrote (:mod:`.upgrade`); this runs every step of that on purpose
-        (each is idempotent). No numbered migrations: the list is empty."""
+        (each is idempotent). The layout this call moved the store to (``[3]``), as the other stores name the
+        migrations they applied; empty when it was in this layout already."""
         await self.ping()
-        await self.conn.ready(upgrade=True)
-        return []
+        return [int(LAYOUT)] if await self.conn.ready(upgrade=True) else []
 
     async def ping(self) -> None:
         try:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 from hitl.engine.domain.models import kind_of_older
 from hitl.engine.domain.ranking import rank_key
+from hitl.engine.domain.records import entry_body
+from hitl.engine.domain.upgrade_grants import grant_ended_at_upgrade
 from hitl.engine.storage.redis.approvals import queue_read, read_result
 from hitl.engine.storage.redis.codec import KIND_FIRST, text, with_kind_first
 from hitl.engine.storage.redis.connection import ANY_ROLE, KEYS_ENCODED, RedisConnection, key_part
@@ -25,9 +28,9 @@ _ENCODED_KINDS = ("run", "claim", "win")
 
 
 async def upgrade(conn: RedisConnection) -> None:
-    """Every step, in order: older trust grants removed, approval kinds written, alert states moved out of the
-    runs, (on a store whose keys are not encoded yet) caller ids inside keys encoded, then every pending approval
-    put in the ranked index of its role."""
+    """Every step, in order: older trust grants removed (each audited as ended), approval kinds written, alert
+    states moved out of the runs, (on a store whose keys are not encoded yet) caller ids inside keys encoded, then
+    every pending approval put in the ranked index of its role."""
     await _drop_legacy_grants(conn)
     await _write_kinds(conn)
     await _move_alert_states(conn)
@@ -59,10 +62,17 @@ async def _rank_pending(c: RedisConnection) -> None:
 
 async def _drop_legacy_grants(c: RedisConnection) -> None:
     """Trust grants an older hitl wrote named no requester, so they are removed rather than guessed (each would
-    have lapsed within ``trust_ttl``); nothing reads them."""
-    sessions = [text(s) for s in await c.r.smembers(c.legacy_trust_sessions_key)]
-    if sessions:
-        await c.r.delete(c.legacy_trust_sessions_key, *(c.legacy_trust_key(s) for s in sessions))
+    have lapsed within ``trust_ttl``); nothing reads them. Each is audited as ended with its removal, a session's
+    grants in one script (:func:`~hitl.engine.domain.upgrade_grants.grant_ended_at_upgrade`)."""
+    now = time.time()  # the upgrade happens now, as a grant's own audit entry is stamped when it is written
+    for session_id in sorted(text(s) for s in await c.r.smembers(c.legacy_trust_sessions_key)):
+        key = c.legacy_trust_key(session_id)
+        entries = []
+        for tool, value in sorted((text(t), v) for t, v in (await c.r.hgetall(key)).items()):
+            until, by = json.loads(value)
+            ended = grant_ended_at_upgrade(session_id=session_id, tool=tool, granted_by=str(by), until=until, now=now)
+            entries.append(entry_body(ended))
+        await c.call(c.grants_ended_script, [c.events_key, key, c.legacy_trust_sessions_key], [session_id, *entries])
 
 
 async def _move_alert_states(c: RedisConnection) -> None:

@@ -75,6 +75,9 @@ class SqliteConnection:
         checkpoint_every: write transactions on the loop between two checkpoints on the worker thread, at
             ``synchronous`` ``normal`` or ``off`` (see the module docstring).
         idle_checkpoint: seconds without a write before the WAL is emptied (see the module docstring).
+        after_migrations: run in the opening's transaction after the numbered migrations, on every opening (the
+            store's: :func:`~.upgrade.end_dropped_grants`, which needs this release's tables and this module's
+            chain function, so it cannot be a migration step).
     """
 
     def __init__(
@@ -86,6 +89,7 @@ class SqliteConnection:
         inline: bool = True,
         checkpoint_every: int = CHECKPOINT_EVERY,
         idle_checkpoint: float = IDLE_CHECKPOINT,
+        after_migrations: Callable[[sqlite3.Connection], object] | None = None,
     ) -> None:
         if synchronous.lower() not in _SYNC:
             raise StoreError(f"synchronous must be one of {', '.join(_SYNC)}; got {synchronous!r}")
@@ -93,6 +97,7 @@ class SqliteConnection:
         self.synchronous = _SYNC[synchronous.lower()]
         self.inline = inline
         self._busy_ms = int(busy_timeout * 1000)
+        self._after_migrations = after_migrations
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hitl-sqlite")
         self._conn: sqlite3.Connection | None = None
         """The worker thread's connection (waits for locks)."""
@@ -156,6 +161,8 @@ class SqliteConnection:
                         step(conn)
                         conn.execute(f"PRAGMA user_version = {version}")
                         self.applied.append(version)
+                if self._after_migrations is not None:
+                    self._after_migrations(conn)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

@@ -20,6 +20,7 @@ from hitl.engine.domain.ranking import rank_key
 __all__ = [
     "ALERT_STATES",
     "DELEGATIONS",
+    "GRANTS_DROPPED",
     "MIGRATIONS",
     "SCHEMA",
     "SCHEMA_VERSION",
@@ -219,10 +220,18 @@ CREATE INDEX IF NOT EXISTS trust_grants_by_until ON trust_grants (until);
 """
 """Version 8: a grant covers one requester in one session (it covered anyone in the session before)."""
 
+GRANTS_DROPPED = "trust_dropped_at_upgrade"
+"""The grants version 8 dropped, until the opening that applied it has audited each as ended (in its transaction:
+:func:`~hitl.engine.storage.sqlite.upgrade.end_dropped_grants`)."""
+
 
 def _to_8(c: sqlite3.Connection) -> None:
     """Trust grants bound to the requester they were given for. The grants of an older file named no requester,
-    so they are dropped rather than guessed (each would have lapsed within ``trust_ttl`` anyway)."""
+    so they are dropped rather than guessed (each would have lapsed within ``trust_ttl`` anyway), each kept aside
+    in :data:`GRANTS_DROPPED` for the opening to audit as ended once the audit table is this release's."""
+    if c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trust'").fetchone() is not None:
+        c.execute(f"CREATE TABLE IF NOT EXISTS {GRANTS_DROPPED} (session_id, tool, granted_by, until)")
+        c.execute(f"INSERT INTO {GRANTS_DROPPED} SELECT session_id, tool, granted_by, until FROM trust")
     c.execute("DROP TABLE IF EXISTS trust")
     for stmt in _statements(TRUST_GRANTS):
         c.execute(stmt)

@@ -21,6 +21,7 @@ from hitl.engine.storage.sqlite.receipts import SqliteReceipts
 from hitl.engine.storage.sqlite.runs import SqliteRuns
 from hitl.engine.storage.sqlite.tallies import SqliteTallies
 from hitl.engine.storage.sqlite.trust import SqliteTrust
+from hitl.engine.storage.sqlite.upgrade import end_dropped_grants
 from hitl.engine.storage.sqlite.windows import SqliteWindows
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class SqliteStore:
     """
 
     def __init__(self, path: str | Path, *, synchronous: str = "normal", inline: bool = True) -> None:
-        self.db = SqliteConnection(path, synchronous=synchronous, inline=inline)
+        self.db = SqliteConnection(path, synchronous=synchronous, inline=inline, after_migrations=end_dropped_grants)
         self.path = self.db.path
         self.approvals = SqliteApprovals(self.db)
         self.ledger = SqliteLedger(self.db)
