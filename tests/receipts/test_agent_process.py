@@ -163,11 +163,10 @@ async def test_every_private_key_hitl_serve_publishes_keeps_an_agent_process_fro
     for name in ("old.pem", "next.pem"):
         code, _, err = await cli("keys", "new", "--out", str(tmp_path / name), env={})
         assert code == 0, err
-    rotating = "  key_file: receipt.pem\n  next: next.pem\n  previous: [old.pem]\n"
-    config = parse_config("production: true\n" + CONFIG.replace("  key_file: receipt.pem\n", rotating))
     store: Any = object()  # never reached: the refusal comes first
 
-    def agent(environ: dict[str, str]) -> ApprovalService:  # receipt.pem, the key that signs, is out of its reach
+    def agent(receipts: str, environ: dict[str, str]) -> ApprovalService:  # receipt.pem, which signs, is not there
+        config = parse_config("production: true\n" + CONFIG.replace("  key_file: receipt.pem\n", receipts))
         path = str(tmp_path / "hitl.yaml")
         return ApprovalService.from_config(config, store=store, clock=SystemClock(), environ=environ, config_path=path)
 
@@ -177,16 +176,18 @@ async def test_every_private_key_hitl_serve_publishes_keeps_an_agent_process_fro
         assert code == 0, err
         os.replace(f"{path}.pub", path)
 
-    with pytest.raises(PolicyError, match=r"receipts.next, .*next.pem.*hitl keys public next.pem") as refused:
-        agent({})
+    rotated = "  key_file: receipt.pem\n  previous: [old.pem]\n"
+    with pytest.raises(PolicyError, match=r"receipts.previous, .*old.pem.*hitl keys public old.pem") as refused:
+        agent(rotated, {})
     assert refused.value.code is ErrorCode.POLICY_INVALID and "only hitl serve may" in refused.value.message
-    await only_its_public_half("next.pem")
-    with pytest.raises(PolicyError, match=r"receipts.previous, .*old.pem.*hitl keys public old.pem"):
-        agent({})
     await only_its_public_half("old.pem")
     with pytest.raises(PolicyError, match="the environment variable HITL_RECEIPT_KEY"):
-        agent({"HITL_RECEIPT_KEY": new_key_pem().decode()})
-    assert agent({}).receipts is not None  # public halves only, and no key in its environment: it starts
+        agent(rotated, {"HITL_RECEIPT_KEY": new_key_pem().decode()})
+    rotating = "  key_file: receipt.pem\n  next: next.pem\n  previous: [old.pem]\n"
+    with pytest.raises(PolicyError, match=r"receipts.next, .*next.pem.*hitl keys public next.pem"):
+        agent(rotating, {})
+    await only_its_public_half("next.pem")
+    assert agent(rotating, {}).receipts is not None  # public halves only, and no key in its environment: it starts
 
 
 async def test_calls_that_run_without_a_person_get_receipts_that_say_why(
