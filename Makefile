@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck docs pytest bench redis postgres chromium tools install clean
+.PHONY: test demo lint typecheck docs pytest bench redis postgres chromium tools node install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ chromium:
 tools:
 	@scripts/ensure-curl-jq
 
+# Node.js's jose, for the test that checks receipts the way a Node.js service does across a key rotation.
+node:
+	@scripts/ensure-node-jose
+
 lint: $(STAMP)
 	$(BIN)/ruff check engine bot hitl tests bench examples docs
 	$(BIN)/ruff format --check engine bot hitl tests bench examples docs
@@ -44,7 +48,7 @@ typecheck: $(STAMP)
 
 # Three workers (pytest-xdist) on two cores: most of the suite waits on real processes and leases, so a third worker
 # fills the cores the other two leave idle (2026-11-28, the whole suite: -n 2 8 min 56 s, -n 3 7 min 5 s, -n 4 7 min 23 s).
-pytest: $(STAMP) redis postgres chromium tools
+pytest: $(STAMP) redis postgres chromium tools node
 	$(BIN)/pytest -n 3 --durations=15
 
 test: lint typecheck docs pytest

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,13 +282,46 @@ class ReceiptSweep:
 
 
 def signing_key_within_reach(spec: ReceiptsSpec, environ: Mapping[str, str], *, base: Path | None = None) -> str | None:
-    """Where this process could read the signing key (its ``key_env`` variable, or a readable ``key_file``, relative
-    paths read from ``base``); None when it cannot."""
-    if spec.key_file is None:
-        return f"the environment variable {spec.key_env}" if environ.get(spec.key_env) else None
-    path = Path(spec.key_file)
-    path = path if path.is_absolute() or base is None else base / path
-    return f"the key file {path}" if path.is_file() and os.access(path, os.R_OK) else None
+    """Where this process could read a key that signs, or could sign, receipts ``hitl serve``'s keys verify (relative
+    paths read from ``base``); None when it can read none. Any key that is published counts: the signing one (its
+    ``key_env`` variable, set even when ``key_file`` is named, or a readable ``key_file``), and a readable ``next``
+    or ``previous`` file unless it holds only public keys."""
+    if environ.get(spec.key_env):
+        return f"the environment variable {spec.key_env}"
+    if spec.key_file is not None and _readable(spec.key_file, base) is not None:
+        return f"the key file {_path(spec.key_file, base)}"
+    published = [("receipts.next", spec.next)] if spec.next is not None else []
+    for role, name in [*published, *(("receipts.previous", p) for p in spec.previous)]:
+        held = _readable(name, base)
+        if held is not None and not _only_public(held):
+            return (
+                f"the private key under {role}, {_path(name, base)}: keep it where only hitl serve reads it, or name "
+                f"its public half there instead (`hitl keys public {name} --out <file>`)"
+            )
+    return None
+
+
+_PUBLIC_PEM = re.compile(rb"-----BEGIN PUBLIC KEY-----[A-Za-z0-9+/=\s]*-----END PUBLIC KEY-----")
+
+
+def _only_public(data: bytes) -> bool:
+    """Whether ``data`` holds public keys (PEM) and nothing else; anything else (a private key in any form, or
+    what cannot be told apart from one) counts as a key that signs."""
+    rest = _PUBLIC_PEM.sub(b"", data)
+    return rest != data and not rest.strip()
+
+
+def _path(name: str, base: Path | None) -> Path:
+    path = Path(name)
+    return path if path.is_absolute() or base is None else base / path
+
+
+def _readable(name: str, base: Path | None) -> bytes | None:
+    """The contents of the file ``name`` when this process can read it."""
+    try:
+        return _path(name, base).read_bytes()
+    except OSError:
+        return None
 
 
 def receipt_claims_for(
@@ -304,16 +337,16 @@ def receipt_claims_for(
     """How this process claims an approved execution when ``receipts:`` asks for receipts: with ``signer``
     (``hitl serve``), itself; otherwise through ``hitl serve`` (``HITL_API_URL``, ``HITL_TOKEN``), or not at all.
 
-    Under ``production: true`` a process other than ``hitl serve`` that could read the signing key does not start
-    (:class:`PolicyError`): an agent holding the key could sign its own receipts, which is what they guard against.
+    Under ``production: true`` a process other than ``hitl serve`` that could read a published key's private half
+    (:func:`signing_key_within_reach`: the one that signs, the next one, a previous one) does not start
+    (:class:`PolicyError`): an agent holding one could sign its own receipts, which is what they guard against.
     """
     always = frozenset(tool for tool, about in spec.tools.items() if about.always)
     if isinstance(signer, UnusableKey):
         return NoReceipts(signer.why, always)
     if signer is not None:
         return SignedClaims(ReceiptIssuer(spec, signer, clock), store)
-    held = signing_key_within_reach(spec, environ, base=base)
-    if production and held is not None:
+    if production and (held := signing_key_within_reach(spec, environ, base=base)) is not None:
         raise PolicyError(
             f"production: true, and this process can read the receipt signing key ({held}); only hitl serve may. "
             "Remove the key from this process's environment and files; it gets its receipts from hitl serve "

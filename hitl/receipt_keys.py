@@ -1,5 +1,6 @@
-"""The keys ``hitl serve`` signs receipts with: the one that signs now, and the ones that signed before, published
-during a rotation so what they signed still verifies until it expires. Only ``hitl serve`` loads them."""
+"""The keys ``hitl serve`` signs receipts with: the one that signs now, the one that signs after the next rotation
+(published first, so verifiers know it before its first receipt), and the ones that signed before, published so what
+they signed still verifies until it expires. Only ``hitl serve`` loads them."""
 
 from __future__ import annotations
 
@@ -29,14 +30,17 @@ __all__ = [
     "load_signing_keys",
     "new_key_pem",
     "public_kid",
+    "public_pem",
     "receipt_keys",
 ]
 
 JWKS_PATH = "/.well-known/jwks.json"
 """Where ``hitl serve`` publishes the public keys (RFC 7517), beside its ``receipts.issuer``."""
 JWKS_MAX_AGE = 300
-"""Seconds a verifier may keep the published keys (``Cache-Control``): a new key is published a rotation's overlap
-before it signs, so this is the longest a verifier goes without it."""
+"""Seconds a verifier may keep the published keys (``Cache-Control``). A rotation publishes the next key (``next``)
+and lets it sign only after a wait longer than any verifier's cache (docs/pages/receipts.md), so a verifier that
+fetched the keys before the switch already knows the new one."""
+log = logging.getLogger(__name__)
 _ALG = "EdDSA"  # what every JOSE library knows; verifiers accept Ed25519 (RFC 9864) too
 
 
@@ -65,6 +69,12 @@ def new_key_pem() -> bytes:
     return OKPKey.generate_key("Ed25519", private=True).as_pem(private=True)
 
 
+def public_pem(pem: bytes | str) -> bytes:
+    """The public half of a key (private or public), as PEM: what ``receipts.previous`` names after a rotation, so
+    no file but the signing key's holds what could sign."""
+    return _import(pem, where="the key", private=False).as_pem(private=False)
+
+
 def public_kid(pem: bytes | str) -> str:
     """The ``kid`` a key is published under: its RFC 7638 thumbprint (the same for its private and public parts)."""
     return _import(pem, where="the key", private=False).thumbprint()
@@ -83,12 +93,15 @@ def _import(pem: bytes | str, *, where: str, private: bool) -> OKPKey:
 
 
 class SigningKeys:
-    """``current`` signs; ``previous`` are only published. Each key's ``kid`` is its RFC 7638 thumbprint."""
+    """``current`` signs; ``next_key`` (the one that signs after the next rotation) and ``previous`` are only
+    published. Each key's ``kid`` is its RFC 7638 thumbprint."""
 
-    def __init__(self, current: OKPKey, previous: Sequence[OKPKey] = ()) -> None:
+    def __init__(self, current: OKPKey, previous: Sequence[OKPKey] = (), *, next_key: OKPKey | None = None) -> None:
         self.current = current
         self.kid = current.thumbprint()
-        self.previous = [k for k in previous if k.thumbprint() != self.kid]
+        self.next_key = next_key if next_key is not None and next_key.thumbprint() != self.kid else None
+        published = {self.kid} | ({next_key.thumbprint()} if next_key is not None else set())
+        self.previous = [k for k in previous if k.thumbprint() not in published]
         self._header = {"alg": _ALG, "kid": self.kid, "typ": RECEIPT_TYPE}
         self._registry = _SigningRegistry(algorithms=[_ALG])  # built once: signing is on every execution claim
 
@@ -97,7 +110,7 @@ class SigningKeys:
         return {
             "keys": [
                 {**key.as_dict(private=False), "kid": key.thumbprint(), "alg": _ALG, "use": "sig"}
-                for key in (self.current, *self.previous)
+                for key in (self.current, *([self.next_key] if self.next_key else []), *self.previous)
             ]
         }
 
@@ -110,7 +123,9 @@ def load_signing_keys(
     spec: ReceiptsSpec, *, environ: Mapping[str, str] = os.environ, base: Path | None = None
 ) -> SigningKeys:
     """The keys ``spec`` names: its ``key_file`` (relative to ``base``, the directory of ``hitl.yaml``) or the PEM
-    in its ``key_env`` variable, and its ``previous`` files. :class:`KeyProblem` saying what is wrong."""
+    in its ``key_env`` variable, and its ``next`` and ``previous`` files, of which only the public halves are kept
+    (a private key under ``previous`` is logged: it belongs in no file another process might read).
+    :class:`KeyProblem` saying what is wrong."""
     if spec.key_file is not None:
         current = _import(_read(spec.key_file, base), where=f"receipts.key_file {spec.key_file}", private=True)
     else:
@@ -118,8 +133,27 @@ def load_signing_keys(
         if not pem.strip():
             raise KeyProblem(f"receipts has no key: set {spec.key_env} to a PEM (`hitl keys new`) or name key_file")
         current = _import(pem, where=f"${spec.key_env}", private=True)
-    previous = [_import(_read(p, base), where=f"receipts.previous {p}", private=False) for p in spec.previous]
-    return SigningKeys(current, previous)
+    upcoming = None
+    if spec.next is not None:
+        upcoming = _public_half(_import(_read(spec.next, base), where=f"receipts.next {spec.next}", private=False))
+    previous = []
+    for name in spec.previous:
+        key = _import(_read(name, base), where=f"receipts.previous {name}", private=False)
+        if key.is_private:
+            log.warning(
+                "receipts.previous %s holds a private key; only its public half is published. Replace the file by "
+                "its public half (`hitl keys public %s --out <file>`), or remove it from previous once the receipts "
+                "it signed have expired: under production: true no other process starts while it can read it",
+                name,
+                name,
+            )
+        previous.append(_public_half(key))
+    return SigningKeys(current, previous, next_key=upcoming)
+
+
+def _public_half(key: OKPKey) -> OKPKey:
+    """``key`` without its private part: a key that only publishes never holds what could sign."""
+    return OKPKey.import_key(key.as_dict(private=False))
 
 
 def _read(name: str, base: Path | None) -> bytes:
@@ -128,9 +162,6 @@ def _read(name: str, base: Path | None) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise KeyProblem(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-log = logging.getLogger(__name__)
 
 
 def receipt_keys(config: HitlConfig, config_path: str | None) -> SigningKeys | None:

@@ -36,9 +36,13 @@ class ReceiptsSpec(BaseModel):
     """A PEM file with the Ed25519 private key that signs (``hitl keys new`` writes one)."""
     key_env: str = Field(default=DEFAULT_KEY_ENV, min_length=1, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """The environment variable holding the PEM when no ``key_file`` is named."""
+    next: str | None = Field(default=None, min_length=1)
+    """The PEM file of the key that signs after the next rotation (``hitl keys new`` writes one): published now,
+    never used to sign, so verifiers that cache the published keys know it before its first receipt."""
     previous: list[str] = Field(default_factory=list, max_length=8)
-    """PEM files of keys that signed before (private or public): published during a rotation, never used to sign,
-    so receipts they signed still verify until they expire."""
+    """PEM files of keys that signed before: published during a rotation, never used to sign, so receipts they
+    signed still verify until they expire. Their public halves (``hitl keys public``): a private key here is read
+    for its public half only, and under ``production: true`` stops any other process that can read it."""
     ttl: Seconds = Field(default=300.0, le=86400.0)
     """How long a receipt is good for after it is issued (the ``exp`` claim): 5 minutes unless said."""
     tools: dict[str, ReceiptToolSpec] = Field(default_factory=dict)

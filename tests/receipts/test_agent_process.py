@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from hitl.engine.errors import PolicyError
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
+from tests.api.cli_process import hitl as cli
 from tests.bot.conftest import Harness
 from tests.ports import free_port
 from tests.receipts.conftest import AGENT, AGENT_PROCESS, CONFIG, FIN1, Payments, api, approve
@@ -150,6 +152,42 @@ def test_an_agent_process_that_could_read_the_key_does_not_start_in_production(t
         with_file, store=store, clock=SystemClock(), environ={}, config_path=str(tmp_path / "hitl.yaml")
     )
     assert started.receipts is not None
+
+
+async def test_every_private_key_hitl_serve_publishes_keeps_an_agent_process_from_starting_in_production(
+    tmp_path: Path,
+) -> None:
+    """Not only the key that signs: the next key and a previous key are published, so what their private halves
+    sign verifies too (the documented rotation used to leave the old private key under previous); and the key in
+    the environment counts even when key_file is named. Their public halves (`hitl keys public`) are harmless."""
+    for name in ("old.pem", "next.pem"):
+        code, _, err = await cli("keys", "new", "--out", str(tmp_path / name), env={})
+        assert code == 0, err
+    store: Any = object()  # never reached: the refusal comes first
+
+    def agent(receipts: str, environ: dict[str, str]) -> ApprovalService:  # receipt.pem, which signs, is not there
+        config = parse_config("production: true\n" + CONFIG.replace("  key_file: receipt.pem\n", receipts))
+        path = str(tmp_path / "hitl.yaml")
+        return ApprovalService.from_config(config, store=store, clock=SystemClock(), environ=environ, config_path=path)
+
+    async def only_its_public_half(name: str) -> None:
+        path = tmp_path / name
+        code, _, err = await cli("keys", "public", str(path), "--out", f"{path}.pub", env={})
+        assert code == 0, err
+        os.replace(f"{path}.pub", path)
+
+    rotated = "  key_file: receipt.pem\n  previous: [old.pem]\n"
+    with pytest.raises(PolicyError, match=r"receipts.previous, .*old.pem.*hitl keys public old.pem") as refused:
+        agent(rotated, {})
+    assert refused.value.code is ErrorCode.POLICY_INVALID and "only hitl serve may" in refused.value.message
+    await only_its_public_half("old.pem")
+    with pytest.raises(PolicyError, match="the environment variable HITL_RECEIPT_KEY"):
+        agent(rotated, {"HITL_RECEIPT_KEY": new_key_pem().decode()})
+    rotating = "  key_file: receipt.pem\n  next: next.pem\n  previous: [old.pem]\n"
+    with pytest.raises(PolicyError, match=r"receipts.next, .*next.pem.*hitl keys public next.pem"):
+        agent(rotating, {})
+    await only_its_public_half("next.pem")
+    assert agent(rotating, {}).receipts is not None  # public halves only, and no key in its environment: it starts
 
 
 async def test_calls_that_run_without_a_person_get_receipts_that_say_why(

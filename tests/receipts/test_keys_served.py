@@ -4,6 +4,7 @@ deployment whose key cannot be read does not start."""
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from pathlib import Path
@@ -60,6 +61,33 @@ async def test_serve_publishes_the_current_and_previous_public_keys(tmp_path: Pa
         await stop(h)
     assert [k["kid"] for k in published] == kids
     assert all(set(k) == {"kty", "crv", "x", "kid", "alg", "use"} and k["crv"] == "Ed25519" for k in published)
+
+
+async def test_a_private_key_under_previous_is_published_by_its_public_half_only(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rotation that left the old private key under previous, and the next key, published before it signs: hitl
+    serve starts under production, publishes their public halves only, and says how to put the old key away."""
+    current, upcoming, old = tmp_path / "current.pem", tmp_path / "next.pem", tmp_path / "old.pem"
+    kids = [await _new_key(current), await _new_key(upcoming), await _new_key(old)]
+    config = tmp_path / "hitl.yaml"
+    receipts = RECEIPTS.format(key="current.pem", old="old.pem").replace("  previous:", "  next: next.pem\n  previous:")
+    config.write_text(CONFIG.read_text() + receipts + "production: true\n")
+    with caplog.at_level(logging.WARNING, logger="hitl.receipt_keys"):
+        h = await start(SqliteStore(tmp_path / "s.db"), clock, config=config)
+    try:
+        async with h.http.get(f"{h.bot_url}/.well-known/jwks.json") as r:
+            published = (await r.json())["keys"]
+        keys = h.rt.receipt_keys
+        assert keys is not None and keys.kid == kids[0]  # the next key does not sign yet
+        assert keys.next_key is not None and not any(k.is_private for k in [*keys.previous, keys.next_key])
+    finally:
+        await stop(h)
+    assert [k["kid"] for k in published] == kids
+    assert all(set(k) == {"kty", "crv", "x", "kid", "alg", "use"} for k in published)
+    warned = [r.getMessage() for r in caplog.records if r.name == "hitl.receipt_keys"]
+    assert len(warned) == 1 and "receipts.previous old.pem holds a private key" in warned[0], warned
+    assert "hitl keys public old.pem" in warned[0]
 
 
 async def test_without_receipts_there_are_no_keys_to_publish(tmp_path: Path, clock: FakeClock) -> None:
