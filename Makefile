@@ -53,8 +53,10 @@ pytest: $(STAMP) redis postgres chromium tools node
 
 test: lint typecheck docs pytest
 
+# `make demo PORT=8800` serves the sandbox page on another port (8700 by default).
+PORT ?= 8700
 demo: $(STAMP)
-	$(BIN)/hitl demo
+	$(BIN)/hitl demo --port $(PORT)
 
 bench: $(STAMP) redis postgres
 	$(BIN)/pip install --quiet --group bench

@@ -38,14 +38,6 @@ ARGS = [
 ]
 
 
-@pytest.fixture
-async def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Sandbox]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    sb = await start_sandbox(config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"))
-    yield sb
-    await sb.close()
-
-
 async def refund(sb: Sandbox, amount: int, note: str, order: str = "78291", *, session: str | None = None) -> str:
     r = await sb.rt.lifecycle.start(
         load_workflow(refund_example() / "workflow.yaml"),

@@ -1,0 +1,21 @@
+"""What the sandbox's tests share: the sandbox of the refund example on a SQLite file of the test's own."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hitl.demo.examples import refund_example
+from hitl.demo.launch import Sandbox, start_sandbox
+from hitl.engine.storage.sqlite import SqliteStore
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Sandbox]:
+    """The sandbox (emulated Slack and the bot) serving the refund example."""
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    sb = await start_sandbox(config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"))
+    yield sb
+    await sb.close()
