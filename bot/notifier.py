@@ -21,6 +21,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ from hitl.bot.card_cache import CardCache
 from hitl.bot.escape import label
 from hitl.bot.group_cards import group_card, group_text, money_fields
 from hitl.bot.metrics import Metrics
-from hitl.bot.pacer import POST, urgent
+from hitl.bot.pacer import POST, Pacer, urgent
 from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.display import show
 from hitl.engine.domain.grouping import group_key, in_order
@@ -166,22 +167,32 @@ class SlackNotifier:
 
     async def _post_queued(self, channel: str) -> None:
         queue = self._posts[channel]
-        pacer = getattr(self.client, "pacer", None)
-        while queue:
-            if pacer is not None and self.spec.group:
-                await pacer.ready(POST, pacer.channel_of(channel))  # what queued until Slack takes a post goes on it
-            together = self._take_group(queue)
-            try:
-                if len(together) == 1:
-                    await self.post_card(together[0])
-                else:
-                    await self.post_group(together)
-            except Exception:  # the store or Slack away: the approvals stay uncarded, and the sweep posts them
-                log.exception("could not post the card for %s; the sweep tries again", together[0].id)
-            finally:
-                self._posting.difference_update(a.id for a in together)
+        pacer = self._pacer()
+        with self._working():
+            while queue:
+                if pacer is not None and self.spec.group:
+                    await pacer.ready(POST, pacer.channel_of(channel))  # what queued until Slack takes a post goes on
+                together = self._take_group(queue)
+                try:
+                    if len(together) == 1:
+                        await self.post_card(together[0])
+                    else:
+                        await self.post_group(together)
+                except Exception:  # the store or Slack away: the approvals stay uncarded, and the sweep posts them
+                    log.exception("could not post the card for %s; the sweep tries again", together[0].id)
+                finally:
+                    self._posting.difference_update(a.id for a in together)
         del self._posts[channel]
         self._posters.pop(channel, None)
+
+    def _pacer(self) -> Pacer | None:
+        pacer = getattr(self.client, "pacer", None)  # a client that is not paced (tests of the notifier alone)
+        return pacer if isinstance(pacer, Pacer) else None
+
+    def _working(self) -> AbstractContextManager[None]:
+        """A worker's stretch of call after call: busy for the pacer between its calls (see ``Pacer.settled``)."""
+        pacer = self._pacer()
+        return pacer.working() if pacer is not None else contextlib.nullcontext()
 
     def _take_group(self, queue: deque[Approval]) -> list[Approval]:
         """The next card's approvals: the first queued, and (grouping on) every queued one it groups with."""
@@ -224,13 +235,14 @@ class SlackNotifier:
             self._fyi_worker = asyncio.create_task(self._post_fyis_queued(), name="hitl-fyis")
 
     async def _post_fyis_queued(self) -> None:
-        while self._fyi_again:
-            self._fyi_again = False
-            try:
-                while await self.post_fyis(limit=10):
-                    pass
-            except Exception:  # the store away: the jobs stay queued; the sweep posts them
-                log.exception("could not post the queued FYIs; the sweep tries again")
+        with self._working():
+            while self._fyi_again:
+                self._fyi_again = False
+                try:
+                    while await self.post_fyis(limit=10):
+                        pass
+                except Exception:  # the store away: the jobs stay queued; the sweep posts them
+                    log.exception("could not post the queued FYIs; the sweep tries again")
 
     async def _post_fyi(self, *, tool: str, args: dict[str, Any], reason: str) -> None:
         channel = self.spec.channels.get("notify") or self.spec.channel or self.default_channel
@@ -363,6 +375,8 @@ class SlackNotifier:
         """``call``, the post's claims renewed while it waits (a ``Retry-After`` can outlast a claim's lease: a
         replica taking a claim over then would post the card a second time)."""
         task = asyncio.ensure_future(call)
+        if (pacer := self._pacer()) is not None:
+            pacer.lend(task)  # this worker waits for Slack's pace while its post does
         try:
             while True:
                 done, _ = await asyncio.wait({task}, timeout=self.renew_every)
@@ -590,47 +604,48 @@ class SlackNotifier:
         queue = self.queue_outages
         while True:
             self._wake.clear()
-            drawn: set[MessageRef] = set()  # messages this pass brought up to date (each drawn once per pass)
-            try:
-                jobs = await self.store.jobs.claim(
-                    self.replica, kind=CARD_JOB, limit=50, now=self.clock.now(), lease=self.lease
-                )
-                queue.ok()
-            except EngineError as exc:  # the store is down: keep what we hold, try again shortly
-                queue.failed(exc)
-                jobs = []
-                await asyncio.sleep(self.backoff(0))
-            for job in jobs:
-                approval_id = str(job.payload.get("approval_id", ""))
-                entry = retrying.setdefault(approval_id, _Retry(due=loop.time()))
-                entry.jobs.append(job.id)
-                entry.urgent = entry.urgent or bool(job.payload.get("urgent"))
-            for approval_id, entry in sorted(retrying.items(), key=lambda item: not item[1].urgent):
-                if entry.due > loop.time():
-                    continue
+            with self._working():  # busy for the pacer until this pass is done (not while it waits for more)
+                drawn: set[MessageRef] = set()  # messages this pass brought up to date (each drawn once per pass)
                 try:
-                    # Several changes queued: one update shows the latest. A halt notice goes ahead of any backlog.
-                    with urgent() if entry.urgent else contextlib.nullcontext():
-                        await self._update(approval_id, drawn)
-                except Exception as exc:  # any failure: this card backs off; the others are not held up
-                    log.warning("card update for %s failed (%s); retrying it", approval_id, exc)
-                    entry.due = loop.time() + self.backoff(entry.attempts)
-                    entry.attempts += 1
-                    continue
-                done += entry.jobs
-                del retrying[approval_id]
-                if self._wake.is_set():  # more was queued meanwhile (a halt notice?): take it in before the rest
-                    break
-            if done:
-                try:
-                    await self.store.jobs.ack(*done)
-                    done.clear()
-                except Exception as exc:  # kept, and acknowledged on a later pass; an update shown twice is
-                    queue.failed(exc)  # harmless (each shows the approval as it then stands)
+                    jobs = await self.store.jobs.claim(
+                        self.replica, kind=CARD_JOB, limit=50, now=self.clock.now(), lease=self.lease
+                    )
+                    queue.ok()
+                except EngineError as exc:  # the store is down: keep what we hold, try again shortly
+                    queue.failed(exc)
+                    jobs = []
                     await asyncio.sleep(self.backoff(0))
-                    continue
-            if jobs or self._wake.is_set():
-                continue  # there may be more queued
+                for job in jobs:
+                    approval_id = str(job.payload.get("approval_id", ""))
+                    entry = retrying.setdefault(approval_id, _Retry(due=loop.time()))
+                    entry.jobs.append(job.id)
+                    entry.urgent = entry.urgent or bool(job.payload.get("urgent"))
+                for approval_id, entry in sorted(retrying.items(), key=lambda item: not item[1].urgent):
+                    if entry.due > loop.time():
+                        continue
+                    try:
+                        # Several changes queued: one update shows the latest. A halt notice goes ahead of any backlog.
+                        with urgent() if entry.urgent else contextlib.nullcontext():
+                            await self._update(approval_id, drawn)
+                    except Exception as exc:  # any failure: this card backs off; the others are not held up
+                        log.warning("card update for %s failed (%s); retrying it", approval_id, exc)
+                        entry.due = loop.time() + self.backoff(entry.attempts)
+                        entry.attempts += 1
+                        continue
+                    done += entry.jobs
+                    del retrying[approval_id]
+                    if self._wake.is_set():  # more was queued meanwhile (a halt notice?): take it in before the rest
+                        break
+                if done:
+                    try:
+                        await self.store.jobs.ack(*done)
+                        done.clear()
+                    except Exception as exc:  # kept, and acknowledged on a later pass; an update shown twice is
+                        queue.failed(exc)  # harmless (each shows the approval as it then stands)
+                        await asyncio.sleep(self.backoff(0))
+                        continue
+                if jobs or self._wake.is_set():
+                    continue  # there may be more queued
             if not retrying:
                 self._idle.set()
             # Also poll now and then: a replica that died may have left jobs to take over.

@@ -13,6 +13,9 @@ docs.slack.dev, "Rate limits"), and answers 429 with ``Retry-After`` beyond. The
   before every waiting routine one: it never queues behind a backlog of cards.
 * **One log line per episode**: the first 429 of a hold says what is held and for how long; the calls it holds
   say nothing.
+* **Settled.** The pacer tells when nothing it paces can happen before the clock moves (:attr:`Pacer.settled`): a
+  test moving a fake clock waits for that before each move, so simulated time passes only while the bot waits for
+  it, never while the process waits for a CPU.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import contextvars
 import heapq
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +90,7 @@ class _Bucket:
 class _Lane:
     """Calls waiting for one method (and channel): urgent first, then in arrival order."""
 
+    limits: list[_Bucket]
     waiting: list[tuple[int, int]] = field(default_factory=list)
     moved: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -127,6 +131,11 @@ class Pacer:
         self._lanes: dict[str, _Lane] = {}
         self._seq = itertools.count()
         self._channel_ids: dict[str, str] = {}
+        self._under_way = 0  # calls admitted that Slack has not answered yet
+        self._workers: set[asyncio.Task[Any]] = set()  # tasks inside working()
+        self._parked: dict[asyncio.Task[Any], int] = {}  # task -> its calls (or those lent) inside admit() or ready()
+        self._lent: dict[asyncio.Task[Any], asyncio.Task[Any]] = {}  # a task making a call -> the task it is for
+        self._looking: dict[asyncio.Task[Any], tuple[str, list[_Bucket]]] = {}  # ready()'s: its lane, its limits
 
     def channel_of(self, ref: str | None) -> str | None:
         """The channel ``ref`` names, by its id once Slack has told it (a card is posted to ``#name``, its thread
@@ -148,6 +157,65 @@ class Pacer:
         """Calls waiting for their turn."""
         return sum(len(lane.waiting) for lane in self._lanes.values())
 
+    @property
+    def settled(self) -> bool:
+        """Nothing paced can happen until the clock moves: no call is under way (:meth:`under_way`), every
+        worker (:meth:`working`) waits here, and no waiting call could be made at the clock's present time."""
+        if self._under_way or any(not t.done() and not self._parked.get(t) for t in self._workers):
+            return False
+        now = self.clock.now()
+        waits = [(key, lane.limits) for key, lane in self._lanes.items() if lane.waiting]
+        return all(self._left(key, limits, now) > 0.0 for key, limits in [*waits, *self._looking.values()])
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """The current task makes one call after another (a card poster with a queue): between its calls it counts
+        as busy, so :attr:`settled` waits for it; while it waits here for its turn, it does not."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._workers.add(task)
+        try:
+            yield
+        finally:
+            if task is not None:
+                self._workers.discard(task)
+
+    def lend(self, task: asyncio.Task[Any]) -> None:
+        """``task`` makes a call for the current task, which waits for it: while ``task`` waits here for its turn,
+        so does the current task (a card poster whose post runs beside its claim's renewals)."""
+        owner = asyncio.current_task()
+        if owner is not None and not task.done():
+            self._lent[task] = self._lent.get(owner, owner)
+            task.add_done_callback(lambda done: self._lent.pop(done, None))
+
+    @contextmanager
+    def under_way(self) -> Iterator[None]:
+        """An admitted call, until Slack has answered it (and a 429's hold is recorded)."""
+        self._under_way += 1
+        try:
+            yield
+        finally:
+            self._under_way -= 1
+
+    @contextmanager
+    def _waiting_here(self, looking: tuple[str, list[_Bucket]] | None = None) -> Iterator[None]:
+        """The current task waits in the pacer (for :attr:`settled`: parked, not busy)."""
+        task = asyncio.current_task()
+        if task is None:
+            yield
+            return
+        owner = self._lent.get(task, task)
+        self._parked[owner] = self._parked.get(owner, 0) + 1
+        if looking is not None:
+            self._looking[task] = looking
+        try:
+            yield
+        finally:
+            self._looking.pop(task, None)
+            self._parked[owner] -= 1
+            if not self._parked[owner]:
+                del self._parked[owner]
+
     @staticmethod
     def lane(method: str, channel: str | None) -> str:
         """What a 429 holds: a post's method and channel, or any other method."""
@@ -160,26 +228,12 @@ class Pacer:
         if not limits and method not in PER_MINUTE:
             return
         lane_key = self.lane(method, channel)
-        lane = self._lanes.setdefault(lane_key, _Lane())
+        lane = self._lanes.setdefault(lane_key, _Lane(limits))
         ticket = (0 if (first if first is not None else _URGENT.get()) else 1, next(self._seq))
         heapq.heappush(lane.waiting, ticket)
         try:
-            while True:
-                wait = await self._hold_left(lane_key)
-                if wait <= 0.0 and lane.waiting[0] == ticket:
-                    now = self.clock.now()
-                    wait = max((b.wait(now) for b in limits), default=0.0)
-                    if wait <= 0.0:
-                        for b in limits:
-                            b.tokens -= 1.0
-                        return
-                elif wait <= 0.0:
-                    wait = self.tick  # another call is first in line: look again when it has gone
-                lane.moved.clear()
-                try:
-                    await asyncio.wait_for(lane.moved.wait(), timeout=min(wait, self.tick))
-                except TimeoutError:
-                    pass
+            with self._waiting_here():
+                await self._take_turn(lane, lane_key, ticket, limits)
         finally:
             lane.waiting.remove(ticket)
             heapq.heapify(lane.waiting)
@@ -187,17 +241,37 @@ class Pacer:
             if not lane.waiting:
                 self._lanes.pop(lane_key, None)
 
+    async def _take_turn(self, lane: _Lane, lane_key: str, ticket: tuple[int, int], limits: list[_Bucket]) -> None:
+        """Wait until ``ticket`` is first in ``lane`` and its limits have a token, and take it."""
+        while True:
+            wait = await self._hold_left(lane_key)
+            if wait <= 0.0 and lane.waiting[0] == ticket:
+                now = self.clock.now()
+                wait = max((b.wait(now) for b in limits), default=0.0)
+                if wait <= 0.0:
+                    for b in limits:
+                        b.tokens -= 1.0
+                    return
+            elif wait <= 0.0:
+                wait = self.tick  # another call is first in line: look again when it has gone
+            lane.moved.clear()
+            try:
+                await asyncio.wait_for(lane.moved.wait(), timeout=min(wait, self.tick))
+            except TimeoutError:
+                pass
+
     async def ready(self, method: str, channel: str | None = None) -> None:
         """Wait until a call of ``method`` (into ``channel``) could be made now, taking nothing: a card poster
         waits here, then posts everything that queued meanwhile together (:mod:`hitl.bot.group_cards`)."""
         limits = self._limits(method, channel)
         lane_key = self.lane(method, channel)
-        while True:
-            now = self.clock.now()
-            wait = max([await self._hold_left(lane_key), *(b.wait(now) for b in limits)])
-            if wait <= 0.0:
-                return
-            await asyncio.sleep(min(wait, self.tick))
+        with self._waiting_here((lane_key, limits)):
+            while True:
+                now = self.clock.now()
+                wait = max([await self._hold_left(lane_key), *(b.wait(now) for b in limits)])
+                if wait <= 0.0:
+                    return
+                await asyncio.sleep(min(wait, self.tick))
 
     async def limited_by_slack(self, method: str, channel: str | None, retry_after: float) -> None:
         """Slack answered 429: hold the method (and channel) for every task, and every replica through the store."""
@@ -228,8 +302,13 @@ class Pacer:
                     self._shared = await self.holds.active(now=self.clock.now())
                 except Exception as exc:  # the store is away: the holds this process knows still stand
                     log.debug("could not read the shared holds: %s", exc)
+        return self._left(lane_key, [], self.clock.now())
+
+    def _left(self, lane_key: str, limits: Sequence[_Bucket], now: float) -> float:
+        """Seconds until a call in ``lane_key`` could be made at ``now``, by the holds this process knows (its own
+        and the store's as last read) and ``limits``; 0 or less: now."""
         until = max(self._held.get(lane_key, 0.0), self._shared.get(lane_key, 0.0))
-        return until - self.clock.now()
+        return max([until - now, *(b.wait(now) for b in limits)])
 
     def _limits(self, method: str, channel: str | None) -> list[_Bucket]:
         if method == POST:
@@ -267,17 +346,18 @@ class PacedClient(AsyncWebClient):
         channel = self.pacer.channel_of(str(named) if named else None)
         for attempt in range(1, self.attempts + 1):
             await self.pacer.admit(api_method, channel)
-            try:
-                resp = await super().api_call(api_method, **kwargs)
-                if named and isinstance(resp.get("channel"), str):
-                    self.pacer.learned(str(named), str(resp["channel"]))
-                return resp
-            except SlackApiError as exc:
-                if exc.response.status_code != 429:
-                    raise
-                await self.pacer.limited_by_slack(api_method, channel, _retry_after(exc))
-                if attempt == self.attempts:
-                    raise
+            with self.pacer.under_way():
+                try:
+                    resp = await super().api_call(api_method, **kwargs)
+                    if named and isinstance(resp.get("channel"), str):
+                        self.pacer.learned(str(named), str(resp["channel"]))
+                    return resp
+                except SlackApiError as exc:
+                    if exc.response.status_code != 429:
+                        raise
+                    await self.pacer.limited_by_slack(api_method, channel, _retry_after(exc))
+                    if attempt == self.attempts:
+                        raise
         raise AssertionError("unreachable")  # the loop returns or raises
 
 

@@ -17,7 +17,7 @@ from hitl.testing import FakeClock
 from tests.ports import free_port
 from tests.postgres_server import running_postgres
 from tests.processes import stop_process
-from tests.waiting import eventually_sync
+from tests.waiting import started_sync
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +59,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             return False
 
     try:
-        eventually_sync(pong, what="redis-server to answer PING", timeout=10, interval=0.02)
+        started_sync(pong, what="redis-server to answer PING", interval=0.02)
     except AssertionError:
         stop_process(proc)
         raise

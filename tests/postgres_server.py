@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tests.ports import free_port
 from tests.processes import stop_process
-from tests.waiting import eventually_sync
+from tests.waiting import started_sync
 
 __all__ = ["postgres_binaries", "running_postgres"]
 
@@ -102,7 +102,7 @@ def running_postgres(*, fsync: bool = False) -> Iterator[str]:
                 except OSError:
                     return False
 
-            eventually_sync(answers, what="postgres to accept connections", timeout=30, interval=0.05)
+            started_sync(answers, what="postgres to accept connections")
             yield f"postgresql://hitl@127.0.0.1:{port}/postgres"
         finally:
             stop_process(proc, sig=2)  # SIGINT: PostgreSQL's fast shutdown

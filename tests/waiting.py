@@ -2,7 +2,8 @@
 
 A test never sleeps a fixed time hoping the work is done, and never sleeps to wait for an expiry (it moves a
 ``FakeClock``). It waits for what it can observe, up to a generous deadline, and fails saying what it waited for
-and what it saw last.
+and what it saw last. A process the test started gets one budget to be ready (:func:`started`), wherever it is
+waited for.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
 
-__all__ = ["accepts", "eventually", "eventually_sync"]
+__all__ = ["STARTING", "accepts", "eventually", "eventually_sync", "started", "started_sync"]
 
 T = TypeVar("T")
+
+STARTING = 90.0
+"""Seconds a process a test started gets to be ready (to answer its health check, listen, print its address). Its
+imports alone take a few seconds of CPU; beside other processes on two busy cores (load 6-10) a `hitl serve` took
+more than 20. The waits after it is ready keep :func:`eventually`'s own."""
 
 
 @overload
@@ -56,6 +62,24 @@ def eventually_sync(check: Callable[[], T | None], *, what: str, timeout: float 
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:g} s for {what}; last saw {value!r}")
         time.sleep(interval)
+
+
+@overload
+async def started(check: Callable[[], Awaitable[T | None]], *, what: str, interval: float = ...) -> T: ...
+
+
+@overload
+async def started(check: Callable[[], T | None], *, what: str, interval: float = ...) -> T: ...
+
+
+async def started(check: Callable[[], Any], *, what: str, interval: float = 0.05) -> Any:
+    """:func:`eventually` for a process the test started to be ready, within :data:`STARTING`."""
+    return await eventually(check, what=what, timeout=STARTING, interval=interval)
+
+
+def started_sync(check: Callable[[], T | None], *, what: str, interval: float = 0.05) -> T:
+    """:func:`started` for a test or fixture that is not a coroutine."""
+    return eventually_sync(check, what=what, timeout=STARTING, interval=interval)
 
 
 def accepts(port: int) -> bool:

@@ -30,7 +30,7 @@ from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.ports import free_port
 from tests.processes import stop_process
-from tests.waiting import eventually
+from tests.waiting import started
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "refund" / "hitl.yaml"
@@ -76,7 +76,7 @@ async def wait_healthy(port: int, proc: subprocess.Popen[bytes] | None = None) -
                 raise AssertionError(f"port {port} is served by another process than hitl serve {proc.pid}: {body}")
             return True
 
-        await eventually(healthy, what=f"hitl serve on port {port} to answer /healthz", interval=0.025)
+        await started(healthy, what=f"hitl serve on port {port} to answer /healthz", interval=0.025)
 
 
 def _replica_pid(body: Any) -> int:

@@ -50,8 +50,10 @@ async def test_killed_mid_backlog_every_card_is_posted_once(tmp_path: Path, requ
         return [m.text.split("(")[-1].rstrip(")") for m in state.messages if not m.thread_ts and not m.ephemeral_to]
 
     try:
-        first = spawn_serve(env, tmp_path, free_port(), log="first.log")
+        port = free_port()
+        first = spawn_serve(env, tmp_path, port, log="first.log")
         try:
+            await wait_healthy(port, first)
             await eventually(lambda: len(carded()) >= 4, what="the first cards, at Slack's pace", timeout=30)
             first.send_signal(signal.SIGKILL)  # in the middle of the backlog: the rest wait one a second
             await asyncio.to_thread(first.wait, 20)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
 from typing import cast
 
@@ -93,10 +92,8 @@ async def test_a_stopping_replica_waits_for_slack_follow_ups_only_so_long(
         await stuck.wait()
 
     harness.rt.bot.ctx.later(follow_up())
-    t0 = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="hitl.bot.app"):
-        await harness.rt.bot.close(drain=0.2)
-    assert time.monotonic() - t0 < 5
+        await harness.rt.bot.close(drain=0.2)  # it returns although the follow-up never will
     assert "1 Slack follow-up(s) unfinished after 0.2 s" in caplog.text
     assert harness.rt.bot.side.http.closed  # closed despite the follow-up
     stuck.set()  # let it end, so the harness stops as usual

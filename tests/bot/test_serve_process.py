@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -119,12 +118,12 @@ def test_serve_refuses_to_start_without_a_signing_secret(tmp_path: Path) -> None
 async def test_an_approval_another_process_creates_is_carded_without_waiting_for_a_sweep(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """The sweep runs once a minute here, so only the store's announcement can card the approval an agent process
-    creates after `hitl serve` started."""
+    """The sweep runs once a day here, so only the store's announcement can card the approval an agent process
+    creates after `hitl serve` started (within the wait's budget, whatever the machine's load)."""
     url = fresh_store_url(backend, request, tmp_path, tag="new")
     state = workspace()
     emulator = await start_emulator(state)
-    env = serve_env(state, emulator, store=url, config=CONFIG, SWEEP_INTERVAL="60")
+    env = serve_env(state, emulator, store=url, config=CONFIG, SWEEP_INTERVAL="86400")
     try:
         async with serve_process(env, tmp_path):
             await asyncio.sleep(0.3)  # past the sweep `hitl serve` makes as it starts
@@ -137,18 +136,15 @@ async def test_an_approval_another_process_creates_is_carded_without_waiting_for
                     )
                 )
                 assert asked.approval is not None
-                made = time.monotonic()
                 shown = asked.approval.id
                 await eventually(
                     lambda: any(shown in m.text for m in state.messages if not m.thread_ts),
                     what="the card",
                     interval=0.005,
                 )
-                took = time.monotonic() - made
             finally:
                 await store.close()
             assert any(asked.approval.id in m.text for m in state.messages), (tmp_path / "serve.log").read_text()
-            assert took < 5, took  # a minute-long sweep could not have done it
     finally:
         await emulator.close()
 

@@ -16,7 +16,7 @@ import aiohttp
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.waiting import eventually
+from tests.waiting import started
 
 
 @asynccontextmanager
@@ -49,7 +49,7 @@ async def test_workers_share_the_port_and_stop_together(tmp_path: Path) -> None:
                         replicas.add((await resp.json())["replica"])
                 return len(replicas) == 2
 
-            await eventually(both_answered, what="both workers to answer", interval=0.01)
+            await started(both_answered, what="both workers to answer", interval=0.01)
         supervisor.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(supervisor.wait, 30) == 0
         refused = 0

@@ -17,7 +17,7 @@ from typing import Any
 
 from tests.cli.conftest import ROOT
 from tests.processes import stop_process
-from tests.waiting import eventually_sync
+from tests.waiting import eventually_sync, started_sync
 
 
 def _env() -> dict[str, str]:
@@ -96,7 +96,7 @@ def interactive_demo(tmp_path: Path, *extra: str) -> Iterator[str]:
             m = re.search(r"(http://127\.0\.0\.1:\d+)/", (tmp_path / "demo.log").read_text())
             return m.group(1) if m else None
 
-        url = eventually_sync(printed, what="the demo's URL", timeout=30)
+        url = started_sync(printed, what="the demo's URL")
         assert url, (tmp_path / "demo.log").read_text()
         yield url
     finally:

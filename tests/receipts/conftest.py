@@ -21,7 +21,7 @@ from tests.bot.conftest import ROOT, Harness, start, stop
 from tests.bot.payments import PAY_SCHEMA
 from tests.ports import free_port
 from tests.processes import stop_process
-from tests.waiting import eventually
+from tests.waiting import started
 
 AGENT, FIN1, SERVICE = "tok-agent-pay", "tok-fin1-pay", "tok-payments-service"
 AGENT_PROCESS = "tok-agent-process"
@@ -120,7 +120,7 @@ async def payments(hitl: Harness, tmp_path: Path) -> AsyncIterator[Payments]:
                 except aiohttp.ClientError:
                     return False
 
-            await eventually(up, what="the payment service to answer", timeout=30)
+            await started(up, what="the payment service to answer")
         yield Payments(url, ledger)
     finally:
         stop_process(proc)

@@ -104,13 +104,12 @@ async def test_a_waiter_wakes_within_polls_on_a_change_another_process_made(tmp_
     store = SqliteStore(db)
     clock = FakeClock()
     a, _ = await store.approvals.create(make_approval(now=clock.now()))
-    waiter = asyncio.create_task(store.approvals.wait_changed(a.id, after_version=a.version, timeout=60))
+    # A day's timeout: a waiter that returns within the test was woken by its poll, not by the timeout.
+    waiter = asyncio.create_task(store.approvals.wait_changed(a.id, after_version=a.version, timeout=86400))
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", _DECIDE, str(db), a.id)
     assert await proc.wait() == 0
-    decided_at = time.monotonic()
     got = await asyncio.wait_for(waiter, timeout=30)
     assert got.status is Status.APPROVED
-    assert time.monotonic() - decided_at < 1.0  # a bounded poll, not a timeout's worth
     await store.close()
 
 
