@@ -7,7 +7,8 @@ tokens of two identities, and reviewers' Trust pressed as signed Slack clicks.
   the same action again makes an approval of its own.
 - A Trust on a practice approval grants nothing; its id, session and call id are drawn, not derived from the real
   approval's, and an agent's token neither lists nor reads it; to the people who decide, it has its real approval's
-  form everywhere (its session and call id included).
+  form everywhere (its session and call id included), and its times tell the same story: it is created, carded
+  and announced to webhooks at one moment, a while after its real approval.
 """
 
 from __future__ import annotations
