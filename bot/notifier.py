@@ -40,7 +40,7 @@ from hitl.engine.domain.display import show
 from hitl.engine.domain.grouping import group_key, in_order
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.practice import POST_AFTER, is_practice
+from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry, Claim, MessageRef
 from hitl.engine.domain.tally import Outcome, counts_for
@@ -278,8 +278,7 @@ class SlackNotifier:
 
     # -- posting -----------------------------------------------------------------------------------------------
     async def post_card(self, approval: Approval) -> MessageRef | None:
-        """Post the card unless it was posted (or is being posted) already, or it is a practice approval whose
-        moment has not come (the sweep posts it then). Returns where it is."""
+        """Post the card unless it was posted (or is being posted) already. Returns where it is."""
         held = await self._claim_card(approval)
         if isinstance(held, Claim):
             return await self._publish([(approval, held)])
@@ -300,9 +299,6 @@ class SlackNotifier:
 
     async def _claim_card(self, approval: Approval) -> Claim | MessageRef | None:
         """The claim to post ``approval``'s card, or where its card already is (None: not now, or elsewhere)."""
-        due = approval.metadata.get(POST_AFTER) if is_practice(approval) else None
-        if isinstance(due, int | float) and self.clock.now() < due:
-            return None
         if self.channel_for(approval) is None:
             log.warning("no approval channel configured; %s is only visible through /hitl pending", approval.id)
             return None

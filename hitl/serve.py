@@ -28,6 +28,7 @@ from hitl.engine.runtime.alerts import AlertWatch
 from hitl.engine.runtime.background import Background
 from hitl.engine.runtime.compose import config_path_for
 from hitl.engine.runtime.lifecycle import RunLifecycle
+from hitl.engine.runtime.practice import TwinPlanting
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
@@ -60,6 +61,8 @@ class Server:
     bot: BotRuntime
     background: Background
     webhooks: WebhookDelivery
+    twins: TwinPlanting
+    """Plants each practice twin when its moment has come (one of the background loop's sweepers)."""
     config_path: str | None = None
     """The hitl.yaml the API re-reads (tokens, webhooks, workflows)."""
     receipt_keys: SigningKeys | None = None
@@ -153,6 +156,7 @@ async def build_server(
     outbox = runtime.contexts.default.service.events
     webhooks = WebhookDelivery(store, clock, consumer=replica, outbox=outbox if isinstance(outbox, Outbox) else None)
     notifier = side.notifier
+    twins = TwinPlanting(runtime.contexts.default.service, consumer=replica)
 
     async def post_alert(text: str) -> None:
         await notifier.post_alert(text, channel=config.alerts.channel)
@@ -162,6 +166,7 @@ async def build_server(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
         sweepers=[
+            twins,  # first: a twin planted now is carded and its events delivered this same round
             side.notifier,
             webhooks,
             side.metrics,
@@ -179,6 +184,7 @@ async def build_server(
         bot=bot,
         background=background,
         webhooks=webhooks,
+        twins=twins,
         config_path=config_path_for(settings.hitl_config),
         receipt_keys=keys,
     )

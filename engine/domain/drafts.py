@@ -16,7 +16,7 @@ from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.ids import alike, approval_id
 from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.policy import Policy, Verdict
-from hitl.engine.domain.practice import POST_AFTER, PracticeSpec, defect_for, post_after
+from hitl.engine.domain.practice import PracticeSpec, defect_for, planted
 from hitl.engine.domain.redaction import Redactor, bounded
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.spot_checks import SPOT, SPOT_CHECK
@@ -169,8 +169,9 @@ class ApprovalDrafts:
     def twin(self, real: Approval, spec: PracticeSpec, *, now: float) -> Approval:
         """A practice twin of ``real``: the same tool, reviewers and wording, its arguments with one planted defect,
         in a session of its own (in the form of the real one's, as its call id is); no run owns it and nothing
-        executes it. Raises :class:`InvalidInput` when the planted arguments do not fit the schema (nothing
-        unchecked enters)."""
+        executes it; created at ``now`` (:func:`~hitl.engine.domain.practice.planted` moves it to the moment it is
+        stored). Raises :class:`InvalidInput` when the planted arguments do not fit the schema (nothing unchecked
+        enters)."""
         defect = defect_for(spec, real.tool, real.id)
         args = merge_patch(real.args, defect.set)
         if real.args_schema is not None:
@@ -179,7 +180,7 @@ class ApprovalDrafts:
         # has the form of any approval's; the session and the call id are drawn in the form of the real one's (a
         # session hitl made up beside an agent's own would tell the twin apart).
         key = secrets.token_hex(16)
-        return real.model_copy(
+        drawn = real.model_copy(
             update={
                 "id": approval_id(key),
                 "session_id": alike(real.session_id),
@@ -187,8 +188,6 @@ class ApprovalDrafts:
                 "args": args,
                 "action_hash": action_hash(real.tool, args),
                 "summary": self.summary(real.tool, args),
-                "created_at": now,
-                "expires_at": now + (real.expires_at - real.created_at),
                 "version": 1,
                 "kind": ApprovalKind.PRACTICE,
                 "status": Status.PENDING,
@@ -201,13 +200,13 @@ class ApprovalDrafts:
                     # A call id like the real one's (an agent-proposed approval shows one), never the same one.
                     **({"call_id": alike(str(real.metadata["call_id"]))} if "call_id" in real.metadata else {}),
                     "of": real.id,
-                    POST_AFTER: post_after(spec, now),
                     "defect": defect.name,
                     "says": defect.says,
                     "modifiable": real.modifiable,
                 },
             }
         )
+        return planted(drawn, now)  # created at ``now``: its expiry and hand-on after the real one's timeouts
 
 
 def _hand_on(verdict: Verdict, now: float, timeout: float) -> dict[str, Any]:

@@ -19,13 +19,13 @@ from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Stat
 from hitl.engine.domain.sampling import draw, rate_for, sampled
 
 __all__ = [
-    "POST_AFTER",
     "PRACTICE",
     "Defect",
     "PracticeSpec",
     "caught",
     "defect_for",
     "is_practice",
+    "planted",
     "post_after",
     "practice_note",
     "picked_for_practice",
@@ -52,14 +52,14 @@ def _delay(value: object) -> float:
 
 class PracticeSpec(BaseModel):
     """``oversight.practice``: how often a real approval of a tool gets a practice twin (by tool, else by tier, else
-    ``rate``), the defects declared per tool (a tool without defects never gets a twin), and how long a twin's card
-    may wait before it is posted."""
+    ``rate``), the defects declared per tool (a tool without defects never gets a twin), and how long a twin may wait
+    before it is created and posted."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     delay: Annotated[float, BeforeValidator(_delay)] = 300.0
-    """The longest a twin's card waits before it is posted (a random share of it, each time), so it never arrives
-    right beside its real approval's card; 0 posts it at once."""
+    """The longest a twin waits before it is created and its card posted (a random share of it, each time), so it
+    never arrives right beside its real approval's card; 0 creates it at once."""
     rate: float = Field(default=0.0, ge=0.0, le=1.0)
     tools: dict[str, float] = Field(default_factory=dict)
     tiers: dict[str, float] = Field(default_factory=dict)
@@ -83,14 +83,21 @@ def defect_for(spec: PracticeSpec, tool: str, approval_id: str) -> Defect:
     return choices[int(draw(f"defect:{approval_id}") * len(choices)) % len(choices)]
 
 
-POST_AFTER = "post_after"
-"""A practice approval's metadata: when its card may be posted (epoch seconds)."""
-
-
 def post_after(spec: PracticeSpec, now: float) -> float:
-    """When a twin made at ``now`` may be posted: a random instant within ``spec.delay`` (not derived from anything
-    a caller knows, so the gap between a real card and its twin's tells nothing)."""
+    """When a twin drawn at ``now`` is created and posted: a random instant within ``spec.delay`` (not derived from
+    anything a caller knows, so the gap between a real card and its twin's tells nothing)."""
     return now + secrets.SystemRandom().uniform(0.0, spec.delay) if spec.delay > 0 else now
+
+
+def planted(twin: Approval, now: float) -> Approval:
+    """``twin`` as created at ``now``: every time it carries moved by the same amount, so it tells the story a
+    real approval created then would (created now, expiring and handed on after its real one's timeouts).
+    Its card, its ``approval.created`` event and every view then agree with one another."""
+    shift = now - twin.created_at
+    moved: dict[str, float] = {"created_at": now, "expires_at": twin.expires_at + shift}
+    if twin.hand_on_at is not None:
+        moved["hand_on_at"] = twin.hand_on_at + shift
+    return twin.model_copy(update=moved)
 
 
 def is_practice(a: Approval) -> bool:

@@ -1,22 +1,42 @@
 """Practice twins (``oversight.practice``): a sample of real approvals gets a copy with one planted defect, to
-measure whether reviewers catch it. A twin grants nothing and nothing executes it."""
+measure whether reviewers catch it. A twin grants nothing and nothing executes it.
+
+A twin is drawn when its real approval is proposed but created only at its moment, a random while later
+(:func:`~hitl.engine.domain.practice.post_after`): until then it is a durable :data:`TWIN_JOB` in the store's job
+queue, and nothing shows it. At its moment ``hitl serve`` (:class:`~hitl.engine.runtime.practice.TwinPlanting`)
+stores it as created then and announces it, so its card, its ``approval.created`` event and its times tell the
+story any approval created at that moment tells. A twin is planted whole or not at all: its id is drawn with it,
+so a planting repeated after a crash finds the one already stored.
+"""
 
 from __future__ import annotations
 
 import logging
 
-from hitl.engine.domain.practice import is_practice, picked_for_practice
+from hitl.engine.domain.models import Approval
+from hitl.engine.domain.practice import is_practice, picked_for_practice, planted, post_after
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
 from hitl.engine.facts import Fact, Proposed, Service
 
-__all__ = ["PracticeTwins"]
+__all__ = ["TWIN_JOB", "PracticeTwins", "plant"]
 
 log = logging.getLogger(__name__)
 
+TWIN_JOB = "practice_twin"
+"""A twin waiting for its moment (payload ``{"twin": <the drawn approval>, "at": <epoch seconds>}``)."""
+
+
+async def plant(service: Service, twin: Approval) -> None:
+    """Store ``twin`` as created now and announce it (once: planting it again finds the one stored)."""
+    stored, created = await service.store.approvals.create(planted(twin, service.clock.now()))
+    if created:
+        await service.publish(Proposed(stored))
+
 
 class PracticeTwins:
-    """Plants a twin of each sampled new approval (never of a spot check or of a twin)."""
+    """Draws a twin of each sampled new approval (never of a spot check or of a twin) and plants it at its moment:
+    at once without a ``delay``, else through the job queue."""
 
     observes = (Proposed,)
 
@@ -28,11 +48,14 @@ class PracticeTwins:
             return
         if not picked_for_practice(real.id, service.practice.rate_for(real.tool, str(real.tier))):
             return
+        now = service.clock.now()
         try:
-            twin = service.drafts.twin(real, service.practice, now=service.clock.now())
+            twin = service.drafts.twin(real, service.practice, now=now)
         except InvalidInput as exc:  # arguments the schema refuses are not planted (nothing unchecked enters)
             log.warning("a practice defect for %s does not fit its schema; not planted: %s", real.tool, exc)
             return
-        stored, created = await service.store.approvals.create(twin)
-        if created:
-            await service.publish(Proposed(stored))
+        moment = post_after(service.practice, now)
+        if moment <= now:
+            await plant(service, twin)
+            return
+        await service.store.jobs.enqueue(TWIN_JOB, {"twin": twin.model_dump(mode="json"), "at": moment}, now=now)

@@ -7,7 +7,8 @@ tokens of two identities, and reviewers' Trust pressed as signed Slack clicks.
   the same action again makes an approval of its own.
 - A Trust on a practice approval grants nothing; its id, session and call id are drawn, not derived from the real
   approval's, and an agent's token neither lists nor reads it; to the people who decide, it has its real approval's
-  form everywhere (its session and call id included).
+  form everywhere (its session and call id included), and its times tell the same story: it is created, carded
+  and announced to webhooks at one moment, a while after its real approval.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from hitl.api.models import iso
 from hitl.bot.controls import ACTION_TRUST
 from hitl.engine.domain.ids import approval_id
 from hitl.testing import FakeClock
@@ -168,3 +170,47 @@ async def test_a_twin_and_its_real_approval_look_alike_on_every_surface(
         by_approval = {i: [e for e in events if e["data"]["approval"]["id"] == i] for i in (real, twin["id"])}
         assert [e["type"] for e in by_approval[real]] == ["approval.created", "approval.decided"]
         assert [form(e) for e in by_approval[real]] == [form(e) for e in by_approval[twin["id"]]]
+
+
+def _expires_in(card: Any) -> str:
+    """The card's expiry as its reviewer reads it when it arrives ("in 4 h"), its date aside."""
+    fields = [f["text"] for b in card.blocks for f in b.get("fields", []) if "*Expires*" in f["text"]]
+    [shown] = [m.group(1) for f in fields if (m := re.search(r"\|[^>]*>\s*\(([^)]*)\)", f))]
+    return shown
+
+
+async def test_a_twin_is_created_when_its_card_comes_and_its_times_and_webhook_say_so(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A twin's card comes a random while (up to ``delay``) after its real one's, and the twin is created then, not
+    before: until that moment nothing lists it and no webhook tells of it; from then its ``created_at`` is that
+    moment and its expiry its real one's timeout after it, on the card, in the API and in its webhook, and its
+    ``approval.created`` event goes out then. Each card arrives when its approval is created, so to a reviewer
+    (and to a webhook consumer) the twin's timing tells the story its real approval's does."""
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
+    later = PRACTICE.replace("delay: 0", "delay: 10m")
+    async with sqlite_api(tmp_path, clock, extra=later, hooks=True) as api:
+        asked_at = clock.now()
+        status, asked = await api.call("POST", "/proposals", as_="agent", json=_proposal("chat-42", "call-0"))
+        real = asked["approval"]["id"]
+        await api.h.rt.background.tick()  # hitl serve's round: cards, webhooks, twins whose moment came
+        await api.h.settle()
+        assert (await api.call("GET", "/practice", as_="admin"))[1]["items"] == []  # nothing of it yet
+        assert [m.ts for m in api.h.cards()] == [api.h.card_for(real).ts]
+        assert [e["data"]["approval"]["id"] for e in api.hooks.events()] == [real]
+
+        clock.advance(600)  # the longest a twin waits: its moment has come
+        planted_at = clock.now()
+        await api.h.rt.background.tick()
+        await api.h.settle()
+        await api.h.rt.webhooks.sweep()
+        [twin] = (await api.call("GET", "/practice", as_="admin"))[1]["items"]
+        views = {i: (await api.call("GET", f"/approvals/{i}", as_="sup1"))[1] for i in (real, twin["id"])}
+        assert (views[real]["created_at"], views[twin["id"]]["created_at"]) == (iso(asked_at), iso(planted_at))
+        assert views[twin["id"]]["expires_at"] == iso(planted_at + 4 * 3600)  # refund's 4 h, from its creation
+        assert _expires_in(api.h.card_for(twin["id"])) == _expires_in(api.h.card_for(real)) == "in 4 h"
+        created = {e["data"]["approval"]["id"]: e for e in api.hooks.events() if e["type"] == "approval.created"}
+        assert (created[real]["at"], created[twin["id"]]["at"]) == (asked_at, planted_at)
+        for i, event in created.items():
+            assert event["data"]["approval"]["expires_at"] - event["at"] == 4 * 3600, i

@@ -22,11 +22,11 @@ from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError, NotFound
 from hitl.engine.runtime.compose import compose
-from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.storage import open_store
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from hitl.testing import FakeClock
-from tests.backends import BACKENDS
-from tests.bot.conftest import CONFIG, Harness, harness_on, start, stop
+from tests.backends import BACKENDS, fresh_store_url
+from tests.bot.conftest import CONFIG, Harness, harness_on, start, stop, workspace
 
 
 @pytest.fixture(params=BACKENDS)
@@ -106,30 +106,43 @@ async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_dec
     assert row.catch_rate == 0.5 and not row.counts.get("approved")  # practice counts in no other measure
 
 
-async def test_a_twins_card_comes_a_random_while_after_its_real_ones(
-    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_twin_waits_for_its_moment_unseen_and_the_serve_running_then_creates_it(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Posted right beside its real card, a twin would be easy to tell apart: its card waits a random share of
-    ``oversight.practice.delay``, and the sweep posts it once that moment has come (the time comes from the clock)."""
+    """Posted right beside its real card, a twin would be easy to tell apart: it waits a random share of
+    ``oversight.practice.delay``, durably and unseen (nothing lists it, nothing posts it), and a restart of `hitl
+    serve` meanwhile loses nothing: the server running when its moment has come creates it then (created at that
+    moment, expiring its real one's timeout after it) and posts its card, once."""
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    config = tmp_path / "later.yaml"  # the store does not matter here: SQLite
+    config = tmp_path / "later.yaml"
     config.write_text(CONFIG.read_text() + PRACTICE_CONFIG.replace("delay: 0", "delay: 10m"))
-    h = await start(SqliteStore(tmp_path / "later.db"), clock, config=config)
+    url, state = fresh_store_url(backend, request, tmp_path, tag="later"), workspace()
+    h = await start(open_store(url), clock, config=config, state=state, replica="before")
+    h.rt.twins.lease = 0.0  # a twin not yet due is looked at again on the next round (Redis: its server's clock)
     try:
-        real, twin = await real_and_twin(h, 120, "s-later")
-        due = twin.metadata["post_after"]
-        assert twin.created_at <= due <= twin.created_at + 600
-        early = due - clock.now() - 0.001
-        if early > 0:  # (a draw of no delay at all leaves nothing to wait for)
-            assert h.card_for(real.id) and not [m for m in h.cards() if twin.id in m.text]  # not yet
-            clock.advance(early)
-            await h.rt.ctx.notifier.sweep()
-            await h.settle()
-            assert not [m for m in h.cards() if twin.id in m.text]  # a moment early: still not
-        clock.advance(0.002)
-        await h.rt.ctx.notifier.sweep()
+        args = {"order_id": "78291", "customer_id": "C-1042", "amount": 120, "reason": "damaged"}
+        p = await h.svc.propose(ProposeRequest("refund", args, session_id="s-later"))
+        real = p.approval
+        assert real is not None
+        await h.rt.background.tick()  # its moment has not come: the round leaves it waiting
         await h.settle()
-        assert h.card_for(twin.id)  # its moment came: posted like any other card
+        assert [a.id for a in (await h.rt.store.approvals.list_pending(limit=200)).items] == [real.id]
+        assert [m.ts for m in h.cards()] == [h.card_for(real.id).ts]
+    finally:
+        await stop(h)
+
+    clock.advance(600)  # the longest a twin waits
+    h = await start(open_store(url), clock, config=config, state=state, replica="after")
+    h.rt.twins.lease = 0.0
+    try:
+        for _ in range(2):  # planted by the first round, and only once
+            await h.rt.background.tick()
+            await h.settle()
+        [twin] = [a for a in (await h.rt.store.approvals.list_pending(limit=200)).items if a.id != real.id]
+        assert twin.metadata["of"] == real.id and twin.args["amount"] == 9999
+        assert twin.created_at == clock.now() and twin.expires_at - twin.created_at == real.expires_at - real.created_at
+        assert h.card_for(twin.id) and len(h.cards()) == 2  # posted like any other card, the real one not again
     finally:
         await stop(h)
 
