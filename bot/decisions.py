@@ -29,8 +29,8 @@ _MARGIN = 0.5
 """Seconds past the store's deadline that a surface still waits for the store's answer (a step that began in time
 finishes in this margin) before it tells the person nothing was recorded."""
 _REREAD = 0.25
-"""Seconds a decision the store did not record in time may spend reading its approval again, to tell the person who
-decided it instead: what Slack's 3 s leave after the budget (2 s) and its margin."""
+"""Seconds past the margin that a decision the store did not record in time may still spend reading its approval
+again, to tell the person who decided it instead: what Slack's 3 s leave after the budget (2 s) and the margin."""
 _UNRECORDED = (ErrorCode.TOO_LATE, ErrorCode.STORE_ERROR)
 """The refusals that say only that the store did not record the decision in time, not why it could not be."""
 
@@ -127,8 +127,15 @@ async def decide(
 
     work = asyncio.ensure_future(record())
     first: set[asyncio.Future[Any]] = {work, window.recorded}
-    await asyncio.wait(first, timeout=ctx.answer_budget + _MARGIN, return_when="FIRST_COMPLETED")
+    await asyncio.wait(first, timeout=ctx.answer_budget, return_when="FIRST_COMPLETED")
+    again: asyncio.Future[Approval | None] | None = None
+    if not (work.done() or window.recorded.done()):
+        # Past its window the store refuses this step: meanwhile read who decided (mostly a race was lost), so the
+        # person hears that rather than "not recorded", and the read has the margin's time too.
+        again = asyncio.ensure_future(_current(ctx, approval_id, within=_MARGIN + _REREAD))
+        await asyncio.wait(first, timeout=_MARGIN, return_when="FIRST_COMPLETED")
     if window.recorded.done():
+        _drop(again)
         ctx.later(work)  # the rest (trust grant, metrics, the resume job) goes on after Slack has its answer
         ctx.metrics.decided(window.recorded.result(), kind, ctx.clock.now())
         return window.recorded.result(), None
@@ -137,11 +144,15 @@ async def decide(
             "the store did not record a decision on %s within %.1f s; told the reviewer", approval_id, ctx.answer_budget
         )
         ctx.later(_too_late(work, window, late))
-        return None, await _unrecorded(ctx, approval_id, user_id)
+        return None, await _unrecorded(ctx, approval_id, user_id, again)
     try:
         work.result()
     except EngineError as exc:
-        return None, await _refused(ctx, exc, approval_id, user_id)
+        if exc.code in _UNRECORDED:
+            ctx.metrics.refusals.labels(code=str(exc.code)).inc()
+            return None, await _unrecorded(ctx, approval_id, user_id, again)
+        _drop(again)
+        return None, await _refused(ctx, exc, approval_id)
     raise AssertionError("a recorded decision marks its window")  # pragma: no cover - service invariant
 
 
@@ -160,26 +171,33 @@ async def _too_late(
             await late(window.recorded.result())
 
 
-async def _refused(ctx: BotContext, exc: EngineError, approval_id: str, user_id: str) -> str:
+async def _refused(ctx: BotContext, exc: EngineError, approval_id: str) -> str:
     if exc.code is not ErrorCode.NOT_FOUND:
         ctx.metrics.refusals.labels(code=str(exc.code)).inc()
-    if exc.code in _UNRECORDED:
-        return await _unrecorded(ctx, approval_id, user_id)
     current = await _current(ctx, approval_id, within=_MARGIN) if exc.code is not ErrorCode.NOT_FOUND else None
     return refusal_text(exc, current)
 
 
-async def _unrecorded(ctx: BotContext, approval_id: str, user_id: str) -> str:
+async def _unrecorded(
+    ctx: BotContext, approval_id: str, user_id: str, again: asyncio.Future[Approval | None] | None
+) -> str:
     """What a person whose decision the store did not record in time is told. Mostly they lost a race to someone
-    whose step held the store up (two replicas on PostgreSQL, under load): the approval is read again, and when
-    someone else decided it they hear who and what, as an ``already_decided`` refusal says. Otherwise (still open,
-    unreadable, or closed by a decision of theirs that may yet be confirmed by a correction) nothing was recorded:
-    a vote refused as too late is never shown as counted, whatever the approval shows now."""
-    current = await _current(ctx, approval_id, within=_REREAD)
+    whose step held the store up (two replicas on PostgreSQL, under load): the approval is read again (``again``,
+    begun when the window closed; else now), and when someone else decided it they hear who and what, as an
+    ``already_decided`` refusal says. Otherwise (still open, unreadable, or closed by a decision of theirs that a
+    correction may yet confirm) nothing was recorded: a vote refused as too late is never shown as counted,
+    whatever the approval shows now."""
+    current = await (again if again is not None else _current(ctx, approval_id, within=_REREAD))
     closed = closed_refusal(current, user_id) if current is not None else None
     if closed is None or closed.context.get("winner") == user_id:
         return NOT_RECORDED
     return refusal_text(closed, current)
+
+
+def _drop(read: asyncio.Future[Approval | None] | None) -> None:
+    """A read begun for an answer that no longer needs it."""
+    if read is not None:
+        read.cancel()
 
 
 async def _current(ctx: BotContext, approval_id: str, *, within: float) -> Approval | None:
