@@ -11,6 +11,7 @@ from typing import Any
 from hitl.bot.blocks import who
 from hitl.bot.context import BotContext
 from hitl.bot.escape import label
+from hitl.engine.domain.decide import closed_refusal
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.requests import DecideRequest
@@ -27,6 +28,11 @@ NOT_RECORDED = (
 _MARGIN = 0.5
 """Seconds past the store's deadline that a surface still waits for the store's answer (a step that began in time
 finishes in this margin) before it tells the person nothing was recorded."""
+_REREAD = 0.25
+"""Seconds past the margin that a decision the store did not record in time may still spend reading its approval
+again, to tell the person who decided it instead: what Slack's 3 s leave after the budget (2 s) and the margin."""
+_UNRECORDED = (ErrorCode.TOO_LATE, ErrorCode.STORE_ERROR)
+"""The refusals that say only that the store did not record the decision in time, not why it could not be."""
 
 
 def refusal_text(exc: EngineError, approval: Approval | None) -> str:
@@ -91,11 +97,11 @@ async def decide(
     A click carries the version and action hash it was shown: the decision binds to them in the store's one
     atomic step. It carries the digest of the view the card drew too (``view``): the view is checked to be the
     approval's current one and kept in the decision's audit entry. A command (``/hitl approve <id>``) binds to the
-    current version and shows no view (its entry says so). The store
-    refuses a decision that reaches it after ``ctx.answer_budget`` (``too_late``); when it has not answered a
-    little after that, the person is told nothing was recorded. Should a step that began in time still commit
-    after that answer, ``late`` is called with it so the caller can correct what it said. The resume of a run
-    waiting on the approval is queued after the answer; any replica's background loop picks it up.
+    current version and shows no view (its entry says so). The store refuses a decision that reaches it after
+    ``ctx.answer_budget`` (``too_late``); when it refused it so, or has not answered a little after that, the person
+    is told who decided when someone else did, else that nothing was recorded. Should a step that began in time
+    still commit after that answer, ``late`` is called with it so the caller can correct what it said. The resume
+    of a run waiting on the approval is queued after the answer; any replica's background loop picks it up.
     """
     window = AnswerWindow(by=time.time() + ctx.answer_budget)
 
@@ -121,8 +127,15 @@ async def decide(
 
     work = asyncio.ensure_future(record())
     first: set[asyncio.Future[Any]] = {work, window.recorded}
-    await asyncio.wait(first, timeout=ctx.answer_budget + _MARGIN, return_when="FIRST_COMPLETED")
+    await asyncio.wait(first, timeout=ctx.answer_budget, return_when="FIRST_COMPLETED")
+    again: asyncio.Future[Approval | None] | None = None
+    if not (work.done() or window.recorded.done()):
+        # Past its window the store refuses this step: meanwhile read who decided (mostly a race was lost), so the
+        # person hears that rather than "not recorded", and the read has the margin's time too.
+        again = asyncio.ensure_future(_current(ctx, approval_id, within=_MARGIN + _REREAD))
+        await asyncio.wait(first, timeout=_MARGIN, return_when="FIRST_COMPLETED")
     if window.recorded.done():
+        _drop(again)
         ctx.later(work)  # the rest (trust grant, metrics, the resume job) goes on after Slack has its answer
         ctx.metrics.decided(window.recorded.result(), kind, ctx.clock.now())
         return window.recorded.result(), None
@@ -131,10 +144,14 @@ async def decide(
             "the store did not record a decision on %s within %.1f s; told the reviewer", approval_id, ctx.answer_budget
         )
         ctx.later(_too_late(work, window, late))
-        return None, NOT_RECORDED
+        return None, await _unrecorded(ctx, approval_id, user_id, again)
     try:
         work.result()
     except EngineError as exc:
+        if exc.code in _UNRECORDED:
+            ctx.metrics.refusals.labels(code=str(exc.code)).inc()
+            return None, await _unrecorded(ctx, approval_id, user_id, again)
+        _drop(again)
         return None, await _refused(ctx, exc, approval_id)
     raise AssertionError("a recorded decision marks its window")  # pragma: no cover - service invariant
 
@@ -157,14 +174,39 @@ async def _too_late(
 async def _refused(ctx: BotContext, exc: EngineError, approval_id: str) -> str:
     if exc.code is not ErrorCode.NOT_FOUND:
         ctx.metrics.refusals.labels(code=str(exc.code)).inc()
-    current = None
-    if exc.code not in (ErrorCode.NOT_FOUND, ErrorCode.STORE_ERROR, ErrorCode.TOO_LATE):
-        try:
-            async with asyncio.timeout(_MARGIN):
-                current = await ctx.store.approvals.get(approval_id)
-        except (EngineError, TimeoutError):
-            current = None
+    current = await _current(ctx, approval_id, within=_MARGIN) if exc.code is not ErrorCode.NOT_FOUND else None
     return refusal_text(exc, current)
+
+
+async def _unrecorded(
+    ctx: BotContext, approval_id: str, user_id: str, again: asyncio.Future[Approval | None] | None
+) -> str:
+    """What a person whose decision the store did not record in time is told. Mostly they lost a race to someone
+    whose step held the store up (two replicas on PostgreSQL, under load): the approval is read again (``again``,
+    begun when the window closed; else now), and when someone else decided it they hear who and what, as an
+    ``already_decided`` refusal says. Otherwise (still open, unreadable, or closed by a decision of theirs that a
+    correction may yet confirm) nothing was recorded: a vote refused as too late is never shown as counted,
+    whatever the approval shows now."""
+    current = await (again if again is not None else _current(ctx, approval_id, within=_REREAD))
+    closed = closed_refusal(current, user_id) if current is not None else None
+    if closed is None or closed.context.get("winner") == user_id:
+        return NOT_RECORDED
+    return refusal_text(closed, current)
+
+
+def _drop(read: asyncio.Future[Approval | None] | None) -> None:
+    """A read begun for an answer that no longer needs it."""
+    if read is not None:
+        read.cancel()
+
+
+async def _current(ctx: BotContext, approval_id: str, *, within: float) -> Approval | None:
+    """The approval as the store has it now, or None when it cannot say within ``within`` seconds."""
+    try:
+        async with asyncio.timeout(within):
+            return await ctx.store.approvals.get(approval_id)
+    except (EngineError, TimeoutError):
+        return None
 
 
 def late_text(a: Approval) -> str:

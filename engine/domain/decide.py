@@ -38,6 +38,7 @@ __all__ = [
     "acting_for",
     "apply_decision",
     "apply_expiry",
+    "closed_refusal",
     "decided_detail",
     "eligible",
     "may_vote",
@@ -253,14 +254,23 @@ def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> EngineErro
     )
 
 
+def closed_refusal(approval: Approval, reviewer_id: str) -> EngineError | None:
+    """The refusal every decision on ``approval`` meets once it is no longer pending: ``expired``, or
+    ``already_decided`` naming who decided it; None while it is pending."""
+    if approval.status is Status.PENDING:
+        return None
+    code = ErrorCode.EXPIRED if approval.status is Status.EXPIRED else ErrorCode.ALREADY_DECIDED
+    return refusal(code, approval, reviewer_id)
+
+
 def check_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: float | None = None) -> None:
     """Raise the first refusal that applies (order in the module docstring); ``wall`` is the store's wall clock,
     read inside its atomic step, for ``cmd.answer_by``."""
     if cmd.answer_by is not None and wall is not None and wall > cmd.answer_by:
         raise refusal(ErrorCode.TOO_LATE, approval, cmd.reviewer.id)
-    if approval.status is not Status.PENDING:
-        code = ErrorCode.EXPIRED if approval.status is Status.EXPIRED else ErrorCode.ALREADY_DECIDED
-        raise refusal(code, approval, cmd.reviewer.id)
+    closed = closed_refusal(approval, cmd.reviewer.id)
+    if closed is not None:
+        raise closed
     if now >= approval.expires_at:
         raise refusal(ErrorCode.EXPIRED, approval, cmd.reviewer.id)
     if cmd.expected_version != approval.version:

@@ -17,7 +17,7 @@ from hitl.engine.domain.ids import alike, approval_id
 from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.practice import PracticeSpec, defect_for, planted
-from hitl.engine.domain.redaction import Redactor, bounded
+from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.spot_checks import SPOT, SPOT_CHECK
 
@@ -43,7 +43,7 @@ class ApprovalDrafts:
         return self.policy.spec.summarize(tool, args)
 
     def _untrusted(self, text: str) -> str:
-        return bounded(self.redactor.redact(text), self.evidence_limit)
+        return self.redactor.redact_bounded(text, self.evidence_limit)
 
     def approval(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, assert_type
@@ -336,3 +337,42 @@ async def test_ask_and_guard_over_a_cap_raise_approval_flood_and_run_nothing(sto
     assert ran == [] and len((await store.approvals.list_pending()).items) == 1
     first.cancel()
     await asyncio.gather(first, return_exceptions=True)
+
+
+REDACTING = parse_config("""
+requester: agent:riley
+roles: {support: [U_SUPPORT1]}
+redaction:
+  evidence_limit: 2000
+  patterns: [{label: acct, regex: '[a-z]+\\d{6}'}]
+policy:
+  tools: {refund: {tier: approve, role: support, timeout: 10m}}
+""")
+
+
+async def test_evidence_is_cut_to_its_limit_before_any_pattern_reads_it(store: Store, clock: FakeClock) -> None:
+    """An in-process ask has no request size limit: 1 MB of evidence costs what 50 KB costs, an operator's pattern
+    (quadratic on a long run of letters) included, and what is kept is redacted."""
+    agent = Approvals(ApprovalService.from_config(REDACTING, store=store, clock=clock))
+    asked = iter(range(100))
+
+    async def ask(evidence: str) -> str:
+        answer = await agent.ask(
+            "refund", {"order_id": "1", "amount": 5}, session=f"s{next(asked)}", evidence=evidence, wait=0
+        )
+        assert answer.status == "cancelled" and answer.approval is not None  # it stopped waiting at once
+        return answer.approval.evidence
+
+    async def cpu(evidence: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            await ask(evidence)
+            best = min(best, time.process_time() - start)
+        return best
+
+    kept = await ask("customer abc123456 wrote: " + "a" * 1_000_000)
+    assert kept.startswith("customer [acct] wrote: aaa") and kept.endswith("…")
+    assert len(kept) == 2000 - len("abc123456") + len("[acct]")  # cut to 1,999 characters first, then redacted
+    ratio = await cpu("a" * 1_000_000) / max(await cpu("a" * 50_000), 1e-6)
+    assert ratio < 40, ratio

@@ -5,9 +5,11 @@ library."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import json
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -21,8 +23,10 @@ from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.payloads import Interaction, PayloadError, parse_request
 from hitl.bot.reviewers import SlackReviewers
 from hitl.bot.server import app_runner, http_app
-from hitl.engine.domain.models import Reviewer, Status
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.sandbox.dispatch import Dispatcher
+from hitl.sandbox.webapi import Message
 from tests.bot.conftest import SECRET, Harness
 from tests.bot.test_cards_and_clicks import propose
 
@@ -75,6 +79,71 @@ async def test_a_decision_the_store_cannot_record_in_time_is_never_recorded_late
     trail = await harness.svc.store.audit.entries(approval_id=a.id)
     assert [(e.event, e.outcome) for e in trail][-1] == ("refused", "too_late")
     assert not harness.state.calls_to("chat.update")
+
+
+class SlowForLosers:
+    """The store's real decide step, held for the reviewers named ``losers`` (as a busy store holds the losing click
+    of a race: a row lock, a serialization retry under load) until it is released (``answered``: once the click was
+    answered, past its window) or, ``refused``, until the click's window has closed, so the store itself refuses it
+    as ``too_late``."""
+
+    def __init__(self, harness: Harness, losers: set[str], *, slow: str) -> None:
+        self.decide = harness.rt.store.approvals.decide
+        self.losers, self.slow = losers, slow
+        self.held, self.release = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, cmd: DecideCommand, *, now: float) -> Approval:
+        if cmd.reviewer.id in self.losers:
+            self.held.set()
+            if self.slow == "refused":
+                assert cmd.answer_by is not None
+                await asyncio.sleep(max(cmd.answer_by - time.time(), 0) + 0.05)  # the store's wall clock is past it
+            else:
+                await self.release.wait()
+        return await self.decide(cmd, now=now)
+
+
+async def lose_a_click(h: Harness, store: SlowForLosers, user: str, card: Message) -> list[str]:
+    """``user`` clicks Approve on ``card`` (a copy shown before the race was decided); what they are told."""
+    reply = await asyncio.wait_for(h.slack.click(user, card, ACTION_APPROVE), 10)
+    assert reply.status == 200
+    store.release.set()
+    await h.settle()
+    return [m.text for m in h.ephemeral(user)]
+
+
+@pytest.mark.parametrize("slow", ["refused", "answered"])
+async def test_a_click_that_lost_to_another_while_the_store_was_slow_is_told_who_decided(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, slow: str
+) -> None:
+    """Issue 61: two replicas on PostgreSQL under load told 177 of 199 losing clicks "not recorded". The losing click
+    is told who decided and what, as any refusal of a decided approval says; a vote refused as too late, on an
+    approval still open, is never shown as recorded."""
+    store = SlowForLosers(harness, {"U_SUPPORT2", "U_FIN2"}, slow=slow)
+    monkeypatch.setattr(harness.rt.store.approvals, "decide", store)
+    harness.rt.ctx.answer_budget = 0.2
+    harness.slack.after = None
+
+    a = await propose(harness)
+    shown = copy.deepcopy(harness.card_for(a.id))
+    assert (await harness.slack.click("U_SUPPORT1", harness.card_for(a.id), ACTION_APPROVE)).status == 200
+    told = await lose_a_click(harness, store, "U_SUPPORT2", shown)
+    assert store.held.is_set() and told, told
+    assert "Already decided by <@U_SUPPORT1> (approved)" in told[-1], told
+    assert not any("Not recorded" in t or "Vote recorded" in t for t in told), told
+    decided = await harness.svc.store.approvals.get(a.id)
+    assert decided.status is Status.APPROVED and [d.reviewer for d in decided.decisions] == ["U_SUPPORT1"]
+    trail = await harness.svc.store.audit.entries(approval_id=a.id)
+    assert [(e.event, e.outcome) for e in trail][-1] == ("refused", "too_late")
+
+    two = await propose(harness, amount=899, session="ses_two")  # two finance approvers
+    shown = copy.deepcopy(harness.card_for(two.id))
+    assert (await harness.slack.click("U_FIN1", harness.card_for(two.id), ACTION_APPROVE)).status == 200
+    store.release.clear()
+    told = await lose_a_click(harness, store, "U_FIN2", shown)
+    assert told and "Not recorded" in told[-1] and not any("Vote recorded" in t for t in told), told
+    still = await harness.svc.store.approvals.get(two.id)
+    assert still.is_open and [d.reviewer for d in still.decisions] == ["U_FIN1"]
 
 
 async def test_bolt_dispatches_the_body_the_server_parsed(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
