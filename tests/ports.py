@@ -34,7 +34,15 @@ def _slice() -> range:
     return range(start, start + size)
 
 
-_ports = itertools.cycle(_slice())
+def _in_turn(ports: range) -> list[int]:
+    """``ports`` in turn from a point of this process's own (two test sessions on one machine, a developer's and
+    another's, would otherwise hand out the same ports in the same order, each taking the other's servers for its
+    own)."""
+    start = os.getpid() % len(ports)
+    return [*ports[start:], *ports[:start]]
+
+
+_ports = itertools.cycle(_in_turn(_slice()))
 _lock = threading.Lock()
 
 

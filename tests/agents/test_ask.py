@@ -376,3 +376,96 @@ async def test_evidence_is_cut_to_its_limit_before_any_pattern_reads_it(store: S
     assert len(kept) == 2000 - len("abc123456") + len("[acct]")  # cut to 1,999 characters first, then redacted
     ratio = await cpu("a" * 1_000_000) / max(await cpu("a" * 50_000), 1e-6)
     assert ratio < 40, ratio
+
+
+COUNTED = parse_config("""
+requester: agent:riley
+roles: {support: [U_SUPPORT1, U_SUPPORT2]}
+policy:
+  allowed_tools: [look_up_order, top_up]
+  rules:
+    - name: look_up_burst
+      tools: [look_up_order]
+      velocity: {subject: args.order_id, max: 3, window: 1h}
+      tier: approve
+      role: support
+    - name: top_up_sum
+      tools: [top_up]
+      rolling_sum: {subject: args.customer_id, value: args.amount, window: 24h, threshold: 100}
+      tier: approve
+      role: support
+""")
+"""Allowed tools limited by counting: a look-up runs 3 times an hour per order, top-ups 100 a day per customer."""
+
+
+async def asked_a_person(store: Store, task: asyncio.Task[Any]) -> str:
+    """The pending approval ``task``'s call waits on; fails at once if the call finished instead (it ran)."""
+
+    async def pending() -> str | None:
+        if task.done():
+            raise AssertionError(f"the call did not wait for a person: {task.result()!r}")
+        items = (await store.approvals.list_pending()).items
+        return items[0].id if items else None
+
+    return await eventually(pending, what="a pending approval", interval=0.005)
+
+
+async def test_the_same_unnamed_call_is_counted_each_time_it_runs(store: Store, clock: FakeClock) -> None:
+    """A guarded call has no call id: asked again with the same arguments it is another call, counted again, so
+    velocity max 3 lets 3 run and puts the 4th to a person (rejecting it runs nothing)."""
+    agent = Approvals(ApprovalService.from_config(COUNTED, store=store, clock=clock))
+    ran: list[str] = []
+
+    @agent.guard(session="s-burst")
+    def look_up_order(order_id: str) -> str:
+        ran.append(order_id)
+        return "shipped"
+
+    for _ in range(3):
+        assert await look_up_order("V1") == "shipped"
+    fourth = asyncio.create_task(look_up_order("V1"))
+    aid = await asked_a_person(store, fourth)
+    asked = await store.approvals.get(aid)
+    assert (asked.tool, asked.args, asked.rule) == ("look_up_order", {"order_id": "V1"}, "look_up_burst")
+    assert ran == ["V1"] * 3
+    await service(store, clock).decide(DecideRequest(aid, "U_SUPPORT1", DecisionKind.REJECT, reason="enough"))
+    with pytest.raises(ActionRejected, match="enough"):
+        await asyncio.wait_for(fourth, 5)
+    assert ran == ["V1"] * 3
+
+
+async def test_ten_parallel_asks_run_exactly_as_many_as_velocity_allows(store: Store, clock: FakeClock) -> None:
+    """Ten asks at once, each its own call (distinct call ids): the count is taken atomically, so exactly 3 run and
+    7 wait for a person."""
+    agent = Approvals(ApprovalService.from_config(COUNTED, store=store, clock=clock))
+    asks = [
+        asyncio.create_task(agent.ask("look_up_order", {"order_id": "V2"}, session="s-many", call_id=f"c{i}"))
+        for i in range(10)
+    ]
+
+    async def seven() -> list[str] | None:
+        ids = [a.id for a in (await store.approvals.list_pending()).items]
+        return ids if len(ids) == 7 else None
+
+    pending = await eventually(seven, what="7 pending approvals", interval=0.005)
+    reviewer = service(store, clock)
+    for aid in pending:
+        assert (await store.approvals.get(aid)).rule == "look_up_burst"
+        await reviewer.decide(DecideRequest(aid, "U_SUPPORT2", DecisionKind.REJECT, reason="too many"))
+    answers = await asyncio.wait_for(asyncio.gather(*asks), 10)
+    assert sorted(a.status for a in answers) == ["approved"] * 3 + ["rejected"] * 7
+    assert all(a.approval is None for a in answers if a.approved)  # the 3 ran without a person
+
+
+async def test_a_rolling_sum_counts_each_unnamed_call_that_runs(store: Store, clock: FakeClock) -> None:
+    """Threshold 100: a top-up of 60 runs; the same 60 again (no call id, so another call) makes 120 and needs a
+    person."""
+    agent = Approvals(ApprovalService.from_config(COUNTED, store=store, clock=clock))
+    first = await agent.ask("top_up", {"customer_id": "C-1", "amount": 60}, session="s-sum")
+    assert first.approved and first.approval is None
+    second = asyncio.create_task(agent.ask("top_up", {"customer_id": "C-1", "amount": 60}, session="s-sum"))
+    aid = await asked_a_person(store, second)
+    assert (await store.approvals.get(aid)).rule == "top_up_sum"
+    await service(store, clock).decide(DecideRequest(aid, "U_SUPPORT1", DecisionKind.REJECT, reason="over 100"))
+    answer = await asyncio.wait_for(second, 5)
+    assert answer.status == "rejected" and answer.reason == "over 100"

@@ -324,3 +324,51 @@ async def test_a_flood_past_a_cap_is_a_tool_error_naming_the_code(tmp_path: Path
         assert len(await shop.pending()) == 1 and shop.effects() == []
     finally:
         await shop.store.close()
+
+
+BURST = (
+    "  rules:\n"
+    "    - {name: receipt_burst, tools: [send_receipt], velocity: {subject: args.order_id, max: 3, window: 1h},"
+    " tier: approve, role: support}\n"
+)
+"""A velocity limit on the gateway's notify tool (it runs without a person, writing to the upstream's ledger)."""
+
+
+async def test_velocity_counts_every_call_the_gateway_lets_run(tmp_path: Path) -> None:
+    """An MCP call has no call id: the same call made 4 times is 4 calls. Under velocity max 3, 3 reach the upstream
+    and the 4th waits for a person; rejected, it never runs."""
+    limited = make_shop(tmp_path, wait="20s", policy=BURST)
+    try:
+        async with limited.client() as client:
+            for _ in range(3):
+                assert text_of(await client.call_tool("send_receipt", {"order_id": "V1"})) == "receipt sent for V1"
+            fourth = asyncio.create_task(client.call_tool("send_receipt", {"order_id": "V1"}))
+            [asked] = await limited.pending()
+            assert (asked.tool, asked.args, asked.rule) == ("send_receipt", {"order_id": "V1"}, "receipt_burst")
+            assert limited.effects() == ["receipt V1"] * 3
+            await limited.decide(asked, DecisionKind.REJECT, reason="three receipts are enough")
+            result = await asyncio.wait_for(fourth, 30)
+        assert result.is_error and "three receipts are enough" in text_of(result)
+        assert limited.effects() == ["receipt V1"] * 3
+    finally:
+        await limited.store.close()
+
+
+async def test_ten_parallel_calls_through_the_gateway_run_exactly_three(tmp_path: Path) -> None:
+    """Ten identical calls at once over streamable HTTP: the count is taken atomically with each call's go, so
+    exactly 3 reach the upstream; the other 7 share one approval (the same call, unnamed, re-attaches to it), and
+    rejecting it answers them all without running any."""
+    limited = make_shop(tmp_path, wait="20s", policy=BURST)
+    try:
+        async with http_gateway(limited) as port, limited.client(http_port=port) as client:
+            calls = [asyncio.create_task(client.call_tool("send_receipt", {"order_id": "V2"})) for _ in range(10)]
+            [asked] = await limited.pending()
+            assert asked.rule == "receipt_burst"
+            await limited.decide(asked, DecisionKind.REJECT, reason="too many receipts")
+            results = await asyncio.wait_for(asyncio.gather(*calls), 30)
+        assert sorted(text_of(r) for r in results if not r.is_error) == ["receipt sent for V2"] * 3
+        assert sum(r.is_error for r in results) == 7
+        assert limited.effects() == ["receipt V2"] * 3
+        assert (await limited.store.approvals.list_pending()).items == []
+    finally:
+        await limited.store.close()

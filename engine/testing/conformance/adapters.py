@@ -68,8 +68,14 @@ policy:
       role: finance
       quorum: 2
       reason: "refund over 500 needs two finance approvers"
+    - name: look_up_burst
+      tools: [look_up_order]
+      velocity: {subject: args.order_id, max: 3, window: 1h}
+      tier: approve
+      role: support
 """
-"""The policy every adapter is tested under: an allowed, a denied and a gated tool, a trust grant, a quorum."""
+"""The policy every adapter is tested under: an allowed, a denied and a gated tool, a trust grant, a quorum, and a
+velocity limit on the allowed tool (per order: every other case looks an order up once at most)."""
 
 
 class Ledger:
@@ -270,7 +276,7 @@ def refund(call_id: str, order_id: str, amount: float) -> ScriptedCall:
 
 
 class AdapterConformance(abc.ABC):
-    """The thirteen cases every adapter passes on every store."""
+    """The cases every adapter passes on every store, numbered 1 to 17 below (11 is checked with 2)."""
 
     @abc.abstractmethod
     def harness(self, world: AgentWorld) -> AgentHarness:
@@ -560,6 +566,25 @@ class AdapterConformance(abc.ABC):
         assert (claims["sub"], claims["tool"], claims["basis"]) == (a.id, "refund", "approval")
         assert await world.store().receipts.issued(claims["jti"]) is not None  # recorded by the claim
         assert world.ledger.receipts("look_up_order") == [None]
+
+    # -- 17 -----------------------------------------------------------------------------------------------
+    async def test_velocity_counts_every_allowed_call_the_framework_runs(self, world: AgentWorld) -> None:
+        """Counting: the model looks the same order up four times in one turn (distinct call ids; a framework that
+        runs tool calls at once asks for all four together). ``look_up_burst`` allows 3 an hour: exactly 3 run
+        without a person, the 4th waits for one, and rejected it never runs while the run finishes."""
+        h = self.harness(world)
+        calls = [ScriptedCall(f"c{i}", "look_up_order", {"order_id": "V17"}) for i in range(1, 5)]
+        run = await h.start(calls, session="s-velocity")
+        (a,) = await self.pending(world, "s-velocity")
+        assert (a.tool, a.args, a.rule) == ("look_up_order", {"order_id": "V17"}, "look_up_burst")
+        assert a.metadata.get("call_id") in {c.call_id for c in calls}
+        assert len(world.ledger.rows()) <= 3
+        await self.decide(world, a.id, "U_S1", DecisionKind.REJECT, reason="three look-ups are enough")
+        seen = await self.finish(h, run)
+        assert world.ledger.rows() == [("look_up_order", "V17", None)] * 3
+        assert "three look-ups are enough" in seen.results[a.metadata["call_id"]]
+        assert sum("shipped" in seen.results[c.call_id] for c in calls) == 3, seen.results
+        assert await self.none_pending(world, "s-velocity")
 
 
 RECEIPTS_CONFIG = """
