@@ -86,8 +86,14 @@ def normalize(value: Any, *, path: str = "args") -> Any:
             raise InvalidInput(
                 f"{path} is {value!r}: NaN and infinities cannot be hashed; send a finite number", path=path
             )
-        if value.is_integer():
-            return check_exact(int(value), path)
+        if value.is_integer():  # 3.0 and 1e3 are the integers 3 and 1000 (RFC 8785 writes them so)
+            if not -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
+                raise InvalidInput(
+                    f"{path} is {value!r}, a whole number beyond ±{MAX_EXACT_INT} (the largest integer JSON carries "
+                    "exactly, whether written in digits or as 1e16); send it as a string",
+                    path=path,
+                )
+            return int(value)
         return value
     if isinstance(value, Mapping):
         return _normalize_object(value, path)

@@ -4,6 +4,7 @@ import enum
 import hashlib
 import json
 import math
+import re
 from collections import OrderedDict
 from types import MappingProxyType
 from typing import Any
@@ -51,6 +52,13 @@ def test_a_number_beyond_what_json_carries_exactly_is_refused(beyond: float) -> 
         canonical_json({"n": MAX_EXACT_INT, "m": -float(MAX_EXACT_INT)})
         == f'{{"m":-{MAX_EXACT_INT},"n":{MAX_EXACT_INT}}}'
     )
+
+
+@pytest.mark.parametrize(("written", "said"), [(1e21, "1e+21, a whole number"), (1e16, "1e+16, a whole number")])
+def test_a_whole_number_written_with_an_exponent_is_refused_as_written(written: float, said: str) -> None:
+    # Not "an integer of 22 digits": the caller wrote 1e21, and the refusal says what it read.
+    with pytest.raises(InvalidInput, match=re.escape(f"args.n is {said}")):
+        canonical_json({"n": written})
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, {1: "x"}, {"x": object()}, {"x": b"bytes"}, {"x": {1, 2}}])
