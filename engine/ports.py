@@ -393,7 +393,9 @@ class RateWindows(Protocol):
     """Rolling windows for velocity and rolling-sum rules."""
 
     async def add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
-        """Atomically read the window's prior stats and add this event to it (an event counts once)."""
+        """Atomically read the window's prior stats and add this event to it (an event counts once). An event
+        already in the window is not added again: its stats are the ones it found when it was first counted
+        (``added`` False), so the same call asked again is judged as it was judged, whatever came after it."""
         ...
 
     async def stats(self, key: str, *, now: float, window: float, exclude: str = "") -> WindowStats:

@@ -26,6 +26,9 @@ from hitl.engine.errors import EngineError, ErrorCode, PolicyError
 from hitl.engine.ports import Clock, ReceiptClaims, ReceiptSigner, Store
 from hitl.engine.remote_receipts import receipt_claims_from_env
 
+_ALLOWED_LEASE = 30.0
+"""The lease of an allowed call's receipt claim, recorded at once: a crash between the two holds a replay only this
+long (then the next asking takes the claim over and issues a receipt)."""
 _REPLAY_READS, _REPLAY_PAUSE = 50, 0.02
 """How long a replay of an allowed call waits for the first asking's receipt to be recorded: up to about a second."""
 
@@ -174,7 +177,7 @@ class SignedClaims:
         holder = f"receipts:{call.requester}"[:200]
         receipt, issued = self.issuer.issue_allowed(call, subject=subject, key=key)
         claim = await store.ledger.claim(
-            key, action_hash=digest, holder=holder, now=now, lease=self.issuer.spec.ttl, receipt=issued
+            key, action_hash=digest, holder=holder, now=now, lease=_ALLOWED_LEASE, receipt=issued
         )
         if claim.acquired:
             result = {"basis": str(call.basis), "receipt": receipt}

@@ -290,7 +290,9 @@ class ApprovalService:
         """Evaluate the policy on a proposed call; create (or re-attach to) an approval when a person is needed.
 
         What each field of the request does is told on :class:`ProposeRequest`. Asking again for the same action
-        in the same session returns the same approval, and counts once toward velocity and rolling-sum rules.
+        in the same session returns the same approval. A call is counted toward velocity and rolling-sum rules once
+        per call: a named call asked again is judged as it was first judged and counted once (its first asking's
+        FYI and audit stand for both); an unnamed one is counted each time it is asked.
         Every call meets the same admission guards, in order; a call its tool's name alone lets run then skips
         only the policy's evaluation (nothing else could change its verdict).
         """
@@ -318,12 +320,13 @@ class ApprovalService:
         if plan is not None:
             await self.publish(Allowed(request, plan.verdict, action, now))
             return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
-        verdict, counted = await self._verdict(request, action, now)
+        verdict, counted, again = await self._verdict(request, action, now)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)
         if not verdict.tier.needs_human:
-            await self._allowed_without_a_person(request, verdict, action, now)
+            if not again:  # the same named call's first asking was audited, told and observed: not twice
+                await self._allowed_without_a_person(request, verdict, action, now)
             return Proposal(verdict=verdict, approval=None, args=action.clean, scope=action.scope)
         schema = request.schema if compiled is not None else None
         approval = self.drafts.approval(request, verdict, action, schema=schema, counted=counted, now=now)
@@ -372,10 +375,11 @@ class ApprovalService:
 
     async def _verdict(
         self, request: ProposeRequest, action: ProposedAction, now: float
-    ) -> tuple[Verdict, list[list[str]]]:
-        """The policy's verdict on every item (a batch takes its strictest), and each window event the action
-        added, ``[key, event id]``: forgotten if it ends without running (denied now, or rejected, superseded,
-        expired, cancelled later)."""
+    ) -> tuple[Verdict, list[list[str]], bool]:
+        """The policy's verdict on every item (a batch takes its strictest); each window event the action added
+        now, ``[key, event id]``: forgotten if it ends without running (denied now, or rejected, superseded,
+        expired, cancelled later); and whether every window already held the action's events (the same named call
+        asked again, judged as it was then: its events are its first asking's, never this one's to forget)."""
         tool, batch = request.tool, request.batch
         trusted = request.trusted
         if not self.policy.trust_matters(tool):
@@ -386,19 +390,24 @@ class ApprovalService:
             trusted = await self._trusted(request.session_id, action.requester, now)
         static = self.policy.static_verdict(tool) if batch is None and request.min_tier is Tier.AUTO else None
         if static is not None:
-            return static, []
+            return static, [], False
         verdicts: list[Verdict] = []
         counted: list[list[str]] = []
+        seen = 0
         for i, item in enumerate(action.items):
             windows: dict[str, WindowStats] = {}
             for key, (window, amount) in self.policy.window_keys(tool, item).items():
                 event = f"{action.event}#{i}" if batch is not None else action.event
                 windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
-                counted.append([key, event])
+                if windows[key].added:
+                    counted.append([key, event])
+                else:
+                    seen += 1
             ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=request.min_tier)
             verdicts.append(self.policy.evaluate(tool, item, ctx))
+        again = seen > 0 and not counted
         if batch is None:
-            return verdicts[0], counted
+            return verdicts[0], counted, again
         typed = sorted({name for v in verdicts for name in v.confirm})
         if typed:  # each call's value must be typed by its reviewer: one approval of many cannot ask it
             await forget_windows(self.store, counted)
@@ -411,7 +420,7 @@ class ApprovalService:
         strictest = max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
         if any(v.approve_reason for v in verdicts):  # any item's need of a reason is the batch's
             strictest = dataclasses.replace(strictest, approve_reason=True)
-        return strictest, counted
+        return strictest, counted, again
 
     async def _allowed_without_a_person(
         self, request: ProposeRequest, verdict: Verdict, action: ProposedAction, now: float

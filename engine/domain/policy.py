@@ -37,10 +37,13 @@ _UNKNOWN = "unknown_tool"
 
 @dataclass(frozen=True)
 class WindowStats:
-    """What a rolling window held before this request."""
+    """What a rolling window held before this request (for a request counted before, as it was then)."""
 
     count: int = 0
     total: float = 0.0
+    added: bool = True
+    """Whether this request's event was added now; False when it was counted before (the same call asked again),
+    and so belongs to whatever counted it first."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import json
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
+from hitl.engine.domain.actions import window_events
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.receipts import AllowedCall, Basis, Redemption
@@ -23,6 +24,7 @@ from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.effects import refuse_non_actions
 from hitl.engine.ports import ReceiptClaims
+from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 
 from .context import CALLER, CONTEXT, ApiContext, body_of, caller_of
@@ -103,9 +105,9 @@ async def allowed(request: web.Request) -> web.Response:
 
     The call is proposed here, through the service's one path (argument schemas, the stop switch, the policy), and
     counted where the policy counts, under the scope that names it: the same call proposed before (an agent
-    process's in-process proposal) or asked again with the same ``scope`` counts once and gets the same receipt.
-    A call the policy would put to a person is refused (409 ``propose_first``) and stays counted: the agent's
-    proposal of it, under the same scope, is the same call."""
+    process's in-process proposal, whose gate names it with this scope) or asked again with the same ``scope``
+    counts once, is judged as it was first judged, and gets the same receipt. A call the policy would put to a person
+    is refused (409 ``propose_first``) and not counted: nothing ran, and its proposal counts it."""
     ctx, caller, acting_for_many, receipts = _issuer(request)
     body = await body_of(request, AllowedReceiptRequest)
     service = ctx.lifecycle.contexts.default.service
@@ -135,12 +137,14 @@ async def allowed(request: web.Request) -> web.Response:
             why = "; ".join(proposal.verdict.reasons) or "denied by policy"
             raise ApiError(409, str(ErrorCode.POLICY_DENIED), f"{body.tool} is denied by policy: {why}")
         if not proposal.may_run:
+            if proposal.approval is not None:  # what this asking added: the proposal that follows counts the call
+                await forget_windows(ctx.lifecycle.store, window_events(proposal.approval))
             raise ApiError(
                 409,
                 PROPOSE_FIRST,
                 f"this deployment's policy does not let {body.tool} run without a person now "
                 f"({proposal.verdict.rule}); propose it (POST /api/v1/proposals with the same arguments) and run it "
-                "once it is approved. This call stays counted toward the policy's rolling windows",
+                "once it is approved",
             )
         basis = Basis.TRUST if proposal.verdict.trusted else Basis.POLICY
         call = AllowedCall(body.tool, proposal.args, body.session, requester, body.scope, basis)

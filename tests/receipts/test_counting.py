@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from hitl import ApprovalService, load_config
 from hitl.api import token_hash
+from hitl.engine.agents.gate import ToolCall, ToolGate
 from hitl.engine.clocks import FakeClock
 from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
@@ -20,6 +22,8 @@ from tests.backends import BACKENDS
 from tests.bot.conftest import Harness, harness_on
 
 AGENT, BANK, BANK_TOO, LEDGER = "tok-agent-count", "tok-bank", "tok-bank-too", "tok-ledger-only"
+RILEY, FIN1 = "tok-riley-process", "tok-fin1-count"
+"""The token of an agent process proposing in-process as ``hitl.yaml``'s requester (its receipts come through it)."""
 CONFIG = f"""
 requester: agent:riley
 roles:
@@ -48,6 +52,8 @@ receipts:
 api:
   tokens:
     - {{name: agent, sha256: {token_hash(AGENT)}, reviewer: "agent:payer", scopes: [propose, read]}}
+    - {{name: riley, sha256: {token_hash(RILEY)}, reviewer: "agent:riley", scopes: [propose]}}
+    - {{name: fin1, sha256: {token_hash(FIN1)}, reviewer: U_FIN1, scopes: [read, decide]}}
     - {{name: bank, sha256: {token_hash(BANK)}, reviewer: svc:bank, scopes: [redeem], audience: bank}}
     - {{name: bank-too, sha256: {token_hash(BANK_TOO)}, reviewer: svc:bank2, scopes: [redeem], audience: bank}}
     - {{name: ledger, sha256: {token_hash(LEDGER)}, reviewer: svc:ledger, scopes: [redeem], audience: bank,
@@ -158,3 +164,44 @@ async def test_redeem_respects_the_token(hitl: Harness) -> None:
     assert status == 200 and retried["first"] is False
     status, other = await post(hitl, "/receipts/redeem", {"receipt": receipt, "redemption": "r-1"}, BANK_TOO)
     assert (status, other["error"]["code"]) == (409, "already_redeemed")
+
+
+async def test_a_call_asked_again_after_it_ran_never_uncounts_it(hitl: Harness) -> None:
+    """The same call (its idempotency key) asked again is judged as it was first judged: a call that ran runs again
+    under the same receipt, and no approval ever takes over its count, so rejecting one cannot free a place."""
+    to_v8 = {"to": "V-8", "amount": 5}
+    ran = [await post(hitl, "/proposals", proposal("transfer", to_v8, f"c{i}")) for i in (1, 2, 3)]
+    assert [a["verdict"] for _, a in ran] == ["run"] * 3
+    status, fourth = await post(hitl, "/proposals", proposal("transfer", to_v8, "c4"))
+    assert fourth["verdict"] == "pending"
+    status, again = await post(hitl, "/proposals", proposal("transfer", to_v8, "c1"))
+    assert (status, again["verdict"], again["receipt"]) == (200, "run", ran[0][1]["receipt"])
+    pending = fourth["approval"]
+    decision = {"decision": "reject", "expected_version": pending["version"], "action_hash": pending["action_hash"]}
+    status, _ = await post(hitl, f"/approvals/{pending['id']}/decisions", {**decision, "reason": "no"}, FIN1)
+    assert status == 200
+    status, fifth = await post(hitl, "/proposals", proposal("transfer", to_v8, "c5"))
+    assert fifth["verdict"] == "pending"  # c1, c2, c3 still fill the window
+
+
+async def test_an_agent_process_gets_receipts_for_exactly_the_calls_it_was_let_run(
+    hitl: Harness, tmp_path: Path
+) -> None:
+    """An agent process counts its calls in-process and gets their receipts from hitl serve, which counts the same
+    calls once and judges each as it was judged when counted: calls asked at once, three receipts, one for a person."""
+    service = ApprovalService.from_config(
+        load_config(tmp_path / "hitl.yaml"),
+        store=hitl.rt.lifecycle.store,
+        clock=hitl.clock,
+        environ={"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": RILEY},
+        config_path=str(tmp_path / "hitl.yaml"),
+    )
+    gate = ToolGate(service, worker_id="agent-process")
+    calls = [
+        ToolCall("transfer", {"to": "V-9", "amount": 5}, session="chat-9", framework="fw", call_id=f"t{i}")
+        for i in range(4)
+    ]
+    tickets = await asyncio.gather(*(gate.check(c) for c in calls))
+    assert sorted(t.outcome for t in tickets) == ["pending", "run", "run", "run"]
+    begun = [await gate.begin(t) for t in tickets if t.runs]
+    assert len({t.receipt for t in begun}) == 3 and all(t.receipt for t in begun)

@@ -295,6 +295,12 @@ CREATE TABLE IF NOT EXISTS receipts (
 CREATE INDEX IF NOT EXISTS receipts_by_exp ON receipts (exp);
 """
 
+_V14 = """
+-- Each rolling-window event keeps the stats it found when it was first counted (an older hitl's have none).
+ALTER TABLE windows ADD COLUMN IF NOT EXISTS prior_count BIGINT;
+ALTER TABLE windows ADD COLUMN IF NOT EXISTS prior_total DOUBLE PRECISION;
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -309,5 +315,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (11, _V11),
     (12, _V12),
     (13, _V13),
+    (14, _V14),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

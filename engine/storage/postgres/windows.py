@@ -16,15 +16,27 @@ class PgWindows:
 
     async def add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
         async def tx(c: Conn) -> WindowStats:
-            stats = await _stats(c, key, now, window, exclude=event_id)
             await c.execute("DELETE FROM windows WHERE key = $1 AND at <= $2", key, now - window)
-            await c.execute(
-                "INSERT INTO windows (key, event_id, at, amount) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            row = await c.fetchrow(
+                "SELECT prior_count, prior_total FROM windows WHERE key = $1 AND event_id = $2", key, event_id
+            )
+            if row is not None and row[0] is not None:  # counted before: as it was then
+                return WindowStats(count=int(row[0]), total=float(row[1]), added=False)
+            stats = await _stats(c, key, now, window, exclude=event_id)
+            if row is not None:  # counted by an older hitl, which kept no prior stats: as the window stands
+                return WindowStats(count=stats.count, total=stats.total, added=False)
+            inserted = await c.execute(
+                "INSERT INTO windows (key, event_id, at, amount, prior_count, prior_total) "
+                "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
                 key,
                 event_id,
                 now,
                 amount,
+                stats.count,
+                stats.total,
             )
+            if inserted.endswith(" 0"):  # another transaction counted it first: it is that one's
+                return WindowStats(count=stats.count, total=stats.total, added=False)
             return stats
 
         return await self.db.run(tx)

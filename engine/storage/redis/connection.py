@@ -405,6 +405,10 @@ class RedisConnection:
         """A rolling window's sorted set (its key holds argument values: encoded)."""
         return f"{self.p}:win:{{{key_part(key)}}}"
 
+    def window_priors_key(self, key: str) -> str:
+        """A rolling window's events' prior stats, as each found them when first counted (the window's slot)."""
+        return f"{self.p}:winprior:{{{key_part(key)}}}"
+
     def jobs_key(self, kind: str) -> str:
         """The stream of durable jobs of one kind."""
         return f"{self.p}:jobs:{kind}"

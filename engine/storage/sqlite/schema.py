@@ -28,7 +28,7 @@ __all__ = [
     "add_missing_columns",
 ]
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -367,6 +367,13 @@ def _to_17(c: sqlite3.Connection) -> None:
         c.execute(statement)
 
 
+def _to_18(c: sqlite3.Connection) -> None:
+    """Each rolling-window event keeps the stats it found when it was first counted, so the same call asked again
+    is judged as it was then (an older hitl's events have none, and are judged as the window stands)."""
+    c.execute("ALTER TABLE windows ADD COLUMN prior_count INTEGER")
+    c.execute("ALTER TABLE windows ADD COLUMN prior_total REAL")
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -379,6 +386,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (15, _to_15),
     (16, _to_16),
     (17, _to_17),
+    (18, _to_18),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -18,11 +18,18 @@ class SqliteWindows:
 
     async def add(self, key: str, *, amount: float, now: float, window: float, event_id: str) -> WindowStats:
         def tx(c: sqlite3.Connection) -> WindowStats:
-            stats = _stats(c, key, now, window, exclude=event_id)
             c.execute("DELETE FROM windows WHERE key = ? AND at <= ?", (key, now - window))
+            row = c.execute(
+                "SELECT prior_count, prior_total FROM windows WHERE key = ? AND event_id = ?", (key, event_id)
+            ).fetchone()
+            if row is not None and row[0] is not None:  # counted before: as it was then
+                return WindowStats(count=int(row[0]), total=float(row[1]), added=False)
+            stats = _stats(c, key, now, window, exclude=event_id)
+            if row is not None:  # counted by an older hitl, which kept no prior stats: as the window stands
+                return WindowStats(count=stats.count, total=stats.total, added=False)
             c.execute(
-                "INSERT OR IGNORE INTO windows (key, event_id, at, amount) VALUES (?, ?, ?, ?)",
-                (key, event_id, now, amount),
+                "INSERT INTO windows (key, event_id, at, amount, prior_count, prior_total) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, event_id, now, amount, stats.count, stats.total),
             )
             return stats
 

@@ -41,3 +41,18 @@ class WindowsConformance:
         assert (stats.count, stats.total) == (2, 150.0)
         again = await store.windows.add(key, amount=5.0, now=clock.now(), window=86400, event_id="e1")
         assert (again.count, again.total) == (2, 150.0)  # forgotten, so it can be counted anew
+
+    async def test_an_event_counted_again_keeps_what_it_found_first(self, store: Store, clock: FakeClock) -> None:
+        """The same call asked again is judged as it was first judged, whatever was counted after it, and is never
+        added again (``added`` False: its event belongs to its first asking)."""
+        key = "split:cust-3"
+        first = await store.windows.add(key, amount=10.0, now=clock.advance(60), window=86400, event_id="e0")
+        assert (first.count, first.total, first.added) == (0, 0.0, True)
+        for i in (1, 2, 3):
+            await store.windows.add(key, amount=10.0, now=clock.advance(60), window=86400, event_id=f"e{i}")
+        again = await store.windows.add(key, amount=10.0, now=clock.advance(60), window=86400, event_id="e0")
+        assert (again.count, again.total, again.added) == (0, 0.0, False)
+        assert (await store.windows.stats(key, now=clock.now(), window=86400)).count == 4
+        await store.windows.forget(key, event_id="e0")  # forgotten, it is counted anew, with what it finds now
+        anew = await store.windows.add(key, amount=10.0, now=clock.now(), window=86400, event_id="e0")
+        assert (anew.count, anew.total, anew.added) == (3, 30.0, True)
