@@ -11,11 +11,15 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from hitl.bot.blocks import card_text
-from hitl.bot.button_values import parse_button_value
 from hitl.bot.context import BotContext
 from hitl.bot.errors import BotError
-from hitl.bot.group_cards import (
+from hitl.bot.group_decisions import decide_group, group_members
+from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
+from hitl.bot.outbound.pacer import urgent
+from hitl.bot.requests.button_values import parse_button_value
+from hitl.bot.requests.payloads import Interaction, interaction
+from hitl.bot.views.blocks import card_text
+from hitl.bot.views.group_cards import (
     ACTION_GROUP_APPROVE,
     ACTION_GROUP_OPEN,
     ACTION_GROUP_PAGE,
@@ -25,11 +29,7 @@ from hitl.bot.group_cards import (
     parse_group_value,
     parse_page_value,
 )
-from hitl.bot.group_decisions import decide_group, group_members
-from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
-from hitl.bot.modals import CALLBACK_GROUP_REJECT, FORM_GROUP_REJECT, form_value, group_reason_view
-from hitl.bot.pacer import urgent
-from hitl.bot.payloads import Interaction, interaction
+from hitl.bot.views.modals import CALLBACK_GROUP_REJECT, FORM_GROUP_REJECT, form_value, group_reason_view
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.errors import EngineError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from hitl.bot.controls import ACTION_APPROVE
+from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from tests.bot.conftest import Harness

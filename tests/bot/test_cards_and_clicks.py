@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
-from hitl.bot import blocks as card_blocks
-from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST
+from hitl.bot.views import blocks as card_blocks
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.sandbox.limits import message_problems

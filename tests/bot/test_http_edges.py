@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.errors import BotError
 from hitl.bot.settings import BotSettings
+from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import StoreError

@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import pytest
 
-from hitl.bot.controls import ACTION_TRUST
-from hitl.bot.group_cards import ACTION_GROUP_APPROVE
-from hitl.bot.pacer import Pacer
+from hitl.bot.outbound.pacer import Pacer
+from hitl.bot.views.controls import ACTION_TRUST
+from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
@@ -145,7 +145,7 @@ async def test_a_429_holds_the_method_for_every_task_and_replica_and_is_logged_o
 ) -> None:
     """Slack answers one post with 429 and a 30 s Retry-After: neither replica posts into that channel again
     before it passes (the hold is in the store), the other channels go on, and the log says it once."""
-    caplog.set_level(logging.INFO, logger="hitl.bot.pacer")
+    caplog.set_level(logging.INFO, logger="hitl.bot.outbound.pacer")
     state = limited_workspace(clock, 10)
     db = tmp_path / "shared.db"
     one = await start(SqliteStore(db), clock, state=state, pace_clock=clock, replica="one")

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx2
 
-from hitl.bot.blocks import EVIDENCE, card
+from hitl.bot.views.blocks import EVIDENCE, card
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of

@@ -1,7 +1,7 @@
 """SlackNotifier: posts review cards once, keeps them current, and never loses an update.
 
 * Nothing that records waits on Slack: a new approval's card, an FYI and a card update are handed to the bot's
-  own workers and sent as Slack's limits allow (:mod:`hitl.bot.pacer`). A card not posted yet is the approval
+  own workers and sent as Slack's limits allow (:mod:`hitl.bot.outbound.pacer`). A card not posted yet is the approval
   itself, pending with no message: if this process dies first, the next sweep (any replica) posts it.
 * A card is posted under an execution claim (``notify:<approval id>``), so replicas, retries and restarts
   never post a second card for one approval. Cards queue per channel (one a second each, sustained), so one
@@ -27,13 +27,13 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from hitl.bot.arguments import Declared
-from hitl.bot.blocks import card_text, value_box, when
-from hitl.bot.card_cache import CardCache
-from hitl.bot.escape import label
-from hitl.bot.group_cards import group_card, group_text, money_fields
 from hitl.bot.metrics import Metrics
-from hitl.bot.pacer import POST, urgent
+from hitl.bot.outbound.pacer import POST, urgent
+from hitl.bot.views.arguments import Declared
+from hitl.bot.views.blocks import card_text, value_box, when
+from hitl.bot.views.card_cache import CardCache
+from hitl.bot.views.escape import label
+from hitl.bot.views.group_cards import group_card, group_text, money_fields
 from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.display import show
 from hitl.engine.domain.grouping import group_key, in_order

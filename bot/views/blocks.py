@@ -11,15 +11,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from hitl.bot.arguments import argument_blocks
-from hitl.bot.button_values import button_value
-from hitl.bot.controls import (
+from hitl.bot.requests.button_values import button_value
+from hitl.bot.views.arguments import argument_blocks
+from hitl.bot.views.controls import (
     ACTION_VIEW_ALL,
     controls,
     trust_scope,
     utc_time,
 )
-from hitl.bot.escape import label
+from hitl.bot.views.escape import label
 from hitl.engine.domain.display import graphemes_cut, reveal, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
