@@ -105,6 +105,7 @@ def slack_side(
         backoff=backoff,
         declared=config.declared_schema,
         view_of=config.present,
+        members_of=lambda role: config.roles.get(role, []),
     )
     return SlackSide(
         client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics, pacer=pacer
@@ -165,7 +166,6 @@ def build_app(
     )
     delegations.on_change.append(home.delegation_changed)
     side.notifier.on_card.append(home.changed)
-    side.notifier.members_of = lambda role: config.roles.get(role, [])
     side.notifier.on_halts.append(home.changed)
     ctx = BotContext(
         lifecycle=lifecycle,

@@ -56,7 +56,7 @@ def pacer_of(h: Harness) -> Pacer:
 def one_card_each(h: Harness) -> None:
     """Group cards off (``slack.group: false``): the tests of the pace itself count a card per approval."""
     notifier = h.rt.ctx.notifier
-    notifier.spec = notifier.spec.model_copy(update={"group": False})
+    notifier.floor.spec = notifier.floor.spec.model_copy(update={"group": False})
 
 
 async def run_clock(h: Harness, done: Callable[[], bool], *, step: float = 1.0, most: int = 2000) -> int:
@@ -262,7 +262,7 @@ async def test_a_card_post_waiting_out_a_long_retry_after_keeps_its_claim(paced:
     """Slack says wait 120 s, twice the claim's lease: the waiting post renews its claim, so no other replica takes
     it over and posts the card a second time."""
     notifier = paced.rt.ctx.notifier
-    notifier.renew_every = 0.02
+    notifier.posts.renew_every = 0.02
     paced.state.fail_next("chat.postMessage", status=429, retry_after=120)
     p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "L1"}, session_id="L1"))
     assert p.approval is not None
