@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from slack_sdk.models.blocks import Block
 
-from hitl.bot.views.blocks import EVIDENCE, EVIDENCE_LABEL, card
+from hitl.bot.views.blocks import card
+from hitl.bot.views.evidence import EVIDENCE, EVIDENCE_LABEL
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.service import TRUST_TTL
 from hitl.sandbox.limits import message_problems
