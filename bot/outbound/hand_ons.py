@@ -17,7 +17,7 @@ from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.records import AuditEntry, MessageRef
 from hitl.engine.domain.tally import Outcome, counts_for
 
-__all__ = ["HandOns", "mention"]
+__all__ = ["HandOns"]
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class HandOns:
         """Post ``current``'s card again in the card's channel, mentioning the backup role; it is the card now."""
         floor = self.floor
         text, blocks = await floor.draw([current])
-        mentions = " ".join(m for m in map(mention, self.members_of(backup)) if m) or f"the {backup} role"
+        mentions = " ".join(m for m in map(_mention, self.members_of(backup)) if m) or f"the {backup} role"
         notice = {
             "type": "section",
             "block_id": f"hitl_handed_on:{current.id}",
@@ -124,7 +124,7 @@ class HandOns:
             log.warning("could not mark the earlier card of %s: %s", approval.id, exc.response.get("error"))
 
 
-def mention(member: str) -> str:
+def _mention(member: str) -> str:
     """A role member as a Slack mention: ``<@U…>`` for a person, ``<!subteam^S…>`` for a user group ("" for an id
     Slack does not know, such as ``cli:alice``)."""
     if re.fullmatch(r"[UW][A-Z0-9_]{2,20}", member):

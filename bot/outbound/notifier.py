@@ -198,21 +198,17 @@ class SlackNotifier:
     async def flush(self, timeout: float = 30.0) -> None:
         """Wait until every queued card, FYI and card update has landed (tests, shutdown)."""
 
-        def fyis_done() -> bool:
-            worker = self.fyis.worker()
-            return worker is None or worker.done()
+        def busy() -> list[asyncio.Task[None]]:
+            workers = [*self.posts.workers(), self.fyis.worker()]
+            return [t for t in workers if t is not None and not t.done()]
 
         async def drained() -> None:
             while True:
-                busy = [t for t in self.posts.workers() if not t.done()]
-                worker = self.fyis.worker()
-                if worker is not None and not worker.done():
-                    busy.append(worker)
-                if busy:
-                    await asyncio.gather(*busy, return_exceptions=True)
+                if working := busy():
+                    await asyncio.gather(*working, return_exceptions=True)
                     continue
                 await self.updates.idle()
-                if not self.posts.workers() and fyis_done():
+                if not self.posts.workers() and not busy():
                     return
 
         await asyncio.wait_for(drained(), timeout)
