@@ -30,8 +30,8 @@ from _common import cpu_seconds, free_port, heading, median, pct, redis_server, 
 from report import report  # noqa: E402
 
 from hitl.adapters.ask_callback import SlackAsk  # noqa: E402
-from hitl.bot.blocks import card, card_text  # noqa: E402
-from hitl.bot.controls import ACTION_APPROVE  # noqa: E402
+from hitl.bot.views.blocks import card, card_text  # noqa: E402
+from hitl.bot.views.controls import ACTION_APPROVE  # noqa: E402
 from hitl.engine.agents.ask import Approvals  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.domain.records import MessageRef  # noqa: E402

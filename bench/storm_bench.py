@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import heading, pct, redis_server, row, start_serve, stop_process  # noqa: E402
 from report import report  # noqa: E402
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.config.hitl_yaml import load_config  # noqa: E402
 from hitl.engine.domain.models import Approval, Status  # noqa: E402

@@ -16,17 +16,17 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.context import BotContext
-from hitl.bot.home_tabs import HomeTabs
 from hitl.bot.listeners import register
 from hitl.bot.metrics import Metrics
-from hitl.bot.notifier import SlackNotifier
-from hitl.bot.pacer import PacedClient, Pacer
-from hitl.bot.payloads import parsed_once
-from hitl.bot.reporter import SlackReporter
-from hitl.bot.response_urls import ResponseUrls, response_url_guard
-from hitl.bot.reviewers import SlackReviewers
+from hitl.bot.outbound.home_tabs import HomeTabs
+from hitl.bot.outbound.notifier import SlackNotifier
+from hitl.bot.outbound.pacer import PacedClient, Pacer
+from hitl.bot.outbound.reporter import SlackReporter
+from hitl.bot.outbound.reviewers import SlackReviewers
+from hitl.bot.requests.payloads import parsed_once
+from hitl.bot.requests.response_urls import ResponseUrls, response_url_guard
+from hitl.bot.requests.signing import Signer
 from hitl.bot.settings import BotSettings
-from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.delegations import DelegatedReviewers
 from hitl.engine.ports import Clock, Store
@@ -105,6 +105,7 @@ def slack_side(
         backoff=backoff,
         declared=config.declared_schema,
         view_of=config.present,
+        members_of=lambda role: config.roles.get(role, []),
     )
     return SlackSide(
         client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics, pacer=pacer
@@ -165,7 +166,6 @@ def build_app(
     )
     delegations.on_change.append(home.delegation_changed)
     side.notifier.on_card.append(home.changed)
-    side.notifier.members_of = lambda role: config.roles.get(role, [])
     side.notifier.on_halts.append(home.changed)
     ctx = BotContext(
         lifecycle=lifecycle,
@@ -182,7 +182,7 @@ def build_app(
     logging.getLogger("slack_bolt.AsyncApp").addFilter(_TOKEN_SKIPPED)
     app = AsyncApp(
         client=side.client,
-        # The HTTP server verifies every request's signature before Bolt sees it (bot/server.py); Socket Mode
+        # The HTTP server verifies every request's signature before Bolt sees it (bot/requests/server.py); Socket Mode
         # needs none. Checking twice cost a second HMAC per click.
         request_verification_enabled=False,
         # Bolt answers Slack when the listener returns, not by polling for ack() every 10 ms (which made an

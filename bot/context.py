@@ -11,10 +11,10 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from hitl.bot.home_tabs import HomeTabs
 from hitl.bot.metrics import Metrics
-from hitl.bot.notifier import SlackNotifier
-from hitl.bot.signing import Signer
+from hitl.bot.outbound.home_tabs import HomeTabs
+from hitl.bot.outbound.notifier import SlackNotifier
+from hitl.bot.requests.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.delegates import DelegateRule
 from hitl.engine.delegations import Delegations

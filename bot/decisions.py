@@ -8,9 +8,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hitl.bot.blocks import who
 from hitl.bot.context import BotContext
-from hitl.bot.escape import label
+from hitl.bot.views.blocks import who
+from hitl.bot.views.escape import label
 from hitl.engine.domain.decide import closed_refusal
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.practice import is_practice, practice_note

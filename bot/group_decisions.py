@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import refusal_text
-from hitl.bot.group_cards import still_needed
+from hitl.bot.views.group_cards import still_needed
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.grouping import decidable_together, group_digest
 from hitl.engine.domain.hashing import short_hash

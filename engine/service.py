@@ -10,20 +10,20 @@ webhooks) is a fact subscriber (:mod:`.facts`, :mod:`.subscribers`).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hitl.engine.allowed_calls import AllowedPlans, declared_schema, record_told
 from hitl.engine.approval_caps import within_caps
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.decision_checks import ArgsValidator, checked_edit
 from hitl.engine.delegates import DelegateRule
 from hitl.engine.delegations import DelegatedReviewers, Delegations
 from hitl.engine.domain.actions import (
-    TOOL_NAME,
     TRUST_TTL,
     WINDOWS,
     ProposedAction,
@@ -32,14 +32,14 @@ from hitl.engine.domain.actions import (
     plain_args,
     window_events,
 )
-from hitl.engine.domain.arg_schema import CompiledSchema, compile_schema, validate_args
-from hitl.engine.domain.confirmation import APPROVING, confirmation_problem
+from hitl.engine.domain.arg_schema import compile_schema
+from hitl.engine.domain.confirmation import APPROVING
 from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.drafts import ApprovalDrafts
-from hitl.engine.domain.edits import changes, changes_text, merge_patch
+from hitl.engine.domain.edits import changes, changes_text
 from hitl.engine.domain.frozen import quick_init
-from hitl.engine.domain.models import RESERVED_PREFIXES, Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
-from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.practice import PracticeSpec, is_practice
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
@@ -49,7 +49,7 @@ from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
 from hitl.engine.domain.tally import first_seen_counts
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
-from hitl.engine.events import FYI_JOB, EventSink, Outbox
+from hitl.engine.events import EventSink, Outbox
 from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, Route, routes
 from hitl.engine.guards import (
     DECISION_GUARDS,
@@ -66,28 +66,14 @@ from hitl.engine.receipts import receipt_claims_for
 from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.subscribers import SUBSCRIBERS
 from hitl.engine.subscribers.windows import count_windows, forget_windows
+from hitl.engine.verdicts import counted_verdict, explained
 
 log = logging.getLogger(__name__)
 
 __all__ = ["TRUST_TTL", "WINDOWS", "AnswerWindow", "ApprovalService", "ArgsValidator", "Proposal"]
 
-ArgsValidator = Callable[[str, dict[str, Any]], dict[str, Any]]
-"""Validates edited arguments for a tool and returns them normalised, or raises InvalidInput."""
-
-_ANSWERED_BY_FEEDBACK = frozenset({ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT})
-"""What feedback answers: a review (the step before runs again with it) or an effect in doubt ("Mark done")."""
 _BOUND_ALONE = frozenset({DecisionKind.APPROVE, DecisionKind.TRUST})
 """Decisions with nothing to check before the store's atomic step: bound to a version and hash, they need no read."""
-
-
-@dataclass(frozen=True)
-class _Allowed:
-    """What a call of one tool that its name alone lets run needs, worked out once per policy: the verdict, and
-    ``hitl.yaml``'s schema for the tool compiled (the call's arguments are still checked against it, and against the
-    schema the caller sends, on every call)."""
-
-    verdict: Verdict
-    declared: CompiledSchema | None
 
 
 @dataclass(frozen=True)
@@ -179,8 +165,7 @@ class ApprovalService:
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     delegations: Delegations = field(init=False)
     """The store's delegations of reviewer roles (what :class:`DelegatedReviewers` adds to a reviewer)."""
-    _allowed: dict[str, _Allowed | None] = field(init=False, default_factory=dict, repr=False)
-    _allowed_for: tuple[Policy, SpotCheckSpec] | None = field(init=False, default=None, repr=False)
+    _allowed: AllowedPlans = field(init=False, default_factory=AllowedPlans, repr=False)
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
     _order: tuple[Sequence[ProposalGuard], Order] | None = field(init=False, default=None, repr=False)
 
@@ -274,16 +259,16 @@ class ApprovalService:
         """The verdict for an action without recording anything (``hitl policy explain``). ``requester``: whose
         trust grants in the session count (default: the service's requester). ``instead_of``: the approval these
         arguments would replace (an edit): its own window events do not count against them."""
-        now = self.clock.now()
-        clean = clean_args(tool, args)
-        own = dict(window_events(instead_of)) if instead_of is not None else {}
-        windows = {
-            k: await self.store.windows.stats(k, now=now, window=w, exclude=own.get(k, ""))
-            for k, (w, _) in self.policy.window_keys(tool, clean).items()
-        }
-        trusted = await self._trusted(session_id, requester or self.requester, now)
-        return self.policy.evaluate(
-            tool, clean, PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
+        return await explained(
+            self.store,
+            self.policy,
+            tool,
+            args,
+            session_id=session_id,
+            requester=requester or self.requester,
+            min_tier=min_tier,
+            instead_of=instead_of,
+            now=self.clock.now(),
         )
 
     async def propose(self, request: ProposeRequest) -> Proposal:
@@ -298,7 +283,8 @@ class ApprovalService:
         """
         now = self.clock.now()
         tool, batch = request.tool, request.batch
-        plan = self._allowed_plan(tool) if batch is None and request.min_tier is Tier.AUTO else None
+        plannable = batch is None and request.min_tier is Tier.AUTO
+        plan = self._allowed.plan(tool, self.policy, self.spot_check) if plannable else None
         if plan is not None:
             items = [plain_args(tool, request.args)]  # the name was checked when the plan was made
         else:
@@ -307,7 +293,7 @@ class ApprovalService:
             items = [clean_args(tool, a) for a in batch] if batch is not None else [clean_args(tool, request.args)]
         # Checked and compiled once here; the guards and the approval use the same compiled schema.
         compiled = compile_schema(tool, request.schema) if request.schema is not None else None
-        declared = plan.declared if plan is not None else self._declared_schema(tool)
+        declared = plan.declared if plan is not None else declared_schema(self.policy, tool)
         requester = request.requester or self.requester
         admission = Admission(request, items, compiled, declared, requester, now)
         order = self._order
@@ -320,13 +306,14 @@ class ApprovalService:
         if plan is not None:
             await self.publish(Allowed(request, plan.verdict, action, now))
             return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
-        verdict, counted, again = await self._verdict(request, action, now)
+        verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)
         if not verdict.tier.needs_human:
             if not again:  # the same named call's first asking was audited, told and observed: not twice
-                await self._allowed_without_a_person(request, verdict, action, now)
+                await record_told(self.store, request, verdict, action, now)  # before it runs: if not, it does not
+                await self.publish(Allowed(request, verdict, action, now))
             return Proposal(verdict=verdict, approval=None, args=action.clean, scope=action.scope)
         schema = request.schema if compiled is not None else None
         approval = self.drafts.approval(request, verdict, action, schema=schema, counted=counted, now=now)
@@ -341,117 +328,6 @@ class ApprovalService:
             held = set(window_events(stored))
             await forget_windows(self.store, [e for e in counted if (e[0], e[1]) not in held])
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
-
-    def _allowed_plan(self, tool: str) -> _Allowed | None:
-        """The plan for ``tool`` when its name alone lets it run with nothing recorded: the policy decides it by name
-        (no rule, trust grant or step can change it), as ``auto``, and no spot check samples it. None otherwise,
-        and then the policy decides. Worked out once per tool while the policy and the spot checks stay the
-        same objects."""
-        policy, spot_check = self.policy, self.spot_check
-        made_for = self._allowed_for
-        if made_for is None or made_for[0] is not policy or made_for[1] is not spot_check:
-            self._allowed, self._allowed_for = {}, (policy, spot_check)
-        if tool in self._allowed:
-            return self._allowed[tool]
-        verdict = policy.static_verdict(tool)
-        plan = None
-        if (
-            verdict is not None
-            and not verdict.denied
-            and verdict.tier is Tier.AUTO
-            and not spot_check.rate_for(tool, str(verdict.tier))
-            and TOOL_NAME.match(tool)
-            and not tool.startswith(RESERVED_PREFIXES)
-        ):
-            plan = _Allowed(verdict, self._declared_schema(tool))
-        if len(self._allowed) < 1024:  # a caller inventing tool names cannot grow it without bound
-            self._allowed[tool] = plan
-        return plan
-
-    def _declared_schema(self, tool: str) -> CompiledSchema | None:
-        """``hitl.yaml``'s argument schema for ``tool``, compiled (None when it declares none)."""
-        declared = self.policy.spec.tools.get(tool)
-        return compile_schema(tool, declared.schema_) if declared is not None and declared.schema_ is not None else None
-
-    async def _verdict(
-        self, request: ProposeRequest, action: ProposedAction, now: float
-    ) -> tuple[Verdict, list[list[str]], bool]:
-        """The policy's verdict on every item (a batch takes its strictest); each window event the action added
-        now, ``[key, event id]``: forgotten if it ends without running (denied now, or rejected, superseded,
-        expired, cancelled later); and whether every window already held the action's events (the same named call
-        asked again, judged as it was then: its events are its first asking's, never this one's to forget)."""
-        tool, batch = request.tool, request.batch
-        trusted = request.trusted
-        if not self.policy.trust_matters(tool):
-            trusted = frozenset()
-        elif trusted is None or tool in trusted:
-            # Only the absence of a grant is taken on trust: a tool the caller names is checked again, so a revoked
-            # grant never approves anything.
-            trusted = await self._trusted(request.session_id, action.requester, now)
-        static = self.policy.static_verdict(tool) if batch is None and request.min_tier is Tier.AUTO else None
-        if static is not None:
-            return static, [], False
-        verdicts: list[Verdict] = []
-        counted: list[list[str]] = []
-        seen = 0
-        for i, item in enumerate(action.items):
-            windows: dict[str, WindowStats] = {}
-            for key, (window, amount) in self.policy.window_keys(tool, item).items():
-                event = f"{action.event}#{i}" if batch is not None else action.event
-                windows[key] = await self.store.windows.add(key, amount=amount, now=now, window=window, event_id=event)
-                if windows[key].added:
-                    counted.append([key, event])
-                else:
-                    seen += 1
-            ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=request.min_tier)
-            verdicts.append(self.policy.evaluate(tool, item, ctx))
-        again = seen > 0 and not counted
-        if batch is None:
-            return verdicts[0], counted, again
-        typed = sorted({name for v in verdicts for name in v.confirm})
-        if typed:  # each call's value must be typed by its reviewer: one approval of many cannot ask it
-            await forget_windows(self.store, counted)
-            raise InvalidInput(
-                f"{tool} asks its reviewer to type {', '.join(typed)} for each call (confirm: in hitl.yaml), which a "
-                "batch cannot ask; propose the calls one by one",
-                code=ErrorCode.CONFIRMATION_MISMATCH,
-                tool=tool,
-            )
-        strictest = max(verdicts, key=lambda v: (v.denied, v.tier.rank, v.quorum))
-        if any(v.approve_reason for v in verdicts):  # any item's need of a reason is the batch's
-            strictest = dataclasses.replace(strictest, approve_reason=True)
-        return strictest, counted, again
-
-    async def _allowed_without_a_person(
-        self, request: ProposeRequest, verdict: Verdict, action: ProposedAction, now: float
-    ) -> None:
-        """An auto or notify call goes ahead. A notify call, and a call let through by a reviewer's Trust, is
-        audited first and its FYI queued (a durable job the bot posts at Slack's pace): both recorded before it runs,
-        like any decision the policy makes for a person to see, so if the store cannot take them, the call does not
-        go ahead. Then the subscribers hear it."""
-        if verdict.told:
-            reason = "; ".join(verdict.reasons)
-            await self.store.audit.append(
-                AuditEntry(
-                    at=now,
-                    actor=action.requester[:200],
-                    event="trusted" if verdict.trusted else "notified",
-                    action_hash=action.digest,
-                    outcome=str(verdict.tier),
-                    detail=f"{request.session_id}: {request.tool} ran with an FYI to reviewers ({reason})"[:500],
-                )
-            )
-            fyi = {"tool": request.tool, "args": action.clean, "session_id": request.session_id, "reason": reason}
-            await self.store.jobs.enqueue(FYI_JOB, fyi, now=now)
-        await self.publish(Allowed(request, verdict, action, now))
-
-    async def _trusted(self, session_id: str, requester: str, now: float) -> frozenset[str]:
-        """The tools trusted for ``requester`` in ``session_id``: another identity's grant in the same session, or
-        the same identity's in another session, does not count."""
-        if not session_id:
-            return frozenset()
-        grants = await self.store.trust.active(session_id, requester=requester, now=now)
-        return frozenset(g.tool for g in grants)
 
     # -- deciding -----------------------------------------------------------------------------------------
     async def decide(
@@ -621,65 +497,11 @@ class ApprovalService:
         """The checks a decision passes before the store's atomic step: the edited arguments (validated) and the
         replacing approval when the edit needs other approvers. A refusal here is audited."""
         try:
-            return await self._edit(current, request)
+            return await checked_edit(self, current, request)
         except (InvalidInput, PolicyError) as exc:
             detail = f"{request.kind} via {request.via}: {exc.message}"
             await self.record_refusal(request.approval_id, reviewer.id, exc.code, detail)
             raise
-
-    async def _edit(self, current: Approval, request: DecideRequest) -> tuple[dict[str, Any] | None, Approval | None]:
-        kind, reason, args = request.kind, request.reason, request.args
-        if kind is DecisionKind.FEEDBACK and current.kind not in _ANSWERED_BY_FEEDBACK:
-            raise InvalidInput(
-                f"feedback goes to review gates; {current.id} is a {current.tool} action: reject it with a reason, "
-                "or modify its arguments",
-                approval_id=current.id,
-            )
-        if kind is DecisionKind.REJECT and not reason and current.reason_required:
-            raise InvalidInput(
-                f"rejecting {current.tool} needs a reason; pass --reason or fill in the reason field",
-                approval_id=current.id,
-            )
-        if kind is not DecisionKind.MODIFY:
-            _attended(current, request, current.execute_args)
-            return None, None
-        if args is None:
-            raise InvalidInput("modify needs the edited arguments (--args JSON)", approval_id=current.id)
-        if "batch" in current.metadata:
-            raise InvalidInput("a batch cannot be modified item by item; reject it and propose a new batch")
-        if not current.modifiable:
-            asker = current.metadata.get("framework", "its asker")
-            raise InvalidInput(
-                f"{current.id} cannot be modified: {asker} cannot run edited arguments; approve it as it is, or "
-                "reject it with a reason that says what to change",
-                approval_id=current.id,
-            )
-        edited = dict(args) if request.replace_args else merge_patch(current.execute_args, args)
-        new_args = self._validated(current, edited)
-        _attended(current, request, new_args)
-        return new_args, await self._replacement_if_riskier(current, new_args)
-
-    def _validated(self, current: Approval, args: dict[str, Any]) -> dict[str, Any]:
-        """Edited arguments checked against the schema snapshot the reviewer saw, else the tool's declared one."""
-        clean = clean_args(current.tool, args)
-        if current.args_schema is not None:
-            clean = validate_args(current.tool, current.args_schema, clean)
-        return self.validate_args(current.tool, clean) if self.validate_args else clean
-
-    async def _replacement_if_riskier(self, current: Approval, new_args: dict[str, Any]) -> Approval | None:
-        """Re-run the policy on the edited arguments; a higher tier (or a quorum) needs a new approval."""
-        verdict = await self.explain(
-            current.tool, new_args, session_id=current.session_id, requester=current.requester, instead_of=current
-        )
-        if verdict.denied:
-            raise PolicyError(
-                f"the edited {current.tool} is denied by policy; reject it instead",
-                code=ErrorCode.POLICY_DENIED,
-                approval_id=current.id,
-            )
-        if verdict.tier.rank <= current.tier.rank and current.quorum == 1 and verdict.quorum <= 1:
-            return None
-        return self.drafts.replacement(current, new_args, verdict, now=self.clock.now())
 
     # -- closing ------------------------------------------------------------------------------------------
     async def cancel(
@@ -704,15 +526,6 @@ class ApprovalService:
         for a in expired:
             await self.publish(Expired(a))
         return expired
-
-
-def _attended(current: Approval, request: DecideRequest, runs_with: Mapping[str, Any]) -> None:
-    """Refuse an approving decision that does not give what approving ``current`` takes (typed values, a reason)."""
-    problem = confirmation_problem(
-        current, request.kind, typed=request.confirm, reason=request.reason, runs_with=runs_with
-    )
-    if problem is not None:
-        raise InvalidInput(problem, code=ErrorCode.CONFIRMATION_MISMATCH, approval_id=current.id)
 
 
 def _given(value: Any, read: Approval | None, name: str) -> Any:

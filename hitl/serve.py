@@ -15,9 +15,9 @@ from hitl.api.unauthenticated import Unauthenticated
 from hitl.api.webhooks import WebhookDelivery
 from hitl.bot.app import BotRuntime, build_app, slack_side
 from hitl.bot.context import BotContext
-from hitl.bot.server import http_app
+from hitl.bot.outbound.workspace import SlackWorkspace
+from hitl.bot.requests.server import http_app
 from hitl.bot.settings import BotSettings
-from hitl.bot.workspace import SlackWorkspace
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.retention import Retention

@@ -16,10 +16,14 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from hitl.bot.arguments import ACTION_FULL_VALUE, ALL_ARGUMENTS, parse_full_value
-from hitl.bot.button_values import parse_decision_value
 from hitl.bot.context import BotContext
-from hitl.bot.controls import (
+from hitl.bot.decisions import decide, done_text, late_text, refusal_text
+from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
+from hitl.bot.outbound.pacer import urgent
+from hitl.bot.requests.button_values import parse_decision_value
+from hitl.bot.requests.payloads import Action, Interaction, interaction
+from hitl.bot.views.arguments import ACTION_FULL_VALUE, ALL_ARGUMENTS, parse_full_value
+from hitl.bot.views.controls import (
     ACTION_APPROVE,
     ACTION_APPROVE_CONFIRM,
     ACTION_FEEDBACK,
@@ -28,10 +32,8 @@ from hitl.bot.controls import (
     ACTION_TRUST,
     ACTION_VIEW_ALL,
 )
-from hitl.bot.decisions import decide, done_text, late_text, refusal_text
-from hitl.bot.full_value import ACTION_PAGE, full_value_view, parse_page
-from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
-from hitl.bot.modals import (
+from hitl.bot.views.full_value import ACTION_PAGE, full_value_view, parse_page
+from hitl.bot.views.modals import (
     FORM_APPROVE,
     FORM_FEEDBACK,
     FORM_MODIFY,
@@ -40,8 +42,6 @@ from hitl.bot.modals import (
     modify_view,
     reason_view,
 )
-from hitl.bot.pacer import urgent
-from hitl.bot.payloads import Action, Interaction, interaction
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.practice import is_practice

@@ -12,12 +12,12 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from hitl.bot.blocks import card, compact_card, ranked_line, when, who
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, refusal_text
-from hitl.bot.escape import label
 from hitl.bot.listeners.delegate import delegate_command, delegations_text
-from hitl.bot.payloads import command, interaction
+from hitl.bot.requests.payloads import command, interaction
+from hitl.bot.views.blocks import card, compact_card, ranked_line, when, who
+from hitl.bot.views.escape import label
 from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.halts import EVERY_TOOL
 from hitl.engine.domain.models import DecisionKind

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hitl.bot.blocks import who
 from hitl.bot.context import BotContext
-from hitl.bot.escape import escape_mrkdwn, label
-from hitl.bot.home import delegation_lines
-from hitl.bot.workspace import SlackWorkspace
+from hitl.bot.outbound.workspace import SlackWorkspace
+from hitl.bot.views.blocks import who
+from hitl.bot.views.escape import escape_mrkdwn, label
+from hitl.bot.views.home import delegation_lines
 from hitl.engine.domain.delegation import MAX_DAYS, parse_until, utc_text, zone
 from hitl.engine.errors import EngineError, InvalidInput
 

@@ -6,7 +6,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from hitl.bot.context import BotContext
-from hitl.bot.payloads import event
+from hitl.bot.requests.payloads import event
 
 __all__ = ["register_home"]
 

@@ -7,7 +7,7 @@ import logging
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from hitl.bot.context import BotContext
-from hitl.bot.payloads import Interaction
+from hitl.bot.requests.payloads import Interaction
 
 __all__ = ["BAD_VALUE", "refuse_button", "tell"]
 

@@ -13,7 +13,8 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide
 from hitl.bot.errors import BotError
-from hitl.bot.modals import (
+from hitl.bot.requests.payloads import Interaction, interaction
+from hitl.bot.views.modals import (
     CALLBACK_APPROVE,
     CALLBACK_FEEDBACK,
     CALLBACK_MODIFY,
@@ -27,7 +28,6 @@ from hitl.bot.modals import (
     form_value,
     parse_modify,
 )
-from hitl.bot.payloads import Interaction, interaction
 from hitl.engine.domain.models import DecisionKind
 
 __all__ = ["register_views"]

@@ -302,33 +302,57 @@ def resume(
                 force=force,
                 replace_args=replace,
             )
-        async with open_runtime(settings.runtime, kind="cli") as rt:
-            result = await decide_and_resume(
-                rt,
-                settings,
-                target,
-                kind,
-                reason=why,
-                confirm=typed,
-                args=edited,
-                force=force,
-                overrides=overrides,
-                replace_args=replace,
-            )
-            roles = await _deciding_roles(rt, result)
-            view = await approval_view(rt, result.approval) if result.approval is not None else None
-        if (
-            kind is not None
-            and result.approval is not None
-            and view is not None
-            and "step" not in result.approval.metadata
-        ):
-            out.agent_decision(view, result.history)  # no run of ours: only the decision was taken
-        else:
-            out.run_result(result, roles, view)
-        return result.exit_code
+        return await _resume_here(
+            out,
+            settings,
+            target,
+            kind,
+            reason=why,
+            confirm=typed,
+            args=edited,
+            force=force,
+            overrides=overrides,
+            replace_args=replace,
+        )
 
     run_command(out, work)
+
+
+async def _resume_here(
+    out: Out,
+    settings: CliSettings,
+    target: str,
+    kind: DecisionKind | None,
+    *,
+    reason: str | None,
+    confirm: dict[str, str] | None,
+    args: dict[str, Any] | None,
+    force: bool,
+    overrides: dict[str, Any],
+    replace_args: bool,
+) -> int:
+    """``hitl resume`` on the store itself (no ``hitl serve`` API configured): decide, continue the run, say how
+    it went; returns the exit code."""
+    async with open_runtime(settings.runtime, kind="cli") as rt:
+        result = await decide_and_resume(
+            rt,
+            settings,
+            target,
+            kind,
+            reason=reason,
+            confirm=confirm,
+            args=args,
+            force=force,
+            overrides=overrides,
+            replace_args=replace_args,
+        )
+        roles = await _deciding_roles(rt, result)
+        view = await approval_view(rt, result.approval) if result.approval is not None else None
+    if kind is not None and result.approval is not None and view is not None and "step" not in result.approval.metadata:
+        out.agent_decision(view, result.history)  # no run of ours: only the decision was taken
+    else:
+        out.run_result(result, roles, view)
+    return result.exit_code
 
 
 @app.command(cls=FlagCommand, rich_help_panel=REVIEW)

@@ -131,65 +131,80 @@ def stats(
         if not rows:
             out.text("nothing was proposed in this period")
             return 0
-        # Short headings: the table fits an 80-column terminal with tool names whole (or turns into blocks).
-        numbers = tuple(heading for heading, _ in COLUMNS)
-        shown = (Outcome.ASKED, Outcome.APPROVED, Outcome.MODIFIED, Outcome.REJECTED, Outcome.EXPIRED)
-        table: list[list[str | Text]] = [
-            [
-                Text(r.tool),
-                Text(r.tier),
-                str(r.actions),
-                _pct(r.autonomous_rate),
-                *(str(r.n(o)) for o in shown),
-                _pct(r.correction_rate),
-                _span(r.latency_quantile(0.5)),
-                _span(r.latency_quantile(0.9)),
-            ]
-            for r in [*rows, every]
-        ]
-        out.table(("tool", "tier", *numbers), table, right=numbers)
-        legend = [Text.assemble((heading, "bold"), f": {meaning}") for heading, meaning in COLUMNS]
-        # Wrapped at words to the terminal's width (the rest of the output keeps its lines whole).
-        out.console.print(Text.assemble(("columns ", "dim"), Text("; ").join(legend)), soft_wrap=False)
-        if every.n(Outcome.SPOT_CHECKED):
-            out.text(
-                ("spot checks ", "dim"),
-                f"{every.n(Outcome.SPOT_CHECKED)}, flagged {every.n(Outcome.SPOT_FLAGGED)} ",
-                ("(audit yield ", "dim"),
-                _pct(every.audit_yield),
-                (")", "dim"),
-            )
-        if every.n(Outcome.PRACTICE):
-            out.text(
-                ("practice approvals ", "dim"),
-                f"{every.n(Outcome.PRACTICE)}, caught {every.n(Outcome.PRACTICE_CAUGHT)}, missed "
-                f"{every.n(Outcome.PRACTICE_MISSED)} ",
-                ("(caught ", "dim"),
-                _pct(every.catch_rate),
-                (")", "dim"),
-            )
-        if every.n(Outcome.HANDED_ON) or every.n(Outcome.UNDER_DELEGATION):
-            out.text(
-                ("handed on ", "dim"),
-                str(every.n(Outcome.HANDED_ON)),
-                ("  decisions under delegation ", "dim"),
-                str(every.n(Outcome.UNDER_DELEGATION)),
-            )
-        for b in bands:
-            if b.buckets("first")[-1][1] or b.latency_count:
-                out.text(
-                    (f"{b.tier} band ", "bold"),
-                    ("first interaction p50 ", "dim"),
-                    _span(b.quantile("first", 0.5)),
-                    ("  decision p50 ", "dim"),
-                    _span(b.latency_quantile(0.5)),
-                )
-        out.text(("intervention latency (all decisions)", "bold"))
-        previous, widest = 0, max(1, every.latency_count)
-        for bound, seen in every.latency_buckets:
-            n, previous = seen - previous, seen
-            bar = "#" * round(40 * n / widest)
-            out.text((f"  {_span(bound):>8} ", "dim"), f"{n:>6} ", (bar, "cyan"))
+        _print_table(out, rows, every)
+        _print_measures(out, every, bands)
+        _print_latency(out, every)
         return 0
 
     run_command(out, work)
+
+
+def _print_table(out: Out, rows: list[TallyRow], every: TallyRow) -> None:
+    """One row per tool and tier, then every row summed (``every``), and the columns explained under it."""
+    # Short headings: the table fits an 80-column terminal with tool names whole (or turns into blocks).
+    numbers = tuple(heading for heading, _ in COLUMNS)
+    shown = (Outcome.ASKED, Outcome.APPROVED, Outcome.MODIFIED, Outcome.REJECTED, Outcome.EXPIRED)
+    table: list[list[str | Text]] = [
+        [
+            Text(r.tool),
+            Text(r.tier),
+            str(r.actions),
+            _pct(r.autonomous_rate),
+            *(str(r.n(o)) for o in shown),
+            _pct(r.correction_rate),
+            _span(r.latency_quantile(0.5)),
+            _span(r.latency_quantile(0.9)),
+        ]
+        for r in [*rows, every]
+    ]
+    out.table(("tool", "tier", *numbers), table, right=numbers)
+    legend = [Text.assemble((heading, "bold"), f": {meaning}") for heading, meaning in COLUMNS]
+    # Wrapped at words to the terminal's width (the rest of the output keeps its lines whole).
+    out.console.print(Text.assemble(("columns ", "dim"), Text("; ").join(legend)), soft_wrap=False)
+
+
+def _print_measures(out: Out, every: TallyRow, bands: list[TallyRow]) -> None:
+    """The measures only some periods have (spot checks, practice approvals, hand-ons), and each band's latencies."""
+    if every.n(Outcome.SPOT_CHECKED):
+        out.text(
+            ("spot checks ", "dim"),
+            f"{every.n(Outcome.SPOT_CHECKED)}, flagged {every.n(Outcome.SPOT_FLAGGED)} ",
+            ("(audit yield ", "dim"),
+            _pct(every.audit_yield),
+            (")", "dim"),
+        )
+    if every.n(Outcome.PRACTICE):
+        out.text(
+            ("practice approvals ", "dim"),
+            f"{every.n(Outcome.PRACTICE)}, caught {every.n(Outcome.PRACTICE_CAUGHT)}, missed "
+            f"{every.n(Outcome.PRACTICE_MISSED)} ",
+            ("(caught ", "dim"),
+            _pct(every.catch_rate),
+            (")", "dim"),
+        )
+    if every.n(Outcome.HANDED_ON) or every.n(Outcome.UNDER_DELEGATION):
+        out.text(
+            ("handed on ", "dim"),
+            str(every.n(Outcome.HANDED_ON)),
+            ("  decisions under delegation ", "dim"),
+            str(every.n(Outcome.UNDER_DELEGATION)),
+        )
+    for b in bands:
+        if b.buckets("first")[-1][1] or b.latency_count:
+            out.text(
+                (f"{b.tier} band ", "bold"),
+                ("first interaction p50 ", "dim"),
+                _span(b.quantile("first", 0.5)),
+                ("  decision p50 ", "dim"),
+                _span(b.latency_quantile(0.5)),
+            )
+
+
+def _print_latency(out: Out, every: TallyRow) -> None:
+    """Every decision's intervention latency, as a histogram of its buckets."""
+    out.text(("intervention latency (all decisions)", "bold"))
+    previous, widest = 0, max(1, every.latency_count)
+    for bound, seen in every.latency_buckets:
+        n, previous = seen - previous, seen
+        bar = "#" * round(40 * n / widest)
+        out.text((f"  {_span(bound):>8} ", "dim"), f"{n:>6} ", (bar, "cyan"))

@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hitl.bot.blocks import EVIDENCE
-from hitl.bot.controls import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
+from hitl.bot.views.evidence import EVIDENCE
 from hitl.demo.examples import refund_example
 from hitl.demo.launch import STRANGER, Sandbox, start_sandbox
 from hitl.demo.reading import as_seen

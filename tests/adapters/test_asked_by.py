@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from hitl.api.models import ApprovalView
-from hitl.bot.blocks import card
+from hitl.bot.views.blocks import card
 from hitl.cli.output import approval_json
 from hitl.engine.agents.gate import ToolCall
 from hitl.engine.domain.presentation import present

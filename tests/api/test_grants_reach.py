@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from hitl.api.models import iso
-from hitl.bot.controls import ACTION_TRUST
+from hitl.bot.views.controls import ACTION_TRUST
 from hitl.engine.domain.ids import approval_id
 from hitl.testing import FakeClock
 from tests.api.conftest import PRACTICE, WEBHOOK_SECRET, Api, sqlite_api

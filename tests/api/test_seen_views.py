@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE
+from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.presentation import digest_of
 from hitl.testing import FakeClock

@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, Status

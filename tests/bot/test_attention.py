@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_APPROVE_CONFIRM, ACTION_TRUST
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_APPROVE_CONFIRM, ACTION_TRUST
 from hitl.engine.domain.confirmation import NUMBER_FORM
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest

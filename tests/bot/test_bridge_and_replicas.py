@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hitl.adapters.ask_callback import SlackAsk, parse_prompt
-from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolCall
 from hitl.engine.domain.models import Status

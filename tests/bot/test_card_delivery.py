@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from hitl.bot.controls import ACTION_APPROVE
+from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from tests.bot.conftest import Harness
@@ -19,7 +19,7 @@ async def test_a_failing_card_update_backs_off_without_holding_up_other_cards(ha
         ProposeRequest("refund", {"order_id": "2", "customer_id": "C2", "amount": 6}, session_id="x2")
     )
     assert first.approval is not None and second.approval is not None
-    harness.rt.ctx.notifier.backoff = lambda n: 2.0
+    harness.rt.ctx.notifier.updates.backoff = lambda n: 2.0
     for _ in range(4):  # the SDK retries a 5xx three times; the fourth failure reaches the notifier
         harness.state.fail_next("chat.update", status=503)
     await harness.slack.click("U_SUPPORT1", copy.deepcopy(harness.card_for(first.approval.id)), ACTION_APPROVE)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from slack_sdk.models.blocks import Block
 
-from hitl.bot.blocks import EVIDENCE, EVIDENCE_LABEL, card
+from hitl.bot.views.blocks import card
+from hitl.bot.views.evidence import EVIDENCE, EVIDENCE_LABEL
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.service import TRUST_TTL
 from hitl.sandbox.limits import message_problems
@@ -193,7 +194,7 @@ def test_an_edit_shows_before_and_after_on_every_card_it_touches() -> None:
 
 
 def test_times_read_the_readers_way_with_how_long_is_left() -> None:
-    from hitl.bot.blocks import relative
+    from hitl.bot.views.blocks import relative
 
     pending = str(card(STATES["pending"], now=NOW))  # expires an hour after NOW
     assert "{date_short_pretty} {time}|2027-01-15 09:00 UTC>" in pending  # Slack's token; the fallback names UTC

@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
-from hitl.bot import blocks as card_blocks
-from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST
+from hitl.bot.views import evidence as card_evidence
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.sandbox.limits import message_problems
@@ -41,7 +41,7 @@ async def test_card_is_posted_once_with_inert_evidence(harness: Harness) -> None
     assert message_problems(blocks) == (None, [])
     parsed = parsed_text(blocks)  # what Slack parses
     assert "<!channel>" not in parsed and "<@U_FIN1>" not in parsed and "<http://evil" not in parsed
-    [evidence] = [b for b in blocks if b.get("block_id") == card_blocks.EVIDENCE]
+    [evidence] = [b for b in blocks if b.get("block_id") == card_evidence.EVIDENCE]
     [run] = evidence["elements"][0]["elements"]  # rich text, which Slack shows as it is: literal, no mention
     assert run["type"] == "text" and "<!channel> <@U_FIN1>" in run["text"] and "[email]" in run["text"]
     buttons = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]

@@ -10,8 +10,8 @@ import json
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from hitl.bot.controls import ACTION_APPROVE
-from hitl.bot.home import HOME_DELEGATION
+from hitl.bot.views.controls import ACTION_APPROVE
+from hitl.bot.views.home import HOME_DELEGATION
 from hitl.engine.domain.delegation import utc_text
 from hitl.engine.domain.models import Approval, Status
 from tests.api.cli_process import hitl

@@ -12,9 +12,9 @@ import pytest
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
-from hitl.bot.arguments import ACTION_FULL_VALUE
-from hitl.bot.blocks import card
-from hitl.bot.full_value import ACTION_PAGE
+from hitl.bot.views.arguments import ACTION_FULL_VALUE
+from hitl.bot.views.blocks import card
+from hitl.bot.views.full_value import ACTION_PAGE
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.display import show
 from hitl.engine.domain.models import Approval, DecisionKind

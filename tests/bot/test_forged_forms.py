@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hitl.bot.controls import ACTION_MODIFY, ACTION_REJECT
+from hitl.bot.views.controls import ACTION_MODIFY, ACTION_REJECT
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
 from tests.bot.conftest import Harness

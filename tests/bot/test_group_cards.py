@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_APPROVE_CONFIRM
-from hitl.bot.group_cards import (
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_APPROVE_CONFIRM
+from hitl.bot.views.group_cards import (
     ACTION_GROUP_APPROVE,
     ACTION_GROUP_OPEN,
     ACTION_GROUP_PAGE,

@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hitl.bot.group_cards import ACTION_GROUP_APPROVE
+from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Status

@@ -10,11 +10,11 @@ from typing import Annotated, Any, Literal, cast
 import pytest
 from pydantic import Field
 
-from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
-from hitl.bot.modals import FormValues, modify_view, parse_modify
-from hitl.bot.payloads import ViewState
-from hitl.bot.reviewers import SlackReviewers
+from hitl.bot.outbound.reviewers import SlackReviewers
+from hitl.bot.requests.payloads import ViewState
+from hitl.bot.views.controls import ACTION_APPROVE
+from hitl.bot.views.modals import FormValues, modify_view, parse_modify
 from hitl.engine.delegations import DelegatedReviewers
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest

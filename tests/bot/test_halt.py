@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.blocks import HALTED
-from hitl.bot.controls import ACTION_APPROVE, ACTION_REJECT
-from hitl.bot.home import HOME_HALTED
+from hitl.bot.views.blocks import HALTED
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_REJECT
+from hitl.bot.views.home import HOME_HALTED
 from hitl.demo.examples import refund_example
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest

@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 import json
 
-from hitl.bot.controls import ACTION_APPROVE
-from hitl.bot.home import HOME_WAITING
+from hitl.bot.views.controls import ACTION_APPROVE
+from hitl.bot.views.home import HOME_WAITING
 from hitl.engine.domain.models import Approval, Status
 from tests.bot.conftest import Harness
 from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token

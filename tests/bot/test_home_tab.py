@@ -10,8 +10,8 @@ from typing import Any
 
 from slack_sdk.models.blocks import Block
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_TRUST
-from hitl.bot.home import HOME_DECIDED, HOME_TRUST, HOME_WAITING, Waiting, home_view
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST
+from hitl.bot.views.home import HOME_DECIDED, HOME_TRUST, HOME_WAITING, Waiting, home_view
 from hitl.engine.domain.models import Decision, DecisionKind
 from hitl.engine.domain.records import TrustGrant
 from hitl.sandbox.dispatch import sign

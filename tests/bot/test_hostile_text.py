@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from slack_sdk.models.blocks import Block
 
-from hitl.bot.blocks import card
-from hitl.bot.escape import escape_mrkdwn, label
-from hitl.bot.group_cards import group_card, member_list_view
+from hitl.bot.views.blocks import card
+from hitl.bot.views.escape import escape_mrkdwn, label
+from hitl.bot.views.group_cards import group_card, member_list_view
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.requests import ProposeRequest

@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.errors import BotError
 from hitl.bot.settings import BotSettings
+from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import StoreError
@@ -200,7 +200,7 @@ async def test_a_card_update_lost_to_a_crash_is_taken_over(harness: Harness) -> 
     await harness.svc.store.jobs.enqueue("card", {"approval_id": a.id}, now=harness.clock.now())
     taken = await harness.svc.store.jobs.claim("dead-replica", kind="card", limit=10, now=harness.clock.now(), lease=60)
     assert len(taken) == 1
-    harness.rt.ctx.notifier.lease = 0  # its lease is over
+    harness.rt.ctx.notifier.updates.lease = 0  # its lease is over
     harness.rt.ctx.notifier.kick()
     await harness.settle()
     assert len(harness.state.calls_to("chat.update")) == 2

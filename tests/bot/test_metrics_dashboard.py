@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.metrics import HITL_METRICS
+from hitl.bot.views.controls import ACTION_APPROVE
 from tests.bot.conftest import Harness
 from tests.bot.test_http_edges import pending
 

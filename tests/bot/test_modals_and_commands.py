@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from hitl.bot.controls import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
+from hitl.bot.views.controls import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
 from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.models import Status, Tier
 from hitl.engine.domain.presentation import digest_of

@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from hitl.bot.controls import ACTION_MODIFY
+from hitl.bot.views.controls import ACTION_MODIFY
 from hitl.engine.domain.hashing import MAX_EXACT_INT, normalize
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ErrorCode, InvalidInput

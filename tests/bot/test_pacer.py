@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hitl.bot.pacer import POST, Pacer, urgent
+from hitl.bot.outbound.pacer import POST, Pacer, urgent
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.waiting import eventually

@@ -7,7 +7,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from hitl.bot.payloads import MAX_DEPTH, PayloadError, parse_request
+from hitl.bot.requests.payloads import MAX_DEPTH, PayloadError, parse_request
 
 
 def nested(levels: int) -> Any:

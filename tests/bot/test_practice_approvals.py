@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE
-from hitl.bot.group_cards import ACTION_GROUP_APPROVE
+from hitl.bot.views.controls import ACTION_APPROVE
+from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.domain.models import Approval, Status

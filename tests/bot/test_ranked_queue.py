@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hitl.bot.home import HOME_WAITING
+from hitl.bot.views.home import HOME_WAITING
 from tests.bot.conftest import Harness
 from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
 

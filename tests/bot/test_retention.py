@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE
 from hitl.bot.settings import BotSettings
+from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.retention import DAY, PURGE_EVENT
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import InvalidInput, NotFound

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_VIEW_ALL
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_VIEW_ALL
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest

@@ -17,9 +17,9 @@ from typing import TypeVar
 
 import pytest
 
-from hitl.bot.controls import ACTION_TRUST
-from hitl.bot.group_cards import ACTION_GROUP_APPROVE
-from hitl.bot.pacer import Pacer
+from hitl.bot.outbound.pacer import Pacer
+from hitl.bot.views.controls import ACTION_TRUST
+from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
@@ -59,7 +59,7 @@ def pacer_of(h: Harness) -> Pacer:
 def one_card_each(h: Harness) -> None:
     """Group cards off (``slack.group: false``): the tests of the pace itself count a card per approval."""
     notifier = h.rt.ctx.notifier
-    notifier.spec = notifier.spec.model_copy(update={"group": False})
+    notifier.floor.spec = notifier.floor.spec.model_copy(update={"group": False})
 
 
 async def run_clock(h: Harness, done: Callable[[], bool], *, step: float = 1.0, most: int = 2000) -> int:
@@ -185,7 +185,7 @@ async def test_a_429_holds_the_method_for_every_task_and_replica_and_is_logged_o
 ) -> None:
     """Slack answers one post with 429 and a 30 s Retry-After: neither replica posts into that channel again
     before it passes (the hold is in the store), the other channels go on, and the log says it once."""
-    caplog.set_level(logging.INFO, logger="hitl.bot.pacer")
+    caplog.set_level(logging.INFO, logger="hitl.bot.outbound.pacer")
     state = limited_workspace(clock, 10)
     db = tmp_path / "shared.db"
     one = await start(SqliteStore(db), clock, state=state, pace_clock=clock, replica="one")
@@ -302,7 +302,7 @@ async def test_a_card_post_waiting_out_a_long_retry_after_keeps_its_claim(paced:
     """Slack says wait 120 s, twice the claim's lease: the waiting post renews its claim, so no other replica takes
     it over and posts the card a second time."""
     notifier = paced.rt.ctx.notifier
-    notifier.renew_every = 0.02
+    notifier.posts.renew_every = 0.02
     paced.state.fail_next("chat.postMessage", status=429, retry_after=120)
     p = await paced.service.propose(ProposeRequest("refund", {**REFUND, "order_id": "L1"}, session_id="L1"))
     assert p.approval is not None

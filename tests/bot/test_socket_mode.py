@@ -14,9 +14,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE
-from hitl.bot.server import serve_socket
+from hitl.bot.requests.server import serve_socket
 from hitl.bot.settings import BotSettings
+from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.clocks import SystemClock
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
@@ -111,7 +111,7 @@ async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: 
             {**click, "extra": json.loads("[" * 40 + "]" * 40)},  # nested past the bound
             {**click, "user": {"id": 12}},  # a field of the wrong type
         ]
-        with caplog.at_level(logging.WARNING, logger="hitl.bot.payloads"):
+        with caplog.at_level(logging.WARNING, logger="hitl.bot.requests.payloads"):
             for payload in hostile:
                 with pytest.raises(TimeoutError):  # refused: Bolt does not acknowledge it, and nothing runs
                     await hub.deliver("interactive", payload, timeout=1.0)

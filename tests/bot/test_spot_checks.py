@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_REJECT
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_REJECT
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.config.api import EventKind, WebhookSpec
 from hitl.engine.domain.models import ApprovalKind, Status

@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from hitl.api.models import ApprovalView
-from hitl.bot.blocks import card
-from hitl.bot.home import Waiting, home_view
+from hitl.bot.views.blocks import card
+from hitl.bot.views.home import Waiting, home_view
 from hitl.cli.output import Out, approval_json
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.edits import CHANGED

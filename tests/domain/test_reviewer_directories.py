@@ -8,7 +8,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.api.context import TokenReviewers
 from hitl.api.tokens import Caller
-from hitl.bot.reviewers import SlackReviewers
+from hitl.bot.outbound.reviewers import SlackReviewers
 from hitl.engine.clocks import FakeClock
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.reviewers import ConfiguredReviewers, Roles

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hitl.bot.blocks import card
+from hitl.bot.views.blocks import card
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.summary import currencies, render_summary

@@ -26,7 +26,7 @@ import aiohttp
 import pytest
 from joserfc.jwk import OKPKey
 
-from hitl.bot.controls import ACTION_APPROVE, ACTION_FEEDBACK
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_FEEDBACK
 from hitl.engine.clocks import SystemClock
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.runs import RunStatus

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from hitl.api import token_hash
-from hitl.bot.controls import ACTION_APPROVE, ACTION_MODIFY
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_MODIFY
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.ids import approval_id, dedupe_key
 from hitl.engine.domain.models import Approval, DecisionKind

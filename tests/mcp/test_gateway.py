@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx2
 
-from hitl.bot.blocks import EVIDENCE, card
+from hitl.bot.views.blocks import card
+from hitl.bot.views.evidence import EVIDENCE
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of

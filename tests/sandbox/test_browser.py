@@ -194,7 +194,7 @@ def message_for(sb: Sandbox, approval_id: str):  # type: ignore[no-untyped-def]
 async def test_the_home_tab_is_an_inbox_that_links_to_its_cards_and_keeps_up(sandbox: Sandbox) -> None:
     """The Home tab as a reviewer uses it: what waits for them, updated while they look at it when someone else
     decides; its link opens the card, where they decide; back home, it is under "Decided by you lately"."""
-    from hitl.bot.controls import ACTION_APPROVE
+    from hitl.bot.views.controls import ACTION_APPROVE
 
     first = await refund(sandbox, 120, "A note from the customer.")
     second = await refund(sandbox, 60, "Only the mug broke.", order="78300")

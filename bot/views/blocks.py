@@ -11,15 +11,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from hitl.bot.arguments import argument_blocks
-from hitl.bot.button_values import button_value
-from hitl.bot.controls import (
+from hitl.bot.requests.button_values import button_value
+from hitl.bot.views.arguments import argument_blocks
+from hitl.bot.views.controls import (
     ACTION_VIEW_ALL,
     controls,
     trust_scope,
     utc_time,
 )
-from hitl.bot.escape import label
+from hitl.bot.views.escape import label
+from hitl.bot.views.evidence import evidence_blocks
 from hitl.engine.domain.display import graphemes_cut, reveal, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
@@ -32,14 +33,11 @@ from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.runner.step_context import DOUBT
 
 __all__ = [
-    "EVIDENCE",
-    "EVIDENCE_LABEL",
     "HALTED",
     "card",
     "card_text",
     "COMPACT_BUDGET",
     "compact_card",
-    "evidence_blocks",
     "expires_in",
     "halt_notice",
     "ranked_line",
@@ -49,9 +47,6 @@ __all__ = [
     "who",
 ]
 
-EVIDENCE_LABEL = "hitl_evidence_label"
-EVIDENCE = "hitl_evidence"
-"""The block ids of the untrusted evidence: the last blocks of a card, never next to its controls."""
 HALTED = "hitl_halted"
 """The block id of the stop switch's notice on a card."""
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9_]{2,20}$")
@@ -186,36 +181,6 @@ def _identity(a: Approval, *, commands: bool) -> dict[str, Any]:
     ids = f"Approval {a.id} v{a.version} · action hash {short_hash(a.action_hash)}"
     text = f"Or: `/hitl approve {a.id}`  ·  `/hitl show {a.id}`\n{ids}" if commands else ids
     return {"type": "context", "block_id": f"hitl_ids:{a.id}", "elements": [{"type": "mrkdwn", "text": text}]}
-
-
-def evidence_blocks(evidence: str) -> list[dict[str, Any]]:
-    """The untrusted evidence, after the controls and apart from them: a label, then the text quoted and in italics
-    (a style no trusted block, id or argument uses), as rich text: nothing in it formats, mentions or links, and
-    its hidden characters are marked where they were."""
-    text = bounded(reveal(evidence, keep="\n\t")[0], 1801)
-    return [
-        {
-            "type": "context",
-            "block_id": EVIDENCE_LABEL,
-            "elements": [
-                {
-                    "type": "mrkdwn",
-                    "text": ":warning: *Untrusted evidence* sent with the request, shown as plain text: do not follow "
-                    "instructions in it.",
-                }
-            ],
-        },
-        {
-            "type": "rich_text",
-            "block_id": EVIDENCE,
-            "elements": [
-                {
-                    "type": "rich_text_quote",
-                    "elements": [{"type": "text", "text": text or " ", "style": {"italic": True}}],
-                }
-            ],
-        },
-    ]
 
 
 COMPACT_BUDGET = 600

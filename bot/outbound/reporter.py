@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from hitl.bot.escape import label
-from hitl.bot.notifier import SlackNotifier
+from hitl.bot.outbound.notifier import SlackNotifier
+from hitl.bot.views.escape import label
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.runs import RunResult, RunStatus
 

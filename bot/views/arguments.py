@@ -6,7 +6,7 @@ or a second value (``"bob@example.com\\n*amount*\\n`1`"`` stays one boxed string
 name in code style, its type, and, only from the declared schema (``hitl.yaml``), its title, currency and help:
 a caller's own schema is untrusted and labels nothing. Values come from :mod:`hitl.engine.domain.display`: typed,
 every character marked, look-alikes warned about. A value longer than its share of the card is cut at a grapheme
-boundary and says how long it is; a button opens it in full (:mod:`hitl.bot.full_value`).
+boundary and says how long it is; a button opens it in full (:mod:`hitl.bot.views.full_value`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hitl.bot.button_values import parse_button_value
+from hitl.bot.requests.button_values import parse_button_value
 from hitl.engine.domain.display import Shown, graphemes_cut, reveal, show
 from hitl.engine.domain.models import Approval
 

@@ -262,7 +262,7 @@ class Pacer:
 
     async def ready(self, method: str, channel: str | None = None) -> None:
         """Wait until a call of ``method`` (into ``channel``) could be made now, taking nothing: a card poster
-        waits here, then posts everything that queued meanwhile together (:mod:`hitl.bot.group_cards`)."""
+        waits here, then posts everything that queued meanwhile together (:mod:`hitl.bot.views.group_cards`)."""
         limits = self._limits(method, channel)
         lane_key = self.lane(method, channel)
         with self._waiting_here((lane_key, limits)):

@@ -13,8 +13,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from hitl.bot.arguments import Declared
-from hitl.bot.blocks import card, expires_in, relative
+from hitl.bot.views.arguments import Declared
+from hitl.bot.views.blocks import card, expires_in, relative
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.presentation import Presentation
@@ -51,7 +51,7 @@ class CardCache:
         self._drawn: OrderedDict[tuple[str, int], Approval] = OrderedDict()
 
     def card(self, a: Approval, *, now: float, halt: HaltOrder | None = None) -> list[dict[str, Any]]:
-        """``a``'s live card as of ``now`` (see :func:`hitl.bot.blocks.card`)."""
+        """``a``'s live card as of ``now`` (see :func:`hitl.bot.views.blocks.card`)."""
         key: _Key = (a.id, a.version, a.created_at, expires_in(a, now) + _handed(a, now), halt)
         found = self._cards.get(key)
         if found is not None:

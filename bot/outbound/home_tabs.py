@@ -21,8 +21,8 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from hitl.bot.home import SHOWN, Waiting, home_view
 from hitl.bot.metrics import Metrics
+from hitl.bot.views.home import SHOWN, Waiting, home_view
 from hitl.engine.delegations import Delegations
 from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.delegation import Delegation

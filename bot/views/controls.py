@@ -1,13 +1,13 @@
 """A card's controls: Approve, Reject, Modify, Trust and the rest, each with Slack's own confirmation where it acts
 at once, and what a Trust would grant, said before anyone consents to it. Button values carry
-``id|version|hash|view`` (:mod:`hitl.bot.button_values`), so a click binds to exactly the action shown, and its
+``id|version|hash|view`` (:mod:`hitl.bot.requests.button_values`), so a click binds to exactly the action shown, and its
 decision records the view the card drew."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hitl.bot.button_values import button_value
+from hitl.bot.requests.button_values import button_value
 from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.service import TRUST_TTL

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.bot.blocks import halt_notice, relative, when, who
-from hitl.bot.escape import label
+from hitl.bot.views.blocks import halt_notice, relative, when, who
+from hitl.bot.views.escape import label
 from hitl.engine.domain.delegation import Delegation, utc_text
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Decision, DecisionKind

@@ -18,7 +18,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
 from hitl.bot.app import BotRuntime
-from hitl.bot.payloads import MAX_DEPTH, REQUEST, Parsed, PayloadError, parse_request
+from hitl.bot.requests.payloads import MAX_DEPTH, REQUEST, Parsed, PayloadError, parse_request
 from hitl.engine.domain.nesting import nesting
 from hitl.engine.errors import EngineError
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hitl.bot.arguments import ALL_ARGUMENTS, name_line, value_at
-from hitl.bot.button_values import parse_button_value
-from hitl.bot.escape import label
+from hitl.bot.requests.button_values import parse_button_value
+from hitl.bot.views.arguments import ALL_ARGUMENTS, name_line, value_at
+from hitl.bot.views.escape import label
 from hitl.engine.domain.display import pages, show
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from hitl.bot.blocks import expires_in, halt_notice, when, who
-from hitl.bot.button_values import button_value
-from hitl.bot.controls import button, confirm_dialog, reason_ask
-from hitl.bot.escape import label
+from hitl.bot.requests.button_values import button_value
+from hitl.bot.views.blocks import expires_in, halt_notice, when, who
+from hitl.bot.views.controls import button, confirm_dialog, reason_ask
+from hitl.bot.views.escape import label
 from hitl.engine.domain.grouping import KeyAmount, decidable_together, group_digest, in_order, key_amounts
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.hashing import short_hash

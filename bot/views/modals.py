@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hitl.bot.escape import label
-from hitl.bot.payloads import Cell
+from hitl.bot.requests.payloads import Cell
+from hitl.bot.views.escape import label
 from hitl.engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
 from hitl.engine.domain.hashing import exact_int, normalize
 from hitl.engine.domain.models import Approval, ApprovalKind
@@ -217,7 +217,8 @@ def _input(f: ArgField, value: Any, about: str) -> dict[str, Any]:
 
 
 FormValues = Mapping[str, Mapping[str, Cell]]
-"""A submitted form's inputs by block id and action id (``view.state.values``, parsed by :mod:`hitl.bot.payloads`)."""
+"""A submitted form's inputs by block id and action id (``view.state.values``, parsed by
+:mod:`hitl.bot.requests.payloads`)."""
 
 
 def form_value(state_values: FormValues, block_id: str) -> Any:

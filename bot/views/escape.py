@@ -4,7 +4,7 @@ Slack's mrkdwn has three control characters, ``&``, ``<`` and ``>``; escaping th
 channel, date or link can form. Invisible or direction-changing characters are made visible, a line break becomes
 a space and a backtick a look-alike (a label sits in one line, often inside an inline code span). Truncation
 happens after escaping and never splits an entity or a grapheme. Arguments, evidence and reasons are never
-labels: they go in rich text boxes (:mod:`hitl.bot.arguments`), which Slack shows as they are.
+labels: they go in rich text boxes (:mod:`hitl.bot.views.arguments`), which Slack shows as they are.
 """
 
 from __future__ import annotations
