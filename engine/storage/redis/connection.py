@@ -190,11 +190,11 @@ class RedisConnection:
             r = self.r
             try:
                 marked = await r.get(self.layout_key) == LAYOUT
-                if not marked and not upgrade and await r.exists(*self._written_keys) == 0:
-                    marked = bool(await r.set(self.layout_key, LAYOUT, nx=True))  # a new store: nothing to upgrade
-                    if marked or await r.get(self.layout_key) == LAYOUT:
+                if not marked and await r.exists(*self._written_keys) == 0:
+                    # A new store: marked, with nothing to upgrade (so nothing moved, even for `hitl migrate`).
+                    if await r.set(self.layout_key, LAYOUT, nx=True) or await r.get(self.layout_key) == LAYOUT:
                         self.laid_out = True
-                        return marked
+                        return False
                 if marked and not upgrade:
                     self.laid_out = True
                     return False

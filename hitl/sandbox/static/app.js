@@ -7,6 +7,7 @@ const EMOJI = {
   alarm_clock: "⏰", checkered_flag: "🏁", grey_question: "❔", tada: "🎉", no_entry_sign: "🚫",
   octagonal_sign: "🛑", rotating_light: "🚨", mortar_board: "🎓", bust_in_silhouette: "👤",
   busts_in_silhouette: "👥", mag: "🔍", scissors: "✂️", package: "📦", abacus: "🧮", bar_chart: "📊", arrow_up_small: "🔼",
+  arrow_right_hook: "↪️", handshake: "🤝",
 };
 const ui = { user: null, channel: null, data: null, busy: false, view: "channel", highlight: null };
 
@@ -17,7 +18,7 @@ function el(tag, cls, text) {
   return node;
 }
 function decode(s) { return s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&"); }
-function emoji(s) { return s.replace(/:([a-z_]+):/g, (m, name) => EMOJI[name] || m); }
+function emoji(s) { return s.replace(/:([a-z0-9_+-]+):/g, (m, name) => EMOJI[name] || m); }
 function personName(id) {
   const p = (ui.data && ui.data.people || []).find((x) => x.id === id);
   return p ? p.name : id;
