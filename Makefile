@@ -71,6 +71,7 @@ bench: $(STAMP) redis postgres
 	$(BIN)/python bench/flood_bench.py
 	$(BIN)/python bench/storm_bench.py
 	$(BIN)/python bench/postgres_bench.py
+	$(BIN)/python bench/cli_bench.py
 	$(BIN)/python bench/publish.py
 
 clean:

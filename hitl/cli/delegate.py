@@ -4,18 +4,18 @@ concerns you. Against the store as a reviewer (``--as``), or through the API wit
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from hitl.api.models import DelegationList, DelegationView
 from hitl.cli.as_reviewer import ApiCall, Ways, as_reviewer
 from hitl.cli.flags import FlagCommand, FlagGroup
-from hitl.cli.output import Out
-from hitl.engine.domain.delegation import MAX_DAYS, parse_until, zone
-from hitl.engine.errors import InvalidInput
-from hitl.engine.runtime.process import Runtime
+from hitl.engine.domain.delegation_bound import MAX_DAYS
+
+if TYPE_CHECKING:
+    from hitl.api.models import DelegationView
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import Runtime
 
 __all__ = ["delegate_app"]
 
@@ -27,6 +27,8 @@ delegate_app = typer.Typer(
 
 
 def _show(out: Out, views: list[DelegationView]) -> None:
+    from rich.text import Text
+
     if out.json:
         out.emit({"delegations": [v.model_dump() for v in views]})
         return
@@ -60,6 +62,9 @@ def delegate_give(
     tz: Annotated[str, typer.Option("--tz", help="The time zone --until is read in (IANA).")] = "UTC",
 ) -> Ways[Any]:
     """Hand your roles (or one) to a colleague until a date, audited; it is echoed back in UTC."""
+    from hitl.api.models import DelegationView
+    from hitl.engine.domain.delegation import parse_until, zone
+    from hitl.engine.errors import InvalidInput
 
     def end() -> float:
         try:
@@ -94,6 +99,7 @@ def delegate_end(
     ] = None,
 ) -> Ways[Any]:
     """End a delegation you gave or were handed (audited): from now on neither acts for the other."""
+    from hitl.api.models import DelegationView
 
     async def local(rt: Runtime, who: str) -> DelegationView:
         return DelegationView.of(await rt.contexts.default.service.delegations.end(who, delegation))
@@ -112,6 +118,7 @@ def delegate_end(
 @as_reviewer("delegate list", read_only=True)
 def delegate_list() -> Ways[Any]:
     """The delegations in force that you gave or were handed."""
+    from hitl.api.models import DelegationList, DelegationView
 
     async def local(rt: Runtime, who: str) -> list[DelegationView]:
         given, received = await rt.contexts.default.service.delegations.of(who)

@@ -9,26 +9,19 @@ on the store within a second, and is audited.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from hitl.api.models import ApprovalList, ApprovalView, HaltView, ReviewerFiguresList, Unhalted, iso
 from hitl.cli.as_reviewer import ApiCall, Ways, as_reviewer
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
-from hitl.cli.flows import refuse_claimed_in_production
 from hitl.cli.options import JsonOpt, StoreOpt
-from hitl.cli.output import Out
-from hitl.engine.domain.durations import parse_duration
-from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
-from hitl.engine.domain.models import Approval
-from hitl.engine.domain.practice import is_practice
-from hitl.engine.domain.reviewer_figures import by_reviewer
-from hitl.engine.errors import DecisionRefused, ErrorCode, InvalidInput
-from hitl.engine.runtime.process import Runtime, open_runtime
-from hitl.engine.storage.paging import every_pending, recent_since
+
+if TYPE_CHECKING:
+    from hitl.api.models import ApprovalView, HaltView
+    from hitl.cli.output import Out
+    from hitl.engine.domain.halts import HaltOrder
+    from hitl.engine.domain.models import Approval
+    from hitl.engine.runtime.process import Runtime
 
 __all__ = ["halt", "halts", "practice", "reviewers", "unhalt"]
 
@@ -41,6 +34,9 @@ async def _authorized(rt: Runtime, who: str, what: str) -> None:
     """The admin role's members only, when hitl.yaml defines it (the CLI holds the store: without it, anyone may).
     Under ``production: true`` nobody acts by a claimed ``--as`` against the store (audited): the API, with a token,
     says who is acting."""
+    from hitl.cli.flows import refuse_claimed_in_production
+    from hitl.engine.errors import DecisionRefused, ErrorCode
+
     await refuse_claimed_in_production(rt, who, what)
     config = rt.contexts.default.config
     reviewer = await rt.contexts.default.service.reviewers.reviewer(who)
@@ -75,6 +71,7 @@ def halt(
 @as_reviewer("unhalt", guard=_authorized)
 def unhalt(tool: ToolOpt = None) -> Ways[Any]:
     """Lift a halt and resume the runs it paused (audited)."""
+    from hitl.engine.errors import InvalidInput
 
     async def local(rt: Runtime, who: str) -> tuple[HaltOrder, int]:
         lifted, resumed = await rt.lifecycle.unhalt(tool, by=who)
@@ -93,6 +90,14 @@ def unhalt(tool: ToolOpt = None) -> Ways[Any]:
 
 def halts(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
     """List the halts in force."""
+    from rich.text import Text
+
+    from hitl.api.models import iso
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
@@ -115,29 +120,39 @@ def halts(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
 
 def _halted(body: object) -> HaltOrder:
     """The halt order, as the API answered ``POST /halt``."""
+    from hitl.api.models import HaltView
+
     return _order_of(HaltView.model_validate(body))
 
 
 def _unhalted(body: object) -> tuple[HaltOrder, int]:
     """The halt lifted and how many runs it resumed, as the API answered ``POST /unhalt``."""
+    from hitl.api.models import Unhalted
+
     done = Unhalted.model_validate(body)
     return _order_of(done.halt), done.resumed_runs
 
 
 def _figures(body: object) -> tuple[str, list[dict[str, Any]]]:
     """Since when, and the figures per reviewer, as the API answered ``GET /reviewers``."""
+    from hitl.api.models import ReviewerFiguresList
+
     answer = ReviewerFiguresList.model_validate(body)
     return answer.since, [f.model_dump() for f in answer.reviewers]
 
 
 def _order_of(view: HaltView) -> HaltOrder:
     """A halt order as the API answered it."""
+    from hitl.engine.domain.halts import HaltOrder
+
     at = datetime.fromisoformat(view.at.replace("Z", "+00:00")).timestamp()
     return HaltOrder(scope=view.scope, by=view.by, reason=view.reason, at=at)
 
 
 def practice_row(a: Approval) -> dict[str, object]:
     """A practice approval as `hitl practice` lists it (what was planted, and in a copy of which approval)."""
+    from hitl.api.models import iso
+
     return {
         "id": a.id,
         "tool": a.tool,
@@ -163,18 +178,26 @@ def planted_row(view: ApprovalView) -> dict[str, object]:
 
 def _planted(body: object) -> list[dict[str, object]]:
     """The practice approvals waiting, as the API answered ``GET /practice``, in :func:`practice_row`'s shape."""
+    from hitl.api.models import ApprovalList
+
     return [planted_row(a) for a in ApprovalList.model_validate(body).items]
 
 
 def _scope(o: HaltOrder) -> str:
+    from hitl.engine.domain.halts import EVERY_TOOL
+
     return "every tool" if o.scope == EVERY_TOOL else o.scope
 
 
 def _order_json(o: HaltOrder) -> dict[str, object]:
+    from hitl.api.models import iso
+
     return {"scope": o.scope, "by": o.by, "reason": o.reason, "at": iso(o.at)}
 
 
 def _print_order(out: Out, verb: str, o: HaltOrder, *, resumed: int | None = None) -> None:
+    from rich.text import Text
+
     if out.json:
         out.emit({"status": verb, "halt": _order_json(o), **({"resumed_runs": resumed} if resumed is not None else {})})
         return
@@ -192,6 +215,10 @@ def practice() -> Ways[Any]:
 
     Each is a copy of a real approval with one planted defect (hitl.yaml oversight.practice); reviewers see it as any
     other, and are told once they decided it."""
+    from rich.text import Text
+
+    from hitl.engine.domain.practice import is_practice
+    from hitl.engine.storage.paging import every_pending
 
     async def local(rt: Runtime, who: str) -> list[dict[str, object]]:
         return [practice_row(a) async for a in every_pending(rt.store.approvals) if is_practice(a)]
@@ -223,6 +250,13 @@ def reviewers(
 
     For each reviewer: decisions, corrections (modified or rejected), practice approvals caught and missed, spot
     checks answered and flagged. Read from the newest 10,000 approvals."""
+    from rich.text import Text
+
+    from hitl.api.models import iso
+    from hitl.engine.domain.durations import parse_duration
+    from hitl.engine.domain.reviewer_figures import by_reviewer
+    from hitl.engine.storage.paging import recent_since
+
     try:
         window = parse_duration(since)
     except ValueError as exc:

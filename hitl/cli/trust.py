@@ -5,17 +5,16 @@ in one session), and ending them. Against the store as a reviewer (``--as``), or
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from hitl.api.models import TrustList, TrustRevoked, TrustView
 from hitl.cli.as_reviewer import ApiCall, Ways, as_reviewer
 from hitl.cli.flags import FlagCommand, FlagGroup
-from hitl.cli.output import Out
-from hitl.engine.errors import DecisionRefused, ErrorCode, NotFound
-from hitl.engine.runtime.process import Runtime
+
+if TYPE_CHECKING:
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import Runtime
 
 __all__ = ["trust_app"]
 
@@ -39,6 +38,9 @@ async def _decides(rt: Runtime, who: str) -> Callable[[str], bool]:
 @as_reviewer("trust list", read_only=True)
 def trust_list() -> Ways[Any]:
     """List the grants in force of the tools you may decide."""
+    from rich.text import Text
+
+    from hitl.api.models import TrustList, TrustView
 
     async def local(rt: Runtime, who: str) -> list[TrustView]:
         decides = await _decides(rt, who)
@@ -68,6 +70,9 @@ def trust_revoke(
     ] = None,
 ) -> Ways[Any]:
     """End the trust in a tool in a session (audited): its next call is asked about again."""
+    from hitl.api.models import TrustRevoked
+    from hitl.engine.errors import DecisionRefused, ErrorCode, NotFound
+
     query = {"session": session, "tool": tool, **({"requester": requester} if requester else {})}
 
     async def local(rt: Runtime, who: str) -> int:
