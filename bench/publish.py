@@ -41,6 +41,7 @@ ORDER = (
     "flood",
     "storm",
     "postgres",
+    "cli",
 )
 """Sections in this order; any other report after them, by name."""
 

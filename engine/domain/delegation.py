@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hitl.engine.domain.delegation_bound import MAX_DAYS
 from hitl.engine.domain.models import Reviewer
 
 __all__ = [
@@ -36,9 +37,6 @@ __all__ = [
     "utc_text",
     "zone",
 ]
-
-MAX_DAYS = 30
-"""The longest a delegation may last, in days (an absence longer than this is a change to ``hitl.yaml``)."""
 
 _ID = r"^[^\x00-\x1f\x7f]+$"
 _FIRST_SHOWN = datetime(1, 1, 2, tzinfo=UTC).timestamp()

@@ -5,46 +5,29 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
-from rich.text import Text
 
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
 from hitl.cli.delegate import delegate_app
 from hitl.cli.flags import FlagCommand, FlagGroup
-from hitl.cli.flows import (
-    approval_view,
-    auto_approve,
-    decide_and_resume,
-    expire_and_apply,
-    interactive_loop,
-    refuse_local_in_production,
-    remote_resume,
-    resolve_target,
-)
 from hitl.cli.keys import keys_app
 from hitl.cli.migrate import migrate
 from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, Order, StoreOpt
-from hitl.cli.output import Out, approval_json
 from hitl.cli.oversight import halt, halts, practice, reviewers, unhalt
 from hitl.cli.purge import purge
-from hitl.cli.remote import remote_from_env
 from hitl.cli.sessions import sessions_app
 from hitl.cli.setup import demo, init, mcp, serve
 from hitl.cli.stats import stats
 from hitl.cli.trust import trust_app
-from hitl.engine.config.api import ApiTokenSpec
-from hitl.engine.domain.models import DecisionKind
-from hitl.engine.domain.ranking import PendingOrder, why_ranked
-from hitl.engine.domain.runs import RunResult, RunStatus
-from hitl.engine.errors import EngineError, InvalidInput
-from hitl.engine.runner.validation import policy_problems, validate_workflow
-from hitl.engine.runtime.compose import config_path_for
-from hitl.engine.runtime.process import Runtime, open_runtime
-from hitl.engine.workflow.definition import LoadedWorkflow, load_workflow
+
+# A command imports what it uses when it runs (`hitl --help` loads no store, engine or server): the names below are
+# for the type checker only.
+if TYPE_CHECKING:
+    from hitl.engine.domain.models import DecisionKind
+    from hitl.engine.domain.runs import RunResult
+    from hitl.engine.runtime.process import Runtime
+    from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = ["app", "main"]
 
@@ -110,6 +93,9 @@ async def _deciding_roles(rt: Runtime, result: RunResult, wf: LoadedWorkflow | N
     """The roles of the hitl.yaml a paused run goes by (its workflow's context when the caller started it, so
     nothing is read again; else its recorded one), to say who may decide it; none for a run that did not pause,
     or whose context cannot be composed now (the result is told all the same)."""
+    from hitl.engine.domain.runs import RunStatus
+    from hitl.engine.errors import EngineError
+
     if result.status is not RunStatus.PAUSED:
         return {}
     try:
@@ -162,6 +148,13 @@ def run(
     reviewer: AsOpt = None,
 ) -> None:
     """Run a workflow until it completes or pauses for a human."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.flows import approval_view, auto_approve, interactive_loop, refuse_local_in_production
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import open_runtime
+    from hitl.engine.workflow.definition import load_workflow
+
     out = Out(as_json=as_json)
     given = _parse_vars(var or [])
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
@@ -194,6 +187,13 @@ def validate(
 
     Every problem with its file and line (exit 2 when there are any), including policy rules that could not be
     evaluated on arguments their tool's schema allows."""
+    from rich.text import Text
+
+    from hitl.cli.output import Out
+    from hitl.engine.runner.validation import policy_problems, validate_workflow
+    from hitl.engine.runtime.compose import config_path_for
+    from hitl.engine.workflow.definition import load_workflow
+
     out = Out(as_json=as_json)
     found = [(workflow, p) for p in validate_workflow(workflow)]
     if not found:
@@ -212,6 +212,8 @@ def validate(
 
 def _chosen_decision(**chosen: bool) -> DecisionKind | None:
     """The one decision the options name (None: just continue the run); two are refused."""
+    from hitl.engine.domain.models import DecisionKind
+
     on = [name for name, given in chosen.items() if given]
     if len(on) > 1:
         raise typer.BadParameter(f"choose one decision, not {' and '.join(on)}")
@@ -279,6 +281,13 @@ def resume(
     """Decide a paused approval and continue its run (or just continue a run).
 
     With HITL_API_URL and HITL_TOKEN set, the decision goes through `hitl serve`'s API, as the token's reviewer."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.flows import approval_view, decide_and_resume, remote_resume
+    from hitl.cli.output import Out
+    from hitl.cli.remote import remote_from_env
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     kind = _chosen_decision(approve=approve, reject=reject, modify=modify, trust=trust, feedback=feedback is not None)
     edited = _edit_of(args, set_, modify=modify)
@@ -370,6 +379,15 @@ def pending(
     ] = Order.RANK,
 ) -> None:
     """List pending approvals, the most important first (only those the reviewer may decide, with --as)."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.flows import approval_view
+    from hitl.cli.output import Out
+    from hitl.cli.remote import remote_from_env
+    from hitl.engine.domain.ranking import PendingOrder, why_ranked
+    from hitl.engine.errors import InvalidInput
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
     sort: PendingOrder = "age" if order is Order.AGE else "rank"
@@ -414,6 +432,13 @@ def show(
     target: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonOpt = False, store: StoreOpt = None
 ) -> None:
     """Show one approval (or the approval a session is waiting on)."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.flows import approval_view, resolve_target
+    from hitl.cli.output import Out, approval_json
+    from hitl.cli.remote import remote_from_env
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
@@ -462,6 +487,14 @@ def audit(
     one digest to keep outside the store, which `hitl audit verify --head DIGEST` later checks (every entry recorded
     before it is still there, unchanged). `hitl audit show ID`: each decision on the approval with the view its
     decider was shown, as the audit keeps it, checked against its digest (exit 1 when one does not match)."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.flows import resolve_target
+    from hitl.cli.output import Out
+    from hitl.cli.remote import remote_from_env
+    from hitl.engine.errors import InvalidInput
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     if head is not None and target != "verify":
         raise typer.BadParameter("--head goes with `hitl audit verify`", param_hint="--head")
@@ -509,6 +542,12 @@ def audit(
 @app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def expire(as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None) -> None:
     """Expire due approvals and apply each paused run's fallback."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.flows import expire_and_apply
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
@@ -537,6 +576,11 @@ def policy_explain(
     config: ConfigOpt = None,
 ) -> None:
     """Show the tier, approver role, quorum and every rule that fires for TOOL with ARGS."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     try:
         parsed = json.loads(args)
@@ -615,6 +659,8 @@ def main() -> None:
         if not what:  # a group run without its subcommand: its help was shown; say what to type
             subcommands = sorted(getattr(exc.ctx.command, "commands", {}) if exc.ctx is not None else {})
             what = f"`{command}` needs a command: {', '.join(f'`{command} {c}`' for c in subcommands)}"
+        from hitl.cli.output import Out
+
         Out(as_json=False).error("usage", f"{what} (see `{command} --help`)")
         raise SystemExit(2) from None
     except typer.Abort:
@@ -632,7 +678,11 @@ def token_new(
     as_json: JsonOpt = False,
 ) -> None:
     """Make an API token: prints it once, and the entry to paste under api.tokens in hitl.yaml (only its hash)."""
+    from pydantic import ValidationError
+
     from hitl.api import mint_token, token_hash
+    from hitl.cli.output import Out
+    from hitl.engine.config.api import ApiTokenSpec
 
     out = Out(as_json=as_json)
     try:

@@ -4,22 +4,18 @@ concerns you. Against the store as a reviewer (``--as``), or through the API wit
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from hitl.api.models import DelegationList, DelegationView
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
+from hitl.cli.as_reviewer import ApiCall, Ways, as_reviewer
 from hitl.cli.flags import FlagCommand, FlagGroup
-from hitl.cli.flows import refuse_claimed_in_production
-from hitl.cli.options import AsOpt, ConfigOpt, JsonOpt, StoreOpt
-from hitl.cli.output import Out
-from hitl.cli.remote import remote_from_env
-from hitl.engine.domain.delegation import MAX_DAYS, parse_until, zone
-from hitl.engine.errors import InvalidInput
-from hitl.engine.runtime.process import open_runtime
+from hitl.engine.domain.delegation_bound import MAX_DAYS
+
+if TYPE_CHECKING:
+    from hitl.api.models import DelegationView
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import Runtime
 
 __all__ = ["delegate_app"]
 
@@ -31,6 +27,8 @@ delegate_app = typer.Typer(
 
 
 def _show(out: Out, views: list[DelegationView]) -> None:
+    from rich.text import Text
+
     if out.json:
         out.emit({"delegations": [v.model_dump() for v in views]})
         return
@@ -44,6 +42,7 @@ def _show(out: Out, views: list[DelegationView]) -> None:
 
 
 @delegate_app.command("give", cls=FlagCommand)
+@as_reviewer("delegate give")
 def delegate_give(
     to: Annotated[
         str,
@@ -61,95 +60,70 @@ def delegate_give(
     ],
     role: Annotated[str | None, typer.Option("--role", help="Only this role (default: every role you hold).")] = None,
     tz: Annotated[str, typer.Option("--tz", help="The time zone --until is read in (IANA).")] = "UTC",
-    reviewer: AsOpt = None,
-    as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    config: ConfigOpt = None,
-) -> None:
+) -> Ways[Any]:
     """Hand your roles (or one) to a colleague until a date, audited; it is echoed back in UTC."""
-    out = Out(as_json=as_json)
-    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+    from hitl.api.models import DelegationView
+    from hitl.engine.domain.delegation import parse_until, zone
+    from hitl.engine.errors import InvalidInput
 
-    async def work() -> int:
-        client = remote_from_env()
-        if client is not None:
-            body = {"delegate": to, "until": until, "tz": tz, **({"role": role} if role else {})}
-            given = DelegationView.model_validate(await client.call("POST", "/delegations", json=body))
-        else:
-            who = settings.require_reviewer()
-            try:
-                end = parse_until(until, zone(tz))
-            except ValueError as exc:
-                raise InvalidInput(str(exc)) from None
-            async with open_runtime(settings.runtime, kind="cli") as rt:
-                await refuse_claimed_in_production(rt, who, "delegate give")
-                service = rt.contexts.default.service
-                me = (await service.reviewers.reviewer(who)).in_own_right()  # never what was handed to them
-                given = DelegationView.of(
-                    await service.delegations.give(me, to, until=end, role=role, via="cli", rule=service.delegates)
-                )
+    def end() -> float:
+        try:
+            return parse_until(until, zone(tz))
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    async def local(rt: Runtime, who: str) -> DelegationView:
+        service = rt.contexts.default.service
+        me = (await service.reviewers.reviewer(who)).in_own_right()  # never what was handed to them
+        return DelegationView.of(
+            await service.delegations.give(me, to, until=end(), role=role, via="cli", rule=service.delegates)
+        )
+
+    def show(out: Out, given: DelegationView) -> None:
         if out.json:
             out.emit(given.model_dump())
-            return 0
-        what = f"the role {given.role}" if given.role else "your roles"
-        out.text(("delegated", "bold"), f"  {what} to {given.delegate} until {given.until} UTC  ({given.id})")
-        return 0
+        else:
+            what = f"the role {given.role}" if given.role else "your roles"
+            out.text(("delegated", "bold"), f"  {what} to {given.delegate} until {given.until} UTC  ({given.id})")
 
-    run_command(out, work)
+    # The date is read before the store is opened (a refused one creates nothing), and again where it is used.
+    body = {"delegate": to, "until": until, "tz": tz, **({"role": role} if role else {})}
+    return Ways(ApiCall("POST", "/delegations", read=DelegationView.model_validate, json=body), local, show, check=end)
 
 
 @delegate_app.command("end", cls=FlagCommand)
+@as_reviewer("delegate end")
 def delegate_end(
     delegation: Annotated[
         str | None, typer.Argument(help="The delegation's id (default: the one you gave).", show_default=False)
     ] = None,
-    reviewer: AsOpt = None,
-    as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    config: ConfigOpt = None,
-) -> None:
+) -> Ways[Any]:
     """End a delegation you gave or were handed (audited): from now on neither acts for the other."""
-    out = Out(as_json=as_json)
-    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+    from hitl.api.models import DelegationView
 
-    async def work() -> int:
-        client = remote_from_env()
-        if client is not None:
-            body = {"id": delegation} if delegation else {}
-            ended = DelegationView.model_validate(await client.call("POST", "/delegations/end", json=body))
-        else:
-            who = settings.require_reviewer()
-            async with open_runtime(settings.runtime, kind="cli") as rt:
-                await refuse_claimed_in_production(rt, who, "delegate end")
-                ended = DelegationView.of(await rt.contexts.default.service.delegations.end(who, delegation))
+    async def local(rt: Runtime, who: str) -> DelegationView:
+        return DelegationView.of(await rt.contexts.default.service.delegations.end(who, delegation))
+
+    def show(out: Out, ended: DelegationView) -> None:
         if out.json:
             out.emit(ended.model_dump())
-            return 0
-        out.text(("ended", "bold"), f"  {ended.delegator}'s delegation to {ended.delegate}  ({ended.id})")
-        return 0
+        else:
+            out.text(("ended", "bold"), f"  {ended.delegator}'s delegation to {ended.delegate}  ({ended.id})")
 
-    run_command(out, work)
+    body = {"id": delegation} if delegation else {}
+    return Ways(ApiCall("POST", "/delegations/end", read=DelegationView.model_validate, json=body), local, show)
 
 
 @delegate_app.command("list", cls=FlagCommand)
-def delegate_list(
-    reviewer: AsOpt = None, as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None
-) -> None:
+@as_reviewer("delegate list", read_only=True)
+def delegate_list() -> Ways[Any]:
     """The delegations in force that you gave or were handed."""
-    out = Out(as_json=as_json)
-    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+    from hitl.api.models import DelegationList, DelegationView
 
-    async def work() -> int:
-        client = remote_from_env()
-        if client is not None:
-            views = DelegationList.model_validate(await client.call("GET", "/delegations")).delegations
-        else:
-            who = settings.require_reviewer()
-            async with open_runtime(settings.runtime, read_only=True) as rt:
-                await refuse_claimed_in_production(rt, who, "delegate list")
-                given, received = await rt.contexts.default.service.delegations.of(who)
-                views = [DelegationView.of(d) for d in ([given] if given else []) + received]
-        _show(out, views)
-        return 0
+    async def local(rt: Runtime, who: str) -> list[DelegationView]:
+        given, received = await rt.contexts.default.service.delegations.of(who)
+        return [DelegationView.of(d) for d in ([given] if given else []) + received]
 
-    run_command(out, work)
+    return Ways(
+        ApiCall("GET", "/delegations", read=lambda body: DelegationList.model_validate(body).delegations), local, _show
+    )

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.options import JsonOpt
-from hitl.cli.output import Out
+
+if TYPE_CHECKING:
+    from hitl.cli.output import Out
 
 __all__ = ["ROTATION_WAIT", "keys_app"]
 
@@ -47,6 +49,7 @@ def keys_new(
     """Write a new receipt signing key; prints its kid and what to put in hitl.yaml. To rotate to it: name it under
     receipts.next and restart hitl serve (published, not signing); after 15 minutes make it key_file, put the old
     key's public half (`hitl keys public`) under receipts.previous, and restart."""
+    from hitl.cli.output import Out
     from hitl.receipt_keys import new_key_pem, public_kid  # the signing side: only this command and hitl serve
 
     out = Out(as_json=as_json)
@@ -77,6 +80,7 @@ def keys_public(
 ) -> None:
     """Write the public half of a key: what receipts.previous names once the key no longer signs (only hitl serve
     may hold a private key; under production: true no other process starts while it can read one)."""
+    from hitl.cli.output import Out
     from hitl.receipt_keys import KeyProblem, public_kid, public_pem
 
     out = Out(as_json=as_json)

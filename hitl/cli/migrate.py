@@ -7,17 +7,18 @@ Redis, the key layout it moved the store to), and that the schema is up to date 
 
 from __future__ import annotations
 
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
-from hitl.cli.output import Out
-from hitl.engine.storage import open_store
 
 __all__ = ["migrate"]
 
 
 def migrate(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
     """Apply the store's schema migrations not applied yet (creating the store when there is none)."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
+    from hitl.engine.storage import open_store
+
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 

@@ -6,16 +6,8 @@ import getpass
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
-from hitl.cli.output import Out
-from hitl.engine.domain.retention import Retention
-from hitl.engine.errors import InvalidInput
-from hitl.engine.runtime.process import open_runtime
-from hitl.engine.runtime.retention import purge_all
 
 __all__ = ["AuditRetentionOpt", "RetentionOpt", "purge"]
 
@@ -52,6 +44,16 @@ def purge(
     Use --dry-run to count it first. The removal is audited (a `purged` entry naming the counts) and `hitl audit verify`
     still passes after it. `hitl serve` purges every hour with the same settings; run this for a store no server
     runs against."""
+    from rich.table import Table
+
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
+    from hitl.engine.domain.retention import Retention
+    from hitl.engine.errors import InvalidInput
+    from hitl.engine.runtime.process import open_runtime
+    from hitl.engine.runtime.retention import purge_all
+
     out = Out(as_json=as_json)
     try:
         horizons = Retention.parse(retention, audit_retention)

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from hitl.api.models import iso
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
 from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.options import JsonOpt, StoreOpt
-from hitl.cli.output import Out, resume_command
-from hitl.engine.domain.models import Approval, ApprovalKind
-from hitl.engine.domain.runs import RunState
-from hitl.engine.errors import NotFound
-from hitl.engine.runtime.process import Runtime, open_runtime
+
+if TYPE_CHECKING:
+    from hitl.engine.domain.models import Approval
+    from hitl.engine.domain.runs import RunState
+    from hitl.engine.runtime.process import Runtime
 
 __all__ = ["interrupt_details", "sessions_app"]
 
@@ -45,6 +41,10 @@ _DOUBT = {
 def interrupt_details(a: Approval) -> dict[str, Any]:
     """What a paused run asks, in the terms of the Strands CLI proposal: type, name, prompt, preview, options,
     timeout and fallback."""
+    from hitl.api.models import iso
+    from hitl.cli.output import resume_command
+    from hitl.engine.domain.models import ApprovalKind
+
     kind, name = a.kind, a.tool.partition(":")[2]
     if kind is ApprovalKind.GATE:
         typed, prompt, options = "manual_gate", str(a.args.get("prompt", "")), _GATE
@@ -80,6 +80,9 @@ def interrupt_details(a: Approval) -> dict[str, Any]:
 
 
 async def _state(rt: Runtime, session_id: str) -> RunState:
+    from hitl.engine.domain.runs import RunState
+    from hitl.engine.errors import NotFound
+
     found = await rt.store.runs.load(session_id)
     if found is None:
         raise NotFound.run(session_id)
@@ -100,6 +103,13 @@ def sessions_list(
     limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
 ) -> None:
     """List the runs paused for a person, with what each waits on."""
+    from rich.text import Text
+
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
@@ -142,6 +152,11 @@ def sessions_show(
     store: StoreOpt = None,
 ) -> None:
     """Show a run: its status, progress and, when paused, the interrupt details of each approval it waits on."""
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 

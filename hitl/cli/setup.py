@@ -3,26 +3,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import logging
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hitl.cli.command import run_command, run_service
-from hitl.cli.context import CliSettings
 from hitl.cli.options import ConfigOpt, StoreOpt
-from hitl.cli.output import Out
-from hitl.engine.errors import InvalidInput
-from hitl.engine.runtime.process import open_runtime
+
+if TYPE_CHECKING:
+    from hitl.cli.output import Out
 
 __all__ = ["demo", "init", "mcp", "serve"]
 
 
 def _require_serve_extra(out: Out, command: str) -> None:
     """``hitl serve`` and ``hitl demo`` run the Slack app and an HTTP server: the ``serve`` extra. Say so plainly."""
+
     import importlib.util
 
     missing = [m for m in ("slack_bolt", "aiohttp", "prometheus_client") if importlib.util.find_spec(m) is None]
@@ -54,6 +52,9 @@ def serve(
     config: ConfigOpt = None,
 ) -> None:
     """Serve the Slack app: POST /slack/events, GET /healthz, GET /metrics (or Socket Mode)."""
+    from hitl.cli.command import run_service
+    from hitl.cli.output import Out
+
     out = Out(as_json=False)
     _require_serve_extra(out, "serve")
     if workers > 1:
@@ -122,8 +123,13 @@ def mcp(
 
     Approvals appear in Slack through `hitl serve` on the same store."""
     from hitl.api.tokens import TokenBook
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
     from hitl.engine.agents.gate import ToolGate
     from hitl.engine.config.api import Scope
+    from hitl.engine.errors import InvalidInput
+    from hitl.engine.runtime.process import open_runtime
     from hitl.engine.workers import worker_name
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
@@ -192,6 +198,7 @@ def init(
     """Write a starter (a commented hitl.yaml, a workflow, its tools.py) or a bundled example, and say how to run it."""
     from pathlib import Path
 
+    from hitl.cli.output import Out
     from hitl.cli.starter import FILES
     from hitl.demo.examples import refund_example
 
@@ -237,6 +244,9 @@ def demo(
     ] = None,
 ) -> None:
     """The refund example in a local Slack sandbox in your browser (no Slack account, no Redis, no network)."""
+    from hitl.cli.command import run_service
+    from hitl.cli.output import Out
+
     if cli:
         from hitl.demo.cli_tour import run_demo
 
@@ -245,6 +255,8 @@ def demo(
     from hitl.demo.scenario import run_interactive, run_scripted
 
     if scripted:
+        import asyncio
+
         raise typer.Exit(asyncio.run(run_scripted()))
 
     async def interactive() -> int:

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from hitl.api.models import iso
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
-from hitl.cli.output import Out
-from hitl.engine.deprecations import RENAMED
-from hitl.engine.domain.durations import parse_duration
-from hitl.engine.domain.tally import Outcome, TallyRow, summarize
-from hitl.engine.runtime.process import open_runtime
+
+if TYPE_CHECKING:
+    from hitl.engine.domain.tally import TallyRow
 
 __all__ = ["COLUMNS", "stats"]
 
@@ -54,6 +48,9 @@ is made from this, so a column added here is explained there."""
 def row_json(r: TallyRow) -> dict[str, Any]:
     """One row of ``hitl stats`` as JSON (with the fields renamed in 0.2 under their old names too, for one
     release)."""
+    from hitl.engine.deprecations import RENAMED
+    from hitl.engine.domain.tally import Outcome
+
     row = {
         "tool": r.tool,
         "tier": r.tier,
@@ -83,6 +80,8 @@ def row_json(r: TallyRow) -> dict[str, Any]:
 def _bands(rows: list[TallyRow]) -> list[TallyRow]:
     """The rows added up per rank band (the tier), the most important first: how soon each band is looked at and
     decided."""
+    from hitl.engine.domain.tally import TallyRow
+
     order = {"escalate": 0, "approve": 1}
     out: dict[str, dict[str, float]] = {}
     for r in rows:
@@ -102,6 +101,16 @@ def stats(
     The table explains its columns under it: actions proposed; auto% ran without a person; asked; ok approved, edit
     modified, no rejected, exp expired; corr% of decisions that modified or rejected; p50/p90 decision latency
     (bucket bounds)."""
+    from rich.text import Text
+
+    from hitl.api.models import iso
+    from hitl.cli.command import run_command
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
+    from hitl.engine.domain.durations import parse_duration
+    from hitl.engine.domain.tally import Outcome, TallyRow, summarize
+    from hitl.engine.runtime.process import open_runtime
+
     out = Out(as_json=as_json)
     try:
         window = parse_duration(since)

@@ -5,21 +5,16 @@ in one session), and ending them. Against the store as a reviewer (``--as``), or
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from hitl.api.models import TrustList, TrustRevoked, TrustView
-from hitl.cli.command import run_command
-from hitl.cli.context import CliSettings
+from hitl.cli.as_reviewer import ApiCall, Ways, as_reviewer
 from hitl.cli.flags import FlagCommand, FlagGroup
-from hitl.cli.flows import refuse_claimed_in_production
-from hitl.cli.options import AsOpt, ConfigOpt, JsonOpt, StoreOpt
-from hitl.cli.output import Out
-from hitl.cli.remote import remote_from_env
-from hitl.engine.errors import DecisionRefused, ErrorCode, NotFound
-from hitl.engine.runtime.process import Runtime, open_runtime
+
+if TYPE_CHECKING:
+    from hitl.cli.output import Out
+    from hitl.engine.runtime.process import Runtime
 
 __all__ = ["trust_app"]
 
@@ -40,76 +35,59 @@ async def _decides(rt: Runtime, who: str) -> Callable[[str], bool]:
 
 
 @trust_app.command("list", cls=FlagCommand)
-def trust_list(
-    reviewer: AsOpt = None, as_json: JsonOpt = False, store: StoreOpt = None, config: ConfigOpt = None
-) -> None:
+@as_reviewer("trust list", read_only=True)
+def trust_list() -> Ways[Any]:
     """List the grants in force of the tools you may decide."""
-    out = Out(as_json=as_json)
-    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+    from rich.text import Text
 
-    async def work() -> int:
-        client = remote_from_env()
-        if client is not None:
-            grants = TrustList.model_validate(await client.call("GET", "/trust")).grants
-        else:
-            who = settings.require_reviewer()
-            async with open_runtime(settings.runtime, read_only=True) as rt:
-                await refuse_claimed_in_production(rt, who, "trust list")
-                decides = await _decides(rt, who)
-                grants = [
-                    TrustView.of(g) for g in await rt.store.trust.all_active(now=rt.clock.now()) if decides(g.tool)
-                ]
+    from hitl.api.models import TrustList, TrustView
+
+    async def local(rt: Runtime, who: str) -> list[TrustView]:
+        decides = await _decides(rt, who)
+        return [TrustView.of(g) for g in await rt.store.trust.all_active(now=rt.clock.now()) if decides(g.tool)]
+
+    def show(out: Out, grants: list[TrustView]) -> None:
         if out.json:
             out.emit({"grants": [g.model_dump() for g in grants]})
-            return 0
-        if not grants:
+        elif not grants:
             out.text("no tool you review is trusted right now")
-            return 0
-        out.table(
-            ("tool", "requester", "session", "by", "until"),
-            [(Text(g.tool), Text(g.requester), Text(g.session_id), Text(g.granted_by), g.until) for g in grants],
-        )
-        return 0
+        else:
+            out.table(
+                ("tool", "requester", "session", "by", "until"),
+                [(Text(g.tool), Text(g.requester), Text(g.session_id), Text(g.granted_by), g.until) for g in grants],
+            )
 
-    run_command(out, work)
+    return Ways(ApiCall("GET", "/trust", read=lambda body: TrustList.model_validate(body).grants), local, show)
 
 
 @trust_app.command("revoke", cls=FlagCommand)
+@as_reviewer("trust revoke")
 def trust_revoke(
     tool: Annotated[str, typer.Argument(help="The trusted tool.")],
     session: SessionOpt,
     requester: Annotated[
         str | None, typer.Option("--requester", help="Only this requester's grant (default: every requester's).")
     ] = None,
-    reviewer: AsOpt = None,
-    as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    config: ConfigOpt = None,
-) -> None:
+) -> Ways[Any]:
     """End the trust in a tool in a session (audited): its next call is asked about again."""
-    out = Out(as_json=as_json)
-    settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+    from hitl.api.models import TrustRevoked
+    from hitl.engine.errors import DecisionRefused, ErrorCode, NotFound
 
-    async def work() -> int:
-        client = remote_from_env()
-        if client is not None:
-            query = {"session": session, "tool": tool, **({"requester": requester} if requester else {})}
-            revoked = TrustRevoked.model_validate(await client.call("DELETE", "/trust", query=query)).revoked
-        else:
-            who = settings.require_reviewer()
-            async with open_runtime(settings.runtime, kind="cli") as rt:
-                await refuse_claimed_in_production(rt, who, "trust revoke")
-                if not (await _decides(rt, who))(tool):
-                    raise DecisionRefused(
-                        f"{who} may not decide {tool}, so may not end its trust", code=ErrorCode.NOT_ELIGIBLE
-                    )
-                revoked = await rt.store.trust.revoke(session, tool, requester=requester, by=who, now=rt.clock.now())
-            if not revoked:
-                raise NotFound(f"{tool} is not trusted in session {session}; `hitl trust list` lists the grants")
+    query = {"session": session, "tool": tool, **({"requester": requester} if requester else {})}
+
+    async def local(rt: Runtime, who: str) -> int:
+        if not (await _decides(rt, who))(tool):
+            raise DecisionRefused(f"{who} may not decide {tool}, so may not end its trust", code=ErrorCode.NOT_ELIGIBLE)
+        revoked = await rt.store.trust.revoke(session, tool, requester=requester, by=who, now=rt.clock.now())
+        if not revoked:
+            raise NotFound(f"{tool} is not trusted in session {session}; `hitl trust list` lists the grants")
+        return revoked
+
+    def show(out: Out, revoked: int) -> None:
         if out.json:
             out.emit({"revoked": revoked})
-            return 0
-        out.text(("revoked", "bold"), f"  {tool} in {session}", ("  ·  ", "dim"), f"{revoked} grant(s) ended")
-        return 0
+        else:
+            out.text(("revoked", "bold"), f"  {tool} in {session}", ("  ·  ", "dim"), f"{revoked} grant(s) ended")
 
-    run_command(out, work)
+    remote = ApiCall("DELETE", "/trust", read=lambda body: TrustRevoked.model_validate(body).revoked, query=query)
+    return Ways(remote, local, show)

@@ -1,0 +1,55 @@
+"""`hitl --help` and `hitl --version` load only what they show: a command imports what it uses when it runs, so
+listing the commands loads no store, no runtime, no Slack, no server and no schema library (every CLI call, and
+every test that starts one, paid for them). How long they take is measured in bench/cli_bench.py, not here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import ROOT
+
+PROBE = """
+import json, runpy, sys
+sys.argv = ["hitl", *sys.argv[1:]]
+try:
+    runpy.run_module("hitl", run_name="__main__")  # what `python -m hitl` runs
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+NOT_LOADED = (
+    "hitl.engine.storage",  # every store: SQLite, Redis, PostgreSQL
+    "hitl.engine.runtime",
+    "hitl.api",
+    "hitl.bot",
+    "aiohttp",
+    "slack_bolt",
+    "slack_sdk",
+    "redis",
+    "asyncpg",
+    "joserfc",
+    "jsonschema",
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["--version"], ["trust", "--help"], ["delegate", "give", "--help"], ["halt", "--help"]],
+    ids=" ".join,
+)
+def test_listing_the_commands_loads_none_of_what_they_run_with(argv: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    probe = json.loads(done.stderr.strip().splitlines()[-1])
+    assert probe["code"] in (0, None), done.stderr
+    assert ("hitl " if argv == ["--version"] else "Usage: ") in done.stdout
+    assert [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in NOT_LOADED)] == []
