@@ -24,6 +24,8 @@ from hitl.cli.trust import trust_app
 # A command imports what it uses when it runs (`hitl --help` loads no store, engine or server): the names below are
 # for the type checker only.
 if TYPE_CHECKING:
+    from hitl.cli.context import CliSettings
+    from hitl.cli.output import Out
     from hitl.engine.domain.models import DecisionKind
     from hitl.engine.domain.runs import RunResult
     from hitl.engine.runtime.process import Runtime
@@ -283,10 +285,9 @@ def resume(
     With HITL_API_URL and HITL_TOKEN set, the decision goes through `hitl serve`'s API, as the token's reviewer."""
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
-    from hitl.cli.flows import approval_view, decide_and_resume, remote_resume
+    from hitl.cli.flows import remote_resume
     from hitl.cli.output import Out
     from hitl.cli.remote import remote_from_env
-    from hitl.engine.runtime.process import open_runtime
 
     out = Out(as_json=as_json)
     kind = _chosen_decision(approve=approve, reject=reject, modify=modify, trust=trust, feedback=feedback is not None)
@@ -342,6 +343,9 @@ async def _resume_here(
 ) -> int:
     """``hitl resume`` on the store itself (no ``hitl serve`` API configured): decide, continue the run, say how
     it went; returns the exit code."""
+    from hitl.cli.flows import approval_view, decide_and_resume
+    from hitl.engine.runtime.process import open_runtime
+
     async with open_runtime(settings.runtime, kind="cli") as rt:
         result = await decide_and_resume(
             rt,

@@ -9,6 +9,7 @@ import typer
 from hitl.cli.options import JsonOpt, StoreOpt
 
 if TYPE_CHECKING:
+    from hitl.cli.output import Out
     from hitl.engine.domain.tally import TallyRow
 
 __all__ = ["COLUMNS", "stats"]
@@ -101,14 +102,13 @@ def stats(
     The table explains its columns under it: actions proposed; auto% ran without a person; asked; ok approved, edit
     modified, no rejected, exp expired; corr% of decisions that modified or rejected; p50/p90 decision latency
     (bucket bounds)."""
-    from rich.text import Text
 
     from hitl.api.models import iso
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
     from hitl.cli.output import Out
     from hitl.engine.domain.durations import parse_duration
-    from hitl.engine.domain.tally import Outcome, TallyRow, summarize
+    from hitl.engine.domain.tally import TallyRow, summarize
     from hitl.engine.runtime.process import open_runtime
 
     out = Out(as_json=as_json)
@@ -150,6 +150,10 @@ def stats(
 
 def _print_table(out: Out, rows: list[TallyRow], every: TallyRow) -> None:
     """One row per tool and tier, then every row summed (``every``), and the columns explained under it."""
+    from rich.text import Text
+
+    from hitl.engine.domain.tally import Outcome
+
     # Short headings: the table fits an 80-column terminal with tool names whole (or turns into blocks).
     numbers = tuple(heading for heading, _ in COLUMNS)
     shown = (Outcome.ASKED, Outcome.APPROVED, Outcome.MODIFIED, Outcome.REJECTED, Outcome.EXPIRED)
@@ -174,6 +178,8 @@ def _print_table(out: Out, rows: list[TallyRow], every: TallyRow) -> None:
 
 def _print_measures(out: Out, every: TallyRow, bands: list[TallyRow]) -> None:
     """The measures only some periods have (spot checks, practice approvals, hand-ons), and each band's latencies."""
+    from hitl.engine.domain.tally import Outcome
+
     if every.n(Outcome.SPOT_CHECKED):
         out.text(
             ("spot checks ", "dim"),
