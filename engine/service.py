@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hitl.engine.approval_caps import within_caps
 from hitl.engine.config.hitl_yaml import HitlConfig
@@ -61,8 +61,9 @@ from hitl.engine.guards import (
     ProposalGuard,
     admission_order,
 )
-from hitl.engine.ports import Clock, Notifier, ReceiptClaims, ReceiptSigner, ReviewerDirectory, Store, Workspace
-from hitl.engine.receipts import receipt_claims_for
+from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store, Workspace
+from hitl.engine.receipts.claiming import receipt_claims_for
+from hitl.engine.receipts.ports import ReceiptClaims, ReceiptSigner, ReceiptsRemote
 from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.subscribers import SUBSCRIBERS
 from hitl.engine.subscribers.windows import count_windows, forget_windows
@@ -183,6 +184,9 @@ class ApprovalService:
     _allowed_for: tuple[Policy, SpotCheckSpec] | None = field(init=False, default=None, repr=False)
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
     _order: tuple[Sequence[ProposalGuard], Order] | None = field(init=False, default=None, repr=False)
+    remote_receipts: ClassVar[ReceiptsRemote | None] = None
+    """How :meth:`from_config` reaches ``hitl serve`` for receipts when no ``remote`` is given: an HTTP client, so
+    never the engine's; ``hitl.ApprovalService``, the public door's, has one. None: such a process claims nothing."""
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -201,13 +205,15 @@ class ApprovalService:
         environ: Mapping[str, str] | None = None,
         config_path: str | None = None,
         workspace: Workspace | None = None,
+        remote: ReceiptsRemote | None = None,
     ) -> ApprovalService:
         """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
         With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
         claims through ``hitl serve`` (``HITL_API_URL`` and ``HITL_TOKEN`` in ``environ``, the process's environment
         unless given), and under ``production: true`` does not start if it could read the key itself
         (``config_path``: where a relative ``key_file`` is read from). ``workspace``: where a delegate that
-        ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack)."""
+        ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack). ``remote``: how this process reaches
+        ``hitl serve`` (the composition root's client; :attr:`remote_receipts` unless given)."""
         receipts = None
         if config.receipts is not None:
             receipts = receipt_claims_for(
@@ -218,6 +224,7 @@ class ApprovalService:
                 production=config.production,
                 environ=os.environ if environ is None else environ,
                 base=Path(config_path).resolve().parent if config_path else None,
+                remote=remote if remote is not None else cls.remote_receipts,
             )
         return cls(
             store=store,

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from hitl.engine.domain.requests import DecideRequest, ProposeRequest
     from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound, StoreError
     from hitl.engine.ports import Store
-    from hitl.engine.service import ApprovalService, Proposal
+    from hitl.engine.service import Proposal
     from hitl.engine.storage import open_store
+    from hitl.service import ApprovalService
 
 __all__ = [
     "ActionRejected",
@@ -75,7 +76,7 @@ _LAZY: dict[str, str] = {
     "AgentWatcher": "hitl.engine.agents.runs",
     "Answer": "hitl.engine.agents.ask",
     "Approval": "hitl.engine.domain.models",
-    "ApprovalService": "hitl.engine.service",
+    "ApprovalService": "hitl.service",
     "Approvals": "hitl.engine.agents.ask",
     "AuditEntry": "hitl.engine.domain.records",
     "DecideRequest": "hitl.engine.domain.requests",

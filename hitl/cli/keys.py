@@ -47,7 +47,7 @@ def keys_new(
     """Write a new receipt signing key; prints its kid and what to put in hitl.yaml. To rotate to it: name it under
     receipts.next and restart hitl serve (published, not signing); after 15 minutes make it key_file, put the old
     key's public half (`hitl keys public`) under receipts.previous, and restart."""
-    from hitl.receipt_keys import new_key_pem, public_kid  # the signing side: only this command and hitl serve
+    from hitl.receipts.signing import new_key_pem, public_kid  # the signing side: only this command and hitl serve
 
     out = Out(as_json=as_json)
     pem = new_key_pem()
@@ -77,7 +77,7 @@ def keys_public(
 ) -> None:
     """Write the public half of a key: what receipts.previous names once the key no longer signs (only hitl serve
     may hold a private key; under production: true no other process starts while it can read one)."""
-    from hitl.receipt_keys import KeyProblem, public_kid, public_pem
+    from hitl.receipts.signing import KeyProblem, public_kid, public_pem
 
     out = Out(as_json=as_json)
     try:

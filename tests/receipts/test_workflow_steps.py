@@ -18,8 +18,8 @@ from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
-from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
+from hitl.receipts.signing import new_key_pem
 from tests.bot.conftest import Harness, start, stop
 
 CONFIG = """
