@@ -28,7 +28,7 @@ from hitl.bot.reviewers import SlackReviewers
 from hitl.bot.settings import BotSettings
 from hitl.bot.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.delegations import DelegatedReviewers
+from hitl.engine.delegation.delegations import DelegatedReviewers
 from hitl.engine.ports import Clock, Store
 from hitl.engine.runtime.lifecycle import RunLifecycle
 

@@ -44,11 +44,11 @@ from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry, Claim, MessageRef
 from hitl.engine.domain.tally import Outcome, counts_for
 from hitl.engine.errors import ClaimRefused, EngineError, NotFound
-from hitl.engine.events import FYI_JOB
+from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
-from hitl.engine.stop_switch import StopSwitch
+from hitl.engine.process.tasks import Outages
 from hitl.engine.storage.paging import every_pending
-from hitl.engine.tasks import Outages
+from hitl.engine.subscribers.events import FYI_JOB
 
 __all__ = ["SlackNotifier"]
 

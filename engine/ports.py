@@ -4,7 +4,8 @@ The store is sixteen narrow ports, one per concern (the receipts' ledger is in :
 with the rest of the receipts), that a backend implements as small classes sharing one connection and assembles
 into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so callers pass one object but each
 piece of code depends only on the part it uses. Implementations live in ``hitl.engine.storage`` (stores) and
-``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in ``bot``. Every argument after the first is keyword-only so call sites stay readable.
+``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in ``bot``. Every argument after the
+first is keyword-only so call sites stay readable.
 
 Every store method raises :class:`~hitl.engine.errors.StoreError` when its backend fails, never a client
 library's own exception.

@@ -2,9 +2,9 @@
 
 Slack buttons, slash commands, modals, the CLI and the HTTP API all call :meth:`ApprovalService.decide`,
 so authorization (roles, separation of duties, quorum), binding (version + hash + expiry) and auditing
-are the same everywhere. What may refuse or change what is admitted is an admission guard (:mod:`.guards`), run in
-a declared order; what only observes (metrics, spot checks, practice twins, rolling windows, the notifier,
-webhooks) is a fact subscriber (:mod:`.facts`, :mod:`.subscribers`).
+are the same everywhere. What may refuse or change what is admitted is an admission guard
+(:mod:`.admission.guards`), run in a declared order; what only observes (metrics, spot checks, practice twins,
+rolling windows, the notifier, webhooks) is a fact subscriber (:mod:`.subscribers.facts`, :mod:`.subscribers`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,22 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-from hitl.engine.approval_caps import within_caps
+from hitl.engine.admission.caps import within_caps
+from hitl.engine.admission.guards import (
+    DECISION_GUARDS,
+    PROPOSAL_GUARDS,
+    Admission,
+    DecisionAttempt,
+    DecisionGuard,
+    Order,
+    ProposalGuard,
+    admission_order,
+)
 from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.delegates import DelegateRule
-from hitl.engine.delegations import DelegatedReviewers, Delegations
+from hitl.engine.delegation.delegates import DelegateRule
+from hitl.engine.delegation.delegations import DelegatedReviewers, Delegations
 from hitl.engine.domain.actions import (
     TOOL_NAME,
     TRUST_TTL,
@@ -49,23 +59,23 @@ from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
 from hitl.engine.domain.tally import first_seen_counts
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
-from hitl.engine.events import FYI_JOB, EventSink, Outbox
-from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, Route, routes
-from hitl.engine.guards import (
-    DECISION_GUARDS,
-    PROPOSAL_GUARDS,
-    Admission,
-    DecisionAttempt,
-    DecisionGuard,
-    Order,
-    ProposalGuard,
-    admission_order,
-)
+from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store, Workspace
 from hitl.engine.receipts.claiming import receipt_claims_for
 from hitl.engine.receipts.ports import ReceiptClaims, ReceiptSigner, ReceiptsRemote
-from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.subscribers import SUBSCRIBERS
+from hitl.engine.subscribers.events import FYI_JOB, EventSink, Outbox
+from hitl.engine.subscribers.facts import (
+    Allowed,
+    Cancelled,
+    Decided,
+    Expired,
+    Fact,
+    FactSubscriber,
+    Proposed,
+    Route,
+    routes,
+)
 from hitl.engine.subscribers.windows import count_windows, forget_windows
 
 log = logging.getLogger(__name__)
@@ -206,7 +216,7 @@ class ApprovalService:
         config_path: str | None = None,
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
-    ) -> ApprovalService:
+    ) -> Self:
         """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
         With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
         claims through ``hitl serve`` (``HITL_API_URL`` and ``HITL_TOKEN`` in ``environ``, the process's environment
@@ -249,7 +259,7 @@ class ApprovalService:
         return ApprovalDrafts(self.policy, self.redactor, self.evidence_limit)
 
     async def publish(self, fact: Fact) -> None:
-        """Tell every subscriber that observes ``fact`` (:mod:`hitl.engine.facts`); none can undo what was
+        """Tell every subscriber that observes ``fact`` (:mod:`hitl.engine.subscribers.facts`); none can undo what was
         recorded."""
         routed = self._routes
         if routed is None or routed[0] is not self.subscribers:  # worked out again when the list is replaced

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate, current_receipt
     from hitl.engine.agents.runs import AgentResumer, AgentWatcher
     from hitl.engine.clocks import SystemClock
+    from hitl.engine.config.deprecations import HitlDeprecationWarning
     from hitl.engine.config.hitl_yaml import HitlConfig, load_config, parse_config
-    from hitl.engine.deprecations import HitlDeprecationWarning
     from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
     from hitl.engine.domain.records import AuditEntry, Page
     from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -86,7 +86,7 @@ _LAZY: dict[str, str] = {
     "ErrorCode": "hitl.engine.errors",
     "GateRefused": "hitl.engine.agents.gate",
     "HitlConfig": "hitl.engine.config.hitl_yaml",
-    "HitlDeprecationWarning": "hitl.engine.deprecations",
+    "HitlDeprecationWarning": "hitl.engine.config.deprecations",
     "InvalidInput": "hitl.engine.errors",
     "NotFound": "hitl.engine.errors",
     "Page": "hitl.engine.domain.records",

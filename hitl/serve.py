@@ -21,8 +21,8 @@ from hitl.bot.workspace import SlackWorkspace
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.retention import Retention
-from hitl.engine.events import Outbox
 from hitl.engine.ports import Clock, Store
+from hitl.engine.process.workers import worker_name
 from hitl.engine.receipts.issuing import ReceiptSweep
 from hitl.engine.receipts.unavailable import UnusableKey
 from hitl.engine.runtime.alerts import AlertWatch
@@ -32,7 +32,7 @@ from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
-from hitl.engine.workers import worker_name
+from hitl.engine.subscribers.events import Outbox
 from hitl.receipts import KeySet
 from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
 

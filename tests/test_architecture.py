@@ -36,14 +36,14 @@ TRANSPORTS = {"slack_bolt", "slack_sdk", "aiohttp"}
 PARTS = {"engine": ROOT / "engine", "bot": ROOT / "bot", "sandbox": ROOT / "hitl" / "sandbox", "root": ROOT / "hitl"}
 
 LAYERS: list[set[str]] = [
-    {"errors", "deprecations"},
-    {"domain", "clocks", "log_context", "tasks", "workers", "receipts.claims"},
+    {"errors"},
+    {"domain", "clocks", "process", "receipts.claims"},
     {"config", "workflow", "receipts.spec"},
     {"ports", "receipts.ports"},
     {"storage"},
-    {"events", "stop_switch", "freshness", "receipts", "facts"},
-    {"delegates", "delegations", "subscribers"},
-    {"guards", "approval_caps"},
+    {"oversight", "receipts", "subscribers"},
+    {"delegation"},
+    {"admission"},
     {"service"},
     {"execution"},
     {"runner"},
@@ -115,20 +115,25 @@ def test_engine_imports_no_other_part_of_ours_and_no_transport() -> None:
         assert not (_tops(path) & TRANSPORTS), path
 
 
+def _upward(parts: tuple[str, ...], imports: set[str]) -> list[str]:
+    """Which of ``imports`` (module names) the engine module at ``parts`` may not import: they stand above it."""
+    mine = _layer(parts)
+    assert mine is not None, f"engine/{parts[0]} is in no layer of LAYERS"
+    upward = []
+    for module in sorted(m for m in imports if m.startswith("hitl.engine.")):
+        theirs = _layer(tuple(module.split(".")[2:]))
+        assert theirs is not None, f"{module} is in no layer of LAYERS"
+        if theirs > mine:
+            upward.append(module)
+    return upward
+
+
 def test_engine_layers_only_import_downwards() -> None:
     upward: list[str] = []
     for path in _modules("engine"):
         parts = path.relative_to(PARTS["engine"]).with_suffix("").parts
-        if parts == ("__init__",):
-            continue
-        mine = _layer(parts)
-        assert mine is not None, f"engine/{parts[0]} is in no layer of LAYERS"
-        for module in _imports(path):
-            if module.startswith("hitl.engine."):
-                theirs = _layer(tuple(module.split(".")[2:]))
-                assert theirs is not None, f"{module} is in no layer of LAYERS"
-                if theirs > mine:
-                    upward.append(f"{path.relative_to(ROOT)} -> {module}")
+        if parts != ("__init__",):
+            upward += [f"{path.relative_to(ROOT)} -> {m}" for m in _upward(parts, _imports(path))]
     assert upward == []
 
 
@@ -139,6 +144,40 @@ def test_engine_layers_cover_the_engine() -> None:
     for name in set().union(*LAYERS):  # a module named in a layer is there
         where = PARTS["engine"].joinpath(*name.split("."))
         assert where.is_dir() or where.with_suffix(".py").is_file(), name
+
+
+def test_storage_cannot_import_what_uses_a_store() -> None:
+    """The stores stand alone in their layer, right above the ports: a store may import the ports and the domain,
+    never the service or anything else that uses a store."""
+    users = [
+        "hitl.engine.service",
+        "hitl.engine.oversight.stop_switch",
+        "hitl.engine.receipts.issuing",
+        "hitl.engine.subscribers.events",
+        "hitl.engine.delegation.delegations",
+        "hitl.engine.admission.guards",
+    ]
+    below = {"hitl.engine.ports", "hitl.engine.receipts.ports", "hitl.engine.domain.models", "hitl.engine.errors"}
+    for store in [("storage", "sqlite", "store"), ("storage", "redis", "receipts"), ("storage", "factory")]:
+        assert _upward(store, set(users)) == sorted(users)
+        assert _upward(store, below) == []
+
+
+def test_the_engine_root_holds_only_its_ground_floor() -> None:
+    """Everything else in the engine is grouped into a package named for its concept."""
+    loose = {p.stem for p in PARTS["engine"].glob("*.py")}
+    assert loose == {"__init__", "errors", "clocks", "ports", "service"}
+
+
+def test_receipts_are_one_package_and_the_engine_sends_no_http_request() -> None:
+    """The engine's receipts live in ``engine/receipts/`` (a store's ledger is its backend's, the conformance suite
+    the testing package's); the client that asks ``hitl serve`` for them is the composition root's."""
+    engine = PARTS["engine"]
+    elsewhere = (engine / "receipts", engine / "storage", engine / "testing")
+    stray = [p for p in _modules("engine") if "receipt" in p.stem and not any(map(p.is_relative_to, elsewhere))]
+    assert stray == []
+    clients = {"urllib.request", "http.client", "httpx", "requests"} | TRANSPORTS
+    assert [p for p in _modules("engine") if _imports(p) & clients] == []
 
 
 def test_domain_is_pure() -> None:

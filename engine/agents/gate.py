@@ -35,9 +35,9 @@ from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, IllegalTransition, StaleVersion
 from hitl.engine.execution.effects import Effects, handed_elsewhere, refuse_non_actions
 from hitl.engine.execution.tools import Tool
+from hitl.engine.process.workers import worker_name
 from hitl.engine.receipts.claims import AllowedCall, Basis
 from hitl.engine.service import ApprovalService
-from hitl.engine.workers import worker_name
 
 __all__ = ["GateRefused", "Ticket", "TicketOutcome", "ToolCall", "ToolGate", "current_receipt"]
 

@@ -16,10 +16,10 @@ from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTran
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
+from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
 from hitl.engine.receipts.claims import Receipted
 from hitl.engine.receipts.ports import ReceiptClaims
-from hitl.engine.stop_switch import StopSwitch
 
 __all__ = [
     "EffectFailed",

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from hitl.engine.clocks import FakeClock, SystemClock
 from hitl.engine.errors import InvalidInput, NotFound
 from hitl.engine.ports import Clock, Notifier, RunReporter, Store, Workspace
+from hitl.engine.process.workers import worker_name
 from hitl.engine.receipts.ports import ReceiptSigner, ReceiptsRemote
 from hitl.engine.runtime.compose import RunContexts
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
-from hitl.engine.workers import worker_name
 
 __all__ = ["Runtime", "RuntimeSettings", "open_runtime"]
 

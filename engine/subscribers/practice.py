@@ -8,7 +8,7 @@ import logging
 from hitl.engine.domain.practice import is_practice, picked_for_practice
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
-from hitl.engine.facts import Fact, Proposed, Service
+from hitl.engine.subscribers.facts import Fact, Proposed, Service
 
 __all__ = ["PracticeTwins"]
 

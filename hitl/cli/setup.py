@@ -124,7 +124,7 @@ def mcp(
     from hitl.api.tokens import TokenBook
     from hitl.engine.agents.gate import ToolGate
     from hitl.engine.config.api import Scope
-    from hitl.engine.workers import worker_name
+    from hitl.engine.process.workers import worker_name
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
 

@@ -12,7 +12,7 @@ from hitl.cli.command import run_command
 from hitl.cli.context import CliSettings
 from hitl.cli.options import JsonOpt, StoreOpt
 from hitl.cli.output import Out
-from hitl.engine.deprecations import RENAMED
+from hitl.engine.config.deprecations import RENAMED
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.tally import Outcome, TallyRow, summarize
 from hitl.engine.runtime.process import open_runtime

@@ -15,7 +15,7 @@ from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
 from hitl.bot.modals import FormValues, modify_view, parse_modify
 from hitl.bot.payloads import ViewState
 from hitl.bot.reviewers import SlackReviewers
-from hitl.engine.delegations import DelegatedReviewers
+from hitl.engine.delegation.delegations import DelegatedReviewers
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.reviewers import Roles

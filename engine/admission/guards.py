@@ -23,8 +23,8 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ErrorCode, InvalidInput
+from hitl.engine.oversight.stop_switch import StopSwitch, halted
 from hitl.engine.receipts.claims import receipt_problem
-from hitl.engine.stop_switch import StopSwitch, halted
 
 if TYPE_CHECKING:
     from hitl.engine.ports import Store
