@@ -35,7 +35,7 @@ from hitl.engine.domain.models import DecisionKind  # noqa: E402
 from hitl.engine.domain.records import chain_link  # noqa: E402
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
-from hitl.engine.freshness import FRESH_FOR  # noqa: E402
+from hitl.engine.oversight.freshness import FRESH_FOR  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.runtime.compose import compose  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
@@ -295,7 +295,7 @@ COUNTED = 100
 
 class SwitchReads:
     """Counts the periodic reads while it is entered: the stop switch's of the halt orders and the reviewer
-    directory's of the delegations in force. Each is read again every :data:`~hitl.engine.freshness.FRESH_FOR`
+    directory's of the delegations in force. Each is read again every :data:`~hitl.engine.oversight.freshness.FRESH_FOR`
     seconds whatever the traffic, so they are told apart from a cycle's own store calls (one read each, a
     transaction on SQLite, a round trip on Redis)."""
 

@@ -26,10 +26,10 @@ from every_store import every_store  # noqa: E402
 from joserfc.jwk import OKPKey  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
-from hitl.engine.config.receipts import ReceiptsSpec  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
-from hitl.engine.receipts import ReceiptIssuer, SignedClaims  # noqa: E402
-from hitl.receipt_keys import SigningKeys, new_key_pem  # noqa: E402
+from hitl.engine.receipts.issuing import ReceiptIssuer, SignedClaims  # noqa: E402
+from hitl.engine.receipts.spec import ReceiptsSpec  # noqa: E402
+from hitl.receipts.signing import SigningKeys, new_key_pem  # noqa: E402
 from hitl.testing import FakeClock, make_approval  # noqa: E402
 
 BATCH = 50

@@ -28,7 +28,7 @@ from hitl.bot.requests.response_urls import ResponseUrls, response_url_guard
 from hitl.bot.requests.signing import Signer
 from hitl.bot.settings import BotSettings
 from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.delegations import DelegatedReviewers
+from hitl.engine.delegation.delegations import DelegatedReviewers
 from hitl.engine.ports import Clock, Store
 from hitl.engine.runtime.lifecycle import RunLifecycle
 

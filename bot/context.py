@@ -16,8 +16,8 @@ from hitl.bot.outbound.home_tabs import HomeTabs
 from hitl.bot.outbound.notifier import SlackNotifier
 from hitl.bot.requests.signing import Signer
 from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.delegates import DelegateRule
-from hitl.engine.delegations import Delegations
+from hitl.engine.delegation.delegates import DelegateRule
+from hitl.engine.delegation.delegations import Delegations
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval
 from hitl.engine.ports import Clock, ReviewerDirectory, Store

@@ -14,11 +14,11 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from hitl.engine.deprecations import RENAMED
+from hitl.engine.config.deprecations import RENAMED
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.tally import Outcome, TallyRow, summarize
 from hitl.engine.ports import Clock, Store
-from hitl.engine.tasks import Outages
+from hitl.engine.process.tasks import Outages
 
 __all__ = ["HITL_METRICS", "Metrics", "OutageMetrics", "StoreMetrics"]
 
@@ -143,7 +143,7 @@ class Metrics:
         self.hitl = StoreMetrics(store, clock)
         self.registry.register(self.hitl)
         self.outages = OutageMetrics()
-        """Background loops register their :class:`~hitl.engine.tasks.Outages` here (``watch``)."""
+        """Background loops register their :class:`~hitl.engine.process.tasks.Outages` here (``watch``)."""
         self.registry.register(self.outages)
         self.requested = Counter(
             "hitl_approvals_requested",

@@ -1,10 +1,11 @@
 """Ports: what the engine needs from the outside context, as ``typing.Protocol``s.
 
-The store is sixteen narrow ports, one per concern, that a backend implements as small classes sharing one
-connection and assembles into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so
-callers pass one object but each piece of code depends only on the part it uses. Implementations live in
-``hitl.engine.storage`` (stores) and ``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in
-``bot``. Every argument after the first is keyword-only so call sites stay readable.
+The store is sixteen narrow ports, one per concern (the receipts' ledger is in :mod:`hitl.engine.receipts.ports`,
+with the rest of the receipts), that a backend implements as small classes sharing one connection and assembles
+into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so callers pass one object but each
+piece of code depends only on the part it uses. Implementations live in ``hitl.engine.storage`` (stores) and
+``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in ``bot``. Every argument after the
+first is keyword-only so call sites stay readable.
 
 Every store method raises :class:`~hitl.engine.errors.StoreError` when its backend fails, never a client
 library's own exception.
@@ -22,11 +23,12 @@ from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
 from hitl.engine.domain.ranking import PendingOrder
-from hitl.engine.domain.receipts import AllowedCall, Issued, Receipted, Redemption
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
 from hitl.engine.domain.runs import RunResult, StoredRun
 from hitl.engine.domain.tally import TallyKey
+from hitl.engine.receipts.claims import Issued
+from hitl.engine.receipts.ports import ReceiptLedger
 
 __all__ = [
     "AlertStates",
@@ -43,9 +45,6 @@ __all__ = [
     "Notifier",
     "Purger",
     "RateWindows",
-    "ReceiptLedger",
-    "ReceiptClaims",
-    "ReceiptSigner",
     "ReviewerDirectory",
     "RunReporter",
     "RunStore",
@@ -277,24 +276,6 @@ class JobQueue(Protocol):
         """Mark done every open job of ``kind`` queued for ``approval_id``: follow-up work the deciding process
         finished itself (the CLI resumes a run inline; the resume queued with the decision is then moot). The number
         settled; a job a consumer holds meanwhile is harmless (handlers are idempotent)."""
-        ...
-
-
-class ReceiptLedger(Protocol):
-    """The receipts issued (each recorded by the execution claim it was issued with) and their one use."""
-
-    async def redeem(self, jti: str, *, redemption: str | None, now: float) -> Redemption:
-        """Spend the receipt ``jti`` in one atomic step: the first time, or again under the same ``redemption`` id
-        (a retry of the same use), says so; any other use finds it spent; one never issued here (or purged, past
-        its ``exp`` and :data:`~hitl.engine.domain.receipts.LEEWAY`) is unknown."""
-        ...
-
-    async def issued(self, jti: str) -> Issued | None:
-        """The record of the receipt ``jti``, while it is kept."""
-        ...
-
-    async def purge(self, *, now: float) -> int:
-        """Remove the records past their ``exp`` and the leeway: how many."""
         ...
 
 
@@ -600,14 +581,6 @@ class Notifier(Protocol):
         ...
 
 
-class ReceiptSigner(Protocol):
-    """Signs a receipt's claims (``hitl serve``'s keys: no other process holds them)."""
-
-    def sign(self, claims: Mapping[str, Any]) -> str:
-        """``claims`` as a compact JWS."""
-        ...
-
-
 class RunReporter(Protocol):
     """Tells people how a run went on after a decision (the bot posts in the card's thread)."""
 
@@ -617,43 +590,4 @@ class RunReporter(Protocol):
 
     async def run_blocked(self, approval: Approval, message: str) -> None:
         """The run waiting on ``approval`` could not continue; ``message`` says why and what to do."""
-        ...
-
-
-class ReceiptClaims(Protocol):
-    """Claims an approved action's execution and issues its receipt in the claim's own atomic step: ``hitl serve``
-    does it itself (it holds the key); every other process asks ``hitl serve`` to, over its API."""
-
-    async def claim(
-        self,
-        approval: Approval,
-        args: Mapping[str, Any],
-        *,
-        key: str,
-        action_hash: str,
-        holder: str,
-        lease: float,
-        retry_failed: bool = False,
-    ) -> Receipted:
-        """Claim the execution of ``approval`` with ``args`` (the ones that run) under ``key`` for ``holder``, as
-        :meth:`ExecutionLedger.claim` does; the receipt comes back only with a claim acquired for a new attempt.
-        Raises a :class:`~hitl.engine.errors.EngineError` (``receipt_unavailable``) when it cannot be had: then
-        nothing may run."""
-        ...
-
-    def sign_here(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
-    ) -> tuple[str, Issued]:
-        """The receipt (and its record) for a claim this process's own atomic step writes: a workflow run's commit
-        (``index``: a batch's item). Only ``hitl serve`` can; elsewhere it raises (``receipt_unavailable``)."""
-        ...
-
-    def covers(self, tool: str) -> bool:
-        """Whether calls of ``tool`` that run without a person get a receipt too (``always`` in ``hitl.yaml``)."""
-        ...
-
-    async def allowed(self, call: AllowedCall) -> str:
-        """The receipt for a call that runs without a person, its issue recorded in an atomic step of its own
-        (``hitl serve`` checks first that its policy lets the call run without a person now). Raises as
-        :meth:`claim` does: then nothing may run."""
         ...

@@ -2,9 +2,9 @@
 
 Slack buttons, slash commands, modals, the CLI and the HTTP API all call :meth:`ApprovalService.decide`,
 so authorization (roles, separation of duties, quorum), binding (version + hash + expiry) and auditing
-are the same everywhere. What may refuse or change what is admitted is an admission guard (:mod:`.guards`), run in
-a declared order; what only observes (metrics, spot checks, practice twins, rolling windows, the notifier,
-webhooks) is a fact subscriber (:mod:`.facts`, :mod:`.subscribers`).
+are the same everywhere. What may refuse or change what is admitted is an admission guard
+(:mod:`.admission.guards`), run in a declared order; what only observes (metrics, spot checks, practice twins,
+rolling windows, the notifier, webhooks) is a fact subscriber (:mod:`.subscribers.facts`, :mod:`.subscribers`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,23 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from hitl.engine.allowed_calls import AllowedPlans, declared_schema, record_told
-from hitl.engine.approval_caps import within_caps
+from hitl.engine.admission.caps import within_caps
+from hitl.engine.admission.guards import (
+    DECISION_GUARDS,
+    PROPOSAL_GUARDS,
+    Admission,
+    DecisionAttempt,
+    DecisionGuard,
+    Order,
+    ProposalGuard,
+    admission_order,
+)
 from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.decision_checks import ArgsValidator, checked_edit
-from hitl.engine.delegates import DelegateRule
-from hitl.engine.delegations import DelegatedReviewers, Delegations
+from hitl.engine.deciding.checks import ArgsValidator, checked_edit
+from hitl.engine.delegation.delegates import DelegateRule
+from hitl.engine.delegation.delegations import DelegatedReviewers, Delegations
 from hitl.engine.domain.actions import (
     TRUST_TTL,
     WINDOWS,
@@ -49,24 +58,26 @@ from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
 from hitl.engine.domain.tally import first_seen_counts
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
-from hitl.engine.events import EventSink, Outbox
-from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, FactSubscriber, Proposed, Route, routes
-from hitl.engine.guards import (
-    DECISION_GUARDS,
-    PROPOSAL_GUARDS,
-    Admission,
-    DecisionAttempt,
-    DecisionGuard,
-    Order,
-    ProposalGuard,
-    admission_order,
-)
-from hitl.engine.ports import Clock, Notifier, ReceiptClaims, ReceiptSigner, ReviewerDirectory, Store, Workspace
-from hitl.engine.receipts import receipt_claims_for
-from hitl.engine.stop_switch import StopSwitch
+from hitl.engine.oversight.stop_switch import StopSwitch
+from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store, Workspace
+from hitl.engine.proposing.allowed_calls import AllowedPlans, declared_schema, record_told
+from hitl.engine.proposing.verdicts import counted_verdict, explained
+from hitl.engine.receipts.claiming import receipt_claims_for
+from hitl.engine.receipts.ports import ReceiptClaims, ReceiptSigner, ReceiptsRemote
 from hitl.engine.subscribers import SUBSCRIBERS
+from hitl.engine.subscribers.events import EventSink, Outbox
+from hitl.engine.subscribers.facts import (
+    Allowed,
+    Cancelled,
+    Decided,
+    Expired,
+    Fact,
+    FactSubscriber,
+    Proposed,
+    Route,
+    routes,
+)
 from hitl.engine.subscribers.windows import count_windows, forget_windows
-from hitl.engine.verdicts import counted_verdict, explained
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +179,9 @@ class ApprovalService:
     _allowed: AllowedPlans = field(init=False, default_factory=AllowedPlans, repr=False)
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
     _order: tuple[Sequence[ProposalGuard], Order] | None = field(init=False, default=None, repr=False)
+    remote_receipts: ClassVar[ReceiptsRemote | None] = None
+    """How :meth:`from_config` reaches ``hitl serve`` for receipts when no ``remote`` is given: an HTTP client, so
+    never the engine's; ``hitl.ApprovalService``, the public door's, has one. None: such a process claims nothing."""
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -186,13 +200,15 @@ class ApprovalService:
         environ: Mapping[str, str] | None = None,
         config_path: str | None = None,
         workspace: Workspace | None = None,
-    ) -> ApprovalService:
+        remote: ReceiptsRemote | None = None,
+    ) -> Self:
         """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
         With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
         claims through ``hitl serve`` (``HITL_API_URL`` and ``HITL_TOKEN`` in ``environ``, the process's environment
         unless given), and under ``production: true`` does not start if it could read the key itself
         (``config_path``: where a relative ``key_file`` is read from). ``workspace``: where a delegate that
-        ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack)."""
+        ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack). ``remote``: how this process reaches
+        ``hitl serve`` (the composition root's client; :attr:`remote_receipts` unless given)."""
         receipts = None
         if config.receipts is not None:
             receipts = receipt_claims_for(
@@ -203,6 +219,7 @@ class ApprovalService:
                 production=config.production,
                 environ=os.environ if environ is None else environ,
                 base=Path(config_path).resolve().parent if config_path else None,
+                remote=remote if remote is not None else cls.remote_receipts,
             )
         return cls(
             store=store,
@@ -227,7 +244,7 @@ class ApprovalService:
         return ApprovalDrafts(self.policy, self.redactor, self.evidence_limit)
 
     async def publish(self, fact: Fact) -> None:
-        """Tell every subscriber that observes ``fact`` (:mod:`hitl.engine.facts`); none can undo what was
+        """Tell every subscriber that observes ``fact`` (:mod:`hitl.engine.subscribers.facts`); none can undo what was
         recorded."""
         routed = self._routes
         if routed is None or routed[0] is not self.subscribers:  # worked out again when the list is replaced

@@ -22,15 +22,16 @@ if TYPE_CHECKING:
     from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate, current_receipt
     from hitl.engine.agents.runs import AgentResumer, AgentWatcher
     from hitl.engine.clocks import SystemClock
+    from hitl.engine.config.deprecations import HitlDeprecationWarning
     from hitl.engine.config.hitl_yaml import HitlConfig, load_config, parse_config
-    from hitl.engine.deprecations import HitlDeprecationWarning
     from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
     from hitl.engine.domain.records import AuditEntry, Page
     from hitl.engine.domain.requests import DecideRequest, ProposeRequest
     from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound, StoreError
     from hitl.engine.ports import Store
-    from hitl.engine.service import ApprovalService, Proposal
+    from hitl.engine.service import Proposal
     from hitl.engine.storage import open_store
+    from hitl.service import ApprovalService
 
 __all__ = [
     "ActionRejected",
@@ -75,7 +76,7 @@ _LAZY: dict[str, str] = {
     "AgentWatcher": "hitl.engine.agents.runs",
     "Answer": "hitl.engine.agents.ask",
     "Approval": "hitl.engine.domain.models",
-    "ApprovalService": "hitl.engine.service",
+    "ApprovalService": "hitl.service",
     "Approvals": "hitl.engine.agents.ask",
     "AuditEntry": "hitl.engine.domain.records",
     "DecideRequest": "hitl.engine.domain.requests",
@@ -85,7 +86,7 @@ _LAZY: dict[str, str] = {
     "ErrorCode": "hitl.engine.errors",
     "GateRefused": "hitl.engine.agents.gate",
     "HitlConfig": "hitl.engine.config.hitl_yaml",
-    "HitlDeprecationWarning": "hitl.engine.deprecations",
+    "HitlDeprecationWarning": "hitl.engine.config.deprecations",
     "InvalidInput": "hitl.engine.errors",
     "NotFound": "hitl.engine.errors",
     "Page": "hitl.engine.domain.records",

@@ -2,8 +2,9 @@
 collector, or plain text for a person at a terminal.
 
 Every line carries what it is about: ``approval_id`` and ``session_id`` when it was logged while the engine handled
-them (:mod:`hitl.engine.log_context`), and ``replica``, the process's name among its peers. ``HITL_LOG_FORMAT`` says
-``json``, ``text`` or ``auto`` (the default: text when the stream is a terminal, JSON otherwise).
+them (:mod:`hitl.engine.process.log_context`), and ``replica``, the process's name among its peers.
+``HITL_LOG_FORMAT`` says ``json``, ``text`` or ``auto`` (the default: text when the stream is a terminal, JSON
+otherwise).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Literal, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
 
-from hitl.engine.log_context import current
+from hitl.engine.process.log_context import current
 
 __all__ = ["LogFormat", "configure_logging"]
 

@@ -21,9 +21,10 @@ from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.retention import Retention
-from hitl.engine.events import Outbox
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts import ReceiptSweep, UnusableKey
+from hitl.engine.process.workers import worker_name
+from hitl.engine.receipts.issuing import ReceiptSweep
+from hitl.engine.receipts.unavailable import UnusableKey
 from hitl.engine.runtime.alerts import AlertWatch
 from hitl.engine.runtime.background import Background
 from hitl.engine.runtime.compose import config_path_for
@@ -32,9 +33,9 @@ from hitl.engine.runtime.practice import TwinPlanting
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
-from hitl.engine.workers import worker_name
-from hitl.receipt_keys import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
+from hitl.engine.subscribers.events import Outbox
 from hitl.receipts import KeySet
+from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
 
 __all__ = ["Server", "build_server", "new_replica_id"]
 

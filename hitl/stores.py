@@ -14,7 +14,6 @@ from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, OutcomeRecord
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
-from hitl.engine.domain.receipts import Issued, Redemption
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, ClaimState, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
 from hitl.engine.domain.runs import StoredRun
@@ -32,12 +31,13 @@ from hitl.engine.ports import (
     MessageMap,
     Purger,
     RateWindows,
-    ReceiptLedger,
     RunStore,
     Store,
     Tallies,
     TrustStore,
 )
+from hitl.engine.receipts.claims import Issued, Redemption
+from hitl.engine.receipts.ports import ReceiptLedger
 
 __all__ = [
     "AlertStates",

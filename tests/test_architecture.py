@@ -36,35 +36,34 @@ TRANSPORTS = {"slack_bolt", "slack_sdk", "aiohttp"}
 PARTS = {"engine": ROOT / "engine", "bot": ROOT / "bot", "sandbox": ROOT / "hitl" / "sandbox", "root": ROOT / "hitl"}
 
 LAYERS: list[set[str]] = [
-    {"errors", "deprecations"},
-    {"domain", "clocks", "log_context", "tasks", "workers"},
-    {"config", "workflow"},
-    {"ports"},
-    {
-        "storage",
-        "events",
-        "service",
-        "stop_switch",
-        "freshness",
-        "delegates",
-        "delegations",
-        "receipts",
-        "remote_receipts",
-        "guards",
-        "facts",
-        "subscribers",
-        "approval_caps",
-        "allowed_calls",
-        "verdicts",
-        "decision_checks",
-    },
+    {"errors"},
+    {"domain", "clocks", "process", "receipts.claims"},
+    {"config", "workflow", "receipts.spec"},
+    {"ports", "receipts.ports"},
+    {"storage"},
+    {"oversight", "receipts", "subscribers"},
+    {"delegation"},
+    {"admission"},
+    {"service", "proposing", "deciding"},
     {"execution"},
     {"runner"},
     {"agents"},
     {"runtime"},
     {"testing"},
 ]
-"""The engine's packages from the ground up: a module imports only from its own layer or the layers below."""
+"""The engine's packages from the ground up: a module imports only from its own layer or the layers below. An entry
+names a package or module of the engine root (``storage``) or, for a package whose modules stand in different
+layers, one of its modules (``receipts.claims``); a module stands where the longest entry naming it says."""
+
+
+def _layer(path: tuple[str, ...]) -> int | None:
+    """The layer of the engine module at ``path`` (its names below the engine: ``("receipts", "claims")``)."""
+    for depth in range(len(path), 0, -1):
+        name = ".".join(path[:depth])
+        found = [i for i, names in enumerate(LAYERS) if name in names]
+        if found:
+            return found[0]
+    return None
 
 
 def _modules(part: str) -> list[Path]:
@@ -116,29 +115,69 @@ def test_engine_imports_no_other_part_of_ours_and_no_transport() -> None:
         assert not (_tops(path) & TRANSPORTS), path
 
 
-def test_engine_layers_only_import_downwards() -> None:
-    def layer(package: str) -> int:
-        found = [i for i, names in enumerate(LAYERS) if package in names]
-        assert found, f"engine/{package} is in no layer of LAYERS"
-        return found[0]
+def _upward(parts: tuple[str, ...], imports: set[str]) -> list[str]:
+    """Which of ``imports`` (module names) the engine module at ``parts`` may not import: they stand above it."""
+    mine = _layer(parts)
+    assert mine is not None, f"engine/{parts[0]} is in no layer of LAYERS"
+    upward = []
+    for module in sorted(m for m in imports if m.startswith("hitl.engine.")):
+        theirs = _layer(tuple(module.split(".")[2:]))
+        assert theirs is not None, f"{module} is in no layer of LAYERS"
+        if theirs > mine:
+            upward.append(module)
+    return upward
 
+
+def test_engine_layers_only_import_downwards() -> None:
     upward: list[str] = []
     for path in _modules("engine"):
-        parts = path.relative_to(PARTS["engine"]).parts
-        if parts == ("__init__.py",):
-            continue
-        mine = layer(parts[0].removesuffix(".py"))
-        for module in _imports(path):
-            if module.startswith("hitl.engine."):
-                theirs = layer(module.split(".")[2])
-                if theirs > mine:
-                    upward.append(f"{path.relative_to(ROOT)} -> {module}")
+        parts = path.relative_to(PARTS["engine"]).with_suffix("").parts
+        if parts != ("__init__",):
+            upward += [f"{path.relative_to(ROOT)} -> {m}" for m in _upward(parts, _imports(path))]
     assert upward == []
 
 
 def test_engine_layers_cover_the_engine() -> None:
     tops = {p.name.removesuffix(".py") for p in PARTS["engine"].iterdir() if p.suffix == ".py" or p.is_dir()}
-    assert tops - {"__init__", "__pycache__"} == set().union(*LAYERS)
+    named = {name.split(".")[0] for name in set().union(*LAYERS)}
+    assert tops - {"__init__", "__pycache__"} == named
+    for name in set().union(*LAYERS):  # a module named in a layer is there
+        where = PARTS["engine"].joinpath(*name.split("."))
+        assert where.is_dir() or where.with_suffix(".py").is_file(), name
+
+
+def test_storage_cannot_import_what_uses_a_store() -> None:
+    """The stores stand alone in their layer, right above the ports: a store may import the ports and the domain,
+    never the service or anything else that uses a store."""
+    users = [
+        "hitl.engine.service",
+        "hitl.engine.oversight.stop_switch",
+        "hitl.engine.receipts.issuing",
+        "hitl.engine.subscribers.events",
+        "hitl.engine.delegation.delegations",
+        "hitl.engine.admission.guards",
+    ]
+    below = {"hitl.engine.ports", "hitl.engine.receipts.ports", "hitl.engine.domain.models", "hitl.engine.errors"}
+    for store in [("storage", "sqlite", "store"), ("storage", "redis", "receipts"), ("storage", "factory")]:
+        assert _upward(store, set(users)) == sorted(users)
+        assert _upward(store, below) == []
+
+
+def test_the_engine_root_holds_only_its_ground_floor() -> None:
+    """Everything else in the engine is grouped into a package named for its concept."""
+    loose = {p.stem for p in PARTS["engine"].glob("*.py")}
+    assert loose == {"__init__", "errors", "clocks", "ports", "service"}
+
+
+def test_receipts_are_one_package_and_the_engine_sends_no_http_request() -> None:
+    """The engine's receipts live in ``engine/receipts/`` (a store's ledger is its backend's, the conformance suite
+    the testing package's); the client that asks ``hitl serve`` for them is the composition root's."""
+    engine = PARTS["engine"]
+    elsewhere = (engine / "receipts", engine / "storage", engine / "testing")
+    stray = [p for p in _modules("engine") if "receipt" in p.stem and not any(map(p.is_relative_to, elsewhere))]
+    assert stray == []
+    clients = {"urllib.request", "http.client", "httpx", "requests"} | TRANSPORTS
+    assert [p for p in _modules("engine") if _imports(p) & clients] == []
 
 
 def test_domain_is_pure() -> None:

@@ -1,9 +1,10 @@
 """``/hitl delegate @person until <date> [role]``, ``/hitl delegate end [id]`` and ``/hitl delegations``.
 
 The date is read in the time zone of the person delegating (their Slack profile's, from ``users.info``) and echoed
-back in UTC; who may be named is the rule every surface keeps (:class:`~hitl.engine.delegates.DelegateRule`: a
-reviewer ``hitl.yaml`` lists, or an active person of the workspace), and a refusal says its code as the API and the
-CLI do. Every change is recorded (and audited) before the answer, and both people's Home tabs show it.
+back in UTC; who may be named is the rule every surface keeps
+(:class:`~hitl.engine.delegation.delegates.DelegateRule`: a reviewer ``hitl.yaml`` lists, or an active person of
+the workspace), and a refusal says its code as the API and the CLI do. Every change is recorded (and audited)
+before the answer, and both people's Home tabs show it.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from hitl.engine.domain.halts import HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, NotFound
+from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
-from hitl.engine.stop_switch import StopSwitch
 
 __all__ = ["ONCE_LEASE", "Floor"]
 

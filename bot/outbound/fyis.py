@@ -14,7 +14,7 @@ from hitl.bot.outbound.floor import Floor
 from hitl.bot.views.blocks import value_box
 from hitl.bot.views.escape import label
 from hitl.engine.domain.display import show
-from hitl.engine.events import FYI_JOB
+from hitl.engine.subscribers.events import FYI_JOB
 
 __all__ = ["Fyis"]
 

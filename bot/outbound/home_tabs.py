@@ -23,13 +23,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.metrics import Metrics
 from hitl.bot.views.home import SHOWN, Waiting, home_view
-from hitl.engine.delegations import Delegations
+from hitl.engine.delegation.delegations import Delegations
 from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
 from hitl.engine.domain.presentation import Presentation, present
+from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
-from hitl.engine.stop_switch import StopSwitch
 
 __all__ = ["HomeTabs"]
 

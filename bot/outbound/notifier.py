@@ -37,9 +37,9 @@ from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.errors import EngineError
+from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
-from hitl.engine.stop_switch import StopSwitch
-from hitl.engine.tasks import Outages
+from hitl.engine.process.tasks import Outages
 
 __all__ = ["SlackNotifier"]
 

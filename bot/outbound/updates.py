@@ -19,7 +19,7 @@ from hitl.bot.outbound.pacer import urgent
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.errors import EngineError
-from hitl.engine.tasks import Outages
+from hitl.engine.process.tasks import Outages
 
 __all__ = ["CARD_JOB", "CardUpdates"]
 

@@ -26,8 +26,8 @@ from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
 from hitl.engine.execution.schema import HITL_PARAMETERS, signature_schema
+from hitl.engine.process.workers import worker_name
 from hitl.engine.service import ApprovalService
-from hitl.engine.workers import worker_name
 
 __all__ = ["ActionRejected", "Answer", "Approvals", "Guard"]
 

@@ -30,14 +30,14 @@ from typing import Any, Literal
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.hashing import action_hash, identical, normalize
 from hitl.engine.domain.models import Approval, DecisionKind, Status
-from hitl.engine.domain.receipts import AllowedCall, Basis
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, IllegalTransition, StaleVersion
 from hitl.engine.execution.effects import Effects, handed_elsewhere, refuse_non_actions
 from hitl.engine.execution.tools import Tool
+from hitl.engine.process.workers import worker_name
+from hitl.engine.receipts.claims import AllowedCall, Basis
 from hitl.engine.service import ApprovalService
-from hitl.engine.workers import worker_name
 
 __all__ = ["GateRefused", "Ticket", "TicketOutcome", "ToolCall", "ToolGate", "current_receipt"]
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError, ErrorCode, StaleVersion
-from hitl.engine.tasks import Periodic
+from hitl.engine.process.tasks import Periodic
 
 __all__ = ["AgentResumer", "AgentRuns", "AgentWatcher", "Interrupted"]
 

@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
-from hitl.engine.config.receipts import ReceiptsSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.domain.alerts import AlertsSpec
 from hitl.engine.domain.models import Approval
@@ -21,6 +20,7 @@ from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.errors import ErrorCode, PolicyError
+from hitl.engine.receipts.spec import ReceiptsSpec
 
 __all__ = ["HitlConfig", "NotifySpec", "RedactionSpec", "load_config", "parse_config"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hitl.engine.deprecations import warn_renamed
+from hitl.engine.config.deprecations import warn_renamed
 from hitl.engine.domain.practice import PracticeSpec
 from hitl.engine.domain.spot_checks import SpotCheckSpec
 

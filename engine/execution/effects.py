@@ -10,15 +10,16 @@ from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.journal import ClaimIntent, OutcomeRecord
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import is_practice
-from hitl.engine.domain.receipts import Receipted
 from hitl.engine.domain.records import AuditEntry, Claim, ClaimState
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
-from hitl.engine.ports import Clock, ReceiptClaims, Store
-from hitl.engine.stop_switch import StopSwitch
+from hitl.engine.oversight.stop_switch import StopSwitch
+from hitl.engine.ports import Clock, Store
+from hitl.engine.receipts.claims import Receipted
+from hitl.engine.receipts.ports import ReceiptClaims
 
 __all__ = [
     "EffectFailed",

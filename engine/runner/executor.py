@@ -18,7 +18,7 @@ from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, IllegalTransition, InvalidInput, NotFound, StaleVersion
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool, load_tools
-from hitl.engine.log_context import about
+from hitl.engine.process.log_context import about
 from hitl.engine.runner.agent_backend import AgentBackend
 from hitl.engine.runner.checks import changed_since_paused, check_templates, resolve_vars, vars_after
 from hitl.engine.runner.dispatch import StepRunner

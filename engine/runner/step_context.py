@@ -18,10 +18,10 @@ from hitl.engine.execution.effects import EffectInDoubt, Effects, Resolution
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
+from hitl.engine.process.workers import worker_name
 from hitl.engine.runner.outcomes import Stop, goes_on, stop_for
 from hitl.engine.runner.templates import render_value
 from hitl.engine.service import ApprovalService, Proposal
-from hitl.engine.workers import worker_name
 from hitl.engine.workflow.definition import ToolStep
 
 __all__ = ["DOUBT", "Ask", "StepContext"]

@@ -19,8 +19,8 @@ from hitl.engine.domain.alerts import AlertsSpec, Reading, evaluate
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import ClaimRefused, StaleVersion
-from hitl.engine.events import EventSink
 from hitl.engine.ports import Clock, Store
+from hitl.engine.subscribers.events import EventSink
 
 __all__ = ["AlertWatch"]
 

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from hitl.engine.process.tasks import Outages, Periodic
 from hitl.engine.runtime.lifecycle import RunLifecycle
-from hitl.engine.tasks import Outages, Periodic
 
 __all__ = ["Background", "Sweeper"]
 

@@ -26,7 +26,8 @@ from typing import Any
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.domain.runs import RunState
 from hitl.engine.execution.tools import Tool, load_tools
-from hitl.engine.ports import Clock, Notifier, ReceiptSigner, Store, Workspace
+from hitl.engine.ports import Clock, Notifier, Store, Workspace
+from hitl.engine.receipts.ports import ReceiptSigner, ReceiptsRemote
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
 from hitl.engine.workflow.definition import LoadedWorkflow, WorkflowFiles
@@ -87,10 +88,12 @@ def compose(
     workflows: WorkflowFiles | None = None,
     signer: ReceiptSigner | None = None,
     workspace: Workspace | None = None,
+    remote: ReceiptsRemote | None = None,
 ) -> RunContext:
     """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``.
     ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them);
-    ``workspace``: where a delegate ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack)."""
+    ``workspace``: where a delegate ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack); ``remote``:
+    how a process without the signing key reaches ``hitl serve`` for receipts (the composition root's client)."""
     config = effective_config(load_config(config_path), workflow)
     tools = load_tools(workflow.spec.tools, base=workflow.path.parent) if workflow is not None else {}
 
@@ -106,6 +109,7 @@ def compose(
         signer=signer,
         config_path=config_path,
         workspace=workspace,
+        remote=remote,
     )
     return RunContext(
         config=config,
@@ -128,6 +132,7 @@ class RunContexts:
         worker_id: names this process in execution claims and the audit log.
         signer: signs receipts (``hitl serve``'s key); None in every other process.
         workspace: who is a person of the Slack workspace (``hitl serve``'s); None elsewhere.
+        remote: how a process without the signing key reaches ``hitl serve`` for receipts; None: it cannot.
     """
 
     def __init__(
@@ -140,8 +145,10 @@ class RunContexts:
         worker_id: str | None = None,
         signer: ReceiptSigner | None = None,
         workspace: Workspace | None = None,
+        remote: ReceiptsRemote | None = None,
     ) -> None:
         self.store = store
+        self.remote = remote
         self.signer = signer
         self.workspace = workspace
         self.clock = clock
@@ -185,5 +192,6 @@ class RunContexts:
                 workflows=self.workflows,
                 signer=self.signer,
                 workspace=self.workspace,
+                remote=self.remote,
             )
         return self._cache[key]

@@ -22,13 +22,13 @@ from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
-from hitl.engine.log_context import about
+from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import RunReporter, Store
+from hitl.engine.process.log_context import about
 from hitl.engine.runner.checks import changed_since_paused, vars_after
 from hitl.engine.runner.outcomes import HALTED_PREFIX
 from hitl.engine.runtime.compose import RunContext, RunContexts
 from hitl.engine.service import AnswerWindow
-from hitl.engine.stop_switch import StopSwitch
 from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = ["Decided", "Resume", "RunLifecycle", "run_of"]

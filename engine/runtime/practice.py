@@ -15,7 +15,7 @@ import logging
 from pydantic import ValidationError
 
 from hitl.engine.domain.models import Approval
-from hitl.engine.facts import Service
+from hitl.engine.subscribers.facts import Service
 from hitl.engine.subscribers.practice import TWIN_JOB, plant
 
 __all__ = ["LEASE", "TwinPlanting"]

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 from hitl.engine.clocks import FakeClock, SystemClock
 from hitl.engine.errors import InvalidInput, NotFound
-from hitl.engine.ports import Clock, Notifier, ReceiptSigner, RunReporter, Store, Workspace
+from hitl.engine.ports import Clock, Notifier, RunReporter, Store, Workspace
+from hitl.engine.process.workers import worker_name
+from hitl.engine.receipts.ports import ReceiptSigner, ReceiptsRemote
 from hitl.engine.runtime.compose import RunContexts
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
-from hitl.engine.workers import worker_name
 
 __all__ = ["Runtime", "RuntimeSettings", "open_runtime"]
 
@@ -30,10 +31,16 @@ class RuntimeSettings:
     config_path: str | None = None
     now: float | None = None
     """``HITL_NOW`` (epoch seconds): a frozen clock."""
+    remote: ReceiptsRemote | None = None
+    """How this process reaches ``hitl serve`` for receipts (``HITL_API_URL``, ``HITL_TOKEN``): the composition
+    root's client; None: it cannot, and claims nothing a receipt would cover."""
 
     @classmethod
-    def from_env(cls, *, store: str | None = None, config: str | None = None) -> RuntimeSettings:
-        """``store`` / ``config`` from flags, else ``HITL_STORE`` / ``HITL_CONFIG`` / ``HITL_NOW``, else defaults."""
+    def from_env(
+        cls, *, store: str | None = None, config: str | None = None, remote: ReceiptsRemote | None = None
+    ) -> RuntimeSettings:
+        """``store`` / ``config`` from flags, else ``HITL_STORE`` / ``HITL_CONFIG`` / ``HITL_NOW``, else defaults;
+        ``remote``: how this process reaches ``hitl serve`` for receipts."""
         raw_now = os.environ.get("HITL_NOW") or None
         try:
             now = float(raw_now) if raw_now else None
@@ -43,6 +50,7 @@ class RuntimeSettings:
             store_url=store or os.environ.get("HITL_STORE") or DEFAULT_STORE_URL,
             config_path=config or os.environ.get("HITL_CONFIG") or None,
             now=now,
+            remote=remote,
         )
 
     def clock(self) -> Clock:
@@ -70,10 +78,12 @@ class Runtime:
         worker_id: str | None = None,
         signer: ReceiptSigner | None = None,
         workspace: Workspace | None = None,
+        remote: ReceiptsRemote | None = None,
     ) -> Runtime:
         """``worker_id``: this process's name as run owner, claim holder and job consumer (default: a unique
         ``hitl:host:pid:id``; a name shared by two processes would let each take the other's runs for its own).
-        ``workspace``: who is a person of the Slack workspace (``hitl serve``'s), for the delegates it may name."""
+        ``workspace``: who is a person of the Slack workspace (``hitl serve``'s), for the delegates it may name.
+        ``remote``: how a process without the signing key reaches ``hitl serve`` for receipts."""
         name = worker_id or worker_name("hitl")
         contexts = RunContexts(
             store=store,
@@ -83,6 +93,7 @@ class Runtime:
             worker_id=name,
             signer=signer,
             workspace=workspace,
+            remote=remote,
         )
         return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=name))
 
@@ -110,6 +121,7 @@ async def open_runtime(
         clock=settings.clock(),
         config_path=settings.config_path,
         worker_id=worker_name(kind),
+        remote=settings.remote,
     )
     try:
         yield rt

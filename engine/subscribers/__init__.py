@@ -1,4 +1,6 @@
-"""The fact subscribers hitl ships, in the order each fact reaches them (:mod:`hitl.engine.facts`).
+"""Facts and who observes them: the typed facts the service publishes (:mod:`hitl.engine.subscribers.facts`), the
+subscribers hitl ships, in the order each fact reaches them, and the events queued for the outside context
+(:mod:`hitl.engine.subscribers.events`, what the webhooks deliver).
 
 Rolling windows first (what a rule counts must be right before anything reads it), then the metrics, spot checks,
 the reviewers' notices, webhooks, and practice twins last (a twin is announced after its real approval).
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hitl.engine.facts import FactSubscriber
+from hitl.engine.subscribers.facts import FactSubscriber
 
 from .notifications import Notifications
 from .practice import PracticeTwins

@@ -4,7 +4,7 @@ by a Trust: what a Trust lets through is seen, not only granted)."""
 
 from __future__ import annotations
 
-from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, Proposed, Service
+from hitl.engine.subscribers.facts import Allowed, Cancelled, Decided, Expired, Fact, Proposed, Service
 
 __all__ = ["Notifications"]
 

@@ -17,7 +17,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.practice import is_practice, picked_for_practice, planted, post_after
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
-from hitl.engine.facts import Fact, Proposed, Service
+from hitl.engine.subscribers.facts import Fact, Proposed, Service
 
 __all__ = ["TWIN_JOB", "PracticeTwins", "plant"]
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from hitl.engine.domain.sampling import sampled
-from hitl.engine.facts import Allowed, Fact, Proposed, Service
+from hitl.engine.subscribers.facts import Allowed, Fact, Proposed, Service
 
 __all__ = ["SpotChecks"]
 

@@ -7,7 +7,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.practice import caught, is_practice
 from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
 from hitl.engine.domain.tally import Outcome, counts_for, decision_outcome
-from hitl.engine.facts import Allowed, Decided, Expired, Fact, Proposed, Service
+from hitl.engine.subscribers.facts import Allowed, Decided, Expired, Fact, Proposed, Service
 
 __all__ = ["Tallies"]
 

@@ -1,13 +1,13 @@
-"""Webhook events (:mod:`hitl.engine.events`) for ``api.webhooks``' subscribers: an approval created, decided (a
-vote toward a quorum too), expired or cancelled, and a spot check flagged, queued as each happens, with the approval
-as it is then. A decision's events are also in the job it wrote in its own atomic step
-(:data:`~hitl.engine.events.EVENT_JOB`): a process that dies before queueing them here loses none (each event is
-queued once, whichever comes first)."""
+"""Webhook events (:mod:`hitl.engine.subscribers.events`) for ``api.webhooks``' subscribers: an approval created,
+decided (a vote toward a quorum too), expired or cancelled, and a spot check flagged, queued as each happens, with
+the approval as it is then. A decision's events are also in the job it wrote in its own atomic step
+(:data:`~hitl.engine.subscribers.events.EVENT_JOB`): a process that dies before queueing them here loses none (each
+event is queued once, whichever comes first)."""
 
 from __future__ import annotations
 
-from hitl.engine.events import approval_data, approval_event, flag_event, is_flag
-from hitl.engine.facts import Cancelled, Decided, Expired, Fact, Proposed, Service
+from hitl.engine.subscribers.events import approval_data, approval_event, flag_event, is_flag
+from hitl.engine.subscribers.facts import Cancelled, Decided, Expired, Fact, Proposed, Service
 
 __all__ = ["Webhooks"]
 

@@ -11,8 +11,8 @@ from typing import Any
 from hitl.engine.domain.actions import window_events
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.policy import Policy
-from hitl.engine.facts import Cancelled, Decided, Expired, Fact, Service
 from hitl.engine.ports import Store
+from hitl.engine.subscribers.facts import Cancelled, Decided, Expired, Fact, Service
 
 __all__ = ["NEVER_RAN", "RollingWindows", "count_windows", "forget_windows"]
 

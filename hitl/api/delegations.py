@@ -31,7 +31,8 @@ async def listed(request: web.Request) -> web.Response:
 
 async def give(request: web.Request) -> web.Response:
     """Hand this token's reviewer's roles (or one) to ``delegate`` until ``until`` (at most 30 days), audited; 422
-    ``invalid_delegate`` for someone no role may be handed to (:class:`~hitl.engine.delegates.DelegateRule`)."""
+    ``invalid_delegate`` for someone no role may be handed to
+    (:class:`~hitl.engine.delegation.delegates.DelegateRule`)."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.DECIDE)
     body = await body_of(request, DelegationRequest)

@@ -18,12 +18,12 @@ from hitl.engine.config.api import Scope
 from hitl.engine.domain.actions import window_events
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.receipts import AllowedCall, Basis, Redemption
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.effects import refuse_non_actions
-from hitl.engine.ports import ReceiptClaims
+from hitl.engine.receipts.claims import AllowedCall, Basis, Redemption
+from hitl.engine.receipts.ports import ReceiptClaims
 from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 

@@ -1,4 +1,5 @@
-"""Webhook delivery: ``hitl serve`` POSTs the queued events (:mod:`hitl.engine.events`) to their subscribers.
+"""Webhook delivery: ``hitl serve`` POSTs the queued events (:mod:`hitl.engine.subscribers.events`) to their
+subscribers.
 
 Each request carries::
 
@@ -25,8 +26,8 @@ import aiohttp
 
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import NotFound
-from hitl.engine.events import EVENT_JOB, WEBHOOK_JOB, Outbox
 from hitl.engine.ports import Clock, Store
+from hitl.engine.subscribers.events import EVENT_JOB, WEBHOOK_JOB, Outbox
 
 __all__ = ["MAX_ATTEMPTS", "WebhookDelivery", "sign", "verify"]
 
@@ -90,8 +91,8 @@ class WebhookDelivery:
         await self.deliver()
 
     async def decided(self) -> None:
-        """Turn each decision's :data:`~hitl.engine.events.EVENT_JOB` (written in its atomic step) into the events
-        its approval now implies; an approval retention removed since has none left to tell."""
+        """Turn each decision's :data:`~hitl.engine.subscribers.events.EVENT_JOB` (written in its atomic step) into
+        the events its approval now implies; an approval retention removed since has none left to tell."""
         jobs = await self.store.jobs.claim(
             self.consumer, kind=EVENT_JOB, limit=self.batch, now=self.clock.now(), lease=self.lease
         )

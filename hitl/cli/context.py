@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from hitl.engine.errors import ErrorCode, InvalidInput
 from hitl.engine.runtime.process import RuntimeSettings
+from hitl.receipts.remote import receipt_claims_from_env
 
 __all__ = ["CliSettings"]
 
@@ -21,7 +22,7 @@ class CliSettings:
     @classmethod
     def resolve(cls, *, store: str | None, config: str | None, reviewer: str | None) -> CliSettings:
         return cls(
-            runtime=RuntimeSettings.from_env(store=store, config=config),
+            runtime=RuntimeSettings.from_env(store=store, config=config, remote=receipt_claims_from_env),
             reviewer=reviewer or os.environ.get("HITL_REVIEWER") or None,
         )
 

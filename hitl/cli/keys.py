@@ -50,7 +50,7 @@ def keys_new(
     receipts.next and restart hitl serve (published, not signing); after 15 minutes make it key_file, put the old
     key's public half (`hitl keys public`) under receipts.previous, and restart."""
     from hitl.cli.output import Out
-    from hitl.receipt_keys import new_key_pem, public_kid  # the signing side: only this command and hitl serve
+    from hitl.receipts.signing import new_key_pem, public_kid  # the signing side: only this command and hitl serve
 
     out = Out(as_json=as_json)
     pem = new_key_pem()
@@ -81,7 +81,7 @@ def keys_public(
     """Write the public half of a key: what receipts.previous names once the key no longer signs (only hitl serve
     may hold a private key; under production: true no other process starts while it can read one)."""
     from hitl.cli.output import Out
-    from hitl.receipt_keys import KeyProblem, public_kid, public_pem
+    from hitl.receipts.signing import KeyProblem, public_kid, public_pem
 
     out = Out(as_json=as_json)
     try:

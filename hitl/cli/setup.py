@@ -129,8 +129,8 @@ def mcp(
     from hitl.engine.agents.gate import ToolGate
     from hitl.engine.config.api import Scope
     from hitl.engine.errors import InvalidInput
+    from hitl.engine.process.workers import worker_name
     from hitl.engine.runtime.process import open_runtime
-    from hitl.engine.workers import worker_name
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
 

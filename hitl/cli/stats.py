@@ -49,7 +49,7 @@ is made from this, so a column added here is explained there."""
 def row_json(r: TallyRow) -> dict[str, Any]:
     """One row of ``hitl stats`` as JSON (with the fields renamed in 0.2 under their old names too, for one
     release)."""
-    from hitl.engine.deprecations import RENAMED
+    from hitl.engine.config.deprecations import RENAMED
     from hitl.engine.domain.tally import Outcome
 
     row = {

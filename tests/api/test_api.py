@@ -13,7 +13,7 @@ from hitl.api.webhooks import MAX_ATTEMPTS, backoff, verify
 from hitl.engine.config.api import EventKind
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.requests import ProposeRequest
-from hitl.engine.events import EVENT_JOB
+from hitl.engine.subscribers.events import EVENT_JOB
 from hitl.engine.testing.conformance.helpers import cmd
 from tests.api.conftest import WEBHOOK_SECRET, Api
 from tests.store_dump import store_contents

@@ -21,7 +21,7 @@ from hitl.api import token_hash
 from hitl.api.app import endpoints
 from hitl.engine.domain.nesting import MAX_NESTING
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipt_keys import new_key_pem
+from hitl.receipts.signing import new_key_pem
 from hitl.testing import FakeClock
 from tests.bot.conftest import Harness, start, stop
 from tests.receipts.conftest import CONFIG

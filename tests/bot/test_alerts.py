@@ -18,9 +18,9 @@ from hitl.engine.domain.alerts import AlertsSpec, evaluate
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.tally import TallyRow
-from hitl.engine.events import WEBHOOK_JOB, Outbox
 from hitl.engine.runtime.alerts import AlertWatch
 from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.subscribers.events import WEBHOOK_JOB, Outbox
 from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, Harness, start, stop
 

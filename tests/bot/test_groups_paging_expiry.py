@@ -15,7 +15,7 @@ from hitl.bot.outbound.reviewers import SlackReviewers
 from hitl.bot.requests.payloads import ViewState
 from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.bot.views.modals import FormValues, modify_view, parse_modify
-from hitl.engine.delegations import DelegatedReviewers
+from hitl.engine.delegation.delegations import DelegatedReviewers
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.reviewers import Roles

@@ -11,9 +11,9 @@ from typing import cast
 import pytest
 
 from hitl.engine.ports import Store
+from hitl.engine.process.tasks import Outages
 from hitl.engine.runtime.background import Background
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.tasks import Outages
 from hitl.engine.testing.conformance.adapters import BreakableStore
 from hitl.testing import FakeClock
 from tests.bot.conftest import Harness, start, stop
@@ -54,7 +54,7 @@ async def test_a_store_outage_is_logged_once_each_way_and_counted(
             await background.stop()
     finally:
         await stop(h)
-    mine = [r for r in caplog.records if r.name == "hitl.engine.tasks"]
+    mine = [r for r in caplog.records if r.name == "hitl.engine.process.tasks"]
     assert [(r.levelname, "every 0.01 s" in r.getMessage()) for r in mine if r.levelno >= logging.WARNING] == [
         ("WARNING", True)
     ], [r.getMessage() for r in mine]
@@ -68,7 +68,7 @@ async def test_a_store_outage_is_logged_once_each_way_and_counted(
 
 def test_outage_tracker_gives_a_bug_its_traceback_once(caplog: pytest.LogCaptureFixture) -> None:
     o = Outages("the sweep", every=0.5)
-    with caplog.at_level(logging.INFO, logger="hitl.engine.tasks"):
+    with caplog.at_level(logging.INFO, logger="hitl.engine.process.tasks"):
         for _ in range(5):
             o.failed(KeyError("surprise"))
         o.ok()

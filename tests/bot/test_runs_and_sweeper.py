@@ -17,7 +17,7 @@ from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import StoreError
-from hitl.engine.events import FYI_JOB
+from hitl.engine.subscribers.events import FYI_JOB
 from hitl.engine.workflow.definition import load_workflow
 from tests.bot.conftest import ROOT, Harness
 from tests.slack_text import parsed_text

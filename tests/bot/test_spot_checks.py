@@ -19,7 +19,7 @@ from hitl.engine.domain.sampling import sampled
 from hitl.engine.domain.spot_checks import SpotCheckSpec
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError
-from hitl.engine.events import WEBHOOK_JOB, Outbox
+from hitl.engine.subscribers.events import WEBHOOK_JOB, Outbox
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS
 from tests.bot.conftest import CONFIG, Harness, harness_on

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl.engine.log_context import about
+from hitl.engine.process.log_context import about
 from hitl.logs import configure_logging
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, serve_process, workspace

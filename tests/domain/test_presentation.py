@@ -18,7 +18,7 @@ from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.edits import CHANGED
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.domain.presentation import RENDERER, Presentation, present
-from hitl.engine.events import approval_data
+from hitl.engine.subscribers.events import approval_data
 from hitl.testing import FakeClock, make_approval
 
 NOW = FakeClock().now()

@@ -10,7 +10,7 @@ import pytest
 from hitl import EngineError, ErrorCode, HitlDeprecationWarning, parse_config
 from hitl.bot.metrics import StoreMetrics
 from hitl.cli.stats import row_json
-from hitl.engine.deprecations import RENAMED
+from hitl.engine.config.deprecations import RENAMED
 from hitl.engine.domain.tally import Outcome, summarize
 from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, PRACTICE_CONFIG
 

@@ -33,8 +33,8 @@ from hitl.engine.domain.runs import RunStatus
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.storage import open_store
 from hitl.engine.workflow.definition import load_workflow
-from hitl.receipt_keys import SigningKeys, new_key_pem
 from hitl.receipts import KeySet, verify
+from hitl.receipts.signing import SigningKeys, new_key_pem
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import Message, SlackState

@@ -22,8 +22,8 @@ from hitl.engine.clocks import SystemClock
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.errors import ErrorCode
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipt_keys import new_key_pem
 from hitl.receipts import MCP_META_KEY
+from hitl.receipts.signing import new_key_pem
 from tests.bot.conftest import Harness, start, stop
 from tests.mcp.conftest import UPSTREAM, Shop, make_shop, text_of
 from tests.ports import free_port

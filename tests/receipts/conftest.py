@@ -16,7 +16,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.engine.clocks import SystemClock
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipt_keys import new_key_pem
+from hitl.receipts.signing import new_key_pem
 from tests.bot.conftest import ROOT, Harness, start, stop
 from tests.bot.payments import PAY_SCHEMA
 from tests.ports import free_port

@@ -18,8 +18,8 @@ import pytest
 from hitl import Approvals, ApprovalService, EngineError, ErrorCode, SystemClock, load_config, parse_config
 from hitl.engine.errors import PolicyError
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
+from hitl.receipts.signing import new_key_pem
 from tests.api.cli_process import hitl as cli
 from tests.bot.conftest import Harness
 from tests.ports import free_port

@@ -16,8 +16,8 @@ from hitl import ApprovalService, load_config
 from hitl.api import token_hash
 from hitl.engine.agents.gate import ToolCall, ToolGate
 from hitl.engine.clocks import FakeClock
-from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
+from hitl.receipts.signing import new_key_pem
 from tests.backends import BACKENDS
 from tests.bot.conftest import Harness, harness_on
 

@@ -14,7 +14,7 @@ import pytest
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipt_keys import public_kid
+from hitl.receipts.signing import public_kid
 from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl
 from tests.bot.conftest import CONFIG, start, stop
@@ -73,7 +73,7 @@ async def test_a_private_key_under_previous_is_published_by_its_public_half_only
     config = tmp_path / "hitl.yaml"
     receipts = RECEIPTS.format(key="current.pem", old="old.pem").replace("  previous:", "  next: next.pem\n  previous:")
     config.write_text(CONFIG.read_text() + receipts + "production: true\n")
-    with caplog.at_level(logging.WARNING, logger="hitl.receipt_keys"):
+    with caplog.at_level(logging.WARNING, logger="hitl.receipts.signing"):
         h = await start(SqliteStore(tmp_path / "s.db"), clock, config=config)
     try:
         async with h.http.get(f"{h.bot_url}/.well-known/jwks.json") as r:
@@ -85,7 +85,7 @@ async def test_a_private_key_under_previous_is_published_by_its_public_half_only
         await stop(h)
     assert [k["kid"] for k in published] == kids
     assert all(set(k) == {"kty", "crv", "x", "kid", "alg", "use"} for k in published)
-    warned = [r.getMessage() for r in caplog.records if r.name == "hitl.receipt_keys"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "hitl.receipts.signing"]
     assert len(warned) == 1 and "receipts.previous old.pem holds a private key" in warned[0], warned
     assert "hitl keys public old.pem" in warned[0]
 

@@ -12,8 +12,8 @@ from typing import Any
 import aiohttp
 from joserfc.jwk import OKPKey
 
-from hitl.receipt_keys import SigningKeys, new_key_pem
 from hitl.receipts import args_sha256
+from hitl.receipts.signing import SigningKeys, new_key_pem
 from tests.bot.conftest import Harness
 from tests.receipts.conftest import AGENT, Payments, api, approve
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from joserfc.jwk import OKPKey
 
-from hitl.receipt_keys import SigningKeys, new_key_pem
 from hitl.receipts import args_sha256
+from hitl.receipts.signing import SigningKeys, new_key_pem
 from tests.bot.conftest import ROOT
 
 CHECK = """

@@ -15,8 +15,8 @@ import pytest
 from joserfc import jws
 from joserfc.jwk import OKPKey
 
-from hitl.receipt_keys import SigningKeys, new_key_pem
 from hitl.receipts import Keys, KeySet, ReceiptError, ReceiptFailure, RemoteKeys, args_sha256, verify
+from hitl.receipts.signing import SigningKeys, new_key_pem
 
 NOW = 1_800_000_000.0
 ARGS = {"to": "V-1", "amount": 120, "memo": "Grüße"}

@@ -18,9 +18,11 @@ from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
-from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
+from hitl.receipts.signing import new_key_pem
+from tests.api.cli_process import hitl as cli
 from tests.bot.conftest import Harness, start, stop
+from tests.ports import free_port
 
 CONFIG = """
 requester: agent:riley
@@ -141,3 +143,24 @@ async def test_a_process_without_the_key_does_not_run_the_approved_step(
     assert await served.rt.lifecycle.process_jobs() == 1
     (paid,) = [json.loads(line) for line in (tmp_path / "paid.jsonl").read_text().splitlines()]
     assert paid["to"] == "V-0" and paid["receipt"]
+
+
+async def test_hitl_run_in_its_own_process_claims_through_hitl_serve_and_so_does_not_run_the_step(
+    tmp_path: Path,
+) -> None:
+    """``hitl run`` holds no key: the CLI hands the engine its way to ``hitl serve`` (``HITL_API_URL``,
+    ``HITL_TOKEN``), which signs no workflow step's receipt for a run this process commits, so the approved step
+    does not run here and the refusal says where it will."""
+    (tmp_path / "hitl.yaml").write_text(CONFIG)
+    (tmp_path / "payouts.yaml").write_text(WORKFLOW)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    env = {
+        "HITL_STORE": f"sqlite:///{tmp_path / 'hitl.db'}",
+        "HITL_CONFIG": str(tmp_path / "hitl.yaml"),
+        "HITL_API_URL": f"http://127.0.0.1:{free_port()}",
+        "HITL_TOKEN": "tok-agent",
+    }
+    code, _, err = await cli("run", str(tmp_path / "payouts.yaml"), "--auto-approve", env=env)
+    assert code == 1 and "receipt_unavailable" in err, err
+    assert "only hitl serve holds the key" in err and "Let hitl serve resume the run" in err, err
+    assert not (tmp_path / "paid.jsonl").exists()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolGate
+from hitl.engine.process.workers import worker_name
 from hitl.engine.runtime.process import Runtime, RuntimeSettings, open_runtime
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.workers import worker_name
 from hitl.testing import FakeClock
 
 

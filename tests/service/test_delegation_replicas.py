@@ -12,7 +12,7 @@ from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Reviewer, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import DecisionRefused, ErrorCode, StoreError
-from hitl.engine.freshness import FRESH_FOR
+from hitl.engine.oversight.freshness import FRESH_FOR
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.testing import FakeClock

@@ -8,21 +8,21 @@ from dataclasses import replace
 
 import pytest
 
-from hitl.engine.config.hitl_yaml import parse_config
-from hitl.engine.domain.models import DecisionKind, Status
-from hitl.engine.domain.requests import DecideRequest, ProposeRequest
-from hitl.engine.errors import ErrorCode, InvalidInput
-from hitl.engine.facts import Allowed, Cancelled, Decided, Expired, Fact, Proposed, Service
-from hitl.engine.guards import (
+from hitl.engine.admission.guards import (
     DECISION_GUARDS,
     PROPOSAL_GUARDS,
     Admission,
     DecisionAttempt,
     GuardedService,
 )
+from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
+from hitl.engine.errors import ErrorCode, InvalidInput
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.subscribers import SUBSCRIBERS
+from hitl.engine.subscribers.facts import Allowed, Cancelled, Decided, Expired, Fact, Proposed, Service
 from hitl.testing import FakeClock
 from tests.service.test_service import CONFIG
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowFailureError
 
+from hitl import ApprovalService
 from hitl.api.tokens import token_hash
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
-from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipt_keys import new_key_pem
 from hitl.receipts import KeySet, verify
+from hitl.receipts.signing import new_key_pem
 from tests.bot.conftest import Harness, start, stop
 from tests.ports import free_port
 from tests.temporal.conftest import CONFIG, Stand, stand_on, temporal_client

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
-from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim
+from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import load_claim, rows_touched, write_claim
 

@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-from hitl.engine.domain.receipts import LEEWAY, Issued, Redemption
+from hitl.engine.receipts.claims import LEEWAY, Issued, Redemption
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 
 __all__ = ["PgReceipts"]
 
 
 class PgReceipts:
-    """:class:`hitl.engine.ports.ReceiptLedger` on PostgreSQL."""
+    """:class:`hitl.engine.receipts.ports.ReceiptLedger` on PostgreSQL."""
 
     def __init__(self, db: PgConnection) -> None:
         self.db = db

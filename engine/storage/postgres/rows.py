@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, Claim
 from hitl.engine.errors import NotFound
+from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.codec import CLAIM_COLUMNS, claim_of, dumps
 from hitl.engine.storage.postgres.connection import Conn
 from hitl.engine.storage.postgres.writes import Writes

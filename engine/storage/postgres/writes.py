@@ -27,8 +27,8 @@ from typing import Any
 
 from hitl.engine.domain.audit_heads import Head
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant, chain_link, entry_body
+from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.codec import (
     APPROVAL_COLUMNS,
     AUDIT_COLUMNS,

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from hitl.engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress
-from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim, ClaimState
+from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 from hitl.engine.storage.redis.receipts import receipt_record

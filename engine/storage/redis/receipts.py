@@ -3,7 +3,7 @@ on its own past its ``exp`` and the leeway."""
 
 from __future__ import annotations
 
-from hitl.engine.domain.receipts import LEEWAY, Issued, Redemption
+from hitl.engine.receipts.claims import LEEWAY, Issued, Redemption
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -19,7 +19,7 @@ def receipt_record(receipt: Issued, *, now: float) -> list[str]:
 
 @store_errors
 class RedisReceipts:
-    """:class:`hitl.engine.ports.ReceiptLedger` on Redis."""
+    """:class:`hitl.engine.receipts.ports.ReceiptLedger` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn

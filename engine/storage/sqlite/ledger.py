@@ -6,8 +6,8 @@ import sqlite3
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
-from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import Claim
+from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import load_claim, write_claim
 

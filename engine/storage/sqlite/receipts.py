@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from hitl.engine.domain.receipts import LEEWAY, Issued, Redemption
+from hitl.engine.receipts.claims import LEEWAY, Issued, Redemption
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 
 __all__ = ["SqliteReceipts", "insert_receipt"]
@@ -19,7 +19,7 @@ def insert_receipt(c: sqlite3.Connection, receipt: Issued) -> None:
 
 
 class SqliteReceipts:
-    """:class:`hitl.engine.ports.ReceiptLedger` on SQLite."""
+    """:class:`hitl.engine.receipts.ports.ReceiptLedger` on SQLite."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self.db = db

@@ -7,9 +7,9 @@ from typing import Any
 
 from hitl.engine.domain.journal import held_by_another
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, Claim, entry_body
 from hitl.engine.errors import NotFound
+from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.codec import (
     APPROVAL_COLUMNS,
     AUDIT_COLUMNS,

@@ -35,7 +35,8 @@ from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, StoreError
-from hitl.engine.ports import ReceiptSigner, Store
+from hitl.engine.ports import Store
+from hitl.engine.receipts.ports import ReceiptSigner
 from hitl.engine.service import ApprovalService
 
 __all__ = [

@@ -13,11 +13,11 @@ from hitl.engine.clocks import FakeClock
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
 from hitl.engine.domain.models import DecisionKind, Reviewer, Status
-from hitl.engine.domain.receipts import Issued
 from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
 from hitl.engine.ports import Store
+from hitl.engine.receipts.claims import Issued
 from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
 

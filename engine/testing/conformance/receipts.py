@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from hitl.engine.clocks import FakeClock
-from hitl.engine.config.receipts import ReceiptsSpec
-from hitl.engine.domain.receipts import Issued, Redemption
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode
 from hitl.engine.ports import Store
-from hitl.engine.receipts import UnusableKey, receipt_claims_for
+from hitl.engine.receipts.claiming import receipt_claims_for
+from hitl.engine.receipts.claims import Issued, Redemption
+from hitl.engine.receipts.spec import ReceiptsSpec
+from hitl.engine.receipts.unavailable import UnusableKey
 from hitl.engine.testing.factories import make_approval
 
 __all__ = ["ReceiptsConformance"]

@@ -1,30 +1,28 @@
-"""Issuing receipts: for each execution attempt of an approved action, the claims of its receipt (what the protected
-system checks), signed by ``hitl serve``'s key, and the record the execution claim writes in its own atomic step.
-The receipt reaches the caller only when that claim is acquired for a new attempt.
-
-Only ``hitl serve`` holds the key (:class:`SignedClaims`). Every other process claims through it
-(:class:`~hitl.engine.remote_receipts.RemoteReceipts`), or, when it has no way to reach it, cannot claim at all
-(:class:`NoReceipts`): with ``receipts:`` configured, an execution without its receipt never starts.
+"""Issuing receipts in ``hitl serve``, the one process that holds the key: for each execution attempt of an
+approved action, the claims of its receipt (what the protected system checks), signed, and the record the execution
+claim writes in its own atomic step. The receipt reaches the caller only when that claim is acquired for a new
+attempt. Every other process claims through ``hitl serve`` (the composition root's
+:class:`~hitl.engine.receipts.ports.ReceiptsRemote`), or, when it has no way to reach it, cannot claim at all
+(:class:`~hitl.engine.receipts.unavailable.NoReceipts`): with ``receipts:`` configured, an execution without its
+receipt never starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from hitl.engine.config.receipts import ReceiptsSpec
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.ids import dedupe_key
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import AllowedCall, Issued, Receipted, allowed_claims, receipt_claims
-from hitl.engine.errors import EngineError, ErrorCode, PolicyError
-from hitl.engine.ports import Clock, ReceiptClaims, ReceiptSigner, Store
-from hitl.engine.remote_receipts import receipt_claims_from_env
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.ports import Clock, Store
+from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted, allowed_claims, receipt_claims
+from hitl.engine.receipts.ports import ReceiptSigner
+from hitl.engine.receipts.spec import ReceiptsSpec
 
 _ALLOWED_LEASE = 30.0
 """The lease of an allowed call's receipt claim, recorded at once: a crash between the two holds a replay only this
@@ -32,15 +30,7 @@ long (then the next asking takes the claim over and issues a receipt)."""
 _REPLAY_READS, _REPLAY_PAUSE = 50, 0.02
 """How long a replay of an allowed call waits for the first asking's receipt to be recorded: up to about a second."""
 
-__all__ = [
-    "NoReceipts",
-    "ReceiptIssuer",
-    "ReceiptSweep",
-    "SignedClaims",
-    "UnusableKey",
-    "receipt_claims_for",
-    "signing_key_within_reach",
-]
+__all__ = ["ReceiptIssuer", "ReceiptSweep", "SignedClaims"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +82,7 @@ class ReceiptIssuer:
 @dataclass(frozen=True)
 class SignedClaims:
     """``hitl serve``'s claims: the receipt is recorded by the execution claim's own atomic step, and handed out only
-    when that claim was acquired for a new attempt (a :class:`~hitl.engine.ports.ReceiptClaims`)."""
+    when that claim was acquired for a new attempt (a :class:`~hitl.engine.receipts.ports.ReceiptClaims`)."""
 
     issuer: ReceiptIssuer
     store: Store
@@ -108,7 +98,7 @@ class SignedClaims:
         lease: float,
         retry_failed: bool = False,
     ) -> Receipted:
-        """Claim the execution under ``key`` with its receipt (see :class:`~hitl.engine.ports.ReceiptClaims`).
+        """Claim the execution under ``key`` with its receipt (see :class:`~hitl.engine.receipts.ports.ReceiptClaims`).
 
         The claims are signed while the claim is on its way to the store (a network round trip for Redis and
         PostgreSQL, which the signing would otherwise follow): the record the claim writes needs only the claims.
@@ -209,70 +199,6 @@ def _settled(task: asyncio.Future[Any]) -> None:
 
 
 @dataclass(frozen=True)
-class UnusableKey:
-    """``hitl serve``'s signer when ``receipts:`` is configured but its key could not be used (outside production,
-    which does not start then). Its process claims like one with no way to sign (:class:`NoReceipts`): every claim
-    of an approved execution is refused before anything is claimed, so nothing a receipt would cover runs."""
-
-    why: str = (
-        "hitl serve could not read its receipt signing key (see its log), so it issues no receipt; fix "
-        "receipts.key_file or HITL_RECEIPT_KEY and restart hitl serve"
-    )
-
-    def sign(self, claims: Mapping[str, Any]) -> str:
-        """Refuse (``receipt_unavailable``)."""
-        raise EngineError(
-            f"{claims.get('tool', 'the call')} did not run: {self.why}", code=ErrorCode.RECEIPT_UNAVAILABLE
-        )
-
-
-@dataclass(frozen=True)
-class NoReceipts:
-    """A process that may not sign and has no ``hitl serve`` to ask (``HITL_API_URL`` and ``HITL_TOKEN`` unset): every
-    claim of an approved execution is refused, so nothing a receipt should cover runs without one."""
-
-    why: str
-    always: frozenset[str] = frozenset()
-    """The tools whose calls get receipts even when they run without a person."""
-
-    def sign_here(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
-    ) -> tuple[str, Issued]:
-        """Refuse (``receipt_unavailable``): nothing is claimed, so nothing runs."""
-        raise EngineError(
-            f"{approval.tool} under approval {approval.id} did not run: {self.why}",
-            code=ErrorCode.RECEIPT_UNAVAILABLE,
-            approval_id=approval.id,
-        )
-
-    def covers(self, tool: str) -> bool:
-        """Whether calls of ``tool`` that run without a person need a receipt too (and so are refused here)."""
-        return tool in self.always
-
-    async def allowed(self, call: AllowedCall) -> str:
-        """Refuse (``receipt_unavailable``): the call does not run."""
-        raise EngineError(f"{call.tool} did not run: {self.why}", code=ErrorCode.RECEIPT_UNAVAILABLE)
-
-    async def claim(
-        self,
-        approval: Approval,
-        args: Mapping[str, Any],
-        *,
-        key: str,
-        action_hash: str,
-        holder: str,
-        lease: float,
-        retry_failed: bool = False,
-    ) -> Receipted:
-        """Refuse (``receipt_unavailable``): nothing is claimed, so nothing runs."""
-        raise EngineError(
-            f"{approval.tool} under approval {approval.id} did not run: {self.why}",
-            code=ErrorCode.RECEIPT_UNAVAILABLE,
-            approval_id=approval.id,
-        )
-
-
-@dataclass(frozen=True)
 class ReceiptSweep:
     """Removes the records of receipts past their expiry and the leeway (``hitl serve``'s background sweep)."""
 
@@ -282,84 +208,3 @@ class ReceiptSweep:
     async def sweep(self) -> None:
         """One pass."""
         await self.store.receipts.purge(now=self.clock.now())
-
-
-def signing_key_within_reach(spec: ReceiptsSpec, environ: Mapping[str, str], *, base: Path | None = None) -> str | None:
-    """Where this process could read a key that signs, or could sign, receipts ``hitl serve``'s keys verify (relative
-    paths read from ``base``); None when it can read none. Any key that is published counts: the signing one (its
-    ``key_env`` variable, set even when ``key_file`` is named, or a readable ``key_file``), and a readable ``next``
-    or ``previous`` file unless it holds only public keys."""
-    if environ.get(spec.key_env):
-        return f"the environment variable {spec.key_env}"
-    if spec.key_file is not None and _readable(spec.key_file, base) is not None:
-        return f"the key file {_path(spec.key_file, base)}"
-    published = [("receipts.next", spec.next)] if spec.next is not None else []
-    for role, name in [*published, *(("receipts.previous", p) for p in spec.previous)]:
-        held = _readable(name, base)
-        if held is not None and not _only_public(held):
-            return (
-                f"the private key under {role}, {_path(name, base)}: keep it where only hitl serve reads it, or name "
-                f"its public half there instead (`hitl keys public {name} --out <file>`)"
-            )
-    return None
-
-
-_PUBLIC_PEM = re.compile(rb"-----BEGIN PUBLIC KEY-----[A-Za-z0-9+/=\s]*-----END PUBLIC KEY-----")
-
-
-def _only_public(data: bytes) -> bool:
-    """Whether ``data`` holds public keys (PEM) and nothing else; anything else (a private key in any form, or
-    what cannot be told apart from one) counts as a key that signs."""
-    rest = _PUBLIC_PEM.sub(b"", data)
-    return rest != data and not rest.strip()
-
-
-def _path(name: str, base: Path | None) -> Path:
-    path = Path(name)
-    return path if path.is_absolute() or base is None else base / path
-
-
-def _readable(name: str, base: Path | None) -> bytes | None:
-    """The contents of the file ``name`` when this process can read it."""
-    try:
-        return _path(name, base).read_bytes()
-    except OSError:
-        return None
-
-
-def receipt_claims_for(
-    spec: ReceiptsSpec,
-    *,
-    store: Store,
-    clock: Clock,
-    signer: ReceiptSigner | None,
-    production: bool,
-    environ: Mapping[str, str],
-    base: Path | None = None,
-) -> ReceiptClaims:
-    """How this process claims an approved execution when ``receipts:`` asks for receipts: with ``signer``
-    (``hitl serve``), itself; otherwise through ``hitl serve`` (``HITL_API_URL``, ``HITL_TOKEN``), or not at all.
-
-    Under ``production: true`` a process other than ``hitl serve`` that could read a published key's private half
-    (:func:`signing_key_within_reach`: the one that signs, the next one, a previous one) does not start
-    (:class:`PolicyError`): an agent holding one could sign its own receipts, which is what they guard against.
-    """
-    always = frozenset(tool for tool, about in spec.tools.items() if about.always)
-    if isinstance(signer, UnusableKey):
-        return NoReceipts(signer.why, always)
-    if signer is not None:
-        return SignedClaims(ReceiptIssuer(spec, signer, clock), store)
-    if production and (held := signing_key_within_reach(spec, environ, base=base)) is not None:
-        raise PolicyError(
-            f"production: true, and this process can read the receipt signing key ({held}); only hitl serve may. "
-            "Remove the key from this process's environment and files; it gets its receipts from hitl serve "
-            "(HITL_API_URL and HITL_TOKEN)"
-        )
-    remote = receipt_claims_from_env(environ, always=always)
-    if remote is not None:
-        return remote
-    return NoReceipts(
-        "receipts: in hitl.yaml asks for a receipt with every approved execution, which only hitl serve issues, and "
-        "this process cannot ask it; set HITL_API_URL and HITL_TOKEN (a token with the propose scope)",
-        always,
-    )

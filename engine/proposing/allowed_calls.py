@@ -12,8 +12,8 @@ from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.spot_checks import SpotCheckSpec
-from hitl.engine.events import FYI_JOB
 from hitl.engine.ports import Store
+from hitl.engine.subscribers.events import FYI_JOB
 
 __all__ = ["AllowedPlan", "AllowedPlans", "declared_schema", "record_told"]
 

@@ -1,5 +1,5 @@
 """Receipts, as the engine issues and spends them. Pure: no I/O, no keys (signing is the port
-:class:`~hitl.engine.ports.ReceiptSigner`'s, done by ``hitl serve`` alone).
+:class:`~hitl.engine.receipts.ports.ReceiptSigner`'s, done by ``hitl serve`` alone).
 
 A receipt is issued at an execution attempt, recorded in the execution claim's own atomic step (an attempt that is
 refused issues nothing), and spent once when the protected system redeems it. Its ``args_sha256`` is the SHA-256

@@ -19,15 +19,16 @@ from hitl.engine.domain.halts import acted_on, covering
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer
 from hitl.engine.domain.practice import is_practice
-from hitl.engine.domain.receipts import receipt_problem
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ErrorCode, InvalidInput
-from hitl.engine.stop_switch import StopSwitch, halted
+from hitl.engine.oversight.stop_switch import StopSwitch, halted
+from hitl.engine.receipts.claims import receipt_problem
 
 if TYPE_CHECKING:
-    from hitl.engine.ports import ReceiptClaims, Store
+    from hitl.engine.ports import Store
+    from hitl.engine.receipts.ports import ReceiptClaims
 
 __all__ = [
     "DECISION_GUARDS",

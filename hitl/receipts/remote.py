@@ -1,7 +1,8 @@
 """Receipts for a process that does not hold the key: it asks ``hitl serve`` to claim the execution and issue the
 receipt in the claim's own atomic step (``POST /api/v1/receipts/claim``), then runs the effect under that claim as
 it would have under its own. ``hitl serve`` signs the arguments the approval stands for, read from the store, never
-ones this process sends.
+ones this process sends. An HTTP client, so the composition root's: it hands :func:`receipt_claims_from_env` to the
+engine as its :class:`~hitl.engine.receipts.ports.ReceiptsRemote` (the ``hitl`` commands, ``hitl.ApprovalService``).
 
 Nothing fails open: ``hitl serve`` away, slow, or answering anything but a claim means the execution is not claimed
 and nothing runs (``receipt_unavailable``). The standard library's client, in a thread, so an agent process that
@@ -22,9 +23,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.receipts import AllowedCall, Issued, Receipted
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted
+from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted
 
 __all__ = ["ALLOWED_PATH", "CLAIM_PATH", "RemoteReceipts", "receipt_claims_from_env"]
 
@@ -41,7 +42,8 @@ _REFUSALS = {
 
 @dataclass(frozen=True)
 class RemoteReceipts:
-    """Claims through ``hitl serve`` at ``url`` with the API token ``token`` (a :class:`ReceiptClaims`).
+    """Claims through ``hitl serve`` at ``url`` with the API token ``token`` (a
+    :class:`~hitl.engine.receipts.ports.ReceiptClaims`).
 
     Args:
         url: ``hitl serve``'s base URL (``HITL_API_URL``).
@@ -99,9 +101,9 @@ class RemoteReceipts:
         lease: float,
         retry_failed: bool = False,
     ) -> Receipted:
-        """Claim the execution under ``key`` through ``hitl serve`` (see :class:`~hitl.engine.ports.ReceiptClaims`);
-        ``args`` stay here: ``hitl serve`` signs what the approval says runs, and refuses when ``action_hash`` is not
-        its hash."""
+        """Claim the execution under ``key`` through ``hitl serve`` (see
+        :class:`~hitl.engine.receipts.ports.ReceiptClaims`); ``args`` stay here: ``hitl serve`` signs what the
+        approval says runs, and refuses when ``action_hash`` is not its hash."""
         body = {
             "key": key,
             "action_hash": action_hash,

@@ -1,6 +1,6 @@
 """Who a delegation may be handed to: one rule for every surface (``/hitl delegate``, ``hitl delegate give``,
-``POST /api/v1/delegations``), which :meth:`~hitl.engine.delegations.Delegations.give` applies before it records
-anything.
+``POST /api/v1/delegations``), which :meth:`~hitl.engine.delegation.delegations.Delegations.give` applies
+before it records anything.
 
 A delegate is a person who could be a reviewer: an id ``hitl.yaml``'s ``roles`` list, or, where a Slack workspace
 is configured (``hitl serve``), a person ``users.info`` reports active, human and not a bot. Never the agent's

@@ -13,11 +13,11 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from hitl.engine.delegates import DelegateRule
+from hitl.engine.delegation.delegates import DelegateRule
 from hitl.engine.domain.delegation import Delegation, acting_reviewer, delegation_problem, utc_text
 from hitl.engine.domain.models import Reviewer
 from hitl.engine.errors import InvalidInput, NotFound
-from hitl.engine.freshness import FRESH_FOR, FreshRead, shared_per_store
+from hitl.engine.oversight.freshness import FRESH_FOR, FreshRead, shared_per_store
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
 
 __all__ = ["DelegatedReviewers", "Delegations"]

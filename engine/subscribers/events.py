@@ -25,7 +25,7 @@ from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused
 from hitl.engine.ports import Clock, Store
-from hitl.engine.workers import worker_name
+from hitl.engine.process.workers import worker_name
 
 __all__ = [
     "EVENT_JOB",

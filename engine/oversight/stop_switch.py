@@ -11,7 +11,7 @@ import weakref
 
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, covering, halt_message
 from hitl.engine.errors import Halted, InvalidInput
-from hitl.engine.freshness import FRESH_FOR, FreshRead, shared_per_store
+from hitl.engine.oversight.freshness import FRESH_FOR, FreshRead, shared_per_store
 from hitl.engine.ports import Clock, Store
 
 __all__ = ["StopSwitch", "halted"]

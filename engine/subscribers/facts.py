@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from hitl.engine.domain.policy import Policy
     from hitl.engine.domain.practice import PracticeSpec
     from hitl.engine.domain.spot_checks import SpotCheckSpec
-    from hitl.engine.events import EventSink
     from hitl.engine.ports import Clock, Notifier, Store
+    from hitl.engine.subscribers.events import EventSink
 
 __all__ = [
     "Allowed",

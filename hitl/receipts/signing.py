@@ -18,8 +18,8 @@ from joserfc.jwa import EdDSAAlgorithm
 from joserfc.jwk import OKPKey
 
 from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.config.receipts import ReceiptsSpec
 from hitl.engine.errors import PolicyError
+from hitl.engine.receipts.spec import ReceiptsSpec
 from hitl.receipts.verify import RECEIPT_TYPE
 
 __all__ = [
