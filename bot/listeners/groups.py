@@ -49,7 +49,7 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
             await tell(respond, BAD_VALUE)
             return
         out = await decide_group(ctx, req.user.id, *parsed, DecisionKind.APPROVE)
-        await tell(respond, out.text(DecisionKind.APPROVE))  # after every member's decision is recorded
+        await tell(respond, out.text())  # after every member's decision is recorded
 
     async def on_reject_all(
         ack: AsyncAck, context: AsyncBoltContext, respond: AsyncRespond, client: AsyncWebClient
@@ -94,9 +94,7 @@ def register_groups(app: AsyncApp, ctx: BotContext) -> None:
             out = await decide_group(ctx, req.user.id, leader, digest, DecisionKind.REJECT, reason=reason)
             ref = await ctx.store.messages.get(leader)
             if ref is not None:
-                await client.chat_postEphemeral(
-                    channel=ref.channel, user=req.user.id, text=out.text(DecisionKind.REJECT)
-                )
+                await client.chat_postEphemeral(channel=ref.channel, user=req.user.id, text=out.text())
 
         ctx.later(record())
 
