@@ -8,14 +8,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
-from hitl.engine.domain.group_outcome import GroupOutcome, MemberResult
+from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.requests import GroupDecideRequest, GroupMember
 from hitl.engine.errors import NotFound
 
 from .context import CONTEXT, ApiContext, TokenReviewers, body_of, caller_of, may_see
-from .models import ApprovalView, GroupDecisionRequest, GroupDecisionView, MemberOutcomeView
+from .models import ApprovalView, GroupDecisionRequest, GroupDecisionView
 from .routes import Endpoint
 from .tokens import Caller
 
@@ -55,33 +55,16 @@ async def decide_group(request: web.Request) -> web.Response:
 
 
 async def _view(ctx: ApiContext, caller: Caller, outcome: GroupOutcome, digest: str) -> GroupDecisionView:
-    members: list[MemberOutcomeView] = []
+    views: list[ApprovalView | None] = []
     for m in outcome.members:
         a = m.approval
-        shown = None
-        if a is not None:
-            note = practice_note(a) if m.recorded and is_practice(a) else None  # to the decider only, as for one
-            update = {"can_decide": await ctx.can_decide(caller, a), "practice": note}
-            shown = ApprovalView.of(a, ctx.present(a)).model_copy(update=update)
-        members.append(
-            MemberOutcomeView(
-                id=m.approval_id,
-                outcome=m.result,
-                code=str(m.code) if m.code is not None else None,
-                message=m.message,
-                still_needs=m.still_needs,
-                approval=shown,
-            )
-        )
-    return GroupDecisionView(
-        decision="approve" if outcome.kind is DecisionKind.APPROVE else "reject",
-        digest=digest,
-        members=members,
-        decided=len(outcome.having(MemberResult.DECIDED)),
-        voted=len(outcome.having(MemberResult.VOTED)),
-        stale=len(outcome.having(MemberResult.STALE)),
-        refused=len(outcome.having(MemberResult.REFUSED)),
-    )
+        if a is None:
+            views.append(None)
+            continue
+        note = practice_note(a) if m.recorded and is_practice(a) else None  # to the decider only, as for one
+        update = {"can_decide": await ctx.can_decide(caller, a), "practice": note}
+        views.append(ApprovalView.of(a, ctx.present(a)).model_copy(update=update))
+    return GroupDecisionView.of(outcome, digest, views)
 
 
 def routes() -> list[Endpoint]:

@@ -3,6 +3,7 @@ a request body with a wrong type or an unknown field is refused (422) before any
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -11,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.edits import edit_of
-from hitl.engine.domain.group_outcome import MemberResult
+from hitl.engine.domain.group_outcome import GroupOutcome, MemberResult
 from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.presentation import Presentation
@@ -351,6 +352,31 @@ class GroupDecisionView(_Out):
     voted: int
     stale: int
     refused: int
+
+    @classmethod
+    def of(cls, outcome: GroupOutcome, digest: str, views: Sequence[ApprovalView | None]) -> GroupDecisionView:
+        """``outcome`` as the API answers it and ``hitl resume ID ID ...`` prints it (``views``: each member's
+        approval as the caller sees it, in order; None where there is none to show)."""
+        members = [
+            MemberOutcomeView(
+                id=m.approval_id,
+                outcome=m.result,
+                code=str(m.code) if m.code is not None else None,
+                message=m.message,
+                still_needs=m.still_needs,
+                approval=view,
+            )
+            for m, view in zip(outcome.members, views, strict=True)
+        ]
+        return cls(
+            decision="approve" if outcome.kind is DecisionKind.APPROVE else "reject",
+            digest=digest,
+            members=members,
+            decided=len(outcome.having(MemberResult.DECIDED)),
+            voted=len(outcome.having(MemberResult.VOTED)),
+            stale=len(outcome.having(MemberResult.STALE)),
+            refused=len(outcome.having(MemberResult.REFUSED)),
+        )
 
 
 # -- proposals and executions -------------------------------------------------------------------------------

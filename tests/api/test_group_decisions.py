@@ -1,8 +1,10 @@
-"""``POST /api/v1/decisions`` on `hitl serve`, every store: one decision on several approvals, each member decided
-under its own rules and audited, the answer saying what happened to each (decided, voted, stale, refused)."""
+"""One decision on several approvals: ``POST /api/v1/decisions`` on `hitl serve` (every store) and ``hitl resume ID
+ID ...`` as a real process (through the API, and against the store), each member decided under its own rules and
+audited, the answer saying what happened to each (decided, voted, stale, refused)."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,9 +13,12 @@ import pytest
 
 from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
-from tests.api.conftest import Api, Receiver, api_config
+from tests.api.cli_process import hitl
+from tests.api.conftest import TOKENS, Api, Receiver, api_config
 from tests.backends import BACKENDS, fresh_store_url
-from tests.bot.conftest import start, stop
+from tests.bot.conftest import ROOT, start, stop
+
+REFUND_WORKFLOW = ROOT / "examples" / "refund" / "workflow.yaml"
 
 TYPED_RULE = (
     "  rules:\n"
@@ -138,3 +143,70 @@ async def test_bad_group_requests_change_nothing(group_api: Api) -> None:
         ("refused", "not_found"),
         ("decided", None),
     ]
+
+
+async def test_the_cli_decides_a_group_through_the_api(group_api: Api) -> None:
+    api = group_api
+    first, second = await ask(api, 1, 10), await ask(api, 2, 20, "C-2")
+    token = {"HITL_API_URL": api.h.bot_url, "HITL_TOKEN": TOKENS["sup1"][0], "HITL_STORE": "sqlite:///nonexistent/x.db"}
+    code, out, err = await hitl(
+        "resume", first["id"], second["id"], "--reject", "--reason", "duplicates", "--json", env=token
+    )
+    assert code == 3, (out, err)  # stopped by a decision: both rejected
+    assert [(m["id"], m["outcome"], m["approval"]["status"]) for m in out["members"]] == [
+        (first["id"], "decided", "rejected"),
+        (second["id"], "decided", "rejected"),
+    ]
+    status, now = await api.call("GET", f"/approvals/{second['id']}")
+    assert [(d["reviewer"], d["via"], d["reason"]) for d in now["decisions"]] == [
+        ("U_SUPPORT1", "api:sup1", "duplicates")
+    ]
+
+
+def local_env(tmp: Path) -> dict[str, str]:
+    return {
+        "HITL_STORE": f"sqlite:///{tmp}/hitl.db",
+        "HITL_SHOP_DB": str(tmp / "shop.db"),
+        "HITL_CONFIG": "",
+        "HITL_REVIEWER": "",
+        "HITL_NOW": "",
+        "HITL_API_URL": "",
+    }
+
+
+async def paused_refund(env: dict[str, str], order: str, amount: int) -> str:
+    code, out, err = await hitl(
+        "run", str(REFUND_WORKFLOW), "--var", f"order_id={order}", "--var", f"amount={amount}", "--json", env=env
+    )
+    assert code == 4, (out, err)
+    return str(out["approval_id"])
+
+
+async def test_the_cli_decides_a_group_against_the_store(tmp_path: Path) -> None:
+    env = local_env(tmp_path)
+    small = await paused_refund(env, "78291", 100)
+    other = await paused_refund(env, "78300", 50)
+    large = await paused_refund(env, "78291", 600)  # two finance approvers
+
+    for wrong in (["--modify", "--set", "amount=1"], ["--trust"], ["--approve", "--var", "amount=1"], []):
+        code, out, err = await hitl("resume", small, other, *wrong, "--as", "U_SUPPORT1", env=env)
+        assert code == 2, (wrong, out, err)  # a usage error: nothing read, nothing recorded
+
+    code, out, err = await hitl("resume", small, other, large, "--approve", "--as", "U_SUPPORT1", "--json", env=env)
+    assert code == 1, (out, err)  # not every member went through
+    assert [(m["outcome"], m["code"]) for m in out["members"]] == [
+        ("decided", None),
+        ("decided", None),
+        ("refused", "not_eligible"),  # finance's, not support's
+    ]
+    assert (out["decided"], out["refused"]) == (2, 1)
+    with sqlite3.connect(env["HITL_SHOP_DB"]) as db:  # both runs went on, here: their refunds ran once each
+        assert sorted(db.execute("SELECT order_id, amount FROM refunds").fetchall()) == [("78291", 100), ("78300", 50)]
+
+    code, out, err = await hitl("resume", large, small, "--approve", "--as", "U_FIN1", env=env)
+    assert code == 1, (out, err)
+    assert "approved 0 of 2, 1 voted on, 1 refused" in out
+    assert f"{large}  voted: not approved yet, it needs 1 more finance approval" in out
+    assert f"{small}  refused (already_decided)" in out
+    code, shown, err = await hitl("show", large, "--json", env=env)
+    assert shown["status"] == "pending" and [d["reviewer"] for d in shown["decisions"]] == ["U_FIN1"]
