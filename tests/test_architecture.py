@@ -54,6 +54,7 @@ LAYERS: list[set[str]] = [
         "facts",
         "subscribers",
         "approval_caps",
+        "group_decisions",
     },
     {"execution"},
     {"runner"},
