@@ -18,9 +18,9 @@ from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.domain.records import AuditEntry, TrustGrant
-from hitl.engine.domain.requests import MAX_GROUP_MEMBERS
 
 __all__ = [
+    "API_GROUP_MEMBERS",
     "AllowedReceiptRequest",
     "AllowedReceiptView",
     "ApprovalList",
@@ -75,6 +75,11 @@ __all__ = [
 Args = dict[str, Any]
 Text = Annotated[str, Field(max_length=4000)]
 Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+API_GROUP_MEMBERS = 100
+"""The most approvals one ``POST /decisions`` names: any longer list is refused with 422 before it could pass the
+body's size limit (``api.max_body``, 64 KiB), whatever its ids."""
 
 
 def iso(ts: float) -> str:
@@ -316,8 +321,8 @@ class GroupMemberRequest(_In):
 class GroupDecisionRequest(_In):
     """One decision on several approvals, each bound to the version and full action hash the reviewer saw."""
 
-    approvals: list[GroupMemberRequest] = Field(min_length=1, max_length=MAX_GROUP_MEMBERS)
-    """The approvals in the order shown, each named once."""
+    approvals: list[GroupMemberRequest] = Field(min_length=1, max_length=API_GROUP_MEMBERS)
+    """The approvals in the order shown, each named once (at most :data:`API_GROUP_MEMBERS`)."""
     decision: Literal["approve", "reject"]
     reason: Text | None = None
     """Why, recorded on every member (a tool that requires a reason to reject refuses its members without one)."""
