@@ -37,10 +37,11 @@ async def test_the_service_decides_each_member_on_its_own(sqlite_store: SqliteSt
     out = await svc.decide_group(GroupDecideRequest((member(large),), "U_FIN1", DecisionKind.APPROVE))
     assert [(m.result, m.still_needs) for m in out.members] == [(MemberResult.VOTED, 1)] and not out.decided
 
-    for wrong in (
-        lambda: GroupDecideRequest((), "U_FIN1", DecisionKind.APPROVE),
-        lambda: GroupDecideRequest((member(large), member(large)), "U_FIN1", DecisionKind.APPROVE),
-        lambda: GroupDecideRequest((member(large),), "U_FIN1", DecisionKind.TRUST),
-    ):
+    wrong: list[tuple[tuple[GroupMember, ...], DecisionKind]] = [
+        ((), DecisionKind.APPROVE),  # nobody
+        ((member(large), member(large)), DecisionKind.APPROVE),  # one twice
+        ((member(large),), DecisionKind.TRUST),  # one approval's decision
+    ]
+    for members, kind in wrong:
         with pytest.raises(InvalidInput):
-            wrong()
+            GroupDecideRequest(members, "U_FIN1", kind)
