@@ -1,4 +1,5 @@
-"""Deciding a group card's members together: one click, each member decided in its own atomic step.
+"""Deciding a group card's members together: one click, one group decision of the engine's
+(:mod:`hitl.engine.deciding.groups`), each member decided in its own atomic step.
 
 The click carries the group's digest (:func:`hitl.engine.domain.grouping.group_digest`): the id, version and action
 hash of every pending member the card showed. A group that no longer has that digest (a member decided, edited or
@@ -6,28 +7,30 @@ purged since the card was drawn) is refused whole and audited, and the card is d
 is decided at the version the digest named, so a member that moves while the others are being decided is refused
 on its own (``stale_version``, audited by the core) and stays pending on the card, shown again.
 
-Every member's decision is recorded before the person hears anything about it. The click itself is answered at once
+The card's own checks come first (a tampered or changed group, a stranger: one refusal for all); then the engine
+decides the members and the reply is worded from its outcome, member by member. Every member's decision is recorded
+before the person hears anything about it. The click itself is answered at once
 with an empty acknowledgement (a group can take longer than Slack's 3 s to record); what was decided is told after.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import refusal_text
 from hitl.bot.views.group_cards import still_needed
 from hitl.engine.domain.decide import eligible
+from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.grouping import decidable_together, group_digest
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.practice import is_practice
-from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.domain.requests import GroupDecideRequest, GroupMember
 from hitl.engine.errors import EngineError, ErrorCode
 
-__all__ = ["GroupOutcome", "decide_group", "group_members"]
+__all__ = ["GroupReply", "decide_group", "group_members"]
 
 log = logging.getLogger(__name__)
 _WHY_NOT = {
@@ -40,37 +43,35 @@ _WHY_NOT = {
     ErrorCode.EXPIRED: ":hourglass: {n} were not: they expired meanwhile (expired).",
 }
 """Why some members of a group decision were refused, in the decider's words (``{n}``: how many)."""
-_AT_ONCE = 8
-"""Members decided at the same time (each its own atomic step; the store orders them)."""
 
 
-@dataclass
-class GroupOutcome:
-    """What a decision on a group did: the members it was recorded on, and each member refused with why."""
+@dataclass(frozen=True)
+class GroupReply:
+    """What a click on a group card did: the engine's outcome, member by member, or the card's own refusal."""
 
-    decided: list[Approval] = field(default_factory=list)
-    """The members whose decision (or, short of a quorum, vote) was recorded, as each stands after it."""
-    refused: list[tuple[Approval, EngineError]] = field(default_factory=list)
+    outcome: GroupOutcome | None = None
+    """Each member's outcome (None when the card refused the click before the engine was asked)."""
     refusal: str | None = None
     """Why nothing was decided (a changed group, a stranger), in the clicker's words; None otherwise."""
 
-    def text(self, kind: DecisionKind) -> str:
+    def text(self) -> str:
         """What the person who decided is told: how many members their decision moved (approved, rejected), how
         many it only voted on (a quorum not met yet: still pending), and why any were refused."""
-        if self.refusal is not None:
-            return self.refusal
-        verb = "Approved" if kind is DecisionKind.APPROVE else "Rejected"
-        moved = [a for a in self.decided if not a.is_open]
-        voted = [a for a in self.decided if a.is_open]
-        total = len(self.decided) + len(self.refused)
+        if self.outcome is None:
+            return self.refusal or ":warning: Nothing changed."
+        out = self.outcome
+        verb = "Approved" if out.kind is DecisionKind.APPROVE else "Rejected"
+        moved, voted = out.decided, out.voted
+        total = len(out.members)
         lines = [f":white_check_mark: {verb} {len(moved)} of {total}."] if moved or not voted else []
         if voted:  # recorded votes, not decisions: saying "Approved" here would tell the clicker something untrue
             lines.append(
                 f":ballot_box_with_check: Voted on {len(voted)} of {total}, not approved yet: {still_needed(voted)}."
             )
         by_code: dict[ErrorCode, int] = {}
-        for _, exc in self.refused:
-            by_code[exc.code] = by_code.get(exc.code, 0) + 1
+        for member in out.refused:
+            code = member.code or ErrorCode.INVALID_INPUT
+            by_code[code] = by_code.get(code, 0) + 1
         for code, count in sorted(by_code.items()):
             said = _WHY_NOT.get(code, f":warning: {{n}} were not ({code}).")
             lines.append(said.format(n=count))
@@ -94,49 +95,43 @@ async def group_members(ctx: BotContext, leader: str) -> list[Approval] | None:
 
 async def decide_group(
     ctx: BotContext, user_id: str, leader: str, digest: str, kind: DecisionKind, *, reason: str | None = None
-) -> GroupOutcome:
+) -> GroupReply:
     """Decide every pending member of ``leader``'s group as ``user_id``, bound to ``digest``."""
     members = await group_members(ctx, leader)
     if members is None:
         await ctx.lifecycle.refused(leader, user_id, "tampered_button", f"group {kind} naming no group card")
-        return GroupOutcome(refusal=":warning: This button is not valid (it may have been altered). Nothing changed.")
+        return GroupReply(refusal=":warning: This button is not valid (it may have been altered). Nothing changed.")
     pending = [a for a in members if a.is_open]
     if group_digest(pending) != digest:
         detail = f"group {kind} on digest {short_hash(digest)}, which is no longer the group's"
         await ctx.lifecycle.refused(leader, user_id, ErrorCode.STALE_VERSION, detail)
         ctx.notifier.kick()
-        return GroupOutcome(
+        return GroupReply(
             refusal=":arrows_counterclockwise: This group changed since its card was drawn (a request in it was "
             "decided or changed). Nothing was decided: use the updated card."
         )
     if not decidable_together(pending):
         await ctx.lifecycle.refused(leader, user_id, ErrorCode.INVALID_INPUT, f"group {kind} on one-by-one requests")
-        return GroupOutcome(refusal=":no_entry: These requests are decided one by one: open each from the card.")
+        return GroupReply(refusal=":no_entry: These requests are decided one by one: open each from the card.")
     reviewer = await ctx.reviewers.reviewer(user_id)
     if not eligible(
         pending[0], reviewer, ctx.clock.now()
     ):  # the members share who may decide them: one refusal says it for all
         code = ErrorCode.SELF_APPROVAL if reviewer.id == pending[0].requester else ErrorCode.NOT_ELIGIBLE
         await ctx.lifecycle.refused(leader, user_id, code, f"group {kind} of {len(pending)}")
-        return GroupOutcome(refusal=refusal_text(EngineError("", code=code), pending[0]))
-    out = GroupOutcome()
-    gate = asyncio.Semaphore(_AT_ONCE)
-    via = f"slack:group:{short_hash(digest)}"
-
-    async def one(a: Approval) -> None:
-        request = DecideRequest(
-            a.id, reviewer, kind, expected_version=a.version, expected_hash=a.action_hash, reason=reason, via=via
-        )
-        async with gate:
-            try:
-                done = await ctx.lifecycle.decide(request, resume="queue", seen=a)
-            except EngineError as exc:
-                out.refused.append((a, exc))
-                return
-        out.decided.append(done.approval)
-        ctx.metrics.decided(done.approval, kind, ctx.clock.now())
-
-    await asyncio.gather(*(one(a) for a in pending))
+        return GroupReply(refusal=refusal_text(EngineError("", code=code), pending[0]))
+    request = GroupDecideRequest(
+        tuple(GroupMember(a.id, a.version, a.action_hash) for a in pending),
+        reviewer,
+        kind,
+        reason=reason,
+        via=f"slack:group:{short_hash(digest)}",
+    )
+    out = await ctx.lifecycle.decide_group(request, resume="queue", seen={a.id: a for a in pending})
+    now = ctx.clock.now()
+    for member in out.members:
+        if member.recorded and member.approval is not None:
+            ctx.metrics.decided(member.approval, kind, now)
     if out.refused:
         log.info("a group %s by %s left %d of %d members refused", kind, user_id, len(out.refused), len(pending))
-    return out
+    return GroupReply(out)

@@ -30,6 +30,7 @@ from hitl.engine.admission.guards import (
 )
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.deciding.checks import ArgsValidator, checked_edit
+from hitl.engine.deciding.groups import decide_group
 from hitl.engine.delegation.delegates import DelegateRule
 from hitl.engine.delegation.delegations import DelegatedReviewers, Delegations
 from hitl.engine.domain.actions import (
@@ -47,13 +48,14 @@ from hitl.engine.domain.decide import RESUME_JOB, DecideCommand
 from hitl.engine.domain.drafts import ApprovalDrafts
 from hitl.engine.domain.edits import changes, changes_text
 from hitl.engine.domain.frozen import quick_init
+from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.practice import PracticeSpec, is_practice
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
-from hitl.engine.domain.requests import DecideRequest, ProposeRequest
+from hitl.engine.domain.requests import DecideRequest, GroupDecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
 from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
 from hitl.engine.domain.tally import first_seen_counts
@@ -407,6 +409,11 @@ class ApprovalService:
             await self.announce(await self.store.approvals.get(replacement.id))
         await self.publish(Decided(updated, request.kind))
         return updated
+
+    async def decide_group(self, request: GroupDecideRequest) -> GroupOutcome:
+        """Record one decision on several approvals, each member through :meth:`decide` (:mod:`..group_decisions`)."""
+        one = lambda member, a: self.decide(member, current=a)  # noqa: E731  # one member, as read
+        return await decide_group(request, read=self.store.approvals.get, decide=one, refused=self.record_refusal)
 
     def present(self, a: Approval) -> Presentation:
         """The one view of ``a`` (:mod:`~hitl.engine.domain.presentation`), in this service's policy's words: its

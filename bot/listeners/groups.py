@@ -76,7 +76,7 @@ async def _approve_all(ctx: BotContext, req: Interaction, respond: AsyncRespond)
         await tell(respond, BAD_VALUE)
         return
     out = await decide_group(ctx, req.user.id, *parsed, DecisionKind.APPROVE)
-    await tell(respond, out.text(DecisionKind.APPROVE))  # after every member's decision is recorded
+    await tell(respond, out.text())  # after every member's decision is recorded
 
 
 async def _open_reject_all(ctx: BotContext, req: Interaction, respond: AsyncRespond, client: AsyncWebClient) -> None:
@@ -121,7 +121,7 @@ async def _reject_all_submitted(ctx: BotContext, req: Interaction, ack: AsyncAck
         out = await decide_group(ctx, req.user.id, leader, digest, DecisionKind.REJECT, reason=reason)
         ref = await ctx.store.messages.get(leader)
         if ref is not None:
-            await client.chat_postEphemeral(channel=ref.channel, user=req.user.id, text=out.text(DecisionKind.REJECT))
+            await client.chat_postEphemeral(channel=ref.channel, user=req.user.id, text=out.text())
 
     ctx.later(record())
 

@@ -23,7 +23,16 @@ from decimal import Decimal
 
 from hitl.engine.domain.models import Approval, ApprovalKind
 
-__all__ = ["GroupKey", "KeyAmount", "decidable_together", "group_digest", "group_key", "in_order", "key_amounts"]
+__all__ = [
+    "GroupKey",
+    "KeyAmount",
+    "decidable_together",
+    "group_digest",
+    "group_key",
+    "in_order",
+    "key_amounts",
+    "shown_digest",
+]
 
 GroupKey = tuple[str, str, str, str, int, str]
 """Tool, requester, tier, required role ("" for any reviewer), quorum, rule."""
@@ -46,8 +55,13 @@ def in_order(members: Sequence[Approval]) -> list[Approval]:
 def group_digest(members: Sequence[Approval]) -> str:
     """SHA-256 of the id, version and action hash of each member, in order: what a decision on the whole group is
     bound to. Adding, removing, reordering or changing a member changes it."""
-    shown = [[a.id, a.version, a.action_hash] for a in members]
-    return hashlib.sha256(json.dumps(shown, separators=(",", ":")).encode()).hexdigest()
+    return shown_digest([(a.id, a.version, a.action_hash) for a in members])
+
+
+def shown_digest(shown: Sequence[tuple[str, int, str]]) -> str:
+    """:func:`group_digest` of members named by what was shown of each: id, version, action hash, in order."""
+    listed = [[i, v, h] for i, v, h in shown]
+    return hashlib.sha256(json.dumps(listed, separators=(",", ":")).encode()).hexdigest()
 
 
 def decidable_together(members: Sequence[Approval]) -> bool:

@@ -1,4 +1,5 @@
-"""What callers ask of the approval service: a proposed action, and a decision on an approval.
+"""What callers ask of the approval service: a proposed action, a decision on an approval, and one decision on a
+group of approvals.
 
 Each is one value that surfaces build where a request arrives (a framework adapter, the HTTP API, a Slack click, the
 CLI) and pass down whole, instead of a long list of parameters each layer repeats.
@@ -11,9 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from hitl.engine.domain.frozen import quick_init
+from hitl.engine.domain.grouping import shown_digest
 from hitl.engine.domain.models import ApprovalKind, DecisionKind, Reviewer, Tier
+from hitl.engine.errors import InvalidInput
 
-__all__ = ["DecideRequest", "ProposeRequest"]
+__all__ = ["GROUP_KINDS", "MAX_GROUP_MEMBERS", "DecideRequest", "GroupDecideRequest", "GroupMember", "ProposeRequest"]
+
+GROUP_KINDS = frozenset({DecisionKind.APPROVE, DecisionKind.REJECT})
+"""What one decision on a group may be: what is the same for every member (an edit, a trust grant, feedback are
+each one approval's)."""
+MAX_GROUP_MEMBERS = 500
+"""The most members one group decision names (a group card holds at most as many)."""
 
 
 @quick_init
@@ -109,3 +118,67 @@ class DecideRequest:
     def reviewer_id(self) -> str:
         """The deciding person's id."""
         return self.reviewer.id if isinstance(self.reviewer, Reviewer) else self.reviewer
+
+
+@quick_init
+@dataclass(frozen=True)
+class GroupMember:
+    """One approval of a group decision, as the person saw it.
+
+    Args:
+        approval_id: the approval.
+        expected_version: the version shown; a member that changed since is refused on its own (``stale_version``).
+        expected_hash: the full action hash shown; another is refused on its own (``hash_mismatch``).
+    """
+
+    approval_id: str
+    expected_version: int
+    expected_hash: str
+
+
+@quick_init
+@dataclass(frozen=True)
+class GroupDecideRequest:
+    """One person's decision on several approvals at once (Slack's Approve all / Reject all, ``POST
+    /api/v1/decisions``, ``hitl resume ID ID ...``), bound to the ordered members as shown.
+
+    Each member is decided as a :class:`DecideRequest` of its own, bound to its version and hash, under the same
+    rules (roles, quorum, separation of duties); a member that approving takes more than a click for (typed values,
+    a reason) is refused in a group.
+
+    Args:
+        members: the approvals, in the order shown; none twice, at most :data:`MAX_GROUP_MEMBERS`.
+        reviewer: the person (:class:`Reviewer`, or an id whose roles come from the configuration).
+        kind: approve or reject (:data:`GROUP_KINDS`).
+        reason: why, recorded on every member (a rejection's reason is shown to each requester).
+        via: the channel it came through, as audited.
+    """
+
+    members: tuple[GroupMember, ...]
+    reviewer: Reviewer | str
+    kind: DecisionKind
+    reason: str | None = None
+    via: str = "api"
+
+    def __post_init__(self) -> None:
+        if self.kind not in GROUP_KINDS:
+            raise InvalidInput(
+                f"a group can be approved or rejected, not given {self.kind}: decide that one approval on its own"
+            )
+        if not self.members or len(self.members) > MAX_GROUP_MEMBERS:
+            raise InvalidInput(f"a group decision names 1 to {MAX_GROUP_MEMBERS} approvals, not {len(self.members)}")
+        ids = [m.approval_id for m in self.members]
+        if len(set(ids)) != len(ids):
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            raise InvalidInput(f"a group decision names each approval once; {', '.join(twice[:5])} came twice")
+
+    @property
+    def reviewer_id(self) -> str:
+        """The deciding person's id."""
+        return self.reviewer.id if isinstance(self.reviewer, Reviewer) else self.reviewer
+
+    @property
+    def digest(self) -> str:
+        """The digest of the members as shown (:func:`~hitl.engine.domain.grouping.shown_digest`: for a Slack group
+        card, the one its buttons carry)."""
+        return shown_digest([(m.approval_id, m.expected_version, m.expected_hash) for m in self.members])

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from hitl.engine.deciding.groups import ReadMember, decide_group
 from hitl.engine.domain.decide import RESUME_JOB
+from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
-from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.domain.requests import DecideRequest, GroupDecideRequest
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.oversight.stop_switch import StopSwitch
@@ -148,6 +151,29 @@ class RunLifecycle:
             # Resumed here: the resume queued with the decision (for a crash before this point) is moot.
             await self.store.jobs.settle(RESUME_JOB, approval_id=updated.id)
             return Decided(updated, result)
+
+    async def decide_group(
+        self,
+        request: GroupDecideRequest,
+        *,
+        resume: Resume = "queue",
+        read: ReadMember | None = None,
+        seen: Mapping[str, Approval] | None = None,
+    ) -> GroupOutcome:
+        """Record one decision on a group (:mod:`~hitl.engine.deciding.groups`): each member through :meth:`decide`
+        in its own run context and atomic step, each refusal audited; returns every member's outcome once all are
+        recorded. ``read``: how a member is read (a surface that may not show every approval refuses the others as
+        not found); ``seen``: members the caller already read. ``resume="inline"`` is not offered: a group's runs
+        go on through their queued resume jobs."""
+        if resume == "inline":
+            raise ValueError("a group decision queues its runs' resumes: pass resume='queue' or 'none'")
+
+        async def one(member: DecideRequest, approval: Approval) -> Approval:
+            return (await self.decide(member, resume=resume, seen=approval)).approval
+
+        return await decide_group(
+            request, read=read or self.store.approvals.get, decide=one, refused=self.refused, seen=seen
+        )
 
     async def _state_of(self, approval: Approval, known: RunState | None) -> RunState | None:
         """The checkpoint of the run ``approval`` pauses: ``known`` when it is that run's, else read once."""

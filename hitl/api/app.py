@@ -19,7 +19,7 @@ from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.receipts.keys import Keys
 
-from . import approvals, delegations, executions, grants, oversight, receipts, runs
+from . import approvals, delegations, executions, grants, group_decisions, oversight, receipts, runs
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -94,6 +94,7 @@ def endpoints() -> list[Endpoint]:
     """Every route of the API, with its contract."""
     return [
         *approvals.routes(),
+        *group_decisions.routes(),
         *executions.routes(),
         *runs.routes(),
         *oversight.routes(),

@@ -222,6 +222,40 @@ def _chosen_decision(**chosen: bool) -> DecisionKind | None:
     return DecisionKind(on[0]) if on else None
 
 
+def _check_group(kind: DecisionKind | None, *, confirm: bool, var: bool, force: bool) -> None:
+    """Refuse what several IDs cannot be given together (before anything is read or recorded)."""
+    from hitl.engine.domain.models import DecisionKind
+
+    if kind not in (DecisionKind.APPROVE, DecisionKind.REJECT):
+        raise typer.BadParameter(
+            "several approvals are approved or rejected together: add --approve or --reject (modify, trust and "
+            "feedback are decided one approval at a time)"
+        )
+    given = [name for name, on in (("--confirm", confirm), ("--var", var), ("--force", force)) if on]
+    if given:
+        raise typer.BadParameter(
+            f"{', '.join(given)} applies to one approval or run: decide that one on its own (hitl resume ID ...)"
+        )
+
+
+async def _group_work(
+    out: Out, settings: CliSettings, targets: list[str], kind: DecisionKind, *, reason: str | None
+) -> int:
+    """``hitl resume ID ID ...``: through the API when it is configured, else against the store."""
+    from hitl.cli.groups import decide_group_locally, group_exit_code
+    from hitl.cli.remote import remote_from_env
+    from hitl.engine.runtime.process import open_runtime
+
+    client = remote_from_env()
+    if client is not None:
+        view = await client.decide_group(targets, kind, reason=reason)
+    else:
+        async with open_runtime(settings.runtime, kind="cli") as rt:
+            view = await decide_group_locally(rt, settings, targets, kind, reason=reason)
+    out.group_decision(view)
+    return group_exit_code(view)
+
+
 def _edit_of(args: str | None, set_: list[str] | None, *, modify: bool) -> dict[str, Any] | None:
     """The edit ``--args`` and ``--set`` give together (``--set`` wins per field), checked against ``--modify``."""
     if modify and not args and not set_:
@@ -243,7 +277,13 @@ def _edit_of(args: str | None, set_: list[str] | None, *, modify: bool) -> dict[
 
 @app.command(cls=FlagCommand, rich_help_panel=RUNS)
 def resume(
-    target: Annotated[str, typer.Argument(metavar="ID", help="Approval id (apr_…) or session id (ses_…).")],
+    targets: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="ID...",
+            help="Approval id (apr_…) or session id (ses_…); several, to approve or reject them together.",
+        ),
+    ],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the action as it is.")] = False,
     reject: Annotated[
         bool, typer.Option("--reject", help="Reject it (give --reason; some tools require one).")
@@ -282,50 +322,84 @@ def resume(
 ) -> None:
     """Decide a paused approval and continue its run (or just continue a run).
 
+    Several IDs with --approve or --reject decide them together: each under its own rules, each outcome printed.
     With HITL_API_URL and HITL_TOKEN set, the decision goes through `hitl serve`'s API, as the token's reviewer."""
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
-    from hitl.cli.flows import remote_resume
     from hitl.cli.output import Out
-    from hitl.cli.remote import remote_from_env
 
     out = Out(as_json=as_json)
     kind = _chosen_decision(approve=approve, reject=reject, modify=modify, trust=trust, feedback=feedback is not None)
     edited = _edit_of(args, set_, modify=modify)
+    if len(targets) > 1:
+        _check_group(kind, confirm=bool(confirm), var=bool(var), force=force)
+        assert kind is not None  # checked just above
+        group = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
+        run_command(out, lambda: _group_work(out, group, targets, kind, reason=reason))
+        return
     overrides = _parse_vars(var or [])
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
-    why = feedback if feedback is not None else reason
-    typed = _confirmed(confirm or [])
-
-    async def work() -> int:
-        client = remote_from_env()
-        if client is not None:
-            return await remote_resume(
-                client,
-                out,
-                target,
-                kind,
-                reason=why,
-                confirm=typed,
-                args=edited,
-                overrides=overrides,
-                force=force,
-                replace_args=replace,
-            )
-        return await _resume_here(
+    why, typed = feedback if feedback is not None else reason, _confirmed(confirm or [])
+    run_command(
+        out,
+        lambda: _resume_one(
             out,
             settings,
-            target,
+            targets[0],
             kind,
             reason=why,
             confirm=typed,
             args=edited,
-            force=force,
             overrides=overrides,
+            force=force,
             replace_args=replace,
-        )
+        ),
+    )
 
-    run_command(out, work)
+
+async def _resume_one(
+    out: Out,
+    settings: CliSettings,
+    target: str,
+    kind: DecisionKind | None,
+    *,
+    reason: str | None,
+    confirm: dict[str, str] | None,
+    args: dict[str, Any] | None,
+    overrides: dict[str, Any],
+    force: bool,
+    replace_args: bool,
+) -> int:
+    """``hitl resume ID``: through ``hitl serve``'s API when it is configured, else against the store."""
+    from hitl.cli.flows import remote_resume
+    from hitl.cli.remote import remote_from_env
+
+    client = remote_from_env()
+    if client is not None:
+        return await remote_resume(
+            client,
+            out,
+            target,
+            kind,
+            reason=reason,
+            confirm=confirm,
+            args=args,
+            overrides=overrides,
+            force=force,
+            replace_args=replace_args,
+        )
+    return await _resume_here(
+        out,
+        settings,
+        target,
+        kind,
+        reason=reason,
+        confirm=confirm,
+        args=args,
+        force=force,
+        overrides=overrides,
+        replace_args=replace_args,
+    )
 
 
 async def _resume_here(

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hitl.api.models import ApprovalView, AuditView
+from hitl.api.models import ApprovalView, AuditView, GroupDecisionView
 from hitl.cli.trimmed import Trimmed
 from hitl.engine.domain.audit_heads import view_problem
 from hitl.engine.domain.decide import NO_VIEW
@@ -230,6 +230,27 @@ class Out:
         self.text((f"{status}", style), f"  session {session_id}", (f"  {note}" if note else "", ""))
         if approval is not None:
             self.approval(approval)
+
+    def group_decision(self, v: GroupDecisionView) -> None:
+        """What one decision on several approvals did, member by member (``--json``: the API's answer)."""
+        if self.json:
+            self.emit(v.model_dump(mode="json"))
+            return
+        verb = "approved" if v.decision == "approve" else "rejected"
+        total = len(v.members)
+        parts = [f"{verb} {v.decided} of {total}"]
+        parts += [f"{n} {what}" for n, what in ((v.voted, "voted on"), (v.stale, "stale"), (v.refused, "refused")) if n]
+        style = "bold green" if v.decided + v.voted == total else "bold red"
+        self.text((", ".join(parts), style))
+        for m in v.members:
+            if m.outcome == "decided":
+                said = verb
+            elif m.outcome == "voted":
+                role = f" {m.approval.required_role}" if m.approval is not None and m.approval.required_role else ""
+                said = f"voted: not {verb} yet, it needs {m.still_needs} more{role} approval"
+            else:  # the refusal's own words: what to do next
+                said = f"{m.outcome} ({m.code}): {m.message}"
+            self.text("  ", (m.id, "bold"), "  ", said)
 
     def approval(self, v: ApprovalView) -> None:
         """One approval as its one view tells it (the card's headline, reasons, arguments and outcome)."""

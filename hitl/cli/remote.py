@@ -10,11 +10,11 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.api.models import ApprovalList, ApprovalView, AuditList, AuditView, RunView
+from hitl.api.models import ApprovalList, ApprovalView, AuditList, AuditView, GroupDecisionView, RunView
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.errors import EngineError, ErrorCode
@@ -113,6 +113,18 @@ class ApiClient:
         if confirm:
             body["confirm"] = confirm
         return ApprovalView.model_validate(await self.call("POST", f"/approvals/{current.id}/decisions", json=body))
+
+    async def decide_group(
+        self, targets: Sequence[str], kind: DecisionKind, *, reason: str | None
+    ) -> GroupDecisionView:
+        """Decide ``targets`` together (``POST /decisions``), each bound to the version and hash the server shows
+        now; every member's outcome."""
+        shown = [await self.approval(t) for t in targets]
+        members = [{"id": a.id, "expected_version": a.version, "action_hash": a.action_hash} for a in shown]
+        body: dict[str, Any] = {"approvals": members, "decision": str(kind)}
+        if reason is not None:
+            body["reason"] = reason
+        return GroupDecisionView.model_validate(await self.call("POST", "/decisions", json=body))
 
     async def run_after(self, session_id: str, approval_id: str, *, patience: float = 20.0) -> RunView | None:
         """The run once the server moved it past ``approval_id`` (it resumes runs in its background loop), or as
