@@ -370,8 +370,10 @@ def _to_17(c: sqlite3.Connection) -> None:
 def _to_18(c: sqlite3.Connection) -> None:
     """Each rolling-window event keeps the stats it found when it was first counted, so the same call asked again
     is judged as it was then (an older hitl's events have none, and are judged as the window stands)."""
-    c.execute("ALTER TABLE windows ADD COLUMN prior_count INTEGER")
-    c.execute("ALTER TABLE windows ADD COLUMN prior_total REAL")
+    columns = {r[1] for r in c.execute("PRAGMA table_info(windows)")}
+    for name, kind in (("prior_count", "INTEGER"), ("prior_total", "REAL")):
+        if name not in columns:  # a file whose version was set back (as a test of older trails does) has them
+            c.execute(f"ALTER TABLE windows ADD COLUMN {name} {kind}")
 
 
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
