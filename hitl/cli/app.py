@@ -370,69 +370,20 @@ async def _resume_one(
     force: bool,
     replace_args: bool,
 ) -> int:
-    """``hitl resume ID``: through ``hitl serve``'s API when it is configured, else against the store."""
-    from hitl.cli.flows import remote_resume
+    """``hitl resume ID``: through ``hitl serve``'s API when it is configured, else on the store itself (decide,
+    continue the run, say how it went); returns the exit code."""
+    from hitl.cli.flows import approval_view, decide_and_resume, remote_resume
     from hitl.cli.remote import remote_from_env
-
-    client = remote_from_env()
-    if client is not None:
-        return await remote_resume(
-            client,
-            out,
-            target,
-            kind,
-            reason=reason,
-            confirm=confirm,
-            args=args,
-            overrides=overrides,
-            force=force,
-            replace_args=replace_args,
-        )
-    return await _resume_here(
-        out,
-        settings,
-        target,
-        kind,
-        reason=reason,
-        confirm=confirm,
-        args=args,
-        force=force,
-        overrides=overrides,
-        replace_args=replace_args,
-    )
-
-
-async def _resume_here(
-    out: Out,
-    settings: CliSettings,
-    target: str,
-    kind: DecisionKind | None,
-    *,
-    reason: str | None,
-    confirm: dict[str, str] | None,
-    args: dict[str, Any] | None,
-    force: bool,
-    overrides: dict[str, Any],
-    replace_args: bool,
-) -> int:
-    """``hitl resume`` on the store itself (no ``hitl serve`` API configured): decide, continue the run, say how
-    it went; returns the exit code."""
-    from hitl.cli.flows import approval_view, decide_and_resume
     from hitl.engine.runtime.process import open_runtime
 
+    how: dict[str, Any] = dict(
+        reason=reason, confirm=confirm, args=args, overrides=overrides, force=force, replace_args=replace_args
+    )
+    client = remote_from_env()
+    if client is not None:
+        return await remote_resume(client, out, target, kind, **how)
     async with open_runtime(settings.runtime, kind="cli") as rt:
-        result = await decide_and_resume(
-            rt,
-            settings,
-            target,
-            kind,
-            reason=reason,
-            confirm=confirm,
-            args=args,
-            force=force,
-            overrides=overrides,
-            replace_args=replace_args,
-        )
+        result = await decide_and_resume(rt, settings, target, kind, **how)
         roles = await _deciding_roles(rt, result)
         view = await approval_view(rt, result.approval) if result.approval is not None else None
     if kind is not None and result.approval is not None and view is not None and "step" not in result.approval.metadata:
