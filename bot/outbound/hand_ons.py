@@ -25,6 +25,9 @@ __all__ = ["HandOns"]
 
 log = logging.getLogger(__name__)
 
+_UNREACHABLE = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
+"""Slack's refusals of a post for the channel itself (rather than for the message, or for now)."""
+
 
 class HandOns:
     """Hands approvals on. ``changed``: queues a card update (a group card redrawn without the one handed on);
@@ -90,13 +93,19 @@ class HandOns:
                 f"this waits on you too.",
             },
         }
-        posted = await floor.call(
-            "chat.postMessage",
-            floor.client.chat_postMessage,
-            channel=floor.spec.channels.get(backup) or ref.channel,
-            text=f"Handed on to {backup[:40]}: {text}",
-            blocks=[notice, *blocks],
-        )
+        post = {"text": f"Handed on to {backup[:40]}: {text}", "blocks": [notice, *blocks]}
+        desk = floor.spec.channels.get(backup)
+        try:
+            posted = await floor.call(
+                "chat.postMessage", floor.client.chat_postMessage, channel=desk or ref.channel, **post
+            )
+        except SlackApiError as exc:
+            if desk is None or exc.response.get("error") not in _UNREACHABLE:
+                raise
+            # A backup channel the bot cannot post in must not stop the hand-on: the card's own channel still
+            # reaches the members it mentions.
+            log.warning("cannot post in %s's channel %s (%s); handing on in the card's own", backup, desk, exc)
+            posted = await floor.call("chat.postMessage", floor.client.chat_postMessage, channel=ref.channel, **post)
         moved = MessageRef(channel=str(posted["channel"]), ts=str(posted["ts"]))
         await floor.store.messages.set(current.id, moved)
         return moved

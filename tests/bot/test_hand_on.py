@@ -163,3 +163,23 @@ async def test_a_handed_on_card_goes_to_the_backup_roles_channel_and_the_old_car
     [reminder] = [m for m in h.state.messages if m.thread_ts == moved.ts]
     assert reminder.channel == moved.channel
     assert reminder.text.startswith("<@U_SUPPORT1> <@U_SUPPORT2> <@U_FIN1> <@U_FIN2>:")
+
+
+lost_desk = harness_serving(FINANCE_DESK.replace("#finance-approvals", "#no-such-channel"))
+
+
+async def test_a_backup_channel_slack_refuses_still_hands_the_card_on_in_its_own(lost_desk: Harness) -> None:
+    h = lost_desk
+    a = await pay(h, 40, "V-3")
+    first = h.card_for(a.id)
+    h.clock.advance(30 * 60)
+    await h.rt.ctx.notifier.sweep()
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+    assert (await _events(h, a)).count("handed_on") == 1
+    moved = h.card_for(a.id)  # Slack knows no such channel: the card's own channel, mentioning finance
+    assert moved.channel == first.channel and moved.ts != first.ts
+    assert "<@U_FIN1> <@U_FIN2>" in json.dumps(moved.blocks)
+    earlier = next(m for m in h.state.messages if (m.channel, m.ts) == (first.channel, first.ts))
+    [link] = [r for r in earlier.blocks[0]["elements"][0]["elements"] if r["type"] == "link"]
+    assert link["url"].endswith(f"/archives/{moved.channel}/p{moved.ts.replace('.', '')}")
