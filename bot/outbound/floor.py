@@ -29,7 +29,8 @@ from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.grouping import in_order
 from hitl.engine.domain.halts import HaltOrder, acted_on
 from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.records import Claim
+from hitl.engine.domain.presentation import Presentation, present
+from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused, NotFound
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
@@ -130,6 +131,28 @@ class Floor:
         declared = self.cards.declared(members[0].tool) if self.cards.declared is not None else None
         blocks = group_card(members, now=now, halt=halt, currencies=money_fields(declared), view_of=self.cards.view_of)
         return group_text(members), blocks
+
+    def view(self, approval: Approval) -> Presentation:
+        """``approval``'s one view, as its card draws it (the served hitl.yaml's sentences and labels)."""
+        if self.cards.view_of is not None:
+            return self.cards.view_of(approval)
+        declared = self.cards.declared(approval.tool) if self.cards.declared is not None else None
+        return present(approval, declared=declared)
+
+    async def permalink(self, ref: MessageRef) -> str | None:
+        """The message's link (``chat.getPermalink``); None when Slack cannot give one now, or gives one that is
+        not a plain web address (a link never carries characters that could end its element or its mrkdwn)."""
+        try:
+            resp = await self.call(
+                "chat.getPermalink", self.client.chat_getPermalink, channel=ref.channel, message_ts=ref.ts
+            )
+        except Exception as exc:  # Slack refused, or answered with something that is not JSON: no link, no failure
+            log.warning("no permalink for %s/%s: %s", ref.channel, ref.ts, exc)
+            return None
+        link = str(resp.get("permalink") or "")
+        if not link.startswith(("https://", "http://")) or any(c in link for c in "|<> \"'\n"):
+            return None
+        return link
 
     async def halt_of(self, approval: Approval) -> HaltOrder | None:
         """The stop switch's order covering a pending approval's tool (its card says so); the process's cached

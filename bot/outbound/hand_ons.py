@@ -1,17 +1,21 @@
 """Hand-ons: an unanswered approval handed on to its backup role before it expires, once across replicas and
-restarts. Its card is posted again with live buttons and the backup role's members mentioned; the earlier card
-says where it went. Its original reviewers may still decide; votes cast still count."""
+restarts. Its card is posted again with live buttons and the backup role's members mentioned, in the backup role's
+channel (``slack.channels.<role>``; the card's own channel when it has none); the earlier card becomes one line
+naming the approval's headline and linking to the new card. Its original reviewers may still decide; votes cast
+still count."""
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
 from hitl.bot.outbound.floor import Floor
+from hitl.bot.outbound.mentions import mentions
 from hitl.bot.views.escape import label
+from hitl.engine.domain.display import graphemes_cut
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.records import AuditEntry, MessageRef
@@ -20,6 +24,9 @@ from hitl.engine.domain.tally import Outcome, counts_for
 __all__ = ["HandOns"]
 
 log = logging.getLogger(__name__)
+
+_UNREACHABLE = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
+"""Slack's refusals of a post for the channel itself (rather than for the message, or for now)."""
 
 
 class HandOns:
@@ -62,7 +69,7 @@ class HandOns:
         )
         current = await floor.store.approvals.get(approval.id)
         moved = await self._post_again(current, ref, backup)
-        await self._mark_earlier(approval, ref, backup)
+        await self._mark_earlier(current, ref, backup, moved)
         await floor.done(key, claim, channel=moved.channel, ts=moved.ts)
         now = floor.clock.now()
         if not is_practice(approval):  # a practice copy counts only in the practice measures
@@ -72,63 +79,84 @@ class HandOns:
         return True
 
     async def _post_again(self, current: Approval, ref: MessageRef, backup: str) -> MessageRef:
-        """Post ``current``'s card again in the card's channel, mentioning the backup role; it is the card now."""
+        """Post ``current``'s card again in the backup role's channel (else the card's own), mentioning the backup
+        role's members; it is the card now."""
         floor = self.floor
         text, blocks = await floor.draw([current])
-        mentions = " ".join(m for m in map(_mention, self.members_of(backup)) if m) or f"the {backup} role"
+        called = mentions(self.members_of(backup)) or f"the {label(backup, 40)} role"
         notice = {
             "type": "section",
             "block_id": f"hitl_handed_on:{current.id}",
             "text": {
                 "type": "mrkdwn",
-                "text": f":arrow_right_hook: *Handed on to {label(backup, 40)}* before it expires: {mentions}, "
+                "text": f":arrow_right_hook: *Handed on to {label(backup, 40)}* before it expires: {called}, "
                 f"this waits on you too.",
             },
         }
-        posted = await floor.call(
-            "chat.postMessage",
-            floor.client.chat_postMessage,
-            channel=ref.channel,
-            text=f"Handed on to {backup[:40]}: {text}",
-            blocks=[notice, *blocks],
-        )
+        post = {"text": f"Handed on to {backup[:40]}: {text}", "blocks": [notice, *blocks]}
+        desk = floor.spec.channels.get(backup)
+        try:
+            posted = await floor.call(
+                "chat.postMessage", floor.client.chat_postMessage, channel=desk or ref.channel, **post
+            )
+        except SlackApiError as exc:
+            if desk is None or exc.response.get("error") not in _UNREACHABLE:
+                raise
+            # A backup channel the bot cannot post in must not stop the hand-on: the card's own channel still
+            # reaches the members it mentions.
+            log.warning("cannot post in %s's channel %s (%s); handing on in the card's own", backup, desk, exc)
+            posted = await floor.call("chat.postMessage", floor.client.chat_postMessage, channel=ref.channel, **post)
         moved = MessageRef(channel=str(posted["channel"]), ts=str(posted["ts"]))
         await floor.store.messages.set(current.id, moved)
         return moved
 
-    async def _mark_earlier(self, approval: Approval, ref: MessageRef, backup: str) -> None:
-        """Say on the earlier card where ``approval`` went (a group card is drawn again without it)."""
+    async def _mark_earlier(self, approval: Approval, ref: MessageRef, backup: str, moved: MessageRef) -> None:
+        """Make the earlier card one line: ``approval``'s headline, handed on to ``backup``, and a link to the card
+        at ``moved`` (a group card is drawn again without it)."""
         floor = self.floor
         others = [x for x in await floor.store.messages.shown_on(ref) if x != approval.id]
         if others:
             await self.changed(await floor.store.approvals.get(others[0]))
             return
-        gone = {
-            "type": "section",
-            "text": {
-                "type": "mrkdwn",
-                "text": f":arrow_right_hook: `{approval.id}` was handed on to "
-                f"{label(backup, 40)}; decide it on the newer card.",
-            },
-        }
+        headline = graphemes_cut(floor.view(approval).headline, 150)
+        link = await floor.permalink(moved)
         try:
             await floor.call(
                 "chat.update",
                 floor.client.chat_update,
                 channel=ref.channel,
                 ts=ref.ts,
-                text=f"Handed on to {backup[:40]}: decide it on the newer card",
-                blocks=[gone],
+                text=f"{label(approval.tool, 80)} was handed on to {label(backup, 40)}: decide it on the newer card",
+                blocks=[_gone(approval, headline, backup, moved, link)],
             )
         except SlackApiError as exc:  # the newer card decides it; the older keeps buttons bound to its version
             log.warning("could not mark the earlier card of %s: %s", approval.id, exc.response.get("error"))
 
 
-def _mention(member: str) -> str:
-    """A role member as a Slack mention: ``<@U…>`` for a person, ``<!subteam^S…>`` for a user group ("" for an id
-    Slack does not know, such as ``cli:alice``)."""
-    if re.fullmatch(r"[UW][A-Z0-9_]{2,20}", member):
-        return f"<@{member}>"
-    if re.fullmatch(r"S[A-Z0-9_]{2,20}", member):
-        return f"<!subteam^{member}>"
-    return ""
+def _gone(approval: Approval, headline: str, backup: str, moved: MessageRef, link: str | None) -> dict[str, Any]:
+    """The line an earlier card becomes. Rich text: the headline is drawn from the arguments, and nothing in it may
+    read as hitl's own markup; the link is the only live element (the channel, when Slack gave no link)."""
+    to: list[dict[str, Any]] = (
+        [{"type": "link", "url": link, "text": "decide it on the newer card"}]
+        if link is not None
+        else [
+            {"type": "text", "text": "decide it on the newer card in "},
+            {"type": "channel", "channel_id": moved.channel},
+        ]
+    )
+    return {
+        "type": "rich_text",
+        "block_id": f"hitl_handed_on_from:{approval.id}",
+        "elements": [
+            {
+                "type": "rich_text_section",
+                "elements": [
+                    {"type": "emoji", "name": "arrow_right_hook"},
+                    {"type": "text", "text": " "},
+                    {"type": "text", "text": headline or approval.tool, "style": {"bold": True}},
+                    {"type": "text", "text": f" was handed on to {backup[:40]}: "},
+                    *to,
+                ],
+            }
+        ],
+    }

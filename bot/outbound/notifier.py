@@ -74,7 +74,7 @@ class SlackNotifier:
         self.updates = CardUpdates(self.floor, backoff=backoff, lease=lease, poll=poll)
         self.posts = CardPosts(self.floor, changed=self.updates.changed)
         self.fyis = Fyis(self.floor)
-        self.reminders = Reminders(self.floor)
+        self.reminders = Reminders(self.floor, members_of=members_of)
         self.halts = HaltNotices(self.floor, self.updates)
         self.hand_ons = HandOns(self.floor, changed=self.updates.changed, members_of=members_of)
         self._sweep_cursor: str | None = None
@@ -158,7 +158,6 @@ class SlackNotifier:
         await self.halts.watch()
         store = self.floor.store
         now = self.floor.clock.now()
-        before = self.floor.spec.reminder_before
         for _ in range(pages):
             page = await store.approvals.list_pending(limit=page_size, cursor=self._sweep_cursor)
             self._sweep_cursor = page.cursor
@@ -172,7 +171,7 @@ class SlackNotifier:
                         await self.hand_ons.hand_on(a, ref)
                     except (SlackApiError, EngineError) as exc:  # tried again on a later sweep (its claim lapses)
                         log.warning("could not hand %s on yet: %s", a.id, exc)
-                if ref is not None and before and 0 < a.expires_at - now <= before:
+                if ref is not None and self.reminders.due(a, now=now):
                     await self.reminders.remind(a)
             if page.cursor is None:
                 return

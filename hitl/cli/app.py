@@ -458,9 +458,12 @@ def pending(
 
 @app.command(cls=FlagCommand, rich_help_panel=REVIEW)
 def show(
-    target: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonOpt = False, store: StoreOpt = None
+    target: Annotated[str, typer.Argument(metavar="ID")],
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
-    """Show one approval (or the approval a session is waiting on)."""
+    """Show one approval (or the approval a session is waiting on), in the words of `--config`'s hitl.yaml."""
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import approval_view, resolve_target
@@ -469,7 +472,7 @@ def show(
     from hitl.engine.runtime.process import open_runtime
 
     out = Out(as_json=as_json)
-    settings = CliSettings.resolve(store=store, config=None, reviewer=None)
+    settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
     async def work() -> int:
         client = remote_from_env()
@@ -506,6 +509,9 @@ def audit(
     head: Annotated[
         str | None, typer.Option("--head", help="With verify: a digest `hitl audit head` printed earlier.")
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="With show: each card's digest and the renderer that drew it.")
+    ] = False,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
 ) -> None:
@@ -514,8 +520,9 @@ def audit(
     `hitl audit verify`: check that no entry was changed, removed or reordered and that no chain lost its newest
     entries (exit 0 intact, 1 broken, naming the first break). `hitl audit head`: record every chain's head and print
     one digest to keep outside the store, which `hitl audit verify --head DIGEST` later checks (every entry recorded
-    before it is still there, unchanged). `hitl audit show ID`: each decision on the approval with the view its
-    decider was shown, as the audit keeps it, checked against its digest (exit 1 when one does not match)."""
+    before it is still there, unchanged). `hitl audit show ID`: each decision on the approval, its reason, and the card
+    its decider was shown, as the audit keeps it, checked against its digest (exit 1 when one does not match;
+    `--verbose` prints the digests)."""
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import resolve_target
@@ -527,6 +534,8 @@ def audit(
     out = Out(as_json=as_json)
     if head is not None and target != "verify":
         raise typer.BadParameter("--head goes with `hitl audit verify`", param_hint="--head")
+    if verbose and target != "show":
+        raise typer.BadParameter("--verbose goes with `hitl audit show ID`", param_hint="--verbose")
     if (target == "show") != (approval is not None):
         raise typer.BadParameter(
             "`hitl audit show ID` names one approval; type `hitl audit show apr_...`"
@@ -542,7 +551,9 @@ def audit(
             if target in ("verify", "head"):
                 raise InvalidInput(f"`hitl audit {target}` reads the store itself: run it where HITL_STORE reaches")
             if approval is not None:
-                return 0 if out.seen(approval, await client.audit(approval, limit=limit)) else 1
+                shown = await client.approval(approval)
+                trail = list(shown.audit or [])[-limit:]
+                return 0 if out.seen(shown.id, trail, shown.decisions, verbose=verbose) else 1
             out.audit(await client.audit(target, limit=limit))
             return 0
         async with open_runtime(settings.runtime, read_only=target != "head") as rt:
@@ -559,8 +570,9 @@ def audit(
                     out.text("keep it outside the store; later: ", (f"hitl audit verify --head {digest}", "bold"))
                 return 0
             if approval is not None:
-                found = (await resolve_target(rt, approval))[0].id
-                return 0 if out.seen(found, await rt.store.audit.entries(approval_id=found, limit=limit)) else 1
+                found = (await resolve_target(rt, approval))[0]
+                kept = await rt.store.audit.entries(approval_id=found.id, limit=limit)
+                return 0 if out.seen(found.id, kept, found.decisions, verbose=verbose) else 1
             approval_id = (await resolve_target(rt, target))[0].id if target else None
             out.audit(await rt.store.audit.entries(approval_id=approval_id, limit=limit))
         return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any, cast
+from typing import IO, Any, Protocol, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -82,6 +82,38 @@ def seen_check(entry: AuditView) -> bool | None:
     if entry.view is None and entry.view_digest is None:
         return None
     return view_problem(entry.view, entry.view_digest) is None
+
+
+class _Said(Protocol):
+    """A recorded decision as ``hitl audit show`` reads it: the store's or the API's."""
+
+    @property
+    def reviewer(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+def decision_reasons(actors: Sequence[str], decisions: Sequence[_Said]) -> list[str | None]:
+    """The reason each ``decided`` audit entry's decision carries, in the entries' order: each entry (by its
+    ``actors``) takes its decider's next recorded decision (None: none recorded, or no reason given)."""
+    left = list(decisions)
+    out: list[str | None] = []
+    for actor in actors:
+        found = next((d for d in left if d.reviewer == actor), None)
+        if found is not None:
+            left.remove(found)
+        out.append(found.reason if found is not None else None)
+    return out
+
+
+def _saw(entry: AuditView, ok: bool | None) -> Text:
+    """What the decider was shown, in words: the card at its version, and whether the record still checks."""
+    if entry.view is None or ok is None:
+        return Text(NO_VIEW)
+    shown = f"the card as shown at version {entry.view.get('version', '?')} "
+    if ok:
+        return Text.assemble(shown, ("(checked)", "green"))
+    return Text.assemble(shown, ("(DOES NOT MATCH: the record was changed after the decision)", "bold red"))
 
 
 class Out:
@@ -281,42 +313,47 @@ class Out:
             t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))
         self.console.print(t)
 
-    def seen(self, approval_id: str, entries: Sequence[AuditEntry] | Sequence[AuditView]) -> bool:
-        """``hitl audit show``: each decision on the approval, with the view its decider was shown as the audit
-        keeps it, and whether that view is the one its recorded digest names. False when one is not."""
+    def seen(
+        self,
+        approval_id: str,
+        entries: Sequence[AuditEntry] | Sequence[AuditView],
+        decisions: Sequence[_Said] = (),
+        *,
+        verbose: bool = False,
+    ) -> bool:
+        """``hitl audit show``: each decision on the approval, its reason (from ``decisions``, the approval's), and
+        the card its decider was shown as the audit keeps it, checked against the digest recorded beside it.
+        ``verbose``: the digest and the renderer too. False when a recorded card does not match its digest."""
         views = [e if isinstance(e, AuditView) else AuditView.of(e) for e in entries]
         decided = [(v, seen_check(v)) for v in views if v.event == "decided"]
+        reasons = decision_reasons([v.actor for v, _ in decided], decisions)
         intact = all(ok is not False for _, ok in decided)
         if self.json:
-            rows = [{**v.model_dump(mode="json"), "view_checks": ok} for v, ok in decided]
+            rows = [
+                {**v.model_dump(mode="json"), "view_checks": ok, "reason": reason}
+                for (v, ok), reason in zip(decided, reasons, strict=True)
+            ]
             self.emit({"approval_id": approval_id, "decisions": rows, "intact": intact})
             return intact
         if not decided:
             self.text((f"{approval_id}: no decision recorded", "dim"))
             return intact
-        for v, ok in decided:
+        for (v, ok), reason in zip(decided, reasons, strict=True):
             self.text((v.at, "dim"), "  ", (v.actor, "bold"), f"  {v.detail}")
             t = Table.grid(padding=(0, 2))
             t.add_column(style="dim")
             t.add_column()
-            if v.view is None or ok is None:
-                t.add_row("saw", Text(NO_VIEW))
-            else:
-                state = Text("its digest checks", "green") if ok else Text("DOES NOT MATCH its digest", "bold red")
-                renderer = v.view.get("renderer", "?")
-                t.add_row(
-                    "saw",
-                    Text.assemble(
-                        f"view {short_hash(v.view_digest or '')} ({renderer}), v",
-                        str(v.view.get("version", "?")),
-                        ": ",
-                        state,
-                    ),
-                )
+            t.add_row("saw", _saw(v, ok))
+            if reason:
+                t.add_row("reason given", Text(reveal_hidden(reason)))  # apart from an argument named reason
+            if v.view is not None and ok is not None:
+                if verbose:
+                    renderer = str(v.view.get("renderer", "?"))
+                    t.add_row("digest", Text(f"{v.view_digest} (view drawn by {renderer})"))
                 t.add_row("about", Text(reveal_hidden(str(v.view.get("heading", "")))))
                 _arguments(t, v.view)
-                for reason in v.view.get("reasons", []):
-                    t.add_row("why", Text(str(reason)))
+                for why in v.view.get("reasons", []):
+                    t.add_row("why", Text(str(why)))
                 if v.view.get("outcome"):
                     t.add_row("outcome", Text(reveal_hidden(str(v.view["outcome"]))))
             self.console.print(t)

@@ -93,7 +93,10 @@ class _Checker:
         elif kind == "emoji":
             if not isinstance(run.get("name"), str) or not run["name"]:
                 self.bad("emoji needs a name", f"{path}/name")
-        elif kind not in ("link", "user", "channel", "usergroup", "broadcast", "date"):
+        elif kind == "link":  # Slack refuses a link element without its address
+            if not isinstance(run.get("url"), str) or not run["url"]:
+                self.bad("link needs a url", f"{path}/url")
+        elif kind not in ("user", "channel", "usergroup", "broadcast", "date"):
             self.bad(f"unsupported rich text element {kind!r}", f"{path}/type")
 
     def element(self, el: Any, path: str) -> None:

@@ -76,7 +76,7 @@ async def test_a_slack_click_carries_the_cards_view_and_its_entry_keeps_it(api: 
     assert shown["intact"] is True and [d["view_checks"] for d in shown["decisions"]] == [True]
     assert shown["decisions"][0]["view"]["heading"] == heading
     code, text, err = await hitl("audit", "show", a["id"], env=env)
-    assert code == 0 and "its digest checks" in text and a["view"]["heading"] in text, (text, err)
+    assert code == 0 and "card as shown at version 1 (checked)" in text and a["view"]["heading"] in text, (text, err)
 
 
 async def test_an_api_decision_echoes_the_view_and_an_older_view_is_refused_as_stale(api: Api) -> None:

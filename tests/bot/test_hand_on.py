@@ -117,3 +117,69 @@ async def test_at_the_deadline_a_handed_on_approval_still_expires(h: Harness) ->
     assert gone.status is Status.EXPIRED and gone.decisions == ()
     assert (await h.slack.click("U_FIN1", live, ACTION_APPROVE)).status == 200
     assert (await h.svc.store.approvals.get(a.id)).status is Status.EXPIRED  # late clicks change nothing
+
+
+FINANCE_DESK = (
+    CONFIG.replace(
+        "      backup_role: finance\n",
+        '      backup_role: finance\n      summary: "Pay {{ args.amount | money }} to {{ args.to }}"\n',
+    )
+    + 'slack:\n  channels:\n    finance: "#finance-approvals"\n'
+)
+"""The same policy with a summary sentence, and the finance role's own channel."""
+
+desk = harness_serving(FINANCE_DESK)
+
+
+async def test_a_handed_on_card_goes_to_the_backup_roles_channel_and_the_old_card_links_to_it(desk: Harness) -> None:
+    h = desk
+    a = await pay(h, 40, "*APPROVED* <!here>")  # the headline carries a value written to look like hitl's own
+    first = h.card_for(a.id)
+    assert first.channel == h.state.channel("refund-approvals").id  # type: ignore[union-attr]
+    h.clock.advance(30 * 60)
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+
+    [moved] = h.cards("finance-approvals")  # the finance role's channel, not the card's own
+    assert a.id in moved.text and ACTION_APPROVE in json.dumps(moved.blocks)
+    assert (h.card_for(a.id).channel, h.card_for(a.id).ts) == (moved.channel, moved.ts)
+
+    earlier = next(m for m in h.state.messages if (m.channel, m.ts) == (first.channel, first.ts))
+    [line] = earlier.blocks  # one line: the headline, where it went, and a link there
+    assert line["type"] == "rich_text"
+    runs = line["elements"][0]["elements"]
+    headline = next(r for r in runs if r.get("style") == {"bold": True})
+    assert headline["text"] == "Pay USD 40.00 to “*APPROVED* <!here>”"  # as the card's header, inert rich text
+    assert any(r["type"] == "text" and "handed on to finance" in r["text"] for r in runs)
+    [link] = [r for r in runs if r["type"] == "link"]
+    permalink = f"{h.state.base_url}/archives/{moved.channel}/p{moved.ts.replace('.', '')}"
+    assert link == {"type": "link", "url": permalink, "text": "decide it on the newer card"}
+    assert ACTION_APPROVE not in json.dumps(earlier.blocks)
+
+    # A reminder later goes to the new card's thread and calls each who may decide, backup role included.
+    h.clock.advance(20 * 60)  # 10 minutes left: reminder_before
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+    [reminder] = [m for m in h.state.messages if m.thread_ts == moved.ts]
+    assert reminder.channel == moved.channel
+    assert reminder.text.startswith("<@U_SUPPORT1> <@U_SUPPORT2> <@U_FIN1> <@U_FIN2>:")
+
+
+lost_desk = harness_serving(FINANCE_DESK.replace("#finance-approvals", "#no-such-channel"))
+
+
+async def test_a_backup_channel_slack_refuses_still_hands_the_card_on_in_its_own(lost_desk: Harness) -> None:
+    h = lost_desk
+    a = await pay(h, 40, "V-3")
+    first = h.card_for(a.id)
+    h.clock.advance(30 * 60)
+    await h.rt.ctx.notifier.sweep()
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+    assert (await _events(h, a)).count("handed_on") == 1
+    moved = h.card_for(a.id)  # Slack knows no such channel: the card's own channel, mentioning finance
+    assert moved.channel == first.channel and moved.ts != first.ts
+    assert "<@U_FIN1> <@U_FIN2>" in json.dumps(moved.blocks)
+    earlier = next(m for m in h.state.messages if (m.channel, m.ts) == (first.channel, first.ts))
+    [link] = [r for r in earlier.blocks[0]["elements"][0]["elements"] if r["type"] == "link"]
+    assert link["url"].endswith(f"/archives/{moved.channel}/p{moved.ts.replace('.', '')}")

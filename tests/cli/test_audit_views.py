@@ -45,7 +45,7 @@ def test_audit_show_prints_what_each_decider_saw_and_checks_it(cli: Cli, env: di
     assert first["view_digest"] == seen and first["view"]["approvals"] == 0 and first["view"]["status"] == "pending"
     assert "900" in first["view"]["heading"] and second["view"] is None and NO_VIEW in second["detail"]
     text = cli("audit", "show", large)
-    assert text.code == 0 and "its digest checks" in text.out and first["view"]["heading"] in text.out
+    assert text.code == 0 and "at version 1 (checked)" in text.out and first["view"]["heading"] in text.out
     assert text.out.count(NO_VIEW) == 2  # the second decision's detail and its "saw" line
 
     usage = cli("audit", "show")
@@ -104,4 +104,4 @@ def test_a_view_changed_behind_hitls_back_is_caught(cli: Cli, env: dict[str, str
     assert broken.code == 1
     assert broken.json()["broken"]["reason"] == "the view recorded with the decision is not the one its digest names"
     shown = cli("audit", "show", aid)
-    assert shown.code == 1 and "DOES NOT MATCH its digest" in shown.out
+    assert shown.code == 1 and "DOES NOT MATCH: the record was changed after the decision" in shown.out

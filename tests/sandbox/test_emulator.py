@@ -82,6 +82,12 @@ async def test_message_limits(slack: tuple[Emulator, AsyncWebClient, aiohttp.Cli
         [{"type": "carousel"}],
         [
             {
+                "type": "rich_text",
+                "elements": [{"type": "rich_text_section", "elements": [{"type": "link", "text": "x"}]}],
+            }
+        ],
+        [
+            {
                 "type": "actions",
                 "elements": [
                     {
