@@ -115,12 +115,7 @@ async def run_interactive(
             agent = asyncio.create_task(_agent_session(sb)) if config is None else None
             out.print(Text.assemble(("hitl sandbox is up: ", "bold green"), (f"{sb.url}/", "bold underline")))
             # An agent, the CLI or a protected service reaches the same bot here, with a token of api.tokens.
-            out.print(
-                Text.assemble(
-                    ("hitl serve's API: ", "bold"),
-                    f"{sb.bot_url} (HITL_API_URL; keys at {sb.bot_url}/.well-known/jwks.json)",
-                )
-            )
+            out.print(Text.assemble(("hitl serve's API: ", "bold"), f"{sb.bot_url} (HITL_API_URL)"), soft_wrap=True)
             out.print(Text(TRY))
             out.print(Text("It runs until you stop it: Ctrl-C to stop.", style="dim"))
             await asyncio.Event().wait()
