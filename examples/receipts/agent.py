@@ -46,6 +46,8 @@ async def main() -> int:
             return 3
         # The approved arguments (a reviewer may have changed them), with their receipt.
         print("the payment service says:", pay(answer.args, answer.receipt))
+        # Sent again, the receipt is refused: it was spent.
+        print("and to the same receipt again:", pay(answer.args, answer.receipt))
         return 0
     finally:
         await store.close()

@@ -2,7 +2,7 @@
 copy of ``examples/receipts`` (each `hitl` line as `python -m hitl`, each `python` line with this interpreter, on
 free ports in place of 8700-8702). `hitl demo` puts the agent's card in the sandbox; support1 presses Approve
 there, through the page's own endpoint; the agent gets its receipt from `hitl serve` and pays; the payment service
-checks it with the published keys alone and spends it once; a payment without a receipt is refused."""
+checks it with the published keys alone and spends it once: sent again, or left out, it pays nothing."""
 
 from __future__ import annotations
 
@@ -129,16 +129,20 @@ def test_the_receipts_pages_whole_loop_runs_as_written(tmp_path: Path) -> None:
         click = {"user": "U_SUPPORT1", "kind": "click", "channel": found["channel"], "ts": found["ts"]}
         assert _post(f"{page}/sandbox/act", {**click, "action_id": "hitl_approve"})[1]["ok"]  # support1 approves
 
-        assert asking.proc is not None
-        assert asking.proc.wait(timeout=120) == 0, asking.said()
-        paid = json.loads(asking.said().split("the payment service says:", 1)[1])
+        proc = asking.proc
+        assert proc is not None
+        eventually_sync(lambda: proc.poll() is not None, what="the agent to be paid and finish")
+        assert proc.returncode == 0, asking.said()
+        first, again = asking.said().split("the payment service says:", 1)[1].split("and to the same receipt again:")
+        paid = json.loads(first)
         assert paid["paid"] is True and paid["receipt"].startswith("rct_"), asking.said()
-        said = eventually_sync(lambda: "paid 120" in payments.said() and payments.said(), what="the payment")
-        assert "paid 120 to V-1042, approved by ['U_SUPPORT1']" in said
-        # The payment service pays nothing without a receipt, and (as the page says) nothing twice.
+        assert again.strip() == 'refused (409): {"error": "already_spent"}', asking.said()
+        eventually_sync(lambda: "paid 120" in payments.said(), what="the payment service to pay")
+        assert "paid 120 to V-1042, approved by ['U_SUPPORT1']" in payments.said()
+        # Nothing without a receipt either; and it paid once.
         pay = f"http://127.0.0.1:{ports['8702']}/pay"
         assert _post(pay, {"to": "V-1042", "amount": 120}) == (403, {"error": "malformed"})
-        assert said.count("paid ") == 1
+        assert payments.said().count("paid ") == 1
     finally:
         demo.stop(signal.SIGINT)  # Ctrl-C, as the page says
         for t in (payments, asking):
