@@ -294,3 +294,11 @@ def test_the_readme_names_every_server_make_test_installs() -> None:
         said = " ".join(paragraph.split())
         missing = [name for names in SERVERS.values() for name in names if name not in said]
         assert missing == [], (missing, said[:80])
+
+
+def test_make_demo_takes_the_port_the_readme_names() -> None:
+    """`make demo PORT=8800` (as the README says) runs the sandbox on 8800; without PORT, on 8700."""
+    for given, port in ((["PORT=8800"], "8800"), ([], "8700")):
+        planned = subprocess.run(["make", "-n", "demo", *given], cwd=ROOT, capture_output=True, text=True, check=True)
+        assert planned.stdout.splitlines()[-1] == f".venv/bin/hitl demo --port {port}", planned.stdout
+    assert "`make demo PORT=8800`" in (ROOT / "README.md").read_text()
