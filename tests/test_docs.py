@@ -150,6 +150,56 @@ def test_code_blocks_fit_88_columns() -> None:
     assert wide == [], "\n".join(wide)
 
 
+_COMMENT = re.compile(r"(?:^|\s)(#|//|--)(?:\s|$)")
+_ENDS_A_THOUGHT = tuple(".:!?)`\"'…")
+_LEADS_ON = frozenset(
+    "a an the and or but nor to of in on at by for from with without inside into than that which who whose would "
+    "could should may must can will is are be its their your every each as when if so not no like via per".split()
+)
+"""Words no whole thought ends on: a comment ending on one goes on in the next line."""
+
+
+def _comment(line: str) -> tuple[int, str] | None:
+    """Where a line's comment starts (its column) and its text; None without one. A trailing comment stands two
+    spaces after its code, as ruff and the pages write it, so `#` inside code (a URL's fragment) is not one."""
+    for m in _COMMENT.finditer(line):
+        before = line[: m.start(1)]
+        if before.strip() and not before.endswith("  "):
+            continue
+        return m.start(1), line[m.end(1) :].strip()
+    return None
+
+
+def _broken(first: str, then: str) -> bool:
+    """Whether ``then`` (a comment line) carries on the thought ``first``'s comment left unfinished."""
+    a, b = _comment(first), _comment(then)
+    if a is None or b is None or then[: b[0]].strip() or not a[1] or not b[1]:
+        return False
+    last_word = a[1].rsplit(None, 1)[-1].lower()
+    if a[1].endswith((",", "/")) or last_word in _LEADS_ON:
+        return True  # the first hangs, whatever follows
+    if a[0] != b[0]:  # a trailing comment, then a comment line of its own: a new thought
+        return False
+    return not a[1].endswith(_ENDS_A_THOUGHT) and (b[1][0].islower() or b[1][0].isdigit() or b[1][0] in "(`")
+
+
+def test_comments_in_code_blocks_stay_whole() -> None:
+    """A comment in a code block of the README or the site's pages says its thought on one line: one broken across
+    lines to fit 88 columns (the site wraps long lines at the page's edge, mid-word) reads as two half-thoughts,
+    and the second as a comment on the next line of code. Shorten it, or make it two whole sentences."""
+    broken: list[str] = []
+    for path in [ROOT / "README.md", *sorted((DOCS / "pages").glob("*.md"))]:
+        text = path.read_text()
+        shown = [(path.name, block) for block in re.findall(r"^\s*```[^\n]*\n(.*?)^\s*```", text, re.S | re.M)]
+        for included in re.findall(r'^--8<-- "([^":]+)"$', text, re.M):  # whole files shown as code
+            if not included.endswith(".md"):
+                shown.append((included, (ROOT / included).read_text()))
+        for name, block in shown:
+            lines = block.splitlines()
+            broken += [f"{name}: {a.strip()} / {b.strip()}" for a, b in itertools.pairwise(lines) if _broken(a, b)]
+    assert broken == [], "\n".join(broken)
+
+
 def test_the_slack_setup_agrees_with_the_manifest_and_a_pip_install() -> None:
     """The setup steps count the manifest's URLs as it has them, and give paths a pip user has (`hitl init` writes
     them): no step sends a reader to the repository's examples/ folder as the only way."""

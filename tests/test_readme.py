@@ -268,3 +268,37 @@ def test_the_readmes_sample_output_of_hitl_run_is_what_it_prints(tmp_path: Path)
 
     printed = {plain(line) for line in ran.stdout.splitlines()}
     assert shown and [line for line in shown if plain(line) not in printed] == [], ran.stdout
+
+
+SERVERS = {
+    "redis": ("redis-server",),
+    "postgres": ("PostgreSQL",),
+    "chromium": ("Chromium",),
+    "tools": ("curl", "jq"),
+    "node": ("Node.js", "jose"),
+}
+"""What each Makefile target `make pytest` depends on installs (scripts/ensure-*), as the README names it."""
+
+
+def test_the_readme_names_every_server_make_test_installs() -> None:
+    """Each README paragraph on what `make test` does names every server and tool it makes sure of: a reader
+    without PostgreSQL learns it from the README, not from a failing test."""
+    makefile = (ROOT / "Makefile").read_text()
+    [needs] = re.findall(r"^pytest: \$\(STAMP\) (.+)$", makefile, re.M)
+    assert set(needs.split()) == set(SERVERS)  # a new server for the tests gets its names here, and in the README
+    for target in SERVERS:
+        assert re.search(rf"^{target}:\n\t@scripts/ensure-", makefile, re.M), target
+    paragraphs = [p for p in (ROOT / "README.md").read_text().split("\n\n") if p.startswith("`make test`")]
+    assert len(paragraphs) == 2, paragraphs  # what it installs (the demo section), and what it runs (Contributing)
+    for paragraph in paragraphs:
+        said = " ".join(paragraph.split())
+        missing = [name for names in SERVERS.values() for name in names if name not in said]
+        assert missing == [], (missing, said[:80])
+
+
+def test_make_demo_takes_the_port_the_readme_names() -> None:
+    """`make demo PORT=8800` (as the README says) runs the sandbox on 8800; without PORT, on 8700."""
+    for given, port in ((["PORT=8800"], "8800"), ([], "8700")):
+        planned = subprocess.run(["make", "-n", "demo", *given], cwd=ROOT, capture_output=True, text=True, check=True)
+        assert planned.stdout.splitlines()[-1] == f".venv/bin/hitl demo --port {port}", planned.stdout
+    assert "`make demo PORT=8800`" in (ROOT / "README.md").read_text()

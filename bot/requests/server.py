@@ -78,10 +78,10 @@ class _MalformedHttp(logging.Filter):
 _QUIET = _MalformedHttp()
 
 
-async def serve_locally(runner: web.AppRunner) -> int:
-    """Serve a set-up ``runner`` on 127.0.0.1, on a port the system picks (the sandbox, tests and benchmarks: never
-    another interface); returns the port."""
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+async def serve_locally(runner: web.AppRunner, port: int = 0) -> int:
+    """Serve a set-up ``runner`` on 127.0.0.1 (the sandbox, tests and benchmarks: never another interface), on
+    ``port`` or, by default, one the system picks; returns the port."""
+    site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     server = site._server  # aiohttp gives the bound port only through its server's sockets
     assert server is not None and hasattr(server, "sockets")

@@ -62,6 +62,7 @@ __all__ = [
     "ReviewersQuery",
     "RunStartRequest",
     "RunView",
+    "TokenView",
     "TrustList",
     "TrustQuery",
     "TrustRevoked",
@@ -768,3 +769,20 @@ class DelegationList(_Out):
     """The delegations in force that concern the caller (every one, for an admin)."""
 
     delegations: list[DelegationView]
+
+
+# -- the caller ---------------------------------------------------------------------------------------------
+class TokenView(_Out):
+    """Who a token acts as, and what it may do: what a client says before it acts (the CLI's first line on stderr)."""
+
+    reviewer: str
+    """The reviewer id the token acts as (``api.tokens[].reviewer``)."""
+    token: str
+    """The token's name (never its text)."""
+    scopes: list[str]
+    roles: list[str] | None
+    """The roles it decides with, when narrowed to some of its reviewer's."""
+    tools: list[str] | None
+    """The tools it sees, when narrowed."""
+    audience: str | None
+    """For a ``redeem`` token: the protected system whose receipts it spends."""

@@ -243,10 +243,10 @@ async def _group_work(
 ) -> int:
     """``hitl resume ID ID ...``: through the API when it is configured, else against the store."""
     from hitl.cli.groups import decide_group_locally, group_exit_code
-    from hitl.cli.remote import remote_from_env
+    from hitl.cli.remote import connect
     from hitl.engine.runtime.process import open_runtime
 
-    client = remote_from_env()
+    client = await connect(settings.reviewer)
     if client is not None:
         view = await client.decide_group(targets, kind, reason=reason)
     else:
@@ -373,13 +373,13 @@ async def _resume_one(
     """``hitl resume ID``: through ``hitl serve``'s API when it is configured, else on the store itself (decide,
     continue the run, say how it went); returns the exit code."""
     from hitl.cli.flows import approval_view, decide_and_resume, remote_resume
-    from hitl.cli.remote import remote_from_env
+    from hitl.cli.remote import connect
     from hitl.engine.runtime.process import open_runtime
 
     how: dict[str, Any] = dict(
         reason=reason, confirm=confirm, args=args, overrides=overrides, force=force, replace_args=replace_args
     )
-    client = remote_from_env()
+    client = await connect(settings.reviewer)
     if client is not None:
         return await remote_resume(client, out, target, kind, **how)
     async with open_runtime(settings.runtime, kind="cli") as rt:
@@ -412,7 +412,7 @@ def pending(
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import approval_view
     from hitl.cli.output import Out
-    from hitl.cli.remote import remote_from_env
+    from hitl.cli.remote import connect
     from hitl.engine.domain.ranking import PendingOrder, why_ranked
     from hitl.engine.errors import InvalidInput
     from hitl.engine.runtime.process import open_runtime
@@ -422,7 +422,7 @@ def pending(
     sort: PendingOrder = "age" if order is Order.AGE else "rank"
 
     async def work() -> int:
-        client = remote_from_env()
+        client = await connect(settings.reviewer)
         if client is not None:  # the token says who is asking: the approvals it may decide
             listed = await client.pending(limit=limit, order=sort)
             out.pending(listed.items, waiting=listed.waiting)
@@ -468,14 +468,14 @@ def show(
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import approval_view, resolve_target
     from hitl.cli.output import Out, approval_json
-    from hitl.cli.remote import remote_from_env
+    from hitl.cli.remote import connect
     from hitl.engine.runtime.process import open_runtime
 
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
     async def work() -> int:
-        client = remote_from_env()
+        client = await connect(None)
         if client is not None:
             view = await client.approval(target)
             out.emit(approval_json(view.model_copy(update={"audit": None}))) if out.json else out.approval(view)
@@ -527,7 +527,7 @@ def audit(
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import resolve_target
     from hitl.cli.output import Out
-    from hitl.cli.remote import remote_from_env
+    from hitl.cli.remote import connect
     from hitl.engine.errors import InvalidInput
     from hitl.engine.runtime.process import open_runtime
 
@@ -546,7 +546,7 @@ def audit(
     settings = CliSettings.resolve(store=store, config=None, reviewer=None)
 
     async def work() -> int:
-        client = remote_from_env()
+        client = await connect(None)
         if client is not None:
             if target in ("verify", "head"):
                 raise InvalidInput(f"`hitl audit {target}` reads the store itself: run it where HITL_STORE reaches")
@@ -713,9 +713,24 @@ def main() -> None:
 def token_new(
     name: Annotated[str, typer.Option("--name", help="A label for logs and the audit trail (api:<name>).")],
     reviewer: Annotated[str, typer.Option("--as", help="The reviewer id the token acts as (the ids roles list).")],
-    scope: Annotated[list[str], typer.Option("--scope", help="read, decide, propose, run or admin (repeatable).")],
+    scope: Annotated[
+        list[str],
+        typer.Option(
+            "--scope",
+            help="read, decide, propose, run, redeem (a protected system spending receipts), claim or admin "
+            "(repeatable).",
+        ),
+    ],
     role: Annotated[list[str] | None, typer.Option("--role", help="Decide only with these roles.")] = None,
     tool: Annotated[list[str] | None, typer.Option("--tool", help="See and decide only these tools.")] = None,
+    audience: Annotated[
+        str | None,
+        typer.Option(
+            "--audience",
+            help="With --scope redeem: the protected system the token speaks for; it spends only receipts whose "
+            "aud names it (receipts.tools.<tool>.audience).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Make an API token: prints it once, and the entry to paste under api.tokens in hitl.yaml (only its hash)."""
@@ -723,13 +738,20 @@ def token_new(
 
     from hitl.api import mint_token, token_hash
     from hitl.cli.output import Out
-    from hitl.engine.config.api import ApiTokenSpec
+    from hitl.engine.config.api import ApiTokenSpec, Scope
 
     out = Out(as_json=as_json)
     try:
-        spec = ApiTokenSpec(name=name, sha256="0" * 64, reviewer=reviewer, scopes=scope, roles=role, tools=tool)
+        spec = ApiTokenSpec(
+            name=name, sha256="0" * 64, reviewer=reviewer, scopes=scope, roles=role, tools=tool, audience=audience
+        )
     except ValidationError as exc:
         raise typer.BadParameter("; ".join(str(e["msg"]) for e in exc.errors())) from None
+    if audience is not None and not spec.may(Scope.REDEEM):
+        # An audience only narrows what a token may spend: on a token that spends nothing it would mean nothing.
+        raise typer.BadParameter(
+            "--audience is for a token that spends receipts: add --scope redeem", param_hint="--audience"
+        )
     token = mint_token()
     entry = spec.model_copy(update={"sha256": token_hash(token)}).model_dump(mode="json", exclude_none=True)
     if out.json:

@@ -115,11 +115,11 @@ def as_reviewer(
 def _run(what: str, out: Out, settings: CliSettings, ways: Ways[T], read_only: bool, guard: Guard | None) -> None:
     from hitl.cli.command import run_command
     from hitl.cli.flows import refuse_claimed_in_production
-    from hitl.cli.remote import remote_from_env
+    from hitl.cli.remote import connect
     from hitl.engine.runtime.process import open_runtime
 
     async def work() -> int:
-        client = remote_from_env()
+        client = await connect(settings.reviewer)
         if client is not None:
             call = ways.remote
             result = call.read(await client.call(call.method, call.path, json=call.json, query=call.query))

@@ -1,12 +1,18 @@
 """The CLI as an API client: with ``HITL_API_URL`` and ``HITL_TOKEN`` set, ``hitl pending/show/resume/audit`` go
 through ``hitl serve``'s HTTP API, so a reviewer's decision is authenticated by their token (and audited as
-``api:<token name>``) instead of by whatever ``--as`` says."""
+``api:<token name>``) instead of by whatever ``--as`` says.
+
+Exported variables are easy to forget: an agent's token left in the shell would make a reviewer's ``hitl pending``
+ask as the agent, and answer "no pending approvals". So :func:`connect` says on stderr, before anything else, which
+address and identity the command uses, and refuses an ``--as`` that names someone the token does not act as.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json as jsonlib
 import os
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -14,12 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.api.models import ApprovalList, ApprovalView, AuditList, AuditView, GroupDecisionView, RunView
+import typer
+
+from hitl.api.models import ApprovalList, ApprovalView, AuditList, AuditView, GroupDecisionView, RunView, TokenView
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.errors import EngineError, ErrorCode
 
-__all__ = ["ApiClient", "RemoteRefused", "remote_from_env"]
+__all__ = ["ApiClient", "RemoteRefused", "connect", "remote_from_env"]
 
 _CODES = {c.value for c in ErrorCode}
 _BY_STATUS = {
@@ -66,6 +74,10 @@ class ApiClient:
             mapped = ErrorCode(code) if code in _CODES else _BY_STATUS.get(status, ErrorCode.STORE_ERROR)
             raise RemoteRefused(f"{err.get('message', f'HTTP {status}')} (API: {status} {code})", code=mapped)
         return body
+
+    async def whoami(self) -> TokenView:
+        """Who the token acts as (``GET /whoami``)."""
+        return TokenView.model_validate(await self.call("GET", "/whoami"))
 
     async def approval(self, target: str) -> ApprovalView:
         """An approval id, or a session id whose run waits on an approval."""
@@ -174,3 +186,37 @@ def remote_from_env(environ: Mapping[str, str] = os.environ) -> ApiClient | None
             code=ErrorCode.INVALID_INPUT,
         )
     return ApiClient(url, token)
+
+
+async def connect(claimed: str | None, environ: Mapping[str, str] = os.environ) -> ApiClient | None:
+    """The API client the environment describes, once it has said on stderr where it asks and as whom; None when
+    ``HITL_API_URL`` and ``HITL_TOKEN`` are not set (the command acts on the store).
+
+    Args:
+        claimed: who the command was told is acting (``--as`` or ``HITL_REVIEWER``); naming anyone but the token's
+            reviewer is a usage error (exit 2) that names both, since the token, not the flag, decides who acts.
+    """
+    client = remote_from_env(environ)
+    if client is None:
+        return None
+    me = await client.whoami()
+    if claimed and claimed != me.reviewer:
+        who, acts = _plain(claimed), _plain(me.reviewer)
+        raise typer.BadParameter(
+            f"HITL_TOKEN acts as {acts} (token {_plain(me.token)}) at {client.url}, not as {who}: unset "
+            f"HITL_API_URL and HITL_TOKEN to act on the store as {who}, set HITL_TOKEN to a token of {who}'s "
+            f"(hitl token new --as {who}), or drop --as (and HITL_REVIEWER) to act as {acts}",
+            param_hint="--as",
+        )
+    # The token's last four characters tell two tokens of one reviewer apart, and give away nothing of it.
+    shown = ("hitl_" if client.token.startswith("hitl_") else "") + "…" + client.token[-4:]
+    sys.stderr.write(
+        f"hitl: asking {client.url} as {_plain(me.reviewer)} (token {_plain(me.token)}: {_plain(shown)})\n"
+    )
+    sys.stderr.flush()
+    return client
+
+
+def _plain(text: str) -> str:
+    """A name from the server or the command line, printed on one line whatever it holds."""
+    return text if text.isprintable() else jsonlib.dumps(text)

@@ -236,6 +236,12 @@ def demo(
     scripted: Annotated[bool, typer.Option("--scripted", help="Run the scenario headless and exit.")] = False,
     cli: Annotated[bool, typer.Option("--cli", help="The CLI-only walkthrough (no Slack sandbox).")] = False,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port for the sandbox page.")] = 8700,
+    api_port: Annotated[
+        int | None,
+        typer.Option(
+            "--api-port", min=0, max=65535, help="Port for hitl serve's API (HITL_API_URL; default: --port + 1)."
+        ),
+    ] = None,
     store: Annotated[
         str | None, typer.Option("--store", help="Keep the sandbox's approvals in this store (default: a throwaway).")
     ] = None,
@@ -243,7 +249,9 @@ def demo(
         str | None, typer.Option("--config", help="Show your own hitl.yaml (roles become the sandbox's people).")
     ] = None,
 ) -> None:
-    """The refund example in a local Slack sandbox in your browser (no Slack account, no Redis, no network)."""
+    """The refund example in a local Slack sandbox in your browser (no Slack account, no Redis, no network).
+
+    It runs until you stop it (Ctrl-C), printing the page's address and hitl serve's API address (HITL_API_URL)."""
     from hitl.cli.command import run_service
     from hitl.cli.output import Out
 
@@ -259,8 +267,22 @@ def demo(
 
         raise typer.Exit(asyncio.run(run_scripted()))
 
+    # The API beside the page (8701 beside 8700), so a page of the docs can name it; any free one beside 0.
+    beside = _beside(port, api_port)
+
     async def interactive() -> int:
-        await run_interactive(port=port, store_url=store, config=config)
+        await run_interactive(port=port, store_url=store, config=config, api_port=beside)
         return 0
 
-    run_service(Out(as_json=False), interactive, address="--port")  # the sandbox binds 127.0.0.1 only
+    run_service(Out(as_json=False), interactive, address="--port/--api-port")  # the sandbox binds 127.0.0.1 only
+
+
+def _beside(port: int, api_port: int | None) -> int:
+    """The API's port: the one asked for, else the page's next (0, any free one, beside 0)."""
+    if api_port is not None:
+        return api_port
+    if port == 0:
+        return 0
+    if port == 65535:
+        raise typer.BadParameter("the API goes on --port + 1: pick a lower --port, or --api-port", param_hint="--port")
+    return port + 1

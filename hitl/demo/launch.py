@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from hitl.bot.requests.server import http_app, serve_locally
+from hitl.bot.requests.server import serve_locally
 from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
@@ -67,6 +67,10 @@ class Sandbox:
     bot_runner: web.AppRunner
     config_path: str
 
+    bot_url: str
+    """``hitl serve`` as the sandbox runs it: Slack's endpoints, and the HTTP API at ``/api/v1`` with the receipts'
+    public keys at ``/.well-known/jwks.json`` (``HITL_API_URL`` for an agent or a protected service)."""
+
     @property
     def url(self) -> str:
         return self.emulator.url
@@ -87,8 +91,10 @@ async def start_sandbox(
     port: int = 0,
     clock: Clock | None = None,
     worker: bool = True,
+    api_port: int = 0,
 ) -> Sandbox:
-    """Start the sandbox: the Slack stand-in on 127.0.0.1, its page, and ``hitl serve``'s bot wired to it.
+    """Start the sandbox: the Slack stand-in on 127.0.0.1, its page, and ``hitl serve``'s bot wired to it, served
+    as ``hitl serve`` serves it (the API and the receipts' keys too) on ``api_port`` (default: a free one).
     ``clock`` is the approvals' (and the messages' times); Slack's pace, the stand-in's and the bot's, runs on
     real time, as it does in Slack."""
     config = load_config(config_path)
@@ -110,13 +116,15 @@ async def start_sandbox(
     if store_url:
         settings = settings.model_copy(update={"hitl_store": store_url})
     rt = await build_server(settings, store=store, clock=clock, replica="sandbox-bot", pace_clock=SystemClock())
-    bot_runner = web.AppRunner(http_app(rt.bot), shutdown_timeout=1.0)
+    bot_runner = web.AppRunner(rt.web_app(), shutdown_timeout=1.0)
     await bot_runner.setup()
-    bot_port = await serve_locally(bot_runner)
+    bot_port = await serve_locally(bot_runner, api_port)
     http = aiohttp.ClientSession()
     dispatcher = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{bot_port}/slack/events", signing_secret=secret)
     dispatcher.after = rt.ctx.wait_idle
     page.dispatcher = dispatcher
     if worker:
         rt.background.start()
-    return Sandbox(state, page, emulator, rt, dispatcher, http, bot_runner, str(config_path))
+    return Sandbox(
+        state, page, emulator, rt, dispatcher, http, bot_runner, str(config_path), f"http://127.0.0.1:{bot_port}"
+    )

@@ -45,13 +45,24 @@ TRY = """Things to try (switch people with "Acting as"):
 
 
 async def _start(
-    tmp: str, port: int, *, worker: bool = True, store_url: str | None = None, config: str | None = None
+    tmp: str,
+    port: int,
+    *,
+    worker: bool = True,
+    store_url: str | None = None,
+    config: str | None = None,
+    api_port: int = 0,
 ) -> Sandbox:
     """The sandbox on the example's policy and a throwaway store, or on the ``config`` and ``store_url`` given."""
     os.environ["HITL_SHOP_DB"] = str(Path(tmp) / "shop.db")
     store = None if store_url else SqliteStore(Path(tmp) / "hitl.db")
     return await start_sandbox(
-        config_path=config or refund_example() / "hitl.yaml", store=store, store_url=store_url, port=port, worker=worker
+        config_path=config or refund_example() / "hitl.yaml",
+        store=store,
+        store_url=store_url,
+        port=port,
+        worker=worker,
+        api_port=api_port,
     )
 
 
@@ -85,12 +96,17 @@ async def _refund(sb: Sandbox, amount: int, note: str, order: str = "78291") -> 
 
 
 async def run_interactive(
-    port: int = 8700, host: str = "127.0.0.1", *, store_url: str | None = None, config: str | None = None
+    port: int = 8700,
+    host: str = "127.0.0.1",
+    *,
+    store_url: str | None = None,
+    config: str | None = None,
+    api_port: int = 0,
 ) -> None:
-    """``hitl demo``: the sandbox in the browser until interrupted."""
+    """``hitl demo``: the sandbox in the browser until interrupted, and ``hitl serve``'s API on ``api_port``."""
     out = Console(highlight=False)
     with tempfile.TemporaryDirectory(prefix="hitl-sandbox-") as tmp:
-        sb = await _start(tmp, port, store_url=store_url, config=config)
+        sb = await _start(tmp, port, store_url=store_url, config=config, api_port=api_port)
         try:
             await _refund(sb, 120, HOSTILE_NOTE)
             await _refund(sb, 899, "Whole order damaged, please refund everything.")
@@ -98,8 +114,10 @@ async def run_interactive(
             # The Trust story needs the example's refund tool: not started on a policy of your own.
             agent = asyncio.create_task(_agent_session(sb)) if config is None else None
             out.print(Text.assemble(("hitl sandbox is up: ", "bold green"), (f"{sb.url}/", "bold underline")))
+            # An agent, the CLI or a protected service reaches the same bot here, with a token of api.tokens.
+            out.print(Text.assemble(("hitl serve's API: ", "bold"), f"{sb.bot_url} (HITL_API_URL)"), soft_wrap=True)
             out.print(Text(TRY))
-            out.print(Text("Ctrl-C to stop.", style="dim"))
+            out.print(Text("It runs until you stop it: Ctrl-C to stop.", style="dim"))
             await asyncio.Event().wait()
             if agent is not None:
                 agent.cancel()

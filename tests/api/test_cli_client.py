@@ -45,11 +45,13 @@ async def test_a_reviewer_decides_from_the_cli_through_the_api(api: Api) -> None
     code, body, err = await hitl(
         "resume", approval_id, "--approve", "--as", "U_FIN1", "--json", env=as_token(api, "sup1")
     )
+    assert code == 2 and "U_FIN1" in err and "acts as U_SUPPORT1" in err, err  # the token, not --as, says who acts
+    code, body, err = await hitl("resume", approval_id, "--approve", "--json", env=as_token(api, "sup1"))
     assert code == 0, err
     assert body["approval"]["status"] == "approved"
     assert body["status"] == "approved" and body["run"] is None  # an agent's approval: only the decision was taken
     assert "runs the call when it next checks" in body["next"]
-    assert body["approval"]["decisions"][0]["reviewer"] == "U_SUPPORT1"  # the token's identity, not --as
+    assert body["approval"]["decisions"][0]["reviewer"] == "U_SUPPORT1"  # the token's identity
     assert body["approval"]["decisions"][0]["via"] == "api:sup1"
 
     code, trail, _ = await hitl("audit", approval_id, "--json", env=as_token(api, "reader"))
@@ -61,6 +63,46 @@ async def test_a_reviewer_decides_from_the_cli_through_the_api(api: Api) -> None
 
     code, _, err = await hitl("pending", env={**as_token(api, "sup1"), "HITL_TOKEN": "wrong"})
     assert code == 1 and "Bearer" in err
+
+
+async def test_every_command_through_the_api_says_where_it_asks_and_as_whom(api: Api) -> None:
+    """The newcomer's trap: the agent's HITL_API_URL and HITL_TOKEN still exported, a reviewer's `--as` was silently
+    ignored and the agent's empty queue printed. Now every command says which address and identity it uses (one
+    line on stderr), and an `--as` the token does not act as stops it (exit 2), naming both and what to do."""
+    status, proposal = await api.call(
+        "POST",
+        "/proposals",
+        as_="agent",
+        json={"session": "s-who", "tool": "refund", "args": REFUND, "idempotency_key": "k-who"},
+    )
+    assert status == 200
+    approval_id = proposal["approval"]["id"]
+    agent = as_token(api, "agent")
+    line = f"hitl: asking {api.h.bot_url} as agent:remote (token agent: …gent)"
+
+    code, out, err = await hitl("pending", "--as", "U_SUPPORT1", "--config", str(api.config), env=agent)
+    assert code == 2 and out == "", (out, err)
+    [said] = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert "--as" in said and "HITL_TOKEN acts as agent:remote (token agent)" in said, said
+    assert "not as U_SUPPORT1" in said, said
+    assert "unset HITL_API_URL and HITL_TOKEN" in said and "a token of U_SUPPORT1's" in said, said
+    assert said.endswith("[usage]") and "Traceback" not in err
+
+    for argv in (["pending"], ["show", approval_id], ["audit", approval_id], ["trust", "list"]):
+        code, out, err = await hitl(*argv, env=agent)
+        assert code == 0, (argv, err)
+        assert err.splitlines()[0] == line, (argv, err)  # said first, once, whatever the command prints
+        assert err.count("hitl: asking") == 1
+    code, listed, err = await hitl("pending", "--as", "U_SUPPORT1", "--json", env=as_token(api, "sup1"))
+    assert code == 0 and [a["id"] for a in listed["pending"]] == [approval_id], err  # --as agreeing: fine
+    assert err.splitlines() == [f"hitl: asking {api.h.bot_url} as U_SUPPORT1 (token sup1: …rt-1)"]
+    code, _, err = await hitl("resume", approval_id, "--approve", "--as", "U_SUPPORT2", env=as_token(api, "sup1"))
+    assert code == 2 and "acts as U_SUPPORT1" in err, err
+    code, shown, _ = await hitl("show", approval_id, "--json", env=agent)
+    assert code == 0 and shown["status"] == "pending"  # the refused decision recorded nothing
+
+    code, _, err = await hitl("pending", env={**agent, "HITL_API_URL": "", "HITL_TOKEN": ""})
+    assert "hitl: asking" not in err  # acting on the store says nothing of an API
 
 
 async def test_resuming_a_run_through_the_api_waits_for_the_server_to_continue_it(api: Api) -> None:

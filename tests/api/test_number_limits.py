@@ -9,6 +9,7 @@ import pytest
 from hitl.engine.domain.hashing import MAX_EXACT_INT
 from hitl.testing import FakeClock
 from tests.api.conftest import sqlite_api
+from tests.bot.conftest import ROOT
 
 
 async def test_a_proposal_with_a_number_too_large_is_a_422(
@@ -25,3 +26,21 @@ async def test_a_proposal_with_a_number_too_large_is_a_422(
             assert problem["error"]["code"] == "invalid_input" and str(MAX_EXACT_INT) in problem["error"]["message"]
         status, listed = await api.call("GET", "/approvals?status=any", as_="admin")
         assert listed["items"] == []
+
+
+async def test_the_receipts_page_quotes_each_refusal_as_the_api_words_it(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's number rule gives the refusals' exact wording (22 digits, an exponent, a number too long to
+    read): each is what a proposal gets from the real API (with the page's argument `n` for `amount`)."""
+    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    page = " ".join((ROOT / "docs" / "pages" / "receipts.md").read_text().split())
+    async with sqlite_api(tmp_path, clock) as api:
+        for i, amount in enumerate(["1" + "0" * 21, "1e21", "9" * 10_000]):
+            raw = f'{{"session": "s", "tool": "refund", "idempotency_key": "q{i}", "args": {{"order_id": "1", '
+            raw += f'"customer_id": "C", "amount": {amount}}}}}'
+            headers = {"Content-Type": "application/json"}
+            status, problem = await api.call("POST", "/proposals", as_="agent", data=raw, headers=headers)
+            assert status == 422 and problem["error"]["code"] == "invalid_input", problem
+            said = problem["error"]["message"].replace("args.amount", "args.n")
+            assert f"`{said}`" in page, said

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,6 +112,17 @@ def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -
             page = resp.read().decode()
             assert resp.headers["Content-Security-Policy"].startswith("default-src 'self'")
         assert "hitl sandbox" in page
+        # hitl serve's API beside it, printed, where an agent, the CLI or a protected service reaches the same bot.
+        printed = (tmp_path / "demo.log").read_text()
+        api = re.search(r"hitl serve's API: (http://127\.0\.0\.1:\d+) \(HITL_API_URL", printed)
+        assert api and "It runs until you stop it: Ctrl-C to stop." in printed, printed
+        request = urllib.request.Request(f"{api.group(1)}/api/v1/approvals", headers={"Authorization": "Bearer x"})
+        try:
+            urllib.request.urlopen(request, timeout=10)
+        except urllib.error.HTTPError as exc:  # the API itself: a token it does not know is refused
+            assert exc.code == 401 and json.loads(exc.read())["error"]["code"] == "unauthorized"
+        else:
+            raise AssertionError("the API answered an unknown token")
 
         def state() -> dict[str, Any]:
             with urllib.request.urlopen(f"{url}/sandbox/state?user=U_SUPPORT1", timeout=10) as resp:
