@@ -98,8 +98,10 @@ def show(value: Any) -> Shown:
         text = '"' + revealed.replace("\n", f"{_LINE_BREAK}\n") + '"'
         alike, other = lookalikes(value), reads_as(value)
         warnings = [*alike, *_hidden_warning(hidden)]
-        if other is not None:
-            warnings.append(f"text, not {_ARTICLE[other]}: only its quotes tell it from {value.strip()}")
+        if other is not None:  # the value in the warning is digits, signs and a word only: inert, and bounded
+            bare = value.strip()
+            bare = bare if len(bare) <= 40 else bare[:40] + "…"
+            warnings.append(f"text, not {_ARTICLE[other]}: only its quotes tell it from {bare}")
         if breaks:
             warnings.append(f"{breaks} line break{'s' if breaks != 1 else ''} inside the text (shown as {_LINE_BREAK})")
         marks = _marks(alike=bool(alike), hidden=hidden, other=other)
