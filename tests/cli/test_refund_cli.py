@@ -423,8 +423,8 @@ def test_every_listing_and_help_fits_80_columns_whole(cli: Cli) -> None:
     for name, text in shown.items():
         assert "…" not in text and "..." not in text, (name, text)
         assert max(map(len, text.splitlines())) <= 80, (name, text)
-    wide = cli("pending", COLUMNS="200").out.splitlines()  # issue 63: a compact list at any width, not a table
-    assert wide[0] == "1 pending approval · the most important first" and len(wide) == 4, wide
+    listed = cli("pending", COLUMNS="200").out.splitlines()  # issue 63: a compact list at any width, not a table
+    assert listed[0] == "1 pending approval · the most important first" and len(listed) == 4, listed
 
     def every(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         found = [path]
