@@ -16,12 +16,13 @@ from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, refusal_text
 from hitl.bot.listeners.delegate import delegate_command, delegations_text
 from hitl.bot.requests.payloads import command, interaction
-from hitl.bot.views.blocks import card, compact_card, ranked_line, when, who
+from hitl.bot.views.blocks import card, when, who
 from hitl.bot.views.escape import label
+from hitl.bot.views.queue import queue_entry
 from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.halts import EVERY_TOOL
 from hitl.engine.domain.models import DecisionKind
-from hitl.engine.domain.ranking import waiting_text
+from hitl.engine.domain.ranking import queue_order, waiting_text
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
 
@@ -176,7 +177,7 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
     page = await ctx.store.approvals.list_pending(
         roles=roles, exclude_requester=user, limit=PAGE, cursor=cursor, order="rank", now=now
     )
-    mine = [a for a in page.items if may_vote(a, reviewer, now)]
+    mine = queue_order([a for a in page.items if may_vote(a, reviewer, now)], now=now)
     if not mine and page.cursor is None:
         return {"text": ":tada: Nothing is waiting for you."}
     waiting = await ctx.store.approvals.count_pending(roles=roles, exclude_requester=user, now=now)
@@ -190,10 +191,15 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
             },
         }
     ]
-    for a in mine:
-        declared = ctx.config.declared_schema(a.tool)
-        # The rank line stands where a divider stood: a page of PAGE items stays inside Slack's 50 blocks.
-        blocks += [ranked_line(a, now=now), *compact_card(a, now=now, view=ctx.config.present(a), declared=declared)]
+    for a in mine:  # a list, not a wall of cards: two lines each, the card one link away
+        entry = queue_entry(a, view=ctx.config.present(a), now=now, link=await ctx.home.card_link(a))
+        blocks.append(
+            {
+                "type": "section",
+                "block_id": f"hitl_pending:{a.id}",
+                "text": {"type": "mrkdwn", "text": entry[:2900], "verbatim": True},
+            }
+        )
     if page.cursor:
         blocks.append(
             {

@@ -28,6 +28,7 @@ from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
 from hitl.engine.domain.presentation import Presentation, present
+from hitl.engine.domain.ranking import queue_order
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
 
@@ -216,7 +217,7 @@ class HomeTabs:
         page = await approvals.list_pending(
             roles=roles, exclude_requester=reviewer.id, limit=SHOWN, order="rank", now=now
         )
-        mine = [a for a in page.items if may_vote(a, reviewer, now)]
+        mine = queue_order([a for a in page.items if may_vote(a, reviewer, now)], now=now)
         count = await approvals.count_pending(roles=roles, exclude_requester=reviewer.id, now=now)
         return [Waiting(a, await self._link(a)) for a in mine], page.cursor is not None, count
 
@@ -229,6 +230,10 @@ class HomeTabs:
                 out.append((a, mine[-1]))
         out.sort(key=lambda pair: pair[1].at, reverse=True)
         return out[:SHOWN]
+
+    async def card_link(self, a: Approval) -> str | None:
+        """The permalink of ``a``'s card, as its Home line links it (None while it has no card)."""
+        return await self._link(a)
 
     async def _link(self, a: Approval) -> str | None:
         """The card's permalink (``chat.getPermalink``, remembered): None while it has no card."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hitl.bot.requests.button_values import parse_button_value
-from hitl.engine.domain.display import Shown, graphemes_cut, reveal, show
+from hitl.engine.domain.display import Shown, excerpt, reveal, show
 from hitl.engine.domain.models import Approval
 
 __all__ = [
@@ -134,11 +134,12 @@ def _listed(
         shown = show(value)
         spec = specs.get(name)
         elements.append({"type": "rich_text_section", "elements": name_line(name, shown, spec or None)})
-        excerpt = graphemes_cut(shown.text, share)
-        elements.append({"type": "rich_text_preformatted", "elements": [_text(excerpt or " ")], "border": 0})
-        if excerpt != shown.text:
+        start, covered = excerpt(value, share)
+        elements.append({"type": "rich_text_preformatted", "elements": [_text(start or " ")], "border": 0})
+        if start != shown.text:
             cut.append((i, name, shown))
-            note = f" Cut: the first {len(excerpt):,} of {len(shown.text):,} characters ({shown.length:,} in the value)"
+            # One count everywhere: the value's own characters, as the "Show in full" button says it.
+            note = f" Cut: the first {covered:,} of {shown.length:,} characters"
             elements.append({"type": "rich_text_section", "elements": [_emoji("scissors"), _text(note, italic=True)]})
     return elements, cut
 

@@ -21,13 +21,13 @@ from hitl.bot.views.controls import (
 )
 from hitl.bot.views.escape import label
 from hitl.bot.views.evidence import evidence_blocks
+from hitl.bot.views.marks import look_closely_line
 from hitl.engine.domain.display import graphemes_cut, reveal, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
 from hitl.engine.domain.presentation import DECISION_VERBS, STATE_TITLES, Presentation, present
-from hitl.engine.domain.ranking import why_ranked
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.runner.step_context import DOUBT
@@ -36,11 +36,8 @@ __all__ = [
     "HALTED",
     "card",
     "card_text",
-    "COMPACT_BUDGET",
-    "compact_card",
     "expires_in",
     "halt_notice",
-    "ranked_line",
     "relative",
     "value_box",
     "when",
@@ -117,13 +114,16 @@ def card(
     emoji is its own element); the arguments follow in boxes; the ids and the hash come after the decision; the
     untrusted evidence last, quoted, in a style nothing else uses."""
     view = view or present(a, declared=declared)
+    marked = "⚠ " if view.look_closely else ""  # the headline carries its values' marks, where the eye starts
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": graphemes_cut(view.heading, 150), "emoji": False},
+            "text": {"type": "plain_text", "text": marked + graphemes_cut(view.heading, 150), "emoji": False},
         },
         {"type": "section", "fields": _fields(a, now)},
     ]
+    if view.look_closely:
+        blocks.append(look_closely_line(a, view.look_closely))
     if halt is not None and a.status is Status.PENDING:
         blocks.append(_halted(halt))
     if _in_doubt(a):
@@ -181,35 +181,6 @@ def _identity(a: Approval, *, commands: bool) -> dict[str, Any]:
     ids = f"Approval {a.id} v{a.version} · action hash {short_hash(a.action_hash)}"
     text = f"Or: `/hitl approve {a.id}`  ·  `/hitl show {a.id}`\n{ids}" if commands else ids
     return {"type": "context", "block_id": f"hitl_ids:{a.id}", "elements": [{"type": "mrkdwn", "text": text}]}
-
-
-COMPACT_BUDGET = 600
-"""Characters of values a compact card shows (``/hitl pending`` lists eight in one message)."""
-
-
-def compact_card(
-    a: Approval, *, now: float, view: Presentation, declared: Mapping[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """Header, fields, the arguments (shorter), controls and the id: for lists such as ``/hitl pending``. ``view``
-    and ``declared`` as :func:`card` takes them."""
-    blocks = card(a, now=now, view=view, declared=declared)
-    keep = [
-        blocks[0],
-        blocks[1],
-        *[b for b in argument_blocks(a, declared, budget=COMPACT_BUDGET) if b["type"] != "actions"],
-    ]
-    controls = [b for b in blocks if b["type"] == "actions" and str(b.get("block_id", "")).startswith("hitl_actions")]
-    return [*keep, *controls, _identity(a, commands=False)]
-
-
-def ranked_line(a: Approval, *, now: float) -> dict[str, Any]:
-    """A context line saying why ``a`` ranks where it does in a list (hitl's own words and numbers: nothing from
-    the agent)."""
-    return {
-        "type": "context",
-        "block_id": f"hitl_ranked:{a.id}",
-        "elements": [{"type": "mrkdwn", "text": f"—— :arrow_up_small: Ranks here: {why_ranked(a, now=now)}"}],
-    }
 
 
 def expires_in(a: Approval, now: float) -> str:

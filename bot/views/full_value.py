@@ -84,7 +84,6 @@ def full_value_view(
     shown = show(value)
     parts = pages(shown.text, PAGE_CHARS)
     page = min(max(page, 0), len(parts) - 1)
-    start = sum(len(p) for p in parts[:page])
     props = (declared or {}).get("properties")
     found_spec = props.get(name) if isinstance(props, dict) and index != ALL_ARGUMENTS else None
     spec = found_spec if isinstance(found_spec, dict) else None
@@ -94,8 +93,7 @@ def full_value_view(
     ]
     where = (
         f"`{label(a.tool, 60)}` · approval {a.id} v{a.version} · action hash {short_hash(a.action_hash)}\n"
-        f"Page {page + 1} of {len(parts)}: characters {start + 1:,}–{start + len(parts[page]):,} of "
-        f"{len(shown.text):,} as shown ({shown.length:,} in the value)"
+        f"Page {page + 1} of {len(parts)} · {shown.length:,} characters in the value"
     )
     blocks: list[dict[str, Any]] = [
         _context(where),

@@ -14,11 +14,12 @@ from typing import Any
 
 from hitl.bot.views.blocks import halt_notice, relative, when, who
 from hitl.bot.views.escape import label
+from hitl.bot.views.queue import queue_entry
 from hitl.engine.domain.delegation import Delegation, utc_text
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Decision, DecisionKind
 from hitl.engine.domain.presentation import Presentation, present
-from hitl.engine.domain.ranking import waiting_text, why_ranked
+from hitl.engine.domain.ranking import waiting_text
 from hitl.engine.domain.records import TrustGrant
 
 __all__ = [
@@ -142,13 +143,8 @@ def _what(view: Presentation) -> str:
 
 def _waiting(w: Waiting, now: float, i: int, view: Presentation) -> dict[str, Any]:
     a = w.approval
-    votes = f" · {len(a.approvers)} of {a.quorum} approvals" if a.quorum > 1 else ""
-    link = f" · <{w.link}|Open the card>" if w.link else " · `/hitl show " + a.id + "`"
-    text = (
-        f"*{_what(view)}*\n:arrow_up_small: {why_ranked(a, now=now)}\nAsked {relative(a.created_at, now)} by "
-        f"{who(a.requester)} · expires {relative(a.expires_at, now)}{votes}{link}"
-    )
-    return _section(f"{HOME_WAITING}:{i}", text)
+    entry = queue_entry(a, view=view, now=now, link=w.link)  # time left said once, in why it ranks there
+    return _section(f"{HOME_WAITING}:{i}", f"{entry}\nAsked {relative(a.created_at, now)} by {who(a.requester)}")
 
 
 def _heading(text: str) -> dict[str, Any]:

@@ -13,7 +13,12 @@ the eye. Pure: no I/O. Every surface that shows an action's arguments (the Slack
   mixes allowed (Han with Hiragana and Katakana, with Bopomofo, with Hangul). An identifier-like value in one
   script other than Latin whose confusable skeleton is plain ASCII is a *whole-script confusable* (an all-Cyrillic
   ``аррӏе``). Prose in any one script per word ("Москва (Moscow)", a Japanese memo) is not flagged.
-- **Long values are cut only at a grapheme boundary**, and say how long they are.
+- **Text that reads as another type is marked**: a string ``"false"``, ``"null"`` or ``"1000"`` differs from
+  ``false``, ``null`` or ``1000`` only by its quotes, so it carries a warning too.
+- **Every mark has a short name** (:attr:`Shown.marks`: "look-alike letters", "hidden characters", "text that
+  reads as a number"), so a line too short for the warning (a headline, a queue's line) still carries it.
+- **Long values are cut only at a grapheme boundary** (:func:`excerpt`), and say how long they are in one number:
+  the value's own characters (code points), without the quotes.
 
 The Unicode data is ICU's, pinned (:data:`UNICODE_VERSION`), so a warning does not change with an unseen upgrade.
 """
@@ -34,10 +39,12 @@ __all__ = [
     "UNICODE_VERSION",
     "Shown",
     "ValueKind",
+    "excerpt",
     "graphemes_cut",
     "lookalikes",
     "money",
     "pages",
+    "reads_as",
     "reveal",
     "show",
 ]
@@ -71,6 +78,8 @@ class Shown:
     text: str
     length: int
     warnings: tuple[str, ...] = ()
+    marks: tuple[str, ...] = ()
+    """Each kind of warning in a few words ("look-alike letters"), for lines with no room for the warning."""
 
 
 def show(value: Any) -> Shown:
@@ -87,16 +96,47 @@ def show(value: Any) -> Shown:
         revealed, hidden = reveal(value, keep="\n")
         breaks = value.count("\n")
         text = '"' + revealed.replace("\n", f"{_LINE_BREAK}\n") + '"'
-        warnings = [*lookalikes(value), *_hidden_warning(hidden)]
+        alike, other = lookalikes(value), reads_as(value)
+        warnings = [*alike, *_hidden_warning(hidden)]
+        if other is not None:  # the value in the warning is digits, signs and a word only: inert, and bounded
+            bare = value.strip()
+            bare = bare if len(bare) <= 40 else bare[:40] + "…"
+            warnings.append(f"text, not {_ARTICLE[other]}: only its quotes tell it from {bare}")
         if breaks:
             warnings.append(f"{breaks} line break{'s' if breaks != 1 else ''} inside the text (shown as {_LINE_BREAK})")
-        return Shown(ValueKind.STRING, text, len(value), tuple(warnings))
+        marks = _marks(alike=bool(alike), hidden=hidden, other=other)
+        return Shown(ValueKind.STRING, text, len(value), tuple(warnings), marks)
     encoded = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=False)
     revealed, hidden = reveal(encoded, keep="\n")
     warnings = [f"{where}: {w}" for where, text in _strings(value, "") for w in lookalikes(text)]
+    marks = _marks(alike=bool(warnings), hidden=hidden, other=None)
     warnings += _hidden_warning(hidden)
     kind = ValueKind.ARRAY if isinstance(value, list | tuple) else ValueKind.OBJECT
-    return Shown(kind, revealed, len(encoded), tuple(warnings))
+    return Shown(kind, revealed, len(encoded), tuple(warnings), marks)
+
+
+_ARTICLE = {"number": "a number", "true/false value": "a true/false value", "null": "null"}
+_NUMBER_LIKE = re.compile(r"[+-]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_WORDS = {"true": "true/false value", "false": "true/false value", "null": "null", "none": "null", "nan": "number"}
+
+
+def reads_as(text: str) -> str | None:
+    """The type a string reads as though it is text (``"1000"``: "number", ``"false"``: "true/false value",
+    ``"null"``: "null"), or None for text that reads as text."""
+    bare = text.strip()
+    if _NUMBER_LIKE.fullmatch(bare) or bare.lower() in ("infinity", "-infinity", "+infinity"):
+        return "number"
+    return _WORDS.get(bare.lower())
+
+
+def _marks(*, alike: bool, hidden: int, other: str | None) -> tuple[str, ...]:
+    """The short names of what could fool the eye (line breaks show as ↵ wherever the value is drawn: no mark)."""
+    found = ["look-alike letters"] if alike else []
+    if hidden:
+        found.append("hidden characters")
+    if other is not None:
+        found.append(f"text that reads as {_ARTICLE[other]}")
+    return tuple(found)
 
 
 def _strings(value: Any, path: str) -> list[tuple[str, str]]:
@@ -323,6 +363,25 @@ def graphemes_cut(text: str, limit: int) -> str:
     head = text[: limit + 16]  # enough for any grapheme that straddles the limit
     cut = max((b for b in _boundaries(head) if b <= limit), default=0)
     return text[:cut]
+
+
+def excerpt(value: Any, limit: int) -> tuple[str, int]:
+    """The start of ``value`` as shown (:func:`show`'s text) within ``limit`` characters, cut at a grapheme
+    boundary, and how many of the value's own characters it shows, counted as :attr:`Shown.length` counts them (a
+    string's code points without its quotes; else its JSON's): the one number a cut value says of itself."""
+    shown = show(value)
+    if len(shown.text) <= limit:
+        return shown.text, shown.length
+    string = isinstance(value, str)
+    source = value if string else json.dumps(value, ensure_ascii=False, indent=1, sort_keys=False)
+    keep = limit - 1 if string else limit
+    while True:  # a marked character ([U+200B]) shows longer than it is: shrink by the overflow until it fits
+        piece = graphemes_cut(source, max(keep, 0))
+        revealed = reveal(piece, keep="\n")[0]
+        text = '"' + revealed.replace("\n", f"{_LINE_BREAK}\n") if string else revealed
+        if len(text) <= limit or not piece:
+            return text, len(piece)
+        keep = min(keep - 1, len(piece) * limit // len(text))
 
 
 def pages(text: str, size: int) -> list[str]:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hitl.engine.domain.display import Shown, show
+from hitl.engine.domain.display import Shown, graphemes_cut, reveal, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
@@ -34,6 +34,7 @@ __all__ = [
     "Presentation",
     "Summarize",
     "digest_of",
+    "look_closely",
     "present",
 ]
 
@@ -133,6 +134,12 @@ class Presentation:
         already says its state ("Did it happen? refund") alone."""
         return self.headline if self.headline.startswith(self.title) else f"{self.title}: {self.headline}"
 
+    @property
+    def look_closely(self) -> str | None:
+        """What could fool the eye in the arguments, in one line for a surface that shows the headline without
+        them (the card's top, a Home or ``/hitl pending`` line): :func:`look_closely`. None when nothing could."""
+        return look_closely((f.label, f.value.marks) for f in self.fields)
+
     def canonical(self) -> dict[str, Any]:
         """The view as plain data, with no relative time, and the renderer that built it."""
         return {
@@ -186,6 +193,18 @@ def digest_of(canonical: Mapping[str, Any]) -> str:
     trail is checked with this against the digest recorded beside it, whichever renderer built it."""
     encoded = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def look_closely(marked: Iterable[tuple[str, Sequence[str]]], *, most: int = 3) -> str | None:
+    """Each argument's marks (:attr:`~hitl.engine.domain.display.Shown.marks`) in one line, by its label: "look
+    closely: site: look-alike letters; limit: text that reads as a number" (the first ``most``, then how many more);
+    None when no argument has one. A label is an argument's name (the agent's): cut and its hidden characters
+    marked here, escaped by each surface like any argument."""
+    parts = [f"{reveal(graphemes_cut(name, 40))[0]}: {', '.join(marks)}" for name, marks in marked if marks]
+    if not parts:
+        return None
+    more = f"; and {len(parts) - most} more" if len(parts) > most else ""
+    return "look closely: " + "; ".join(parts[:most]) + more
 
 
 def present(

@@ -5,15 +5,33 @@ it (:attr:`~hitl.engine.domain.models.Approval.ratio`: a payment ten times its r
 then by time left (the soonest deadline first). All three are fixed when the approval is created, so the rank is one
 integer the stores keep beside it and index (:func:`rank_key`): a page of the queue costs the same however long it
 is, on every store. Time left orders as the deadline does, at any moment, so it needs no update as time passes.
+
+One thing the stored key cannot know is the moment: an approval about to expire must not wait under hours-long
+escalations. :func:`queue_order` puts each approval :func:`due_soon` (under ``max(10 min, 10% of its timeout)``
+left) above the rest of a page as it is shown, whatever its tier, and :func:`why_ranked` says so.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, TypeVar
 
 from hitl.engine.domain.models import Approval, Tier
 
-__all__ = ["RANK_BANDS", "RATIO_CAP", "PendingOrder", "band_of", "rank_key", "waiting_text", "why_ranked"]
+__all__ = [
+    "DUE_SOON_FLOOR",
+    "RANK_BANDS",
+    "RATIO_CAP",
+    "TIER_WORDS",
+    "PendingOrder",
+    "band_of",
+    "due_soon",
+    "queue_order",
+    "rank_key",
+    "time_left",
+    "waiting_text",
+    "why_ranked",
+]
 
 PendingOrder = Literal["rank", "age"]
 """The order of a list of pending approvals: ``rank`` (most important first) or ``age`` (oldest first)."""
@@ -23,6 +41,13 @@ RATIO_CAP = 1310.71
 
 _RATIO_STEPS = 131071  # 2**17 - 1: hundredths of a ratio up to RATIO_CAP
 _DEADLINE_MAX = 2**32 - 1  # whole seconds since 1970, up to the year 2106
+
+DUE_SOON_FLOOR = 600.0
+"""Seconds: an approval with less than this left (or 10% of its timeout, if more) is due soon."""
+TIER_WORDS = {Tier.ESCALATE: "escalated", Tier.APPROVE: "approve", Tier.NOTIFY: "notify", Tier.AUTO: "auto"}
+"""Each tier as a queue's line names it: a word per tier, so no two tiers look alike in a list."""
+
+_A = TypeVar("_A", bound=Approval)
 
 RANK_BANDS = ("escalate", "approve", "other")
 """The bands the queue and the metrics name, most important first."""
@@ -46,15 +71,31 @@ def band_of(a: Approval) -> str:
     return "approve" if a.tier is Tier.APPROVE else "other"
 
 
+def due_soon(a: Approval, *, now: float) -> bool:
+    """Whether ``a`` has under ``max(10 min, 10% of its timeout)`` left (or is past its deadline): it then ranks
+    above every approval that is not, whatever its tier (:func:`queue_order`)."""
+    timeout = max(a.expires_at - a.created_at, 0.0)
+    return a.expires_at - now < max(DUE_SOON_FLOOR, timeout / 10)
+
+
+def queue_order(items: Sequence[_A], *, now: float) -> list[_A]:
+    """``items`` (in rank order, as a store lists them) as a person meets them at ``now``: those :func:`due_soon`
+    first, each part keeping its rank order."""
+    return sorted(items, key=lambda a: not due_soon(a, now=now))
+
+
 def why_ranked(a: Approval, *, now: float) -> str:
-    """In a few words why ``a`` ranks where it does: "escalated · 10× its rule's limit · 12 min left"."""
-    parts = ["escalated" if a.tier is Tier.ESCALATE else str(a.tier)]
+    """In a few words why ``a`` ranks where it does, time left said once: "escalated · 10× its rule's limit · 12
+    min left"; one due soon says that first: "due soon, so first: 1 min left · approve"."""
+    parts = [TIER_WORDS[a.tier]]
     if a.ratio is not None and a.ratio >= 1000:
         parts.append("over 1,000× its rule's limit")
     elif a.ratio is not None and a.ratio > 0:
         parts.append(f"{a.ratio:,.1f}× its rule's limit".replace(".0×", "×"))
-    parts.append(_left(a.expires_at - now))
-    return " · ".join(parts)
+    left = time_left(a.expires_at - now)
+    if due_soon(a, now=now):
+        return " · ".join([f"due soon, so first: {left}", *parts])
+    return " · ".join([*parts, left])
 
 
 def waiting_text(count: int, *, cap: int = 1000) -> str:
@@ -66,7 +107,7 @@ def waiting_text(count: int, *, cap: int = 1000) -> str:
     return "1 approval waits on you" if count == 1 else f"{count:,} approvals wait on you"
 
 
-def _left(seconds: float) -> str:
+def time_left(seconds: float) -> str:
     """Time left as a person says it: "under a minute left", "12 min left", "3 h left", "2 days left"."""
     if seconds <= 0:
         return "past its deadline"

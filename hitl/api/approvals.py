@@ -8,7 +8,7 @@ from aiohttp import web
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Reviewer, Status
 from hitl.engine.domain.practice import is_practice, practice_note
-from hitl.engine.domain.ranking import why_ranked
+from hitl.engine.domain.ranking import queue_order, why_ranked
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, NotFound
 
@@ -53,7 +53,8 @@ async def list_approvals(request: web.Request) -> web.Response:
         page = await approvals.list_recent(status=status, limit=q.limit, cursor=q.cursor)
     items: list[ApprovalView] = []
     reviewers: dict[str | None, Reviewer] = {}
-    for a in page.items:
+    # A pending page in rank order reads as a person meets it now: one about to expire first (why_ranked says so).
+    for a in queue_order(page.items, now=now) if ranked else page.items:
         if not may_see(caller, a) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
             continue
         if q.role and q.status != Status.PENDING and a.required_role not in (q.role, None):

@@ -413,7 +413,7 @@ def pending(
     from hitl.cli.flows import approval_view
     from hitl.cli.output import Out
     from hitl.cli.remote import connect
-    from hitl.engine.domain.ranking import PendingOrder, why_ranked
+    from hitl.engine.domain.ranking import PendingOrder, queue_order, why_ranked
     from hitl.engine.errors import InvalidInput
     from hitl.engine.runtime.process import open_runtime
 
@@ -446,7 +446,7 @@ def pending(
             now = rt.contexts.clock.now()
             page = await approvals.list_pending(roles=roles, exclude_requester=mine, limit=limit, order=sort, now=now)
             views = []
-            for a in page.items:
+            for a in queue_order(page.items, now=now) if sort == "rank" else page.items:
                 view = await approval_view(rt, a)
                 views.append(view.model_copy(update={"ranked": why_ranked(a, now=now)}) if sort == "rank" else view)
             waiting = await approvals.count_pending(roles=roles, exclude_requester=mine, now=now) if roles else None

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, Protocol, cast
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -15,9 +16,11 @@ from hitl.api.models import ApprovalView, AuditView, GroupDecisionView
 from hitl.cli.trimmed import Trimmed
 from hitl.engine.domain.audit_heads import view_problem
 from hitl.engine.domain.decide import NO_VIEW
+from hitl.engine.domain.display import show
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
-from hitl.engine.domain.ranking import waiting_text
+from hitl.engine.domain.presentation import look_closely
+from hitl.engine.domain.ranking import TIER_WORDS, waiting_text
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
@@ -74,6 +77,26 @@ def _arguments(t: Table, view: Mapping[str, Any]) -> None:
             t.add_row("", Text(f"! {warning}", style="bold yellow"))
     for change in view.get("changes", []):
         t.add_row("changed", Text(f"{reveal_hidden(change['name'])}: {change['before']} -> {change['after']}"))
+
+
+def _look_closely(v: ApprovalView) -> str | None:
+    """What could fool the eye in ``v``'s arguments, as its one view names them (each by its label), in one line."""
+    fields = (v.view or {}).get("fields") or [{"name": name, "label": name} for name in v.execute_args]
+    marked = (
+        (str(f["label"]), show(v.execute_args.get(f["name"])).marks) for f in fields if f["name"] in v.execute_args
+    )
+    return look_closely(marked)
+
+
+def _fitted(parts: Sequence[Sequence[str]], width: int) -> Text:
+    """A line of ``parts`` in priority order, each the first of its choices that still fits ``width`` (the first
+    part always), so a narrow terminal drops what matters least rather than cutting what matters most."""
+    line = Text()
+    for i, choices in enumerate(parts):
+        fits = [c for c in choices if i == 0 or cell_len(line.plain) + cell_len(c) <= width]
+        if fits:
+            line.append(fits[0], "yellow" if "! " in fits[0] else "")
+    return line
 
 
 def seen_check(entry: AuditView) -> bool | None:
@@ -291,7 +314,11 @@ class Out:
         t.add_column(style="dim")
         t.add_column()
         t.add_row("approval", Text(f"{v.id}  ({v.status}, v{v.version}, hash {short_hash(v.action_hash)})"))
-        t.add_row("about", Text(reveal_hidden(str(view.get("heading", f"{v.status}: {v.tool}")))))
+        look = _look_closely(v)  # the headline carries its arguments' marks, as on the card
+        heading = reveal_hidden(str(view.get("heading", f"{v.status}: {v.tool}")))
+        t.add_row("about", Text.assemble(("! " if look else "", "bold yellow"), heading))
+        if look:
+            t.add_row("", Text(f"! {look}", style="bold yellow"))
         t.add_row("action", Text(v.tool))
         _arguments(t, view)
         who = f"{v.required_role or 'any reviewer'}" + (
@@ -360,30 +387,44 @@ class Out:
         return intact
 
     def pending(self, views: list[ApprovalView], *, waiting: int | None = None) -> None:
-        """A page of pending approvals in their order (``ranked``: why each ranks there), and how many wait on the
-        reviewer (``waiting``, when known)."""
+        """A page of pending approvals in their order, a compact list (``--json``: each as ``hitl show --json``):
+        how many wait (``waiting``, when known), then two lines each, cut at the terminal's edge: the id and the
+        sentence, marked ``!`` when an argument could fool the eye; its tier, why it ranks there (``ranked``) or
+        when it expires, the votes, the role, and what to look closely at."""
         if self.json:
             self.emit({"pending": [approval_json(v) for v in views], "count": len(views), "waiting": waiting})
             return
-        if waiting is not None:
+        if waiting is not None and not views:
             self.text((waiting_text(waiting), "bold"))
         if not views:
             self.text(("no pending approvals", "dim"))
             return
-        ranked = any(v.ranked for v in views)
-        rows: list[list[str | Text]] = [
-            [
-                v.id,
-                Text(v.tool),
-                *([Text(v.ranked or "")] if ranked else [v.tier]),
-                v.required_role or "any",
-                f"{v.approvals}/{v.quorum}",
-                Text(v.requester),
-                v.expires_at,
-            ]
-            for v in views
-        ]
-        self.table(("id", "tool", "rank" if ranked else "tier", "role", "votes", "requester", "expires"), rows)
+        # The count first: how much waits on the reviewer (with --as), else how many this page lists.
+        count = (
+            waiting_text(waiting) if waiting is not None else f"{len(views)} pending approval{'s' * (len(views) != 1)}"
+        )
+        order = " · the most important first" if any(v.ranked for v in views) else " · the oldest first"
+        self.text((count, "bold"), (order, "dim"))
+        self.text(
+            ("act on one: ", "dim"), "hitl resume ID --approve | --reject --reason TEXT", ("  ·  hitl show ID", "dim")
+        )
+        for v in views:
+            look = _look_closely(v)
+            view = v.view or {}
+            about = reveal_hidden(str(view.get("headline") or v.tool))
+            head = Text.assemble((v.id, "bold"), "  ", ("! " if look else "", "bold yellow"), about)
+            when = v.ranked or f"{TIER_WORDS[v.tier]} · expires {v.expires_at}"
+            detail = _fitted(
+                [
+                    [f"    {when}"],
+                    [f" · ! {look}", " · ! look closely: hitl show ID"] if look else [],
+                    [f" · {v.approvals} of {v.quorum} approvals"] if v.quorum > 1 else [],
+                    [f" · role {v.required_role or 'any'}"],
+                ],
+                self.console.width,
+            )
+            for line in (head, detail):  # each whole or cut with "…": an approval is two lines at any width
+                self.console.print(line, no_wrap=True, overflow="ellipsis", soft_wrap=False)
 
     def audit_verified(self, checked: int, broken: AuditBreak | None) -> None:
         if self.json:

@@ -124,7 +124,9 @@ def test_a_long_value_says_how_long_it_is_and_opens_in_full() -> None:
     [(_, _, memo)] = [x for x in _arguments(blocks) if x[0] == "memo"]
     full = show(MISLEADING_TRANSFER["memo"])
     assert full.text.startswith(memo) and len(memo) < len(full.text) and "TAIL" not in memo
-    assert f"of {len(full.text):,} characters ({full.length:,} in the value)" in str(blocks)
+    # Issue 63: one count for one value, the value's own characters without quotes, as the button says it.
+    assert f"Cut: the first {len(memo) - 1:,} of {full.length:,} characters" in str(blocks)
+    assert "in the value" not in str(blocks)
     [buttons] = [b for b in blocks if str(b.get("block_id", "")).startswith("hitl_full:")]
     [button] = buttons["elements"]
     assert button["action_id"] == f"{ACTION_FULL_VALUE}:3" and button["value"].endswith(f"|{a.action_hash}|3")
@@ -258,7 +260,8 @@ async def test_a_stranger_cannot_open_a_value_and_show_offers_the_same_control(f
     a = prop.approval
     assert a.summary == "Transfer EUR 899.999 to “C-1 (verified by the CFO)…”"  # the headline no value extends
     message = h.card_for(a.id)
-    assert message.blocks[0]["text"]["text"] == f"Approval needed: {a.summary}"
+    # Issue 63: the headline carries the mark of the look-alike among the arguments (the site), where the eye is.
+    assert message.blocks[0]["text"]["text"] == f"⚠ Approval needed: {a.summary}"
     await h.slack.click("U_STRANGER", copy.deepcopy(message), f"{ACTION_FULL_VALUE}:3")
     assert not [v for v in h.state.views if h.state.view_owner.get(v) == "U_STRANGER"]
     assert "not" in h.ephemeral("U_STRANGER")[-1].text.lower()

@@ -70,7 +70,10 @@ async def test_pending_pages_with_a_next_button(harness: Harness) -> None:
     first = harness.ephemeral("U_SUPPORT1")[-1]
     text = json.dumps(first.blocks)
     assert all(i in text for i in ids[:8]) and not any(i in text for i in ids[8:])
-    assert any(b.get("type") == "actions" and b["elements"][0]["action_id"] == "hitl_approve" for b in first.blocks)
+    # Issue 63: a compact list, each approval acted on through its card (Open) or its id, no Approve unseen.
+    entries = [b for b in first.blocks if str(b.get("block_id", "")).startswith("hitl_pending:")]
+    assert len(entries) == 8 and all("|Open the card>" in b["text"]["text"] for b in entries)
+    assert not any(e.get("action_id") == "hitl_approve" for b in first.blocks for e in b.get("elements", []))
     await harness.slack.click("U_SUPPORT1", first, ACTION_PENDING_PAGE)
     second = json.dumps(harness.ephemeral("U_SUPPORT1")[-1].blocks)
     assert all(i in second for i in ids[8:]) and not any(i in second for i in ids[:8])

@@ -68,8 +68,9 @@ async def test_the_most_important_comes_first_on_every_list(h: Harness) -> None:
     page = json.dumps(h.ephemeral("U_SUPPORT1")[-1].blocks, ensure_ascii=False)
     assert _order(page, ranked) == ranked
     assert "5 approvals wait on you" in page
-    assert "Ranks here: escalated · 10× its rule's limit · 59 min left" in page
-    assert "Ranks here: escalated · 1.2× its rule's limit" in page and "Ranks here: approve · " in page
+    # Issue 63: each tier wears its own icon beside its word (no longer the same :arrow_up_small: for all).
+    assert ":rotating_light: escalated · 10× its rule's limit · 59 min left" in page
+    assert ":rotating_light: escalated · 1.2× its rule's limit" in page and ":ballot_box_with_check: approve · " in page
 
     # The Home tab, opened over the signed Events API path.
     assert (await h.slack.home_opened("U_SUPPORT1")).status == 200
@@ -83,7 +84,7 @@ async def test_the_most_important_comes_first_on_every_list(h: Harness) -> None:
         "Pay USD 40.00 to “V-40”",
         "Pay USD 7.00 to “V-7”",
     ]
-    assert ":arrow_up_small: escalated · 10× its rule's limit" in waiting[0]
+    assert ":rotating_light: escalated · 10× its rule's limit" in waiting[0]
     assert "5 approvals wait on you · the most important first" in json.dumps(home, ensure_ascii=False)
 
     # The API: rank by default (each says why, the caller's count), paged exactly; order=age as before.

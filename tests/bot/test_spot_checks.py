@@ -64,7 +64,8 @@ async def test_a_spot_check_is_answered_in_slack_counted_and_never_run(h: Harnes
     )
     assert (first.tool, first.kind, first.metadata["tier"]) == ("spot:look_up_order", ApprovalKind.SPOT_CHECK, "auto")
     card = copy.deepcopy(h.card_for(first.id))
-    assert card.blocks[0]["text"]["text"] == "Spot check: look_up_order"
+    # issue 63: the header carries the mark of its order id, text that reads as a number
+    assert card.blocks[0]["text"]["text"] == "⚠ Spot check: look_up_order"
     [controls] = [b for b in card.blocks if b["type"] == "actions"]
     assert [e["text"]["text"] for e in controls["elements"]] == ["Looks right", "Flag"]
 
@@ -75,10 +76,10 @@ async def test_a_spot_check_is_answered_in_slack_counted_and_never_run(h: Harnes
     note = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "wrong order looked up"}}}
     assert (await h.slack.submit("U_SUPPORT2", view_id, note)).status == 200
     await h.settle()
-    assert h.card_for(first.id).blocks[0]["text"]["text"] == "Looks right: look_up_order"
+    assert h.card_for(first.id).blocks[0]["text"]["text"] == "⚠ Looks right: look_up_order"
     flagged = await h.rt.store.approvals.get(second.id)
     assert flagged.status is Status.REJECTED and flagged.reason == "wrong order looked up"
-    assert h.card_for(second.id).blocks[0]["text"]["text"] == "Flagged: look_up_order"
+    assert h.card_for(second.id).blocks[0]["text"]["text"] == "⚠ Flagged: look_up_order"
 
     await h.rt.store.tallies.flush()
     [row] = [

@@ -9,10 +9,12 @@ import pytest
 from hitl.engine.domain.display import (
     UNICODE_VERSION,
     ValueKind,
+    excerpt,
     graphemes_cut,
     lookalikes,
     money,
     pages,
+    reads_as,
     reveal,
     show,
 )
@@ -38,7 +40,45 @@ def test_the_unicode_data_is_the_pinned_version() -> None:
 )
 def test_types_stay_visible_and_nothing_is_rounded(value: object, text: str, kind: ValueKind) -> None:
     shown = show(value)
-    assert (shown.text, shown.kind, shown.warnings) == (text, kind, ())
+    assert (shown.text, shown.kind) == (text, kind)
+    # Issue 63: text that reads as another type ("false", "1000") is marked; nothing else here is.
+    assert bool(shown.warnings) == (value in ("false", "1000"))
+
+
+@pytest.mark.parametrize(
+    ("value", "mark", "warning"),
+    [
+        ("false", "text that reads as a true/false value", "text, not a true/false value: only its quotes tell it"),
+        ("TRUE", "text that reads as a true/false value", "from TRUE"),
+        ("null", "text that reads as null", "text, not null"),
+        ("1000", "text that reads as a number", "text, not a number: only its quotes tell it from 1000"),
+        (" -1,250.50 ", "text that reads as a number", "from -1,250.50"),
+        ("1e21", "text that reads as a number", "text, not a number"),
+        ("p\u0430ypal.com", "look-alike letters", "mixes Latin and Cyrillic"),
+        ("pay\u200bpal", "hidden characters", "1 invisible"),
+        ("bob\u202e", "hidden characters", "direction-changing"),
+        ({"to": "p\u0430ypal.com"}, "look-alike letters", "to: “pаypal.com” mixes"),
+    ],
+)
+def test_what_could_fool_the_eye_carries_a_short_mark(value: object, mark: str, warning: str) -> None:
+    shown = show(value)
+    assert shown.marks == (mark,) and any(warning in w for w in shown.warnings), shown
+
+
+@pytest.mark.parametrize("value", ["C-1042", "order 1000", "1000 EUR", "falsey", "", "Москва (Moscow)", 1000, False])
+def test_text_that_reads_as_text_carries_no_mark(value: object) -> None:
+    assert show(value).marks == ()
+    assert not isinstance(value, str) or reads_as(value) is None
+
+
+def test_a_cut_value_counts_its_own_characters_without_quotes() -> None:
+    memo = "Invoice 2026-11 for services. " * 165
+    text, shown_count = excerpt(memo, 1200)
+    assert text == '"' + memo[:1199] and shown_count == 1199 and show(memo).length == len(memo) == 4950
+    hidden = "a\u200b" * 1000  # each hidden character shows as 8: the count is still of the value's own
+    text, shown_count = excerpt(hidden, 1200)
+    assert len(text) <= 1200 and text == show(hidden[:shown_count]).text[:-1] and 0 < shown_count < 1200
+    assert excerpt("short", 1200) == ('"short"', 5)
 
 
 def test_nested_values_are_exact_json_with_every_string_checked() -> None:

@@ -54,7 +54,7 @@ async def test_the_card_leads_with_the_sentence_its_values_delimited(tmp_path: o
     # plain text: Slack formats, mentions and links nothing in it, so the value is shown as it is, delimited
     assert header["type"] == "header" and header["text"] == {
         "type": "plain_text",
-        "text": f"Approval needed: {sentence}",
+        "text": f"⚠ Approval needed: {sentence}",  # issue 63: marked, the order id is text that reads as a number
         "emoji": False,
     }
     await store.close()

@@ -408,6 +408,13 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
             keep_or_write(DOCS_SHOTS / "home-tab.png", await page.screenshot(), await home.inner_text())
 
             await page.get_by_text("# refund-approvals").click()
+            # `/hitl pending`: a count, then two lines per approval (issue 63), not a wall of cards.
+            await page.fill("#composer-input", "/hitl pending")
+            await page.press("#composer-input", "Enter")
+            listed = page.locator(".msg.ephemeral")
+            await expect(listed).to_contain_text("3 approvals wait on you, the most important first")
+            await steady_shot(page, sb, listed, "hitl-pending")
+
             clock.advance(5 * 3600)
             await svc.expire_due()
             await snap(expired, "card-expired", "Expired: Refund USD 49.00")
@@ -431,7 +438,7 @@ async def tells_its_view(sb: Sandbox, found: Any, approval_id: str) -> None:
             };
         }"""
     )
-    assert drawn["heading"] == view.heading
+    assert drawn["heading"] == ("⚠ " if view.look_closely else "") + view.heading  # issue 63: marked where seen
     assert drawn["values"][: len(view.fields)] == [f.value.text for f in view.fields]
     assert all(f.label in line for f, line in zip(view.fields, drawn["labels"], strict=False)), drawn["labels"]
     assert all(reason in drawn["text"] for reason in view.reasons)
