@@ -14,6 +14,7 @@ from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide
 from hitl.bot.errors import BotError
 from hitl.bot.requests.payloads import Interaction, interaction
+from hitl.bot.views.form_errors import attention_errors, reason_errors
 from hitl.bot.views.modals import (
     CALLBACK_APPROVE,
     CALLBACK_FEEDBACK,
@@ -70,20 +71,27 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
 
     async def approving(kind: DecisionKind, form: str, ack: AsyncAck, req: Interaction) -> None:
         """Modify or Approve through its form: the edit (Modify), the values typed and the reason go to the engine,
-        which checks them; a refusal goes back into the form, by its first field."""
+        which checks them. Every wrong field is told at once, under its own input (:mod:`form_errors`); a refusal
+        that is about no one field (a changed card, a halt) goes under the first."""
         meta = await _meta(ctx, req, form)
         if meta is None:
             await ack(response_action="errors", errors=_first_field(req, "This form was altered; nothing changed."))
             return
+        errors: dict[str, str] = {}
         try:
             a = await ctx.store.approvals.get(str(meta["id"]))
             args = None
+            typed, reason = attended_values(_values(req), a)
             if kind is DecisionKind.MODIFY:
                 args, errors = parse_modify(_values(req), ctx.schema_for(a))
-                if errors:
+                runs_with = None if errors else {**a.execute_args, **(args or {})}
+                errors = {**errors, **attention_errors(a, typed, reason, runs_with)}
+                if runs_with is None:  # the edit itself is wrong: nothing to send the engine
                     await ack(response_action="errors", errors=errors)
                     return
-            typed, reason = attended_values(_values(req), a)
+            else:
+                errors = attention_errors(a, typed, reason, a.execute_args)
+            # Sent even when a field is wrong: the engine refuses it (it checks the same things) and audits that.
             _, refusal = await decide(
                 ctx,
                 req.user.id,
@@ -98,9 +106,9 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             )
         except Exception:
             log.exception("%s submission failed", kind)
-            refusal = "Something went wrong. Check the card before deciding again."
+            errors, refusal = {}, "Something went wrong. Check the card before deciding again."
         if refusal:
-            await ack(response_action="errors", errors=_first_field(req, _plain(refusal)))
+            await ack(response_action="errors", errors=errors or _first_field(req, _plain(refusal)))
         else:
             await ack()
 
@@ -118,7 +126,10 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             return
         entered = form_value(_values(req), "hitl_reason")
         reason = entered if isinstance(entered, str) and entered else None
+        errors: dict[str, str] = {}
         try:
+            if not (reason or "").strip():  # said in a reviewer's words; the engine still refuses and audits it
+                errors = reason_errors(await ctx.store.approvals.get(str(meta["id"])), kind, reason)
             _, refusal = await decide(
                 ctx,
                 req.user.id,
@@ -133,7 +144,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("%s submission failed", kind)
             refusal = "Something went wrong. Check the card before deciding again."
         if refusal:
-            await ack(response_action="errors", errors={"hitl_reason": _plain(refusal)})
+            await ack(response_action="errors", errors=errors or {"hitl_reason": _plain(refusal)})
         else:
             await ack()
 

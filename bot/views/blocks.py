@@ -21,7 +21,8 @@ from hitl.bot.views.controls import (
 )
 from hitl.bot.views.escape import label
 from hitl.bot.views.evidence import evidence_blocks
-from hitl.engine.domain.display import graphemes_cut, reveal, show
+from hitl.bot.views.reasons import reason_blocks, value_box
+from hitl.engine.domain.display import graphemes_cut, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
@@ -329,9 +330,11 @@ def _decision_line(a: Approval, d: Decision) -> str:
 
 
 def _outcome(a: Approval, view: Presentation) -> list[dict[str, Any]]:
-    """How it ended: the view's one line (the same on every surface), then each decision with when and via."""
-    lines = [f"{_ICONS[a.status]} *{view.title}*", label(view.outcome or "", 600)]
-    lines += [_decision_line(a, d) for d in a.decisions[-5:]]
+    """How it ended: who decided it and when (the view's one line, its decider drawn as the one name the card gives
+    each person), the votes before, then each reason as its decider typed it, read from the decision itself."""
+    last = a.decisions[-1] if a.decisions else None
+    lines = [f"{_ICONS[a.status]} *{view.title}*", _told(a, view, last)]
+    lines += [f"Before: {_decision_line(a, d)}" for d in a.decisions[-5:-1]]
     trusted = next((d for d in a.decisions if d.kind is DecisionKind.TRUST), None)
     if trusted is not None:
         lines.append(f"_Trust:_ {label(trust_scope(a, granted_at=trusted.at), 300)}")
@@ -344,22 +347,22 @@ def _outcome(a: Approval, view: Presentation) -> list[dict[str, Any]]:
             "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True},
         }
     ]
-    if a.reason:  # the reviewer's words, as they wrote them, in a box of their own
-        out.append(value_box(f"hitl_reason:{a.id}", a.reason, 600))
-    return out
+    return out + reason_blocks(a, by=who)
 
 
-def value_box(block_id: str, text: str, limit: int) -> dict[str, Any]:
-    """Free text (a reason, a schema) in a rich text box: literal, its hidden characters marked, cut at a grapheme
-    boundary with ``…``."""
-    box = bounded(reveal(text, keep="\n\t")[0], limit + 1)
-    return {
-        "type": "rich_text",
-        "block_id": block_id,
-        "elements": [
-            {"type": "rich_text_preformatted", "elements": [{"type": "text", "text": box or " "}], "border": 0}
-        ],
-    }
+def _told(a: Approval, view: Presentation, last: Decision | None) -> str:
+    """The view's outcome line, its decider as a mention (the name every other line of the card gives them) and
+    with when and via; the reason goes in a box of its own, not in a line of mrkdwn."""
+    outcome = view.outcome or ""
+    if last is None or not outcome.startswith(f"{last.reviewer} "):
+        return label(outcome, 600)
+    said = outcome[len(last.reviewer) + 1 :]
+    if last.reason and said.endswith(f": {last.reason}"):
+        said = said[: -len(last.reason) - 2]
+    elif a.reason and said.endswith(f": {a.reason}"):
+        said = said[: -len(a.reason) - 2]
+    by = who(last.reviewer) if last.acting_for is None else f"{who(last.reviewer)} (acting for {who(last.acting_for)})"
+    return f"{by} {label(said, 300)} {when(last.at)} via {label(last.via, 20)}"
 
 
 def _progress(a: Approval) -> dict[str, Any]:
