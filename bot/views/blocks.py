@@ -151,7 +151,7 @@ def card(
     if a.status is not Status.PENDING:
         blocks += _outcome(a, view)
     elif a.decisions:
-        blocks.append(_progress(a))
+        blocks += [_progress(a), *reason_blocks(a, by=who)]  # a vote's reason shows before the quorum is met
     if a.status is Status.PENDING and live:
         blocks += [{"type": "divider"}, controls(a, view.digest(), halted=halt is not None)]
     blocks.append(_identity(a, commands=a.status is Status.PENDING and live))
