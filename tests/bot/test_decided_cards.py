@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 from hitl.bot.views.arguments import ACTION_FULL_VALUE
 from hitl.bot.views.blocks import HALTED
 from hitl.bot.views.controls import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
 from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE, ACTION_GROUP_OPEN, ACTION_GROUP_PAGE, ACTION_GROUP_VIEW
+from hitl.engine.domain.display import reveal
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.sandbox.limits import message_problems
 from hitl.sandbox.webapi import Message
-from tests.bot.conftest import Harness
+from tests.api.cli_process import hitl
+from tests.bot.conftest import CONFIG, Harness
+from tests.bot.hostile import HOSTILE
 from tests.bot.test_group_cards import flood, group_message
 from tests.bot.test_halt import ADMIN, h  # noqa: F401  (the harness with an admin who may halt)
+from tests.bot.test_hostile_text import INVISIBLE, assert_inert
 from tests.bot.test_modals_and_commands import field_values, last_view, propose
 
 REASON = {"hitl_reason": {"value": {"type": "plain_text_input", "value": "the order was never shipped"}}}
@@ -188,3 +193,30 @@ async def test_a_decided_group_lists_who_when_and_each_member_with_open_paged_pa
     assert (await harness.slack.click("U_SUPPORT2", open_first, ACTION_GROUP_OPEN)).status == 200
     [own] = harness.ephemeral("U_SUPPORT2")[-1:]
     assert "<@U_SUPPORT1> approved" in json.dumps(own.blocks)  # its own card: the outcome, no live buttons
+
+
+async def test_every_hostile_reason_stays_inert_on_the_card_the_home_tab_and_hitl_show(
+    sqlite_harness: Harness, tmp_path: Path
+) -> None:
+    h = sqlite_harness
+    decided = []
+    for i, hostile in enumerate(HOSTILE):
+        a = await propose(h, amount=10 + i, session=f"ses_hostile{i}")
+        await h.svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.REJECT, reason=hostile))
+        decided.append(a.id)
+    await h.settle()
+    for approval_id, hostile in zip(decided, HOSTILE, strict=True):
+        card = h.card_for(approval_id)
+        assert_inert(card.blocks)
+        [shown] = reasons(card)  # the reason is on the card, in its box: bounded, and literal
+        assert len(shown) <= 601 and shown[:30] == reveal(hostile, keep="\n\t")[0][:30]
+    assert (await h.slack.home_opened("U_SUPPORT1")).status == 200
+    await h.rt.ctx.home.settled()
+    assert_inert(h.state.homes["U_SUPPORT1"]["blocks"])
+
+    env = {"HITL_STORE": f"sqlite:///{tmp_path / 'bot.db'}", "HITL_CONFIG": str(CONFIG)}
+    for approval_id in decided:
+        code, out, err = await hitl("show", approval_id, env=env)
+        assert code == 0, err
+        assert not INVISIBLE.search(out), repr(out[:300])  # no escape, bidi or hidden character reaches a terminal
+        assert "\x1b" not in out and approval_id in out
