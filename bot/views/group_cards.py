@@ -307,9 +307,8 @@ def decided_blocks(everyone: Sequence[Approval], leader: str, draw: _ViewOf) -> 
     every one in View all's pages (a message holds 50 blocks)."""
     deciders: dict[tuple[str, DecisionKind], list[float]] = {}
     for a in everyone:
-        if a.decisions:
-            last = a.decisions[-1]
-            deciders.setdefault((last.reviewer, last.kind), []).append(last.at)
+        for d in a.decisions:  # every vote: a quorum's first approvers decided too
+            deciders.setdefault((d.reviewer, d.kind), []).append(d.at)
     lines = [":lock: *Decided*"]
     for (reviewer, kind), times in list(deciders.items())[:8]:
         span = when(min(times)) + (f" – {when(max(times))}" if max(times) - min(times) >= 60 else "")

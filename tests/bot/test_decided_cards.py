@@ -198,21 +198,20 @@ async def test_a_decided_group_lists_who_when_and_each_member_with_open_paged_pa
 async def test_every_hostile_reason_stays_inert_on_the_card_the_home_tab_and_hitl_show(
     sqlite_harness: Harness, tmp_path: Path
 ) -> None:
-    h = sqlite_harness
     decided = []
     for i, hostile in enumerate(HOSTILE):
-        a = await propose(h, amount=10 + i, session=f"ses_hostile{i}")
-        await h.svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.REJECT, reason=hostile))
+        a = await propose(sqlite_harness, amount=10 + i, session=f"ses_hostile{i}")
+        await sqlite_harness.svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.REJECT, reason=hostile))
         decided.append(a.id)
-    await h.settle()
+    await sqlite_harness.settle()
     for approval_id, hostile in zip(decided, HOSTILE, strict=True):
-        card = h.card_for(approval_id)
+        card = sqlite_harness.card_for(approval_id)
         assert_inert(card.blocks)
         [shown] = reasons(card)  # the reason is on the card, in its box: bounded, and literal
         assert len(shown) <= 601 and shown[:30] == reveal(hostile, keep="\n\t")[0][:30]
-    assert (await h.slack.home_opened("U_SUPPORT1")).status == 200
-    await h.rt.ctx.home.settled()
-    assert_inert(h.state.homes["U_SUPPORT1"]["blocks"])
+    assert (await sqlite_harness.slack.home_opened("U_SUPPORT1")).status == 200
+    await sqlite_harness.rt.ctx.home.settled()
+    assert_inert(sqlite_harness.state.homes["U_SUPPORT1"]["blocks"])
 
     env = {"HITL_STORE": f"sqlite:///{tmp_path / 'bot.db'}", "HITL_CONFIG": str(CONFIG)}
     for approval_id in decided:
@@ -220,3 +219,28 @@ async def test_every_hostile_reason_stays_inert_on_the_card_the_home_tab_and_hit
         assert code == 0, err
         assert not INVISIBLE.search(out), repr(out[:300])  # no escape, bidi or hidden character reaches a terminal
         assert "\x1b" not in out and approval_id in out
+
+
+async def test_a_group_card_names_what_it_holds_totals_in_its_currency_and_drops_those_who_voted(
+    harness: Harness,
+) -> None:
+    await flood(harness, 3, amount=900)
+    card = group_message(harness, "finance-approvals")
+    shown = json.dumps(card.blocks, ensure_ascii=False)
+    assert "3 refunds from agent:riley" in shown and "Group of `apr_" not in shown
+    buttons = [e for b in card.blocks if b["type"] == "actions" for e in b["elements"]]
+    [approve_all] = [e for e in buttons if e["action_id"] == ACTION_GROUP_APPROVE]
+    assert "amount totals 2,703 USD" in approve_all["confirm"]["text"]["text"]  # never a bare number
+
+    assert (await harness.slack.click("U_FIN1", copy.deepcopy(card), ACTION_GROUP_APPROVE)).status == 200
+    await harness.settle()
+    voted = group_message(harness, "finance-approvals")
+    fields = [f["text"] for b in voted.blocks if b["type"] == "section" for f in b.get("fields", [])]
+    [approvers] = [f for f in fields if "*Approvers*" in f]
+    assert approvers.endswith("finance · 2 each\nnot <@U_FIN1> (voted)")  # who decides now: not who voted
+    assert (await harness.slack.click("U_FIN2", copy.deepcopy(voted), ACTION_GROUP_APPROVE)).status == 200
+    await harness.settle()
+    done = group_message(harness, "finance-approvals")
+    [decided] = [b["text"]["text"] for b in done.blocks if b.get("block_id") == "hitl_group_decided"]
+    assert "<@U_FIN1> approved 3 · <!date^" in decided and "<@U_FIN2> approved 3 · <!date^" in decided
+    assert decided.count("<@U_FIN2>") == 1 and "U_FIN2 approved" not in json.dumps(done.blocks)  # one name each
