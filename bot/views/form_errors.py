@@ -54,11 +54,8 @@ def attention_errors(
 
 
 def reason_errors(a: Approval, kind: DecisionKind, reason: str | None) -> dict[str, str]:
-    """The reason form's problem, if any: a rejection that needs a reason, or feedback with no words."""
-    if (reason or "").strip():
-        return {}
-    if kind is DecisionKind.REJECT and a.reason_required:
+    """The reason form's problem, if any: a rejection that needs a reason (feedback's words are the form's own
+    required input; the engine takes what it is given)."""
+    if kind is DecisionKind.REJECT and a.reason_required and not (reason or "").strip():
         return {REASON_FIELD: f"A reason is needed to reject {_request(a)}: say why it should not run."}
-    if kind is DecisionKind.FEEDBACK:
-        return {REASON_FIELD: "Write what the previous step should do differently."}
     return {}
