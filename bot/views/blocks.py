@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hitl.bot.requests.button_values import button_value
-from hitl.bot.views.arguments import argument_blocks
+from hitl.bot.views.arguments import CARD_VALUES_BUDGET, argument_blocks
 from hitl.bot.views.controls import (
     ACTION_VIEW_ALL,
     controls,
@@ -21,7 +21,7 @@ from hitl.bot.views.controls import (
 )
 from hitl.bot.views.escape import label
 from hitl.bot.views.evidence import evidence_blocks
-from hitl.bot.views.reasons import reason_blocks, value_box
+from hitl.bot.views.reasons import reason_blocks, reasons_room, value_box
 from hitl.engine.domain.display import graphemes_cut, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
@@ -145,7 +145,7 @@ def card(
         rules = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:8])
         policy = f"*Policy*: tier `{a.tier}`, rule `{label(a.rule, 60)}`\n{rules}"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": policy[:2900]}]})
-    blocks += _action_blocks(a, declared)
+    blocks += _action_blocks(a, declared, budget=CARD_VALUES_BUDGET - reasons_room(a))
     if detail and a.args_schema is not None and a.args_schema != declared:
         blocks += _sent_schema(a.args_schema)
     if a.status is not Status.PENDING:
@@ -236,7 +236,7 @@ def _fields(a: Approval, now: float) -> list[dict[str, Any]]:
     ]
 
 
-def _action_blocks(a: Approval, declared: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _action_blocks(a: Approval, declared: Mapping[str, Any] | None, *, budget: int) -> list[dict[str, Any]]:
     items = a.args.get("items") if "batch" in a.metadata else None
     if isinstance(items, list):
         return _batch_blocks(a, items)
@@ -245,7 +245,7 @@ def _action_blocks(a: Approval, declared: Mapping[str, Any] | None) -> list[dict
         "block_id": f"hitl_tool:{a.id}",
         "text": {"type": "mrkdwn", "text": f":gear: *What runs:* `{label(a.tool, 60)}`, with these arguments"},
     }
-    out = [what, *argument_blocks(a, declared)]
+    out = [what, *argument_blocks(a, declared, budget=budget)]  # what the reasons below take, the values give up
     edit = edit_of(a)
     if edit:
         out.append(_edit_block(a, edit))

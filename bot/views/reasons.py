@@ -11,11 +11,13 @@ from hitl.engine.domain.display import reveal
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.redaction import bounded
 
-__all__ = ["REASON_CHARS", "reason_blocks", "value_box"]
+__all__ = ["REASON_CHARS", "reason_blocks", "reasons_room", "value_box"]
 
 
 REASON_CHARS = 600
-"""Characters of a reason a card shows; "Show reason in full" opens the rest."""
+"""Characters of reasons a card shows in all, shared by its reasons (a card near Slack's limit of text still fits
+them); "Show reason in full" opens the rest of each."""
+_LEAST = 100
 
 
 def reason_blocks(a: Approval, *, by: Callable[[str], str]) -> list[dict[str, Any]]:
@@ -25,18 +27,29 @@ def reason_blocks(a: Approval, *, by: Callable[[str], str]) -> list[dict[str, An
     the card names them."""
     out: list[dict[str, Any]] = []
     told = {d.reason for d in a.decisions if d.reason}
+    given = sum(1 for d in a.decisions[-5:] if d.reason)
+    share = max(_LEAST, REASON_CHARS // max(given, 1))
     for i, d in list(enumerate(a.decisions))[-5:]:
         if not d.reason:
             continue
         block_id = f"hitl_reason:{a.id}" if not out else f"hitl_reason:{a.id}:{i}"
-        out += [_context(f"Reason given by {by(d.reviewer)}"), value_box(block_id, d.reason, REASON_CHARS)]
-        if len(d.reason) > REASON_CHARS:
+        out += [_context(f"Reason given by {by(d.reviewer)}"), value_box(block_id, d.reason, share)]
+        if len(d.reason) > share:
             text = f"Show reason in full ({len(d.reason):,} characters)"
             button = full_value_button(a, reason_index(i), text)
             out.append({"type": "actions", "block_id": f"hitl_full_reason:{a.id}:{i}", "elements": [button]})
     if a.reason and a.reason not in told and a.status is not Status.EXPIRED:  # the outcome line says expiry
         out += [_context("Note"), value_box(f"hitl_note:{a.id}", a.reason, REASON_CHARS)]
     return out
+
+
+def reasons_room(a: Approval) -> int:
+    """About how many characters of text :func:`reason_blocks` adds to ``a``'s card (its boxes, whose reason each
+    is, their buttons): what the card's arguments give up so the message stays within Slack's limit."""
+    given = [d.reason for d in a.decisions[-5:] if d.reason]
+    share = max(_LEAST, REASON_CHARS // max(len(given), 1))
+    noted = a.reason and a.reason not in given and a.status is not Status.EXPIRED
+    return sum(min(len(r), share) + 120 for r in given) + (REASON_CHARS if noted else 0)
 
 
 def _context(text: str) -> dict[str, Any]:

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from hitl.bot.views.arguments import ACTION_FULL_VALUE
-from hitl.bot.views.blocks import HALTED
+from hitl.bot.views.blocks import HALTED, card
 from hitl.bot.views.controls import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
 from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE, ACTION_GROUP_OPEN, ACTION_GROUP_PAGE, ACTION_GROUP_VIEW
 from hitl.engine.domain.display import reveal
-from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.sandbox.limits import message_problems
 from hitl.sandbox.webapi import Message
+from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl
 from tests.bot.conftest import CONFIG, Harness
 from tests.bot.hostile import HOSTILE
@@ -244,3 +245,22 @@ async def test_a_group_card_names_what_it_holds_totals_in_its_currency_and_drops
     [decided] = [b["text"]["text"] for b in done.blocks if b.get("block_id") == "hitl_group_decided"]
     assert "<@U_FIN1> approved 3 · <!date^" in decided and "<@U_FIN2> approved 3 · <!date^" in decided
     assert decided.count("<@U_FIN2>") == 1 and "U_FIN2 approved" not in json.dumps(done.blocks)  # one name each
+
+
+def test_five_long_reasons_on_a_card_full_of_arguments_stay_within_slacks_limits() -> None:
+    """The reasons share 600 characters of the card (each cut, with its Show reason in full), and the arguments give
+    up what they take: the message stays within Slack's 50 blocks and its limit of text."""
+    clock = FakeClock()
+    base = make_approval(now=clock.now(), args={f"a{i}": "x" * 3000 for i in range(45)}, evidence="e" * 2000)
+    votes = tuple(
+        Decision(reviewer=f"U_FIN{i}", kind=DecisionKind.APPROVE, at=clock.now(), version=i + 1, reason="r" * 2000)
+        for i in range(5)
+    )
+    decided = base.model_copy(update={"status": Status.APPROVED, "decisions": votes, "quorum": 5})
+    blocks = card(decided, now=clock.now())
+    assert message_problems(blocks) == (None, [])
+    boxes = [b for b in blocks if str(b.get("block_id", "")).startswith("hitl_reason:")]
+    shown = ["".join(run["text"] for run in b["elements"][0]["elements"]) for b in boxes]
+    assert len(shown) == 5 and all(text == "r" * 120 + "…" for text in shown)
+    full = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    assert [e["text"]["text"] for e in full][-5:] == ["Show reason in full (2,000 characters)"] * 5
