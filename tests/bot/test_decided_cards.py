@@ -14,7 +14,14 @@ from typing import Any
 from hitl.bot.views.arguments import ACTION_FULL_VALUE
 from hitl.bot.views.blocks import HALTED, card
 from hitl.bot.views.controls import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
-from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE, ACTION_GROUP_OPEN, ACTION_GROUP_PAGE, ACTION_GROUP_VIEW
+from hitl.bot.views.group_cards import (
+    ACTION_GROUP_APPROVE,
+    ACTION_GROUP_OPEN,
+    ACTION_GROUP_PAGE,
+    ACTION_GROUP_VIEW,
+    group_card,
+    money_fields,
+)
 from hitl.engine.domain.display import reveal
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
@@ -264,3 +271,19 @@ def test_five_long_reasons_on_a_card_full_of_arguments_stay_within_slacks_limits
     assert len(shown) == 5 and all(text == "r" * 120 + "…" for text in shown)
     full = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
     assert [e["text"]["text"] for e in full][-5:] == ["Show reason in full (2,000 characters)"] * 5
+
+
+def test_two_currencies_are_each_totalled_in_their_own_and_never_added() -> None:
+    clock = FakeClock()
+    members = [
+        make_approval(now=clock.now(), args={"amount": 100 + i, "fee": 2}, key=f"k{i}", session_id="ses_cur")
+        for i in range(3)
+    ]
+    declared = {"properties": {"amount": {"type": "number", "x-currency": "USD"}, "fee": {"x-currency": "EUR"}}}
+    blocks = group_card(members, now=clock.now(), currencies=money_fields(declared))
+    buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    [approve_all] = [e for e in buttons if e["action_id"] == ACTION_GROUP_APPROVE]
+    said = approve_all["confirm"]["text"]["text"]
+    assert "amount totals 303 USD; fee totals 6 EUR" in said and "309" not in said
+    shown = json.dumps(blocks, ensure_ascii=False)
+    assert "*amount*: total `303` USD over 3" in shown and "*fee*: total `6` EUR over 3" in shown
