@@ -180,7 +180,12 @@ async def _open_form(
         elif kind == ACTION_MODIFY:
             view = modify_view(a, ctx.schema_for(a), meta, declared=ctx.config.declared_schema(a.tool))
         elif kind == ACTION_APPROVE_CONFIRM:
-            view = approve_view(a, meta)
+            view = approve_view(
+                a,
+                meta,
+                view=ctx.notifier.cards.view_of(a) if ctx.notifier.cards.view_of else None,
+                declared=ctx.config.declared_schema(a.tool),
+            )
         else:
             required = a.reason_required
             view = reason_view(a, meta, feedback=kind == ACTION_FEEDBACK, required=required)

@@ -115,6 +115,12 @@ async def _reject_all_submitted(ctx: BotContext, req: Interaction, ack: AsyncAck
     entered = form_value(req.view.state.values if req.view else {}, "hitl_reason")
     reason = entered if isinstance(entered, str) and entered.strip() else None
     leader, digest = str(meta["g"]), str(meta["d"])
+    if reason is None:  # a group that needs a reason is told so under the reason, in a reviewer's words
+        pending = [a for a in await group_members(ctx, leader) or [] if a.is_open]
+        if any(a.reason_required for a in pending):
+            why = f"A reason is needed to reject these {len(pending)} requests: say why they should not run."
+            await ack(response_action="errors", errors={"hitl_reason": why})
+            return
     await ack()  # the form closes; what was recorded is told once it is (a group can outlast Slack's 3 s)
 
     async def record() -> None:

@@ -14,6 +14,7 @@ from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide
 from hitl.bot.errors import BotError
 from hitl.bot.requests.payloads import Interaction, interaction
+from hitl.bot.views.form_errors import attention_errors, reason_errors
 from hitl.bot.views.modals import (
     CALLBACK_APPROVE,
     CALLBACK_FEEDBACK,
@@ -65,51 +66,59 @@ def _values(req: Interaction) -> FormValues:
     return req.view.state.values if req.view else {}
 
 
+async def _approving(ctx: BotContext, kind: DecisionKind, form: str, ack: AsyncAck, req: Interaction) -> None:
+    """Modify or Approve through its form: the edit (Modify), the values typed and the reason go to the engine,
+    which checks them. Every wrong field is told at once, under its own input (:mod:`form_errors`); a refusal
+    that is about no one field (a changed card, a halt) goes under the first."""
+    meta = await _meta(ctx, req, form)
+    if meta is None:
+        await ack(response_action="errors", errors=_first_field(req, "This form was altered; nothing changed."))
+        return
+    errors: dict[str, str] = {}
+    try:
+        a = await ctx.store.approvals.get(str(meta["id"]))
+        args = None
+        typed, reason = attended_values(_values(req), a)
+        if kind is DecisionKind.MODIFY:
+            args, errors = parse_modify(_values(req), ctx.schema_for(a))
+            runs_with = None if errors else {**a.execute_args, **(args or {})}
+            errors = {**errors, **attention_errors(a, typed, reason, runs_with)}
+            if runs_with is None:  # the edit itself is wrong: nothing to send the engine
+                await ack(response_action="errors", errors=errors)
+                return
+        else:
+            errors = attention_errors(a, typed, reason, a.execute_args)
+        # Sent even when a field is wrong: the engine refuses it (it checks the same things) and audits that.
+        _, refusal = await decide(
+            ctx,
+            req.user.id,
+            a.id,
+            kind,
+            version=int(meta["v"]),
+            action_hash=str(meta["h"]),
+            args=args,
+            reason=reason,
+            view=_seen(meta),
+            confirm=typed,
+        )
+    except Exception:
+        log.exception("%s submission failed", kind)
+        errors, refusal = {}, "Something went wrong. Check the card before deciding again."
+    if refusal:
+        await ack(response_action="errors", errors=errors or _first_field(req, _plain(refusal)))
+    else:
+        await ack()
+
+
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
     """Register the modal forms' submissions (Modify, Approve with what it asks, Reject with a reason, feedback)."""
 
-    async def approving(kind: DecisionKind, form: str, ack: AsyncAck, req: Interaction) -> None:
-        """Modify or Approve through its form: the edit (Modify), the values typed and the reason go to the engine,
-        which checks them; a refusal goes back into the form, by its first field."""
-        meta = await _meta(ctx, req, form)
-        if meta is None:
-            await ack(response_action="errors", errors=_first_field(req, "This form was altered; nothing changed."))
-            return
-        try:
-            a = await ctx.store.approvals.get(str(meta["id"]))
-            args = None
-            if kind is DecisionKind.MODIFY:
-                args, errors = parse_modify(_values(req), ctx.schema_for(a))
-                if errors:
-                    await ack(response_action="errors", errors=errors)
-                    return
-            typed, reason = attended_values(_values(req), a)
-            _, refusal = await decide(
-                ctx,
-                req.user.id,
-                a.id,
-                kind,
-                version=int(meta["v"]),
-                action_hash=str(meta["h"]),
-                args=args,
-                reason=reason,
-                view=_seen(meta),
-                confirm=typed,
-            )
-        except Exception:
-            log.exception("%s submission failed", kind)
-            refusal = "Something went wrong. Check the card before deciding again."
-        if refusal:
-            await ack(response_action="errors", errors=_first_field(req, _plain(refusal)))
-        else:
-            await ack()
-
     async def on_modify(ack: AsyncAck, context: AsyncBoltContext) -> None:
-        await approving(DecisionKind.MODIFY, FORM_MODIFY, ack, interaction(context))
+        await _approving(ctx, DecisionKind.MODIFY, FORM_MODIFY, ack, interaction(context))
 
     async def on_approve(ack: AsyncAck, context: AsyncBoltContext) -> None:
         """Approve through its form: the values typed and the reason go to the engine, which compares them."""
-        await approving(DecisionKind.APPROVE, FORM_APPROVE, ack, interaction(context))
+        await _approving(ctx, DecisionKind.APPROVE, FORM_APPROVE, ack, interaction(context))
 
     async def reason_submitted(kind: DecisionKind, ack: AsyncAck, req: Interaction) -> None:
         meta = await _meta(ctx, req, FORM_FEEDBACK if kind is DecisionKind.FEEDBACK else FORM_REJECT)
@@ -118,7 +127,10 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             return
         entered = form_value(_values(req), "hitl_reason")
         reason = entered if isinstance(entered, str) and entered else None
+        errors: dict[str, str] = {}
         try:
+            if not (reason or "").strip():  # said in a reviewer's words; the engine still refuses and audits it
+                errors = reason_errors(await ctx.store.approvals.get(str(meta["id"])), kind, reason)
             _, refusal = await decide(
                 ctx,
                 req.user.id,
@@ -133,7 +145,7 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
             log.exception("%s submission failed", kind)
             refusal = "Something went wrong. Check the card before deciding again."
         if refusal:
-            await ack(response_action="errors", errors={"hitl_reason": _plain(refusal)})
+            await ack(response_action="errors", errors=errors or {"hitl_reason": _plain(refusal)})
         else:
             await ack()
 

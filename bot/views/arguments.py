@@ -28,6 +28,7 @@ __all__ = [
     "full_value_button",
     "name_line",
     "parse_full_value",
+    "reason_index",
     "value_at",
 ]
 
@@ -58,11 +59,22 @@ def _emoji(name: str) -> dict[str, Any]:
     return {"type": "emoji", "name": name}
 
 
+def reason_index(decision: int) -> int:
+    """The index a "Show reason in full" button gives for the reason of the approval's ``decision``-th decision
+    (below :data:`ALL_ARGUMENTS`, so no argument's index is ever one)."""
+    return ALL_ARGUMENTS - 1 - decision
+
+
 def value_at(a: Approval, index: int) -> tuple[str, Any] | None:
-    """The argument at ``index`` of the arguments as they run (:data:`ALL_ARGUMENTS`: all of them), or None."""
+    """The argument at ``index`` of the arguments as they run (:data:`ALL_ARGUMENTS`: all of them; below it, a
+    decision's reason: :func:`reason_index`), or None."""
     args = a.execute_args
     if index == ALL_ARGUMENTS:
         return ("all arguments", dict(args))
+    if index < ALL_ARGUMENTS:
+        at = ALL_ARGUMENTS - 1 - index
+        reason = a.decisions[at].reason if at < len(a.decisions) else None
+        return (f"reason given by {a.decisions[at].reviewer}", reason) if reason else None
     names = list(args)
     return (names[index], args[names[index]]) if 0 <= index < len(names) else None
 
@@ -162,6 +174,8 @@ def parse_full_value(value: str) -> tuple[str, int, str, int] | None:
     """``(approval id, version, action hash, argument index)`` of a "Show in full" button, or None."""
     head, sep, index = value.rpartition("|") if isinstance(value, str) else ("", "", "")
     parsed = parse_button_value(head) if sep else None
-    if parsed is None or not (index == "-1" or (index.isdigit() and len(index) <= 4 and str(int(index)) == index)):
+    digits = index.removeprefix("-")
+    exact = digits.isascii() and digits.isdigit() and len(digits) <= 4 and str(int(digits)) == digits
+    if parsed is None or not exact:
         return None
     return (*parsed, int(index))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hitl.bot.requests.button_values import button_value
-from hitl.bot.views.arguments import argument_blocks
+from hitl.bot.views.arguments import CARD_VALUES_BUDGET, argument_blocks
 from hitl.bot.views.controls import (
     ACTION_VIEW_ALL,
     controls,
@@ -22,6 +22,7 @@ from hitl.bot.views.controls import (
 from hitl.bot.views.escape import label
 from hitl.bot.views.evidence import evidence_blocks
 from hitl.bot.views.marks import look_closely_line
+from hitl.bot.views.reasons import reason_blocks, reasons_room, value_box
 from hitl.engine.domain.display import graphemes_cut, reveal, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
@@ -144,13 +145,13 @@ def card(
         rules = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:8])
         policy = f"*Policy*: tier `{a.tier}`, rule `{label(a.rule, 60)}`\n{rules}"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": policy[:2900]}]})
-    blocks += _action_blocks(a, declared)
+    blocks += _action_blocks(a, declared, budget=CARD_VALUES_BUDGET - reasons_room(a))
     if detail and a.args_schema is not None and a.args_schema != declared:
         blocks += _sent_schema(a.args_schema)
     if a.status is not Status.PENDING:
         blocks += _outcome(a, view)
     elif a.decisions:
-        blocks.append(_progress(a))
+        blocks += [_progress(a), *reason_blocks(a, by=who)]  # a vote's reason shows before the quorum is met
     if a.status is Status.PENDING and live:
         blocks += [{"type": "divider"}, controls(a, view.digest(), halted=halt is not None)]
     blocks.append(_identity(a, commands=a.status is Status.PENDING and live))
@@ -206,7 +207,7 @@ def _fields(a: Approval, now: float) -> list[dict[str, Any]]:
     ]
 
 
-def _action_blocks(a: Approval, declared: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _action_blocks(a: Approval, declared: Mapping[str, Any] | None, *, budget: int) -> list[dict[str, Any]]:
     items = a.args.get("items") if "batch" in a.metadata else None
     if isinstance(items, list):
         return _batch_blocks(a, items)
@@ -215,7 +216,7 @@ def _action_blocks(a: Approval, declared: Mapping[str, Any] | None) -> list[dict
         "block_id": f"hitl_tool:{a.id}",
         "text": {"type": "mrkdwn", "text": f":gear: *What runs:* `{label(a.tool, 60)}`, with these arguments"},
     }
-    out = [what, *argument_blocks(a, declared)]
+    out = [what, *argument_blocks(a, declared, budget=budget)]  # what the reasons below take, the values give up
     edit = edit_of(a)
     if edit:
         out.append(_edit_block(a, edit))
@@ -300,9 +301,11 @@ def _decision_line(a: Approval, d: Decision) -> str:
 
 
 def _outcome(a: Approval, view: Presentation) -> list[dict[str, Any]]:
-    """How it ended: the view's one line (the same on every surface), then each decision with when and via."""
-    lines = [f"{_ICONS[a.status]} *{view.title}*", label(view.outcome or "", 600)]
-    lines += [_decision_line(a, d) for d in a.decisions[-5:]]
+    """How it ended: who decided it and when (the view's one line, its decider drawn as the one name the card gives
+    each person), the votes before, then each reason as its decider typed it, read from the decision itself."""
+    last = a.decisions[-1] if a.decisions else None
+    lines = [f"{_ICONS[a.status]} *{view.title}*", _told(a, view, last)]
+    lines += [f"Before: {_decision_line(a, d)}" for d in a.decisions[-5:-1]]
     trusted = next((d for d in a.decisions if d.kind is DecisionKind.TRUST), None)
     if trusted is not None:
         lines.append(f"_Trust:_ {label(trust_scope(a, granted_at=trusted.at), 300)}")
@@ -315,22 +318,22 @@ def _outcome(a: Approval, view: Presentation) -> list[dict[str, Any]]:
             "text": {"type": "mrkdwn", "text": "\n".join(lines), "verbatim": True},
         }
     ]
-    if a.reason:  # the reviewer's words, as they wrote them, in a box of their own
-        out.append(value_box(f"hitl_reason:{a.id}", a.reason, 600))
-    return out
+    return out + reason_blocks(a, by=who)
 
 
-def value_box(block_id: str, text: str, limit: int) -> dict[str, Any]:
-    """Free text (a reason, a schema) in a rich text box: literal, its hidden characters marked, cut at a grapheme
-    boundary with ``…``."""
-    box = bounded(reveal(text, keep="\n\t")[0], limit + 1)
-    return {
-        "type": "rich_text",
-        "block_id": block_id,
-        "elements": [
-            {"type": "rich_text_preformatted", "elements": [{"type": "text", "text": box or " "}], "border": 0}
-        ],
-    }
+def _told(a: Approval, view: Presentation, last: Decision | None) -> str:
+    """The view's outcome line, its decider as a mention (the name every other line of the card gives them) and
+    with when and via; the reason goes in a box of its own, not in a line of mrkdwn."""
+    outcome = view.outcome or ""
+    if last is None or not outcome.startswith(f"{last.reviewer} "):
+        return label(outcome, 600)
+    said = outcome[len(last.reviewer) + 1 :]
+    if last.reason and said.endswith(f": {last.reason}"):
+        said = said[: -len(last.reason) - 2]
+    elif a.reason and said.endswith(f": {a.reason}"):
+        said = said[: -len(a.reason) - 2]
+    by = who(last.reviewer) if last.acting_for is None else f"{who(last.reviewer)} (acting for {who(last.acting_for)})"
+    return f"{by} {label(said, 300)} {when(last.at)} via {label(last.via, 20)}"
 
 
 def _progress(a: Approval) -> dict[str, Any]:

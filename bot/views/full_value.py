@@ -39,7 +39,7 @@ def parse_page(value: str) -> tuple[str, int, str, int, int] | None:
     if parsed is None or not all(n.isascii() and n.lstrip("-").isdigit() and len(n) <= 6 for n in numbers):
         return None
     at, number = int(index), int(page)
-    if at < ALL_ARGUMENTS or number < 0:
+    if number < 0:  # an index below ALL_ARGUMENTS is a decision's reason (reason_index)
         return None
     return (*parsed, at, number)
 

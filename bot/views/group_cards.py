@@ -21,8 +21,8 @@ from hitl.bot.views.escape import label
 from hitl.engine.domain.grouping import KeyAmount, decidable_together, group_digest, in_order, key_amounts
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.hashing import short_hash
-from hitl.engine.domain.models import Approval, Status
-from hitl.engine.domain.presentation import Presentation, present
+from hitl.engine.domain.models import Approval, DecisionKind, Status
+from hitl.engine.domain.presentation import DECISION_VERBS, Presentation, present
 
 __all__ = [
     "ACTION_GROUP_APPROVE",
@@ -32,7 +32,10 @@ __all__ = [
     "ACTION_GROUP_VIEW",
     "FIRST_FEW",
     "PAGE_SIZE",
+    "DECIDED_ON_CARD",
+    "decided_blocks",
     "group_card",
+    "group_name",
     "group_text",
     "group_value",
     "member_list_view",
@@ -51,8 +54,11 @@ FIRST_FEW = 5
 """Members listed on the card itself; "View all" lists the rest."""
 PAGE_SIZE = 20
 """Members per page of "View all" (a modal holds at most 100 blocks)."""
+DECIDED_ON_CARD = 20
+"""Members a decided group's card lists with how each ended (a message holds 50 blocks); View all pages the rest."""
 
 _GROUP_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([0-9a-f]{64})", re.ASCII)
+_WORD = re.compile(r"[a-z]{2,30}", re.ASCII)
 _PAGE_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([0-9]{1,5})", re.ASCII)
 
 _ViewOf = Callable[[Approval], Presentation]
@@ -150,8 +156,10 @@ def group_card(
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": more}]})
     if pending:
         blocks += [{"type": "divider"}, _controls(pending, leader, amounts, halted=halt is not None)]
+    else:
+        blocks += decided_blocks(everyone, leader, draw)
     digest = group_digest(pending)
-    ids = f"Group of `{leader}` · {len(everyone)} approvals · digest `{short_hash(digest)}`"
+    ids = f"{label(group_name(everyone), 200)} · digest `{short_hash(digest)}`"
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": ids}]})
     return blocks
 
@@ -160,14 +168,16 @@ def member_list_view(members: Sequence[Approval], page: int, *, view_of: _ViewOf
     """ "View all": every pending member, a page at a time, each one click from its own card."""
     everyone = in_order(members)
     pending = [a for a in everyone if a.is_open]
+    listed = pending or everyone  # a group no longer pending lists every member with how it ended
     leader = min(a.id for a in everyone)
-    pages = max(1, -(-len(pending) // PAGE_SIZE))
+    pages = max(1, -(-len(listed) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     start = page * PAGE_SIZE
-    head = f"*{len(pending)} pending* of {len(everyone)} · `{label(everyone[0].tool, 60)}` · page {page + 1} of {pages}"
+    which = f"*{len(pending)} pending* of {len(everyone)}" if pending else f"*{len(everyone)} decided*"
+    head = f"{which} · `{label(everyone[0].tool, 60)}` · page {page + 1} of {pages}"
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": head}}]
     draw = view_of or present
-    blocks += [_member_line(a, draw(a)) for a in pending[start : start + PAGE_SIZE]]
+    blocks += [_member_line(a, draw(a)) for a in listed[start : start + PAGE_SIZE]]
     turns = [
         button(ACTION_GROUP_PAGE, label_, f"{leader}|{n}")
         for label_, n, ok in (("Previous", page - 1, page > 0), ("Next", page + 1, page + 1 < pages))
@@ -189,6 +199,9 @@ def _fields(first: Approval, pending: Sequence[Approval], now: float) -> list[di
     approvers = label(first.required_role or "any reviewer", 60) + (
         f" · {first.quorum} each" if first.quorum > 1 else ""
     )
+    voted = _voted_on_all(pending)
+    if voted:  # who decides is who may still vote: those who voted on every pending member no longer do
+        approvers += f"\nnot {', '.join(who(p) for p in voted[:5])} (voted)"
     requested = who(first.requester) + (f"\nvia {label(first.asked_by, 120)}" if first.asked_by else "")
     fields = [
         {"type": "mrkdwn", "text": f":bust_in_silhouette: *Requested by*\n{requested}"},
@@ -237,10 +250,11 @@ def _tally(everyone: Sequence[Approval]) -> str:
 def _member_line(a: Approval, view: Presentation) -> dict[str, Any]:
     """One member: its id and headline (escaped, untrusted), and a button to its own card."""
     headline = view.headline
+    text = f"`{a.id}` {label(headline, 240)}" + ("" if a.is_open else f"\n{_ended(a)}")
     return {
         "type": "section",
         "block_id": f"hitl_member:{a.id}",
-        "text": {"type": "mrkdwn", "text": f"`{a.id}` {label(headline, 240)}", "verbatim": True},
+        "text": {"type": "mrkdwn", "text": text, "verbatim": True},
         "accessory": button(ACTION_GROUP_OPEN, "Open", button_value(a)),
     }
 
@@ -252,7 +266,8 @@ def _controls(pending: Sequence[Approval], leader: str, amounts: list[KeyAmount]
     n = len(pending)
     buttons: list[dict[str, Any]] = []
     if decidable_together(pending):
-        sums = "; ".join(f"{k.name} totals {_num(k.total)}" for k in amounts)
+        # Each money field's total in its own currency: two currencies are never added together.
+        sums = "; ".join(f"{k.name} totals {_num(k.total)}{f' {k.currency}' if k.currency else ''}" for k in amounts)
         if not halted:
             say = f"Each of the {n} runs once, as its own card shows it. {sums}".strip()
             buttons.append(
@@ -276,3 +291,59 @@ def _controls(pending: Sequence[Approval], leader: str, amounts: list[KeyAmount]
         )
     buttons.append(button(ACTION_GROUP_VIEW, "View all", value))
     return {"type": "actions", "block_id": f"hitl_group:{leader}", "elements": buttons}
+
+
+def _ended(a: Approval) -> str:
+    """How one member ended, by whom and when (its own card tells the rest, reasons included)."""
+    last = a.decisions[-1] if a.decisions else None
+    if last is None:
+        return f"_{label(str(a.status), 20)}_"
+    return f"{who(last.reviewer)} {DECISION_VERBS[last.kind]} {when(last.at)}"
+
+
+def decided_blocks(everyone: Sequence[Approval], leader: str, draw: _ViewOf) -> list[dict[str, Any]]:
+    """A group no longer pending: who decided it and when (each decider once, with how many members and the
+    span of their times), then each member with how it ended and its Open, a screen's worth on the card and
+    every one in View all's pages (a message holds 50 blocks)."""
+    deciders: dict[tuple[str, DecisionKind], list[float]] = {}
+    for a in everyone:
+        for d in a.decisions:  # every vote: a quorum's first approvers decided too
+            deciders.setdefault((d.reviewer, d.kind), []).append(d.at)
+    lines = [":lock: *Decided*"]
+    for (reviewer, kind), times in list(deciders.items())[:8]:
+        span = when(min(times)) + (f" – {when(max(times))}" if max(times) - min(times) >= 60 else "")
+        lines.append(f"{who(reviewer)} {DECISION_VERBS[kind]} {len(times)} · {span}")
+    if len(deciders) > 8:
+        lines.append(f"…and {len(deciders) - 8} more people")
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "block_id": "hitl_group_decided", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}
+    ]
+    blocks += [_member_line(a, draw(a)) for a in everyone[:DECIDED_ON_CARD]]
+    if len(everyone) > DECIDED_ON_CARD:
+        more = f"…and {len(everyone) - DECIDED_ON_CARD} more. *View all* lists every one."
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": more}]})
+        value = group_value(leader, group_digest([]))
+        view_all = button(ACTION_GROUP_VIEW, "View all", value)
+        blocks.append({"type": "actions", "block_id": f"hitl_group:{leader}", "elements": [view_all]})
+    return blocks
+
+
+def group_name(members: Sequence[Approval]) -> str:
+    """A group named by what it holds: "12 refunds from agent:riley" (a tool named in one word reads as a noun;
+    any other as "12 issue_refund requests")."""
+    first = members[0]
+    n = len(members)
+    tool = first.tool
+    if _WORD.fullmatch(tool):
+        thing = tool if n == 1 else tool + ("es" if tool.endswith(("s", "x", "ch", "sh")) else "s")
+    else:
+        thing = f"{tool} request{'' if n == 1 else 's'}"
+    return f"{n} {thing} from {first.requester}"
+
+
+def _voted_on_all(pending: Sequence[Approval]) -> list[str]:
+    """Whoever voted on every pending member (a quorum of two or more): they decide none of them any more."""
+    if not pending or not all(a.decisions for a in pending):
+        return []
+    common = set.intersection(*({v for d in a.decisions for v in d.voters} for a in pending))
+    return sorted(common)

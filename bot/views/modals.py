@@ -8,10 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from hitl.bot.requests.payloads import Cell
+from hitl.bot.views.arguments import name_line
 from hitl.bot.views.escape import label
 from hitl.engine.domain.arg_schema import ArgField, coerce_text, fields_of, json_number, schema_errors
+from hitl.engine.domain.display import graphemes_cut, show
 from hitl.engine.domain.hashing import exact_int, normalize
 from hitl.engine.domain.models import Approval, ApprovalKind
+from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
 
@@ -96,10 +99,15 @@ def modify_view(
     }
 
 
-def approve_view(a: Approval, metadata: str) -> dict[str, Any]:
-    """The form Approve opens on an approval that asks more than a click: each value the policy names (``confirm``)
+def approve_view(
+    a: Approval, metadata: str, *, view: Presentation | None = None, declared: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The form Approve opens on an approval that asks more than a click: the card's headline again, and the marks
+    of each value it asks for (its type, currency, look-alike and hidden characters: the card's own name line, not
+    the value), and of any other argument that carries a warning; then each value the policy names (``confirm``)
     typed by the reviewer as they read it on the card, with nothing of it filled in or hinted at, and the reason
-    when one is required. The engine compares what is typed with the value that runs."""
+    when one is required. The engine compares what is typed with the value that runs. ``view`` and ``declared`` as
+    the card takes them."""
     asked = ", ".join(f"`{label(name, 40)}`" for name in a.confirm)
     what = (
         f"To approve `{label(a.tool, 60)}`, type its {asked} as you read it on the card: it is compared exactly "
@@ -107,7 +115,10 @@ def approve_view(a: Approval, metadata: str) -> dict[str, Any]:
         if a.confirm
         else f"Approving `{label(a.tool, 60)}` needs a reason."
     )
+    view = view or present(a, declared=declared)
     blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": _pt(graphemes_cut(view.heading, 150) or a.tool[:150])},
+        *_marks(a, declared),
         {"type": "section", "text": {"type": "mrkdwn", "text": f"`{a.id}` · {what}"}},
         *_attention_blocks(a, modify=False),
     ]
@@ -120,6 +131,21 @@ def approve_view(a: Approval, metadata: str) -> dict[str, Any]:
         "close": _pt("Cancel"),
         "blocks": blocks,
     }
+
+
+def _marks(a: Approval, declared: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The name line the card draws for each argument the form asks for, and for each other one with a warning:
+    its type and currency, and every look-alike or hidden-character warning (never its value)."""
+    props = (declared or {}).get("properties")
+    specs: Mapping[str, Any] = props if isinstance(props, dict) else {}
+    lines = []
+    for name, value in list(a.execute_args.items())[:40]:
+        shown = show(value)
+        if name in a.confirm or shown.warnings:
+            spec = specs.get(name)
+            line = name_line(name, shown, spec if isinstance(spec, dict) else None, most_warnings=10)
+            lines.append({"type": "rich_text_section", "elements": line})
+    return [{"type": "rich_text", "block_id": "hitl_marks", "elements": lines}] if lines else []
 
 
 def _attention_blocks(a: Approval, *, modify: bool) -> list[dict[str, Any]]:

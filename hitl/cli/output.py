@@ -334,7 +334,12 @@ class Out:
         for d in v.decisions:
             t.add_row(
                 "decision",
-                Text(f"{d.decision} by {d.reviewer} at {d.at} via {d.via}" + (f": {d.reason}" if d.reason else "")),
+                # The reason as typed, its hidden and direction-changing characters shown (never sent to a terminal)
+                Text(
+                    reveal_hidden(
+                        f"{d.decision} by {d.reviewer} at {d.at} via {d.via}" + (f": {d.reason}" if d.reason else "")
+                    )
+                ),
             )
         if v.evidence:
             t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))

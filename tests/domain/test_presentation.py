@@ -5,6 +5,7 @@ and after every change (the sandbox's browser rendering is checked in tests/sand
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import pytest
@@ -99,6 +100,11 @@ def _card_story(blocks: list[dict[str, Any]]) -> dict[str, Any]:
             fields.append((label, "".join(run["text"] for run in part["elements"])))
     ended = [b["text"]["text"] for b in blocks if str(b.get("block_id", "")).startswith("hitl_outcome:")]
     outcome = ended[0].split("\n")[1] if ended else None
+    if outcome is not None:  # the decider is a mention, with when and via; their reason sits in a box below
+        outcome = re.sub(r" <!date\^[^>]*> via \S+$", "", re.sub(r"<@([A-Z0-9_]+)>", r"\1", outcome))
+        boxes = [b for b in blocks if str(b.get("block_id", "")).startswith(("hitl_reason:", "hitl_note:"))]
+        if boxes and not outcome.endswith(" approved"):
+            outcome += ": " + boxes[0]["elements"][0]["elements"][0]["text"]
     return {"heading": heading, "reasons": reasons, "fields": fields, "outcome": outcome}
 
 

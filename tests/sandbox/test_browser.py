@@ -442,7 +442,15 @@ async def tells_its_view(sb: Sandbox, found: Any, approval_id: str) -> None:
     assert drawn["values"][: len(view.fields)] == [f.value.text for f in view.fields]
     assert all(f.label in line for f, line in zip(view.fields, drawn["labels"], strict=False)), drawn["labels"]
     assert all(reason in drawn["text"] for reason in view.reasons)
-    assert view.outcome is None or view.outcome in drawn["text"]
+    told = view.outcome
+    last = a.decisions[-1] if a.decisions else None
+    if told is not None and last is not None and told.startswith(f"{last.reviewer} "):
+        # The card names the decider once, as Slack draws their mention, and their reason in a box of its own.
+        said, _, reason = told.removeprefix(f"{last.reviewer} ").partition(": ")
+        name = sb.state.users[last.reviewer]["name"]
+        assert f"@{name} {said}" in drawn["text"] and reason in drawn["text"], (told, drawn["text"])
+    else:
+        assert told is None or told in drawn["text"]
 
 
 FAITHFUL_CONFIG = """
@@ -582,12 +590,25 @@ async def test_the_docs_show_the_form_an_escalated_approval_asks_for(tmp_path: P
             modal = page.locator(".modal")
             await expect(modal).to_contain_text("Type the amount that runs")
             await expect(modal).to_contain_text("Why approve it?")
+            await expect(modal).to_contain_text("Approval needed: Pay EUR 4,820.50 to")  # the card's headline again
+            await expect(modal).to_contain_text("number, EUR")  # and the marks of what it asks for
             DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
             keep_or_write(DOCS_SHOTS / "confirm-form.png", await modal.screenshot(), await modal.inner_text())
+
+            # Two wrong fields: each told at once, under its own input, in a reviewer's words.
+            await modal.locator("input[name='hitl_confirm:amount']").fill("4820")
+            await page.click("#modal-submit")
+            await expect(modal.locator(".field.invalid")).to_have_count(2)
+            await expect(modal.locator(".field.invalid .error").first).to_contain_text("not the amount that runs")
+            await expect(modal.locator(".field.invalid .error").last).to_contain_text(
+                "A reason is needed to approve this pay request"
+            )
+            keep_or_write(DOCS_SHOTS / "confirm-form-errors.png", await modal.screenshot(), await modal.inner_text())
 
             await modal.locator("input[name='hitl_confirm:amount']").fill("4820")
             await modal.locator("textarea").fill("Invoice INV-2211 matches the contract")
             await page.click("#modal-submit")
+            await expect(modal.locator(".field.invalid")).to_have_count(1)  # the reason is given now
             await expect(modal.locator(".field.invalid .error")).to_contain_text("not the amount that runs")
             assert (await sb.rt.store.approvals.get(paid.approval.id)).is_open
             await modal.locator("input[name='hitl_confirm:amount']").fill("4,820.50")
@@ -644,7 +665,13 @@ async def test_the_docs_show_a_flood_as_one_group_card(tmp_path: Path, monkeypat
             await page.click("#confirm-ok")
             await expect(found).to_contain_text("12 × refund: 12 approved", timeout=15000)
             await expect(found).to_contain_text("12 approved")
-            await expect(found.get_by_role("button")).to_have_count(0)
+            # Who decided, when, and each member with how it ended and its Open: no control decides any more.
+            await expect(found).to_contain_text("@support1 approved 12 · ")
+            await expect(found).to_contain_text("12 refunds from agent:riley")
+            await expect(found.get_by_role("button", name="Open")).to_have_count(12)
+            await expect(found.get_by_role("button")).to_have_count(12)
+            await sb.rt.ctx.notifier.flush()
+            await steady_shot(page, sb, found, "card-group-decided")
     finally:
         await sb.close()
 
