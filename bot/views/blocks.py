@@ -23,7 +23,7 @@ from hitl.bot.views.escape import label
 from hitl.bot.views.evidence import evidence_blocks
 from hitl.bot.views.marks import look_closely_line
 from hitl.bot.views.reasons import reason_blocks, reasons_room, value_box
-from hitl.engine.domain.display import graphemes_cut, reveal, show
+from hitl.engine.domain.display import graphemes_cut, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
