@@ -194,8 +194,10 @@ class WebInbox:
     def _check_post(self, request: web.Request, session: Session, form_csrf: str) -> None:
         import hmac
 
+        # A browser says where a POST comes from: Sec-Fetch-Site, and Origin ("null" under no-referrer).
         origin = request.headers.get("Origin")
-        if origin is not None and origin != self.origin:
+        site = request.headers.get("Sec-Fetch-Site")
+        if (origin is not None and origin not in (self.origin, "null")) or site not in (None, "same-origin"):
             raise web.HTTPForbidden(text="cross-site request refused", content_type="text/plain")
         if not hmac.compare_digest(form_csrf.encode(), session.csrf.encode()):
             raise web.HTTPForbidden(text="the form is stale or forged: reload the page", content_type="text/plain")
