@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 import aiohttp
 from joserfc import jwt
@@ -25,7 +25,7 @@ from joserfc.jwk import KeySet
 
 from hitl.engine.config.web import WebSpec
 
-__all__ = ["Discovery", "OidcClient", "SignInError", "pkce_challenge", "random_token"]
+__all__ = ["Discovery", "OidcClient", "SignInError", "basic_auth", "pkce_challenge", "random_token"]
 
 _ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"}
@@ -154,13 +154,13 @@ class OidcClient:
             "redirect_uri": self.web.redirect_uri,
             "code_verifier": verifier,
         }
-        auth = None
+        headers = {}
         if d.basic_auth:
-            auth = aiohttp.BasicAuth(self.spec.client_id, self._secret)
+            headers["Authorization"] = basic_auth(self.spec.client_id, self._secret)
         else:
             form |= {"client_id": self.spec.client_id, "client_secret": self._secret}
         try:
-            async with self._session().post(d.token_endpoint, data=form, auth=auth) as r:
+            async with self._session().post(d.token_endpoint, data=form, headers=headers) as r:
                 body = await r.json(content_type=None)
                 status = r.status
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
@@ -215,6 +215,12 @@ class OidcClient:
         if not isinstance(claims["sub"], str) or not claims["sub"]:
             raise SignInError("token_invalid", "the ID token names nobody (sub); sign in again")
         return claims
+
+
+def basic_auth(client_id: str, secret: str) -> str:
+    """The ``Authorization`` value of client_secret_basic: both parts form-encoded first (RFC 6749 2.3.1)."""
+    pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def random_token() -> str:
