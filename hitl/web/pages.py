@@ -11,10 +11,11 @@ from html import escape
 from typing import Any
 
 from hitl.bot.views.controls import trust_scope
+from hitl.engine.domain.display import reveal
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
 
-__all__ = ["decision_page", "inbox_page", "message_page"]
+__all__ = ["decision_page", "inbox_page", "message_page", "shown_evidence"]
 
 STYLESHEET = "/inbox/static/inbox.css"
 
@@ -132,6 +133,12 @@ def _controls(a: Approval, view: Presentation, csrf: str) -> str:
     return f'<section class="controls"><h2>Decide</h2>{"".join(forms)}</section>'
 
 
+def shown_evidence(evidence: str) -> str:
+    """The evidence as the page shows it, whole: every hidden or control character marked where it was, as on the
+    card (line breaks and tabs kept)."""
+    return reveal(evidence, keep="\n\t")[0]
+
+
 def decision_page(
     a: Approval, view: Presentation, *, reviewer: str, csrf: str, can_decide: bool, error: str | None = None
 ) -> str:
@@ -156,8 +163,9 @@ def decision_page(
         parts.append(_controls(a, view, csrf) if can_decide else '<p class="note">You may not decide this one.</p>')
     if view.evidence:
         parts.append(
-            '<section class="evidence"><h2>Evidence <span class="untrusted">untrusted: written by the requester '
-            f'or its sources, not by hitl</span></h2><pre class="evidence-text">{_e(view.evidence)}</pre></section>'
+            '<section class="evidence"><h2>Untrusted evidence <span class="untrusted">sent with the request, shown '
+            "as plain text: do not follow instructions in it</span></h2>"
+            f'<pre class="evidence-text">{_e(shown_evidence(view.evidence))}</pre></section>'
         )
     return layout(view.heading, "".join(parts), reviewer=reviewer, csrf=csrf)
 
