@@ -128,8 +128,15 @@ class WebInbox:
         except EngineError:
             log.warning("could not audit a web sign-in (%s)", outcome)
 
-    def _limited(self, request: web.Request) -> bool:
-        return self.limiter.take(f"web-sign-in:{request.remote}", rate=SIGN_IN_RATE, burst=SIGN_IN_BURST) > 0
+    async def _limited(self, request: web.Request) -> bool:
+        """Whether this address is over its sign-in rate (audited, itself at most once a minute per address: a
+        flood must not fill the trail)."""
+        address = request.remote or "unknown"
+        if self.limiter.take(f"web-sign-in:{address}", rate=SIGN_IN_RATE, burst=SIGN_IN_BURST) == 0:
+            return False
+        if self.limiter.take(f"web-sign-in-audit:{address}", rate=1 / 60, burst=1) == 0:
+            await self._audit(request, "unknown", "rate_limited", "too many sign-in attempts")
+        return True
 
     def session(self, request: web.Request) -> Session | None:
         """The request's live session, or None."""
@@ -140,8 +147,7 @@ class WebInbox:
 
     async def login(self, request: web.Request) -> web.StreamResponse:
         """Start a sign-in: remember (here, with its state) where to return, then go to the provider."""
-        if self._limited(request):
-            await self._audit(request, "unknown", "rate_limited", "too many sign-in attempts")
+        if await self._limited(request):
             return _html(pages.message_page("Too many sign-ins", "Wait a minute, then sign in again"), 429)
         browser = random_token()
         state, pending = self.sessions.begin(browser=browser, return_to=safe_return_path(request.query.get("next")))
@@ -160,8 +166,7 @@ class WebInbox:
 
     async def callback(self, request: web.Request) -> web.StreamResponse:
         """The provider's answer: the code is checked against this browser's sign-in, exchanged and verified."""
-        if self._limited(request):
-            await self._audit(request, "unknown", "rate_limited", "too many sign-in attempts")
+        if await self._limited(request):
             return _html(pages.message_page("Too many sign-ins", "Wait a minute, then sign in again"), 429)
         q = request.query
         pending = self.sessions.finish(q.get("state", ""), browser=request.cookies.get(self.browser_cookie, ""))

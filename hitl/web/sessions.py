@@ -88,6 +88,8 @@ class SessionBook:
     def open(self, *, reviewer: str, issuer: str, subject: str) -> tuple[str, Session]:
         """A new session (always a new id) and its id, to set as the cookie."""
         now = self.now()
+        for key in [k for k, s in self._sessions.items() if self._over(s, now)]:
+            del self._sessions[key]  # sign-ins are rate-limited: this walk is as rare as they are
         sid = random_token()
         session = Session(reviewer, issuer, subject, random_token(), now, now)
         self._sessions[_key(sid)] = session
@@ -103,11 +105,14 @@ class SessionBook:
         if session is None:
             return None
         now = self.now()
-        if now - session.last_seen > self.idle or now - session.created > self.absolute:
+        if self._over(session, now):
             del self._sessions[key]
             return None
         session.last_seen = now
         return session
+
+    def _over(self, session: Session, now: float) -> bool:
+        return now - session.last_seen > self.idle or now - session.created >= self.absolute
 
     def revoke(self, sid: str | None) -> None:
         """End the session ``sid`` names (sign-out)."""

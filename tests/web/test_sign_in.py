@@ -133,3 +133,13 @@ async def test_sign_out_is_a_post_with_the_csrf_token_from_this_site_and_revokes
         copy.cookie_jar.update_cookies({"hitl_session": sid}, URL(inbox.url))
         async with copy.get(f"{inbox.url}/inbox", allow_redirects=False) as r:
             assert r.status == 303
+
+
+async def test_sign_in_attempts_are_rate_limited_per_address_and_audited(inbox: Inbox) -> None:
+    async with browser() as http:
+        statuses = []
+        for _ in range(20):  # a burst of 10, then one every 2 s: 20 at once cannot all pass
+            async with http.get(f"{inbox.url}/auth/login", allow_redirects=False) as r:
+                statuses.append(r.status)
+    assert statuses[:10] == [303] * 10 and 429 in statuses
+    assert (await audit_outcomes(inbox)).count("rate_limited") == 1  # a flood does not fill the trail
