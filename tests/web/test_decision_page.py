@@ -12,12 +12,14 @@ import subprocess
 import sys
 from typing import Any
 
+from aiohttp import web
 from playwright.async_api import Page, expect
 
 from hitl.engine.domain.models import Status
 from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import Message
 from tests.bot.conftest import ROOT
+from tests.ports import free_port
 from tests.sandbox.test_browser import browser_page
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, sign_in
@@ -122,6 +124,45 @@ async def test_one_who_may_not_decide_sees_no_form_and_a_forged_post_is_refused(
         await sign_in(http, inbox, "U_SUPPORT2")
         async with http.get(f"{inbox.url}/inbox") as r:
             assert f"/inbox/approvals/{approval_id}" in await r.text()
+    store = open_store(inbox.env["HITL_STORE"])
+    try:
+        assert (await store.approvals.get(approval_id)).status is Status.PENDING
+    finally:
+        await store.close()
+
+
+async def test_a_cross_site_form_cannot_decide_for_a_signed_in_reviewer(inbox: Inbox) -> None:
+    """Another site's page, open in the same Chromium as a signed-in reviewer's session, posts an Approve to the
+    decision URL: the session cookie does not go with it (SameSite=Lax), nor could it know the CSRF token."""
+    approval_id = await paused_refund(inbox, 75)
+    target = f"{inbox.url}/inbox/approvals/{approval_id}/decisions"
+    evil = web.Application()
+
+    async def lure(request: web.Request) -> web.Response:
+        body = (
+            f'<form id="f" method="post" action="{target}"><input name="decision" value="approve">'
+            '<input name="expected_version" value="1"><input name="csrf" value="guess"></form>'
+            "<script>document.getElementById('f').submit()</script>"
+        )
+        return web.Response(text=body, content_type="text/html")
+
+    evil.router.add_get("/", lure)
+    runner = web.AppRunner(evil)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with browser_page() as page:
+            await page.goto(f"{inbox.url}/inbox")
+            await sign_in_at_provider(page, "U_SUPPORT1")
+            await page.wait_for_url(f"{inbox.url}/inbox")
+            async with page.expect_response(target) as answered:
+                await page.goto(f"http://localhost:{port}/")  # another site (localhost is not 127.0.0.1)
+            assert (await answered.value).status == 403
+            await page.goto(f"{inbox.url}/inbox/approvals/{approval_id}")
+            await expect(page.locator("form.approve")).to_have_count(1)  # still pending, still theirs to decide
+    finally:
+        await runner.cleanup()
     store = open_store(inbox.env["HITL_STORE"])
     try:
         assert (await store.approvals.get(approval_id)).status is Status.PENDING
