@@ -20,17 +20,20 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import Message
 from tests.bot.conftest import ROOT
 from tests.ports import free_port
-from tests.sandbox.test_browser import browser_page
+from tests.sandbox.test_browser import DOCS_SHOTS, browser_page, keep_or_write
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, sign_in
 
 
-async def paused_refund(inbox: Inbox, amount: int, note: str = "The parcel arrived crushed.") -> str:
+async def paused_refund(
+    inbox: Inbox, amount: int, note: str = "The parcel arrived crushed.", *, session: str | None = None
+) -> str:
     """`hitl run` of the refund example, paused at its approval: the approval's id."""
     run = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "hitl", "run", str(ROOT / "examples/refund/workflow.yaml"), "--json"]
-        + ["--var", "order_id=78291", "--var", f"amount={amount}", "--var", f"note={note}"],
+        + ["--var", "order_id=78291", "--var", f"amount={amount}", "--var", f"note={note}"]
+        + (["--session", session] if session else []),
         env=inbox.env,
         cwd=inbox.cwd,
         capture_output=True,
@@ -60,8 +63,18 @@ async def sign_in_at_provider(page: Page, who: str) -> None:
     await page.click("button[type='submit']")
 
 
+async def docs_shot(page: Page) -> None:
+    """The Web inbox page's screenshot, compared with the one in the docs (its id and times set to fixed values)."""
+    fixed = "Asked by agent:riley · role support · 0 of 1 approval · expires 2026-11-28 14:00 UTC · apr_DOCS000001"
+    await page.locator(".meta").evaluate("(el, text) => { el.textContent = text }", fixed)
+    await page.set_viewport_size({"width": 900, "height": 1400})
+    await page.mouse.move(1, 1)
+    body = page.locator("body")
+    keep_or_write(DOCS_SHOTS / "web-decision-page.png", await body.screenshot(), await body.inner_text())
+
+
 async def test_a_reviewer_opens_the_card_link_signs_in_decides_and_the_card_updates(inbox: Inbox) -> None:
-    approval_id = await paused_refund(inbox, 75)
+    approval_id = await paused_refund(inbox, 75, session="ses_DOCS000001")  # named: the docs' picture names it
     card = await eventually(lambda: card_of(inbox, approval_id), what="the card hitl serve posts")
     link = link_of(card.blocks)
     assert link == f"{inbox.url}/inbox/approvals/{approval_id}"  # only the id in the address
@@ -73,6 +86,7 @@ async def test_a_reviewer_opens_the_card_link_signs_in_decides_and_the_card_upda
         await expect(page.locator("h1.heading")).to_have_text(heading)  # the card's one view
         assert page.url == link  # back where the link pointed
         await expect(page.locator(".evidence-text")).to_have_text("The parcel arrived crushed.")
+        await docs_shot(page)
         await page.locator("form.approve").get_by_role("button", name="Approve").click()
         await expect(page.locator(".outcome")).to_contain_text("U_SUPPORT1 approved")
         await expect(page.locator("form.decide")).to_have_count(0)
