@@ -52,6 +52,8 @@ address leaked to another site."""
 SIGN_IN_RATE = 0.5
 SIGN_IN_BURST = 10
 """Sign-in attempts per client address: a burst of 10, then one every 2 s."""
+MAX_FORM = 64 * 1024
+"""Bytes a decision's form may hold."""
 _RETURN = re.compile(r"^/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64})?$")
 
 
@@ -272,8 +274,10 @@ class WebInbox:
         session = self.session(request)
         if session is None:
             raise web.HTTPForbidden(text="sign in first: /auth/login", content_type="text/plain")
-        if request.content_length is None or request.content_length > 64 * 1024:
-            raise web.HTTPRequestEntityTooLarge(max_size=64 * 1024, actual_size=request.content_length or 0)
+        if request.content_length is None:  # a chunked body is refused rather than read to learn its size
+            raise web.HTTPLengthRequired(text="send the form with a Content-Length header", content_type="text/plain")
+        if request.content_length > MAX_FORM:
+            raise web.HTTPRequestEntityTooLarge(max_size=MAX_FORM, actual_size=request.content_length)
         form = {k: str(v) for k, v in (await request.post()).items() if isinstance(v, str)}
         self._check_post(request, session, form.get("csrf", ""))
         caller = self.caller(session)
