@@ -4,6 +4,7 @@ no traceback."""
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 
 from tests.web.conftest import Inbox, browser, sign_in
 from tests.web.test_decision_page import paused_refund
@@ -46,7 +47,7 @@ async def test_bad_requests_get_a_4xx_and_no_traceback(inbox: Inbox) -> None:
         async with http.post(decide, data=b"csrf=" + b"x" * 70_000) as r:
             answers.append(("oversize body", r.status))
 
-        async def chunks():  # type: ignore[no-untyped-def]
+        async def chunks() -> AsyncIterator[bytes]:
             yield f"csrf={csrf}&decision=approve".encode()
 
         async with http.post(decide, data=chunks()) as r:
