@@ -12,13 +12,16 @@ import subprocess
 import sys
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from playwright.async_api import Page, expect
 
+from hitl.bot.views.controls import ACTION_OPEN_WEB
 from hitl.engine.domain.models import Status
 from hitl.engine.storage import open_store
+from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.webapi import Message
-from tests.bot.conftest import ROOT
+from tests.bot.conftest import ROOT, SECRET
 from tests.ports import free_port
 from tests.sandbox.test_browser import DOCS_SHOTS, browser_page, keep_or_write
 from tests.waiting import eventually
@@ -79,6 +82,9 @@ async def test_a_reviewer_opens_the_card_link_signs_in_decides_and_the_card_upda
     link = link_of(card.blocks)
     assert link == f"{inbox.url}/inbox/approvals/{approval_id}"  # only the id in the address
     heading = card.blocks[0]["text"]["text"]
+    async with aiohttp.ClientSession() as http:  # Slack sends the link's click too: acked, nothing else
+        slack = Dispatcher(inbox.state, http, bot_url=f"{inbox.url}/slack/events", signing_secret=SECRET)
+        assert (await slack.click("U_SUPPORT1", card, ACTION_OPEN_WEB)).status == 200
     async with browser_page() as page:
         await page.goto(link)
         assert page.url.startswith(inbox.issuer)  # signed out: to the provider first
