@@ -23,6 +23,8 @@ from hitl.api.tokens import Caller
 from hitl.api.unauthenticated import Unauthenticated
 from hitl.engine.config.api import Scope
 from hitl.engine.config.web import WebSpec, loopback
+from hitl.engine.domain.halts import acted_on, covering, halt_message
+from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError
 from hitl.engine.runtime.lifecycle import RunLifecycle
@@ -250,6 +252,9 @@ class WebInbox:
         if approval is None:
             return _html(pages.message_page("Not found", f"No approval {approval_id}."), 404)
         can = await self.ctx.can_decide(caller, approval)
+        halt = None
+        if approval.status is Status.PENDING:  # the stop switch: the page says so, and offers Reject alone
+            halt = covering(await self.ctx.lifecycle.store.halts.active(), acted_on(approval))
         body = pages.decision_page(
             approval,
             self.ctx.present(approval),
@@ -257,6 +262,7 @@ class WebInbox:
             csrf=session.csrf,
             can_decide=can,
             error=error,
+            halted=halt_message(halt, acted_on(approval)) if halt is not None else None,
         )
         return _html(body, status)
 

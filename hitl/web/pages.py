@@ -108,7 +108,11 @@ def _editable(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _controls(a: Approval, view: Presentation, csrf: str) -> str:
+def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None) -> str:
+    if halted is not None:
+        notice = f'<p class="halted" role="alert">Stopped: {_e(halted)}. Approving waits; rejecting still works.</p>'
+        reject = _form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject")
+        return f'<section class="controls"><h2>Decide</h2>{notice}{reject}</section>'
     confirm = "".join(
         f'<label>Type the {_e(name)} to confirm<input name="confirm:{_e(name)}" autocomplete="off" required></label>'
         for name in a.confirm
@@ -140,9 +144,17 @@ def shown_evidence(evidence: str) -> str:
 
 
 def decision_page(
-    a: Approval, view: Presentation, *, reviewer: str, csrf: str, can_decide: bool, error: str | None = None
+    a: Approval,
+    view: Presentation,
+    *,
+    reviewer: str,
+    csrf: str,
+    can_decide: bool,
+    error: str | None = None,
+    halted: str | None = None,
 ) -> str:
-    """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence."""
+    """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence.
+    ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered)."""
     reasons = "".join(f"<li>{_e(r)}</li>" for r in view.reasons)
     meta = (
         f"Asked by <b>{_e(view.requester)}</b>"
@@ -160,7 +172,8 @@ def decision_page(
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
     ]
     if a.status is Status.PENDING:
-        parts.append(_controls(a, view, csrf) if can_decide else '<p class="note">You may not decide this one.</p>')
+        refused = '<p class="note">You may not decide this one.</p>'
+        parts.append(_controls(a, view, csrf, halted=halted) if can_decide else refused)
     if view.evidence:
         parts.append(
             '<section class="evidence"><h2>Untrusted evidence <span class="untrusted">sent with the request, shown '
@@ -191,7 +204,7 @@ dl.fields dt{font-weight:600;margin-top:.6em}
 pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px solid #ddd;
   padding:.3em .5em;margin:.2em 0}
 .warn{color:#8a4b00}
-.error{background:#fde8e8;border:1px solid #d33;padding:.5em}
+.error,.halted{background:#fde8e8;border:1px solid #d33;padding:.5em}
 .controls form{background:#fff;border:1px solid #ddd;padding:.6em;margin:.5em 0;display:grid;gap:.4em}
 .controls label{display:grid;gap:.2em}
 .controls button{justify-self:start;padding:.4em 1em}

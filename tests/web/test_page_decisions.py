@@ -4,7 +4,10 @@ reason recorded."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import subprocess
+import sys
 
 import aiohttp
 
@@ -86,3 +89,26 @@ async def test_a_rejection_records_its_reason(inbox: Inbox) -> None:
         page = await page_of(http, inbox, approval_id)
     assert "U_SUPPORT2 rejected: Customer withdrew" in page
     assert (await approval(inbox, approval_id)).status is Status.REJECTED
+
+
+async def test_under_the_stop_switch_the_page_offers_reject_alone_and_an_approve_is_refused(inbox: Inbox) -> None:
+    approval_id = await paused_refund(inbox, 30)
+    async with browser() as http:
+        await sign_in(http, inbox, "U_SUPPORT1")
+        approve = form_of(await page_of(http, inbox, approval_id), "approve")  # drawn before the halt
+        halt = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "hitl", "halt", "--tool", "refund", "--reason", "bad refunds", "--as", "ops"],
+            env=inbox.env,
+            cwd=inbox.cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert halt.returncode == 0, halt.stderr
+        page = await page_of(http, inbox, approval_id)
+        assert "Stopped: halted by ops: bad refunds" in page
+        assert 'class="decide approve"' not in page and 'class="decide reject"' in page
+        status, page = await post(http, inbox, approval_id, approve)  # the form from before: refused all the same
+        assert status in (409, 423) and "halted" in page
+    assert (await approval(inbox, approval_id)).status is Status.PENDING
