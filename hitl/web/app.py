@@ -10,6 +10,7 @@ decision call, recorded ``via web``.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -19,18 +20,20 @@ from aiohttp import web
 
 from hitl.api.context import ApiContext, LiveConfig
 from hitl.api.limits import RateLimiter
+from hitl.api.problems import ApiError
 from hitl.api.tokens import Caller
 from hitl.api.unauthenticated import Unauthenticated
 from hitl.engine.config.api import Scope
-from hitl.engine.config.web import WebSpec, loopback
+from hitl.engine.config.web import WebSpec
 from hitl.engine.domain.halts import acted_on, covering, halt_message
-from hitl.engine.domain.models import Status
+from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import AuditEntry
-from hitl.engine.errors import EngineError
+from hitl.engine.errors import EngineError, NotFound
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
 from . import pages
 from .deciding import decide_from_form
+from .identity import reviewer_of
 from .oidc import OidcClient, SignInError, random_token
 from .sessions import Session, SessionBook
 
@@ -101,8 +104,9 @@ class WebInbox:
         async def page(request: web.Request) -> web.StreamResponse:
             try:
                 response = await handler(request)
-            except web.HTTPException as exc:
-                response = exc
+            except web.HTTPException as exc:  # aiohttp's own refusals (405, 413...): raised on, with the headers
+                exc.headers.update(HEADERS)
+                raise
             except EngineError as exc:
                 log.warning("web inbox %s %s: %s", request.method, request.path, exc.message)
                 response = _html(pages.message_page("Not available", "hitl cannot answer now; try again"), 503)
@@ -146,8 +150,8 @@ class WebInbox:
         """The request's live session, or None."""
         return self.sessions.get(request.cookies.get(self.session_cookie))
 
-    def _to_sign_in(self, request: web.Request) -> web.StreamResponse:
-        raise web.HTTPSeeOther(f"/auth/login?next={quote(request.path, safe='/')}")
+    def _to_sign_in(self, request: web.Request) -> web.Response:
+        return _redirect(f"/auth/login?next={quote(request.path, safe='/')}")
 
     async def login(self, request: web.Request) -> web.StreamResponse:
         """Start a sign-in: remember (here, with its state) where to return, then go to the provider."""
@@ -159,7 +163,7 @@ class WebInbox:
             target = await self.oidc.authorize_url(state=state, nonce=pending.nonce, verifier=pending.verifier)
         except SignInError as exc:
             return _html(pages.message_page("Sign-in unavailable", exc.message), 502)
-        response = web.HTTPSeeOther(target)
+        response = _redirect(target)
         self._cookie(response, self.browser_cookie, browser, 600)
         return response
 
@@ -185,8 +189,6 @@ class WebInbox:
             claims = await self.oidc.verify(token, nonce=pending.nonce)
         except SignInError as exc:
             return await self._refuse(request, exc)
-        from .identity import reviewer_of
-
         reviewer = reviewer_of(self.spec, claims)
         subject = f"{claims['iss']} {claims['sub']}"
         if reviewer is None:
@@ -195,14 +197,12 @@ class WebInbox:
             return _html(pages.message_page("Not a reviewer here", text), 403)
         sid, _ = self.sessions.open(reviewer=reviewer, issuer=str(claims["iss"]), subject=str(claims["sub"]))
         await self._audit(request, reviewer, "ok", f"signed in as {subject}"[:300])
-        response = web.HTTPSeeOther(pending.return_to)
+        response = _redirect(pending.return_to)
         self._cookie(response, self.session_cookie, sid, self.spec.absolute_hours * 3600)
         response.del_cookie(self.browser_cookie, path="/")
         return response
 
     def _check_post(self, request: web.Request, session: Session, form_csrf: str) -> None:
-        import hmac
-
         # A browser says where a POST comes from: Sec-Fetch-Site, and Origin ("null" under no-referrer).
         origin = request.headers.get("Origin")
         site = request.headers.get("Sec-Fetch-Site")
@@ -245,7 +245,7 @@ class WebInbox:
         """The decision page: 404 alike for an approval that does not exist and one this reviewer may not see."""
         session = self.session(request)
         if session is None:
-            return self._to_sign_in(request)  # type: ignore[return-value]
+            return self._to_sign_in(request)
         caller = self.caller(session)
         approval_id = request.match_info["id"]
         approval = await self._visible(caller, approval_id)
@@ -266,10 +266,8 @@ class WebInbox:
         )
         return _html(body, status)
 
-    async def _visible(self, caller: Caller, approval_id: str):  # type: ignore[no-untyped-def]
-        from hitl.api.problems import ApiError
-        from hitl.engine.errors import NotFound
-
+    async def _visible(self, caller: Caller, approval_id: str) -> Approval | None:
+        """The approval if this reviewer may see it, else None (not found and not theirs look the same)."""
         try:
             return await self.ctx.visible(caller, approval_id)
         except (ApiError, NotFound):
@@ -293,13 +291,13 @@ class WebInbox:
         refused = await decide_from_form(self.ctx, caller, approval, form)
         if refused is not None:
             return await self.approval(request, error=refused[1], status=refused[0])
-        raise web.HTTPSeeOther(f"/inbox/approvals/{approval.id}")
+        return _redirect(f"/inbox/approvals/{approval.id}")
+
+
+def _redirect(location: str) -> web.Response:
+    """303 See Other to ``location`` (a path of ours, or the provider's sign-in address)."""
+    return web.Response(status=303, headers={"Location": location})
 
 
 def _html(body: str, status: int = 200) -> web.Response:
     return web.Response(text=body, status=status, content_type="text/html", charset="utf-8")
-
-
-def is_local(url: str) -> bool:
-    """Whether ``url`` is on this machine."""
-    return loopback(urlsplit(url).hostname)
