@@ -124,3 +124,27 @@ async def test_a_tampered_or_expired_token_is_refused(provider: Provider) -> Non
     finally:
         await client.close()
         await later.close()
+
+
+async def test_other_providers_map_a_subject_or_an_email_their_issuer_verified(provider: Provider) -> None:
+    base = spec(provider.issuer)
+    web = base.model_copy(
+        update={
+            "oidc": base.oidc.model_copy(update={"slack_team_id": None}),  # not Slack: its claims count for nothing
+            "subjects": {"okta-ann": "U_SUPPORT1"},
+            "emails": {"bob@example.test": "U_SUPPORT2", "unverifiedcid@example.test": "U_FIN1"},
+        }
+    )
+    client = OidcClient(web, CLIENT_SECRET, now=time.time)
+    try:
+
+        async def who(login: str) -> str | None:
+            token = await id_token(provider, login, client_id="hitl", secret=CLIENT_SECRET, nonce="n")
+            return reviewer_of(web, await client.verify(token, nonce="n"))
+
+        assert await who("okta-ann") == "U_SUPPORT1"  # by (iss, sub)
+        assert await who("Bob") == "U_SUPPORT2"  # by the e-mail the issuer verified
+        assert await who("unverifiedCid") is None  # email_verified false: the e-mail proves nothing
+        assert await who("U_SUPPORT1") is None  # a Slack-looking claim from another issuer is not an identity
+    finally:
+        await client.close()

@@ -143,3 +143,17 @@ async def test_sign_in_attempts_are_rate_limited_per_address_and_audited(inbox: 
                 statuses.append(r.status)
     assert statuses[:10] == [303] * 10 and 429 in statuses
     assert (await audit_outcomes(inbox)).count("rate_limited") == 1  # a flood does not fill the trail
+
+
+async def test_a_code_said_to_come_from_another_issuer_is_refused(inbox: Inbox) -> None:
+    """RFC 9207: the provider names itself with the code; an answer naming another issuer (a mix-up) is refused."""
+    async with browser() as http:
+        callback = await to_callback(http, inbox, "U_SUPPORT1")
+        q = query_of(callback)
+        assert q["iss"] == inbox.issuer
+        mixed = f"{inbox.url}/auth/callback?" + urlencode({**q, "iss": "https://other-provider.example"})
+        async with http.get(mixed, allow_redirects=False) as r:
+            assert r.status == 400 and "another issuer" in await r.text()
+        async with http.get(f"{inbox.url}/inbox", allow_redirects=False) as r:
+            assert r.status == 303
+    assert await audit_outcomes(inbox) == ["issuer_mismatch"]
