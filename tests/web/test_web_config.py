@@ -3,10 +3,17 @@ configuration's coded error naming the field."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.errors import EngineError, ErrorCode
+from tests.bot.conftest import ROOT
+from tests.ports import free_port
 
 GOOD = """
 web:
@@ -60,3 +67,23 @@ def test_production_refuses_a_plain_http_public_url_even_on_this_machine() -> No
     with pytest.raises(EngineError) as caught:
         parse_config(local + "production: true\n")
     assert "web.public_url must be https:// under production: true" in caught.value.message
+
+
+def test_hitl_serve_refuses_to_start_without_the_client_secret(tmp_path: Path) -> None:
+    config = tmp_path / "hitl.yaml"
+    config.write_text(GOOD.replace("https://hitl.example.com/", "http://127.0.0.1:9"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "HITL_"))}
+    env |= {"PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": "xoxb-x", "SLACK_SIGNING_SECRET": "s"}
+    env |= {"HITL_CONFIG": str(config)}
+    env |= {"SLACK_API_URL": "http://127.0.0.1:9/api/", "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db"}
+    out = subprocess.run(
+        [sys.executable, "-m", "hitl", "serve", "--port", str(free_port())],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1, out.stderr
+    assert "web.oidc.client_secret_env names HITL_OIDC_SECRET, which is not set" in out.stderr
+    assert "Traceback" not in out.stderr
