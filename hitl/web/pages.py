@@ -121,9 +121,9 @@ def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None)
     forms = [_form(a, view, csrf, "approve", "Approve", confirm + approve_reason, "approve")]
     forms.append(_form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject"))
     if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
+        labels = {f.name: f.label for f in view.fields}  # the declared schema's titles, as the card's
         inputs = "".join(
-            f'<label>{_e(name)}<input name="arg:{_e(name)}" value="{_e(_editable(value))}" '
-            f'data-json="{"0" if isinstance(value, str) else "1"}"></label>'
+            f'<label>{_e(labels.get(name, name))}<input name="arg:{_e(name)}" value="{_e(_editable(value))}"></label>'
             for name, value in a.execute_args.items()
         )
         note = '<p class="help">Fields left alone keep their values; non-text values are JSON.</p>'
