@@ -27,9 +27,10 @@ chromium:
 tools:
 	@scripts/ensure-curl-jq
 
-# Node.js's jose, for the test that checks receipts the way a Node.js service does across a key rotation.
+# Node.js's jose, for the test that checks receipts the way a Node.js service does across a key rotation, and
+# oidc-provider, the OpenID Connect provider the web inbox's sign-in tests run (scripts/ensure-node does both).
 node:
-	@scripts/ensure-node-jose
+	@scripts/ensure-node
 
 lint: $(STAMP)
 	$(BIN)/ruff check engine bot hitl tests bench examples docs

@@ -106,6 +106,7 @@ def slack_side(
         declared=config.declared_schema,
         view_of=config.present,
         members_of=lambda role: config.roles.get(role, []),
+        page_of=config.web.approval_url if config.web is not None else None,
     )
     return SlackSide(
         client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics, pacer=pacer

@@ -4,6 +4,7 @@ through the run lifecycle, and the background loop (resume jobs, recovery, expir
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -20,7 +21,9 @@ from hitl.bot.requests.server import http_app
 from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.config.web import WebSpec
 from hitl.engine.domain.retention import Retention
+from hitl.engine.errors import PolicyError
 from hitl.engine.ports import Clock, Store
 from hitl.engine.process.workers import worker_name
 from hitl.engine.receipts.issuing import ReceiptSweep
@@ -36,6 +39,7 @@ from hitl.engine.storage import open_store
 from hitl.engine.subscribers.events import Outbox
 from hitl.receipts import KeySet
 from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
+from hitl.web.app import WebInbox
 
 __all__ = ["Server", "build_server", "new_replica_id"]
 
@@ -68,6 +72,8 @@ class Server:
     """The hitl.yaml the API re-reads (tokens, webhooks, workflows)."""
     receipt_keys: SigningKeys | None = None
     """The keys receipts are signed with (``receipts:`` in hitl.yaml); None when none are issued."""
+    inbox: WebInbox | None = None
+    """The web inbox (``web:`` in hitl.yaml); None without one."""
 
     @property
     def app(self) -> AsyncApp:
@@ -96,10 +102,14 @@ class Server:
         keys = KeySet(self.receipt_keys.jwks()) if self.receipt_keys is not None else None
         app.add_subapp(PREFIX, api_app(self.lifecycle, self.config_path, receipt_keys=keys))
         app.router.add_get(JWKS_PATH, jwks_handler(self.receipt_keys))
+        if self.inbox is not None:
+            self.inbox.add_to(app)
         return app
 
     async def close(self) -> None:
         await self.background.stop()
+        if self.inbox is not None:
+            await self.inbox.close()
         await self.webhooks.close()
         await self.bot.close()
         await self.runtime.close()
@@ -180,6 +190,7 @@ async def build_server(
         watchers=[side.notifier.watch_created],
     )
     side.metrics.watch(background.outages)
+    inbox = _web_inbox(config.web, runtime.lifecycle, config_path_for(settings.hitl_config))
     return Server(
         runtime=runtime,
         bot=bot,
@@ -188,4 +199,18 @@ async def build_server(
         twins=twins,
         config_path=config_path_for(settings.hitl_config),
         receipt_keys=keys,
+        inbox=inbox,
     )
+
+
+def _web_inbox(spec: WebSpec | None, lifecycle: RunLifecycle, config_path: str | None) -> WebInbox | None:
+    """The web inbox ``web:`` configures, refusing to start without its client secret (fail closed)."""
+    if spec is None:
+        return None
+    secret = os.environ.get(spec.oidc.client_secret_env, "")
+    if not secret:
+        raise PolicyError(
+            f"web.oidc.client_secret_env names {spec.oidc.client_secret_env}, which is not set: export the client "
+            "secret of the app registered at your OpenID Connect provider, or remove web: from hitl.yaml"
+        )
+    return WebInbox(spec, lifecycle, config_path, secret=secret)

@@ -212,3 +212,11 @@ def test_the_slack_setup_agrees_with_the_manifest_and_a_pip_install() -> None:
     assert re.findall(r"(?<![\w/])examples/refund/\S*", steps) == ["examples/refund/`)."]  # named as the clone's copy
     for path in re.findall(r"\brefund/(?:hitl|workflow)\.\w+", steps):  # what `hitl init` writes
         assert (ROOT / "hitl" / "demo" / path).exists(), path
+
+
+def test_every_web_inbox_setting_is_documented() -> None:
+    """Each key of ``web:`` and ``web.oidc:`` in hitl.yaml appears in the Web inbox page's table."""
+    from hitl.engine.config.web import OidcSpec, WebSpec
+
+    page = (ROOT / "docs" / "pages" / "web.md").read_text()
+    assert [key for key in [*WebSpec.model_fields, *OidcSpec.model_fields] if f"| `{key}:` |" not in page] == []

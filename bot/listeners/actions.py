@@ -28,6 +28,7 @@ from hitl.bot.views.controls import (
     ACTION_APPROVE_CONFIRM,
     ACTION_FEEDBACK,
     ACTION_MODIFY,
+    ACTION_OPEN_WEB,
     ACTION_REJECT,
     ACTION_TRUST,
     ACTION_VIEW_ALL,
@@ -97,9 +98,14 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     app.action(re.compile(f"^{re.escape(ACTION_FULL_VALUE)}:"))(ctx.acked(on_full_value))
     app.action(re.compile(f"^{re.escape(ACTION_PAGE)}:"))(ctx.acked(on_page))
     app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
+    app.action(ACTION_OPEN_WEB)(_opened)  # Slack opens the link itself; the click only needs its ack
     app.action(ACTION_TRUST)(ctx.tracked(on_trust))
     for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL, ACTION_APPROVE_CONFIRM):
         app.action(kind)(ctx.acked(opens(kind)))
+
+
+async def _opened(ack: AsyncAck) -> None:
+    await ack()
 
 
 async def _decide_click(

@@ -65,8 +65,9 @@ class SlackNotifier:
         declared: Declared | None = None,
         view_of: Callable[[Approval], Presentation] | None = None,
         members_of: Callable[[str], Sequence[str]] = lambda role: (),
+        page_of: Callable[[str], str] | None = None,
     ) -> None:
-        cards = CardCache(declared=declared, view_of=view_of)
+        cards = CardCache(declared=declared, view_of=view_of, page_of=page_of)
         self.floor = Floor(
             client, store, clock, spec, default_channel=default_channel, replica=replica, metrics=metrics, cards=cards
         )

@@ -16,6 +16,7 @@ from hitl.bot.views.arguments import CARD_VALUES_BUDGET, argument_blocks
 from hitl.bot.views.controls import (
     ACTION_VIEW_ALL,
     controls,
+    open_in_browser,
     trust_scope,
     utc_time,
 )
@@ -104,12 +105,14 @@ def card(
     halt: HaltOrder | None = None,
     declared: Mapping[str, Any] | None = None,
     view: Presentation | None = None,
+    page: str | None = None,
 ) -> list[dict[str, Any]]:
     """The review card for ``a`` in its current state, drawn from its one view (``view``, else built from ``a``
     and ``declared``: :mod:`hitl.engine.domain.presentation`). Controls only while it is pending. ``detail`` (``/hitl
     show``): also the policy's own account, its tier, rule and every rule that fired. ``halt``: the stop switch's
     order covering its tool: the card says so, and only Reject stays. ``declared``: the tool's schema in
-    ``hitl.yaml``, the only source of the arguments' titles, help and currency.
+    ``hitl.yaml``, the only source of the arguments' titles, help and currency. ``page``: its decision page in the web
+    inbox, linked as "Open in browser".
 
     hitl's own fields come first, each behind an emoji no argument can draw (arguments are rich text, where an
     emoji is its own element); the arguments follow in boxes; the ids and the hash come after the decision; the
@@ -155,6 +158,8 @@ def card(
     if a.status is Status.PENDING and live:
         blocks += [{"type": "divider"}, controls(a, view.digest(), halted=halt is not None)]
     blocks.append(_identity(a, commands=a.status is Status.PENDING and live))
+    if page is not None:
+        blocks.append(open_in_browser(a, page))
     if a.evidence:
         blocks += [{"type": "divider"}, *evidence_blocks(a.evidence)]
     return blocks

@@ -38,12 +38,15 @@ class CardCache:
         *,
         declared: Declared | None = None,
         view_of: Callable[[Approval], Presentation] | None = None,
+        page_of: Callable[[str], str] | None = None,
     ) -> None:
         self.size = size
         self.declared = declared
         """Each tool's declared schema (the cards' labels, help and currency), or None for none."""
         self.view_of = view_of
         """Each approval's one view, with the served hitl.yaml's sentences (None: built from the approval)."""
+        self.page_of = page_of
+        """Each approval's page in the web inbox, by id (None: no web inbox, no link)."""
         self.rendered = 0
         """Cards rendered (the rest were reused)."""
         self.reused = 0
@@ -60,7 +63,8 @@ class CardCache:
             return found
         schema = self.declared(a.tool) if self.declared is not None else None
         view = self.view_of(a) if self.view_of is not None else None
-        blocks = card(a, now=now, halt=halt, declared=schema, view=view)
+        page = self.page_of(a.id) if self.page_of is not None else None
+        blocks = card(a, now=now, halt=halt, declared=schema, view=view, page=page)
         self.rendered += 1
         self._cards[key] = blocks
         self._drawn[(a.id, a.version)] = a

@@ -17,12 +17,14 @@ __all__ = [
     "ACTION_APPROVE_CONFIRM",
     "ACTION_FEEDBACK",
     "ACTION_MODIFY",
+    "ACTION_OPEN_WEB",
     "ACTION_REJECT",
     "ACTION_TRUST",
     "ACTION_VIEW_ALL",
     "button",
     "confirm_dialog",
     "controls",
+    "open_in_browser",
     "reason_ask",
     "trust_scope",
     "utc_time",
@@ -36,6 +38,8 @@ ACTION_MODIFY = "hitl_modify"
 ACTION_TRUST = "hitl_trust"
 ACTION_VIEW_ALL = "hitl_view_all"
 ACTION_FEEDBACK = "hitl_feedback"
+ACTION_OPEN_WEB = "hitl_open_web"
+"""The card's "Open in browser" link to its page in the web inbox (Slack opens the URL; the click is only acked)."""
 
 
 def button(action: str, label: str, value: str, *, style: str | None = None, confirm: Any = None) -> dict[str, Any]:
@@ -123,6 +127,13 @@ def controls(a: Approval, view: str, *, halted: bool = False) -> dict[str, Any]:
         trust = confirm_dialog("Approve and trust?", trust_scope(a), "Approve and trust")
         buttons.append(button(ACTION_TRUST, "Trust for session", value, confirm=trust))
     return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": buttons}
+
+
+def open_in_browser(a: Approval, url: str) -> dict[str, Any]:
+    """The card's link to its decision page in the web inbox (``web:`` in hitl.yaml): only the approval's id is in
+    the address; whoever opens it signs in there as themselves."""
+    link = {"type": "button", "action_id": ACTION_OPEN_WEB, "text": _plain("Open in browser"), "url": url}
+    return {"type": "actions", "block_id": f"hitl_open:{a.id}", "elements": [link]}
 
 
 def reason_ask(*, required: bool) -> str:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
+from hitl.engine.config.web import WebSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.domain.alerts import AlertsSpec
 from hitl.engine.domain.models import Approval
@@ -83,6 +84,8 @@ class HitlConfig(BaseModel):
     alerts: AlertsSpec = Field(default_factory=AlertsSpec)
     receipts: ReceiptsSpec | None = None
     """Signed receipts for approved executions, which the protected system checks (absent: none are issued)."""
+    web: WebSpec | None = None
+    """The web inbox: reviewers sign in with OpenID Connect and decide on a page (absent: no web inbox)."""
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""
@@ -94,6 +97,15 @@ class HitlConfig(BaseModel):
         missing = sorted(used - known)
         if missing:
             raise ValueError(f"policy names roles that are not defined under 'roles': {', '.join(missing)}")
+        return self
+
+    @model_validator(mode="after")
+    def _web_over_tls(self) -> HitlConfig:
+        if self.production and self.web is not None and not self.web.secure:
+            raise ValueError(
+                "web.public_url must be https:// under production: true (session cookies and sign-in codes "
+                "must not cross a network in the clear); put TLS in front of hitl serve"
+            )
         return self
 
     def may_decide_tool(self, roles: frozenset[str], tool: str) -> bool:

@@ -1,0 +1,303 @@
+"""The web inbox's routes on ``hitl serve``: sign-in (``/auth/login``, ``/auth/callback``, ``/auth/logout``), the
+signed-in reviewer's pending list (``/inbox``) and the decision page (``/inbox/approvals/{id}`` and its
+``/decisions``).
+
+Every answer carries the headers of a bank's page (:data:`HEADERS`); every POST carries the session's CSRF token and,
+when the browser says where it comes from, our own origin. A signed-in reviewer is an API caller with ``read`` and
+``decide`` for their id: the same visibility (404 for what they may not see, as for what does not exist), the same
+decision call, recorded ``via web``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from urllib.parse import quote, urlsplit
+
+from aiohttp import web
+
+from hitl.api.context import ApiContext, LiveConfig
+from hitl.api.limits import RateLimiter
+from hitl.api.problems import ApiError
+from hitl.api.tokens import Caller
+from hitl.api.unauthenticated import Unauthenticated
+from hitl.engine.config.api import Scope
+from hitl.engine.config.web import WebSpec
+from hitl.engine.domain.halts import acted_on, covering, halt_message
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import EngineError, NotFound
+from hitl.engine.runtime.lifecycle import RunLifecycle
+
+from . import pages
+from .deciding import decide_from_form
+from .identity import reviewer_of
+from .oidc import OidcClient, SignInError, random_token
+from .sessions import Session, SessionBook
+
+__all__ = ["HEADERS", "WebInbox", "safe_return_path"]
+
+log = logging.getLogger(__name__)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+        "base-uri 'none'"
+    ),
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+}
+"""On every answer of the web inbox: no script at all, nothing from elsewhere, never framed, never cached, no
+address leaked to another site."""
+SIGN_IN_RATE = 0.5
+SIGN_IN_BURST = 10
+"""Sign-in attempts per client address: a burst of 10, then one every 2 s."""
+MAX_FORM = 64 * 1024
+"""Bytes a decision's form may hold."""
+_RETURN = re.compile(r"^/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64})?$")
+
+
+def safe_return_path(candidate: str | None) -> str:
+    """Where to go after sign-in: one of the web inbox's own pages, else the inbox (never another site)."""
+    return candidate if candidate is not None and _RETURN.match(candidate) else "/inbox"
+
+
+class WebInbox:
+    """The web inbox of one ``hitl serve`` (``web:`` in hitl.yaml)."""
+
+    def __init__(self, spec: WebSpec, lifecycle: RunLifecycle, config_path: str | None, *, secret: str) -> None:
+        self.spec = spec
+        clock = lifecycle.contexts.clock
+        self.now = clock.now
+        limiter = RateLimiter()
+        self.ctx = ApiContext(
+            lifecycle, LiveConfig(config_path), limiter, Unauthenticated(lifecycle.store, clock, limiter=limiter)
+        )
+        self.oidc = OidcClient(spec, secret, now=clock.now)
+        self.sessions = SessionBook(clock.now, idle=spec.idle_minutes * 60.0, absolute=spec.absolute_hours * 3600.0)
+        self.limiter = limiter
+        prefix = "__Host-" if spec.secure else ""  # __Host- needs Secure, which plain HTTP on 127.0.0.1 cannot set
+        self.session_cookie = f"{prefix}hitl_session"
+        self.browser_cookie = f"{prefix}hitl_signin"
+        self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(spec.public_url))
+
+    def add_to(self, app: web.Application) -> None:
+        """Add the routes to ``hitl serve``'s application."""
+        app.router.add_get("/auth/login", self._page(self.login))
+        app.router.add_get("/auth/callback", self._page(self.callback))
+        app.router.add_post("/auth/logout", self._page(self.logout))
+        app.router.add_get("/inbox", self._page(self.inbox))
+        app.router.add_get("/inbox/static/inbox.css", self._page(self.stylesheet))
+        app.router.add_get("/inbox/approvals/{id}", self._page(self.approval))
+        app.router.add_post("/inbox/approvals/{id}/decisions", self._page(self.decide))
+
+    async def close(self) -> None:
+        """Close the connections to the provider."""
+        await self.oidc.close()
+
+    def _page(self, handler: Handler) -> Handler:
+        async def page(request: web.Request) -> web.StreamResponse:
+            try:
+                response = await handler(request)
+            except web.HTTPException as exc:  # aiohttp's own refusals (405, 413...): raised on, with the headers
+                exc.headers.update(HEADERS)
+                raise
+            except EngineError as exc:
+                log.warning("web inbox %s %s: %s", request.method, request.path, exc.message)
+                response = _html(pages.message_page("Not available", "hitl cannot answer now; try again"), 503)
+            except Exception:
+                log.exception("web inbox %s %s failed", request.method, request.path)
+                response = _html(pages.message_page("Something went wrong", "hitl failed to answer; try again"), 500)
+            response.headers.update(HEADERS)
+            return response
+
+        return page
+
+    def _cookie(self, response: web.StreamResponse, name: str, value: str, max_age: int) -> None:
+        response.set_cookie(
+            name, value, max_age=max_age, path="/", secure=self.spec.secure, httponly=True, samesite="Lax"
+        )
+
+    async def _audit(self, request: web.Request, who: str, outcome: str, detail: str) -> None:
+        entry = AuditEntry(
+            at=self.now(),
+            actor=who[:200],
+            event="sign_in",
+            outcome=outcome,
+            detail=f"web sign-in from {request.remote or 'unknown'}: {detail}"[:500],
+        )
+        try:
+            await self.ctx.lifecycle.store.audit.append(entry)
+        except EngineError:
+            log.warning("could not audit a web sign-in (%s)", outcome)
+
+    async def _limited(self, request: web.Request) -> bool:
+        """Whether this address is over its sign-in rate (audited, itself at most once a minute per address: a
+        flood must not fill the trail)."""
+        address = request.remote or "unknown"
+        if self.limiter.take(f"web-sign-in:{address}", rate=SIGN_IN_RATE, burst=SIGN_IN_BURST) == 0:
+            return False
+        if self.limiter.take(f"web-sign-in-audit:{address}", rate=1 / 60, burst=1) == 0:
+            await self._audit(request, "unknown", "rate_limited", "too many sign-in attempts")
+        return True
+
+    def session(self, request: web.Request) -> Session | None:
+        """The request's live session, or None."""
+        return self.sessions.get(request.cookies.get(self.session_cookie))
+
+    def _to_sign_in(self, request: web.Request) -> web.Response:
+        return _redirect(f"/auth/login?next={quote(request.path, safe='/')}")
+
+    async def login(self, request: web.Request) -> web.StreamResponse:
+        """Start a sign-in: remember (here, with its state) where to return, then go to the provider."""
+        if await self._limited(request):
+            return _html(pages.message_page("Too many sign-ins", "Wait a minute, then sign in again"), 429)
+        browser = random_token()
+        state, pending = self.sessions.begin(browser=browser, return_to=safe_return_path(request.query.get("next")))
+        try:
+            target = await self.oidc.authorize_url(state=state, nonce=pending.nonce, verifier=pending.verifier)
+        except SignInError as exc:
+            return _html(pages.message_page("Sign-in unavailable", exc.message), 502)
+        response = _redirect(target)
+        self._cookie(response, self.browser_cookie, browser, 600)
+        return response
+
+    async def _refuse(self, request: web.Request, exc: SignInError, status: int = 400) -> web.StreamResponse:
+        await self._audit(request, "unknown", exc.code, exc.message)
+        page = pages.message_page("Sign-in failed", exc.message, link=("/auth/login", "Sign in again"))
+        return _html(page, status)
+
+    async def callback(self, request: web.Request) -> web.StreamResponse:
+        """The provider's answer: the code is checked against this browser's sign-in, exchanged and verified."""
+        if await self._limited(request):
+            return _html(pages.message_page("Too many sign-ins", "Wait a minute, then sign in again"), 429)
+        q = request.query
+        pending = self.sessions.finish(q.get("state", ""), browser=request.cookies.get(self.browser_cookie, ""))
+        if pending is None:
+            why = "this sign-in was not started in this browser, took too long, or was used already; sign in again"
+            return await self._refuse(request, SignInError("state_mismatch", why))
+        if "error" in q or "code" not in q:
+            return await self._refuse(request, SignInError("provider_refused", "the provider did not sign you in"))
+        try:
+            await self.oidc.check_iss(q.get("iss"))
+            token = await self.oidc.exchange(q["code"], pending.verifier)
+            claims = await self.oidc.verify(token, nonce=pending.nonce)
+        except SignInError as exc:
+            return await self._refuse(request, exc)
+        reviewer = reviewer_of(self.spec, claims)
+        subject = f"{claims['iss']} {claims['sub']}"
+        if reviewer is None:
+            await self._audit(request, subject, "not_a_reviewer", "signed in, but maps to no reviewer id")
+            text = "You signed in, but hitl knows no reviewer by that account; ask an admin to map it (web.subjects)"
+            return _html(pages.message_page("Not a reviewer here", text), 403)
+        sid, _ = self.sessions.open(reviewer=reviewer, issuer=str(claims["iss"]), subject=str(claims["sub"]))
+        await self._audit(request, reviewer, "ok", f"signed in as {subject}"[:300])
+        response = _redirect(pending.return_to)
+        self._cookie(response, self.session_cookie, sid, self.spec.absolute_hours * 3600)
+        response.del_cookie(self.browser_cookie, path="/")
+        return response
+
+    def _check_post(self, request: web.Request, session: Session, form_csrf: str) -> None:
+        # A browser says where a POST comes from: Sec-Fetch-Site, and Origin ("null" under no-referrer).
+        origin = request.headers.get("Origin")
+        site = request.headers.get("Sec-Fetch-Site")
+        if (origin is not None and origin not in (self.origin, "null")) or site not in (None, "same-origin"):
+            raise web.HTTPForbidden(text="cross-site request refused", content_type="text/plain")
+        if not hmac.compare_digest(form_csrf.encode(), session.csrf.encode()):
+            raise web.HTTPForbidden(text="the form is stale or forged: reload the page", content_type="text/plain")
+
+    async def logout(self, request: web.Request) -> web.StreamResponse:
+        """Sign out (a POST with the CSRF token): the session is revoked here, not only forgotten by the browser."""
+        session = self.session(request)
+        form = await request.post()
+        if session is not None:
+            self._check_post(request, session, str(form.get("csrf", "")))
+            self.sessions.revoke(request.cookies.get(self.session_cookie))
+        response = _html(pages.message_page("Signed out", "You are signed out.", link=("/auth/login", "Sign in")))
+        response.del_cookie(self.session_cookie, path="/")
+        return response
+
+    def caller(self, session: Session) -> Caller:
+        """The signed-in reviewer as an API caller: what a reviewer's read-and-decide token of that id may do."""
+        return Caller(session.reviewer, "web", frozenset({Scope.READ, Scope.DECIDE}), None, None)
+
+    async def inbox(self, request: web.Request) -> web.StreamResponse:
+        """The signed-in reviewer's pending approvals: those they may decide, most important first."""
+        session = self.session(request)
+        if session is None:
+            return self._to_sign_in(request)
+        caller = self.caller(session)
+        store = self.ctx.lifecycle.store.approvals
+        page = await store.list_pending(roles=None, limit=100, cursor=None, order="rank", now=self.now())
+        rows = [(a, self.ctx.present(a)) for a in page.items if await self.ctx.can_decide(caller, a)]
+        return _html(pages.inbox_page(rows, reviewer=session.reviewer, csrf=session.csrf))
+
+    async def stylesheet(self, request: web.Request) -> web.StreamResponse:
+        """The pages' stylesheet (served here: nothing comes from a third party)."""
+        return web.Response(text=pages.STYLES, content_type="text/css")
+
+    async def approval(self, request: web.Request, *, error: str | None = None, status: int = 200) -> web.Response:
+        """The decision page: 404 alike for an approval that does not exist and one this reviewer may not see."""
+        session = self.session(request)
+        if session is None:
+            return self._to_sign_in(request)
+        caller = self.caller(session)
+        approval_id = request.match_info["id"]
+        approval = await self._visible(caller, approval_id)
+        if approval is None:
+            return _html(pages.message_page("Not found", f"No approval {approval_id}."), 404)
+        can = await self.ctx.can_decide(caller, approval)
+        halt = None
+        if approval.status is Status.PENDING:  # the stop switch: the page says so, and offers Reject alone
+            halt = covering(await self.ctx.lifecycle.store.halts.active(), acted_on(approval))
+        body = pages.decision_page(
+            approval,
+            self.ctx.present(approval),
+            reviewer=session.reviewer,
+            csrf=session.csrf,
+            can_decide=can,
+            error=error,
+            halted=halt_message(halt, acted_on(approval)) if halt is not None else None,
+        )
+        return _html(body, status)
+
+    async def _visible(self, caller: Caller, approval_id: str) -> Approval | None:
+        """The approval if this reviewer may see it, else None (not found and not theirs look the same)."""
+        try:
+            return await self.ctx.visible(caller, approval_id)
+        except (ApiError, NotFound):
+            return None
+
+    async def decide(self, request: web.Request) -> web.StreamResponse:
+        """A decision from the page's form, through the same call as a click; then back to the page (303)."""
+        session = self.session(request)
+        if session is None:
+            raise web.HTTPForbidden(text="sign in first: /auth/login", content_type="text/plain")
+        if request.content_length is None:  # a chunked body is refused rather than read to learn its size
+            raise web.HTTPLengthRequired(text="send the form with a Content-Length header", content_type="text/plain")
+        if request.content_length > MAX_FORM:
+            raise web.HTTPRequestEntityTooLarge(max_size=MAX_FORM, actual_size=request.content_length)
+        form = {k: str(v) for k, v in (await request.post()).items() if isinstance(v, str)}
+        self._check_post(request, session, form.get("csrf", ""))
+        caller = self.caller(session)
+        approval = await self._visible(caller, request.match_info["id"])
+        if approval is None:
+            return _html(pages.message_page("Not found", "No such approval."), 404)
+        refused = await decide_from_form(self.ctx, caller, approval, form)
+        if refused is not None:
+            return await self.approval(request, error=refused[1], status=refused[0])
+        return _redirect(f"/inbox/approvals/{approval.id}")
+
+
+def _redirect(location: str) -> web.Response:
+    """303 See Other to ``location`` (a path of ours, or the provider's sign-in address)."""
+    return web.Response(status=303, headers={"Location": location})
+
+
+def _html(body: str, status: int = 200) -> web.Response:
+    return web.Response(text=body, status=status, content_type="text/html", charset="utf-8")

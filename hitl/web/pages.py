@@ -1,0 +1,218 @@
+"""The web inbox's pages as server-rendered HTML: the decision page draws the one view of an approval
+(:class:`~hitl.engine.domain.presentation.Presentation`, the card's) and the forms that decide; every text from the
+approval is escaped, and the untrusted evidence sits apart, after the controls, in a box of its own. No script.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from hitl.bot.views.controls import trust_scope
+from hitl.engine.domain.display import reveal
+from hitl.engine.domain.models import Approval, ApprovalKind, Status
+from hitl.engine.domain.presentation import Presentation
+
+__all__ = ["decision_page", "inbox_page", "message_page", "shown_evidence"]
+
+STYLESHEET = "/inbox/static/inbox.css"
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def layout(title: str, body: str, *, reviewer: str | None = None, csrf: str | None = None) -> str:
+    """A whole page: the header (who is signed in, Sign out) around ``body`` (already escaped HTML)."""
+    who = ""
+    if reviewer is not None and csrf is not None:
+        who = (
+            f'<span class="who">Signed in as <b>{_e(reviewer)}</b></span>'
+            f'<form method="post" action="/auth/logout" class="logout">{_hidden("csrf", csrf)}'
+            '<button type="submit">Sign out</button></form>'
+        )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{_e(title)} · hitl</title><link rel="stylesheet" href="{STYLESHEET}"></head><body>'
+        f'<header><a href="/inbox" class="home">hitl web inbox</a>{who}</header><main>{body}</main></body></html>'
+    )
+
+
+def _hidden(name: str, value: object) -> str:
+    return f'<input type="hidden" name="{_e(name)}" value="{_e(value)}">'
+
+
+def message_page(title: str, text: str, *, link: tuple[str, str] | None = None) -> str:
+    """A page that only says something (a refusal, a sign-in that failed), with a way on."""
+    more = f'<p><a href="{_e(link[0])}">{_e(link[1])}</a></p>' if link else ""
+    return layout(title, f"<h1>{_e(title)}</h1><p>{_e(text)}</p>{more}")
+
+
+def _fields(view: Presentation) -> str:
+    rows = []
+    for f in view.fields:
+        warn = "".join(f'<li class="warn">{_e(w)}</li>' for w in f.value.warnings)
+        help_ = f'<p class="help">{_e(f.help)}</p>' if f.help else ""
+        currency = f' <span class="currency">{_e(f.currency)}</span>' if f.currency else ""
+        rows.append(
+            f'<dt>{_e(f.label)}{currency} <span class="kind">{_e(f.value.kind)}</span></dt>'
+            f'<dd><pre class="value">{_e(f.value.text)}</pre>{help_}'
+            + (f'<ul class="warnings">{warn}</ul>' if warn else "")
+            + "</dd>"
+        )
+    return f'<dl class="fields">{"".join(rows)}</dl>'
+
+
+def _changes(view: Presentation) -> str:
+    if not view.changes:
+        return ""
+    rows = "".join(
+        f'<li><b>{_e(c.name)}</b>: <pre class="value">{_e(c.before.text)}</pre> → <pre class="value">'
+        f"{_e(c.after.text)}</pre></li>"
+        for c in view.changes
+    )
+    return f'<section class="changes"><h2>Changed</h2><ul>{rows}</ul></section>'
+
+
+def _form(a: Approval, view: Presentation, csrf: str, decision: str, label: str, inner: str, cls: str) -> str:
+    hidden = "".join(
+        _hidden(k, v)
+        for k, v in (
+            ("csrf", csrf),
+            ("decision", decision),
+            ("expected_version", view.version),
+            ("action_hash", view.action_hash),
+            ("view_digest", view.digest()),
+        )
+    )
+    return (
+        f'<form method="post" action="/inbox/approvals/{_e(a.id)}/decisions" class="decide {cls}">'
+        f'{hidden}{inner}<button type="submit">{_e(label)}</button></form>'
+    )
+
+
+def _reason(required: bool, label: str = "Reason") -> str:
+    req = " required" if required else ""
+    said = " (required)" if required else " (optional)"
+    return f'<label>{_e(label)}{said}<textarea name="reason"{req}></textarea></label>'
+
+
+def _editable(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None) -> str:
+    if halted is not None:
+        notice = f'<p class="halted" role="alert">Stopped: {_e(halted)}. Approving waits; rejecting still works.</p>'
+        reject = _form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject")
+        return f'<section class="controls"><h2>Decide</h2>{notice}{reject}</section>'
+    confirm = "".join(
+        f'<label>Type the {_e(name)} to confirm<input name="confirm:{_e(name)}" autocomplete="off" required></label>'
+        for name in a.confirm
+    )
+    approve_reason = _reason(True) if a.approve_reason_required else ""
+    forms = [_form(a, view, csrf, "approve", "Approve", confirm + approve_reason, "approve")]
+    forms.append(_form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject"))
+    if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
+        labels = {f.name: f.label for f in view.fields}  # the declared schema's titles, as the card's
+        inputs = "".join(
+            f'<label>{_e(labels.get(name, name))}<input name="arg:{_e(name)}" value="{_e(_editable(value))}"></label>'
+            for name, value in a.execute_args.items()
+        )
+        note = '<p class="help">Fields left alone keep their values; non-text values are JSON.</p>'
+        forms.append(_form(a, view, csrf, "modify", "Modify and approve", note + inputs + confirm, "modify"))
+    if a.kind in (ApprovalKind.GATE, ApprovalKind.REVIEW):
+        feedback = '<label>Feedback<textarea name="reason" required></textarea></label>'
+        forms.append(_form(a, view, csrf, "feedback", "Send feedback", feedback, "feedback"))
+    if a.trustable and a.quorum == 1 and not a.asks_attention:
+        consent = f'<p class="consent">{_e(trust_scope(a))}</p>'
+        forms.append(_form(a, view, csrf, "trust", "Approve and trust", consent, "trust"))
+    return f'<section class="controls"><h2>Decide</h2>{"".join(forms)}</section>'
+
+
+def shown_evidence(evidence: str) -> str:
+    """The evidence as the page shows it, whole: every hidden or control character marked where it was, as on the
+    card (line breaks and tabs kept)."""
+    return reveal(evidence, keep="\n\t")[0]
+
+
+def decision_page(
+    a: Approval,
+    view: Presentation,
+    *,
+    reviewer: str,
+    csrf: str,
+    can_decide: bool,
+    error: str | None = None,
+    halted: str | None = None,
+) -> str:
+    """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence.
+    ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered)."""
+    reasons = "".join(f"<li>{_e(r)}</li>" for r in view.reasons)
+    meta = (
+        f"Asked by <b>{_e(view.requester)}</b>"
+        + (f" · role {_e(view.role)}" if view.role else "")
+        + f" · {view.approvals} of {view.quorum} approval{'s' if view.quorum != 1 else ''}"
+        + f" · expires {_e(_utc(view.expires_at))} · <code>{_e(view.approval_id)}</code>"
+    )
+    parts = [
+        f'<h1 class="heading">{_e(view.heading)}</h1>',
+        f'<p class="error" role="alert">{_e(error)}</p>' if error else "",
+        f'<section class="why"><h2>Why it needs a person</h2><ul>{reasons}</ul></section>' if reasons else "",
+        _fields(view),
+        _changes(view),
+        f'<p class="meta">{meta}</p>',
+        f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
+    ]
+    if a.status is Status.PENDING:
+        refused = '<p class="note">You may not decide this one.</p>'
+        parts.append(_controls(a, view, csrf, halted=halted) if can_decide else refused)
+    if view.evidence:
+        parts.append(
+            '<section class="evidence"><h2>Untrusted evidence <span class="untrusted">sent with the request, shown '
+            "as plain text: do not follow instructions in it</span></h2>"
+            f'<pre class="evidence-text">{_e(shown_evidence(view.evidence))}</pre></section>'
+        )
+    return layout(view.heading, "".join(parts), reviewer=reviewer, csrf=csrf)
+
+
+def inbox_page(rows: list[tuple[Approval, Presentation]], *, reviewer: str, csrf: str) -> str:
+    """The signed-in reviewer's pending approvals, plain: one link each."""
+    items = "".join(
+        f'<li><a href="/inbox/approvals/{_e(a.id)}">{_e(v.heading)}</a> <code>{_e(a.id)}</code></li>' for a, v in rows
+    )
+    body = f"<h1>Waiting on you</h1><ul class='inbox'>{items}</ul>" if items else "<h1>Nothing waits on you</h1>"
+    return layout("Web inbox", body, reviewer=reviewer, csrf=csrf)
+
+
+STYLES = """
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1c1d;background:#f8f8f8}
+header{display:flex;gap:1em;align-items:center;padding:.6em 1em;background:#3f0e40;color:#fff}
+header a{color:#fff;font-weight:600;text-decoration:none;margin-right:auto}
+header form{margin:0}
+main{max-width:860px;margin:1em auto;padding:0 1em}
+h1{font-size:1.3em}
+dl.fields dt{font-weight:600;margin-top:.6em}
+.kind{font-weight:400;color:#666;font-size:.85em}
+pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px solid #ddd;
+  padding:.3em .5em;margin:.2em 0}
+.warn{color:#8a4b00}
+.error,.halted{background:#fde8e8;border:1px solid #d33;padding:.5em}
+.controls form{background:#fff;border:1px solid #ddd;padding:.6em;margin:.5em 0;display:grid;gap:.4em}
+.controls label{display:grid;gap:.2em}
+.controls button{justify-self:start;padding:.4em 1em}
+.approve button{background:#007a5a;color:#fff;border:0}
+.reject button{background:#e01e5a;color:#fff;border:0}
+.evidence{margin-top:2em;border-left:4px solid #999;padding-left:1em;color:#444}
+.evidence pre{white-space:pre-wrap;word-break:break-all;font-family:ui-monospace,monospace;font-weight:400;
+  max-height:30em;overflow:auto}
+.untrusted{font-size:.75em;font-weight:400;color:#8a4b00}
+"""
+"""The pages' one stylesheet, served by hitl (nothing from a third party)."""
