@@ -122,7 +122,7 @@ def card(
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": marked + graphemes_cut(view.heading, 150), "emoji": False},
+            "text": {"type": "plain_text", "text": marked + graphemes_cut(view.heading, 150 - len(marked)), "emoji": False},
         },
         {"type": "section", "fields": _fields(a, now)},
     ]
