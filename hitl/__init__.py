@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from hitl.engine.clocks import SystemClock
     from hitl.engine.config.deprecations import HitlDeprecationWarning
     from hitl.engine.config.hitl_yaml import HitlConfig, load_config, parse_config
+    from hitl.engine.domain.group_outcome import GroupOutcome, MemberOutcome, MemberResult
     from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
     from hitl.engine.domain.records import AuditEntry, Page
-    from hitl.engine.domain.requests import DecideRequest, ProposeRequest
+    from hitl.engine.domain.requests import DecideRequest, GroupDecideRequest, GroupMember, ProposeRequest
     from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidInput, NotFound, StoreError
     from hitl.engine.ports import Store
     from hitl.engine.service import Proposal
@@ -48,9 +49,14 @@ __all__ = [
     "EngineError",
     "ErrorCode",
     "GateRefused",
+    "GroupDecideRequest",
+    "GroupMember",
+    "GroupOutcome",
     "HitlConfig",
     "HitlDeprecationWarning",
     "InvalidInput",
+    "MemberOutcome",
+    "MemberResult",
     "NotFound",
     "Page",
     "ProposeRequest",
@@ -85,9 +91,14 @@ _LAZY: dict[str, str] = {
     "EngineError": "hitl.engine.errors",
     "ErrorCode": "hitl.engine.errors",
     "GateRefused": "hitl.engine.agents.gate",
+    "GroupDecideRequest": "hitl.engine.domain.requests",
+    "GroupMember": "hitl.engine.domain.requests",
+    "GroupOutcome": "hitl.engine.domain.group_outcome",
     "HitlConfig": "hitl.engine.config.hitl_yaml",
     "HitlDeprecationWarning": "hitl.engine.config.deprecations",
     "InvalidInput": "hitl.engine.errors",
+    "MemberOutcome": "hitl.engine.domain.group_outcome",
+    "MemberResult": "hitl.engine.domain.group_outcome",
     "NotFound": "hitl.engine.errors",
     "Page": "hitl.engine.domain.records",
     "Proposal": "hitl.engine.service",

@@ -29,14 +29,29 @@ class FreshRead(Generic[T]):
         self._value: T | None = None
         self._read_at: float | None = None
         self._changes = 0
+        self._reading: asyncio.Task[T] | None = None
 
     async def get(self) -> T:
-        """The value as read at most :attr:`fresh_for` seconds ago (read again now when older)."""
+        """The value as read at most :attr:`fresh_for` seconds ago (read again now when older). Callers that
+        find it old while a read is on its way share that read: the many tool calls an agent runs at once would
+        otherwise each send the store the same read whenever the value ages out."""
         held = self.held()
         if held is not None:
             return held
-        changes = self._changes
-        value = await self.read()
+        loop = asyncio.get_running_loop()
+        reading = self._reading
+        if reading is None or reading.get_loop() is not loop:
+            reading = self._reading = loop.create_task(self._read_now(self._changes))
+            reading.add_done_callback(_retrieved)
+        # Shielded: a caller cancelled while it waits does not cancel the read the others wait for.
+        return await asyncio.shield(reading)
+
+    async def _read_now(self, changes: int) -> T:
+        try:
+            value = await self.read()
+        finally:
+            if self._reading is asyncio.current_task():
+                self._reading = None
         if changes == self._changes:  # a read begun before a change made here would hide it: not kept
             self._value, self._read_at = value, asyncio.get_running_loop().time()
         return value
@@ -48,8 +63,15 @@ class FreshRead(Generic[T]):
         return self._value
 
     def forget(self) -> None:
-        """A change was made here: the next :meth:`get` reads again."""
-        self._read_at, self._changes = None, self._changes + 1
+        """A change was made here: the next :meth:`get` reads again (it does not share a read begun before)."""
+        self._read_at, self._changes, self._reading = None, self._changes + 1, None
+
+
+def _retrieved(read: asyncio.Task[object]) -> None:
+    """A shared read's failure reaches every caller awaiting it; when all of them were cancelled first, it is
+    taken here, so asyncio does not log it as never retrieved."""
+    if not read.cancelled():
+        read.exception()
 
 
 def shared_per_store(registry: weakref.WeakKeyDictionary[Store, R], store: Store, make: Callable[[], R]) -> R:
