@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import heading, row, spread  # noqa: E402
 from report import report  # noqa: E402
 
-from hitl.bot.requests.server import app_runner, serve_locally  # noqa: E402
+from hitl.bot.server import app_runner, serve_locally  # noqa: E402
 from hitl.bot.settings import BotSettings  # noqa: E402
 from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402

@@ -183,7 +183,7 @@ def build_app(
     logging.getLogger("slack_bolt.AsyncApp").addFilter(_TOKEN_SKIPPED)
     app = AsyncApp(
         client=side.client,
-        # The HTTP server verifies every request's signature before Bolt sees it (bot/requests/server.py); Socket Mode
+        # The HTTP server verifies every request's signature before Bolt sees it (bot/server.py); Socket Mode
         # needs none. Checking twice cost a second HMAC per click.
         request_verification_enabled=False,
         # Bolt answers Slack when the listener returns, not by polling for ack() every 10 ms (which made an

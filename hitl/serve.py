@@ -17,7 +17,7 @@ from hitl.api.webhooks import WebhookDelivery
 from hitl.bot.app import BotRuntime, build_app, slack_side
 from hitl.bot.context import BotContext
 from hitl.bot.outbound.workspace import SlackWorkspace
-from hitl.bot.requests.server import http_app
+from hitl.bot.server import http_app
 from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config

@@ -1,2 +1,3 @@
-"""Requests in: serving Slack's requests (HTTP or Socket Mode), verifying and parsing each once, strictly, and
-what a request may carry back to us (button values, signed modal metadata, response URLs)."""
+"""Requests in: verifying and parsing each of Slack's requests once, strictly, and what a request may carry back to
+us (button values, signed modal metadata, response URLs). The servers that receive them (HTTP or Socket Mode) stand
+above the app, in :mod:`hitl.bot.server`."""

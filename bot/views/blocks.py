@@ -119,10 +119,11 @@ def card(
     untrusted evidence last, quoted, in a style nothing else uses."""
     view = view or present(a, declared=declared)
     marked = "⚠ " if view.look_closely else ""  # the headline carries its values' marks, where the eye starts
+    heading = marked + graphemes_cut(view.heading, 150 - len(marked))  # Slack's header holds 150 with the mark
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": marked + graphemes_cut(view.heading, 150 - len(marked)), "emoji": False},
+            "text": {"type": "plain_text", "text": heading, "emoji": False},
         },
         {"type": "section", "fields": _fields(a, now)},
     ]

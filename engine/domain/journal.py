@@ -24,9 +24,8 @@ from typing import Any
 
 from hitl.engine.domain.execution import check_checkpoint_version, not_owner
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.records import AuditEntry, Claim
+from hitl.engine.domain.records import AuditEntry, Claim, Issued
 from hitl.engine.errors import EngineError
-from hitl.engine.receipts.claims import Issued
 
 __all__ = ["ClaimIntent", "Commit", "Committed", "Opened", "OutcomeRecord", "committable_version", "held_by_another"]
 

@@ -16,6 +16,7 @@ __all__ = [
     "AuditEntry",
     "Claim",
     "ClaimState",
+    "Issued",
     "Job",
     "MessageRef",
     "Page",
@@ -137,6 +138,15 @@ class TrustGrant(_Rec):
     tool: str
     granted_by: str
     until: float
+
+
+class Issued(_Rec):
+    """The record of a receipt issued: its ``jti``, the execution it was issued for (claim key and attempt), and
+    when it expires."""
+
+    jti: str
+    key: str
+    exp: float
 
 
 class MessageRef(_Rec):

@@ -17,10 +17,9 @@ from enum import StrEnum
 from typing import Any
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict
 
 from hitl.engine.domain.models import Approval, ApprovalKind
-from hitl.engine.domain.records import Claim
+from hitl.engine.domain.records import Claim, Issued
 
 __all__ = [
     "LEEWAY",
@@ -45,17 +44,6 @@ class Basis(StrEnum):
     APPROVAL = "approval"
     TRUST = "trust"
     POLICY = "policy"
-
-
-class Issued(BaseModel):
-    """The record of a receipt issued: its ``jti``, the execution it was issued for (claim key and attempt), and
-    when it expires."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    jti: str
-    key: str
-    exp: float
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def serve(
         raise typer.Exit(supervise(workers, host=host, port=port, store=store, config=config))
 
     from hitl.bot.errors import BotError
-    from hitl.bot.requests.server import serve_http, serve_socket
+    from hitl.bot.server import serve_http, serve_socket
     from hitl.bot.settings import BotSettings
     from hitl.logs import configure_logging
     from hitl.serve import build_server, new_replica_id

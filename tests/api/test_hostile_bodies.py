@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import hitl.bot.requests.server
+import hitl.bot.server
 from hitl.api import token_hash
 from hitl.api.app import endpoints
 from hitl.engine.domain.nesting import MAX_NESTING
@@ -99,7 +99,7 @@ async def test_a_client_hanging_up_at_the_body_deadline_leaves_one_warning_at_mo
     hang_up: float,
 ) -> None:
     deadline = 0.5  # the same rule at a test's pace (10 s in service)
-    monkeypatch.setattr(hitl.bot.requests.server, "BODY_DEADLINE", deadline)
+    monkeypatch.setattr(hitl.bot.server, "BODY_DEADLINE", deadline)
     url = urlsplit(served.bot_url)
     part = json.dumps({"session": "s", "tool": "pay", "args": {"amount": 1}}).encode()[:20]
     with caplog.at_level(logging.INFO):

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from hitl.bot.requests.server import app_runner, serve_locally
+from hitl.bot.server import app_runner, serve_locally
 from hitl.bot.settings import BotSettings
 from hitl.engine.ports import Clock, Store
 from hitl.engine.storage import open_store

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from hitl.bot.outbound.reviewers import SlackReviewers
 from hitl.bot.requests.payloads import Interaction, PayloadError, parse_request
-from hitl.bot.requests.server import app_runner, http_app
+from hitl.bot.server import app_runner, http_app
 from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.models import Approval, Reviewer, Status

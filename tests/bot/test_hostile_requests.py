@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-import hitl.bot.requests.server
+import hitl.bot.server
 from hitl.bot.requests.button_values import parse_button_value
 from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.models import Status
@@ -87,7 +87,7 @@ async def test_odd_signature_headers_are_4xx_before_anything_parses_them(
 
 
 async def test_a_slow_body_is_cut_off(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hitl.bot.requests.server, "REQUEST_TIMEOUT", 0.5)
+    monkeypatch.setattr(hitl.bot.server, "REQUEST_TIMEOUT", 0.5)
     host, port = harness.bot_url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     stamp = str(int(time.time()))
@@ -202,8 +202,8 @@ async def test_an_unreadable_click_is_told_so_privately_and_changes_nothing(harn
 
 async def test_slow_connections_cannot_starve_the_server(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the in-flight limit a Slack request gets 429 with Retry-After at once; health checks still answer."""
-    monkeypatch.setattr(hitl.bot.requests.server, "MAX_IN_FLIGHT", 5)
-    monkeypatch.setattr(hitl.bot.requests.server, "REQUEST_TIMEOUT", 3.0)
+    monkeypatch.setattr(hitl.bot.server, "MAX_IN_FLIGHT", 5)
+    monkeypatch.setattr(hitl.bot.server, "REQUEST_TIMEOUT", 3.0)
     host, port = harness.bot_url.removeprefix("http://").split(":")
     head = (
         "POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"

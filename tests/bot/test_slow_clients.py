@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import hitl.bot.requests.server
+import hitl.bot.server
 from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.domain.models import Status
 from tests.bot.conftest import Harness
@@ -41,7 +41,7 @@ async def test_two_hundred_half_sent_bodies_are_cut_off_while_others_are_served(
     harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     deadline = 4.0  # the same rule at a test's pace (10 s in service), long enough to be served meanwhile
-    monkeypatch.setattr(hitl.bot.requests.server, "BODY_DEADLINE", deadline)
+    monkeypatch.setattr(hitl.bot.server, "BODY_DEADLINE", deadline)
     url = urlsplit(harness.bot_url)
     host, port = str(url.hostname), int(url.port or 0)
     a = await propose(harness)

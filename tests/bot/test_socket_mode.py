@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from hitl.bot.requests.server import serve_socket
+from hitl.bot.server import serve_socket
 from hitl.bot.settings import BotSettings
 from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.clocks import SystemClock
