@@ -126,6 +126,11 @@ class WebInbox:
             name, value, max_age=max_age, path="/", secure=self.spec.secure, httponly=True, samesite="Lax"
         )
 
+    def _clear(self, response: web.StreamResponse, name: str) -> None:
+        # With the attributes it was set with: a browser ignores a __Host- Set-Cookie that lacks Secure, and the
+        # cookie would outlive its clearing.
+        response.del_cookie(name, path="/", secure=self.spec.secure, httponly=True, samesite="Lax")
+
     async def _audit(self, request: web.Request, who: str, outcome: str, detail: str) -> None:
         entry = AuditEntry(
             at=self.now(),
@@ -202,7 +207,7 @@ class WebInbox:
         await self._audit(request, reviewer, "ok", f"signed in as {subject}"[:300])
         response = _redirect(pending.return_to)
         self._cookie(response, self.session_cookie, sid, self.spec.absolute_hours * 3600)
-        response.del_cookie(self.browser_cookie, path="/")
+        self._clear(response, self.browser_cookie)
         return response
 
     def _check_post(self, request: web.Request, session: Session, form_csrf: str) -> None:
@@ -222,7 +227,7 @@ class WebInbox:
             self._check_post(request, session, str(form.get("csrf", "")))
             self.sessions.revoke(request.cookies.get(self.session_cookie))
         response = _html(pages.message_page("Signed out", "You are signed out.", link=("/auth/login", "Sign in")))
-        response.del_cookie(self.session_cookie, path="/")
+        self._clear(response, self.session_cookie)
         return response
 
     def caller(self, session: Session) -> Caller:
