@@ -113,6 +113,10 @@ class WebInbox:
             except EngineError as exc:
                 log.warning("web inbox %s %s: %s", request.method, request.path, exc.message)
                 response = _html(pages.message_page("Not available", "hitl cannot answer now; try again"), 503)
+            except ApiError as exc:  # mostly hitl.yaml no longer loading (the live config fails closed): a 503
+                log.warning("web inbox %s %s: %s", request.method, request.path, exc.detail.message)
+                text = exc.detail.message if exc.status < 500 else "hitl cannot answer now; try again"
+                response = _html(pages.message_page("Not available", text), exc.status)
             except Exception:
                 log.exception("web inbox %s %s failed", request.method, request.path)
                 response = _html(pages.message_page("Something went wrong", "hitl failed to answer; try again"), 500)

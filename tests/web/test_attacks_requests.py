@@ -93,3 +93,23 @@ def test_no_spelling_of_another_place_is_a_return_path() -> None:
     ):
         assert safe_return_path(bad) == "/inbox", bad
     assert safe_return_path("/inbox/approvals/apr_1") == "/inbox/approvals/apr_1"
+
+
+async def test_a_hitl_yaml_broken_while_serving_gets_a_503_page_and_no_traceback(inbox: Inbox) -> None:
+    approval_id = await paused_refund(inbox, 75)
+    async with browser() as http:
+        await sign_in(http, inbox, "U_SUPPORT1")
+        page = f"{inbox.url}/inbox/approvals/{approval_id}"
+        csrf = await csrf_of(http, page)
+        config = inbox.cwd / "hitl.yaml"
+        config.write_text(config.read_text() + "\nroles: [not, a, mapping\n")  # an admin's edit, half saved
+        answers = []
+        for method, url, form in (
+            ("GET", page, None),
+            ("GET", f"{inbox.url}/inbox", None),
+            ("POST", f"{page}/decisions", {"csrf": csrf, "decision": "reject", "expected_version": "1"}),
+        ):
+            async with http.request(method, url, data=form, allow_redirects=False) as r:
+                answers.append((method, url[-20:], r.status, "try again" in await r.text()))
+    assert all(status == 503 and said for *_, status, said in answers), answers
+    no_traceback(inbox)
