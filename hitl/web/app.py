@@ -207,6 +207,8 @@ class WebInbox:
             await self._audit(request, subject, "not_a_reviewer", "signed in, but maps to no reviewer id")
             text = "You signed in, but hitl knows no reviewer by that account; ask an admin to map it (web.subjects)"
             return _html(pages.message_page("Not a reviewer here", text), 403)
+        # The session this browser held (if any) ends: its id, overwritten here, must not live on in a copy.
+        self.sessions.revoke(request.cookies.get(self.session_cookie))
         sid, _ = self.sessions.open(reviewer=reviewer, issuer=str(claims["iss"]), subject=str(claims["sub"]))
         await self._audit(request, reviewer, "ok", f"signed in as {subject}"[:300])
         response = _redirect(pending.return_to)

@@ -113,3 +113,16 @@ async def test_a_hitl_yaml_broken_while_serving_gets_a_503_page_and_no_traceback
                 answers.append((method, url[-20:], r.status, "try again" in await r.text()))
     assert all(status == 503 and said for *_, status, said in answers), answers
     no_traceback(inbox)
+
+
+async def test_signing_in_again_ends_the_session_the_browser_held(inbox: Inbox) -> None:
+    async with browser() as http:
+        await sign_in(http, inbox, "U_SUPPORT1")
+        before = {c.key: c.value for c in http.cookie_jar}["hitl_session"]
+        await sign_in(http, inbox, "U_SUPPORT1")  # again (the provider remembers them): a new session
+        after = {c.key: c.value for c in http.cookie_jar}["hitl_session"]
+        async with http.get(f"{inbox.url}/inbox") as r:
+            assert r.status == 200 and after != before
+    async with aiohttp.ClientSession(cookies={"hitl_session": before}) as copied:  # a copy of the old cookie
+        async with copied.get(f"{inbox.url}/inbox", allow_redirects=False) as r:
+            assert r.status == 303 and r.headers["Location"].startswith("/auth/login")
