@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import quote, urlsplit
 
 from aiohttp import web
+from multidict import MultiDictProxy
 
 from hitl.api.context import ApiContext, LiveConfig
 from hitl.api.limits import RateLimiter
@@ -59,12 +60,13 @@ SIGN_IN_BURST = 10
 """Sign-in attempts per client address: a burst of 10, then one every 2 s."""
 MAX_FORM = 64 * 1024
 """Bytes a decision's form may hold."""
-_RETURN = re.compile(r"^/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64})?$")
+_RETURN = re.compile(r"/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64})?")
 
 
 def safe_return_path(candidate: str | None) -> str:
     """Where to go after sign-in: one of the web inbox's own pages, else the inbox (never another site)."""
-    return candidate if candidate is not None and _RETURN.match(candidate) else "/inbox"
+    # fullmatch: match's "$" also matches before a final line break, which would reach the Location header.
+    return candidate if candidate is not None and _RETURN.fullmatch(candidate) else "/inbox"
 
 
 class WebInbox:
@@ -95,6 +97,7 @@ class WebInbox:
         app.router.add_get("/inbox/static/inbox.css", self._page(self.stylesheet))
         app.router.add_get("/inbox/approvals/{id}", self._page(self.approval))
         app.router.add_post("/inbox/approvals/{id}/decisions", self._page(self.decide))
+        app.on_response_prepare.append(_bank_headers)
 
     async def close(self) -> None:
         """Close the connections to the provider."""
@@ -110,6 +113,10 @@ class WebInbox:
             except EngineError as exc:
                 log.warning("web inbox %s %s: %s", request.method, request.path, exc.message)
                 response = _html(pages.message_page("Not available", "hitl cannot answer now; try again"), 503)
+            except ApiError as exc:  # mostly hitl.yaml no longer loading (the live config fails closed): a 503
+                log.warning("web inbox %s %s: %s", request.method, request.path, exc.detail.message)
+                text = exc.detail.message if exc.status < 500 else "hitl cannot answer now; try again"
+                response = _html(pages.message_page("Not available", text), exc.status)
             except Exception:
                 log.exception("web inbox %s %s failed", request.method, request.path)
                 response = _html(pages.message_page("Something went wrong", "hitl failed to answer; try again"), 500)
@@ -122,6 +129,11 @@ class WebInbox:
         response.set_cookie(
             name, value, max_age=max_age, path="/", secure=self.spec.secure, httponly=True, samesite="Lax"
         )
+
+    def _clear(self, response: web.StreamResponse, name: str) -> None:
+        # With the attributes it was set with: a browser ignores a __Host- Set-Cookie that lacks Secure, and the
+        # cookie would outlive its clearing.
+        response.del_cookie(name, path="/", secure=self.spec.secure, httponly=True, samesite="Lax")
 
     async def _audit(self, request: web.Request, who: str, outcome: str, detail: str) -> None:
         entry = AuditEntry(
@@ -195,11 +207,13 @@ class WebInbox:
             await self._audit(request, subject, "not_a_reviewer", "signed in, but maps to no reviewer id")
             text = "You signed in, but hitl knows no reviewer by that account; ask an admin to map it (web.subjects)"
             return _html(pages.message_page("Not a reviewer here", text), 403)
+        # The session this browser held (if any) ends: its id, overwritten here, must not live on in a copy.
+        self.sessions.revoke(request.cookies.get(self.session_cookie))
         sid, _ = self.sessions.open(reviewer=reviewer, issuer=str(claims["iss"]), subject=str(claims["sub"]))
         await self._audit(request, reviewer, "ok", f"signed in as {subject}"[:300])
         response = _redirect(pending.return_to)
         self._cookie(response, self.session_cookie, sid, self.spec.absolute_hours * 3600)
-        response.del_cookie(self.browser_cookie, path="/")
+        self._clear(response, self.browser_cookie)
         return response
 
     def _check_post(self, request: web.Request, session: Session, form_csrf: str) -> None:
@@ -214,12 +228,12 @@ class WebInbox:
     async def logout(self, request: web.Request) -> web.StreamResponse:
         """Sign out (a POST with the CSRF token): the session is revoked here, not only forgotten by the browser."""
         session = self.session(request)
-        form = await request.post()
+        form = await _form(request)
         if session is not None:
             self._check_post(request, session, str(form.get("csrf", "")))
             self.sessions.revoke(request.cookies.get(self.session_cookie))
         response = _html(pages.message_page("Signed out", "You are signed out.", link=("/auth/login", "Sign in")))
-        response.del_cookie(self.session_cookie, path="/")
+        self._clear(response, self.session_cookie)
         return response
 
     def caller(self, session: Session) -> Caller:
@@ -282,7 +296,7 @@ class WebInbox:
             raise web.HTTPLengthRequired(text="send the form with a Content-Length header", content_type="text/plain")
         if request.content_length > MAX_FORM:
             raise web.HTTPRequestEntityTooLarge(max_size=MAX_FORM, actual_size=request.content_length)
-        form = {k: str(v) for k, v in (await request.post()).items() if isinstance(v, str)}
+        form = {k: str(v) for k, v in (await _form(request)).items() if isinstance(v, str)}
         self._check_post(request, session, form.get("csrf", ""))
         caller = self.caller(session)
         approval = await self._visible(caller, request.match_info["id"])
@@ -292,6 +306,22 @@ class WebInbox:
         if refused is not None:
             return await self.approval(request, error=refused[1], status=refused[0])
         return _redirect(f"/inbox/approvals/{approval.id}")
+
+
+async def _bank_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """The headers on every answer under the web inbox's paths, the router's own 404 and 405 included."""
+    if request.path == "/inbox" or request.path.startswith(("/inbox/", "/auth/")):
+        response.headers.update(HEADERS)
+
+
+async def _form(request: web.Request) -> MultiDictProxy[str | bytes | bytearray | web.FileField]:
+    """The request's form, or 400 when its body is not one (bytes not in its charset, an unknown charset, a
+    multipart body without its boundary): a client's mistake, not hitl's failure."""
+    try:
+        return await request.post()
+    except (ValueError, LookupError):  # UnicodeDecodeError is a ValueError; the body is not echoed back
+        why = "the form cannot be read: send it as application/x-www-form-urlencoded in UTF-8"
+        raise web.HTTPBadRequest(text=why, content_type="text/plain") from None
 
 
 def _redirect(location: str) -> web.Response:

@@ -5,6 +5,7 @@ bound to the version, action hash and view digest the page drew, and recorded ``
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hitl.api.context import ApiContext
@@ -21,6 +22,7 @@ VIA = "web"
 """The channel a web decision is recorded with."""
 MAX_FIELD = 20_000
 """Characters one form field may hold."""
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def _json_value(name: str, text: str) -> Any:
@@ -49,6 +51,11 @@ async def decide_from_form(
     """Decide as ``form`` says; None when recorded, else the HTTP status and the message to show on the page."""
     if any(len(v) > MAX_FIELD for v in form.values()):
         return 422, f"a field is over {MAX_FIELD} characters"
+    action_hash, view_digest = form.get("action_hash", ""), form.get("view_digest", "")
+    if not (_DIGEST.fullmatch(action_hash) and _DIGEST.fullmatch(view_digest)):
+        # The page's forms always carry both: without them the decision would bind to no action and record that
+        # no view was shown, as the API's action_hash and view_digest fields refuse too.
+        return 422, "the form lacks the action hash or view digest the page drew: reload the page and decide again"
     try:
         kind = DecisionKind(form.get("decision", ""))
         version = int(form.get("expected_version", ""))
@@ -65,11 +72,11 @@ async def decide_from_form(
                 reviewer,
                 kind,
                 expected_version=version,
-                expected_hash=form.get("action_hash") or None,
+                expected_hash=action_hash,
                 reason=form.get("reason") or None,
                 args=args,
                 via=VIA,
-                view_digest=form.get("view_digest") or None,
+                view_digest=view_digest,
                 confirm=confirm or None,
             ),
             seen=approval,

@@ -3,15 +3,16 @@ sign-in address (PKCE S256, ``state``, ``nonce``), the code exchanged for an ID 
 the issuer's keys.
 
 The ID token is checked as OpenID Connect Core 3.1.3.7 asks: signed by a key of the issuer's JWKS with an algorithm
-the provider lists (never ``none``, never a shared-secret one), ``iss`` the configured issuer, ``aud`` holding our
-client id (with ``azp`` ours when there are several audiences), ``exp`` in the future, and ``nonce`` the one this
-sign-in sent. ``redirect_uri`` comes from ``web.public_url`` alone.
+the provider lists (never ``none``, never a shared-secret one), ``iss`` the configured issuer, ``aud`` our client
+id and no other (``azp``, when present, ours too), ``exp`` in the future, and ``nonce`` the one string this sign-in
+sent. ``redirect_uri`` comes from ``web.public_url`` alone.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -208,9 +209,17 @@ class OidcClient:
             registry.validate(claims)
         except JoseError as exc:
             raise SignInError("token_invalid", f"the ID token is not for this sign-in ({exc}); sign in again") from exc
-        aud = claims["aud"]
+        # The registry lets a list claim pass when it holds the expected value: a nonce must be the one string
+        # this sign-in sent, and the audience our client id alone (OIDC Core 3.1.3.7: audiences we do not trust
+        # refuse the token, whatever azp says).
+        got = claims["nonce"]
+        if not isinstance(got, str) or not hmac.compare_digest(got.encode(), nonce.encode()):
+            raise SignInError("token_invalid", "the ID token is not for this sign-in (nonce); sign in again")
+        audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+        if not audiences or any(a != self.spec.client_id for a in audiences):
+            raise SignInError("token_invalid", "the ID token is also for other parties (aud); sign in again")
         azp = claims.get("azp")
-        if (isinstance(aud, list) and len(aud) > 1 and azp is None) or (azp is not None and azp != self.spec.client_id):
+        if azp is not None and azp != self.spec.client_id:
             raise SignInError("token_invalid", "the ID token was issued to another party (azp); sign in again")
         if not isinstance(claims["sub"], str) or not claims["sub"]:
             raise SignInError("token_invalid", "the ID token names nobody (sub); sign in again")

@@ -17,7 +17,8 @@ from aiohttp import web
 from playwright.async_api import Page, expect
 
 from hitl.bot.views.controls import ACTION_OPEN_WEB
-from hitl.engine.domain.models import Status
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.models import Approval, Status
 from hitl.engine.storage import open_store
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.webapi import Message
@@ -46,6 +47,15 @@ async def paused_refund(
     assert run.returncode == 4, run.stderr
     approval_id: str = json.loads(run.stdout)["approval_id"]
     return approval_id
+
+
+async def stored(inbox: Inbox, approval_id: str) -> Approval:
+    """The approval as the store holds it."""
+    store = open_store(inbox.env["HITL_STORE"])
+    try:
+        return await store.approvals.get(approval_id)
+    finally:
+        await store.close()
 
 
 def card_of(inbox: Inbox, approval_id: str) -> Message | None:
@@ -130,7 +140,10 @@ async def test_one_who_may_not_decide_sees_no_form_and_a_forged_post_is_refused(
         assert r.status == 200 and "You may not decide this one." in page and "form" not in page.split("</header>")[1]
         csrf = re.search(r'name="csrf" value="([^"]+)"', page)
         assert csrf is not None
+        # Forged whole: the action hash and view digest a page would draw (a form lacking them is refused first).
+        view = load_config(inbox.cwd / "hitl.yaml").present(await stored(inbox, approval_id))
         form = {"csrf": csrf[1], "decision": "approve", "expected_version": "1"}
+        form |= {"action_hash": view.action_hash, "view_digest": view.digest()}
         async with http.post(f"{inbox.url}/inbox/approvals/{approval_id}/decisions", data=form) as r:
             assert r.status == 403
             assert "not" in (await r.text()).lower()
