@@ -17,7 +17,15 @@ from hitl.testing import FakeClock
 from tests.ports import free_port
 from tests.postgres_server import running_postgres
 from tests.processes import stop_process
+from tests.site import shared_site
 from tests.waiting import started_sync
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` (ten seconds and more alone) run first, in their order; the rest keep theirs. The
+    longest came last in collection (tests/test_packaging.py alone takes a minute), so one pytest-xdist worker ran
+    them while the others, done, waited for it; run first, they end while the short tests fill the other workers."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
@@ -75,6 +83,12 @@ def postgres_url() -> Iterator[str]:
             yield url
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site, built strictly as `make docs` builds it, once for the whole run (tests/site.py)."""
+    return shared_site(tmp_path_factory)
 
 
 @pytest.fixture

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["build_site"]
+import pytest
+
+__all__ = ["build_site", "shared_site"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,3 +27,20 @@ def build_site(into: Path) -> None:
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert built.returncode == 0, built.stderr
+
+
+def shared_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built once for the whole run, pytest-xdist's workers included (the first to ask builds it, under a
+    lock; the others wait and read it): a strict build costs seconds of CPU, and every test that reads the site reads
+    the same build. A failed build is built again by the next test that asks, which fails the same way."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the run's workers; each worker's own folder is under it
+    site, built = root / "site", root / "site.built"
+    with (root / "site.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built.exists():
+            shutil.rmtree(site, ignore_errors=True)
+            build_site(site)
+            built.touch()
+    return site

@@ -14,11 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from hitl.api.app import openapi_document
 from hitl.engine.storage import open_store
-from tests.site import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -30,12 +30,11 @@ ADAPTERS = (
 )
 
 
-def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> None:
-    build_site(tmp_path)
+def test_the_site_builds_strictly_with_every_page_in_the_nav(site: Path) -> None:
     config = yaml.load((DOCS / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)  # tags (!relative) as text
     listed = set(re.findall(r"[\w-]+\.md", str(config["nav"])))
     assert listed == {p.name for p in (DOCS / "pages").glob("*.md")}
-    api = (tmp_path / "api" / "index.html").read_text()
+    api = (site / "api" / "index.html").read_text()
     document = openapi_document()
     assert all(f"<code>{path}</code>" in api for path in document["paths"])  # the reference covers every path
     # Each request and response body is shown from the document: every schema has its section and field table.
@@ -47,25 +46,25 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(tmp_path: Path) -> 
     # Codes ascend within an operation: each drop starts the next operation's list, so the drops count them.
     starts = 1 + sum(1 for a, b in itertools.pairwise(codes) if b < a)
     assert starts == sum(len(item) for item in document["paths"].values()), "each operation's codes, in order"
-    slack = (tmp_path / "slack" / "index.html").read_text()
+    slack = (site / "slack" / "index.html").read_text()
     assert "chat:write" in slack and "usergroups:read" in slack  # the manifest itself, included
     # The Python API reference: every public name under the path users import, nothing under the internal ones.
-    reference = (tmp_path / "reference" / "index.html").read_text()
+    reference = (site / "reference" / "index.html").read_text()
     documented = set(re.findall(r'id="(hitl\.[\w.]+)"', reference))
     for module in ("hitl", "hitl.testing", "hitl.stores", "hitl.mcp", "hitl.temporal", *ADAPTERS):
         public = importlib.import_module(module).__all__
         missing = [name for name in public if f"{module}.{name}" not in documented]
         assert not missing, f"{module}: {missing} have no entry in the reference"
     assert not [i for i in documented if i.startswith(("hitl.engine", "hitl.bot", "hitl.sandbox"))]
-    stores = (tmp_path / "stores" / "index.html").read_text()  # the example store and its test, included whole
+    stores = (site / "stores" / "index.html").read_text()  # the example store and its test, included whole
     assert 'class</span><span class="w"> </span><span class="nc">TracedStore' in stores
     assert "--8" not in stores and "STORE_SUITES" in stores
     # Nothing the pages load comes from another host (fonts, scripts, styles, images): read offline, it is whole.
     loads = re.compile(r"<(?:link|script|img|iframe|source)\b[^>]*\b(?:href|src)=\"(https?:)?//", re.I)
-    for page in [*tmp_path.rglob("*.html"), *tmp_path.rglob("*.css")]:
+    for page in [*site.rglob("*.html"), *site.rglob("*.css")]:
         text = page.read_text(errors="replace")
         found = loads.search(text) or re.search(r"url\((['\"]?)(https?:)?//", text)
-        assert found is None, f"{page.relative_to(tmp_path)} loads {text[found.start() : found.start() + 160]}"
+        assert found is None, f"{page.relative_to(site)} loads {text[found.start() : found.start() + 160]}"
 
 
 async def _an_empty_store(url: str) -> None:
@@ -74,6 +73,7 @@ async def _an_empty_store(url: str) -> None:
     await store.close()
 
 
+@pytest.mark.slow
 def test_the_commands_on_the_docs_own_pages_run(tmp_path: Path) -> None:
     """Every `hitl` line of the pages' bash blocks runs as written, from a directory holding a copy of the examples,
     against a store of its own: exit 0, or the exit code the comment above it names (`(exit 4)`). A line that

@@ -23,6 +23,7 @@ def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 600
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     # Built from a copy: setuptools writes build/ and *.egg-info beside the sources, and the checkout stays clean.
@@ -108,6 +109,7 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_the_sdist_holds_what_builds_the_wheel_and_reads_well_on_the_index(tmp_path: Path) -> None:
     """The source distribution has the package, README, licence and changelog and no half of the tests; its metadata
     names the project's URLs, classifiers, keywords and authors; the long description links only absolute URLs (a

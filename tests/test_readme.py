@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,6 +46,7 @@ def test_readme_python_api_example_runs(tmp_path: Path) -> None:
     assert "decided U_SUPPORT1 ok" in out.stdout
 
 
+@pytest.mark.slow
 def test_readme_agent_examples_run(tmp_path: Path) -> None:
     """Every framework example the README lists runs offline and runs the reviewer's edit, once."""
     text = documentation()
@@ -162,6 +165,7 @@ def test_readme_temporal_example_runs(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_readme_python_type_checks_as_a_user_writes_it(tmp_path: Path) -> None:
     """The README's complete Python programs pass `mypy --strict` against hitl's typed packages, as in a user's
     project (the ask/guard example, the API walkthrough, the webhook check)."""

@@ -87,6 +87,7 @@ async def _receipt(url: str, key: str) -> tuple[str, str]:
     return receipt, str(jws.extract_compact(receipt.encode()).headers()["kid"])
 
 
+@pytest.mark.slow
 async def test_a_key_published_before_it_signs_is_accepted_by_verifiers_that_fetched_before_the_switch(
     tmp_path: Path,
 ) -> None:

@@ -21,7 +21,6 @@ from hitl.demo.scenario import HOSTILE_NOTE
 from hitl.engine.domain.models import ApprovalKind
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
-from tests.site import build_site
 from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -676,11 +675,10 @@ async def test_the_docs_show_a_flood_as_one_group_card(tmp_path: Path, monkeypat
         await sb.close()
 
 
-async def test_every_code_block_of_the_docs_reads_whole_at_1280_pixels(tmp_path: Path) -> None:
+@pytest.mark.slow
+async def test_every_code_block_of_the_docs_reads_whole_at_1280_pixels(site: Path) -> None:
     """Each page of the built site in Chromium at 1280 px: no code block runs under the page's edge (a long line
     wraps), so nothing a reader copies from a block was out of sight."""
-    site = tmp_path / "site"
-    build_site(site)
     pages = sorted(site.glob("*/index.html")) + [site / "index.html"]
     checked = 0
     async with browser_page(1280, 900) as page:

@@ -42,6 +42,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return fresh_store_url(request.param, request, tmp_path, tag="wc")
 
 
+@pytest.mark.slow
 def test_a_velocity_limit_lets_three_runs_execute_the_step_and_pauses_the_fourth(
     hitl: Hitl, desk: Desk, tmp_path: Path
 ) -> None:

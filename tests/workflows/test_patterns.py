@@ -3,6 +3,8 @@ process, and the research desk's effect log shows that nothing ran twice."""
 
 from __future__ import annotations
 
+import pytest
+
 from hitl.engine.workflow.definition import load_workflow
 from tests.workflows.conftest import RESEARCH, Desk, Hitl
 
@@ -100,6 +102,7 @@ def test_evaluator_optimizer_reject_stops_the_run(hitl: Hitl, desk: Desk) -> Non
     assert stopped.status == "rejected" and desk.calls() == []
 
 
+@pytest.mark.slow
 def test_orchestrator_workers_a_waiting_worker_pauses_only_itself(hitl: Hitl, desk: Desk) -> None:
     first = hitl("run", str(RESEARCH / "orchestrator.yaml"), expect=4)
     assert first.tool == "send_email"  # the safety investigator's e-mail, inside its agent
@@ -120,6 +123,7 @@ def test_orchestrator_workers_a_waiting_worker_pauses_only_itself(hitl: Hitl, de
     desk.assert_nothing_twice()
 
 
+@pytest.mark.slow
 def test_graph_follows_edges_and_feedback_revisits_a_node(hitl: Hitl, desk: Desk) -> None:
     first = hitl("run", str(RESEARCH / "graph.yaml"), expect=4)
     assert first.tool == "gate:check" and "research -> check" in first.out["history"]
