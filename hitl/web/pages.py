@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from hitl.bot.views.arguments import CARD_VALUES_BUDGET
 from hitl.bot.views.controls import trust_scope
-from hitl.engine.domain.display import reveal
+from hitl.engine.domain.display import excerpt, reveal
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
 
@@ -55,15 +56,30 @@ def message_page(title: str, text: str, *, link: tuple[str, str] | None = None) 
     return layout(title, f"<h1>{_e(title)}</h1><p>{_e(text)}</p>{more}")
 
 
-def _fields(view: Presentation) -> str:
+_MOST_PER_VALUE = 1200
+_LEAST_PER_VALUE = 120
+
+
+def _fields(a: Approval, view: Presentation) -> str:
+    """The arguments as the card draws them: each value within its share of the card's bounds, cut at a grapheme
+    boundary saying so, with a link to it in full (a page that asks the same authorization as Slack's view)."""
+    share = max(_LEAST_PER_VALUE, min(_MOST_PER_VALUE, CARD_VALUES_BUDGET // max(len(view.fields), 1)))
     rows = []
-    for f in view.fields:
+    for index, f in enumerate(view.fields):
         warn = "".join(f'<li class="warn">{_e(w)}</li>' for w in f.value.warnings)
         help_ = f'<p class="help">{_e(f.help)}</p>' if f.help else ""
         currency = f' <span class="currency">{_e(f.currency)}</span>' if f.currency else ""
+        start, covered = excerpt(a.execute_args.get(f.name), share) if f.name in a.execute_args else (f.value.text, 0)
+        cut = ""
+        if start != f.value.text:  # one count everywhere: the value's own characters, as the card says it
+            cut = (
+                f'<p class="cut">Cut: the first {covered:,} of {f.value.length:,} characters. '
+                f'<a href="/inbox/approvals/{_e(a.id)}/values/{index}">Show {_e(f.label[:30])} in full '
+                f"({f.value.length:,} characters)</a></p>"
+            )
         rows.append(
             f'<dt>{_e(f.label)}{currency} <span class="kind">{_e(f.value.kind)}</span></dt>'
-            f'<dd><pre class="value">{_e(f.value.text)}</pre>{help_}'
+            f'<dd><pre class="value">{_e(start)}</pre>{cut}{help_}'
             + (f'<ul class="warnings">{warn}</ul>' if warn else "")
             + "</dd>"
         )
@@ -152,9 +168,11 @@ def decision_page(
     can_decide: bool,
     error: str | None = None,
     halted: str | None = None,
+    notice: str | None = None,
 ) -> str:
     """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence.
-    ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered)."""
+    ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered);
+    ``notice``: what this reader alone is told (a practice twin's note, once, to its decider)."""
     reasons = "".join(f"<li>{_e(r)}</li>" for r in view.reasons)
     meta = (
         f"Asked by <b>{_e(view.requester)}</b>"
@@ -165,8 +183,9 @@ def decision_page(
     parts = [
         f'<h1 class="heading">{_e(view.heading)}</h1>',
         f'<p class="error" role="alert">{_e(error)}</p>' if error else "",
+        f'<p class="notice" role="status">{_e(notice)}</p>' if notice else "",
         f'<section class="why"><h2>Why it needs a person</h2><ul>{reasons}</ul></section>' if reasons else "",
-        _fields(view),
+        _fields(a, view),
         _changes(view),
         f'<p class="meta">{meta}</p>',
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
@@ -204,6 +223,7 @@ dl.fields dt{font-weight:600;margin-top:.6em}
 pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px solid #ddd;
   padding:.3em .5em;margin:.2em 0}
 .warn{color:#8a4b00}
+.notice{background:#e8f5fa;border:1px solid #1264a3;padding:.5em}
 .error,.halted{background:#fde8e8;border:1px solid #d33;padding:.5em}
 .controls form{background:#fff;border:1px solid #ddd;padding:.6em;margin:.5em 0;display:grid;gap:.4em}
 .controls label{display:grid;gap:.2em}
