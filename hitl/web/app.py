@@ -246,7 +246,14 @@ class WebInbox:
         """The pages' stylesheet (served here: nothing comes from a third party)."""
         return web.Response(text=pages.STYLES, content_type="text/css")
 
-    async def approval(self, request: web.Request, *, error: str | None = None, status: int = 200) -> web.Response:
+    async def approval(
+        self,
+        request: web.Request,
+        *,
+        error: str | None = None,
+        status: int = 200,
+        fields: dict[str, str] | None = None,
+    ) -> web.Response:
         """The decision page: 404 alike for an approval that does not exist and one this reviewer may not see."""
         session = self.session(request)
         if session is None:
@@ -269,6 +276,7 @@ class WebInbox:
             error=error,
             halted=halt_message(halt, acted_on(approval)) if halt is not None else None,
             notice=session.told.pop(approval.id, None) if error is None else None,
+            field_errors=fields or {},
         )
         return _html(body, status)
 
@@ -319,7 +327,7 @@ class WebInbox:
             return _html(pages.message_page("Not found", "No such approval."), 404)
         refused = await decide_from_form(self.ctx, caller, approval, form)
         if refused is not None:
-            return await self.approval(request, error=refused[1], status=refused[0])
+            return await self.approval(request, error=refused[1], status=refused[0], fields=refused[2])
         if is_practice(approval):  # as in Slack, the decider alone learns it was practice (on their next view)
             note = practice_note(await self.ctx.lifecycle.store.approvals.get(approval.id))
             if note is not None:

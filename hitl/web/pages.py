@@ -12,6 +12,8 @@ from typing import Any
 
 from hitl.bot.views.arguments import CARD_VALUES_BUDGET
 from hitl.bot.views.controls import trust_scope
+from hitl.bot.views.form_errors import REASON_FIELD
+from hitl.bot.views.modals import CONFIRM_FIELD
 from hitl.engine.domain.display import excerpt, reveal
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
@@ -114,36 +116,58 @@ def _form(a: Approval, view: Presentation, csrf: str, decision: str, label: str,
     )
 
 
-def _reason(required: bool, label: str = "Reason") -> str:
+def _under(error: str | None) -> str:
+    """A field's error, under it (Slack's form shows the same words there)."""
+    return f'<span class="field-error" role="alert">{_e(error)}</span>' if error else ""
+
+
+def _reason(required: bool, label: str = "Reason", error: str | None = None) -> str:
     req = " required" if required else ""
     said = " (required)" if required else " (optional)"
-    return f'<label>{_e(label)}{said}<textarea name="reason"{req}></textarea></label>'
+    return f'<label>{_e(label)}{said}<textarea name="reason"{req}></textarea>{_under(error)}</label>'
 
 
 def _editable(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None) -> str:
+def _input(name: str, value: Any) -> str:
+    """A Modify field holding ``value`` as it runs: text with a line break in a text area (an input would drop the
+    break, and a field left alone would then change the value)."""
+    shown = _editable(value)
+    if isinstance(value, str) and ("\n" in value or "\r" in value):
+        return f'<textarea name="arg:{_e(name)}">{_e(shown)}</textarea>'
+    return f'<input name="arg:{_e(name)}" value="{_e(shown)}">'
+
+
+def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None, errors: dict[str, str]) -> str:
+    """The forms that decide ``a``; ``errors``: what was wrong with the form just sent, under each field."""
+
+    def confirm(kind: str) -> str:
+        return "".join(
+            f'<label>Type the {_e(name)} to confirm<input name="confirm:{_e(name)}" autocomplete="off" required>'
+            f"{_under(errors.get(f'{kind}:{CONFIRM_FIELD}{name}'))}</label>"
+            for name in a.confirm
+        )
+
+    def reason(kind: str, required: bool) -> str:
+        return _reason(required, error=errors.get(f"{kind}:{REASON_FIELD}"))
+
     if halted is not None:
         notice = f'<p class="halted" role="alert">Stopped: {_e(halted)}. Approving waits; rejecting still works.</p>'
-        reject = _form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject")
+        reject = _form(a, view, csrf, "reject", "Reject", reason("reject", a.reason_required), "reject")
         return f'<section class="controls"><h2>Decide</h2>{notice}{reject}</section>'
-    confirm = "".join(
-        f'<label>Type the {_e(name)} to confirm<input name="confirm:{_e(name)}" autocomplete="off" required></label>'
-        for name in a.confirm
-    )
-    approve_reason = _reason(True) if a.approve_reason_required else ""
-    forms = [_form(a, view, csrf, "approve", "Approve", confirm + approve_reason, "approve")]
-    forms.append(_form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject"))
+    approve_reason = reason("approve", True) if a.approve_reason_required else ""
+    forms = [_form(a, view, csrf, "approve", "Approve", confirm("approve") + approve_reason, "approve")]
+    forms.append(_form(a, view, csrf, "reject", "Reject", reason("reject", a.reason_required), "reject"))
     if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
         labels = {f.name: f.label for f in view.fields}  # the declared schema's titles, as the card's
         inputs = "".join(
-            f'<label>{_e(labels.get(name, name))}<input name="arg:{_e(name)}" value="{_e(_editable(value))}"></label>'
+            f"<label>{_e(labels.get(name, name))}{_input(name, value)}</label>"
             for name, value in a.execute_args.items()
         )
         note = '<p class="help">Fields left alone keep their values; non-text values are JSON.</p>'
-        forms.append(_form(a, view, csrf, "modify", "Modify and approve", note + inputs + confirm, "modify"))
+        forms.append(_form(a, view, csrf, "modify", "Modify and approve", note + inputs + confirm("modify"), "modify"))
     if a.kind in (ApprovalKind.GATE, ApprovalKind.REVIEW):
         feedback = '<label>Feedback<textarea name="reason" required></textarea></label>'
         forms.append(_form(a, view, csrf, "feedback", "Send feedback", feedback, "feedback"))
@@ -169,10 +193,12 @@ def decision_page(
     error: str | None = None,
     halted: str | None = None,
     notice: str | None = None,
+    field_errors: dict[str, str] | None = None,
 ) -> str:
     """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence.
     ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered);
-    ``notice``: what this reader alone is told (a practice twin's note, once, to its decider)."""
+    ``notice``: what this reader alone is told (a practice twin's note, once, to its decider); ``field_errors``:
+    what was wrong with the form just sent, keyed ``decision:field``, each drawn under its field."""
     reasons = "".join(f"<li>{_e(r)}</li>" for r in view.reasons)
     meta = (
         f"Asked by <b>{_e(view.requester)}</b>"
@@ -192,7 +218,7 @@ def decision_page(
     ]
     if a.status is Status.PENDING:
         refused = '<p class="note">You may not decide this one.</p>'
-        parts.append(_controls(a, view, csrf, halted=halted) if can_decide else refused)
+        parts.append(_controls(a, view, csrf, halted=halted, errors=field_errors or {}) if can_decide else refused)
     if view.evidence:
         parts.append(
             '<section class="evidence"><h2>Untrusted evidence <span class="untrusted">sent with the request, shown '
@@ -224,6 +250,7 @@ pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px s
   padding:.3em .5em;margin:.2em 0}
 .warn{color:#8a4b00}
 .notice{background:#e8f5fa;border:1px solid #1264a3;padding:.5em}
+.field-error{color:#b3122f;font-size:.9em}
 .error,.halted{background:#fde8e8;border:1px solid #d33;padding:.5em}
 .controls form{background:#fff;border:1px solid #ddd;padding:.6em;margin:.5em 0;display:grid;gap:.4em}
 .controls label{display:grid;gap:.2em}

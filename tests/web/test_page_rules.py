@@ -9,8 +9,8 @@ import asyncio
 import re
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,7 @@ async def test_a_delegate_decides_on_the_page_and_an_ended_delegation_is_refused
     assert (await approval(ruled, second)).status is Status.PENDING
 
 
-async def test_typed_confirmation_asks_for_the_value_and_refuses_a_wrong_one(ruled: Inbox) -> None:
+async def test_typed_confirmation_asks_for_the_value_and_refuses_a_wrong_one_under_its_field(ruled: Inbox) -> None:
     approval_id = await paused_refund(ruled, 900)
     async with browser() as http:
         await sign_in(http, ruled, "U_FIN1")
@@ -144,13 +144,25 @@ async def test_typed_confirmation_asks_for_the_value_and_refuses_a_wrong_one(rul
         assert 'name="confirm:amount"' in page
         form = form_of(page, "approve")
         status, refused = await post(http, ruled, approval_id, {**form, "confirm:amount": "90"})
-        assert status == 422 and 'class="error"' in refused
-        assert not (await approval(ruled, approval_id)).decisions
-        status, missing = await post(http, ruled, approval_id, form)  # nothing typed
         assert status == 422
+        under = re.search(r'name="confirm:amount"[^>]*><span class="field-error" role="alert">([^<]+)</span>', refused)
+        assert under is not None, refused  # Slack's words, under the field the reviewer typed in
+        assert under[1] == "This is not the amount that runs; nothing was approved. Read it on the card again."
+        status, missing = await post(http, ruled, approval_id, form)  # nothing typed
+        assert status == 422 and "Type the amount you read on the card" in missing
+        assert not (await approval(ruled, approval_id)).decisions
         assert (await post(http, ruled, approval_id, {**form, "confirm:amount": "900"}))[0] == 303
     done = await approval(ruled, approval_id)
     assert [(d.reviewer, d.kind, d.via) for d in done.decisions] == [("U_FIN1", "approve", "web")]
+
+
+async def test_a_multiline_text_left_alone_in_the_modify_form_keeps_its_line_breaks(ruled: Inbox) -> None:
+    notes = "first line\nsecond line"
+    approval_id = await propose(ruled, {"customer_id": "C-1", "notes": notes})
+    async with browser() as http:
+        await sign_in(http, ruled, "U_SUPPORT1")
+        page = await page_of(http, ruled, approval_id)
+        assert '<textarea name="arg:notes">first line\nsecond line</textarea>' in page
 
 
 async def test_a_practice_twin_looks_like_a_real_approval_until_its_decider_alone_is_told(ruled: Inbox) -> None:
