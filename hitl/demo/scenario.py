@@ -63,6 +63,7 @@ async def _start(
         port=port,
         worker=worker,
         api_port=api_port,
+        web_inbox=True,
     )
 
 
