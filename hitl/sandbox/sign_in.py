@@ -33,6 +33,8 @@ ACTING_AS = "hitl_sandbox_as"
 """The cookie the sandbox page sets to the person picked under *Acting as*."""
 CODE_TTL = 60.0
 """Seconds a code may wait before it is exchanged."""
+MOST_CODES = 1000
+"""Codes waiting for their exchange, at most."""
 TOKEN_TTL = 300
 """Seconds an ID token is valid."""
 _KID = "sandbox-1"
@@ -116,10 +118,19 @@ class SandboxSignIn:
         elif challenge is not None and q.get("code_challenge_method") != "S256":
             back["error"] = "invalid_request"
         else:
+            self._forget_stale()
             code = secrets.token_urlsafe(24)
             self._codes[code] = _Grant(user, q.get("nonce"), challenge, self.now())
             back["code"] = code
         raise web.HTTPFound(f"{self.redirect_uri}?{urlencode(back)}")
+
+    def _forget_stale(self) -> None:
+        """Drop codes past their minute, and the oldest past :data:`MOST_CODES` (anyone may ask for one)."""
+        now = self.now()
+        for code in [c for c, g in self._codes.items() if now - g.created > CODE_TTL]:
+            del self._codes[code]
+        while len(self._codes) >= MOST_CODES:
+            del self._codes[next(iter(self._codes))]
 
     def _client_ok(self, request: web.Request, form: dict[str, str]) -> bool:
         given = (form.get("client_id", ""), form.get("client_secret", ""))
