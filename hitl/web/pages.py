@@ -206,8 +206,14 @@ def decision_page(
         + f" · {view.approvals} of {view.quorum} approval{'s' if view.quorum != 1 else ''}"
         + f" · expires {_e(_utc(view.expires_at))} · <code>{_e(view.approval_id)}</code>"
     )
+    marked = "⚠ " if view.look_closely else ""  # the headline carries its values' marks, as the card's does
+    look = ""
+    if view.look_closely:
+        said = view.look_closely.removeprefix("look closely: ")
+        look = f'<p class="look-closely" role="note">⚠️ <b>Look closely:</b> {_e(said)}</p>'
     parts = [
-        f'<h1 class="heading">{_e(view.heading)}</h1>',
+        f'<h1 class="heading">{_e(marked + view.heading)}</h1>',
+        look,
         f'<p class="error" role="alert">{_e(error)}</p>' if error else "",
         f'<p class="notice" role="status">{_e(notice)}</p>' if notice else "",
         f'<section class="why"><h2>Why it needs a person</h2><ul>{reasons}</ul></section>' if reasons else "",
@@ -249,6 +255,7 @@ dl.fields dt{font-weight:600;margin-top:.6em}
 pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px solid #ddd;
   padding:.3em .5em;margin:.2em 0}
 .warn{color:#8a4b00}
+.look-closely{color:#8a4b00}
 .notice{background:#e8f5fa;border:1px solid #1264a3;padding:.5em}
 .field-error{color:#b3122f;font-size:.9em}
 .error,.halted{background:#fde8e8;border:1px solid #d33;padding:.5em}
