@@ -17,6 +17,7 @@ from hitl.bot.views.modals import CONFIRM_FIELD
 from hitl.engine.domain.display import excerpt, reveal
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
+from hitl.engine.domain.spot_checks import is_spot_check
 
 __all__ = ["decision_page", "inbox_page", "message_page", "shown_evidence"]
 
@@ -153,6 +154,13 @@ def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None,
     def reason(kind: str, required: bool) -> str:
         return _reason(required, error=errors.get(f"{kind}:{REASON_FIELD}"))
 
+    if is_spot_check(a):  # as the card asks it: it already ran, so only whether it looked right
+        flag = '<p class="help">It already ran. A flag records that it was wrong and counts as a correction.</p>'
+        forms = [
+            _form(a, view, csrf, "approve", "Looks right", "", "approve"),
+            _form(a, view, csrf, "reject", "Flag", flag + reason("reject", a.reason_required), "reject"),
+        ]
+        return f'<section class="controls"><h2>Decide</h2>{"".join(forms)}</section>'
     if halted is not None:
         notice = f'<p class="halted" role="alert">Stopped: {_e(halted)}. Approving waits; rejecting still works.</p>'
         reject = _form(a, view, csrf, "reject", "Reject", reason("reject", a.reason_required), "reject")

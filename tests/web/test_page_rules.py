@@ -30,6 +30,8 @@ api:
   tokens:
     - {{name: agent, sha256: {token_hash(AGENT_TOKEN)}, reviewer: 'agent:remote', scopes: [read, propose]}}
 oversight:
+  spot_check:
+    tools: {{look_up_order: 1.0}}
   practice:
     delay: 0
     tools: {{delete_customer: 1.0}}
@@ -47,8 +49,8 @@ def _edit(text: str) -> str:
 
 @pytest.fixture
 async def ruled(tmp_path: Path) -> AsyncIterator[Inbox]:
-    """The web inbox with an agent's API token, typed confirmation on large refunds, and a practice twin for every
-    customer deletion."""
+    """The web inbox with an agent's API token, typed confirmation on large refunds, a practice twin for every
+    customer deletion, and a spot check of every order look-up."""
     async with serving(tmp_path, edit=_edit) as running:
         yield running
 
@@ -187,3 +189,22 @@ async def test_a_practice_twin_looks_like_a_real_approval_until_its_decider_alon
     async with browser() as http:
         await sign_in(http, ruled, "U_SUPPORT2")
         assert "practice" not in (await page_of(http, ruled, twin)).lower()  # the decider alone learns it
+
+
+async def test_a_spot_check_asks_looks_right_or_flag_as_its_card_does(ruled: Inbox) -> None:
+    await paused_refund(ruled, 30)  # its order look-up ran without a person, and is spot-checked
+    store = open_store(ruled.env["HITL_STORE"])
+    try:
+        pending = await store.approvals.list_pending(roles=None, limit=10, cursor=None, order="rank", now=0.0)
+    finally:
+        await store.close()
+    [spot] = [a.id for a in pending.items if a.kind is ApprovalKind.SPOT_CHECK]
+    async with browser() as http:
+        await sign_in(http, ruled, "U_SUPPORT1")
+        page = await page_of(http, ruled, spot)
+        assert re.findall(r'class="decide (\w+)">', page) == ["approve", "reject"]  # no Modify, no Trust
+        assert re.findall(r'<button type="submit">([^<]+)</button></form>', page)[-2:] == ["Looks right", "Flag"]
+        flag = form_of(page, "reject")
+        assert (await post(http, ruled, spot, {**flag, "reason": "wrong order"}))[0] == 303
+    flagged = await approval(ruled, spot)
+    assert flagged.status is Status.REJECTED and [(d.kind, d.via) for d in flagged.decisions] == [("reject", "web")]
