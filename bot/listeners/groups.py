@@ -140,7 +140,8 @@ async def _view_all(ctx: BotContext, req: Interaction, client: AsyncWebClient) -
         return
     with urgent():  # the trigger expires 3 s after the click
         await client.views_open(
-            trigger_id=req.trigger_id, view=member_list_view(members, 0, view_of=ctx.notifier.cards.view_of)
+            trigger_id=req.trigger_id,
+            view=member_list_view(members, 0, view_of=ctx.notifier.cards.view_of, page_of=ctx.notifier.cards.page_of),
         )
 
 
@@ -151,7 +152,8 @@ async def _turn_page(ctx: BotContext, req: Interaction, client: AsyncWebClient) 
     if parsed is None or not members or not view_id:
         await refuse_button(ctx, req, "group page click")
         return
-    view = member_list_view(members, parsed[1], view_of=ctx.notifier.cards.view_of)
+    cards = ctx.notifier.cards
+    view = member_list_view(members, parsed[1], view_of=cards.view_of, page_of=cards.page_of)
     await client.views_update(view_id=view_id, view=view)
 
 

@@ -129,7 +129,14 @@ class Floor:
         if len(members) == 1:
             return card_text(members[0]), self.cards.card(members[0], now=now, halt=halt)
         declared = self.cards.declared(members[0].tool) if self.cards.declared is not None else None
-        blocks = group_card(members, now=now, halt=halt, currencies=money_fields(declared), view_of=self.cards.view_of)
+        blocks = group_card(
+            members,
+            now=now,
+            halt=halt,
+            currencies=money_fields(declared),
+            view_of=self.cards.view_of,
+            page_of=self.cards.page_of,
+        )
         return group_text(members), blocks
 
     def view(self, approval: Approval) -> Presentation:

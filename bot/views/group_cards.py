@@ -62,6 +62,8 @@ _WORD = re.compile(r"[a-z]{2,30}", re.ASCII)
 _PAGE_VALUE = re.compile(r"(apr_[0-9A-Z]{10})\|([0-9]{1,5})", re.ASCII)
 
 _ViewOf = Callable[[Approval], Presentation]
+_PageOf = Callable[[str], str]
+_UNLINKABLE = re.compile(r"[\s<>|]")
 
 
 def group_value(leader: str, digest: str) -> str:
@@ -118,9 +120,11 @@ def group_card(
     halt: HaltOrder | None = None,
     currencies: Mapping[str, str] | None = None,
     view_of: _ViewOf | None = None,
+    page_of: _PageOf | None = None,
 ) -> list[dict[str, Any]]:
     """The group card for ``members`` (two or more) as they now stand. ``currencies``: the tool's declared money
-    fields (the amounts the card adds up); ``view_of``: each member's one view (its headline)."""
+    fields (the amounts the card adds up); ``view_of``: each member's one view (its headline); ``page_of``: each
+    member's decision page in the web inbox (``web:``), linked as "Open in browser"."""
     everyone = in_order(members)
     pending = [a for a in everyone if a.is_open]
     first, leader = everyone[0], min(a.id for a in everyone)
@@ -150,22 +154,25 @@ def group_card(
         why = "\n".join(f"• {label(r, 300)}" for r in reasons[:4])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f":mag: *Why they need review*\n{why}"}})
     for a in pending[:FIRST_FEW]:
-        blocks.append(_member_line(a, views[a.id]))
+        blocks.append(_member_line(a, views[a.id], page_of))
     if len(pending) > FIRST_FEW:
         more = f"…and {len(pending) - FIRST_FEW} more. *View all* lists every one."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": more}]})
     if pending:
         blocks += [{"type": "divider"}, _controls(pending, leader, amounts, halted=halt is not None)]
     else:
-        blocks += decided_blocks(everyone, leader, draw)
+        blocks += decided_blocks(everyone, leader, draw, page_of)
     digest = group_digest(pending)
     ids = f"{label(group_name(everyone), 200)} · digest `{short_hash(digest)}`"
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": ids}]})
     return blocks
 
 
-def member_list_view(members: Sequence[Approval], page: int, *, view_of: _ViewOf | None = None) -> dict[str, Any]:
-    """ "View all": every pending member, a page at a time, each one click from its own card."""
+def member_list_view(
+    members: Sequence[Approval], page: int, *, view_of: _ViewOf | None = None, page_of: _PageOf | None = None
+) -> dict[str, Any]:
+    """ "View all": every pending member, a page at a time, each one click from its own card (and, with
+    ``page_of``, from its decision page in the web inbox)."""
     everyone = in_order(members)
     pending = [a for a in everyone if a.is_open]
     listed = pending or everyone  # a group no longer pending lists every member with how it ended
@@ -177,7 +184,7 @@ def member_list_view(members: Sequence[Approval], page: int, *, view_of: _ViewOf
     head = f"{which} · `{label(everyone[0].tool, 60)}` · page {page + 1} of {pages}"
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": head}}]
     draw = view_of or present
-    blocks += [_member_line(a, draw(a)) for a in listed[start : start + PAGE_SIZE]]
+    blocks += [_member_line(a, draw(a), page_of) for a in listed[start : start + PAGE_SIZE]]
     turns = [
         button(ACTION_GROUP_PAGE, label_, f"{leader}|{n}")
         for label_, n, ok in (("Previous", page - 1, page > 0), ("Next", page + 1, page + 1 < pages))
@@ -247,10 +254,14 @@ def _tally(everyone: Sequence[Approval]) -> str:
     return line
 
 
-def _member_line(a: Approval, view: Presentation) -> dict[str, Any]:
-    """One member: its id and headline (escaped, untrusted), and a button to its own card."""
+def _member_line(a: Approval, view: Presentation, page_of: _PageOf | None = None) -> dict[str, Any]:
+    """One member: its id and headline (escaped, untrusted), a button to its own card, and with ``page_of`` a link
+    to its decision page (in the text: a section holds one button, and a card 50 blocks)."""
     headline = view.headline
     text = f"`{a.id}` {label(headline, 240)}" + ("" if a.is_open else f"\n{_ended(a)}")
+    url = page_of(a.id) if page_of is not None else None
+    if url is not None and not _UNLINKABLE.search(url):  # hitl's own address; anything that could end the link is not
+        text += f"\n<{url}|Open in browser>"
     return {
         "type": "section",
         "block_id": f"hitl_member:{a.id}",
@@ -301,7 +312,9 @@ def _ended(a: Approval) -> str:
     return f"{who(last.reviewer)} {DECISION_VERBS[last.kind]} {when(last.at)}"
 
 
-def decided_blocks(everyone: Sequence[Approval], leader: str, draw: _ViewOf) -> list[dict[str, Any]]:
+def decided_blocks(
+    everyone: Sequence[Approval], leader: str, draw: _ViewOf, page_of: _PageOf | None = None
+) -> list[dict[str, Any]]:
     """A group no longer pending: who decided it and when (each decider once, with how many members and the
     span of their times), then each member with how it ended and its Open, a screen's worth on the card and
     every one in View all's pages (a message holds 50 blocks)."""
@@ -318,7 +331,7 @@ def decided_blocks(everyone: Sequence[Approval], leader: str, draw: _ViewOf) -> 
     blocks: list[dict[str, Any]] = [
         {"type": "section", "block_id": "hitl_group_decided", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}
     ]
-    blocks += [_member_line(a, draw(a)) for a in everyone[:DECIDED_ON_CARD]]
+    blocks += [_member_line(a, draw(a), page_of) for a in everyone[:DECIDED_ON_CARD]]
     if len(everyone) > DECIDED_ON_CARD:
         more = f"…and {len(everyone) - DECIDED_ON_CARD} more. *View all* lists every one."
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": more}]})

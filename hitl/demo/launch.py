@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import shutil
+import socket
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +24,7 @@ from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.page import SandboxPage
 from hitl.sandbox.rate_limits import SlackLimits
 from hitl.sandbox.server import Emulator, start_emulator
+from hitl.sandbox.sign_in import SandboxSignIn
 from hitl.sandbox.webapi import SlackState
 from hitl.serve import Server, build_server
 
@@ -80,6 +85,35 @@ class Sandbox:
         await self.bot_runner.cleanup()
         await self.rt.close()
         await self.emulator.close()
+        if self.sign_in is not None:  # the hitl.yaml written with its web: section
+            shutil.rmtree(Path(self.config_path).parent, ignore_errors=True)
+
+    sign_in: SandboxSignIn | None = None
+    """The stand-in's "Sign in with Slack", when the sandbox serves the web inbox (``web_inbox=True``)."""
+
+
+SIGN_IN_SECRET_ENV = "HITL_SANDBOX_OIDC_SECRET"
+"""Where the sandbox's web inbox reads its client secret at the stand-in's provider (made once per process)."""
+
+
+def _free_port() -> int:
+    """A port of 127.0.0.1 free now (the web inbox's address must be known before hitl serve starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _with_web(config_path: str | Path, public_url: str, issuer: str, team: str) -> Path:
+    """A copy of ``config_path`` with a ``web:`` section signing in at the stand-in's provider (in a folder of its
+    own, removed when the sandbox closes)."""
+    text = Path(config_path).read_text()
+    web_section = (
+        f"\nweb:\n  public_url: {public_url}\n  oidc:\n    issuer: {issuer}\n    client_id: hitl-sandbox\n"
+        f"    client_secret_env: {SIGN_IN_SECRET_ENV}\n    slack_team_id: {team}\n"
+    )
+    path = Path(tempfile.mkdtemp(prefix="hitl-sandbox-")) / "hitl.yaml"
+    path.write_text(text + web_section)
+    return path
 
 
 async def start_sandbox(
@@ -92,17 +126,31 @@ async def start_sandbox(
     clock: Clock | None = None,
     worker: bool = True,
     api_port: int = 0,
+    web_inbox: bool = False,
 ) -> Sandbox:
     """Start the sandbox: the Slack stand-in on 127.0.0.1, its page, and ``hitl serve``'s bot wired to it, served
     as ``hitl serve`` serves it (the API and the receipts' keys too) on ``api_port`` (default: a free one).
     ``clock`` is the approvals' (and the messages' times); Slack's pace, the stand-in's and the bot's, runs on
-    real time, as it does in Slack."""
+    real time, as it does in Slack. ``web_inbox``: also the web inbox (``web:`` added to a copy of the hitl.yaml, unless
+    it has one), signing in at the stand-in's "Sign in with Slack" as the person picked under *Acting as*."""
     config = load_config(config_path)
     state, people = workspace_for(config)
     state.limits = SlackLimits(time.time, burst=state.burst)
     main_channel = state.channel(config.slack.channel or "#approvals")
     page = SandboxPage(state, people, default_channel=main_channel.id if main_channel else None)
-    emulator = await start_emulator(state, host=host, port=port, extra_routes=page.routes())
+    sign_in = None
+    if web_inbox and config.web is None:
+        api_port = api_port or _free_port()
+        public = f"http://127.0.0.1:{api_port}"
+        os.environ.setdefault(SIGN_IN_SECRET_ENV, secrets.token_urlsafe(24))
+        now = clock.now if clock is not None else time.time
+        sign_in = SandboxSignIn(
+            state, "hitl-sandbox", os.environ[SIGN_IN_SECRET_ENV], f"{public}/auth/callback", now=now
+        )
+    routes = page.routes() + (sign_in.routes() if sign_in is not None else [])
+    emulator = await start_emulator(state, host=host, port=port, extra_routes=routes)
+    if sign_in is not None:
+        config_path = _with_web(config_path, f"http://127.0.0.1:{api_port}", emulator.url, state.team_id)
     secret = secrets.token_hex(16)
     channel = config.slack.channel or "#approvals"
     settings = BotSettings(
@@ -126,5 +174,14 @@ async def start_sandbox(
     if worker:
         rt.background.start()
     return Sandbox(
-        state, page, emulator, rt, dispatcher, http, bot_runner, str(config_path), f"http://127.0.0.1:{bot_port}"
+        state,
+        page,
+        emulator,
+        rt,
+        dispatcher,
+        http,
+        bot_runner,
+        str(config_path),
+        f"http://127.0.0.1:{bot_port}",
+        sign_in,
     )

@@ -41,6 +41,7 @@ TRY = """Things to try (switch people with "Acting as"):
   5. As support1, press "Trust for session" on the chat-42 refund: the agent's next refund in that session
      runs without a card, and an FYI in the channel says so. Open "Home" to see the trust in force.
   6. Type /hitl pending or /hitl help in the message box; open "Home" for your own inbox.
+  7. Press "Open in browser" on a card: hitl's web inbox opens it, signed in as the person under "Acting as".
   The customer note with <!channel> and fake *APPROVED* markup stays inert text on the card."""
 
 
@@ -63,6 +64,7 @@ async def _start(
         port=port,
         worker=worker,
         api_port=api_port,
+        web_inbox=True,
     )
 
 

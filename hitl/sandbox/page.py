@@ -225,5 +225,8 @@ def _message_json(m: Message) -> dict[str, Any]:
 
 
 def _open(m: Message) -> bool:
-    """A message that still asks someone to act: it carries buttons."""
-    return any(b.get("type") == "actions" for b in m.blocks or [])
+    """A message that still asks someone to act: it carries buttons (a link, such as "Open in browser", asks
+    nothing and stays on a decided card)."""
+    return any(
+        b.get("type") == "actions" and any("url" not in e for e in b.get("elements") or []) for b in m.blocks or []
+    )

@@ -26,14 +26,17 @@ from hitl.api.tokens import Caller
 from hitl.api.unauthenticated import Unauthenticated
 from hitl.engine.config.api import Scope
 from hitl.engine.config.web import WebSpec
+from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.halts import acted_on, covering, halt_message
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.records import AuditEntry
-from hitl.engine.errors import EngineError, NotFound
+from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.runtime.lifecycle import RunLifecycle
 
 from . import pages
 from .deciding import decide_from_form
+from .full_value import full_value_page
 from .identity import reviewer_of
 from .oidc import OidcClient, SignInError, random_token
 from .sessions import Session, SessionBook
@@ -60,7 +63,8 @@ SIGN_IN_BURST = 10
 """Sign-in attempts per client address: a burst of 10, then one every 2 s."""
 MAX_FORM = 64 * 1024
 """Bytes a decision's form may hold."""
-_RETURN = re.compile(r"/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64})?")
+_RETURN = re.compile(r"/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64}(/values/[0-9]{1,4})?)?")
+_NUMBER = re.compile(r"[0-9]{1,4}")
 
 
 def safe_return_path(candidate: str | None) -> str:
@@ -97,6 +101,7 @@ class WebInbox:
         app.router.add_get("/inbox/static/inbox.css", self._page(self.stylesheet))
         app.router.add_get("/inbox/approvals/{id}", self._page(self.approval))
         app.router.add_post("/inbox/approvals/{id}/decisions", self._page(self.decide))
+        app.router.add_get("/inbox/approvals/{id}/values/{index}", self._page(self.full_value))
         app.on_response_prepare.append(_bank_headers)
 
     async def close(self) -> None:
@@ -255,7 +260,14 @@ class WebInbox:
         """The pages' stylesheet (served here: nothing comes from a third party)."""
         return web.Response(text=pages.STYLES, content_type="text/css")
 
-    async def approval(self, request: web.Request, *, error: str | None = None, status: int = 200) -> web.Response:
+    async def approval(
+        self,
+        request: web.Request,
+        *,
+        error: str | None = None,
+        status: int = 200,
+        fields: dict[str, str] | None = None,
+    ) -> web.Response:
         """The decision page: 404 alike for an approval that does not exist and one this reviewer may not see."""
         session = self.session(request)
         if session is None:
@@ -277,8 +289,33 @@ class WebInbox:
             can_decide=can,
             error=error,
             halted=halt_message(halt, acted_on(approval)) if halt is not None else None,
+            notice=session.told.pop(approval.id, None) if error is None else None,
+            field_errors=fields or {},
         )
         return _html(body, status)
+
+    async def full_value(self, request: web.Request) -> web.StreamResponse:
+        """One argument in full, as Slack's "Show in full": for the people who decide it (and its requester) only,
+        a refusal audited as Slack's is; 404 alike for what does not exist and what this reviewer may not see."""
+        session = self.session(request)
+        if session is None:
+            return self._to_sign_in(request)
+        caller = self.caller(session)
+        approval_id, index, page = request.match_info["id"], request.match_info["index"], request.query.get("page")
+        approval = await self._visible(caller, approval_id) if _NUMBER.fullmatch(index) else None
+        if approval is None or (page is not None and not _NUMBER.fullmatch(page)):
+            return _html(pages.message_page("Not found", f"No such value of approval {approval_id}."), 404)
+        reviewer = await self.ctx.reviewer(caller, approval)
+        if session.reviewer != approval.requester and not eligible(approval, reviewer, self.now()):
+            await self.ctx.lifecycle.refused(
+                approval.id, session.reviewer, ErrorCode.NOT_ELIGIBLE, "showing a value in full"
+            )
+            text = "A value in full is for the people who decide this approval (and its requester); you are not one."
+            return _html(pages.message_page("Not yours to read", text), 403)
+        shown = full_value_page(approval, int(index), int(page or 0))
+        if shown is None:
+            return _html(pages.message_page("Not found", f"No such value of approval {approval_id}."), 404)
+        return _html(pages.layout(shown[0], shown[1], reviewer=session.reviewer, csrf=session.csrf))
 
     async def _visible(self, caller: Caller, approval_id: str) -> Approval | None:
         """The approval if this reviewer may see it, else None (not found and not theirs look the same)."""
@@ -304,7 +341,11 @@ class WebInbox:
             return _html(pages.message_page("Not found", "No such approval."), 404)
         refused = await decide_from_form(self.ctx, caller, approval, form)
         if refused is not None:
-            return await self.approval(request, error=refused[1], status=refused[0])
+            return await self.approval(request, error=refused[1], status=refused[0], fields=refused[2])
+        if is_practice(approval):  # as in Slack, the decider alone learns it was practice (on their next view)
+            note = practice_note(await self.ctx.lifecycle.store.approvals.get(approval.id))
+            if note is not None:
+                session.told[approval.id] = note
         return _redirect(f"/inbox/approvals/{approval.id}")
 
 

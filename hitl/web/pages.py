@@ -10,10 +10,14 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from hitl.bot.views.arguments import CARD_VALUES_BUDGET
 from hitl.bot.views.controls import trust_scope
-from hitl.engine.domain.display import reveal
+from hitl.bot.views.form_errors import REASON_FIELD
+from hitl.bot.views.modals import CONFIRM_FIELD
+from hitl.engine.domain.display import excerpt, reveal
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
+from hitl.engine.domain.spot_checks import is_spot_check
 
 __all__ = ["decision_page", "inbox_page", "message_page", "shown_evidence"]
 
@@ -55,15 +59,30 @@ def message_page(title: str, text: str, *, link: tuple[str, str] | None = None) 
     return layout(title, f"<h1>{_e(title)}</h1><p>{_e(text)}</p>{more}")
 
 
-def _fields(view: Presentation) -> str:
+_MOST_PER_VALUE = 1200
+_LEAST_PER_VALUE = 120
+
+
+def _fields(a: Approval, view: Presentation) -> str:
+    """The arguments as the card draws them: each value within its share of the card's bounds, cut at a grapheme
+    boundary saying so, with a link to it in full (a page that asks the same authorization as Slack's view)."""
+    share = max(_LEAST_PER_VALUE, min(_MOST_PER_VALUE, CARD_VALUES_BUDGET // max(len(view.fields), 1)))
     rows = []
-    for f in view.fields:
+    for index, f in enumerate(view.fields):
         warn = "".join(f'<li class="warn">{_e(w)}</li>' for w in f.value.warnings)
         help_ = f'<p class="help">{_e(f.help)}</p>' if f.help else ""
         currency = f' <span class="currency">{_e(f.currency)}</span>' if f.currency else ""
+        start, covered = excerpt(a.execute_args.get(f.name), share) if f.name in a.execute_args else (f.value.text, 0)
+        cut = ""
+        if start != f.value.text:  # one count everywhere: the value's own characters, as the card says it
+            cut = (
+                f'<p class="cut">Cut: the first {covered:,} of {f.value.length:,} characters. '
+                f'<a href="/inbox/approvals/{_e(a.id)}/values/{index}">Show {_e(f.label[:30])} in full '
+                f"({f.value.length:,} characters)</a></p>"
+            )
         rows.append(
             f'<dt>{_e(f.label)}{currency} <span class="kind">{_e(f.value.kind)}</span></dt>'
-            f'<dd><pre class="value">{_e(f.value.text)}</pre>{help_}'
+            f'<dd><pre class="value">{_e(start)}</pre>{cut}{help_}'
             + (f'<ul class="warnings">{warn}</ul>' if warn else "")
             + "</dd>"
         )
@@ -98,36 +117,65 @@ def _form(a: Approval, view: Presentation, csrf: str, decision: str, label: str,
     )
 
 
-def _reason(required: bool, label: str = "Reason") -> str:
+def _under(error: str | None) -> str:
+    """A field's error, under it (Slack's form shows the same words there)."""
+    return f'<span class="field-error" role="alert">{_e(error)}</span>' if error else ""
+
+
+def _reason(required: bool, label: str = "Reason", error: str | None = None) -> str:
     req = " required" if required else ""
     said = " (required)" if required else " (optional)"
-    return f'<label>{_e(label)}{said}<textarea name="reason"{req}></textarea></label>'
+    return f'<label>{_e(label)}{said}<textarea name="reason"{req}></textarea>{_under(error)}</label>'
 
 
 def _editable(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None) -> str:
+def _input(name: str, value: Any) -> str:
+    """A Modify field holding ``value`` as it runs: text with a line break in a text area (an input would drop the
+    break, and a field left alone would then change the value)."""
+    shown = _editable(value)
+    if isinstance(value, str) and ("\n" in value or "\r" in value):
+        return f'<textarea name="arg:{_e(name)}">{_e(shown)}</textarea>'
+    return f'<input name="arg:{_e(name)}" value="{_e(shown)}">'
+
+
+def _controls(a: Approval, view: Presentation, csrf: str, *, halted: str | None, errors: dict[str, str]) -> str:
+    """The forms that decide ``a``; ``errors``: what was wrong with the form just sent, under each field."""
+
+    def confirm(kind: str) -> str:
+        return "".join(
+            f'<label>Type the {_e(name)} to confirm<input name="confirm:{_e(name)}" autocomplete="off" required>'
+            f"{_under(errors.get(f'{kind}:{CONFIRM_FIELD}{name}'))}</label>"
+            for name in a.confirm
+        )
+
+    def reason(kind: str, required: bool) -> str:
+        return _reason(required, error=errors.get(f"{kind}:{REASON_FIELD}"))
+
+    if is_spot_check(a):  # as the card asks it: it already ran, so only whether it looked right
+        flag = '<p class="help">It already ran. A flag records that it was wrong and counts as a correction.</p>'
+        forms = [
+            _form(a, view, csrf, "approve", "Looks right", "", "approve"),
+            _form(a, view, csrf, "reject", "Flag", flag + reason("reject", a.reason_required), "reject"),
+        ]
+        return f'<section class="controls"><h2>Decide</h2>{"".join(forms)}</section>'
     if halted is not None:
         notice = f'<p class="halted" role="alert">Stopped: {_e(halted)}. Approving waits; rejecting still works.</p>'
-        reject = _form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject")
+        reject = _form(a, view, csrf, "reject", "Reject", reason("reject", a.reason_required), "reject")
         return f'<section class="controls"><h2>Decide</h2>{notice}{reject}</section>'
-    confirm = "".join(
-        f'<label>Type the {_e(name)} to confirm<input name="confirm:{_e(name)}" autocomplete="off" required></label>'
-        for name in a.confirm
-    )
-    approve_reason = _reason(True) if a.approve_reason_required else ""
-    forms = [_form(a, view, csrf, "approve", "Approve", confirm + approve_reason, "approve")]
-    forms.append(_form(a, view, csrf, "reject", "Reject", _reason(a.reason_required), "reject"))
+    approve_reason = reason("approve", True) if a.approve_reason_required else ""
+    forms = [_form(a, view, csrf, "approve", "Approve", confirm("approve") + approve_reason, "approve")]
+    forms.append(_form(a, view, csrf, "reject", "Reject", reason("reject", a.reason_required), "reject"))
     if a.modifiable and a.kind not in (ApprovalKind.GATE, ApprovalKind.REVIEW, ApprovalKind.DOUBT):
         labels = {f.name: f.label for f in view.fields}  # the declared schema's titles, as the card's
         inputs = "".join(
-            f'<label>{_e(labels.get(name, name))}<input name="arg:{_e(name)}" value="{_e(_editable(value))}"></label>'
+            f"<label>{_e(labels.get(name, name))}{_input(name, value)}</label>"
             for name, value in a.execute_args.items()
         )
         note = '<p class="help">Fields left alone keep their values; non-text values are JSON.</p>'
-        forms.append(_form(a, view, csrf, "modify", "Modify and approve", note + inputs + confirm, "modify"))
+        forms.append(_form(a, view, csrf, "modify", "Modify and approve", note + inputs + confirm("modify"), "modify"))
     if a.kind in (ApprovalKind.GATE, ApprovalKind.REVIEW):
         feedback = '<label>Feedback<textarea name="reason" required></textarea></label>'
         forms.append(_form(a, view, csrf, "feedback", "Send feedback", feedback, "feedback"))
@@ -152,9 +200,13 @@ def decision_page(
     can_decide: bool,
     error: str | None = None,
     halted: str | None = None,
+    notice: str | None = None,
+    field_errors: dict[str, str] | None = None,
 ) -> str:
     """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence.
-    ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered)."""
+    ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered);
+    ``notice``: what this reader alone is told (a practice twin's note, once, to its decider); ``field_errors``:
+    what was wrong with the form just sent, keyed ``decision:field``, each drawn under its field."""
     reasons = "".join(f"<li>{_e(r)}</li>" for r in view.reasons)
     meta = (
         f"Asked by <b>{_e(view.requester)}</b>"
@@ -162,18 +214,25 @@ def decision_page(
         + f" · {view.approvals} of {view.quorum} approval{'s' if view.quorum != 1 else ''}"
         + f" · expires {_e(_utc(view.expires_at))} · <code>{_e(view.approval_id)}</code>"
     )
+    marked = "⚠ " if view.look_closely else ""  # the headline carries its values' marks, as the card's does
+    look = ""
+    if view.look_closely:
+        said = view.look_closely.removeprefix("look closely: ")
+        look = f'<p class="look-closely" role="note">⚠️ <b>Look closely:</b> {_e(said)}</p>'
     parts = [
-        f'<h1 class="heading">{_e(view.heading)}</h1>',
+        f'<h1 class="heading">{_e(marked + view.heading)}</h1>',
+        look,
         f'<p class="error" role="alert">{_e(error)}</p>' if error else "",
+        f'<p class="notice" role="status">{_e(notice)}</p>' if notice else "",
         f'<section class="why"><h2>Why it needs a person</h2><ul>{reasons}</ul></section>' if reasons else "",
-        _fields(view),
+        _fields(a, view),
         _changes(view),
         f'<p class="meta">{meta}</p>',
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
     ]
     if a.status is Status.PENDING:
         refused = '<p class="note">You may not decide this one.</p>'
-        parts.append(_controls(a, view, csrf, halted=halted) if can_decide else refused)
+        parts.append(_controls(a, view, csrf, halted=halted, errors=field_errors or {}) if can_decide else refused)
     if view.evidence:
         parts.append(
             '<section class="evidence"><h2>Untrusted evidence <span class="untrusted">sent with the request, shown '
@@ -204,6 +263,9 @@ dl.fields dt{font-weight:600;margin-top:.6em}
 pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px solid #ddd;
   padding:.3em .5em;margin:.2em 0}
 .warn{color:#8a4b00}
+.look-closely{color:#8a4b00}
+.notice{background:#e8f5fa;border:1px solid #1264a3;padding:.5em}
+.field-error{color:#b3122f;font-size:.9em}
 .error,.halted{background:#fde8e8;border:1px solid #d33;padding:.5em}
 .controls form{background:#fff;border:1px solid #ddd;padding:.6em;margin:.5em 0;display:grid;gap:.4em}
 .controls label{display:grid;gap:.2em}

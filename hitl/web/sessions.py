@@ -39,6 +39,9 @@ class Session:
     csrf: str
     created: float
     last_seen: float
+    told: dict[str, str] = field(default_factory=dict)
+    """What this person alone is to be told on an approval's page once, by approval id (a practice twin's note
+    after they decided it, as Slack tells the decider alone)."""
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,9 @@ async def test_the_approval_loop_in_a_browser(sandbox: Sandbox) -> None:
             evidence = first.locator(".b-quote", has_text="crushed")  # quoted rich text: shown as it is
             await expect(evidence).to_contain_text("<!channel> *APPROVED by Security*")
             await expect(evidence).to_contain_text("[email]")
-            assert await page.locator("a[href]").count() == 0
+            # The only links are each card's "Open in browser" to its page in hitl's web inbox (`web:` is on).
+            hrefs = await page.locator("a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+            assert sorted(hrefs) == sorted(f"{sandbox.bot_url}/inbox/approvals/{i}" for i in (small, mod, rej))
             assert await first.locator("b", has_text="APPROVED").count() == 0
 
             await first.get_by_role("button", name="Approve").click()
@@ -152,6 +154,27 @@ async def test_the_sandbox_opens_as_someone_who_may_decide_its_first_card(sandbo
     async with aiohttp.ClientSession() as http, http.get(f"{sandbox.url}/sandbox/state") as r:
         state = await r.json()
     assert state["user"] == "U_SUPPORT1"
+
+
+async def test_open_in_browser_signs_in_as_the_person_acting_in_the_sandbox(sandbox: Sandbox) -> None:
+    """`make demo`'s web inbox: a card's "Open in browser" opens its page, signed in at the stand-in's "Sign in with
+    Slack" as the person picked under Acting as; a decision there updates the card in the sandbox."""
+    approval_id = await refund(sandbox, 120, "A note from the customer.")
+    async with browser_page() as page:
+        await page.goto(f"{sandbox.url}/?as=U_SUPPORT2")
+        first = card(page, approval_id)
+        await expect(first).to_contain_text("Approval needed: Refund USD 120.00")
+        async with page.context.expect_page() as opened:
+            await first.get_by_role("link", name="Open in browser").click()
+        web_page = await opened.value
+        await expect(web_page.locator("header .who")).to_have_text("Signed in as U_SUPPORT2")
+        assert web_page.url == f"{sandbox.bot_url}/inbox/approvals/{approval_id}"
+        await expect(web_page.locator("h1.heading")).to_contain_text("Refund USD 120.00")
+        await web_page.locator("form.approve button").click()
+        await expect(web_page.locator(".outcome")).to_be_visible()
+        await expect(card(page, approval_id)).to_contain_text("Approved", timeout=15000)
+    decided = await sandbox.rt.lifecycle.store.approvals.get(approval_id)
+    assert [(d.reviewer, d.via) for d in decided.decisions] == [("U_SUPPORT2", "web")]
 
 
 async def test_the_sandbox_is_usable_at_420_pixels(sandbox: Sandbox) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,9 +91,10 @@ def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") ->
     return path
 
 
-@pytest.fixture
-async def inbox(tmp_path: Path) -> AsyncIterator[Inbox]:
-    """`hitl serve` with the web inbox, signing in at a real provider, posting cards to the Slack stand-in."""
+@asynccontextmanager
+async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: text) -> AsyncIterator[Inbox]:
+    """`hitl serve` with the web inbox, signing in at a real provider, posting cards to the Slack stand-in;
+    ``edit`` changes its hitl.yaml's text first."""
     port = free_port()
     public = f"http://127.0.0.1:{port}"
     clients = [
@@ -107,6 +109,7 @@ async def inbox(tmp_path: Path) -> AsyncIterator[Inbox]:
         await provider_ready(provider)
         emulator = await start_emulator(state)
         config = web_config(tmp_path, public, provider.issuer)
+        config.write_text(edit(config.read_text()))
         env = serve_env(
             state,
             emulator,
@@ -124,6 +127,13 @@ async def inbox(tmp_path: Path) -> AsyncIterator[Inbox]:
         if emulator is not None:
             await emulator.close()
         stop_process(provider.proc, grace=5)
+
+
+@pytest.fixture
+async def inbox(tmp_path: Path) -> AsyncIterator[Inbox]:
+    """`hitl serve` with the web inbox, signing in at a real provider, posting cards to the Slack stand-in."""
+    async with serving(tmp_path) as running:
+        yield running
 
 
 def browser() -> aiohttp.ClientSession:

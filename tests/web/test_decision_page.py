@@ -109,7 +109,8 @@ async def test_a_reviewer_opens_the_card_link_signs_in_decides_and_the_card_upda
 
     def updated() -> Message | None:
         m = card_of(inbox, approval_id)
-        return m if m is not None and m.blocks[0]["text"]["text"].startswith("Approved") else None
+        heading = m.blocks[0]["text"]["text"].removeprefix("⚠ ") if m is not None else ""  # its marks first
+        return m if m is not None and heading.startswith("Approved") else None
 
     done = await eventually(updated, what="the Slack card updated after the web decision")
     assert not any(b.get("block_id", "").startswith("hitl_actions") for b in done.blocks)  # no live buttons

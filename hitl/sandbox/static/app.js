@@ -131,6 +131,14 @@ function renderRich(block, parent) {
 }
 
 function makeButton(e, message, viewId) {
+  if (e.url && /^https?:\/\//.test(e.url)) {  // a link button: Slack opens its address in a new tab
+    const a = el("a", "btn link-btn", e.text.text);
+    a.href = e.url;
+    a.target = "_blank";
+    a.rel = "noopener noreferrer";
+    a.dataset.actionId = e.action_id;
+    return a;
+  }
   const btn = el("button", "btn" + (e.style ? " " + e.style : ""), e.text.text);
   btn.type = "button";
   btn.dataset.actionId = e.action_id;
@@ -402,6 +410,8 @@ async function refresh() {
   const resp = await fetch("/sandbox/state?" + q.toString());
   ui.data = await resp.json();
   ui.user = ui.data.user;
+  // Who "Sign in with Slack" signs in as here (the stand-in's provider reads it): the person picked under Acting as.
+  document.cookie = "hitl_sandbox_as=" + encodeURIComponent(ui.user || "") + "; path=/; SameSite=Lax";
   ui.channel = ui.data.channel;
   renderChrome();
   renderMessages();
