@@ -217,7 +217,7 @@ class HaltedDecisions:
         request = attempt.request
         if request.kind not in GOING_ON:
             return
-        halts = await service.switch.orders()
+        halts = await service.switch.orders_now()
         if not halts:
             return
         current = await attempt.current()

@@ -37,6 +37,12 @@ class StopSwitch:
         """The orders in force (as read at most half a second ago)."""
         return await self._orders.get()
 
+    async def orders_now(self) -> list[HaltOrder]:
+        """The orders in force as the store holds them now: for a person's decision, which is rare and must agree
+        with the page or card that already says "Stopped" (another process's halt reaches the cached read within
+        half a second; a decision must not slip through in between)."""
+        return await self.store.halts.active()
+
     def clear(self) -> bool:
         """Whether the orders, read from the store less than half a second ago, are none: True lets a caller skip
         :meth:`covering` (False says only that it must ask)."""

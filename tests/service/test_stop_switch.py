@@ -128,6 +128,23 @@ async def test_another_process_obeys_at_its_next_read_and_a_restart_keeps_the_ha
         await restarted.propose(ProposeRequest("refund", REFUND, session_id="s"))
 
 
+async def test_a_persons_approval_obeys_another_processs_halt_at_once(
+    opener: Callable[[], Store], clock: FakeClock
+) -> None:
+    # The page or card already reads "Stopped" from the store; an approval sent the same instant must agree with it,
+    # though this process read the orders (none) a moment ago and agents' calls may use that read for half a second.
+    here, there = service(opener(), clock), service(opener(), clock)
+    pending = (await there.propose(ProposeRequest("refund", REFUND, session_id="s"))).approval
+    assert pending is not None
+    assert (await there.propose(ProposeRequest("look_up_order", {"id": "1"}, session_id="s"))).may_run  # read: none
+    await here.switch.halt("refund", by="U_ADMIN", reason="refunds look wrong")
+    with pytest.raises(Halted):
+        await there.decide(DecideRequest(pending.id, "U_S1", DecisionKind.APPROVE))
+    assert (await there.store.approvals.get(pending.id)).status is Status.PENDING
+    rejected = await there.decide(DecideRequest(pending.id, "U_S1", DecisionKind.REJECT, reason="halted anyway"))
+    assert rejected.status is Status.REJECTED  # rejecting still works
+
+
 async def test_calls_that_find_the_orders_old_share_one_read_of_the_store(
     opener: Callable[[], Store], clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
