@@ -143,8 +143,8 @@ def _listed(
     elements: list[dict[str, Any]] = []
     cut: list[tuple[int, str, Shown]] = []
     for i, (name, value) in enumerate(listed):
-        shown = show(value)
         spec = specs.get(name)
+        shown = show(value, declared=spec if isinstance(spec, dict) else None)
         elements.append({"type": "rich_text_section", "elements": name_line(name, shown, spec or None)})
         start, covered = excerpt(value, share)
         elements.append({"type": "rich_text_preformatted", "elements": [_text(start or " ")], "border": 0})

@@ -140,10 +140,11 @@ def _marks(a: Approval, declared: Mapping[str, Any] | None) -> list[dict[str, An
     specs: Mapping[str, Any] = props if isinstance(props, dict) else {}
     lines = []
     for name, value in list(a.execute_args.items())[:40]:
-        shown = show(value)
+        spec = specs.get(name)
+        spec = spec if isinstance(spec, dict) else None
+        shown = show(value, declared=spec)
         if name in a.confirm or shown.warnings:
-            spec = specs.get(name)
-            line = name_line(name, shown, spec if isinstance(spec, dict) else None, most_warnings=10)
+            line = name_line(name, shown, spec, most_warnings=10)
             lines.append({"type": "rich_text_section", "elements": line})
     return [{"type": "rich_text", "block_id": "hitl_marks", "elements": lines}] if lines else []
 

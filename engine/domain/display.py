@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
@@ -82,8 +83,11 @@ class Shown:
     """Each kind of warning in a few words ("look-alike letters"), for lines with no room for the warning."""
 
 
-def show(value: Any) -> Shown:
-    """``value`` (plain JSON data, as an action's arguments are after normalising) as a person is shown it."""
+def show(value: Any, *, declared: Mapping[str, Any] | None = None) -> Shown:
+    """``value`` (plain JSON data, as an action's arguments are after normalising) as a person is shown it.
+    ``declared``: the argument's schema in ``hitl.yaml``, when it has one; a string it declares as ``type: string``
+    (an order number ``"78291"``) is text by contract, so it is not marked as reading as another type: a mark on
+    every such value would teach reviewers to ignore the mark."""
     if value is None:
         return Shown(ValueKind.NULL, "null", 4)
     if isinstance(value, bool):
@@ -96,7 +100,8 @@ def show(value: Any) -> Shown:
         revealed, hidden = reveal(value, keep="\n")
         breaks = value.count("\n")
         text = '"' + revealed.replace("\n", f"{_LINE_BREAK}\n") + '"'
-        alike, other = lookalikes(value), reads_as(value)
+        alike = lookalikes(value)
+        other = None if (declared or {}).get("type") == "string" else reads_as(value)
         warnings = [*alike, *_hidden_warning(hidden)]
         if other is not None:  # the value in the warning is digits, signs and a word only: inert, and bounded
             bare = value.strip()

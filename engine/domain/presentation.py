@@ -246,7 +246,9 @@ def _field(name: str, value: Any, spec: Any) -> Field:
         return found.strip() if isinstance(found, str) and found.strip() else None
 
     title = text("title")
-    return Field(name, show(value), title if title != name else None, text("description"), text("x-currency"))
+    return Field(
+        name, show(value, declared=spec), title if title != name else None, text("description"), text("x-currency")
+    )
 
 
 def _headline(a: Approval, summarize: Summarize | None) -> str:

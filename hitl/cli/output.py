@@ -82,8 +82,10 @@ def _arguments(t: Table, view: Mapping[str, Any]) -> None:
 def _look_closely(v: ApprovalView) -> str | None:
     """What could fool the eye in ``v``'s arguments, as its one view names them (each by its label), in one line."""
     fields = (v.view or {}).get("fields") or [{"name": name, "label": name} for name in v.execute_args]
-    marked = (
-        (str(f["label"]), show(v.execute_args.get(f["name"])).marks) for f in fields if f["name"] in v.execute_args
+    marked = (  # marked as the view (drawn with the declared schema) warned: a declared string is not marked
+        (str(f["label"]), show(v.execute_args.get(f["name"])).marks if f.get("warnings", True) else ())
+        for f in fields
+        if f["name"] in v.execute_args
     )
     return look_closely(marked)
 

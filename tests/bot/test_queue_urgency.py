@@ -33,7 +33,7 @@ policy:
         properties:
           to: {type: string, maxLength: 32}
           amount: {type: number, exclusiveMinimum: 0, x-currency: EUR}
-          invoice: {type: string, maxLength: 32}
+          invoice: {maxLength: 32}  # no declared type: a string that reads as a number is marked
         required: [to, amount, invoice]
         additionalProperties: false
     pay:

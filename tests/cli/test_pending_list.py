@@ -81,18 +81,18 @@ def test_pending_is_a_compact_list_at_any_width(queue: tuple[Path, list[str]], w
     for i, amount in zip(starts, ("USD 120.00", "USD 1,250.00", "USD 600.00"), strict=True):
         head, detail = lines[i], lines[i + 1]
         assert detail.startswith("    ") and detail.count(" left") == 1 and "expires" not in detail  # said once
-        if width == 120:  # the sentence, amount included, and the mark of the order id that reads as a number
-            assert f"! Refund {amount} to " in head and "for order “78291”" in head, head
+        if width == 120:  # the sentence, amount included; the order id is declared `type: string`: no mark
+            assert f"  Refund {amount} to " in head and "for order “78291”" in head and "!" not in head, head
     assert "due soon, so first: 1 min left · approve" in lines[3]
     assert lines[5].startswith("    escalated · ") and lines[7].startswith("    escalated · ")
-    if width == 120:
-        assert "! look closely: order_id: text that reads as a number" in lines[3]
+    assert "look closely" not in "\n".join(lines)
 
 
-def test_show_marks_the_headline_and_the_value_that_reads_as_a_number(queue: tuple[Path, list[str]]) -> None:
+def test_show_leaves_a_declared_string_that_reads_as_a_number_unmarked(queue: tuple[Path, list[str]]) -> None:
+    # hitl.yaml declares order_id `type: string`: "78291" is text by contract, and a mark on every order number
+    # would teach reviewers to ignore the mark (tests/domain/test_display.py marks an undeclared one).
     tmp_path, (urgent, _, _) = queue
     out = hitl(tmp_path, "show", urgent, HITL_NOW=str(NOW)).stdout
     about = next(line for line in out.splitlines() if line.startswith("about"))
-    assert "! Approval needed: Refund USD 120.00" in about
-    assert "! look closely: order_id: text that reads as a number" in out
-    assert "! text, not a number: only its quotes tell it from 78291" in out
+    assert about.split(None, 1)[1].startswith("Approval needed: Refund USD 120.00")
+    assert "look closely" not in out and "only its quotes tell it from" not in out

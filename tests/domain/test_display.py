@@ -71,6 +71,16 @@ def test_text_that_reads_as_text_carries_no_mark(value: object) -> None:
     assert not isinstance(value, str) or reads_as(value) is None
 
 
+@pytest.mark.parametrize("value", ["78291", "false", "null"])
+def test_a_string_its_schema_declares_as_text_is_not_marked_as_another_type(value: str) -> None:
+    # An order number declared `type: string` is text by contract; marking every one would cry wolf. Undeclared, or
+    # declared as anything else, the same string is marked; look-alikes are marked whatever the schema says.
+    assert show(value, declared={"type": "string", "maxLength": 32}).marks == ()
+    for declared in (None, {}, {"type": ["string", "number"]}, {"maxLength": 32}):
+        assert show(value, declared=declared).marks[0].startswith("text that reads as"), declared
+    assert show("p\u0430ypal.com", declared={"type": "string"}).marks == ("look-alike letters",)
+
+
 def test_a_cut_value_counts_its_own_characters_without_quotes() -> None:
     memo = "Invoice 2026-11 for services. " * 165
     text, shown_count = excerpt(memo, 1200)
