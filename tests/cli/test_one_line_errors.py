@@ -66,7 +66,7 @@ def test_a_busy_demo_port_names_only_options_that_exist(tmp_path: Path) -> None:
         out = hitl("demo", "--port", str(port), cwd=tmp_path)
     assert out.returncode == 1, out
     [error] = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
-    assert error.endswith("pick another address with --port  [address_in_use]"), error  # hitl demo has no --host
+    assert error.endswith("pick another address with --port/--api-port  [address_in_use]"), error  # no --host
 
 
 @pytest.mark.parametrize(
