@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
 import tempfile
 import time
@@ -85,8 +84,8 @@ class Sandbox:
         await self.bot_runner.cleanup()
         await self.rt.close()
         await self.emulator.close()
-        if self.sign_in is not None:  # the hitl.yaml written with its web: section
-            shutil.rmtree(Path(self.config_path).parent, ignore_errors=True)
+        if self.sign_in is not None:  # the copy of hitl.yaml written with its web: section
+            Path(self.config_path).unlink(missing_ok=True)
 
     sign_in: SandboxSignIn | None = None
     """The stand-in's "Sign in with Slack", when the sandbox serves the web inbox (``web_inbox=True``)."""
@@ -104,16 +103,21 @@ def _free_port() -> int:
 
 
 def _with_web(config_path: str | Path, public_url: str, issuer: str, team: str) -> Path:
-    """A copy of ``config_path`` with a ``web:`` section signing in at the stand-in's provider (in a folder of its
-    own, removed when the sandbox closes)."""
+    """A copy of ``config_path`` with a ``web:`` section signing in at the stand-in's provider (a hidden file beside
+    it, removed when the sandbox closes)."""
     text = Path(config_path).read_text()
     web_section = (
         f"\nweb:\n  public_url: {public_url}\n  oidc:\n    issuer: {issuer}\n    client_id: hitl-sandbox\n"
         f"    client_secret_env: {SIGN_IN_SECRET_ENV}\n    slack_team_id: {team}\n"
     )
-    path = Path(tempfile.mkdtemp(prefix="hitl-sandbox-")) / "hitl.yaml"
-    path.write_text(text + web_section)
-    return path
+    original = Path(config_path).resolve()
+    try:  # beside the original: the paths it names (a key_file, workflows) are read from its folder
+        fd, name = tempfile.mkstemp(prefix=".hitl-sandbox-", suffix=".yaml", dir=original.parent)
+    except OSError:  # a folder this process may not write (an installed example): the temporary folder
+        fd, name = tempfile.mkstemp(prefix="hitl-sandbox-", suffix=".yaml")
+    with os.fdopen(fd, "w") as copy:
+        copy.write(text + web_section)
+    return Path(name)
 
 
 async def start_sandbox(

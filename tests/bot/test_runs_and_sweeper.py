@@ -69,8 +69,7 @@ async def test_sweeper_reminds_once_then_expires_and_updates_the_card(harness: H
     await harness.settle()
     assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.EXPIRED
     top = harness.card_for(p.approval.id)
-    # issue 63: the header carries the mark of the order id "1" (text that reads as a number) before its state
-    assert top.blocks[0]["text"]["text"].startswith("⚠ Expired") and "without a decision" in json.dumps(top.blocks)
+    assert top.blocks[0]["text"]["text"].startswith("Expired") and "without a decision" in json.dumps(top.blocks)
     assert not any(b["type"] == "actions" for b in top.blocks)
 
 
