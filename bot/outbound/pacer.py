@@ -45,6 +45,7 @@ PER_MINUTE: dict[str, float] = {
     "chat.delete": 50.0,
     "chat.postEphemeral": 100.0,
     "chat.getPermalink": 100.0,
+    "conversations.history": 50.0,
     "views.open": 100.0,
     "views.update": 100.0,
     "views.push": 100.0,

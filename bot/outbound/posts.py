@@ -24,7 +24,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused
 
-__all__ = ["MAX_GROUP", "MIN_GROUP", "POST_LEASE", "CardPosts"]
+__all__ = ["CARD_EVENT", "MAX_GROUP", "MIN_GROUP", "POST_LEASE", "CardPosts"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,14 @@ MIN_GROUP = 3
 shows its action whole)."""
 MAX_GROUP = 500
 """Members one group card holds at most (its digest, its "View all"); a longer flood starts another."""
+CARD_EVENT = "hitl_card"
+"""The metadata event type every card and group card carries, with the ids of the approvals it shows: a poster that
+took over the claim of one that died finds there a card Slack took but nobody recorded, instead of posting it again."""
+NAMED_ON_CARD = 50
+"""Approval ids a card's metadata names at most (a group card of more names its first 50: a member beyond them whose
+poster died at the instant Slack answered gets a second card rather than none)."""
+HISTORY_PAGES = 5
+"""Pages of the channel's history read for such a card (200 messages each, back to the approval's creation)."""
 POST_LEASE = 20.0
 """Seconds a card post's claim is held without renewal (renewed while the post waits for Slack): how long a card
 whose poster died waits before another process posts it."""
@@ -145,6 +153,10 @@ class CardPosts:
         if not claim.acquired:
             return await floor.store.messages.get(approval.id)
         existing = await floor.store.messages.get(approval.id)
+        if existing is None and claim.recovered:  # its poster died: perhaps after Slack took the card
+            existing = await self._posted_unrecorded(approval)
+            if existing is not None:
+                await floor.store.messages.set(approval.id, existing)
         if existing is not None:  # posted by a holder that died before recording its outcome
             await floor.done(key, claim, channel=existing.channel, ts=existing.ts)
             if len(await floor.store.messages.shown_on(existing)) > 1:
@@ -161,8 +173,14 @@ class CardPosts:
         claims = [(f"notify:{a.id}", claim) for a, claim in held]
         text, blocks = await floor.draw(members)
         try:
+            named = " ".join(a.id for a in members[:NAMED_ON_CARD])
             post = floor.call(
-                "chat.postMessage", floor.client.chat_postMessage, channel=channel, text=text, blocks=blocks
+                "chat.postMessage",
+                floor.client.chat_postMessage,
+                channel=channel,
+                text=text,
+                blocks=blocks,
+                metadata={"event_type": CARD_EVENT, "event_payload": {"approvals": named, "members": len(members)}},
             )
             resp = await self._renewing(claims, post)
         except ClaimRefused:
@@ -185,6 +203,44 @@ class CardPosts:
         if moved:
             await self.changed(moved[0])  # one update shows every member as it now stands
         return ref
+
+    async def _posted_unrecorded(self, approval: Approval) -> MessageRef | None:
+        """The card Slack holds for ``approval`` though no process recorded it (its poster died the instant Slack
+        answered), found by its metadata in the channel's history; None when there is none, or it cannot be read
+        (then the card is posted: a second card is better than none)."""
+        floor = self.floor
+        channel = floor.channel_for(approval)
+        assert channel is not None  # only approvals with a channel are claimed
+        cursor = ""
+        for _ in range(HISTORY_PAGES):
+            try:
+                page = await floor.call(
+                    "conversations.history",
+                    floor.client.conversations_history,
+                    channel=channel,
+                    oldest=f"{approval.created_at - 1:.6f}",
+                    limit=200,
+                    include_all_metadata=True,
+                    cursor=cursor or None,
+                )
+            except SlackApiError as exc:
+                log.warning(
+                    "could not read %s's history to find %s's card (%s): posting it; a card may show twice "
+                    "(name channels by id in hitl.yaml; the app needs channels:history and groups:history)",
+                    channel,
+                    approval.id,
+                    exc.response.get("error"),
+                )
+                return None
+            for message in page.get("messages") or []:
+                meta = message.get("metadata") or {}
+                named = str((meta.get("event_payload") or {}).get("approvals", "")).split()
+                if meta.get("event_type") == CARD_EVENT and approval.id in named:
+                    return MessageRef(channel=channel, ts=str(message["ts"]))
+            cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
+            if not page.get("has_more") or not cursor:
+                return None
+        return None
 
     async def _renewing(self, claims: list[tuple[str, Claim]], call: Awaitable[Any]) -> Any:
         """``call``, the post's claims renewed while it waits (a ``Retry-After`` can outlast a claim's lease: a

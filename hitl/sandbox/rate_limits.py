@@ -30,6 +30,7 @@ PER_MINUTE: dict[str, float] = {
     "chat.delete": TIER_3,
     "chat.postEphemeral": TIER_4,
     "chat.getPermalink": TIER_4,
+    "conversations.history": TIER_3,
     "views.open": TIER_4,
     "views.update": TIER_4,
     "views.push": TIER_4,

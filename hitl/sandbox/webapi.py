@@ -41,6 +41,8 @@ class Message:
     thread_ts: str | None = None
     ephemeral_to: str | None = None
     edited: int = 0
+    metadata: dict[str, Any] | None = None
+    """The message's metadata (``event_type``, ``event_payload``), as the poster attached it."""
 
 
 @dataclass
@@ -193,6 +195,25 @@ def _message_body(args: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     return str(text), list(blocks)
 
 
+def _metadata(args: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``metadata`` argument as Slack takes it: a JSON object (or its text) with a non-empty alphanumeric
+    ``event_type`` and an object ``event_payload``."""
+    raw = args.get("metadata")
+    if raw in (None, ""):
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            raise _Err("invalid_metadata_format") from None
+    if not isinstance(raw, dict) or set(raw) != {"event_type", "event_payload"}:
+        raise _Err("invalid_metadata_format")
+    kind, payload = raw["event_type"], raw["event_payload"]
+    if not isinstance(kind, str) or not kind.replace("_", "").isalnum() or not isinstance(payload, dict):
+        raise _Err("invalid_metadata_schema")
+    return {"event_type": kind, "event_payload": payload}
+
+
 def _chan(state: SlackState, args: dict[str, Any]) -> Channel:
     ref = args.get("channel")
     if not ref:
@@ -239,6 +260,7 @@ class _Methods:
             text=text,
             blocks=blocks,
             thread_ts=str(thread) if thread else None,
+            metadata=_metadata(a),
         )
         self.state.messages.append(msg)
         self.state.notify("message", msg)
@@ -319,6 +341,46 @@ class _Methods:
             "permalink": f"{self.state.base_url}/archives/{ch.id}/p{ts.replace('.', '')}",
         }
 
+    def history(self, a: dict[str, Any]) -> dict[str, Any]:
+        """``conversations.history``: a channel's messages (no thread replies), newest first, between ``oldest``
+        and ``latest``, ``limit`` a page (at most 999) with a cursor; metadata only with ``include_all_metadata``.
+        Like Slack, it takes a channel's id only, not its name."""
+        ch = self.state.channels.get(str(a.get("channel") or ""))
+        if ch is None:
+            raise _Err("channel_not_found")
+        try:
+            oldest = float(a.get("oldest") or 0)
+            latest = float(a.get("latest") or "inf")
+            limit = min(int(a.get("limit") or 100), 999)
+            start = int(a.get("cursor") or 0)
+        except ValueError:
+            raise _Err("invalid_arguments") from None
+        if limit < 1 or start < 0:
+            raise _Err("invalid_limit" if limit < 1 else "invalid_cursor")
+        with_metadata = str(a.get("include_all_metadata", "")).lower() in ("1", "true")
+        found = [
+            m
+            for m in reversed(self.state.messages)
+            if m.channel == ch.id
+            and not m.ephemeral_to
+            and (m.thread_ts is None or m.thread_ts == m.ts)
+            and oldest < float(m.ts) < latest
+        ]
+        page = found[start : start + limit]
+        messages = []
+        for m in page:
+            out: dict[str, Any] = {"type": "message", "ts": m.ts, "user": m.user, "text": m.text, "blocks": m.blocks}
+            if with_metadata and m.metadata is not None:
+                out["metadata"] = m.metadata
+            messages.append(out)
+        more = start + limit < len(found)
+        return {
+            "ok": True,
+            "messages": messages,
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
+
     def usergroup_users(self, a: dict[str, Any]) -> dict[str, Any]:
         group = str(a.get("usergroup") or "")
         if group not in self.state.usergroups:
@@ -341,12 +403,13 @@ def _method_table(state: SlackState) -> dict[str, Callable[[dict[str, Any]], dic
         "views.update": methods.views_update,
         "views.publish": methods.views_publish,
         "chat.getPermalink": methods.permalink,
+        "conversations.history": methods.history,
         "usergroups.users.list": methods.usergroup_users,
         "users.info": methods.users_info,
     }
 
 
-_READS = frozenset({"auth.test", "users.info", "usergroups.users.list", "chat.getPermalink"})
+_READS = frozenset({"auth.test", "users.info", "usergroups.users.list", "chat.getPermalink", "conversations.history"})
 
 
 def webapi_routes(state: SlackState) -> list[web.RouteDef]:

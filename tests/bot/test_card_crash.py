@@ -1,11 +1,16 @@
-"""kill -9 while `hitl serve` works through a backlog of cards at Slack's pace: the cards not posted yet are the
-pending approvals themselves, so the next process posts each of them, and none twice."""
+"""kill -9 while `hitl serve` works through a backlog of cards at Slack's pace, the instant Slack takes a card (before
+the process hears the answer, so before it records where the card is): the cards not posted yet are the pending
+approvals themselves, so the next process posts each of them; the one Slack took unrecorded is found by its metadata
+in the channel's history; none is posted twice."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +20,7 @@ from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
 from hitl.sandbox.server import start_emulator
+from hitl.sandbox.webapi import Message
 from tests.backends import fresh_store_url
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
@@ -41,33 +47,54 @@ async def test_killed_mid_backlog_every_card_is_posted_once(tmp_path: Path, requ
         await store.close()
     state = workspace()
     emulator = await start_emulator(state)
-    config = tmp_path / "hitl.yaml"  # a card each: ten to post, one a second
-    channel = 'channel: "#refund-approvals"'
-    config.write_text(CONFIG.read_text().replace(channel, f"{channel}\n  group: false"))
+    config = tmp_path / "hitl.yaml"  # a card each: ten to post, one a second; the channel by id, as the docs say
+    channel = state.channel("#refund-approvals")
+    assert channel is not None
+    text = CONFIG.read_text().replace('channel: "#refund-approvals"', f"channel: {channel.id}\n  group: false")
+    config.write_text(text)
     env = serve_env(state, emulator, store=url, config=config)
 
     def carded() -> list[str]:
         return [m.text.split("(")[-1].rstrip(")") for m in state.messages if not m.thread_ts and not m.ephemeral_to]
 
+    first: subprocess.Popen[bytes] | None = None
+    taken: list[Message] = []
+
+    def kill_as_slack_takes_the_fourth(event: str, payload: Any) -> None:
+        # Slack has stored the card; its answer is not written yet: the process dies before it could record it.
+        if event == "message" and isinstance(payload, Message) and payload.metadata and first is not None:
+            if len(carded()) == 4 and not taken:
+                taken.append(payload)
+                os.kill(first.pid, signal.SIGKILL)
+
+    state.listeners.append(kill_as_slack_takes_the_fourth)
     try:
         port = free_port()
         first = spawn_serve(env, tmp_path, port, log="first.log")
         try:
             await wait_healthy(port, first)
-            await eventually(lambda: len(carded()) >= 4, what="the first cards, at Slack's pace", timeout=30)
-            first.send_signal(signal.SIGKILL)  # in the middle of the backlog: the rest wait one a second
+            await eventually(lambda: bool(taken), what="the fourth card, at Slack's pace", timeout=30)
             await asyncio.to_thread(first.wait, 20)
         finally:
             if first.poll() is None:
                 first.kill()
         assert len(carded()) < CARDS  # killed with cards still to post
+        unrecorded = taken[0]
+        assert unrecorded.metadata is not None
+        (approval_id,) = unrecorded.metadata["event_payload"]["approvals"].split()
         port = free_port()
         second = spawn_serve(env, tmp_path, port, log="second.log")
+        store = open_store(url)
         try:
             await wait_healthy(port, second)
             await eventually(lambda: len(carded()) >= CARDS, what="every card", timeout=60)
+            # The card Slack took unrecorded waits out its post's lease; then the next process records it.
+            await eventually(lambda: store.messages.get(approval_id), what="the unrecorded card found", timeout=60)
             await asyncio.sleep(1.5)  # a sweep or two more: nothing is posted again
+            ref = await store.messages.get(approval_id)
+            assert ref is not None and (ref.channel, ref.ts) == (unrecorded.channel, unrecorded.ts)
         finally:
+            await store.close()
             stop_process(second, grace=20)
     finally:
         await emulator.close()
