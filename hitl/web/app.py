@@ -39,6 +39,7 @@ from .deciding import decide_from_form
 from .full_value import full_value_page
 from .identity import reviewer_of
 from .oidc import OidcClient, SignInError, random_token
+from .proxies import client_address, networks
 from .sessions import Session, SessionBook
 
 __all__ = ["HEADERS", "WebInbox", "safe_return_path"]
@@ -91,6 +92,7 @@ class WebInbox:
         self.session_cookie = f"{prefix}hitl_session"
         self.browser_cookie = f"{prefix}hitl_signin"
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(spec.public_url))
+        self.proxies = networks(spec.trusted_proxies)
 
     def add_to(self, app: web.Application) -> None:
         """Add the routes to ``hitl serve``'s application."""
@@ -146,17 +148,23 @@ class WebInbox:
             actor=who[:200],
             event="sign_in",
             outcome=outcome,
-            detail=f"web sign-in from {request.remote or 'unknown'}: {detail}"[:500],
+            detail=f"web sign-in from {self._from(request)}: {detail}"[:500],
         )
         try:
             await self.ctx.lifecycle.store.audit.append(entry)
         except EngineError:
             log.warning("could not audit a web sign-in (%s)", outcome)
 
+    def _from(self, request: web.Request) -> str:
+        """Where a sign-in comes from, as the audit says it: the client, and the proxy it came through."""
+        client, peer = client_address(request, self.proxies), request.remote or "unknown"
+        return client if client == peer else f"{client} (through {peer})"
+
     async def _limited(self, request: web.Request) -> bool:
-        """Whether this address is over its sign-in rate (audited, itself at most once a minute per address: a
-        flood must not fill the trail)."""
-        address = request.remote or "unknown"
+        """Whether this client is over its sign-in rate (audited, itself at most once a minute per client: a
+        flood must not fill the trail). The client is the peer, or behind a trusted proxy the address it forwards
+        (:func:`~hitl.web.proxies.client_address`): keyed on the proxy, one client would lock everyone out."""
+        address = client_address(request, self.proxies)
         if self.limiter.take(f"web-sign-in:{address}", rate=SIGN_IN_RATE, burst=SIGN_IN_BURST) == 0:
             return False
         if self.limiter.take(f"web-sign-in-audit:{address}", rate=1 / 60, burst=1) == 0:
