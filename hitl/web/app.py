@@ -37,7 +37,7 @@ from hitl.engine.runtime.lifecycle import RunLifecycle
 from . import pages
 from .deciding import decide_from_form
 from .full_value import full_value_page
-from .identity import reviewer_of
+from .identity import reviewer_of, still_maps
 from .oidc import OidcClient, SignInError, random_token
 from .proxies import client_address, networks
 from .sessions import Session, SessionBook
@@ -93,6 +93,15 @@ class WebInbox:
         self.browser_cookie = f"{prefix}hitl_signin"
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(spec.public_url))
         self.proxies = networks(spec.trusted_proxies)
+
+    def remap(self, spec: WebSpec) -> int:
+        """Map sign-ins by a reloaded hitl.yaml's ``web.subjects`` and ``web.emails`` (the rest of ``web:`` needs a
+        restart): the next sign-in maps by them, and a session whose subject no longer maps to its reviewer ends
+        now. How many sessions ended."""
+        self.spec = self.spec.model_copy(update={"subjects": dict(spec.subjects), "emails": dict(spec.emails)})
+        if self.spec.oidc.slack_team_id is not None:  # Slack's sign-in maps by the token's own claims
+            return 0
+        return self.sessions.end_where(lambda s: not still_maps(spec, s.subject, s.reviewer))
 
     def add_to(self, app: web.Application) -> None:
         """Add the routes to ``hitl serve``'s application."""
