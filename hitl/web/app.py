@@ -30,6 +30,7 @@ from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.halts import acted_on, covering, halt_message
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import is_practice, practice_note
+from hitl.engine.domain.ranking import queue_order
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.runtime.lifecycle import RunLifecycle
@@ -269,8 +270,12 @@ class WebInbox:
             return self._to_sign_in(request)
         caller = self.caller(session)
         store = self.ctx.lifecycle.store.approvals
-        page = await store.list_pending(roles=None, limit=100, cursor=None, order="rank", now=self.now())
-        rows = [(a, self.ctx.present(a)) for a in page.items if await self.ctx.can_decide(caller, a)]
+        now = self.now()
+        page = await store.list_pending(roles=None, limit=100, cursor=None, order="rank", now=now)
+        # In the API's order (GET /api/v1/approvals): one due soon first, whatever its tier.
+        rows = [
+            (a, self.ctx.present(a)) for a in queue_order(page.items, now=now) if await self.ctx.can_decide(caller, a)
+        ]
         return _html(pages.inbox_page(rows, reviewer=session.reviewer, csrf=session.csrf))
 
     async def stylesheet(self, request: web.Request) -> web.StreamResponse:

@@ -71,12 +71,12 @@ async def posted(inbox: Inbox, approval_id: str) -> Message:
     return await eventually(lambda: card_of(inbox, approval_id), what=f"the card of {approval_id}")
 
 
-async def read_decide_token(inbox: Inbox, who: str) -> str:
-    """`hitl token new` for ``who`` (read and decide), its entry added under api.tokens (read live by the API)."""
+async def new_token(inbox: Inbox, name: str, who: str, *scopes: str) -> tuple[str, list[str]]:
+    """`hitl token new` for ``who`` with ``scopes``: the token, and its entry's lines for api.tokens."""
     made = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "hitl", "token", "new", "--name", "t1", "--as", who, "--scope", "read"]
-        + ["--scope", "decide"],
+        [sys.executable, "-m", "hitl", "token", "new", "--name", name, "--as", who]
+        + [arg for scope in scopes for arg in ("--scope", scope)],
         env=inbox.env,
         cwd=inbox.cwd,
         capture_output=True,
@@ -85,10 +85,21 @@ async def read_decide_token(inbox: Inbox, who: str) -> str:
     )
     assert made.returncode == 0, made.stderr
     lines = made.stdout.splitlines()
-    entry = lines[lines.index("add under api.tokens in hitl.yaml:") + 1 :]
+    return lines[1], lines[lines.index("add under api.tokens in hitl.yaml:") + 1 :]
+
+
+def add_tokens(inbox: Inbox, *entries: list[str]) -> None:
+    """Add ``entries`` under api.tokens of the served hitl.yaml (which has no api: yet; the API reads it live)."""
     config = inbox.cwd / "hitl.yaml"
-    config.write_text(config.read_text() + "api:\n  tokens:\n" + "\n".join(entry) + "\n")
-    return lines[1]
+    lines = [line for entry in entries for line in entry]
+    config.write_text(config.read_text() + "api:\n  tokens:\n" + "\n".join(lines) + "\n")
+
+
+async def read_decide_token(inbox: Inbox, who: str) -> str:
+    """`hitl token new` for ``who`` (read and decide), its entry added under api.tokens."""
+    token, entry = await new_token(inbox, "t1", who, "read", "decide")
+    add_tokens(inbox, entry)
+    return token
 
 
 def errors_in_log(cwd: Path) -> list[str]:
