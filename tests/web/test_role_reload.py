@@ -1,7 +1,7 @@
 """`hitl serve` reads hitl.yaml again on SIGHUP: a reviewer removed from a role (in the file, or from a Slack user
 group) is refused at their next decision on every surface (the web page, even one drawn before the change, a signed
 Slack click, the API), and nothing is recorded; a file that does not load changes nothing, logs one ERROR and is
-audited; policy changes are said to need a restart."""
+audited; policy changes are said to need a restart; a web session whose subject no longer maps ends."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.webapi import Message
 from tests.bot.conftest import SECRET
 from tests.waiting import eventually
-from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.conftest import TEAM, Inbox, browser, serving, sign_in, to_callback
 from tests.web.test_decision_page import card_of, paused_refund, stored
 from tests.web.test_page_decisions import form_of, page_of, post
 
@@ -173,3 +173,29 @@ async def test_a_member_removed_from_a_slack_user_group_is_refused_once_the_grou
             assert (await slack.click("U_STRANGER", cards[1], ACTION_APPROVE)).status == 200
             await refused(inbox, second, "U_STRANGER")
         await untouched(inbox, second)
+
+
+async def test_a_subject_unmapped_by_a_reload_is_signed_out_and_cannot_sign_in_again(tmp_path: Path) -> None:
+    mapped = '  subjects: {"okta-ann": U_SUPPORT1, "okta-bob": U_SUPPORT2}\n'
+
+    def other_provider(text: str) -> str:  # not Slack's sign-in: subjects map people
+        assert f"    slack_team_id: {TEAM}\n" in text
+        return text.replace(f"    slack_team_id: {TEAM}\n", "") + mapped
+
+    async with serving(tmp_path, edit=other_provider) as inbox, browser() as ann, browser() as bob:
+        await sign_in(ann, inbox, "okta-ann")
+        await sign_in(bob, inbox, "okta-bob")
+        for http, who in ((ann, "U_SUPPORT1"), (bob, "U_SUPPORT2")):
+            async with http.get(f"{inbox.url}/inbox", allow_redirects=False) as r:
+                assert r.status == 200 and f"Signed in as <b>{who}</b>" in await r.text()
+        config = tmp_path / "hitl.yaml"
+        config.write_text(config.read_text().replace(mapped, '  subjects: {"okta-bob": U_SUPPORT2}\n'))
+        done = await reload(inbox, 1)
+        assert done.detail == "roles unchanged; web sign-in mappings changed (1 session(s) ended)"
+        async with ann.get(f"{inbox.url}/inbox", allow_redirects=False) as r:
+            assert r.status == 303  # signed out: to sign in again
+        async with bob.get(f"{inbox.url}/inbox", allow_redirects=False) as r:
+            assert r.status == 200  # still mapped: still signed in
+        callback = await to_callback(ann, inbox, "okta-ann")
+        async with ann.get(callback, allow_redirects=False) as r:
+            assert r.status == 403 and "Not a reviewer here" in await r.text()
