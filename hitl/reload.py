@@ -34,9 +34,9 @@ log = logging.getLogger(__name__)
 
 EVENT = "config.reloaded"
 """The audit event of every reload, done (outcome ``ok``) or refused (the configuration's error code)."""
-LIVE = frozenset({"roles", "api"})
-"""The sections of hitl.yaml that a running ``hitl serve`` follows (``api:``'s tokens are re-read on every request);
-``web:`` is live for its ``subjects`` and ``emails`` only."""
+LIVE_PARTS = {"roles": None, "api": {"tokens"}, "web": {"subjects", "emails"}}
+"""What of hitl.yaml a running ``hitl serve`` follows: ``roles:`` whole, ``api.tokens`` (re-read at every request),
+``web.subjects`` and ``web.emails``; a change anywhere else needs a restart."""
 MAX_DETAIL = 2000
 """Characters of an audit line's detail (a reload that rewrote many roles says the first of them)."""
 
@@ -58,19 +58,17 @@ def role_changes(before: dict[str, list[str]], after: dict[str, list[str]]) -> l
 
 
 def _restart_needed(before: HitlConfig, after: HitlConfig) -> list[str]:
-    """The sections that changed but are not followed live."""
-    changed = [
-        key
-        for key in HitlConfig.model_fields
-        if key not in LIVE | {"web"} and getattr(before, key) != getattr(after, key)
-    ]
-    mapping = {"subjects", "emails"}
-    if (before.web is None) != (after.web is None) or (
-        before.web is not None
-        and after.web is not None
-        and before.web.model_dump(exclude=mapping) != after.web.model_dump(exclude=mapping)
-    ):
-        changed.append("web")
+    """The sections that changed in what a running ``hitl serve`` does not follow."""
+    changed = []
+    for key in HitlConfig.model_fields:
+        old, new = getattr(before, key), getattr(after, key)
+        live = LIVE_PARTS.get(key, set())
+        if live is None:
+            continue
+        if live and old is not None and new is not None:
+            old, new = old.model_dump(exclude=live), new.model_dump(exclude=live)
+        if old != new:
+            changed.append(key)
     return changed
 
 
