@@ -39,6 +39,7 @@ from hitl.engine.storage import open_store
 from hitl.engine.subscribers.events import Outbox
 from hitl.receipts import KeySet
 from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
+from hitl.reload import ConfigReload
 from hitl.web.app import WebInbox
 
 __all__ = ["Server", "build_server", "new_replica_id"]
@@ -74,6 +75,8 @@ class Server:
     """The keys receipts are signed with (``receipts:`` in hitl.yaml); None when none are issued."""
     inbox: WebInbox | None = None
     """The web inbox (``web:`` in hitl.yaml); None without one."""
+    reload: ConfigReload | None = None
+    """Reads hitl.yaml again (on SIGHUP): its roles and web sign-in mappings apply to the next decision."""
 
     @property
     def app(self) -> AsyncApp:
@@ -190,16 +193,19 @@ async def build_server(
         watchers=[side.notifier.watch_created],
     )
     side.metrics.watch(background.outages)
-    inbox = _web_inbox(config.web, runtime.lifecycle, config_path_for(settings.hitl_config))
+    path = config_path_for(settings.hitl_config)
+    inbox = _web_inbox(config.web, runtime.lifecycle, path)
+    reload = ConfigReload(path, config, runtime.contexts, store, bot.ctx.reviewers, inbox, actor=f"reload:{replica}")
     return Server(
         runtime=runtime,
         bot=bot,
         background=background,
         webhooks=webhooks,
         twins=twins,
-        config_path=config_path_for(settings.hitl_config),
+        config_path=path,
         receipt_keys=keys,
         inbox=inbox,
+        reload=reload,
     )
 
 

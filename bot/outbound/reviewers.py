@@ -32,6 +32,12 @@ class SlackReviewers:
         self._groups: dict[str, frozenset[str]] = {}
         self._fetched = -1e18
 
+    def replace(self, roles: Roles) -> None:
+        """Serve ``roles`` from now on (hitl.yaml reloaded), its user groups read again at the next decision: a
+        reload is also how an operator has a group's change apply before ``ttl`` runs out."""
+        self.roles = roles
+        self._fetched = -1e18
+
     async def reviewer(self, reviewer_id: str) -> Reviewer:
         """The Slack user ``reviewer_id`` with the roles hitl.yaml and its user groups give them now."""
         roles = self.roles

@@ -8,6 +8,7 @@ provider's subject, or its e-mail when the provider says it verified it, is mapp
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from urllib.parse import urlsplit
 
@@ -99,6 +100,21 @@ class WebSpec(BaseModel):
     """A session unused this long ends."""
     absolute_hours: int = Field(default=12, ge=1, le=7 * 24)
     """A session ends this long after sign-in, used or not."""
+    trusted_proxies: list[str] = Field(default_factory=list, max_length=100)
+    """The proxies (CIDRs) whose ``X-Forwarded-For`` names the client: sign-ins are rate-limited per client, and
+    behind a proxy every client's peer address is the proxy's. None by default: the header is then ignored."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _cidrs(cls, v: list[str]) -> list[str]:
+        for cidr in v:
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"web.trusted_proxies lists networks like 10.0.0.0/8 or 192.0.2.7/32, not {cidr!r}"
+                ) from None
+        return v
 
     @field_validator("public_url")
     @classmethod

@@ -179,6 +179,10 @@ class RunContexts:
         """The context of a run whose checkpoint the caller read: its recorded config and its workflow file now."""
         return self.for_workflow(self.workflows.load(state.workflow_path), recorded_config=state.config_path)
 
+    def composed(self) -> list[RunContext]:
+        """The contexts composed so far (``hitl serve`` hands them the roles of a reloaded ``hitl.yaml``)."""
+        return list(self._cache.values())
+
     def _context(self, config_path: str | None, workflow: LoadedWorkflow | None) -> RunContext:
         key = (config_path, str(workflow.path) if workflow else None, workflow.spec_hash if workflow else None)
         if key not in self._cache:

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
+import signal
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -51,7 +53,9 @@ def serve(
     store: StoreOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Serve the Slack app: POST /slack/events, GET /healthz, GET /metrics (or Socket Mode)."""
+    """Serve the Slack app: POST /slack/events, GET /healthz, GET /metrics (or Socket Mode).
+
+    SIGHUP reads hitl.yaml again: its roles apply to the next decision (policy changes need a restart)."""
     from hitl.cli.command import run_service
     from hitl.cli.output import Out
 
@@ -82,6 +86,8 @@ def serve(
 
     async def work() -> int:
         server = await build_server(settings, socket_mode=socket, replica=replica)
+        if server.reload is not None:  # SIGHUP: hitl.yaml's roles (and web sign-in mappings) read again
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, server.reload.soon)
         gc.collect()
         gc.freeze()  # what startup built lives as long as the process: out of the collector's sight on every click
         try:

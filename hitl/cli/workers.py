@@ -2,8 +2,8 @@
 
 Each worker is a whole ``hitl serve`` (its own event loop, background loop and replica id) on the shared store, as
 replicas on several machines would be; the kernel spreads new connections among them. The supervisor only starts
-them, passes a stop signal on, and stops the rest when one dies (so an orchestrator sees the failure and restarts
-the whole set, instead of a set that silently shrank).
+them, passes a stop signal (and SIGHUP, the reload of hitl.yaml) on, and stops the rest when one dies (so an
+orchestrator sees the failure and restarts the whole set, instead of a set that silently shrank).
 """
 
 from __future__ import annotations
@@ -30,7 +30,13 @@ def supervise(workers: int, *, host: str, port: int, store: str | None, config: 
     def stop(signum: int, _frame: FrameType | None) -> None:
         stopping.append(signum)
 
+    def reload(signum: int, _frame: FrameType | None) -> None:
+        for p in procs:  # each worker reads hitl.yaml again (hitl/reload.py); the supervisor reads nothing
+            if p.poll() is None:
+                p.send_signal(signum)
+
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, reload)
     code = 0
     try:
         while not stopping:

@@ -30,6 +30,7 @@ from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.halts import acted_on, covering, halt_message
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import is_practice, practice_note
+from hitl.engine.domain.ranking import queue_order
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.runtime.lifecycle import RunLifecycle
@@ -37,8 +38,9 @@ from hitl.engine.runtime.lifecycle import RunLifecycle
 from . import pages
 from .deciding import decide_from_form
 from .full_value import full_value_page
-from .identity import reviewer_of
+from .identity import reviewer_of, still_maps
 from .oidc import OidcClient, SignInError, random_token
+from .proxies import client_address, networks
 from .sessions import Session, SessionBook
 
 __all__ = ["HEADERS", "WebInbox", "safe_return_path"]
@@ -91,6 +93,16 @@ class WebInbox:
         self.session_cookie = f"{prefix}hitl_session"
         self.browser_cookie = f"{prefix}hitl_signin"
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(spec.public_url))
+        self.proxies = networks(spec.trusted_proxies)
+
+    def remap(self, spec: WebSpec) -> int:
+        """Map sign-ins by a reloaded hitl.yaml's ``web.subjects`` and ``web.emails`` (the rest of ``web:`` needs a
+        restart): the next sign-in maps by them, and a session whose subject no longer maps to its reviewer ends
+        now. How many sessions ended."""
+        self.spec = self.spec.model_copy(update={"subjects": dict(spec.subjects), "emails": dict(spec.emails)})
+        if self.spec.oidc.slack_team_id is not None:  # Slack's sign-in maps by the token's own claims
+            return 0
+        return self.sessions.end_where(lambda s: not still_maps(spec, s.subject, s.reviewer))
 
     def add_to(self, app: web.Application) -> None:
         """Add the routes to ``hitl serve``'s application."""
@@ -146,17 +158,23 @@ class WebInbox:
             actor=who[:200],
             event="sign_in",
             outcome=outcome,
-            detail=f"web sign-in from {request.remote or 'unknown'}: {detail}"[:500],
+            detail=f"web sign-in from {self._from(request)}: {detail}"[:500],
         )
         try:
             await self.ctx.lifecycle.store.audit.append(entry)
         except EngineError:
             log.warning("could not audit a web sign-in (%s)", outcome)
 
+    def _from(self, request: web.Request) -> str:
+        """Where a sign-in comes from, as the audit says it: the client, and the proxy it came through."""
+        client, peer = client_address(request, self.proxies), request.remote or "unknown"
+        return client if client == peer else f"{client} (through {peer})"
+
     async def _limited(self, request: web.Request) -> bool:
-        """Whether this address is over its sign-in rate (audited, itself at most once a minute per address: a
-        flood must not fill the trail)."""
-        address = request.remote or "unknown"
+        """Whether this client is over its sign-in rate (audited, itself at most once a minute per client: a
+        flood must not fill the trail). The client is the peer, or behind a trusted proxy the address it forwards
+        (:func:`~hitl.web.proxies.client_address`): keyed on the proxy, one client would lock everyone out."""
+        address = client_address(request, self.proxies)
         if self.limiter.take(f"web-sign-in:{address}", rate=SIGN_IN_RATE, burst=SIGN_IN_BURST) == 0:
             return False
         if self.limiter.take(f"web-sign-in-audit:{address}", rate=1 / 60, burst=1) == 0:
@@ -252,8 +270,12 @@ class WebInbox:
             return self._to_sign_in(request)
         caller = self.caller(session)
         store = self.ctx.lifecycle.store.approvals
-        page = await store.list_pending(roles=None, limit=100, cursor=None, order="rank", now=self.now())
-        rows = [(a, self.ctx.present(a)) for a in page.items if await self.ctx.can_decide(caller, a)]
+        now = self.now()
+        page = await store.list_pending(roles=None, limit=100, cursor=None, order="rank", now=now)
+        # In the API's order (GET /api/v1/approvals): one due soon first, whatever its tier.
+        rows = [
+            (a, self.ctx.present(a)) for a in queue_order(page.items, now=now) if await self.ctx.can_decide(caller, a)
+        ]
         return _html(pages.inbox_page(rows, reviewer=session.reviewer, csrf=session.csrf))
 
     async def stylesheet(self, request: web.Request) -> web.StreamResponse:

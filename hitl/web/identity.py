@@ -8,7 +8,7 @@ from typing import Any
 
 from hitl.engine.config.web import WebSpec
 
-__all__ = ["SLACK_TEAM", "SLACK_USER", "reviewer_of"]
+__all__ = ["SLACK_TEAM", "SLACK_USER", "reviewer_of", "still_maps"]
 
 SLACK_USER = "https://slack.com/user_id"
 SLACK_TEAM = "https://slack.com/team_id"
@@ -30,3 +30,12 @@ def reviewer_of(web: WebSpec, claims: dict[str, Any]) -> str | None:
     if claims.get("email_verified") is True and isinstance(email, str):
         return web.emails.get(email.lower()) or web.emails.get(email)
     return None
+
+
+def still_maps(web: WebSpec, subject: str, reviewer: str) -> bool:
+    """Whether a session of ``subject``, signed in as ``reviewer``, is still that reviewer under ``web``'s mappings
+    (without Slack's sign-in): its subject maps to them, or, unmapped, some verified e-mail still does (the session
+    kept no e-mail to check which)."""
+    if subject in web.subjects:
+        return web.subjects[subject] == reviewer
+    return reviewer in web.emails.values()

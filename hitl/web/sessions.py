@@ -117,6 +117,13 @@ class SessionBook:
     def _over(self, session: Session, now: float) -> bool:
         return now - session.last_seen > self.idle or now - session.created >= self.absolute
 
+    def end_where(self, ended: Callable[[Session], bool]) -> int:
+        """End every session ``ended`` says must end (who it maps to changed); how many ended."""
+        gone = [key for key, session in self._sessions.items() if ended(session)]
+        for key in gone:
+            del self._sessions[key]
+        return len(gone)
+
     def revoke(self, sid: str | None) -> None:
         """End the session ``sid`` names (sign-out)."""
         if sid:

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import aiohttp
 
+from hitl.engine.storage import open_store
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.waiting import started
+from tests.waiting import eventually, started
 
 
 @asynccontextmanager
@@ -81,3 +82,29 @@ def test_workers_are_for_http_not_socket_mode(tmp_path: Path) -> None:
         timeout=60,
     )
     assert out.returncode == 2 and "Socket Mode runs in one process" in out.stderr
+
+
+async def test_sighup_to_the_supervisor_reloads_every_worker(tmp_path: Path) -> None:
+    async with two_workers(tmp_path) as (supervisor, port):
+        replicas: set[str] = set()
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+
+            async def both_answered() -> bool:  # a worker still starting would die of the signal
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                    if resp.status == 200:
+                        replicas.add((await resp.json())["replica"])
+                return len(replicas) == 2
+
+            await started(both_answered, what="both workers to answer", interval=0.01)
+        supervisor.send_signal(signal.SIGHUP)
+
+        async def reloaded() -> set[str] | None:
+            store = open_store(f"sqlite:///{tmp_path}/hitl.db")
+            try:
+                actors = {e.actor for e in await store.audit.entries() if e.event == "config.reloaded"}
+            finally:
+                await store.close()
+            return actors if len(actors) == 2 else None
+
+        assert await eventually(reloaded, what="both workers' reloads") == {f"reload:{r}" for r in replicas}
+        assert supervisor.poll() is None  # the supervisor passed it on, and serves on

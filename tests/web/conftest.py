@@ -78,6 +78,8 @@ class Inbox:
     state: SlackState
     env: dict[str, str]
     cwd: Path
+    proc: subprocess.Popen[bytes] | None = None
+    """The `hitl serve` process (signalled by the tests of SIGHUP's reload)."""
 
 
 def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") -> Path:
@@ -120,7 +122,7 @@ async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: t
         )
         proc = spawn_serve(env, tmp_path, port)
         await wait_healthy(port, proc)
-        yield Inbox(public, provider.issuer, state, env, tmp_path)
+        yield Inbox(public, provider.issuer, state, env, tmp_path, proc)
     finally:
         if proc is not None:
             stop_process(proc, grace=20)

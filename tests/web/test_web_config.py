@@ -52,6 +52,8 @@ def test_a_web_section_is_read_with_its_defaults() -> None:
         (("U_SUPPORT2}", "''}"), "non-empty reviewer id"),
         (("  emails", "  idle_minutes: 0\n  emails"), "idle_minutes"),
         (("  emails", "  cookie: x\n  emails"), "cookie"),
+        (("  emails", "  trusted_proxies: [10.0.0.0/33]\n  emails"), "web.trusted_proxies lists networks"),
+        (("  emails", "  trusted_proxies: [proxy.internal]\n  emails"), "not 'proxy.internal'"),
     ],
 )
 def test_each_mistake_is_refused_naming_the_field(change: tuple[str, str], said: str) -> None:
@@ -59,6 +61,12 @@ def test_each_mistake_is_refused_naming_the_field(change: tuple[str, str], said:
         parse_config(GOOD.replace(*change))
     assert caught.value.code == ErrorCode.POLICY_INVALID
     assert said in caught.value.message
+
+
+def test_trusted_proxies_are_none_unless_listed() -> None:
+    assert parse_config(GOOD).web.trusted_proxies == []  # type: ignore[union-attr]
+    listed = parse_config(GOOD.replace("  emails", "  trusted_proxies: [10.0.0.0/8, '2001:db8::/32']\n  emails"))
+    assert listed.web is not None and listed.web.trusted_proxies == ["10.0.0.0/8", "2001:db8::/32"]
 
 
 def test_production_refuses_a_plain_http_public_url_even_on_this_machine() -> None:
