@@ -15,6 +15,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.ranking import queue_order, rank_key
 from hitl.engine.domain.records import Page
 from hitl.engine.ports import ApprovalStore
+from hitl.engine.storage.codec import encode_rank_cursor
 
 __all__ = ["REST", "queue_page"]
 
@@ -37,22 +38,26 @@ async def queue_page(
     store's page without those. Filters as :meth:`~hitl.engine.ports.ApprovalStore.list_pending`; the cursor
     continues this order only (:data:`REST` or the store's)."""
     due = await approvals.list_due_soon(now=now, roles=roles, exclude_requester=exclude_requester, limit=limit)
-    first = cursor is None
-    room = limit - len(due) if first else limit
-    if room <= 0:  # those due soon fill the first page: the rest begin on the next
-        return Page(items=_ranked(due), cursor=REST)
     page = await approvals.list_pending(
         roles=roles,
         exclude_requester=exclude_requester,
-        limit=room,
+        limit=limit,
         cursor=None if cursor == REST else cursor,
         order="rank",
         now=now,
     )
     shown = {a.id for a in due}
     rest = [a for a in page.items if a.id not in shown]
-    # queue_order: one due soon that the bounded read left out still leads the page the store put it on.
-    return Page(items=queue_order([*_ranked(due), *rest] if first else rest, now=now), cursor=page.cursor)
+    if cursor is not None:
+        # queue_order: one due soon that the bounded read left out still leads the page the store put it on.
+        return Page(items=queue_order(rest, now=now), cursor=page.cursor)
+    room = limit - len(due)
+    if len(rest) <= room:
+        return Page(items=queue_order([*_ranked(due), *rest], now=now), cursor=page.cursor)
+    # The store's page does not fit beside those due soon: the next page continues after the last one shown.
+    taken = rest[:room]
+    after = encode_rank_cursor(rank_key(taken[-1]), taken[-1].id) if taken else REST
+    return Page(items=queue_order([*_ranked(due), *taken], now=now), cursor=after)
 
 
 def _ranked(items: list[Approval]) -> list[Approval]:
