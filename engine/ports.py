@@ -107,17 +107,10 @@ class ApprovalStore(Protocol):
         ...
 
     async def list_due_soon(
-        self,
-        *,
-        now: float,
-        roles: Collection[str] | None = None,
-        exclude_requester: str | None = None,
-        limit: int = 50,
+        self, *, now: float, roles: Collection[str] | None = None, exclude_requester: str | None = None, limit: int = 50
     ) -> list[Approval]:
-        """Pending approvals :func:`~hitl.engine.domain.ranking.due_soon` at ``now``, wherever the rank puts them,
-        those due soon longest first, at most ``limit``: what the queue shows above everything else. Filtered as
-        :meth:`list_pending` with these arguments; indexed by :func:`~hitl.engine.domain.ranking.due_soon_at`, so
-        the cost depends on ``limit`` (and on how many due soon a filter skips), not on the total."""
+        """Pending approvals :func:`~hitl.engine.domain.ranking.due_soon` at ``now``, filtered as :meth:`list_pending`,
+        due soon longest first, at most ``limit``; indexed, so the cost depends on ``limit``, not on the total."""
         ...
 
     async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
