@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 from hitl.bot.views.controls import ACTION_MODIFY
 from hitl.engine.domain.models import Status
@@ -26,14 +27,20 @@ async def test_a_card_an_edit_replaced_links_to_the_new_card(harness: Harness) -
     new = await harness.svc.store.approvals.get(old.superseded_by)
     assert new.supersedes == a.id
     new_card = harness.card_for(new.id)
-    [line] = [b for b in harness.card_for(a.id).blocks if b.get("block_id") == f"hitl_replaced:{a.id}"]
-    assert line["type"] == "rich_text"
-    elements = line["elements"][0]["elements"]
     permalink = f"{harness.state.base_url}/archives/{new_card.channel}/p{new_card.ts.replace('.', '')}"
-    assert elements[1:] == [
-        {"type": "text", "text": " Replaced: "},
-        {"type": "link", "url": permalink, "text": "decide it on the new card"},
-    ]
+    link = {"type": "link", "url": permalink, "text": "decide it on the new card"}
+    assert _replaced_line(harness, a.id) == [{"type": "text", "text": " Replaced: "}, link]
+    # Drawn again by a card update alone (the new card posted long before): the link stays.
+    await harness.rt.ctx.notifier.approval_changed(old)
+    await harness.settle()
+    assert _replaced_line(harness, a.id) == [{"type": "text", "text": " Replaced: "}, link]
     # The old card keeps no live control, and its story still says who edited it and where it went.
     blocks = json.dumps(harness.card_for(a.id).blocks)
     assert '"type": "button"' not in blocks and f"went on as {new.id}" in blocks
+
+
+def _replaced_line(harness: Harness, approval_id: str) -> list[dict[str, Any]]:
+    """What the old card's "replaced" line says after its emoji (it must have exactly one such line)."""
+    [line] = [b for b in harness.card_for(approval_id).blocks if b.get("block_id") == f"hitl_replaced:{approval_id}"]
+    assert line["type"] == "rich_text" and line["elements"][0]["elements"][0]["type"] == "emoji"
+    return list(line["elements"][0]["elements"][1:])
