@@ -165,7 +165,12 @@ class CardUpdates:
         members = await floor.members(ids, known=current) if len(ids) > 1 else [current]
         text, blocks = await floor.draw(members)
         if len(members) == 1 and current.superseded_by is not None:
-            blocks = [*blocks, *await self._replaced(current, current.superseded_by)]
+            # Under the story's last line, above the untrusted evidence: the link stays apart from it.
+            at = next(
+                (i + 1 for i, b in enumerate(blocks) if str(b.get("block_id", "")).startswith("hitl_outcome:")),
+                len(blocks),
+            )
+            blocks = [*blocks[:at], *await self._replaced(current, current.superseded_by), *blocks[at:]]
         try:
             await floor.call(
                 "chat.update", floor.client.chat_update, channel=ref.channel, ts=ref.ts, text=text, blocks=blocks
