@@ -106,6 +106,13 @@ class ApprovalStore(Protocol):
         number is returned as ``cap``): how much waits on a reviewer, at a cost bounded by ``cap``."""
         ...
 
+    async def list_due_soon(
+        self, *, now: float, roles: Collection[str] | None = None, exclude_requester: str | None = None, limit: int = 50
+    ) -> list[Approval]:
+        """Pending approvals :func:`~hitl.engine.domain.ranking.due_soon` at ``now``, filtered as :meth:`list_pending`,
+        due soon longest first, at most ``limit``; indexed, so the cost depends on ``limit``, not on the total."""
+        ...
+
     async def list_recent(self, *, status: Status | None = None, limit: int = 50, cursor: str | None = None) -> Page:
         """Approvals newest first, all or of one ``status`` (decided ones included), paged. A page may hold fewer
         than ``limit`` items (a store may stop scanning early): follow the cursor until it is None."""

@@ -22,9 +22,10 @@ from hitl.bot.views.queue import queue_entry
 from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.halts import EVERY_TOOL
 from hitl.engine.domain.models import DecisionKind
-from hitl.engine.domain.ranking import queue_order, waiting_text
+from hitl.engine.domain.ranking import waiting_text
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.storage.queue import queue_page
 
 __all__ = ["ACTION_PENDING_PAGE", "USAGE", "pending_page", "register_commands"]
 
@@ -174,10 +175,10 @@ async def pending_page(ctx: BotContext, user: str, cursor: str | None = None) ->
     if not reviewer.roles:
         return {"text": ":information_source: You are not a reviewer in any role, so there is nothing for you."}
     roles, now = sorted(reviewer.roles), ctx.clock.now()
-    page = await ctx.store.approvals.list_pending(
-        roles=roles, exclude_requester=user, limit=PAGE, cursor=cursor, order="rank", now=now
+    page = await queue_page(
+        ctx.store.approvals, now=now, roles=roles, exclude_requester=user, limit=PAGE, cursor=cursor
     )
-    mine = queue_order([a for a in page.items if may_vote(a, reviewer, now)], now=now)
+    mine = [a for a in page.items if may_vote(a, reviewer, now)]
     if not mine and page.cursor is None:
         return {"text": ":tada: Nothing is waiting for you."}
     waiting = await ctx.store.approvals.count_pending(roles=roles, exclude_requester=user, now=now)

@@ -28,9 +28,9 @@ from hitl.engine.domain.decide import eligible, may_vote
 from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.models import Approval, Decision, DecisionKind, Reviewer
 from hitl.engine.domain.presentation import Presentation, present
-from hitl.engine.domain.ranking import queue_order
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, ReviewerDirectory, Store
+from hitl.engine.storage.queue import queue_page
 
 __all__ = ["HomeTabs"]
 
@@ -214,10 +214,8 @@ class HomeTabs:
             return [], False, 0
         roles, now = sorted(reviewer.roles), self.clock.now()
         approvals = self.store.approvals
-        page = await approvals.list_pending(
-            roles=roles, exclude_requester=reviewer.id, limit=SHOWN, order="rank", now=now
-        )
-        mine = queue_order([a for a in page.items if may_vote(a, reviewer, now)], now=now)
+        page = await queue_page(approvals, now=now, roles=roles, exclude_requester=reviewer.id, limit=SHOWN)
+        mine = [a for a in page.items if may_vote(a, reviewer, now)]
         count = await approvals.count_pending(roles=roles, exclude_requester=reviewer.id, now=now)
         return [Waiting(a, await self._link(a)) for a in mine], page.cursor is not None, count
 

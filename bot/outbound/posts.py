@@ -22,7 +22,7 @@ from hitl.bot.outbound.pacer import POST
 from hitl.engine.domain.grouping import group_key, in_order
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.records import Claim, MessageRef
-from hitl.engine.errors import ClaimRefused
+from hitl.engine.errors import ClaimRefused, EngineError
 
 __all__ = ["CARD_EVENT", "MAX_GROUP", "MIN_GROUP", "POST_LEASE", "CardPosts"]
 
@@ -202,6 +202,7 @@ class CardPosts:
         moved = [a for a in members if a.version != drawn[a.id].version or not a.is_open]
         if moved:
             await self.changed(moved[0])  # one update shows every member as it now stands
+        await self._link_replaced(members)
         return ref
 
     async def _posted_unrecorded(self, approval: Approval) -> MessageRef | None:
@@ -241,6 +242,17 @@ class CardPosts:
             if not page.get("has_more") or not cursor:
                 return None
         return None
+
+    async def _link_replaced(self, members: list[Approval]) -> None:
+        """Bring up to date the card of each approval a member replaced: now that the new card exists, the old one
+        links to it (its update may have been drawn before this post, without the link)."""
+        for a in members:
+            if a.supersedes is None:
+                continue
+            try:
+                await self.changed(await self.floor.store.approvals.get(a.supersedes))
+            except EngineError as exc:  # the card is posted; the old one keeps saying where the approval went
+                log.warning("could not link the card %s replaced: %s", a.supersedes, exc)
 
     async def _renewing(self, claims: list[tuple[str, Claim]], call: Awaitable[Any]) -> Any:
         """``call``, the post's claims renewed while it waits (a ``Retry-After`` can outlast a claim's lease: a

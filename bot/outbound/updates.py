@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
@@ -163,6 +164,13 @@ class CardUpdates:
         ids = await floor.store.messages.shown_on(ref)
         members = await floor.members(ids, known=current) if len(ids) > 1 else [current]
         text, blocks = await floor.draw(members)
+        if len(members) == 1 and current.superseded_by is not None:
+            # Under the story's last line, above the untrusted evidence: the link stays apart from it.
+            at = next(
+                (i + 1 for i, b in enumerate(blocks) if str(b.get("block_id", "")).startswith("hitl_outcome:")),
+                len(blocks),
+            )
+            blocks = [*blocks[:at], *await self._replaced(current, current.superseded_by), *blocks[at:]]
         try:
             await floor.call(
                 "chat.update", floor.client.chat_update, channel=ref.channel, ts=ref.ts, text=text, blocks=blocks
@@ -174,3 +182,23 @@ class CardUpdates:
             log.error("Slack refused the card update for %s: %s", approval_id, error)
         drawn.add(ref)
         await floor.carded(current)
+
+    async def _replaced(self, approval: Approval, new_id: str) -> list[dict[str, Any]]:
+        """The line a replaced card ends with, linking to the card of the approval that replaced it (none while
+        that card is not posted: its post brings this card up to date again)."""
+        moved = await self.floor.store.messages.get(new_id)
+        if moved is None:
+            return []
+        link = await self.floor.permalink(moved)
+        to: list[dict[str, Any]] = (
+            [{"type": "link", "url": link, "text": "decide it on the new card"}]
+            if link is not None
+            else [
+                {"type": "text", "text": "decide it on the new card in "},
+                {"type": "channel", "channel_id": moved.channel},
+            ]
+        )
+        # Rich text: the one live element is the link (the channel, when Slack gave no link); nothing is markup.
+        line = [{"type": "emoji", "name": "arrows_counterclockwise"}, {"type": "text", "text": " Replaced: "}, *to]
+        section = {"type": "rich_text_section", "elements": line}
+        return [{"type": "rich_text", "block_id": f"hitl_replaced:{approval.id}", "elements": [section]}]

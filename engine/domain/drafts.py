@@ -115,6 +115,7 @@ class ApprovalDrafts:
             kind=current.kind,
             rule=verdict.rule,
             reasons=(*verdict.reasons, f"modified from {current.id}"),
+            supersedes=current.id,
             why=verdict.why,
             summary=self.summary(current.tool, new_args),
             required_role=verdict.required_role or current.required_role,
@@ -194,6 +195,7 @@ class ApprovalDrafts:
                 "decisions": (),
                 "approved_args": None,
                 "superseded_by": None,
+                "supersedes": None,
                 "reason": None,
                 "metadata": {
                     **{k: real.metadata[k] for k in ("framework", "agent", TRUST_TTL) if k in real.metadata},

@@ -219,6 +219,8 @@ class Approval(_Frozen):
     approved_args: dict[str, Any] | None = None
     """Arguments to execute with once approved (differs from ``args`` after a modify)."""
     superseded_by: str | None = None
+    supersedes: str | None = None
+    """The approval this one replaced: a reviewer's edit of it needed other approvers (its card then links here)."""
     reason: str | None = None
     """Rejection reason, expiry note or failure text."""
     metadata: dict[str, Any] = Field(default_factory=dict)

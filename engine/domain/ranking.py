@@ -8,7 +8,9 @@ is, on every store. Time left orders as the deadline does, at any moment, so it 
 
 One thing the stored key cannot know is the moment: an approval about to expire must not wait under hours-long
 escalations. :func:`queue_order` puts each approval :func:`due_soon` (under ``max(10 min, 10% of its timeout)``
-left) above the rest of a page as it is shown, whatever its tier, and :func:`why_ranked` says so.
+left) above the rest of a page as it is shown, whatever its tier, and :func:`why_ranked` says so. The instant an
+approval becomes due soon (:func:`due_soon_at`) is fixed at creation too, so the stores index it and find every
+approval due soon at a cost bounded by how many are asked for, wherever the rank puts them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "PendingOrder",
     "band_of",
     "due_soon",
+    "due_soon_at",
     "queue_order",
     "rank_key",
     "time_left",
@@ -71,11 +74,16 @@ def band_of(a: Approval) -> str:
     return "approve" if a.tier is Tier.APPROVE else "other"
 
 
+def due_soon_at(a: Approval) -> float:
+    """The instant ``a`` becomes :func:`due_soon`: ``max(10 min, 10% of its timeout)`` before its deadline. The
+    stores compute the same expression (SQL, Redis score) to index it, so keep the arithmetic as it is."""
+    return a.expires_at - max(DUE_SOON_FLOOR, max(a.expires_at - a.created_at, 0.0) / 10)
+
+
 def due_soon(a: Approval, *, now: float) -> bool:
     """Whether ``a`` has under ``max(10 min, 10% of its timeout)`` left (or is past its deadline): it then ranks
     above every approval that is not, whatever its tier (:func:`queue_order`)."""
-    timeout = max(a.expires_at - a.created_at, 0.0)
-    return a.expires_at - now < max(DUE_SOON_FLOOR, timeout / 10)
+    return now > due_soon_at(a)
 
 
 def queue_order(items: Sequence[_A], *, now: float) -> list[_A]:

@@ -8,9 +8,10 @@ from aiohttp import web
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Reviewer, Status
 from hitl.engine.domain.practice import is_practice, practice_note
-from hitl.engine.domain.ranking import queue_order, why_ranked
+from hitl.engine.domain.ranking import why_ranked
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, NotFound
+from hitl.engine.storage.queue import queue_page
 
 from .context import CONTEXT, body_of, caller_of, may_see, query_of
 from .models import (
@@ -44,9 +45,11 @@ async def list_approvals(request: web.Request) -> web.Response:
     ranked = q.status == Status.PENDING and q.order == "rank"
     waiting: int | None = None
     if q.status == Status.PENDING:
-        page = await approvals.list_pending(
-            roles=[q.role] if q.role else None, limit=q.limit, cursor=q.cursor, order=q.order, now=now
-        )
+        roles = [q.role] if q.role else None
+        if ranked:  # as a person meets it now: every one due soon first, wherever the rank puts it
+            page = await queue_page(approvals, now=now, roles=roles, limit=q.limit, cursor=q.cursor)
+        else:
+            page = await approvals.list_pending(roles=roles, limit=q.limit, cursor=q.cursor, order=q.order, now=now)
         waiting = await ctx.waiting_on(caller)
     else:
         status = None if q.status == "any" else Status(q.status)
@@ -54,7 +57,7 @@ async def list_approvals(request: web.Request) -> web.Response:
     items: list[ApprovalView] = []
     reviewers: dict[str | None, Reviewer] = {}
     # A pending page in rank order reads as a person meets it now: one about to expire first (why_ranked says so).
-    for a in queue_order(page.items, now=now) if ranked else page.items:
+    for a in page.items:
         if not may_see(caller, a) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
             continue
         if q.role and q.status != Status.PENDING and a.required_role not in (q.role, None):

@@ -413,9 +413,10 @@ def pending(
     from hitl.cli.flows import approval_view
     from hitl.cli.output import Out
     from hitl.cli.remote import connect
-    from hitl.engine.domain.ranking import PendingOrder, queue_order, why_ranked
+    from hitl.engine.domain.ranking import PendingOrder, why_ranked
     from hitl.engine.errors import InvalidInput
     from hitl.engine.runtime.process import open_runtime
+    from hitl.engine.storage.queue import queue_page
 
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
@@ -444,9 +445,14 @@ def pending(
             approvals = rt.store.approvals
             mine = settings.reviewer
             now = rt.contexts.clock.now()
-            page = await approvals.list_pending(roles=roles, exclude_requester=mine, limit=limit, order=sort, now=now)
+            if sort == "rank":  # as a person meets it now: every one due soon first, wherever the rank puts it
+                page = await queue_page(approvals, now=now, roles=roles, exclude_requester=mine, limit=limit)
+            else:
+                page = await approvals.list_pending(
+                    roles=roles, exclude_requester=mine, limit=limit, order=sort, now=now
+                )
             views = []
-            for a in queue_order(page.items, now=now) if sort == "rank" else page.items:
+            for a in page.items:
                 view = await approval_view(rt, a)
                 views.append(view.model_copy(update={"ranked": why_ranked(a, now=now)}) if sort == "rank" else view)
             waiting = await approvals.count_pending(roles=roles, exclude_requester=mine, now=now) if roles else None

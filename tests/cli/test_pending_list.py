@@ -40,9 +40,9 @@ def hitl(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     )
 
 
-def refund(tmp_path: Path, amount: str, session: str, at: int) -> str:
-    """Ask for a refund of ``amount`` on order 78291 at ``at``; the approval it waits on."""
-    r = hitl(tmp_path, "run", str(REFUND), "--var", "order_id=78291", "--var", f"amount={amount}", "--session",
+def refund(tmp_path: Path, amount: str, session: str, at: int, order: str = "78291") -> str:
+    """Ask for a refund of ``amount`` on ``order`` at ``at``; the approval it waits on."""
+    r = hitl(tmp_path, "run", str(REFUND), "--var", f"order_id={order}", "--var", f"amount={amount}", "--session",
              session, "--json", HITL_NOW=str(at))  # fmt: skip
     assert r.returncode == 4, (r.stdout, r.stderr)
     return str(json.loads(r.stdout)["approval_id"])
@@ -96,3 +96,21 @@ def test_show_leaves_a_declared_string_that_reads_as_a_number_unmarked(queue: tu
     about = next(line for line in out.splitlines() if line.startswith("about"))
     assert about.split(None, 1)[1].startswith("Approval needed: Refund USD 120.00")
     assert "look closely" not in out and "only its quotes tell it from" not in out
+
+
+def test_one_due_soon_comes_first_though_the_store_ranks_it_past_the_first_page(
+    queue: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    # Asked first (the module's queue) or asked last (a store of its own), with 1 min left at NOW: the store ranks
+    # it after the escalations, past `--limit 2`'s page; it still leads the list, and says why.
+    first_path, (urgent, far, _) = queue
+    last = [refund(tmp_path, amount, f"ses_{amount}", NOW - 3 + i) for i, amount in enumerate(("600", "1250", "900"))]
+    late = refund(tmp_path, "60", "ses_late", NOW - TIMEOUT + 60, order="78300")  # another customer: no sum to escalate
+    for path, expected in ((first_path, [urgent, far]), (tmp_path, [late, last[1]])):
+        r = hitl(path, "pending", "--json", "--limit", "2", "--config", CONFIG, HITL_NOW=str(NOW))
+        listed = json.loads(r.stdout)["pending"]
+        assert [a["id"] for a in listed] == expected, r.stderr
+        assert listed[0]["ranked"] == "due soon, so first: 1 min left · approve"
+        assert listed[1]["ranked"].startswith("escalated · 2.5× its rule's limit")
+        shown = hitl(path, "pending", "--limit", "2", "--config", CONFIG, HITL_NOW=str(NOW)).stdout.splitlines()
+        assert shown[2].split(" ")[0] == expected[0] and "due soon, so first: 1 min left" in shown[3]

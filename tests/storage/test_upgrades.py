@@ -31,7 +31,7 @@ from typing import Any
 import asyncpg
 
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status, Tier
-from hitl.engine.domain.ranking import rank_key
+from hitl.engine.domain.ranking import due_soon_at, rank_key
 from hitl.engine.domain.records import AuditEntry, MessageRef
 from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.paging import every_pending
@@ -116,6 +116,10 @@ async def _ranked_after(store: SqliteStore | RedisStore | PostgresStore, clock: 
     expected = sorted([*pending, urgent], key=lambda a: (rank_key(a), a.id))
     assert [a.id for a in ranked.items] == [a.id for a in expected] and ranked.items[0].id == urgent.id
     assert len(pending) >= 3
+    # And in the due-soon index, at when each becomes due soon: once all are, every one is found.
+    later = max(a.expires_at for a in expected) + 1
+    due = await store.approvals.list_due_soon(now=later, limit=500)
+    assert [a.id for a in due] == [a.id for a in sorted(expected, key=lambda a: (due_soon_at(a), a.id))]
 
 
 async def _trust_works_after(store: SqliteStore | RedisStore | PostgresStore, clock: FakeClock) -> None:
@@ -289,12 +293,21 @@ async def _as_an_older_hitl_laid_them_out(store: RedisStore) -> None:
 
 
 async def _as_layout_2_left_them(store: RedisStore) -> None:
-    """Remove the ranked indexes and mark the layout before them (2): the store as the previous release left it."""
+    """Remove the ranked indexes and mark the layout before them (2): the store as the release before the previous
+    one left it (no due-soon index either)."""
     c = store.conn
     ranked = [k async for k in c.r.scan_iter(match=f"{store.prefix}:ranked:*")]
     if ranked:
         await c.r.delete(*ranked)
+    await _as_layout_3_left_them(store)
     await c.r.set(c.layout_key, "2")
+
+
+async def _as_layout_3_left_them(store: RedisStore) -> None:
+    """Remove the due-soon index and mark the layout before it (3): the store as the previous release left it."""
+    c = store.conn
+    await c.r.delete(c.soon_key)
+    await c.r.set(c.layout_key, "3")
 
 
 async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
@@ -370,6 +383,21 @@ async def test_redis_ranks_the_pending_approvals_the_previous_layout_left_and_en
         assert await upgraded.conn.r.get(upgraded.conn.layout_key) == LAYOUT
         found = await upgraded.runs.load("a%3Ab")
         assert found is not None and found.data == CALLERS_RUN
+    finally:
+        await upgraded.close()
+
+
+async def test_redis_indexes_when_the_pending_approvals_the_previous_layout_left_become_due_soon(
+    redis_store: RedisStore, redis_url: str, clock: FakeClock
+) -> None:
+    for i in range(3):
+        await redis_store.approvals.create(make_approval(now=clock.advance(1), key=f"soon{i}", ttl=900.0 - i))
+    await _as_layout_3_left_them(redis_store)
+    assert await redis_store.approvals.list_due_soon(now=clock.now() + 3600) == []  # layout 3 kept no such index
+    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)
+    try:
+        await _ranked_after(upgraded, clock)
+        assert await upgraded.conn.r.get(upgraded.conn.layout_key) == LAYOUT
     finally:
         await upgraded.close()
 

@@ -24,6 +24,7 @@ from hitl.engine.storage.codec import (
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import load_approval
+from hitl.engine.storage.postgres.schema import DUE_SOON_AT
 from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.storage.signals import wait_for_version
 
@@ -98,6 +99,25 @@ class PgApprovals:
 
         async def read(c: Conn) -> int:
             return int(await c.fetchval(sql, *params))
+
+        return await self.db.run(read, write=False)
+
+    async def list_due_soon(
+        self,
+        *,
+        now: float,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        limit: int = 50,
+    ) -> list[Approval]:
+        params: list[Any] = [now]
+        sql = f"SELECT doc FROM approvals WHERE status = 'pending' AND {DUE_SOON_AT} < $1"
+        sql += _pending_filter(roles, exclude_requester, params, now)
+        params.append(limit)
+        sql += f" ORDER BY {DUE_SOON_AT}, id LIMIT ${len(params)}"
+
+        async def read(c: Conn) -> list[Approval]:
+            return [Approval.model_validate_json(r[0]) for r in await c.fetch(sql, *params)]
 
         return await self.db.run(read, write=False)
 

@@ -8,11 +8,14 @@ transaction); the operations page shows the grants that keep even the service ro
 
 from __future__ import annotations
 
-__all__ = ["GRANTS_DROPPED", "MIGRATIONS", "MIGRATION_LOCK"]
+__all__ = ["DUE_SOON_AT", "GRANTS_DROPPED", "MIGRATIONS", "MIGRATION_LOCK"]
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": the advisory lock key migrations are applied under
 GRANTS_DROPPED = "trust_dropped_at_upgrade"
 """The grants migration 4 dropped, until the opening has audited each as ended (:mod:`.upgrade`)."""
+DUE_SOON_AT = "(expires_at - greatest(600::float8, (expires_at - created_at) / 10::float8))"
+"""The instant a pending approval becomes due soon (:func:`~hitl.engine.domain.ranking.due_soon_at`, the same
+arithmetic on the same doubles) as SQL: the expression migration 15 indexes, and what a query names to use it."""
 
 _V1 = """
 CREATE TABLE approvals (
@@ -301,6 +304,12 @@ ALTER TABLE windows ADD COLUMN IF NOT EXISTS prior_count BIGINT;
 ALTER TABLE windows ADD COLUMN IF NOT EXISTS prior_total DOUBLE PRECISION;
 """
 
+_V15 = f"""
+-- When each pending approval becomes due soon, indexed (an expression of two columns every database has, so it is
+-- built over the approvals an older hitl wrote too): the queue finds every one due soon, wherever its rank puts it.
+CREATE INDEX IF NOT EXISTS approvals_soon ON approvals ({DUE_SOON_AT}, id) WHERE status = 'pending';
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -316,5 +325,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (12, _V12),
     (13, _V13),
     (14, _V14),
+    (15, _V15),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

@@ -128,6 +128,21 @@ class RedisApprovals:
         out = await self.conn.call(self.conn.page_script, await self._indexes(roles, ranked=True), args)
         return int(text(out[0]))
 
+    async def list_due_soon(
+        self,
+        *,
+        now: float,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        limit: int = 50,
+    ) -> list[Approval]:
+        # One index for every role, scored by when each becomes due soon: the page script reads it up to `now`.
+        mine = [] if roles is None else ["1", *roles]
+        args = ["", "", limit, exclude_requester or "", f"{self.p}:{{", "soon", repr(now), *mine]
+        out = [text(x) for x in await self.conn.call(self.conn.page_script, [self.conn.soon_key], args)]
+        rows = [out[1 + 10 * i : 11 + 10 * i] for i in range(int(out[0]))]
+        return [approval_from_result(["", "", *r[2:]]) for r in rows if r[2]]
+
     async def _indexes(self, roles: Collection[str] | None, *, ranked: bool) -> list[str]:
         """The index of each role a reviewer of ``roles`` may decide for (None: every role that ever had a pending
         approval, a small set; no keyspace scan)."""

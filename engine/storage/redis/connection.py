@@ -124,10 +124,10 @@ def key_id(part: str) -> str:
     return unquote(part)
 
 
-LAYOUT = "3"
-"""The key layout this release writes: pending approvals in ranked indexes too (2: caller ids inside keys through
-:func:`key_part`; 1 and none: as the caller gave them)."""
-KEYS_ENCODED = ("2", LAYOUT)
+LAYOUT = "4"
+"""The key layout this release writes: pending approvals in the due-soon index too (3: in ranked indexes too; 2:
+caller ids inside keys through :func:`key_part`; 1 and none: as the caller gave them)."""
+KEYS_ENCODED = ("2", "3", LAYOUT)
 """Layouts whose keys hold caller ids encoded already (never encoded again)."""
 _UPGRADE_LEASE = 120
 """Seconds one process may hold the upgrade before another may take it over (it died midway)."""
@@ -321,6 +321,12 @@ class RedisConnection:
     def ranked_key(self, role: str | None) -> str:
         """The pending approvals of ``role`` scored by their rank (:func:`~hitl.engine.domain.ranking.rank_key`)."""
         return f"{self.p}:ranked:{role or ANY_ROLE}"
+
+    @property
+    def soon_key(self) -> str:
+        """The pending approvals of every role scored by when each becomes due soon
+        (:func:`~hitl.engine.domain.ranking.due_soon_at`): the queue's "due soon" part."""
+        return f"{self.p}:soon"
 
     @property
     def created_channel(self) -> str:

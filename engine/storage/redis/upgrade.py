@@ -12,7 +12,7 @@ import logging
 import time
 
 from hitl.engine.domain.models import kind_of_older
-from hitl.engine.domain.ranking import rank_key
+from hitl.engine.domain.ranking import due_soon_at, rank_key
 from hitl.engine.domain.records import entry_body
 from hitl.engine.domain.upgrade_grants import grant_ended_at_upgrade
 from hitl.engine.storage.redis.approvals import queue_read, read_result
@@ -30,7 +30,7 @@ _ENCODED_KINDS = ("run", "claim", "win")
 async def upgrade(conn: RedisConnection) -> None:
     """Every step, in order: older trust grants removed (each audited as ended), approval kinds written, alert
     states moved out of the runs, (on a store whose keys are not encoded yet) caller ids inside keys encoded, then
-    every pending approval put in the ranked index of its role."""
+    every pending approval put in the ranked index of its role and in the due-soon index."""
     await _drop_legacy_grants(conn)
     await _write_kinds(conn)
     await _move_alert_states(conn)
@@ -41,7 +41,8 @@ async def upgrade(conn: RedisConnection) -> None:
 
 async def _rank_pending(c: RedisConnection) -> None:
     """Each approval in a pending index added to its role's ranked index, at the rank its document gives (one an
-    older hitl wrote kept no ratio: it ranks by tier and deadline). ``NX``: a rank already there is kept."""
+    older hitl wrote kept no ratio: it ranks by tier and deadline), and to the due-soon index, at when it becomes
+    due soon. ``NX``: a score already there is kept."""
     for role in sorted(text(r) for r in await c.r.smembers(f"{c.p}:pending-roles")):
         name = None if role == ANY_ROLE else role
         ids = [text(m) for m in await c.r.zrange(c.pending_key(name), 0, -1)]
@@ -52,12 +53,15 @@ async def _rank_pending(c: RedisConnection) -> None:
                     queue_read(pipe, c, approval_id)
                 rows = await pipe.execute()
             ranks: dict[str, int] = {}
+            soon: dict[str, float] = {}
             for i, approval_id in enumerate(chunk):
                 found = read_result(rows[2 * i], rows[2 * i + 1])
                 if found is not None and found.is_open:
                     ranks[approval_id] = rank_key(found)
+                    soon[approval_id] = due_soon_at(found)
             if ranks:
                 await c.r.zadd(c.ranked_key(name), ranks, nx=True)
+                await c.r.zadd(c.soon_key, soon, nx=True)
 
 
 async def _drop_legacy_grants(c: RedisConnection) -> None:

@@ -27,6 +27,7 @@ from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.signals import wait_for_version
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
+from hitl.engine.storage.sqlite.schema import DUE_SOON_AT
 from hitl.engine.storage.sqlite.trust import insert_grant
 
 __all__ = ["CREATED_POLL", "SqliteApprovals"]
@@ -103,6 +104,27 @@ class SqliteApprovals:
         def tx(c: sqlite3.Connection) -> int:
             sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM approvals WHERE status = 'pending'{where} LIMIT ?)"
             return int(c.execute(sql, [*params, cap]).fetchone()[0])
+
+        return await self.db.run(tx, write=False)
+
+    async def list_due_soon(
+        self,
+        *,
+        now: float,
+        roles: Collection[str] | None = None,
+        exclude_requester: str | None = None,
+        limit: int = 50,
+    ) -> list[Approval]:
+        where, params = _pending_filter(roles, exclude_requester, now)
+        # Named, the expression index is used or the query fails: never a silent walk of every pending row.
+        sql = (
+            f"SELECT doc FROM approvals INDEXED BY approvals_soon WHERE status = 'pending' AND {DUE_SOON_AT} < ?"
+            f"{where} ORDER BY {DUE_SOON_AT}, id LIMIT ?"
+        )
+
+        def tx(c: sqlite3.Connection) -> list[Approval]:
+            rows = c.execute(sql, [now, *params, limit]).fetchall()
+            return [Approval.model_validate_json(r[0]) for r in rows]
 
         return await self.db.run(tx, write=False)
 

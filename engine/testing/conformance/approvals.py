@@ -12,7 +12,7 @@ import pytest
 
 from hitl.engine.clocks import FakeClock
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
-from hitl.engine.domain.ranking import rank_key
+from hitl.engine.domain.ranking import due_soon, due_soon_at, rank_key
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, IllegalTransition, NotFound, StaleVersion
 from hitl.engine.ports import Store
 from hitl.engine.testing.conformance.helpers import SUPPORT, cmd
@@ -433,6 +433,40 @@ class ApprovalsConformance:
             await store.approvals.list_pending(cursor="1.0|x", order="rank")
         with pytest.raises(EngineError):
             await store.approvals.list_pending(cursor="r5|x")
+
+    async def test_due_soon_are_found_wherever_the_rank_puts_them(self, store: Store, clock: FakeClock) -> None:
+        # Escalations with days to go fill the ranked pages; the few approvals due soon (a short timeout, or a
+        # tenth of a long one left), made first and last, are found at once, those due soon longest first.
+        start = clock.now()
+        calm = [make_approval(now=start + i, key=f"calm{i}", tier=Tier.ESCALATE, ttl=86400.0 * 3) for i in range(60)]
+        short = make_approval(now=start - 1, key="short", ttl=300.0)  # due soon from the start: under 10 min
+        week = make_approval(now=start - 604800 + 3600, key="week", role="finance", ttl=604800.0)  # 1 h of 7 days
+        late = make_approval(now=start + 100, key="late", ttl=1200.0, requester="U_ASKER")  # due soon at +700
+        handed = make_approval(now=start - 1, key="handed", role="legal", ttl=500.0).model_copy(
+            update={"backup_role": "finance", "hand_on_at": start + 50}
+        )
+        for a in [short, week, *calm, late, handed]:
+            await store.approvals.create(a)
+        first = await store.approvals.list_pending(limit=20, order="rank")
+        assert {a.id for a in first.items}.isdisjoint({short.id, week.id, late.id})  # escalations fill the page
+
+        async def due(now: float, **kw: object) -> list[str]:
+            return [a.id for a in await store.approvals.list_due_soon(now=now, **kw)]  # type: ignore[arg-type]
+
+        def by_soon(*made: Approval) -> list[str]:
+            return [a.id for a in sorted(made, key=lambda a: (due_soon_at(a), a.id))]
+
+        assert await due(start + 200) == by_soon(short, week, handed)  # late has 1000 s left, over 10 min
+        assert await due(start + 701) == by_soon(short, week, late, handed)
+        assert await due(start + 701, limit=2) == by_soon(short, week, late, handed)[:2]
+        assert await due(start + 701, roles=["support"], exclude_requester="U_ASKER") == [short.id]
+        assert await due(start + 10, roles=["finance"]) == [week.id]  # not handed on yet
+        assert await due(start + 60, roles=["finance"]) == by_soon(week, handed)
+        await store.approvals.decide(cmd(short, "U_SUPPORT1"), now=start + 200)
+        assert await due(start + 701) == by_soon(week, late, handed)  # decided: due soon no more
+        assert all(not due_soon(a, now=start + 701) for a in calm)
+        soonest_calm = await due(start + 86400 * 2.7 + 60, roles=["support"], exclude_requester="U_ASKER", limit=1)
+        assert soonest_calm == [calm[0].id]
 
     async def test_list_recent_pages_newest_first_by_status(self, store: Store, clock: FakeClock) -> None:
         made = []

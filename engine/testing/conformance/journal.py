@@ -266,6 +266,8 @@ class JournalConformance:
         assert done.applied and done.created and done.approval == ask
         assert (await store.approvals.get(ask.id)).status is Status.PENDING
         assert [a.id for a in (await store.approvals.list_pending()).items] == [ask.id]
+        due = await store.approvals.list_due_soon(now=ask.expires_at - 1)  # in the due-soon index too
+        assert [a.id for a in due] == [ask.id]
         assert await store.runs.paused() == ["r1"]
         assert [e.event for e in await store.audit.entries(approval_id=ask.id)] == ["created"]
         assert await store.runs.own("r1", holder=W2, now=clock.now(), lease=5)  # released

@@ -1,6 +1,7 @@
 -- approval_new(k, ak, dk, audit, doc, fields): write a new approval's hash, static document and first audit line,
 -- index it under its backup role too (when it has one: its backup reviewers' lists find it once it is handed on;
--- the page script checks when), and announce the new approval on "<prefix>:created".
+-- the page script checks when) and by when it becomes due soon (the queue's "due soon" index), and announce the new
+-- approval on "<prefix>:created".
 -- Needs chain_push (include chain first).
 local function approval_new(k, ak, dk, audit, doc, fields)
   redis.call('SET', dk, doc)
@@ -8,7 +9,8 @@ local function approval_new(k, ak, dk, audit, doc, fields)
   chain_push(ak, audit)
   -- Announce it: a running `hitl serve` cards it at once (the key is "<prefix>:{<id>}").
   local prefix, id = string.match(k, '^(.*):{([^}]*)}$')
-  local b = redis.call('HMGET', k, 'backup', 'created_at', 'rank')
+  local b = redis.call('HMGET', k, 'backup', 'created_at', 'rank', 'soon')
+  if prefix and b[4] then redis.call('ZADD', prefix .. ':soon', 'NX', b[4], id) end
   if prefix and b[1] and b[1] ~= '' then
     redis.call('ZADD', prefix .. ':pending:' .. b[1], 'NX', b[2], id)
     redis.call('ZADD', prefix .. ':ranked:' .. b[1], 'NX', b[3], id)

@@ -1,8 +1,8 @@
 -- move_to(k, ak, aid, target, now_s, actor, detail, channel): move an approval to target (the caller checked the
 -- state table), audited in its chain and announced on its channel; returns the new version.
 -- Needs chain_push (include chain first).
--- unindex(k, aid): take an approval that stops being pending out of its role's pending and ranked indexes and the due
--- index, in
+-- unindex(k, aid): take an approval that stops being pending out of its role's pending and ranked indexes, the due
+-- index and the due-soon index, in
 -- the step that ends its pending state (no index ever holds decided approvals for a later read to drop). The index
 -- keys follow from the approval's key ("<prefix>:{<id>}") and its role, as connection.py lays them out.
 local function unindex(k, aid)
@@ -17,6 +17,7 @@ local function unindex(k, aid)
     redis.call('ZREM', prefix .. ':ranked:' .. backup, aid)
   end
   redis.call('ZREM', prefix .. ':due', aid)
+  redis.call('ZREM', prefix .. ':soon', aid)
 end
 
 local function move_to(k, ak, aid, target, now_s, actor, detail, channel)

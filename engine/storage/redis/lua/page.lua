@@ -4,7 +4,8 @@
 -- approvals are read.
 -- KEYS: the indexes. ARGV: after_score ('' = from the start), after_id, want, exclude_requester ('' = none),
 -- approval key prefix ("<prefix>:{"): an approval's keys are known only from the index; ARGV[6] 'count': only
--- count them (up to want); ARGV[7] now ('' = none), ARGV[8] '1' when roles are asked for, ARGV[9..] those roles
+-- count them (up to want), 'soon': only those scored below now (the due-soon index: those due soon by now);
+-- ARGV[7] now ('' = none), ARGV[8] '1' when roles are asked for, ARGV[9..] those roles
 -- (ARGV[8] absent: every role): an approval
 -- found in the index of its backup role only counts once it is handed on by now (it is indexed there from the
 -- start).
@@ -22,12 +23,14 @@ local function mine(role, backup, at)
   return backup ~= '' and wanted[backup] and now ~= nil and at ~= '' and now >= tonumber(at)
 end
 local found, seen = {}, {}
+local hi = '+inf'
+if ARGV[6] == 'soon' then hi = '(' .. ARGV[7] end
 for _, key in ipairs(KEYS) do
   local lo = '-inf'
   if after_score then lo = ARGV[1] end
   local offset, got = 0, 0
   while got < want do
-    local batch = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', offset, want * 2)
+    local batch = redis.call('ZRANGEBYSCORE', key, lo, hi, 'WITHSCORES', 'LIMIT', offset, want * 2)
     if #batch == 0 then break end
     offset = offset + #batch / 2
     local stale = {}
