@@ -179,14 +179,15 @@ def _icu() -> Any:
 # -- hidden characters ---------------------------------------------------------------------------------------
 @cache
 def _hidden_class() -> re.Pattern[str]:
-    """Unicode's default-ignorable and bidi-control characters and every control, from the pinned ICU, and the
-    Braille blank (a letter to Unicode, drawn as nothing)."""
+    """Unicode's default-ignorable and bidi-control characters and every control, from the pinned ICU, the
+    Braille blank (a letter to Unicode, drawn as nothing), and the surrogates (a lone one, which only an in-process
+    str holds, would otherwise break the JSON or UTF-8 that carries the text on)."""
     found = _icu().UnicodeSet(r"[[:Default_Ignorable_Code_Point:][:Bidi_Control:][:Cc:][\u2800]]")
     ranges = "".join(
         re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
         for start, end in ((ord(a), ord(b)) for a, b in found.ranges())
     )
-    return re.compile(f"[{ranges}]")
+    return re.compile(f"[{ranges}\\ud800-\\udfff]")  # the surrogates by hand: PyICU hands each back as U+FFFD
 
 
 def reveal(text: str, *, keep: str = "") -> tuple[str, int]:
