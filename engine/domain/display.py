@@ -362,13 +362,20 @@ def _boundaries(text: str) -> list[int]:
     return [to_point[u] for u in units]
 
 
+_STREAM_SAFE = 32
+"""The most code points a grapheme holds in any text written to be read (Unicode's Stream-Safe Text Format, UAX #15,
+allows 30 combining marks in a row); a longer one is built to hide or to overflow (zalgo, a chain of 1,000 ZWJs)."""
+
+
 def graphemes_cut(text: str, limit: int) -> str:
-    """The longest start of ``text`` within ``limit`` characters that ends at a grapheme boundary."""
+    """The longest start of ``text`` within ``limit`` characters that ends at a grapheme boundary; a grapheme longer
+    than :data:`_STREAM_SAFE` that straddles the limit is cut inside it, so its start still shows (a reason that is
+    one 4,000-code-point grapheme would otherwise show as nothing at all)."""
     if len(text) <= limit:
         return text
     head = text[: limit + 16]  # enough for any grapheme that straddles the limit
     cut = max((b for b in _boundaries(head) if b <= limit), default=0)
-    return text[:cut]
+    return text[:limit] if limit - cut > _STREAM_SAFE else text[:cut]
 
 
 def excerpt(value: Any, limit: int) -> tuple[str, int]:
