@@ -231,6 +231,7 @@ def _in_use(text: str, i: int) -> bool:
     return False
 
 
+@cache  # a few distinct characters, asked about once for each joiner around them (32,000 in a long emoji chain)
 def _written(ch: str) -> bool:
     """A character that is not ASCII, and is neither a space nor hidden itself."""
     return bool(ch) and not ch.isascii() and not ch.isspace() and not _hidden_class().match(ch)
