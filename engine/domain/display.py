@@ -400,7 +400,8 @@ def excerpt(value: Any, limit: int) -> tuple[str, int]:
 
 def pages(text: str, size: int) -> list[str]:
     """``text`` in pages of at most ``size`` characters, each ending at a grapheme boundary (a grapheme longer
-    than ``size`` is a page of its own)."""
+    than ``size`` is a page of its own; one longer than any written text holds, :data:`_STREAM_SAFE`, is cut inside
+    into pages of ``size``, so no page outgrows what holds it)."""
     if len(text) <= size:
         return [text]
     out: list[str] = []
@@ -410,6 +411,9 @@ def pages(text: str, size: int) -> list[str]:
         if b - start > size and bounds[i - 1] > start:
             out.append(text[start : bounds[i - 1]])
             start = bounds[i - 1]
+        while b - start > size and b - bounds[i - 1] > _STREAM_SAFE:
+            out.append(text[start : start + size])
+            start += size
     out.append(text[start:])
     return [p for p in out if p]
 

@@ -214,3 +214,6 @@ def test_a_grapheme_longer_than_any_written_text_is_cut_inside_so_its_start_stil
     assert graphemes_cut("ok " + zalgo, 600) == ("ok " + zalgo)[:600]
     family = "👨\u200d👩\u200d👧"  # a grapheme text needs is still never split
     assert graphemes_cut(family * 3, 6) == family and graphemes_cut(family, 4) == ""
+    parts = pages("ok " + zalgo + " end", 3000)  # the full-value view's boxes hold 3,000 characters each
+    assert "".join(parts) == "ok " + zalgo + " end" and max(map(len, parts)) <= 3000
+    assert pages(family * 3, 4) == [family] * 3
