@@ -149,7 +149,7 @@ def utf8_text(field: str, text: str | None) -> None:
     """Refuse (:class:`InvalidInput`) text that no UTF-8, JSON or store can carry: a lone surrogate (U+D800 to
     U+DFFF), which only an in-process Python ``str`` can hold. Refused where it arrives, so no store write, card or
     hash fails on it later with an encoding error."""
-    if text is None or text.isascii():
+    if not isinstance(text, str) or text.isascii():  # a wrong type is the field's own check to refuse
         return
     try:
         text.encode("utf-8")
