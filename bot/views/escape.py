@@ -38,6 +38,13 @@ def _cut(escaped: str, limit: int) -> str:
     return out
 
 
+_SLACK = 64
+"""Characters past a label's limit still read before it is cut: more than the longest grapheme that straddles the cut
+(graphemes_cut reads 16) and the look-ahead of a joiner's mark."""
+
+
 def label(text: str, limit: int = 200) -> str:
     """A short value from configuration or a record (tool name, reviewer id), escaped for mrkdwn."""
+    if len(text) > limit + _SLACK:  # only its start can show: marking and escaping never shorten text, so the rest is
+        text = text[: limit + _SLACK]  # cut unread (a 1 MB value is not scanned for each line that names it)
     return _cut(escape_mrkdwn(_visible(text).replace("\n", " ").replace("`", "\u02cb")), limit)

@@ -179,14 +179,15 @@ def _icu() -> Any:
 # -- hidden characters ---------------------------------------------------------------------------------------
 @cache
 def _hidden_class() -> re.Pattern[str]:
-    """Unicode's default-ignorable and bidi-control characters and every control, from the pinned ICU, and the
-    Braille blank (a letter to Unicode, drawn as nothing)."""
+    """Unicode's default-ignorable and bidi-control characters and every control, from the pinned ICU, the
+    Braille blank (a letter to Unicode, drawn as nothing), and the surrogates (a lone one, which only an in-process
+    str holds, would otherwise break the JSON or UTF-8 that carries the text on)."""
     found = _icu().UnicodeSet(r"[[:Default_Ignorable_Code_Point:][:Bidi_Control:][:Cc:][\u2800]]")
     ranges = "".join(
         re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
         for start, end in ((ord(a), ord(b)) for a, b in found.ranges())
     )
-    return re.compile(f"[{ranges}]")
+    return re.compile(f"[{ranges}\\ud800-\\udfff]")  # the surrogates by hand: PyICU hands each back as U+FFFD
 
 
 def reveal(text: str, *, keep: str = "") -> tuple[str, int]:
@@ -230,6 +231,7 @@ def _in_use(text: str, i: int) -> bool:
     return False
 
 
+@cache  # a few distinct characters, asked about once for each joiner around them (32,000 in a long emoji chain)
 def _written(ch: str) -> bool:
     """A character that is not ASCII, and is neither a space nor hidden itself."""
     return bool(ch) and not ch.isascii() and not ch.isspace() and not _hidden_class().match(ch)
@@ -361,13 +363,20 @@ def _boundaries(text: str) -> list[int]:
     return [to_point[u] for u in units]
 
 
+_STREAM_SAFE = 32
+"""The most code points a grapheme holds in any text written to be read (Unicode's Stream-Safe Text Format, UAX #15,
+allows 30 combining marks in a row); a longer one is built to hide or to overflow (zalgo, a chain of 1,000 ZWJs)."""
+
+
 def graphemes_cut(text: str, limit: int) -> str:
-    """The longest start of ``text`` within ``limit`` characters that ends at a grapheme boundary."""
+    """The longest start of ``text`` within ``limit`` characters that ends at a grapheme boundary; a grapheme longer
+    than :data:`_STREAM_SAFE` that straddles the limit is cut inside it, so its start still shows (a reason that is
+    one 4,000-code-point grapheme would otherwise show as nothing at all)."""
     if len(text) <= limit:
         return text
     head = text[: limit + 16]  # enough for any grapheme that straddles the limit
     cut = max((b for b in _boundaries(head) if b <= limit), default=0)
-    return text[:cut]
+    return text[:limit] if limit - cut > _STREAM_SAFE else text[:cut]
 
 
 def excerpt(value: Any, limit: int) -> tuple[str, int]:
@@ -391,7 +400,8 @@ def excerpt(value: Any, limit: int) -> tuple[str, int]:
 
 def pages(text: str, size: int) -> list[str]:
     """``text`` in pages of at most ``size`` characters, each ending at a grapheme boundary (a grapheme longer
-    than ``size`` is a page of its own)."""
+    than ``size`` is a page of its own; one longer than any written text holds, :data:`_STREAM_SAFE`, is cut inside
+    into pages of ``size``, so no page outgrows what holds it)."""
     if len(text) <= size:
         return [text]
     out: list[str] = []
@@ -401,6 +411,9 @@ def pages(text: str, size: int) -> list[str]:
         if b - start > size and bounds[i - 1] > start:
             out.append(text[start : bounds[i - 1]])
             start = bounds[i - 1]
+        while b - start > size and b - bounds[i - 1] > _STREAM_SAFE:
+            out.append(text[start : start + size])
+            start += size
     out.append(text[start:])
     return [p for p in out if p]
 

@@ -38,6 +38,7 @@ __all__ = [
     "identical",
     "normalize",
     "short_hash",
+    "utf8_text",
 ]
 
 MAX_EXACT_INT = 2**53 - 1
@@ -133,8 +134,31 @@ def identical(a: Any, b: Any) -> bool:
 
 
 def action_hash(tool: str, args: Mapping[str, Any]) -> str:
-    """SHA-256 hex of the canonical JSON of ``{"tool": tool, "args": args}``."""
-    return hashlib.sha256(canonical_json({"tool": tool, "args": args}).encode("utf-8")).hexdigest()
+    """SHA-256 hex of the canonical JSON of ``{"tool": tool, "args": args}``; :class:`InvalidInput` when a string in
+    them holds a lone surrogate, which UTF-8 cannot carry."""
+    text = canonical_json({"tool": tool, "args": args})
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:  # checked only when it fails: the hot path encodes once
+        utf8_text("args", text)
+        raise
+    return hashlib.sha256(raw).hexdigest()
+
+
+def utf8_text(field: str, text: str | None) -> None:
+    """Refuse (:class:`InvalidInput`) text that no UTF-8, JSON or store can carry: a lone surrogate (U+D800 to
+    U+DFFF), which only an in-process Python ``str`` can hold. Refused where it arrives, so no store write, card or
+    hash fails on it later with an encoding error."""
+    if not isinstance(text, str) or text.isascii():  # a wrong type is the field's own check to refuse
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidInput(
+            f"{field} holds a lone surrogate (U+{ord(text[e.start]):04X} at character {e.start}), which UTF-8 cannot "
+            "carry; decode the text with errors='replace' (or drop the character) and send it again",
+            path=field,
+        ) from None
 
 
 def batch_hash(items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.grouping import shown_digest
+from hitl.engine.domain.hashing import utf8_text
 from hitl.engine.domain.models import ApprovalKind, DecisionKind, Reviewer, Tier
 from hitl.engine.errors import InvalidInput
 
@@ -76,6 +77,10 @@ class ProposeRequest:
     kind: ApprovalKind = ApprovalKind.ACTION
     named: bool = False
 
+    def __post_init__(self) -> None:
+        for field in ("tool", "session_id", "requester", "evidence", "preview", "dedupe_key", "dedupe_scope", "role"):
+            utf8_text(field, getattr(self, field))
+
 
 @quick_init
 @dataclass(frozen=True)
@@ -113,6 +118,10 @@ class DecideRequest:
     replace_args: bool = False
     view_digest: str | None = None
     confirm: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        utf8_text("reason", self.reason)
+        utf8_text("approval_id", self.approval_id)
 
     @property
     def reviewer_id(self) -> str:
@@ -171,6 +180,7 @@ class GroupDecideRequest:
         if len(set(ids)) != len(ids):
             twice = sorted({i for i in ids if ids.count(i) > 1})
             raise InvalidInput(f"a group decision names each approval once; {', '.join(twice[:5])} came twice")
+        utf8_text("reason", self.reason)
 
     @property
     def reviewer_id(self) -> str:

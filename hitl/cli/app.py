@@ -464,12 +464,16 @@ def pending(
 
 @app.command(cls=FlagCommand, rich_help_panel=REVIEW)
 def show(
-    target: Annotated[str, typer.Argument(metavar="ID")],
+    targets: Annotated[
+        list[str],
+        typer.Argument(metavar="ID...", help="One approval or more (each an id, a unique prefix or a session)."),
+    ],
     as_json: JsonOpt = False,
     store: StoreOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Show one approval (or the approval a session is waiting on), in the words of `--config`'s hitl.yaml."""
+    """Show one approval or several, one after another (or the approval a session is waiting on), in the words of
+    `--config`'s hitl.yaml."""
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import approval_view, resolve_target
@@ -477,22 +481,25 @@ def show(
     from hitl.cli.remote import connect
     from hitl.engine.runtime.process import open_runtime
 
+    if as_json and len(targets) > 1:
+        raise typer.BadParameter("--json shows one approval: run `hitl show ID --json` for each", param_hint="ID")
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=None)
 
     async def work() -> int:
         client = await connect(None)
         if client is not None:
-            view = await client.approval(target)
-            out.emit(approval_json(view.model_copy(update={"audit": None}))) if out.json else out.approval(view)
+            views = [await client.approval(target) for target in targets]  # all found before any is printed
+            for view in views:
+                out.emit(approval_json(view.model_copy(update={"audit": None}))) if out.json else out.approval(view)
             return 0
         async with open_runtime(settings.runtime, read_only=True) as rt:
-            approval, _ = await resolve_target(rt, target)
-            view = await approval_view(rt, approval)
-            if out.json:
-                out.emit(approval_json(view))
-            else:
-                out.approval(view)
+            views = [await approval_view(rt, (await resolve_target(rt, target))[0]) for target in targets]
+            for view in views:
+                if out.json:
+                    out.emit(approval_json(view))
+                else:
+                    out.approval(view)
         return 0
 
     run_command(out, work)

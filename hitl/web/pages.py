@@ -237,7 +237,8 @@ def decision_page(
         parts.append(
             '<section class="evidence"><h2>Untrusted evidence <span class="untrusted">sent with the request, shown '
             "as plain text: do not follow instructions in it</span></h2>"
-            f'<pre class="evidence-text">{_e(shown_evidence(view.evidence))}</pre></section>'
+            # A line break after <pre> is dropped by every HTML parser: ours, so evidence that starts with one keeps it
+            f'<pre class="evidence-text">\n{_e(shown_evidence(view.evidence))}</pre></section>'
         )
     return layout(view.heading, "".join(parts), reviewer=reviewer, csrf=csrf)
 

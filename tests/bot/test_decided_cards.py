@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hitl.bot.views.arguments import ACTION_FULL_VALUE
 from hitl.bot.views.blocks import HALTED, card
 from hitl.bot.views.controls import ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
@@ -25,12 +27,13 @@ from hitl.bot.views.group_cards import (
 from hitl.engine.domain.display import reveal
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.errors import InvalidInput
 from hitl.sandbox.limits import message_problems
 from hitl.sandbox.webapi import Message
 from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl
 from tests.bot.conftest import CONFIG, Harness
-from tests.bot.hostile import HOSTILE
+from tests.bot.hostile import HOSTILE, carried
 from tests.bot.test_group_cards import flood, group_message
 from tests.bot.test_halt import ADMIN, h  # noqa: F401  (the harness with an admin who may halt)
 from tests.bot.test_hostile_text import INVISIBLE, assert_inert
@@ -207,14 +210,21 @@ async def test_every_hostile_reason_stays_inert_on_the_card_the_home_tab_and_hit
     sqlite_harness: Harness, tmp_path: Path
 ) -> None:
     decided = []
-    for i, hostile in enumerate(HOSTILE):
+    typed = [hostile for hostile in HOSTILE if carried(hostile)]
+    for i, hostile in enumerate(typed):
         a = await propose(sqlite_harness, amount=10 + i, session=f"ses_hostile{i}")
         await sqlite_harness.svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.REJECT, reason=hostile))
         decided.append(a.id)
+    [surrogate] = [hostile for hostile in HOSTILE if not carried(hostile)]
+    with pytest.raises(InvalidInput, match="lone surrogate"):  # no decision can carry it: refused as it arrives
+        await sqlite_harness.svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.REJECT, reason=surrogate))
     await sqlite_harness.settle()
-    for approval_id, hostile in zip(decided, HOSTILE, strict=True):
+    for approval_id, hostile in zip(decided, typed, strict=True):
         card = sqlite_harness.card_for(approval_id)
         assert_inert(card.blocks)
+        if not hostile:  # an empty reason is no reason: no box
+            assert reasons(card) == []
+            continue
         [shown] = reasons(card)  # the reason is on the card, in its box: bounded, and literal
         assert len(shown) <= 601 and shown[:30] == reveal(hostile, keep="\n\t")[0][:30]
     assert (await sqlite_harness.slack.home_opened("U_SUPPORT1")).status == 200
@@ -222,11 +232,10 @@ async def test_every_hostile_reason_stays_inert_on_the_card_the_home_tab_and_hit
     assert_inert(sqlite_harness.state.homes["U_SUPPORT1"]["blocks"])
 
     env = {"HITL_STORE": f"sqlite:///{tmp_path / 'bot.db'}", "HITL_CONFIG": str(CONFIG)}
-    for approval_id in decided:
-        code, out, err = await hitl("show", approval_id, env=env)
-        assert code == 0, err
-        assert not INVISIBLE.search(out), repr(out[:300])  # no escape, bidi or hidden character reaches a terminal
-        assert "\x1b" not in out and approval_id in out
+    code, out, err = await hitl("show", *decided, env=env)  # one process shows them all, one after another
+    assert code == 0, err
+    assert not INVISIBLE.search(out), repr(out[:300])  # no escape, bidi or hidden character reaches a terminal
+    assert "\x1b" not in out and all(approval_id in out for approval_id in decided)
 
 
 async def test_a_group_card_names_what_it_holds_totals_in_its_currency_and_drops_those_who_voted(

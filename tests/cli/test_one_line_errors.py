@@ -29,6 +29,7 @@ def hitl(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None)
         (["resume", "apr_X", "--approve", "--reject"], "choose one decision, not approve and reject"),
         (["pending", "--limit", "0"], "--limit"),
         (["policy", "explain", "--bogus"], "(see `hitl policy explain --help`)"),
+        (["show", "apr_A", "apr_B", "--json"], "--json shows one approval: run `hitl show ID --json` for each"),
     ],
 )
 def test_a_usage_error_is_one_line_with_its_code(args: list[str], says: str, tmp_path: Path) -> None:

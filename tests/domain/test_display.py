@@ -206,3 +206,14 @@ def test_money_refuses_what_is_not_an_amount() -> None:
 )
 def test_invisible_characters_are_marked_unless_writing_uses_them(text: str, marked: bool) -> None:
     assert bool(reveal(text)[1]) is marked, reveal(text)
+
+
+def test_a_grapheme_longer_than_any_written_text_is_cut_inside_so_its_start_still_shows() -> None:
+    zalgo = "Z" + "\u0336\u0301\u0316\u0489" * 1000  # one grapheme of 4,001 code points
+    assert graphemes_cut(zalgo, 600) == zalgo[:600]
+    assert graphemes_cut("ok " + zalgo, 600) == ("ok " + zalgo)[:600]
+    family = "👨\u200d👩\u200d👧"  # a grapheme text needs is still never split
+    assert graphemes_cut(family * 3, 6) == family and graphemes_cut(family, 4) == ""
+    parts = pages("ok " + zalgo + " end", 3000)  # the full-value view's boxes hold 3,000 characters each
+    assert "".join(parts) == "ok " + zalgo + " end" and max(map(len, parts)) <= 3000
+    assert pages(family * 3, 4) == [family] * 3
