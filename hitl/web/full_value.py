@@ -41,6 +41,6 @@ def full_value_page(a: Approval, index: int, page: int) -> tuple[str, str] | Non
         f"{_e(short_hash(a.action_hash))}<br>Page {page + 1} of {len(parts)} · {shown.length:,} characters in the "
         "value</p>"
         + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
-        + f'<pre class="value full">{_e(parts[page])}</pre><p class="pages">{" · ".join(links)}</p>'
+        + f'<pre class="value full">\n{_e(parts[page])}</pre><p class="pages">{" · ".join(links)}</p>'
     )
     return f"{name} in full", body

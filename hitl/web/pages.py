@@ -82,7 +82,7 @@ def _fields(a: Approval, view: Presentation) -> str:
             )
         rows.append(
             f'<dt>{_e(f.label)}{currency} <span class="kind">{_e(f.value.kind)}</span></dt>'
-            f'<dd><pre class="value">{_e(start)}</pre>{cut}{help_}'
+            f'<dd><pre class="value">\n{_e(start)}</pre>{cut}{help_}'
             + (f'<ul class="warnings">{warn}</ul>' if warn else "")
             + "</dd>"
         )
@@ -93,7 +93,7 @@ def _changes(view: Presentation) -> str:
     if not view.changes:
         return ""
     rows = "".join(
-        f'<li><b>{_e(c.name)}</b>: <pre class="value">{_e(c.before.text)}</pre> → <pre class="value">'
+        f'<li><b>{_e(c.name)}</b>: <pre class="value">\n{_e(c.before.text)}</pre> → <pre class="value">\n'
         f"{_e(c.after.text)}</pre></li>"
         for c in view.changes
     )
@@ -137,7 +137,8 @@ def _input(name: str, value: Any) -> str:
     break, and a field left alone would then change the value)."""
     shown = _editable(value)
     if isinstance(value, str) and ("\n" in value or "\r" in value):
-        return f'<textarea name="arg:{_e(name)}">{_e(shown)}</textarea>'
+        # HTML drops one line break right after <textarea> (and <pre>): ours, so a value starting with one keeps it
+        return f'<textarea name="arg:{_e(name)}">\n{_e(shown)}</textarea>'
     return f'<input name="arg:{_e(name)}" value="{_e(shown)}">'
 
 
