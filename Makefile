@@ -54,8 +54,10 @@ pytest: $(STAMP) redis postgres chromium tools node
 # processes and leases, so a third worker fills the cores the other two leave idle (2026-11-28, the whole suite: -n 2
 # 8 min 56 s, -n 3 7 min 5 s, -n 4 7 min 23 s). Work stealing: a worker that runs out takes tests queued on another
 # rather than idling while that one ends the run alone.
+# With the bytecode cache on from the start (PYTHONDONTWRITEBYTECODE, set on some machines, turned it off): each
+# worker rewrote and compiled the pytest plugins' modules again (tests/__init__.py turns it on only after them).
 suite: $(STAMP)
-	$(BIN)/pytest -n 3 --dist worksteal --durations=15
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n 3 --dist worksteal --durations=15
 
 # Lint first (a second), then the type check beside the suite: mypy's cold run (about 40 s of CPU) fills the time the
 # suite's workers wait on the processes they start, instead of going before them. The suite's output stays live and

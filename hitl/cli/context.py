@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hitl.engine.errors import ErrorCode, InvalidInput
+from hitl.engine.receipts.ports import ReceiptClaims
 from hitl.engine.runtime.process import RuntimeSettings
-from hitl.receipts.remote import receipt_claims_from_env
 
 __all__ = ["CliSettings"]
 
@@ -22,7 +23,7 @@ class CliSettings:
     @classmethod
     def resolve(cls, *, store: str | None, config: str | None, reviewer: str | None) -> CliSettings:
         return cls(
-            runtime=RuntimeSettings.from_env(store=store, config=config, remote=receipt_claims_from_env),
+            runtime=RuntimeSettings.from_env(store=store, config=config, remote=_receipt_claims_from_env),
             reviewer=reviewer or os.environ.get("HITL_REVIEWER") or None,
         )
 
@@ -32,3 +33,11 @@ class CliSettings:
                 "say who is deciding: pass --as REVIEWER or set HITL_REVIEWER", code=ErrorCode.INVALID_INPUT
             )
         return self.reviewer
+
+
+def _receipt_claims_from_env(environ: Mapping[str, str], *, always: frozenset[str]) -> ReceiptClaims | None:
+    """:func:`hitl.receipts.remote.receipt_claims_from_env`, imported only when a ``receipts:`` section asks for it:
+    its package loads the JOSE library (~75 ms of CPU a command), which most commands never use."""
+    from hitl.receipts.remote import receipt_claims_from_env
+
+    return receipt_claims_from_env(environ, always=always)
