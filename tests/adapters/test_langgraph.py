@@ -9,11 +9,13 @@ from typing import Any, TypedDict
 
 import aiosqlite
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import StructuredTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from hitl.adapters.langgraph import HitlToolNode, Resumer, gated_call
+from hitl.engine.agents.gate import ToolGate
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
@@ -253,3 +255,53 @@ async def test_watchers_in_other_processes_resume_the_thread_once_after_a_cli_de
     finally:  # never leaked, whatever failed
         for w in watchers:
             stop_process(w)
+
+
+async def test_the_tool_node_describes_each_tool_once_however_many_calls(tmp_path: Path) -> None:
+    """LangChain builds a tool's ``tool_call_schema`` anew on every read (~25 µs, as much as the gate's whole
+    decision): the node reads it once per tool, and every approval still carries the tool's schema."""
+    reads: list[str] = []
+
+    class Described(StructuredTool):
+        @property
+        def tool_call_schema(self) -> Any:
+            reads.append(self.name)
+            return super().tool_call_schema
+
+    async def look_up_order(order_id: str) -> str:
+        """Look up an order."""
+        return f"order {order_id}: shipped"
+
+    async def refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return f"refunded {amount} on {order_id}"
+
+    node_tools = [Described.from_function(coroutine=fn) for fn in (look_up_order, refund)]
+    config = parse_config("policy: {allowed_tools: [look_up_order], tools: {refund: {tier: approve}}}")
+    store = SqliteStore(tmp_path / "hitl.db")
+    gate = ToolGate(ApprovalService.from_config(config, store=store, clock=SystemClock()))
+    node = HitlToolNode(node_tools, gate)
+    calls = [{"name": "look_up_order", "args": {"order_id": str(i)}, "id": f"c{i}"} for i in range(3)]
+    calls.append({"name": "refund", "args": {"order_id": "7", "amount": 5.0}, "id": "r1"})
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("", tool_calls=calls)]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", model)
+    g.add_node("tools", node)
+    g.add_edge(START, "model")
+    g.add_edge("model", "tools")
+    g.add_edge("tools", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    for thread in ("t1", "t2"):
+        await graph.ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": thread}})
+    try:
+        assert sorted(reads) == ["look_up_order", "refund"]
+        pending = (await store.approvals.list_pending()).items
+        assert len(pending) == 2 and {a.tool for a in pending} == {"refund"}
+        described: Any = node_tools[1].tool_call_schema
+        expected = described.model_json_schema()
+        assert all(a.args_schema == expected for a in pending)
+    finally:
+        await store.close()
