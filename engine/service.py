@@ -351,10 +351,10 @@ class ApprovalService:
         approval, computed = await with_consequence(
             self.consequences, self.policy, self.redactor, request, approval, now=now
         )
+        if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
+            await self.store.audit.append(computed)
         stored, created = await self.store.approvals.create(approval)
         if created:
-            if computed is not None:
-                await self.store.audit.append(computed)
             await self.announce(stored)
         else:  # asked again: the approval's own events count for it; an unnamed call's new ones are taken back
             held = set(window_events(stored))
