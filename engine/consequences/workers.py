@@ -34,7 +34,7 @@ def scrubbed(environ: Mapping[str, str], extra: tuple[str, ...]) -> dict[str, st
     return {n: environ[n] for n in names if n in environ}
 
 
-@dataclass
+@dataclass(eq=False)  # each process is itself: kept in sets by identity
 class _Worker:
     process: asyncio.subprocess.Process
 

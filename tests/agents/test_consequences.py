@@ -17,6 +17,7 @@ import pytest
 import tests.consequence_tools as tools
 from hitl.bot.views.blocks import card
 from hitl.bot.views.consequence import CONSEQUENCE, CONSEQUENCE_LABEL
+from hitl.bot.views.home import Waiting, home_view
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.consequences import ConsequenceOutcome
@@ -189,6 +190,9 @@ async def test_hostile_strings_a_consequence_returns_stay_inert(hostile: str, cl
         await store.close()
     assert a.consequence is not None
     assert_inert(card(a, now=clock.now()))
+    home = home_view("U_SUPPORT1", waiting=[Waiting(a, None)], more_waiting=False, decided=[], grants=[], now=0.0)
+    assert_inert(home["blocks"])
+    assert ":crystal_ball: What will happen: `" in home["blocks"][3]["text"]["text"]
     page = decision_page(a, config.present(a), reviewer="U_SUPPORT1", csrf="x", can_decide=True)
     section = page[page.index('<section class="consequence">') :]
     section = section[: section.index("</section>")]
