@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 
 from hitl.engine.consequences.callables import Source
 from hitl.engine.consequences.running import ConsequenceRunner
-from hitl.engine.domain.consequences import ConsequenceLimits
+from hitl.engine.domain.consequences import ConsequenceLimits, ConsequenceOutcome, not_computed
 from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.records import AuditEntry
@@ -18,6 +19,8 @@ from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.requests import ProposeRequest
 
 __all__ = ["CONSEQUENCE_EVENT", "with_consequence"]
+
+log = logging.getLogger(__name__)
 
 CONSEQUENCE_EVENT = "consequence"
 """The audit event of a consequence computed (or not) for an approval."""
@@ -42,13 +45,17 @@ async def with_consequence(
         return approval, None
     limits = declared.consequence_limits if declared is not None else ConsequenceLimits()
     started = time.monotonic()
-    consequence = await runner.compute(
-        approval.tool,
-        source,
-        approval.args,
-        limits=limits,
-        redact=lambda text: redactor.redact_bounded(text, limits.max_bytes),
-    )
+    try:
+        consequence = await runner.compute(
+            approval.tool,
+            source,
+            approval.args,
+            limits=limits,
+            redact=lambda text: redactor.redact_bounded(text, limits.max_bytes),
+        )
+    except Exception as exc:  # a runner promises not to raise; if one does, the person is still asked, without it
+        log.exception("computing %s's consequence failed", approval.tool)
+        consequence = not_computed(ConsequenceOutcome.FAILED, f"failed: hitl could not run it ({type(exc).__name__})")
     took = time.monotonic() - started
     digest = hashlib.sha256(json.dumps(approval.args, sort_keys=True, default=str).encode()).hexdigest()
     entry = AuditEntry(

@@ -89,9 +89,9 @@ class WorkerConsequences:
         except TimeoutError:
             self._discard(worker)
             return timed_out(limits)
-        except (ValueError, EOFError, OSError) as exc:
+        except (ValueError, RecursionError, EOFError, OSError) as exc:
             self._discard(worker)
-            why = "more than its bound" if isinstance(exc, ValueError) else str(exc)
+            why = "more than it may" if isinstance(exc, ValueError | RecursionError) else str(exc)
             return not_computed(ConsequenceOutcome.FAILED, f"failed: its worker answered {why}")
         finally:
             self.slots.give_back(tool)

@@ -169,6 +169,8 @@ def shaped(returned: object, limits: ConsequenceLimits, *, redact: Callable[[str
         return _shaped(returned, limits, redact)
     except _Refused as exc:
         return not_computed(ConsequenceOutcome.FAILED, f"failed: {exc}")
+    except RecursionError:  # lists in lists a thousand deep: no reviewer reads that either
+        return not_computed(ConsequenceOutcome.FAILED, "failed: returned values nested too deep")
 
 
 class _Refused(Exception):

@@ -22,7 +22,7 @@ from hitl.engine.agents.ask import Approvals
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.consequences import ConsequenceOutcome
 from hitl.engine.domain.models import DecisionKind, Status
-from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
@@ -198,3 +198,25 @@ async def test_hostile_strings_a_consequence_returns_stay_inert(hostile: str, cl
     section = section[: section.index("</section>")]
     tags = set(re.findall(r"<[^>]*>", section))  # every element in it is the page's own
     assert tags <= {*OWN_TAGS, '<section class="consequence">'}, tags
+
+
+async def test_a_flood_is_asked_at_once_without_waiting_on_a_consequence_that_hangs(
+    store: Store, clock: FakeClock
+) -> None:
+    svc = ApprovalService.from_config(CONFIG, store=store, clock=clock)
+    released = threading.Event()
+
+    def hangs(args: dict[str, Any]) -> object:
+        released.wait()
+        return "late"
+
+    try:
+        asked = await asyncio.gather(
+            *(svc.propose(ProposeRequest("note", {"n": i}, session_id=f"f{i}", consequence=hangs)) for i in range(200))
+        )
+    finally:
+        released.set()
+    outcomes = [p.approval.consequence.outcome for p in asked if p.approval and p.approval.consequence]
+    # Four run (the default workers) and are asked at their bound; every other one at once, busy.
+    assert sorted(outcomes).count(ConsequenceOutcome.BUSY) == 196 and len(outcomes) == 200
+    assert outcomes.count(ConsequenceOutcome.TIMED_OUT) == 4

@@ -95,3 +95,11 @@ def test_a_bad_reference_or_limit_is_a_config_error_naming_the_tool() -> None:
         parse_config(config('consequence: "not a reference"'))
     ok = parse_config(config('consequence: "tests.consequence_tools:refund"'))
     assert ok.policy.tools["refund"].consequence_limits == LIMITS
+
+
+def test_values_nested_too_deep_are_a_failed_consequence() -> None:
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    c = shaped({"summary": "x", "table": [{"n": deep}]}, ConsequenceLimits(max_bytes=65536))
+    assert (c.outcome, c.why) == (ConsequenceOutcome.FAILED, "failed: returned values nested too deep")
