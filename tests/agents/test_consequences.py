@@ -32,6 +32,7 @@ from tests.backends import fresh_store_url
 from tests.bot.hostile import HOSTILE
 from tests.bot.test_hostile_text import assert_inert, texts
 from tests.waiting import eventually
+from tests.web.test_hostile_evidence import FOR_BROWSERS
 
 YAML = """
 requester: agent:riley
@@ -172,7 +173,11 @@ async def test_shown_as_what_will_happen_on_the_card_the_page_and_hitl_show(stor
     assert "order: &quot;C7&quot; · refund: 30.0" in page
 
 
-@pytest.mark.parametrize("hostile", HOSTILE, ids=[f"h{i}" for i in range(len(HOSTILE))])
+CORPUS = [*HOSTILE, *FOR_BROWSERS]
+"""The card's hostile strings and the decision page's markup written for a browser."""
+
+
+@pytest.mark.parametrize("hostile", CORPUS, ids=[f"h{i}" for i in range(len(CORPUS))])
 async def test_hostile_strings_a_consequence_returns_stay_inert(hostile: str, clock: FakeClock, tmp_path: Path) -> None:
     config = parse_config(
         YAML.replace(
