@@ -8,6 +8,8 @@ import pytest
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.consequences import Consequence, ConsequenceLimits, ConsequenceOutcome, shaped
 from hitl.engine.errors import EngineError, PolicyError
+from hitl.engine.receipts.claims import receipt_claims
+from hitl.testing import make_approval
 
 LIMITS = ConsequenceLimits()
 
@@ -103,3 +105,11 @@ def test_values_nested_too_deep_are_a_failed_consequence() -> None:
         deep = [deep]
     c = shaped({"summary": "x", "table": [{"n": deep}]}, ConsequenceLimits(max_bytes=65536))
     assert (c.outcome, c.why) == (ConsequenceOutcome.FAILED, "failed: returned values nested too deep")
+
+
+def test_a_receipt_names_the_consequence_its_approvers_were_shown() -> None:
+    a = make_approval(now=0.0, args={"order_id": "A1", "amount": 30})
+    c = shaped("Order A1 keeps 170.00 refundable", LIMITS)
+    shown = receipt_claims(a.model_copy(update={"consequence": c}), args=a.args, issuer="https://x", now=0, ttl=60)
+    assert shown["consequence_sha256"] == c.digest()
+    assert "consequence_sha256" not in receipt_claims(a, args=a.args, issuer="https://x", now=0, ttl=60)
