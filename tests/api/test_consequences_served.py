@@ -5,6 +5,7 @@ with; an agent cannot send one. On SQLite and Redis."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,19 @@ async def test_an_agent_cannot_send_one(served: Api) -> None:
         "POST", "/proposals", as_="agent", json={"session": "s1", "tool": "refund", "args": args}
     )
     assert status == 422, body  # an argument of that name is not one either: the schema refuses it
+
+
+async def test_a_flood_whose_consequence_sleeps_posts_every_card(served: Api) -> None:
+    answers = await asyncio.gather(*(propose(served, f"F{i}", "sleep") for i in range(30)))
+    assert {status for status, _ in answers} <= {200, 201}, answers[0]
+    outcomes = sorted(body["approval"]["consequence"]["outcome"] for _, body in answers)
+    assert outcomes == ["busy"] * 28 + ["timed_out"] * 2  # its two workers ran (and were killed); the rest at once
+    ids = {body["approval"]["id"] for _, body in answers}
+
+    async def carded() -> bool:  # on its own card or a group card (a flood is grouped): every one posted
+        return all([await served.h.rt.store.messages.get(i) is not None for i in ids])
+
+    assert await eventually(carded, what="every card")
+    for m in served.h.cards():
+        box = "".join(text for b in m.blocks if b.get("block_id") == CONSEQUENCE for _, text in typed_texts(b))
+        assert box in ("", "No consequence (busy: 2 already running)", "No consequence (timed out after 3 s)"), box
