@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -65,7 +66,8 @@ class WorkerConsequences:
     _idle: dict[str, list[_Worker]] = field(default_factory=dict)
     _all: set[_Worker] = field(default_factory=set)
     _reaping: set[asyncio.Task[int]] = field(default_factory=set)
-    _home: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="hitl-consequence-"))
+    _home: str | None = None
+    """The empty folder workers start in (made when the first one starts, removed at close)."""
 
     async def compute(
         self,
@@ -85,7 +87,8 @@ class WorkerConsequences:
         try:
             async with asyncio.timeout(limits.timeout):
                 worker = await self._worker(tool, limits)
-                answer = await worker.ask({"path": [p for p in sys.path if p], "ref": source, "args": dict(args)})
+                path = [p or os.getcwd() for p in sys.path]  # "" is this process's folder, not the worker's
+                answer = await worker.ask({"path": path, "ref": source, "args": dict(args)})
         except TimeoutError:
             self._discard(worker)
             return timed_out(limits)
@@ -107,6 +110,8 @@ class WorkerConsequences:
             if worker.process.returncode is None:
                 return worker
             self._all.discard(worker)
+        if self._home is None:
+            self._home = tempfile.mkdtemp(prefix="hitl-consequence-")
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -139,3 +144,6 @@ class WorkerConsequences:
             await worker.process.wait()
         self._all.clear()
         self._idle.clear()
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
