@@ -19,6 +19,7 @@ from hitl.bot.views.blocks import card
 from hitl.bot.views.consequence import CONSEQUENCE, CONSEQUENCE_LABEL
 from hitl.bot.views.home import Waiting, home_view
 from hitl.engine.agents.ask import Approvals
+from hitl.engine.agents.gate import ToolCall, ToolGate
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.consequences import ConsequenceOutcome
 from hitl.engine.domain.models import DecisionKind, Status
@@ -225,3 +226,21 @@ async def test_a_flood_is_asked_at_once_without_waiting_on_a_consequence_that_ha
     # Four run (the default workers) and are asked at their bound; every other one at once, busy.
     assert sorted(outcomes).count(ConsequenceOutcome.BUSY) == 196 and len(outcomes) == 200
     assert outcomes.count(ConsequenceOutcome.TIMED_OUT) == 4
+
+
+async def test_guard_and_a_tool_gate_take_one_beside_the_tool(store: Store, clock: FakeClock) -> None:
+    svc = ApprovalService.from_config(CONFIG, store=store, clock=clock)
+    gate = ToolGate(svc, consequences={"note": lambda args: f"posts {args['text']!r}"})
+    ticket = await gate.check(ToolCall("note", {"text": "hi"}, session="g", framework="strands", call_id="c1"))
+    assert ticket.approval is not None and ticket.approval.consequence is not None
+    assert ticket.approval.consequence.summary == "posts 'hi'"
+    agent = Approvals(svc)
+
+    @agent.guard("note", session="h", consequence=lambda args: f"guarded {args['text']}")
+    async def note(text: str) -> str:
+        return text
+
+    task = asyncio.create_task(note("yo"))
+    a = await eventually(lambda: _by_arg(store, "text", "yo"), what="the guarded call", interval=0.005)
+    task.cancel()
+    assert a.consequence.summary == "guarded yo"
