@@ -29,6 +29,7 @@ from hitl.engine.admission.guards import (
     admission_order,
 )
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.consequences.callables import ConsequenceFn
 from hitl.engine.consequences.computing import with_consequence
 from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.consequences.threads import ThreadConsequences
@@ -348,11 +349,7 @@ class ApprovalService:
             return Proposal(verdict=verdict, approval=approval, args=action.clean)
         if self.policy.spec.caps.on:
             await within_caps(self.store, self.policy.spec.caps, approval, counted=counted, now=now)
-        approval, computed = await with_consequence(
-            self.consequences, self.policy, self.redactor, request, approval, now=now
-        )
-        if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
-            await self.store.audit.append(computed)
+        approval = await self.consequence_of(approval, given=request.consequence)
         stored, created = await self.store.approvals.create(approval)
         if created:
             await self.announce(stored)
@@ -362,6 +359,16 @@ class ApprovalService:
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
 
     # -- deciding -----------------------------------------------------------------------------------------
+    async def consequence_of(self, approval: Approval, *, given: ConsequenceFn | None = None) -> Approval:
+        """``approval`` (not stored yet, and asking a person) with its tool's consequence computed, audited first
+        (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one."""
+        approval, computed = await with_consequence(
+            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now()
+        )
+        if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
+            await self.store.audit.append(computed)
+        return approval
+
     async def decide(
         self,
         request: DecideRequest,

@@ -9,14 +9,13 @@ import json
 import logging
 import time
 
-from hitl.engine.consequences.callables import Source
+from hitl.engine.consequences.callables import ConsequenceFn, Source
 from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.domain.consequences import ConsequenceLimits, ConsequenceOutcome, not_computed
 from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
-from hitl.engine.domain.requests import ProposeRequest
 
 __all__ = ["CONSEQUENCE_EVENT", "with_consequence"]
 
@@ -30,18 +29,18 @@ async def with_consequence(
     runner: ConsequenceRunner,
     policy: Policy,
     redactor: Redactor,
-    request: ProposeRequest,
     approval: Approval,
     *,
+    given: ConsequenceFn | None,
     now: float,
 ) -> tuple[Approval, AuditEntry | None]:
-    """``approval`` with its tool's consequence (``hitl.yaml``'s ``consequence:``, else the one given beside the
-    tool in Python), and the audit entry that records computing it; as it was, with no entry, when the tool has
-    none (or the approval asks about a batch, or is not an action's)."""
+    """``approval`` with its tool's consequence (``hitl.yaml``'s ``consequence:``, else ``given``, the one given
+    beside the tool in Python), and the audit entry that records computing it; as it was, with no entry, when the
+    tool has none (or the approval asks about a batch, or is not an action's)."""
     declared = policy.spec.tools.get(approval.tool)
     source: Source | None = declared.consequence if declared is not None else None
-    source = source or request.consequence
-    if source is None or request.batch is not None or approval.kind is not ApprovalKind.ACTION:
+    source = source or given
+    if source is None or "batch" in approval.metadata or approval.kind is not ApprovalKind.ACTION:
         return approval, None
     limits = declared.consequence_limits if declared is not None else ConsequenceLimits()
     started = time.monotonic()
