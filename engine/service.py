@@ -29,6 +29,10 @@ from hitl.engine.admission.guards import (
     admission_order,
 )
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.consequences.callables import ConsequenceFn
+from hitl.engine.consequences.computing import with_consequence
+from hitl.engine.consequences.running import ConsequenceRunner
+from hitl.engine.consequences.threads import ThreadConsequences
 from hitl.engine.deciding.checks import ArgsValidator, checked_edit
 from hitl.engine.deciding.groups import decide_group
 from hitl.engine.delegation.delegates import DelegateRule
@@ -171,6 +175,8 @@ class ApprovalService:
     receipts: ReceiptClaims | None = None
     """``receipts:`` of ``hitl.yaml``: how an approved action's execution is claimed with its receipt (``hitl
     serve`` signs; every other process asks it); None when none are asked for."""
+    consequences: ConsequenceRunner = field(default_factory=ThreadConsequences)
+    """Runs tools' consequences (``hitl serve``: in worker processes; elsewhere in threads of this process)."""
     delegates: DelegateRule = field(default_factory=DelegateRule)
     """Who a delegation may be handed to (every surface gives through :meth:`Delegations.give` with it); the
     default, no one."""
@@ -203,6 +209,7 @@ class ApprovalService:
         config_path: str | None = None,
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
+        consequences: ConsequenceRunner | None = None,
     ) -> Self:
         """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
         With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
@@ -210,7 +217,8 @@ class ApprovalService:
         unless given), and under ``production: true`` does not start if it could read the key itself
         (``config_path``: where a relative ``key_file`` is read from). ``workspace``: where a delegate that
         ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack). ``remote``: how this process reaches
-        ``hitl serve`` (the composition root's client; :attr:`remote_receipts` unless given)."""
+        ``hitl serve`` (the composition root's client; :attr:`remote_receipts` unless given). ``consequences``:
+        what runs tools' consequences (default: threads of this process)."""
         receipts = None
         if config.receipts is not None:
             receipts = receipt_claims_for(
@@ -238,6 +246,7 @@ class ApprovalService:
             practice=config.oversight.practice,
             receipts=receipts,
             delegates=DelegateRule.from_config(config, workspace=workspace),
+            consequences=consequences or ThreadConsequences(),
         )
 
     @property
@@ -340,6 +349,7 @@ class ApprovalService:
             return Proposal(verdict=verdict, approval=approval, args=action.clean)
         if self.policy.spec.caps.on:
             await within_caps(self.store, self.policy.spec.caps, approval, counted=counted, now=now)
+        approval = await self.consequence_of(approval, given=request.consequence)
         stored, created = await self.store.approvals.create(approval)
         if created:
             await self.announce(stored)
@@ -349,6 +359,16 @@ class ApprovalService:
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
 
     # -- deciding -----------------------------------------------------------------------------------------
+    async def consequence_of(self, approval: Approval, *, given: ConsequenceFn | None = None) -> Approval:
+        """``approval`` (not stored yet, and asking a person) with its tool's consequence computed, audited first
+        (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one."""
+        approval, computed = await with_consequence(
+            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now()
+        )
+        if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
+            await self.store.audit.append(computed)
+        return approval
+
     async def decide(
         self,
         request: DecideRequest,

@@ -22,6 +22,7 @@ from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.config.web import WebSpec
+from hitl.engine.consequences.workers import WorkerConsequences
 from hitl.engine.domain.retention import Retention
 from hitl.engine.errors import PolicyError
 from hitl.engine.ports import Clock, Store
@@ -165,6 +166,7 @@ async def build_server(
         worker_id=replica,
         signer=keys if keys is not None or config.receipts is None else UnusableKey(),
         workspace=SlackWorkspace(side.client),
+        consequences=WorkerConsequences(),  # where the API and Slack propose: never in this process, which holds keys
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
     outbox = runtime.contexts.default.service.events

@@ -38,10 +38,10 @@ PARTS = {"engine": ROOT / "engine", "bot": ROOT / "bot", "sandbox": ROOT / "hitl
 LAYERS: list[set[str]] = [
     {"errors"},
     {"domain", "clocks", "process", "receipts.claims"},
-    {"config", "workflow", "receipts.spec"},
+    {"config", "workflow", "receipts.spec", "consequences.callables"},
     {"ports", "receipts.ports"},
     {"storage"},
-    {"oversight", "receipts", "subscribers"},
+    {"oversight", "receipts", "subscribers", "consequences"},
     {"delegation"},
     {"admission"},
     {"service", "proposing", "deciding"},

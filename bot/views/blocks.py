@@ -13,6 +13,7 @@ from typing import Any
 
 from hitl.bot.requests.button_values import button_value
 from hitl.bot.views.arguments import CARD_VALUES_BUDGET, argument_blocks
+from hitl.bot.views.consequence import CONSEQUENCE_ROOM, consequence_blocks
 from hitl.bot.views.controls import (
     ACTION_VIEW_ALL,
     controls,
@@ -149,7 +150,10 @@ def card(
         rules = "\n".join(f"• {label(r, 300)}" for r in a.reasons[:8])
         policy = f"*Policy*: tier `{a.tier}`, rule `{label(a.rule, 60)}`\n{rules}"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": policy[:2900]}]})
-    blocks += _action_blocks(a, declared, budget=CARD_VALUES_BUDGET - reasons_room(a))
+    room = CONSEQUENCE_ROOM if view.consequence is not None else 0  # what the arguments give up for it
+    blocks += _action_blocks(a, declared, budget=CARD_VALUES_BUDGET - reasons_room(a) - room)
+    if view.consequence is not None:
+        blocks += consequence_blocks(view.consequence)
     if detail and a.args_schema is not None and a.args_schema != declared:
         blocks += _sent_schema(a.args_schema)
     if a.status is not Status.PENDING:

@@ -15,6 +15,7 @@ from typing import Any
 from hitl.bot.views.blocks import halt_notice, relative, when, who
 from hitl.bot.views.escape import label
 from hitl.bot.views.queue import queue_entry
+from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN
 from hitl.engine.domain.delegation import Delegation, utc_text
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Decision, DecisionKind
@@ -144,7 +145,8 @@ def _what(view: Presentation) -> str:
 def _waiting(w: Waiting, now: float, i: int, view: Presentation) -> dict[str, Any]:
     a = w.approval
     entry = queue_entry(a, view=view, now=now, link=w.link)  # time left said once, in why it ranks there
-    return _section(f"{HOME_WAITING}:{i}", f"{entry}\nAsked {relative(a.created_at, now)} by {who(a.requester)}")
+    will = f"\n:crystal_ball: {WHAT_WILL_HAPPEN}: `{label(view.consequence.headline, 150)}`" if view.consequence else ""
+    return _section(f"{HOME_WAITING}:{i}", f"{entry}{will}\nAsked {relative(a.created_at, now)} by {who(a.requester)}")
 
 
 def _heading(text: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
+from hitl.engine.consequences.callables import ConsequenceFn
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound
 from hitl.engine.execution.schema import HITL_PARAMETERS, signature_schema
@@ -115,12 +116,16 @@ class Approvals:
         call_id: str | None = None,
         schema: dict[str, Any] | None = None,
         modifiable: bool = True,
+        consequence: ConsequenceFn | None = None,
     ) -> Answer:
         """Propose the action; return at once if the policy allows it, else wait for the decision.
 
         An approved answer is handed to the caller: the approval is recorded as executed (it authorizes this one
         execution), so asking for the identical action again is a new request. Of several callers waiting on the same
         approval, one is handed it; the others get ``handed_elsewhere`` (not approved) naming the approval.
+        ``consequence``: the tool's own account of what the call will do (a callable given a copy of the validated
+        arguments, returning a sentence or a mapping with a ``summary``), shown to reviewers as "What will happen";
+        ``hitl.yaml``'s ``consequence:`` for the tool wins over it.
         """
         call = ToolCall(
             tool,
@@ -132,6 +137,7 @@ class Approvals:
             evidence=evidence,
             requester=requester,
             modifiable=modifiable,
+            consequence=consequence,
         )
         ticket = await self.gate.decide(call, timeout=wait)
         if ticket.runs and self.gate.receipted_when_allowed(ticket):
@@ -164,12 +170,14 @@ class Approvals:
         session: str | Callable[..., str],
         evidence: str = "",
         schema: dict[str, Any] | None = None,
+        consequence: ConsequenceFn | None = None,
     ) -> Guard:
         """Run the decorated function only when approved, with the approved arguments, exactly once.
 
         The wrapper is always a coroutine function. Raises :class:`ActionRejected` when not approved. The
         argument schema reviewers edit against is ``schema``, else the one derived from the function's
-        signature, else (a signature pydantic cannot describe) ``hitl.yaml``'s for the tool.
+        signature, else (a signature pydantic cannot describe) ``hitl.yaml``'s for the tool. ``consequence``: what
+        a call will do, computed from its arguments and shown to reviewers (see :meth:`ask`).
         """
 
         def deco(fn: Callable[P, Any]) -> Callable[P, Coroutine[Any, Any, Any]]:
@@ -186,7 +194,15 @@ class Approvals:
                 bound.apply_defaults()
                 args = {k: v for k, v in bound.arguments.items() if k not in HITL_PARAMETERS}
                 sid = session(*a, **kw) if callable(session) else session
-                call = ToolCall(name, args, session=sid, framework=self.framework, evidence=evidence, schema=declared)
+                call = ToolCall(
+                    name,
+                    args,
+                    session=sid,
+                    framework=self.framework,
+                    evidence=evidence,
+                    schema=declared,
+                    consequence=consequence,
+                )
                 ticket = await self.gate.decide(call)
                 if not ticket.runs:
                     answer = _answer(ticket)

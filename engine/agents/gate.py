@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from hitl.engine.consequences.callables import ConsequenceFn
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.hashing import action_hash, identical, normalize
 from hitl.engine.domain.models import Approval, DecisionKind, Status
@@ -73,6 +74,8 @@ class ToolCall:
         evidence: untrusted context for the reviewer (escaped on every surface).
         requester: who asks, shown to reviewers (default: the configuration's requester).
         modifiable: False when the framework cannot run edited arguments: the approval offers no Modify.
+        consequence: the tool's consequence, given beside it by the code that holds the tool (never the model):
+            what the call will do, shown to reviewers (:mod:`hitl.engine.domain.consequences`).
     """
 
     tool: str
@@ -85,6 +88,7 @@ class ToolCall:
     evidence: str = ""
     requester: str | None = None
     modifiable: bool = True
+    consequence: ConsequenceFn | None = None
 
     def metadata(self) -> dict[str, Any]:
         """What the approval records about the call's origin (framework, agent, call id, modifiable)."""
@@ -164,12 +168,15 @@ class ToolGate:
         wait_default: default seconds to wait for a decision; the approval's own expiry always bounds it.
         lease: seconds an execution claim stays ours while the framework runs the tool without renewal (a tool
             run by the framework itself cannot renew it); a call found mid-execution past it is *in doubt*.
+        consequences: each tool's consequence, by tool name, for the calls a framework adapter makes through this
+            gate (a call's own ``consequence`` first; ``hitl.yaml``'s before either).
     """
 
     service: ApprovalService
     worker_id: str = field(default_factory=lambda: worker_name("agent"))
     wait_default: float = 24 * 3600.0
     lease: float = 3600.0
+    consequences: Mapping[str, ConsequenceFn] = field(default_factory=dict)
     effects: Effects = field(init=False)
 
     def __post_init__(self) -> None:
@@ -199,6 +206,7 @@ class ToolGate:
                         metadata=call.metadata(),
                         schema=call.schema,
                         named=call.call_id is not None,
+                        consequence=call.consequence or self.consequences.get(call.tool),
                     )
                 )
             except Halted as exc:  # the stop switch: a "no" the model hears, like a denial

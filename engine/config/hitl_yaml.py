@@ -13,6 +13,7 @@ from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.web import WebSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
+from hitl.engine.consequences.callables import check_consequences
 from hitl.engine.domain.alerts import AlertsSpec
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
@@ -230,5 +231,6 @@ def parse_config(text: str, *, source: str = "<string>") -> HitlConfig:
 def _check_compiles(cfg: HitlConfig, source: str) -> None:
     try:
         cfg.build_policy()
+        check_consequences(cfg.policy)  # imported now: a bad reference stops the process before it serves anyone
     except PolicyError as exc:
         raise PolicyError(f"{source}: {exc.message}", **exc.context) from None

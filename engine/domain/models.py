@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hitl.engine.domain.consequences import Consequence
+
 __all__ = [
     "RESERVED_PREFIXES",
     "Approval",
@@ -202,6 +204,10 @@ class Approval(_Frozen):
     evidence: str = ""
     """Redacted, bounded, untrusted text. Never rendered as markup."""
     preview: str = ""
+    """What the call would do, as its caller rendered it: untrusted, the caller's, never the tool's consequence."""
+    consequence: Consequence | None = None
+    """What the call will do, as its tool's own consequence computed it before anyone was asked (None: the tool
+    declares none); untrusted output, shown as "What will happen"."""
     trustable: bool = False
     reason_required: bool = False
     """Whether a rejection must carry a reason (from the policy when the approval was created)."""

@@ -10,6 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.caps import CapsSpec
+from hitl.engine.domain.consequences import ConsequenceLimits
 from hitl.engine.domain.durations import Seconds, parse_duration
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.presentation import Presentation, present
@@ -120,6 +121,12 @@ class ToolPolicySpec(AttentionSpec, HandOnSpec):
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     """JSON Schema of the tool's arguments, snapshotted on approvals whose asker gave none (the ask API, the
     HTTP API); edits are validated against it."""
+
+    consequence: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+    """The tool author's ``module:function`` that computes what a call will do, shown to reviewers as "What will
+    happen" (:mod:`~hitl.engine.domain.consequences`); imported when the file is loaded."""
+    consequence_limits: ConsequenceLimits = Field(default_factory=ConsequenceLimits)
+    """Its bounds: ``timeout`` (2s), ``max_bytes`` (4096), ``max_rows`` (50), ``workers`` (4), ``env``."""
 
     @field_validator("schema_")
     @classmethod

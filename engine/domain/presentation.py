@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hitl.engine.domain.consequences import Consequence
 from hitl.engine.domain.display import Shown, graphemes_cut, reveal, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.frozen import quick_init
@@ -127,6 +128,9 @@ class Presentation:
     outcome: str | None
     """How it ended, in one line (None while pending): who decided, and what became of an edit."""
     evidence: str
+    consequence: Consequence | None = None
+    """What will happen, as the tool's own consequence computed it (or why it was not): untrusted output, drawn
+    apart from hitl's labels (None: the tool declares no consequence)."""
 
     @property
     def heading(self) -> str:
@@ -176,6 +180,13 @@ class Presentation:
             # The evidence by its digest and length, never its text: the canonical view is kept in the audit trail,
             # where untrusted (possibly personal) text does not go; the digest still names what was shown.
             "evidence": {"sha256": hashlib.sha256(self.evidence.encode()).hexdigest(), "length": len(self.evidence)},
+            # Like the evidence, by its digest (RFC 8785) and how it ended; only when the tool has one, so the views
+            # of approvals without one keep the form (and the digest) they always had.
+            **(
+                {"consequence": {"outcome": str(self.consequence.outcome), "sha256": self.consequence.digest()}}
+                if self.consequence is not None
+                else {}
+            ),
         }
 
     def digest(self) -> str:
@@ -235,6 +246,7 @@ def present(
         changes=changes,
         outcome=_outcome(a),
         evidence=a.evidence,
+        consequence=a.consequence,
     )
 
 

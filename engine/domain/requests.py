@@ -7,7 +7,7 @@ CLI) and pass down whole, instead of a long list of parameters each layer repeat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,9 @@ class ProposeRequest:
             iteration, a receipt's scope): asking again is the same call, counted once toward velocity and rolling
             sums. An unnamed call is counted each time it is asked (asking again still re-attaches to its pending
             approval, whose count stands for both).
+        consequence: the tool's consequence given beside it in Python (an in-process ``ask``, ``guard`` or tool
+            gate): what the call will do, computed before a person is asked. Never from the wire (no API, MCP or
+            agent field sets it); a ``consequence:`` in ``hitl.yaml`` for the tool wins over it.
     """
 
     tool: str
@@ -76,6 +79,7 @@ class ProposeRequest:
     create: bool = True
     kind: ApprovalKind = ApprovalKind.ACTION
     named: bool = False
+    consequence: Callable[[dict[str, Any]], object] | None = None
 
     def __post_init__(self) -> None:
         for field in ("tool", "session_id", "requester", "evidence", "preview", "dedupe_key", "dedupe_scope", "role"):

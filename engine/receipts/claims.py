@@ -123,7 +123,7 @@ def receipt_claims(
     if approval.kind is not ApprovalKind.ACTION:
         raise ValueError(f"{approval.id} is a {approval.kind} approval: nothing runs by it, so it gets no receipt")
     # A Trust on this approval approved this call too (basis approval); the later calls it covers are `trust`.
-    return _claims(
+    claims = _claims(
         approval.tool,
         args,
         sub=approval.id if index is None else f"{approval.id}#{index}",
@@ -136,6 +136,9 @@ def receipt_claims(
         audience=audience,
         jti=jti,
     )
+    if approval.consequence is not None:  # what its deciders were shown would happen, by its RFC 8785 digest
+        claims["consequence_sha256"] = approval.consequence.digest()
+    return claims
 
 
 def allowed_claims(

@@ -158,7 +158,7 @@ class StepContext:
         if known is not None:  # asked and answered before: go on with the answer
             approval = await self.effects.follow(known)
             return stop_for(approval) or approval
-        return self._pause_on(state, prop.approval)
+        return self._pause_on(state, await self.svc.consequence_of(prop.approval))  # asked now: what it will do
 
     def _pause_on(self, state: RunState, approval: Approval) -> Stop:
         """Pause on an approval proposed but not stored: the pause stores it with the checkpoint, in one step."""

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
+from hitl.engine.consequences.running import ConsequenceRunner
+from hitl.engine.consequences.threads import ThreadConsequences
 from hitl.engine.domain.runs import RunState
 from hitl.engine.execution.tools import Tool, load_tools
 from hitl.engine.ports import Clock, Notifier, Store, Workspace
@@ -89,6 +91,7 @@ def compose(
     signer: ReceiptSigner | None = None,
     workspace: Workspace | None = None,
     remote: ReceiptsRemote | None = None,
+    consequences: ConsequenceRunner | None = None,
 ) -> RunContext:
     """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``.
     ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them);
@@ -110,6 +113,7 @@ def compose(
         config_path=config_path,
         workspace=workspace,
         remote=remote,
+        consequences=consequences,
     )
     return RunContext(
         config=config,
@@ -146,8 +150,11 @@ class RunContexts:
         signer: ReceiptSigner | None = None,
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
+        consequences: ConsequenceRunner | None = None,
     ) -> None:
         self.store = store
+        self.consequences: ConsequenceRunner = consequences or ThreadConsequences()
+        """What runs tools' consequences, one for every context (its pools are per tool, not per context)."""
         self.remote = remote
         self.signer = signer
         self.workspace = workspace
@@ -197,5 +204,6 @@ class RunContexts:
                 signer=self.signer,
                 workspace=self.workspace,
                 remote=self.remote,
+                consequences=self.consequences,
             )
         return self._cache[key]

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from hitl.engine.clocks import FakeClock, SystemClock
+from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.errors import InvalidInput, NotFound
 from hitl.engine.ports import Clock, Notifier, RunReporter, Store, Workspace
 from hitl.engine.process.workers import worker_name
@@ -79,11 +80,13 @@ class Runtime:
         signer: ReceiptSigner | None = None,
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
+        consequences: ConsequenceRunner | None = None,
     ) -> Runtime:
         """``worker_id``: this process's name as run owner, claim holder and job consumer (default: a unique
         ``hitl:host:pid:id``; a name shared by two processes would let each take the other's runs for its own).
         ``workspace``: who is a person of the Slack workspace (``hitl serve``'s), for the delegates it may name.
-        ``remote``: how a process without the signing key reaches ``hitl serve`` for receipts."""
+        ``remote``: how a process without the signing key reaches ``hitl serve`` for receipts. ``consequences``:
+        what runs tools' consequences (``hitl serve``'s worker processes; default: threads of this process)."""
         name = worker_id or worker_name("hitl")
         contexts = RunContexts(
             store=store,
@@ -94,10 +97,12 @@ class Runtime:
             signer=signer,
             workspace=workspace,
             remote=remote,
+            consequences=consequences,
         )
         return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=name))
 
     async def close(self) -> None:
+        await self.contexts.consequences.aclose()
         await self.store.close()
 
 

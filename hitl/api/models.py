@@ -221,6 +221,15 @@ class ApprovalView(_Out):
     """What a reviewer's Modify changed, field by field (on the approval it approved, superseded or replaced)."""
     evidence: str
     """Untrusted text from the requester: show it escaped, apart from the controls."""
+    preview: str = ""
+    """What the call would do, as its caller rendered it: the caller's own (untrusted), never the tool's
+    ``consequence``."""
+    consequence: dict[str, Any] | None = None
+    """"What will happen", as the tool's own consequence computed it before anyone was asked (null: the tool
+    declares none): ``outcome`` (``shown``, ``busy``, ``timed_out``, ``failed``), ``summary``, ``changes`` (each
+    ``label``, ``before``, ``after``), ``table`` (rows) and ``rows_cut``, ``diff``, ``why`` (when not shown) and
+    ``sha256``, the digest of its RFC 8785 JSON the ``view`` carries. Untrusted output: show it escaped, apart
+    from your own labels."""
     reason: str | None
     superseded_by: str | None
     args_schema: dict[str, Any] | None
@@ -272,6 +281,9 @@ class ApprovalView(_Out):
                 "asked_by": {k: str(a.metadata[k]) for k in ("framework", "agent", "call_id") if k in a.metadata}
                 or None,
                 "modifiable": a.modifiable,
+                "consequence": {**a.consequence.canonical(), "sha256": a.consequence.digest()}
+                if a.consequence
+                else None,
                 "changes": {k: FieldChange(before=b, after=v) for k, (b, v) in edit_of(a).items()} or None,
             }
         )

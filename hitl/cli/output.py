@@ -15,6 +15,7 @@ from rich.text import Text
 from hitl.api.models import ApprovalView, AuditView, GroupDecisionView
 from hitl.cli.trimmed import Trimmed
 from hitl.engine.domain.audit_heads import view_problem
+from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence
 from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.display import show
 from hitl.engine.domain.hashing import short_hash
@@ -77,6 +78,20 @@ def _arguments(t: Table, view: Mapping[str, Any]) -> None:
             t.add_row("", Text(f"! {warning}", style="bold yellow"))
     for change in view.get("changes", []):
         t.add_row("changed", Text(f"{reveal_hidden(change['name'])}: {change['before']} -> {change['after']}"))
+
+
+def _consequence(t: Table, shown: Mapping[str, Any]) -> None:
+    """What will happen, under hitl's label and apart from it: the tool's output line by line, as plain text (never
+    markup), drawn as arguments are, then what could fool the eye in it."""
+    c = Consequence.model_validate({k: v for k, v in shown.items() if k != "sha256"})
+    lines = c.lines()
+    said = "computed by the tool's own code from these arguments" if c.shown else "not computed"
+    t.add_row(WHAT_WILL_HAPPEN.lower(), Text(f"({said}; shown as text)", style="dim"))
+    for line, _ in lines:
+        t.add_row("", Text(line))
+    marks = list(dict.fromkeys(w for _, warnings in lines for w in warnings))
+    if marks:
+        t.add_row("", Text(f"! look closely: {'; '.join(marks)}", style="bold yellow"))
 
 
 def _look_closely(v: ApprovalView) -> str | None:
@@ -323,6 +338,8 @@ class Out:
             t.add_row("", Text(f"! {look}", style="bold yellow"))
         t.add_row("action", Text(v.tool))
         _arguments(t, view)
+        if v.consequence is not None:
+            _consequence(t, v.consequence)
         who = f"{v.required_role or 'any reviewer'}" + (
             f", {v.approvals} of {v.quorum} approvals" if v.quorum > 1 else ""
         )

@@ -14,6 +14,7 @@ from hitl.bot.views.arguments import CARD_VALUES_BUDGET
 from hitl.bot.views.controls import trust_scope
 from hitl.bot.views.form_errors import REASON_FIELD
 from hitl.bot.views.modals import CONFIRM_FIELD
+from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence
 from hitl.engine.domain.display import excerpt, reveal
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
@@ -192,6 +193,21 @@ def shown_evidence(evidence: str) -> str:
     return reveal(evidence, keep="\n\t")[0]
 
 
+def _consequence(consequence: Consequence | None) -> str:
+    """What will happen, apart from hitl's own words: the tool's output whole, escaped, in a box of its own."""
+    if consequence is None:
+        return ""
+    lines = consequence.lines()
+    said = "computed by the tool's own code from these arguments" if consequence.shown else "not computed"
+    marks = list(dict.fromkeys(w for _, warnings in lines for w in warnings))
+    look = f'<p class="look-closely" role="note">⚠️ <b>Look closely:</b> {_e("; ".join(marks))}</p>' if marks else ""
+    return (
+        f'<section class="consequence"><h2>{_e(WHAT_WILL_HAPPEN)} <span class="untrusted">{said}, shown as plain '
+        f'text</span></h2><pre class="consequence-text">{_e(chr(10).join(line for line, _ in lines))}</pre>'
+        f"{look}</section>"
+    )
+
+
 def decision_page(
     a: Approval,
     view: Presentation,
@@ -228,6 +244,7 @@ def decision_page(
         f'<section class="why"><h2>Why it needs a person</h2><ul>{reasons}</ul></section>' if reasons else "",
         _fields(a, view),
         _changes(view),
+        _consequence(view.consequence),
         f'<p class="meta">{meta}</p>',
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
     ]
@@ -265,6 +282,7 @@ dl.fields dt{font-weight:600;margin-top:.6em}
 pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px solid #ddd;
   padding:.3em .5em;margin:.2em 0}
 .warn{color:#8a4b00}
+.consequence pre{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px dashed #1264a3;padding:.3em .5em}
 .look-closely{color:#8a4b00}
 .notice{background:#e8f5fa;border:1px solid #1264a3;padding:.5em}
 .field-error{color:#b3122f;font-size:.9em}

@@ -1,0 +1,70 @@
+"""A proposal's consequence, computed when the call will ask a person: after validation and the policy's verdict
+(never for a call the policy denies or lets run), under the tool's limits, and audited with the tool, the
+arguments' digest, how long it took and how it ended."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+
+from hitl.engine.consequences.callables import ConsequenceFn, Source
+from hitl.engine.consequences.running import ConsequenceRunner
+from hitl.engine.domain.consequences import ConsequenceLimits, ConsequenceOutcome, not_computed
+from hitl.engine.domain.models import Approval, ApprovalKind
+from hitl.engine.domain.policy import Policy
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.redaction import Redactor
+
+__all__ = ["CONSEQUENCE_EVENT", "with_consequence"]
+
+log = logging.getLogger(__name__)
+
+CONSEQUENCE_EVENT = "consequence"
+"""The audit event of a consequence computed (or not) for an approval."""
+
+
+async def with_consequence(
+    runner: ConsequenceRunner,
+    policy: Policy,
+    redactor: Redactor,
+    approval: Approval,
+    *,
+    given: ConsequenceFn | None,
+    now: float,
+) -> tuple[Approval, AuditEntry | None]:
+    """``approval`` with its tool's consequence (``hitl.yaml``'s ``consequence:``, else ``given``, the one given
+    beside the tool in Python), and the audit entry that records computing it; as it was, with no entry, when the
+    tool has none (or the approval asks about a batch, or is not an action's)."""
+    declared = policy.spec.tools.get(approval.tool)
+    source: Source | None = declared.consequence if declared is not None else None
+    source = source or given
+    if source is None or "batch" in approval.metadata or approval.kind is not ApprovalKind.ACTION:
+        return approval, None
+    limits = declared.consequence_limits if declared is not None else ConsequenceLimits()
+    started = time.monotonic()
+    try:
+        consequence = await runner.compute(
+            approval.tool,
+            source,
+            approval.args,
+            limits=limits,
+            redact=lambda text: redactor.redact_bounded(text, limits.max_bytes),
+        )
+    except Exception as exc:  # a runner promises not to raise; if one does, the person is still asked, without it
+        log.exception("computing %s's consequence failed", approval.tool)
+        consequence = not_computed(ConsequenceOutcome.FAILED, f"failed: hitl could not run it ({type(exc).__name__})")
+    took = time.monotonic() - started
+    digest = hashlib.sha256(json.dumps(approval.args, sort_keys=True, default=str).encode()).hexdigest()
+    entry = AuditEntry(
+        at=now,
+        actor=approval.requester[:200],
+        event=CONSEQUENCE_EVENT,
+        approval_id=approval.id,
+        version=approval.version,
+        action_hash=approval.action_hash,
+        outcome=str(consequence.outcome),
+        detail=f"{approval.tool[:100]}: args sha256 {digest}; {took * 1000:.0f} ms; {consequence.why or 'shown'}"[:500],
+    )
+    return approval.model_copy(update={"consequence": consequence}), entry
