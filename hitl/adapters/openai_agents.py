@@ -93,9 +93,14 @@ def _gate_tool(tool: FunctionTool) -> FunctionTool:
             if not ticket.runs:
                 return f"DENIED: {ticket.message}"
 
-            if ticket.approval is None and dict(normalize(args)) == ticket.args:
+            if (
+                ticket.approval is None
+                and not run.gate.receipted_when_allowed(ticket)
+                and dict(normalize(args)) == ticket.args
+            ):
                 # Allowed without a person, and these are the arguments the policy judged: the SDK's own call,
-                # on its own text (nothing to record, nothing to re-encode).
+                # on its own text (nothing to record, nothing to re-encode). A tool receipted `always` goes
+                # through gate.execute below, which issues its receipt first.
                 return await invoke(ctx, raw)
 
             async def execute(**approved: Any) -> Any:

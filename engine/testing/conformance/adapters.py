@@ -587,12 +587,32 @@ class AdapterConformance(abc.ABC):
         assert sum("shipped" in seen.results[c.call_id] for c in calls) == 3, seen.results
         assert await self.none_pending(world, "s-velocity")
 
+    # -- 18 -----------------------------------------------------------------------------------------------
+    async def test_an_allowed_call_of_a_tool_receipted_always_reads_its_receipt(self, world: AgentWorld) -> None:
+        """Receipts ``always``: a call the policy lets run without a person still runs with its receipt (basis
+        ``policy``) as ``hitl.current_receipt()``, on every adapter's shortest path for allowed calls too."""
+        world.config = parse_config(ADAPTER_CONFIG + RECEIPTS_CONFIG + ALWAYS_CONFIG)
+        world.signer = UnsignedReceipts()
+        h = self.harness(world)
+        run = await h.start([ScriptedCall("c1", "look_up_order", {"order_id": "A18"})], session="s-always")
+        await self.finish(h, run)
+        (receipt,) = world.ledger.receipts("look_up_order")
+        assert receipt is not None, "an allowed call of a tool receipted always ran without its receipt"
+        claims = UnsignedReceipts.claims_of(receipt)
+        assert (claims["tool"], claims["basis"]) == ("look_up_order", "policy")
+        assert await world.store().receipts.issued(claims["jti"]) is not None
+
 
 RECEIPTS_CONFIG = """
 receipts:
   issuer: https://hitl.example.com
 """
 """Case 16's receipts (signed by :class:`UnsignedReceipts`, as ``hitl serve`` would with its key)."""
+
+ALWAYS_CONFIG = """  tools:
+    look_up_order: {always: true}
+"""
+"""Case 18: look-ups, which the policy lets run without a person, get a receipt each all the same."""
 
 
 class UnsignedReceipts:
