@@ -133,15 +133,24 @@ async def build_server(
     socket_mode: bool = False,
     retry_interval: float | None = None,
     pace_clock: Clock | None = None,
+    one_of_workers: bool = False,
 ) -> Server:
     """Wire settings -> store, config, Slack side, runtime (contexts + lifecycle), Bolt app, background loop.
-    ``pace_clock``: the clock Slack calls are paced on (default ``clock``)."""
+    ``pace_clock``: the clock Slack calls are paced on (default ``clock``); ``one_of_workers``: this process shares
+    its port with others of ``hitl serve --workers N``."""
     if socket_mode:
         settings.require_socket()
     else:
         settings.require_http()
     _warn_plain_http(settings.api_base)
     config = load_config(config_path_for(settings.hitl_config))
+    if one_of_workers and config.web is not None:
+        # The kernel spreads connections over the workers, and each keeps its sign-in sessions in its own memory:
+        # a reviewer signed in by one would be sent to sign in again by the next, at random.
+        raise PolicyError(
+            "the web inbox (web: in hitl.yaml) keeps sign-in sessions in one process: serve it without --workers "
+            "(run more replicas behind a proxy with sticky sessions instead)"
+        )
     keys = receipt_keys(config, config_path_for(settings.hitl_config))
     retention = Retention.parse(settings.hitl_retention, settings.hitl_audit_retention)
     clock = clock or SystemClock()

@@ -85,7 +85,7 @@ def serve(
     settings = BotSettings(**overrides)
 
     async def work() -> int:
-        server = await build_server(settings, socket_mode=socket, replica=replica)
+        server = await build_server(settings, socket_mode=socket, replica=replica, one_of_workers=reuse_port)
         if server.reload is not None:  # SIGHUP: hitl.yaml's roles (and web sign-in mappings) read again
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, server.reload.soon)
         gc.collect()

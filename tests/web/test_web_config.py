@@ -95,3 +95,25 @@ def test_hitl_serve_refuses_to_start_without_the_client_secret(tmp_path: Path) -
     assert out.returncode == 1, out.stderr
     assert "web.oidc.client_secret_env names HITL_OIDC_SECRET, which is not set" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_hitl_serve_refuses_to_serve_the_web_inbox_from_several_workers(tmp_path: Path) -> None:
+    """Sessions live in one process's memory: under --workers a signed-in reviewer would be asked to sign in again
+    by whichever worker the kernel hands the next request to."""
+    config = tmp_path / "hitl.yaml"
+    config.write_text(GOOD.replace("https://hitl.example.com/", "http://127.0.0.1:9"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "HITL_"))}
+    env |= {"PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": "xoxb-x", "SLACK_SIGNING_SECRET": "s"}
+    env |= {"HITL_CONFIG": str(config), "HITL_OIDC_SECRET": "s3cret"}
+    env |= {"SLACK_API_URL": "http://127.0.0.1:9/api/", "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db"}
+    out = subprocess.run(
+        [sys.executable, "-m", "hitl", "serve", "--workers", "2", "--port", str(free_port())],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1, out.stderr
+    assert "keeps sign-in sessions in one process: serve it without --workers" in out.stderr
+    assert "Traceback" not in out.stderr
