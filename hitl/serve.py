@@ -20,7 +20,7 @@ from hitl.bot.outbound.workspace import SlackWorkspace
 from hitl.bot.server import http_app
 from hitl.bot.settings import BotSettings
 from hitl.engine.clocks import SystemClock
-from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.config.web import WebSpec
 from hitl.engine.consequences.workers import WorkerConsequences
 from hitl.engine.domain.retention import Retention
@@ -138,19 +138,7 @@ async def build_server(
     """Wire settings -> store, config, Slack side, runtime (contexts + lifecycle), Bolt app, background loop.
     ``pace_clock``: the clock Slack calls are paced on (default ``clock``); ``one_of_workers``: this process shares
     its port with others of ``hitl serve --workers N``."""
-    if socket_mode:
-        settings.require_socket()
-    else:
-        settings.require_http()
-    _warn_plain_http(settings.api_base)
-    config = load_config(config_path_for(settings.hitl_config))
-    if one_of_workers and config.web is not None:
-        # The kernel spreads connections over the workers, and each keeps its sign-in sessions in its own memory:
-        # a reviewer signed in by one would be sent to sign in again by the next, at random.
-        raise PolicyError(
-            "the web inbox (web: in hitl.yaml) keeps sign-in sessions in one process: serve it without --workers "
-            "(run more replicas behind a proxy with sticky sessions instead)"
-        )
+    config = _served_config(settings, socket_mode=socket_mode, one_of_workers=one_of_workers)
     keys = receipt_keys(config, config_path_for(settings.hitl_config))
     retention = Retention.parse(settings.hitl_retention, settings.hitl_audit_retention)
     clock = clock or SystemClock()
@@ -218,6 +206,25 @@ async def build_server(
         inbox=inbox,
         reload=reload,
     )
+
+
+def _served_config(settings: BotSettings, *, socket_mode: bool, one_of_workers: bool) -> HitlConfig:
+    """The served ``hitl.yaml``, once the settings the transport needs are there; refused under ``--workers`` when it
+    serves the web inbox."""
+    if socket_mode:
+        settings.require_socket()
+    else:
+        settings.require_http()
+    _warn_plain_http(settings.api_base)
+    config = load_config(config_path_for(settings.hitl_config))
+    if one_of_workers and config.web is not None:
+        # The kernel spreads connections over the workers, and each keeps its sign-in sessions in its own memory:
+        # a reviewer signed in by one would be sent to sign in again by the next, at random.
+        raise PolicyError(
+            "the web inbox (web: in hitl.yaml) keeps sign-in sessions in one process: serve it without --workers "
+            "(run more replicas behind a proxy with sticky sessions instead)"
+        )
+    return config
 
 
 def _web_inbox(spec: WebSpec | None, lifecycle: RunLifecycle, config_path: str | None) -> WebInbox | None:

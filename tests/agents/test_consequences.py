@@ -30,7 +30,7 @@ from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
 from hitl.web.pages import decision_page
 from tests.backends import fresh_store_url
-from tests.bot.hostile import HOSTILE
+from tests.bot.hostile import HOSTILE, carried
 from tests.bot.test_hostile_text import assert_inert, texts
 from tests.waiting import eventually
 from tests.web.test_hostile_evidence import FOR_BROWSERS
@@ -174,7 +174,7 @@ async def test_shown_as_what_will_happen_on_the_card_the_page_and_hitl_show(stor
     assert "order: &quot;C7&quot; · refund: 30.0" in page
 
 
-CORPUS = [*HOSTILE, *FOR_BROWSERS]
+CORPUS = [s for s in (*HOSTILE, *FOR_BROWSERS) if carried(s)]  # a lone surrogate never gets this far
 """The card's hostile strings and the decision page's markup written for a browser."""
 
 

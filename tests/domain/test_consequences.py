@@ -113,3 +113,10 @@ def test_a_receipt_names_the_consequence_its_approvers_were_shown() -> None:
     shown = receipt_claims(a.model_copy(update={"consequence": c}), args=a.args, issuer="https://x", now=0, ttl=60)
     assert shown["consequence_sha256"] == c.digest()
     assert "consequence_sha256" not in receipt_claims(a, args=a.args, issuer="https://x", now=0, ttl=60)
+
+
+def test_a_lone_surrogate_returned_is_a_failed_consequence_not_a_crash() -> None:
+    """UTF-8 cannot carry it to a store, Slack or a browser: the approval is asked without the consequence."""
+    for returned in ("lone \ud800 surrogate", {"summary": "ok", "table": [{"to": "\udfff"}]}):
+        got = shaped(returned, ConsequenceLimits())
+        assert got.outcome is ConsequenceOutcome.FAILED and "not JSON" in got.why
