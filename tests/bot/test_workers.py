@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
+from tests.processes import stop_process
 from tests.waiting import eventually, started
 
 
@@ -27,14 +29,15 @@ async def two_workers(tmp_path: Path) -> AsyncIterator[tuple[subprocess.Popen[by
     emulator = await start_emulator(state)
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
     port = free_port()
-    supervisor = spawn_serve(env, tmp_path, port, "--workers", "2")
+    # A process group of its own: a supervisor that had to be killed cannot stop its workers, the group can.
+    supervisor = spawn_serve(env, tmp_path, port, "--workers", "2", start_new_session=True)
     try:
         await wait_healthy(port, supervisor)
         yield supervisor, port
     finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
-            supervisor.wait()
+        stop_process(supervisor, grace=20)  # SIGTERM: it stops its workers (killed after the grace)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(supervisor.pid, signal.SIGKILL)  # any worker a killed supervisor left behind
         await emulator.close()
 
 
