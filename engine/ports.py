@@ -146,8 +146,10 @@ class ApprovalStore(Protocol):
         actor: str,
         now: float,
         reason: str | None = None,
+        superseded_by: str | None = None,
     ) -> Approval:
-        """Move an approval along the state machine (cancel, executing, executed, failed), audited."""
+        """Move an approval along the state machine (cancel, executing, executed, failed; an approved one whose
+        consequence drifted: superseded, naming ``superseded_by``, or expired), audited."""
         ...
 
 

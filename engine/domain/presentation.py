@@ -21,6 +21,7 @@ from typing import Any
 
 from hitl.engine.domain.consequences import Consequence
 from hitl.engine.domain.display import Shown, graphemes_cut, reveal, show
+from hitl.engine.domain.drift import ConsequenceDrift
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
@@ -131,6 +132,9 @@ class Presentation:
     consequence: Consequence | None = None
     """What will happen, as the tool's own consequence computed it (or why it was not): untrusted output, drawn
     apart from hitl's labels (None: the tool declares no consequence)."""
+    drift: ConsequenceDrift | None = None
+    """Why it asks again: the approved one's consequence drifted before it ran (what was approved is shown above
+    what will happen now); None when asked the first time."""
 
     @property
     def heading(self) -> str:
@@ -185,6 +189,11 @@ class Presentation:
             **(
                 {"consequence": {"outcome": str(self.consequence.outcome), "sha256": self.consequence.digest()}}
                 if self.consequence is not None
+                else {}
+            ),
+            **(
+                {"drift": {"of": self.drift.of, "count": self.drift.count, "seen_sha256": self.drift.seen.digest()}}
+                if self.drift is not None
                 else {}
             ),
         }
@@ -247,6 +256,7 @@ def present(
         outcome=_outcome(a),
         evidence=a.evidence,
         consequence=a.consequence,
+        drift=a.drift,
     )
 
 
