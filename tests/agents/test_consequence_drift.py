@@ -132,8 +132,8 @@ async def test_a_second_refund_between_approval_and_hand_over_is_caught_and_aske
     page = decision_page(again, view, reviewer="U_SUPPORT1", csrf="c", can_decide=True)
     assert "What was approved" in page and "drift 1 of 3" in page and "1299.0 → 1179.0" in page
     shown = ApprovalView.of(again, view)
-    assert shown.drift is not None and shown.drift["seen"]["sha256"] == first.consequence.digest()  # type: ignore[union-attr]
-    assert view.canonical()["drift"]["seen_sha256"] == first.consequence.digest()  # type: ignore[union-attr]
+    assert shown.drift is not None and shown.drift["seen"]["sha256"] == first.consequence.digest()
+    assert view.canonical()["drift"]["seen_sha256"] == first.consequence.digest()
 
     await svc.decide(DecideRequest(again.id, "U_SUPPORT1", DecisionKind.APPROVE))
     answer = await asyncio.wait_for(asking, 60)
