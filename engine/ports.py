@@ -148,9 +148,7 @@ class ApprovalStore(Protocol):
         reason: str | None = None,
         superseded_by: str | None = None,
     ) -> Approval:
-        """Move an approval along the state machine (cancel, executing, executed, failed; an approved one whose
-        consequence drifted: superseded, naming ``superseded_by``, or expired), audited."""
-        ...
+        """Move an approval along the state machine (cancel, executing, executed, failed; a drift's ones), audited."""
 
 
 class ExecutionLedger(Protocol):
