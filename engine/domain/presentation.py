@@ -21,7 +21,7 @@ from typing import Any
 
 from hitl.engine.domain.consequences import Consequence
 from hitl.engine.domain.display import Shown, graphemes_cut, reveal, show
-from hitl.engine.domain.drift import ConsequenceDrift
+from hitl.engine.domain.drift import DRIFTED, ConsequenceDrift
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
@@ -297,9 +297,13 @@ def _outcome(a: Approval) -> str | None:
     if a.status is Status.PENDING:
         return None
     last = a.decisions[-1] if a.decisions else None
+    if a.status is Status.SUPERSEDED and last is not None and last.kind is not DecisionKind.MODIFY:
+        return f"Approved, then what will happen changed before it ran: nothing ran, asked again as {a.superseded_by}"
     if a.status is Status.SUPERSEDED:
         who = last.reviewer if last is not None else "a reviewer"
         return f"{who} edited it; the edit needs other approvers and went on as {a.superseded_by}"
+    if a.status is Status.EXPIRED and (a.reason or "").startswith(DRIFTED):
+        return "Expired as drifted: what will happen changed 3 times in a row before it ran; nothing ran"
     if a.status is Status.EXPIRED:
         return "Expired without a decision"
     if a.status is Status.CANCELLED:

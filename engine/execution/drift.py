@@ -98,6 +98,8 @@ class DriftCheck:
             await self._lost(approval, fresh)
             return
         await self._audit(approval, DRIFT_EVENT, "asked_again", f"{_digests(seen, now)}; asked again as {fresh.id}")
+        if svc.notifier is not None:  # its card says it went on as the new one (no fact: its window events go on too)
+            await svc.notifier.approval_changed(await svc.store.approvals.get(approval.id))
         await svc.announce(fresh)
         raise drifted(approval, fresh.id, f"asked again as {fresh.id} (drift {count} of {MAX_DRIFTS})")
 

@@ -21,6 +21,7 @@ import tests.consequence_tools as ticks
 from hitl.api.models import ApprovalView
 from hitl.bot.views.blocks import card
 from hitl.bot.views.consequence import CONSEQUENCE, DRIFT
+from hitl.bot.views.home import Waiting, home_view
 from hitl.engine.agents.ask import ActionRejected, Approvals
 from hitl.engine.agents.gate import GateRefused
 from hitl.engine.config.hitl_yaml import parse_config
@@ -124,11 +125,16 @@ async def test_a_second_refund_between_approval_and_hand_over_is_caught_and_aske
     assert again.args == first.args and again.supersedes == first.id
     old = await store.approvals.get(first.id)
     assert (old.status, old.superseded_by) == (Status.SUPERSEDED, again.id)
+    assert svc.present(old).outcome == (
+        f"Approved, then what will happen changed before it ran: nothing ran, asked again as {again.id}"
+    )
     assert ("executing", "ok") not in events
     view = svc.present(again)
     blocks = card(again, now=0.0, view=view)
     ids = [b.get("block_id") for b in blocks]
     assert ids.index(DRIFT) < ids.index(CONSEQUENCE + "_seen") < ids.index(CONSEQUENCE)
+    home = home_view("U_SUPPORT1", waiting=[Waiting(again, None)], more_waiting=False, decided=[], grants=[], now=0.0)
+    assert ":warning: Asked again: what will happen changed after approval (drift 1)" in str(home["blocks"])
     page = decision_page(again, view, reviewer="U_SUPPORT1", csrf="c", can_decide=True)
     assert "What was approved" in page and "drift 1 of 3" in page and "1299.0 → 1179.0" in page
     shown = ApprovalView.of(again, view)
@@ -203,6 +209,7 @@ async def test_three_drifts_in_a_row_expire_it_as_drifted_and_nothing_runs(store
     assert ran == []
     last = await store.approvals.get(a.id)
     assert last.status is Status.EXPIRED and (last.reason or "").startswith("drifted: ")
+    assert (svc.present(last).outcome or "").startswith("Expired as drifted")
     outcomes = [
         e.outcome
         for i in sorted(seen)
