@@ -60,3 +60,19 @@ def ticking(args: dict[str, Any]) -> object:
         raise RuntimeError("the system it reads is down")
     run = 0 if args.get("same") else n
     return {"summary": f"Pays {args['amount']}", "changes": {"run": [run - 1, run], "generated_at": [0, n]}}
+
+
+INVOICE: dict[str, int] = {"n": 0}
+"""How many times :func:`invoice` ran in this process."""
+
+
+def invoice(args: dict[str, Any]) -> object:
+    """What paying an invoice leaves to pay: 900.00 the first time it runs in a process, 300.00 less each time after
+    (another payment landing between approval and execution, for the drift screenshot)."""
+    INVOICE["n"] += 1
+    left = 900.0 - 300.0 * (INVOICE["n"] - 1)
+    amount = float(args["amount"])
+    return {
+        "summary": f"Invoice {args['invoice']} will have {left - amount:.2f} left to pay",
+        "changes": {"Left to pay": {"before": left, "after": left - amount}},
+    }
