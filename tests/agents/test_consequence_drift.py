@@ -26,9 +26,12 @@ from hitl.engine.agents.ask import ActionRejected, Approvals
 from hitl.engine.agents.gate import GateRefused
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status
-from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.domain.records import ClaimState
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.domain.runs import RunStatus
-from hitl.engine.errors import ErrorCode
+from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.execution.effects import Effects
+from hitl.engine.execution.tools import Tool
 from hitl.engine.ports import Store
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
@@ -239,3 +242,32 @@ async def test_an_ignored_field_is_no_drift_and_a_check_that_fails_runs_nothing(
     assert (await store.approvals.get(b.id)).status is Status.APPROVED  # not handed over, not re-asked
     events = [e.event for e in await store.audit.entries(approval_id=b.id)]
     assert "consequence_unchecked" in events and "executing" not in events
+
+
+async def test_a_claim_taken_after_another_callers_drift_superseded_it_runs_nothing(store: Store) -> None:
+    """The race the check alone cannot close: a caller whose check passed claims after another caller's drift
+    superseded the approval. Its claim is let go unrun and it is told where the approval went."""
+    ticks.TICKS.update(n=0, fail_from=None)
+    svc = ApprovalService.from_config(parse_config(TICKING), store=store, clock=FakeClock())
+    asked = await svc.propose(ProposeRequest("pay", {"amount": 3}, session_id="r"))
+    assert asked.approval is not None
+    approved = await svc.decide(DecideRequest(asked.approval.id, "U_SUPPORT1", DecisionKind.APPROVE))
+    await store.approvals.transition(  # what the other caller's drift did, after this caller's check passed
+        approved.id,
+        target=Status.SUPERSEDED,
+        expected_version=approved.version,
+        actor="other",
+        now=svc.clock.now(),
+        superseded_by="apr_ELSEWHERE0",
+    )
+    ran: list[int] = []
+    effects = Effects(store, svc.clock, "this-caller")  # no drift check: it passed before the other's drift
+    tool = Tool("pay", lambda amount, idempotency_key: ran.append(amount), None)
+    with pytest.raises(EngineError) as refused:
+        await effects.execute(tool, {"amount": 3}, key=f"call:{approved.id}", approval=approved)
+    assert (
+        refused.value.code is ErrorCode.CONSEQUENCE_DRIFTED and refused.value.context["approval_id"] == "apr_ELSEWHERE0"
+    )
+    assert ran == []
+    claim = await store.ledger.get(f"call:{approved.id}")
+    assert claim is not None and claim.state is ClaimState.FAILED and "not run" in str(claim.result)
