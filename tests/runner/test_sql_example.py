@@ -13,9 +13,10 @@ from types import ModuleType
 import pytest
 
 from hitl.engine.config.hitl_yaml import load_config
-from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
+from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
@@ -86,5 +87,32 @@ async def test_a_sign_in_between_approval_and_execution_is_caught_as_drift(
         await svc.decide(DecideRequest(again.approval.id, "U_ADMIN2", DecisionKind.APPROVE), resume=False)
         assert (await runner.resume(r.session_id)).status is RunStatus.COMPLETED
         assert states(accounts) == {"A-1": "active", "A-2": "active", "A-3": "closed", "A-4": "active"}
+    finally:
+        await store.close()
+
+
+async def test_a_check_that_cannot_count_runs_nothing_and_the_next_resume_checks_again(
+    tmp_path: Path, accounts: ModuleType
+) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    try:
+        svc = ApprovalService.from_config(load_config(EXAMPLE / "hitl.yaml"), store=store, clock=FakeClock())
+        runner = Runner(svc)
+        r = await runner.start(load_workflow(EXAMPLE / "workflow.yaml"), {"before": "2026-01-01"})
+        assert r.approval is not None
+        await svc.decide(DecideRequest(r.approval.id, "U_ADMIN1", DecisionKind.APPROVE), resume=False)
+        holder = sqlite3.connect(accounts.db_path(), isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock: the consequence cannot take it (1 s)
+        try:
+            with pytest.raises(EngineError) as refused:
+                await runner.resume(r.session_id)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert refused.value.code is ErrorCode.CONSEQUENCE_UNCHECKED and refused.value.code.retryable
+        assert set(states(accounts).values()) == {"active"}  # nothing ran
+        assert (await store.approvals.get(r.approval.id)).status is Status.APPROVED
+        assert (await runner.resume(r.session_id)).status is RunStatus.COMPLETED  # checked again: unchanged
+        assert states(accounts) == {"A-1": "closed", "A-2": "active", "A-3": "closed", "A-4": "active"}
     finally:
         await store.close()
