@@ -399,6 +399,8 @@ class ToolGate:
         try:
             await self.effects.checked(ticket.approval)  # consequence_check: a drift asks again, nothing runs
         except EngineError as exc:
+            if exc.code not in _NOT_RUN:
+                raise
             raise GateRefused(exc.message, code=exc.code, **exc.context) from None
         try:
             claimed = await self.effects.claim(
@@ -436,6 +438,8 @@ class ToolGate:
         try:
             approval = await self.effects.handed_over(ticket.approval, key=ticket.key, attempt=claim.attempt)
         except EngineError as exc:
+            if exc.code not in _NOT_RUN:
+                raise
             raise GateRefused(exc.message, code=exc.code, **exc.context) from None
         _RUNNING_RECEIPT.set(claimed.receipt)  # for the framework's own run of the tool, later in this task
         return replace(ticket, approval=approval, receipt=claimed.receipt)
