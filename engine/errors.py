@@ -92,6 +92,14 @@ class ErrorCode(StrEnum):
     """``receipts:`` is configured and this process could not get the execution's receipt from ``hitl serve`` (it
     holds the key; this process asks it over the API with ``HITL_API_URL`` and ``HITL_TOKEN``): nothing ran. Start
     or reach ``hitl serve``, then run the call again."""
+    CONSEQUENCE_DRIFTED = "consequence_drifted"
+    """The tool's consequence, computed again just before the approved call would run (``consequence_check``),
+    differed from the one its deciders saw: nothing ran. The approval is asked again showing both (its id in the
+    error's ``approval_id``), or, after 3 drifts in a row, expired as ``drifted``."""
+    CONSEQUENCE_UNCHECKED = "consequence_unchecked"
+    """The tool's consequence could not be computed again just before the approved call would run (it failed, timed
+    out, or every slot was busy): nothing ran and the approval stays approved. Run the call again (``hitl resume``
+    for a workflow) to check again."""
 
     @property
     def retryable(self) -> bool:
@@ -114,6 +122,7 @@ _RETRYABLE = frozenset(
         ErrorCode.HALTED,
         ErrorCode.APPROVAL_FLOOD,
         ErrorCode.RECEIPT_UNAVAILABLE,
+        ErrorCode.CONSEQUENCE_UNCHECKED,
     }
 )
 _USAGE = frozenset({ErrorCode.VARIABLES_INVALID})

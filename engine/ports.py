@@ -146,9 +146,9 @@ class ApprovalStore(Protocol):
         actor: str,
         now: float,
         reason: str | None = None,
+        superseded_by: str | None = None,
     ) -> Approval:
-        """Move an approval along the state machine (cancel, executing, executed, failed), audited."""
-        ...
+        """Move an approval along the state machine (cancel, executing, executed, failed; a drift's ones), audited."""
 
 
 class ExecutionLedger(Protocol):

@@ -45,3 +45,34 @@ def hostile(args: dict[str, Any]) -> object:
         "table": [{note[:50]: note}],
         "diff": note,
     }
+
+
+TICKS: dict[str, Any] = {"n": 0, "fail_from": None}
+"""What :func:`ticking` returns next: its run count, and from which run on it raises (None: never)."""
+
+
+def ticking(args: dict[str, Any]) -> object:
+    """A consequence that changes on every run (its ``run`` change), with a ``generated_at`` change that does too,
+    raising from ``TICKS["fail_from"]`` on; ``args["same"]`` keeps ``run`` still (only ``generated_at`` moves)."""
+    TICKS["n"] += 1
+    n = TICKS["n"]
+    if TICKS["fail_from"] is not None and n >= TICKS["fail_from"]:
+        raise RuntimeError("the system it reads is down")
+    run = 0 if args.get("same") else n
+    return {"summary": f"Pays {args['amount']}", "changes": {"run": [run - 1, run], "generated_at": [0, n]}}
+
+
+INVOICE: dict[str, int] = {"n": 0}
+"""How many times :func:`invoice` ran in this process."""
+
+
+def invoice(args: dict[str, Any]) -> object:
+    """What paying an invoice leaves to pay: 900.00 the first time it runs in a process, 300.00 less each time after
+    (another payment landing between approval and execution, for the drift screenshot)."""
+    INVOICE["n"] += 1
+    left = 900.0 - 300.0 * (INVOICE["n"] - 1)
+    amount = float(args["amount"])
+    return {
+        "summary": f"Invoice {args['invoice']} will have {left - amount:.2f} left to pay",
+        "changes": {"Left to pay": {"before": left, "after": left - amount}},
+    }

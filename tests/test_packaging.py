@@ -67,7 +67,8 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     assert example.returncode == 0 and str(venv) in example.stdout, example.stderr
     written = _run([str(bin_ / "hitl"), "init", "--example", "refund", "refund"], cwd=work, env=env)
     assert written.returncode == 0, written.stderr  # pip first: the example from the wheel alone
-    assert {p.name for p in (work / "refund").iterdir()} == {"hitl.yaml", "workflow.yaml", "tools.py"}
+    written_files = {p.name for p in (work / "refund").iterdir()}
+    assert written_files == {"hitl.yaml", "workflow.yaml", "tools.py", "shop_consequences.py"}
     folder = Path(example.stdout.strip())
     run_env = {**env, "HITL_STORE": f"sqlite:///{work}/hitl.db", "HITL_SHOP_DB": str(work / "shop.db")}
     paused = _run(

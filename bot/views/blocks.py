@@ -13,7 +13,7 @@ from typing import Any
 
 from hitl.bot.requests.button_values import button_value
 from hitl.bot.views.arguments import CARD_VALUES_BUDGET, argument_blocks
-from hitl.bot.views.consequence import CONSEQUENCE_ROOM, consequence_blocks
+from hitl.bot.views.consequence import CONSEQUENCE_ROOM, consequence_blocks, drift_blocks
 from hitl.bot.views.controls import (
     ACTION_VIEW_ALL,
     controls,
@@ -151,7 +151,10 @@ def card(
         policy = f"*Policy*: tier `{a.tier}`, rule `{label(a.rule, 60)}`\n{rules}"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": policy[:2900]}]})
     room = CONSEQUENCE_ROOM if view.consequence is not None else 0  # what the arguments give up for it
+    room += CONSEQUENCE_ROOM if view.drift is not None else 0  # and for what was approved before it drifted
     blocks += _action_blocks(a, declared, budget=CARD_VALUES_BUDGET - reasons_room(a) - room)
+    if view.drift is not None:
+        blocks += drift_blocks(view.drift)
     if view.consequence is not None:
         blocks += consequence_blocks(view.consequence)
     if detail and a.args_schema is not None and a.args_schema != declared:

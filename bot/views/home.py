@@ -146,6 +146,8 @@ def _waiting(w: Waiting, now: float, i: int, view: Presentation) -> dict[str, An
     a = w.approval
     entry = queue_entry(a, view=view, now=now, link=w.link)  # time left said once, in why it ranks there
     will = f"\n:crystal_ball: {WHAT_WILL_HAPPEN}: `{label(view.consequence.headline, 150)}`" if view.consequence else ""
+    if view.drift is not None:  # hitl's words only: what was approved is on the card
+        will = f"\n:warning: Asked again: what will happen changed after approval (drift {view.drift.count}){will}"
     return _section(f"{HOME_WAITING}:{i}", f"{entry}{will}\nAsked {relative(a.created_at, now)} by {who(a.requester)}")
 
 

@@ -140,18 +140,22 @@ class Approvals:
             consequence=consequence,
         )
         ticket = await self.gate.decide(call, timeout=wait)
-        if ticket.runs and self.gate.receipted_when_allowed(ticket):
-            ticket = await self.gate.begin(ticket)  # its receipt
-        elif ticket.runs and ticket.approval is not None:
-            # The hand-over is the execution claim: one atomic claim per approval, so one caller gets the go.
+        while True:
             try:
-                ticket = await self.gate.begin(ticket)
+                if ticket.runs and self.gate.receipted_when_allowed(ticket):
+                    ticket = await self.gate.begin(ticket)  # its receipt
+                elif ticket.runs and ticket.approval is not None:
+                    # The hand-over is the execution claim: one atomic claim per approval, so one caller gets the go.
+                    ticket = await self.gate.begin(ticket)
+                    await self.gate.finish(ticket, ok=True, detail=f"handed to the {self.framework} caller to run")
+                return _answer(ticket)
             except GateRefused as exc:
-                if exc.code is not ErrorCode.HANDED_ELSEWHERE:
+                if exc.code is ErrorCode.HANDED_ELSEWHERE:
+                    return Answer("handed_elsewhere", {}, ticket.approval, exc.message)
+                if exc.code is not ErrorCode.CONSEQUENCE_DRIFTED:
                     raise
-                return Answer("handed_elsewhere", {}, ticket.approval, exc.message)
-            await self.gate.finish(ticket, ok=True, detail=f"handed to the {self.framework} caller to run")
-        return _answer(ticket)
+                # Nothing was handed over: wait on the approval that asks again (or end with the one expired).
+                ticket = await self.gate.wait(await self.gate.refresh(ticket), timeout=wait)
 
     async def wait(self, approval: Approval, *, wait: float | None = None) -> Answer:
         """Wait until ``approval`` is decided (following supersessions) or expires. When ``wait`` passes first, the
@@ -204,19 +208,23 @@ class Approvals:
                     consequence=consequence,
                 )
                 ticket = await self.gate.decide(call)
-                if not ticket.runs:
-                    answer = _answer(ticket)
-                    raise ActionRejected(
-                        f"{name} was not approved ({answer.status}): {answer.reason or 'no reason'}",
-                        status=answer.status,
-                    )
-                try:
-                    return await self.gate.execute(ticket, fn)
-                except GateRefused as exc:
-                    status = "handed_elsewhere" if exc.code is ErrorCode.HANDED_ELSEWHERE else "rejected"
-                    raise ActionRejected(
-                        exc.message, status=status, approval_id=exc.context.get("approval_id")
-                    ) from None
+                while True:
+                    if not ticket.runs:
+                        answer = _answer(ticket)
+                        raise ActionRejected(
+                            f"{name} was not approved ({answer.status}): {answer.reason or 'no reason'}",
+                            status=answer.status,
+                        )
+                    try:
+                        return await self.gate.execute(ticket, fn)
+                    except GateRefused as exc:
+                        if exc.code is ErrorCode.CONSEQUENCE_DRIFTED:  # nothing ran: wait on the approval asking again
+                            ticket = await self.gate.wait(await self.gate.refresh(ticket))
+                            continue
+                        status = "handed_elsewhere" if exc.code is ErrorCode.HANDED_ELSEWHERE else "rejected"
+                        raise ActionRejected(
+                            exc.message, status=status, approval_id=exc.context.get("approval_id")
+                        ) from None
 
             return wrapper
 

@@ -28,12 +28,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hitl.engine.consequences.callables import ConsequenceFn
+from hitl.engine.domain.drift import DRIFTED
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.hashing import action_hash, identical, normalize
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, Halted, IllegalTransition, StaleVersion
+from hitl.engine.execution.drift import DriftCheck
 from hitl.engine.execution.effects import Effects, handed_elsewhere, refuse_non_actions
 from hitl.engine.execution.tools import Tool
 from hitl.engine.process.workers import worker_name
@@ -48,6 +50,8 @@ _MAX_GENERATIONS = 10_000
 _RECEIPT_KW = "_hitl_receipt"
 """How the ledger's Tool hands the gate's wrapper the receipt: a name no tool argument is expected to have."""
 _CONSUMED = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
+_NOT_RUN = frozenset({ErrorCode.HANDED_ELSEWHERE, ErrorCode.CONSEQUENCE_DRIFTED, ErrorCode.CONSEQUENCE_UNCHECKED})
+"""Refusals of an approved call that did not run, told to its caller as the gate's own (:class:`GateRefused`)."""
 _RUNNING_RECEIPT: ContextVar[str | None] = ContextVar("hitl_running_receipt", default=None)
 
 
@@ -187,6 +191,7 @@ class ToolGate:
             lease=6.0,
             switch=self.service.switch,
             receipts=self.service.receipts,
+            drift=DriftCheck(self.service, self.worker_id),
         )
 
     # -- asking -------------------------------------------------------------------------------------------
@@ -239,12 +244,13 @@ class ToolGate:
                 call, "deny", {}, approval, message=f"A reviewer rejected {call.tool}: {why}", code="rejected"
             )
         if status is Status.EXPIRED:
+            drifted = (approval.reason or "").startswith(DRIFTED)
             return Ticket(
                 call,
                 "deny",
                 {},
                 approval,
-                message=f"{call.tool} expired without a decision; it did not run",
+                message=f"{call.tool} {approval.reason if drifted else 'expired without a decision'}; it did not run",
                 code="expired",
             )
         why = approval.reason or "cancelled"
@@ -368,7 +374,7 @@ class ToolGate:
         except EngineError as exc:
             if exc.code is ErrorCode.CLAIM_IN_PROGRESS:  # another caller holds the claim and is running it now
                 exc = handed_elsewhere(ticket.call.tool, ticket.approval, ticket.key)
-            if exc.code is ErrorCode.HANDED_ELSEWHERE:
+            if exc.code in _NOT_RUN:
                 raise GateRefused(exc.message, code=exc.code, **exc.context) from None
             raise
 
@@ -390,6 +396,12 @@ class ToolGate:
             return ticket if receipt == ticket.receipt else replace(ticket, receipt=receipt)
         refuse_non_actions(ticket.approval)
         await self.service.switch.check(ticket.call.tool)  # halted: nothing new runs, even if approved before
+        try:
+            await self.effects.checked(ticket.approval)  # consequence_check: a drift asks again, nothing runs
+        except EngineError as exc:
+            if exc.code not in _NOT_RUN:
+                raise
+            raise GateRefused(exc.message, code=exc.code, **exc.context) from None
         try:
             claimed = await self.effects.claim(
                 ticket.key,
@@ -423,7 +435,12 @@ class ToolGate:
                 "acts on before asking again",
                 code=ErrorCode.EFFECT_IN_DOUBT,
             )
-        approval = await self.effects.mark(ticket.approval, Status.EXECUTING)
+        try:
+            approval = await self.effects.handed_over(ticket.approval, key=ticket.key, attempt=claim.attempt)
+        except EngineError as exc:
+            if exc.code not in _NOT_RUN:
+                raise
+            raise GateRefused(exc.message, code=exc.code, **exc.context) from None
         _RUNNING_RECEIPT.set(claimed.receipt)  # for the framework's own run of the tool, later in this task
         return replace(ticket, approval=approval, receipt=claimed.receipt)
 

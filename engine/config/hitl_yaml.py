@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +218,11 @@ def load_config(path: str | Path | None) -> HitlConfig:
     if path is None:
         return HitlConfig()
     cfg = load_model(path, HitlConfig, code=ErrorCode.POLICY_INVALID, what="config")
+    # A consequence's module beside hitl.yaml is found as a workflow's tools are: its folder at the *end* of
+    # sys.path, so it shadows no installed package (and a hitl serve worker is given the same path).
+    folder = str(Path(path).resolve().parent)
+    if folder not in sys.path and any(spec.consequence for spec in cfg.policy.tools.values()):
+        sys.path.append(folder)
     _check_compiles(cfg, str(path))
     return cfg
 

@@ -152,15 +152,24 @@ def finished(existing: Claim | None, *, key: str, holder: str, attempt: int, ok:
 
 
 def transitioned(
-    current: Approval, *, target: Status, expected_version: int | None, now: float, reason: str | None
+    current: Approval,
+    *,
+    target: Status,
+    expected_version: int | None,
+    now: float,
+    reason: str | None,
+    superseded_by: str | None = None,
 ) -> Approval:
-    """``current`` moved to ``target`` (checked against the table and the expected version)."""
+    """``current`` moved to ``target`` (checked against the table and the expected version); ``superseded_by``: the
+    approval that asks again in its place (a drifted consequence's re-ask)."""
     if expected_version is not None and expected_version != current.version:
         raise stale_approval(current.id, current.version, expected_version)
     check_transition(current.status, target, approval_id=current.id)
     changes: dict[str, Any] = {"status": target, "version": current.version + 1, "updated_at": now}
     if reason is not None:
         changes["reason"] = reason
+    if superseded_by is not None:
+        changes["superseded_by"] = superseded_by
     return current.model_copy(update=changes)
 
 

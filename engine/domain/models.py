@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hitl.engine.domain.consequences import Consequence
+from hitl.engine.domain.drift import ConsequenceDrift
 
 __all__ = [
     "RESERVED_PREFIXES",
@@ -208,6 +209,9 @@ class Approval(_Frozen):
     consequence: Consequence | None = None
     """What the call will do, as its tool's own consequence computed it before anyone was asked (None: the tool
     declares none); untrusted output, shown as "What will happen"."""
+    drift: ConsequenceDrift | None = None
+    """Why it asks again: the approval it supersedes drifted (its consequence, computed again just before it would
+    have run, differed from the one its deciders saw); None for an approval asked the first time."""
     trustable: bool = False
     reason_required: bool = False
     """Whether a rejection must carry a reason (from the policy when the approval was created)."""

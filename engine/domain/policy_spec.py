@@ -127,6 +127,25 @@ class ToolPolicySpec(AttentionSpec, HandOnSpec):
     happen" (:mod:`~hitl.engine.domain.consequences`); imported when the file is loaded."""
     consequence_limits: ConsequenceLimits = Field(default_factory=ConsequenceLimits)
     """Its bounds: ``timeout`` (2s), ``max_bytes`` (4096), ``max_rows`` (50), ``workers`` (4), ``env``."""
+    consequence_check: bool = False
+    """Compute the consequence again just before an approved call runs; when it differs from the one its deciders
+    saw, nothing runs and the approval is asked again (:mod:`~hitl.engine.domain.drift`)."""
+    consequence_ignore: tuple[Annotated[str, Field(min_length=1, max_length=100)], ...] = Field(
+        default=(), max_length=20
+    )
+    """Names the check leaves out of the comparison: a part (``summary``, ``changes``, ``table``, ``diff``), a
+    change's label or a table's column, at the top of the consequence only (:mod:`~hitl.engine.domain.drift`)."""
+
+    @model_validator(mode="after")
+    def _check_needs_consequence(self) -> ToolPolicySpec:
+        if (self.consequence_check or self.consequence_ignore) and self.consequence is None:
+            raise ValueError(
+                "consequence_check and consequence_ignore need the tool's consequence: name its module:function in "
+                "consequence:"
+            )
+        if self.consequence_ignore and not self.consequence_check:
+            raise ValueError("consequence_ignore names what the check leaves out: set consequence_check: true too")
+        return self
 
     @field_validator("schema_")
     @classmethod

@@ -21,6 +21,7 @@ from typing import Any
 
 from hitl.engine.domain.consequences import Consequence
 from hitl.engine.domain.display import Shown, graphemes_cut, reveal, show
+from hitl.engine.domain.drift import DRIFTED, ConsequenceDrift
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
@@ -131,6 +132,9 @@ class Presentation:
     consequence: Consequence | None = None
     """What will happen, as the tool's own consequence computed it (or why it was not): untrusted output, drawn
     apart from hitl's labels (None: the tool declares no consequence)."""
+    drift: ConsequenceDrift | None = None
+    """Why it asks again: the approved one's consequence drifted before it ran (what was approved is shown above
+    what will happen now); None when asked the first time."""
 
     @property
     def heading(self) -> str:
@@ -185,6 +189,11 @@ class Presentation:
             **(
                 {"consequence": {"outcome": str(self.consequence.outcome), "sha256": self.consequence.digest()}}
                 if self.consequence is not None
+                else {}
+            ),
+            **(
+                {"drift": {"of": self.drift.of, "count": self.drift.count, "seen_sha256": self.drift.seen.digest()}}
+                if self.drift is not None
                 else {}
             ),
         }
@@ -247,6 +256,7 @@ def present(
         outcome=_outcome(a),
         evidence=a.evidence,
         consequence=a.consequence,
+        drift=a.drift,
     )
 
 
@@ -287,9 +297,13 @@ def _outcome(a: Approval) -> str | None:
     if a.status is Status.PENDING:
         return None
     last = a.decisions[-1] if a.decisions else None
+    if a.status is Status.SUPERSEDED and last is not None and last.kind is not DecisionKind.MODIFY:
+        return f"Approved, then what will happen changed before it ran: nothing ran, asked again as {a.superseded_by}"
     if a.status is Status.SUPERSEDED:
         who = last.reviewer if last is not None else "a reviewer"
         return f"{who} edited it; the edit needs other approvers and went on as {a.superseded_by}"
+    if a.status is Status.EXPIRED and (a.reason or "").startswith(DRIFTED):
+        return "Expired as drifted: what will happen changed 3 times in a row before it ran; nothing ran"
     if a.status is Status.EXPIRED:
         return "Expired without a decision"
     if a.status is Status.CANCELLED:

@@ -9,7 +9,8 @@ __all__ = ["TERMINAL", "TRANSITIONS", "check_transition", "sources_of"]
 
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     Status.PENDING: frozenset({Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED, Status.SUPERSEDED}),
-    Status.APPROVED: frozenset({Status.EXECUTING}),
+    # approved -> superseded | expired: its consequence drifted before it ran (asked again, or expired as drifted).
+    Status.APPROVED: frozenset({Status.EXECUTING, Status.SUPERSEDED, Status.EXPIRED}),
     # executing -> executing is a recovery: a new claimant takes over a dead holder's execution.
     Status.EXECUTING: frozenset({Status.EXECUTED, Status.FAILED, Status.EXECUTING}),
     Status.REJECTED: frozenset(),

@@ -13,6 +13,7 @@ from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.records import AuditEntry, Claim, ClaimState
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, StaleVersion
+from hitl.engine.execution.drift import DriftCheck, drifted
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
@@ -100,6 +101,26 @@ class Effects:
     """The stop switch: no execution of a halted tool is claimed (None: a caller with no gates, such as a test)."""
     receipts: ReceiptClaims | None = None
     """``receipts:`` in ``hitl.yaml``: an approved action's execution is claimed with its receipt (None: none)."""
+    drift: DriftCheck | None = None
+    """The drift check an approved call passes before its claim (``consequence_check``; None: a caller with no
+    service, such as a test)."""
+
+    async def checked(self, approval: Approval | None) -> None:
+        """Before an approved call's claim: the drift check (:mod:`.drift`), which raises when nothing may run."""
+        if self.drift is not None:
+            await self.drift.before_running(approval)
+
+    async def handed_over(self, approval: Approval, *, key: str, attempt: int) -> Approval:
+        """Move ``approval`` to executing with the claim just acquired; when another caller's drift check
+        superseded or expired it in between, let the claim go unrun and refuse (nothing runs)."""
+        moved = await self.mark(approval, Status.EXECUTING)
+        if moved.status not in (Status.SUPERSEDED, Status.EXPIRED):
+            return moved
+        why = f"not run: {moved.id} is {moved.status} ({moved.reason or 'its consequence drifted'})"
+        await self.store.ledger.record_outcome(
+            key, holder=self.worker_id, attempt=attempt, ok=False, result={"error": why}, now=self.clock.now()
+        )
+        raise drifted(moved, moved.superseded_by or moved.id, why)
 
     async def claim(
         self,
@@ -170,6 +191,8 @@ class Effects:
         if self.switch is not None:
             await self.switch.check(tool.name)  # halted: nothing new runs, even what was approved before the halt
         digest = action_hash(tool.name, args)
+        if resolution is None:  # a person's answer about an effect in doubt is not a new hand-over
+            await self.checked(approval)
         claimed = await self._take(tool, key, digest, approval, args, run_lease, item_of, exclusive=exclusive)
         claim = claimed.claim
         if not claim.acquired:
@@ -197,7 +220,7 @@ class Effects:
             if not claim.acquired:  # another caller ran it meanwhile
                 return await self._not_ours(tool, claim, approval, key, run_lease, exclusive=exclusive)
         if approval is not None and run_lease is None:  # a run's commit moved it to executing with the claim
-            approval = await self.mark(approval, Status.EXECUTING)
+            approval = await self.handed_over(approval, key=key, attempt=claim.attempt)
         try:
             async with self._renewing(key, claim.attempt):
                 output = await tool(args, idempotency_key=key, receipt=claimed.receipt)

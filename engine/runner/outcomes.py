@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hitl.engine.domain.drift import DRIFTED
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.errors import Halted
@@ -44,7 +45,9 @@ def stop_for(a: Approval) -> Stop | None:
         case Status.REJECTED:
             return Stop(RunStatus.REJECTED, approval=a, reason=a.reason or "rejected")
         case Status.EXPIRED:
-            return Stop(RunStatus.EXPIRED, approval=a, reason="the approval expired without a decision")
+            drifted = a.reason is not None and a.reason.startswith(DRIFTED)
+            why = a.reason if drifted else "the approval expired without a decision"
+            return Stop(RunStatus.EXPIRED, approval=a, reason=why)
         case Status.CANCELLED:
             return Stop(RunStatus.CANCELLED, approval=a, reason=a.reason or "cancelled")
         case _:

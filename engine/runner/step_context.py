@@ -14,6 +14,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.domain.runs import RunState, RunStatus, StoredRun
 from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.execution.drift import DriftCheck
 from hitl.engine.execution.effects import EffectInDoubt, Effects, Resolution
 from hitl.engine.execution.leases import kept_alive
 from hitl.engine.execution.run_lease import RunLease
@@ -67,7 +68,13 @@ class StepContext:
         self.worker_id = worker_id or worker_name("runner")
         self.lease = lease
         self.effects = Effects(
-            service.store, service.clock, self.worker_id, lease, switch=service.switch, receipts=service.receipts
+            service.store,
+            service.clock,
+            self.worker_id,
+            lease,
+            switch=service.switch,
+            receipts=service.receipts,
+            drift=DriftCheck(service, self.worker_id),
         )
         self.run_leases: dict[str, RunLease] = {}
         """The runs this runner run_leases now, by session id."""
@@ -214,6 +221,12 @@ class StepContext:
             )
         except EffectInDoubt as exc:
             return Stop(RunStatus.PAUSED, approval=await self._ask_about(state, step_id, tool, args, exc, approval))
+        except EngineError as exc:
+            if exc.code is not ErrorCode.CONSEQUENCE_DRIFTED or approval is None:
+                raise
+            # Nothing ran: the run waits on the approval that asks again (or ends with the one expired as drifted).
+            now = await self.effects.follow(await self.store.approvals.get(approval.id))
+            return stop_for(now) or Stop(RunStatus.REJECTED, approval=now, reason=exc.message)
 
     async def _ask_about(
         self,

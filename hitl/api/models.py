@@ -230,6 +230,11 @@ class ApprovalView(_Out):
     ``label``, ``before``, ``after``), ``table`` (rows) and ``rows_cut``, ``diff``, ``why`` (when not shown) and
     ``sha256``, the digest of its RFC 8785 JSON the ``view`` carries. Untrusted output: show it escaped, apart
     from your own labels."""
+    drift: dict[str, Any] | None = None
+    """Why it asks again (null: asked the first time): the approved one's consequence, computed again just before
+    it would have run, differed from the one its deciders saw. ``of`` (that approval's id), ``count`` (drifts in a
+    row; at 3 it expires as ``drifted``), ``notice`` (hitl's words) and ``seen`` (what was approved, in the form
+    of ``consequence``); ``consequence`` is what will happen now."""
     reason: str | None
     superseded_by: str | None
     args_schema: dict[str, Any] | None
@@ -283,6 +288,14 @@ class ApprovalView(_Out):
                 "modifiable": a.modifiable,
                 "consequence": {**a.consequence.canonical(), "sha256": a.consequence.digest()}
                 if a.consequence
+                else None,
+                "drift": {
+                    "of": a.drift.of,
+                    "count": a.drift.count,
+                    "notice": a.drift.notice,
+                    "seen": {**a.drift.seen.canonical(), "sha256": a.drift.seen.digest()},
+                }
+                if a.drift
                 else None,
                 "changes": {k: FieldChange(before=b, after=v) for k, (b, v) in edit_of(a).items()} or None,
             }

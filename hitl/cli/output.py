@@ -80,13 +80,13 @@ def _arguments(t: Table, view: Mapping[str, Any]) -> None:
         t.add_row("changed", Text(f"{reveal_hidden(change['name'])}: {change['before']} -> {change['after']}"))
 
 
-def _consequence(t: Table, shown: Mapping[str, Any]) -> None:
+def _consequence(t: Table, shown: Mapping[str, Any], title: str = WHAT_WILL_HAPPEN) -> None:
     """What will happen, under hitl's label and apart from it: the tool's output line by line, as plain text (never
     markup), drawn as arguments are, then what could fool the eye in it."""
     c = Consequence.model_validate({k: v for k, v in shown.items() if k != "sha256"})
     lines = c.lines()
     said = "computed by the tool's own code from these arguments" if c.shown else "not computed"
-    t.add_row(WHAT_WILL_HAPPEN.lower(), Text(f"({said}; shown as text)", style="dim"))
+    t.add_row(title.lower(), Text(f"({said}; shown as text)", style="dim"))
     for line, _ in lines:
         t.add_row("", Text(line))
     marks = list(dict.fromkeys(w for _, warnings in lines for w in warnings))
@@ -338,6 +338,9 @@ class Out:
             t.add_row("", Text(f"! {look}", style="bold yellow"))
         t.add_row("action", Text(v.tool))
         _arguments(t, view)
+        if v.drift is not None:  # asked again: hitl's notice, then what was approved, then what will happen now
+            t.add_row("drifted", Text(f"! {v.drift['notice']}", style="bold yellow"))
+            _consequence(t, v.drift["seen"], "What was approved")
         if v.consequence is not None:
             _consequence(t, v.consequence)
         who = f"{v.required_role or 'any reviewer'}" + (

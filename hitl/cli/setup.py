@@ -213,7 +213,10 @@ def init(
         out.error("invalid_input", f"no bundled example named {example!r}; the one there is: refund")
         raise typer.Exit(2)
     files = (
-        {n: (refund_example() / n).read_text() for n in ("hitl.yaml", "workflow.yaml", "tools.py")}
+        {
+            n: (refund_example() / n).read_text()
+            for n in ("hitl.yaml", "workflow.yaml", "tools.py", "shop_consequences.py")
+        }
         if example == "refund"
         else FILES
     )

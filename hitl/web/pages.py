@@ -16,6 +16,7 @@ from hitl.bot.views.form_errors import REASON_FIELD
 from hitl.bot.views.modals import CONFIRM_FIELD
 from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence
 from hitl.engine.domain.display import excerpt, reveal
+from hitl.engine.domain.drift import ConsequenceDrift
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.spot_checks import is_spot_check
@@ -193,7 +194,7 @@ def shown_evidence(evidence: str) -> str:
     return reveal(evidence, keep="\n\t")[0]
 
 
-def _consequence(consequence: Consequence | None) -> str:
+def _consequence(consequence: Consequence | None, title: str = WHAT_WILL_HAPPEN) -> str:
     """What will happen, apart from hitl's own words: the tool's output whole, escaped, in a box of its own."""
     if consequence is None:
         return ""
@@ -202,10 +203,18 @@ def _consequence(consequence: Consequence | None) -> str:
     marks = list(dict.fromkeys(w for _, warnings in lines for w in warnings))
     look = f'<p class="look-closely" role="note">⚠️ <b>Look closely:</b> {_e("; ".join(marks))}</p>' if marks else ""
     return (
-        f'<section class="consequence"><h2>{_e(WHAT_WILL_HAPPEN)} <span class="untrusted">{said}, shown as plain '
+        f'<section class="consequence"><h2>{_e(title)} <span class="untrusted">{said}, shown as plain '
         f'text</span></h2><pre class="consequence-text">{_e(chr(10).join(line for line, _ in lines))}</pre>'
         f"{look}</section>"
     )
+
+
+def _drift(drift: ConsequenceDrift | None) -> str:
+    """An approval asked again because its consequence drifted: hitl's notice, then what was approved."""
+    if drift is None:
+        return ""
+    notice = f'<p class="drift" role="alert">⚠️ <b>{_e(drift.notice)}</b></p>'
+    return notice + _consequence(drift.seen, "What was approved")
 
 
 def decision_page(
@@ -244,6 +253,7 @@ def decision_page(
         f'<section class="why"><h2>Why it needs a person</h2><ul>{reasons}</ul></section>' if reasons else "",
         _fields(a, view),
         _changes(view),
+        _drift(view.drift),
         _consequence(view.consequence),
         f'<p class="meta">{meta}</p>',
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",

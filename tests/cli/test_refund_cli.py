@@ -302,6 +302,7 @@ def test_init_writes_the_refund_example_whose_printed_steps_run_as_printed(cli: 
     it, and the next steps it prints run as printed from where it was typed."""
     made = cli("init", "--example", "refund", str(tmp_path / "refund"))
     assert made.code == 0, made.err
+    assert (tmp_path / "refund" / "shop_consequences.py").is_file()  # the consequence its hitl.yaml shows how to use
     printed = " ".join(made.out.split())
     run = printed.split("next: ", 1)[1].split(" (it pauses", 1)[0].split()
     assert run[:2] == ["hitl", "run"] and run[2] == str(tmp_path / "refund" / "workflow.yaml")

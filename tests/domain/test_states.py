@@ -15,7 +15,8 @@ def test_table_matches_the_design() -> None:
         Status.CANCELLED,
         Status.SUPERSEDED,
     }
-    assert TRANSITIONS[Status.APPROVED] == {Status.EXECUTING}
+    # superseded or expired: its consequence drifted before it ran (asked again; after 3, expired as drifted)
+    assert TRANSITIONS[Status.APPROVED] == {Status.EXECUTING, Status.SUPERSEDED, Status.EXPIRED}
     assert TRANSITIONS[Status.EXECUTING] >= {Status.EXECUTED, Status.FAILED}
     assert TERMINAL == {
         Status.REJECTED,

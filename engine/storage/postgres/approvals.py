@@ -210,11 +210,17 @@ class PgApprovals:
         actor: str,
         now: float,
         reason: str | None = None,
+        superseded_by: str | None = None,
     ) -> Approval:
         async def tx(c: Conn) -> Approval:
             current = await load_approval(c, approval_id)
             updated = claim_rules.transitioned(
-                current, target=target, expected_version=expected_version, now=now, reason=reason
+                current,
+                target=target,
+                expected_version=expected_version,
+                now=now,
+                reason=reason,
+                superseded_by=superseded_by,
             )
             w = Writes()
             w.approval(updated)

@@ -311,6 +311,7 @@ class RedisApprovals:
                         aid,
                         "",
                         self.conn.channel(aid),
+                        "",
                         "pending",
                     ],
                 )
@@ -329,6 +330,7 @@ class RedisApprovals:
         actor: str,
         now: float,
         reason: str | None = None,
+        superseded_by: str | None = None,
     ) -> Approval:
         args = [
             repr(now),
@@ -339,6 +341,7 @@ class RedisApprovals:
             approval_id,
             reason or "",
             self.conn.channel(approval_id),
+            superseded_by or "",
             *sorted(str(s) for s in sources_of(target)),
         ]
         out = await self.conn.call(self.conn.transition_script, self.conn.approval_keys(approval_id), args)

@@ -225,11 +225,17 @@ class SqliteApprovals:
         actor: str,
         now: float,
         reason: str | None = None,
+        superseded_by: str | None = None,
     ) -> Approval:
         def tx(c: sqlite3.Connection) -> Approval:
             current = load_approval(c, approval_id)
             updated = claim_rules.transitioned(
-                current, target=target, expected_version=expected_version, now=now, reason=reason
+                current,
+                target=target,
+                expected_version=expected_version,
+                now=now,
+                reason=reason,
+                superseded_by=superseded_by,
             )
             write_approval(c, updated)
             insert_audit(c, audit_for_decision(updated, actor=actor, event=str(target), now=now, detail=reason or ""))

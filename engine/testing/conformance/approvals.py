@@ -543,6 +543,25 @@ class ApprovalsConformance:
         )
         assert out.status is Status.CANCELLED and out.reason == "customer withdrew"
 
+    async def test_an_approved_approval_whose_consequence_drifted_is_superseded_or_expired(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        # Asked again (superseded, naming the new one) or expired as drifted, bound to its version, not its deadline.
+        for target, by in ((Status.SUPERSEDED, "apr_AGAIN00001"), (Status.EXPIRED, None)):
+            a = make_approval(now=clock.now(), key=str(target), ttl=600)
+            await store.approvals.create(a)
+            ok = await store.approvals.decide(cmd(a, "U_SUPPORT1"), now=clock.now())
+            moved = await store.approvals.transition(
+                a.id, target=target, expected_version=ok.version, actor="w", now=clock.now(), reason="drifted: x",
+                superseded_by=by,
+            )  # fmt: skip
+            got = await store.approvals.get(a.id)
+            assert moved == got and (got.status, got.superseded_by, got.reason) == (target, by, "drifted: x")
+            with pytest.raises(IllegalTransition):  # and nothing moves it on: it never runs
+                await store.approvals.transition(
+                    a.id, target=Status.EXECUTING, expected_version=got.version, actor="w", now=clock.now()
+                )
+
     async def test_waiters_wake_on_a_decision_and_time_out_otherwise(self, store: Store, clock: FakeClock) -> None:
         a = make_approval(now=clock.now())
         await store.approvals.create(a)
