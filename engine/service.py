@@ -185,6 +185,8 @@ class ApprovalService:
     delegations: Delegations = field(init=False)
     """The store's delegations of reviewer roles (what :class:`DelegatedReviewers` adds to a reviewer)."""
     _allowed: AllowedPlans = field(init=False, default_factory=AllowedPlans, repr=False)
+    _given: dict[str, ConsequenceFn] = field(init=False, default_factory=dict, repr=False)
+    """The consequences given beside tools in Python in this process, by tool: an edit's is computed with it."""
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
     _order: tuple[Sequence[ProposalGuard], Order] | None = field(init=False, default=None, repr=False)
     remote_receipts: ClassVar[ReceiptsRemote | None] = None
@@ -349,6 +351,8 @@ class ApprovalService:
             return Proposal(verdict=verdict, approval=approval, args=action.clean)
         if self.policy.spec.caps.on:
             await within_caps(self.store, self.policy.spec.caps, approval, counted=counted, now=now)
+        if request.consequence is not None:
+            self._given[tool] = request.consequence
         approval = await self.consequence_of(approval, given=request.consequence)
         stored, created = await self.store.approvals.create(approval)
         if created:
@@ -362,6 +366,7 @@ class ApprovalService:
     async def consequence_of(self, approval: Approval, *, given: ConsequenceFn | None = None) -> Approval:
         """``approval`` (not stored yet, and asking a person) with its tool's consequence computed, audited first
         (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one."""
+        given = given or self._given.get(approval.tool)
         approval, computed = await with_consequence(
             self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now()
         )
@@ -404,6 +409,9 @@ class ApprovalService:
         alone = bound and request.kind in _BOUND_ALONE and request.confirm is None and request.reason is None
         read = None if alone else await attempt.current()
         new_args, replacement = await self._checked(read, request, reviewer) if read is not None else (None, None)
+        edited = await self._edited(read, new_args, replacement) if read is not None and new_args else None
+        if replacement is not None and edited is not None:  # asked anew: of what it asks, like a fresh proposal
+            replacement = edited
         cmd = DecideCommand(
             approval_id=request.approval_id,
             reviewer=reviewer,
@@ -413,6 +421,7 @@ class ApprovalService:
             reason=request.reason,
             args=new_args,
             supersede_with=replacement.id if replacement else None,
+            consequence=edited.consequence if edited is not None and replacement is None else None,
             via=request.via,
             attended=read is not None and request.kind in APPROVING,
             jobs=self._decision_jobs(),
@@ -534,6 +543,13 @@ class ApprovalService:
                 detail=detail[:500],
             )
         )
+
+    async def _edited(self, current: Approval, new_args: dict[str, Any], replacement: Approval | None) -> Approval:
+        """What a Modify runs, with its tool's consequence computed for the edited arguments under the same bounds
+        (audited): ``replacement`` when the edit needs other approvers, else ``current`` with them (its decision
+        keeps it)."""
+        base = replacement if replacement is not None else current.model_copy(update={"args": new_args})
+        return await self.consequence_of(base.model_copy(update={"consequence": current.consequence}))
 
     async def _checked(
         self, current: Approval, request: DecideRequest, reviewer: Reviewer

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 CONSEQUENCE_EVENT = "consequence"
 """The audit event of a consequence computed (or not) for an approval."""
+_ELSEWHERE = "failed: the tool's consequence was given in Python to the process that asked; this one cannot run it"
 
 
 async def with_consequence(
@@ -36,10 +37,14 @@ async def with_consequence(
 ) -> tuple[Approval, AuditEntry | None]:
     """``approval`` with its tool's consequence (``hitl.yaml``'s ``consequence:``, else ``given``, the one given
     beside the tool in Python), and the audit entry that records computing it; as it was, with no entry, when the
-    tool has none (or the approval asks about a batch, or is not an action's)."""
+    tool has none (or the approval asks about a batch, or is not an action's). An approval that already holds one
+    is an edit of one that had it (:meth:`~hitl.engine.service.ApprovalService.decide`): when its callable was given
+    in another process, it holds a failed one saying so, never one computed for other arguments."""
     declared = policy.spec.tools.get(approval.tool)
     source: Source | None = declared.consequence if declared is not None else None
     source = source or given
+    if source is None and approval.consequence is not None:
+        return approval.model_copy(update={"consequence": not_computed(ConsequenceOutcome.FAILED, _ELSEWHERE)}), None
     if source is None or "batch" in approval.metadata or approval.kind is not ApprovalKind.ACTION:
         return approval, None
     limits = declared.consequence_limits if declared is not None else ConsequenceLimits()
