@@ -371,7 +371,8 @@ class ApprovalService:
             self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now()
         )
         if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
-            await self.store.audit.append(computed)
+            await self.store.audit.append(computed.audit)
+            await self.store.tallies.add(computed.counts, now=computed.audit.at)  # its time, in hitl stats
         return approval
 
     async def decide(

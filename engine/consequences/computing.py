@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import time
+from dataclasses import dataclass
 
 from hitl.engine.consequences.callables import ConsequenceFn, Source
 from hitl.engine.consequences.running import ConsequenceRunner
@@ -16,13 +17,25 @@ from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
+from hitl.engine.domain.tally import TallyKey, consequence_counts
 
-__all__ = ["CONSEQUENCE_EVENT", "with_consequence"]
+__all__ = ["CONSEQUENCE_EVENT", "Computed", "with_consequence"]
 
 log = logging.getLogger(__name__)
 
 CONSEQUENCE_EVENT = "consequence"
 """The audit event of a consequence computed (or not) for an approval."""
+
+
+@dataclass(frozen=True)
+class Computed:
+    """What computing a consequence records: its audit entry, and the counts ``hitl stats`` and ``/metrics`` read
+    (how it ended, how long it took, per tool and tier)."""
+
+    audit: AuditEntry
+    counts: dict[TallyKey, float]
+
+
 _ELSEWHERE = "failed: the tool's consequence was given in Python to the process that asked; this one cannot run it"
 
 
@@ -34,9 +47,9 @@ async def with_consequence(
     *,
     given: ConsequenceFn | None,
     now: float,
-) -> tuple[Approval, AuditEntry | None]:
+) -> tuple[Approval, Computed | None]:
     """``approval`` with its tool's consequence (``hitl.yaml``'s ``consequence:``, else ``given``, the one given
-    beside the tool in Python), and the audit entry that records computing it; as it was, with no entry, when the
+    beside the tool in Python), and what records computing it; as it was, with no record, when the
     tool has none (or the approval asks about a batch, or is not an action's). An approval that already holds one
     is an edit of one that had it (:meth:`~hitl.engine.service.ApprovalService.decide`): when its callable was given
     in another process, it holds a failed one saying so, never one computed for other arguments."""
@@ -72,4 +85,5 @@ async def with_consequence(
         outcome=str(consequence.outcome),
         detail=f"{approval.tool[:100]}: args sha256 {digest}; {took * 1000:.0f} ms; {consequence.why or 'shown'}"[:500],
     )
-    return approval.model_copy(update={"consequence": consequence}), entry
+    counts = consequence_counts(approval.tool, str(approval.tier), str(consequence.outcome), now=now, took=took)
+    return approval.model_copy(update={"consequence": consequence}), Computed(entry, counts)

@@ -147,3 +147,20 @@ async def test_a_modify_shows_the_consequence_of_what_will_run(served: Api) -> N
     assert status == 200 and done["status"] == "superseded", done
     status, new = await served.call("GET", f"/approvals/{done['superseded_by']}", as_="fin1")
     assert status == 200 and new["consequence"]["summary"] == "Order M2 keeps -400.00 refundable", new
+
+
+async def test_metrics_tell_each_tools_consequence_time_and_outcomes(served: Api) -> None:
+    for order, reason in (("T1", ""), ("T2", "wrong"), ("T3", "")):
+        status, body = await propose(served, order, reason)
+        assert status in (200, 201), body
+    await served.h.rt.ctx.metrics.hitl.refresh()  # the background sweep's read of the store
+    async with served.h.http.get(f"{served.h.bot_url}/metrics") as resp:
+        assert resp.status == 200
+        exposed = await resp.text()
+    samples = dict(line.rsplit(" ", 1) for line in exposed.splitlines() if line.startswith("hitl_consequence"))
+    on = 'tier="approve",tool="refund"'
+    assert samples[f"hitl_consequence_seconds_count{{{on}}}"] == "3.0", samples
+    assert samples[f'hitl_consequence_seconds_bucket{{le="60",{on}}}'] == "3.0"
+    assert float(samples[f"hitl_consequence_seconds_sum{{{on}}}"]) > 0  # each one's time, worker round trip and all
+    ended = {o: samples[f'hitl_consequences{{outcome="{o}",{on}}}'] for o in ("shown", "busy", "timed_out", "failed")}
+    assert ended == {"shown": "2.0", "busy": "0.0", "timed_out": "0.0", "failed": "1.0"}, ended
