@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from hitl.engine.consequences.callables import ConsequenceFn, Source
-from hitl.engine.consequences.running import ConsequenceRunner
+from hitl.engine.consequences.running import ConsequenceCall, ConsequenceRunner
 from hitl.engine.domain.consequences import ConsequenceLimits, ConsequenceOutcome, not_computed
 from hitl.engine.domain.models import Approval, ApprovalKind
 from hitl.engine.domain.policy import Policy
@@ -63,13 +63,8 @@ async def with_consequence(
     limits = declared.consequence_limits if declared is not None else ConsequenceLimits()
     started = time.monotonic()
     try:
-        consequence = await runner.compute(
-            approval.tool,
-            source,
-            approval.args,
-            limits=limits,
-            redact=lambda text: redactor.redact_bounded(text, limits.max_bytes),
-        )
+        redact = lambda text: redactor.redact_bounded(text, limits.max_bytes)  # noqa: E731
+        consequence = await runner.compute(ConsequenceCall(approval.tool, source, approval.args, limits, redact))
     except Exception as exc:  # a runner promises not to raise; if one does, the person is still asked, without it
         log.exception("computing %s's consequence failed", approval.tool)
         consequence = not_computed(ConsequenceOutcome.FAILED, f"failed: hitl could not run it ({type(exc).__name__})")
