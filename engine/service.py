@@ -34,6 +34,7 @@ from hitl.engine.consequences.computing import with_consequence
 from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.consequences.threads import ThreadConsequences
 from hitl.engine.deciding.checks import ArgsValidator, checked_edit
+from hitl.engine.deciding.edit_consequences import edit_consequence
 from hitl.engine.deciding.groups import decide_group
 from hitl.engine.delegation.delegates import DelegateRule
 from hitl.engine.delegation.delegations import DelegatedReviewers, Delegations
@@ -363,12 +364,15 @@ class ApprovalService:
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
 
     # -- deciding -----------------------------------------------------------------------------------------
-    async def consequence_of(self, approval: Approval, *, given: ConsequenceFn | None = None) -> Approval:
+    async def consequence_of(
+        self, approval: Approval, *, given: ConsequenceFn | None = None, within: float | None = None
+    ) -> Approval:
         """``approval`` (not stored yet, and asking a person) with its tool's consequence computed, audited first
-        (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one."""
+        (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one.
+        ``within``: seconds it may take at most, when less than its tool's bound (a surface must answer)."""
         given = given or self._given.get(approval.tool)
         approval, computed = await with_consequence(
-            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now()
+            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now(), within=within
         )
         if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
             await self.store.audit.append(computed.audit)
@@ -410,7 +414,8 @@ class ApprovalService:
         alone = bound and request.kind in _BOUND_ALONE and request.confirm is None and request.reason is None
         read = None if alone else await attempt.current()
         new_args, replacement = await self._checked(read, request, reviewer) if read is not None else (None, None)
-        edited = await self._edited(read, new_args, replacement) if read is not None and new_args else None
+        by = window.by if window is not None else None
+        edited = await edit_consequence(self, read, new_args, replacement, answer_by=by) if read and new_args else None
         if replacement is not None and edited is not None:  # asked anew: of what it asks, like a fresh proposal
             replacement = edited
         cmd = DecideCommand(
@@ -544,13 +549,6 @@ class ApprovalService:
                 detail=detail[:500],
             )
         )
-
-    async def _edited(self, current: Approval, new_args: dict[str, Any], replacement: Approval | None) -> Approval:
-        """What a Modify runs, with its tool's consequence computed for the edited arguments under the same bounds
-        (audited): ``replacement`` when the edit needs other approvers, else ``current`` with them (its decision
-        keeps it)."""
-        base = replacement if replacement is not None else current.model_copy(update={"args": new_args})
-        return await self.consequence_of(base.model_copy(update={"consequence": current.consequence}))
 
     async def _checked(
         self, current: Approval, request: DecideRequest, reviewer: Reviewer

@@ -47,12 +47,14 @@ async def with_consequence(
     *,
     given: ConsequenceFn | None,
     now: float,
+    within: float | None = None,
 ) -> tuple[Approval, Computed | None]:
     """``approval`` with its tool's consequence (``hitl.yaml``'s ``consequence:``, else ``given``, the one given
     beside the tool in Python), and what records computing it; as it was, with no record, when the
     tool has none (or the approval asks about a batch, or is not an action's). An approval that already holds one
     is an edit of one that had it (:meth:`~hitl.engine.service.ApprovalService.decide`): when its callable was given
-    in another process, it holds a failed one saying so, never one computed for other arguments."""
+    in another process, it holds a failed one saying so, never one computed for other arguments. ``within``: the
+    seconds it may take when fewer than its tool's bound."""
     declared = policy.spec.tools.get(approval.tool)
     source: Source | None = declared.consequence if declared is not None else None
     source = source or given
@@ -61,6 +63,8 @@ async def with_consequence(
     if source is None or "batch" in approval.metadata or approval.kind is not ApprovalKind.ACTION:
         return approval, None
     limits = declared.consequence_limits if declared is not None else ConsequenceLimits()
+    if within is not None and within < limits.timeout:  # a surface must answer: the consequence gets less time
+        limits = limits.model_copy(update={"timeout": max(within, 0.01)})
     started = time.monotonic()
     try:
         redact = lambda text: redactor.redact_bounded(text, limits.max_bytes)  # noqa: E731

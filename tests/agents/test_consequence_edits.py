@@ -7,6 +7,7 @@ never shown for arguments it was not computed for. On SQLite and Redis."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.ports import Store
 from hitl.engine.receipts.claims import receipt_claims
-from hitl.engine.service import ApprovalService
+from hitl.engine.service import AnswerWindow, ApprovalService
 from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
 from tests.backends import fresh_store_url
@@ -40,6 +41,7 @@ policy:
       consequence: "tests.consequence_tools:refund"
       consequence_limits: {timeout: 0.5s, workers: 1}
     note: {role: support}
+    slow_refund: {role: support, consequence: "tests.consequence_tools:refund", consequence_limits: {timeout: 10s}}
   rules:
     - {name: large_refund, tools: [refund], when: "args.amount > 500", tier: escalate, role: finance, quorum: 2}
 """
@@ -118,6 +120,18 @@ async def test_an_edit_is_bounded_as_a_proposal_is(store: Store, clock: FakeCloc
     assert done.status is Status.APPROVED and (await task).approved
     will = (await store.approvals.get(a.id)).will_happen
     assert will is not None and will.headline == "No consequence (timed out after 0.5 s)"
+
+
+async def test_an_edit_where_a_surface_must_answer_in_time_is_recorded_in_time(store: Store, clock: FakeClock) -> None:
+    svc = ApprovalService.from_config(CONFIG, store=store, clock=clock)
+    task = asyncio.create_task(Approvals(svc).ask("slow_refund", {"order_id": "D1", "amount": 30}, session="s"))
+    a = await _pending(store, "slow_refund")
+    window = AnswerWindow(by=time.time() + 2.0)  # Slack's: the store refuses a decision that reaches it later
+    edit = DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"reason": "sleep"})  # its bound is 10 s
+    done = await svc.decide(edit, window=window)
+    assert done.status is Status.APPROVED and window.recorded.done() and (await task).approved
+    will = done.will_happen
+    assert will is not None and will.outcome is ConsequenceOutcome.TIMED_OUT, will  # given half the window, no more
 
 
 async def test_one_given_in_python_is_computed_for_the_edit_here_and_never_shown_stale_elsewhere(
