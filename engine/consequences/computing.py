@@ -36,7 +36,10 @@ class Computed:
     counts: dict[TallyKey, float]
 
 
-_ELSEWHERE = "failed: the tool's consequence was given in Python to the process that asked; this one cannot run it"
+_ELSEWHERE = (
+    "failed: this process cannot run the tool's consequence (given in Python to the process that asked, or no longer "
+    "in hitl.yaml)"
+)
 
 
 async def with_consequence(

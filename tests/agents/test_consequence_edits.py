@@ -151,7 +151,7 @@ async def test_one_given_in_python_is_computed_for_the_edit_here_and_never_shown
     assert (await there).approved
     will = (await store.approvals.get(b.id)).will_happen
     assert will is not None and will.outcome is ConsequenceOutcome.FAILED, will
-    assert will.why.startswith("failed: the tool's consequence was given in Python to the process that asked")
+    assert will.why.startswith("failed: this process cannot run the tool's consequence (given in Python to the")
 
 
 def _sha(args: dict[str, Any]) -> str:
