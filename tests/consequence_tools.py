@@ -45,3 +45,8 @@ def hostile(args: dict[str, Any]) -> object:
         "table": [{note[:50]: note}],
         "diff": note,
     }
+
+
+def pay(args: dict[str, Any]) -> object:
+    """What a payment will do: who gets how much."""
+    return {"summary": f"Pays {float(args['amount']):.2f} to {args['to']}", "changes": {"paid": [0, args["amount"]]}}
