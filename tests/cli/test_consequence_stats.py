@@ -13,30 +13,20 @@ from typing import Any
 
 import pytest
 
-from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
+from tests.agents.test_consequences import CONFIG
 from tests.backends import fresh_store_url
 
 ROOT = Path(__file__).resolve().parents[2]
-YAML = """
-roles: {support: [U_SUPPORT1]}
-policy:
-  tools:
-    refund:
-      role: support
-      consequence: "tests.consequence_tools:refund"
-      consequence_limits: {timeout: 0.5s, workers: 1}
-    note: {role: support}
-"""
 
 
 async def _propose_four(store_url: str, clock: FakeClock) -> None:
     store = open_store(store_url)
     try:
-        svc = ApprovalService.from_config(parse_config(YAML), store=store, clock=clock)
+        svc = ApprovalService.from_config(CONFIG, store=store, clock=clock)  # refund's bound 0.5 s, one worker
         for order, reason in (("A", ""), ("W", "wrong"), ("S", "sleep"), ("B", "")):  # S holds the one worker: B busy
             args = {"order_id": order, "amount": 30, "reason": reason}
             await svc.propose(ProposeRequest("refund", args, session_id=order))
