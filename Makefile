@@ -94,6 +94,7 @@ bench: $(STAMP) redis postgres
 	$(BIN)/python bench/postgres_bench.py
 	$(BIN)/python bench/redaction_bench.py
 	$(BIN)/python bench/cli_bench.py
+	$(BIN)/python bench/consequence_bench.py
 	$(BIN)/python bench/publish.py
 
 clean:

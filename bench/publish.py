@@ -42,6 +42,7 @@ ORDER = (
     "storm",
     "postgres",
     "cli",
+    "consequence",
 )
 """Sections in this order; any other report after them, by name."""
 

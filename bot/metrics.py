@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from hitl.engine.config.deprecations import RENAMED
 from hitl.engine.domain.models import Approval, DecisionKind
-from hitl.engine.domain.tally import Outcome, TallyRow, summarize
+from hitl.engine.domain.tally import CONSEQUENCE_OUTCOMES, Outcome, TallyRow, summarize
 from hitl.engine.ports import Clock, Store
 from hitl.engine.process.tasks import Outages
 
@@ -30,6 +30,8 @@ HITL_METRICS = (
     "hitl_audit_yield_ratio",
     "hitl_practice_catch_ratio",
     "hitl_first_interaction_seconds",
+    "hitl_consequence_seconds",
+    "hitl_consequences",
 )
 """The store-computed metric families (the Grafana dashboard in ``docs/grafana/`` queries these)."""
 
@@ -89,6 +91,16 @@ class StoreMetrics(Collector):
             f"Share of decided practice approvals whose planted defect was caught ({days})",
             labels=labels,
         )
+        took = HistogramMetricFamily(
+            "hitl_consequence_seconds",
+            f"Time to compute a tool's consequence before its approval is asked ({days}; read it without rate())",
+            labels=labels,
+        )
+        ended = GaugeMetricFamily(
+            "hitl_consequences",
+            f"Tools' consequences computed in the last {days}, by how they ended (shown, busy, timed_out, failed)",
+            labels=[*labels, "outcome"],
+        )
         renamed = RENAMED["hitl_seeded_catch_ratio"]
         # The old name stays exported for one release, so a dashboard that reads it keeps working meanwhile.
         old_catches = GaugeMetricFamily(renamed.old, f"Deprecated: {renamed.message()}", labels=labels)
@@ -111,7 +123,13 @@ class StoreMetrics(Collector):
             if seen[-1][1]:
                 drawn = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in seen]
                 first.add_metric([r.tool, r.tier], drawn, sum_value=r.counts.get("first_sum", 0.0))
-        yield from (actions, autonomous, corrected, latency, first, audit_yield, catches, old_catches)
+            computed = r.buckets("consequence")
+            if computed[-1][1]:  # only the tools that declare one
+                drawn = [("+Inf" if b == float("inf") else f"{b:g}", float(n)) for b, n in computed]
+                took.add_metric([r.tool, r.tier], drawn, sum_value=r.counts.get("consequence_sum", 0.0))
+                for how in CONSEQUENCE_OUTCOMES:
+                    ended.add_metric([r.tool, r.tier, how], r.consequences[how])
+        yield from (actions, autonomous, corrected, latency, first, took, ended, audit_yield, catches, old_catches)
 
 
 class OutageMetrics(Collector):

@@ -34,6 +34,7 @@ from hitl.engine.consequences.computing import with_consequence
 from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.consequences.threads import ThreadConsequences
 from hitl.engine.deciding.checks import ArgsValidator, checked_edit
+from hitl.engine.deciding.edit_consequences import edit_consequence
 from hitl.engine.deciding.groups import decide_group
 from hitl.engine.delegation.delegates import DelegateRule
 from hitl.engine.delegation.delegations import DelegatedReviewers, Delegations
@@ -185,6 +186,8 @@ class ApprovalService:
     delegations: Delegations = field(init=False)
     """The store's delegations of reviewer roles (what :class:`DelegatedReviewers` adds to a reviewer)."""
     _allowed: AllowedPlans = field(init=False, default_factory=AllowedPlans, repr=False)
+    _given: dict[str, ConsequenceFn] = field(init=False, default_factory=dict, repr=False)
+    """The consequences given beside tools in Python in this process, by tool: an edit's is computed with it."""
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
     _order: tuple[Sequence[ProposalGuard], Order] | None = field(init=False, default=None, repr=False)
     remote_receipts: ClassVar[ReceiptsRemote | None] = None
@@ -349,6 +352,8 @@ class ApprovalService:
             return Proposal(verdict=verdict, approval=approval, args=action.clean)
         if self.policy.spec.caps.on:
             await within_caps(self.store, self.policy.spec.caps, approval, counted=counted, now=now)
+        if request.consequence is not None:
+            self._given[tool] = request.consequence
         approval = await self.consequence_of(approval, given=request.consequence)
         stored, created = await self.store.approvals.create(approval)
         if created:
@@ -359,14 +364,19 @@ class ApprovalService:
         return Proposal(verdict=verdict, approval=stored, created=created, args=action.clean)
 
     # -- deciding -----------------------------------------------------------------------------------------
-    async def consequence_of(self, approval: Approval, *, given: ConsequenceFn | None = None) -> Approval:
+    async def consequence_of(
+        self, approval: Approval, *, given: ConsequenceFn | None = None, within: float | None = None
+    ) -> Approval:
         """``approval`` (not stored yet, and asking a person) with its tool's consequence computed, audited first
-        (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one."""
+        (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one.
+        ``within``: seconds it may take at most, when less than its tool's bound (a surface must answer)."""
+        given = given or self._given.get(approval.tool)
         approval, computed = await with_consequence(
-            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now()
+            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now(), within=within
         )
         if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
-            await self.store.audit.append(computed)
+            await self.store.audit.append(computed.audit)
+            await self.store.tallies.add(computed.counts, now=computed.audit.at)  # its time, in hitl stats
         return approval
 
     async def decide(
@@ -404,6 +414,10 @@ class ApprovalService:
         alone = bound and request.kind in _BOUND_ALONE and request.confirm is None and request.reason is None
         read = None if alone else await attempt.current()
         new_args, replacement = await self._checked(read, request, reviewer) if read is not None else (None, None)
+        by = window.by if window is not None else None
+        edited = await edit_consequence(self, read, new_args, replacement, answer_by=by) if read and new_args else None
+        if replacement is not None and edited is not None:  # asked anew: of what it asks, like a fresh proposal
+            replacement = edited
         cmd = DecideCommand(
             approval_id=request.approval_id,
             reviewer=reviewer,
@@ -413,6 +427,7 @@ class ApprovalService:
             reason=request.reason,
             args=new_args,
             supersede_with=replacement.id if replacement else None,
+            consequence=edited.consequence if edited is not None and replacement is None else None,
             via=request.via,
             attended=read is not None and request.kind in APPROVING,
             jobs=self._decision_jobs(),

@@ -76,3 +76,8 @@ def invoice(args: dict[str, Any]) -> object:
         "summary": f"Invoice {args['invoice']} will have {left - amount:.2f} left to pay",
         "changes": {"Left to pay": {"before": left, "after": left - amount}},
     }
+
+
+def pay(args: dict[str, Any]) -> object:
+    """What a payment will do: who gets how much."""
+    return {"summary": f"Pays {float(args['amount']):.2f} to {args['to']}", "changes": {"paid": [0, args["amount"]]}}

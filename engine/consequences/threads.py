@@ -8,13 +8,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hitl.engine.consequences.callables import ConsequenceFn, Source, resolve
-from hitl.engine.consequences.running import Slots, busy, timed_out
-from hitl.engine.domain.consequences import Consequence, ConsequenceLimits, ConsequenceOutcome, not_computed, shaped
+from hitl.engine.consequences.callables import ConsequenceFn, resolve
+from hitl.engine.consequences.running import ConsequenceCall, Slots
+from hitl.engine.domain.consequences import Consequence
 
 __all__ = ["ThreadConsequences"]
 
@@ -25,36 +24,27 @@ class ThreadConsequences:
 
     slots: Slots = field(default_factory=Slots)
 
-    async def compute(
-        self,
-        tool: str,
-        source: Source,
-        args: Mapping[str, Any],
-        *,
-        limits: ConsequenceLimits,
-        redact: Callable[[str], str],
-    ) -> Consequence:
-        """``source``'s consequence of ``args`` (a deep copy: it cannot change what runs), within ``limits``."""
+    async def compute(self, call: ConsequenceCall) -> Consequence:
+        """``call``'s consequence of a deep copy of its arguments (it cannot change what runs), within its limits."""
+        tool, limits = call.tool, call.limits
         try:
-            fn = resolve(source, tool=tool) if isinstance(source, str) else source
+            fn = resolve(call.source, tool=tool) if isinstance(call.source, str) else call.source
         except Exception as exc:  # imported when the config was loaded; gone since: say so, ask without it
-            return not_computed(ConsequenceOutcome.FAILED, f"failed: {exc}")
+            return call.failed(str(exc))
         if not self.slots.take(tool, limits.workers):
-            return busy(limits)
+            return call.busy()
         loop = asyncio.get_running_loop()
         done: asyncio.Future[tuple[bool, object]] = loop.create_future()
         thread = threading.Thread(
-            target=_call, args=(fn, copy.deepcopy(dict(args)), loop, done), name=f"consequence:{tool}", daemon=True
+            target=_call, args=(fn, copy.deepcopy(dict(call.args)), loop, done), name=f"consequence:{tool}", daemon=True
         )
         done.add_done_callback(lambda _: self.slots.give_back(tool))  # when it returns, not at the bound
         thread.start()
         try:
             ok, value = await asyncio.wait_for(asyncio.shield(done), limits.timeout)
         except TimeoutError:
-            return timed_out(limits)
-        if not ok:
-            return not_computed(ConsequenceOutcome.FAILED, f"failed: {value}")
-        return shaped(value, limits, redact=redact)
+            return call.timed_out()
+        return call.answered(value) if ok else call.failed(str(value))
 
     async def aclose(self) -> None:
         """Nothing to stop: a thread still running ends on its own."""

@@ -12,15 +12,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hitl.engine.consequences.callables import Source
-from hitl.engine.consequences.running import Slots, busy, timed_out
+from hitl.engine.consequences.running import ConsequenceCall, Slots
 from hitl.engine.consequences.threads import ThreadConsequences
-from hitl.engine.domain.consequences import Consequence, ConsequenceLimits, ConsequenceOutcome, not_computed, shaped
+from hitl.engine.domain.consequences import Consequence, ConsequenceLimits
 
 __all__ = ["ALLOWED_ENV", "WorkerConsequences", "scrubbed"]
 
@@ -69,39 +68,30 @@ class WorkerConsequences:
     _home: str | None = None
     """The empty folder workers start in (made when the first one starts, removed at close)."""
 
-    async def compute(
-        self,
-        tool: str,
-        source: Source,
-        args: Mapping[str, Any],
-        *,
-        limits: ConsequenceLimits,
-        redact: Callable[[str], str],
-    ) -> Consequence:
-        """``source``'s consequence of ``args`` computed in a worker process of ``tool``'s, within ``limits``."""
-        if not isinstance(source, str):
-            return await self.threads.compute(tool, source, args, limits=limits, redact=redact)
+    async def compute(self, call: ConsequenceCall) -> Consequence:
+        """``call``'s consequence computed in a worker process of its tool's, within its limits."""
+        tool, limits = call.tool, call.limits
+        if not isinstance(call.source, str):
+            return await self.threads.compute(call)
         if not self.slots.take(tool, limits.workers):
-            return busy(limits)
+            return call.busy()
         worker: _Worker | None = None
         try:
             async with asyncio.timeout(limits.timeout):
                 worker = await self._worker(tool, limits)
                 path = [p or os.getcwd() for p in sys.path]  # "" is this process's folder, not the worker's
-                answer = await worker.ask({"path": path, "ref": source, "args": dict(args)})
+                answer = await worker.ask({"path": path, "ref": call.source, "args": dict(call.args)})
         except TimeoutError:
             self._discard(worker)
-            return timed_out(limits)
+            return call.timed_out()
         except (ValueError, RecursionError, EOFError, OSError) as exc:
             self._discard(worker)
             why = "more than it may" if isinstance(exc, ValueError | RecursionError) else str(exc)
-            return not_computed(ConsequenceOutcome.FAILED, f"failed: its worker answered {why}")
+            return call.failed(f"its worker answered {why}")
         finally:
             self.slots.give_back(tool)
         self._idle.setdefault(tool, []).append(worker)
-        if "failed" in answer:
-            return not_computed(ConsequenceOutcome.FAILED, f"failed: {answer['failed']}")
-        return shaped(answer.get("value"), limits, redact=redact)
+        return call.failed(str(answer["failed"])) if "failed" in answer else call.answered(answer.get("value"))
 
     async def _worker(self, tool: str, limits: ConsequenceLimits) -> _Worker:
         idle = self._idle.get(tool, [])

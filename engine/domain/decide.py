@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from hitl.engine.domain.confirmation import APPROVING
+from hitl.engine.domain.consequences import Consequence
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status
 from hitl.engine.domain.records import TrustGrant
 from hitl.engine.domain.states import check_transition
@@ -67,6 +68,9 @@ class DecideCommand(BaseModel):
     args: dict[str, Any] | None = None
     supersede_with: str | None = None
     """For a modify whose new arguments raised the tier: the id of the replacing approval."""
+    consequence: Consequence | None = None
+    """For a modify that approves: the tool's consequence computed for the edited arguments, kept on its decision
+    (:attr:`~hitl.engine.domain.models.Approval.will_happen`)."""
     via: str = "api"
     jobs: tuple[str, ...] = ()
     """Kinds of durable job queued with the decision, in its atomic step, each with ``{"approval_id": ...}`` as
@@ -305,6 +309,7 @@ def apply_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
         args=cmd.args,
         via=cmd.via,
         acting_for=acting_for(approval, cmd.reviewer, now),
+        consequence=cmd.consequence if cmd.kind is DecisionKind.MODIFY and not cmd.supersede_with else None,
     )
     decisions = (*approval.decisions, decision)
     changes: dict[str, Any] = {"decisions": decisions, "version": approval.version + 1, "updated_at": now}

@@ -153,6 +153,9 @@ class Decision(_Frozen):
     acting_for: str | None = None
     """The delegator whose role the reviewer decided with (a delegation in force), when not one of their own: the
     vote counts as that person's too, also after the delegation ends."""
+    consequence: Consequence | None = None
+    """For a ``modify`` that approves: the tool's consequence computed for the edited arguments (what will run);
+    None when the tool declares none."""
 
     @property
     def voters(self) -> tuple[str, ...]:
@@ -250,6 +253,16 @@ class Approval(_Frozen):
     def execute_args(self) -> dict[str, Any]:
         """The arguments the effect runs with."""
         return self.approved_args if self.approved_args is not None else self.args
+
+    @property
+    def will_happen(self) -> Consequence | None:
+        """The consequence of what will run: for an approval a Modify approved, the one computed for its edited
+        arguments; else the one computed when it was asked (None: the tool declares none)."""
+        if self.approved_args is not None:
+            edited = next((d for d in reversed(self.decisions) if d.kind is DecisionKind.MODIFY), None)
+            if edited is not None and edited.consequence is not None:
+                return edited.consequence
+        return self.consequence
 
     @property
     def asked_by(self) -> str | None:

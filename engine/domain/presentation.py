@@ -255,7 +255,7 @@ def present(
         changes=changes,
         outcome=_outcome(a),
         evidence=a.evidence,
-        consequence=a.consequence,
+        consequence=a.will_happen,
         drift=a.drift,
     )
 

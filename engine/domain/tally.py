@@ -5,7 +5,9 @@ An action either runs on its own (``autonomous``: the policy's auto or notify ti
 (``asked``), whose approval ends ``approved``, ``modified``, ``rejected`` or ``expired``. A decision's latency (from
 the request to the final human decision) is counted into fixed buckets, so hours and replicas add up; so is the time
 to an approval's first interaction (the first button pressed, view opened or ``/hitl show`` on it). The tier is the
-rank band of :mod:`~hitl.engine.domain.ranking`: both times are read per band.
+rank band of :mod:`~hitl.engine.domain.ranking`: both times are read per band. A tool's consequence, computed
+before a person is asked, counts how it ended and how long it took (:func:`consequence_counts`), in buckets of its
+own: it is bounded in seconds, not hours.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 __all__ = [
+    "CONSEQUENCE_BUCKETS",
+    "CONSEQUENCE_OUTCOMES",
     "LATENCY_BUCKETS",
     "LEGACY_FIELDS",
     "Outcome",
     "TallyKey",
     "TallyRow",
+    "consequence_counts",
     "counts_for",
     "decision_outcome",
     "first_seen_counts",
@@ -29,6 +34,12 @@ __all__ = [
 
 LATENCY_BUCKETS: tuple[float, ...] = (60, 300, 900, 3600, 4 * 3600, 24 * 3600, 7 * 86400)
 """Upper bounds (seconds) of the latency buckets: a minute, 5 and 15 minutes, an hour, 4 hours, a day, a week."""
+
+CONSEQUENCE_BUCKETS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 60)
+"""Upper bounds (seconds) of a consequence's time buckets: its time bound is 2 s unless a tool sets it (at most 60)."""
+CONSEQUENCE_OUTCOMES = ("shown", "busy", "timed_out", "failed")
+"""How computing a consequence ends (:class:`~hitl.engine.domain.consequences.ConsequenceOutcome`), each counted as
+``consequence_<outcome>``."""
 
 TallyKey = tuple[int, str, str, str]
 """(hour since the epoch, tool, tier, field)."""
@@ -82,8 +93,8 @@ def hour_of(ts: float) -> int:
     return int(ts // 3600)
 
 
-def _bucket(latency: float) -> str:
-    for bound in LATENCY_BUCKETS:
+def _bucket(latency: float, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> str:
+    for bound in bounds:
         if latency <= bound:
             return f"le_{bound:g}"
     return "le_inf"
@@ -106,6 +117,16 @@ def first_seen_counts(tool: str, tier: str, *, now: float, latency: float) -> di
     """The counts an approval's first interaction adds: its time since the request, into its bucket and sum."""
     hour, latency = hour_of(now), max(0.0, latency)
     return {(hour, tool, tier, f"first_{_bucket(latency)}"): 1.0, (hour, tool, tier, "first_sum"): latency}
+
+
+def consequence_counts(tool: str, tier: str, outcome: str, *, now: float, took: float) -> dict[TallyKey, float]:
+    """The counts computing one consequence adds: how it ended, and its time into its bucket and sum."""
+    hour, took = hour_of(now), max(0.0, took)
+    return {
+        (hour, tool, tier, f"consequence_{outcome}"): 1.0,
+        (hour, tool, tier, f"consequence_{_bucket(took, CONSEQUENCE_BUCKETS)}"): 1.0,
+        (hour, tool, tier, "consequence_sum"): took,
+    }
 
 
 @dataclass(frozen=True)
@@ -168,11 +189,17 @@ class TallyRow:
         """The bucket bound below which ``q`` of the decisions fell (None: no decisions)."""
         return self.quantile("latency", q)
 
+    @property
+    def consequences(self) -> dict[str, int]:
+        """How many of the tool's consequences ended each way (:data:`CONSEQUENCE_OUTCOMES`)."""
+        return {o: int(self.counts.get(f"consequence_{o}", 0)) for o in CONSEQUENCE_OUTCOMES}
+
     def buckets(self, times: str) -> list[tuple[float, int]]:
-        """The histogram of ``times`` (``latency``: to the decision; ``first``: to the first interaction) as
-        (upper bound, count within it), cumulative; the last bound is infinity."""
+        """The histogram of ``times`` (``latency``: to the decision; ``first``: to the first interaction;
+        ``consequence``: computing the tool's consequence) as (upper bound, count within it), cumulative; the last
+        bound is infinity."""
         out, total = [], 0
-        for bound in (*LATENCY_BUCKETS, float("inf")):
+        for bound in (*(CONSEQUENCE_BUCKETS if times == "consequence" else LATENCY_BUCKETS), float("inf")):
             name = "le_inf" if bound == float("inf") else f"le_{bound:g}"
             total += int(self.counts.get(f"{times}_{name}", 0))
             out.append((bound, total))

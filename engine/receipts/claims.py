@@ -136,8 +136,9 @@ def receipt_claims(
         audience=audience,
         jti=jti,
     )
-    if approval.consequence is not None:  # what its deciders were shown would happen, by its RFC 8785 digest
-        claims["consequence_sha256"] = approval.consequence.digest()
+    will_happen = approval.will_happen  # after a Modify: the one computed for the edited arguments, what runs
+    if will_happen is not None:  # what would happen, by its RFC 8785 digest
+        claims["consequence_sha256"] = will_happen.digest()
     return claims
 
 

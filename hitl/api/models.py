@@ -286,8 +286,8 @@ class ApprovalView(_Out):
                 "asked_by": {k: str(a.metadata[k]) for k in ("framework", "agent", "call_id") if k in a.metadata}
                 or None,
                 "modifiable": a.modifiable,
-                "consequence": {**a.consequence.canonical(), "sha256": a.consequence.digest()}
-                if a.consequence
+                "consequence": {**a.will_happen.canonical(), "sha256": a.will_happen.digest()}
+                if a.will_happen
                 else None,
                 "drift": {
                     "of": a.drift.of,

@@ -74,6 +74,13 @@ def row_json(r: TallyRow) -> dict[str, Any]:
             "p50_seconds_at_most": r.quantile("first", 0.5),
             "p90_seconds_at_most": r.quantile("first", 0.9),
         },
+        "consequences": {  # the tool's consequence, computed before a person is asked: how it ended, how long
+            "count": r.buckets("consequence")[-1][1],
+            "sum_seconds": r.counts.get("consequence_sum", 0.0),
+            "p50_seconds_at_most": r.quantile("consequence", 0.5),
+            "p90_seconds_at_most": r.quantile("consequence", 0.9),
+            **r.consequences,
+        },
     }
     return row | {old: row[renamed.new] for old, renamed in RENAMED.items() if renamed.new in row}
 
@@ -142,6 +149,7 @@ def stats(
             return 0
         _print_table(out, rows, every)
         _print_measures(out, every, bands)
+        _print_consequences(out, rows)
         _print_latency(out, every)
         return 0
 
@@ -213,6 +221,24 @@ def _print_measures(out: Out, every: TallyRow, bands: list[TallyRow]) -> None:
                 ("  decision p50 ", "dim"),
                 _span(b.latency_quantile(0.5)),
             )
+
+
+def _print_consequences(out: Out, rows: list[TallyRow]) -> None:
+    """Per tool that has one: how many consequences were computed, how long they took and how they ended."""
+    for r in rows:
+        count = r.buckets("consequence")[-1][1]
+        if not count:
+            continue
+        ended = " · ".join(f"{o.replace('_', ' ')} {n}" for o, n in r.consequences.items())
+        out.text(
+            ("consequence ", "bold"),
+            f"{r.tool} ({r.tier}) {count}, ",
+            ("p50 ", "dim"),
+            _span(r.quantile("consequence", 0.5)),
+            ("  p90 ", "dim"),
+            _span(r.quantile("consequence", 0.9)),
+        )
+        out.text(("  ", "dim"), ended)
 
 
 def _print_latency(out: Out, every: TallyRow) -> None:

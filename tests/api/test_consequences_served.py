@@ -120,3 +120,47 @@ async def test_a_flood_whose_consequence_sleeps_posts_every_card(served: Api) ->
     for m in served.h.cards():
         box = "".join(text for b in m.blocks if b.get("block_id") == CONSEQUENCE for _, text in typed_texts(b))
         assert box in ("", "No consequence (busy: 2 already running)", "No consequence (timed out after 3 s)"), box
+
+
+async def test_a_modify_shows_the_consequence_of_what_will_run(served: Api) -> None:
+    status, body = await propose(served, "M1")
+    a = body["approval"]
+    assert a["consequence"]["summary"] == "Order M1 keeps 170.00 refundable"
+    decision = {"decision": "modify", "expected_version": a["version"], "action_hash": a["action_hash"]}
+    status, done = await served.call(
+        "POST", f"/approvals/{a['id']}/decisions", as_="sup1", json={**decision, "args": {"amount": 80}}
+    )
+    assert status == 200 and done["status"] == "approved", done
+    c = done["consequence"]  # computed again, in a worker process, for the edited arguments
+    assert c["summary"] == "Order M1 keeps 120.00 refundable" and c["sha256"] != a["consequence"]["sha256"], c
+    assert done["view"]["consequence"] == {"outcome": "shown", "sha256": c["sha256"]}
+    status, read = await served.call("GET", f"/approvals/{a['id']}")
+    assert read["consequence"] == c
+    assert [e["outcome"] for e in read["audit"] if e["event"] == "consequence"] == ["shown", "shown"]
+
+    status, body = await propose(served, "M2")  # an edit that needs finance: asked with the edit's consequence
+    b = body["approval"]
+    decision = {"decision": "modify", "expected_version": b["version"], "action_hash": b["action_hash"]}
+    status, done = await served.call(
+        "POST", f"/approvals/{b['id']}/decisions", as_="sup1", json={**decision, "args": {"amount": 600}}
+    )
+    assert status == 200 and done["status"] == "superseded", done
+    status, new = await served.call("GET", f"/approvals/{done['superseded_by']}", as_="fin1")
+    assert status == 200 and new["consequence"]["summary"] == "Order M2 keeps -400.00 refundable", new
+
+
+async def test_metrics_tell_each_tools_consequence_time_and_outcomes(served: Api) -> None:
+    for order, reason in (("T1", ""), ("T2", "wrong"), ("T3", "")):
+        status, body = await propose(served, order, reason)
+        assert status in (200, 201), body
+    await served.h.rt.ctx.metrics.hitl.refresh()  # the background sweep's read of the store
+    async with served.h.http.get(f"{served.h.bot_url}/metrics") as resp:
+        assert resp.status == 200
+        exposed = await resp.text()
+    samples = dict(line.rsplit(" ", 1) for line in exposed.splitlines() if line.startswith("hitl_consequence"))
+    on = 'tier="approve",tool="refund"'
+    assert samples[f"hitl_consequence_seconds_count{{{on}}}"] == "3.0", samples
+    assert samples[f'hitl_consequence_seconds_bucket{{le="60",{on}}}'] == "3.0"
+    assert float(samples[f"hitl_consequence_seconds_sum{{{on}}}"]) > 0  # each one's time, worker round trip and all
+    ended = {o: samples[f'hitl_consequences{{outcome="{o}",{on}}}'] for o in ("shown", "busy", "timed_out", "failed")}
+    assert ended == {"shown": "2.0", "busy": "0.0", "timed_out": "0.0", "failed": "1.0"}, ended

@@ -195,6 +195,8 @@ class RedisApprovals:
             "args": cmd.args,
             "via": cmd.via,
         }
+        if cmd.consequence is not None and cmd.kind is DecisionKind.MODIFY and not cmd.supersede_with:
+            decision["consequence"] = cmd.consequence.canonical()  # as apply_decision keeps it
         packed = [
             repr(now),
             str(cmd.expected_version),
