@@ -52,12 +52,13 @@ class DriftCheck:
     async def before_running(self, approval: Approval | None) -> None:
         """Pass when ``approval`` needs no check or its consequence is unchanged; else raise (nothing runs)."""
         svc = self.service
-        if approval is None or approval.status is not Status.APPROVED or approval.consequence is None:
+        # What the deciders saw of what will run: after a Modify, the consequence of the edited arguments.
+        seen = approval.will_happen if approval is not None else None
+        if approval is None or approval.status is not Status.APPROVED or seen is None:
             return  # a retry or a recovery of a call already handed over is not checked again: it may have begun
         spec = svc.policy.spec.tools.get(approval.tool)
         if spec is None or not spec.consequence_check:
             return
-        seen = approval.consequence
         again = await svc.consequence_of(approval.model_copy(update={"args": approval.execute_args}))
         now = again.consequence
         if now is None or not now.shown:

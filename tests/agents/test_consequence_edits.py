@@ -41,6 +41,7 @@ policy:
       consequence: "tests.consequence_tools:refund"
       consequence_limits: {timeout: 0.5s, workers: 1}
     note: {role: support}
+    checked_refund: {role: support, consequence: "tests.consequence_tools:refund", consequence_check: true}
     slow_refund: {role: support, consequence: "tests.consequence_tools:refund", consequence_limits: {timeout: 10s}}
   rules:
     - {name: large_refund, tools: [refund], when: "args.amount > 500", tier: escalate, role: finance, quorum: 2}
@@ -159,3 +160,25 @@ def _sha(args: dict[str, Any]) -> str:
     import json
 
     return hashlib.sha256(json.dumps(args, sort_keys=True).encode()).hexdigest()
+
+
+async def test_the_drift_check_after_a_modify_compares_with_the_consequence_of_the_edited_arguments(
+    store: Store, clock: FakeClock
+) -> None:
+    """The deciders of an edit saw the edited arguments' consequence; the check before running computes it again for
+    those same arguments, so an unchanged world runs the edit rather than asking again as drifted."""
+    svc = ApprovalService.from_config(CONFIG, store=store, clock=clock)
+    tools.RAN.clear()
+    task = asyncio.create_task(Approvals(svc).ask("checked_refund", {"order_id": "A1", "amount": 30}, session="s"))
+    a = await _pending(store, "checked_refund")
+    done = await svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args={"amount": 80}))
+    assert done.status is Status.APPROVED
+
+    async def settled() -> bool:
+        pending = (await store.approvals.list_pending()).items
+        return task.done() or any(p.tool == "checked_refund" for p in pending)
+
+    await eventually(settled, what="the edit ran or was asked again", interval=0.005)
+    assert task.done() and (await task).approved
+    events = [e.event for e in await store.audit.entries(approval_id=a.id)]
+    assert "consequence_drifted" not in events and "consequence_unchecked" not in events
