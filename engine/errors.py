@@ -92,6 +92,9 @@ class ErrorCode(StrEnum):
     """``receipts:`` is configured and this process could not get the execution's receipt from ``hitl serve`` (it
     holds the key; this process asks it over the API with ``HITL_API_URL`` and ``HITL_TOKEN``): nothing ran. Start
     or reach ``hitl serve``, then run the call again."""
+    REQUEST_STATE_REFUSED = "request_state_refused"
+    """An MCP client sent back a ``requestState`` the gateway did not issue for this call and this client (forged,
+    altered, or another client's): nothing ran and it was audited. Call the tool again without it."""
 
     @property
     def retryable(self) -> bool:

@@ -139,6 +139,7 @@ def mcp(
     from hitl.engine.runtime.process import open_runtime
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
+    from hitl.mcp.request_state import request_states
 
     # stdout carries the protocol over stdio: every log line goes to stderr.
     configure_logging(logging.WARNING, replica="mcp")
@@ -175,6 +176,8 @@ def mcp(
                 session=session or spec.session,
                 wait=spec.wait,
                 tokens=tokens,
+                states=request_states(context.config, context.service.clock),
+                public_url=context.config.web.public_url if context.config.web is not None else None,
             )
             await gateway.start()
             # Everything built so far lives as long as the process: out of the collector's sight, so a collection

@@ -11,6 +11,13 @@ upstream ``inputSchema``, included); a rejection answers with the reviewer's rea
 The upstream's tool description is untrusted: it reaches the card only as evidence (escaped, apart from the
 controls), never as a label.
 
+A client that negotiated the 2026-07-28 protocol is not held open: the call answers ``input_required`` at once, with
+a URL-mode elicitation sending its user to the approval's decision page (``web.public_url``; without one, only the
+text "pending review (approval apr_…)" in the result's ``_meta``) and a sealed ``requestState`` (:mod:`.request_state`)
+naming the approval. The client retries with that state; each retry waits up to ``mcp.wait`` for the decision and
+runs the call only when the store says approved, exactly once (a later retry gets the recorded result). Whatever the
+client sends as ``inputResponses`` is never read: an elicitation answer is not a person's decision.
+
 Who asks: over stdio, the gateway's configured requester (``hitl.yaml``'s ``requester``: the process that started it);
 over streamable HTTP, each client's bearer token (``api.tokens`` with the ``propose`` scope), so trust, approvals and
 their waits belong to that client's identity and no other's.
@@ -18,6 +25,7 @@ their waits belong to that client's identity and no other's.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -25,13 +33,17 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hitl.api.tokens import Caller, TokenBook
 from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
 from hitl.engine.config.api import Scope
-from hitl.engine.domain.models import Approval
-from hitl.engine.errors import EngineError
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import EngineError, NotFound
 
+from .request_state import RequestStates, StateRefused
 from .upstreams import Route, Upstreams
 
 __all__ = ["FRAMEWORK", "Gateway"]
@@ -41,6 +53,10 @@ FRAMEWORK = "mcp"
 log = logging.getLogger(__name__)
 _STEP = 5.0
 """Seconds between progress notifications while a call waits for a reviewer."""
+STATUS_KEY = "io.github.hitl-gate/status"
+"""Where an ``input_required`` answer's ``_meta`` says, as text, what the call waits for."""
+REVIEW_REQUEST = "hitl_review"
+"""The key of the URL elicitation an ``input_required`` answer asks the client to show its user."""
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -58,16 +74,28 @@ class Gateway:
         wait: seconds a call waits for a reviewer before answering "pending review".
         tokens: the clients' bearer tokens (streamable HTTP): each call is made as its token's identity, and a call
             without a valid token with the ``propose`` scope is refused. None over stdio: the configured requester.
+        states: seals the ``requestState`` of 2026-07-28 clients (None: those clients wait as older ones do).
+        public_url: ``web.public_url``, where the decision page of an approval is (None: no web inbox).
     """
 
     def __init__(
-        self, gate: ToolGate, upstreams: Upstreams, *, session: str, wait: float, tokens: TokenBook | None = None
+        self,
+        gate: ToolGate,
+        upstreams: Upstreams,
+        *,
+        session: str,
+        wait: float,
+        tokens: TokenBook | None = None,
+        states: RequestStates | None = None,
+        public_url: str | None = None,
     ) -> None:
         self.gate = gate
         self.upstreams = upstreams
         self.session = session
         self.wait = wait
         self.tokens = tokens
+        self.states = states
+        self.public_url = public_url
         self.server: Server[Any] = Server(
             "hitl",
             instructions="Tools behind human approval (hitl): some calls wait for a reviewer.",
@@ -133,17 +161,23 @@ class Gateway:
             evidence=route.evidence,
             requester=caller.reviewer if caller is not None else None,
         )
+        if self.states is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await self._call_in_rounds(ctx, params, call, route, _principal(caller, self.session))
         try:
             ticket = await self.gate.check(call)
             if ticket.pending:
                 ticket = await self._await_decision(ctx, ticket)
         except EngineError as exc:
             return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
+        return await self._answer(ticket, route)
+
+    async def _answer(self, ticket: Ticket, route: Route) -> types.CallToolResult:
+        """What a decided (or still pending) call answers an older client: its result, the denial, or "pending"."""
         if ticket.pending:
             assert ticket.approval is not None
             text = (
-                f"{params.name} is pending review (approval {ticket.approval.id}); nothing ran. Call it again with "
-                "the same arguments later to get the reviewer's decision."
+                f"{ticket.call.tool} is pending review (approval {ticket.approval.id}); nothing ran. Call it again "
+                "with the same arguments later to get the reviewer's decision."
             )
             # An error result: the tool produced none of its output (and a client checks a success against the
             # tool's output schema).
@@ -151,6 +185,98 @@ class Gateway:
         if not ticket.runs:
             return _error(f"DENIED: {ticket.message}")
         return await self._run(ticket, route)
+
+    # -- 2026-07-28 clients: input_required and retries ------------------------------------------------------
+    async def _call_in_rounds(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        call: ToolCall,
+        route: Route,
+        who: str,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """One round of a 2026-07-28 client's call. ``params.input_responses`` is never read: whatever the client
+        answered to an elicitation (a form, a URL's "accept") approves nothing; the store alone says."""
+        assert self.states is not None
+        opened = None
+        if params.request_state is not None:
+            try:
+                opened = self.states.open(params.request_state, tool=params.name, args=call.args, principal=who)
+            except StateRefused as exc:
+                await self._refused(exc, who, params.name)
+                raise MCPError(types.INVALID_PARAMS, f"{exc.code}: {exc.message}", {"code": str(exc.code)}) from None
+        try:
+            if opened is not None and not opened.expired:
+                return await self._retry(ctx, call, route, opened.approval_id, who)
+            # A first call, or a state past its life: the call's dedupe key finds its approval (never a second).
+            ticket = await self.gate.check(call)
+        except EngineError as exc:
+            return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
+        if ticket.pending:
+            return self._input_required(ticket, who, send_to_page=True)
+        return await self._answer(await self._bound_to_approval(ticket), route)
+
+    async def _retry(
+        self, ctx: ServerRequestContext[Any], call: ToolCall, route: Route, approval_id: str, who: str
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A retry carrying a state this gateway sealed: the approval it names, waited on, run once when approved."""
+        try:
+            approval = await self.gate.service.store.approvals.get(approval_id)
+        except NotFound:  # purged since: the call's dedupe key asks again
+            approval = None
+        if approval is None or approval.session_id != self.session or approval.tool != call.tool:
+            ticket = await self.gate.check(call)
+        else:
+            ticket = await self.gate.ticket_for(call, approval)
+        if ticket.pending:
+            ticket = await self._await_decision(ctx, ticket)
+        if ticket.pending:
+            return self._input_required(ticket, who, send_to_page=False)
+        if ticket.approval is not None and ticket.approval.status is Status.FAILED:
+            return _error(
+                f"{call.tool} did not complete (approval {ticket.approval.id}): the upstream may or may not have "
+                "acted; check before asking again"
+            )
+        return await self._answer(await self._bound_to_approval(ticket), route)
+
+    async def _bound_to_approval(self, ticket: Ticket) -> Ticket:
+        """The ticket as a call bound to its approval: every retry of it is the same call, so a repeat after it
+        ran gets the recorded result instead of a second run (the ledger's claim keeps it to one run on every
+        replica)."""
+        if ticket.approval is None:
+            return ticket
+        bound = dataclasses.replace(ticket.call, call_id=f"mcp-state:{ticket.approval.id}")
+        return await self.gate.ticket_for(bound, ticket.approval)
+
+    def _input_required(self, ticket: Ticket, who: str, *, send_to_page: bool) -> types.InputRequiredResult:
+        """``input_required``: the sealed state naming the approval and, the first time, the decision page to open."""
+        assert self.states is not None and ticket.approval is not None
+        approval = ticket.approval
+        state = self.states.seal(approval_id=approval.id, tool=ticket.call.tool, args=ticket.call.args, principal=who)
+        text = f"{ticket.call.tool} is pending review (approval {approval.id}); nothing ran"
+        requests: dict[str, types.InputRequest] | None = None
+        if send_to_page and self.public_url is not None:
+            url = f"{self.public_url}/inbox/approvals/{approval.id}"
+            message = (
+                f"{ticket.call.tool} needs a person's approval ({approval.id}). Open hitl's decision page: an "
+                "eligible reviewer signs in there and decides. Answering here approves nothing."
+            )
+            requests = {
+                REVIEW_REQUEST: types.ElicitRequest(params=types.ElicitRequestURLParams(message=message, url=url))
+            }
+        return types.InputRequiredResult(input_requests=requests, request_state=state, _meta={STATUS_KEY: text})
+
+    async def _refused(self, exc: StateRefused, who: str, tool: str) -> None:
+        """Audit a refused state (who presented it, which call, why) before the client hears of it."""
+        service = self.gate.service
+        entry = AuditEntry(
+            at=service.clock.now(),
+            actor=who[:200],
+            event="refused",
+            outcome=str(exc.code),
+            detail=f"mcp tools/call {tool[:100]}: requestState {exc.reason}",
+        )
+        await service.store.audit.append(entry)
 
     async def _await_decision(self, ctx: ServerRequestContext[Any], ticket: Ticket) -> Ticket:
         """Wait up to ``self.wait`` seconds for a decision, telling the client how long it has waited. The approval
@@ -208,6 +334,12 @@ class Gateway:
                 assert isinstance(result, types.GetPromptResult)
                 return result
         raise ValueError(f"no upstream offers the prompt {params.name}")
+
+
+def _principal(caller: Caller | None, session: str) -> str:
+    """Who a request state is bound to: the bearer token over ``--http``; over stdio, where one client started the
+    gateway, the configured session."""
+    return f"token:{caller.token}" if caller is not None else f"stdio-session:{session}"
 
 
 def _client_name(ctx: ServerRequestContext[Any]) -> str | None:
