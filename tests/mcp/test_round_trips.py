@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -23,7 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from hitl.engine.clocks import FakeClock
+from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.errors import EngineError
 from hitl.mcp.request_state import RequestStates
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.mcp.test_gateway import http_gateway
@@ -224,3 +227,50 @@ async def test_two_replicas_one_store_another_clients_state_refused_and_the_call
                 texts.append(text_of(await alice.session.call_tool("refund", args, request_state=first.request_state)))
     assert texts == ["refunded 55 on order 10"] * 3
     assert quick_shop.effects() == ["refund 10 55"]
+
+
+async def test_without_a_decision_page_the_first_answer_says_pending_review_and_asks_for_a_retry(
+    tmp_path: Path,
+) -> None:
+    shop = make_shop(tmp_path, wait="1s")  # no web: section
+    _keyed(shop)
+    try:
+        async with modern(shop) as client:
+            first = await first_round(client.session, "refund", {"order_id": "12", "amount": 9})
+            [approval] = await shop.pending()
+            assert not first.input_requests and first.request_state is not None
+            status = (first.meta or {})["io.github.hitl-gate/status"]
+            assert status == f"refund is pending review (approval {approval.id}); nothing ran"
+            await shop.decide(approval, DecisionKind.APPROVE)
+            done = await client.session.call_tool(
+                "refund", {"order_id": "12", "amount": 9}, request_state=first.request_state
+            )
+        assert text_of(done) == "refunded 9 on order 12" and shop.effects() == ["refund 12 9"]
+    finally:
+        await shop.store.close()
+
+
+def test_the_state_key_is_never_the_receipt_keys_variable() -> None:
+    with pytest.raises(EngineError) as refused:
+        parse_config(
+            "receipts: {issuer: https://hitl.example.com, key_env: SHARED_KEY}\nmcp: {state_key_env: SHARED_KEY}\n"
+        )
+    assert "mcp.state_key_env names the receipt key's variable" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("same", "holds the receipt signing key"), ("short", "at least 32 bytes")],
+)
+def test_a_state_key_equal_to_the_receipt_key_or_too_short_stops_the_gateway(
+    tmp_path: Path, value: str, says: str
+) -> None:
+    shop = make_shop(tmp_path, wait="1s", extra="receipts: {issuer: https://hitl.example.com}\n")
+    receipt_key = "-----BEGIN PRIVATE KEY-----\n" + secrets.token_hex(40) + "\n-----END PRIVATE KEY-----"
+    state_key = receipt_key if value == "same" else "too-short"
+    env = {**shop.env, "HITL_RECEIPT_KEY": receipt_key, "HITL_MCP_STATE_KEY": state_key}
+    done = subprocess.run(
+        [sys.executable, "-m", "hitl", "mcp"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and says in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
