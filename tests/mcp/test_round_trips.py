@@ -6,6 +6,7 @@ nothing a client answers to an elicitation ever counts as an approval. The SDK's
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import subprocess
 import sys
@@ -274,3 +275,41 @@ def test_a_state_key_equal_to_the_receipt_key_or_too_short_stops_the_gateway(
     )
     assert done.returncode == 1 and says in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
+
+
+NODE = Path(__file__).with_name("node")
+
+
+async def test_the_typescript_sdk_client_at_2026_07_28_is_sent_to_the_page_and_its_accept_approves_nothing(
+    web_shop: Shop,
+) -> None:
+    """@modelcontextprotocol/client 2.3.1 (what the MCP Inspector is built on) negotiates 2026-07-28 and accepts every
+    elicitation it is shown: it is sent to the decision page, and the call runs only after a reviewer decides."""
+    if not (NODE / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
+        pytest.fail(
+            "@modelcontextprotocol/client for Node.js is missing: `make test` installs it (scripts/ensure-node)"
+        )
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        str(NODE / "call.mjs"),
+        "refund",
+        json.dumps({"order_id": "13", "amount": 60}),
+        env={**web_shop.env, "HITL_PYTHON": sys.executable},
+        cwd=web_shop.tmp,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        elicited = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))["elicited"]
+        [approval] = await web_shop.pending()
+        assert elicited["mode"] == "url" and elicited["url"] == f"{PUBLIC}/inbox/approvals/{approval.id}"
+        assert web_shop.effects() == []  # accepted, and nothing ran
+        assert (await web_shop.store.approvals.get(approval.id)).status is Status.PENDING
+        await web_shop.decide(approval, DecisionKind.APPROVE)
+        last = json.loads((await asyncio.wait_for(proc.stdout.read(), 60)).splitlines()[-1])
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+    assert [c["text"] for c in last["result"]["content"]] == ["refunded 60 on order 13"]
+    assert web_shop.effects() == ["refund 13 60"]
