@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,7 +45,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, NotFound
 
 from .request_state import RequestStates, StateRefused
-from .upstreams import Route, Upstreams
+from .upstreams import OnElicit, Route, Upstreams
 
 __all__ = ["FRAMEWORK", "Gateway"]
 
@@ -169,9 +170,9 @@ class Gateway:
                 ticket = await self._await_decision(ctx, ticket)
         except EngineError as exc:
             return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
-        return await self._answer(ticket, route)
+        return await self._answer(ticket, route, relay=_relay(ctx))
 
-    async def _answer(self, ticket: Ticket, route: Route) -> types.CallToolResult:
+    async def _answer(self, ticket: Ticket, route: Route, *, relay: OnElicit | None = None) -> types.CallToolResult:
         """What a decided (or still pending) call answers an older client: its result, the denial, or "pending"."""
         if ticket.pending:
             assert ticket.approval is not None
@@ -184,7 +185,7 @@ class Gateway:
             return _error(text)
         if not ticket.runs:
             return _error(f"DENIED: {ticket.message}")
-        return await self._run(ticket, route)
+        return await self._run(ticket, route, relay)
 
     # -- 2026-07-28 clients: input_required and retries ------------------------------------------------------
     async def _call_in_rounds(
@@ -287,11 +288,11 @@ class Gateway:
 
         return await self.gate.wait(ticket, timeout=self.wait, keep_open=True, step=_STEP, on_wait=progress)
 
-    async def _run(self, ticket: Ticket, route: Route) -> types.CallToolResult:
+    async def _run(self, ticket: Ticket, route: Route, relay: OnElicit | None) -> types.CallToolResult:
         recorded = ticket.approval is not None
 
         async def upstream(hitl_receipt: str | None = None, **args: Any) -> Any:
-            result = await self.upstreams.call(route, args, receipt=hitl_receipt)
+            result = await self.upstreams.call(route, args, receipt=hitl_receipt, on_elicit=relay)
             # An approved call's result is recorded in the ledger (a repeat gets it back), so it travels as JSON;
             # an allowed call's goes straight back to the client.
             return result.model_dump(mode="json", by_alias=True, exclude_none=True) if recorded else result
@@ -340,6 +341,23 @@ def _principal(caller: Caller | None, session: str) -> str:
     """Who a request state is bound to: the bearer token over ``--http``; over stdio, where one client started the
     gateway, the configured session."""
     return f"token:{caller.token}" if caller is not None else f"stdio-session:{session}"
+
+
+def _relay(ctx: ServerRequestContext[Any]) -> OnElicit | None:
+    """Where an upstream's elicitation during this (handshake-era) request goes: to this client, as a request of
+    its own related to this call, when it said it can answer one. A 2026-07-28 client cannot be asked in the middle
+    of a call: there is no relay for it, and the upstream hears "decline"."""
+    capabilities = getattr(getattr(ctx.session, "client_params", None), "capabilities", None)
+    if getattr(capabilities, "elicitation", None) is None:
+        return None
+
+    async def ask(params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            ref = params.elicitation_id or uuid.uuid4().hex
+            return await ctx.session.elicit_url(params.message, params.url, ref, related_request_id=ctx.request_id)
+        return await ctx.session.elicit_form(params.message, params.requested_schema, related_request_id=ctx.request_id)
+
+    return ask
 
 
 def _client_name(ctx: ServerRequestContext[Any]) -> str | None:

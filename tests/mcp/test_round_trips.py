@@ -20,14 +20,15 @@ import pytest
 from mcp import types
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from hitl.engine.clocks import FakeClock
-from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.clocks import FakeClock, SystemClock
+from hitl.engine.config.hitl_yaml import load_config, parse_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.errors import EngineError
+from hitl.engine.service import ApprovalService
 from hitl.mcp.request_state import RequestStates
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.mcp.test_gateway import http_gateway
@@ -313,3 +314,62 @@ async def test_the_typescript_sdk_client_at_2026_07_28_is_sent_to_the_page_and_i
         await proc.wait()
     assert [c["text"] for c in last["result"]["content"]] == ["refunded 60 on order 13"]
     assert web_shop.effects() == ["refund 13 60"]
+
+
+ASKER = Path(__file__).with_name("asking_upstream.py")
+
+
+def asking_shop(tmp: Path) -> Shop:
+    """The shop with a second upstream, ``asker``, whose ``wipe`` asks its own confirmation (approval required)."""
+    shop = make_shop(tmp, wait="20s", extra=WEB)
+    _keyed(shop)
+    config = tmp / "hitl.yaml"
+    text = config.read_text()
+    text = text.replace("  tools:\n", "  tools:\n    wipe: {tier: approve, role: support}\n", 1)
+    ledger = tmp / "ledger.db"
+    server = f"    asker:\n      command: [{sys.executable}, {ASKER}]\n      env: {{HITL_TEST_LEDGER: {ledger}}}\n"
+    config.write_text(text.replace("  servers:\n", "  servers:\n" + server, 1))
+    shop.service = ApprovalService.from_config(load_config(config), store=shop.store, clock=SystemClock())
+    return shop
+
+
+async def test_an_upstreams_own_elicitation_reaches_the_client_as_the_upstreams_and_approves_nothing(
+    tmp_path: Path,
+) -> None:
+    shop = asking_shop(tmp_path)
+    asked: list[types.ElicitRequestParams] = []
+
+    async def accept_all(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    try:
+        async with AsyncExitStack() as stack:
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "hitl", "mcp"], env=shop.env, cwd=str(shop.tmp)
+            )
+            read, write = await stack.enter_async_context(stdio_client(params))
+            session = await stack.enter_async_context(ClientSession(read, write, elicitation_callback=accept_all))
+            await session.initialize()  # a handshake-era client: asked in the middle of its call
+            call = asyncio.create_task(session.call_tool("wipe", {"target": "staging"}))
+            [approval] = await shop.pending()
+            assert asked == [] and shop.effects() == []  # hitl asks a person, never the client
+            await shop.decide(approval, DecisionKind.APPROVE)
+            result = await asyncio.wait_for(call, 60)
+        assert text_of(result) == "wiped staging"
+        [question] = asked
+        assert isinstance(question, types.ElicitRequestFormParams)
+        head, said = question.message.split("\n", 1)
+        assert head.startswith("[The upstream MCP server 'asker' (a local process,") and "not hitl" in head
+        assert said == "Really wipe staging? This is the asker server's own question."
+        final = await shop.store.approvals.get(approval.id)
+        assert [d.reviewer for d in final.decisions] == ["U_SUPPORT1"]  # the client's "accept" is no decision
+        # A 2026-07-28 client cannot be asked mid-call: the upstream hears "decline" and acts on nothing.
+        async with modern(shop, user=Elicited()) as client:
+            again = asyncio.create_task(client.call_tool("wipe", {"target": "prod"}))
+            [second] = await shop.pending()
+            await shop.decide(second, DecisionKind.APPROVE)
+            assert text_of(await asyncio.wait_for(again, 60)) == "not wiped (decline)"
+        assert shop.effects() == ["wipe staging"]
+    finally:
+        await shop.store.close()
