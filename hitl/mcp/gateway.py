@@ -44,7 +44,7 @@ from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, NotFound
 
-from .request_state import RequestStates, StateRefused
+from .request_state import Opened, RequestStates, StateRefused
 from .upstreams import OnElicit, Route, Upstreams
 
 __all__ = ["FRAMEWORK", "Gateway"]
@@ -56,6 +56,8 @@ _STEP = 5.0
 """Seconds between progress notifications while a call waits for a reviewer."""
 STATUS_KEY = "io.github.hitl-gate/status"
 """Where an ``input_required`` answer's ``_meta`` says, as text, what the call waits for."""
+_RAN = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
+"""An approval whose one execution has started: a retry gets its outcome, never a new approval."""
 REVIEW_REQUEST = "hitl_review"
 """The key of the URL elicitation an ``input_required`` answer asks the client to show its user."""
 
@@ -207,9 +209,8 @@ class Gateway:
                 await self._refused(exc, who, params.name)
                 raise MCPError(types.INVALID_PARAMS, f"{exc.code}: {exc.message}", {"code": str(exc.code)}) from None
         try:
-            if opened is not None and not opened.expired:
-                return await self._retry(ctx, call, route, opened.approval_id, who)
-            # A first call, or a state past its life: the call's dedupe key finds its approval (never a second).
+            if opened is not None:
+                return await self._retry(ctx, call, route, opened, who)
             ticket = await self.gate.check(call)
         except EngineError as exc:
             return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
@@ -218,17 +219,21 @@ class Gateway:
         return await self._answer(await self._bound_to_approval(ticket), route)
 
     async def _retry(
-        self, ctx: ServerRequestContext[Any], call: ToolCall, route: Route, approval_id: str, who: str
+        self, ctx: ServerRequestContext[Any], call: ToolCall, route: Route, opened: Opened, who: str
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """A retry carrying a state this gateway sealed: the approval it names, waited on, run once when approved."""
+        """A retry carrying a state this gateway sealed: the approval it names, waited on, run once when approved.
+        A state past its life finds the call's approval by the call's dedupe key instead, unless the approval it
+        names has run: then its recorded result (asking again would make a second approval)."""
         try:
-            approval = await self.gate.service.store.approvals.get(approval_id)
+            approval: Approval | None = await self.gate.service.store.approvals.get(opened.approval_id)
         except NotFound:  # purged since: the call's dedupe key asks again
             approval = None
-        if approval is None or approval.session_id != self.session or approval.tool != call.tool:
-            ticket = await self.gate.check(call)
-        else:
+        if approval is not None and (approval.session_id != self.session or approval.tool != call.tool):
+            approval = None
+        if approval is not None and (not opened.expired or approval.status in _RAN):
             ticket = await self.gate.ticket_for(call, approval)
+        else:
+            ticket = await self.gate.check(call)
         if ticket.pending:
             ticket = await self._await_decision(ctx, ticket)
         if ticket.pending:

@@ -177,7 +177,11 @@ async def test_an_expired_state_reattaches_to_the_same_approval(quick_shop: Shop
         assert [a.id for a in await quick_shop.pending()] == [approval.id]  # the same approval, not a second
         await quick_shop.decide(approval, DecisionKind.APPROVE)
         done = await client.session.call_tool("refund", args, request_state=again.request_state)
-    assert text_of(done) == "refunded 25 on order 8" and quick_shop.effects() == ["refund 8 25"]
+        assert text_of(done) == "refunded 25 on order 8"
+        # Past its life after the call ran: the recorded result, not a second approval of the same call.
+        late = await client.session.call_tool("refund", args, request_state=old)
+    assert text_of(late) == "refunded 25 on order 8" and quick_shop.effects() == ["refund 8 25"]
+    assert (await quick_shop.store.approvals.list_pending()).items == []
 
 
 async def _refusals(shop: Shop) -> list[Any]:
