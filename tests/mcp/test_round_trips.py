@@ -29,6 +29,7 @@ from hitl.engine.config.hitl_yaml import load_config, parse_config
 from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.errors import EngineError
 from hitl.engine.service import ApprovalService
+from hitl.engine.storage.factory import open_store
 from hitl.mcp.request_state import RequestStates
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.mcp.test_gateway import http_gateway
@@ -214,7 +215,22 @@ async def test_a_forged_or_tampered_state_is_refused_with_a_code_and_audited(qui
     assert (await quick_shop.store.approvals.get(approval.id)).status is Status.PENDING
 
 
-async def test_two_replicas_one_store_another_clients_state_refused_and_the_call_runs_once(quick_shop: Shop) -> None:
+@pytest.fixture
+async def redis_shop(tmp_path: Path, redis_url: str) -> AsyncIterator[Shop]:
+    """The quick shop on the shared store replicas use: Redis (a key prefix of its own)."""
+    s = make_shop(tmp_path, wait="1s", extra=WEB)
+    _keyed(s)
+    await s.store.close()
+    url = f"{redis_url}?prefix=mcp-{secrets.token_hex(4)}"
+    s.env["HITL_STORE"] = url
+    s.store = open_store(url)
+    s.service = ApprovalService.from_config(load_config(tmp_path / "hitl.yaml"), store=s.store, clock=SystemClock())
+    yield s
+    await s.store.close()
+
+
+async def test_two_replicas_one_store_another_clients_state_refused_and_the_call_runs_once(redis_shop: Shop) -> None:
+    quick_shop = redis_shop
     args = {"order_id": "10", "amount": 55}
     async with http_gateway(quick_shop) as one, http_gateway(quick_shop) as two:
         async with modern(quick_shop, http_port=one) as alice:
