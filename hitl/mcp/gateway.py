@@ -38,12 +38,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hitl.api.tokens import Caller, TokenBook
-from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, NotFound
 
+from .person import REQUEST_APPROVAL, decision_of, hand_over, refused, request_approval_tool
 from .request_state import Opened, RequestStates, StateRefused
 from .upstreams import OnElicit, Route, Upstreams
 
@@ -79,6 +80,7 @@ class Gateway:
             without a valid token with the ``propose`` scope is refused. None over stdio: the configured requester.
         states: seals the ``requestState`` of 2026-07-28 clients (None: those clients wait as older ones do).
         public_url: ``web.public_url``, where the decision page of an approval is (None: no web inbox).
+        person_tools: also serve ``request_approval`` (:mod:`.person`).
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class Gateway:
         tokens: TokenBook | None = None,
         states: RequestStates | None = None,
         public_url: str | None = None,
+        person_tools: bool = False,
     ) -> None:
         self.gate = gate
         self.upstreams = upstreams
@@ -99,6 +102,7 @@ class Gateway:
         self.tokens = tokens
         self.states = states
         self.public_url = public_url
+        self.person_tools = person_tools
         self.server: Server[Any] = Server(
             "hitl",
             instructions="Tools behind human approval (hitl): some calls wait for a reviewer.",
@@ -145,12 +149,21 @@ class Gateway:
             for name, route in routes
             if caller is None or caller.sees(name)
         ]
+        if self.person_tools and allowed:
+            declared = {
+                name: spec.schema_
+                for name, spec in self.gate.service.policy.spec.tools.items()
+                if spec.schema_ is not None and (caller is None or caller.sees(name))
+            }
+            tools.append(request_approval_tool(declared))
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         allowed, caller = self._client(ctx)
         if not allowed:
             return _error("unauthenticated: send 'Authorization: Bearer <token>' with a token that may propose")
+        if self.person_tools and params.name == REQUEST_APPROVAL:
+            return await self._request_approval(ctx, params, caller)
         route = self.upstreams.routes.get(params.name)
         if route is None or (caller is not None and not caller.sees(params.name)):
             return _error(f"{params.name} is not a tool of this gateway; list the tools again")
@@ -188,6 +201,50 @@ class Gateway:
         if not ticket.runs:
             return _error(f"DENIED: {ticket.message}")
         return await self._run(ticket, route, relay)
+
+    async def _request_approval(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, caller: Caller | None
+    ) -> types.CallToolResult:
+        """``request_approval``: an action of a tool ``hitl.yaml`` declares, asked as the MCP principal (never a
+        name in the arguments), waited on up to ``mcp.wait``, and handed to this caller once when approved."""
+        given = dict(params.arguments or {})
+        tool, action = given.get("tool"), given.get("args")
+        if set(given) - {"tool", "args"} or not isinstance(tool, str) or not isinstance(action, dict):
+            return _error(
+                f"{REQUEST_APPROVAL} takes exactly {{tool, args}}: a tool name and its arguments (invalid_input)"
+            )
+        declared = self.gate.service.policy.spec.declared_schema(tool)
+        if declared is None or (caller is not None and not caller.sees(tool)):
+            return _error(
+                f"{tool[:100]!r} is not a tool hitl.yaml declares with an argument schema; list the tools for the "
+                "ones you may ask about (invalid_input)"
+            )
+        call = ToolCall(
+            tool,
+            action,
+            session=self.session,
+            framework=FRAMEWORK,
+            schema=declared,
+            agent=_client_name(ctx),
+            requester=caller.reviewer if caller is not None else None,
+        )
+        try:
+            ticket = await self.gate.check(call)
+            if ticket.pending:
+                ticket = await self._await_decision(ctx, ticket)
+            if ticket.pending:
+                assert ticket.approval is not None
+                return _error(
+                    f"{tool} is pending review (approval {ticket.approval.id}); ask again with the same action "
+                    "later to get the reviewer's decision"
+                )
+            if ticket.runs:
+                ticket = await hand_over(self.gate, ticket)
+        except GateRefused as exc:
+            return refused(exc)
+        except EngineError as exc:
+            return _error(f"{tool} was not asked ({exc.code}): {exc.message}")
+        return decision_of(ticket)
 
     # -- 2026-07-28 clients: input_required and retries ------------------------------------------------------
     async def _call_in_rounds(
