@@ -33,6 +33,7 @@ from hitl.engine.storage.factory import open_store
 from hitl.mcp.request_state import RequestStates
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.mcp.test_gateway import http_gateway
+from tests.waiting import eventually
 
 PUBLIC = "http://127.0.0.1:9/hitl"
 """``web.public_url`` of the shop's hitl.yaml: where its decision pages are (nothing has to answer there)."""
@@ -112,8 +113,8 @@ async def test_a_2026_client_is_sent_to_the_decision_page_and_its_retry_runs_the
         assert client.protocol_version == MODERN
         call = asyncio.create_task(client.call_tool("refund", {"order_id": "5", "amount": 40}))
         [approval] = await web_shop.pending()
+        [asked] = await eventually(lambda: user.asked or None, what="the client's user to be shown the page")
         assert web_shop.effects() == []  # the client's "accept" ran nothing
-        [asked] = user.asked
         assert isinstance(asked, types.ElicitRequestURLParams)
         assert asked.url == f"{PUBLIC}/inbox/approvals/{approval.id}"
         assert approval.id in asked.message and "approves nothing" in asked.message
