@@ -100,6 +100,9 @@ class ErrorCode(StrEnum):
     """The tool's consequence could not be computed again just before the approved call would run (it failed, timed
     out, or every slot was busy): nothing ran and the approval stays approved. Run the call again (``hitl resume``
     for a workflow) to check again."""
+    REQUEST_STATE_REFUSED = "request_state_refused"
+    """An MCP client sent back a ``requestState`` the gateway did not issue for this call and this client (forged,
+    altered, or another client's): nothing ran and it was audited. Call the tool again without it."""
 
     @property
     def retryable(self) -> bool:

@@ -102,6 +102,16 @@ class HitlConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _state_key_apart(self) -> HitlConfig:
+        receipts = self.receipts
+        if receipts is not None and receipts.key_file is None and receipts.key_env == self.mcp.state_key_env:
+            raise ValueError(
+                f"mcp.state_key_env names the receipt key's variable ({receipts.key_env}): the MCP request state "
+                "needs a secret of its own (a different variable, e.g. HITL_MCP_STATE_KEY)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _web_over_tls(self) -> HitlConfig:
         if self.production and self.web is not None and not self.web.secure:
             raise ValueError(

@@ -42,6 +42,11 @@ class McpSpec(BaseModel):
     wait: Seconds = 30.0
     """How long a call waits for a reviewer; after that it answers "pending review" (the same call later picks up
     the decision)."""
+    state_key_env: str = Field(default="HITL_MCP_STATE_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+    """The environment variable holding the secret (32+ bytes) that seals the ``requestState`` of a 2026-07-28
+    client's retries; every replica shares it, and it is never the receipt key."""
+    state_ttl: Seconds = Field(default=600.0, gt=0, le=86400.0)
+    """How long a ``requestState`` is good for; an older one re-attaches the call by its dedupe key."""
 
     @model_validator(mode="after")
     def _names(self) -> McpSpec:

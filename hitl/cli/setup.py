@@ -122,6 +122,9 @@ def mcp(
     session: Annotated[
         str | None, typer.Option("--session", help="Session for approvals and trust (default: mcp.session).")
     ] = None,
+    person_tools: Annotated[
+        bool, typer.Option("--person-tools", help="Also serve request_approval (an agent asks a person itself).")
+    ] = False,
     store: StoreOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -139,6 +142,7 @@ def mcp(
     from hitl.engine.runtime.process import open_runtime
     from hitl.logs import configure_logging
     from hitl.mcp import Gateway, Upstreams, serve_http, serve_stdio
+    from hitl.mcp.request_state import request_states
 
     # stdout carries the protocol over stdio: every log line goes to stderr.
     configure_logging(logging.WARNING, replica="mcp")
@@ -155,8 +159,11 @@ def mcp(
         async with open_runtime(settings.runtime, kind="mcp") as rt:
             context = rt.contexts.default
             spec = context.config.mcp
-            if not spec.servers:
-                raise InvalidInput("hitl.yaml lists no MCP servers under mcp.servers; add one to front it")
+            if not spec.servers and not person_tools:
+                raise InvalidInput(
+                    "hitl.yaml lists no MCP servers under mcp.servers; add one to front it (or serve hitl's own "
+                    "request_approval alone: hitl mcp --person-tools)"
+                )
             gate = ToolGate(context.service, worker_id=worker_name("mcp"))
             tokens = None
             if http:  # every client says who it is: its own token, its own identity
@@ -175,6 +182,9 @@ def mcp(
                 session=session or spec.session,
                 wait=spec.wait,
                 tokens=tokens,
+                states=request_states(context.config, context.service.clock),
+                public_url=context.config.web.public_url if context.config.web is not None else None,
+                person_tools=person_tools,
             )
             await gateway.start()
             # Everything built so far lives as long as the process: out of the collector's sight, so a collection

@@ -11,6 +11,13 @@ upstream ``inputSchema``, included); a rejection answers with the reviewer's rea
 The upstream's tool description is untrusted: it reaches the card only as evidence (escaped, apart from the
 controls), never as a label.
 
+A client that negotiated the 2026-07-28 protocol is not held open: the call answers ``input_required`` at once, with
+a URL-mode elicitation sending its user to the approval's decision page (``web.public_url``; without one, only the
+text "pending review (approval apr_…)" in the result's ``_meta``) and a sealed ``requestState`` (:mod:`.request_state`)
+naming the approval. The client retries with that state; each retry waits up to ``mcp.wait`` for the decision and
+runs the call only when the store says approved, exactly once (a later retry gets the recorded result). Whatever the
+client sends as ``inputResponses`` is never read: an elicitation answer is not a person's decision.
+
 Who asks: over stdio, the gateway's configured requester (``hitl.yaml``'s ``requester``: the process that started it);
 over streamable HTTP, each client's bearer token (``api.tokens`` with the ``propose`` scope), so trust, approvals and
 their waits belong to that client's identity and no other's.
@@ -18,21 +25,28 @@ their waits belong to that client's identity and no other's.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hitl.api.tokens import Caller, TokenBook
-from hitl.engine.agents.gate import Ticket, ToolCall, ToolGate
+from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.config.api import Scope
-from hitl.engine.domain.models import Approval
-from hitl.engine.errors import EngineError
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import EngineError, NotFound
 
-from .upstreams import Route, Upstreams
+from .person import REQUEST_APPROVAL, decision_of, hand_over, refused, request_approval_tool
+from .request_state import Opened, RequestStates, StateRefused
+from .upstreams import OnElicit, Route, Upstreams
 
 __all__ = ["FRAMEWORK", "Gateway"]
 
@@ -41,6 +55,12 @@ FRAMEWORK = "mcp"
 log = logging.getLogger(__name__)
 _STEP = 5.0
 """Seconds between progress notifications while a call waits for a reviewer."""
+STATUS_KEY = "io.github.hitl-gate/status"
+"""Where an ``input_required`` answer's ``_meta`` says, as text, what the call waits for."""
+_RAN = (Status.EXECUTING, Status.EXECUTED, Status.FAILED)
+"""An approval whose one execution has started: a retry gets its outcome, never a new approval."""
+REVIEW_REQUEST = "hitl_review"
+"""The key of the URL elicitation an ``input_required`` answer asks the client to show its user."""
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -58,16 +78,31 @@ class Gateway:
         wait: seconds a call waits for a reviewer before answering "pending review".
         tokens: the clients' bearer tokens (streamable HTTP): each call is made as its token's identity, and a call
             without a valid token with the ``propose`` scope is refused. None over stdio: the configured requester.
+        states: seals the ``requestState`` of 2026-07-28 clients (None: those clients wait as older ones do).
+        public_url: ``web.public_url``, where the decision page of an approval is (None: no web inbox).
+        person_tools: also serve ``request_approval`` (:mod:`.person`).
     """
 
     def __init__(
-        self, gate: ToolGate, upstreams: Upstreams, *, session: str, wait: float, tokens: TokenBook | None = None
+        self,
+        gate: ToolGate,
+        upstreams: Upstreams,
+        *,
+        session: str,
+        wait: float,
+        tokens: TokenBook | None = None,
+        states: RequestStates | None = None,
+        public_url: str | None = None,
+        person_tools: bool = False,
     ) -> None:
         self.gate = gate
         self.upstreams = upstreams
         self.session = session
         self.wait = wait
         self.tokens = tokens
+        self.states = states
+        self.public_url = public_url
+        self.person_tools = person_tools
         self.server: Server[Any] = Server(
             "hitl",
             instructions="Tools behind human approval (hitl): some calls wait for a reviewer.",
@@ -114,12 +149,21 @@ class Gateway:
             for name, route in routes
             if caller is None or caller.sees(name)
         ]
+        if self.person_tools and allowed:
+            declared = {
+                name: spec.schema_
+                for name, spec in self.gate.service.policy.spec.tools.items()
+                if spec.schema_ is not None and (caller is None or caller.sees(name))
+            }
+            tools.append(request_approval_tool(declared))
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         allowed, caller = self._client(ctx)
         if not allowed:
             return _error("unauthenticated: send 'Authorization: Bearer <token>' with a token that may propose")
+        if self.person_tools and params.name == REQUEST_APPROVAL:
+            return await self._request_approval(ctx, params, caller)
         route = self.upstreams.routes.get(params.name)
         if route is None or (caller is not None and not caller.sees(params.name)):
             return _error(f"{params.name} is not a tool of this gateway; list the tools again")
@@ -133,24 +177,169 @@ class Gateway:
             evidence=route.evidence,
             requester=caller.reviewer if caller is not None else None,
         )
+        if self.states is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await self._call_in_rounds(ctx, params, call, route, _principal(caller, self.session))
         try:
             ticket = await self.gate.check(call)
             if ticket.pending:
                 ticket = await self._await_decision(ctx, ticket)
         except EngineError as exc:
             return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
+        return await self._answer(ticket, route, relay=_relay(ctx))
+
+    async def _answer(self, ticket: Ticket, route: Route, *, relay: OnElicit | None = None) -> types.CallToolResult:
+        """What a decided (or still pending) call answers an older client: its result, the denial, or "pending"."""
         if ticket.pending:
             assert ticket.approval is not None
             text = (
-                f"{params.name} is pending review (approval {ticket.approval.id}); nothing ran. Call it again with "
-                "the same arguments later to get the reviewer's decision."
+                f"{ticket.call.tool} is pending review (approval {ticket.approval.id}); nothing ran. Call it again "
+                "with the same arguments later to get the reviewer's decision."
             )
             # An error result: the tool produced none of its output (and a client checks a success against the
             # tool's output schema).
             return _error(text)
         if not ticket.runs:
             return _error(f"DENIED: {ticket.message}")
-        return await self._run(ticket, route)
+        return await self._run(ticket, route, relay)
+
+    async def _request_approval(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, caller: Caller | None
+    ) -> types.CallToolResult:
+        """``request_approval``: an action of a tool ``hitl.yaml`` declares, asked as the MCP principal (never a
+        name in the arguments), waited on up to ``mcp.wait``, and handed to this caller once when approved."""
+        given = dict(params.arguments or {})
+        tool, action = given.get("tool"), given.get("args")
+        if set(given) - {"tool", "args"} or not isinstance(tool, str) or not isinstance(action, dict):
+            return _error(
+                f"{REQUEST_APPROVAL} takes exactly {{tool, args}}: a tool name and its arguments (invalid_input)"
+            )
+        declared = self.gate.service.policy.spec.declared_schema(tool)
+        if declared is None or (caller is not None and not caller.sees(tool)):
+            return _error(
+                f"{tool[:100]!r} is not a tool hitl.yaml declares with an argument schema; list the tools for the "
+                "ones you may ask about (invalid_input)"
+            )
+        call = ToolCall(
+            tool,
+            action,
+            session=self.session,
+            framework=FRAMEWORK,
+            schema=declared,
+            agent=_client_name(ctx),
+            requester=caller.reviewer if caller is not None else None,
+        )
+        try:
+            ticket = await self.gate.check(call)
+            if ticket.pending:
+                ticket = await self._await_decision(ctx, ticket)
+            if ticket.pending:
+                assert ticket.approval is not None
+                return _error(
+                    f"{tool} is pending review (approval {ticket.approval.id}); ask again with the same action "
+                    "later to get the reviewer's decision"
+                )
+            if ticket.runs:
+                ticket = await hand_over(self.gate, ticket)
+        except GateRefused as exc:
+            return refused(exc)
+        except EngineError as exc:
+            return _error(f"{tool} was not asked ({exc.code}): {exc.message}")
+        return decision_of(ticket)
+
+    # -- 2026-07-28 clients: input_required and retries ------------------------------------------------------
+    async def _call_in_rounds(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        call: ToolCall,
+        route: Route,
+        who: str,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """One round of a 2026-07-28 client's call. ``params.input_responses`` is never read: whatever the client
+        answered to an elicitation (a form, a URL's "accept") approves nothing; the store alone says."""
+        assert self.states is not None
+        opened = None
+        if params.request_state is not None:
+            try:
+                opened = self.states.open(params.request_state, tool=params.name, args=call.args, principal=who)
+            except StateRefused as exc:
+                await self._refused(exc, who, params.name)
+                raise MCPError(types.INVALID_PARAMS, f"{exc.code}: {exc.message}", {"code": str(exc.code)}) from None
+        try:
+            if opened is not None:
+                return await self._retry(ctx, call, route, opened, who)
+            ticket = await self.gate.check(call)
+        except EngineError as exc:
+            return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
+        if ticket.pending:
+            return self._input_required(ticket, who, send_to_page=True)
+        return await self._answer(await self._bound_to_approval(ticket), route)
+
+    async def _retry(
+        self, ctx: ServerRequestContext[Any], call: ToolCall, route: Route, opened: Opened, who: str
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A retry carrying a state this gateway sealed: the approval it names, waited on, run once when approved.
+        A state past its life finds the call's approval by the call's dedupe key instead, unless the approval it
+        names has run: then its recorded result (asking again would make a second approval)."""
+        try:
+            approval: Approval | None = await self.gate.service.store.approvals.get(opened.approval_id)
+        except NotFound:  # purged since: the call's dedupe key asks again
+            approval = None
+        if approval is not None and (approval.session_id != self.session or approval.tool != call.tool):
+            approval = None
+        if approval is not None and (not opened.expired or approval.status in _RAN):
+            ticket = await self.gate.ticket_for(call, approval)
+        else:
+            ticket = await self.gate.check(call)
+        if ticket.pending:
+            ticket = await self._await_decision(ctx, ticket)
+        if ticket.pending:
+            return self._input_required(ticket, who, send_to_page=False)
+        if ticket.approval is not None and ticket.approval.status is Status.FAILED:
+            return _error(
+                f"{call.tool} did not complete (approval {ticket.approval.id}): the upstream may or may not have "
+                "acted; check before asking again"
+            )
+        return await self._answer(await self._bound_to_approval(ticket), route)
+
+    async def _bound_to_approval(self, ticket: Ticket) -> Ticket:
+        """The ticket as a call bound to its approval: every retry of it is the same call, so a repeat after it
+        ran gets the recorded result instead of a second run (the ledger's claim keeps it to one run on every
+        replica)."""
+        if ticket.approval is None:
+            return ticket
+        bound = dataclasses.replace(ticket.call, call_id=f"mcp-state:{ticket.approval.id}")
+        return await self.gate.ticket_for(bound, ticket.approval)
+
+    def _input_required(self, ticket: Ticket, who: str, *, send_to_page: bool) -> types.InputRequiredResult:
+        """``input_required``: the sealed state naming the approval and, the first time, the decision page to open."""
+        assert self.states is not None and ticket.approval is not None
+        approval = ticket.approval
+        state = self.states.seal(approval_id=approval.id, tool=ticket.call.tool, args=ticket.call.args, principal=who)
+        text = f"{ticket.call.tool} is pending review (approval {approval.id}); nothing ran"
+        requests: dict[str, types.InputRequest] | None = None
+        if send_to_page and self.public_url is not None:
+            url = f"{self.public_url}/inbox/approvals/{approval.id}"
+            message = (
+                f"{ticket.call.tool} needs a person's approval ({approval.id}). Open hitl's decision page: an "
+                "eligible reviewer signs in there and decides. Answering here approves nothing."
+            )
+            requests = {
+                REVIEW_REQUEST: types.ElicitRequest(params=types.ElicitRequestURLParams(message=message, url=url))
+            }
+        return types.InputRequiredResult(input_requests=requests, request_state=state, _meta={STATUS_KEY: text})
+
+    async def _refused(self, exc: StateRefused, who: str, tool: str) -> None:
+        """Audit a refused state (who presented it, which call, why) before the client hears of it."""
+        service = self.gate.service
+        entry = AuditEntry(
+            at=service.clock.now(),
+            actor=who[:200],
+            event="refused",
+            outcome=str(exc.code),
+            detail=f"mcp tools/call {tool[:100]}: requestState {exc.reason}",
+        )
+        await service.store.audit.append(entry)
 
     async def _await_decision(self, ctx: ServerRequestContext[Any], ticket: Ticket) -> Ticket:
         """Wait up to ``self.wait`` seconds for a decision, telling the client how long it has waited. The approval
@@ -161,11 +350,11 @@ class Gateway:
 
         return await self.gate.wait(ticket, timeout=self.wait, keep_open=True, step=_STEP, on_wait=progress)
 
-    async def _run(self, ticket: Ticket, route: Route) -> types.CallToolResult:
+    async def _run(self, ticket: Ticket, route: Route, relay: OnElicit | None) -> types.CallToolResult:
         recorded = ticket.approval is not None
 
         async def upstream(hitl_receipt: str | None = None, **args: Any) -> Any:
-            result = await self.upstreams.call(route, args, receipt=hitl_receipt)
+            result = await self.upstreams.call(route, args, receipt=hitl_receipt, on_elicit=relay)
             # An approved call's result is recorded in the ledger (a repeat gets it back), so it travels as JSON;
             # an allowed call's goes straight back to the client.
             return result.model_dump(mode="json", by_alias=True, exclude_none=True) if recorded else result
@@ -208,6 +397,29 @@ class Gateway:
                 assert isinstance(result, types.GetPromptResult)
                 return result
         raise ValueError(f"no upstream offers the prompt {params.name}")
+
+
+def _principal(caller: Caller | None, session: str) -> str:
+    """Who a request state is bound to: the bearer token over ``--http``; over stdio, where one client started the
+    gateway, the configured session."""
+    return f"token:{caller.token}" if caller is not None else f"stdio-session:{session}"
+
+
+def _relay(ctx: ServerRequestContext[Any]) -> OnElicit | None:
+    """Where an upstream's elicitation during this (handshake-era) request goes: to this client, as a request of
+    its own related to this call, when it said it can answer one. A 2026-07-28 client cannot be asked in the middle
+    of a call: there is no relay for it, and the upstream hears "decline"."""
+    capabilities = getattr(getattr(ctx.session, "client_params", None), "capabilities", None)
+    if getattr(capabilities, "elicitation", None) is None:
+        return None
+
+    async def ask(params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            ref = params.elicitation_id or uuid.uuid4().hex
+            return await ctx.session.elicit_url(params.message, params.url, ref, related_request_id=ctx.request_id)
+        return await ctx.session.elicit_form(params.message, params.requested_schema, related_request_id=ctx.request_id)
+
+    return ask
 
 
 def _client_name(ctx: ServerRequestContext[Any]) -> str | None:

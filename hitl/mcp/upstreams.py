@@ -1,6 +1,11 @@
 """The upstream MCP servers ``hitl mcp`` fronts: one client session each (stdio or streamable HTTP), their tools under
 the names the gateway exposes (``<server>.<tool>`` where two servers offer the same name), and a fresh session when
-one died (an upstream that crashed mid-call is started again for the next call, never asked to repeat that one)."""
+one died (an upstream that crashed mid-call is started again for the next call, never asked to repeat that one).
+
+An upstream's own elicitation during a call reaches the client marked as that upstream's (its name and host, never
+hitl's), through the ``on_elicit`` its call was given; with none, or with several calls of that upstream in flight
+(which one asks is not known), it is declined. Its answer goes to the upstream only: hitl never reads it.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,11 @@ import asyncio
 import functools
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp.client.session import ClientSession
@@ -22,9 +29,30 @@ from hitl.engine.domain.redaction import bounded
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.receipts import MCP_META_KEY
 
-__all__ = ["Route", "Upstreams"]
+__all__ = ["OnElicit", "Route", "Upstreams", "marked"]
 
 log = logging.getLogger(__name__)
+OnElicit = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+"""Shows an upstream's (already marked) elicitation to the client's user and returns their answer."""
+_DECLINED = types.ElicitResult(action="decline")
+
+
+def marked(server: str, origin: str, params: types.ElicitRequestParams) -> types.ElicitRequestParams:
+    """``params`` as the client shows them: said to come from the upstream ``server`` at ``origin``, not from hitl,
+    its own text bounded (it is the upstream's, untrusted), and for a URL the host it opens."""
+    said = bounded(params.message, 1500)
+    if isinstance(params, types.ElicitRequestURLParams):
+        host = urlsplit(params.url).hostname or "(no host)"
+        head = (
+            f"[The upstream MCP server {server!r} ({origin}) asks this, not hitl; the link opens {host}. Your answer "
+            "goes to that server only and approves nothing in hitl.]"
+        )
+        return params.model_copy(update={"message": f"{head}\n{said}"})
+    head = (
+        f"[The upstream MCP server {server!r} ({origin}) asks this, not hitl. Your answer goes to that server only "
+        "and approves nothing in hitl.]"
+    )
+    return params.model_copy(update={"message": f"{head}\n{said}"})
 
 
 @dataclass(frozen=True)
@@ -55,6 +83,13 @@ class _Link:
         self.session: ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
+        self.asking: list[OnElicit | None] = []
+        """The calls in flight, each with where its elicitations go."""
+        self.origin = (
+            f"host {urlsplit(spec.url).hostname}"
+            if spec.url is not None
+            else f"a local process, {os.path.basename(spec.command[0]) if spec.command else '?'}"
+        )
 
     async def open(self) -> ClientSession:
         if self.session is not None:
@@ -80,7 +115,9 @@ class _Link:
                 else:
                     assert self.spec.url is not None
                     read, write = await stack.enter_async_context(streamable_http_client(self.spec.url))
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, elicitation_callback=self._elicited)
+                )
                 await session.initialize()
                 ready.set_result(session)
                 await self._stop.wait()
@@ -98,6 +135,16 @@ class _Link:
                 raise
         finally:
             self.session = None
+
+    async def _elicited(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        """The upstream asks for input during a call: to that call's client, marked as the upstream's."""
+        if len(self.asking) != 1 or self.asking[0] is None:
+            return _DECLINED  # no client to ask, or several calls in flight and no telling whose this is
+        try:
+            return await self.asking[0](marked(self.name, self.origin, params))
+        except Exception as exc:  # a client that cannot answer: the upstream hears "decline"
+            log.info("an elicitation of %s was not answered: %s", self.name, type(exc).__name__)
+            return _DECLINED
 
     async def close(self) -> None:
         task, self._task, self.session = self._task, None, None
@@ -138,15 +185,19 @@ class Upstreams:
         for link in self._links.values():
             await link.close()
 
-    async def call(self, route: Route, args: dict[str, Any], *, receipt: str | None = None) -> types.CallToolResult:
+    async def call(
+        self, route: Route, args: dict[str, Any], *, receipt: str | None = None, on_elicit: OnElicit | None = None
+    ) -> types.CallToolResult:
         """Call the upstream tool once, with the execution's ``receipt`` (if any) in the request's ``_meta`` under
         :data:`~hitl.receipts.MCP_META_KEY`, as the MCP specification asks of a vendor's metadata. A transport
         failure closes the session (the next call starts it again) and raises: the caller records the call as
-        failed, it is never repeated here."""
+        failed, it is never repeated here. The upstream's elicitations meanwhile go to ``on_elicit`` (marked as its),
+        declined without one."""
         link = self._links[route.server]
         session = await link.open()
         # An open map (extra_items): the vendor key is not one the TypedDict names.
         meta = cast(types.RequestParamsMeta, {MCP_META_KEY: receipt}) if receipt is not None else None
+        link.asking.append(on_elicit)
         try:
             result = await session.call_tool(route.tool.name, args, meta=meta)
         except Exception as exc:
@@ -156,6 +207,8 @@ class Upstreams:
                 "it may or may not have acted: check before asking again",
                 code=ErrorCode.TOOL_FAILED,
             ) from exc
+        finally:
+            link.asking.remove(on_elicit)
         if not isinstance(result, types.CallToolResult):
             raise EngineError(f"{route.server} answered {route.tool.name} with {type(result).__name__}")
         return result

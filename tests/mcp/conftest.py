@@ -24,6 +24,7 @@ from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from tests.waiting import eventually
@@ -66,7 +67,7 @@ class Shop:
 
     tmp: Path
     env: dict[str, str]
-    store: SqliteStore
+    store: Store
     service: ApprovalService
 
     def effects(self) -> list[str]:

@@ -171,13 +171,13 @@ async def test_a_hostile_tool_description_stays_inert_on_the_card(impatient_shop
 
 
 @asynccontextmanager
-async def http_gateway(shop: Shop, **env: str) -> AsyncIterator[int]:
-    """`hitl mcp --http` as a real process on a free port (its output in mcp.log); yields the port once it accepts
-    connections, and stops it after."""
+async def http_gateway(shop: Shop, *, flags: tuple[str, ...] = (), **env: str) -> AsyncIterator[int]:
+    """`hitl mcp --http` (and ``flags``) as a real process on a free port (its output in mcp.log); yields the port
+    once it accepts connections, and stops it after."""
     port = free_port()
     with (shop.tmp / "mcp.log").open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "hitl", "mcp", "--http", "--port", str(port)],
+            [sys.executable, "-m", "hitl", "mcp", "--http", "--port", str(port), *flags],
             env={**shop.env, **env},
             cwd=shop.tmp,
             stdout=log,
