@@ -11,6 +11,7 @@ identity or the ``subjects`` its token names."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -19,7 +20,9 @@ from pydantic import BaseModel
 from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Status
+from hitl.engine.domain.records import ClaimState
 from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.ports import Store
 from hitl.engine.receipts.claims import AllowedCall, Basis
 
 from .authzen_models import (
@@ -44,6 +47,8 @@ FRAMEWORK = "authzen"
 CALL_VERBS = frozenset({"call", "execute", "invoke", "run", "tools/call"})
 """``action.name`` values that say "call the resource": then ``resource.id`` alone names the tool."""
 M = TypeVar("M", bound=BaseModel)
+_HANDOVER_READS, _HANDOVER_PAUSE = 40, 0.05
+"""How long an evaluation waits for the record of a hand-over the same call's other evaluation is making (2 s)."""
 _REASONS = {"halted": "halted", "policy_denied": "denied", "rejected": "rejected", "expired": "expired"}
 """A refusal's reason code in ``context.reason``, by the gate's code; any other refusal is ``denied``."""
 
@@ -175,13 +180,28 @@ async def _handed_over(gate: ToolGate, ticket: Ticket) -> Decision:
             )
             await gate.effects.mark(claimed.approval, Status.EXECUTED)
             return _covered(approval_id, claimed.receipt)
-    found = await store.ledger.get(ticket.key)
-    kept = (found.result or {}) if found is not None else {}
-    if ticket.call.call_id is not None and kept.get("handed_over") == FRAMEWORK:
-        receipt = kept.get("receipt")
-        return _covered(approval_id, receipt if isinstance(receipt, str) else None)
+    if ticket.call.call_id is not None:
+        kept = await _handed(store, ticket.key)
+        if kept is not None:
+            receipt = kept.get("receipt")
+            return _covered(approval_id, receipt if isinstance(receipt, str) else None)
     # Run (or being run) by another caller: an approval authorizes one execution.
     return Decision(decision=False, context={"reason": "consumed", "approval_id": approval_id})
+
+
+async def _handed(store: Store, key: str) -> dict[str, Any] | None:
+    """What the hand-over of ``key`` to a gateway recorded, or None when it was not handed to one. A claim still
+    running may be an evaluation of the same ``request_id`` a moment ahead of this one: its record follows within
+    moments of the claim (wait that long, no longer)."""
+    for _ in range(_HANDOVER_READS):
+        found = await store.ledger.get(key)
+        if found is None:
+            return None
+        if found.state is not ClaimState.RUNNING:
+            kept = found.result or {}
+            return kept if kept.get("handed_over") == FRAMEWORK else None
+        await asyncio.sleep(_HANDOVER_PAUSE)
+    return None
 
 
 def _covered(approval_id: str, receipt: str | None) -> Decision:

@@ -14,16 +14,19 @@ import pytest
 
 from hitl.api import token_hash
 from hitl.engine.clocks import FakeClock
+from hitl.engine.storage.sqlite import SqliteStore
 from hitl.receipts import KeySet, verify
 from hitl.receipts.signing import new_key_pem
-from tests.bot.conftest import Harness, harness_on
+from tests.bot.conftest import Harness, harness_on, start, stop
 
 GATEWAY, GATEWAY_FOR_TWO, FIN1, AGENT = "tok-gateway", "tok-gateway-two", "tok-fin1-authzen", "tok-agent-authzen"
+ADMIN = "tok-admin-authzen"
 CONFIG = f"""
 requester: agent:riley
 roles:
   finance: [U_FIN1, U_FIN2]
 policy:
+  denied_tools: [wipe]
   tools:
     transfer: {{tier: auto}}
   rules:
@@ -44,6 +47,7 @@ api:
         subjects: ["agent:alice", "agent:bob"]}}
     - {{name: fin1, sha256: {token_hash(FIN1)}, reviewer: U_FIN1, scopes: [read, decide]}}
     - {{name: agent, sha256: {token_hash(AGENT)}, reviewer: "agent:gw", scopes: [propose, read]}}
+    - {{name: admin, sha256: {token_hash(ADMIN)}, reviewer: U_FIN2, scopes: [admin]}}
 """
 
 # The specification's own example bodies (OpenID AuthZEN Authorization API 1.0, "Access Evaluation API" and
@@ -192,6 +196,33 @@ async def test_a_rejected_call_says_rejected(hitl: Harness) -> None:
     assert status == 200 and no == {"decision": False, "context": {"reason": "rejected", "approval_id": approval_id}}
 
 
+async def test_evaluations_of_one_request_id_at_once_after_approval_all_get_its_one_hand_over(hitl: Harness) -> None:
+    for i in range(3):
+        await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, f"r{i}"))
+    _, held = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-race"))
+    approval_id = held["context"]["approval_id"]
+    _, a = await ask(hitl, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    decision = {"decision": "approve", "expected_version": a["version"], "action_hash": a["action_hash"]}
+    assert (await ask(hitl, f"/api/v1/approvals/{approval_id}/decisions", decision, FIN1))[0] == 200
+    answers = await asyncio.gather(*(ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-race")) for _ in range(5)))
+    assert [status for status, _ in answers] == [200] * 5
+    assert len({str(a) for _, a in answers}) == 1 and answers[0][1]["decision"] is True, answers
+
+
+async def test_a_denied_tool_and_a_halted_one_say_so_in_codes(hitl: Harness) -> None:
+    status, no = await ask(hitl, "/access/v1/evaluation", evaluation({}, "w1", tool="wipe"))
+    assert status == 200 and no == {"decision": False, "context": {"reason": "denied"}}
+    halt = {"tool": "transfer", "reason": "incident 42"}
+    assert (await ask(hitl, "/api/v1/halt", halt, ADMIN))[0] == 200
+    status, no = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "h1"))
+    assert status == 200 and no == {"decision": False, "context": {"reason": "halted"}}
+    assert "incident" not in str(no)  # the halt's reason is for people, not for the gateway
+    # An admin token evaluates too (admin includes evaluate), for its own identity.
+    assert (await ask(hitl, "/api/v1/unhalt", {"tool": "transfer"}, ADMIN))[0] == 200
+    status, yes = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "h2", subject="U_FIN2"), ADMIN)
+    assert status == 200 and yes["decision"] is True, yes
+
+
 async def test_the_same_request_id_counts_once_and_gets_the_same_receipt(hitl: Harness) -> None:
     first = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "same"))
     again = await asyncio.gather(*(ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "same")) for _ in range(4)))
@@ -270,3 +301,39 @@ async def test_the_metadata_document_names_the_endpoints(hitl: Harness) -> None:
         "access_evaluation_endpoint": f"{hitl.bot_url}/access/v1/evaluation",
         "access_evaluations_endpoint": f"{hitl.bot_url}/access/v1/evaluations",
     }
+
+
+WEB = """
+web:
+  public_url: https://hitl.example.com/
+  oidc:
+    issuer: https://id.example.com
+    client_id: hitl
+    client_secret_env: HITL_TEST_AUTHZEN_OIDC_SECRET
+    slack_team_id: T0TEST
+"""
+
+
+async def test_with_the_web_inbox_an_approval_required_answer_links_its_decision_page(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
+    monkeypatch.setenv("HITL_TEST_AUTHZEN_OIDC_SECRET", "test-only")
+    (tmp_path / "hitl.yaml").write_text(CONFIG + WEB)
+    h = await start(SqliteStore(tmp_path / "web.db"), clock, config=tmp_path / "hitl.yaml")
+    try:
+        for i in range(3):
+            await ask(h, "/access/v1/evaluation", evaluation(TO_V1, f"r{i}"))
+        status, held = await ask(h, "/access/v1/evaluation", evaluation(TO_V1, "r-page"))
+        approval_id = held["context"]["approval_id"]
+        page = f"https://hitl.example.com/inbox/approvals/{approval_id}"
+        assert status == 200 and held["context"] == {
+            "reason": "approval_required",
+            "approval_id": approval_id,
+            "approval_url": page,
+        }
+        async with h.http.get(f"{h.bot_url}/.well-known/authzen-configuration") as r:
+            found = await r.json()
+        assert found["access_evaluation_endpoint"] == "https://hitl.example.com/access/v1/evaluation"
+    finally:
+        await stop(h)
