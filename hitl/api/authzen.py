@@ -21,7 +21,7 @@ from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.config.api import Scope
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import ClaimState
-from hitl.engine.errors import EngineError, ErrorCode
+from hitl.engine.errors import EngineError, ErrorCode, Halted
 from hitl.engine.ports import Store
 from hitl.engine.receipts.claims import AllowedCall, Basis
 
@@ -47,6 +47,8 @@ FRAMEWORK = "authzen"
 CALL_VERBS = frozenset({"call", "execute", "invoke", "run", "tools/call"})
 """``action.name`` values that say "call the resource": then ``resource.id`` alone names the tool."""
 M = TypeVar("M", bound=BaseModel)
+_REFUSED = {ErrorCode.EFFECT_IN_DOUBT: "in_doubt"}
+"""A claim refused for an approved call: its reason code (``denied`` for any other)."""
 _HANDOVER_READS, _HANDOVER_PAUSE = 40, 0.05
 """How long an evaluation waits for the record of a hand-over the same call's other evaluation is making (2 s)."""
 _REASONS = {"halted": "halted", "policy_denied": "denied", "rejected": "rejected", "expired": "expired"}
@@ -167,16 +169,20 @@ async def _handed_over(gate: ToolGate, ticket: Ticket) -> Decision:
     if not ticket.consumed:
         try:
             claimed = await gate.begin(ticket)
+        except Halted:  # halted since the call was checked: nothing new runs
+            return Decision(decision=False, context={"reason": "halted", "approval_id": approval_id})
         except GateRefused as exc:
-            if exc.code is not ErrorCode.HANDED_ELSEWHERE:
-                raise
+            if exc.code is not ErrorCode.HANDED_ELSEWHERE:  # in doubt, or not the approved arguments: not run
+                return Decision(
+                    decision=False, context={"reason": _REFUSED.get(exc.code, "denied"), "approval_id": approval_id}
+                )
         else:
             claim = await store.ledger.get(ticket.key)
             assert claim is not None and claimed.approval is not None
-            kept = {"handed_over": FRAMEWORK, "receipt": claimed.receipt}
+            record = {"handed_over": FRAMEWORK, "receipt": claimed.receipt}
             now = gate.service.clock.now()
             await store.ledger.record_outcome(
-                ticket.key, holder=gate.worker_id, attempt=claim.attempt, ok=True, result=kept, now=now
+                ticket.key, holder=gate.worker_id, attempt=claim.attempt, ok=True, result=record, now=now
             )
             await gate.effects.mark(claimed.approval, Status.EXECUTED)
             return _covered(approval_id, claimed.receipt)
