@@ -28,7 +28,7 @@ roles:
 policy:
   denied_tools: [wipe]
   tools:
-    transfer: {{tier: auto}}
+    transfer: {{tier: auto, timeout: 10m}}
   rules:
     - name: burst
       tools: [transfer]
@@ -190,10 +190,17 @@ async def test_a_rejected_call_says_rejected(hitl: Harness) -> None:
     _, held = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-no"))
     approval_id = held["context"]["approval_id"]
     _, a = await ask(hitl, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
-    decision = {"decision": "reject", "expected_version": a["version"], "action_hash": a["action_hash"]}
+    decision = {"decision": "reject", "expected_version": a["version"], "action_hash": a["action_hash"], "reason": "x"}
     assert (await ask(hitl, f"/api/v1/approvals/{approval_id}/decisions", decision, FIN1))[0] == 200
     status, no = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-no"))
     assert status == 200 and no == {"decision": False, "context": {"reason": "rejected", "approval_id": approval_id}}
+    # One nobody decides expires, and says so.
+    _, late = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-late"))
+    hitl.clock.advance(20 * 60)  # past the 10 minutes an approval waits, within the velocity window
+    await hitl.rt.background.tick()
+    status, no = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-late"))
+    expired = {"reason": "expired", "approval_id": late["context"]["approval_id"]}
+    assert status == 200 and no == {"decision": False, "context": expired}, no
 
 
 async def test_evaluations_of_one_request_id_at_once_after_approval_all_get_its_one_hand_over(hitl: Harness) -> None:
