@@ -20,7 +20,7 @@ from hitl.receipts.signing import new_key_pem
 from tests.bot.conftest import Harness, harness_on, start, stop
 
 GATEWAY, GATEWAY_FOR_TWO, FIN1, AGENT = "tok-gateway", "tok-gateway-two", "tok-fin1-authzen", "tok-agent-authzen"
-ADMIN = "tok-admin-authzen"
+ADMIN, NARROW = "tok-admin-authzen", "tok-gateway-narrow"
 CONFIG = f"""
 requester: agent:riley
 roles:
@@ -48,6 +48,7 @@ api:
     - {{name: fin1, sha256: {token_hash(FIN1)}, reviewer: U_FIN1, scopes: [read, decide]}}
     - {{name: agent, sha256: {token_hash(AGENT)}, reviewer: "agent:gw", scopes: [propose, read]}}
     - {{name: admin, sha256: {token_hash(ADMIN)}, reviewer: U_FIN2, scopes: [admin]}}
+    - {{name: narrow, sha256: {token_hash(NARROW)}, reviewer: "agent:alice", scopes: [evaluate], tools: [wipe]}}
 """
 
 # The specification's own example bodies (OpenID AuthZEN Authorization API 1.0, "Access Evaluation API" and
@@ -134,6 +135,13 @@ async def test_a_spoofed_subject_is_refused_and_nothing_is_counted(hitl: Harness
     batch = {"evaluations": [evaluation(TO_V1, "b1"), evaluation(TO_V1, "b2", subject="agent:mallory")]}
     status, refused = await ask(hitl, "/access/v1/evaluations", batch)
     assert status == 403
+    # Each refusal is in the audit trail, naming the token that asked.
+    status, audit = await ask(hitl, "/api/v1/audit", None, ADMIN, method="GET")
+    spoofs = [e for e in audit["entries"] if e["outcome"] == "subject_not_allowed"]
+    assert status == 200 and len(spoofs) == 3 and all("api:gateway" in e["detail"] for e in spoofs), spoofs
+    # A token narrowed to some tools asks about no other.
+    status, refused = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "s4", subject="agent:alice"), NARROW)
+    assert status == 403 and refused["error"]["code"] == "tool_not_allowed"
     # A token without the evaluate scope may not ask at all.
     status, refused = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "s3"), AGENT)
     assert status == 403 and refused["error"]["code"] == "missing_scope"
