@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
-from hitl.api.app import PREFIX, api_app
+from hitl.api.app import PREFIX, api_app, authzen_app, authzen_metadata_handler
+from hitl.api.authzen import ACCESS_PREFIX, WELL_KNOWN
 from hitl.api.unauthenticated import Unauthenticated
 from hitl.api.webhooks import WebhookDelivery
 from hitl.bot.app import BotRuntime, build_app, slack_side
@@ -104,7 +105,10 @@ class Server:
 
         app = http_app(self.bot, forged=forged)
         keys = KeySet(self.receipt_keys.jwks()) if self.receipt_keys is not None else None
-        app.add_subapp(PREFIX, api_app(self.lifecycle, self.config_path, receipt_keys=keys))
+        api = api_app(self.lifecycle, self.config_path, receipt_keys=keys)
+        app.add_subapp(PREFIX, api)
+        app.add_subapp(ACCESS_PREFIX, authzen_app(api))
+        app.router.add_get(WELL_KNOWN, authzen_metadata_handler(api))
         app.router.add_get(JWKS_PATH, jwks_handler(self.receipt_keys))
         if self.inbox is not None:
             self.inbox.add_to(app)

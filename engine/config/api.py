@@ -29,6 +29,9 @@ class Scope(StrEnum):
     """Claim approved executions, with their receipts, for a process whose gate acts for many requesters (a Temporal
     worker, whose requester is each workflow run): any approval of a tool the token sees (``POST /receipts/claim``);
     with ``propose`` alone, only the token's own identity's."""
+    EVALUATE = "evaluate"
+    """Ask as an AuthZEN decision point whether a call may run now (``POST /access/v1/evaluation``): what an API
+    or MCP gateway's token holds, for its own identity or the ``subjects`` it names."""
     ADMIN = "admin"
 
 
@@ -65,6 +68,9 @@ class ApiTokenSpec(_Spec):
     audience: str | None = Field(default=None, min_length=1, max_length=200)
     """For a ``redeem`` token: the protected system it is, so it spends only receipts issued for it (their ``aud``);
     without one it spends only receipts that name no audience."""
+    subjects: list[str] | None = Field(default=None, max_length=1000)
+    """For an ``evaluate`` token (a gateway): the requesters it may ask for besides its own ``reviewer``; an AuthZEN
+    ``subject.id`` that is neither is refused (403)."""
 
     def may(self, scope: Scope) -> bool:
         """Whether the token grants ``scope`` (``admin`` grants every one)."""

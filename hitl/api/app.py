@@ -19,7 +19,7 @@ from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.receipts.keys import Keys
 
-from . import approvals, delegations, executions, grants, group_decisions, identity, oversight, receipts, runs
+from . import approvals, authzen, delegations, executions, grants, group_decisions, identity, oversight, receipts, runs
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -27,7 +27,7 @@ from .problems import ApiError, error_response, from_engine
 from .routes import Endpoint
 from .unauthenticated import Unauthenticated
 
-__all__ = ["PREFIX", "api_app", "endpoints", "openapi_document"]
+__all__ = ["PREFIX", "api_app", "authzen_app", "endpoints", "openapi_document"]
 
 PREFIX = "/api/v1"
 log = logging.getLogger(__name__)
@@ -131,3 +131,29 @@ def api_app(
     app.router.add_get("/openapi.json", _openapi)
     app.add_routes([e.route() for e in endpoints()])
     return app
+
+
+def authzen_app(api: web.Application) -> web.Application:
+    """The AuthZEN evaluation endpoints as a sub-application to mount at :data:`~.authzen.ACCESS_PREFIX`: the same
+    tokens, limits and refusals as ``api`` (and its context: one rate per token across both)."""
+    app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024 + 1)
+    app[CONTEXT] = api[CONTEXT]
+    app.add_routes([e.route() for e in authzen.routes()])
+    return app
+
+
+def authzen_metadata_handler(api: web.Application) -> Any:
+    """``GET /.well-known/authzen-configuration``: where this decision point answers, from ``web.public_url`` when
+    the deployment has one (else the address it was asked at). Public, as discovery documents are: it says nothing
+    but the endpoints' addresses."""
+    ctx = api[CONTEXT]
+
+    async def handler(request: web.Request) -> web.Response:
+        try:
+            web_spec = ctx.config.current()[0].web
+        except ApiError as exc:
+            return error_response(exc)
+        base = web_spec.public_url if web_spec is not None else f"{request.scheme}://{request.host}"
+        return web.json_response(authzen.metadata(base).model_dump(mode="json"))
+
+    return handler

@@ -40,6 +40,8 @@ class Caller:
     tools: frozenset[str] | None
     audience: str | None = None
     """The protected system a ``redeem`` token speaks for (the receipts' ``aud`` it may spend)."""
+    subjects: frozenset[str] = frozenset()
+    """The requesters an ``evaluate`` token may ask for besides its own identity (``subjects`` in hitl.yaml)."""
 
     @property
     def via(self) -> str:
@@ -86,4 +88,5 @@ class TokenBook:
             roles=frozenset(found.roles) if found.roles is not None else None,
             tools=frozenset(found.tools) if found.tools is not None else None,
             audience=found.audience,
+            subjects=frozenset(found.subjects or ()),
         )

@@ -730,8 +730,8 @@ def token_new(
         list[str],
         typer.Option(
             "--scope",
-            help="read, decide, propose, run, redeem (a protected system spending receipts), claim or admin "
-            "(repeatable).",
+            help="read, decide, propose, run, redeem (a protected system spending receipts), claim, evaluate (a "
+            "gateway asking AuthZEN evaluations; add its subjects: in hitl.yaml) or admin (repeatable).",
         ),
     ],
     role: Annotated[list[str] | None, typer.Option("--role", help="Decide only with these roles.")] = None,
