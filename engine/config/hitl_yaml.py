@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hitl.engine.config.api import ApiSpec
+from hitl.engine.config.email import ContactSpec, EmailSpec, plain_to_network
 from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.web import WebSpec
@@ -87,6 +88,10 @@ class HitlConfig(BaseModel):
     """Signed receipts for approved executions, which the protected system checks (absent: none are issued)."""
     web: WebSpec | None = None
     """The web inbox: reviewers sign in with OpenID Connect and decide on a page (absent: no web inbox)."""
+    email: EmailSpec | None = None
+    """Approval e-mail through an SMTP server, each message a pointer to the web inbox (absent: no e-mail)."""
+    contacts: dict[str, ContactSpec] = Field(default_factory=dict, max_length=10_000)
+    """Reviewer id -> how to reach them outside Slack (``{U_FIN1: {email: fin1@example.com}}``)."""
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""
@@ -106,6 +111,35 @@ class HitlConfig(BaseModel):
             raise ValueError(
                 "web.public_url must be https:// under production: true (session cookies and sign-in codes "
                 "must not cross a network in the clear); put TLS in front of hitl serve"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _email_points_at_the_page(self) -> HitlConfig:
+        if self.email is None:
+            return self
+        if self.web is None:
+            raise ValueError(
+                "email: needs web: (its public_url is where every message's link points, and the web inbox is where "
+                "the reader decides): add web:, or remove email:"
+            )
+        if self.production and plain_to_network(self.email):
+            raise ValueError(
+                f"email.smtp_url sends plain SMTP to {self.email.host} under production: true (messages and the "
+                "SMTP password would cross the network in the clear): use smtps://, or starttls: true"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _contacts_are_reviewers(self) -> HitlConfig:
+        members = {m for ids in self.roles.values() for m in ids}
+        if any(m.startswith("S") for m in members):
+            return self  # a Slack user group's members are known only when the bot expands it
+        unknown = sorted(set(self.contacts) - members)
+        if unknown:
+            raise ValueError(
+                f"contacts names {', '.join(unknown)}, who no role under 'roles' lists: nobody would mail them. "
+                "Add them to a role, or fix the id"
             )
         return self
 
