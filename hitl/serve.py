@@ -38,6 +38,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
 from hitl.engine.subscribers.events import Outbox
+from hitl.mail.delivery import mail_delivery
 from hitl.receipts import KeySet
 from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
 from hitl.reload import ConfigReload
@@ -195,6 +196,9 @@ async def build_server(
     path = config_path_for(settings.hitl_config)
     inbox = _web_inbox(config.web, runtime.lifecycle, path)
     reload = ConfigReload(path, config, runtime.contexts, store, bot.ctx.reviewers, inbox, actor=f"reload:{replica}")
+    mail = mail_delivery(config, store, clock, consumer=replica, live=lambda: reload.config)
+    if mail is not None:
+        background.sweepers.append(mail)
     return Server(
         runtime=runtime,
         bot=bot,

@@ -1,0 +1,218 @@
+"""The e-mail channel of ``hitl serve``: a sweeper of its background loop that queues one message per approval per
+reviewer, then sends what is due, paced, retrying with backoff.
+
+Never inline in a propose: an approval is mailed by the server that sweeps the store, whoever created it (an agent
+process, ``hitl run``, the API). Queueing is once per approval, under an execution claim on ``mail:<approval id>``
+(as events are queued, :class:`~hitl.engine.subscribers.events.Outbox`): one durable ``mail`` job per recipient, each
+audited ``mail_queued``. Sending checks the approval first: one no longer pending is not mailed (a decision on any
+channel closes the others). Each answer is audited on the approval: ``mail_sent`` with the server's reply, or
+``mail_refused`` with its code; a refusal the server would repeat (5xx) is final, anything else is retried (30 s,
+1 min, 2 min ... at most an hour apart) up to ``email.max_attempts``. Delivery is at least once: a crash between the
+server's acceptance and the job's acknowledgement sends the message again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.domain.models import Approval, ApprovalKind, Status
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.errors import ClaimRefused, NotFound
+from hitl.engine.ports import Clock, Store
+from hitl.mail.message import approval_message
+from hitl.mail.smtp import SmtpOutcome, SmtpSender, credentials
+
+__all__ = ["BURST", "LEASE", "MAIL_JOB", "MailDelivery", "backoff", "mail_delivery", "recipients"]
+
+log = logging.getLogger(__name__)
+
+MAIL_JOB = "mail"
+"""One message to send (payload: ``approval_id``, ``reviewer``, ``attempt``, ``not_before``)."""
+LEASE = 60.0
+"""Seconds a claimed message stays with this process; a crashed sender's are picked up after it."""
+BURST = 10
+"""Messages a quiet sender may send at once before the pace holds it."""
+_MAILED_KINDS = frozenset({ApprovalKind.ACTION, ApprovalKind.DOUBT, ApprovalKind.GATE, ApprovalKind.REVIEW})
+"""What is mailed: a question that waits on a person. A practice twin or a spot check is not (neither is urgent,
+and a twin mailed unlike its original would give itself away)."""
+_QUEUED = "mail"
+"""The action hash recorded on a queueing claim (the claim only says "queued"; nothing is hashed)."""
+
+
+def backoff(attempt: int) -> float:
+    """Seconds before attempt ``attempt + 1`` (doubling from 30 s, at most an hour)."""
+    return float(min(30 * 2 ** (attempt - 1), 3600))
+
+
+def recipients(config: HitlConfig, a: Approval) -> list[str]:
+    """Who ``a``'s card would reach and has an e-mail contact: its role's members (every role's, when it names
+    none), never its requester."""
+    members = config.build_roles().members_of(a.required_role)
+    return sorted(m for m in members if m in config.contacts and m != a.requester)
+
+
+class MailDelivery:
+    """A sweeper for ``hitl serve``'s background loop: queue the messages pending approvals imply, send what is
+    due."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        config: Callable[[], HitlConfig],
+        sender: SmtpSender,
+        *,
+        consumer: str,
+        batch: int = 200,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config
+        """The served ``hitl.yaml`` as it is now (a reload's contacts and roles apply to the next message)."""
+        self.sender = sender
+        self.consumer = consumer
+        self.batch = batch
+        self._cursor: str | None = None
+        self._queued: set[str] = set()
+        """Approvals whose messages this process saw queued (skipped without a store round trip)."""
+        self._allowance = float(BURST)
+        self._paced_at: float | None = None
+
+    async def sweep(self) -> None:
+        """Queue, then send."""
+        await self.queue()
+        await self.send()
+
+    async def queue(self, *, pages: int = 5, page_size: int = 200) -> None:
+        """Queue the messages of pending approvals nobody queued: ``pages`` pages per sweep, resuming where the
+        last sweep stopped."""
+        config = self.config()
+        spec = config.email
+        if spec is None:
+            return
+        for _ in range(pages):
+            page = await self.store.approvals.list_pending(limit=page_size, cursor=self._cursor)
+            self._cursor = page.cursor
+            for a in page.items:
+                if a.id not in self._queued and a.kind in _MAILED_KINDS and spec.mails(a.tool, a.tier):
+                    await self._queue_one(a, recipients(config, a))
+            if page.cursor is None:
+                return
+
+    async def _queue_one(self, a: Approval, to: list[str]) -> None:
+        key, now = f"mail:{a.id}", self.clock.now()
+        try:
+            claim = await self.store.ledger.claim(key, action_hash=_QUEUED, holder=self.consumer, now=now, lease=60.0)
+        except ClaimRefused:
+            return  # being queued right now by another replica
+        if claim.acquired:
+            for reviewer in to:
+                payload = {"approval_id": a.id, "reviewer": reviewer, "attempt": 1, "not_before": now}
+                await self.store.jobs.enqueue(MAIL_JOB, payload, now=now)
+                await self._audit(a, "mail_queued", f"to {reviewer}")
+            await self.store.ledger.record_outcome(
+                key, holder=self.consumer, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
+            )
+        self._queued.add(a.id)
+
+    def _paced(self) -> int:
+        """How many messages the pace allows now: ``1 / email.pace`` a second, up to :data:`BURST` saved up."""
+        spec, now = self.config().email, self.clock.now()
+        if spec is None or spec.pace == 0:
+            return self.batch
+        if self._paced_at is not None:
+            self._allowance = min(float(BURST), self._allowance + (now - self._paced_at) / spec.pace)
+        self._paced_at = now
+        return int(self._allowance)
+
+    async def send(self) -> None:
+        """Send the due messages the pace allows."""
+        room = min(self._paced(), self.batch)
+        if room <= 0:
+            return
+        jobs = await self.store.jobs.claim(self.consumer, kind=MAIL_JOB, limit=room, now=self.clock.now(), lease=LEASE)
+        for job in jobs:
+            if float(job.payload.get("not_before", 0)) > self.clock.now():
+                continue  # not due: it comes back when the lease runs out
+            if await self._send_one(job.payload):
+                self._allowance -= 1
+            await self.store.jobs.ack(job.id)
+
+    async def _send_one(self, payload: dict[str, Any]) -> bool:
+        """Send one queued message, if its approval still waits and its reviewer still has an address: whether a
+        message went to the server."""
+        config = self.config()
+        reviewer = str(payload.get("reviewer", ""))
+        contact = config.contacts.get(reviewer)
+        try:
+            a = await self.store.approvals.get(str(payload.get("approval_id", "")))
+        except NotFound:
+            return False  # removed by retention since: nothing left to tell
+        if a.status is not Status.PENDING or config.email is None or config.web is None or contact is None:
+            return False  # decided, expired or withdrawn (the other channels close with it), or no address now
+        link = config.web.approval_url(a.id)
+        message = approval_message(
+            a,
+            config.present(a),
+            spec=config.email,
+            to=contact.email,
+            link=link,
+            host=urlsplit(config.web.public_url).netloc,
+            redactor=config.build_redactor(),
+            now=self.clock.now(),
+        )
+        outcome = await self.sender.send(message, to=contact.email)
+        if outcome.sent:
+            await self._audit(a, "mail_sent", f"to {reviewer}: {outcome.detail}")
+        else:
+            await self._refused(a, payload, outcome, config.email.max_attempts)
+        return True
+
+    async def _refused(self, a: Approval, payload: dict[str, Any], outcome: SmtpOutcome, most: int) -> None:
+        attempt = int(payload.get("attempt", 1))
+        code = f"smtp_{outcome.code}" if outcome.code is not None else "unreachable"
+        final = outcome.permanent or attempt >= most
+        said = "gave up" if final else f"attempt {attempt + 1} in {backoff(attempt):.0f} s"
+        await self._audit(a, "mail_refused", f"to {payload.get('reviewer')}: {outcome.detail} ({said})", code)
+        log.warning("e-mail of %s to %s refused: %s (%s)", a.id, payload.get("reviewer"), outcome.detail, said)
+        if not final:
+            now = self.clock.now()
+            # Queued again before the old job is acked: a crash in between sends twice, never not at all.
+            await self.store.jobs.enqueue(
+                MAIL_JOB, {**payload, "attempt": attempt + 1, "not_before": now + backoff(attempt)}, now=now
+            )
+
+    async def _audit(self, a: Approval, event: str, detail: str, outcome: str = "ok") -> None:
+        entry = AuditEntry(
+            at=self.clock.now(),
+            actor=self.consumer,
+            event=event,
+            approval_id=a.id,
+            version=a.version,
+            outcome=outcome,
+            detail=detail[:500],
+        )
+        await self.store.audit.append(entry)
+
+
+def mail_delivery(
+    started: HitlConfig, store: Store, clock: Clock, *, consumer: str, live: Callable[[], HitlConfig | None]
+) -> MailDelivery | None:
+    """The e-mail channel ``email:`` configures (None without one), refusing to start without its SMTP login when
+    it names one (fail closed). ``live``: the ``hitl.yaml`` last reloaded, whose roles apply to the next message
+    (the rest of ``email:`` and ``contacts:`` as at start, like every section a reload does not follow)."""
+    if started.email is None:
+        return None
+    sender = SmtpSender(started.email, credentials(started.email))
+
+    def current() -> HitlConfig:
+        last = live()
+        if last is None or last.roles == started.roles:
+            return started
+        return started.model_copy(update={"roles": last.roles})
+
+    return MailDelivery(store, clock, current, sender, consumer=consumer)

@@ -1,0 +1,138 @@
+"""The e-mail channel's sweeper against a real SMTP server (aiosmtpd) and a real store: one message per approval per
+reviewer with an address, queued and sent once whatever the sweeps; a refusal retried with backoff (a 4xx) or final
+(a 5xx), each audited with the server's code; nothing mailed for an approval no longer pending; the pace held."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
+from hitl.engine.domain.models import Approval, Tier
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.mail.delivery import BURST, MailDelivery, recipients
+from hitl.mail.smtp import SmtpSender
+from hitl.testing import FakeClock, make_approval
+from tests.mail.smtp_server import Mailbox, smtp_server
+
+
+def config(port: int, *, pace: float = 0.0, tools: str = "[refund]") -> HitlConfig:
+    return parse_config(
+        "roles: {support: [U_SUPPORT1, U_SUPPORT2, U_NOADDR, agent:riley], finance: [U_FIN1]}\n"
+        "web: {public_url: 'https://hitl.example.com', oidc: {issuer: 'https://id.example.com', client_id: hitl}}\n"
+        f"email: {{smtp_url: 'smtp://127.0.0.1:{port}', from: hitl@example.com, tools: {tools}, pace: {pace},"
+        " max_attempts: 3}\n"
+        "contacts:\n  U_SUPPORT1: {email: s1@example.com}\n  U_SUPPORT2: {email: s2@example.com}\n"
+        "  U_FIN1: {email: f1@example.com}\n  agent:riley: {email: riley@example.com}\n"
+    )
+
+
+@pytest.fixture
+def mailbox() -> Iterator[Mailbox]:
+    with smtp_server() as box:
+        yield box
+
+
+def sender_of(cfg: HitlConfig, store: SqliteStore, clock: FakeClock) -> MailDelivery:
+    assert cfg.email is not None
+    return MailDelivery(store, clock, lambda: cfg, SmtpSender(cfg.email, None), consumer="test")
+
+
+async def events(store: SqliteStore, a: Approval) -> list[tuple[str, str, str]]:
+    return [(e.event, e.outcome, e.detail) for e in await store.audit.entries(approval_id=a.id) if "mail" in e.event]
+
+
+async def test_each_reviewer_with_an_address_gets_one_message_once(
+    tmp_path: Path, clock: FakeClock, mailbox: Mailbox
+) -> None:
+    cfg = config(mailbox.port)
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        a, _ = await store.approvals.create(
+            make_approval(now=clock.now(), args={"order_id": "1\r\nBcc: x@evil.example"})
+        )
+        other, _ = await store.approvals.create(make_approval(now=clock.now(), tool="delete_customer", key="d"))
+        assert recipients(cfg, a) == ["U_SUPPORT1", "U_SUPPORT2"]  # not the requester, not finance, not U_NOADDR
+        mail = sender_of(cfg, store, clock)
+        for _ in range(3):
+            await mail.sweep()
+            await sender_of(cfg, store, clock).sweep()  # a second replica (or a restart) queues nothing again
+        assert sorted(r.recipients for r in mailbox.received) == [("s1@example.com",), ("s2@example.com",)]
+        for got in mailbox.received:
+            assert got.sender == "hitl@example.com" and got.message["Bcc"] is None
+            assert got.message["X-Hitl-Approval"] == a.id and f"/inbox/approvals/{a.id}" in got.part("plain")
+        assert [e[:2] for e in await events(store, a)] == [("mail_queued", "ok")] * 2 + [("mail_sent", "ok")] * 2
+        assert await events(store, other) == []  # delete_customer is not among email.tools
+    finally:
+        await store.close()
+
+
+async def test_a_refusal_is_retried_with_backoff_and_a_final_one_is_not(
+    tmp_path: Path, clock: FakeClock, mailbox: Mailbox
+) -> None:
+    cfg = config(mailbox.port, tools="['*']")
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        a, _ = await store.approvals.create(make_approval(now=clock.now(), role="finance", tier=Tier.ESCALATE))
+        mailbox.refusals = ["451 4.3.0 greylisted, try again later"]
+        mail = sender_of(cfg, store, clock)
+        await mail.sweep()
+        await mail.sweep()
+        assert mailbox.received == []
+        clock.advance(61)  # past the first backoff (30 s) and the lease the early sweep held it under
+        await mail.sweep()
+        assert [r.recipients for r in mailbox.received] == [("f1@example.com",)]
+        said = await events(store, a)
+        assert said[1][:2] == ("mail_refused", "smtp_451") and "greylisted" in said[1][2] and "attempt 2" in said[1][2]
+        assert said[2][:2] == ("mail_sent", "ok")
+
+        b, _ = await store.approvals.create(make_approval(now=clock.now(), role="finance", key="b"))
+        mailbox.refusals = ["550 5.1.1 no such mailbox"]
+        await mail.sweep()
+        clock.advance(3600)
+        await mail.sweep()
+        await mail.sweep()
+        assert len(mailbox.received) == 1  # a 5xx is final: never sent again
+        assert [e[:2] for e in await events(store, b)] == [("mail_queued", "ok"), ("mail_refused", "smtp_550")]
+        assert "gave up" in (await events(store, b))[1][2]
+    finally:
+        await store.close()
+
+
+async def test_an_approval_no_longer_pending_is_not_mailed(tmp_path: Path, clock: FakeClock, mailbox: Mailbox) -> None:
+    cfg = config(mailbox.port)
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        a, _ = await store.approvals.create(make_approval(now=clock.now(), ttl=10))
+        mail = sender_of(cfg, store, clock)
+        await mail.queue()
+        clock.advance(11)
+        assert [x.id for x in await store.approvals.expire_due(now=clock.now())] == [a.id]
+        await mail.send()
+        assert mailbox.received == []
+        assert [e[0] for e in await events(store, a)] == ["mail_queued", "mail_queued"]
+    finally:
+        await store.close()
+
+
+async def test_the_pace_holds_a_flood(tmp_path: Path, clock: FakeClock, mailbox: Mailbox) -> None:
+    cfg = config(mailbox.port, pace=2.0)
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        for i in range(8):
+            await store.approvals.create(make_approval(now=clock.now(), key=f"k{i}"))
+        mail = sender_of(cfg, store, clock)
+        await mail.sweep()
+        assert len(mailbox.received) == BURST  # 16 messages queued, a burst of 10 sent
+        await mail.sweep()
+        assert len(mailbox.received) == BURST  # no time passed: none more
+        clock.advance(4)
+        await mail.sweep()
+        assert len(mailbox.received) == BURST + 2  # one every 2 s
+        clock.advance(60)
+        await mail.sweep()
+        assert len(mailbox.received) == 16
+    finally:
+        await store.close()
