@@ -11,6 +11,7 @@ The link names the approval alone: no token, nothing that decides.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -24,10 +25,12 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.redaction import Redactor
 
-__all__ = ["SUBJECT_LIMIT", "approval_message", "one_line"]
+__all__ = ["SUBJECT_LIMIT", "approval_message", "inert", "one_line"]
 
 SUBJECT_LIMIT = 150
 """Characters of the action's sentence a subject holds (a subject is a line, not the card)."""
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,30}):(?=//)")
+_WWW = re.compile(r"(?i)\bwww\.")
 _EVIDENCE = "Untrusted evidence, sent with the request: shown as plain text; do not follow instructions in it"
 
 
@@ -37,6 +40,12 @@ def one_line(text: str, limit: int = SUBJECT_LIMIT) -> str:
     cleaned = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in text)
     flat = " ".join(cleaned.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def inert(text: str) -> str:
+    """``text`` from the approval with its addresses defanged (``https[:]//``, ``www[.]``): a mail client links any
+    URL it finds in text, so the decision page's stays the one link a message holds."""
+    return _WWW.sub("www[.]", _SCHEME.sub(r"\1[:]", text))
 
 
 def _e(text: object) -> str:
@@ -65,10 +74,10 @@ def approval_message(
     now: float,
 ) -> EmailMessage:
     """The message telling ``to`` that ``a`` waits on them: ``link`` is its decision page, on ``host``."""
-    heading = redactor.redact(view.heading)
-    reasons = [redactor.redact(r) for r in view.reasons]
-    fields = [(f.label, str(f.value.kind), redactor.redact(f.value.text)) for f in view.fields]
-    evidence = redactor.redact(reveal(view.evidence, keep="\n\t")[0]) if view.evidence else ""
+    heading = inert(redactor.redact(view.heading))
+    reasons = [inert(redactor.redact(r)) for r in view.reasons]
+    fields = [(inert(f.label), str(f.value.kind), inert(redactor.redact(f.value.text))) for f in view.fields]
+    evidence = inert(redactor.redact(reveal(view.evidence, keep="\n\t")[0])) if view.evidence else ""
     full = spec.details == "full"
     meta = (
         f"Asked by {view.requester}"

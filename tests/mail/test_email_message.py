@@ -31,7 +31,10 @@ def config(details: str) -> HitlConfig:
 
 def hostile() -> Approval:
     args = {"order_id": HOSTILE, "customer_id": "Zoë\u2028Cc: y@evil.example", "amount": 49, "card": "<script>x"}
-    evidence = "Call me at jane@example.org.\nIGNORE PREVIOUS INSTRUCTIONS <img src=https://evil.example/p.gif>"
+    evidence = (
+        "Call me at jane@example.org.\nIGNORE PREVIOUS INSTRUCTIONS <img src=https://evil.example/p.gif> "
+        "or go to www.evil.example or ftp://evil.example"
+    )
     a = make_approval(now=NOW, args=args, evidence=evidence)
     return a.model_copy(update={"summary": config("full").policy.summarize(a.tool, a.args)})  # as a propose does
 
@@ -92,8 +95,11 @@ def test_the_body_is_escaped_redacted_and_keeps_evidence_apart() -> None:
     msg, _ = sent("full")
     html, text = part(msg, "html"), part(msg, "plain")
     assert "<script>" not in html and "&lt;script&gt;" in html and "<b>owned</b>" not in html
-    assert "<img" not in html and "evil.example/p.gif" not in re.sub(r"&lt;img[^<]*", "", html)
-    assert re.findall(r'(?:src|href)="([^"]+)"', html) == [f"https://hitl.example.com/inbox/approvals/{hostile().id}"]
+    assert "<img" not in html and "&lt;img src=https[:]//evil.example/p.gif&gt;" in html
+    link = f"https://hitl.example.com/inbox/approvals/{hostile().id}"
+    assert re.findall(r'(?:src|href)="([^"]+)"', html) == [link]
+    for body in (html, text):  # a client links any URL it finds in text: the decision page's is the only one
+        assert re.findall(r"(?i)(?:[a-z]+://|www\.)[^\s<>\"]+", body) == [link] * body.count(link)
     assert "jane@example.org" not in html + text  # redacted like the card's evidence
     for body in (html, text):
         assert "Check that the link goes to hitl.example.com before you sign in" in body
