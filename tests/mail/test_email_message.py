@@ -103,8 +103,8 @@ def test_the_body_is_escaped_redacted_and_keeps_evidence_apart() -> None:
     assert "jane@example.org" not in html + text  # redacted like the card's evidence
     for body in (html, text):
         assert "Check that the link goes to hitl.example.com before you sign in" in body
-        link, evidence = body.index("/inbox/approvals/"), body.index("IGNORE PREVIOUS INSTRUCTIONS")
-        assert link < evidence  # hitl's words and the link first; the evidence after, apart
+        at, evidence = body.index("/inbox/approvals/"), body.index("IGNORE PREVIOUS INSTRUCTIONS")
+        assert at < evidence  # hitl's words and the link first; the evidence after, apart
     evidence_lines = [line for line in text.splitlines() if "IGNORE PREVIOUS" in line or "Call me" in line]
     assert evidence_lines and all(line.startswith("  | ") for line in evidence_lines)
     quoted = text[text.index("Arguments:") : text.index("Asked by")].splitlines()[1:-1]
