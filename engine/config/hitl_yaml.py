@@ -16,6 +16,7 @@ from hitl.engine.config.web import WebSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.consequences.callables import check_consequences
 from hitl.engine.domain.alerts import AlertsSpec
+from hitl.engine.domain.failover import FailoverSpec
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
@@ -131,6 +132,18 @@ class HitlConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _failover_has_somewhere_to_go(self) -> HitlConfig:
+        named = [f"policy.tools.{t}" for t, spec in self.policy.tools.items() if spec.failover is not None]
+        named += [f"policy.rules.{r.name}" for r in self.policy.rules if r.failover is not None]
+        named += [f"policy.tiers.{t}" for t, spec in self.policy.tiers.items() if spec.failover is not None]
+        if named and self.email is None:
+            raise ValueError(
+                f"{', '.join(sorted(named))} fail over to email, which is not configured: add email: (and the "
+                "reviewers' contacts:), or remove failover"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _contacts_are_reviewers(self) -> HitlConfig:
         members = {m for ids in self.roles.values() for m in ids}
         if any(m.startswith("S") for m in members):
@@ -142,6 +155,18 @@ class HitlConfig(BaseModel):
                 "Add them to a role, or fix the id"
             )
         return self
+
+    def failover_for(self, a: Approval) -> FailoverSpec | None:
+        """Where ``a`` fails over when Slack cannot carry it: the failover of the rule that set its tier, else its
+        tool's, else its tier's (None: Slack alone)."""
+        rule = next((r for r in self.policy.rules if r.name == a.rule and r.failover is not None), None)
+        if rule is not None:
+            return rule.failover
+        tool = self.policy.tools.get(a.tool)
+        if tool is not None and tool.failover is not None:
+            return tool.failover
+        tier = self.policy.tiers.get(a.tier)
+        return tier.failover if tier is not None else None
 
     def may_decide_tool(self, roles: frozenset[str], tool: str) -> bool:
         """Whether someone with ``roles`` may decide some approval of ``tool``: they hold the role its policy entry

@@ -20,13 +20,13 @@ from urllib.parse import urlsplit
 
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.errors import ClaimRefused, NotFound
 from hitl.engine.ports import Clock, Store
 from hitl.mail.message import approval_message
 from hitl.mail.smtp import SmtpOutcome, SmtpSender, credentials
 
-__all__ = ["BURST", "LEASE", "MAIL_JOB", "MailDelivery", "backoff", "mail_delivery", "recipients"]
+__all__ = ["BURST", "CARD_CLAIM", "LEASE", "MAIL_JOB", "MailDelivery", "backoff", "mail_delivery", "recipients"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,8 @@ BURST = 10
 _MAILED_KINDS = frozenset({ApprovalKind.ACTION, ApprovalKind.DOUBT, ApprovalKind.GATE, ApprovalKind.REVIEW})
 """What is mailed: a question that waits on a person. A practice twin or a spot check is not (neither is urgent,
 and a twin mailed unlike its original would give itself away)."""
+CARD_CLAIM = "notify:"
+"""The Slack notifier's claim on posting an approval's card (``notify:<id>``): failed when Slack refused it."""
 _QUEUED = "mail"
 """The action hash recorded on a queueing claim (the claim only says "queued"; nothing is hashed)."""
 
@@ -48,10 +50,13 @@ def backoff(attempt: int) -> float:
     return float(min(30 * 2 ** (attempt - 1), 3600))
 
 
-def recipients(config: HitlConfig, a: Approval) -> list[str]:
+def recipients(config: HitlConfig, a: Approval, *, now: float) -> list[str]:
     """Who ``a``'s card would reach and has an e-mail contact: its role's members (every role's, when it names
-    none), never its requester."""
-    members = config.build_roles().members_of(a.required_role)
+    none), and its backup role's once it has been handed on by ``now``; never its requester."""
+    roles = config.build_roles()
+    members = set(roles.members_of(a.required_role))
+    if a.handed_on(now):
+        members |= roles.members_of(a.backup_role)
     return sorted(m for m in members if m in config.contacts and m != a.requester)
 
 
@@ -98,12 +103,33 @@ class MailDelivery:
             page = await self.store.approvals.list_pending(limit=page_size, cursor=self._cursor)
             self._cursor = page.cursor
             for a in page.items:
-                if a.id not in self._queued and a.kind in _MAILED_KINDS and spec.mails(a.tool, a.tier):
-                    await self._queue_one(a, recipients(config, a))
+                if a.id in self._queued or a.kind not in _MAILED_KINDS:
+                    continue
+                why = "" if spec.mails(a.tool, a.tier) else await self._failing_over(config, a)
+                if why is not None:
+                    await self._queue_one(a, recipients(config, a, now=self.clock.now()), why)
             if page.cursor is None:
                 return
 
-    async def _queue_one(self, a: Approval, to: list[str]) -> None:
+    async def _failing_over(self, config: HitlConfig, a: Approval) -> str | None:
+        """Why ``a`` fails over to e-mail now (None: it does not, or not yet): Slack refused its card, no card was
+        posted within the bound, or nobody decided by the share of its time ``failover.after`` names."""
+        failover = config.failover_for(a)
+        if failover is None:
+            return None
+        now = self.clock.now()
+        if await self.store.messages.get(a.id) is None:
+            posting = await self.store.ledger.get(f"{CARD_CLAIM}{a.id}")
+            if posting is not None and posting.state is ClaimState.FAILED:
+                return f"failover: Slack refused the card: {(posting.result or {}).get('error', 'unknown error')}"
+            if now >= a.created_at + failover.card_within:
+                return f"failover: no card posted within {failover.card_within:g} s"
+        due = failover.unanswered_at(a.created_at, a.expires_at)
+        if due is not None and now >= due and not a.decisions:
+            return f"failover: no decision after {failover.after} of its time"
+        return None
+
+    async def _queue_one(self, a: Approval, to: list[str], why: str = "") -> None:
         key, now = f"mail:{a.id}", self.clock.now()
         try:
             claim = await self.store.ledger.claim(key, action_hash=_QUEUED, holder=self.consumer, now=now, lease=60.0)
@@ -113,7 +139,7 @@ class MailDelivery:
             for reviewer in to:
                 payload = {"approval_id": a.id, "reviewer": reviewer, "attempt": 1, "not_before": now}
                 await self.store.jobs.enqueue(MAIL_JOB, payload, now=now)
-                await self._audit(a, "mail_queued", f"to {reviewer}")
+                await self._audit(a, "mail_queued", f"to {reviewer}" + (f" ({why})" if why else ""))
             await self.store.ledger.record_outcome(
                 key, holder=self.consumer, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
             )

@@ -90,6 +90,8 @@ class SlackState:
     response_urls: dict[str, dict[str, Any]] = field(default_factory=dict)
     base_url: str = ""
     """Where this emulator is served (set by the server), for the response_urls it hands out."""
+    revoked: bool = False
+    """The bot's token was revoked (an admin removed the app): every call is answered ``token_revoked``."""
     rate_limited: bool = True
     """Enforce Slack's rate limits (:attr:`limits`); off only to measure what they cost."""
     burst: int = 10
@@ -179,6 +181,8 @@ def _auth(state: SlackState, request: web.Request, args: dict[str, Any]) -> None
         raise _Err("not_authed")
     if token != state.token:
         raise _Err("invalid_auth")
+    if state.revoked:
+        raise _Err("token_revoked")
 
 
 def _message_body(args: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:

@@ -54,7 +54,10 @@ async def test_each_reviewer_with_an_address_gets_one_message_once(
             make_approval(now=clock.now(), args={"order_id": "1\r\nBcc: x@evil.example"})
         )
         other, _ = await store.approvals.create(make_approval(now=clock.now(), tool="delete_customer", key="d"))
-        assert recipients(cfg, a) == ["U_SUPPORT1", "U_SUPPORT2"]  # not the requester, not finance, not U_NOADDR
+        assert recipients(cfg, a, now=clock.now()) == [
+            "U_SUPPORT1",
+            "U_SUPPORT2",
+        ]  # not the requester, not finance, not U_NOADDR
         mail = sender_of(cfg, store, clock)
         for _ in range(3):
             await mail.sweep()

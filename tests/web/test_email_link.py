@@ -82,6 +82,11 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
         assert 'class="decide' not in page_text
     store = open_store(inbox.env["HITL_STORE"])
     try:
+
+        async def executed() -> bool:
+            return (await store.approvals.get(approval_id)).status is Status.EXECUTED
+
+        await eventually(executed, what="the refund's outcome recorded")
         approval = await store.approvals.get(approval_id)
         mail = [(e.event, e.detail.split(":")[0]) for e in await store.audit.entries(approval_id=approval_id)]
     finally:
