@@ -14,19 +14,32 @@ server's acceptance and the job's acknowledgement sends the message again.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
+from email.message import EmailMessage
 from typing import Any
 from urllib.parse import urlsplit
 
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
-from hitl.engine.domain.records import AuditEntry, ClaimState
+from hitl.engine.domain.records import AuditEntry, ClaimState, Job
 from hitl.engine.errors import ClaimRefused, NotFound
 from hitl.engine.ports import Clock, Store
-from hitl.mail.message import approval_message
+from hitl.mail.message import approval_message, digest_message
 from hitl.mail.smtp import SmtpOutcome, SmtpSender, credentials
 
-__all__ = ["BURST", "CARD_CLAIM", "LEASE", "MAIL_JOB", "MailDelivery", "backoff", "mail_delivery", "recipients"]
+__all__ = [
+    "BURST",
+    "CAP",
+    "CAP_WINDOW",
+    "CARD_CLAIM",
+    "LEASE",
+    "MAIL_JOB",
+    "MailDelivery",
+    "backoff",
+    "mail_delivery",
+    "recipients",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +48,11 @@ MAIL_JOB = "mail"
 LEASE = 60.0
 """Seconds a claimed message stays with this process; a crashed sender's are picked up after it."""
 BURST = 10
+"""Messages a quiet sender may send at once before the pace holds it."""
+CAP = 5
+CAP_WINDOW = 600.0
+"""At most :data:`CAP` messages per reviewer in :data:`CAP_WINDOW` seconds: past the cap's last message, the rest
+wait, and go together in one digest once the window leaves room (a flood is a few messages, not hundreds)."""
 """Messages a quiet sender may send at once before the pace holds it."""
 _MAILED_KINDS = frozenset({ApprovalKind.ACTION, ApprovalKind.DOUBT, ApprovalKind.GATE, ApprovalKind.REVIEW})
 """What is mailed: a question that waits on a person. A practice twin or a spot check is not (neither is urgent,
@@ -85,6 +103,8 @@ class MailDelivery:
         self._queued: set[str] = set()
         """Approvals whose messages this process saw queued (skipped without a store round trip)."""
         self._allowance = float(BURST)
+        self._sent: dict[str, deque[float]] = {}
+        """When each reviewer was last sent messages, within the cap's window (this process's own)."""
         self._paced_at: float | None = None
 
     async def sweep(self) -> None:
@@ -156,47 +176,83 @@ class MailDelivery:
         return int(self._allowance)
 
     async def send(self) -> None:
-        """Send the due messages the pace allows."""
+        """Send the due messages the pace allows, each reviewer's within their cap (a digest past it)."""
         room = min(self._paced(), self.batch)
         if room <= 0:
             return
-        jobs = await self.store.jobs.claim(self.consumer, kind=MAIL_JOB, limit=room, now=self.clock.now(), lease=LEASE)
-        for job in jobs:
-            if float(job.payload.get("not_before", 0)) > self.clock.now():
-                continue  # not due: it comes back when the lease runs out
-            if await self._send_one(job.payload):
-                self._allowance -= 1
-            await self.store.jobs.ack(job.id)
+        now = self.clock.now()
+        jobs = await self.store.jobs.claim(self.consumer, kind=MAIL_JOB, limit=room, now=now, lease=LEASE)
+        by_reviewer: dict[str, list[Job]] = {}
+        for job in jobs:  # one not due comes back when the lease runs out
+            if float(job.payload.get("not_before", 0)) <= now:
+                by_reviewer.setdefault(str(job.payload.get("reviewer", "")), []).append(job)
+        for reviewer, batch in by_reviewer.items():
+            await self._send_to(reviewer, batch)
 
-    async def _send_one(self, payload: dict[str, Any]) -> bool:
-        """Send one queued message, if its approval still waits and its reviewer still has an address: whether a
-        message went to the server."""
+    async def _send_to(self, reviewer: str, jobs: list[Job]) -> None:
+        """Send ``reviewer`` their due messages: one each while their cap leaves room after them, else one digest
+        of them all; none past the cap (held: they come back when the lease runs out)."""
         config = self.config()
-        reviewer = str(payload.get("reviewer", ""))
         contact = config.contacts.get(reviewer)
-        try:
-            a = await self.store.approvals.get(str(payload.get("approval_id", "")))
-        except NotFound:
-            return False  # removed by retention since: nothing left to tell
-        if a.status is not Status.PENDING or config.email is None or config.web is None or contact is None:
-            return False  # decided, expired or withdrawn (the other channels close with it), or no address now
-        link = config.web.approval_url(a.id)
-        message = approval_message(
-            a,
-            config.present(a),
+        live: list[tuple[Job, Approval]] = []
+        for job in jobs:
+            try:
+                a = await self.store.approvals.get(str(job.payload.get("approval_id", "")))
+            except NotFound:
+                a = None  # removed by retention since: nothing left to tell
+            if a is None or a.status is not Status.PENDING or contact is None:
+                await self.store.jobs.ack(job.id)  # decided (the other channels close with it), or no address
+            else:
+                live.append((job, a))
+        if not live or config.email is None or config.web is None or contact is None:
+            return
+        now = self.clock.now()
+        window = self._sent.setdefault(reviewer, deque())
+        while window and window[0] <= now - CAP_WINDOW:
+            window.popleft()
+        left = CAP - len(window)
+        if left <= 0:
+            return
+        if len(live) < left or len(live) == 1:
+            for job, a in live:
+                message = approval_message(
+                    a,
+                    config.present(a),
+                    spec=config.email,
+                    to=contact.email,
+                    link=config.web.approval_url(a.id),
+                    host=urlsplit(config.web.public_url).netloc,
+                    redactor=config.build_redactor(),
+                    now=now,
+                )
+                await self._deliver(message, contact.email, [(job, a)], config.email.max_attempts, "")
+                window.append(now)
+            return
+        digest = digest_message(
+            [(a, config.present(a)) for _, a in live],
             spec=config.email,
             to=contact.email,
-            link=link,
+            public_url=config.web.public_url,
             host=urlsplit(config.web.public_url).netloc,
             redactor=config.build_redactor(),
-            now=self.clock.now(),
+            now=now,
         )
-        outcome = await self.sender.send(message, to=contact.email)
-        if outcome.sent:
-            await self._audit(a, "mail_sent", f"to {reviewer}: {outcome.detail}")
-        else:
-            await self._refused(a, payload, outcome, config.email.max_attempts)
-        return True
+        await self._deliver(digest, contact.email, live, config.email.max_attempts, f" (digest of {len(live)})")
+        window.append(now)
+
+    async def _deliver(
+        self, message: EmailMessage, to: str, jobs: list[tuple[Job, Approval]], most: int, what: str
+    ) -> None:
+        """Hand ``message`` to the server for the approvals of ``jobs``, audit the answer on each, retry what may
+        be retried, and acknowledge the jobs."""
+        outcome = await self.sender.send(message, to=to)
+        self._allowance -= 1
+        for job, a in jobs:
+            if outcome.sent:
+                await self._audit(a, "mail_sent", f"to {job.payload.get('reviewer')}{what}: {outcome.detail}")
+            else:
+                await self._refused(a, job.payload, outcome, most)
+            await self.store.jobs.ack(job.id)
 
     async def _refused(self, a: Approval, payload: dict[str, Any], outcome: SmtpOutcome, most: int) -> None:
         attempt = int(payload.get("attempt", 1))

@@ -25,7 +25,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.redaction import Redactor
 
-__all__ = ["SUBJECT_LIMIT", "approval_message", "inert", "one_line"]
+__all__ = ["DIGEST_LISTED", "SUBJECT_LIMIT", "approval_message", "digest_message", "inert", "one_line"]
 
 SUBJECT_LIMIT = 150
 """Characters of the action's sentence a subject holds (a subject is a line, not the card)."""
@@ -127,5 +127,57 @@ def approval_message(
     msg.set_content("\n".join(text) + "\n")
     body = "".join(html)
     page = f'<!doctype html><html><body style="font-family:sans-serif">{body}</body></html>'
+    msg.add_alternative(page, subtype="html")
+    return msg
+
+
+DIGEST_LISTED = 50
+"""Approvals a digest names one by one (the rest are counted: the web inbox lists them all)."""
+
+
+def digest_message(
+    items: list[tuple[Approval, Presentation]],
+    *,
+    spec: EmailSpec,
+    to: str,
+    public_url: str,
+    host: str,
+    redactor: Redactor,
+    now: float,
+) -> EmailMessage:
+    """One message naming several approvals that wait on ``to`` (a reviewer past their share of messages): each
+    one's heading and link, no argument and no evidence; the inbox's link for the whole list."""
+    inbox = f"{public_url}/inbox"
+    listed = [
+        (one_line(inert(redactor.redact(v.heading)), 300), f"{public_url}/inbox/approvals/{a.id}") for a, v in items
+    ]
+    more = len(items) - DIGEST_LISTED
+    check = (
+        f"Check that every link goes to {host} before you sign in: hitl links to nowhere else. This message is "
+        "only a pointer: it decides nothing, and replying to it does nothing."
+    )
+    text = [f"{len(items)} approvals wait on you.", ""]
+    html = [f"<h1>{len(items)} approvals wait on you</h1><ul>"]
+    for heading, link in listed[:DIGEST_LISTED]:
+        text += [f"- {heading}", f"  {link}"]
+        html.append(f'<li>{_e(heading)}<br><a href="{_e(link)}">{_e(link)}</a></li>')
+    html.append("</ul>")
+    if more > 0:
+        text.append(f"… and {more} more.")
+        html.append(f"<p>… and {more} more.</p>")
+    text += ["", f"All of them, on the web inbox (it asks you to sign in): {inbox}", "", check]
+    html += [
+        f'<p>All of them, on the web inbox (it asks you to sign in): <a href="{_e(inbox)}">{_e(inbox)}</a></p>',
+        f"<p><b>{_e(check)}</b></p>",
+    ]
+    msg = EmailMessage(policy=SMTP)
+    msg["From"] = spec.from_
+    msg["To"] = to
+    msg["Subject"] = f"[hitl] {len(items)} approvals wait on you"
+    msg["Date"] = format_datetime(datetime.fromtimestamp(now, UTC))
+    msg["Message-ID"] = make_msgid(domain=spec.from_.rsplit("@", 1)[1])
+    msg["Auto-Submitted"] = "auto-generated"
+    msg.set_content("\n".join(text) + "\n")
+    page = f'<!doctype html><html><body style="font-family:sans-serif">{"".join(html)}</body></html>'
     msg.add_alternative(page, subtype="html")
     return msg

@@ -11,7 +11,7 @@ from email.message import EmailMessage
 
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.models import Approval
-from hitl.mail.message import approval_message, one_line
+from hitl.mail.message import approval_message, digest_message, one_line
 from hitl.testing import make_approval
 
 NOW = 1_795_000_000.0
@@ -123,3 +123,27 @@ def test_a_summary_message_carries_no_argument_or_evidence() -> None:
 def test_one_line_takes_out_every_line_separator() -> None:
     assert one_line("a\r\nb\x85c\u2028d\u2029e\x00f\u200bg") == "a b c d e f g"
     assert len(one_line("x" * 500)) == 150
+
+
+def test_a_digest_names_each_approval_by_its_heading_and_link_alone() -> None:
+    cfg = config("full")
+    assert cfg.email is not None
+    a = hostile()
+    msg = digest_message(
+        [(a, cfg.present(a))] * 2,
+        spec=cfg.email,
+        to="s1@example.com",
+        public_url="https://hitl.example.com",
+        host="hitl.example.com",
+        redactor=cfg.build_redactor(),
+        now=NOW,
+    )
+    parsed = email.message_from_bytes(msg.as_bytes(), policy=email.policy.default)
+    assert isinstance(parsed, EmailMessage) and parsed["Bcc"] is None
+    assert str(parsed["Subject"]) == "[hitl] 2 approvals wait on you"
+    html, text = part(parsed, "html"), part(parsed, "plain")
+    for body in (html, text):
+        assert "IGNORE PREVIOUS" not in body and "script" not in body  # no evidence, no argument
+        assert body.count(f"https://hitl.example.com/inbox/approvals/{a.id}") == (4 if body is html else 2)
+        assert "Check that every link goes to hitl.example.com" in body
+    assert "“Zoë Cc: [email]”" in text

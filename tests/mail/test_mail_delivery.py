@@ -120,15 +120,21 @@ async def test_an_approval_no_longer_pending_is_not_mailed(tmp_path: Path, clock
         await store.close()
 
 
-async def test_the_pace_holds_a_flood(tmp_path: Path, clock: FakeClock, mailbox: Mailbox) -> None:
-    cfg = config(mailbox.port, pace=2.0)
+async def test_the_pace_holds_a_burst(tmp_path: Path, clock: FakeClock, mailbox: Mailbox) -> None:
+    many = [f"U_R{i}" for i in range(8)]
+    cfg = parse_config(
+        f"roles: {{support: [{', '.join(many)}]}}\n"
+        "web: {public_url: 'https://hitl.example.com', oidc: {issuer: 'https://id.example.com', client_id: hitl}}\n"
+        f"email: {{smtp_url: 'smtp://127.0.0.1:{mailbox.port}', from: h@example.com, tools: ['*'], pace: 2.0}}\n"
+        "contacts: {" + ", ".join(f"{r}: {{email: {r.lower()}@example.com}}" for r in many) + "}\n"
+    )
     store = SqliteStore(tmp_path / "hitl.db")
     try:
-        for i in range(8):
+        for i in range(2):
             await store.approvals.create(make_approval(now=clock.now(), key=f"k{i}"))
         mail = sender_of(cfg, store, clock)
         await mail.sweep()
-        assert len(mailbox.received) == BURST  # 16 messages queued, a burst of 10 sent
+        assert len(mailbox.received) == BURST  # 16 messages queued (2 a person, within the cap), a burst sent
         await mail.sweep()
         assert len(mailbox.received) == BURST  # no time passed: none more
         clock.advance(4)
@@ -137,5 +143,38 @@ async def test_the_pace_holds_a_flood(tmp_path: Path, clock: FakeClock, mailbox:
         clock.advance(60)
         await mail.sweep()
         assert len(mailbox.received) == 16
+    finally:
+        await store.close()
+
+
+async def test_a_flood_sends_each_person_at_most_five_messages_in_ten_minutes(
+    tmp_path: Path, clock: FakeClock, mailbox: Mailbox
+) -> None:
+    cfg = config(mailbox.port)
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        flood = [(await store.approvals.create(make_approval(now=clock.now(), key=f"f{i}")))[0] for i in range(300)]
+        mail = sender_of(cfg, store, clock)
+        for _ in range(4):
+            await mail.sweep()
+        for address in ("s1@example.com", "s2@example.com"):
+            got = mailbox.to(address)
+            assert len(got) == 3  # 600 messages queued: three digests each (200 claimed a sweep)
+            assert all(str(m.message["Subject"]).endswith("approvals wait on you") for m in got)
+            assert "https://hitl.example.com/inbox\r\n" in got[0].part("plain") and "and 50 more" in got[0].part(
+                "plain"
+            )
+        sent = [e for a in flood[:3] for e in await store.audit.entries(approval_id=a.id) if e.event == "mail_sent"]
+        assert len(sent) == 6 and all("(digest of 100)" in e.detail for e in sent)
+        later = []
+        for i in range(3):  # one at a time: two more messages fit the cap, the third waits
+            later.append((await store.approvals.create(make_approval(now=clock.now(), key=f"l{i}")))[0])
+            await mail.sweep()
+        assert len(mailbox.to("s1@example.com")) == 5 and len(mailbox.to("s2@example.com")) == 5
+        assert [r.message["X-Hitl-Approval"] for r in mailbox.to("s1@example.com")[3:]] == [a.id for a in later[:2]]
+        clock.advance(601)  # the window has room again
+        await mail.sweep()
+        assert mailbox.to("s1@example.com")[-1].message["X-Hitl-Approval"] == later[2].id
+        assert len(mailbox.received) == 12
     finally:
         await store.close()
