@@ -61,6 +61,9 @@ class EmailSpec(BaseModel):
     """The tools whose approvals are e-mailed to their reviewers (``"*"``: every tool)."""
     tiers: list[Tier] = Field(default_factory=list, max_length=5)
     """The tiers whose approvals are e-mailed (``escalate``, say), whatever the tool."""
+    alert_role: str | None = Field(default=None, max_length=64)
+    """The role whose members (with a contact) get an alert by e-mail when Slack could not take it (default: the
+    oversight admin role)."""
     pace: float = Field(default=1.0, ge=0.0, le=60.0)
     """Seconds between two messages this process sends (a flood does not get the relay to refuse us)."""
     max_attempts: int = Field(default=8, ge=1, le=20)

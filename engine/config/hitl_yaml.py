@@ -124,6 +124,11 @@ class HitlConfig(BaseModel):
                 "email: needs web: (its public_url is where every message's link points, and the web inbox is where "
                 "the reader decides): add web:, or remove email:"
             )
+        if self.email.alert_role is not None and self.email.alert_role not in self.roles:
+            raise ValueError(
+                f"email.alert_role names {self.email.alert_role!r}, which roles: does not: nobody would get alerts "
+                "by e-mail. Name a role, or remove alert_role"
+            )
         if self.production and plain_to_network(self.email):
             raise ValueError(
                 f"email.smtp_url sends plain SMTP to {self.email.host} under production: true (messages and the "

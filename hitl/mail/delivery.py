@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from email.message import EmailMessage
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +25,7 @@ from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.records import AuditEntry, ClaimState, Job
 from hitl.engine.errors import ClaimRefused, NotFound
 from hitl.engine.ports import Clock, Store
-from hitl.mail.message import approval_message, digest_message
+from hitl.mail.message import approval_message, digest_message, notice_message
 from hitl.mail.smtp import SmtpOutcome, SmtpSender, credentials
 
 __all__ = [
@@ -254,6 +254,32 @@ class MailDelivery:
                 await self._refused(a, job.payload, outcome, most)
             await self.store.jobs.ack(job.id)
 
+    async def notice(self, subject: str, text: str) -> int:
+        """Send ``text`` (an alert Slack could not take) to each member of ``email.alert_role`` (the oversight
+        admin role by default) who has a contact, now, each answer audited: how many the server took."""
+        config = self.config()
+        if config.email is None:
+            return 0
+        role = config.email.alert_role or config.oversight.admin_role
+        taken = 0
+        for reviewer in sorted(config.build_roles().members_of(role) if role in config.roles else ()):
+            contact = config.contacts.get(reviewer)
+            if contact is None:
+                continue
+            message = notice_message(subject, text, spec=config.email, to=contact.email, now=self.clock.now())
+            outcome = await self.sender.send(message, to=contact.email)
+            taken += outcome.sent
+            await self.store.audit.append(
+                AuditEntry(
+                    at=self.clock.now(),
+                    actor=self.consumer,
+                    event="mail_sent" if outcome.sent else "mail_refused",
+                    outcome="ok" if outcome.sent else f"smtp_{outcome.code}" if outcome.code else "unreachable",
+                    detail=f"{subject} to {reviewer}: {outcome.detail}"[:500],
+                )
+            )
+        return taken
+
     async def _refused(self, a: Approval, payload: dict[str, Any], outcome: SmtpOutcome, most: int) -> None:
         attempt = int(payload.get("attempt", 1))
         code = f"smtp_{outcome.code}" if outcome.code is not None else "unreachable"
@@ -298,3 +324,20 @@ def mail_delivery(
         return started.model_copy(update={"roles": last.roles})
 
     return MailDelivery(store, clock, current, sender, consumer=consumer)
+
+
+def or_by_mail(post: Callable[[str], Awaitable[None]], mail: MailDelivery | None) -> Callable[[str], Awaitable[None]]:
+    """``post`` (an alert to Slack), or, when Slack cannot take it (revoked, archived, away), the same text by
+    e-mail to ``email.alert_role``; still a failure when neither took it."""
+    if mail is None:
+        return post
+
+    async def posted(text: str) -> None:
+        try:
+            await post(text)
+        except Exception:
+            log.warning("Slack could not take an alert; sending it by e-mail", exc_info=True)
+            if not await mail.notice(f"[hitl] {text.splitlines()[0] if text else 'alert'}", text):
+                raise
+
+    return posted

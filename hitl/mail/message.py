@@ -25,7 +25,15 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.redaction import Redactor
 
-__all__ = ["DIGEST_LISTED", "SUBJECT_LIMIT", "approval_message", "digest_message", "inert", "one_line"]
+__all__ = [
+    "DIGEST_LISTED",
+    "SUBJECT_LIMIT",
+    "approval_message",
+    "digest_message",
+    "inert",
+    "notice_message",
+    "one_line",
+]
 
 SUBJECT_LIMIT = 150
 """Characters of the action's sentence a subject holds (a subject is a line, not the card)."""
@@ -180,4 +188,17 @@ def digest_message(
     msg.set_content("\n".join(text) + "\n")
     page = f'<!doctype html><html><body style="font-family:sans-serif">{"".join(html)}</body></html>'
     msg.add_alternative(page, subtype="html")
+    return msg
+
+
+def notice_message(subject: str, text: str, *, spec: EmailSpec, to: str, now: float) -> EmailMessage:
+    """A message of hitl's own (an alert Slack could not take), plain text only, its subject one line."""
+    msg = EmailMessage(policy=SMTP)
+    msg["From"] = spec.from_
+    msg["To"] = to
+    msg["Subject"] = one_line(subject)
+    msg["Date"] = format_datetime(datetime.fromtimestamp(now, UTC))
+    msg["Message-ID"] = make_msgid(domain=spec.from_.rsplit("@", 1)[1])
+    msg["Auto-Submitted"] = "auto-generated"
+    msg.set_content(inert(text) + "\n\nSlack could not take this message, so hitl sent it by e-mail.\n")
     return msg

@@ -100,3 +100,11 @@ def test_starttls_makes_a_remote_relay_acceptable_in_production() -> None:
     email = "email: {smtp_url: 'smtp://mail.example.com:587', starttls: true, from: h@example.com}\n"
     cfg = parse_config(config(email, extra="production: true\n"))
     assert cfg.email is not None and cfg.email.starttls and cfg.email.port == 587
+
+
+def test_an_alert_role_must_be_a_role() -> None:
+    email = "email: {smtp_url: 'smtp://127.0.0.1', from: h@example.com, alert_role: ops}\n"
+    assert "email.alert_role names 'ops'" in refused(config(email))
+    ok = "email: {smtp_url: 'smtp://127.0.0.1', from: h@example.com, alert_role: support}\n"
+    cfg = parse_config(config(ok))
+    assert cfg.email is not None and cfg.email.alert_role == "support"

@@ -77,3 +77,28 @@ async def test_a_revoked_slack_token_fails_over_to_email_and_the_page_decides(tm
             ]
             assert "to U_SUPPORT1 (failover: Slack refused the card: token_revoked)" in said
             assert refunds(inbox) == [(75.0,)]  # once
+
+
+async def test_an_alert_slack_cannot_take_goes_by_email_to_its_role(tmp_path: Path) -> None:
+    alert = (
+        "alerts:\n  rules:\n    - {name: stuck, figure: oldest_pending, above: 0, min_count: 1, "
+        "reason: an approval waits}\n"
+    )
+
+    def edit(text: str) -> str:
+        return text.replace("email: {", "email: {alert_role: support, ") + alert
+
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=lambda text: edit(failing_over(box.port)(text))) as inbox:
+            inbox.state.revoked = True
+            await paused_refund(inbox, 75)
+
+            def alerts() -> list[str]:
+                return sorted(r.recipients[0] for r in box.received if "stuck" in str(r.message["Subject"]))
+
+            assert await eventually(lambda: len(alerts()) == 2 and alerts(), what="the alert by e-mail") == [
+                "s1@example.com",
+                "s2@example.com",
+            ]
+            got = next(r for r in box.received if "stuck" in str(r.message["Subject"]))
+            assert "an approval waits" in got.part("plain") and "Slack could not take this message" in got.part("plain")
