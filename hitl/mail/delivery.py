@@ -101,7 +101,9 @@ class MailDelivery:
         self.batch = batch
         self._cursor: str | None = None
         self._queued: set[str] = set()
-        """Approvals whose messages this process saw queued (skipped without a store round trip)."""
+        """Approvals whose messages this process saw queued (skipped without a store round trip): those still
+        pending at the end of the last whole pass, and those queued since."""
+        self._pending: set[str] = set()
         self._allowance = float(BURST)
         self._sent: dict[str, deque[float]] = {}
         """When each reviewer was last sent messages, within the cap's window (this process's own)."""
@@ -123,12 +125,15 @@ class MailDelivery:
             page = await self.store.approvals.list_pending(limit=page_size, cursor=self._cursor)
             self._cursor = page.cursor
             for a in page.items:
+                self._pending.add(a.id)
                 if a.id in self._queued or a.kind not in _MAILED_KINDS:
                     continue
                 why = "" if spec.mails(a.tool, a.tier) else await self._failing_over(config, a)
                 if why is not None:
                     await self._queue_one(a, recipients(config, a, now=self.clock.now()), why)
-            if page.cursor is None:
+            if page.cursor is None:  # a whole pass: what it did not see is no longer pending
+                self._queued &= self._pending
+                self._pending = set()
                 return
 
     async def _failing_over(self, config: HitlConfig, a: Approval) -> str | None:
