@@ -11,8 +11,9 @@ import pytest
 
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.models import Approval, Tier
+from hitl.engine.errors import PolicyError
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.mail.delivery import BURST, MailDelivery, recipients
+from hitl.mail.delivery import BURST, MailDelivery, mail_delivery, recipients
 from hitl.mail.smtp import SmtpSender
 from hitl.testing import FakeClock, make_approval
 from tests.mail.smtp_server import Mailbox, smtp_server
@@ -176,5 +177,28 @@ async def test_a_flood_sends_each_person_at_most_five_messages_in_ten_minutes(
         await mail.sweep()
         assert mailbox.to("s1@example.com")[-1].message["X-Hitl-Approval"] == later[2].id
         assert len(mailbox.received) == 12
+    finally:
+        await store.close()
+
+
+async def test_a_named_smtp_login_that_is_not_set_stops_the_server_from_starting(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = parse_config(
+        "roles: {support: [U_SUPPORT1]}\n"
+        "web: {public_url: 'https://hitl.example.com', oidc: {issuer: 'https://id.example.com', client_id: hitl}}\n"
+        "email: {smtp_url: 'smtps://mail.example.com', from: h@example.com, username_env: HITL_T_SMTP_USER, "
+        "password_env: HITL_T_SMTP_PASSWORD}\n"
+    )
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        monkeypatch.setenv("HITL_T_SMTP_USER", "hitl")
+        monkeypatch.delenv("HITL_T_SMTP_PASSWORD", raising=False)
+        with pytest.raises(PolicyError) as caught:
+            mail_delivery(cfg, store, clock, consumer="test", live=lambda: None)
+        assert "HITL_T_SMTP_PASSWORD" in caught.value.message and "export" in caught.value.message
+        monkeypatch.setenv("HITL_T_SMTP_PASSWORD", "secret")
+        made = mail_delivery(cfg, store, clock, consumer="test", live=lambda: None)
+        assert made is not None and made.sender.login == ("hitl", "secret")
     finally:
         await store.close()
