@@ -10,8 +10,11 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from hitl.engine.domain.models import Status
 from hitl.engine.storage import open_store
+from hitl.sandbox.webapi import SlackState
 from tests.mail.smtp_server import smtp_server
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, serving, sign_in
@@ -20,10 +23,10 @@ from tests.web.test_decision_page import paused_refund
 TOOL = "      timeout: 4h\n"
 
 
-def failing_over(port: int) -> Callable[[str], str]:
+def failing_over(port: int, failover: str = "{to: email}") -> Callable[[str], str]:
     def edit(text: str) -> str:
         assert TOOL in text
-        return text.replace(TOOL, TOOL + "      failover: {to: email}\n", 1) + (
+        return text.replace(TOOL, TOOL + f"      failover: {failover}\n", 1) + (
             f"email: {{smtp_url: 'smtp://127.0.0.1:{port}', from: hitl@example.com, pace: 0}}\n"
             "contacts: {U_SUPPORT1: {email: s1@example.com}, U_SUPPORT2: {email: s2@example.com}}\n"
         )
@@ -102,3 +105,45 @@ async def test_an_alert_slack_cannot_take_goes_by_email_to_its_role(tmp_path: Pa
             ]
             got = next(r for r in box.received if "stuck" in str(r.message["Subject"]))
             assert "an approval waits" in got.part("plain") and "Slack could not take this message" in got.part("plain")
+
+
+def archive(state: SlackState) -> None:
+    channel = state.channel("#refund-approvals")
+    assert channel is not None
+    state.archived.add(channel.id)
+
+
+def down(status: int) -> Callable[[SlackState], None]:
+    def apply(state: SlackState) -> None:
+        state.outage = status
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("breaks", "said"),
+    [
+        (archive, "failover: Slack refused the card: is_archived"),
+        (down(503), "failover: "),  # refused with Slack's error, or no card within the bound: either way, mailed
+        (down(429), "failover: no card posted within 1 s"),  # every post held under 429s
+    ],
+    ids=["is_archived", "5xx_forever", "429_forever"],
+)
+async def test_slack_refusing_or_away_fails_over_to_email(
+    tmp_path: Path, breaks: Callable[[SlackState], None], said: str
+) -> None:
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=failing_over(box.port, "{to: email, card_within: 1s}")) as inbox:
+            breaks(inbox.state)
+            approval_id = await paused_refund(inbox, 75)
+            await eventually(lambda: len(box.received) >= 2, what="the failover mail to both support reviewers")
+            assert sorted(r.recipients for r in box.received) == [("s1@example.com",), ("s2@example.com",)]
+            assert all(r.message["X-Hitl-Approval"] == approval_id for r in box.received)
+            store = open_store(inbox.env["HITL_STORE"])
+            try:
+                queued = [
+                    e.detail for e in await store.audit.entries(approval_id=approval_id) if e.event == "mail_queued"
+                ]
+            finally:
+                await store.close()
+            assert len(queued) == 2 and all(q.split(" (", 1)[1].startswith(said) for q in queued), queued
