@@ -175,7 +175,9 @@ async def build_server(
     async def post_alert(text: str) -> None:
         await notifier.post_alert(text, channel=config.alerts.channel)
 
-    mail = mail_delivery(config, store, clock, consumer=replica, live=lambda: reload.config)
+    mail = mail_delivery(
+        config, store, clock, consumer=replica, live=lambda: reload.config, registry=side.metrics.registry
+    )
     alerts = AlertWatch(store, clock, config.alerts, holder=replica, events=outbox, post=or_by_mail(post_alert, mail))
     background = Background(
         runtime.lifecycle,

@@ -20,6 +20,8 @@ from email.message import EmailMessage
 from typing import Any
 from urllib.parse import urlsplit
 
+from prometheus_client import CollectorRegistry, Counter
+
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.records import AuditEntry, ClaimState, Job
@@ -91,6 +93,7 @@ class MailDelivery:
         *,
         consumer: str,
         batch: int = 200,
+        count: Callable[[str, str], None] = lambda kind, outcome: None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -99,6 +102,9 @@ class MailDelivery:
         self.sender = sender
         self.consumer = consumer
         self.batch = batch
+        self.count = count
+        """Counts each message handed to the server: its kind (``message``, ``digest``, ``alert``) and outcome
+        (``sent``, ``refused``), for ``/metrics``."""
         self._cursor: str | None = None
         self._queued: set[str] = set()
         """Approvals whose messages this process saw queued (skipped without a store round trip): those still
@@ -252,6 +258,7 @@ class MailDelivery:
         be retried, and acknowledge the jobs."""
         outcome = await self.sender.send(message, to=to)
         self._allowance -= 1
+        self.count("digest" if len(jobs) > 1 else "message", "sent" if outcome.sent else "refused")
         for job, a in jobs:
             if outcome.sent:
                 await self._audit(a, "mail_sent", f"to {job.payload.get('reviewer')}{what}: {outcome.detail}")
@@ -274,6 +281,7 @@ class MailDelivery:
             message = notice_message(subject, text, spec=config.email, to=contact.email, now=self.clock.now())
             outcome = await self.sender.send(message, to=contact.email)
             taken += outcome.sent
+            self.count("alert", "sent" if outcome.sent else "refused")
             await self.store.audit.append(
                 AuditEntry(
                     at=self.clock.now(),
@@ -313,11 +321,18 @@ class MailDelivery:
 
 
 def mail_delivery(
-    started: HitlConfig, store: Store, clock: Clock, *, consumer: str, live: Callable[[], HitlConfig | None]
+    started: HitlConfig,
+    store: Store,
+    clock: Clock,
+    *,
+    consumer: str,
+    live: Callable[[], HitlConfig | None],
+    registry: CollectorRegistry | None = None,
 ) -> MailDelivery | None:
     """The e-mail channel ``email:`` configures (None without one), refusing to start without its SMTP login when
-    it names one (fail closed). ``live``: the ``hitl.yaml`` last reloaded, whose roles apply to the next message
-    (the rest of ``email:`` and ``contacts:`` as at start, like every section a reload does not follow)."""
+    it names one (fail closed); its messages counted in ``registry`` (``/metrics``) when given. ``live``: the
+    ``hitl.yaml`` last reloaded, whose roles apply to the next message (the rest of ``email:`` and ``contacts:`` as
+    at start, like every section a reload does not follow)."""
     if started.email is None:
         return None
     sender = SmtpSender(started.email, credentials(started.email))
@@ -328,7 +343,19 @@ def mail_delivery(
             return started
         return started.model_copy(update={"roles": last.roles})
 
-    return MailDelivery(store, clock, current, sender, consumer=consumer)
+    if registry is None:
+        return MailDelivery(store, clock, current, sender, consumer=consumer)
+    messages = Counter(
+        "hitl_mail_messages",
+        "E-mail handed to the SMTP server, by kind and outcome",
+        ["kind", "outcome"],
+        registry=registry,
+    )
+
+    def count(kind: str, outcome: str) -> None:
+        messages.labels(kind=kind, outcome=outcome).inc()
+
+    return MailDelivery(store, clock, current, sender, consumer=consumer, count=count)
 
 
 def or_by_mail(post: Callable[[str], Awaitable[None]], mail: MailDelivery | None) -> Callable[[str], Awaitable[None]]:

@@ -102,3 +102,5 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
     ]
     assert refunds(inbox) == [(75.0,)]  # once
     assert len(box.received) == 2  # and no message after the decision
+    async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
+        assert 'hitl_mail_messages_total{kind="message",outcome="sent"} 2.0' in await r.text()
