@@ -88,12 +88,15 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
 
         await eventually(executed, what="the refund's outcome recorded")
         approval = await store.approvals.get(approval_id)
-        mail = [(e.event, e.detail.split(":")[0]) for e in await store.audit.entries(approval_id=approval_id)]
+        trail = await store.audit.entries(approval_id=approval_id)
+        mail = [(e.event, e.detail.split(":")[0]) for e in trail]
+        assert [e.actor for e in trail if e.event == "opened"] == ["U_SUPPORT1"]  # not U_SUPPORT2, after the decision
     finally:
         await store.close()
     assert approval.status is Status.EXECUTED and [(d.reviewer, d.via) for d in approval.decisions] == [
         ("U_SUPPORT1", "web")
     ]
+    assert [m for m in mail if m[0] == "opened"] == [("opened", "")]  # once: the page reached U_SUPPORT1
     assert sorted(m for m in mail if m[0].startswith("mail_")) == [
         ("mail_queued", "to U_SUPPORT1"),
         ("mail_queued", "to U_SUPPORT2"),
