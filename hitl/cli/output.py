@@ -29,6 +29,15 @@ from hitl.engine.domain.runs import RunResult, RunStatus
 __all__ = ["Out", "approval_json", "asked_by", "deciders"]
 
 
+DELIVERY_EVENTS = {
+    "mail_queued": "e-mail queued",
+    "mail_sent": "e-mail sent",
+    "mail_refused": "e-mail refused",
+    "opened": "page opened",
+}
+"""The audit events that say how an approval reached people, as ``hitl show`` words them."""
+
+
 def approval_json(view: ApprovalView) -> dict[str, Any]:
     """``hitl show --json``: the API's view of an approval (the same fields ``GET /api/v1/approvals/{id}`` has)."""
     return view.model_dump(mode="json", exclude={"can_decide", "audit"} if view.audit is None else {"can_decide"})
@@ -360,6 +369,10 @@ class Out:
                     )
                 ),
             )
+        for e in v.audit or ():
+            if e.event in DELIVERY_EVENTS:  # how it reached people beyond its card: e-mail, the page opened
+                said = f"{DELIVERY_EVENTS[e.event]} {e.detail or 'by ' + e.actor}".strip()
+                t.add_row("delivery", Text(reveal_hidden(said + (f" [{e.outcome}]" if e.outcome != "ok" else ""))))
         if v.evidence:
             t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))
         self.console.print(t)

@@ -4,6 +4,10 @@ reviewer with an address, queued and sent once whatever the sweeps; a refusal re
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,6 +73,18 @@ async def test_each_reviewer_with_an_address_gets_one_message_once(
             assert got.message["X-Hitl-Approval"] == a.id and f"/inbox/approvals/{a.id}" in got.part("plain")
         assert [e[:2] for e in await events(store, a)] == [("mail_queued", "ok")] * 2 + [("mail_sent", "ok")] * 2
         assert await events(store, other) == []  # delete_customer is not among email.tools
+        shown = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "hitl", "show", a.id],
+            env={**os.environ, "HITL_STORE": f"sqlite:///{tmp_path / 'hitl.db'}", "HITL_CONFIG": "", "COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert shown.returncode == 0, shown.stderr
+        delivery = [line.split("delivery", 1)[1].strip() for line in shown.stdout.splitlines() if "delivery" in line]
+        assert delivery[:2] == ["e-mail queued to U_SUPPORT1", "e-mail queued to U_SUPPORT2"]
+        assert [d.split(":")[0] for d in delivery[2:]] == ["e-mail sent to U_SUPPORT1", "e-mail sent to U_SUPPORT2"]
     finally:
         await store.close()
 
