@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry, Counter
 
 from hitl.engine.config.hitl_yaml import HitlConfig
+from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, halt_message
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.records import AuditEntry, ClaimState, Job
 from hitl.engine.errors import ClaimRefused, NotFound
@@ -110,15 +111,43 @@ class MailDelivery:
         """Approvals whose messages this process saw queued (skipped without a store round trip): those still
         pending at the end of the last whole pass, and those queued since."""
         self._pending: set[str] = set()
+        self._halts: dict[str, HaltOrder] | None = None
         self._allowance = float(BURST)
         self._sent: dict[str, deque[float]] = {}
         """When each reviewer was last sent messages, within the cap's window (this process's own)."""
         self._paced_at: float | None = None
 
     async def sweep(self) -> None:
-        """Queue, then send."""
+        """Tell of the stop switch, queue, then send."""
+        await self.halts()
         await self.queue()
         await self.send()
+
+    async def halts(self) -> None:
+        """E-mail each halt given or lifted since the last sweep to ``email.alert_role`` (once across replicas):
+        when Slack is away, its card updates reach nobody, and a halt must be heard. The first read at start is the
+        baseline: what stood before was told by the process that saw it change."""
+        orders = {o.scope: o for o in await self.store.halts.active()}
+        before, self._halts = self._halts, orders
+        if before is None or before == orders:
+            return
+        for scope in sorted(set(orders) | set(before)):
+            given, old = orders.get(scope), before.get(scope)
+            if given == old:
+                continue
+            order = given or old
+            assert order is not None
+            what = "every tool" if scope == EVERY_TOOL else scope
+            said = halt_message(order, scope) if given else f"{what} may run again (the halt by {order.by} was lifted)"
+            key = f"mail:halt:{scope}:{order.at}:{'given' if given else 'lifted'}"
+            try:
+                claim = await self.store.ledger.claim(
+                    key, action_hash=_QUEUED, holder=self.consumer, now=self.clock.now(), lease=600.0
+                )
+            except ClaimRefused:
+                continue  # another replica is telling it
+            if claim.acquired:  # one replica tells it
+                await self.notice(f"[hitl] {'Halted' if given else 'Halt lifted'}: {what}", said)
 
     async def queue(self, *, pages: int = 5, page_size: int = 200) -> None:
         """Queue the messages of pending approvals nobody queued: ``pages`` pages per sweep, resuming where the

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
+from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.errors import PolicyError
 from hitl.engine.storage.sqlite import SqliteStore
@@ -216,5 +217,38 @@ async def test_a_named_smtp_login_that_is_not_set_stops_the_server_from_starting
         monkeypatch.setenv("HITL_T_SMTP_PASSWORD", "secret")
         made = mail_delivery(cfg, store, clock, consumer="test", live=lambda: None)
         assert made is not None and made.sender.login == ("hitl", "secret")
+    finally:
+        await store.close()
+
+
+async def test_a_halt_and_its_lifting_are_mailed_to_the_alert_role_once(
+    tmp_path: Path, clock: FakeClock, mailbox: Mailbox
+) -> None:
+    cfg = parse_config(
+        "roles: {support: [U_SUPPORT1, U_SUPPORT2], ops: [U_OPS1]}\n"
+        "web: {public_url: 'https://hitl.example.com', oidc: {issuer: 'https://id.example.com', client_id: hitl}}\n"
+        f"email: {{smtp_url: 'smtp://127.0.0.1:{mailbox.port}', from: hitl@example.com, alert_role: ops}}\n"
+        "contacts: {U_SUPPORT1: {email: s1@example.com}, U_OPS1: {email: ops1@example.com}}\n"
+    )
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        replicas = [sender_of(cfg, store, clock), sender_of(cfg, store, clock)]
+        replicas[1].consumer = "other"
+        for mail in replicas:
+            await mail.sweep()  # the baseline: nothing stood, nothing is told
+        await store.halts.halt(HaltOrder(scope="refund", by="U_OPS1", reason="refunds misfire", at=clock.now()))
+        for mail in replicas:
+            await mail.sweep()
+            await mail.sweep()
+        [told] = mailbox.received
+        assert told.recipients == ("ops1@example.com",) and str(told.message["Subject"]) == "[hitl] Halted: refund"
+        assert "halted by U_OPS1: refunds misfire" in told.part("plain")
+        await store.halts.lift("refund", by="U_OPS1", now=clock.now())
+        for mail in replicas:
+            await mail.sweep()
+        assert [str(r.message["Subject"]) for r in mailbox.received] == [
+            "[hitl] Halted: refund",
+            "[hitl] Halt lifted: refund",
+        ]
     finally:
         await store.close()
