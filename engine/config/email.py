@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hitl.engine.domain.durations import Seconds
 from hitl.engine.domain.models import Tier
 
 __all__ = ["ContactSpec", "EmailSpec", "plain_to_network"]
@@ -64,6 +65,9 @@ class EmailSpec(BaseModel):
     alert_role: str | None = Field(default=None, max_length=64)
     """The role whose members (with a contact) get an alert by e-mail when Slack could not take it (default: the
     oversight admin role)."""
+    undelivered_after: Seconds = 300.0
+    """A built-in alert, by e-mail to ``alert_role``: pending approvals have had no card in Slack this long (Slack
+    down, the token revoked, the channel archived). Once per episode, across replicas."""
     pace: float = Field(default=1.0, ge=0.0, le=60.0)
     """Seconds between two messages this process sends (a flood does not get the relay to refuse us)."""
     max_attempts: int = Field(default=8, ge=1, le=20)

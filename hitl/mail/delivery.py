@@ -112,6 +112,11 @@ class MailDelivery:
         pending at the end of the last whole pass, and those queued since."""
         self._pending: set[str] = set()
         self._halts: dict[str, HaltOrder] | None = None
+        self._carded: set[str] = set()
+        """Pending approvals seen with a card (not looked up again)."""
+        self._uncarded: list[Approval] = []
+        self._alerted = False
+        """This pass's approvals without a card past ``email.undelivered_after``."""
         self._allowance = float(BURST)
         self._sent: dict[str, deque[float]] = {}
         """When each reviewer was last sent messages, within the cap's window (this process's own)."""
@@ -161,15 +166,58 @@ class MailDelivery:
             self._cursor = page.cursor
             for a in page.items:
                 self._pending.add(a.id)
-                if a.id in self._queued or a.kind not in _MAILED_KINDS:
+                if a.kind not in _MAILED_KINDS:
+                    continue
+                await self._watch_card(a, spec.undelivered_after)
+                if a.id in self._queued:
                     continue
                 why = "" if spec.mails(a.tool, a.tier) else await self._failing_over(config, a)
                 if why is not None:
                     await self._queue_one(a, recipients(config, a, now=self.clock.now()), why)
             if page.cursor is None:  # a whole pass: what it did not see is no longer pending
                 self._queued &= self._pending
+                self._carded &= self._pending
                 self._pending = set()
+                await self._undelivered_alert(spec.undelivered_after)
                 return
+
+    async def _watch_card(self, a: Approval, bound: float) -> None:
+        """Note ``a`` among the approvals without a card past ``bound`` (for the built-in alert)."""
+        if a.id in self._carded or self.clock.now() < a.created_at + bound:
+            return
+        if await self.store.messages.get(a.id) is not None:
+            self._carded.add(a.id)
+        else:
+            self._uncarded.append(a)
+
+    async def _undelivered_alert(self, bound: float) -> None:
+        """At the end of a whole pass: the built-in alert, once per episode across replicas (named by its oldest
+        approval), when approvals have waited past ``bound`` without a card; the episode ends when none has."""
+        uncarded, self._uncarded = self._uncarded, []
+        if not uncarded or self._alerted:
+            self._alerted = bool(uncarded)  # an episode ends when a whole pass finds every card posted
+            return
+        self._alerted = True
+        oldest = min(uncarded, key=lambda a: (a.created_at, a.id))
+        key = f"mail:undelivered:{oldest.id}"
+        try:
+            claim = await self.store.ledger.claim(
+                key, action_hash=_QUEUED, holder=self.consumer, now=self.clock.now(), lease=3600.0
+            )
+        except ClaimRefused:
+            return
+        if not claim.acquired:
+            return  # this episode was told
+        config = self.config()
+        inbox = f"{config.web.public_url}/inbox" if config.web is not None else "the web inbox"
+        text = (
+            f"{len(uncarded)} pending approval(s) have had no card in Slack for over {bound:g} s (the oldest: "
+            f"{oldest.id}): Slack may be down, the bot's token revoked or the channel archived. They wait on {inbox}."
+        )
+        await self.notice("[hitl] Alert fired: cards undelivered", text)
+        await self.store.ledger.record_outcome(
+            key, holder=self.consumer, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
+        )
 
     async def _failing_over(self, config: HitlConfig, a: Approval) -> str | None:
         """Why ``a`` fails over to e-mail now (None: it does not, or not yet): Slack refused its card, no card was

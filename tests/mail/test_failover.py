@@ -146,3 +146,37 @@ async def test_a_failover_after_the_hand_on_reaches_the_backup_role_too(mailbox:
     a = make_approval(now=0.0, ttl=100).model_copy(update={"backup_role": "finance", "hand_on_at": 50.0})
     assert recipients(cfg, a, now=49.0) == ["U_SUPPORT1"]
     assert recipients(cfg, a, now=50.0) == ["U_FIN1", "U_SUPPORT1"]  # U_FIN2 has no address
+
+
+async def test_cards_undelivered_past_the_bound_fire_the_built_in_alert_once(
+    store: SqliteStore, clock: FakeClock, mailbox: Mailbox
+) -> None:
+    cfg = parse_config(
+        "roles: {support: [U_SUPPORT1], ops: [U_OPS1]}\n"
+        "web: {public_url: 'https://hitl.example.com', oidc: {issuer: 'https://id.example.com', client_id: hitl}}\n"
+        f"email: {{smtp_url: 'smtp://127.0.0.1:{mailbox.port}', from: hitl@example.com, alert_role: ops, "
+        "undelivered_after: 5m}\n"
+        "contacts: {U_SUPPORT1: {email: s1@example.com}, U_OPS1: {email: ops1@example.com}}\n"
+    )
+    mail, other = delivery(cfg, store, clock), delivery(cfg, store, clock)
+    other.consumer = "other replica"
+    carded, _ = await store.approvals.create(make_approval(now=clock.now(), key="c"))
+    await store.messages.set(carded.id, MessageRef(channel="C1", ts="1.0"))
+    a, _ = await store.approvals.create(make_approval(now=clock.now()))
+    clock.advance(299)
+    await mail.sweep()
+    assert mailbox.received == []
+    clock.advance(2)
+    for _ in range(3):
+        await mail.sweep()
+        await other.sweep()
+    [alert] = mailbox.received  # once, across both replicas, however many sweeps
+    assert alert.recipients == ("ops1@example.com",)
+    assert str(alert.message["Subject"]) == "[hitl] Alert fired: cards undelivered"
+    assert f"1 pending approval(s) have had no card in Slack for over 300 s (the oldest: {a.id})" in alert.part("plain")
+    await store.messages.set(a.id, MessageRef(channel="C1", ts="2.0"))  # Slack is back: the episode ends
+    await mail.sweep()
+    b, _ = await store.approvals.create(make_approval(now=clock.now(), key="b"))
+    clock.advance(301)
+    await mail.sweep()
+    assert len(mailbox.received) == 2 and b.id in mailbox.received[-1].part("plain")  # a new episode, told again
