@@ -8,7 +8,12 @@ audited ``mail_queued``. Sending checks the approval first: one no longer pendin
 channel closes the others). Each answer is audited on the approval: ``mail_sent`` with the server's reply, or
 ``mail_refused`` with its code; a refusal the server would repeat (5xx) is final, anything else is retried (30 s,
 1 min, 2 min ... at most an hour apart) up to ``email.max_attempts``. Delivery is at least once: a crash between the
-server's acceptance and the job's acknowledgement sends the message again.
+server's acceptance and the job's acknowledgement sends the message again. A reviewer gets at most :data:`CAP`
+messages in :data:`CAP_WINDOW`; past that, one digest.
+
+Beyond approvals, the same sweep tells ``email.alert_role`` what must be heard when Slack is away: each halt given or
+lifted, and the built-in alert when cards stay undelivered (:meth:`MailDelivery.notice`, also what
+:func:`or_by_mail` sends an alert Slack could not take by).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = [
     "MailDelivery",
     "backoff",
     "mail_delivery",
+    "or_by_mail",
     "recipients",
 ]
 
@@ -56,7 +62,6 @@ CAP = 5
 CAP_WINDOW = 600.0
 """At most :data:`CAP` messages per reviewer in :data:`CAP_WINDOW` seconds: past the cap's last message, the rest
 wait, and go together in one digest once the window leaves room (a flood is a few messages, not hundreds)."""
-"""Messages a quiet sender may send at once before the pace holds it."""
 _MAILED_KINDS = frozenset({ApprovalKind.ACTION, ApprovalKind.DOUBT, ApprovalKind.GATE, ApprovalKind.REVIEW})
 """What is mailed: a question that waits on a person. A practice twin or a spot check is not (neither is urgent,
 and a twin mailed unlike its original would give itself away)."""
