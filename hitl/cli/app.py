@@ -478,9 +478,10 @@ def show(
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import approval_view, resolve_target
-    from hitl.cli.output import DELIVERY_EVENTS, Out, approval_json
+    from hitl.cli.output import Out, approval_json
     from hitl.cli.remote import connect
     from hitl.engine.runtime.process import open_runtime
+    from hitl.mail.states import DELIVERY_EVENTS
 
     if as_json and len(targets) > 1:
         raise typer.BadParameter("--json shows one approval: run `hitl show ID --json` for each", param_hint="ID")

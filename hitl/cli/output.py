@@ -25,17 +25,9 @@ from hitl.engine.domain.ranking import TIER_WORDS, waiting_text
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
+from hitl.mail.states import DELIVERY_EVENTS, delivery_line
 
 __all__ = ["Out", "approval_json", "asked_by", "deciders"]
-
-
-DELIVERY_EVENTS = {
-    "mail_queued": "e-mail queued",
-    "mail_sent": "e-mail sent",
-    "mail_refused": "e-mail refused",
-    "opened": "page opened",
-}
-"""The audit events that say how an approval reached people, as ``hitl show`` words them."""
 
 
 def approval_json(view: ApprovalView) -> dict[str, Any]:
@@ -371,8 +363,8 @@ class Out:
             )
         for e in v.audit or ():
             if e.event in DELIVERY_EVENTS:  # how it reached people beyond its card: e-mail, the page opened
-                said = f"{DELIVERY_EVENTS[e.event]} {e.detail or 'by ' + e.actor}".strip()
-                t.add_row("delivery", Text(reveal_hidden(said + (f" [{e.outcome}]" if e.outcome != "ok" else ""))))
+                said = delivery_line(e.event, actor=e.actor, detail=e.detail, outcome=e.outcome)
+                t.add_row("delivery", Text(reveal_hidden(said)))
         if v.evidence:
             t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))
         self.console.print(t)

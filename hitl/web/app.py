@@ -34,6 +34,7 @@ from hitl.engine.domain.ranking import queue_order
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.runtime.lifecycle import RunLifecycle
+from hitl.mail.states import DELIVERY_EVENTS, delivery_line
 
 from . import pages
 from .deciding import decide_from_form
@@ -335,8 +336,18 @@ class WebInbox:
             halted=halt_message(halt, acted_on(approval)) if halt is not None else None,
             notice=session.told.pop(approval.id, None) if error is None else None,
             field_errors=fields or {},
+            delivery=await self._delivery(approval),
         )
         return _html(body, status)
+
+    async def _delivery(self, approval: Approval) -> list[str]:
+        """How ``approval`` reached people beyond its card: its e-mail queued, sent or refused (from its audit)."""
+        trail = await self.ctx.lifecycle.store.audit.entries(approval_id=approval.id)
+        return [
+            delivery_line(e.event, actor=e.actor, detail=e.detail, outcome=e.outcome)
+            for e in trail
+            if e.event in DELIVERY_EVENTS and e.event != "opened"  # the reader is the one opening it
+        ]
 
     async def full_value(self, request: web.Request) -> web.StreamResponse:
         """One argument in full, as Slack's "Show in full": for the people who decide it (and its requester) only,
