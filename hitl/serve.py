@@ -39,6 +39,7 @@ from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
 from hitl.engine.subscribers.events import Outbox
+from hitl.mail.delivery import mail_delivery, or_by_mail
 from hitl.receipts import KeySet
 from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
 from hitl.reload import ConfigReload
@@ -178,7 +179,10 @@ async def build_server(
     async def post_alert(text: str) -> None:
         await notifier.post_alert(text, channel=config.alerts.channel)
 
-    alerts = AlertWatch(store, clock, config.alerts, holder=replica, events=outbox, post=post_alert)
+    mail = mail_delivery(
+        config, store, clock, consumer=replica, live=lambda: reload.config, registry=side.metrics.registry
+    )
+    alerts = AlertWatch(store, clock, config.alerts, holder=replica, events=outbox, post=or_by_mail(post_alert, mail))
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
@@ -199,6 +203,8 @@ async def build_server(
     path = config_path_for(settings.hitl_config)
     inbox = _web_inbox(config.web, runtime.lifecycle, path)
     reload = ConfigReload(path, config, runtime.contexts, store, bot.ctx.reviewers, inbox, actor=f"reload:{replica}")
+    if mail is not None:
+        background.sweepers.append(mail)
     return Server(
         runtime=runtime,
         bot=bot,

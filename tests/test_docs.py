@@ -220,3 +220,13 @@ def test_every_web_inbox_setting_is_documented() -> None:
 
     page = (ROOT / "docs" / "pages" / "web.md").read_text()
     assert [key for key in [*WebSpec.model_fields, *OidcSpec.model_fields] if f"| `{key}:` |" not in page] == []
+
+
+def test_every_email_setting_is_documented() -> None:
+    """Each key of ``email:`` and ``contacts:`` in hitl.yaml appears in the E-mail page's table or text."""
+    from hitl.engine.config.email import ContactSpec, EmailSpec
+
+    page = (ROOT / "docs" / "pages" / "email.md").read_text()
+    keys = [field.alias or name for name, field in EmailSpec.model_fields.items()]
+    assert [key for key in keys if f"| `{key}:` |" not in page] == []
+    assert all(f"{{{key}: …}}" in page for key in ContactSpec.model_fields)

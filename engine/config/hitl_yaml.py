@@ -10,12 +10,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hitl.engine.config.api import ApiSpec
+from hitl.engine.config.email import ContactSpec, EmailSpec, plain_to_network
 from hitl.engine.config.mcp import McpSpec
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.web import WebSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
 from hitl.engine.consequences.callables import check_consequences
 from hitl.engine.domain.alerts import AlertsSpec
+from hitl.engine.domain.failover import FailoverSpec
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
@@ -88,6 +90,10 @@ class HitlConfig(BaseModel):
     """Signed receipts for approved executions, which the protected system checks (absent: none are issued)."""
     web: WebSpec | None = None
     """The web inbox: reviewers sign in with OpenID Connect and decide on a page (absent: no web inbox)."""
+    email: EmailSpec | None = None
+    """Approval e-mail through an SMTP server, each message a pointer to the web inbox (absent: no e-mail)."""
+    contacts: dict[str, ContactSpec] = Field(default_factory=dict, max_length=10_000)
+    """Reviewer id -> how to reach them outside Slack (``{U_FIN1: {email: fin1@example.com}}``)."""
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""
@@ -119,6 +125,64 @@ class HitlConfig(BaseModel):
                 "must not cross a network in the clear); put TLS in front of hitl serve"
             )
         return self
+
+    @model_validator(mode="after")
+    def _email_points_at_the_page(self) -> HitlConfig:
+        if self.email is None:
+            return self
+        if self.web is None:
+            raise ValueError(
+                "email: needs web: (its public_url is where every message's link points, and the web inbox is where "
+                "the reader decides): add web:, or remove email:"
+            )
+        if self.email.alert_role is not None and self.email.alert_role not in self.roles:
+            raise ValueError(
+                f"email.alert_role names {self.email.alert_role!r}, which roles: does not: nobody would get alerts "
+                "by e-mail. Name a role, or remove alert_role"
+            )
+        if self.production and plain_to_network(self.email):
+            raise ValueError(
+                f"email.smtp_url sends plain SMTP to {self.email.host} under production: true (messages and the "
+                "SMTP password would cross the network in the clear): use smtps://, or starttls: true"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _failover_has_somewhere_to_go(self) -> HitlConfig:
+        named = [f"policy.tools.{t}" for t, spec in self.policy.tools.items() if spec.failover is not None]
+        named += [f"policy.rules.{r.name}" for r in self.policy.rules if r.failover is not None]
+        named += [f"policy.tiers.{t}" for t, spec in self.policy.tiers.items() if spec.failover is not None]
+        if named and self.email is None:
+            raise ValueError(
+                f"{', '.join(sorted(named))} fail over to email, which is not configured: add email: (and the "
+                "reviewers' contacts:), or remove failover"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _contacts_are_reviewers(self) -> HitlConfig:
+        members = {m for ids in self.roles.values() for m in ids}
+        if any(m.startswith("S") for m in members):
+            return self  # a Slack user group's members are known only when the bot expands it
+        unknown = sorted(set(self.contacts) - members)
+        if unknown:
+            raise ValueError(
+                f"contacts names {', '.join(unknown)}, who no role under 'roles' lists: nobody would mail them. "
+                "Add them to a role, or fix the id"
+            )
+        return self
+
+    def failover_for(self, a: Approval) -> FailoverSpec | None:
+        """Where ``a`` fails over when Slack cannot carry it: the failover of the rule that set its tier, else its
+        tool's, else its tier's (None: Slack alone)."""
+        rule = next((r for r in self.policy.rules if r.name == a.rule and r.failover is not None), None)
+        if rule is not None:
+            return rule.failover
+        tool = self.policy.tools.get(a.tool)
+        if tool is not None and tool.failover is not None:
+            return tool.failover
+        tier = self.policy.tiers.get(a.tier)
+        return tier.failover if tier is not None else None
 
     def may_decide_tool(self, roles: frozenset[str], tool: str) -> bool:
         """Whether someone with ``roles`` may decide some approval of ``tool``: they hold the role its policy entry

@@ -12,6 +12,7 @@ from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.caps import CapsSpec
 from hitl.engine.domain.consequences import ConsequenceLimits
 from hitl.engine.domain.durations import Seconds, parse_duration
+from hitl.engine.domain.failover import FailsOver
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.summary import check_summary, currencies, render_summary
@@ -88,11 +89,11 @@ class HandOnSpec(_Spec):
         return created_at + delay if delay < timeout else None
 
 
-class TierSpec(AttentionSpec):
+class TierSpec(AttentionSpec, FailsOver):
     """What approving any approval of one tier takes (``policy.tiers.escalate: {confirm: [amount]}``)."""
 
 
-class ToolPolicySpec(AttentionSpec, HandOnSpec):
+class ToolPolicySpec(AttentionSpec, HandOnSpec, FailsOver):
     """Policy for one tool (with what approving it takes: ``confirm``, ``approve_reason``)."""
 
     tier: Tier = Tier.APPROVE
@@ -199,7 +200,7 @@ class RollingSumSpec(_Spec):
     window: Seconds
 
 
-class RuleSpec(AttentionSpec, HandOnSpec):
+class RuleSpec(AttentionSpec, HandOnSpec, FailsOver):
     """A dynamic rule. It can only raise the tier, never lower it; when it fires, what it asks of approving
     (``confirm``, ``approve_reason``) is added to the approval's."""
 

@@ -474,12 +474,14 @@ def show(
 ) -> None:
     """Show one approval or several, one after another (or the approval a session is waiting on), in the words of
     `--config`'s hitl.yaml."""
+    from hitl.api.models import AuditView
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
     from hitl.cli.flows import approval_view, resolve_target
     from hitl.cli.output import Out, approval_json
     from hitl.cli.remote import connect
     from hitl.engine.runtime.process import open_runtime
+    from hitl.mail.states import DELIVERY_EVENTS
 
     if as_json and len(targets) > 1:
         raise typer.BadParameter("--json shows one approval: run `hitl show ID --json` for each", param_hint="ID")
@@ -498,8 +500,9 @@ def show(
             for view in views:
                 if out.json:
                     out.emit(approval_json(view))
-                else:
-                    out.approval(view)
+                else:  # with how it reached people (e-mail, the page opened), from its audit trail
+                    trail = [AuditView.of(e) for e in await rt.store.audit.entries(approval_id=view.id)]
+                    out.approval(view.model_copy(update={"audit": [e for e in trail if e.event in DELIVERY_EVENTS]}))
         return 0
 
     run_command(out, work)

@@ -25,6 +25,7 @@ from hitl.engine.domain.ranking import TIER_WORDS, waiting_text
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
+from hitl.mail.states import DELIVERY_EVENTS, delivery_line
 
 __all__ = ["Out", "approval_json", "asked_by", "deciders"]
 
@@ -363,6 +364,10 @@ class Out:
                     )
                 ),
             )
+        for e in v.audit or ():
+            if e.event in DELIVERY_EVENTS:  # how it reached people beyond its card: e-mail, the page opened
+                said = delivery_line(e.event, actor=e.actor, detail=e.detail, outcome=e.outcome)
+                t.add_row("delivery", Text(reveal_hidden(said)))
         if v.evidence:
             t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))
         self.console.print(t)

@@ -90,6 +90,13 @@ class SlackState:
     response_urls: dict[str, dict[str, Any]] = field(default_factory=dict)
     base_url: str = ""
     """Where this emulator is served (set by the server), for the response_urls it hands out."""
+    archived: set[str] = field(default_factory=set)
+    """Channel ids whose posts are refused ``is_archived`` (the channel was archived)."""
+    outage: int | None = None
+    """While set, every call is answered with this HTTP status (500, 503, or 429 with ``Retry-After``): Slack down
+    or holding every post."""
+    revoked: bool = False
+    """The bot's token was revoked (an admin removed the app): every call is answered ``token_revoked``."""
     rate_limited: bool = True
     """Enforce Slack's rate limits (:attr:`limits`); off only to measure what they cost."""
     burst: int = 10
@@ -179,6 +186,8 @@ def _auth(state: SlackState, request: web.Request, args: dict[str, Any]) -> None
         raise _Err("not_authed")
     if token != state.token:
         raise _Err("invalid_auth")
+    if state.revoked:
+        raise _Err("token_revoked")
 
 
 def _message_body(args: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -249,6 +258,8 @@ class _Methods:
 
     def post_message(self, a: dict[str, Any]) -> dict[str, Any]:
         ch = _chan(self.state, a)
+        if ch.id in self.state.archived:
+            raise _Err("is_archived")
         text, blocks = _message_body(a)
         thread = a.get("thread_ts")
         if thread and self.state.by_ts(ch.id, str(thread)) is None:
@@ -427,12 +438,14 @@ def webapi_routes(state: SlackState) -> list[web.RouteDef]:
         try:
             args = await _args(request)
             fault = next((f for f in state.faults if f[0] == method), None)
-            if fault is not None and fault[2] < 0:
+            if state.outage is not None:
+                fault = (method, state.outage, 1)
+            elif fault is not None:
                 state.faults.remove(fault)
+            if fault is not None and fault[2] < 0:
                 state.calls.append(Call(method, args, 200, {}))
                 return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="text/html")
             if fault is not None:
-                state.faults.remove(fault)
                 status = fault[1]
                 headers = {"Retry-After": str(fault[2])} if status == 429 else {}
                 if status == 429:

@@ -34,6 +34,7 @@ from hitl.engine.domain.ranking import queue_order
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.runtime.lifecycle import RunLifecycle
+from hitl.mail.states import DELIVERY_EVENTS, delivery_line
 
 from . import pages
 from .deciding import decide_from_form
@@ -63,6 +64,8 @@ address leaked to another site."""
 SIGN_IN_RATE = 0.5
 SIGN_IN_BURST = 10
 """Sign-in attempts per client address: a burst of 10, then one every 2 s."""
+_OPENED_KEPT = 100_000
+"""Openings remembered (so not audited again); past this many the memory starts over."""
 MAX_FORM = 64 * 1024
 """Bytes a decision's form may hold."""
 _RETURN = re.compile(r"/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64}(/values/[0-9]{1,4})?)?")
@@ -94,6 +97,8 @@ class WebInbox:
         self.browser_cookie = f"{prefix}hitl_signin"
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(spec.public_url))
         self.proxies = networks(spec.trusted_proxies)
+        self._opened: set[tuple[str, str]] = set()
+        """(reviewer, approval id) whose pending page this process served and audited as ``opened``."""
 
     def remap(self, spec: WebSpec) -> int:
         """Map sign-ins by a reloaded hitl.yaml's ``web.subjects`` and ``web.emails`` (the rest of ``web:`` needs a
@@ -164,6 +169,22 @@ class WebInbox:
             await self.ctx.lifecycle.store.audit.append(entry)
         except EngineError:
             log.warning("could not audit a web sign-in (%s)", outcome)
+
+    async def _opened_by(self, reviewer: str, approval: Approval) -> None:
+        """Audit, once per reviewer and approval in this process, that the decision page reached them (a delivery
+        state: ``opened``, whichever channel brought them)."""
+        if (reviewer, approval.id) in self._opened:
+            return
+        if len(self._opened) >= _OPENED_KEPT:
+            self._opened.clear()  # at worst a page opened again is audited again
+        self._opened.add((reviewer, approval.id))
+        entry = AuditEntry(
+            at=self.now(), actor=reviewer[:200], event="opened", approval_id=approval.id, version=approval.version
+        )
+        try:
+            await self.ctx.lifecycle.store.audit.append(entry)
+        except EngineError:
+            log.warning("could not audit the opening of %s's page", approval.id)
 
     def _from(self, request: web.Request) -> str:
         """Where a sign-in comes from, as the audit says it: the client, and the proxy it came through."""
@@ -300,6 +321,8 @@ class WebInbox:
         if approval is None:
             return _html(pages.message_page("Not found", f"No approval {approval_id}."), 404)
         can = await self.ctx.can_decide(caller, approval)
+        if approval.status is Status.PENDING:
+            await self._opened_by(session.reviewer, approval)
         halt = None
         if approval.status is Status.PENDING:  # the stop switch: the page says so, and offers Reject alone
             halt = covering(await self.ctx.lifecycle.store.halts.active(), acted_on(approval))
@@ -313,8 +336,18 @@ class WebInbox:
             halted=halt_message(halt, acted_on(approval)) if halt is not None else None,
             notice=session.told.pop(approval.id, None) if error is None else None,
             field_errors=fields or {},
+            delivery=await self._delivery(approval),
         )
         return _html(body, status)
+
+    async def _delivery(self, approval: Approval) -> list[str]:
+        """How ``approval`` reached people beyond its card: its e-mail queued, sent or refused (from its audit)."""
+        trail = await self.ctx.lifecycle.store.audit.entries(approval_id=approval.id)
+        return [
+            delivery_line(e.event, actor=e.actor, detail=e.detail, outcome=e.outcome)
+            for e in trail
+            if e.event in DELIVERY_EVENTS and e.event != "opened"  # the reader is the one opening it
+        ]
 
     async def full_value(self, request: web.Request) -> web.StreamResponse:
         """One argument in full, as Slack's "Show in full": for the people who decide it (and its requester) only,

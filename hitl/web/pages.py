@@ -228,11 +228,13 @@ def decision_page(
     halted: str | None = None,
     notice: str | None = None,
     field_errors: dict[str, str] | None = None,
+    delivery: list[str] | None = None,
 ) -> str:
     """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence.
     ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered);
     ``notice``: what this reader alone is told (a practice twin's note, once, to its decider); ``field_errors``:
-    what was wrong with the form just sent, keyed ``decision:field``, each drawn under its field."""
+    what was wrong with the form just sent, keyed ``decision:field``, each drawn under its field; ``delivery``: how
+    it reached people beyond its card (its e-mail), one line each."""
     reasons = "".join(f"<li>{_e(r)}</li>" for r in view.reasons)
     meta = (
         f"Asked by <b>{_e(view.requester)}</b>"
@@ -258,6 +260,9 @@ def decision_page(
         f'<p class="meta">{meta}</p>',
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
     ]
+    if delivery:
+        lines = "".join(f"<li>{_e(line)}</li>" for line in delivery)
+        parts.append(f'<section class="delivery"><h2>How it reached people</h2><ul>{lines}</ul></section>')
     if a.status is Status.PENDING:
         refused = '<p class="note">You may not decide this one.</p>'
         parts.append(_controls(a, view, csrf, halted=halted, errors=field_errors or {}) if can_decide else refused)

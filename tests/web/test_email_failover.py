@@ -1,0 +1,149 @@
+"""Failover end to end through a real `hitl serve`: the Slack stand-in answers every call ``token_revoked`` (an admin
+removed the app), the refund's ``failover: {to: email}`` sends both support reviewers a message through a real SMTP
+server (aiosmtpd), one of them follows its link, signs in at the real OpenID Connect provider and approves on the
+page, and the run resumes once; the audit says why the mail went."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hitl.engine.domain.models import Status
+from hitl.engine.storage import open_store
+from hitl.sandbox.webapi import SlackState
+from tests.mail.smtp_server import smtp_server
+from tests.waiting import eventually
+from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.test_decision_page import paused_refund
+
+TOOL = "      timeout: 4h\n"
+
+
+def failing_over(port: int, failover: str = "{to: email}") -> Callable[[str], str]:
+    def edit(text: str) -> str:
+        assert TOOL in text
+        return text.replace(TOOL, TOOL + f"      failover: {failover}\n", 1) + (
+            f"email: {{smtp_url: 'smtp://127.0.0.1:{port}', from: hitl@example.com, pace: 0}}\n"
+            "contacts: {U_SUPPORT1: {email: s1@example.com}, U_SUPPORT2: {email: s2@example.com}}\n"
+        )
+
+    return edit
+
+
+def refunds(inbox: Inbox) -> list[tuple[float]] | None:
+    with sqlite3.connect(inbox.cwd / "shop.db") as db:
+        rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
+    return rows or None
+
+
+async def test_a_revoked_slack_token_fails_over_to_email_and_the_page_decides(tmp_path: Path) -> None:
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=failing_over(box.port)) as inbox:
+            inbox.state.revoked = True
+            approval_id = await paused_refund(inbox, 75)
+            await eventually(lambda: len(box.received) >= 2, what="the failover mail to both support reviewers")
+            assert sorted(r.recipients for r in box.received) == [("s1@example.com",), ("s2@example.com",)]
+            assert not [m for m in inbox.state.messages if approval_id in m.text]  # Slack took no card
+            [link] = re.findall(r"https?://[^\s<>\"]+", box.to("s2@example.com")[0].part("plain"))
+            assert link == f"{inbox.url}/inbox/approvals/{approval_id}"
+
+            async with browser() as http:
+                assert await sign_in(http, inbox, "U_SUPPORT2", path=link.removeprefix(inbox.url)) == (
+                    link.removeprefix(inbox.url)
+                )
+                async with http.get(link) as r:
+                    page = await r.text()
+                form = re.search(r'<form method="post" action="([^"]+)" class="decide approve">(.*?)</form>', page)
+                assert form is not None
+                fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form[2]))
+                async with http.post(f"{inbox.url}{form[1]}", data=fields) as r:
+                    assert r.status == 200 and "U_SUPPORT2 approved" in await r.text()
+
+            assert await eventually(lambda: refunds(inbox), what="the run to resume and refund") == [(75.0,)]
+            store = open_store(inbox.env["HITL_STORE"])
+            try:
+
+                async def executed() -> bool:
+                    return (await store.approvals.get(approval_id)).status is Status.EXECUTED
+
+                await eventually(executed, what="the refund's outcome recorded")
+                approval = await store.approvals.get(approval_id)
+                said = [e.detail for e in await store.audit.entries(approval_id=approval_id)]
+            finally:
+                await store.close()
+            assert approval.status is Status.EXECUTED and [(d.reviewer, d.via) for d in approval.decisions] == [
+                ("U_SUPPORT2", "web")
+            ]
+            assert "to U_SUPPORT1 (failover: Slack refused the card: token_revoked)" in said
+            assert refunds(inbox) == [(75.0,)]  # once
+
+
+async def test_an_alert_slack_cannot_take_goes_by_email_to_its_role(tmp_path: Path) -> None:
+    alert = (
+        "alerts:\n  rules:\n    - {name: stuck, figure: oldest_pending, above: 0, min_count: 1, "
+        "reason: an approval waits}\n"
+    )
+
+    def edit(text: str) -> str:
+        return text.replace("email: {", "email: {alert_role: support, ") + alert
+
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=lambda text: edit(failing_over(box.port)(text))) as inbox:
+            inbox.state.revoked = True
+            await paused_refund(inbox, 75)
+
+            def alerts() -> list[str]:
+                return sorted(r.recipients[0] for r in box.received if "stuck" in str(r.message["Subject"]))
+
+            assert await eventually(lambda: len(alerts()) == 2 and alerts(), what="the alert by e-mail") == [
+                "s1@example.com",
+                "s2@example.com",
+            ]
+            got = next(r for r in box.received if "stuck" in str(r.message["Subject"]))
+            assert "an approval waits" in got.part("plain") and "Slack could not take this message" in got.part("plain")
+
+
+def archive(state: SlackState) -> None:
+    channel = state.channel("#refund-approvals")
+    assert channel is not None
+    state.archived.add(channel.id)
+
+
+def down(status: int) -> Callable[[SlackState], None]:
+    def apply(state: SlackState) -> None:
+        state.outage = status
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("breaks", "said"),
+    [
+        (archive, "failover: Slack refused the card: is_archived"),
+        (down(503), "failover: "),  # refused with Slack's error, or no card within the bound: either way, mailed
+        (down(429), "failover: no card posted within 1 s"),  # every post held under 429s
+    ],
+    ids=["is_archived", "5xx_forever", "429_forever"],
+)
+async def test_slack_refusing_or_away_fails_over_to_email(
+    tmp_path: Path, breaks: Callable[[SlackState], None], said: str
+) -> None:
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=failing_over(box.port, "{to: email, card_within: 1s}")) as inbox:
+            breaks(inbox.state)
+            approval_id = await paused_refund(inbox, 75)
+            await eventually(lambda: len(box.received) >= 2, what="the failover mail to both support reviewers")
+            assert sorted(r.recipients for r in box.received) == [("s1@example.com",), ("s2@example.com",)]
+            assert all(r.message["X-Hitl-Approval"] == approval_id for r in box.received)
+            store = open_store(inbox.env["HITL_STORE"])
+            try:
+                queued = [
+                    e.detail for e in await store.audit.entries(approval_id=approval_id) if e.event == "mail_queued"
+                ]
+            finally:
+                await store.close()
+            assert len(queued) == 2 and all(q.split(" (", 1)[1].startswith(said) for q in queued), queued
