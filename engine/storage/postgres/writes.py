@@ -32,6 +32,7 @@ from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.codec import (
     APPROVAL_COLUMNS,
     AUDIT_COLUMNS,
+    approval_doc,
     approval_row,
     audit_values,
     claim_of,
@@ -259,8 +260,8 @@ class Writes:
 
     def _approval_parts(self, stmt: _Statement) -> None:
         arg, columns = stmt.arg, stmt.columns
-        new = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if insert]
-        moved = [(a, a.model_dump_json()) for a, insert in self._approvals.values() if not insert]
+        new = [(a, approval_doc(a)) for a, insert in self._approvals.values() if insert]
+        moved = [(a, approval_doc(a)) for a, insert in self._approvals.values() if not insert]
         if new:
             rows = [approval_row(a, doc) for a, doc in new]
             kinds = ("text", "text", "int4", "float8", "float8", "text", "text", "int8", "text", "float8", "text")

@@ -14,7 +14,7 @@ from hitl.engine.domain.execution import stale_approval
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Reviewer, Status
 from hitl.engine.domain.presentation import digest_of
-from hitl.engine.domain.ranking import PendingOrder, rank_key
+from hitl.engine.domain.ranking import PendingOrder, due_soon_at, rank_key
 from hitl.engine.domain.records import Page, TrustGrant
 from hitl.engine.domain.states import check_transition, sources_of
 from hitl.engine.errors import ErrorCode, NotFound
@@ -47,7 +47,7 @@ class RedisApprovals:
     async def create(self, approval: Approval) -> tuple[Approval, bool]:
         fields = approval_to_fields(approval)
         entry = audit_for_creation(approval)
-        args: list[Any] = [entry_body(entry), static_doc(approval)]
+        args: list[Any] = [entry_body(entry), static_doc(approval), repr(due_soon_at(approval))]
         for k, v in fields.items():
             args += [k, v]
 

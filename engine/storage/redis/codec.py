@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from hitl.engine.domain.models import Approval, kind_of_older
-from hitl.engine.domain.ranking import due_soon_at, rank_key
+from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, unchained_fields
 
 __all__ = [
@@ -75,7 +75,6 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
         "approvals": str(approvals),
         "decisions": json.dumps([d.model_dump(mode="json") for d in a.decisions], separators=(",", ":")),
         "updated_at": repr(a.updated_at),
-        "soon": repr(due_soon_at(a)),  # approval_new indexes it by when it becomes due soon, from this
     }
     if a.backup_role and a.hand_on_at is not None:  # approval_new indexes it under its backup role too, from these
         backup = {"backup": a.backup_role, "hand_on_at": repr(a.hand_on_at), "created_at": repr(a.created_at)}

@@ -10,7 +10,7 @@ from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import id_collision
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.ranking import rank_key
+from hitl.engine.domain.ranking import due_soon_at, rank_key
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.errors import EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, encode_json_form
@@ -122,6 +122,7 @@ class RedisJournal:
                 "created_at": repr(a.created_at),
                 "expires_at": repr(a.expires_at),
                 "rank": str(rank_key(a)),
+                "soon": repr(due_soon_at(a)),
             }
         if m.claim is not None:
             ci = m.claim

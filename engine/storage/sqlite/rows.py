@@ -14,6 +14,7 @@ from hitl.engine.storage.codec import (
     APPROVAL_COLUMNS,
     AUDIT_COLUMNS,
     CLAIM_COLUMNS,
+    approval_doc,
     approval_row,
     audit_values,
     claim_of,
@@ -36,7 +37,7 @@ def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
 
 def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) -> None:
     """Write the approval's row (``insert``: a new one) inside a transaction."""
-    doc = a.model_dump_json()
+    doc = approval_doc(a)
     if insert:
         c.execute(
             f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

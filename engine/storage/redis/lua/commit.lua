@@ -84,7 +84,7 @@ if asked == 'none' and P.ask ~= null then
   redis.call('ZADD', KEYS[17], 'NX', a.expires_at, a.id)
   redis.call('ZADD', KEYS[18], 'NX', a.created_at, a.id)
   redis.call('SADD', KEYS[19], a.role)
-  approval_new(KEYS[13], KEYS[14], KEYS[15], a.audit, a.doc, a.fields)
+  approval_new(KEYS[13], KEYS[14], KEYS[15], a.audit, a.doc, a.fields, a.soon)
   asked = 'created'
 end
 

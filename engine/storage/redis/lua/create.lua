@@ -1,6 +1,6 @@
 -- Create an approval unless its id exists (ids derive from the dedupe key, so this is the dedupe step).
 -- KEYS[1] approval hash, KEYS[2] audit list, KEYS[3] static document.
--- ARGV: audit_json, doc, field, value, field, value, ...
+-- ARGV: audit_json, doc, when it becomes due soon, field, value, field, value, ...
 --#include chain
 --#include approval_new
 local k = KEYS[1]
@@ -11,6 +11,6 @@ if redis.call('EXISTS', k) == 1 then
     d[7] or ''}
 end
 local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
-approval_new(k, KEYS[2], KEYS[3], ARGV[1], ARGV[2], fields)
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+approval_new(k, KEYS[2], KEYS[3], ARGV[1], ARGV[2], fields, ARGV[3])
 return {'created'}

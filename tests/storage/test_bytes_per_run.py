@@ -1,0 +1,159 @@
+"""What a finished run leaves stored, on the run the cycle benchmark's "bytes per finished run" measures
+(``bench/cycle``: prepare, an approval, finish; a new run each), pinned where it slipped (issue 62 item 8): the
+approval's row on SQLite, its document on the SQL stores, its hash on Redis."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hitl.engine.domain.consequences import Consequence, ConsequenceOutcome
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
+from hitl.engine.domain.ranking import due_soon_at
+from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.domain.runs import RunStatus
+from hitl.engine.ports import Store
+from hitl.engine.runtime.compose import RunContext, compose
+from hitl.engine.storage.postgres import PostgresStore
+from hitl.engine.storage.redis import RedisStore
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.workflow.definition import load_workflow
+from hitl.testing import FakeClock, make_approval
+
+CYCLE = Path(__file__).resolve().parents[2] / "bench" / "cycle"
+"""The benchmark's workflow and hitl.yaml: the run whose stored bytes the benchmarks page publishes."""
+
+
+def cycle_context(store: Store, clock: FakeClock) -> RunContext:
+    """The cycle benchmark's runner and service on ``store``."""
+    wf = load_workflow(CYCLE / "workflow.yaml")
+    return compose(store=store, clock=clock, config_path=str(CYCLE / "hitl.yaml"), workflow=wf, worker_id="test")
+
+
+async def paused_run(ctx: RunContext) -> tuple[str, Approval]:
+    """A new run of the cycle, paused on its approval: its id and the approval."""
+    assert ctx.workflow is not None
+    r = await ctx.runner.start(ctx.workflow, {})
+    assert r.status is RunStatus.PAUSED and r.approval is not None
+    return r.session_id, r.approval
+
+
+async def finish(ctx: RunContext, run_id: str, approval: Approval) -> None:
+    """Approve the run's approval as the benchmark does and resume the run to its end."""
+    await ctx.service.decide(
+        DecideRequest(
+            approval.id,
+            "U_OPS",
+            DecisionKind.APPROVE,
+            expected_version=approval.version,
+            expected_hash=approval.action_hash,
+        )
+    )
+    assert (await ctx.runner.resume(run_id)).status is RunStatus.COMPLETED
+
+
+async def test_finished_approvals_fit_three_to_a_sqlite_page(tmp_path: Path, clock: FakeClock) -> None:
+    """60 finished runs keep their approvals on 20 leaf pages of 4 KiB. The row of a plain approval had ~30 B
+    to spare at three a page; the nulls of two fields added since (``supersedes``, ``consequence``) made it two
+    a page, a third of every page empty: +683 B a finished run."""
+    store = SqliteStore(tmp_path / "hitl.db")
+    ctx = cycle_context(store, clock)
+    for _ in range(60):
+        await finish(ctx, *await paused_run(ctx))
+    await store.close()
+    with closing(sqlite3.connect(tmp_path / "hitl.db")) as db:
+        pages = dict(
+            db.execute("SELECT pagetype, count(*) FROM dbstat WHERE name = 'approvals' GROUP BY pagetype").fetchall()
+        )
+        statuses = db.execute("SELECT DISTINCT status FROM approvals").fetchall()
+    assert statuses == [("executed",)]
+    assert pages.get("leaf") == 20 and "overflow" not in pages, pages
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A SQL store: a new SQLite file, or a schema of its own in the session's PostgreSQL."""
+    made: Store
+    if request.param == "sqlite":
+        made = SqliteStore(tmp_path / "hitl.db")
+    else:
+        made = PostgresStore(request.getfixturevalue("postgres_url"), schema=f"t{uuid.uuid4().hex[:10]}")
+    yield made
+    await made.close()
+
+
+async def stored_doc(store: Store, approval_id: str) -> dict[str, object]:
+    """The approval's JSON document as the SQL store keeps it (SQLite: read by a connection of its own)."""
+    if isinstance(store, SqliteStore):
+        with closing(sqlite3.connect(store.path)) as db:
+            row = db.execute("SELECT doc FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+        return dict(json.loads(row[0]))
+    assert isinstance(store, PostgresStore)
+
+    async def read(c: Any) -> str:
+        return str(await c.fetchval("SELECT doc FROM approvals WHERE id = $1", approval_id))
+
+    return dict(json.loads(await store.db.run(read, write=False)))
+
+
+async def test_a_sql_document_leaves_out_the_fields_still_at_their_none_default(
+    sql_store: Store, clock: FakeClock
+) -> None:
+    """The finished cycle's approval is stored without the nine fields it leaves at None (each null cost its
+    name's bytes in every approval) and reads back as it was; those fields given values are stored and read back
+    as given (their default never read instead)."""
+    ctx = cycle_context(sql_store, clock)
+    run_id, approval = await paused_run(ctx)
+    await finish(ctx, run_id, approval)
+    done = await sql_store.approvals.get(approval.id)
+    unset = {"summary", "ratio", "consequence", "backup_role", "hand_on_at", "approved_args", "superseded_by"}
+    unset |= {"supersedes", "reason"}
+    assert all(getattr(done, name) is None for name in unset)
+    assert done.status is Status.EXECUTED and done.required_role == "ops" and done.args_schema is not None
+    doc = await stored_doc(sql_store, approval.id)
+    assert not unset & set(doc), sorted(unset & set(doc))
+    assert Approval.model_validate(doc) == done
+    shown = Consequence(outcome=ConsequenceOutcome.SHOWN, summary="refunds 49 to order 78291")
+    values = {"summary": "refund 49", "ratio": 1.5, "consequence": shown, "backup_role": "finance"}
+    values |= {"hand_on_at": clock.now() + 60, "supersedes": "apr_OLDER", "reason": "asked again"}
+    given = make_approval(now=clock.now()).model_copy(update=values)
+    stored, created = await sql_store.approvals.create(given)
+    assert created and await sql_store.approvals.get(given.id) == given == stored
+    assert set(values) <= set(await stored_doc(sql_store, given.id))
+
+
+async def test_the_due_soon_score_is_kept_by_its_index_alone_on_redis(
+    redis_store: RedisStore, clock: FakeClock
+) -> None:
+    """An approval asked by a run's pause (the commit script) and one created alone (the create script) are in
+    the due-soon index at when each becomes due soon, and leave it when decided; neither's hash holds a copy of
+    the score (a 17th field doubled the hash's table: +176 B a finished approval)."""
+    c, r = redis_store.conn, redis_store.conn.r
+    ctx = cycle_context(redis_store, clock)
+    run_id, asked = await paused_run(ctx)
+    alone = make_approval(now=clock.now(), role="ops")
+    await redis_store.approvals.create(alone)
+    for a in (asked, alone):
+        assert await r.zscore(c.soon_key, a.id) == due_soon_at(a)
+        assert not await r.hexists(c.approval_key(a.id), "soon")
+    await finish(ctx, run_id, asked)
+    ops = Reviewer(id="U_OPS", roles=frozenset({"ops"}))
+    reject = DecideCommand(
+        approval_id=alone.id,
+        reviewer=ops,
+        kind=DecisionKind.REJECT,
+        expected_version=1,
+        expected_hash=alone.action_hash,
+    )
+    await redis_store.approvals.decide(reject, now=clock.now())
+    for a in (asked, alone):
+        assert await r.zscore(c.soon_key, a.id) is None
+        assert not await r.hexists(c.approval_key(a.id), "soon")
