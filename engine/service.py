@@ -65,7 +65,8 @@ from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
 from hitl.engine.domain.tally import first_seen_counts
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
 from hitl.engine.oversight.stop_switch import StopSwitch
-from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store, Workspace
+from hitl.engine.policy_engines import engines_for
+from hitl.engine.ports import Clock, Notifier, PolicyEngine, ReviewerDirectory, Store, Workspace
 from hitl.engine.proposing.allowed_calls import AllowedPlans, declared_schema, record_told
 from hitl.engine.proposing.verdicts import counted_verdict, explained
 from hitl.engine.receipts.claiming import receipt_claims_for
@@ -180,6 +181,8 @@ class ApprovalService:
     delegates: DelegateRule = field(default_factory=DelegateRule)
     """Who a delegation may be handed to (every surface gives through :meth:`Delegations.give` with it); the
     default, no one."""
+    engines: Mapping[str, PolicyEngine] = field(default_factory=dict)
+    """The policy engines of ``source:`` rules, by rule name; a source rule without one asks a person."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     delegations: Delegations = field(init=False)
@@ -247,6 +250,7 @@ class ApprovalService:
             receipts=receipts,
             delegates=DelegateRule.from_config(config, workspace=workspace),
             consequences=consequences or ThreadConsequences(),
+            engines=engines_for(config.policy, Path(config_path).resolve().parent if config_path else None),
         )
 
     @property
@@ -297,6 +301,7 @@ class ApprovalService:
             min_tier=min_tier,
             instead_of=instead_of,
             now=self.clock.now(),
+            engines=self.engines,
         )
 
     async def propose(self, request: ProposeRequest) -> Proposal:
@@ -334,7 +339,7 @@ class ApprovalService:
         if plan is not None:
             await self.publish(Allowed(request, plan.verdict, action, now))
             return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
-        verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now)
+        verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now, self.engines)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)
