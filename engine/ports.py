@@ -3,9 +3,9 @@
 The store is sixteen narrow ports, one per concern (the receipts' ledger is in :mod:`hitl.engine.receipts.ports`,
 with the rest of the receipts), that a backend implements as small classes sharing one connection and assembles
 into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so callers pass one object but each
-piece of code depends only on the part it uses. Implementations live in ``hitl.engine.storage`` (stores),
-``hitl.engine.clocks`` (clocks) and ``hitl.engine.policy_engines`` (Cedar, OPA); the Slack notifier and run
-reporter live in ``bot``. Every argument after the first is keyword-only so call sites stay readable.
+piece of code depends only on the part it uses. Implementations live in ``hitl.engine.storage`` (stores) and
+``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in ``bot``. Every argument after the
+first is keyword-only so call sites stay readable.
 
 Every store method raises :class:`~hitl.engine.errors.StoreError` when its backend fails, never a client
 library's own exception.
@@ -22,7 +22,6 @@ from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.journal import Commit, Committed, Opened
 from hitl.engine.domain.models import Approval, Reviewer, Status
 from hitl.engine.domain.policy import WindowStats
-from hitl.engine.domain.policy_source import ExternalAnswer
 from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.domain.records import AuditBreak, AuditEntry, Claim, Job, MessageRef, Page, TrustGrant
 from hitl.engine.domain.retention import Purged, Retention
@@ -46,7 +45,6 @@ __all__ = [
     "Notifier",
     "Purger",
     "RateWindows",
-    "PolicyEngine",
     "ReviewerDirectory",
     "RunReporter",
     "RunStore",
@@ -394,21 +392,6 @@ class RateWindows(Protocol):
 
     async def forget(self, key: str, *, event_id: str) -> None:
         """Remove one event from a window (its action ended without running); nothing when it is not there."""
-        ...
-
-
-@runtime_checkable
-class PolicyEngine(Protocol):
-    """An external policy engine that gives a source rule's outcome (Cedar in-process, OPA over HTTP)."""
-
-    async def answer(self, request: Mapping[str, Any]) -> ExternalAnswer:
-        """The engine's answer for one call (:func:`~hitl.engine.domain.policy_source.engine_request`), mapped.
-        Never raises and never waits unbounded: an error, a timeout or an unreadable answer is a failed answer."""
-        ...
-
-    def problems(self) -> list[str]:
-        """What is wrong with the policies as configured (unreadable, syntax, schema, annotations): ``hitl
-        validate``'s findings; empty when they load."""
         ...
 
 

@@ -65,8 +65,9 @@ from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
 from hitl.engine.domain.tally import first_seen_counts
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
 from hitl.engine.oversight.stop_switch import StopSwitch
-from hitl.engine.policy_engines import engines_for
-from hitl.engine.ports import Clock, Notifier, PolicyEngine, ReviewerDirectory, Store, Workspace
+from hitl.engine.policy_engines import OpaClient, engines_for
+from hitl.engine.policy_engines.ports import PolicyEngine
+from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store, Workspace
 from hitl.engine.proposing.allowed_calls import AllowedPlans, declared_schema, record_told
 from hitl.engine.proposing.verdicts import counted_verdict, explained
 from hitl.engine.receipts.claiming import receipt_claims_for
@@ -194,6 +195,10 @@ class ApprovalService:
     """How :meth:`from_config` reaches ``hitl serve`` for receipts when no ``remote`` is given: an HTTP client, so
     never the engine's; ``hitl.ApprovalService``, the public door's, has one. None: such a process claims nothing."""
 
+    opa_client: ClassVar[OpaClient | None] = None
+    """What :meth:`from_config` asks OPA with when no ``opa`` is given: an HTTP client, so never the engine's;
+    ``hitl.ApprovalService``, the public door's, has one."""
+
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
         self.delegations = Delegations.shared(self.store, self.clock)
@@ -213,6 +218,7 @@ class ApprovalService:
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
         consequences: ConsequenceRunner | None = None,
+        opa: OpaClient | None = None,
     ) -> Self:
         """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
         With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
@@ -221,7 +227,8 @@ class ApprovalService:
         (``config_path``: where a relative ``key_file`` is read from). ``workspace``: where a delegate that
         ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack). ``remote``: how this process reaches
         ``hitl serve`` (the composition root's client; :attr:`remote_receipts` unless given). ``consequences``:
-        what runs tools' consequences (default: threads of this process)."""
+        what runs tools' consequences (default: threads of this process). ``opa``: what asks OPA for ``opa:``
+        source rules (:attr:`opa_client` unless given; none: such rules ask a person)."""
         receipts = None
         if config.receipts is not None:
             receipts = receipt_claims_for(
@@ -250,7 +257,11 @@ class ApprovalService:
             receipts=receipts,
             delegates=DelegateRule.from_config(config, workspace=workspace),
             consequences=consequences or ThreadConsequences(),
-            engines=engines_for(config.policy, Path(config_path).resolve().parent if config_path else None),
+            engines=engines_for(
+                config.policy,
+                Path(config_path).resolve().parent if config_path else None,
+                opa=opa if opa is not None else cls.opa_client,
+            ),
         )
 
     @property

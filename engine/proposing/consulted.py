@@ -10,7 +10,7 @@ from typing import Any
 
 from hitl.engine.domain.policy import Policy, WindowStats
 from hitl.engine.domain.policy_source import ExternalAnswer, engine_request
-from hitl.engine.ports import PolicyEngine
+from hitl.engine.policy_engines.ports import PolicyEngine
 
 __all__ = ["consulted"]
 

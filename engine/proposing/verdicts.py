@@ -12,7 +12,8 @@ from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ErrorCode, InvalidInput
-from hitl.engine.ports import PolicyEngine, Store
+from hitl.engine.policy_engines.ports import PolicyEngine
+from hitl.engine.ports import Store
 from hitl.engine.proposing.consulted import consulted
 from hitl.engine.subscribers.windows import forget_windows
 

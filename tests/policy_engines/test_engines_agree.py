@@ -14,7 +14,7 @@ import pytest
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Tier
 from hitl.engine.domain.requests import ProposeRequest
-from hitl.engine.service import ApprovalService
+from hitl import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.policy_engines.opa_data_api import opa_data_api

@@ -18,14 +18,15 @@ from typing import Any
 
 from hitl.engine.domain.policy_source import ExternalAnswer, OpaSource, from_rego
 
-__all__ = ["OpaEngine"]
+__all__ = ["OpaDataApi"]
 
 _MAX_BODY = 65536
 """The most of an answer read: a decision document is small; a larger body is not one."""
 
 
-class OpaEngine:
-    """One rule's OPA document, asked over HTTP."""
+class OpaDataApi:
+    """One rule's OPA document, asked over HTTP: the engine's :class:`~hitl.engine.ports.PolicyEngine` for an
+    ``opa:`` source, given to it by the composition root (the engine sends no HTTP request itself)."""
 
     def __init__(self, source: OpaSource) -> None:
         self.source = source
