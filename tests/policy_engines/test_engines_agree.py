@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl.engine.config.hitl_yaml import load_config
-from hitl.engine.domain.models import Tier
-from hitl.engine.domain.requests import ProposeRequest
-from hitl import ApprovalService
+from hitl import ApprovalService, ProposeRequest, Tier, load_config
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.policy_engines.opa_data_api import opa_data_api
