@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -53,6 +51,8 @@ class OpaDataApi:
         return from_rego(raw["result"])
 
     def _post(self, body: bytes) -> Any:
+        import urllib.request  # here: `import hitl` (whose ApprovalService names this class) stays light
+
         req = urllib.request.Request(self._url, data=body, method="POST", headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=self.source.timeout) as resp:  # noqa: S310 (http(s) only: spec)
             data = resp.read(_MAX_BODY + 1)

@@ -185,7 +185,7 @@ async def test_an_engine_that_cannot_answer_makes_every_call_ask_a_person(tmp_pa
                 v = got.verdict
                 assert v.tier.needs_human and not v.denied and not got.may_run, (failure, tool, args, v)
                 assert got.approval is not None
-                why = " ".join(v.why)
+                why = " ".join(got.approval.why)  # what the card says, as stored on the approval
                 assert "desk" in why and "could not be checked" in why, why
                 assert "5000" not in why and "amount" not in why and "forbid" not in why, why
         finally:
