@@ -9,7 +9,10 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --group dev -e '.[serve,agents,postgres]'
+	$(BIN)/pip install --quiet --group dev -e '.[serve,agents,postgres,policy]'
+	# The real OPA (its Go library, embedded) that tests serve OPA's Data API with: it declares Python >= 3.14 for
+	# its wrapper alone (plain ctypes, which runs on 3.11), so it cannot sit in the dev group.
+	$(BIN)/pip install --quiet --no-deps --ignore-requires-python opa-golib-python-bindings==0.4.4
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -66,6 +66,8 @@ from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
 from hitl.engine.domain.tally import first_seen_counts
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
 from hitl.engine.oversight.stop_switch import StopSwitch
+from hitl.engine.policy_engines import OpaClient, engines_for
+from hitl.engine.policy_engines.ports import PolicyEngine
 from hitl.engine.ports import Clock, Notifier, ReviewerDirectory, Store, Workspace
 from hitl.engine.proposing.allowed_calls import AllowedPlans, declared_schema, record_told
 from hitl.engine.proposing.verdicts import counted_verdict, explained
@@ -181,6 +183,8 @@ class ApprovalService:
     delegates: DelegateRule = field(default_factory=DelegateRule)
     """Who a delegation may be handed to (every surface gives through :meth:`Delegations.give` with it); the
     default, no one."""
+    engines: Mapping[str, PolicyEngine] = field(default_factory=dict)
+    """The policy engines of ``source:`` rules, by rule name; a source rule without one asks a person."""
     switch: StopSwitch = field(init=False)
     """The stop switch: no proposal, approval or execution of a halted tool goes through."""
     delegations: Delegations = field(init=False)
@@ -193,6 +197,10 @@ class ApprovalService:
     remote_receipts: ClassVar[ReceiptsRemote | None] = None
     """How :meth:`from_config` reaches ``hitl serve`` for receipts when no ``remote`` is given: an HTTP client, so
     never the engine's; ``hitl.ApprovalService``, the public door's, has one. None: such a process claims nothing."""
+
+    opa_client: ClassVar[OpaClient | None] = None
+    """What :meth:`from_config` asks OPA with when no ``opa`` is given: an HTTP client, so never the engine's;
+    ``hitl.ApprovalService``, the public door's, has one."""
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -213,6 +221,7 @@ class ApprovalService:
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
         consequences: ConsequenceRunner | None = None,
+        opa: OpaClient | None = None,
     ) -> Self:
         """The service ``hitl.yaml`` describes (policy, reviewers, redaction, webhooks), on ``store`` and ``clock``.
         With ``receipts:`` configured, ``signer`` (``hitl serve``'s key) issues the receipts; any other process
@@ -221,7 +230,8 @@ class ApprovalService:
         (``config_path``: where a relative ``key_file`` is read from). ``workspace``: where a delegate that
         ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack). ``remote``: how this process reaches
         ``hitl serve`` (the composition root's client; :attr:`remote_receipts` unless given). ``consequences``:
-        what runs tools' consequences (default: threads of this process)."""
+        what runs tools' consequences (default: threads of this process). ``opa``: what asks OPA for ``opa:``
+        source rules (:attr:`opa_client` unless given; none: such rules ask a person)."""
         receipts = None
         if config.receipts is not None:
             receipts = receipt_claims_for(
@@ -250,6 +260,11 @@ class ApprovalService:
             receipts=receipts,
             delegates=DelegateRule.from_config(config, workspace=workspace),
             consequences=consequences or ThreadConsequences(),
+            engines=engines_for(
+                config.policy,
+                Path(config_path).resolve().parent if config_path else None,
+                opa=opa if opa is not None else cls.opa_client,
+            ),
         )
 
     @property
@@ -300,6 +315,7 @@ class ApprovalService:
             min_tier=min_tier,
             instead_of=instead_of,
             now=self.clock.now(),
+            engines=self.engines,
         )
 
     async def propose(self, request: ProposeRequest) -> Proposal:
@@ -337,7 +353,7 @@ class ApprovalService:
         if plan is not None:
             await self.publish(Allowed(request, plan.verdict, action, now))
             return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
-        verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now)
+        verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now, self.engines)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)

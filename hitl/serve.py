@@ -40,6 +40,7 @@ from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
 from hitl.engine.subscribers.events import Outbox
 from hitl.mail.delivery import mail_delivery, or_by_mail
+from hitl.opa import OpaDataApi
 from hitl.receipts import KeySet
 from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
 from hitl.reload import ConfigReload
@@ -169,6 +170,7 @@ async def build_server(
         signer=keys if keys is not None or config.receipts is None else UnusableKey(),
         workspace=SlackWorkspace(side.client),
         consequences=WorkerConsequences(),  # where the API and Slack propose: never in this process, which holds keys
+        opa=OpaDataApi,
     )
     bot = build_app(settings, side=side, lifecycle=runtime.lifecycle, config=config, replica=replica)
     outbox = runtime.contexts.default.service.events

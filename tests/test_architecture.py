@@ -40,7 +40,7 @@ LAYERS: list[set[str]] = [
     {"domain", "clocks", "process", "receipts.claims"},
     {"config", "workflow", "receipts.spec", "consequences.callables"},
     {"ports", "receipts.ports"},
-    {"storage"},
+    {"storage", "policy_engines"},
     {"oversight", "receipts", "subscribers", "consequences"},
     {"delegation"},
     {"admission"},

@@ -25,6 +25,7 @@ from hitl.engine.domain.arg_schema import sample_args
 from hitl.engine.domain.durations import format_duration, whole_unit
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.models import Tier
+from hitl.engine.domain.policy_source import ExternalAnswer, outcome
 from hitl.engine.domain.policy_spec import AttentionSpec, HandOnSpec, PolicySpec, RuleSpec, ToolPolicySpec
 from hitl.engine.domain.thresholds import threshold_of
 from hitl.engine.errors import ErrorCode, PolicyError
@@ -56,6 +57,8 @@ class PolicyContext:
     """Keyed by :meth:`Policy.window_keys` keys."""
     min_tier: Tier = Tier.AUTO
     """A floor set by the caller, e.g. a workflow step marked ``approval: required``."""
+    external: Mapping[str, ExternalAnswer] = field(default_factory=dict)
+    """The policy engines' answers, by source rule name (a rule without one fails closed)."""
 
 
 @dataclass(frozen=True)
@@ -255,20 +258,22 @@ class Policy:
             self._static[tool] = verdict
         return verdict
 
-    def evaluate(self, tool: str, args: Mapping[str, Any], ctx: PolicyContext) -> Verdict:
-        """The tier, approver role, quorum and every rule that fired."""
-        base = self._base(tool, ctx)
+    def evaluate(
+        self, tool: str, args: Mapping[str, Any], ctx: PolicyContext, denied_by: Fired | None = None
+    ) -> Verdict:
+        """The tier, approver role, quorum and every rule that fired (``denied_by``: a policy engine's deny)."""
+        base = None if denied_by is not None else self._base(tool, ctx)
         if base is None:
             return Verdict(
                 tool=tool,
                 tier=Tier.ESCALATE,
-                rule="denied",
+                rule=denied_by.rule if denied_by else "denied",
                 required_role=None,
                 quorum=1,
                 trustable=False,
                 denied=True,
                 timeout=0.0,
-                fired=(Fired("denied", Tier.ESCALATE, f"{tool} is in denied_tools: it never runs"),),
+                fired=(denied_by or Fired("denied", Tier.ESCALATE, f"{tool} is in denied_tools: it never runs"),),
             )
         tier, rule_name, fired = base
         tspec = self.tool_spec(tool)
@@ -280,12 +285,9 @@ class Policy:
                     rule_name, tier, f"the workflow step requires {tier}", "The workflow asks a person to review this."
                 )
             )
-        raised: list[RuleSpec] = []
-        for rule in self._rules:
-            hit = self._fire(rule, tool, args, ctx)
-            if hit is not None:
-                fired.append(hit)
-                raised.append(rule.spec)
+        raised = self._raised(tool, args, ctx, tspec.tier, fired)
+        if raised is None:
+            return self.evaluate(tool, args, ctx, denied_by=fired[-1])
         top = max((r.tier for r in raised), key=lambda t: t.rank) if raised else None
         if top is not None and top.rank >= tier.rank:
             at_top = [r for r in raised if r.tier is top]
@@ -322,6 +324,27 @@ class Policy:
             approve_reason=approve_reason,
             hand_on=hand_on if tier.needs_human else None,
         )
+
+    def _raised(
+        self, tool: str, args: Mapping[str, Any], ctx: PolicyContext, floor: Tier, fired: list[Fired]
+    ) -> list[RuleSpec] | None:
+        """Each rule that fires, added to ``fired``, as it raises the call (a source rule with its engine's tier,
+        role and quorum); None when a policy engine denies the call (its reason last in ``fired``)."""
+        raised: list[RuleSpec] = []
+        for rule in self._rules:
+            spec = rule.spec
+            if spec.source is not None and _matches(spec.tools, tool):
+                got = outcome(
+                    spec.name, spec.source, max(floor, spec.tier, key=lambda t: t.rank), ctx.external.get(spec.name)
+                )
+                fired.append(Fired(spec.name, got.tier, got.reason, got.plain))
+                if got.denied:
+                    return None
+                raised.append(spec.model_copy(update={"tier": got.tier, "role": got.role, "quorum": got.quorum}))
+            elif (hit := self._fire(rule, tool, args, ctx)) is not None:
+                fired.append(hit)
+                raised.append(spec)
+        return raised
 
     def _attention(self, tspec: ToolPolicySpec, tier: Tier, raised: list[RuleSpec]) -> tuple[tuple[str, ...], bool]:
         """What approving takes (the arguments to type, whether a reason is needed): the tool's, its tier's and each

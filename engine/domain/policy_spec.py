@@ -14,6 +14,7 @@ from hitl.engine.domain.consequences import ConsequenceLimits
 from hitl.engine.domain.durations import Seconds, parse_duration
 from hitl.engine.domain.failover import FailsOver
 from hitl.engine.domain.models import Approval, Tier
+from hitl.engine.domain.policy_source import SourceSpec
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.summary import check_summary, currencies, render_summary
 
@@ -211,16 +212,31 @@ class RuleSpec(AttentionSpec, HandOnSpec, FailsOver):
     off_hours: OffHoursSpec | None = None
     velocity: VelocitySpec | None = None
     rolling_sum: RollingSumSpec | None = None
+    source: SourceSpec | None = None
+    """A policy engine gives the outcome (``{cedar: {policies, schema}}`` or ``{opa: {url, path, timeout}}``); its
+    ``tier`` is what a failed answer asks at least (default ``approve``)."""
     tier: Tier
     role: str | None = None
     quorum: int | None = Field(default=None, ge=1, le=20)
     reason: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _source_tier(cls, data: Any) -> Any:
+        # An engine gives the tier; the rule's own is only the floor of a failed answer.
+        if isinstance(data, dict) and data.get("source") is not None and "tier" not in data:
+            return {**data, "tier": Tier.APPROVE.value}
+        return data
+
     @model_validator(mode="after")
     def _one_trigger(self) -> RuleSpec:
-        triggers = [t for t in (self.when, self.off_hours, self.velocity, self.rolling_sum) if t is not None]
+        triggers = [
+            t for t in (self.when, self.off_hours, self.velocity, self.rolling_sum, self.source) if t is not None
+        ]
         if len(triggers) != 1:
-            raise ValueError("a rule needs exactly one of: when, off_hours, velocity, rolling_sum")
+            raise ValueError("a rule needs exactly one of: when, off_hours, velocity, rolling_sum, source")
+        if self.source is not None and not self.tier.needs_human:
+            raise ValueError("a source rule's tier is what a failed answer asks: approve or escalate, never lower")
         return self
 
 

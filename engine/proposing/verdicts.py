@@ -12,7 +12,9 @@ from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import ErrorCode, InvalidInput
+from hitl.engine.policy_engines.ports import PolicyEngine
 from hitl.engine.ports import Store
+from hitl.engine.proposing.consulted import consulted
 from hitl.engine.subscribers.windows import forget_windows
 
 __all__ = ["counted_verdict", "explained", "trusted_tools"]
@@ -38,9 +40,11 @@ async def explained(
     min_tier: Tier,
     instead_of: Approval | None,
     now: float,
+    engines: Mapping[str, PolicyEngine],
 ) -> Verdict:
-    """The verdict for an action, recording nothing: the windows read, not added to. ``instead_of``: the approval
-    these arguments would replace (an edit): its own window events do not count against them."""
+    """The verdict for an action, recording nothing: the windows read, not added to, the policy engines asked.
+    ``instead_of``: the approval these arguments would replace (an edit): its own window events do not count
+    against them."""
     clean = clean_args(tool, args)
     own = dict(window_events(instead_of)) if instead_of is not None else {}
     windows = {
@@ -48,18 +52,29 @@ async def explained(
         for k, (w, _) in policy.window_keys(tool, clean).items()
     }
     trusted = await trusted_tools(store, session_id, requester, now)
+    external = await consulted(
+        engines, policy, tool, clean, requester=requester, session_id=session_id, windows=windows
+    )
     return policy.evaluate(
-        tool, clean, PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier)
+        tool,
+        clean,
+        PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=min_tier, external=external),
     )
 
 
 async def counted_verdict(
-    store: Store, policy: Policy, request: ProposeRequest, action: ProposedAction, now: float
+    store: Store,
+    policy: Policy,
+    request: ProposeRequest,
+    action: ProposedAction,
+    now: float,
+    engines: Mapping[str, PolicyEngine],
 ) -> tuple[Verdict, list[list[str]], bool]:
     """The policy's verdict on every item (a batch takes its strictest); each window event the action added now,
     ``[key, event id]``: forgotten if it ends without running (denied now, or rejected, superseded, expired,
     cancelled later); and whether every window already held the action's events (the same named call asked again,
-    judged as it was then: its events are its first asking's, never this one's to forget)."""
+    judged as it was then: its events are its first asking's, never this one's to forget). ``engines``: the policy
+    engines of ``source:`` rules, asked for each item."""
     tool, batch = request.tool, request.batch
     trusted = request.trusted
     if not policy.trust_matters(tool):
@@ -83,7 +98,12 @@ async def counted_verdict(
                 counted.append([key, event])
             else:
                 seen += 1
-        ctx = PolicyContext(now=now, trusted_tools=trusted, windows=windows, min_tier=request.min_tier)
+        external = await consulted(
+            engines, policy, tool, item, requester=action.requester, session_id=request.session_id, windows=windows
+        )
+        ctx = PolicyContext(
+            now=now, trusted_tools=trusted, windows=windows, min_tier=request.min_tier, external=external
+        )
         verdicts.append(policy.evaluate(tool, item, ctx))
     if batch is None:
         return verdicts[0], counted, seen > 0 and not counted

@@ -19,6 +19,7 @@ from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.config.yaml_file import Problem, compose, line_of, load_data, place, read_model
 from hitl.engine.errors import EngineError
 from hitl.engine.execution.tools import load_tools
+from hitl.engine.policy_engines import engines_for
 from hitl.engine.runner.checks import template_problems, template_syntax_problems
 from hitl.engine.workflow.definition import Where, Workflow, problems, union_tag, where_text
 from hitl.engine.workflow.steps import ToolDef
@@ -114,7 +115,8 @@ def _parts_problems(text: str, path: Path) -> list[Problem]:
 def policy_problems(config_path: str | Path) -> list[Problem]:
     """What in ``hitl.yaml`` can never work, each with its line: rules whose conditions cannot be evaluated on
     arguments their tool's declared schema allows (at run time such a rule fails closed on every such call), and
-    quorums a role cannot meet. A file that does not load is
+    quorums a role cannot meet; ``source:`` policies that do not load (unreadable, Cedar syntax or schema, annotations
+    the mapping cannot read). A file that does not load is
     reported by whatever loads it; here it gives nothing."""
     p = Path(config_path)
     try:
@@ -128,6 +130,13 @@ def policy_problems(config_path: str | Path) -> list[Problem]:
     for i, field, message in policy.condition_problems():
         loc = ("policy", "rules", i, field if field == "when" else _STATS_FIELD.get(field, field))
         out.append(Problem(line_of(node, loc), f"policy.rules.{i}.{field}", message))
+    engines = engines_for(config.policy, p.resolve().parent)
+    for i, rule in enumerate(config.policy.rules):
+        engine = engines.get(rule.name)
+        for message in engine.problems() if engine is not None else []:
+            # Loaded as `hitl serve` loads them; at run time each would fail closed: every call asks a person.
+            loc = ("policy", "rules", i, "source")
+            out.append(Problem(line_of(node, loc), f"policy.rules.{i}.source", f"{rule.name}: {message}"))
     return out
 
 

@@ -28,6 +28,7 @@ from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.consequences.threads import ThreadConsequences
 from hitl.engine.domain.runs import RunState
 from hitl.engine.execution.tools import Tool, load_tools
+from hitl.engine.policy_engines import OpaClient
 from hitl.engine.ports import Clock, Notifier, Store, Workspace
 from hitl.engine.receipts.ports import ReceiptSigner, ReceiptsRemote
 from hitl.engine.runner.executor import Runner
@@ -92,6 +93,7 @@ def compose(
     workspace: Workspace | None = None,
     remote: ReceiptsRemote | None = None,
     consequences: ConsequenceRunner | None = None,
+    opa: OpaClient | None = None,
 ) -> RunContext:
     """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``.
     ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them);
@@ -114,6 +116,7 @@ def compose(
         workspace=workspace,
         remote=remote,
         consequences=consequences,
+        opa=opa,
     )
     return RunContext(
         config=config,
@@ -137,6 +140,7 @@ class RunContexts:
         signer: signs receipts (``hitl serve``'s key); None in every other process.
         workspace: who is a person of the Slack workspace (``hitl serve``'s); None elsewhere.
         remote: how a process without the signing key reaches ``hitl serve`` for receipts; None: it cannot.
+        opa: what asks OPA for ``opa:`` source rules (the composition root's HTTP client); None: they ask a person.
     """
 
     def __init__(
@@ -151,8 +155,10 @@ class RunContexts:
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
         consequences: ConsequenceRunner | None = None,
+        opa: OpaClient | None = None,
     ) -> None:
         self.store = store
+        self.opa = opa
         self.consequences: ConsequenceRunner = consequences or ThreadConsequences()
         """What runs tools' consequences, one for every context (its pools are per tool, not per context)."""
         self.remote = remote
@@ -205,5 +211,6 @@ class RunContexts:
                 workspace=self.workspace,
                 remote=self.remote,
                 consequences=self.consequences,
+                opa=self.opa,
             )
         return self._cache[key]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from hitl.engine.clocks import FakeClock, SystemClock
 from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.errors import InvalidInput, NotFound
+from hitl.engine.policy_engines import OpaClient
 from hitl.engine.ports import Clock, Notifier, RunReporter, Store, Workspace
 from hitl.engine.process.workers import worker_name
 from hitl.engine.receipts.ports import ReceiptSigner, ReceiptsRemote
@@ -35,13 +36,20 @@ class RuntimeSettings:
     remote: ReceiptsRemote | None = None
     """How this process reaches ``hitl serve`` for receipts (``HITL_API_URL``, ``HITL_TOKEN``): the composition
     root's client; None: it cannot, and claims nothing a receipt would cover."""
+    opa: OpaClient | None = None
+    """What asks OPA for ``opa:`` source rules (the composition root's HTTP client); None: they ask a person."""
 
     @classmethod
     def from_env(
-        cls, *, store: str | None = None, config: str | None = None, remote: ReceiptsRemote | None = None
+        cls,
+        *,
+        store: str | None = None,
+        config: str | None = None,
+        remote: ReceiptsRemote | None = None,
+        opa: OpaClient | None = None,
     ) -> RuntimeSettings:
         """``store`` / ``config`` from flags, else ``HITL_STORE`` / ``HITL_CONFIG`` / ``HITL_NOW``, else defaults;
-        ``remote``: how this process reaches ``hitl serve`` for receipts."""
+        ``remote``: how this process reaches ``hitl serve`` for receipts; ``opa``: how it asks OPA."""
         raw_now = os.environ.get("HITL_NOW") or None
         try:
             now = float(raw_now) if raw_now else None
@@ -52,6 +60,7 @@ class RuntimeSettings:
             config_path=config or os.environ.get("HITL_CONFIG") or None,
             now=now,
             remote=remote,
+            opa=opa,
         )
 
     def clock(self) -> Clock:
@@ -81,12 +90,14 @@ class Runtime:
         workspace: Workspace | None = None,
         remote: ReceiptsRemote | None = None,
         consequences: ConsequenceRunner | None = None,
+        opa: OpaClient | None = None,
     ) -> Runtime:
         """``worker_id``: this process's name as run owner, claim holder and job consumer (default: a unique
         ``hitl:host:pid:id``; a name shared by two processes would let each take the other's runs for its own).
         ``workspace``: who is a person of the Slack workspace (``hitl serve``'s), for the delegates it may name.
         ``remote``: how a process without the signing key reaches ``hitl serve`` for receipts. ``consequences``:
-        what runs tools' consequences (``hitl serve``'s worker processes; default: threads of this process)."""
+        what runs tools' consequences (``hitl serve``'s worker processes; default: threads of this process).
+        ``opa``: what asks OPA for ``opa:`` source rules (none: they ask a person)."""
         name = worker_id or worker_name("hitl")
         contexts = RunContexts(
             store=store,
@@ -98,6 +109,7 @@ class Runtime:
             workspace=workspace,
             remote=remote,
             consequences=consequences,
+            opa=opa,
         )
         return cls(store, clock, contexts, RunLifecycle(contexts, reporter=reporter, worker_id=name))
 
@@ -127,6 +139,7 @@ async def open_runtime(
         config_path=settings.config_path,
         worker_id=worker_name(kind),
         remote=settings.remote,
+        opa=settings.opa,
     )
     try:
         yield rt

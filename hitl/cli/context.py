@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hitl.engine.errors import ErrorCode, InvalidInput
 from hitl.engine.receipts.ports import ReceiptClaims
 from hitl.engine.runtime.process import RuntimeSettings
+
+if TYPE_CHECKING:
+    from hitl.engine.domain.policy_source import OpaSource
+    from hitl.engine.policy_engines.ports import PolicyEngine
 
 __all__ = ["CliSettings"]
 
@@ -23,7 +28,9 @@ class CliSettings:
     @classmethod
     def resolve(cls, *, store: str | None, config: str | None, reviewer: str | None) -> CliSettings:
         return cls(
-            runtime=RuntimeSettings.from_env(store=store, config=config, remote=_receipt_claims_from_env),
+            runtime=RuntimeSettings.from_env(
+                store=store, config=config, remote=_receipt_claims_from_env, opa=_opa_client
+            ),
             reviewer=reviewer or os.environ.get("HITL_REVIEWER") or None,
         )
 
@@ -33,6 +40,13 @@ class CliSettings:
                 "say who is deciding: pass --as REVIEWER or set HITL_REVIEWER", code=ErrorCode.INVALID_INPUT
             )
         return self.reviewer
+
+
+def _opa_client(source: OpaSource) -> PolicyEngine:
+    """:class:`hitl.opa.OpaDataApi`, imported only when a rule asks OPA."""
+    from hitl.opa import OpaDataApi
+
+    return OpaDataApi(source)
 
 
 def _receipt_claims_from_env(environ: Mapping[str, str], *, always: frozenset[str]) -> ReceiptClaims | None:
