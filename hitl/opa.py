@@ -51,11 +51,23 @@ class OpaDataApi:
         return from_rego(raw["result"])
 
     def _post(self, body: bytes) -> Any:
+        import urllib.error
         import urllib.request  # here: `import hitl` (whose ApprovalService names this class) stays light
 
+        class _NoRedirect(urllib.request.HTTPRedirectHandler):
+            # A redirect is not OPA's decision: followed, a POST turns into a GET of whatever the Location names,
+            # whose answer would decide the call. Refused, the 3xx is an HTTP error: a failed answer, a person asks.
+            def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
         req = urllib.request.Request(self._url, data=body, method="POST", headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=self.source.timeout) as resp:  # noqa: S310 (http(s) only: spec)
-            data = resp.read(_MAX_BODY + 1)
+        opener = urllib.request.build_opener(_NoRedirect)
+        try:
+            with opener.open(req, timeout=self.source.timeout) as resp:  # http(s) only: checked at load
+                data = resp.read(_MAX_BODY + 1)
+        except urllib.error.HTTPError as exc:
+            exc.close()  # its response, unread: closed here rather than left to the collector
+            raise OSError(f"HTTP {exc.code} from OPA") from None
         if len(data) > _MAX_BODY:
             raise ValueError(f"an answer over {_MAX_BODY} bytes is not a decision")
         return json.loads(data)

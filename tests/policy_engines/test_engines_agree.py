@@ -5,9 +5,15 @@ every call ask a person, and the card's "why" names the policy and rule ids only
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import json
 import shutil
 import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,13 +164,49 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize("failure", ["down", "slow", "unreadable-cedar", "undefined-document"])
+@contextlib.contextmanager
+def _redirecting() -> Iterator[str]:
+    """A server on 127.0.0.1 that answers every POST with a redirect to a page saying allow: what OPA's Data API
+    never does, and what a hijacked or misconfigured address could."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", "/allow")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            body = json.dumps({"result": {"allow": True}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize("failure", ["down", "slow", "unreadable-cedar", "undefined-document", "redirected"])
 async def test_an_engine_that_cannot_answer_makes_every_call_ask_a_person(tmp_path: Path, failure: str) -> None:
     """Down (nothing listens), slow (never answers within its timeout), Cedar policies that do not parse, a Rego
     path with no document: every one of the twenty calls asks a person (none runs, none is denied), at least
     approve, and the card says which policy could not be checked, never its rules."""
-    with opa_data_api(FIXTURES / "refunds.rego", slow=failure == "slow") as url:
-        if failure == "down":
+    with opa_data_api(FIXTURES / "refunds.rego", slow=failure == "slow") as url, _redirecting() as elsewhere:
+        if failure == "redirected":
+            source = _opa(elsewhere)
+        elif failure == "down":
             source = _opa(f"http://127.0.0.1:{_closed_port()}", timeout=1)
         elif failure == "slow":
             source = _opa(url, timeout=0.2)
