@@ -54,6 +54,7 @@ from hitl.engine.domain.edits import changes, changes_text
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.own_confirmation import settled
 from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.practice import PracticeSpec, is_practice
 from hitl.engine.domain.presentation import Presentation
@@ -335,6 +336,7 @@ class ApprovalService:
             await self.publish(Allowed(request, plan.verdict, action, now))
             return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
         verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now)
+        verdict = settled(verdict, request.on_behalf_of)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)

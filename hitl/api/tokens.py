@@ -40,6 +40,8 @@ class Caller:
     tools: frozenset[str] | None
     audience: str | None = None
     """The protected system a ``redeem`` token speaks for (the receipts' ``aud`` it may spend)."""
+    acts_for: str | None = None
+    """The person the token's agent acts for (its configured ``acts_for``): who confirms its ``self`` calls."""
 
     @property
     def via(self) -> str:
@@ -86,4 +88,5 @@ class TokenBook:
             roles=frozenset(found.roles) if found.roles is not None else None,
             tools=frozenset(found.tools) if found.tools is not None else None,
             audience=found.audience,
+            acts_for=found.acts_for,
         )
