@@ -52,13 +52,15 @@ MAIL = {"to": "bob@example.com", "subject": "Lunch?"}
 def self_config(tmp: Path) -> Path:
     """The refund example's hitl.yaml with ``send_as_me`` at tier self (raised to approve by a rule), receipts for
     it, and the tokens."""
-    text = CONFIG.read_text().replace("  tools:\n", "  tools:\n" + SEND, 1).replace("  rules:\n", "  rules:\n" + RULE, 1)
+    text = CONFIG.read_text().replace("  tools:\n", "  tools:\n" + SEND, 1)
+    text = text.replace("  rules:\n", "  rules:\n" + RULE, 1)
     (tmp / "receipt.pem").write_bytes(new_key_pem())
     receipts = ["receipts:", "  issuer: https://hitl.example.com", "  key_file: receipt.pem", "  tools:"]
     lines = [*receipts, "    send_as_me: {}", "api:", "  tokens:"]
     for name, (token, reviewer, scopes, acts_for) in TOKENS.items():
         extra = f", acts_for: '{acts_for}'" if acts_for else ""
-        lines.append(f"    - {{name: {name}, sha256: {token_hash(token)}, reviewer: '{reviewer}', scopes: {scopes}{extra}}}")
+        spec = f"name: {name}, sha256: {token_hash(token)}, reviewer: '{reviewer}', scopes: {scopes}{extra}"
+        lines.append(f"    - {{{spec}}}")
     path = tmp / "hitl.yaml"
     path.write_text(text + "\n".join(lines) + "\n")
     return path
