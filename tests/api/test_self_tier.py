@@ -18,6 +18,7 @@ from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.engine.storage import open_store
 from hitl.receipts.signing import new_key_pem
 from hitl.testing import FakeClock
+from tests.api.cli_process import hitl
 from tests.api.conftest import Api, Receiver
 from tests.backends import fresh_store_url
 from tests.bot.conftest import CONFIG, start, stop, workspace
@@ -200,3 +201,20 @@ async def test_slack_card_goes_to_the_person_and_only_their_click_counts(api: Se
     assert any("basis self" in e["detail"] for e in shown["audit"] if e["event"] == "decided")
     updated = api.h.card_for(a["id"])
     assert updated.edited and ACTION_APPROVE not in json.dumps(updated.blocks)  # the DM card shows the outcome
+
+
+async def test_the_cli_under_production_decides_as_its_tokens_person(api: SelfApi) -> None:
+    a = (await propose(api, MAIL))["approval"]
+
+    def as_token(name: str) -> dict[str, str]:  # production's way: the token says who acts, not --as
+        return {"HITL_API_URL": api.h.bot_url, "HITL_TOKEN": TOKENS[name][0], "HITL_STORE": "sqlite:///nowhere/x.db"}
+
+    code, body, err = await hitl("resume", a["id"], "--approve", "--json", env=as_token("sup1"))
+    assert code == 1 and body["error"]["code"] == "not_eligible", (body, err)
+    assert "not yours" in body["error"]["message"]
+    code, body, err = await hitl("resume", a["id"], "--approve", "--json", env=as_token("alice"))
+    assert code == 0, (body, err)
+    assert body["approval"]["status"] == "approved"
+    assert [(d["reviewer"], d["via"]) for d in body["approval"]["decisions"]] == [(ALICE, "api:alice")]
+    trail = await audit_of(api, a["id"])
+    assert [(e["actor"], e["outcome"]) for e in trail if e["event"] == "refused"] == [("U_SUPPORT1", "not_eligible")]
