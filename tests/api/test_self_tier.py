@@ -68,6 +68,9 @@ def self_config(tmp: Path) -> Path:
 
 
 class SelfApi(Api):
+    store_url = ""
+    """The store `hitl serve` uses, as ``HITL_STORE`` names it (for a CLI reading it)."""
+
     async def call(
         self, method: str, path: str, *, as_: str | None = "sup1", json: Any = None, **kw: Any
     ) -> tuple[int, Any]:
@@ -81,11 +84,13 @@ async def api(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[SelfApi]:
     monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
-    store = open_store(fresh_store_url(request.param, request, tmp_path, tag="self"))
+    url = fresh_store_url(request.param, request, tmp_path, tag="self")
     state = workspace()
     state.users[ALICE] = {"name": "alice", "real_name": "Alice", "tz": "UTC"}
-    h = await start(store, clock, state=state, config=self_config(tmp_path))
-    yield SelfApi(h, tmp_path / "hitl.yaml", Receiver())
+    h = await start(open_store(url), clock, state=state, config=self_config(tmp_path))
+    made = SelfApi(h, tmp_path / "hitl.yaml", Receiver())
+    made.store_url = url
+    yield made
     await stop(h)
 
 
@@ -218,3 +223,24 @@ async def test_the_cli_under_production_decides_as_its_tokens_person(api: SelfAp
     assert [(d["reviewer"], d["via"]) for d in body["approval"]["decisions"]] == [(ALICE, "api:alice")]
     trail = await audit_of(api, a["id"])
     assert [(e["actor"], e["outcome"]) for e in trail if e["event"] == "refused"] == [("U_SUPPORT1", "not_eligible")]
+
+
+async def test_hitl_stats_counts_self_confirmations_apart(api: SelfApi) -> None:
+    confirmed = (await propose(api, MAIL))["approval"]
+    declined = (await propose(api, {**MAIL, "subject": "Dinner?"}, key="k2"))["approval"]
+    reviewed = (await propose(api, MAIL, as_="bare_agent", key="k3"))["approval"]  # nobody known: approve
+    assert (await decide(api, confirmed, "alice"))[0] == 200
+    assert (await decide(api, declined, "alice", "reject"))[0] == 200
+    assert (await decide(api, reviewed, "sup1"))[0] == 200
+    await api.h.rt.store.tallies.flush()  # what `hitl serve` writes every few seconds, and when it stops
+
+    env = {"HITL_STORE": api.store_url, "HITL_NOW": str(api.h.clock.now()), "HITL_API_URL": "", "HITL_TOKEN": ""}
+    code, shown, err = await hitl("stats", "--since", "1d", "--json", env=env)
+    assert code == 0, err
+    assert shown["self"] == {"confirmed": 1, "declined": 1}
+    rows = {(r["tool"], r["tier"]): r for r in shown["rows"]}
+    assert (rows[("send_as_me", "self")]["approved"], rows[("send_as_me", "self")]["rejected"]) == (1, 1)
+    assert (shown["all"]["approved"], shown["all"]["rejected"]) == (1, 0)  # only the reviewer's approval
+    assert "self" not in [b["tier"] for b in shown["bands"]]
+    code, text, err = await hitl("stats", "--since", "1d", env={**env, "COLUMNS": "120"})
+    assert code == 0 and "self-confirmed 1" in " ".join(text.split()) and "declined 1" in text, (text, err)
