@@ -21,18 +21,19 @@ from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
 from tests.api.conftest import Api, Receiver
 from tests.backends import fresh_store_url
-from tests.bot.conftest import CONFIG, start, stop, workspace
+from tests.bot.conftest import CONFIG, ROOT, start, stop, workspace
 
 ALICE = "U_ALICE"
 """The person the assistant acts for: no reviewer role at all."""
 TOKENS = {
     # name: (token, reviewer, scopes, acts_for)
-    "assistant": ("tok-assistant", "agent:assistant", ["read", "propose"], ALICE),
+    "assistant": ("tok-assistant", "agent:assistant", ["read", "propose", "run"], ALICE),
     "bare_agent": ("tok-bare-agent", "agent:bare", ["read", "propose"], None),
     "alice": ("tok-alice", ALICE, ["read", "decide"], None),
     "sup1": ("tok-support-1", "U_SUPPORT1", ["read", "decide"], None),
 }
-SEND = """    send_as_me:
+SEND = """    send_email: {tier: self, role: support}
+    send_as_me:
       tier: self
       role: support
       trustable: true
@@ -53,11 +54,12 @@ MAIL = {"to": "bob@example.com", "subject": "Lunch?"}
 def self_config(tmp: Path) -> Path:
     """The refund example's hitl.yaml with ``send_as_me`` at tier self (raised to approve by a rule), receipts for
     it, and the tokens."""
-    text = CONFIG.read_text().replace("  tools:\n", "  tools:\n" + SEND, 1)
+    text = CONFIG.read_text().replace("  tools:\n", "  tools:\n" + SEND, 1).replace(", send_email]", "]", 1)
     text = text.replace("  rules:\n", "  rules:\n" + RULE, 1)
     (tmp / "receipt.pem").write_bytes(new_key_pem())
     receipts = ["receipts:", "  issuer: https://hitl.example.com", "  key_file: receipt.pem", "  tools:"]
-    lines = [*receipts, "    send_as_me: {}", "api:", "  tokens:"]
+    workflows = ["  workflows:", f"    refund: {ROOT / 'examples' / 'refund' / 'workflow.yaml'}"]
+    lines = [*receipts, "    send_as_me: {}", "api:", *workflows, "  tokens:"]
     for name, (token, reviewer, scopes, acts_for) in TOKENS.items():
         extra = f", acts_for: '{acts_for}'" if acts_for else ""
         spec = f"name: {name}, sha256: {token_hash(token)}, reviewer: '{reviewer}', scopes: {scopes}{extra}"
@@ -244,3 +246,26 @@ async def test_hitl_stats_counts_self_confirmations_apart(api: SelfApi) -> None:
     assert "self" not in [b["tier"] for b in shown["bands"]]
     code, text, err = await hitl("stats", "--since", "1d", env={**env, "COLUMNS": "120"})
     assert code == 0 and "self-confirmed 1" in " ".join(text.split()) and "declined 1" in text, (text, err)
+
+
+async def test_a_run_started_by_a_token_asks_its_person_to_confirm_its_self_steps(api: SelfApi) -> None:
+    status, run = await api.call(
+        "POST", "/runs", as_="assistant", json={"workflow": "refund", "vars": {"order_id": "78291", "amount": 120}}
+    )
+    assert status == 201 and run["approval"]["tool"] == "refund" and run["approval"]["on_behalf_of"] is None
+    assert (await decide(api, run["approval"], "sup1"))[0] == 200  # a refund is a reviewer's: tier approve
+    assert await api.h.rt.lifecycle.process_jobs() == 1  # the run goes on, to the e-mail at tier self
+    status, shown = await api.call("GET", f"/runs/{run['session_id']}", as_="alice")
+    email = shown["approval"]
+    assert (shown["status"], email["tool"], email["tier"], email["on_behalf_of"]) == (
+        "paused",
+        "send_email",
+        "self",
+        ALICE,
+    )
+    status, body = await decide(api, email, "sup1")
+    assert status == 403 and "not yours" in body["error"]["message"]
+    assert (await decide(api, email, "alice"))[0] == 200
+    assert await api.h.rt.lifecycle.process_jobs() == 1
+    status, shown = await api.call("GET", f"/runs/{run['session_id']}", as_="alice")
+    assert shown["status"] == "completed", shown
