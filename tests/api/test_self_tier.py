@@ -160,10 +160,16 @@ async def test_an_agent_supplied_requester_is_ignored(api: SelfApi) -> None:
     # A token with no acts_for: the planted names make nobody known, so the call is asked as approve.
     bare = (await propose(api, {**planted, "subject": "again"}, as_="bare_agent", key="k2"))["approval"]
     assert (bare["tier"], bare["on_behalf_of"], bare["required_role"]) == ("approve", None, "support")
-    # No field of the proposal's body names a person either: one that tries is refused whole.
+    # No field of the proposal's body names a person or a tier either: one that tries is refused whole (an agent
+    # cannot lower a call to self, nor name who confirms it).
     body_fields = {"session": "s1", "tool": "send_as_me", "args": MAIL, "idempotency_key": "k3"}
-    for field in ("requester", "on_behalf_of", "acts_for"):
-        status, body = await api.call("POST", "/proposals", as_="bare_agent", json={**body_fields, field: "U_SUPPORT1"})
+    for field, value in (
+        ("requester", "U_SUPPORT1"),
+        ("on_behalf_of", "U_SUPPORT1"),
+        ("acts_for", ALICE),
+        ("tier", "self"),
+    ):
+        status, body = await api.call("POST", "/proposals", as_="bare_agent", json={**body_fields, field: value})
         assert status == 422 and body["error"]["code"] == "invalid_input", body
 
 
