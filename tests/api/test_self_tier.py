@@ -222,6 +222,10 @@ async def test_the_cli_under_production_decides_as_its_tokens_person(api: SelfAp
     def as_token(name: str) -> dict[str, str]:  # production's way: the token says who acts, not --as
         return {"HITL_API_URL": api.h.bot_url, "HITL_TOKEN": TOKENS[name][0], "HITL_STORE": "sqlite:///nowhere/x.db"}
 
+    code, listed, err = await hitl("pending", "--json", env=as_token("alice"))
+    assert code == 0 and [p["id"] for p in listed["pending"]] == [a["id"]], (listed, err)
+    code, listed, err = await hitl("pending", "--json", env=as_token("sup1"))
+    assert code == 0 and listed["pending"] == [], (listed, err)  # not a support reviewer's to decide
     code, body, err = await hitl("resume", a["id"], "--approve", "--json", env=as_token("sup1"))
     assert code == 1 and body["error"]["code"] == "not_eligible", (body, err)
     assert "not yours" in body["error"]["message"]
