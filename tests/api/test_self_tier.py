@@ -36,6 +36,7 @@ SEND = """    send_email: {tier: self, role: support}
     send_as_me:
       tier: self
       role: support
+      timeout: 10m
       trustable: true
       schema:
         type: object
@@ -279,3 +280,14 @@ async def test_a_run_started_by_a_token_asks_its_person_to_confirm_its_self_step
     assert await api.h.rt.lifecycle.process_jobs() == 1
     status, shown = await api.call("GET", f"/runs/{run['session_id']}", as_="alice")
     assert shown["status"] == "completed", shown
+
+
+async def test_the_reminder_in_the_dm_calls_the_person_alone(api: SelfApi) -> None:
+    a = (await propose(api, MAIL))["approval"]
+    card = api.h.card_for(a["id"])
+    api.h.clock.advance(600 - 150)  # a quarter of its ten minutes left
+    await api.h.rt.ctx.notifier.sweep()
+    await api.h.settle()
+    [reminder] = [m for m in api.h.state.messages if m.thread_ts == card.ts and m.channel == card.channel]
+    assert reminder.text.startswith(f"<@{ALICE}>:") and "waits for your confirmation" in reminder.text
+    assert "support" not in reminder.text and "U_SUPPORT" not in reminder.text
