@@ -336,7 +336,7 @@ class ApprovalService:
             await self.publish(Allowed(request, plan.verdict, action, now))
             return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
         verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now)
-        verdict = settled(verdict, request.on_behalf_of)
+        verdict = settled(verdict, request.on_behalf_of, quorum=self.policy.tool_spec(tool).quorum)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)

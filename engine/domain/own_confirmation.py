@@ -23,10 +23,11 @@ SELF_BASIS = "basis self"
 """What the audit entry of a decision on a ``self`` approval says (the Redis script writes the same words)."""
 
 
-def settled(verdict: Verdict, person: str | None) -> Verdict:
+def settled(verdict: Verdict, person: str | None, *, quorum: int = 1) -> Verdict:
     """``verdict`` as it is asked: a ``self`` verdict with ``person`` (the one who confirms) needs that person alone
     (one vote, no Trust, no hand-on to a backup role); without a person it becomes ``approve`` for the tool's
-    role, and says why. Any other verdict is returned as it is."""
+    role and ``quorum`` (the tool's: a tier below approve was given one vote), and says why. Any other verdict is
+    returned as it is."""
     if verdict.tier is not Tier.SELF:
         return verdict
     if person is None:
@@ -37,7 +38,9 @@ def settled(verdict: Verdict, person: str | None) -> Verdict:
             "approve (fail closed)",
             "Nobody known asked for this, so a reviewer decides.",
         )
-        return dataclasses.replace(verdict, tier=Tier.APPROVE, rule=NO_PERSON, fired=(*verdict.fired, fired))
+        return dataclasses.replace(
+            verdict, tier=Tier.APPROVE, rule=NO_PERSON, fired=(*verdict.fired, fired), quorum=max(quorum, 1)
+        )
     return dataclasses.replace(verdict, quorum=1, trustable=False, hand_on=None, required_role=None)
 
 
