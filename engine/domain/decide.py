@@ -9,8 +9,8 @@ the two in agreement. Check order (the first failing check names the refusal):
 2. ``now >= expires_at`` -> ``expired``
 3. expected version differs -> ``stale_version``
 4. expected action hash differs -> ``hash_mismatch``
-5. reviewer, or anyone a delegation in force ties them to (:attr:`Reviewer.people`), is the requester ->
-   ``self_approval`` (separation of duties)
+5. reviewer, or anyone a delegation in force ties them to (:attr:`Reviewer.people`), is the requester, or (on a tier
+   but ``self``) the person the agent acts for -> ``self_approval`` (separation of duties)
 6. reviewer lacks the required role, or a ``self`` approval is not the reviewer's own -> ``not_eligible``
 7. reviewer, or anyone tied to them, already voted, or a vote was cast acting for one of them -> ``duplicate_vote``
 8. trust on a non-trustable approval -> ``not_trustable``
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hitl.engine.domain.confirmation import APPROVING
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status, Tier
-from hitl.engine.domain.own_confirmation import SELF_BASIS
+from hitl.engine.domain.own_confirmation import SELF_BASIS, askers
 from hitl.engine.domain.records import TrustGrant
 from hitl.engine.domain.states import check_transition
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
@@ -146,7 +146,7 @@ def eligible(approval: Approval, reviewer: Reviewer, now: float | None = None) -
     """In the required role (any role when none is required), or, once the approval is handed on by ``now``, in its
     backup role; and not the requester. Without ``now`` a backup reviewer is not counted. A ``self`` approval is
     the person's it acts for, and theirs alone: no role, and no delegation, lets anyone else decide it."""
-    if reviewer.id == approval.requester:
+    if reviewer.id in askers(approval):
         return False
     if approval.tier is Tier.SELF:
         return approval.on_behalf_of is not None and reviewer.id == approval.on_behalf_of
@@ -161,7 +161,7 @@ def may_vote(approval: Approval, reviewer: Reviewer, now: float) -> bool:
     """Whether ``reviewer`` may still cast a vote on ``approval`` at ``now``: eligible, not one person with its
     requester, and neither they nor anyone a delegation ties them to voted (what a list of their work shows)."""
     people = reviewer.people
-    if approval.requester in people or not eligible(approval, reviewer, now):
+    if any(asker in people for asker in askers(approval)) or not eligible(approval, reviewer, now):
         return False
     return not any(voter in people for d in approval.decisions for voter in d.voters)
 
@@ -197,6 +197,11 @@ def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> st
             )
         case ErrorCode.HASH_MISMATCH:
             return f"the action of {approval.id} differs from the one you reviewed; reload it before deciding"
+        case ErrorCode.SELF_APPROVAL if reviewer_id == approval.on_behalf_of:
+            return (
+                f"the agent acts for {reviewer_id} in {approval.id}, so another reviewer decides it (separation of "
+                "duties)"
+            )
         case ErrorCode.SELF_APPROVAL if reviewer_id != approval.requester:
             return (
                 f"{approval.requester} requested {approval.id}, and a delegation ties {reviewer_id} to them: neither "
@@ -250,7 +255,7 @@ def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> EngineErro
     refusal is a :class:`DecisionRefused`.
     """
     cls = StaleVersion if code is ErrorCode.STALE_VERSION else DecisionRefused
-    tied = (code is ErrorCode.SELF_APPROVAL and reviewer_id != approval.requester) or (
+    tied = (code is ErrorCode.SELF_APPROVAL and reviewer_id not in askers(approval)) or (
         code is ErrorCode.DUPLICATE_VOTE and all(d.reviewer != reviewer_id for d in approval.decisions)
     )
     return cls(
@@ -288,7 +293,7 @@ def check_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
     if cmd.expected_hash != approval.action_hash:
         raise refusal(ErrorCode.HASH_MISMATCH, approval, cmd.reviewer.id)
     people = cmd.reviewer.people
-    if approval.requester in people:
+    if any(asker in people for asker in askers(approval)):
         raise refusal(ErrorCode.SELF_APPROVAL, approval, cmd.reviewer.id)
     if not eligible(approval, cmd.reviewer, now):
         raise refusal(ErrorCode.NOT_ELIGIBLE, approval, cmd.reviewer.id)

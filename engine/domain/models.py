@@ -200,9 +200,9 @@ class Approval(_Frozen):
     compares an amount): the queue ranks by it after the tier (:mod:`~hitl.engine.domain.ranking`)."""
     requester: str
     on_behalf_of: str | None = None
-    """For a ``self`` approval: the person the agent acts for, who alone may decide it (a reviewer id from a
-    trusted source: a token's ``acts_for``, the invoking Slack user, the CLI's signed-in user, the MCP client's
-    mapped principal; never from the agent's own fields). None for every other tier."""
+    """The person the agent acts for (a reviewer id from a trusted source: a token's ``acts_for``, the MCP client's
+    mapped principal; never from the agent's own fields), None when nobody is known. On a ``self`` approval they
+    alone decide it; on any other tier they are one of its askers and never decide it (separation of duties)."""
     created_at: float
     expires_at: float
     version: int = 1

@@ -15,7 +15,7 @@ import dataclasses
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.policy import Fired, Verdict
 
-__all__ = ["NO_PERSON", "SELF_BASIS", "confirms_own", "settled"]
+__all__ = ["NO_PERSON", "SELF_BASIS", "askers", "confirms_own", "settled"]
 
 NO_PERSON = "self_without_person"
 """The rule a ``self`` call is recorded under when nobody it acts for is known, so it is asked as ``approve``."""
@@ -42,6 +42,15 @@ def settled(verdict: Verdict, person: str | None, *, quorum: int = 1) -> Verdict
             verdict, tier=Tier.APPROVE, rule=NO_PERSON, fired=(*verdict.fired, fired), quorum=max(quorum, 1)
         )
     return dataclasses.replace(verdict, quorum=1, trustable=False, hand_on=None, required_role=None)
+
+
+def askers(approval: Approval) -> tuple[str, ...]:
+    """Who asked for ``approval``, for separation of duties: its requester (the agent's identity) and, on any tier
+    but ``self``, the person the agent acts for. Neither decides it as a reviewer: a rule that raised a person's
+    own call to ``approve`` asked someone else to look (on ``self`` that person alone decides)."""
+    if approval.on_behalf_of is None or approval.tier is Tier.SELF:
+        return (approval.requester,)
+    return (approval.requester, approval.on_behalf_of)
 
 
 def confirms_own(approval: Approval) -> bool:

@@ -185,10 +185,20 @@ async def test_with_nobody_known_the_call_is_asked_as_approve_of_its_role(api: S
     assert "basis self" not in decided[0]["detail"]
 
 
-async def test_a_rule_raises_self_to_approve(api: SelfApi) -> None:
+async def test_a_rule_raises_self_to_approve_and_the_person_is_then_no_reviewer_of_it(api: SelfApi) -> None:
     a = (await propose(api, {"to": "eve@rival.example", "subject": "Hi"}))["approval"]
-    assert (a["tier"], a["rule"], a["required_role"], a["on_behalf_of"]) == ("approve", "outside_mail", "support", None)
-    assert (await decide(api, a, "alice"))[0] == 403
+    assert (a["tier"], a["rule"], a["required_role"], a["on_behalf_of"]) == (
+        "approve",
+        "outside_mail",
+        "support",
+        ALICE,
+    )
+    status, body = await decide(api, a, "alice")  # their own call, raised to a reviewer: not theirs to approve
+    assert status == 403 and body["error"]["code"] == "self_approval", body
+    status, done = await decide(api, a, "sup1")
+    assert status == 200 and done["status"] == "approved"
+    decided = [e for e in await audit_of(api, a["id"]) if e["event"] == "decided"]
+    assert "basis self" not in decided[0]["detail"]
 
 
 async def test_slack_card_goes_to_the_person_and_only_their_click_counts(api: SelfApi) -> None:
@@ -263,7 +273,7 @@ async def test_a_run_started_by_a_token_asks_its_person_to_confirm_its_self_step
     status, run = await api.call(
         "POST", "/runs", as_="assistant", json={"workflow": "refund", "vars": {"order_id": "78291", "amount": 120}}
     )
-    assert status == 201 and run["approval"]["tool"] == "refund" and run["approval"]["on_behalf_of"] is None
+    assert status == 201 and run["approval"]["tool"] == "refund" and run["approval"]["on_behalf_of"] == ALICE
     assert (await decide(api, run["approval"], "sup1"))[0] == 200  # a refund is a reviewer's: tier approve
     assert await api.h.rt.lifecycle.process_jobs() == 1  # the run goes on, to the e-mail at tier self
     status, shown = await api.call("GET", f"/runs/{run['session_id']}", as_="alice")

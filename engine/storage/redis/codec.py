@@ -79,6 +79,8 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
     }
     if a.tier is Tier.SELF:  # the one person who decides it, read by decide.lua (an absent field: nobody's own)
         fields["self"] = a.on_behalf_of or "\n"
+    elif a.on_behalf_of:  # the person the agent acts for: never its reviewer (separation of duties)
+        fields["behalf"] = a.on_behalf_of
     if a.backup_role and a.hand_on_at is not None:  # approval_new indexes it under its backup role too, from these
         backup = {"backup": a.backup_role, "hand_on_at": repr(a.hand_on_at), "created_at": repr(a.created_at)}
         fields |= {**backup, "rank": str(rank_key(a))}

@@ -387,6 +387,13 @@ class ApprovalsConformance:
         assert done.status is Status.APPROVED and [d.reviewer for d in done.decisions] == ["U_ALICE"]
         [decided] = [e for e in await store.audit.entries(approval_id=a.id) if e.event == "decided"]
         assert decided.detail.endswith("; basis self")
+        # Raised to approve, the person it acts for is one of its askers: no reviewer of it (separation of duties).
+        raised = make_approval(now=clock.now(), key="raised").model_copy(update={"on_behalf_of": "U_SUPPORT2"})
+        await store.approvals.create(raised)
+        with pytest.raises(DecisionRefused) as sod:
+            await store.approvals.decide(cmd(raised, "U_SUPPORT2"), now=clock.now())
+        assert sod.value.code is ErrorCode.SELF_APPROVAL
+        assert (await store.approvals.decide(cmd(raised, "U_SUPPORT1"), now=clock.now())).status is Status.APPROVED
 
     async def test_an_approval_handed_on_may_be_decided_and_listed_by_its_backup_role(
         self, store: Store, clock: FakeClock

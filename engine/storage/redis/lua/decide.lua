@@ -27,7 +27,7 @@ local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
 local now = tonumber(now_s)
 local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'requester', 'role', 'quorum',
   'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at',
-  'attention', 'backup', 'hand_on_at', 'self')
+  'attention', 'backup', 'hand_on_at', 'self', 'behalf')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
 local ROLES = 18
@@ -66,7 +66,7 @@ local function is_person(id)
   for _, p in ipairs(people) do if p == id then return true end end
   return false
 end
-if is_person(f[5]) then return refuse('self_approval') end
+if is_person(f[5]) or (f[20] and is_person(f[20])) then return refuse('self_approval') end
 -- Roles: 'name' held in the reviewer's own right, 'name\tdelegator' handed to them by a delegation in force.
 local own, given, any_own = {}, {}, false
 for i = ROLES, #A do
