@@ -301,3 +301,17 @@ async def test_the_reminder_in_the_dm_calls_the_person_alone(api: SelfApi) -> No
     [reminder] = [m for m in api.h.state.messages if m.thread_ts == card.ts and m.channel == card.channel]
     assert reminder.text.startswith(f"<@{ALICE}>:") and "waits for your confirmation" in reminder.text
     assert "support" not in reminder.text and "U_SUPPORT" not in reminder.text
+
+
+async def test_the_slash_command_confirms_for_the_person_alone(api: SelfApi) -> None:
+    a = (await propose(api, MAIL))["approval"]
+    await api.h.slack.command("U_SUPPORT1", "general", f"approve {a['id']}")
+    await api.h.settle()
+    assert "not yours" in api.h.ephemeral("U_SUPPORT1")[-1].text
+    await api.h.slack.command(ALICE, "general", f"approve {a['id']}")
+    await api.h.settle()
+    assert "not yours" not in api.h.ephemeral(ALICE)[-1].text
+    status, shown = await api.call("GET", f"/approvals/{a['id']}", as_="alice")
+    assert shown["status"] == "approved" and [(d["reviewer"], d["via"]) for d in shown["decisions"]] == [
+        (ALICE, "slack")
+    ]
