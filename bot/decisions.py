@@ -12,7 +12,7 @@ from hitl.bot.context import BotContext
 from hitl.bot.views.blocks import who
 from hitl.bot.views.escape import label
 from hitl.engine.domain.decide import closed_refusal
-from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.models import Approval, DecisionKind, Tier
 from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import EngineError, ErrorCode
@@ -39,6 +39,11 @@ def refusal_text(exc: EngineError, approval: Approval | None) -> str:
     """What the person who clicked is told when their decision was refused, in their words, not the engine's."""
     role = (approval.required_role if approval else None) or "a reviewer role"
     match exc.code:
+        case ErrorCode.NOT_ELIGIBLE if approval is not None and approval.tier is Tier.SELF:
+            return (
+                ":no_entry: This is not yours: only the person the agent acts for confirms it. Nothing changed; "
+                "your click is in the audit trail."
+            )
         case ErrorCode.NOT_ELIGIBLE:
             return f":no_entry: You are not a reviewer for this request: it needs *{role}*."
         case ErrorCode.SELF_APPROVAL if exc.context.get("by_delegation"):

@@ -26,6 +26,7 @@ from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.grouping import decidable_together, group_digest
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.own_confirmation import askers
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.requests import GroupDecideRequest, GroupMember
 from hitl.engine.errors import EngineError, ErrorCode
@@ -117,7 +118,7 @@ async def decide_group(
     if not eligible(
         pending[0], reviewer, ctx.clock.now()
     ):  # the members share who may decide them: one refusal says it for all
-        code = ErrorCode.SELF_APPROVAL if reviewer.id == pending[0].requester else ErrorCode.NOT_ELIGIBLE
+        code = ErrorCode.SELF_APPROVAL if reviewer.id in askers(pending[0]) else ErrorCode.NOT_ELIGIBLE
         await ctx.lifecycle.refused(leader, user_id, code, f"group {kind} of {len(pending)}")
         return GroupReply(refusal=refusal_text(EngineError("", code=code), pending[0]))
     request = GroupDecideRequest(

@@ -55,6 +55,7 @@ from hitl.engine.domain.edits import changes, changes_text
 from hitl.engine.domain.frozen import quick_init
 from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.own_confirmation import settled
 from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.practice import PracticeSpec, is_practice
 from hitl.engine.domain.presentation import Presentation
@@ -354,6 +355,7 @@ class ApprovalService:
             await self.publish(Allowed(request, plan.verdict, action, now))
             return Proposal(verdict=plan.verdict, approval=None, args=action.clean, scope=action.scope)
         verdict, counted, again = await counted_verdict(self.store, self.policy, request, action, now, self.engines)
+        verdict = settled(verdict, request.on_behalf_of, quorum=self.policy.tool_spec(tool).quorum)
         if verdict.denied:
             await forget_windows(self.store, counted)
             return Proposal(verdict=verdict, approval=None, args=action.clean)

@@ -45,6 +45,7 @@ from hitl.bot.views.modals import (
 )
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.own_confirmation import askers
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.errors import EngineError, ErrorCode
 
@@ -166,7 +167,7 @@ async def _open_form(
             # Only someone who may decide gets the form (a stranger's decision would be refused anyway).
             reviewer = await ctx.reviewers.reviewer(click[0])
             if not eligible(a, reviewer, ctx.clock.now()):
-                code = ErrorCode.SELF_APPROVAL if reviewer.id == a.requester else ErrorCode.NOT_ELIGIBLE
+                code = ErrorCode.SELF_APPROVAL if reviewer.id in askers(a) else ErrorCode.NOT_ELIGIBLE
                 await ctx.lifecycle.refused(a.id, click[0], code, f"opening the {form} form")
                 await respond(text=refusal_text(EngineError("", code=code), a), **_EPHEMERAL)
                 return

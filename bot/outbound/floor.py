@@ -22,13 +22,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.metrics import Metrics
 from hitl.bot.outbound.pacer import Pacer
-from hitl.bot.views.blocks import card_text
+from hitl.bot.views.blocks import card_text, is_slack_user
 from hitl.bot.views.card_cache import CardCache
 from hitl.bot.views.group_cards import group_card, group_text, money_fields
 from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.grouping import in_order
 from hitl.engine.domain.halts import HaltOrder, acted_on
-from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.models import Approval, Status, Tier
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused, NotFound
@@ -86,7 +86,12 @@ class Floor:
         return pacer.working() if pacer is not None else contextlib.nullcontext()
 
     def channel_for(self, a: Approval) -> str | None:
-        """The channel ``a``'s card goes to: its role's, its tier's, the approval channel, or the default."""
+        """The channel ``a``'s card goes to: its role's, its tier's, the approval channel, or the default. A ``self``
+        approval's card goes to its one person, as a message from the app (Slack opens the DM for a user id): a DM
+        is updated like any card once decided, where an ephemeral message cannot be updated reliably, and only
+        that person sees it (anyone else's click on it would still be refused as not theirs)."""
+        if a.tier is Tier.SELF and a.on_behalf_of and is_slack_user(a.on_behalf_of):
+            return a.on_behalf_of
         channels = self.spec.channels
         return (
             channels.get(a.required_role or "")

@@ -11,7 +11,7 @@ from hitl.bot.outbound.floor import Floor
 from hitl.bot.outbound.mentions import mentions
 from hitl.bot.views.blocks import when
 from hitl.bot.views.escape import label
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.models import Approval, Tier
 
 __all__ = ["Reminders", "remind_at"]
 
@@ -55,6 +55,8 @@ class Reminders:
                 f":alarm_clock: Requests on this card start expiring {when(approval.expires_at)} and still need "
                 f"{role} approval. Open the card to decide them."
             )
+        elif approval.tier is Tier.SELF:  # no reviewer's approval: its one person's confirmation
+            text = f":alarm_clock: `{approval.id}` expires {when(approval.expires_at)} and waits for your confirmation"
         else:
             text = (
                 f":alarm_clock: `{approval.id}` expires {when(approval.expires_at)} and still needs "
@@ -70,7 +72,9 @@ class Reminders:
 
     def _waited_on(self, approval: Approval) -> list[str]:
         """Who may still decide ``approval``: its role's members (and its backup role's, once handed on), but
-        neither the requester nor anyone who voted already."""
+        neither the requester nor anyone who voted already; a ``self`` approval's one person."""
+        if approval.tier is Tier.SELF:
+            return [approval.on_behalf_of] if approval.on_behalf_of and not approval.decisions else []
         roles = [approval.required_role or ""]
         if approval.backup_role and approval.handed_on(self.floor.clock.now()):
             roles.append(approval.backup_role)

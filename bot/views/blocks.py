@@ -29,7 +29,7 @@ from hitl.engine.domain.display import graphemes_cut, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
 from hitl.engine.domain.hashing import short_hash
-from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Status, Tier
 from hitl.engine.domain.presentation import DECISION_VERBS, STATE_TITLES, Presentation, present
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.spot_checks import is_spot_check
@@ -41,6 +41,7 @@ __all__ = [
     "card_text",
     "expires_in",
     "halt_notice",
+    "is_slack_user",
     "relative",
     "value_box",
     "when",
@@ -62,6 +63,11 @@ _ICONS = {
     Status.EXECUTED: ":white_check_mark:",
     Status.FAILED: ":warning:",
 }
+
+
+def is_slack_user(reviewer: str) -> bool:
+    """Whether ``reviewer`` is a Slack user id (one a message can be sent to, and a mention can name)."""
+    return bool(_SLACK_USER.match(reviewer))
 
 
 def who(reviewer: str) -> str:
@@ -213,9 +219,12 @@ def _fields(a: Approval, now: float) -> list[dict[str, Any]]:
             approvers += f"; {a.backup_role} {relative(a.hand_on_at, now)} if still waiting"
     votes = f" · {len(a.approvers)} of {a.quorum}" if a.quorum > 1 else ""
     requested = who(a.requester) + (f"\nvia {label(a.asked_by, 120)}" if a.asked_by else "")
+    deciders = f":busts_in_silhouette: *Approvers*\n{label(approvers, 60)}{votes}"
+    if a.tier is Tier.SELF and a.on_behalf_of:  # a person's own confirmation: no reviewer's role decides it
+        deciders = f":bust_in_silhouette: *Only you confirm*\n{who(a.on_behalf_of)}, for whom the agent acts"
     return [
         {"type": "mrkdwn", "text": f":bust_in_silhouette: *Requested by*\n{requested}"},
-        {"type": "mrkdwn", "text": f":busts_in_silhouette: *Approvers*\n{label(approvers, 60)}{votes}"},
+        {"type": "mrkdwn", "text": deciders},
         {"type": "mrkdwn", "text": f":alarm_clock: *Expires*\n{when(a.expires_at)}{expires_in(a, now)}"},
     ]
 

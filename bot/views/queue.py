@@ -16,6 +16,7 @@ __all__ = ["TIER_ICONS", "queue_entry"]
 TIER_ICONS = {
     Tier.ESCALATE: ":rotating_light:",
     Tier.APPROVE: ":ballot_box_with_check:",
+    Tier.SELF: ":bust_in_silhouette:",
     Tier.NOTIFY: ":information_source:",
     Tier.AUTO: ":gear:",
 }

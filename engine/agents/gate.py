@@ -80,6 +80,8 @@ class ToolCall:
         modifiable: False when the framework cannot run edited arguments: the approval offers no Modify.
         consequence: the tool's consequence, given beside it by the code that holds the tool (never the model):
             what the call will do, shown to reviewers (:mod:`hitl.engine.domain.consequences`).
+        on_behalf_of: the person the agent acts for, as the surface authenticated them (a token's ``acts_for``,
+            the MCP client's mapped principal): who confirms a ``self`` call. Never from the model's arguments.
     """
 
     tool: str
@@ -93,6 +95,7 @@ class ToolCall:
     requester: str | None = None
     modifiable: bool = True
     consequence: ConsequenceFn | None = None
+    on_behalf_of: str | None = None
 
     def metadata(self) -> dict[str, Any]:
         """What the approval records about the call's origin (framework, agent, call id, modifiable)."""
@@ -212,6 +215,7 @@ class ToolGate:
                         schema=call.schema,
                         named=call.call_id is not None,
                         consequence=call.consequence or self.consequences.get(call.tool),
+                        on_behalf_of=call.on_behalf_of,
                     )
                 )
             except Halted as exc:  # the stop switch: a "no" the model hears, like a denial

@@ -65,6 +65,9 @@ class ApiTokenSpec(_Spec):
     """When set, the token decides only with these of its reviewer's roles."""
     tools: list[str] | None = None
     """When set, the token may see, decide and propose only these tools."""
+    acts_for: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
+    """For an agent's token (``propose``): the person (a reviewer id) its agent acts for, who confirms its calls at
+    tier ``self`` with their own identity. Without it a ``self`` call of this token is asked as ``approve``."""
     audience: str | None = Field(default=None, min_length=1, max_length=200)
     """For a ``redeem`` token: the protected system it is, so it spends only receipts issued for it (their ``aud``);
     without one it spends only receipts that name no audience."""

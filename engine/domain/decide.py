@@ -9,9 +9,9 @@ the two in agreement. Check order (the first failing check names the refusal):
 2. ``now >= expires_at`` -> ``expired``
 3. expected version differs -> ``stale_version``
 4. expected action hash differs -> ``hash_mismatch``
-5. reviewer, or anyone a delegation in force ties them to (:attr:`Reviewer.people`), is the requester ->
-   ``self_approval`` (separation of duties)
-6. reviewer lacks the required role -> ``not_eligible``
+5. reviewer, or anyone a delegation in force ties them to (:attr:`Reviewer.people`), is the requester, or (on a tier
+   but ``self``) the person the agent acts for -> ``self_approval`` (separation of duties)
+6. reviewer lacks the required role, or a ``self`` approval is not the reviewer's own -> ``not_eligible``
 7. reviewer, or anyone tied to them, already voted, or a vote was cast acting for one of them -> ``duplicate_vote``
 8. trust on a non-trustable approval -> ``not_trustable``
 9. approve, trust or modify of an approval that asks more than a click (:attr:`Approval.asks_attention`) by a
@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict
 
 from hitl.engine.domain.confirmation import APPROVING
 from hitl.engine.domain.consequences import Consequence
-from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status, Tier
+from hitl.engine.domain.own_confirmation import SELF_BASIS, askers
 from hitl.engine.domain.records import TrustGrant
 from hitl.engine.domain.states import check_transition
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
@@ -110,7 +111,8 @@ def decided_detail(cmd: DecideCommand, updated: Approval) -> str:
     seen = "" if cmd.view is not None else f"; {NO_VIEW}"
     on_behalf = updated.decisions[-1].acting_for if updated.decisions else None
     acting = f"; acting for {on_behalf} (delegation)" if on_behalf else ""
-    return f"{cmd.kind} via {cmd.via} -> {updated.status}{seen}{acting}" + (f"; {cmd.note}" if cmd.note else "")
+    basis = f"; {SELF_BASIS}" if updated.tier is Tier.SELF else ""
+    return f"{cmd.kind} via {cmd.via} -> {updated.status}{seen}{acting}{basis}" + (f"; {cmd.note}" if cmd.note else "")
 
 
 def run_to_resume(approval: Approval) -> str | None:
@@ -146,9 +148,12 @@ def trust_note(grant: TrustGrant) -> str:
 
 def eligible(approval: Approval, reviewer: Reviewer, now: float | None = None) -> bool:
     """In the required role (any role when none is required), or, once the approval is handed on by ``now``, in its
-    backup role; and not the requester. Without ``now`` a backup reviewer is not counted."""
-    if reviewer.id == approval.requester:
+    backup role; and not the requester. Without ``now`` a backup reviewer is not counted. A ``self`` approval is
+    the person's it acts for, and theirs alone: no role, and no delegation, lets anyone else decide it."""
+    if reviewer.id in askers(approval):
         return False
+    if approval.tier is Tier.SELF:
+        return approval.on_behalf_of is not None and reviewer.id == approval.on_behalf_of
     if approval.required_role is None:
         return bool(reviewer.roles)
     if approval.required_role in reviewer.roles:
@@ -160,7 +165,7 @@ def may_vote(approval: Approval, reviewer: Reviewer, now: float) -> bool:
     """Whether ``reviewer`` may still cast a vote on ``approval`` at ``now``: eligible, not one person with its
     requester, and neither they nor anyone a delegation ties them to voted (what a list of their work shows)."""
     people = reviewer.people
-    if approval.requester in people or not eligible(approval, reviewer, now):
+    if any(asker in people for asker in askers(approval)) or not eligible(approval, reviewer, now):
         return False
     return not any(voter in people for d in approval.decisions for voter in d.voters)
 
@@ -169,7 +174,7 @@ def acting_for(approval: Approval, reviewer: Reviewer, now: float | None = None)
     """The delegator whose role makes ``reviewer`` eligible for ``approval``, when none of their own does (their
     own role wins); None when they decide in their own right."""
     delegated = dict(reviewer.delegated)
-    if not delegated:
+    if not delegated or approval.tier is Tier.SELF:
         return None
     own = reviewer.roles - delegated.keys()
     wanted = [approval.required_role] if approval.required_role is not None else sorted(reviewer.roles)
@@ -196,6 +201,11 @@ def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> st
             )
         case ErrorCode.HASH_MISMATCH:
             return f"the action of {approval.id} differs from the one you reviewed; reload it before deciding"
+        case ErrorCode.SELF_APPROVAL if reviewer_id == approval.on_behalf_of:
+            return (
+                f"the agent acts for {reviewer_id} in {approval.id}, so another reviewer decides it (separation of "
+                "duties)"
+            )
         case ErrorCode.SELF_APPROVAL if reviewer_id != approval.requester:
             return (
                 f"{approval.requester} requested {approval.id}, and a delegation ties {reviewer_id} to them: neither "
@@ -203,6 +213,11 @@ def refusal_message(code: ErrorCode, approval: Approval, reviewer_id: str) -> st
             )
         case ErrorCode.SELF_APPROVAL:
             return f"{reviewer_id} requested {approval.id} and cannot decide it (separation of duties)"
+        case ErrorCode.NOT_ELIGIBLE if approval.tier is Tier.SELF:
+            return (
+                f"{approval.id} is not yours: only {approval.on_behalf_of or 'the person the agent acts for'}, for "
+                "whom the agent acts, confirms it; nothing changed (your attempt is in the audit trail)"
+            )
         case ErrorCode.NOT_ELIGIBLE:
             role = approval.required_role or "any reviewer role"
             return f"{reviewer_id} is not a reviewer for {approval.id}: it needs {role}"
@@ -244,7 +259,7 @@ def refusal(code: ErrorCode, approval: Approval, reviewer_id: str) -> EngineErro
     refusal is a :class:`DecisionRefused`.
     """
     cls = StaleVersion if code is ErrorCode.STALE_VERSION else DecisionRefused
-    tied = (code is ErrorCode.SELF_APPROVAL and reviewer_id != approval.requester) or (
+    tied = (code is ErrorCode.SELF_APPROVAL and reviewer_id not in askers(approval)) or (
         code is ErrorCode.DUPLICATE_VOTE and all(d.reviewer != reviewer_id for d in approval.decisions)
     )
     return cls(
@@ -282,7 +297,7 @@ def check_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
     if cmd.expected_hash != approval.action_hash:
         raise refusal(ErrorCode.HASH_MISMATCH, approval, cmd.reviewer.id)
     people = cmd.reviewer.people
-    if approval.requester in people:
+    if any(asker in people for asker in askers(approval)):
         raise refusal(ErrorCode.SELF_APPROVAL, approval, cmd.reviewer.id)
     if not eligible(approval, cmd.reviewer, now):
         raise refusal(ErrorCode.NOT_ELIGIBLE, approval, cmd.reviewer.id)

@@ -80,6 +80,7 @@ class ApprovalDrafts:
             quorum=verdict.quorum,
             ratio=verdict.ratio,
             requester=action.requester,
+            on_behalf_of=request.on_behalf_of,
             created_at=now,
             expires_at=now + timeout,
             evidence=self._untrusted(request.evidence),

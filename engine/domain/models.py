@@ -70,6 +70,9 @@ class Tier(StrEnum):
 
     AUTO = "auto"
     NOTIFY = "notify"
+    SELF = "self"
+    """The person the agent acts for confirms their own request (no reviewer): only ``hitl.yaml`` sets it, and
+    a call with no such person known from a trusted source is asked of the tool's role as ``approve``."""
     APPROVE = "approve"
     ESCALATE = "escalate"
 
@@ -80,11 +83,11 @@ class Tier(StrEnum):
 
     @property
     def needs_human(self) -> bool:
-        """True for tiers a person must decide (approve and above)."""
-        return self.rank >= _TIER_RANK[Tier.APPROVE]
+        """True for tiers a person must decide (self and above): the call waits on an approval."""
+        return self.rank >= _TIER_RANK[Tier.SELF]
 
 
-_TIER_RANK = {Tier.AUTO: 0, Tier.NOTIFY: 1, Tier.APPROVE: 2, Tier.ESCALATE: 3}
+_TIER_RANK = {Tier.AUTO: 0, Tier.NOTIFY: 1, Tier.SELF: 2, Tier.APPROVE: 3, Tier.ESCALATE: 4}
 
 
 class Status(StrEnum):
@@ -200,6 +203,10 @@ class Approval(_Frozen):
     """How far over its threshold the action is (the fired rule's amount divided by its threshold; None: no rule
     compares an amount): the queue ranks by it after the tier (:mod:`~hitl.engine.domain.ranking`)."""
     requester: str
+    on_behalf_of: str | None = None
+    """The person the agent acts for (a reviewer id from a trusted source: a token's ``acts_for``, the MCP client's
+    mapped principal; never from the agent's own fields), None when nobody is known. On a ``self`` approval they
+    alone decide it; on any other tier they are one of its askers and never decide it (separation of duties)."""
     created_at: float
     expires_at: float
     version: int = 1

@@ -399,7 +399,7 @@ class Policy:
             return Tier.AUTO, "allowed", [Fired("allowed", Tier.AUTO, f"{tool} is in allowed_tools")]
         if tspec is not None:
             who = f", approver role {tspec.role}" if tspec.role else ""
-            plain = tspec.reason or _needs(tool, tspec.role, tspec.quorum)
+            plain = tspec.reason or _needs(tool, tspec.role, tspec.quorum, tspec.tier)
             return (
                 tspec.tier,
                 "tool_tier",
@@ -482,8 +482,10 @@ class Policy:
         return None
 
 
-def _needs(tool: str, role: str | None, quorum: int) -> str:
+def _needs(tool: str, role: str | None, quorum: int, tier: Tier = Tier.APPROVE) -> str:
     """The default sentence of a tool that needs a person."""
+    if tier is Tier.SELF:
+        return f"{tool} asks the person the agent acts for to confirm it."
     who = f"{quorum} {role} approvers" if quorum > 1 and role else f"{quorum} approvers" if quorum > 1 else None
     return f"{tool} needs approval from {who or (f'a {role} reviewer' if role else 'a reviewer')}."
 

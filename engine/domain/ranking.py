@@ -47,7 +47,13 @@ _DEADLINE_MAX = 2**32 - 1  # whole seconds since 1970, up to the year 2106
 
 DUE_SOON_FLOOR = 600.0
 """Seconds: an approval with less than this left (or 10% of its timeout, if more) is due soon."""
-TIER_WORDS = {Tier.ESCALATE: "escalated", Tier.APPROVE: "approve", Tier.NOTIFY: "notify", Tier.AUTO: "auto"}
+TIER_WORDS = {
+    Tier.ESCALATE: "escalated",
+    Tier.APPROVE: "approve",
+    Tier.SELF: "self",
+    Tier.NOTIFY: "notify",
+    Tier.AUTO: "auto",
+}
 """Each tier as a queue's line names it: a word per tier, so no two tiers look alike in a list."""
 
 _A = TypeVar("_A", bound=Approval)
@@ -56,12 +62,17 @@ RANK_BANDS = ("escalate", "approve", "other")
 """The bands the queue and the metrics name, most important first."""
 
 
+# Fixed numbers, not the tiers' ranks: the stores index this key (PostgreSQL's schema computes it for older rows),
+# and a `self` approval waits on one person only, so it shares the lowest band a person is asked in.
+_BANDS = {Tier.ESCALATE: 0, Tier.APPROVE: 1, Tier.SELF: 2, Tier.NOTIFY: 2, Tier.AUTO: 3}
+
+
 def rank_key(a: Approval) -> int:
     """The approval's place in the queue: smaller comes first; ties are broken by id.
 
     ``band`` (2 bits), ``RATIO_CAP - ratio`` in hundredths (17 bits), the deadline in whole seconds (32 bits): below
     2**51, so every store keeps it exactly (a Redis score is a double)."""
-    band = 3 - a.tier.rank
+    band = _BANDS[a.tier]
     ratio = min(max(round((a.ratio or 0.0) * 100), 0), _RATIO_STEPS)
     deadline = min(max(int(a.expires_at), 0), _DEADLINE_MAX)
     return (band << 49) | ((_RATIO_STEPS - ratio) << 32) | deadline

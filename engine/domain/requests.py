@@ -59,6 +59,10 @@ class ProposeRequest:
         consequence: the tool's consequence given beside it in Python (an in-process ``ask``, ``guard`` or tool
             gate): what the call will do, computed before a person is asked. Never from the wire (no API, MCP or
             agent field sets it); a ``consequence:`` in ``hitl.yaml`` for the tool wins over it.
+        on_behalf_of: the person the agent acts for, known to the surface from a trusted source only (an API
+            token's ``acts_for``, the Slack user who started the run, the CLI's signed-in user, the MCP client's
+            mapped principal), never from the call's arguments or metadata: the one person who confirms a call at
+            tier ``self``. None: nobody is known, and a ``self`` call is asked as ``approve`` (fail closed).
     """
 
     tool: str
@@ -80,9 +84,11 @@ class ProposeRequest:
     kind: ApprovalKind = ApprovalKind.ACTION
     named: bool = False
     consequence: Callable[[dict[str, Any]], object] | None = None
+    on_behalf_of: str | None = None
 
     def __post_init__(self) -> None:
-        for field in ("tool", "session_id", "requester", "evidence", "preview", "dedupe_key", "dedupe_scope", "role"):
+        fields = ("tool", "session_id", "requester", "evidence", "preview", "dedupe_key", "dedupe_scope", "role")
+        for field in (*fields, "on_behalf_of"):
             utf8_text(field, getattr(self, field))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from hitl.engine.domain.models import Approval, DecisionKind
+from hitl.engine.domain.models import Approval, DecisionKind, Tier
 from hitl.engine.domain.practice import is_practice
 from hitl.engine.domain.spot_checks import is_spot_check
 
@@ -49,6 +49,8 @@ def by_reviewer(approvals: Iterable[Approval], *, since: float) -> list[Reviewer
     """Each reviewer's figures from the decisions made at or after ``since``, by reviewer id."""
     found: dict[str, ReviewerFigures] = {}
     for a in approvals:
+        if a.tier is Tier.SELF:  # the requester's own confirmation, not a review: counted apart (``hitl stats``)
+            continue
         practice, spot = is_practice(a), is_spot_check(a)
         for d in a.decisions:
             if d.at < since or d.kind is DecisionKind.FEEDBACK:

@@ -55,6 +55,9 @@ class RunState(BaseModel):
     step_hashes: dict[str, str]
     vars: dict[str, Any]
     requester: str
+    on_behalf_of: str | None = None
+    """The person the run acts for, as the surface that started it authenticated them (an API token's
+    ``acts_for``): who confirms its calls at tier ``self``. None: nobody known (such calls are asked as approve)."""
     position: int = 0
     outputs: dict[str, Any] = Field(default_factory=dict)
     """Each finished step's output (a tool's result; an agent's structured output, else its answer)."""

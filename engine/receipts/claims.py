@@ -18,7 +18,7 @@ from typing import Any
 
 import rfc8785
 
-from hitl.engine.domain.models import Approval, ApprovalKind
+from hitl.engine.domain.models import Approval, ApprovalKind, Tier
 from hitl.engine.domain.records import Claim, Issued
 
 __all__ = [
@@ -39,9 +39,11 @@ LEEWAY = 30.0
 
 
 class Basis(StrEnum):
-    """Why the call may run: a person approved it, a reviewer's Trust covers it, or the policy allows it."""
+    """Why the call may run: a person approved it, the person the agent acts for confirmed it (tier ``self``), a
+    reviewer's Trust covers it, or the policy allows it."""
 
     APPROVAL = "approval"
+    SELF = "self"
     TRUST = "trust"
     POLICY = "policy"
 
@@ -127,7 +129,7 @@ def receipt_claims(
         approval.tool,
         args,
         sub=approval.id if index is None else f"{approval.id}#{index}",
-        basis=Basis.APPROVAL,
+        basis=Basis.SELF if approval.tier is Tier.SELF else Basis.APPROVAL,
         approvers=list(dict.fromkeys(approval.approvers)),
         requester=approval.requester,
         issuer=issuer,

@@ -73,8 +73,10 @@ class Runner:
         session_id: str | None = None,
         requester: str | None = None,
         config_path: str | None = None,
+        on_behalf_of: str | None = None,
     ) -> RunResult:
-        """Validate everything that can be checked up front, then run until done or paused."""
+        """Validate everything that can be checked up front, then run until done or paused. ``on_behalf_of``: the
+        person the run acts for, from a trusted source only (:attr:`RunState.on_behalf_of`)."""
         values = resolve_vars(wf, given_vars)
         if wf.spec_hash not in self._checked:
             check_templates(wf)
@@ -89,6 +91,7 @@ class Runner:
             step_hashes=wf.step_hashes,
             vars=values,
             requester=requester or self.svc.requester,
+            on_behalf_of=on_behalf_of,
         )
         run_lease = self.context.begin(state)
         # A session named here is new: no grant can exist for it. One the caller named may have some.

@@ -136,6 +136,7 @@ class StepContext:
                 args,
                 session_id=state.session_id,
                 requester=state.requester,
+                on_behalf_of=state.on_behalf_of,
                 evidence=ask.evidence,
                 preview=json.dumps(args, ensure_ascii=False, indent=1)[:2000] if not kw.get("batch") else "",
                 min_tier=Tier.APPROVE if ask.required else Tier.AUTO,

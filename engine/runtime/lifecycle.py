@@ -208,11 +208,18 @@ class RunLifecycle:
         *,
         session_id: str | None = None,
         requester: str | None = None,
+        on_behalf_of: str | None = None,
     ) -> RunResult:
-        """Start a run of ``workflow`` in its context; the run records that context's config for its whole life."""
+        """Start a run of ``workflow`` in its context; the run records that context's config for its whole life.
+        ``on_behalf_of``: the person it acts for, as the calling surface authenticated them (tier ``self``)."""
         context = self.contexts.for_workflow(workflow)
         return await context.runner.start(
-            workflow, given_vars, session_id=session_id, requester=requester, config_path=context.config_path
+            workflow,
+            given_vars,
+            session_id=session_id,
+            requester=requester,
+            config_path=context.config_path,
+            on_behalf_of=on_behalf_of,
         )
 
     async def resume(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from hitl.engine.domain.models import Approval
+from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.practice import is_practice, picked_for_practice, planted, post_after
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
@@ -44,7 +44,8 @@ class PracticeTwins:
         if not isinstance(fact, Proposed):
             return
         real = fact.approval
-        if is_spot_check(real) or is_practice(real):
+        # A requester's own confirmation (tier self) is nobody's review: no reviewer is measured on it.
+        if is_spot_check(real) or is_practice(real) or real.tier is Tier.SELF:
             return
         if not picked_for_practice(real.id, service.practice.rate_for(real.tool, str(real.tier))):
             return

@@ -48,6 +48,7 @@ async def propose(request: web.Request) -> web.Response:
         agent=body.agent,
         evidence=body.evidence,
         requester=caller.reviewer,
+        on_behalf_of=caller.acts_for,  # the token's configuration says whom; nothing in the body can
     )
     try:
         gate = _gate(ctx, caller)

@@ -203,6 +203,8 @@ class ApprovalView(_Out):
     created_at: str
     session_id: str
     requester: str
+    on_behalf_of: str | None = None
+    """At tier ``self``: the person the agent acts for, who alone confirms it (with their own identity)."""
     asked_by: dict[str, str] | None
     modifiable: bool
     trustable: bool

@@ -63,7 +63,9 @@ async def start(request: web.Request) -> web.Response:
     base = ctx.config.path.parent if ctx.config.path is not None else Path.cwd()
     try:
         workflow = ctx.lifecycle.contexts.workflows.load(base / relative)
-        result = await ctx.lifecycle.start(workflow, body.vars, session_id=body.session_id, requester=caller.reviewer)
+        result = await ctx.lifecycle.start(
+            workflow, body.vars, session_id=body.session_id, requester=caller.reviewer, on_behalf_of=caller.acts_for
+        )
     except EngineError as exc:
         raise from_engine(exc) from None
     return web.json_response((await _view(ctx, result, workflow.spec.name)).model_dump(mode="json"), status=201)

@@ -42,6 +42,8 @@ class Caller:
     """The protected system a ``redeem`` token speaks for (the receipts' ``aud`` it may spend)."""
     subjects: frozenset[str] = frozenset()
     """The requesters an ``evaluate`` token may ask for besides its own identity (``subjects`` in hitl.yaml)."""
+    acts_for: str | None = None
+    """The person the token's agent acts for (its configured ``acts_for``): who confirms its ``self`` calls."""
 
     @property
     def via(self) -> str:
@@ -89,4 +91,5 @@ class TokenBook:
             tools=frozenset(found.tools) if found.tools is not None else None,
             audience=found.audience,
             subjects=frozenset(found.subjects or ()),
+            acts_for=found.acts_for,
         )

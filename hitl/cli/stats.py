@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from hitl.cli.output import Out
     from hitl.engine.domain.tally import TallyRow
 
-__all__ = ["COLUMNS", "stats"]
+__all__ = ["COLUMNS", "SELF_TIER", "stats"]
 
 
 def _pct(value: float | None) -> str:
@@ -85,6 +85,21 @@ def row_json(r: TallyRow) -> dict[str, Any]:
     return row | {old: row[renamed.new] for old, renamed in RENAMED.items() if renamed.new in row}
 
 
+SELF_TIER = "self"
+"""The tier whose rows are a requester's confirmation of their own request, counted apart from reviewers'."""
+
+
+def _self_confirmed(rows: list[TallyRow]) -> dict[str, int]:
+    """How many ``self`` calls their requester confirmed (approved as asked or edited) and declined."""
+    from hitl.engine.domain.tally import Outcome
+
+    own = [r for r in rows if r.tier == SELF_TIER]
+    return {
+        "confirmed": sum(r.n(Outcome.APPROVED) + r.n(Outcome.MODIFIED) for r in own),
+        "declined": sum(r.n(Outcome.REJECTED) for r in own),
+    }
+
+
 def _bands(rows: list[TallyRow]) -> list[TallyRow]:
     """The rows added up per rank band (the tier), the most important first: how soon each band is looked at and
     decided."""
@@ -130,8 +145,13 @@ def stats(
             now = rt.clock.now()
             rows = summarize(await rt.store.tallies.read(since=now - window, now=now))
             start = now - window
-        every = TallyRow("(all)", "", {k: sum(r.counts.get(k, 0.0) for r in rows) for r in rows for k in r.counts})
-        bands = _bands(rows)
+        # A requester's own confirmations (tier self) are counted apart: they are no reviewer's decisions.
+        reviewed = [r for r in rows if r.tier != SELF_TIER]
+        every = TallyRow(
+            "(all)", "", {k: sum(r.counts.get(k, 0.0) for r in reviewed) for r in reviewed for k in r.counts}
+        )
+        bands = _bands(reviewed)
+        own = _self_confirmed(rows)
         if out.json:
             out.emit(
                 {
@@ -140,6 +160,7 @@ def stats(
                     "rows": [row_json(r) for r in rows],
                     "all": row_json(every),
                     "bands": [row_json(b) for b in bands],
+                    "self": own,
                 }
             )
             return 0
@@ -148,6 +169,14 @@ def stats(
             out.text("nothing was proposed in this period")
             return 0
         _print_table(out, rows, every)
+        if any(own.values()):
+            out.text(
+                ("self-confirmed ", "dim"),
+                str(own["confirmed"]),
+                ("  declined ", "dim"),
+                str(own["declined"]),
+                ("  (tier self: the requester's own answers, not in (all))", "dim"),
+            )
         _print_measures(out, every, bands)
         _print_consequences(out, rows)
         _print_latency(out, every)

@@ -20,7 +20,9 @@ client sends as ``inputResponses`` is never read: an elicitation answer is not a
 
 Who asks: over stdio, the gateway's configured requester (``hitl.yaml``'s ``requester``: the process that started it);
 over streamable HTTP, each client's bearer token (``api.tokens`` with the ``propose`` scope), so trust, approvals and
-their waits belong to that client's identity and no other's.
+their waits belong to that client's identity and no other's. A tool at tier ``self`` is confirmed by the person the
+client's token acts for (its ``acts_for``); over stdio no one is authenticated, so such a call is asked as
+``approve`` of the tool's role.
 """
 
 from __future__ import annotations
@@ -176,6 +178,9 @@ class Gateway:
             agent=_client_name(ctx),
             evidence=route.evidence,
             requester=caller.reviewer if caller is not None else None,
+            # The person the client's token acts for (its acts_for in hitl.yaml) confirms a `self` call; over stdio
+            # nobody is authenticated, so a `self` call is asked as approve.
+            on_behalf_of=caller.acts_for if caller is not None else None,
         )
         if self.states is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await self._call_in_rounds(ctx, params, call, route, _principal(caller, self.session))

@@ -116,6 +116,10 @@ class SlackState:
     def channel(self, ref: str) -> Channel | None:
         if ref in self.channels:
             return self.channels[ref]
+        if ref in self.users:  # as Slack does: a message to a user id goes to their DM with the app
+            dm = Channel(id="D" + ref[1:], name=ref)
+            self.channels.setdefault(dm.id, dm)
+            return self.channels[dm.id]
         name = ref.lstrip("#")
         return next((c for c in self.channels.values() if c.name == name), None)
 

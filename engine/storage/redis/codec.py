@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from hitl.engine.domain.models import Approval, kind_of_older
+from hitl.engine.domain.models import Approval, Tier, kind_of_older
 from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, unchained_fields
 
@@ -76,6 +76,10 @@ def approval_to_fields(a: Approval) -> dict[str, str]:
         "decisions": json.dumps([d.model_dump(mode="json") for d in a.decisions], separators=(",", ":")),
         "updated_at": repr(a.updated_at),
     }
+    if a.tier is Tier.SELF:  # the one person who decides it, read by decide.lua (an absent field: nobody's own)
+        fields["self"] = a.on_behalf_of or "\n"
+    elif a.on_behalf_of:  # the person the agent acts for: never its reviewer (separation of duties)
+        fields["behalf"] = a.on_behalf_of
     if a.backup_role and a.hand_on_at is not None:  # approval_new indexes it under its backup role too, from these
         backup = {"backup": a.backup_role, "hand_on_at": repr(a.hand_on_at), "created_at": repr(a.created_at)}
         fields |= {**backup, "rank": str(rank_key(a))}

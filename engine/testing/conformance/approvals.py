@@ -368,6 +368,33 @@ class ApprovalsConformance:
         done = await store.approvals.decide(cmd(a, "U_SUPPORT1", attended=True), now=clock.now())
         assert done.status is Status.APPROVED
 
+    async def test_a_self_approval_is_its_persons_alone_and_audited_basis_self(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        own = {"tier": Tier.SELF, "required_role": None, "on_behalf_of": "U_ALICE", "trustable": False}
+        a = make_approval(now=clock.now(), key="own").model_copy(update=own)
+        await store.approvals.create(a)
+        assert (await store.approvals.get(a.id)).on_behalf_of == "U_ALICE"
+        for reviewer, roles in (("U_SUPPORT1", SUPPORT), ("U_BOB", frozenset[str]())):
+            with pytest.raises(DecisionRefused) as refused:  # a role, or none, is no one's own
+                await store.approvals.decide(cmd(a, reviewer, roles=roles), now=clock.now())
+            assert refused.value.code is ErrorCode.NOT_ELIGIBLE
+        nobody = make_approval(now=clock.now(), key="nobody").model_copy(update={**own, "on_behalf_of": None})
+        await store.approvals.create(nobody)
+        with pytest.raises(DecisionRefused):  # a self approval with no person is nobody's (fail closed)
+            await store.approvals.decide(cmd(nobody, "U_ALICE", roles=frozenset()), now=clock.now())
+        done = await store.approvals.decide(cmd(a, "U_ALICE", roles=frozenset()), now=clock.now())
+        assert done.status is Status.APPROVED and [d.reviewer for d in done.decisions] == ["U_ALICE"]
+        [decided] = [e for e in await store.audit.entries(approval_id=a.id) if e.event == "decided"]
+        assert decided.detail.endswith("; basis self")
+        # Raised to approve, the person it acts for is one of its askers: no reviewer of it (separation of duties).
+        raised = make_approval(now=clock.now(), key="raised").model_copy(update={"on_behalf_of": "U_SUPPORT2"})
+        await store.approvals.create(raised)
+        with pytest.raises(DecisionRefused) as sod:
+            await store.approvals.decide(cmd(raised, "U_SUPPORT2"), now=clock.now())
+        assert sod.value.code is ErrorCode.SELF_APPROVAL
+        assert (await store.approvals.decide(cmd(raised, "U_SUPPORT1"), now=clock.now())).status is Status.APPROVED
+
     async def test_an_approval_handed_on_may_be_decided_and_listed_by_its_backup_role(
         self, store: Store, clock: FakeClock
     ) -> None:

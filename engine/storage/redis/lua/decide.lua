@@ -27,7 +27,7 @@ local now_s, reviewer, kind, aid = A[1], A[4], A[5], A[11]
 local now = tonumber(now_s)
 local f = redis.call('HMGET', k, 'status', 'version', 'expires_at', 'hash', 'requester', 'role', 'quorum',
   'trustable', 'voters', 'approvals', 'decisions', 'reason', 'approved_args', 'superseded_by', 'updated_at',
-  'attention', 'backup', 'hand_on_at')
+  'attention', 'backup', 'hand_on_at', 'self', 'behalf')
 if not f[1] then return {'missing'} end
 local status, version = f[1], tonumber(f[2])
 local ROLES = 18
@@ -66,7 +66,7 @@ local function is_person(id)
   for _, p in ipairs(people) do if p == id then return true end end
   return false
 end
-if is_person(f[5]) then return refuse('self_approval') end
+if is_person(f[5]) or (f[20] and is_person(f[20])) then return refuse('self_approval') end
 -- Roles: 'name' held in the reviewer's own right, 'name\tdelegator' handed to them by a delegation in force.
 local own, given, any_own = {}, {}, false
 for i = ROLES, #A do
@@ -79,7 +79,10 @@ local function holds(name)
   return nil
 end
 local role, eligible, acting = f[6], false, nil
-if role == '' then
+local own_one = f[19] or ''
+if own_one ~= '' then
+  eligible = reviewer == own_one  -- a `self` approval: the person the agent acts for, alone, no delegation
+elseif role == '' then
   eligible = #A >= ROLES
   if eligible and not any_own then acting = given[1][2] end
 else
@@ -137,6 +140,7 @@ local note, seen = '', ''
 if A[14] == '' then note = '; no view shown'
 else seen = ',"view_digest":"' .. A[14] .. '","view":' .. A[15] end
 if acting then note = note .. '; acting for ' .. acting .. ' (delegation)' end
+if own_one ~= '' then note = note .. '; basis self' end
 if A[13] ~= '' then note = note .. '; ' .. A[13] end
 if trusting and kind == 'trust' and target == 'approved' then
   redis.call('HSET', KEYS[streams + 1], ARGV[5], ARGV[6])

@@ -1,0 +1,65 @@
+"""Tier ``self`` through `hitl mcp` (issue 68), with the SDK's client: over streamable HTTP the person the client's
+token acts for (its ``acts_for``) confirms the call and nobody else may; over stdio no one is authenticated, so the
+call is asked of the tool's role as ``approve``. (The 2026-07-28 form elicitation is not part of this.)"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.domain.models import DecisionKind, Status, Tier
+from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.errors import DecisionRefused, ErrorCode
+from hitl.engine.service import ApprovalService
+from tests.mcp.conftest import Shop, make_shop, text_of
+from tests.mcp.test_gateway import http_gateway
+
+ALICE = "U_ALICE"
+
+
+@pytest.fixture
+async def own_shop(tmp_path: Path) -> AsyncIterator[Shop]:
+    """The gateway's world with ``send_receipt`` at tier self and alice's client token acting for :data:`ALICE`."""
+    shop = make_shop(tmp_path, wait="20s")
+    config = tmp_path / "hitl.yaml"
+    text = config.read_text().replace("send_receipt: {tier: notify}", "send_receipt: {tier: self, role: support}")
+    text = text.replace(
+        'reviewer: "agent:alice", scopes: [propose]', f'reviewer: "agent:alice", scopes: [propose], acts_for: {ALICE}'
+    )
+    config.write_text(text)
+    shop.service = ApprovalService.from_config(load_config(config), store=shop.store, clock=SystemClock())
+    yield shop
+    await shop.store.close()
+
+
+async def test_over_http_the_person_the_token_acts_for_confirms(own_shop: Shop) -> None:
+    async with http_gateway(own_shop) as port, own_shop.client(http_port=port) as alice:
+        call = asyncio.create_task(alice.call_tool("send_receipt", {"order_id": "7", "requester": "U_SUPPORT1"}))
+        [asked] = await own_shop.pending()
+        assert (asked.tier, asked.on_behalf_of, asked.requester) == (Tier.SELF, ALICE, "agent:alice")
+        with pytest.raises(DecisionRefused) as refused:  # a reviewer of the tool's role, named in the arguments too
+            await own_shop.decide(asked, DecisionKind.APPROVE)
+        assert refused.value.code is ErrorCode.NOT_ELIGIBLE and "not yours" in refused.value.message
+        done = await own_shop.service.decide(DecideRequest(asked.id, ALICE, DecisionKind.APPROVE, via="api"))
+        assert done.status is Status.APPROVED
+        assert text_of(await asyncio.wait_for(call, 30)) == "receipt sent for 7"
+    assert own_shop.effects() == ["receipt 7"]
+
+
+async def test_over_stdio_nobody_is_known_so_the_role_approves(own_shop: Shop) -> None:
+    async with own_shop.client() as client:
+        call = asyncio.create_task(client.call_tool("send_receipt", {"order_id": "8"}))
+        [asked] = await own_shop.pending()
+        assert (asked.tier, asked.rule, asked.required_role, asked.on_behalf_of) == (
+            Tier.APPROVE,
+            "self_without_person",
+            "support",
+            None,
+        )
+        await own_shop.decide(asked, DecisionKind.APPROVE)
+        assert text_of(await asyncio.wait_for(call, 30)) == "receipt sent for 8"
