@@ -35,6 +35,7 @@ from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.consequences.threads import ThreadConsequences
 from hitl.engine.deciding.checks import ArgsValidator, checked_edit
 from hitl.engine.deciding.edit_consequences import edit_consequence
+from hitl.engine.deciding.first_interaction import count_first_interaction
 from hitl.engine.deciding.groups import decide_group
 from hitl.engine.delegation.delegates import DelegateRule
 from hitl.engine.delegation.delegations import DelegatedReviewers, Delegations
@@ -57,14 +58,13 @@ from hitl.engine.domain.group_outcome import GroupOutcome
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.own_confirmation import settled
 from hitl.engine.domain.policy import Policy, Verdict
-from hitl.engine.domain.practice import PracticeSpec, is_practice
+from hitl.engine.domain.practice import PracticeSpec
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.requests import DecideRequest, GroupDecideRequest, ProposeRequest
 from hitl.engine.domain.reviewers import ConfiguredReviewers
-from hitl.engine.domain.spot_checks import SpotCheckSpec, is_spot_check
-from hitl.engine.domain.tally import first_seen_counts
+from hitl.engine.domain.spot_checks import SpotCheckSpec
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput, NotFound, PolicyError, StaleVersion
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.policy_engines import OpaClient, engines_for
@@ -526,28 +526,10 @@ class ApprovalService:
             raise
 
     async def first_interaction(self, approval: Approval) -> bool:
-        """Count the time to ``approval``'s first interaction (a button pressed, a view opened, ``/hitl show``),
-        once across processes (an execution claim on ``seen:<id>``); True when this was the first (a click that
-        decided it may be: then it is its decision too). Practice copies and spot checks count only in their own
-        measures; a count never fails the interaction."""
-        if is_practice(approval) or is_spot_check(approval):
-            return False
-        now, key, holder = self.clock.now(), f"seen:{approval.id}", "first-interaction"
-        try:
-            claim = await self.store.ledger.claim(
-                key, action_hash=approval.action_hash, holder=holder, now=now, lease=60
-            )
-            if not claim.acquired:
-                return False
-            await self.store.ledger.record_outcome(
-                key, holder=holder, attempt=claim.attempt, ok=True, result={}, now=now
-            )
-            counts = first_seen_counts(approval.tool, str(approval.tier), now=now, latency=now - approval.created_at)
-            await self.store.tallies.add(counts, now=now)
-        except EngineError as exc:  # another process counting it right now, a store hiccup: the action goes on
-            log.info("first interaction with %s not counted: %s", approval.id, exc.code)
-            return False
-        return True
+        """Count the time to ``approval``'s first interaction (a button pressed, a view opened, ``/hitl show``), once
+        across processes; True when this was the first (a click that decided it may be: then it is its decision too).
+        """
+        return await count_first_interaction(self.store, approval, self.clock.now())
 
     async def record_refusal(self, approval_id: str, actor: str, code: ErrorCode | str, detail: str) -> None:
         """Audit a refusal made outside the store's atomic step (a form that was altered, a stranger, ...)."""

@@ -426,7 +426,7 @@ def test_public_apis_are_pinned() -> None:
         "verified_claims",
         "verify",
     ]
-    assert hitl.api.app.__all__ == ["PREFIX", "api_app", "endpoints", "openapi_document"]
+    assert hitl.api.app.__all__ == ["PREFIX", "api_app", "authzen_app", "endpoints", "openapi_document"]
     assert hitl.mcp.__all__ == ["FRAMEWORK", "Gateway", "Upstreams", "serve_http", "serve_stdio"]
     assert hitl.temporal.__all__ == [
         "FRAMEWORK",
