@@ -63,6 +63,7 @@ class ReceiptIssuer:
             ttl=self.spec.ttl,
             audience=self.spec.tool(approval.tool).audience,
             index=index,
+            authorization_details=self.spec.authorization_details,
         )
         return claims, Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
 

@@ -46,6 +46,9 @@ class ReceiptsSpec(BaseModel):
     ttl: Seconds = Field(default=300.0, le=86400.0)
     """How long a receipt is good for after it is issued (the ``exp`` claim): 5 minutes unless said."""
     tools: dict[str, ReceiptToolSpec] = Field(default_factory=dict)
+    authorization_details: bool = False
+    """Also render what was approved and seen as a RAR (RFC 9396) ``authorization_details`` entry of type
+    ``urn:hitl:approval``, for relying parties that parse RAR (``view_digests`` is in every receipt anyway)."""
 
     @field_validator("issuer")
     @classmethod

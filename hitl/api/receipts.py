@@ -22,7 +22,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.effects import refuse_non_actions
-from hitl.engine.receipts.claims import AllowedCall, Basis, Redemption
+from hitl.engine.receipts.claims import AllowedCall, Basis, Redemption, approval_of
 from hitl.engine.receipts.ports import ReceiptClaims
 from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
@@ -187,7 +187,7 @@ async def redeem(request: web.Request) -> web.Response:
             403, "tool_not_allowed", f"this token may not redeem receipts for {claims['tool']}; nothing was spent"
         )
     found = await ctx.lifecycle.store.receipts.redeem(
-        claims["jti"], redemption=_redemption_of(caller, body.redemption), now=now
+        claims["jti"], approval=approval_of(claims["sub"]), redemption=_redemption_of(caller, body.redemption), now=now
     )
     entry = AuditEntry(
         at=now,
@@ -203,6 +203,10 @@ async def redeem(request: web.Request) -> web.Response:
         raise ApiError(422, "invalid_receipt", "this receipt was never issued here (or it expired); nothing was spent")
     if found is Redemption.SPENT:
         raise ApiError(409, "already_redeemed", f"receipt {claims['jti']} was spent before; do not act on it again")
+    if found is Redemption.WITHDRAWN:
+        raise ApiError(
+            409, "withdrawn", f"approval {claims['sub']} was withdrawn before this receipt was spent; do not act on it"
+        )
     view = Redeemed(
         jti=claims["jti"], sub=claims["sub"], tool=claims["tool"], first=found is Redemption.FIRST, claims=claims
     )
