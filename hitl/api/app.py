@@ -19,7 +19,18 @@ from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.receipts.keys import Keys
 
-from . import approvals, delegations, executions, grants, group_decisions, identity, oversight, receipts, runs
+from . import (
+    approvals,
+    delegations,
+    executions,
+    grants,
+    group_decisions,
+    identity,
+    oversight,
+    receipts,
+    runs,
+    withdrawals,
+)
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -101,6 +112,7 @@ def endpoints() -> list[Endpoint]:
         *grants.routes(),
         *delegations.routes(),
         *receipts.routes(),
+        *withdrawals.routes(),
         *identity.routes(),
     ]
 
