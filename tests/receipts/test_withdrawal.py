@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from hitl.api import token_hash
+from tests.api.cli_process import hitl as run_hitl
 from tests.bot.conftest import Harness
 from tests.receipts.conftest import AGENT, FIN1, SERVICE, api
 
@@ -116,3 +117,17 @@ async def test_an_admin_withdraws_too_and_a_spent_receipt_cannot_be_withdrawn(hi
     assert status == 422 and refused["error"]["code"] == "invalid_receipt", refused
     status, refused = await _call(hitl, "/receipts/introspect", FIN1, {"receipt": spent})
     assert status == 403 and refused["error"]["code"] == "missing_scope", refused
+
+
+async def test_a_decider_withdraws_from_the_cli_through_the_api(hitl: Harness, tmp_path: Path) -> None:
+    _more_tokens(tmp_path / "hitl.yaml")
+    shown, receipt = await _approved_receipt(hitl, "k-cli", amount=15)
+    as_fin = {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": FIN1, "HITL_STORE": "sqlite:///nonexistent/x.db"}
+    code, body, err = await run_hitl("withdraw", shown["id"], "--reason", "wrong vendor", "--json", env=as_fin)
+    assert code == 0 and body == {"approval_id": shown["id"], "withdrawn": True}, (body, err)
+    status, refused = await _call(hitl, "/receipts/redeem", SERVICE, {"receipt": receipt})
+    assert status == 409 and refused["error"]["code"] == "withdrawn", refused
+    as_fin2 = {**as_fin, "HITL_TOKEN": FIN2}
+    code, body, err = await run_hitl("withdraw", shown["id"], "--reason", "me too", "--json", env=as_fin2)
+    assert code != 0 and body["error"]["code"] == "not_eligible", (body, err)
+    assert [e["actor"] for e in await _trail(hitl, shown["id"]) if e["event"] == "withdrawn"] == ["U_FIN1"]
