@@ -19,12 +19,13 @@ from typing import Any
 import rfc8785
 
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind
-from hitl.engine.domain.records import Claim, Issued
+from hitl.engine.domain.records import AuditEntry, Claim, Issued
 
 __all__ = [
     "LEEWAY",
     "Basis",
     "AUTHORIZATION_TYPE",
+    "ISSUED_EVENT",
     "AllowedCall",
     "Issued",
     "ReceiptStatus",
@@ -33,6 +34,7 @@ __all__ = [
     "Withdrawal",
     "allowed_claims",
     "approval_of",
+    "issued_entry",
     "receipt_claims",
     "receipt_digest",
     "receipt_problem",
@@ -116,6 +118,25 @@ class ReceiptStatus(StrEnum):
     """Its approval was withdrawn before it was spent."""
     EXPIRED = "expired"
     """Past its ``exp`` (or its record is gone with it)."""
+
+
+ISSUED_EVENT = "receipt_issued"
+"""The audit event of a receipt's issue for an approval (its detail starts with ``receipt <jti>``): what keeps the
+``jti`` once the receipt's own record is purged, for the approval's evidence record."""
+
+
+def issued_entry(approval: Approval, jti: str, *, actor: str, now: float) -> AuditEntry:
+    """The audit entry of the receipt ``jti`` issued for an execution of ``approval``, written before the receipt
+    is handed out."""
+    return AuditEntry(
+        at=now,
+        actor=actor,
+        event=ISSUED_EVENT,
+        approval_id=approval.id,
+        version=approval.version,
+        action_hash=approval.action_hash,
+        detail=f"receipt {jti} for {approval.tool}",
+    )
 
 
 def approval_of(sub: str) -> str:

@@ -1,4 +1,5 @@
-"""The bodies and answers of a withdrawal and of a receipt's introspection (``hitl.api.models`` holds the rest)."""
+"""The bodies and answers of a withdrawal, of a receipt's introspection and of an evidence record (``hitl.api.models``
+holds the rest)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hitl.engine.receipts.claims import ReceiptStatus
 from hitl.engine.receipts.withdrawing import REASON_MAX
 
-__all__ = ["IntrospectRequest", "Introspection", "Withdrawn", "WithdrawalRequest"]
+__all__ = ["EvidenceView", "IntrospectRequest", "Introspection", "Withdrawn", "WithdrawalRequest"]
 
 
 class WithdrawalRequest(BaseModel):
@@ -41,3 +42,16 @@ class Introspection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     status: ReceiptStatus
+
+
+class EvidenceView(BaseModel):
+    """An executed approval's evidence record, and where the keys that verify it stay published."""
+
+    model_config = ConfigDict(extra="forbid")
+    approval_id: str
+    evidence: str
+    """A compact JWS (``typ: hitl-evidence+jwt``, no ``exp``): ``iss``, ``sub`` (the approval), ``jti``, ``iat``,
+    ``tool``, ``args_sha256`` (of what ran), ``requester``, ``deciders`` (each ``id``, ``decision``, ``at`` and
+    ``view_digest``), ``decided_at``, ``executed_at`` and ``receipts`` (the ``jti`` of each receipt issued for it)."""
+    keys_history: str
+    """The keys history URL (every key this deployment lists, retired ones too): verify with it, and keep a copy."""
