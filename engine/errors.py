@@ -92,6 +92,9 @@ class ErrorCode(StrEnum):
     """``receipts:`` is configured and this process could not get the execution's receipt from ``hitl serve`` (it
     holds the key; this process asks it over the API with ``HITL_API_URL`` and ``HITL_TOKEN``): nothing ran. Start
     or reach ``hitl serve``, then run the call again."""
+    RECEIPT_SPENT = "receipt_spent"
+    """A withdrawal came after a receipt of the approval was spent: the protected system may have acted on it, so
+    the approval was not withdrawn. Look at what it did (its audit trail names the redeem) and undo it there."""
     CONSEQUENCE_DRIFTED = "consequence_drifted"
     """The tool's consequence, computed again just before the approved call would run (``consequence_check``),
     differed from the one its deciders saw: nothing ran. The approval is asked again showing both (its id in the

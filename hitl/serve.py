@@ -42,7 +42,7 @@ from hitl.engine.subscribers.events import Outbox
 from hitl.mail.delivery import mail_delivery, or_by_mail
 from hitl.opa import OpaDataApi
 from hitl.receipts import KeySet
-from hitl.receipts.signing import JWKS_PATH, SigningKeys, jwks_handler, receipt_keys
+from hitl.receipts.signing import JWKS_PATH, KEYS_HISTORY_PATH, SigningKeys, jwks_handler, receipt_keys
 from hitl.reload import ConfigReload
 from hitl.web.app import WebInbox
 
@@ -107,11 +107,12 @@ class Server:
 
         app = http_app(self.bot, forged=forged)
         keys = KeySet(self.receipt_keys.jwks()) if self.receipt_keys is not None else None
-        api = api_app(self.lifecycle, self.config_path, receipt_keys=keys)
+        api = api_app(self.lifecycle, self.config_path, receipt_keys=keys, signing=self.receipt_keys)
         app.add_subapp(PREFIX, api)
         app.add_subapp(ACCESS_PREFIX, authzen_app(api))
         app.router.add_get(WELL_KNOWN, authzen_metadata_handler(api))
         app.router.add_get(JWKS_PATH, jwks_handler(self.receipt_keys))
+        app.router.add_get(KEYS_HISTORY_PATH, jwks_handler(self.receipt_keys, history=True))
         if self.inbox is not None:
             self.inbox.add_to(app)
         return app

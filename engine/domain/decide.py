@@ -29,6 +29,7 @@ from hitl.engine.domain.confirmation import APPROVING
 from hitl.engine.domain.consequences import Consequence
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.own_confirmation import SELF_BASIS, askers
+from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import TrustGrant
 from hitl.engine.domain.states import check_transition
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
@@ -325,6 +326,7 @@ def apply_decision(approval: Approval, cmd: DecideCommand, now: float, *, wall: 
         via=cmd.via,
         acting_for=acting_for(approval, cmd.reviewer, now),
         consequence=cmd.consequence if cmd.kind is DecisionKind.MODIFY and not cmd.supersede_with else None,
+        view_digest=digest_of(cmd.view) if cmd.view is not None else None,
     )
     decisions = (*approval.decisions, decision)
     changes: dict[str, Any] = {"decisions": decisions, "version": approval.version + 1, "updated_at": now}

@@ -159,6 +159,9 @@ class Decision(_Frozen):
     consequence: Consequence | None = None
     """For a ``modify`` that approves: the tool's consequence computed for the edited arguments (what will run);
     None when the tool declares none."""
+    view_digest: str | None = None
+    """The digest of the view the reviewer decided on (the one the decision's audit entry keeps, as
+    ``view_digest``); None when no view was shown. A receipt names it per approver (``view_digests``)."""
 
     @property
     def voters(self) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts.claims import Receipted
+from hitl.engine.receipts.claims import Receipted, issued_entry
 from hitl.engine.receipts.ports import ReceiptClaims
 
 __all__ = [
@@ -290,7 +290,15 @@ class Effects:
                 raise done.claim_refused
             claim = done.claim
             assert claim is not None
-            return Receipted(claim, issued[0] if issued and claim.acquired and not claim.recovered else None)
+            if issued is None or not claim.acquired or claim.recovered:
+                return Receipted(claim)
+            # Audited before it is handed out: the approval's evidence record names it once its record is purged.
+            approved = approval if approval is not None else item_of[0] if item_of is not None else None
+            if approved is not None:
+                await self.store.audit.append(
+                    issued_entry(approved, issued[1].jti, actor=self.worker_id, now=self.clock.now())
+                )
+            return Receipted(claim, issued[0])
         except ClaimRefused as exc:
             if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
                 raise handed_elsewhere(tool.name, approval, key) from None

@@ -8,6 +8,8 @@ through. One package, its modules standing in the engine's layers (``tests/test_
 - ``unavailable``: a process that cannot get receipts refuses what they would cover
 - ``custody``: whether a process other than ``hitl serve`` could read a signing key
 - ``claiming``: how this process claims an approved execution with its receipt
+- ``withdrawing``: a decider or an admin withdraws an approval whose receipts are unspent
+- ``evidence``: the durable, signed record of an executed approval (pure: its claims)
 
 The HTTP client that asks ``hitl serve`` (``hitl.receipts.remote``), the signing keys ``hitl serve`` loads
 (``hitl.receipts.signing``) and what a protected system verifies with (``hitl.receipts``) are outside the engine.

@@ -18,24 +18,35 @@ from typing import Any
 
 import rfc8785
 
-from hitl.engine.domain.models import Approval, ApprovalKind, Tier
-from hitl.engine.domain.records import Claim, Issued
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Tier
+from hitl.engine.domain.records import AuditEntry, Claim, Issued
 
 __all__ = [
     "LEEWAY",
     "Basis",
+    "AUTHORIZATION_TYPE",
+    "ISSUED_EVENT",
     "AllowedCall",
     "Issued",
+    "ReceiptStatus",
     "Receipted",
     "Redemption",
+    "Withdrawal",
     "allowed_claims",
+    "approval_of",
+    "issued_entry",
     "receipt_claims",
     "receipt_digest",
     "receipt_problem",
+    "view_digests",
 ]
 
 LEEWAY = 30.0
 """Seconds past a receipt's ``exp`` its record is kept (what a verifier's clock may be behind), then purged."""
+
+AUTHORIZATION_TYPE = "urn:hitl:approval"
+"""The ``type`` of the RAR (RFC 9396) ``authorization_details`` entry a receipt carries when ``receipts:`` asks for
+it: the call (``tool``, ``args_sha256``) and what each approver was shown (``view_digests``)."""
 
 
 class Basis(StrEnum):
@@ -83,6 +94,57 @@ class Redemption(StrEnum):
     """Spent before by another use (or with no redemption id): refuse."""
     UNKNOWN = "unknown"
     """Never issued here, or purged after it expired: refuse."""
+    WITHDRAWN = "withdrawn"
+    """Its approval was withdrawn before any of its receipts was spent: refuse."""
+
+
+class Withdrawal(StrEnum):
+    """What withdrawing an approval found, decided in the same atomic step a redeem of its receipt takes."""
+
+    WITHDRAWN = "withdrawn"
+    """Withdrawn now: none of its receipts will be redeemed."""
+    ALREADY = "already"
+    """Withdrawn before: nothing changed."""
+    SPENT = "spent"
+    """A receipt of it was spent first: too late, the protected system may have acted."""
+
+
+class ReceiptStatus(StrEnum):
+    """What introspecting a receipt says of it now."""
+
+    ACTIVE = "active"
+    """Issued, unspent, unexpired, its approval not withdrawn: a redeem would spend it."""
+    CONSUMED = "consumed"
+    """Spent."""
+    WITHDRAWN = "withdrawn"
+    """Its approval was withdrawn before it was spent."""
+    EXPIRED = "expired"
+    """Past its ``exp`` (or its record is gone with it)."""
+
+
+ISSUED_EVENT = "receipt_issued"
+"""The audit event of a receipt's issue for an approval (its detail starts with ``receipt <jti>``): what keeps the
+``jti`` once the receipt's own record is purged, for the approval's evidence record."""
+
+
+def issued_entry(approval: Approval, jti: str, *, actor: str, now: float) -> AuditEntry:
+    """The audit entry of the receipt ``jti`` issued for an execution of ``approval``, written before the receipt
+    is handed out."""
+    return AuditEntry(
+        at=now,
+        actor=actor,
+        event=ISSUED_EVENT,
+        approval_id=approval.id,
+        version=approval.version,
+        action_hash=approval.action_hash,
+        detail=f"receipt {jti} for {approval.tool}",
+    )
+
+
+def approval_of(sub: str) -> str:
+    """The approval a receipt's ``sub`` names (a batch item's ``sub`` is the approval's id, ``#`` and the index):
+    what a withdrawal and a redeem of its receipts decide on together."""
+    return sub.split("#", 1)[0]
 
 
 def receipt_digest(args: dict[str, Any]) -> str:
@@ -118,10 +180,14 @@ def receipt_claims(
     audience: str | None = None,
     jti: str | None = None,
     index: int | None = None,
+    authorization_details: bool = False,
 ) -> dict[str, Any]:
     """The claims of the receipt for one execution of ``approval`` with ``args`` (the ones that run, an edit
     included); ``index``: a batch's item (its ``sub`` is the approval's id, ``#`` and the index). Only an action's
-    approval gets one: a practice copy, a spot check, a question is never executed."""
+    approval gets one: a practice copy, a spot check, a question is never executed.
+
+    ``view_digests`` names, per approver, the digest of the view they decided on (None: they were shown none);
+    ``authorization_details`` adds the same as a RAR entry of type :data:`AUTHORIZATION_TYPE`."""
     if approval.kind is not ApprovalKind.ACTION:
         raise ValueError(f"{approval.id} is a {approval.kind} approval: nothing runs by it, so it gets no receipt")
     # A Trust on this approval approved this call too (basis approval); the later calls it covers are `trust`.
@@ -138,10 +204,26 @@ def receipt_claims(
         audience=audience,
         jti=jti,
     )
+    claims["view_digests"] = view_digests(approval)
+    if authorization_details:
+        entry = {"type": AUTHORIZATION_TYPE, "actions": ["execute"], "tool": approval.tool}
+        entry |= {"args_sha256": claims["args_sha256"], "view_digests": claims["view_digests"]}
+        claims["authorization_details"] = [entry]
     will_happen = approval.will_happen  # after a Modify: the one computed for the edited arguments, what runs
     if will_happen is not None:  # what would happen, by its RFC 8785 digest
         claims["consequence_sha256"] = will_happen.digest()
     return claims
+
+
+def view_digests(approval: Approval) -> dict[str, str | None]:
+    """Approver -> the ``view_digest`` of the view their approving decision was made on (their last one: a Modify
+    after an Approve is what they approved last); None for an approver shown no view."""
+    approving = {DecisionKind.APPROVE, DecisionKind.TRUST, DecisionKind.MODIFY}
+    seen: dict[str, str | None] = {}
+    for decision in approval.decisions:
+        if decision.kind in approving:
+            seen[decision.reviewer] = decision.view_digest
+    return seen
 
 
 def allowed_claims(

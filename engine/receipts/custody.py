@@ -23,7 +23,8 @@ def signing_key_within_reach(spec: ReceiptsSpec, environ: Mapping[str, str], *, 
     if spec.key_file is not None and _readable(spec.key_file, base) is not None:
         return f"the key file {_path(spec.key_file, base)}"
     published = [("receipts.next", spec.next)] if spec.next is not None else []
-    for role, name in [*published, *(("receipts.previous", p) for p in spec.previous)]:
+    older = [*(("receipts.previous", p) for p in spec.previous), *(("receipts.retired", p) for p in spec.retired)]
+    for role, name in [*published, *older]:
         held = _readable(name, base)
         if held is not None and not _only_public(held):
             return (

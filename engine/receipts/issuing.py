@@ -20,7 +20,7 @@ from hitl.engine.domain.ids import dedupe_key
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted, allowed_claims, receipt_claims
+from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted, allowed_claims, issued_entry, receipt_claims
 from hitl.engine.receipts.ports import ReceiptSigner
 from hitl.engine.receipts.spec import ReceiptsSpec
 
@@ -63,6 +63,7 @@ class ReceiptIssuer:
             ttl=self.spec.ttl,
             audience=self.spec.tool(approval.tool).audience,
             index=index,
+            authorization_details=self.spec.authorization_details,
         )
         return claims, Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
 
@@ -143,6 +144,8 @@ class SignedClaims:
                 code=ErrorCode.RECEIPT_UNAVAILABLE,
                 approval_id=approval.id,
             ) from unsigned
+        # Audited before it is handed out: the approval's evidence record names it after its own record is purged.
+        await self.store.audit.append(issued_entry(approval, issued.jti, actor=holder, now=self.issuer.clock.now()))
         return Receipted(claim, receipt)
 
     def sign_here(

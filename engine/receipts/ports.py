@@ -8,18 +8,31 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from hitl.engine.domain.models import Approval
-from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted, Redemption
+from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted, ReceiptStatus, Redemption, Withdrawal
 
 __all__ = ["ReceiptClaims", "ReceiptLedger", "ReceiptSigner", "ReceiptsRemote"]
 
 
 class ReceiptLedger(Protocol):
-    """The receipts issued (each recorded by the execution claim it was issued with) and their one use."""
+    """The receipts issued (each recorded by the execution claim it was issued with), their one use, and the
+    withdrawal of an approval whose receipts are unspent."""
 
-    async def redeem(self, jti: str, *, redemption: str | None, now: float) -> Redemption:
-        """Spend the receipt ``jti`` in one atomic step: the first time, or again under the same ``redemption`` id
-        (a retry of the same use), says so; any other use finds it spent; one never issued here (or purged, past
-        its ``exp`` and :data:`~hitl.engine.receipts.claims.LEEWAY`) is unknown."""
+    async def redeem(self, jti: str, *, approval: str, redemption: str | None, now: float) -> Redemption:
+        """Spend the receipt ``jti`` of ``approval`` (:func:`~hitl.engine.receipts.claims.approval_of` its ``sub``)
+        in one atomic step: the first time, or again under the same ``redemption`` id (a retry of the same use),
+        says so; any other use finds it spent; one never issued here (or purged, past its ``exp`` and
+        :data:`~hitl.engine.receipts.claims.LEEWAY`) is unknown; one whose approval was withdrawn first is
+        withdrawn. A redeem and a :meth:`withdraw` at once: exactly one wins."""
+        ...
+
+    async def withdraw(self, approval: str, *, now: float) -> Withdrawal:
+        """Withdraw ``approval`` in one atomic step, unless a receipt of it was spent first: from then on every
+        receipt of it fails :meth:`redeem` (``withdrawn``), including any issued later. Withdrawn again: ``already``."""
+        ...
+
+    async def status(self, jti: str, *, approval: str, now: float) -> ReceiptStatus:
+        """What the receipt ``jti`` of ``approval`` is now (introspection): spent, withdrawn, expired (its record
+        gone too), or active. Reads only."""
         ...
 
     async def issued(self, jti: str) -> Issued | None:

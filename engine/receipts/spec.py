@@ -43,9 +43,16 @@ class ReceiptsSpec(BaseModel):
     """PEM files of keys that signed before: published during a rotation, never used to sign, so receipts they
     signed still verify until they expire. Their public halves (``hitl keys public``): a private key here is read
     for its public half only, and under ``production: true`` stops any other process that can read it."""
+    retired: list[str] = Field(default_factory=list, max_length=64)
+    """PEM files of the public halves of keys rotated out of ``previous``: no receipt they signed is in force any
+    more, so they are published only at the keys history (``/.well-known/jwks-history.json``), where the evidence
+    records they signed still verify. Keep every one: dropping it leaves those records unverifiable."""
     ttl: Seconds = Field(default=300.0, le=86400.0)
     """How long a receipt is good for after it is issued (the ``exp`` claim): 5 minutes unless said."""
     tools: dict[str, ReceiptToolSpec] = Field(default_factory=dict)
+    authorization_details: bool = False
+    """Also render what was approved and seen as a RAR (RFC 9396) ``authorization_details`` entry of type
+    ``urn:hitl:approval``, for relying parties that parse RAR (``view_digests`` is in every receipt anyway)."""
 
     @field_validator("issuer")
     @classmethod

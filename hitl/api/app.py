@@ -18,8 +18,22 @@ from aiohttp import web
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.receipts.keys import Keys
+from hitl.receipts.signing import SigningKeys
 
-from . import approvals, authzen, delegations, executions, grants, group_decisions, identity, oversight, receipts, runs
+from . import (
+    approvals,
+    authzen,
+    delegations,
+    evidence,
+    executions,
+    grants,
+    group_decisions,
+    identity,
+    oversight,
+    receipts,
+    runs,
+    withdrawals,
+)
 from .context import CALLER, CONTEXT, ApiContext, LiveConfig
 from .limits import RateLimiter
 from .openapi import document
@@ -101,6 +115,8 @@ def endpoints() -> list[Endpoint]:
         *grants.routes(),
         *delegations.routes(),
         *receipts.routes(),
+        *withdrawals.routes(),
+        *evidence.routes(),
         *identity.routes(),
     ]
 
@@ -121,13 +137,14 @@ def api_app(
     *,
     limiter: RateLimiter | None = None,
     receipt_keys: Keys | None = None,
+    signing: SigningKeys | None = None,
 ) -> web.Application:
     """The API as an aiohttp sub-application, to mount at :data:`PREFIX` (``hitl serve`` does); ``receipt_keys``:
     the public keys a receipt is checked with before it is spent."""
     app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024 + 1)
     limiter = limiter or RateLimiter()
     unauthenticated = Unauthenticated(lifecycle.store, lifecycle.contexts.clock, limiter=limiter)
-    app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter, unauthenticated, receipt_keys)
+    app[CONTEXT] = ApiContext(lifecycle, LiveConfig(config_path), limiter, unauthenticated, receipt_keys, signing)
     app.router.add_get("/openapi.json", _openapi)
     app.add_routes([e.route() for e in endpoints()])
     return app

@@ -26,6 +26,7 @@ from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.ports import ReviewerDirectory
 from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
 from hitl.receipts.keys import Keys
+from hitl.receipts.signing import SigningKeys
 
 from .limits import RateLimiter
 from .problems import ApiError, from_validation
@@ -88,6 +89,8 @@ class ApiContext:
     """Requests without a valid token: audited up to a rate per address."""
     receipt_keys: Keys | None = None
     """The public keys receipts are checked with before one is spent (None: this deployment issues none)."""
+    signing: SigningKeys | None = None
+    """``hitl serve``'s signing keys, which sign evidence records (None: this deployment signs none)."""
 
     async def reviewer(
         self, caller: Caller, approval: Approval, memo: dict[str | None, Reviewer] | None = None

@@ -38,6 +38,7 @@ STATUS_OF: dict[str, int] = {
     ErrorCode.WORKFLOW_CHANGED: 409,
     ErrorCode.EFFECT_IN_DOUBT: 409,
     ErrorCode.ACTION_REJECTED: 409,
+    ErrorCode.RECEIPT_SPENT: 409,
     ErrorCode.ID_COLLISION: 409,
     ErrorCode.HANDED_ELSEWHERE: 409,
     ErrorCode.HALTED: 423,

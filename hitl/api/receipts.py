@@ -22,7 +22,7 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.effects import refuse_non_actions
-from hitl.engine.receipts.claims import AllowedCall, Basis, Redemption
+from hitl.engine.receipts.claims import AllowedCall, Basis, ReceiptStatus, Redemption, approval_of
 from hitl.engine.receipts.ports import ReceiptClaims
 from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
@@ -38,6 +38,7 @@ from .models import (
     RedeemRequest,
 )
 from .problems import ApiError, from_engine
+from .receipt_models import Introspection, IntrospectRequest
 from .routes import Endpoint
 from .tokens import Caller
 
@@ -187,7 +188,7 @@ async def redeem(request: web.Request) -> web.Response:
             403, "tool_not_allowed", f"this token may not redeem receipts for {claims['tool']}; nothing was spent"
         )
     found = await ctx.lifecycle.store.receipts.redeem(
-        claims["jti"], redemption=_redemption_of(caller, body.redemption), now=now
+        claims["jti"], approval=approval_of(claims["sub"]), redemption=_redemption_of(caller, body.redemption), now=now
     )
     entry = AuditEntry(
         at=now,
@@ -203,10 +204,47 @@ async def redeem(request: web.Request) -> web.Response:
         raise ApiError(422, "invalid_receipt", "this receipt was never issued here (or it expired); nothing was spent")
     if found is Redemption.SPENT:
         raise ApiError(409, "already_redeemed", f"receipt {claims['jti']} was spent before; do not act on it again")
+    if found is Redemption.WITHDRAWN:
+        raise ApiError(
+            409, "withdrawn", f"approval {claims['sub']} was withdrawn before this receipt was spent; do not act on it"
+        )
     view = Redeemed(
         jti=claims["jti"], sub=claims["sub"], tool=claims["tool"], first=found is Redemption.FIRST, claims=claims
     )
     return web.json_response(view.model_dump(mode="json"))
+
+
+async def introspect(request: web.Request) -> web.Response:
+    """What a receipt of the token's audience is now: active, consumed, withdrawn or expired."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.REDEEM)
+    body = await body_of(request, IntrospectRequest)
+    if ctx.receipt_keys is None:
+        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
+    now = ctx.lifecycle.contexts.clock.now()
+    expired = False
+    try:
+        try:
+            claims = verified_claims(body.receipt, keys=ctx.receipt_keys, audience=caller.audience, now=now)
+        except ReceiptError as exc:
+            if exc.code is not ReceiptFailure.EXPIRED:
+                raise
+            # Past its time: told so only once its signature and audience are the token's (no time bound now).
+            keys, audience = ctx.receipt_keys, caller.audience
+            claims = verified_claims(body.receipt, keys=keys, audience=audience, now=now, leeway=_NO_TIME_BOUND)
+            expired = True
+    except ReceiptError as exc:
+        raise ApiError(422, "invalid_receipt", f"{exc.message} ({exc.code})") from None
+    if not caller.sees(str(claims["tool"])):
+        raise ApiError(403, "tool_not_allowed", f"this token may not introspect receipts for {claims['tool']}")
+    status = await ctx.lifecycle.store.receipts.status(claims["jti"], approval=approval_of(claims["sub"]), now=now)
+    if expired and status is ReceiptStatus.ACTIVE:
+        status = ReceiptStatus.EXPIRED
+    return web.json_response(Introspection(status=status).model_dump(mode="json"))
+
+
+_NO_TIME_BOUND = 1e12
+"""A leeway no receipt's times exceed: to check an expired receipt's signature and audience alone."""
 
 
 def _redemption_of(caller: Caller, redemption: str | None) -> str | None:
@@ -232,4 +270,5 @@ def routes() -> list[Endpoint]:
             "POST", "/receipts/claim", claim, ReceiptClaimView, (403, 404, 409, 423, 503), body=ReceiptClaimRequest
         ),
         Endpoint("POST", "/receipts/redeem", redeem, Redeemed, (403, 404, 409, 422), body=RedeemRequest),
+        Endpoint("POST", "/receipts/introspect", introspect, Introspection, (403, 404, 422), body=IntrospectRequest),
     ]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hitl.cli.delegate import delegate_app
+from hitl.cli.evidence import evidence
 from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.keys import keys_app
 from hitl.cli.migrate import migrate
@@ -20,6 +21,7 @@ from hitl.cli.sessions import sessions_app
 from hitl.cli.setup import demo, init, mcp, serve
 from hitl.cli.stats import stats
 from hitl.cli.trust import trust_app
+from hitl.cli.withdraw import withdraw
 
 # A command imports what it uses when it runs (`hitl --help` loads no store, engine or server): the names below are
 # for the type checker only.
@@ -690,6 +692,8 @@ app.add_typer(keys_app, name="keys", rich_help_panel=SETUP)
 app.add_typer(sessions_app, name="sessions", rich_help_panel=RUNS)
 app.add_typer(trust_app, name="trust", rich_help_panel=OVERSIGHT)
 app.add_typer(delegate_app, name="delegate", rich_help_panel=OVERSIGHT)
+app.command(cls=FlagCommand, rich_help_panel=REVIEW)(withdraw)
+app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(evidence)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(stats)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(reviewers)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(halt)

@@ -19,11 +19,13 @@ from joserfc.jwk import OKPKey
 
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.errors import PolicyError
+from hitl.engine.receipts.evidence import EVIDENCE_TYPE
 from hitl.engine.receipts.spec import ReceiptsSpec
 from hitl.receipts.verify import RECEIPT_TYPE
 
 __all__ = [
     "JWKS_PATH",
+    "KEYS_HISTORY_PATH",
     "KeyProblem",
     "SigningKeys",
     "jwks_handler",
@@ -35,6 +37,8 @@ __all__ = [
 ]
 
 JWKS_PATH = "/.well-known/jwks.json"
+KEYS_HISTORY_PATH = "/.well-known/jwks-history.json"
+"""Every key the deployment lists, retired ones too: what an evidence record is verified with, however old."""
 """Where ``hitl serve`` publishes the public keys (RFC 7517), beside its ``receipts.issuer``."""
 JWKS_MAX_AGE = 300
 """Seconds a verifier may keep the published keys (``Cache-Control``). A rotation publishes the next key (``next``)
@@ -96,12 +100,22 @@ class SigningKeys:
     """``current`` signs; ``next_key`` (the one that signs after the next rotation) and ``previous`` are only
     published. Each key's ``kid`` is its RFC 7638 thumbprint."""
 
-    def __init__(self, current: OKPKey, previous: Sequence[OKPKey] = (), *, next_key: OKPKey | None = None) -> None:
+    def __init__(
+        self,
+        current: OKPKey,
+        previous: Sequence[OKPKey] = (),
+        *,
+        next_key: OKPKey | None = None,
+        retired: Sequence[OKPKey] = (),
+    ) -> None:
         self.current = current
         self.kid = current.thumbprint()
         self.next_key = next_key if next_key is not None and next_key.thumbprint() != self.kid else None
         published = {self.kid} | ({next_key.thumbprint()} if next_key is not None else set())
         self.previous = [k for k in previous if k.thumbprint() not in published]
+        in_force = published | {k.thumbprint() for k in self.previous}
+        self.retired = [k for k in retired if k.thumbprint() not in in_force]
+        """Keys rotated out: published only in :meth:`history`, for the evidence records they signed."""
         self._header = {"alg": _ALG, "kid": self.kid, "typ": RECEIPT_TYPE}
         self._registry = _SigningRegistry(algorithms=[_ALG])  # built once: signing is on every execution claim
 
@@ -114,9 +128,23 @@ class SigningKeys:
             ]
         }
 
+    def history(self) -> dict[str, Any]:
+        """The keys history (a JWKS): every key this deployment lists, in force or retired, so an evidence record
+        verifies after the key that signed it is rotated out."""
+        listed = (self.current, *([self.next_key] if self.next_key else []), *self.previous, *self.retired)
+        return {
+            "keys": [{**k.as_dict(private=False), "kid": k.thumbprint(), "alg": _ALG, "use": "sig"} for k in listed]
+        }
+
     def sign(self, claims: Mapping[str, Any]) -> str:
         """``claims`` as a compact JWS signed with the current key."""
         return jws.serialize_compact(self._header, orjson.dumps(dict(claims)), self.current, registry=self._registry)
+
+    def sign_evidence(self, claims: Mapping[str, Any]) -> str:
+        """An evidence record's ``claims`` as a compact JWS signed with the current key (``typ``
+        ``hitl-evidence+jwt``: never taken for a receipt)."""
+        header = {**self._header, "typ": EVIDENCE_TYPE}
+        return jws.serialize_compact(header, orjson.dumps(dict(claims)), self.current, registry=self._registry)
 
 
 def load_signing_keys(
@@ -148,7 +176,11 @@ def load_signing_keys(
                 name,
             )
         previous.append(_public_half(key))
-    return SigningKeys(current, previous, next_key=upcoming)
+    retired = [
+        _public_half(_import(_read(name, base), where=f"receipts.retired {name}", private=False))
+        for name in spec.retired
+    ]
+    return SigningKeys(current, previous, next_key=upcoming, retired=retired)
 
 
 def _public_half(key: OKPKey) -> OKPKey:
@@ -180,10 +212,12 @@ def receipt_keys(config: HitlConfig, config_path: str | None) -> SigningKeys | N
         return None
 
 
-def jwks_handler(keys: SigningKeys | None) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def jwks_handler(
+    keys: SigningKeys | None, *, history: bool = False
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """``GET /.well-known/jwks.json``: the public keys, cacheable for :data:`JWKS_MAX_AGE` seconds (404 when this
-    deployment issues no receipts)."""
-    document = keys.jwks() if keys is not None else None
+    deployment issues no receipts); ``history``: ``GET /.well-known/jwks-history.json``, retired keys too."""
+    document = (keys.history() if history else keys.jwks()) if keys is not None else None
 
     async def jwks(_: web.Request) -> web.StreamResponse:
         if document is None:

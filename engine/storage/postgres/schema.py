@@ -310,6 +310,15 @@ _V15 = f"""
 CREATE INDEX IF NOT EXISTS approvals_soon ON approvals ({DUE_SOON_AT}, id) WHERE status = 'pending';
 """
 
+_V16 = """
+-- Per approval, whether a receipt of it was spent first or it was withdrawn first (one row both decide on).
+CREATE TABLE IF NOT EXISTS receipt_approvals (
+    approval_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL CHECK (state IN ('spent', 'withdrawn')),
+    at DOUBLE PRECISION NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, _V1),
     (2, _V2),
@@ -326,5 +335,6 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (13, _V13),
     (14, _V14),
     (15, _V15),
+    (16, _V16),
 )
 """``(version, SQL)`` in order. A new version is appended, never edited once released."""

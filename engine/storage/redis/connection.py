@@ -156,6 +156,7 @@ class RedisConnection:
         self.halt_script: AsyncScript = client.register_script(_lua("halt"))
         self.delegate_script: AsyncScript = client.register_script(_lua("delegate"))
         self.redeem_script: AsyncScript = client.register_script(_lua("redeem"))
+        self.withdraw_script: AsyncScript = client.register_script(_lua("withdraw"))
         self.hold_script: AsyncScript = client.register_script(_lua("hold"))
         self.commit_script: AsyncScript = client.register_script(_lua("commit"))
         self.open_script: AsyncScript = client.register_script(_lua("open"))
@@ -406,6 +407,12 @@ class RedisConnection:
         """A receipt's record (a hash: its claim's key, exp, whether and under which redemption id it was spent),
         expiring with it; the ``jti`` is encoded (a redeem names it)."""
         return f"{self.p}:receipt:{{{key_part(jti)}}}"
+
+    def receipt_approval_key(self, approval_id: str) -> str:
+        """Whether a receipt of an approval was spent first or it was withdrawn first (a hash: state, at), kept
+        while the store is (a withdrawal outlives the receipts it refuses); the id comes from a receipt's ``sub``
+        or a caller's path, so it is encoded."""
+        return f"{self.p}:receipt-approval:{{{key_part(approval_id)}}}"
 
     def window_key(self, key: str) -> str:
         """A rolling window's sorted set (its key holds argument values: encoded)."""

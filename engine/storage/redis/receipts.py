@@ -1,9 +1,10 @@
 """Receipts in Redis: one hash per receipt issued (written by the claim's script), spent once by a script, expiring
-on its own past its ``exp`` and the leeway."""
+on its own past its ``exp`` and the leeway; per approval, a hash that says whether a receipt of it was spent first or
+it was withdrawn first (the redeem script and the withdrawal's both decide on it)."""
 
 from __future__ import annotations
 
-from hitl.engine.receipts.claims import LEEWAY, Issued, Redemption
+from hitl.engine.receipts.claims import LEEWAY, Issued, ReceiptStatus, Redemption, Withdrawal
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -24,10 +25,24 @@ class RedisReceipts:
     def __init__(self, conn: RedisConnection) -> None:
         self.conn = conn
 
-    async def redeem(self, jti: str, *, redemption: str | None, now: float) -> Redemption:
+    async def redeem(self, jti: str, *, approval: str, redemption: str | None, now: float) -> Redemption:
         args = [redemption or "", repr(now), repr(LEEWAY)]
-        found = await self.conn.call(self.conn.redeem_script, [self.conn.receipt_key(jti)], args)
+        keys = [self.conn.receipt_key(jti), self.conn.receipt_approval_key(approval)]
+        found = await self.conn.call(self.conn.redeem_script, keys, args)
         return Redemption(text(found[0]))
+
+    async def withdraw(self, approval: str, *, now: float) -> Withdrawal:
+        keys = [self.conn.receipt_approval_key(approval)]
+        found = await self.conn.call(self.conn.withdraw_script, keys, [repr(now)])
+        return Withdrawal(text(found[0]))
+
+    async def status(self, jti: str, *, approval: str, now: float) -> ReceiptStatus:
+        redeemed, exp = await self.conn.r.hmget(self.conn.receipt_key(jti), ["redeemed", "exp"])
+        if text(redeemed) == "1":
+            return ReceiptStatus.CONSUMED
+        if text(await self.conn.r.hget(self.conn.receipt_approval_key(approval), "state")) == "withdrawn":
+            return ReceiptStatus.WITHDRAWN
+        return ReceiptStatus.ACTIVE if exp is not None and now <= float(text(exp)) else ReceiptStatus.EXPIRED
 
     async def issued(self, jti: str) -> Issued | None:
         key, exp = await self.conn.r.hmget(self.conn.receipt_key(jti), ["key", "exp"])

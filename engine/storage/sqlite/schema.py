@@ -6,7 +6,8 @@ Version 7 brings any earlier file (the versions before migrations were listed) u
 change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: approval kinds; 10:
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
 approvals; 14: the queue's rank; 15: hand-on to a backup role; 16: delegations; 17: receipts; 18: a window event's
-prior stats; 19: when an approval becomes due soon), never made by editing one that was released."""
+prior stats; 19: when an approval becomes due soon; 20: whether an approval's receipt was spent or it was withdrawn
+first), never made by editing one that was released."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ __all__ = [
     "add_missing_columns",
 ]
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 DUE_SOON_AT = "expires_at - max(600.0, (expires_at - created_at) / 10.0)"
 """The instant a pending approval becomes due soon (:func:`~hitl.engine.domain.ranking.due_soon_at`, the same
@@ -388,6 +389,23 @@ def _to_19(c: sqlite3.Connection) -> None:
     c.execute(f"CREATE INDEX IF NOT EXISTS approvals_soon ON approvals ({DUE_SOON_AT}, id) WHERE status = 'pending'")
 
 
+RECEIPT_APPROVALS = """
+CREATE TABLE IF NOT EXISTS receipt_approvals (
+    approval_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL CHECK (state IN ('spent', 'withdrawn')),
+    at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def _to_20(c: sqlite3.Connection) -> None:
+    """Per approval, whether a receipt of it was spent first or it was withdrawn first (an older hitl withdrew
+    none, and its spent receipts keep their own rows: an approval of those is told spent when withdrawn only
+    through a receipt spent from now on)."""
+    for statement in _statements(RECEIPT_APPROVALS):
+        c.execute(statement)
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -402,6 +420,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (17, _to_17),
     (18, _to_18),
     (19, _to_19),
+    (20, _to_20),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

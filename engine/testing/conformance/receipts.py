@@ -1,6 +1,7 @@
 """Conformance for receipts: recorded by the execution claim that issued them, in its atomic step, and only then;
-spent once (a retry under the same redemption id is told so); unknown once past their expiry. ``hitl serve``'s claims
-(signed while the claim travels to the store) hand a receipt out only with the attempt it was recorded by, and an
+spent once (a retry under the same redemption id is told so); unknown once past their expiry; withdrawn with their
+approval unless one was spent first (a withdrawal racing a redeem: exactly one wins); introspected. ``hitl serve``'s
+claims (signed while the claim travels to the store) hand a receipt out only with the attempt it was recorded by, and an
 attempt whose receipt could not be signed runs nothing.
 
 Subclass it and provide ``store`` and ``clock`` fixtures.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -20,7 +22,7 @@ from hitl.engine.clocks import FakeClock
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode
 from hitl.engine.ports import Store
 from hitl.engine.receipts.claiming import receipt_claims_for
-from hitl.engine.receipts.claims import Issued, Redemption
+from hitl.engine.receipts.claims import Issued, ReceiptStatus, Redemption, Withdrawal
 from hitl.engine.receipts.spec import ReceiptsSpec
 from hitl.engine.receipts.unavailable import UnusableKey
 from hitl.engine.testing.factories import make_approval
@@ -90,7 +92,7 @@ class ReceiptsConformance:
         await store.ledger.claim(
             "call:apr_2", action_hash="h", holder="w", now=clock.now(), lease=30, receipt=_receipt(clock, "r2")
         )
-        redeem = store.receipts.redeem
+        redeem = functools.partial(store.receipts.redeem, approval="apr_1")
         assert await redeem("r1", redemption="pay-1", now=clock.now()) is Redemption.FIRST
         assert await redeem("r1", redemption="pay-1", now=clock.now()) is Redemption.AGAIN  # the same use, retried
         assert await redeem("r1", redemption="pay-2", now=clock.now()) is Redemption.SPENT
@@ -104,9 +106,52 @@ class ReceiptsConformance:
             "call:apr_1", action_hash="h", holder="w", now=clock.now(), lease=30, receipt=_receipt(clock, "r1")
         )
         found = await asyncio.gather(
-            *(store.receipts.redeem("r1", redemption=f"u{i}", now=clock.now()) for i in range(20))
+            *(store.receipts.redeem("r1", approval="apr_1", redemption=f"u{i}", now=clock.now()) for i in range(20))
         )
         assert found.count(Redemption.FIRST) == 1 and found.count(Redemption.SPENT) == 19
+
+    async def test_a_withdrawn_approvals_receipts_are_refused_and_introspected(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        receipts, now = store.receipts, clock.now()
+        for jti, key in (("r1", "call:apr_1"), ("r2", "call:apr_1#1"), ("r3", "call:apr_2")):
+            await store.ledger.claim(key, action_hash="h", holder="w", now=now, lease=30, receipt=_receipt(clock, jti))
+        assert await receipts.status("r1", approval="apr_1", now=now) is ReceiptStatus.ACTIVE
+        assert await receipts.withdraw("apr_1", now=now) is Withdrawal.WITHDRAWN
+        assert await receipts.withdraw("apr_1", now=now) is Withdrawal.ALREADY
+        for jti in ("r1", "r2"):  # every receipt of it, a batch item's too
+            assert await receipts.redeem(jti, approval="apr_1", redemption=None, now=now) is Redemption.WITHDRAWN
+            assert await receipts.status(jti, approval="apr_1", now=now) is ReceiptStatus.WITHDRAWN
+        assert await receipts.redeem("r3", approval="apr_2", redemption=None, now=now) is Redemption.FIRST
+        assert await receipts.status("r3", approval="apr_2", now=now) is ReceiptStatus.CONSUMED
+        assert await receipts.withdraw("apr_2", now=now) is Withdrawal.SPENT  # too late: it was acted on
+        assert await receipts.status("r3", approval="apr_2", now=now) is ReceiptStatus.CONSUMED
+        await store.ledger.claim(
+            "call:apr_3", action_hash="h", holder="w", now=now, lease=30, receipt=_receipt(clock, "r4")
+        )
+        clock.advance(301)
+        assert await receipts.status("r4", approval="apr_3", now=clock.now()) is ReceiptStatus.EXPIRED
+        assert await receipts.status("never", approval="apr_9", now=clock.now()) is ReceiptStatus.EXPIRED
+
+    async def test_a_withdrawal_racing_a_redeem_exactly_one_wins(self, store: Store, clock: FakeClock) -> None:
+        now, pairs = clock.now(), 50
+        for i in range(pairs):
+            await store.ledger.claim(
+                f"call:apr_{i}", action_hash="h", holder="w", now=now, lease=30, receipt=_receipt(clock, f"r{i}")
+            )
+
+        async def pair(i: int) -> tuple[Redemption, Withdrawal]:
+            redeemed, withdrawn = await asyncio.gather(
+                store.receipts.redeem(f"r{i}", approval=f"apr_{i}", redemption=None, now=now),
+                store.receipts.withdraw(f"apr_{i}", now=now),
+            )
+            return redeemed, withdrawn
+
+        for redeemed, withdrawn in await asyncio.gather(*(pair(i) for i in range(pairs))):
+            assert (redeemed, withdrawn) in {
+                (Redemption.FIRST, Withdrawal.SPENT),
+                (Redemption.WITHDRAWN, Withdrawal.WITHDRAWN),
+            }
 
     async def test_past_its_expiry_and_the_leeway_a_receipt_is_unknown_and_purged(
         self, store: Store, clock: FakeClock
@@ -115,14 +160,18 @@ class ReceiptsConformance:
             "call:apr_1", action_hash="h", holder="w", now=clock.now(), lease=30, receipt=_receipt(clock, "r1")
         )
         clock.advance(300 + 30)  # its exp and the leeway: still known
-        assert await store.receipts.redeem("r1", redemption=None, now=clock.now()) is Redemption.FIRST
+        assert await store.receipts.redeem("r1", approval="apr_1", redemption=None, now=clock.now()) is Redemption.FIRST
         await store.ledger.claim(
             "call:apr_2", action_hash="h", holder="w", now=clock.now(), lease=30, receipt=_receipt(clock, "r2")
         )
         clock.advance(331)
-        assert await store.receipts.redeem("r2", redemption=None, now=clock.now()) is Redemption.UNKNOWN
+        assert (
+            await store.receipts.redeem("r2", approval="apr_2", redemption=None, now=clock.now()) is Redemption.UNKNOWN
+        )
         assert await store.receipts.purge(now=clock.now()) >= 0
-        assert await store.receipts.redeem("r2", redemption=None, now=clock.now()) is Redemption.UNKNOWN
+        assert (
+            await store.receipts.redeem("r2", approval="apr_2", redemption=None, now=clock.now()) is Redemption.UNKNOWN
+        )
 
     async def test_hitl_serves_claim_hands_out_the_receipt_its_attempt_recorded(
         self, store: Store, clock: FakeClock

@@ -1,0 +1,46 @@
+"""``/approvals/{id}/withdrawal``: one of an approval's deciders, or an admin token, withdraws it while its receipts
+are unspent; from then on every receipt of it fails redeem (409 ``withdrawn``) and introspects as ``withdrawn``.
+The store's atomic step decides it against any redeem at once (exactly one wins), and the trail records it before
+the answer."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hitl.engine.config.api import Scope
+from hitl.engine.errors import EngineError
+from hitl.engine.receipts.withdrawing import WithdrawRequest, withdraw_approval
+
+from .context import CONTEXT, body_of, caller_of
+from .problems import ApiError, from_engine
+from .receipt_models import WithdrawalRequest, Withdrawn
+from .routes import Endpoint
+
+__all__ = ["routes"]
+
+
+async def withdraw(request: web.Request) -> web.Response:
+    """Withdraw an approval whose receipts are unspent (a decider of it, or an admin)."""
+    ctx = request.app[CONTEXT]
+    caller = caller_of(request, Scope.DECIDE)
+    body = await body_of(request, WithdrawalRequest)
+    if ctx.receipt_keys is None:
+        raise ApiError(
+            404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml): none to withdraw"
+        )
+    approval = await ctx.visible(caller, request.match_info["id"])
+    asked = WithdrawRequest(approval.id, caller.reviewer, caller.via, body.reason, admin=caller.may(Scope.ADMIN))
+    try:
+        await withdraw_approval(ctx.lifecycle.store, ctx.lifecycle.contexts.clock, asked)
+    except EngineError as exc:
+        raise from_engine(exc) from None
+    return web.json_response(Withdrawn(approval_id=approval.id).model_dump(mode="json"))
+
+
+def routes() -> list[Endpoint]:
+    """The withdrawal route."""
+    return [
+        Endpoint(
+            "POST", "/approvals/{id}/withdrawal", withdraw, Withdrawn, (403, 404, 409, 422), body=WithdrawalRequest
+        )
+    ]

@@ -1,0 +1,133 @@
+"""Through a running `hitl serve` (its API, its SQLite store, its key): a receipt names the view each approver
+decided on (`view_digests`, the digest their decision's audit entry keeps); a decider or an admin withdraws an
+approval whose receipt is unspent, and its receipt then fails redeem (409 `withdrawn`) and introspects so; a
+withdrawal after the redeem is refused; introspection answers for the token's audience only."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hitl.api import token_hash
+from tests.api.cli_process import hitl as run_hitl
+from tests.bot.conftest import Harness
+from tests.receipts.conftest import AGENT, FIN1, SERVICE, api
+
+FIN2, ADMIN, BANK = "tok-fin2-pay", "tok-admin-pay", "tok-bank-redeem"
+
+
+def _more_tokens(config: Path) -> None:
+    """A second finance reviewer, an admin, and a protected system of another audience, in the running config."""
+    loaded = yaml.safe_load(config.read_text())
+    loaded["api"]["tokens"] += [
+        {"name": "fin2", "sha256": token_hash(FIN2), "reviewer": "U_FIN2", "scopes": ["read", "decide"]},
+        {"name": "admin", "sha256": token_hash(ADMIN), "reviewer": "ops:admin", "scopes": ["admin"]},
+        {"name": "bank", "sha256": token_hash(BANK), "reviewer": "svc:bank", "scopes": ["redeem"], "audience": "bank"},
+    ]
+    config.write_text(yaml.safe_dump(loaded))
+
+
+async def _call(h: Harness, path: str, token: str, body: dict[str, Any]) -> tuple[int, Any]:
+    async with h.http.post(f"{h.bot_url}/api/v1{path}", json=body, headers={"Authorization": f"Bearer {token}"}) as r:
+        return r.status, await r.json()
+
+
+def _claims(receipt: str) -> dict[str, Any]:
+    body = receipt.split(".")[1]
+    return dict(json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))))
+
+
+async def _approved_receipt(h: Harness, key: str, *, amount: int = 12) -> tuple[dict[str, Any], str]:
+    """An approval FIN1 approved on the view it was shown, and the receipt of its execution."""
+    proposal = {"session": "ses_w", "tool": "pay", "args": {"to": "V-1", "amount": amount}, "idempotency_key": key}
+    pending = await api(h, "POST", "/proposals", AGENT, proposal)
+    shown = await api(h, "GET", f"/approvals/{pending['approval']['id']}", FIN1)
+    decision = {
+        "decision": "approve",
+        "expected_version": shown["version"],
+        "action_hash": shown["action_hash"],
+        "view_digest": shown["view_digest"],
+    }
+    await api(h, "POST", f"/approvals/{shown['id']}/decisions", FIN1, decision)
+    claim = {"action_hash": pending["approval"]["execute_hash"]}
+    receipt = (await api(h, "POST", f"/executions/{pending['execution_key']}/claim", AGENT, claim))["receipt"]
+    return shown, receipt
+
+
+async def _trail(h: Harness, approval_id: str) -> list[dict[str, Any]]:
+    """The approval's audit entries, oldest first (read with the admin token)."""
+    return [e for e in (await api(h, "GET", "/audit", ADMIN))["entries"] if e["approval_id"] == approval_id]
+
+
+async def test_a_receipt_names_the_view_each_approver_decided_on(hitl: Harness, tmp_path: Path) -> None:
+    _more_tokens(tmp_path / "hitl.yaml")
+    shown, receipt = await _approved_receipt(hitl, "k-view")
+    claims = _claims(receipt)
+    assert claims["view_digests"] == {"U_FIN1": shown["view_digest"]}, claims
+    decided = [e for e in await _trail(hitl, shown["id"]) if e["event"] == "decided"]
+    assert [e["view_digest"] for e in decided] == [shown["view_digest"]]
+
+
+async def test_a_decider_withdraws_an_unspent_approval_and_its_receipt_is_refused(
+    hitl: Harness, tmp_path: Path
+) -> None:
+    _more_tokens(tmp_path / "hitl.yaml")
+    shown, receipt = await _approved_receipt(hitl, "k-withdraw")
+    assert await _call(hitl, "/receipts/introspect", SERVICE, {"receipt": receipt}) == (200, {"status": "active"})
+    path = f"/approvals/{shown['id']}/withdrawal"
+
+    status, refused = await _call(hitl, path, FIN2, {"reason": "not mine to take back"})  # not a decider of it
+    assert status == 403 and refused["error"]["code"] == "not_eligible", refused
+    status, refused = await _call(hitl, path, AGENT, {"reason": "the agent may not"})  # no decide scope
+    assert status == 403 and refused["error"]["code"] == "missing_scope", refused
+    status, refused = await _call(hitl, path, FIN1, {"reason": ""})
+    assert status == 422 and refused["error"]["code"] == "invalid_input", refused
+    status, done = await _call(hitl, path, FIN1, {"reason": "the vendor's bank details changed"})
+    assert status == 200 and done == {"approval_id": shown["id"], "withdrawn": True}, done
+
+    status, refused = await _call(hitl, "/receipts/redeem", SERVICE, {"receipt": receipt})
+    assert status == 409 and refused["error"]["code"] == "withdrawn", refused
+    assert await _call(hitl, "/receipts/introspect", SERVICE, {"receipt": receipt}) == (200, {"status": "withdrawn"})
+    trail = await _trail(hitl, shown["id"])
+    withdrawn = [e for e in trail if e["event"] == "withdrawn"]
+    assert [(e["actor"], e["detail"]) for e in withdrawn] == [
+        ("U_FIN1", "withdrawal via api:fin1: the vendor's bank details changed")
+    ]
+    assert any(e["event"] == "refused" and e["outcome"] == "not_eligible" for e in trail)
+
+
+async def test_an_admin_withdraws_too_and_a_spent_receipt_cannot_be_withdrawn(hitl: Harness, tmp_path: Path) -> None:
+    _more_tokens(tmp_path / "hitl.yaml")
+    first, receipt = await _approved_receipt(hitl, "k-admin", amount=13)
+    status, done = await _call(hitl, f"/approvals/{first['id']}/withdrawal", ADMIN, {"reason": "fraud hold"})
+    assert status == 200 and done["withdrawn"] is True, done
+
+    second, spent = await _approved_receipt(hitl, "k-spent", amount=14)
+    assert (await _call(hitl, "/receipts/redeem", SERVICE, {"receipt": spent}))[0] == 200
+    assert await _call(hitl, "/receipts/introspect", SERVICE, {"receipt": spent}) == (200, {"status": "consumed"})
+    status, refused = await _call(hitl, f"/approvals/{second['id']}/withdrawal", FIN1, {"reason": "too late"})
+    assert status == 409 and refused["error"]["code"] == "receipt_spent", refused
+
+    # Introspection answers only for the token's audience: another protected system learns nothing.
+    status, refused = await _call(hitl, "/receipts/introspect", BANK, {"receipt": spent})
+    assert status == 422 and refused["error"]["code"] == "invalid_receipt", refused
+    status, refused = await _call(hitl, "/receipts/introspect", FIN1, {"receipt": spent})
+    assert status == 403 and refused["error"]["code"] == "missing_scope", refused
+
+
+async def test_a_decider_withdraws_from_the_cli_through_the_api(hitl: Harness, tmp_path: Path) -> None:
+    _more_tokens(tmp_path / "hitl.yaml")
+    shown, receipt = await _approved_receipt(hitl, "k-cli", amount=15)
+    as_fin = {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": FIN1, "HITL_STORE": "sqlite:///nonexistent/x.db"}
+    code, body, err = await run_hitl("withdraw", shown["id"], "--reason", "wrong vendor", "--json", env=as_fin)
+    assert code == 0 and body == {"approval_id": shown["id"], "withdrawn": True}, (body, err)
+    status, refused = await _call(hitl, "/receipts/redeem", SERVICE, {"receipt": receipt})
+    assert status == 409 and refused["error"]["code"] == "withdrawn", refused
+    as_fin2 = {**as_fin, "HITL_TOKEN": FIN2}
+    code, body, err = await run_hitl("withdraw", shown["id"], "--reason", "me too", "--json", env=as_fin2)
+    assert code != 0 and body["error"]["code"] == "not_eligible", (body, err)
+    assert [e["actor"] for e in await _trail(hitl, shown["id"]) if e["event"] == "withdrawn"] == ["U_FIN1"]
