@@ -41,6 +41,7 @@ from .identity import reviewer_of, still_maps
 from .inbox import inbox_query, inbox_view
 from .inbox_page import inbox_page
 from .oidc import OidcClient, SignInError, random_token
+from .oversight import oversight, oversight_page
 from .proxies import client_address, networks
 from .sessions import Session, SessionBook
 
@@ -66,7 +67,7 @@ SIGN_IN_BURST = 10
 """Sign-in attempts per client address: a burst of 10, then one every 2 s."""
 MAX_FORM = 64 * 1024
 """Bytes a decision's form may hold."""
-_RETURN = re.compile(r"/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64}(/values/[0-9]{1,4})?)?")
+_RETURN = re.compile(r"/(inbox)(/oversight|/approvals/[A-Za-z0-9_\-]{1,64}(/values/[0-9]{1,4})?)?")
 _NUMBER = re.compile(r"[0-9]{1,4}")
 
 
@@ -111,6 +112,7 @@ class WebInbox:
         app.router.add_get("/auth/callback", self._page(self.callback))
         app.router.add_post("/auth/logout", self._page(self.logout))
         app.router.add_get("/inbox", self._page(self.inbox))
+        app.router.add_get("/inbox/oversight", self._page(self.oversight))
         app.router.add_get("/inbox/static/inbox.css", self._page(self.stylesheet))
         app.router.add_get("/inbox/approvals/{id}", self._page(self.approval))
         app.router.add_post("/inbox/approvals/{id}/decisions", self._page(self.decide))
@@ -273,6 +275,15 @@ class WebInbox:
         q = inbox_query(dict(request.query))
         view = await inbox_view(self.ctx, self.caller(session), q, now=self.now())
         return _html(inbox_page(view, q, reviewer=session.reviewer, csrf=session.csrf))
+
+    async def oversight(self, request: web.Request) -> web.StreamResponse:
+        """The admin role's oversight page: figures per reviewer, the practice catch rate, who approved what."""
+        session = self.session(request)
+        if session is None:
+            return self._to_sign_in(request)
+        since = request.query.get("since", "7d")
+        found = await oversight(self.ctx, session.reviewer, since, now=self.now())
+        return _html(oversight_page(found, since, reviewer=session.reviewer, csrf=session.csrf))
 
     async def stylesheet(self, request: web.Request) -> web.StreamResponse:
         """The pages' stylesheet (served here: nothing comes from a third party)."""

@@ -302,6 +302,10 @@ pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px s
 .filters input,.filters select{max-width:100%}
 ul.inbox li,ul.history li{margin:.4em 0;overflow-wrap:anywhere}
 .why,.by{color:#454245}
+.scroll{overflow-x:auto;max-width:100%}
+.scroll table{border-collapse:collapse;background:#fff}
+.scroll th,.scroll td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
+.scroll th[scope=row]{text-align:left}
 .group{background:#e8f5fa;border:1px solid #1264a3;padding:0 .3em;font-size:.85em}
 """
 """The pages' one stylesheet, served by hitl (nothing from a third party)."""
