@@ -17,6 +17,7 @@ from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, serving, sign_in
 from tests.web.test_decision_page import card_of
 from tests.web.test_inbox_list import _edit, decide, propose
+from tests.web.test_page_decisions import form_of, page_of, post
 from tests.web.test_role_reload import add_tokens, new_token
 
 
@@ -98,3 +99,22 @@ async def test_history_filters_search_paging_and_the_next_load(tmp_path: Path) -
 
 async def _card(inbox: Inbox, approval_id: str) -> Any:
     return card_of(inbox, approval_id)
+
+
+async def test_a_page_open_while_the_api_decides_gets_the_version_checks_answer_in_words(tmp_path: Path) -> None:
+    async with serving(tmp_path) as inbox, aiohttp.ClientSession() as http, browser() as web:
+        agent, agent_entry = await new_token(inbox, "agent", "agent:remote", "read", "propose")
+        other, other_entry = await new_token(inbox, "support2", "U_SUPPORT2", "read", "decide")
+        add_tokens(inbox, agent_entry, other_entry)
+        approval_id = await propose(http, inbox, agent, 1, "refund", refund(1, 40))
+        await sign_in(web, inbox, "U_SUPPORT1")
+        assert waiting(await load(web, inbox)) == [approval_id]
+        form = form_of(await page_of(web, inbox, approval_id), "approve")  # the page open in a tab
+
+        await decide(http, inbox, other, approval_id, "reject")  # elsewhere, meanwhile
+        status, answer = await post(web, inbox, approval_id, form)
+        assert status == 409
+        assert f"{approval_id} was already decided by U_SUPPORT2 (now rejected); nothing changed" in unescape(answer)
+        page = await load(web, inbox)  # the next load
+        assert waiting(page) == [] and history(page) == [approval_id]
+        assert "reject by U_SUPPORT2" in page
