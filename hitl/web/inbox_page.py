@@ -22,8 +22,8 @@ def _e(text: object) -> str:
 
 def _field(name: str, label: str, value: str | None, kind: str = "text") -> str:
     return (
-        f'<label for="f-{name}">{_e(label)}</label>'
-        f'<input id="f-{name}" name="{name}" type="{kind}" value="{_e(value or "")}">'
+        f'<span class="pair"><label for="f-{name}">{_e(label)}</label>'
+        f'<input id="f-{name}" name="{name}" type="{kind}" value="{_e(value or "")}"></span>'
     )
 
 
@@ -31,7 +31,10 @@ def _select(name: str, label: str, options: list[str], chosen: str) -> str:
     items = "".join(
         f'<option value="{_e(o)}"{" selected" if o == chosen else ""}>{_e(o or "any")}</option>' for o in options
     )
-    return f'<label for="f-{name}">{_e(label)}</label><select id="f-{name}" name="{name}">{items}</select>'
+    return (
+        f'<span class="pair"><label for="f-{name}">{_e(label)}</label>'
+        f'<select id="f-{name}" name="{name}">{items}</select></span>'
+    )
 
 
 def _filters(q: InboxQuery) -> str:

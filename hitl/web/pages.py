@@ -299,7 +299,8 @@ pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px s
 .untrusted{font-size:.75em;font-weight:400;color:#8a4b00}
 .filters{display:flex;flex-wrap:wrap;gap:.3em .6em;align-items:center;background:#fff;border:1px solid #ddd;
   padding:.6em}
-.filters input,.filters select{max-width:100%}
+.filters input,.filters select{max-width:100%;min-width:0}
+.pair{display:inline-flex;gap:.3em;align-items:center;max-width:100%}
 ul.inbox li,ul.history li{margin:.4em 0;overflow-wrap:anywhere}
 .why,.by{color:#454245}
 .scroll{overflow-x:auto;max-width:100%}

@@ -13,13 +13,24 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from tests.sandbox.test_browser import ARGS, CHROMIUM
+from tests.sandbox.test_browser import ARGS, CHROMIUM, DOCS_SHOTS, keep_or_write
 from tests.web.conftest import Inbox
 from tests.web.test_decision_page import paused_refund, sign_in_at_provider
 
 AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 VIOLATIONS = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
     .map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))}))"""
+FIXED = """() => {
+    // The docs' picture: ids, times and the time left set to fixed values (they differ at each run).
+    const ids = new Map();
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+        node.textContent = node.textContent
+            .replace(/apr_[A-Za-z0-9]{10}/g, id => ids.get(id) ?? (ids.set(id, `apr_DOCS00000${ids.size + 1}`), ids.get(id)))
+            .replace(/\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC/g, "2026-11-28 13:00 UTC")
+            .replace(/\\d+ (min|h) left/g, "59 min left");
+    }
+}"""
 OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 
@@ -47,6 +58,15 @@ async def signed_in(browser: Browser, inbox: Inbox, who: str, **options: Any) ->
     return page
 
 
+async def inbox_shot(page: Page) -> None:
+    """The inbox's screenshot, compared with the one in the docs."""
+    await page.evaluate(FIXED)
+    await page.set_viewport_size({"width": 900, "height": 900})
+    await page.mouse.move(1, 1)
+    body = page.locator("body")
+    keep_or_write(DOCS_SHOTS / "web-inbox.png", await body.screenshot(), await body.inner_text())
+
+
 async def serious(page: Page) -> list[dict[str, Any]]:
     """axe-core's violations on the page that are serious or critical."""
     await page.add_script_tag(path=str(AXE))
@@ -67,6 +87,7 @@ async def test_axe_finds_nothing_serious_and_neither_page_scrolls_sideways(inbox
         await expect(page.locator("ul.history li")).to_have_count(1)  # the filters, waiting and history all drawn
         await expect(page.locator("ul.inbox li")).to_have_count(1)
         assert await serious(page) == []
+        await inbox_shot(page)
         await page.goto(decision_page)
         assert await serious(page) == []
         for options in ({"viewport": {"width": 320, "height": 640}}, {"viewport": {"width": 640, "height": 450}}):
