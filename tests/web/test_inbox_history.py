@@ -13,6 +13,8 @@ from typing import Any
 
 import aiohttp
 
+from hitl.engine.domain.records import MessageRef
+from hitl.engine.storage import open_store
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, serving, sign_in
 from tests.web.test_decision_page import card_of
@@ -90,6 +92,20 @@ async def test_history_filters_search_paging_and_the_next_load(tmp_path: Path) -
         await decide(http, inbox, reviewer, small, "reject")  # through the API, while the page is open
         again = await load(web, inbox)
         assert waiting(again) == [big] and small in history(again)
+
+        # A group card: the bot records each member on the one message (here written to the served store as it does)
+        store = open_store(inbox.env["HITL_STORE"])
+        try:
+            for member in (rejected, approved):
+                await store.messages.set(member, MessageRef(channel="C_GROUP", ts="1764370000.000100"))
+        finally:
+            await store.close()
+        grouped = await load(web, inbox, "?status=any")
+        marked = re.findall(r'data-id="([^"]+)">[^\n]*?<span class="group">group</span> · <a href="([^"]+)"', grouped)
+        assert sorted(marked) == sorted(
+            (m, "https://slack.com/archives/C_GROUP/p1764370000000100") for m in (rejected, approved)
+        )
+        assert grouped.count('class="group"') == 2  # the pending one's own card is not a group
 
         for query, field in [("?tier=urgent", "tier"), ("?colour=red", "colour"), ("?limit=0", "limit")]:
             refused = await load(web, inbox, query, status=400)
