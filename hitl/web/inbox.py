@@ -49,7 +49,7 @@ class InboxQuery(BaseModel):
     id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")] | None = None
     """Search by id: that one approval, if the reviewer may read it."""
     cursor: Annotated[str, Field(max_length=400)] | None = None
-    """The history's next page (the store's cursor)."""
+    """The next page (the store's cursor): of the queue with ``status=pending``, else of the history."""
     limit: int = Field(default=50, ge=1, le=200)
 
     def keeps(self, a: Approval) -> bool:
@@ -98,7 +98,7 @@ class InboxView:
     waiting: list[InboxRow]
     history: list[InboxRow]
     cursor: str | None
-    """The history's next page, if any."""
+    """The next page, if any (:attr:`InboxQuery.cursor`)."""
     searched: bool = False
 
 
@@ -118,8 +118,8 @@ async def _row(ctx: ApiContext, a: Approval, *, now: float, ranked: bool) -> Inb
 
 
 async def inbox_view(ctx: ApiContext, caller: Caller, q: InboxQuery, *, now: float) -> InboxView:
-    """The rows ``caller`` may read that ``q`` keeps: pending ones ``caller`` may decide in the queue's order
-    (first page only: the cursor pages the history), then the history."""
+    """The rows ``caller`` may read that ``q`` keeps: pending ones ``caller`` may decide in the queue's order, then
+    the history; the cursor pages the queue when ``q`` asks for pending ones alone, else the history."""
     store = ctx.lifecycle.store.approvals
     if q.id is not None:
         try:
@@ -130,14 +130,16 @@ async def inbox_view(ctx: ApiContext, caller: Caller, q: InboxQuery, *, now: flo
         row = await _row(ctx, found, now=now, ranked=pending)
         return InboxView([row] if pending else [], [] if pending else [row], None, searched=True)
     waiting: list[InboxRow] = []
-    if q.status in ("any", Status.PENDING) and q.cursor is None:
-        page = await queue_page(store, now=now, limit=q.limit)
+    cursor: str | None = None
+    # With status pending the cursor pages the queue; otherwise the history (the queue's first page above it).
+    if q.status == Status.PENDING or (q.status == "any" and q.cursor is None):
+        page = await queue_page(store, now=now, limit=q.limit, cursor=q.cursor if q.status == Status.PENDING else None)
+        cursor = page.cursor if q.status == Status.PENDING else None
         memo: dict[str | None, Reviewer] = {}
         for a in page.items:
             if may_see(caller, a) and q.keeps(a) and await ctx.can_decide(caller, a, memo):
                 waiting.append(await _row(ctx, a, now=now, ranked=True))
     history: list[InboxRow] = []
-    cursor: str | None = None
     if q.status != Status.PENDING:
         wanted = None if q.status in ("any", "decided") else Status(q.status)
         recent = await store.list_recent(status=wanted, limit=q.limit, cursor=q.cursor)

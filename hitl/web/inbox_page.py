@@ -85,7 +85,7 @@ def inbox_page(view: InboxView, q: InboxQuery, *, reviewer: str, csrf: str) -> s
         parts.append(f'<p class="note">No approval {_e(q.id)} that you may read.</p>')
     if view.waiting:
         parts.append(f"<h1>Waiting on you</h1><ul class='inbox'>{''.join(map(_waiting_item, view.waiting))}</ul>")
-    elif q.status in ("any", "pending") and not view.searched and q.cursor is None:
+    elif (q.status == "pending" or (q.status == "any" and q.cursor is None)) and not view.searched:
         parts.append("<h1>Nothing waits on you</h1>")
     if (q.status != "pending" and not view.searched) or view.history:
         items = "".join(map(_history_item, view.history))
@@ -93,5 +93,6 @@ def inbox_page(view: InboxView, q: InboxQuery, *, reviewer: str, csrf: str) -> s
     if view.cursor:
         keep = q.model_dump(mode="json", exclude_none=True, exclude={"cursor"})
         keep = {k: v for k, v in keep.items() if not (k == "status" and v == "any") and not (k == "limit" and v == 50)}
-        parts.append(f'<p><a href="/inbox?{_e(urlencode({**keep, "cursor": view.cursor}))}" rel="next">Older</a></p>')
+        more = "More" if q.status == "pending" else "Older"
+        parts.append(f'<p><a href="/inbox?{_e(urlencode({**keep, "cursor": view.cursor}))}" rel="next">{more}</a></p>')
     return layout("Web inbox", "".join(parts), reviewer=reviewer, csrf=csrf)

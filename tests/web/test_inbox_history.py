@@ -89,6 +89,11 @@ async def test_history_filters_search_paging_and_the_next_load(tmp_path: Path) -
         second = await load(web, inbox, unescape(older[1]).removeprefix("/inbox"))
         assert set(history(first) + history(second)) == {rejected, approved}
 
+        top = await load(web, inbox, "?status=pending&limit=1")  # the queue paged in its own order
+        more = re.search(r'<a href="(/inbox\?[^"]+)" rel="next">More</a>', top)
+        assert more is not None and waiting(top) == [big] and "status=pending" in more[1]
+        assert waiting(await load(web, inbox, unescape(more[1]).removeprefix("/inbox"))) == [small]
+
         await decide(http, inbox, reviewer, small, "reject")  # through the API, while the page is open
         again = await load(web, inbox)
         assert waiting(again) == [big] and small in history(again)
