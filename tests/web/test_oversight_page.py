@@ -59,3 +59,10 @@ async def test_the_admin_role_sees_figures_the_catch_rate_and_who_approved_what(
                 r'<li class="approved">[^<]+<b>([^<]+)</b> · <a href="[^"]+">([^<]+)</a> · ([^<]+)</li>', page
             ) == [("U_SUPPORT1", approved, "approve via api:support1 -&gt; approved; no view shown")]
             assert "since:" in await load(web, inbox, "/oversight?since=soon", status=400)
+
+
+async def test_without_an_admin_role_in_hitl_yaml_nobody_sees_the_oversight_page(tmp_path: Path) -> None:
+    async with serving(tmp_path) as inbox, browser() as web:  # the refund example defines no admin role
+        assert await sign_in(web, inbox, "U_FIN3", path="/inbox/oversight") == "/inbox/oversight"
+        refused = await load(web, inbox, "/oversight", status=403)
+        assert "only the admin role may see the oversight figures" in refused and "Figures per reviewer" not in refused
