@@ -90,6 +90,7 @@ bench: $(STAMP) redis postgres
 	$(BIN)/python bench/redis_clients.py
 	$(BIN)/python bench/pending_bench.py
 	$(BIN)/python bench/queue_bench.py
+	$(BIN)/python bench/inbox_bench.py
 	$(BIN)/python bench/receipt_bench.py
 	$(BIN)/python bench/card_bench.py
 	$(BIN)/python bench/flood_bench.py

@@ -30,7 +30,6 @@ from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.halts import acted_on, covering, halt_message
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.practice import is_practice, practice_note
-from hitl.engine.domain.ranking import queue_order
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.runtime.lifecycle import RunLifecycle
@@ -40,7 +39,10 @@ from . import pages
 from .deciding import decide_from_form
 from .full_value import full_value_page
 from .identity import reviewer_of, still_maps
+from .inbox import inbox_query, inbox_view
+from .inbox_page import inbox_page
 from .oidc import OidcClient, SignInError, random_token
+from .oversight import oversight, oversight_page
 from .proxies import client_address, networks
 from .sessions import Session, SessionBook
 
@@ -68,7 +70,7 @@ _OPENED_KEPT = 100_000
 """Openings remembered (so not audited again); past this many the memory starts over."""
 MAX_FORM = 64 * 1024
 """Bytes a decision's form may hold."""
-_RETURN = re.compile(r"/(inbox)(/approvals/[A-Za-z0-9_\-]{1,64}(/values/[0-9]{1,4})?)?")
+_RETURN = re.compile(r"/(inbox)(/oversight|/approvals/[A-Za-z0-9_\-]{1,64}(/values/[0-9]{1,4})?)?")
 _NUMBER = re.compile(r"[0-9]{1,4}")
 
 
@@ -115,6 +117,7 @@ class WebInbox:
         app.router.add_get("/auth/callback", self._page(self.callback))
         app.router.add_post("/auth/logout", self._page(self.logout))
         app.router.add_get("/inbox", self._page(self.inbox))
+        app.router.add_get("/inbox/oversight", self._page(self.oversight))
         app.router.add_get("/inbox/static/inbox.css", self._page(self.stylesheet))
         app.router.add_get("/inbox/approvals/{id}", self._page(self.approval))
         app.router.add_post("/inbox/approvals/{id}/decisions", self._page(self.decide))
@@ -285,19 +288,23 @@ class WebInbox:
         return Caller(session.reviewer, "web", frozenset({Scope.READ, Scope.DECIDE}), None, None)
 
     async def inbox(self, request: web.Request) -> web.StreamResponse:
-        """The signed-in reviewer's pending approvals: those they may decide, most important first."""
+        """The signed-in reviewer's inbox: what waits on them, most important first, and the decided history,
+        filtered and searched by the query (a 400 that names the field for a query that does not read)."""
         session = self.session(request)
         if session is None:
             return self._to_sign_in(request)
-        caller = self.caller(session)
-        store = self.ctx.lifecycle.store.approvals
-        now = self.now()
-        page = await store.list_pending(roles=None, limit=100, cursor=None, order="rank", now=now)
-        # In the API's order (GET /api/v1/approvals): one due soon first, whatever its tier.
-        rows = [
-            (a, self.ctx.present(a)) for a in queue_order(page.items, now=now) if await self.ctx.can_decide(caller, a)
-        ]
-        return _html(pages.inbox_page(rows, reviewer=session.reviewer, csrf=session.csrf))
+        q = inbox_query(dict(request.query))
+        view = await inbox_view(self.ctx, self.caller(session), q, now=self.now())
+        return _html(inbox_page(view, q, reviewer=session.reviewer, csrf=session.csrf))
+
+    async def oversight(self, request: web.Request) -> web.StreamResponse:
+        """The admin role's oversight page: figures per reviewer, the practice catch rate, who approved what."""
+        session = self.session(request)
+        if session is None:
+            return self._to_sign_in(request)
+        since = request.query.get("since", "7d")
+        found = await oversight(self.ctx, session.reviewer, since, now=self.now())
+        return _html(oversight_page(found, since, reviewer=session.reviewer, csrf=session.csrf))
 
     async def stylesheet(self, request: web.Request) -> web.StreamResponse:
         """The pages' stylesheet (served here: nothing comes from a third party)."""

@@ -21,7 +21,7 @@ from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.spot_checks import is_spot_check
 
-__all__ = ["decision_page", "inbox_page", "message_page", "shown_evidence"]
+__all__ = ["decision_page", "message_page", "shown_evidence"]
 
 STYLESHEET = "/inbox/static/inbox.css"
 
@@ -276,15 +276,6 @@ def decision_page(
     return layout(view.heading, "".join(parts), reviewer=reviewer, csrf=csrf)
 
 
-def inbox_page(rows: list[tuple[Approval, Presentation]], *, reviewer: str, csrf: str) -> str:
-    """The signed-in reviewer's pending approvals, plain: one link each."""
-    items = "".join(
-        f'<li><a href="/inbox/approvals/{_e(a.id)}">{_e(v.heading)}</a> <code>{_e(a.id)}</code></li>' for a, v in rows
-    )
-    body = f"<h1>Waiting on you</h1><ul class='inbox'>{items}</ul>" if items else "<h1>Nothing waits on you</h1>"
-    return layout("Web inbox", body, reviewer=reviewer, csrf=csrf)
-
-
 STYLES = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1c1d;background:#f8f8f8}
 header{display:flex;gap:1em;align-items:center;padding:.6em 1em;background:#3f0e40;color:#fff}
@@ -311,5 +302,16 @@ pre.value{white-space:pre-wrap;word-break:break-all;background:#fff;border:1px s
 .evidence pre{white-space:pre-wrap;word-break:break-all;font-family:ui-monospace,monospace;font-weight:400;
   max-height:30em;overflow:auto}
 .untrusted{font-size:.75em;font-weight:400;color:#8a4b00}
+.filters{display:flex;flex-wrap:wrap;gap:.3em .6em;align-items:center;background:#fff;border:1px solid #ddd;
+  padding:.6em}
+.filters input,.filters select{max-width:100%;min-width:0}
+.pair{display:inline-flex;gap:.3em;align-items:center;max-width:100%}
+ul.inbox li,ul.history li{margin:.4em 0;overflow-wrap:anywhere}
+.why,.by{color:#454245}
+.scroll{overflow-x:auto;max-width:100%}
+.scroll table{border-collapse:collapse;background:#fff}
+.scroll th,.scroll td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
+.scroll th[scope=row]{text-align:left}
+.group{background:#e8f5fa;border:1px solid #1264a3;padding:0 .3em;font-size:.85em}
 """
 """The pages' one stylesheet, served by hitl (nothing from a third party)."""
