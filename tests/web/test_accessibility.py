@@ -26,7 +26,8 @@ FIXED = """() => {
     const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     for (let node = walk.nextNode(); node; node = walk.nextNode()) {
         node.textContent = node.textContent
-            .replace(/apr_[A-Za-z0-9]{10}/g, id => ids.get(id) ?? (ids.set(id, `apr_DOCS00000${ids.size + 1}`), ids.get(id)))
+            .replace(/apr_[A-Za-z0-9]{10}/g,
+                     id => ids.get(id) ?? (ids.set(id, `apr_DOCS00000${ids.size + 1}`), ids.get(id)))
             .replace(/\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC/g, "2026-11-28 13:00 UTC")
             .replace(/\\d+ (min|h) left/g, "59 min left");
     }
