@@ -115,7 +115,7 @@ class Api:
 @asynccontextmanager
 async def sqlite_api(tmp_path: Path, clock: FakeClock, *, extra: str = "", hooks: bool = False) -> AsyncIterator[Api]:
     """`hitl serve` with the API on one SQLite store, for tests where the store does not matter (``extra``: more
-    hitl.yaml; ``hooks``: a webhook subscriber to every event). Set ``HITL_SHOP_DB`` (and, with hooks,
+    hitl.yaml; ``hooks``: a webhook subscriber to every event). Set ``SHOP_DB`` (and, with hooks,
     ``HITL_TEST_WEBHOOK_SECRET``) first."""
     receiver = Receiver()
     if hooks:
@@ -144,7 +144,7 @@ async def trusted_refund(api: Api) -> None:
 @pytest.fixture
 async def practice_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
     """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`PRACTICE`)."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock, extra=PRACTICE) as made:
         yield made
 
@@ -153,7 +153,7 @@ async def practice_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.Mon
 async def api(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Api]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     store = open_store(fresh_store_url(request.param, request, tmp_path, tag="api"))
     monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
     hooks = Receiver()

@@ -122,7 +122,7 @@ async def test_production_refuses_local_decisions_and_auto_approve(tmp_path: Pat
     env = {
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
         "HITL_CONFIG": str(config),
-        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "SHOP_DB": str(tmp_path / "shop.db"),
         "HITL_API_URL": "",
         "HITL_TOKEN": "",
     }

@@ -59,7 +59,7 @@ async def test_production_refuses_a_claimed_identity_and_audits_it(tmp_path: Pat
 async def test_oversight_commands_go_through_the_api_with_a_token(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock) as api:
         await _through_the_api(api)
 

@@ -32,7 +32,7 @@ CONSEQUENCE_LINES = (
 async def served(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Api]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     # What the serving process holds and no consequence may see (a key named by the tool's env is refused at load).
     monkeypatch.setenv("HITL_RECEIPT_KEY", "never-in-a-worker")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "never-in-a-worker")

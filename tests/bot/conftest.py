@@ -280,7 +280,7 @@ async def harness_on(
 async def harness(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     store = open_store(fresh_store_url(request.param, request, tmp_path, tag="bot"))
     h = await start(store, clock)
     yield h
@@ -289,7 +289,7 @@ async def harness(
 
 @pytest.fixture
 async def sqlite_harness(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     h = await start(SqliteStore(tmp_path / "bot.db"), clock)
     yield h
     await stop(h)

@@ -73,7 +73,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
     url = fresh_store_url(request.param, request, tmp_path, tag="same")
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv("HITL_TEST_LEDGER", str(ledger))
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     return Backend(url=url, ledger=ledger, clock=FakeClock())
 
 

@@ -115,7 +115,7 @@ async def test_the_refund_example_snapshots_its_signature_schema_and_judges_edit
 ) -> None:
     """The README's example end to end: --var text becomes a number, the approval carries the signature's schema,
     an edit that breaks it changes nothing, a valid edit is what runs."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     svc = ApprovalService.from_config(
         load_config(EXAMPLE / "hitl.yaml"), store=SqliteStore(tmp_path / "s.db"), clock=FakeClock()
     )

@@ -117,7 +117,7 @@ async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: t
             emulator,
             store=f"sqlite:///{tmp_path}/hitl.db",
             config=config,
-            HITL_SHOP_DB=str(tmp_path / "shop.db"),
+            SHOP_DB=str(tmp_path / "shop.db"),
             HITL_OIDC_SECRET=CLIENT_SECRET,
         )
         proc = spawn_serve(env, tmp_path, port)

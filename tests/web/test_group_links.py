@@ -38,7 +38,7 @@ def links(blocks: list[dict[str, object]]) -> dict[str, str]:
 @pytest.fixture
 async def webbed(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
     """The bot with a `web:` section in its hitl.yaml (its provider is never asked: nobody signs in here)."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     monkeypatch.setenv("HITL_OIDC_SECRET", "unused")
     config = tmp_path / "hitl.yaml"
     config.write_text(
