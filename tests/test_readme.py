@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.refund_config import write_refund_config
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -87,7 +89,7 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
         lines.append(
             f"    - {{name: {name}, sha256: {token_hash(env_name)}, reviewer: '{reviewer}', scopes: {scopes}}}"
         )
-    config.write_text("\n".join(lines) + "\n")
+    write_refund_config(config, "\n".join(lines) + "\n")
     state = workspace()
     emulator = await start_emulator(state)
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=config)

@@ -18,6 +18,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, Harness, start, stop
+from tests.refund_config import write_refund_config
 
 TOKENS = {
     # name: (token, reviewer, scopes, extra)
@@ -57,7 +58,7 @@ def api_config(tmp: Path, *, extra: str = "", webhook: str | None = None) -> Pat
         if more:
             lines[-1] = lines[-1][:-1] + f", {more}}}"
     path = tmp / "hitl.yaml"
-    path.write_text(CONFIG.read_text() + "\n".join(lines) + "\n" + extra)
+    write_refund_config(path, CONFIG.read_text() + "\n".join(lines) + "\n" + extra)
     return path
 
 

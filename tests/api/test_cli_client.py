@@ -12,6 +12,7 @@ from hitl.engine.errors import EngineError, ErrorCode
 from tests.api.cli_process import hitl
 from tests.api.conftest import TOKENS, Api
 from tests.bot.conftest import ROOT
+from tests.refund_config import write_refund_config
 
 REFUND = {"order_id": "78291", "customer_id": "C-1", "amount": 120}
 
@@ -118,7 +119,7 @@ async def test_resuming_a_run_through_the_api_waits_for_the_server_to_continue_i
 
 async def test_production_refuses_local_decisions_and_auto_approve(tmp_path: Path) -> None:
     config = tmp_path / "hitl.yaml"
-    config.write_text((ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
+    write_refund_config(config, (ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
     env = {
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
         "HITL_CONFIG": str(config),
