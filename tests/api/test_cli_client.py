@@ -56,7 +56,8 @@ async def test_a_reviewer_decides_from_the_cli_through_the_api(api: Api) -> None
     assert body["approval"]["decisions"][0]["via"] == "api:sup1"
 
     code, trail, _ = await hitl("audit", approval_id, "--json", env=as_token(api, "reader"))
-    assert code == 0 and [e["event"] for e in trail["audit"]][:2] == ["created", "decided"]
+    # the refund's consequence is computed (and audited) before anyone is asked
+    assert code == 0 and [e["event"] for e in trail["audit"]][:3] == ["consequence", "created", "decided"]
     code, body, _ = await hitl("audit", "--json", env=as_token(api, "reader"))
     assert code == 1 and "admin" in body["error"]["message"]  # the whole trail is for admins
     code, trail, _ = await hitl("audit", "--json", env=as_token(api, "admin"))
