@@ -70,7 +70,7 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     written_files = {p.name for p in (work / "refund").iterdir()}
     assert written_files == {"hitl.yaml", "workflow.yaml", "tools.py", "shop_consequences.py"}
     folder = Path(example.stdout.strip())
-    run_env = {**env, "HITL_STORE": f"sqlite:///{work}/hitl.db", "HITL_SHOP_DB": str(work / "shop.db")}
+    run_env = {**env, "HITL_STORE": f"sqlite:///{work}/hitl.db", "SHOP_DB": str(work / "shop.db")}
     paused = _run(
         [
             str(bin_ / "hitl"),

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.refund_config import write_refund_config
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -87,7 +89,7 @@ async def test_readme_api_walkthrough_runs_against_hitl_serve(tmp_path: Path) ->
         lines.append(
             f"    - {{name: {name}, sha256: {token_hash(env_name)}, reviewer: '{reviewer}', scopes: {scopes}}}"
         )
-    config.write_text("\n".join(lines) + "\n")
+    write_refund_config(config, "\n".join(lines) + "\n")
     state = workspace()
     emulator = await start_emulator(state)
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=config)
@@ -257,7 +259,7 @@ def test_the_readmes_sample_output_of_hitl_run_is_what_it_prints(tmp_path: Path)
     command = next(line for line in block.splitlines() if line.startswith("hitl run "))
     after = block[block.index(command) :].splitlines()[1:]  # what the README shows it printing
     shown = [line[2:] for line in after if line.startswith("# ") and not line.startswith("# ...")]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "HITL_SHOP_DB": str(tmp_path / "shop.db")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "SHOP_DB": str(tmp_path / "shop.db")}
     env |= {"HITL_STORE": f"sqlite:///{tmp_path / 'hitl.db'}", "HITL_CONFIG": ""}
     hitl = [sys.executable, "-m", "hitl"]
     subprocess.run([*hitl, "init", "--example", "refund", "refund"], cwd=tmp_path, env=env, check=True, timeout=60)

@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, Protocol, cast
 
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -58,14 +59,15 @@ def resume_command(a: Approval) -> str:
     return f"hitl resume {a.id} --approve --as <reviewer>"
 
 
-def _audit_lines(row: Sequence[str | Text]) -> list[Text]:
+def _audit_lines(row: Sequence[str | Text]) -> list[RenderableType]:
     """An audit entry in two lines, as ``git log --oneline`` reads: when, what, on which approval (version),
-    the outcome and who; then the detail, indented."""
+    the outcome and who; then the detail, indented and wrapped at words (a consequence's carries a digest or two,
+    longer than a terminal line with its words around it)."""
     at, event, actor, approval, version, outcome, detail = row
     where = [f"{approval} v{version}" if version else str(approval)] if str(approval) else []
     head = Text("  ").join([Text(str(at), "dim"), Text(str(event), "bold"), *map(Text, where), Text(str(outcome))])
     head.append_text(Text.assemble("  ", actor))
-    return [head, Text.assemble("    ", detail)] if str(detail) else [head]
+    return [head, Padding(Text.assemble(detail), (0, 0, 0, 4), expand=False)] if str(detail) else [head]
 
 
 def _arguments(t: Table, view: Mapping[str, Any]) -> None:
@@ -189,7 +191,7 @@ class Out:
         rows: Sequence[Sequence[str | Text]],
         *,
         right: Sequence[str] = (),
-        narrow: Callable[[Sequence[str | Text]], list[Text]] | None = None,
+        narrow: Callable[[Sequence[str | Text]], list[RenderableType]] | None = None,
     ) -> None:
         """Rows for people, nothing in them ever cut: a table when every cell fits the terminal whole, and
         otherwise one block per row (its first cell, then each other heading and value, or the lines ``narrow``
@@ -206,8 +208,8 @@ class Out:
             return
         if narrow is not None:
             for row in rows:
-                for line in narrow(row):
-                    self.console.print(line)
+                for line in narrow(row):  # wrapped at words where it must: nothing runs past the edge or is cut
+                    self.console.print(line, soft_wrap=False)
             return
         width = max(len(h) for h in headings[1:]) if len(headings) > 1 else 0
         for i, row in enumerate(rows):

@@ -26,7 +26,7 @@ def run_demo(store: str | None = None) -> int:
         env = {
             **os.environ,
             "HITL_STORE": store or f"sqlite:///{tmp}/hitl.db",
-            "HITL_SHOP_DB": f"{tmp}/shop.db",
+            "SHOP_DB": f"{tmp}/shop.db",
             "COLUMNS": "150",
         }
         env.pop("HITL_CONFIG", None)

@@ -36,7 +36,9 @@ HOSTILE_NOTE = (
 TRY = """Things to try (switch people with "Acting as"):
   1. As stranger, press Approve on a refund card: only you see the refusal.
   2. As support1, press Approve: the run resumes, refunds once and replies in the thread.
-  3. As fin1 and then fin2, approve the 899.00 refund in #finance-approvals (two distinct approvers).
+  3. As fin1 and then fin2, approve the 899.00 refund in #finance-approvals (two distinct approvers). Each card
+     says what will happen to order 78291; if step 2's refund ran first, what the 899.00 would do changed
+     after they saw it: nothing runs, and it is asked again showing both (drift). Approve it again to run it.
   4. As support2, press Modify, type -5 (inline error), then 900 (a new card goes to finance).
   5. As support1, press "Trust for session" on the chat-42 refund: the agent's next refund in that session
      runs without a card, and an FYI in the channel says so. Open "Home" to see the trust in force.
@@ -55,7 +57,7 @@ async def _start(
     api_port: int = 0,
 ) -> Sandbox:
     """The sandbox on the example's policy and a throwaway store, or on the ``config`` and ``store_url`` given."""
-    os.environ["HITL_SHOP_DB"] = str(Path(tmp) / "shop.db")
+    os.environ["SHOP_DB"] = str(Path(tmp) / "shop.db")
     store = None if store_url else SqliteStore(Path(tmp) / "hitl.db")
     return await start_sandbox(
         config_path=config or refund_example() / "hitl.yaml",
@@ -191,6 +193,8 @@ def _story_config(tmp: str) -> str:
     }
     path = Path(tmp) / "hitl.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
+    consequence = "shop_consequences.py"  # its consequence is found beside its hitl.yaml: copied along with it
+    (Path(tmp) / consequence).write_text((refund_example() / consequence).read_text())
     return str(path)
 
 

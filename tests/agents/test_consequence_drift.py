@@ -24,7 +24,7 @@ from hitl.bot.views.consequence import CONSEQUENCE, DRIFT
 from hitl.bot.views.home import Waiting, home_view
 from hitl.engine.agents.ask import ActionRejected, Approvals
 from hitl.engine.agents.gate import GateRefused
-from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.config.hitl_yaml import load_config, parse_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -43,7 +43,6 @@ from tests.backends import fresh_store_url
 from tests.waiting import eventually
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "refund"
-OFF = ('      # consequence: "shop_consequences:refund"\n', "      # consequence_check: true\n")
 REFUND = {"order_id": "78291", "customer_id": "C-1042", "amount": 120}
 TICKING = """
 roles: {support: [U_SUPPORT1]}
@@ -67,7 +66,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 @pytest.fixture
 def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The refund example's tools on a shop database of this test's own, its consequence's folder importable."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     monkeypatch.syspath_prepend(str(EXAMPLE))
     spec = importlib.util.spec_from_file_location("refund_example_tools", EXAMPLE / "tools.py")
     assert spec is not None and spec.loader is not None
@@ -78,13 +77,11 @@ def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 def checked_example() -> Any:
-    """The refund example's hitl.yaml with its consequence and its check turned on (the two lines it carries
-    commented out)."""
-    text = (EXAMPLE / "hitl.yaml").read_text()
-    for line in OFF:
-        assert line in text
-        text = text.replace(line, line.replace("# ", "", 1))
-    return parse_config(text)
+    """The refund example's hitl.yaml as shipped: its consequence and its check are on."""
+    config = load_config(EXAMPLE / "hitl.yaml")
+    refund = config.policy.tools["refund"]
+    assert (refund.consequence, refund.consequence_check) == ("shop_consequences:refund", True)
+    return config
 
 
 async def next_pending(store: Store, tool: str, *, besides: set[str]) -> Approval:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, Harness, start, stop
+from tests.refund_config import write_refund_config
 
 TOKENS = {
     # name: (token, reviewer, scopes, extra)
@@ -47,7 +48,7 @@ oversight:
 """hitl.yaml's oversight section that gives every refund a practice twin (a wrong customer planted)."""
 
 
-def api_config(tmp: Path, *, extra: str = "", webhook: str | None = None) -> Path:
+def api_config(tmp: Path, *, extra: str = "", webhook: str | None = None, edit: Callable[[str], str] = str) -> Path:
     lines = ["api:", "  workflows:", f"    refund: {ROOT / 'examples' / 'refund' / 'workflow.yaml'}"]
     if webhook:
         lines += ["  webhooks:", f"    - {{url: '{webhook}', secret_env: HITL_TEST_WEBHOOK_SECRET}}"]
@@ -57,7 +58,7 @@ def api_config(tmp: Path, *, extra: str = "", webhook: str | None = None) -> Pat
         if more:
             lines[-1] = lines[-1][:-1] + f", {more}}}"
     path = tmp / "hitl.yaml"
-    path.write_text(CONFIG.read_text() + "\n".join(lines) + "\n" + extra)
+    write_refund_config(path, edit(CONFIG.read_text()) + "\n".join(lines) + "\n" + extra)
     return path
 
 
@@ -113,14 +114,16 @@ class Api:
 
 
 @asynccontextmanager
-async def sqlite_api(tmp_path: Path, clock: FakeClock, *, extra: str = "", hooks: bool = False) -> AsyncIterator[Api]:
+async def sqlite_api(
+    tmp_path: Path, clock: FakeClock, *, extra: str = "", hooks: bool = False, edit: Callable[[str], str] = str
+) -> AsyncIterator[Api]:
     """`hitl serve` with the API on one SQLite store, for tests where the store does not matter (``extra``: more
-    hitl.yaml; ``hooks``: a webhook subscriber to every event). Set ``HITL_SHOP_DB`` (and, with hooks,
-    ``HITL_TEST_WEBHOOK_SECRET``) first."""
+    hitl.yaml; ``hooks``: a webhook subscriber to every event; ``edit``: changes the example's hitl.yaml first).
+    Set ``SHOP_DB`` (and, with hooks, ``HITL_TEST_WEBHOOK_SECRET``) first."""
     receiver = Receiver()
     if hooks:
         await receiver.start()
-    config = api_config(tmp_path, extra=extra, webhook=receiver.url if hooks else None)
+    config = api_config(tmp_path, extra=extra, webhook=receiver.url if hooks else None, edit=edit)
     h = await start(SqliteStore(tmp_path / "api.db"), clock, config=config)
     try:
         yield Api(h, config, receiver)
@@ -144,7 +147,7 @@ async def trusted_refund(api: Api) -> None:
 @pytest.fixture
 async def practice_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
     """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`PRACTICE`)."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock, extra=PRACTICE) as made:
         yield made
 
@@ -153,7 +156,7 @@ async def practice_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.Mon
 async def api(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Api]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     store = open_store(fresh_store_url(request.param, request, tmp_path, tag="api"))
     monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
     hooks = Receiver()

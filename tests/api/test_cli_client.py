@@ -12,6 +12,7 @@ from hitl.engine.errors import EngineError, ErrorCode
 from tests.api.cli_process import hitl
 from tests.api.conftest import TOKENS, Api
 from tests.bot.conftest import ROOT
+from tests.refund_config import write_refund_config
 
 REFUND = {"order_id": "78291", "customer_id": "C-1", "amount": 120}
 
@@ -55,7 +56,8 @@ async def test_a_reviewer_decides_from_the_cli_through_the_api(api: Api) -> None
     assert body["approval"]["decisions"][0]["via"] == "api:sup1"
 
     code, trail, _ = await hitl("audit", approval_id, "--json", env=as_token(api, "reader"))
-    assert code == 0 and [e["event"] for e in trail["audit"]][:2] == ["created", "decided"]
+    # the refund's consequence is computed (and audited) before anyone is asked
+    assert code == 0 and [e["event"] for e in trail["audit"]][:3] == ["consequence", "created", "decided"]
     code, body, _ = await hitl("audit", "--json", env=as_token(api, "reader"))
     assert code == 1 and "admin" in body["error"]["message"]  # the whole trail is for admins
     code, trail, _ = await hitl("audit", "--json", env=as_token(api, "admin"))
@@ -118,11 +120,11 @@ async def test_resuming_a_run_through_the_api_waits_for_the_server_to_continue_i
 
 async def test_production_refuses_local_decisions_and_auto_approve(tmp_path: Path) -> None:
     config = tmp_path / "hitl.yaml"
-    config.write_text((ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
+    write_refund_config(config, (ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
     env = {
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
         "HITL_CONFIG": str(config),
-        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "SHOP_DB": str(tmp_path / "shop.db"),
         "HITL_API_URL": "",
         "HITL_TOKEN": "",
     }

@@ -15,6 +15,7 @@ from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
 from tests.api.conftest import TOKENS, Api, sqlite_api, trusted_refund
 from tests.bot.conftest import ROOT
+from tests.refund_config import write_refund_config
 
 ADMIN = """
 oversight:
@@ -40,7 +41,7 @@ async def test_production_refuses_a_claimed_identity_and_audits_it(tmp_path: Pat
     config = tmp_path / "hitl.yaml"
     roles = "\n  ops: [U_ADMIN]\n"
     text = (ROOT / "examples" / "refund" / "hitl.yaml").read_text().replace("roles:\n", "roles:" + roles, 1)
-    config.write_text(text + ADMIN + "production: true\n")
+    write_refund_config(config, text + ADMIN + "production: true\n")
     db = tmp_path / "hitl.db"
     env = {"HITL_STORE": f"sqlite:///{db}", "HITL_CONFIG": str(config), "HITL_API_URL": "", "HITL_TOKEN": ""}
     code, _, err = await hitl("migrate", env=env)
@@ -59,7 +60,7 @@ async def test_production_refuses_a_claimed_identity_and_audits_it(tmp_path: Pat
 async def test_oversight_commands_go_through_the_api_with_a_token(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock) as api:
         await _through_the_api(api)
 

@@ -21,7 +21,8 @@ from tests.bot.conftest import start, stop
 from tests.slack_text import typed_texts
 from tests.waiting import eventually
 
-REASON_LINE = "      reason: Refunds send money back to the customer.    # why it needs a person, on the card\n"
+OURS = '      consequence: "shop_consequences:refund"\n      consequence_limits: {env: [SHOP_DB]}\n'
+"""The example's own consequence, swapped for one that shows its worker's environment, sleeps or prints."""
 CONSEQUENCE_LINES = (
     '      consequence: "tests.consequence_tools:refund"\n'
     "      consequence_limits: {timeout: 3s, workers: 2, env: [SHOP_REGION]}\n"
@@ -32,7 +33,7 @@ CONSEQUENCE_LINES = (
 async def served(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Api]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     # What the serving process holds and no consequence may see (a key named by the tool's env is refused at load).
     monkeypatch.setenv("HITL_RECEIPT_KEY", "never-in-a-worker")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "never-in-a-worker")
@@ -41,8 +42,8 @@ async def served(
     monkeypatch.setenv("SHOP_REGION", "eu")  # named by the tool's consequence_limits.env: passed on
     config = api_config(tmp_path)
     text = config.read_text()
-    assert REASON_LINE in text
-    config.write_text(text.replace(REASON_LINE, REASON_LINE + CONSEQUENCE_LINES))
+    assert OURS in text
+    config.write_text(text.replace(OURS, CONSEQUENCE_LINES))
     store = open_store(fresh_store_url(request.param, request, tmp_path, tag="csq"))
     h = await start(store, clock, config=config)
     yield Api(h, config, Receiver())

@@ -16,7 +16,7 @@ from tests.bot.conftest import start, stop
 async def test_the_excess_gets_429_with_retry_after_and_changes_nothing(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     config = api_config(tmp_path)
     config.write_text(config.read_text().replace("policy:\n", "policy:\n  caps:\n    session: {max: 2, per: 5m}\n", 1))
     h = await start(SqliteStore(tmp_path / "api.db"), clock, config=config)

@@ -39,7 +39,7 @@ def group_config(tmp: Path) -> Path:
 async def group_api(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Api]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     store = open_store(fresh_store_url(request.param, request, tmp_path, tag="group"))
     config = group_config(tmp_path)
     h = await start(store, clock, config=config)
@@ -166,7 +166,7 @@ async def test_the_cli_decides_a_group_through_the_api(group_api: Api) -> None:
 def local_env(tmp: Path) -> dict[str, str]:
     return {
         "HITL_STORE": f"sqlite:///{tmp}/hitl.db",
-        "HITL_SHOP_DB": str(tmp / "shop.db"),
+        "SHOP_DB": str(tmp / "shop.db"),
         "HITL_CONFIG": "",
         "HITL_REVIEWER": "",
         "HITL_NOW": "",
@@ -200,7 +200,7 @@ async def test_the_cli_decides_a_group_against_the_store(tmp_path: Path) -> None
         ("refused", "not_eligible"),  # finance's, not support's
     ]
     assert (out["decided"], out["refused"]) == (2, 1)
-    with sqlite3.connect(env["HITL_SHOP_DB"]) as db:  # both runs went on, here: their refunds ran once each
+    with sqlite3.connect(env["SHOP_DB"]) as db:  # both runs went on, here: their refunds ran once each
         assert sorted(db.execute("SELECT order_id, amount FROM refunds").fetchall()) == [("78291", 100), ("78300", 50)]
 
     code, out, err = await hitl("resume", large, small, "--approve", "--as", "U_FIN1", env=env)

@@ -15,7 +15,7 @@ from tests.bot.conftest import ROOT
 async def test_a_proposal_with_a_number_too_large_is_a_422(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock) as api:
         for i, amount in enumerate(["9" * 10_000, str(MAX_EXACT_INT + 1), "-1" + "0" * 30, "1e300"]):
             raw = f'{{"session": "s", "tool": "refund", "idempotency_key": "k{i}", "args": {{"order_id": "1", '
@@ -33,7 +33,7 @@ async def test_the_receipts_page_quotes_each_refusal_as_the_api_words_it(
 ) -> None:
     """The page's number rule gives the refusals' exact wording (22 digits, an exponent, a number too long to
     read): each is what a proposal gets from the real API (with the page's argument `n` for `amount`)."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     page = " ".join((ROOT / "docs" / "pages" / "receipts.md").read_text().split())
     async with sqlite_api(tmp_path, clock) as api:
         for i, amount in enumerate(["1" + "0" * 21, "1e21", "9" * 10_000]):

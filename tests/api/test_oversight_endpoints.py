@@ -24,7 +24,7 @@ async def _refusals(api: Api) -> list[tuple[str, str]]:
 async def test_trust_grants_over_the_api_each_with_its_scope(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock) as api:
         await trusted_refund(api)
         for who, seen in (("sup1", 1), ("admin", 1), ("emails", 0), ("agent", 0)):
@@ -49,7 +49,7 @@ async def test_trust_grants_over_the_api_each_with_its_scope(
 async def test_the_figures_per_reviewer_are_for_admins(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock) as api:
         await trusted_refund(api)
         status, problem = await api.call("GET", "/reviewers", as_="sup1")

@@ -18,7 +18,7 @@ from tests.api.conftest import sqlite_api
 async def test_a_tool_named_like_hitls_own_approvals_is_a_422(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock) as api:
         for i, prefix in enumerate(RESERVED_PREFIXES):
             body = {"session": "s", "tool": f"{prefix}pay", "args": {"amount": 1}, "idempotency_key": f"k{i}"}
@@ -41,7 +41,7 @@ alerts:
 async def test_a_run_named_like_an_alert_and_the_alert_stay_apart(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock, extra=ALERTS) as api:
         run = {"workflow": "refund", "vars": {"order_id": "78291", "amount": 120}, "session_id": "alert:stale"}
         status, started = await api.call("POST", "/runs", as_="agent", json=run)

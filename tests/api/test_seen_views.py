@@ -42,7 +42,7 @@ def _bound(a: dict[str, Any], **more: Any) -> dict[str, Any]:
 
 @pytest.fixture
 async def api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     monkeypatch.setenv("HITL_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)
     async with sqlite_api(tmp_path, clock, hooks=True) as made:
         yield made

@@ -30,6 +30,7 @@ from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.ports import free_port
 from tests.processes import stop_process
+from tests.refund_config import write_refund_config
 from tests.waiting import started
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,7 +268,7 @@ async def harness_on(
 ) -> AsyncIterator[Harness]:
     """A harness on the backend ``request`` is parametrized with, serving the hitl.yaml text ``config``."""
     path = tmp_path / "hitl.yaml"
-    path.write_text(config)
+    write_refund_config(path, config)
     store = open_store(fresh_store_url(request.param, request, tmp_path, tag="bot"))
     h = await start(store, clock, config=path)
     try:
@@ -280,7 +281,7 @@ async def harness_on(
 async def harness(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     store = open_store(fresh_store_url(request.param, request, tmp_path, tag="bot"))
     h = await start(store, clock)
     yield h
@@ -289,7 +290,7 @@ async def harness(
 
 @pytest.fixture
 async def sqlite_harness(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     h = await start(SqliteStore(tmp_path / "bot.db"), clock)
     yield h
     await stop(h)

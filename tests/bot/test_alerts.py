@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from hitl.engine.config.api import EventKind, WebhookSpec
-from hitl.engine.config.hitl_yaml import parse_config
+from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.alerts import AlertsSpec, evaluate
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
@@ -23,6 +23,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.subscribers.events import WEBHOOK_JOB, Outbox
 from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, Harness, start, stop
+from tests.refund_config import write_refund_config
 
 RULES = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "hitl-alerts.yml"
 ALERTS = """
@@ -42,8 +43,8 @@ alerts:
 """
 
 
-def test_alert_rules_read_the_figures_per_tool_and_tier() -> None:
-    spec = parse_config(CONFIG.read_text() + ALERTS).alerts
+def test_alert_rules_read_the_figures_per_tool_and_tier(tmp_path: Path) -> None:
+    spec = load_config(write_refund_config(tmp_path / "alerts.yaml", CONFIG.read_text() + ALERTS)).alerts
     rows = [
         TallyRow("refund", "approve", {"asked": 3, "rejected": 2, "approved": 1}),
         TallyRow("send_email", "notify", {"autonomous": 10}),
@@ -75,8 +76,8 @@ async def test_a_crossed_threshold_is_announced_once_across_replicas_and_resolve
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, harness: Harness
 ) -> None:
     config = tmp_path / "alerts.yaml"
-    config.write_text(CONFIG.read_text() + ALERTS)
-    spec = parse_config(config.read_text()).alerts
+    write_refund_config(config, CONFIG.read_text() + ALERTS)
+    spec = load_config(config).alerts
     store = harness.rt.store
     svc = harness.svc
     hook = WebhookSpec(
@@ -126,7 +127,7 @@ async def test_a_crossed_threshold_is_announced_once_across_replicas_and_resolve
 
 async def test_hitl_serve_posts_a_fired_alert_to_the_alerts_channel(tmp_path: Path, clock: FakeClock) -> None:
     config = tmp_path / "alerts.yaml"
-    config.write_text(CONFIG.read_text() + ALERTS)
+    write_refund_config(config, CONFIG.read_text() + ALERTS)
     served = await start(SqliteStore(tmp_path / "served.db"), clock, config=config)
     try:
         for n in (17, 18, 19):

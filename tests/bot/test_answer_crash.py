@@ -73,7 +73,7 @@ async def test_killed_the_instant_slack_is_answered_loses_no_decision(
     approvals = await _propose(url, TRIALS + 2)
     state = workspace()
     emulator = await start_emulator(state)
-    env = serve_env(state, emulator, store=url, config=CONFIG, HITL_SHOP_DB=str(tmp_path / "shop.db"))
+    env = serve_env(state, emulator, store=url, config=CONFIG, SHOP_DB=str(tmp_path / "shop.db"))
     answered: dict[str, int] = {}
     http = aiohttp.ClientSession()
     try:

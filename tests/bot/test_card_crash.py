@@ -25,6 +25,7 @@ from tests.backends import fresh_store_url
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
 from tests.processes import stop_process
+from tests.refund_config import write_refund_config
 from tests.waiting import eventually
 
 CARDS = 10
@@ -51,7 +52,7 @@ async def test_killed_mid_backlog_every_card_is_posted_once(tmp_path: Path, requ
     channel = state.channel("#refund-approvals")
     assert channel is not None
     text = CONFIG.read_text().replace('channel: "#refund-approvals"', f"channel: {channel.id}\n  group: false")
-    config.write_text(text)
+    write_refund_config(config, text)
     env = serve_env(state, emulator, store=url, config=config)
 
     def carded() -> list[str]:

@@ -94,7 +94,7 @@ async def test_killed_while_approve_all_is_recorded_no_member_is_lost_or_decided
         await store.close()
     state = workspace()
     emulator = await start_emulator(state)
-    env = serve_env(state, emulator, store=url, config=CONFIG, HITL_SHOP_DB=str(tmp_path / "shop.db"))
+    env = serve_env(state, emulator, store=url, config=CONFIG, SHOP_DB=str(tmp_path / "shop.db"))
     http = aiohttp.ClientSession()
     try:
         port = free_port()

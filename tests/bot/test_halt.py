@@ -29,7 +29,7 @@ ADMIN = "U_ADMIN1"
 async def h(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     config = CONFIG.read_text().replace("roles:\n", f"roles:\n  admin: [{ADMIN}]\n", 1)
     async with harness_on(request, tmp_path, clock, config) as harness:
         harness.state.users[ADMIN] = {"name": "admin1", "real_name": "Admin One", "tz": "UTC"}

@@ -23,7 +23,7 @@ from tests.waiting import eventually
 async def test_a_store_outage_is_logged_once_each_way_and_counted(
     tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     store = BreakableStore(SqliteStore(tmp_path / "hitl.db"))
     h = await start(cast(Store, store), clock)
     rounds = 0

@@ -27,13 +27,14 @@ from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, Harness, harness_on, start, stop, workspace
+from tests.refund_config import write_refund_config
 
 
 @pytest.fixture(params=BACKENDS)
 async def h(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with harness_on(request, tmp_path, clock, CONFIG.read_text() + PRACTICE_CONFIG) as harness:
         yield harness
 
@@ -114,9 +115,9 @@ async def test_a_twin_waits_for_its_moment_unseen_and_the_serve_running_then_cre
     ``oversight.practice.delay``, durably and unseen (nothing lists it, nothing posts it), and a restart of `hitl
     serve` meanwhile loses nothing: the server running when its moment has come creates it then (created at that
     moment, expiring its real one's timeout after it) and posts its card, once."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     config = tmp_path / "later.yaml"
-    config.write_text(CONFIG.read_text() + PRACTICE_CONFIG.replace("delay: 0", "delay: 10m"))
+    write_refund_config(config, CONFIG.read_text() + PRACTICE_CONFIG.replace("delay: 0", "delay: 10m"))
     url, state = fresh_store_url(backend, request, tmp_path, tag="later"), workspace()
     h = await start(open_store(url), clock, config=config, state=state, replica="before")
     h.rt.twins.lease = 0.0  # a twin not yet due is looked at again on the next round (Redis: its server's clock)

@@ -39,7 +39,7 @@ async def test_serve_posts_the_card_and_resumes_the_cli_run(tmp_path: Path) -> N
         emulator,
         store=f"sqlite:///{tmp_path}/hitl.db",
         config=CONFIG,
-        HITL_SHOP_DB=str(tmp_path / "shop.db"),
+        SHOP_DB=str(tmp_path / "shop.db"),
     )
     http = aiohttp.ClientSession()
     try:

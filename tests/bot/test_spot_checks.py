@@ -32,7 +32,7 @@ SPOT = "\noversight:\n  spot_check:\n    tools: {look_up_order: 1.0}\n    tiers:
 async def h(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with harness_on(request, tmp_path, clock, CONFIG.read_text() + SPOT) as harness:
         yield harness
 

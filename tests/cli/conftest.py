@@ -35,7 +35,7 @@ Cli = Callable[..., Result]
 def env(tmp_path: Path) -> dict[str, str]:
     return {
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "SHOP_DB": str(tmp_path / "shop.db"),
         "HITL_CONFIG": "",
         "HITL_REVIEWER": "",
         "HITL_NOW": "",
@@ -58,7 +58,7 @@ def cli(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 @pytest.fixture
 def shop(env: dict[str, str]) -> Callable[[str], list[tuple[Any, ...]]]:
     def query(sql: str) -> list[tuple[Any, ...]]:
-        path = Path(env["HITL_SHOP_DB"])
+        path = Path(env["SHOP_DB"])
         if not path.exists():
             return []
         with sqlite3.connect(path) as db:

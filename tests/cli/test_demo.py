@@ -18,12 +18,13 @@ from typing import Any
 
 from tests.cli.conftest import ROOT
 from tests.processes import stop_process
+from tests.refund_config import write_refund_config
 from tests.waiting import eventually_sync, started_sync
 
 
 def _env() -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
-    for name in ("HITL_STORE", "HITL_CONFIG", "HITL_REVIEWER", "HITL_NOW", "HITL_SHOP_DB"):
+    for name in ("HITL_STORE", "HITL_CONFIG", "HITL_REVIEWER", "HITL_NOW", "SHOP_DB"):
         env.pop(name, None)
     return env
 
@@ -136,7 +137,7 @@ def test_interactive_demo_serves_the_sandbox_until_interrupted(tmp_path: Path) -
 def test_the_sandbox_shows_your_own_policy_and_store(tmp_path: Path) -> None:
     config = tmp_path / "mine.yaml"
     text = (ROOT / "examples" / "refund" / "hitl.yaml").read_text().replace("#refund-approvals", "#my-approvals")
-    config.write_text(text)
+    write_refund_config(config, text)
     store = tmp_path / "mine.db"
     with interactive_demo(tmp_path, "--store", f"sqlite:///{store}", "--config", str(config)) as url:
         with urllib.request.urlopen(f"{url}/sandbox/state?user=U_SUPPORT1", timeout=10) as resp:

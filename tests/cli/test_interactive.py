@@ -19,7 +19,7 @@ def spawn(tmp_path: Path, *args: str) -> pexpect.spawn[str]:
     env = {
         **os.environ,
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "SHOP_DB": str(tmp_path / "shop.db"),
         "PYTHONPATH": str(ROOT),
         "COLUMNS": "160",
         "TERM": "dumb",

@@ -27,7 +27,7 @@ def hitl(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "SHOP_DB": str(tmp_path / "shop.db"),
         "HITL_CONFIG": "",
         "HITL_REVIEWER": "",
         "HITL_API_URL": "",

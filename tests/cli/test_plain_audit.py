@@ -36,7 +36,7 @@ policy:
 def _env(tmp_path: Path) -> dict[str, str]:
     return {
         "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "HITL_SHOP_DB": str(tmp_path / "shop.db"),
+        "SHOP_DB": str(tmp_path / "shop.db"),
         "HITL_CONFIG": "",
         "HITL_REVIEWER": "",
         "HITL_API_URL": "",

@@ -74,10 +74,12 @@ def test_pause_approve_resume_exactly_once(cli: Cli, shop) -> None:  # type: ign
 
     audit = cli("audit", aid, "--json").json()["audit"]
     assert [e["event"] for e in audit] == [
+        "consequence",  # computed before anyone was asked (the example's consequence)
         "created",
         "refused",
         "refused",
         "decided",
+        "consequence",  # and again just before it ran (its consequence_check): unchanged, so it ran
         "executing",
         "executed",
         "refused",
@@ -111,7 +113,13 @@ def test_modify_validates_and_reruns_policy(cli: Cli, shop) -> None:  # type: ig
     bad = cli("resume", aid, "--modify", "--args", json.dumps({**base, "amount": -5}), "--as", "U_SUPPORT1", "--json")
     assert bad.code == 1 and "amount" in bad.json()["error"]["message"]
     assert cli("show", aid, "--json").json()["version"] == 1
-    ok = cli("resume", aid, "--modify", "--args", json.dumps({**base, "amount": 50}), "--as", "U_SUPPORT1", "--json")
+    edit = cli("resume", aid, "--modify", "--args", json.dumps({**base, "amount": 50}), "--as", "U_SUPPORT1", "--json")
+    # The consequence its decider saw was the 120's: checked before it runs (consequence_check), the 50's differs, so
+    # nothing ran and it is asked again showing the 50's; approved, it runs.
+    assert edit.code == 4 and shop("SELECT * FROM refunds") == [], edit.out
+    again = str(edit.json()["approval_id"])
+    assert cli("show", aid, "--json").json()["status"] == "superseded" and again != aid
+    ok = cli("resume", again, "--approve", "--as", "U_SUPPORT1", "--json")
     assert ok.code == 0 and shop("SELECT amount, reason FROM refunds") == [(50.0, "partial")]
 
     aid2 = str(run_refund(cli, "60", "--session", "ses_second")["approval_id"])
@@ -374,11 +382,14 @@ def test_modify_is_an_edit_and_every_surface_shows_what_changed(cli: Cli, shop) 
     before = cli("show", aid, "--json").json()["args"]
     assert before["reason"] == "customer request"
     edit = cli("resume", aid, "--modify", "--set", "amount=80", "--as", "U_SUPPORT1", "--json")
-    assert edit.code == 0, edit.out
+    assert edit.code == 4, edit.out  # its consequence_check: the 80's consequence is not the one seen, asked again
     assert "changed by U_SUPPORT1: amount: 120 -> 80" in edit.json()["history"]
     shown = cli("show", aid, "--json").json()
     assert shown["execute_args"] == {**before, "amount": 80}  # everything else kept, not reset to defaults
     assert shown["changes"] == {"amount": {"before": 120, "after": 80}}
+    again = edit.json()["approval"]
+    assert again["args"] == {**before, "amount": 80} and shop("SELECT * FROM refunds") == []
+    assert cli("resume", again["id"], "--approve", "--as", "U_SUPPORT1").code == 0
     assert shop("SELECT amount, reason FROM refunds") == [(80.0, "customer request")]
     trail = cli("audit", aid, "--json").out
     assert "amount: 120 -> 80" in trail

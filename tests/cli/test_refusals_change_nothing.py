@@ -15,6 +15,7 @@ import pytest
 from hitl.engine.storage import open_store
 from tests.backends import BACKENDS, fresh_store_url
 from tests.cli.conftest import REFUND, Cli
+from tests.refund_config import write_refund_config
 from tests.store_dump import store_dump, without_audit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +59,7 @@ def test_production_refuses_auto_approve_and_interactive_before_the_run_starts(
     cli: Cli, url: str, tmp_path: Path
 ) -> None:
     config = tmp_path / "prod.yaml"
-    config.write_text((ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
+    write_refund_config(config, (ROOT / "examples" / "refund" / "hitl.yaml").read_text() + "production: true\n")
     asyncio.run(_create(url))  # the store exists, empty
     before = _dump(url)
     for flag in ("--auto-approve", "--interactive"):

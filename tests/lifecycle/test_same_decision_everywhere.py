@@ -38,6 +38,7 @@ from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import Harness, start, stop
 from tests.bot.test_modals_and_commands import field_values, last_view
+from tests.refund_config import write_refund_config
 
 FLOWS = Path(__file__).parent / "flows"
 TOOL_FLOW = FLOWS / "tool_then_pay.yaml"
@@ -73,7 +74,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
     url = fresh_store_url(request.param, request, tmp_path, tag="same")
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv("HITL_TEST_LEDGER", str(ledger))
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     return Backend(url=url, ledger=ledger, clock=FakeClock())
 
 
@@ -161,7 +162,7 @@ async def via_http_api(backend: Backend) -> tuple[Any, ...]:
     token = "tok-same-decision"
     config = backend.ledger.parent / "hitl-api.yaml"
     spec = f"{{name: sup1, sha256: {token_hash(token)}, reviewer: U_SUPPORT1, scopes: [read, decide]}}"
-    config.write_text(f"{CONFIG.read_text()}api:\n  tokens:\n    - {spec}\n")
+    write_refund_config(config, f"{CONFIG.read_text()}api:\n  tokens:\n    - {spec}\n")
 
     async def approve(h: Harness, a: Approval) -> None:
         body = {"decision": "approve", "expected_version": a.version, "action_hash": a.action_hash}

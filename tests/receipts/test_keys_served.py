@@ -19,6 +19,7 @@ from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl
 from tests.bot.conftest import CONFIG, start, stop
 from tests.ports import free_port
+from tests.refund_config import write_refund_config
 
 RECEIPTS = """
 receipts:
@@ -50,7 +51,8 @@ async def test_serve_publishes_the_current_and_previous_public_keys(tmp_path: Pa
     current, old = tmp_path / "current.pem", tmp_path / "old.pem"
     kids = [await _new_key(current), await _new_key(old)]
     config = tmp_path / "hitl.yaml"
-    config.write_text(CONFIG.read_text() + RECEIPTS.format(key="current.pem", old="old.pem"))  # beside hitl.yaml
+    # the keys beside hitl.yaml
+    write_refund_config(config, CONFIG.read_text() + RECEIPTS.format(key="current.pem", old="old.pem"))
     h = await start(SqliteStore(tmp_path / "s.db"), clock, config=config)
     try:
         async with h.http.get(f"{h.bot_url}/.well-known/jwks.json") as r:
@@ -72,7 +74,7 @@ async def test_a_private_key_under_previous_is_published_by_its_public_half_only
     kids = [await _new_key(current), await _new_key(upcoming), await _new_key(old)]
     config = tmp_path / "hitl.yaml"
     receipts = RECEIPTS.format(key="current.pem", old="old.pem").replace("  previous:", "  next: next.pem\n  previous:")
-    config.write_text(CONFIG.read_text() + receipts + "production: true\n")
+    write_refund_config(config, CONFIG.read_text() + receipts + "production: true\n")
     with caplog.at_level(logging.WARNING, logger="hitl.receipts.signing"):
         h = await start(SqliteStore(tmp_path / "s.db"), clock, config=config)
     try:
@@ -102,7 +104,7 @@ async def test_without_receipts_there_are_no_keys_to_publish(tmp_path: Path, clo
 async def test_production_with_an_unreadable_key_does_not_start(tmp_path: Path, clock: FakeClock) -> None:
     config = tmp_path / "hitl.yaml"
     text = CONFIG.read_text() + RECEIPTS.format(key="missing.pem", old="missing-too.pem")
-    config.write_text(text + "production: true\n")
+    write_refund_config(config, text + "production: true\n")
     env = {
         "HITL_CONFIG": str(config),
         "HITL_STORE": f"sqlite:///{tmp_path / 's.db'}",
@@ -112,7 +114,8 @@ async def test_production_with_an_unreadable_key_does_not_start(tmp_path: Path, 
     }
     code, _, err = await hitl("serve", "--port", str(free_port()), env=env)
     assert code != 0 and "production: true and receipts are configured" in err and "cannot read" in err, err
-    config.write_text(text)  # not production: it starts, publishes none, and claims nothing a receipt would cover
+    # not production: it starts, publishes none, and claims nothing a receipt would cover
+    write_refund_config(config, text)
     h = await start(SqliteStore(tmp_path / "s2.db"), clock, config=config)
     try:
         assert h.rt.receipt_keys is None

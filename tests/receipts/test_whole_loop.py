@@ -43,7 +43,7 @@ class Terminal:
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
         for name in ("HITL_STORE", "HITL_CONFIG", "HITL_REVIEWER", "HITL_API_URL", "HITL_TOKEN", "HITL_NOW"):
             self.env.pop(name, None)
-        self.env["HITL_SHOP_DB"] = str(home / "shop.db")
+        self.env["SHOP_DB"] = str(home / "shop.db")
         self.log: IO[str] | None = None
         self.proc: subprocess.Popen[str] | None = None
 

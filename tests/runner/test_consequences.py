@@ -18,14 +18,14 @@ from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "refund"
-REASON = "      reason: Refunds send money back to the customer.    # why it needs a person, on the card\n"
+OURS = '      consequence: "shop_consequences:refund"\n'
 
 
 async def test_a_paused_run_asks_with_the_consequence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     text = (EXAMPLE / "hitl.yaml").read_text()
-    assert REASON in text
-    config = parse_config(text.replace(REASON, REASON + '      consequence: "tests.consequence_tools:refund"\n'))
+    assert OURS in text  # the example's own, swapped for one that counts its runs
+    config = parse_config(text.replace(OURS, '      consequence: "tests.consequence_tools:refund"\n'))
     store = SqliteStore(tmp_path / "s.db")
     try:
         svc = ApprovalService.from_config(config, store=store, clock=FakeClock())

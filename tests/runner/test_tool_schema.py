@@ -115,7 +115,7 @@ async def test_the_refund_example_snapshots_its_signature_schema_and_judges_edit
 ) -> None:
     """The README's example end to end: --var text becomes a number, the approval carries the signature's schema,
     an edit that breaks it changes nothing, a valid edit is what runs."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     svc = ApprovalService.from_config(
         load_config(EXAMPLE / "hitl.yaml"), store=SqliteStore(tmp_path / "s.db"), clock=FakeClock()
     )
@@ -133,6 +133,10 @@ async def test_the_refund_example_snapshots_its_signature_schema_and_judges_edit
             await svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args=bad))
     assert (await svc.store.approvals.get(a.id)).status is Status.PENDING
     await svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args={**a.args, "amount": 60}))
+    # Its consequence_check: the consequence seen was the 120's, so the edited call is asked again showing the 60's.
+    again = await runner.resume(r.session_id)
+    assert again.status is RunStatus.PAUSED and again.approval is not None and again.approval.args["amount"] == 60
+    await svc.decide(DecideRequest(again.approval.id, "U_SUPPORT1", DecisionKind.APPROVE))
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.COMPLETED and done.outputs["refund"]["amount"] == 60
 

@@ -16,7 +16,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 async def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Sandbox]:
     """The sandbox (emulated Slack and the bot) serving the refund example, with the web inbox as `make demo`
     serves it (signing in at the stand-in's "Sign in with Slack")."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     sb = await start_sandbox(
         config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"), web_inbox=True
     )

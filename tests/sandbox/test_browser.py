@@ -362,7 +362,7 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
     from hitl.engine.domain.requests import ProposeRequest
     from hitl.testing import FakeClock, make_approval
 
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     clock = FakeClock()
     sb = await start_sandbox(
         config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"), clock=clock
@@ -647,7 +647,7 @@ async def test_the_docs_show_a_flood_as_one_group_card(tmp_path: Path, monkeypat
     from hitl.engine.runtime.compose import compose
     from hitl.testing import FakeClock
 
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     clock = FakeClock()
     config = refund_example() / "hitl.yaml"
     agent_store = SqliteStore(tmp_path / "hitl.db")  # an agent process, before the sandbox: twelve at once

@@ -184,7 +184,7 @@ async def test_sandbox_page_refuses_cross_site_and_rebinding_requests(tmp_path: 
     from hitl.demo.launch import start_sandbox
     from hitl.engine.storage.sqlite import SqliteStore
 
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     sb = await start_sandbox(
         config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "s.db"), worker=False
     )

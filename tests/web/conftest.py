@@ -22,6 +22,7 @@ from hitl.sandbox.webapi import SlackState
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
 from tests.processes import stop_process
+from tests.refund_config import write_refund_config
 from tests.waiting import started
 
 PROVIDER = Path(__file__).parent / "oidc"
@@ -88,9 +89,7 @@ def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") ->
         f"\nweb:\n  public_url: {public_url}\n  oidc:\n    issuer: {issuer}\n    client_id: hitl\n"
         f"    client_secret_env: HITL_OIDC_SECRET\n    slack_team_id: {TEAM}\n{extra}"
     )
-    path = tmp_path / "hitl.yaml"
-    path.write_text(text)
-    return path
+    return write_refund_config(tmp_path / "hitl.yaml", text)
 
 
 @asynccontextmanager
@@ -117,7 +116,7 @@ async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: t
             emulator,
             store=f"sqlite:///{tmp_path}/hitl.db",
             config=config,
-            HITL_SHOP_DB=str(tmp_path / "shop.db"),
+            SHOP_DB=str(tmp_path / "shop.db"),
             HITL_OIDC_SECRET=CLIENT_SECRET,
         )
         proc = spawn_serve(env, tmp_path, port)

@@ -18,6 +18,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.bot.conftest import CONFIG, Harness, start, stop
 from tests.bot.test_group_cards import flood, group_message
+from tests.refund_config import write_refund_config
 
 PUBLIC = "https://hitl.example.com"
 
@@ -38,12 +39,13 @@ def links(blocks: list[dict[str, object]]) -> dict[str, str]:
 @pytest.fixture
 async def webbed(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
     """The bot with a `web:` section in its hitl.yaml (its provider is never asked: nobody signs in here)."""
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     monkeypatch.setenv("HITL_OIDC_SECRET", "unused")
     config = tmp_path / "hitl.yaml"
-    config.write_text(
+    write_refund_config(
+        config,
         CONFIG.read_text() + f"\nweb:\n  public_url: {PUBLIC}\n  oidc:\n    issuer: https://id.example.com\n"
-        "    client_id: hitl\n    client_secret_env: HITL_OIDC_SECRET\n"
+        "    client_id: hitl\n    client_secret_env: HITL_OIDC_SECRET\n",
     )
     h = await start(SqliteStore(tmp_path / "bot.db"), clock, config=config)
     yield h

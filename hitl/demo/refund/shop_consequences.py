@@ -19,8 +19,12 @@ from typing import Any
 
 
 def read_only() -> sqlite3.Connection:
-    """The shop's database (``HITL_SHOP_DB``, default ``.hitl/shop.db``) opened read-only: never created here."""
-    path = Path(os.environ.get("HITL_SHOP_DB", ".hitl/shop.db")).resolve()
+    """The shop's database (``SHOP_DB``, default ``.hitl/shop.db``) opened read-only: never created here.
+
+    Under ``hitl serve`` this runs in a worker process that is given only the variables ``hitl.yaml`` names in
+    ``consequence_limits.env`` (``SHOP_DB`` here; never a ``HITL_`` one) and starts in an empty folder of its own,
+    so there ``SHOP_DB`` must be an absolute path."""
+    path = Path(os.environ.get("SHOP_DB", ".hitl/shop.db")).resolve()
     return sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5)
 
 

@@ -1,6 +1,6 @@
 """Tools of the order-support agent, with real side effects in a local SQLite shop database.
 
-The database (``HITL_SHOP_DB``, default ``.hitl/shop.db`` in the working directory) is created and seeded
+The database (``SHOP_DB``, default ``.hitl/shop.db`` in the working directory) is created and seeded
 on first use. Effects deduplicate on the idempotency key hitl passes them, the way a payment API does, so a
 recovered execution never refunds twice.
 """
@@ -19,12 +19,14 @@ SEED = [
     ("78291", "C-1042", "Dana Whitfield", "dana@example.com", 1299.00),
     ("78292", "C-1042", "Dana Whitfield", "dana@example.com", 49.00),
     ("78300", "C-2001", "Sam Okafor", "sam@example.com", 75.50),
+    ("78310", "C-3107", "Lee Marsh", "lee@example.com", 64.00),  # the sandbox's chat agent refunds these two
+    ("78311", "C-3107", "Lee Marsh", "lee@example.com", 38.00),
 ]
 
 
 def shop_path() -> Path:
-    """Where the example shop's database is (``HITL_SHOP_DB``)."""
-    return Path(os.environ.get("HITL_SHOP_DB", ".hitl/shop.db"))
+    """Where the example shop's database is (``SHOP_DB``)."""
+    return Path(os.environ.get("SHOP_DB", ".hitl/shop.db"))
 
 
 def connect() -> sqlite3.Connection:
