@@ -86,7 +86,7 @@ class SelfApi(Api):
 async def api(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[SelfApi]:
-    monkeypatch.setenv("HITL_SHOP_DB", str(tmp_path / "shop.db"))
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     url = fresh_store_url(request.param, request, tmp_path, tag="self")
     state = workspace()
     state.users[ALICE] = {"name": "alice", "real_name": "Alice", "tz": "UTC"}

@@ -133,10 +133,6 @@ async def test_the_refund_example_snapshots_its_signature_schema_and_judges_edit
             await svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args=bad))
     assert (await svc.store.approvals.get(a.id)).status is Status.PENDING
     await svc.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.MODIFY, args={**a.args, "amount": 60}))
-    # Its consequence_check: the consequence seen was the 120's, so the edited call is asked again showing the 60's.
-    again = await runner.resume(r.session_id)
-    assert again.status is RunStatus.PAUSED and again.approval is not None and again.approval.args["amount"] == 60
-    await svc.decide(DecideRequest(again.approval.id, "U_SUPPORT1", DecisionKind.APPROVE))
     done = await runner.resume(r.session_id)
     assert done.status is RunStatus.COMPLETED and done.outputs["refund"]["amount"] == 60
 
