@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
-__all__ = ["Seconds", "format_duration", "parse_duration", "whole_unit"]
+__all__ = ["Seconds", "format_duration", "parse_duration", "share_or_duration", "whole_unit"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RX = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])?\s*$")
@@ -46,3 +46,16 @@ def format_duration(seconds: float) -> str:
     """A duration as config writes it: "1d", "12h", "90s"."""
     count, unit = whole_unit(seconds)
     return f"{count:g}{unit[0]}"
+
+
+def share_or_duration(value: object) -> float | str:
+    """A share of a timeout (``50%``, or a number below 1, kept as given) or a duration (``30m``, in seconds): when
+    a hand-on or a failover fires."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        share = float(value.strip()[:-1]) / 100
+        if not 0 < share < 1:
+            raise ValueError(f"{value!r}: a share of the timeout is between 0% and 100%, like 50%")
+        return value.strip()
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
+        return float(value)
+    return parse_duration(value)

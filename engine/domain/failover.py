@@ -11,24 +11,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from hitl.engine.domain.durations import parse_duration
+from hitl.engine.domain.durations import parse_duration, share_or_duration
 
 __all__ = ["CARD_WITHIN", "FailoverSpec", "FailsOver"]
 
 CARD_WITHIN = 120.0
 """Seconds a card may take to be posted before its approval fails over (Slack unreachable, 5xx, 429s throughout)."""
-
-
-def _share_or_duration(value: object) -> float | str:
-    """A share of the timeout (``50%``, or a number below 1) or a duration (``30m``)."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        share = float(value.strip()[:-1]) / 100
-        if not 0 < share < 1:
-            raise ValueError(f"{value!r}: a share of the timeout is between 0% and 100%, like 50%")
-        return value.strip()
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
-        return float(value)
-    return parse_duration(value)
 
 
 class FailoverSpec(BaseModel):
@@ -37,7 +25,7 @@ class FailoverSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     to: Literal["email"]
     """The next channel (``email``: the reviewers' ``contacts:``, through ``email:``)."""
-    after: Annotated[float | str, BeforeValidator(_share_or_duration)] | None = None
+    after: Annotated[float | str, BeforeValidator(share_or_duration)] | None = None
     """Also fail over when nobody decided by then: a share of the timeout (``50%``) or a duration (``30m``)."""
     card_within: Annotated[float, BeforeValidator(parse_duration)] = Field(default=CARD_WITHIN, gt=0)
     """Fail over when no card was posted this long after the approval was created (Slack unreachable, answering

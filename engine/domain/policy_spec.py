@@ -11,7 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.caps import CapsSpec
 from hitl.engine.domain.consequences import ConsequenceLimits
-from hitl.engine.domain.durations import Seconds, parse_duration
+from hitl.engine.domain.durations import Seconds, share_or_duration
 from hitl.engine.domain.failover import FailsOver
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.policy_source import SourceSpec
@@ -49,24 +49,12 @@ class AttentionSpec(_Spec):
     """``required``: approving needs a reason (``reason_required`` is the rejection's)."""
 
 
-def _hand_on_after(value: object) -> float | str:
-    """A share of the timeout (``50%``, or a number below 1) or a duration (``30m``)."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        share = float(value.strip()[:-1]) / 100
-        if not 0 < share < 1:
-            raise ValueError(f"{value!r}: a share of the timeout is between 0% and 100%, like 50%")
-        return value.strip()
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
-        return float(value)
-    return parse_duration(value)
-
-
 class HandOnSpec(_Spec):
     """Hand an unanswered approval on before it expires: after ``hand_on_after`` (a share of its timeout, ``50%``,
     or a duration, ``30m``) the ``backup_role`` may decide it too; the original reviewers still may, and votes cast
     still count. At the deadline it expires as ever (never approved)."""
 
-    hand_on_after: Annotated[float | str, BeforeValidator(_hand_on_after)] | None = None
+    hand_on_after: Annotated[float | str, BeforeValidator(share_or_duration)] | None = None
     backup_role: str | None = Field(default=None, max_length=64)
 
     @model_validator(mode="after")
