@@ -40,7 +40,7 @@ NOT_YOURS = (
 )
 """What someone who did not decide an approval is told when they press its Withdraw."""
 _WORDS = {
-    ErrorCode.INVALID_INPUT: f"Say why it must not be acted on: 1 to {REASON_MAX} characters.",
+    ErrorCode.INVALID_INPUT: f"Say why it must not be acted on: 1 to {REASON_MAX} characters, no control characters.",
     ErrorCode.NOT_ELIGIBLE: "This is not yours to withdraw: only a person who decided it may. Nothing changed.",
     ErrorCode.RECEIPT_SPENT: (
         "Not withdrawn: its receipt was spent first, so the protected system may have acted on it. Undo it there."

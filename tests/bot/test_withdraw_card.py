@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hitl.bot.listeners.replies import BAD_VALUE
 from hitl.bot.listeners.withdrawals import NOT_YOURS
 from hitl.bot.views.withdrawal import ACTION_WITHDRAW
 from hitl.receipts.signing import new_key_pem
@@ -129,6 +130,21 @@ async def test_a_withdrawal_that_loses_to_a_redeem_says_so(paying: Harness) -> N
     await h.settle()
     card = h.card_for(approval_id)
     assert _block(card, "hitl_withdraw:") is None and _block(card, "hitl_spent:") is not None
+
+
+async def test_an_altered_withdraw_button_opens_nothing_and_is_audited(paying: Harness) -> None:
+    h = paying
+    approval_id, receipt = await _approved_receipt(h, "k-altered", 23)
+    card = copy.deepcopy(h.card_for(approval_id))
+    block = _block(card, "hitl_withdraw:")
+    assert block is not None
+    block["elements"][0]["value"] = f"{approval_id}|1|{'0' * 63}"  # not a hash: altered
+    views = len(h.state.views)
+    await h.slack.click("U_FIN1", card, ACTION_WITHDRAW)
+    assert len(h.state.views) == views and [m.text for m in h.ephemeral("U_FIN1")] == [BAD_VALUE]
+    refused = [e for e in await h.service.store.audit.entries(limit=500) if e.event == "refused"]
+    assert [(e.actor, e.outcome) for e in refused] == [("U_FIN1", "tampered_button")]
+    assert await _redeemable(h, receipt)
 
 
 def _reason(text: str) -> dict[str, dict[str, dict[str, Any]]]:
