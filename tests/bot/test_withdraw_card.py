@@ -1,7 +1,7 @@
 """Withdraw from the card, through `hitl serve` (its API, its store, its receipt key) and signed Slack requests
 against the emulated Web API, on SQLite and Redis: a decider withdraws through a form that asks why, the receipt then
 fails redeem, and the card says who withdrew it and why; anyone else is told it is not theirs (audited); a
-withdrawal that loses to a redeem says so, and the card then offers nothing to withdraw."""
+redeem draws the card again with nothing to withdraw, and a form opened before it says the withdrawal lost."""
 
 from __future__ import annotations
 
@@ -118,6 +118,9 @@ async def test_a_withdrawal_that_loses_to_a_redeem_says_so(paying: Harness) -> N
     view_id = await _open_form(h, approval_id, "U_FIN1")
     assert view_id is not None
     assert (await _redeem(h, receipt))[0] == 200  # the protected system spent it while the form was open
+    await h.settle()  # the redeem draws the card again (no new version): nothing left to withdraw
+    card = h.card_for(approval_id)
+    assert _block(card, "hitl_withdraw:") is None and _block(card, "hitl_spent:") is not None
 
     lost = await h.slack.submit("U_FIN1", view_id, _reason("too late"))
     assert _error(lost.json()) == (
@@ -126,10 +129,6 @@ async def test_a_withdrawal_that_loses_to_a_redeem_says_so(paying: Harness) -> N
     trail = await h.service.store.audit.entries(approval_id=approval_id)
     assert [e.outcome for e in trail if e.event == "refused"] == ["receipt_spent"]
     assert not [e for e in trail if e.event == "withdrawn"]
-
-    await h.settle()
-    card = h.card_for(approval_id)
-    assert _block(card, "hitl_withdraw:") is None and _block(card, "hitl_spent:") is not None
 
 
 async def test_an_altered_withdraw_button_opens_nothing_and_is_audited(paying: Harness) -> None:
