@@ -107,6 +107,7 @@ def slack_side(
         view_of=config.present,
         members_of=lambda role: config.roles.get(role, []),
         page_of=config.web.approval_url if config.web is not None else None,
+        withdrawable=config.receipts is not None,
     )
     return SlackSide(
         client=client, http=http, notifier=notifier, reporter=SlackReporter(notifier), metrics=metrics, pacer=pacer

@@ -31,7 +31,7 @@ from hitl.bot.views.modals import (
 )
 from hitl.engine.domain.models import DecisionKind
 
-__all__ = ["register_views"]
+__all__ = ["form_meta", "register_views"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,10 @@ async def _meta(ctx: BotContext, req: Interaction, form: str) -> dict[str, Any] 
         await ctx.lifecycle.refused(approval_id, user, "foreign_submitter", f"{form} form opened by {meta.get('u')}")
         return None
     return meta
+
+
+form_meta = _meta
+"""A form's signed metadata, checked as every form's is (the withdrawal form's listener reads it too)."""
 
 
 def _seen(meta: dict[str, Any]) -> str | None:

@@ -25,15 +25,17 @@ from hitl.bot.outbound.pacer import Pacer
 from hitl.bot.views.blocks import card_text, is_slack_user
 from hitl.bot.views.card_cache import CardCache
 from hitl.bot.views.group_cards import group_card, group_text, money_fields
+from hitl.bot.views.withdrawal import ReceiptsShown
 from hitl.engine.config.hitl_yaml import NotifySpec
 from hitl.engine.domain.grouping import in_order
 from hitl.engine.domain.halts import HaltOrder, acted_on
-from hitl.engine.domain.models import Approval, Status, Tier
+from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.presentation import Presentation, present
 from hitl.engine.domain.records import Claim, MessageRef
 from hitl.engine.errors import ClaimRefused, NotFound
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
+from hitl.engine.receipts.withdrawing import WITHDRAWABLE
 
 __all__ = ["ONCE_LEASE", "Floor"]
 
@@ -74,6 +76,8 @@ class Floor:
         """The stop switch as this process reads it (shared with the gates: at most one store read per 0.5 s)."""
         self.on_card: list[Callable[[Approval], Awaitable[None]]] = []
         """Called with the approval each time its card is posted or brought up to date (the Home tabs follow)."""
+        self.withdrawable = False
+        """Whether receipts are issued (``receipts:`` in hitl.yaml), so a decided card may offer Withdraw."""
 
     def pacer(self) -> Pacer | None:
         """The client's pacer (None for a client that is not paced: tests of a worker alone)."""
@@ -132,7 +136,8 @@ class Floor:
         now = self.clock.now()
         halt = await self.halt_of(next((a for a in members if a.is_open), members[0]))
         if len(members) == 1:
-            return card_text(members[0]), self.cards.card(members[0], now=now, halt=halt)
+            receipts = await self.receipts_of(members[0])
+            return card_text(members[0]), self.cards.card(members[0], now=now, halt=halt, receipts=receipts)
         declared = self.cards.declared(members[0].tool) if self.cards.declared is not None else None
         blocks = group_card(
             members,
@@ -143,6 +148,19 @@ class Floor:
             page_of=self.cards.page_of,
         )
         return group_text(members), blocks
+
+    async def receipts_of(self, approval: Approval) -> ReceiptsShown | None:
+        """What ``approval``'s card says of its receipts, from its audit trail (the store's withdrawal and a redeem
+        are both recorded there, on any replica): None while it could have none out (no receipts issued here, not an
+        action's approval, not approved). The first withdrawal names who and why."""
+        if not self.withdrawable or approval.kind is not ApprovalKind.ACTION or approval.status not in WITHDRAWABLE:
+            return None
+        trail = await self.store.audit.entries(approval_id=approval.id)
+        withdrawn = next((e for e in trail if e.event == "withdrawn"), None)
+        if withdrawn is not None:
+            # Its detail is "withdrawal via <surface>: <reason>" (hitl.engine.receipts.withdrawing).
+            return ReceiptsShown(withdrawn_by=withdrawn.actor, reason=withdrawn.detail.partition(": ")[2])
+        return ReceiptsShown(spent=any(e.event == "redeemed" for e in trail))
 
     def view(self, approval: Approval) -> Presentation:
         """``approval``'s one view, as its card draws it (the served hitl.yaml's sentences and labels)."""

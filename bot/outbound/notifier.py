@@ -66,11 +66,13 @@ class SlackNotifier:
         view_of: Callable[[Approval], Presentation] | None = None,
         members_of: Callable[[str], Sequence[str]] = lambda role: (),
         page_of: Callable[[str], str] | None = None,
+        withdrawable: bool = False,
     ) -> None:
         cards = CardCache(declared=declared, view_of=view_of, page_of=page_of)
         self.floor = Floor(
             client, store, clock, spec, default_channel=default_channel, replica=replica, metrics=metrics, cards=cards
         )
+        self.floor.withdrawable = withdrawable
         """What every worker shares: the client, the store, the notify settings, the cards, the stop switch."""
         self.updates = CardUpdates(self.floor, backoff=backoff, lease=lease, poll=poll)
         self.posts = CardPosts(self.floor, changed=self.updates.changed)

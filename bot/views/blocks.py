@@ -25,6 +25,7 @@ from hitl.bot.views.escape import label
 from hitl.bot.views.evidence import evidence_blocks
 from hitl.bot.views.marks import look_closely_line
 from hitl.bot.views.reasons import reason_blocks, reasons_room, value_box
+from hitl.bot.views.withdrawal import ReceiptsShown, withdrawal_blocks
 from hitl.engine.domain.display import graphemes_cut, show
 from hitl.engine.domain.edits import edit_of
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder
@@ -113,13 +114,15 @@ def card(
     declared: Mapping[str, Any] | None = None,
     view: Presentation | None = None,
     page: str | None = None,
+    receipts: ReceiptsShown | None = None,
 ) -> list[dict[str, Any]]:
     """The review card for ``a`` in its current state, drawn from its one view (``view``, else built from ``a``
     and ``declared``: :mod:`hitl.engine.domain.presentation`). Controls only while it is pending. ``detail`` (``/hitl
     show``): also the policy's own account, its tier, rule and every rule that fired. ``halt``: the stop switch's
     order covering its tool: the card says so, and only Reject stays. ``declared``: the tool's schema in
     ``hitl.yaml``, the only source of the arguments' titles, help and currency. ``page``: its decision page in the web
-    inbox, linked as "Open in browser".
+    inbox, linked as "Open in browser". ``receipts``: a decided approval's receipts as its trail has them (None: no
+    withdrawal part), drawn under the outcome.
 
     hitl's own fields come first, each behind an emoji no argument can draw (arguments are rich text, where an
     emoji is its own element); the arguments follow in boxes; the ids and the hash come after the decision; the
@@ -167,6 +170,8 @@ def card(
         blocks += _sent_schema(a.args_schema)
     if a.status is not Status.PENDING:
         blocks += _outcome(a, view)
+        if receipts is not None:
+            blocks += withdrawal_blocks(a, receipts, by=who)
     elif a.decisions:
         blocks += [_progress(a), *reason_blocks(a, by=who)]  # a vote's reason shows before the quorum is met
     if a.status is Status.PENDING and live:

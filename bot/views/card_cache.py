@@ -1,7 +1,8 @@
 """Rendered review cards, one per approval version: every update of the same version reuses the blocks.
 
 An approval's card changes only when the approval does (each change is a new version), when the stop switch's order
-covering its tool changes, and, in its "Expires" field, when the minutes left read differently. Those are the key;
+covering its tool changes, when its receipts are withdrawn or spent (neither makes a new version), and, in its
+"Expires" field, when the minutes left read differently. Those are the key;
 anything else about a version is fixed once it is stored. A card is posted, then brought up to date by a queue
 that may run several times for one version (a change seen twice, a halt order given and lifted, a replica taking
 over the queue): each of those renders nothing new.
@@ -15,13 +16,14 @@ from typing import Any
 
 from hitl.bot.views.arguments import Declared
 from hitl.bot.views.blocks import card, expires_in, relative
+from hitl.bot.views.withdrawal import ReceiptsShown
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.presentation import Presentation
 
 __all__ = ["CardCache"]
 
-_Key = tuple[str, int, float, str, HaltOrder | None]
+_Key = tuple[str, int, float, str, HaltOrder | None, ReceiptsShown | None]
 
 
 class CardCache:
@@ -53,9 +55,12 @@ class CardCache:
         self._cards: OrderedDict[_Key, list[dict[str, Any]]] = OrderedDict()
         self._drawn: OrderedDict[tuple[str, int], Approval] = OrderedDict()
 
-    def card(self, a: Approval, *, now: float, halt: HaltOrder | None = None) -> list[dict[str, Any]]:
-        """``a``'s live card as of ``now`` (see :func:`hitl.bot.views.blocks.card`)."""
-        key: _Key = (a.id, a.version, a.created_at, expires_in(a, now) + _handed(a, now), halt)
+    def card(
+        self, a: Approval, *, now: float, halt: HaltOrder | None = None, receipts: ReceiptsShown | None = None
+    ) -> list[dict[str, Any]]:
+        """``a``'s live card as of ``now`` (see :func:`hitl.bot.views.blocks.card`). ``receipts`` is part of the
+        key: a withdrawal (or a redeem) changes the card without a new version of the approval."""
+        key: _Key = (a.id, a.version, a.created_at, expires_in(a, now) + _handed(a, now), halt, receipts)
         found = self._cards.get(key)
         if found is not None:
             self._cards.move_to_end(key)
@@ -64,7 +69,7 @@ class CardCache:
         schema = self.declared(a.tool) if self.declared is not None else None
         view = self.view_of(a) if self.view_of is not None else None
         page = self.page_of(a.id) if self.page_of is not None else None
-        blocks = card(a, now=now, halt=halt, declared=schema, view=view, page=page)
+        blocks = card(a, now=now, halt=halt, declared=schema, view=view, page=page, receipts=receipts)
         self.rendered += 1
         self._cards[key] = blocks
         self._drawn[(a.id, a.version)] = a

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 
 from aiohttp import web
 
@@ -42,6 +43,7 @@ from .receipt_models import Introspection, IntrospectRequest
 from .routes import Endpoint
 from .tokens import Caller
 
+log = logging.getLogger(__name__)
 _RUNS = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED)
 PROPOSE_FIRST = "propose_first"
 """``/receipts/allowed``'s refusal of a call the policy puts to a person: propose it, and run it once approved."""
@@ -200,6 +202,8 @@ async def redeem(request: web.Request) -> web.Response:
         + (f" (redemption {body.redemption})" if body.redemption else ""),
     )
     await ctx.lifecycle.store.audit.append(entry)
+    if found is Redemption.FIRST:
+        await _spent(ctx, approval_of(claims["sub"]))
     if found is Redemption.UNKNOWN:
         raise ApiError(422, "invalid_receipt", "this receipt was never issued here (or it expired); nothing was spent")
     if found is Redemption.SPENT:
@@ -212,6 +216,18 @@ async def redeem(request: web.Request) -> web.Response:
         jti=claims["jti"], sub=claims["sub"], tool=claims["tool"], first=found is Redemption.FIRST, claims=claims
     )
     return web.json_response(view.model_dump(mode="json"))
+
+
+async def _spent(ctx: ApiContext, approval_id: str) -> None:
+    """Bring the card of an approval whose receipt was just spent up to date (its Withdraw gives way to "spent": a
+    redeem makes no new version). After the redeem is recorded, so a failure here is logged, never answered."""
+    svc = ctx.lifecycle.contexts.default.service
+    if svc.notifier is None:
+        return
+    try:
+        await svc.notifier.approval_changed(await ctx.lifecycle.store.approvals.get(approval_id))
+    except Exception:
+        log.exception("could not queue the card update of %s after its receipt was spent", approval_id)
 
 
 async def introspect(request: web.Request) -> web.Response:
