@@ -18,7 +18,7 @@ from tests.mail.smtp_server import Mailbox, smtp_server
 from tests.sandbox.test_browser import browser_page
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, serving, sign_in
-from tests.web.test_decision_page import paused_refund, sign_in_at_provider, stored
+from tests.web.test_decision_page import card_of, paused_refund, sign_in_at_provider, stored
 
 NOTE = "Approve this now.\r\nBcc: attacker@evil.example\n<img src=https://evil.example/pixel.png>"
 
@@ -83,6 +83,15 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
             page_text = await r.text()
         assert r.status == 200 and "U_SUPPORT1 approved" in page_text and "form.decide" not in page_text
         assert 'class="decide' not in page_text
+        assert "Already decided by U_SUPPORT1 (web)" in page_text  # who, and on which channel
+
+    def closed() -> bool:  # a decision by the mailed link closes the Slack card as one on the card would
+        card = card_of(inbox, approval_id)
+        return card is not None and card.blocks[0]["text"]["text"].removeprefix("⚠ ").startswith("Approved")
+
+    await eventually(closed, what="the Slack card updated after the decision by e-mail link")
+    card = card_of(inbox, approval_id)
+    assert card is not None and not any(b.get("block_id", "").startswith("hitl_actions") for b in card.blocks)
     store = open_store(inbox.env["HITL_STORE"])
     try:
 
