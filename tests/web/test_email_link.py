@@ -73,8 +73,10 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
         await page.locator("form.approve").get_by_role("button", name="Approve").click()
         await expect(page.locator(".outcome")).to_contain_text("U_SUPPORT1 approved")
         delivered = page.locator("section.delivery li")
-        await expect(delivered).to_have_count(4)  # its e-mail, queued and sent to each, as the audit has it
-        assert (await delivered.nth(2).inner_text()).startswith("e-mail sent to U_")
+        await expect(delivered).to_have_count(5)  # its card, its e-mail queued and sent to each, as the audit has it
+        lines = await delivered.all_inner_texts()
+        assert sum(line.startswith("Slack card posted in C") for line in lines) == 1
+        assert sum(line.startswith("e-mail sent to U_") for line in lines) == 2
 
     assert await eventually(lambda: refunds(inbox), what="the run to resume and refund") == [(75.0,)]
     async with browser() as http:  # the other addressee's link, opened after: who decided, nothing to decide
