@@ -12,8 +12,8 @@ server's acceptance and the job's acknowledgement sends the message again. A rev
 messages in :data:`CAP_WINDOW`, counted in the store (shared by replicas); past that, one digest.
 
 Beyond approvals, the same sweep tells ``email.alert_role`` what must be heard when Slack is away: each halt given or
-lifted, and the built-in alert when cards stay undelivered (:meth:`MailDelivery.notice`, also what
-:func:`or_by_mail` sends an alert Slack could not take by).
+lifted (:meth:`MailDelivery.notice`, also what :func:`or_by_mail` sends an alert Slack could not take by: the
+built-in alert when cards stay undelivered is one, announced by the alerts watch like every alert).
 """
 
 from __future__ import annotations
@@ -120,11 +120,6 @@ class MailDelivery:
         pending at the end of the last whole pass, and those queued since."""
         self._pending: set[str] = set()
         self._halts: dict[str, HaltOrder] | None = None
-        self._carded: set[str] = set()
-        """Pending approvals seen with a card (not looked up again)."""
-        self._uncarded: list[Approval] = []
-        self._alerted = False
-        """This pass's approvals without a card past ``email.undelivered_after``."""
         self._allowance = float(BURST)
         self._paced_at: float | None = None
 
@@ -174,7 +169,6 @@ class MailDelivery:
                 self._pending.add(a.id)
                 if a.kind not in _MAILED_KINDS:
                     continue
-                await self._watch_card(a, spec.undelivered_after)
                 if a.id in self._queued:
                     continue
                 why = "" if spec.mails(a.tool, a.tier) else await self._failing_over(config, a)
@@ -182,48 +176,8 @@ class MailDelivery:
                     await self._queue_one(a, recipients(config, a, now=self.clock.now()), why)
             if page.cursor is None:  # a whole pass: what it did not see is no longer pending
                 self._queued &= self._pending
-                self._carded &= self._pending
                 self._pending = set()
-                await self._undelivered_alert(spec.undelivered_after)
                 return
-
-    async def _watch_card(self, a: Approval, bound: float) -> None:
-        """Note ``a`` among the approvals without a card past ``bound`` (for the built-in alert)."""
-        if a.id in self._carded or self.clock.now() < a.created_at + bound:
-            return
-        if await self.store.messages.get(a.id) is not None:
-            self._carded.add(a.id)
-        else:
-            self._uncarded.append(a)
-
-    async def _undelivered_alert(self, bound: float) -> None:
-        """At the end of a whole pass: the built-in alert, once per episode across replicas (named by its oldest
-        approval), when approvals have waited past ``bound`` without a card; the episode ends when none has."""
-        uncarded, self._uncarded = self._uncarded, []
-        if not uncarded or self._alerted:
-            self._alerted = bool(uncarded)  # an episode ends when a whole pass finds every card posted
-            return
-        self._alerted = True
-        oldest = min(uncarded, key=lambda a: (a.created_at, a.id))
-        key = f"mail:undelivered:{oldest.id}"
-        try:
-            claim = await self.store.ledger.claim(
-                key, action_hash=_QUEUED, holder=self.consumer, now=self.clock.now(), lease=3600.0
-            )
-        except ClaimRefused:
-            return
-        if not claim.acquired:
-            return  # this episode was told
-        config = self.config()
-        inbox = f"{config.web.public_url}/inbox" if config.web is not None else "the web inbox"
-        text = (
-            f"{len(uncarded)} pending approval(s) have had no card in Slack for over {bound:g} s (the oldest: "
-            f"{oldest.id}): Slack may be down, the bot's token revoked or the channel archived. They wait on {inbox}."
-        )
-        await self.notice("[hitl] Alert fired: cards undelivered", text)
-        await self.store.ledger.record_outcome(
-            key, holder=self.consumer, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
-        )
 
     async def _failing_over(self, config: HitlConfig, a: Approval) -> str | None:
         """Why ``a`` fails over to e-mail now (None: it does not, or not yet): Slack refused its card, no card was
