@@ -176,6 +176,12 @@ class Metrics:
         self.slack_calls = Counter(
             "hitl_slack_calls", "Slack Web API calls", ["method", "outcome"], registry=self.registry
         )
+        self.cards = Counter(
+            "hitl_cards",
+            "Approval cards handed to Slack, per approval, by outcome (posted, Slack's error code, unreachable)",
+            ["outcome"],
+            registry=self.registry,
+        )
 
     def watch(self, outages: Outages) -> None:
         """Report a background loop's outages in ``/metrics``."""

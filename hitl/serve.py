@@ -24,6 +24,7 @@ from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.config.web import WebSpec
 from hitl.engine.consequences.workers import WorkerConsequences
+from hitl.engine.domain.alerts import cards_undelivered
 from hitl.engine.domain.retention import Retention
 from hitl.engine.errors import PolicyError
 from hitl.engine.ports import Clock, Store
@@ -185,7 +186,10 @@ async def build_server(
     mail = mail_delivery(
         config, store, clock, consumer=replica, live=lambda: reload.config, registry=side.metrics.registry
     )
-    alerts = AlertWatch(store, clock, config.alerts, holder=replica, events=outbox, post=or_by_mail(post_alert, mail))
+    builtin = [cards_undelivered(config.email.undelivered_after)] if config.email is not None else []
+    alerts = AlertWatch(
+        store, clock, config.alerts, holder=replica, events=outbox, post=or_by_mail(post_alert, mail), builtin=builtin
+    )
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),

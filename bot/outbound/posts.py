@@ -15,8 +15,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 
+from hitl.bot.outbound.card_states import UNREACHABLE, CardStates
 from hitl.bot.outbound.floor import Floor
 from hitl.bot.outbound.pacer import POST
 from hitl.engine.domain.grouping import group_key, in_order
@@ -53,6 +55,8 @@ class CardPosts:
     def __init__(self, floor: Floor, *, changed: Callable[[Approval], Awaitable[None]]) -> None:
         self.floor = floor
         self.changed = changed
+        self.states = CardStates(floor.store, floor.clock, floor.metrics, replica=floor.replica)
+        """Each post's answer, audited and counted (the card's delivery state beside the e-mail's)."""
         self.renew_every = POST_LEASE / 3
         """Real seconds between renewals of a waiting card post's claim."""
         self._posts: dict[str, deque[Approval]] = {}  # channel -> cards waiting to be posted there, in order
@@ -189,12 +193,17 @@ class CardPosts:
             for key, claim in claims:
                 await floor.done(key, claim, ok=False, error=str(exc.response.get("error")))
             log.error("could not post the card for %s: %s", members[0].id, exc.response.get("error"))
+            await self.states.refused(members, channel, str(exc.response.get("error")))
             return None
+        except (aiohttp.ClientError, OSError, TimeoutError):  # Slack did not answer: the sweep posts it later
+            await self.states.refused(members, channel, UNREACHABLE)
+            raise
         ref = MessageRef(channel=str(resp["channel"]), ts=str(resp["ts"]))
         for a in members:  # every member is on the message before any claim says it was posted
             await floor.store.messages.set(a.id, ref)
         for key, claim in claims:
             await floor.done(key, claim, channel=ref.channel, ts=ref.ts)
+        await self.states.posted(members, ref.channel)
         drawn = {a.id: a for a, _ in held}
         for current in members:
             floor.metrics.approval_requested(current)

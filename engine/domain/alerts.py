@@ -10,6 +10,8 @@ An alert watches one figure over a window (the last 24 h by default), for some t
 - ``audit_yield``: the share of spot checks reviewers flagged;
 - ``catch_rate``: the share of decided practice approvals whose planted defect was caught (low: rubber-stamping);
 - ``flooded``: how many proposals a cap on approvals refused (``policy.caps``); it needs no ``min_count``.
+- ``cards_undelivered``: seconds the oldest approval still waiting has waited without a card in Slack; built in
+  (:func:`cards_undelivered`) when ``email:`` is set, above ``email.undelivered_after``.
 
 It fires when the figure goes above ``above`` (or below ``below``) with at least ``min_count`` decisions (or actions)
 behind a rate or latency, and resolves when it no longer does.
@@ -27,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hitl.engine.domain.durations import parse_duration
 from hitl.engine.domain.tally import Outcome, TallyRow
 
-__all__ = ["AlertFigure", "AlertRule", "AlertsSpec", "Reading", "evaluate"]
+__all__ = ["AlertFigure", "AlertRule", "AlertsSpec", "Reading", "cards_undelivered", "evaluate"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
@@ -42,6 +44,8 @@ class AlertFigure(StrEnum):
     AUDIT_YIELD = "audit_yield"
     CATCH_RATE = "catch_rate"
     FLOODED = "flooded"
+    CARDS_UNDELIVERED = "cards_undelivered"
+    """Seconds the oldest approval still waiting has waited without a card in Slack (revoked, archived, away)."""
 
 
 class AlertRule(BaseModel):
@@ -120,11 +124,34 @@ class Reading:
         return f"{r.figure} {shown} {bound} ({scope})"
 
 
-def evaluate(spec: AlertsSpec, rows: Sequence[TallyRow], oldest_pending: dict[tuple[str, str], float]) -> list[Reading]:
-    """Every rule's reading from the window's rows and the age of the oldest pending approval per (tool, tier)."""
+def cards_undelivered(bound: float) -> AlertRule:
+    """The built-in alert that fires when an approval has waited longer than ``bound`` seconds without a card in
+    Slack (announced like every alert: the audit, the ``alert.fired`` webhook, the alerts channel, or e-mail to
+    ``email.alert_role`` when Slack cannot take it), and resolves once every waiting approval has its card."""
+    return AlertRule(
+        name="cards_undelivered",
+        figure=AlertFigure.CARDS_UNDELIVERED,
+        above=bound,
+        min_count=1,
+        reason="Slack may be down, the bot's token revoked or the channel archived: the approvals wait on the web "
+        "inbox, and go by e-mail where failover is set.",
+    )
+
+
+def evaluate(
+    spec: AlertsSpec,
+    rows: Sequence[TallyRow],
+    oldest_pending: dict[tuple[str, str], float],
+    *,
+    uncarded: dict[tuple[str, str], float] | None = None,
+    builtin: Sequence[AlertRule] = (),
+) -> list[Reading]:
+    """Every rule's reading (``spec``'s, then the ``builtin`` ones) from the window's rows, the age of the oldest
+    pending approval per (tool, tier), and of the oldest without a card (``uncarded``)."""
     out = []
-    for rule in spec.rules:
-        value = _figure(rule, rows, oldest_pending)
+    for rule in [*spec.rules, *builtin]:
+        waited = (uncarded or {}) if rule.figure is AlertFigure.CARDS_UNDELIVERED else oldest_pending
+        value = _figure(rule, rows, waited)
         firing = value is not None and (
             (rule.above is not None and value > rule.above) or (rule.below is not None and value < rule.below)
         )
@@ -137,7 +164,7 @@ def _covers(rule: AlertRule, tool: str, tier: str) -> bool:
 
 
 def _figure(rule: AlertRule, rows: Sequence[TallyRow], oldest: dict[tuple[str, str], float]) -> float | None:
-    if rule.figure is AlertFigure.OLDEST_PENDING:
+    if rule.figure in (AlertFigure.OLDEST_PENDING, AlertFigure.CARDS_UNDELIVERED):  # ages, as evaluate chose
         ages = [age for (tool, tier), age in oldest.items() if _covers(rule, tool, tier)]
         return max(ages) if ages else None
     counts: dict[str, float] = {}

@@ -11,11 +11,11 @@ lease (at least once, never lost).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from hitl.engine.config.api import EventKind
-from hitl.engine.domain.alerts import AlertsSpec, Reading, evaluate
+from hitl.engine.domain.alerts import AlertFigure, AlertRule, AlertsSpec, Reading, evaluate
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import ClaimRefused, StaleVersion
@@ -38,6 +38,7 @@ class AlertWatch:
         holder: this replica's name (the ledger claims of the changes it announces).
         events: where webhook events go (None: no subscribers).
         post: posts a line to the alerts channel (None: no Slack in this process).
+        builtin: alerts hitl sets itself, beside ``spec``'s (cards undelivered, when ``email:`` is set).
     """
 
     def __init__(
@@ -49,6 +50,7 @@ class AlertWatch:
         holder: str,
         events: EventSink | None = None,
         post: Callable[[str], Awaitable[None]] | None = None,
+        builtin: Sequence[AlertRule] = (),
     ) -> None:
         self.store = store
         self.clock = clock
@@ -56,22 +58,31 @@ class AlertWatch:
         self.holder = holder
         self.events = events
         self.post = post
+        self.builtin = tuple(builtin)
 
     async def sweep(self) -> None:
         """Read every alert's figure now; announce the ones that changed state."""
-        if not self.spec.rules:
+        rules = [*self.spec.rules, *self.builtin]
+        if not rules:
             return
         now = self.clock.now()
         rows = summarize(await self.store.tallies.read(since=now - self.spec.window, now=now))
-        for reading in evaluate(self.spec, rows, await self._oldest(now)):
+        uncarded = None
+        if any(r.figure is AlertFigure.CARDS_UNDELIVERED for r in rules):
+            uncarded = await self._oldest(now, uncarded=True)
+        readings = evaluate(self.spec, rows, await self._oldest(now), uncarded=uncarded, builtin=self.builtin)
+        for reading in readings:
             await self._settle(reading, now)
 
-    async def _oldest(self, now: float) -> dict[tuple[str, str], float]:
-        """How long the oldest waiting approval of each (tool, tier) has waited, among the 200 oldest."""
+    async def _oldest(self, now: float, *, uncarded: bool = False) -> dict[tuple[str, str], float]:
+        """How long the oldest waiting approval of each (tool, tier) has waited, among the 200 oldest (``uncarded``:
+        among those without a card in Slack)."""
         page = await self.store.approvals.list_pending(limit=200)
         ages: dict[tuple[str, str], float] = {}
         for a in page.items:  # oldest first: the first of each (tool, tier) is its oldest
-            ages.setdefault((a.tool, str(a.tier)), max(0.0, now - a.created_at))
+            if (a.tool, str(a.tier)) in ages or (uncarded and await self.store.messages.get(a.id) is not None):
+                continue
+            ages[(a.tool, str(a.tier))] = max(0.0, now - a.created_at)
         return ages
 
     async def _settle(self, reading: Reading, now: float) -> None:

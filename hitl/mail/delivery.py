@@ -9,17 +9,16 @@ channel closes the others). Each answer is audited on the approval: ``mail_sent`
 ``mail_refused`` with its code; a refusal the server would repeat (5xx) is final, anything else is retried (30 s,
 1 min, 2 min ... at most an hour apart) up to ``email.max_attempts``. Delivery is at least once: a crash between the
 server's acceptance and the job's acknowledgement sends the message again. A reviewer gets at most :data:`CAP`
-messages in :data:`CAP_WINDOW`; past that, one digest.
+messages in :data:`CAP_WINDOW`, counted in the store (shared by replicas); past that, one digest.
 
 Beyond approvals, the same sweep tells ``email.alert_role`` what must be heard when Slack is away: each halt given or
-lifted, and the built-in alert when cards stay undelivered (:meth:`MailDelivery.notice`, also what
-:func:`or_by_mail` sends an alert Slack could not take by).
+lifted (:meth:`MailDelivery.notice`, also what :func:`or_by_mail` sends an alert Slack could not take by: the
+built-in alert when cards stay undelivered is one, announced by the alerts watch like every alert).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
 from email.message import EmailMessage
 from typing import Any
@@ -39,6 +38,7 @@ from hitl.mail.smtp import SmtpOutcome, SmtpSender, credentials
 __all__ = [
     "BURST",
     "CAP",
+    "CAP_CLAIM",
     "CAP_WINDOW",
     "CARD_CLAIM",
     "LEASE",
@@ -67,6 +67,9 @@ _MAILED_KINDS = frozenset({ApprovalKind.ACTION, ApprovalKind.DOUBT, ApprovalKind
 and a twin mailed unlike its original would give itself away)."""
 CARD_CLAIM = "notify:"
 """The Slack notifier's claim on posting an approval's card (``notify:<id>``): failed when Slack refused it."""
+CAP_CLAIM = "mail:cap:"
+"""The ledger keys of the cap's slots (``mail:cap:<reviewer>:<n>``, :data:`CAP` of them): each held for
+:data:`CAP_WINDOW` by the message it counted, across replicas."""
 _QUEUED = "mail"
 """The action hash recorded on a queueing claim (the claim only says "queued"; nothing is hashed)."""
 
@@ -117,14 +120,7 @@ class MailDelivery:
         pending at the end of the last whole pass, and those queued since."""
         self._pending: set[str] = set()
         self._halts: dict[str, HaltOrder] | None = None
-        self._carded: set[str] = set()
-        """Pending approvals seen with a card (not looked up again)."""
-        self._uncarded: list[Approval] = []
-        self._alerted = False
-        """This pass's approvals without a card past ``email.undelivered_after``."""
         self._allowance = float(BURST)
-        self._sent: dict[str, deque[float]] = {}
-        """When each reviewer was last sent messages, within the cap's window (this process's own)."""
         self._paced_at: float | None = None
 
     async def sweep(self) -> None:
@@ -173,7 +169,6 @@ class MailDelivery:
                 self._pending.add(a.id)
                 if a.kind not in _MAILED_KINDS:
                     continue
-                await self._watch_card(a, spec.undelivered_after)
                 if a.id in self._queued:
                     continue
                 why = "" if spec.mails(a.tool, a.tier) else await self._failing_over(config, a)
@@ -181,48 +176,8 @@ class MailDelivery:
                     await self._queue_one(a, recipients(config, a, now=self.clock.now()), why)
             if page.cursor is None:  # a whole pass: what it did not see is no longer pending
                 self._queued &= self._pending
-                self._carded &= self._pending
                 self._pending = set()
-                await self._undelivered_alert(spec.undelivered_after)
                 return
-
-    async def _watch_card(self, a: Approval, bound: float) -> None:
-        """Note ``a`` among the approvals without a card past ``bound`` (for the built-in alert)."""
-        if a.id in self._carded or self.clock.now() < a.created_at + bound:
-            return
-        if await self.store.messages.get(a.id) is not None:
-            self._carded.add(a.id)
-        else:
-            self._uncarded.append(a)
-
-    async def _undelivered_alert(self, bound: float) -> None:
-        """At the end of a whole pass: the built-in alert, once per episode across replicas (named by its oldest
-        approval), when approvals have waited past ``bound`` without a card; the episode ends when none has."""
-        uncarded, self._uncarded = self._uncarded, []
-        if not uncarded or self._alerted:
-            self._alerted = bool(uncarded)  # an episode ends when a whole pass finds every card posted
-            return
-        self._alerted = True
-        oldest = min(uncarded, key=lambda a: (a.created_at, a.id))
-        key = f"mail:undelivered:{oldest.id}"
-        try:
-            claim = await self.store.ledger.claim(
-                key, action_hash=_QUEUED, holder=self.consumer, now=self.clock.now(), lease=3600.0
-            )
-        except ClaimRefused:
-            return
-        if not claim.acquired:
-            return  # this episode was told
-        config = self.config()
-        inbox = f"{config.web.public_url}/inbox" if config.web is not None else "the web inbox"
-        text = (
-            f"{len(uncarded)} pending approval(s) have had no card in Slack for over {bound:g} s (the oldest: "
-            f"{oldest.id}): Slack may be down, the bot's token revoked or the channel archived. They wait on {inbox}."
-        )
-        await self.notice("[hitl] Alert fired: cards undelivered", text)
-        await self.store.ledger.record_outcome(
-            key, holder=self.consumer, attempt=claim.attempt, ok=True, result={}, now=self.clock.now()
-        )
 
     async def _failing_over(self, config: HitlConfig, a: Approval) -> str | None:
         """Why ``a`` fails over to e-mail now (None: it does not, or not yet): Slack refused its card, no card was
@@ -300,14 +255,13 @@ class MailDelivery:
         if not live or config.email is None or config.web is None or contact is None:
             return
         now = self.clock.now()
-        window = self._sent.setdefault(reviewer, deque())
-        while window and window[0] <= now - CAP_WINDOW:
-            window.popleft()
-        left = CAP - len(window)
-        if left <= 0:
+        left = await self._room(reviewer)
+        if not left:
             return
-        if len(live) < left or len(live) == 1:
-            for job, a in live:
+        if len(live) < len(left) or len(live) == 1:
+            for (job, a), slot in zip(live, left, strict=False):
+                if not await self._take(slot):
+                    return  # another replica took it since: the rest are held
                 message = approval_message(
                     a,
                     config.present(a),
@@ -319,7 +273,8 @@ class MailDelivery:
                     now=now,
                 )
                 await self._deliver(message, contact.email, [(job, a)], config.email.max_attempts, "")
-                window.append(now)
+            return
+        if not await self._take(left[0]):
             return
         digest = digest_message(
             [(a, config.present(a)) for _, a in live],
@@ -331,7 +286,28 @@ class MailDelivery:
             now=now,
         )
         await self._deliver(digest, contact.email, live, config.email.max_attempts, f" (digest of {len(live)})")
-        window.append(now)
+
+    async def _room(self, reviewer: str) -> list[str]:
+        """The cap's free slots for ``reviewer`` now (their ledger keys). The cap is kept in the store, so replicas
+        on one store share it: a slot is a claim held for :data:`CAP_WINDOW` from the message it counted, free
+        again once that lease has run out (the window slides)."""
+        now, free = self.clock.now(), []
+        for slot in range(CAP):
+            key = f"{CAP_CLAIM}{reviewer}:{slot}"
+            held = await self.store.ledger.get(key)
+            if held is None or held.state is not ClaimState.RUNNING or held.lease_until <= now:
+                free.append(key)
+        return free
+
+    async def _take(self, slot: str) -> bool:
+        """Count one message against its reviewer's cap (False: another replica took that slot first)."""
+        try:
+            claim = await self.store.ledger.claim(
+                slot, action_hash=_QUEUED, holder=self.consumer, now=self.clock.now(), lease=CAP_WINDOW
+            )
+        except ClaimRefused:
+            return False
+        return claim.acquired
 
     async def _deliver(
         self, message: EmailMessage, to: str, jobs: list[tuple[Job, Approval]], most: int, what: str

@@ -17,11 +17,11 @@ from hitl.bot.views.modals import CONFIRM_FIELD
 from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence
 from hitl.engine.domain.display import excerpt, reveal
 from hitl.engine.domain.drift import ConsequenceDrift
-from hitl.engine.domain.models import Approval, ApprovalKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.spot_checks import is_spot_check
 
-__all__ = ["decision_page", "message_page", "shown_evidence"]
+__all__ = ["decided_by", "decision_page", "message_page", "shown_evidence"]
 
 STYLESHEET = "/inbox/static/inbox.css"
 
@@ -259,6 +259,7 @@ def decision_page(
         _consequence(view.consequence),
         f'<p class="meta">{meta}</p>',
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
+        f'<p class="already" role="status">{_e(decider)}</p>' if (decider := decided_by(a)) else "",
     ]
     if delivery:
         lines = "".join(f"<li>{_e(line)}</li>" for line in delivery)
@@ -274,6 +275,19 @@ def decision_page(
             f'<pre class="evidence-text">\n{_e(shown_evidence(view.evidence))}</pre></section>'
         )
     return layout(view.heading, "".join(parts), reviewer=reviewer, csrf=csrf)
+
+
+_UNDECIDED = frozenset({Status.PENDING, Status.EXPIRED, Status.CANCELLED})
+"""States no reviewer's decision ended (a vote before an expiry or a cancellation decided nothing)."""
+
+
+def decided_by(a: Approval) -> str | None:
+    """Who decided ``a`` and on which channel (``Already decided by U_FIN1 (slack)``), for a link opened after a
+    decision on any channel (a mailed one most often): None while nobody's decision has ended it."""
+    if a.status in _UNDECIDED:
+        return None
+    said = [f"{d.reviewer} ({d.via})" for d in a.decisions if d.kind is not DecisionKind.FEEDBACK]
+    return f"Already decided by {' and '.join(dict.fromkeys(said))}" if said else None
 
 
 STYLES = """

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
+from hitl.engine.domain.alerts import cards_undelivered
 from hitl.engine.domain.models import Tier
 from hitl.engine.domain.records import MessageRef
 from hitl.engine.errors import EngineError
+from hitl.engine.runtime.alerts import AlertWatch
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.mail.delivery import CARD_CLAIM, MailDelivery, recipients
+from hitl.mail.delivery import CARD_CLAIM, MailDelivery, or_by_mail, recipients
 from hitl.mail.smtp import SmtpSender
 from hitl.testing import FakeClock, make_approval
 from tests.mail.smtp_server import Mailbox, smtp_server
@@ -158,25 +160,46 @@ async def test_cards_undelivered_past_the_bound_fire_the_built_in_alert_once(
         "undelivered_after: 5m}\n"
         "contacts: {U_SUPPORT1: {email: s1@example.com}, U_OPS1: {email: ops1@example.com}}\n"
     )
-    mail, other = delivery(cfg, store, clock), delivery(cfg, store, clock)
-    other.consumer = "other replica"
+    assert cfg.email is not None
+    posted: list[str] = []
+
+    async def slack_away(text: str) -> None:
+        posted.append(text)
+        if len(posted) == 1:  # the alerts channel cannot take the first announcement
+            raise ConnectionError("Slack did not answer")
+
+    watches = [  # two replicas on one store, each as hitl serve builds it
+        AlertWatch(
+            store,
+            clock,
+            cfg.alerts,
+            holder=f"replica-{i}",
+            post=or_by_mail(slack_away, delivery(cfg, store, clock)),
+            builtin=[cards_undelivered(cfg.email.undelivered_after)],
+        )
+        for i in range(2)
+    ]
     carded, _ = await store.approvals.create(make_approval(now=clock.now(), key="c"))
     await store.messages.set(carded.id, MessageRef(channel="C1", ts="1.0"))
     a, _ = await store.approvals.create(make_approval(now=clock.now()))
     clock.advance(299)
-    await mail.sweep()
+    await watches[0].sweep()
     assert mailbox.received == []
     clock.advance(2)
     for _ in range(3):
-        await mail.sweep()
-        await other.sweep()
-    [alert] = mailbox.received  # once, across both replicas, however many sweeps
+        for watch in watches:
+            await watch.sweep()
+    [alert] = mailbox.received  # once, across both replicas, however many sweeps: Slack could not take it
     assert alert.recipients == ("ops1@example.com",)
-    assert str(alert.message["Subject"]) == "[hitl] Alert fired: cards undelivered"
-    assert f"1 pending approval(s) have had no card in Slack for over 300 s (the oldest: {a.id})" in alert.part("plain")
-    await store.messages.set(a.id, MessageRef(channel="C1", ts="2.0"))  # Slack is back: the episode ends
-    await mail.sweep()
-    b, _ = await store.approvals.create(make_approval(now=clock.now(), key="b"))
+    assert "Alert fired: cards_undelivered" in str(alert.message["Subject"])
+    assert "cards_undelivered 301.00 > 300 (every tool)" in alert.part("plain")
+    fired = [e for e in await store.audit.entries() if e.event.startswith("alert_")]
+    assert [(e.event, e.detail.split(":")[0]) for e in fired] == [("alert_fired", "cards_undelivered")]
+    await store.messages.set(a.id, MessageRef(channel="C1", ts="2.0"))  # Slack is back: the alert resolves
+    await watches[1].sweep()
+    assert posted[-1].startswith(":white_check_mark: Alert resolved: cards_undelivered") and len(mailbox.received) == 1
+    await store.approvals.create(make_approval(now=clock.now(), key="b"))
     clock.advance(301)
-    await mail.sweep()
-    assert len(mailbox.received) == 2 and b.id in mailbox.received[-1].part("plain")  # a new episode, told again
+    await watches[0].sweep()
+    assert posted[-1].startswith(":rotating_light: Alert fired: cards_undelivered")  # a new episode, to Slack now
+    assert len(mailbox.received) == 1

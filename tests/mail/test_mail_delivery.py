@@ -252,3 +252,29 @@ async def test_a_halt_and_its_lifting_are_mailed_to_the_alert_role_once(
         ]
     finally:
         await store.close()
+
+
+async def test_the_cap_is_shared_by_two_replicas_on_one_store(
+    tmp_path: Path, clock: FakeClock, mailbox: Mailbox
+) -> None:
+    cfg = config(mailbox.port)
+    stores = [SqliteStore(tmp_path / "hitl.db"), SqliteStore(tmp_path / "hitl.db")]  # two processes' connections
+    try:
+        replicas = [
+            MailDelivery(s, clock, lambda: cfg, SmtpSender(cfg.email, None), consumer=f"replica-{i}", batch=20)
+            for i, s in enumerate(stores)
+            if cfg.email is not None
+        ]
+        for i in range(300):
+            await stores[i % 2].approvals.create(make_approval(now=clock.now(), key=f"f{i}"))
+        for _ in range(20):  # 600 messages queued, 20 claimed a sweep by each: each batch past the cap is held
+            for replica in replicas:
+                await replica.sweep()
+        for address in ("s1@example.com", "s2@example.com"):
+            assert len(mailbox.to(address)) == 5  # not five per replica
+        clock.advance(601)  # the window slides for both
+        await replicas[1].sweep()
+        assert len(mailbox.to("s1@example.com")) == 6
+    finally:
+        for s in stores:
+            await s.close()

@@ -81,6 +81,8 @@ class Inbox:
     cwd: Path
     proc: subprocess.Popen[bytes] | None = None
     """The `hitl serve` process (signalled by the tests of SIGHUP's reload)."""
+    emulator: Emulator | None = None
+    """The Slack stand-in's server (closed by the tests of a Slack that does not answer at all)."""
 
 
 def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") -> Path:
@@ -121,7 +123,7 @@ async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: t
         )
         proc = spawn_serve(env, tmp_path, port)
         await wait_healthy(port, proc)
-        yield Inbox(public, provider.issuer, state, env, tmp_path, proc)
+        yield Inbox(public, provider.issuer, state, env, tmp_path, proc, emulator)
     finally:
         if proc is not None:
             stop_process(proc, grace=20)

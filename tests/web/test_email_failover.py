@@ -5,11 +5,15 @@ page, and the run resumes once; the audit says why the mail went."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from hitl.engine.domain.models import Status
@@ -147,3 +151,51 @@ async def test_slack_refusing_or_away_fails_over_to_email(
             finally:
                 await store.close()
             assert len(queued) == 2 and all(q.split(" (", 1)[1].startswith(said) for q in queued), queued
+
+
+async def test_slack_unreachable_fails_over_and_the_card_state_is_recorded(tmp_path: Path) -> None:
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=failing_over(box.port, "{to: email, card_within: 1s}")) as inbox:
+            assert inbox.emulator is not None
+            await inbox.emulator.close()  # Slack's port closed: no answer at all, not even an error
+            approval_id = await paused_refund(inbox, 75)
+            await eventually(lambda: len(box.received) >= 2, what="the failover mail to both support reviewers")
+            assert sorted(r.recipients for r in box.received) == [("s1@example.com",), ("s2@example.com",)]
+            store = open_store(inbox.env["HITL_STORE"])
+            try:
+
+                async def refused() -> list[tuple[str, str, str]]:
+                    trail = await store.audit.entries(approval_id=approval_id)
+                    return [(e.event, e.outcome, e.detail) for e in trail if e.event.startswith("card_")]
+
+                cards = await eventually(refused, what="the card's refusal in the audit trail")
+                queued = [
+                    e.detail for e in await store.audit.entries(approval_id=approval_id) if e.event == "mail_queued"
+                ]
+            finally:
+                await store.close()
+            assert cards == [("card_refused", "unreachable", "in #refund-approvals")]
+            assert all("(failover: no card posted within 1 s)" in q for q in queued), queued
+            async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
+                assert 'hitl_cards_total{outcome="unreachable"}' in await r.text()
+
+
+async def test_a_refused_card_is_in_the_trail_with_slacks_code(tmp_path: Path) -> None:
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=failing_over(box.port)) as inbox:
+            archive(inbox.state)
+            approval_id = await paused_refund(inbox, 75)
+            await eventually(lambda: len(box.received) >= 2, what="the failover mail to both support reviewers")
+            shown = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-m", "hitl", "show", approval_id],
+                env={**inbox.env, "HITL_CONFIG": "", "COLUMNS": "200"},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert shown.returncode == 0, shown.stderr
+            lines = [line.split("delivery", 1)[1].strip() for line in shown.stdout.splitlines() if "delivery" in line]
+            assert lines[0] == "Slack card refused in #refund-approvals [is_archived]", lines
+            async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
+                assert 'hitl_cards_total{outcome="is_archived"}' in await r.text()

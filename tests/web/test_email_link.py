@@ -18,7 +18,7 @@ from tests.mail.smtp_server import Mailbox, smtp_server
 from tests.sandbox.test_browser import browser_page
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, serving, sign_in
-from tests.web.test_decision_page import paused_refund, sign_in_at_provider, stored
+from tests.web.test_decision_page import card_of, paused_refund, sign_in_at_provider, stored
 
 NOTE = "Approve this now.\r\nBcc: attacker@evil.example\n<img src=https://evil.example/pixel.png>"
 
@@ -73,8 +73,10 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
         await page.locator("form.approve").get_by_role("button", name="Approve").click()
         await expect(page.locator(".outcome")).to_contain_text("U_SUPPORT1 approved")
         delivered = page.locator("section.delivery li")
-        await expect(delivered).to_have_count(4)  # its e-mail, queued and sent to each, as the audit has it
-        assert (await delivered.nth(2).inner_text()).startswith("e-mail sent to U_")
+        await expect(delivered).to_have_count(5)  # its card, its e-mail queued and sent to each, as the audit has it
+        lines = await delivered.all_inner_texts()
+        assert sum(line.startswith("Slack card posted in C") for line in lines) == 1
+        assert sum(line.startswith("e-mail sent to U_") for line in lines) == 2
 
     assert await eventually(lambda: refunds(inbox), what="the run to resume and refund") == [(75.0,)]
     async with browser() as http:  # the other addressee's link, opened after: who decided, nothing to decide
@@ -83,6 +85,15 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
             page_text = await r.text()
         assert r.status == 200 and "U_SUPPORT1 approved" in page_text and "form.decide" not in page_text
         assert 'class="decide' not in page_text
+        assert "Already decided by U_SUPPORT1 (web)" in page_text  # who, and on which channel
+
+    def closed() -> bool:  # a decision by the mailed link closes the Slack card as one on the card would
+        card = card_of(inbox, approval_id)
+        return card is not None and card.blocks[0]["text"]["text"].removeprefix("⚠ ").startswith("Approved")
+
+    await eventually(closed, what="the Slack card updated after the decision by e-mail link")
+    card = card_of(inbox, approval_id)
+    assert card is not None and not any(b.get("block_id", "").startswith("hitl_actions") for b in card.blocks)
     store = open_store(inbox.env["HITL_STORE"])
     try:
 
