@@ -142,7 +142,7 @@ def _mapped(tier: object, role: object, quorum: object, rule_id: object, *, wher
         return f"{where}: tier {tier!r} is none of {', '.join(sorted(_TIERS))}"
     if role is not None and (not isinstance(role, str) or not _ID.match(role)):
         return f"{where}: role must be a role name"
-    if isinstance(quorum, str) and quorum.isdigit():
+    if isinstance(quorum, str) and quorum.isascii() and quorum.isdigit():  # "²" is a digit int() cannot read
         quorum = int(quorum)
     if quorum is not None and (isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= 20):
         return f"{where}: quorum must be a whole number from 1 to 20"
