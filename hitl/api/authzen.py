@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.config.api import Scope
+from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.errors import EngineError, ErrorCode, Halted
@@ -169,6 +170,9 @@ async def _handed_over(gate: ToolGate, ticket: Ticket) -> Decision:
     withdrawn = Decision(decision=False, context={"reason": "withdrawn", "approval_id": approval_id})
     if await _withdrawn(gate, approval_id):
         return withdrawn
+    if action_hash(ticket.call.tool, ticket.call.args) != action_hash(ticket.call.tool, ticket.args):
+        # A reviewer changed the arguments: the gateway would run the ones it asked about, which nobody approved.
+        return Decision(decision=False, context={"reason": "modified", "approval_id": approval_id})
     if not ticket.consumed:
         try:
             claimed = await gate.begin(ticket)

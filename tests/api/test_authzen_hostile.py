@@ -89,3 +89,28 @@ async def test_a_session_or_request_id_with_control_characters_is_400_and_counts
             assert r.status == 400 and refused["error"]["code"] == "invalid_input", (what, refused)
     status, pending = await ask(hitl, "/api/v1/approvals?status=pending", None, FIN1, method="GET")
     assert status == 200 and pending["items"] == [], pending
+
+
+async def test_an_approval_whose_arguments_a_reviewer_changed_does_not_admit_the_arguments_asked(hitl: Harness) -> None:
+    for i in range(3):
+        await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, f"fill-{i}"))
+    _, held = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-m"))
+    approval_id = held["context"]["approval_id"]
+    _, a = await ask(hitl, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    edit = {
+        "decision": "modify",
+        "expected_version": a["version"],
+        "action_hash": a["action_hash"],
+        "args": {"amount": 1},
+    }
+    status, modified = await ask(hitl, f"/api/v1/approvals/{approval_id}/decisions", edit, FIN1)
+    assert status == 200 and modified["execute_args"] == {"to": "V-1", "amount": 1}, modified
+    # The gateway would forward amount 5, which nobody approved: no, and the approval is not handed over.
+    for _ in range(2):
+        status, no = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-m"))
+        assert status == 200 and no == {
+            "decision": False,
+            "context": {"reason": "modified", "approval_id": approval_id},
+        }
+    _, a = await ask(hitl, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    assert a["status"] == "approved"
