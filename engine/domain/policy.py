@@ -334,9 +334,8 @@ class Policy:
         for rule in self._rules:
             spec = rule.spec
             if spec.source is not None and _matches(spec.tools, tool):
-                got = outcome(
-                    spec.name, spec.source, max(floor, spec.tier, key=lambda t: t.rank), ctx.external.get(spec.name)
-                )
+                at_least, answer = max(floor, spec.tier, key=lambda t: t.rank), ctx.external.get(spec.name)
+                got = outcome(spec.name, spec.source, at_least, answer, role=spec.role, quorum=spec.quorum)
                 fired.append(Fired(spec.name, got.tier, got.reason, got.plain))
                 if got.denied:
                     return None

@@ -142,7 +142,7 @@ def _mapped(tier: object, role: object, quorum: object, rule_id: object, *, wher
         return f"{where}: tier {tier!r} is none of {', '.join(sorted(_TIERS))}"
     if role is not None and (not isinstance(role, str) or not _ID.match(role)):
         return f"{where}: role must be a role name"
-    if isinstance(quorum, str) and quorum.isdigit():
+    if isinstance(quorum, str) and quorum.isascii() and quorum.isdigit():  # "²" is a digit int() cannot read
         quorum = int(quorum)
     if quorum is not None and (isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= 20):
         return f"{where}: quorum must be a whole number from 1 to 20"
@@ -213,14 +213,24 @@ class Outcome:
     quorum: int | None = None
 
 
-def outcome(rule: str, source: SourceSpec, floor: Tier, answer: ExternalAnswer | None) -> Outcome:
+def outcome(
+    rule: str,
+    source: SourceSpec,
+    floor: Tier,
+    answer: ExternalAnswer | None,
+    *,
+    role: str | None = None,
+    quorum: int | None = None,
+) -> Outcome:
     """What ``answer`` does to a call of a tool whose tier is ``floor`` (an allow fires at auto: it raises nothing).
-    No answer, or a failed one, asks a person at ``floor``, at least approve; an answer never lowers the call."""
+    No answer, or a failed one, asks a person at ``floor``, at least approve, of the rule's own ``role`` and
+    ``quorum`` (a failure never hands the call to fewer or other people than the rule names); an answer never
+    lowers the call."""
     said = f"{rule}: {source.name} answered " + (answer.text() if answer is not None else "nothing: a person decides")
     if answer is None or answer.outcome == "failed":
         tier = max(floor, Tier.APPROVE, key=lambda t: t.rank)
         plain = f"The policy {source.name} (rule {rule}) could not be checked, so a person decides."
-        return Outcome(tier, said + " (fail closed)", plain)
+        return Outcome(tier, said + " (fail closed)", plain, role=role, quorum=quorum)
     rid = f"{rule}/{answer.rule_id}" if answer.rule_id else rule
     if answer.outcome == "allow":  # fires at auto: shown by `hitl policy explain`, raises nothing
         return Outcome(Tier.AUTO, said, "")

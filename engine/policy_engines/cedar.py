@@ -1,7 +1,8 @@
 """Cedar policies evaluated in-process by the Cedar engine (``cedarpy``, the ``policy`` extra).
 
 The request: principal ``User::"<requester>"``, action ``Action::"<tool>"``, resource ``Tool::"<tool>"``, context
-``{args, session, rolling}``; no entities. Cedar has no fractional numbers: a whole float is passed as a Long, any
+``{args, session, rolling}``; no entities (an argument object shaped as Cedar's entity or extension escape makes
+the request fail, so the call asks a person). Cedar has no fractional numbers: a whole float is passed as a Long, any
 other makes the request fail, and so the call asks a person (fail closed).
 """
 
@@ -109,11 +110,19 @@ class CedarEngine:
         return from_cedar(result.decision.value, matched)
 
 
+_ESCAPES = frozenset({"__entity", "__extn", "__expr"})
+"""The keys by which Cedar's JSON reads an object as an entity reference or an extension value, not a record."""
+
+
 def _whole(value: Any) -> Any:
-    """``value`` with whole floats as integers (Cedar's Long); other values as they are."""
+    """``value`` with whole floats as integers (Cedar's Long); other values as they are. An object with one of
+    Cedar's escape keys is refused (``ValueError``: a person decides): the arguments are the agent's, and read as an
+    escape they would forge a typed value (an entity equal to the principal) that no plain argument can be."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, Mapping):
+        if _ESCAPES.intersection(map(str, value)):
+            raise ValueError(f"an argument object has a key Cedar reads as an escape ({', '.join(sorted(_ESCAPES))})")
         return {str(k): _whole(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_whole(v) for v in value]

@@ -19,11 +19,12 @@ from pydantic import BaseModel
 
 from hitl.engine.agents.gate import GateRefused, Ticket, ToolCall, ToolGate
 from hitl.engine.config.api import Scope
+from hitl.engine.domain.hashing import action_hash
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import ClaimState
 from hitl.engine.errors import EngineError, ErrorCode, Halted
 from hitl.engine.ports import Store
-from hitl.engine.receipts.claims import AllowedCall, Basis
+from hitl.engine.receipts.claims import AllowedCall, Basis, ReceiptStatus
 
 from .authzen_models import (
     AuthzenMetadata,
@@ -166,6 +167,12 @@ async def _handed_over(gate: ToolGate, ticket: Ticket) -> Decision:
     with the receipt kept, so the same ``request_id`` asked again gets the same answer and nothing else runs it."""
     assert ticket.approval is not None and ticket.key is not None
     approval_id, store = ticket.approval.id, gate.service.store
+    withdrawn = Decision(decision=False, context={"reason": "withdrawn", "approval_id": approval_id})
+    if await _withdrawn(gate, approval_id):
+        return withdrawn
+    if action_hash(ticket.call.tool, ticket.call.args) != action_hash(ticket.call.tool, ticket.args):
+        # A reviewer changed the arguments: the gateway would run the ones it asked about, which nobody approved.
+        return Decision(decision=False, context={"reason": "modified", "approval_id": approval_id})
     if not ticket.consumed:
         try:
             claimed = await gate.begin(ticket)
@@ -185,6 +192,8 @@ async def _handed_over(gate: ToolGate, ticket: Ticket) -> Decision:
                 ticket.key, holder=gate.worker_id, attempt=claim.attempt, ok=True, result=record, now=now
             )
             await gate.effects.mark(claimed.approval, Status.EXECUTED)
+            if await _withdrawn(gate, approval_id):  # withdrawn while it was claimed: its receipt is not handed out
+                return withdrawn
             return _covered(approval_id, claimed.receipt)
     if ticket.call.call_id is not None:
         kept = await _handed(store, ticket.key)
@@ -193,6 +202,14 @@ async def _handed_over(gate: ToolGate, ticket: Ticket) -> Decision:
             return _covered(approval_id, receipt if isinstance(receipt, str) else None)
     # Run (or being run) by another caller: an approval authorizes one execution.
     return Decision(decision=False, context={"reason": "consumed", "approval_id": approval_id})
+
+
+async def _withdrawn(gate: ToolGate, approval_id: str) -> bool:
+    """Whether the approval was withdrawn: a gateway asks hitl itself, so hitl is the relying party here and a
+    withdrawn approval admits nothing more (nor repeats a hand-over whose receipt is unspent). The ledger keeps the
+    withdrawal per approval: asked with a ``jti`` no receipt has, its status is ``withdrawn`` or nothing."""
+    found = await gate.service.store.receipts.status("", approval=approval_id, now=gate.service.clock.now())
+    return found is ReceiptStatus.WITHDRAWN
 
 
 async def _handed(store: Store, key: str) -> dict[str, Any] | None:

@@ -23,7 +23,9 @@ __all__ = [
     "EvaluationsRequest",
 ]
 
-_Name = Annotated[str, Field(min_length=1, max_length=200)]
+_Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+"""A name or id: bounded, and without control characters (as the API's ids: a NUL is text no store can keep, so
+it is refused here with a 400 rather than failing in PostgreSQL as a 503)."""
 
 
 class _Body(BaseModel):

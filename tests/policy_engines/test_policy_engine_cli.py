@@ -107,3 +107,12 @@ def test_policy_explain_shows_the_engines_answer(tmp_path: Path) -> None:
     code, down = _hitl(tmp_path, *call)
     assert code == 0 and down["tier"] == "approve", down
     assert "failed (OPA could not be asked" in down["fired"][-1]["reason"], down
+
+
+def test_validate_reads_a_quorum_of_digits_that_are_not_a_number_as_a_problem(tmp_path: Path) -> None:
+    """``@quorum("²")``: a digit to Python's ``str.isdigit`` that ``int`` cannot read; a problem, not a traceback."""
+    _desk(tmp_path, CEDAR)
+    policies = (FIXTURES / "refunds.cedar").read_text()
+    (tmp_path / "refunds.cedar").write_text(policies.replace('@quorum("2")', '@quorum("²")'))
+    code, out = _hitl(tmp_path, "validate", "flow.yaml")
+    assert code == 2 and "quorum must be a whole number" in out["problems"][0]["message"], out
