@@ -6,6 +6,9 @@ that authenticated them (:attr:`~hitl.engine.domain.requests.ProposeRequest.on_b
 A ``self`` call with nobody so known is asked of the tool's role as ``approve``: a yes nobody can give is never
 assumed. A ``self`` decision is recorded with ``basis self``; it is that one person's confirmation, so it never
 counts toward a quorum, separation of duties or Trust (the approval has a quorum of one and cannot be trusted).
+No Trust ever covers a ``self`` tool, not even one given on a call asked as ``approve`` for want of a person: Trust
+applies before the tier, so it would let the next call, one with a person, run without them
+(:attr:`~hitl.engine.domain.policy_spec.ToolPolicySpec.trust_reaches`).
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ class Policy:
     def trust_matters(self, tool: str) -> bool:
         """Whether a session trust grant could change this tool's verdict (else callers skip looking it up)."""
         spec = self.spec.tools.get(tool)
-        if spec is None or not spec.trustable or tool in self._always_ask or tool in self._denied:
+        if spec is None or not spec.trust_reaches or tool in self._always_ask or tool in self._denied:
             return False
         if self._asks_attention(spec):
             return False
@@ -302,7 +302,8 @@ class Policy:
         if hand_on is None and tspec.backup_role:
             hand_on = tspec
         trustable = (
-            tspec.trustable
+            tspec.trust_reaches
+            and tier is not Tier.SELF
             and self.knows(tool)
             and tool not in self._always_ask
             and tier is not Tier.ESCALATE
@@ -386,7 +387,7 @@ class Policy:
                     )
                 ],
             )
-        if tool in ctx.trusted_tools and (tspec is None or tspec.trustable) and not self._asks_attention(tspec):
+        if tool in ctx.trusted_tools and (tspec is None or tspec.trust_reaches) and not self._asks_attention(tspec):
             return (
                 Tier.AUTO,
                 "trusted",

@@ -101,6 +101,13 @@ class ToolPolicySpec(AttentionSpec, HandOnSpec, FailsOver):
     """The card's headline: a template over the call's arguments only (``Refund {{ args.amount | money }} to
     {{ args.customer_id }}``), with the filters ``money``, ``date`` and ``list``."""
 
+    @property
+    def trust_reaches(self) -> bool:
+        """Whether a reviewer's Trust may ever cover this tool: ``trustable`` and not at tier ``self``. A ``self``
+        tool's calls are the person's it acts for to confirm; a Trust given on one asked as ``approve`` (nobody was
+        known) would otherwise let a later call run without the person it has, for Trust applies before the tier."""
+        return self.trustable and self.tier is not Tier.SELF
+
     @field_validator("summary")
     @classmethod
     def _summary_compiles(cls, v: str | None) -> str | None:

@@ -16,7 +16,8 @@ a URL-mode elicitation sending its user to the approval's decision page (``web.p
 text "pending review (approval apr_…)" in the result's ``_meta``) and a sealed ``requestState`` (:mod:`.request_state`)
 naming the approval. The client retries with that state; each retry waits up to ``mcp.wait`` for the decision and
 runs the call only when the store says approved, exactly once (a later retry gets the recorded result). Whatever the
-client sends as ``inputResponses`` is never read: an elicitation answer is not a person's decision.
+client sends as ``inputResponses`` is never read as a reviewer's decision: the one answer read is a ``self`` call's
+confirmation form, asked only of the person the call acts for when the client's token acts for them (:mod:`.own_form`).
 
 Who asks: over stdio, the gateway's configured requester (``hitl.yaml``'s ``requester``: the process that started it);
 over streamable HTTP, each client's bearer token (``api.tokens`` with the ``propose`` scope), so trust, approvals and
@@ -46,6 +47,7 @@ from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, NotFound
 
+from .own_form import FORM_REQUEST, form_request, may_confirm, record_answer
 from .person import REQUEST_APPROVAL, decision_of, hand_over, refused, request_approval_tool
 from .request_state import Opened, RequestStates, StateRefused
 from .upstreams import OnElicit, Route, Upstreams
@@ -183,7 +185,7 @@ class Gateway:
             on_behalf_of=caller.acts_for if caller is not None else None,
         )
         if self.states is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return await self._call_in_rounds(ctx, params, call, route, _principal(caller, self.session))
+            return await self._call_in_rounds(ctx, params, call, route, caller)
         try:
             ticket = await self.gate.check(call)
             if ticket.pending:
@@ -258,11 +260,13 @@ class Gateway:
         params: types.CallToolRequestParams,
         call: ToolCall,
         route: Route,
-        who: str,
+        caller: Caller | None,
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """One round of a 2026-07-28 client's call. ``params.input_responses`` is never read: whatever the client
-        answered to an elicitation (a form, a URL's "accept") approves nothing; the store alone says."""
+        """One round of a 2026-07-28 client's call. Of ``params.input_responses`` only a ``self`` call's
+        confirmation form is read, and only from its person (:mod:`.own_form`): any other answer (a form, a URL's
+        "accept") approves nothing; the store alone says."""
         assert self.states is not None
+        who = _principal(caller, self.session)
         opened = None
         if params.request_state is not None:
             try:
@@ -272,26 +276,38 @@ class Gateway:
                 raise MCPError(types.INVALID_PARAMS, f"{exc.code}: {exc.message}", {"code": str(exc.code)}) from None
         try:
             if opened is not None:
-                return await self._retry(ctx, call, route, opened, who)
+                return await self._retry(ctx, call, route, opened, caller, params.input_responses)
             ticket = await self.gate.check(call)
         except EngineError as exc:
             return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
         if ticket.pending:
-            return self._input_required(ticket, who, send_to_page=True)
+            return self._input_required(ticket, caller, send_to_page=True)
         return await self._answer(await self._bound_to_approval(ticket), route)
 
     async def _retry(
-        self, ctx: ServerRequestContext[Any], call: ToolCall, route: Route, opened: Opened, who: str
+        self,
+        ctx: ServerRequestContext[Any],
+        call: ToolCall,
+        route: Route,
+        opened: Opened,
+        caller: Caller | None,
+        answers: Mapping[str, Any] | None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """A retry carrying a state this gateway sealed: the approval it names, waited on, run once when approved.
         A state past its life finds the call's approval by the call's dedupe key instead, unless the approval it
-        names has run: then its recorded result (asking again would make a second approval)."""
+        names has run: then its recorded result (asking again would make a second approval). A confirmation form's
+        answer in ``answers`` is recorded first, when it is the person's (:func:`.own_form.record_answer`)."""
         try:
             approval: Approval | None = await self.gate.service.store.approvals.get(opened.approval_id)
         except NotFound:  # purged since: the call's dedupe key asks again
             approval = None
         if approval is not None and (approval.session_id != self.session or approval.tool != call.tool):
             approval = None
+        if answers and FORM_REQUEST in answers and not opened.expired:
+            who = _principal(caller, self.session)
+            await record_answer(self.gate.service, approval, caller, answers, opened.shown, actor=who)
+            if approval is not None:
+                approval = await self.gate.service.store.approvals.get(approval.id)
         if approval is not None and (not opened.expired or approval.status in _RAN):
             ticket = await self.gate.ticket_for(call, approval)
         else:
@@ -299,7 +315,7 @@ class Gateway:
         if ticket.pending:
             ticket = await self._await_decision(ctx, ticket)
         if ticket.pending:
-            return self._input_required(ticket, who, send_to_page=False)
+            return self._input_required(ticket, caller, send_to_page=False)
         if ticket.approval is not None and ticket.approval.status is Status.FAILED:
             return _error(
                 f"{call.tool} did not complete (approval {ticket.approval.id}): the upstream may or may not have "
@@ -316,12 +332,25 @@ class Gateway:
         bound = dataclasses.replace(ticket.call, call_id=f"mcp-state:{ticket.approval.id}")
         return await self.gate.ticket_for(bound, ticket.approval)
 
-    def _input_required(self, ticket: Ticket, who: str, *, send_to_page: bool) -> types.InputRequiredResult:
-        """``input_required``: the sealed state naming the approval and, the first time, the decision page to open."""
+    def _input_required(
+        self, ticket: Ticket, caller: Caller | None, *, send_to_page: bool
+    ) -> types.InputRequiredResult:
+        """``input_required``: the sealed state naming the approval and, the first time, the decision page to open;
+        every time, to a ``self`` call's person, the confirmation form (the state keeps the view it showed)."""
         assert self.states is not None and ticket.approval is not None
         approval = ticket.approval
-        state = self.states.seal(approval_id=approval.id, tool=ticket.call.tool, args=ticket.call.args, principal=who)
+        who = _principal(caller, self.session)
         text = f"{ticket.call.tool} is pending review (approval {approval.id}); nothing ran"
+        if may_confirm(approval, caller):
+            view = self.gate.service.present(approval)
+            shown = (approval.version, approval.action_hash, view.digest())
+            state = self.states.seal(
+                approval_id=approval.id, tool=ticket.call.tool, args=ticket.call.args, principal=who, shown=shown
+            )
+            return types.InputRequiredResult(
+                input_requests={FORM_REQUEST: form_request(view)}, request_state=state, _meta={STATUS_KEY: text}
+            )
+        state = self.states.seal(approval_id=approval.id, tool=ticket.call.tool, args=ticket.call.args, principal=who)
         requests: dict[str, types.InputRequest] | None = None
         if send_to_page and self.public_url is not None:
             url = f"{self.public_url}/inbox/approvals/{approval.id}"

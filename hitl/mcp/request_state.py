@@ -6,6 +6,8 @@ the principal that asked (the bearer token's identity over ``--http``, the confi
 expiry. It is sealed with AES-256-GCM (the ``mcp`` SDK's codec: a format version and key fingerprint bound under the
 tag) under the key in the environment variable ``mcp.state_key_env``, which every replica shares and which must not
 be the receipt key. What it never carries is a decision: whether the call runs is read from the store on every retry.
+When the call's person was asked to confirm it in a form (tier ``self``), it also carries the view that form showed
+(the approval's version, action hash and view digest), so the answer decides exactly what the person saw.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Opened:
     """The approval it was issued for."""
     expired: bool
     """Past its life: the call re-attaches by its dedupe key instead of by this approval id."""
+    shown: tuple[int, str, str] | None = None
+    """The view the confirmation form showed (version, action hash, view digest); None: no form was asked."""
 
 
 def _principal_digest(principal: str) -> str:
@@ -81,10 +85,19 @@ class RequestStates:
         self.ttl = ttl
         self.clock = clock
 
-    def seal(self, *, approval_id: str, tool: str, args: Mapping[str, Any], principal: str) -> str:
-        """The opaque state for ``approval_id``, bound to the call and its principal."""
+    def seal(
+        self,
+        *,
+        approval_id: str,
+        tool: str,
+        args: Mapping[str, Any],
+        principal: str,
+        shown: tuple[int, str, str] | None = None,
+    ) -> str:
+        """The opaque state for ``approval_id``, bound to the call and its principal; ``shown``: the view a
+        confirmation form showed with it (:attr:`Opened.shown`)."""
         now = self.clock.now()
-        claims = {
+        claims: dict[str, Any] = {
             "v": _VERSION,
             "apr": approval_id,
             "tool": tool,
@@ -93,6 +106,8 @@ class RequestStates:
             "iat": now,
             "exp": now + self.ttl,
         }
+        if shown is not None:
+            claims["shown"] = list(shown)
         return self._codec.seal(json.dumps(claims, separators=(",", ":")).encode())
 
     def open(self, token: str, *, tool: str, args: Mapping[str, Any], principal: str) -> Opened:
@@ -118,8 +133,17 @@ class RequestStates:
             same = False
         if not same:
             raise StateRefused("other_call")
+        shown = claims.get("shown")
+        if shown is not None and not (
+            isinstance(shown, list) and len(shown) == 3 and isinstance(shown[0], int) and isinstance(shown[1], str)
+        ):
+            raise StateRefused("forged")
         # Stated positively so a NaN expiry counts as expired.
-        return Opened(approval_id, expired=not (self.clock.now() < expires))
+        return Opened(
+            approval_id,
+            expired=not (self.clock.now() < expires),
+            shown=(shown[0], shown[1], str(shown[2])) if shown is not None else None,
+        )
 
 
 def request_states(config: HitlConfig, clock: Clock, environ: Mapping[str, str] | None = None) -> RequestStates:

@@ -29,6 +29,8 @@ TOKENS = {
     # name: (token, reviewer, scopes, acts_for)
     "assistant": ("tok-assistant", "agent:assistant", ["read", "propose", "run"], ALICE),
     "bare_agent": ("tok-bare-agent", "agent:bare", ["read", "propose"], None),
+    # The assistant's identity again, on a token that names nobody: its calls fall back to approve.
+    "assistant_unbound": ("tok-assistant-unbound", "agent:assistant", ["read", "propose"], None),
     "alice": ("tok-alice", ALICE, ["read", "decide"], None),
     "sup1": ("tok-support-1", "U_SUPPORT1", ["read", "decide"], None),
 }
@@ -183,6 +185,18 @@ async def test_with_nobody_known_the_call_is_asked_as_approve_of_its_role(api: S
     assert status == 200 and done["status"] == "approved"
     decided = [e for e in await audit_of(api, a["id"]) if e["event"] == "decided"]
     assert "basis self" not in decided[0]["detail"]
+
+
+async def test_a_trust_on_a_self_call_asked_as_approve_never_lets_a_later_call_skip_its_person(api: SelfApi) -> None:
+    # The same agent identity and session, first with nobody known (asked as approve), then acting for alice.
+    a = (await propose(api, MAIL, as_="assistant_unbound"))["approval"]
+    assert (a["tier"], a["rule"], a["trustable"]) == ("approve", "self_without_person", False)
+    status, body = await decide(api, a, "sup1", "trust")
+    assert status == 409 and body["error"]["code"] == "not_trustable", body
+    assert (await decide(api, a, "sup1"))[1]["status"] == "approved"
+    later = await propose(api, MAIL, key="k2")
+    assert later["approval"] is not None, later  # not let through by a Trust: alice still confirms it
+    assert (later["approval"]["tier"], later["approval"]["on_behalf_of"]) == ("self", ALICE)
 
 
 async def test_a_rule_raises_self_to_approve_and_the_person_is_then_no_reviewer_of_it(api: SelfApi) -> None:

@@ -67,3 +67,15 @@ def test_rules_and_a_steps_floor_raise_self_and_nothing_lowers_a_tool_to_it() ->
     assert policy.evaluate("read_mail", {"count": 5}, PolicyContext(now=0.0)).tier is Tier.AUTO
     # A floor below the tool's tier (the only tier a caller can name) never lowers it.
     assert policy.evaluate("send_as_me", {"to": "bob"}, PolicyContext(now=0.0, min_tier=Tier.AUTO)).tier is Tier.SELF
+
+
+def test_a_trust_never_reaches_a_self_tool_nor_a_call_a_rule_raised_to_self() -> None:
+    policy = _policy()
+    fell_back = settled(policy.evaluate("send_as_me", {"to": "bob"}, PolicyContext(now=0.0)), None)
+    assert fell_back.tier is Tier.APPROVE and not fell_back.trustable  # nobody known: the Trust button is refused
+    assert not policy.trust_matters("send_as_me")
+    # A grant recorded before (a reload put the tool at self) lets nothing through: the person still confirms.
+    granted = PolicyContext(now=0.0, trusted_tools=frozenset({"send_as_me", "read_mail"}))
+    assert policy.evaluate("send_as_me", {"to": "bob"}, granted).tier is Tier.SELF
+    raised = policy.evaluate("read_mail", {"count": 500}, PolicyContext(now=0.0))
+    assert raised.tier is Tier.SELF and not raised.trustable

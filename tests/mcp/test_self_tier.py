@@ -1,6 +1,6 @@
 """Tier ``self`` through `hitl mcp` (issue 68), with the SDK's client: over streamable HTTP the person the client's
 token acts for (its ``acts_for``) confirms the call and nobody else may; over stdio no one is authenticated, so the
-call is asked of the tool's role as ``approve``. (The 2026-07-28 form elicitation is not part of this.)"""
+call is asked of the tool's role as ``approve``. (The 2026-07-28 form elicitation: test_own_form.py.)"""
 
 from __future__ import annotations
 
