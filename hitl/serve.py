@@ -17,6 +17,7 @@ from hitl.api.unauthenticated import Unauthenticated
 from hitl.api.webhooks import WebhookDelivery
 from hitl.bot.app import BotRuntime, build_app, slack_side
 from hitl.bot.context import BotContext
+from hitl.bot.outbound.notifier import SlackNotifier
 from hitl.bot.outbound.workspace import SlackWorkspace
 from hitl.bot.server import http_app
 from hitl.bot.settings import BotSettings
@@ -39,8 +40,8 @@ from hitl.engine.runtime.practice import TwinPlanting
 from hitl.engine.runtime.process import Runtime
 from hitl.engine.runtime.retention import RetentionSweep
 from hitl.engine.storage import open_store
-from hitl.engine.subscribers.events import Outbox
-from hitl.mail.delivery import mail_delivery, or_by_mail
+from hitl.engine.subscribers.events import EventSink, Outbox
+from hitl.mail.delivery import MailDelivery, mail_delivery, or_by_mail
 from hitl.opa import OpaDataApi
 from hitl.receipts import KeySet
 from hitl.receipts.signing import JWKS_PATH, KEYS_HISTORY_PATH, SigningKeys, jwks_handler, receipt_keys
@@ -180,16 +181,11 @@ async def build_server(
     notifier = side.notifier
     twins = TwinPlanting(runtime.contexts.default.service, consumer=replica)
 
-    async def post_alert(text: str) -> None:
-        await notifier.post_alert(text, channel=config.alerts.channel)
-
     mail = mail_delivery(
         config, store, clock, consumer=replica, live=lambda: reload.config, registry=side.metrics.registry
     )
-    builtin = [cards_undelivered(config.email.undelivered_after)] if config.email is not None else []
-    alerts = AlertWatch(
-        store, clock, config.alerts, holder=replica, events=outbox, post=or_by_mail(post_alert, mail), builtin=builtin
-    )
+    notifier.posts.states.audited = mail is not None  # the card's delivery audited beside the e-mail's
+    alerts = _alert_watch(config, store, clock, replica, outbox, notifier, mail)
     background = Background(
         runtime.lifecycle,
         interval=min(2.0, settings.sweep_interval),
@@ -242,6 +238,27 @@ def _served_config(settings: BotSettings, *, socket_mode: bool, one_of_workers: 
             "(run more replicas behind a proxy with sticky sessions instead)"
         )
     return config
+
+
+def _alert_watch(
+    config: HitlConfig,
+    store: Store,
+    clock: Clock,
+    replica: str,
+    outbox: EventSink | None,
+    notifier: SlackNotifier,
+    mail: MailDelivery | None,
+) -> AlertWatch:
+    """The alert rules' watch: posted to Slack, by e-mail where Slack cannot take them; with ``email:``, the
+    built-in alert on cards that could not be delivered too."""
+
+    async def post_alert(text: str) -> None:
+        await notifier.post_alert(text, channel=config.alerts.channel)
+
+    builtin = [cards_undelivered(config.email.undelivered_after)] if config.email is not None else []
+    return AlertWatch(
+        store, clock, config.alerts, holder=replica, events=outbox, post=or_by_mail(post_alert, mail), builtin=builtin
+    )
 
 
 def _web_inbox(spec: WebSpec | None, lifecycle: RunLifecycle, config_path: str | None) -> WebInbox | None:

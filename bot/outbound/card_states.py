@@ -37,17 +37,23 @@ class CardStates:
         self.clock = clock
         self.metrics = metrics
         self.replica = replica
+        self.audited = False
+        """Whether answers are audited: only where another channel carries approvals too (``email:``), whose
+        delivery they stand beside; with Slack alone the card's own record says it was posted, and every answer is
+        still counted."""
         self._refused: set[tuple[str, str]] = set()
 
     async def posted(self, members: Sequence[Approval], channel: str) -> None:
         """Slack took the card of ``members`` in ``channel``."""
         self.metrics.cards.labels(outcome="posted").inc(len(members))
-        for a in members:
+        for a in members if self.audited else ():
             await self._audit(a, CARD_POSTED, f"in {channel}", "ok")
 
     async def refused(self, members: Sequence[Approval], channel: str, code: str) -> None:
         """Slack refused the card of ``members`` with ``code`` (or was :data:`UNREACHABLE`)."""
         self.metrics.cards.labels(outcome=code).inc(len(members))
+        if not self.audited:
+            return
         if len(self._refused) >= _KEPT:
             self._refused.clear()
         for a in members:
