@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.email import ContactSpec, EmailSpec, plain_to_network
-from hitl.engine.config.mcp import ASK_PERSON, AskPersonSpec, McpSpec, ask_person_policy
+from hitl.engine.config.mcp import AskPersonSpec, McpSpec, ask_person_policy
+from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.web import WebSpec
 from hitl.engine.config.yaml_file import load_model, parse_model

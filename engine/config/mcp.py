@@ -8,13 +8,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hitl.engine.domain.durations import Seconds
+from hitl.engine.domain.questions import QUESTION_CAP
 
-__all__ = ["ASK_PERSON", "QUESTION_CAP", "AskPersonSpec", "McpServerSpec", "McpSpec", "ask_person_policy"]
-
-ASK_PERSON = "ask_person"
-"""The reserved tool name of a question to a person (``mcp.ask_person``): its approvals are answered with text."""
-QUESTION_CAP = 4000
-"""The longest question ``ask_person`` takes, in characters."""
+__all__ = ["AskPersonSpec", "McpServerSpec", "McpSpec", "ask_person_policy"]
 
 
 class McpServerSpec(BaseModel):

@@ -25,7 +25,7 @@ from typing import Any
 import mcp_types as types
 
 from hitl.engine.agents.gate import GateRefused, Ticket, ToolGate
-from hitl.engine.config.mcp import ASK_PERSON, QUESTION_CAP
+from hitl.engine.domain.questions import ASK_PERSON, QUESTION_CAP
 
 __all__ = [
     "ASK_PERSON",
