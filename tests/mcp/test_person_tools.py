@@ -17,8 +17,9 @@ import pytest
 from hitl.bot.views.controls import ACTION_ANSWER, ACTION_APPROVE
 from hitl.bot.views.modals import ANSWER_BLOCK
 from hitl.engine.clocks import SystemClock
-from hitl.engine.config.hitl_yaml import load_config
+from hitl.engine.config.hitl_yaml import load_config, parse_config
 from hitl.engine.domain.models import DecisionKind, Status
+from hitl.engine.errors import EngineError
 from hitl.engine.service import ApprovalService
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import start_emulator
@@ -216,3 +217,22 @@ async def test_ask_person_is_not_served_without_mcp_ask_person(person_shop: Shop
             assert "ask_person" not in {t.name for t in (await client.list_tools()).tools}
             result = await client.call_tool("ask_person", {"question": "Ship it?"})
     assert result.is_error and "no mcp.ask_person" in text_of(result)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "roles: {support: [U1]}\npolicy: {tools: {ask_person: {tier: auto}}}\nmcp: {ask_person: {role: support}}",
+            "policy.tools.ask_person is reserved for mcp.ask_person",
+        ),
+        ("mcp: {ask_person: {role: nobody}}", "not defined under 'roles': nobody"),
+        ("mcp: {ask_person: {max_chars: 0}}", "mcp.ask_person.max_chars"),
+    ],
+)
+def test_mcp_ask_person_is_checked_when_hitl_yaml_loads(text: str, says: str) -> None:
+    """A hand-made tool of the reserved name (it could be set to run without a person), a role nobody defined and
+    an answer of no length are refused with the file, not found out when a question comes."""
+    with pytest.raises(EngineError, match="policy_invalid") as refused:
+        parse_config(text)
+    assert says in refused.value.message
