@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from hitl.bot.requests.button_values import button_value
-from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.models import Approval, ApprovalKind
+from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.service import TRUST_TTL
 

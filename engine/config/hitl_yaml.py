@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.email import ContactSpec, EmailSpec, plain_to_network
 from hitl.engine.config.mcp import AskPersonSpec, McpSpec, ask_person_policy
-from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.web import WebSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
@@ -23,6 +22,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
 from hitl.engine.domain.presentation import Presentation
+from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.errors import ErrorCode, PolicyError
