@@ -60,6 +60,7 @@ from hitl.engine.domain.own_confirmation import settled
 from hitl.engine.domain.policy import Policy, Verdict
 from hitl.engine.domain.practice import PracticeSpec
 from hitl.engine.domain.presentation import Presentation
+from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.requests import DecideRequest, GroupDecideRequest, ProposeRequest
@@ -430,6 +431,7 @@ class ApprovalService:
         # Approve and Trust bound to what the person saw have nothing to check first: one atomic step, no read.
         # (Not when it carries typed values or a reason to check: what approving takes is checked on what it reads.)
         alone = bound and request.kind in _BOUND_ALONE and request.confirm is None and request.reason is None
+        alone = alone and ASK_PERSON not in self.policy.spec.tools  # a question is never approved as it is
         read = None if alone else await attempt.current()
         new_args, replacement = await self._checked(read, request, reviewer) if read is not None else (None, None)
         by = window.by if window is not None else None

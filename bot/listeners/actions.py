@@ -24,6 +24,7 @@ from hitl.bot.requests.button_values import parse_decision_value
 from hitl.bot.requests.payloads import Action, Interaction, interaction
 from hitl.bot.views.arguments import ACTION_FULL_VALUE, ALL_ARGUMENTS, parse_full_value
 from hitl.bot.views.controls import (
+    ACTION_ANSWER,
     ACTION_APPROVE,
     ACTION_APPROVE_CONFIRM,
     ACTION_FEEDBACK,
@@ -35,10 +36,12 @@ from hitl.bot.views.controls import (
 )
 from hitl.bot.views.full_value import ACTION_PAGE, full_value_view, parse_page
 from hitl.bot.views.modals import (
+    FORM_ANSWER,
     FORM_APPROVE,
     FORM_FEEDBACK,
     FORM_MODIFY,
     FORM_REJECT,
+    answer_view,
     approve_view,
     modify_view,
     reason_view,
@@ -58,6 +61,7 @@ _FORMS = {
     ACTION_REJECT: FORM_REJECT,
     ACTION_FEEDBACK: FORM_FEEDBACK,
     ACTION_APPROVE_CONFIRM: FORM_APPROVE,
+    ACTION_ANSWER: FORM_ANSWER,
 }
 
 
@@ -101,7 +105,7 @@ def register_actions(app: AsyncApp, ctx: BotContext) -> None:
     app.action(ACTION_APPROVE)(ctx.tracked(on_approve))
     app.action(ACTION_OPEN_WEB)(_opened)  # Slack opens the link itself; the click only needs its ack
     app.action(ACTION_TRUST)(ctx.tracked(on_trust))
-    for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL, ACTION_APPROVE_CONFIRM):
+    for kind in (ACTION_REJECT, ACTION_MODIFY, ACTION_FEEDBACK, ACTION_VIEW_ALL, ACTION_APPROVE_CONFIRM, ACTION_ANSWER):
         app.action(kind)(ctx.acked(opens(kind)))
 
 
@@ -184,6 +188,8 @@ async def _open_form(
         )
         if kind == ACTION_VIEW_ALL:  # a batch's every item: its arguments in full, paged, bound to this version
             view = full_value_view(a, ALL_ARGUMENTS, 0, version=version, action_hash=digest)
+        elif kind == ACTION_ANSWER:
+            view = answer_view(a, ctx.schema_for(a), meta)
         elif kind == ACTION_MODIFY:
             view = modify_view(a, ctx.schema_for(a), meta, declared=ctx.config.declared_schema(a.tool))
         elif kind == ACTION_APPROVE_CONFIRM:

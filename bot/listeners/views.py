@@ -1,5 +1,5 @@
 """Modal submissions: Modify (schema-checked, inline errors), Approve (the typed values, the reason), Reject (reason),
-Feedback."""
+Feedback, a question's Answer."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from hitl.bot.errors import BotError
 from hitl.bot.requests.payloads import Interaction, interaction
 from hitl.bot.views.form_errors import attention_errors, reason_errors
 from hitl.bot.views.modals import (
+    ANSWER_BLOCK,
+    CALLBACK_ANSWER,
     CALLBACK_APPROVE,
     CALLBACK_FEEDBACK,
     CALLBACK_MODIFY,
     CALLBACK_REJECT,
+    FORM_ANSWER,
     FORM_APPROVE,
     FORM_FEEDBACK,
     FORM_MODIFY,
@@ -114,6 +117,39 @@ async def _approving(ctx: BotContext, kind: DecisionKind, form: str, ack: AsyncA
         await ack()
 
 
+async def _answering(ctx: BotContext, ack: AsyncAck, req: Interaction) -> None:
+    """A question's answer: recorded through the decide path as an edit that adds ``answer`` to the question (the
+    engine checks it against the question's schema, its length included, with the version and action hash the card
+    showed), so it is recorded once and audited as any decision."""
+    meta = await _meta(ctx, req, FORM_ANSWER)
+    if meta is None:
+        await ack(response_action="errors", errors={ANSWER_BLOCK: "This form was altered; nothing changed."})
+        return
+    entered = form_value(_values(req), ANSWER_BLOCK)
+    if not isinstance(entered, str) or not entered.strip():
+        await ack(response_action="errors", errors={ANSWER_BLOCK: "Type an answer, or close this and Decline."})
+        return
+    try:
+        a = await ctx.store.approvals.get(str(meta["id"]))
+        _, refusal = await decide(
+            ctx,
+            req.user.id,
+            a.id,
+            DecisionKind.MODIFY,
+            version=int(meta["v"]),
+            action_hash=str(meta["h"]),
+            args={**a.execute_args, "answer": entered},
+            view=_seen(meta),
+        )
+    except Exception:
+        log.exception("answer submission failed")
+        refusal = "Something went wrong. Check the card before answering again."
+    if refusal:
+        await ack(response_action="errors", errors={ANSWER_BLOCK: _plain(refusal)})
+    else:
+        await ack()
+
+
 def register_views(app: AsyncApp, ctx: BotContext) -> None:
     """Register the modal forms' submissions (Modify, Approve with what it asks, Reject with a reason, feedback)."""
 
@@ -159,6 +195,10 @@ def register_views(app: AsyncApp, ctx: BotContext) -> None:
     async def on_feedback(ack: AsyncAck, context: AsyncBoltContext) -> None:
         await reason_submitted(DecisionKind.FEEDBACK, ack, interaction(context))
 
+    async def on_answer(ack: AsyncAck, context: AsyncBoltContext) -> None:
+        await _answering(ctx, ack, interaction(context))
+
+    app.view(CALLBACK_ANSWER)(ctx.tracked(on_answer))
     app.view(CALLBACK_MODIFY)(ctx.tracked(on_modify))
     app.view(CALLBACK_APPROVE)(ctx.tracked(on_approve))
     app.view(CALLBACK_REJECT)(ctx.tracked(on_reject))

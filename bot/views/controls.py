@@ -9,10 +9,12 @@ from typing import Any
 
 from hitl.bot.requests.button_values import button_value
 from hitl.engine.domain.models import Approval, ApprovalKind
+from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.service import TRUST_TTL
 
 __all__ = [
+    "ACTION_ANSWER",
     "ACTION_APPROVE",
     "ACTION_APPROVE_CONFIRM",
     "ACTION_FEEDBACK",
@@ -31,6 +33,8 @@ __all__ = [
 ]
 
 ACTION_APPROVE = "hitl_approve"
+ACTION_ANSWER = "hitl_answer"
+"""A question's (``ask_person``) Answer button: it opens the answer form."""
 ACTION_APPROVE_CONFIRM = "hitl_approve_confirm"
 """Approve on an approval that asks more than a click: it opens the form where the reviewer types what it asks."""
 ACTION_REJECT = "hitl_reject"
@@ -113,6 +117,10 @@ def controls(a: Approval, view: str, *, halted: bool = False) -> dict[str, Any]:
             "block_id": f"hitl_actions:{a.id}",
             "elements": [button(ACTION_REJECT, "Reject", value, style="danger", confirm=reject)],
         }
+    if a.tool == ASK_PERSON:  # a question is answered (an edit adding the answer) or declined, never just approved
+        answer = button(ACTION_ANSWER, "Answer…", value, style="primary")
+        decline = button(ACTION_REJECT, "Decline", value, style="danger", confirm=reject)
+        return {"type": "actions", "block_id": f"hitl_actions:{a.id}", "elements": [answer, decline]}
     # An approval that asks more than a click (a value to type, a reason) is approved through its form.
     approve = button(ACTION_APPROVE_CONFIRM, "Approve…", value, style="primary") if a.asks_attention else None
     buttons = [

@@ -19,17 +19,21 @@ from hitl.engine.domain.spot_checks import is_spot_check
 from hitl.engine.errors import InvalidInput
 
 __all__ = [
+    "ANSWER_BLOCK",
+    "CALLBACK_ANSWER",
     "CALLBACK_APPROVE",
     "CALLBACK_FEEDBACK",
     "CALLBACK_GROUP_REJECT",
     "CALLBACK_MODIFY",
     "CALLBACK_REJECT",
+    "FORM_ANSWER",
     "FORM_APPROVE",
     "FORM_FEEDBACK",
     "FORM_GROUP_REJECT",
     "FORM_MODIFY",
     "FORM_REJECT",
     "FormValues",
+    "answer_view",
     "approve_view",
     "attended_values",
     "form_value",
@@ -44,12 +48,16 @@ FORM_REJECT = "reject"
 FORM_FEEDBACK = "feedback"
 FORM_GROUP_REJECT = "group_reject"
 FORM_APPROVE = "approve"
+FORM_ANSWER = "answer"
 """Form kinds, signed into each modal's metadata so a form cannot be submitted as another kind."""
 CALLBACK_MODIFY = "hitl_modify_submit"
 CALLBACK_REJECT = "hitl_reject_submit"
 CALLBACK_FEEDBACK = "hitl_feedback_submit"
 CALLBACK_GROUP_REJECT = "hitl_group_reject_submit"
 CALLBACK_APPROVE = "hitl_approve_submit"
+CALLBACK_ANSWER = "hitl_answer_submit"
+ANSWER_BLOCK = "hitl_answer"
+"""The block id of the answer form's one input."""
 CONFIRM_FIELD = "hitl_confirm:"
 """Block id prefix of each value an approval asks its reviewer to type (the argument's name follows)."""
 _FIELD = "hitl_field:"
@@ -96,6 +104,31 @@ def modify_view(
         "submit": _pt("Approve edit"),
         "close": _pt("Cancel"),
         "blocks": blocks,
+    }
+
+
+def answer_view(a: Approval, schema: Mapping[str, Any] | None, metadata: str) -> dict[str, Any]:
+    """The form a question's (``ask_person``) Answer opens: one text input, as long as the question's schema lets an
+    answer be. The question is not repeated here: the card shows it, boxed, as the asker's untrusted text."""
+    props = (schema or {}).get("properties")
+    spec = props.get("answer") if isinstance(props, dict) else None
+    most = spec.get("maxLength") if isinstance(spec, dict) else None
+    element: dict[str, Any] = {"type": "plain_text_input", "action_id": "value", "multiline": True}
+    element["max_length"] = most if isinstance(most, int) and 0 < most <= 3000 else 3000  # Slack's own bound
+    return {
+        "type": "modal",
+        "callback_id": CALLBACK_ANSWER,
+        "private_metadata": metadata,
+        "title": _pt("Answer question"),
+        "submit": _pt("Send answer"),
+        "close": _pt("Cancel"),
+        "blocks": [
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": f"`{a.id}` · the question is on the card; your answer goes back."},
+            },
+            {"type": "input", "block_id": ANSWER_BLOCK, "label": _pt("Your answer"), "element": element},
+        ],
     }
 
 

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hitl.engine.config.api import ApiSpec
 from hitl.engine.config.email import ContactSpec, EmailSpec, plain_to_network
-from hitl.engine.config.mcp import McpSpec
+from hitl.engine.config.mcp import AskPersonSpec, McpSpec, ask_person_policy
 from hitl.engine.config.oversight import OversightSpec
 from hitl.engine.config.web import WebSpec
 from hitl.engine.config.yaml_file import load_model, parse_model
@@ -22,6 +22,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.policy import Policy
 from hitl.engine.domain.policy_spec import PolicySpec, RuleSpec, ToolPolicySpec
 from hitl.engine.domain.presentation import Presentation
+from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.redaction import Redactor
 from hitl.engine.domain.reviewers import Roles
 from hitl.engine.errors import ErrorCode, PolicyError
@@ -97,6 +98,27 @@ class HitlConfig(BaseModel):
     production: bool = False
     """Refuse decisions made straight against the store (``hitl resume`` without ``HITL_API_URL``) and
     ``--auto-approve``: in production every decision is an authenticated one."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ask_person_is_a_tool(cls, data: Any) -> Any:
+        """``mcp.ask_person`` becomes the policy's tool ``ask_person`` (its role, schema and timeout), so every
+        surface asks, shows and decides it as any approval; a tool of that name declared by hand is refused."""
+        mcp = data.get("mcp") if isinstance(data, dict) else None
+        asked = mcp.get("ask_person") if isinstance(mcp, dict) else None
+        if not isinstance(asked, dict):
+            return data
+        policy = data.get("policy") or {}
+        tools = policy.get("tools") or {} if isinstance(policy, dict) else {}
+        if not isinstance(policy, dict) or not isinstance(tools, dict):
+            return data  # the section's own validation says what is wrong with it
+        if ASK_PERSON in tools:
+            raise ValueError(f"policy.tools.{ASK_PERSON} is reserved for mcp.ask_person: give the tool another name")
+        try:
+            entry = ask_person_policy(AskPersonSpec.model_validate(asked))
+        except ValidationError:
+            return data  # mcp.ask_person's own validation says what is wrong with it
+        return {**data, "policy": {**policy, "tools": {**tools, ASK_PERSON: entry}}}
 
     @model_validator(mode="after")
     def _roles_exist(self) -> HitlConfig:

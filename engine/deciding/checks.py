@@ -15,6 +15,7 @@ from hitl.engine.domain.drafts import ApprovalDrafts
 from hitl.engine.domain.edits import merge_patch
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Tier
 from hitl.engine.domain.policy import Verdict
+from hitl.engine.domain.questions import answer_problem
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import ErrorCode, InvalidInput, PolicyError
 from hitl.engine.ports import Clock
@@ -71,6 +72,8 @@ async def checked_edit(
             approval_id=current.id,
         )
     if kind is not DecisionKind.MODIFY:
+        if (problem := answer_problem(current, kind, None)) is not None:
+            raise InvalidInput(problem, approval_id=current.id)
         _attended(current, request, current.execute_args)
         return None, None
     if args is None:
@@ -86,6 +89,8 @@ async def checked_edit(
         )
     edited = dict(args) if request.replace_args else merge_patch(current.execute_args, args)
     new_args = _validated(service, current, edited)
+    if (problem := answer_problem(current, kind, new_args)) is not None:
+        raise InvalidInput(problem, approval_id=current.id)
     _attended(current, request, new_args)
     return new_args, await _replacement_if_riskier(service, current, new_args)
 

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from hitl.engine.config.api import Scope
-from hitl.engine.domain.models import Reviewer, Status
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.practice import is_practice, practice_note
+from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.ranking import why_ranked
 from hitl.engine.domain.requests import DecideRequest
-from hitl.engine.errors import DecisionRefused, EngineError, NotFound
+from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, NotFound
 from hitl.engine.storage.queue import queue_page
 
 from .context import CONTEXT, body_of, caller_of, may_see, query_of
@@ -24,7 +27,7 @@ from .models import (
     ListQuery,
     WaitQuery,
 )
-from .problems import from_engine
+from .problems import ApiError, from_engine
 from .routes import Endpoint
 
 __all__ = ["routes"]
@@ -89,16 +92,17 @@ async def decide(request: web.Request) -> web.Response:
     body = await body_of(request, DecisionRequest)
     approval = await ctx.visible(caller, request.match_info["id"])
     reviewer = await ctx.reviewer(caller, approval)
+    kind, args = _answered(body, approval)
     try:
         decided = await ctx.lifecycle.decide(
             DecideRequest(
                 approval.id,
                 reviewer,
-                body.decision,
+                kind,
                 expected_version=body.expected_version,
                 expected_hash=body.action_hash,
                 reason=body.reason,
-                args=body.args,
+                args=args,
                 via=caller.via,
                 replace_args=body.replace_args,
                 view_digest=body.view_digest,
@@ -120,6 +124,22 @@ async def decide(request: web.Request) -> web.Response:
         update={"can_decide": await ctx.can_decide(caller, done), "practice": note}
     )
     return _json(view)
+
+
+def _answered(body: DecisionRequest, approval: Approval) -> tuple[DecisionKind, dict[str, Any] | None]:
+    """The decision and edit a request makes: with ``answer``, the edit that adds it to a question (a modify);
+    ``answer`` on anything else, or beside ``args``, is refused with 422."""
+    if body.answer is None:
+        return body.decision, body.args
+    if approval.tool != ASK_PERSON:
+        raise ApiError(422, str(ErrorCode.INVALID_INPUT), f"{approval.id} is no question: answer is for ask_person")
+    if body.decision not in (DecisionKind.APPROVE, DecisionKind.MODIFY) or body.args is not None or body.replace_args:
+        raise ApiError(
+            422,
+            str(ErrorCode.INVALID_INPUT),
+            "answer goes with decision approve (or modify) and no args: send the answer alone",
+        )
+    return DecisionKind.MODIFY, {"answer": body.answer}
 
 
 async def wait(request: web.Request) -> web.Response:

@@ -328,6 +328,9 @@ class DecisionRequest(_In):
     one set to null is removed), validated against the approval's schema."""
     replace_args: bool = False
     """``args`` replaces the arguments whole instead of patching them (every field must be given)."""
+    answer: Text | None = None
+    """The answer to a question (``ask_person``), with ``decision`` ``approve`` or ``modify`` and no ``args``:
+    recorded as an edit that adds it, bounded by the question's ``max_chars``."""
     view_digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     """The ``view_digest`` of the approval view the reviewer was shown: the decision's audit entry keeps that view
     (``hitl audit show``), and a view that is no longer the approval's is refused as stale (409). Left out, the

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from hitl.cli.answer import answer
 from hitl.cli.delegate import delegate_app
 from hitl.cli.evidence import evidence
 from hitl.cli.flags import FlagCommand, FlagGroup
@@ -693,6 +694,7 @@ app.add_typer(sessions_app, name="sessions", rich_help_panel=RUNS)
 app.add_typer(trust_app, name="trust", rich_help_panel=OVERSIGHT)
 app.add_typer(delegate_app, name="delegate", rich_help_panel=OVERSIGHT)
 app.command(cls=FlagCommand, rich_help_panel=REVIEW)(withdraw)
+app.command(cls=FlagCommand, rich_help_panel=REVIEW)(answer)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(evidence)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(stats)
 app.command(cls=FlagCommand, rich_help_panel=OVERSIGHT)(reviewers)

@@ -48,7 +48,16 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, NotFound
 
 from .own_form import FORM_REQUEST, form_request, may_confirm, record_answer
-from .person import REQUEST_APPROVAL, decision_of, hand_over, refused, request_approval_tool
+from .person import (
+    ASK_PERSON,
+    REQUEST_APPROVAL,
+    answer_of,
+    ask_person_tool,
+    decision_of,
+    hand_over,
+    refused,
+    request_approval_tool,
+)
 from .request_state import Opened, RequestStates, StateRefused
 from .upstreams import OnElicit, Route, Upstreams
 
@@ -84,7 +93,8 @@ class Gateway:
             without a valid token with the ``propose`` scope is refused. None over stdio: the configured requester.
         states: seals the ``requestState`` of 2026-07-28 clients (None: those clients wait as older ones do).
         public_url: ``web.public_url``, where the decision page of an approval is (None: no web inbox).
-        person_tools: also serve ``request_approval`` (:mod:`.person`).
+        person_tools: also serve ``request_approval``, and ``ask_person`` where ``mcp.ask_person`` configures it
+            (:mod:`.person`).
     """
 
     def __init__(
@@ -157,9 +167,12 @@ class Gateway:
             declared = {
                 name: spec.schema_
                 for name, spec in self.gate.service.policy.spec.tools.items()
-                if spec.schema_ is not None and (caller is None or caller.sees(name))
+                if spec.schema_ is not None and name != ASK_PERSON and (caller is None or caller.sees(name))
             }
             tools.append(request_approval_tool(declared))
+            question = self.gate.service.policy.spec.declared_schema(ASK_PERSON)
+            if question is not None and (caller is None or caller.sees(ASK_PERSON)):
+                tools.append(ask_person_tool(question))
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
@@ -168,6 +181,8 @@ class Gateway:
             return _error("unauthenticated: send 'Authorization: Bearer <token>' with a token that may propose")
         if self.person_tools and params.name == REQUEST_APPROVAL:
             return await self._request_approval(ctx, params, caller)
+        if self.person_tools and params.name == ASK_PERSON:
+            return await self._ask_person(ctx, params, caller)
         route = self.upstreams.routes.get(params.name)
         if route is None or (caller is not None and not caller.sees(params.name)):
             return _error(f"{params.name} is not a tool of this gateway; list the tools again")
@@ -221,7 +236,7 @@ class Gateway:
                 f"{REQUEST_APPROVAL} takes exactly {{tool, args}}: a tool name and its arguments (invalid_input)"
             )
         declared = self.gate.service.policy.spec.declared_schema(tool)
-        if declared is None or (caller is not None and not caller.sees(tool)):
+        if declared is None or tool == ASK_PERSON or (caller is not None and not caller.sees(tool)):
             return _error(
                 f"{tool[:100]!r} is not a tool hitl.yaml declares with an argument schema; list the tools for the "
                 "ones you may ask about (invalid_input)"
@@ -235,6 +250,36 @@ class Gateway:
             agent=_client_name(ctx),
             requester=caller.reviewer if caller is not None else None,
         )
+        asked = await self._asked(ctx, call)
+        return asked if isinstance(asked, types.CallToolResult) else decision_of(asked)
+
+    async def _ask_person(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, caller: Caller | None
+    ) -> types.CallToolResult:
+        """``ask_person``: the question (its one argument; a requester or an answer among them is refused) asked
+        as the MCP principal, waited on up to ``mcp.wait``, and its answer handed to this caller once."""
+        given = dict(params.arguments or {})
+        declared = self.gate.service.policy.spec.declared_schema(ASK_PERSON)
+        if declared is None or (caller is not None and not caller.sees(ASK_PERSON)):
+            return _error(f"{ASK_PERSON} is not served here: hitl.yaml has no mcp.ask_person (invalid_input)")
+        if set(given) != {"question"} or not isinstance(given["question"], str):
+            return _error(f"{ASK_PERSON} takes exactly {{question}}: the question as text (invalid_input)")
+        call = ToolCall(
+            ASK_PERSON,
+            {"question": given["question"]},
+            session=self.session,
+            framework=FRAMEWORK,
+            schema=declared,
+            agent=_client_name(ctx),
+            requester=caller.reviewer if caller is not None else None,
+        )
+        asked = await self._asked(ctx, call)
+        return asked if isinstance(asked, types.CallToolResult) else answer_of(asked)
+
+    async def _asked(self, ctx: ServerRequestContext[Any], call: ToolCall) -> Ticket | types.CallToolResult:
+        """A person tool's call asked, waited on, and handed over once when approved; or the tool error to answer
+        (still pending, refused)."""
+        tool = call.tool
         try:
             ticket = await self.gate.check(call)
             if ticket.pending:
@@ -242,7 +287,7 @@ class Gateway:
             if ticket.pending:
                 assert ticket.approval is not None
                 return _error(
-                    f"{tool} is pending review (approval {ticket.approval.id}); ask again with the same action "
+                    f"{tool} is pending review (approval {ticket.approval.id}); ask again with the same arguments "
                     "later to get the reviewer's decision"
                 )
             if ticket.runs:
@@ -251,7 +296,7 @@ class Gateway:
             return refused(exc)
         except EngineError as exc:
             return _error(f"{tool} was not asked ({exc.code}): {exc.message}")
-        return decision_of(ticket)
+        return ticket
 
     # -- 2026-07-28 clients: input_required and retries ------------------------------------------------------
     async def _call_in_rounds(
