@@ -22,6 +22,7 @@ from tests.api.cli_process import hitl
 from tests.api.conftest import Api, Receiver
 from tests.backends import fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, start, stop, workspace
+from tests.refund_config import write_refund_config
 
 ALICE = "U_ALICE"
 """The person the assistant acts for: no reviewer role at all."""
@@ -67,9 +68,7 @@ def self_config(tmp: Path) -> Path:
         extra = f", acts_for: '{acts_for}'" if acts_for else ""
         spec = f"name: {name}, sha256: {token_hash(token)}, reviewer: '{reviewer}', scopes: {scopes}{extra}"
         lines.append(f"    - {{{spec}}}")
-    path = tmp / "hitl.yaml"
-    path.write_text(text + "\n".join(lines) + "\n")
-    return path
+    return write_refund_config(tmp / "hitl.yaml", text + "\n".join(lines) + "\n")
 
 
 class SelfApi(Api):
