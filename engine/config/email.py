@@ -118,7 +118,7 @@ class EmailSpec(BaseModel):
     @property
     def implicit_tls(self) -> bool:
         """Whether the connection is TLS from the first byte (``smtps://``)."""
-        return self.smtp_url.startswith("smtps://")
+        return urlsplit(self.smtp_url).scheme == "smtps"  # lower-cased: SMTPS:// is TLS too, never plain
 
     @property
     def port(self) -> int:

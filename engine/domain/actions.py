@@ -61,9 +61,11 @@ class ProposedAction:
     @functools.cached_property
     def dedupe(self) -> str:
         """The key that makes asking again return the same approval: the requester's, so an identity asking the
-        same action in the same session never attaches to another identity's approval (nor waits on it)."""
+        same action in the same session never attaches to another identity's approval (nor waits on it), nor to
+        one asked for another person the agent acts for."""
         scope = self.request.dedupe_scope if self.request.dedupe_scope is not None else self.request.session_id
-        return dedupe_key(self.requester, self.request.dedupe_key or f"{scope}:{self.digest}")
+        key = self.request.dedupe_key or f"{scope}:{self.digest}"
+        return dedupe_key(self.requester, key, self.request.on_behalf_of)
 
     @property
     def named(self) -> bool:
@@ -84,7 +86,8 @@ class ProposedAction:
         its :attr:`dedupe` when the caller named it, so a replay counts once, wherever it is asked (a proposal, then
         ``/receipts/allowed`` for the same scope); otherwise its own."""
         if self.named:
-            return self.dedupe
+            # The requester's key without the person: a receipt of an allowed call names it so (receipts/issuing).
+            return dedupe_key(self.requester, self.request.dedupe_key or f"{self.scope}:{self.digest}")
         return dedupe_key(self.requester, f"{self.scope}:{self.digest}")
 
 

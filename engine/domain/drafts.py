@@ -124,6 +124,8 @@ class ApprovalDrafts:
             ratio=verdict.ratio,
             **_hand_on(verdict, now, verdict.timeout),
             requester=current.requester,
+            # Still that person's call: they never decide it (separation of duties), whoever edited it.
+            on_behalf_of=current.on_behalf_of,
             created_at=now,
             expires_at=now + verdict.timeout,
             evidence=current.evidence,

@@ -26,10 +26,14 @@ def _b32(data: bytes, n: int) -> str:
     return "".join(out)
 
 
-def dedupe_key(requester: str, key: str) -> str:
+def dedupe_key(requester: str, key: str, person: str | None = None) -> str:
     """The dedupe key of ``requester``'s action under ``key`` (a session and the action hash, or the caller's own
-    key): asking again with both the same returns the same approval, and no identity ever attaches to another's."""
-    return json.dumps([requester, key], ensure_ascii=False, separators=(",", ":"))
+    key): asking again with both the same returns the same approval, and no identity ever attaches to another's.
+    ``person``, the one the agent acts for, is part of it when known: one agent identity acting for two people
+    (two tokens, each with its ``acts_for``) never attaches one person's call to the other's approval, which that
+    other confirmed or must not decide."""
+    parts = [requester, key] if person is None else [requester, key, person]
+    return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
 
 def approval_id(dedupe_key: str) -> str:

@@ -1,7 +1,8 @@
 """The drift check (``consequence_check: true``): just before an approved call is handed over to run, its tool's
 consequence is computed again, with the same bounds, and compared with the one its deciders saw
 (:mod:`~hitl.engine.domain.drift`). Every execution path calls it before its claim: the runner's steps, ``ask``,
-``guard``, the tool gate of the framework adapters and MCP (:class:`~.effects.Effects`).
+``guard``, the tool gate of the framework adapters and MCP (:class:`~.effects.Effects`), and the API's
+``/receipts/claim``, which hands a receipt to another process.
 
 - The same: the call goes on to its claim.
 - Different: nothing runs. A new approval asks again, showing both (its ``drift``), and supersedes the approved one

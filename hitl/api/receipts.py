@@ -22,6 +22,7 @@ from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
+from hitl.engine.execution.drift import DriftCheck
 from hitl.engine.execution.effects import refuse_non_actions
 from hitl.engine.receipts.claims import AllowedCall, Basis, ReceiptStatus, Redemption, approval_of
 from hitl.engine.receipts.ports import ReceiptClaims
@@ -83,6 +84,8 @@ async def claim(request: web.Request) -> web.Response:
     try:
         refuse_non_actions(approval)
         await service.switch.check(approval.tool)
+        # consequence_check: the same check as every other hand-over (a drift asks again, nothing is handed out).
+        await DriftCheck(service, f"api:{caller.token}").before_running(approval)
         claimed = await receipts.claim(
             approval,
             args,

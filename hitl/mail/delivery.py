@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.domain.halts import EVERY_TOOL, HaltOrder, halt_message
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
+from hitl.engine.domain.own_confirmation import askers, confirms_own
 from hitl.engine.domain.records import AuditEntry, ClaimState, Job
 from hitl.engine.errors import ClaimRefused, NotFound
 from hitl.engine.ports import Clock, Store
@@ -81,12 +82,15 @@ def backoff(attempt: int) -> float:
 
 def recipients(config: HitlConfig, a: Approval, *, now: float) -> list[str]:
     """Who ``a``'s card would reach and has an e-mail contact: its role's members (every role's, when it names
-    none), and its backup role's once it has been handed on by ``now``; never its requester."""
+    none), and its backup role's once it has been handed on by ``now``; never who asked (its requester, the person
+    it acts for). A ``self`` approval is its person's alone to confirm: mailed to them only."""
+    if confirms_own(a):
+        return [m for m in (a.on_behalf_of,) if m is not None and m in config.contacts]
     roles = config.build_roles()
     members = set(roles.members_of(a.required_role))
     if a.handed_on(now):
         members |= roles.members_of(a.backup_role)
-    return sorted(m for m in members if m in config.contacts and m != a.requester)
+    return sorted(m for m in members if m in config.contacts and m not in askers(a))
 
 
 class MailDelivery:

@@ -249,6 +249,8 @@ class Gateway:
             schema=declared,
             agent=_client_name(ctx),
             requester=caller.reviewer if caller is not None else None,
+            # As for a gated call: the person behind it confirms a `self` one and never decides another.
+            on_behalf_of=caller.acts_for if caller is not None else None,
         )
         asked = await self._asked(ctx, call)
         return asked if isinstance(asked, types.CallToolResult) else decision_of(asked)

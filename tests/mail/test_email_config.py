@@ -108,3 +108,13 @@ def test_an_alert_role_must_be_a_role() -> None:
     ok = "email: {smtp_url: 'smtp://127.0.0.1', from: h@example.com, alert_role: support}\n"
     cfg = parse_config(config(ok))
     assert cfg.email is not None and cfg.email.alert_role == "support"
+
+
+def test_a_scheme_in_capitals_is_the_same_scheme() -> None:
+    """URL schemes are case-insensitive (RFC 3986): ``SMTPS://`` is TLS from the first byte on port 465, never plain
+    SMTP to port 25, and ``SMTP://`` to another machine is still plain under production."""
+    email = "email: {smtp_url: 'SMTPS://mail.example.com', from: h@example.com}\n"
+    cfg = parse_config(config(email, extra="production: true\n"))
+    assert cfg.email is not None and cfg.email.implicit_tls and cfg.email.port == 465
+    plain = "email: {smtp_url: 'SMTP://mail.example.com', from: h@example.com}\n"
+    assert "plain SMTP" in refused(config(plain, extra="production: true\n"))

@@ -16,7 +16,9 @@ import pytest
 from hitl.engine.config.hitl_yaml import HitlConfig, parse_config
 from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval, Tier
+from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import PolicyError
+from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.mail.delivery import BURST, MailDelivery, mail_delivery, recipients
 from hitl.mail.smtp import SmtpSender
@@ -278,3 +280,31 @@ async def test_the_cap_is_shared_by_two_replicas_on_one_store(
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_mail_goes_to_who_may_decide_a_self_approval_its_person_alone(
+    tmp_path: Path, clock: FakeClock, mailbox: Mailbox
+) -> None:
+    """A ``self`` approval is the one person's to confirm: mailed to them and to no reviewer (who may not decide it,
+    and need not read it); a call made for a person on another tier is never mailed to that person."""
+    cfg = parse_config(
+        "roles: {support: [U_SUPPORT1, U_SUPPORT2], finance: [U_FIN1]}\n"
+        "web: {public_url: 'https://hitl.example.com', oidc: {issuer: 'https://id.example.com', client_id: hitl}}\n"
+        f"email: {{smtp_url: 'smtp://127.0.0.1:{mailbox.port}', from: hitl@example.com, tools: [refund, pay]}}\n"
+        "contacts:\n  U_SUPPORT1: {email: s1@example.com}\n  U_SUPPORT2: {email: s2@example.com}\n"
+        "  U_FIN1: {email: f1@example.com}\n"
+        "policy:\n  tools:\n    refund: {tier: self, role: support}\n    pay: {tier: approve, role: support}\n"
+    )
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        svc = ApprovalService.from_config(cfg, store=store, clock=clock)
+        own = await svc.propose(ProposeRequest("refund", {"order_id": "1"}, session_id="s", on_behalf_of="U_FIN1"))
+        theirs = await svc.propose(ProposeRequest("pay", {"to": "V"}, session_id="s", on_behalf_of="U_SUPPORT1"))
+        assert own.approval is not None and own.approval.tier is Tier.SELF and theirs.approval is not None
+        assert recipients(cfg, own.approval, now=clock.now()) == ["U_FIN1"]
+        assert recipients(cfg, theirs.approval, now=clock.now()) == ["U_SUPPORT2"]
+        await sender_of(cfg, store, clock).sweep()
+        got = sorted((r.message["X-Hitl-Approval"], r.recipients) for r in mailbox.received)
+        assert got == sorted([(own.approval.id, ("f1@example.com",)), (theirs.approval.id, ("s2@example.com",))])
+    finally:
+        await store.close()

@@ -19,7 +19,8 @@ from hitl.bot.views.modals import ANSWER_BLOCK
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config, parse_config
 from hitl.engine.domain.models import DecisionKind, Status
-from hitl.engine.errors import EngineError
+from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode
 from hitl.engine.service import ApprovalService
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.server import start_emulator
@@ -236,3 +237,24 @@ def test_mcp_ask_person_is_checked_when_hitl_yaml_loads(text: str, says: str) ->
     with pytest.raises(EngineError, match="policy_invalid") as refused:
         parse_config(text)
     assert says in refused.value.message
+
+
+async def test_the_person_a_request_approval_client_acts_for_never_approves_it(person_shop: Shop) -> None:
+    """A client token acting for a reviewer of the tool's role: its request_approval records that person, who is
+    then the one reviewer of the role who may not decide it (separation of duties); another one decides."""
+    config = person_shop.tmp / "hitl.yaml"
+    own = 'reviewer: "agent:alice", scopes: [propose], acts_for: U_SUPPORT1'
+    config.write_text(config.read_text().replace('reviewer: "agent:alice", scopes: [propose]', own))
+    person_shop.service = ApprovalService.from_config(load_config(config), store=person_shop.store, clock=SystemClock())
+    async with http_gateway(person_shop, flags=("--person-tools",)) as port:
+        async with person_shop.client(http_port=port) as client:
+            asked: dict[str, Any] = {"tool": "transfer", "args": {"to": "ACME", "amount": 70}}
+            call = asyncio.create_task(client.call_tool("request_approval", asked))
+            [approval] = await person_shop.pending()
+            assert approval.on_behalf_of == "U_SUPPORT1"
+            with pytest.raises(DecisionRefused) as refused:
+                await person_shop.decide(approval, DecisionKind.APPROVE)  # U_SUPPORT1, the person behind the call
+            assert refused.value.code is ErrorCode.SELF_APPROVAL
+            await person_shop.service.decide(DecideRequest(approval.id, "U_SUPPORT2", DecisionKind.APPROVE, via="api"))
+            result = await call
+    assert result.structured_content is not None and result.structured_content["decision"] == "approved"

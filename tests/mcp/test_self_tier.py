@@ -16,10 +16,11 @@ from hitl.engine.domain.models import DecisionKind, Status, Tier
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, ErrorCode
 from hitl.engine.service import ApprovalService
-from tests.mcp.conftest import Shop, make_shop, text_of
+from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.mcp.test_gateway import http_gateway
 
 ALICE = "U_ALICE"
+BOB = "U_BOB"
 
 
 @pytest.fixture
@@ -63,3 +64,37 @@ async def test_over_stdio_nobody_is_known_so_the_role_approves(own_shop: Shop) -
         )
         await own_shop.decide(asked, DecisionKind.APPROVE)
         assert text_of(await asyncio.wait_for(call, 30)) == "receipt sent for 8"
+
+
+async def test_a_persons_confirmation_reaches_no_call_made_for_another_person(tmp_path: Path) -> None:
+    """Two clients of one agent identity, each token acting for its own person: the same call made for bob is never
+    attached to the approval alice confirmed (it would run for bob on alice's word), it is asked of bob."""
+    shop = make_shop(tmp_path, wait="1s")
+    config = tmp_path / "hitl.yaml"
+    text = config.read_text().replace("send_receipt: {tier: notify}", "send_receipt: {tier: self, role: support}")
+    text = text.replace(
+        'reviewer: "agent:alice", scopes: [propose]', f'reviewer: "agent:alice", scopes: [propose], acts_for: {ALICE}'
+    )
+    text = text.replace(
+        'reviewer: "agent:bob", scopes: [propose]', f'reviewer: "agent:alice", scopes: [propose], acts_for: {BOB}'
+    )
+    config.write_text(text)
+    shop.service = ApprovalService.from_config(load_config(config), store=shop.store, clock=SystemClock())
+    try:
+        async with http_gateway(shop) as port:
+            async with shop.client(http_port=port) as alice:
+                assert "pending review" in text_of(await alice.call_tool("send_receipt", {"order_id": "9"}))
+            [asked] = await shop.pending()
+            assert asked.on_behalf_of == ALICE
+            await shop.service.decide(DecideRequest(asked.id, ALICE, DecisionKind.APPROVE, via="api"))
+            async with shop.client(http_port=port, token=CLIENTS["bob"]) as bob:
+                answer = text_of(await bob.call_tool("send_receipt", {"order_id": "9"}))
+            assert "pending review" in answer and asked.id not in answer
+            assert shop.effects() == []
+            [for_bob] = await shop.pending()
+            assert (for_bob.tier, for_bob.on_behalf_of, for_bob.requester) == (Tier.SELF, BOB, "agent:alice")
+            async with shop.client(http_port=port) as alice:
+                assert text_of(await alice.call_tool("send_receipt", {"order_id": "9"})) == "receipt sent for 9"
+        assert shop.effects() == ["receipt 9"]
+    finally:
+        await shop.store.close()
