@@ -1,5 +1,5 @@
 """``/hitl`` slash commands: pending, approve, reject, show, trust list|revoke, halt, unhalt, halts, delegate,
-delegations, help."""
+delegations, run, help."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, refusal_text
 from hitl.bot.listeners.delegate import delegate_command, delegations_text
+from hitl.bot.listeners.slack_runs import run_command
 from hitl.bot.requests.payloads import command, interaction
 from hitl.bot.views.blocks import card, when, who
 from hitl.bot.views.escape import label
@@ -45,6 +46,7 @@ USAGE = (
     "• `/hitl delegate @person until <YYYY-MM-DD> [role]` — hand your roles on while you are away (≤ 30 days)\n"
     "• `/hitl delegate end` — end your delegation now\n"
     "• `/hitl delegations` — the delegations you gave or were handed\n"
+    "• `/hitl run <workflow> [key=value ...]` — start a registered workflow, acting for you (`slack.run_role`)\n"
     "• `/hitl help` — this message"
 )
 PAGE = 8
@@ -62,6 +64,18 @@ def register_commands(app: AsyncApp, ctx: BotContext) -> None:
             words = shlex.split(req.text)
         except ValueError:
             words = req.text.split()
+        if words and words[0].lower() == "run" and user:
+            # Refused or recorded, then answered; the run itself starts after the answer (it may outlast Slack's 3 s).
+            reply, begin = await run_command(ctx, user, words[1:], request=req.trigger_id)
+            await ack()
+
+            async def answered() -> None:
+                await _answer(respond, reply)
+                if begin is not None:
+                    await begin(lambda said: _answer(respond, said))
+
+            ctx.later(answered())
+            return
         if words and words[0].lower() in _DECISIONS:
             # Recorded, then answered: Slack hears back only once the decision is stored or refused.
             reply = await _reply(ctx, user, words)

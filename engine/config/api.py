@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hitl.engine.errors import NotFound
 
 __all__ = ["ApiSpec", "ApiTokenSpec", "EventKind", "Scope", "WebhookSpec"]
 
@@ -125,3 +128,13 @@ class ApiSpec(_Spec):
             if not re.match(r"^[A-Za-z0-9_.\-]{1,64}$", name):
                 raise ValueError(f"api.workflows: {name!r} is not a name (letters, digits, _ . -)")
         return workflows
+
+    def workflow_file(self, name: str, base: Path) -> Path:
+        """The workflow file registered as ``name`` (its path taken relative to ``base``, hitl.yaml's directory): the
+        one lookup every surface that starts a run by name makes (the API's ``POST /runs``, Slack's ``/hitl run``).
+        A name not registered is refused, naming those that are."""
+        relative = self.workflows.get(name)
+        if relative is None:
+            known = ", ".join(sorted(self.workflows)) or "none"
+            raise NotFound(f"no workflow named {name!r} (registered: {known})")
+        return base / relative

@@ -70,6 +70,9 @@ class NotifySpec(BaseModel):
     group: bool = True
     """Like approvals that queue up for one channel (a flood, Slack's pace) go on one group card, decidable one by
     one or together (``false``: a card each, as Slack's limits allow)."""
+    run_role: str | None = Field(default=None, min_length=1, max_length=100)
+    """The role (under ``roles:``) whose members may start a workflow registered under ``api.workflows`` from Slack
+    with ``/hitl run``, the run acting for them (absent: ``/hitl run`` is off)."""
 
 
 class HitlConfig(BaseModel):
@@ -127,6 +130,13 @@ class HitlConfig(BaseModel):
         missing = sorted(used - known)
         if missing:
             raise ValueError(f"policy names roles that are not defined under 'roles': {', '.join(missing)}")
+        return self
+
+    @model_validator(mode="after")
+    def _run_role_exists(self) -> HitlConfig:
+        role = self.slack.run_role
+        if role is not None and role not in self.roles:
+            raise ValueError(f"slack.run_role names {role!r}, which is not defined under 'roles': add it there")
         return self
 
     @model_validator(mode="after")

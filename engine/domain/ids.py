@@ -12,7 +12,7 @@ import string
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError, ErrorCode
 
-__all__ = ["alike", "approval_id", "check_same_action", "dedupe_key", "new_session_id", "short_id"]
+__all__ = ["alike", "approval_id", "check_same_action", "dedupe_key", "keyed_session_id", "new_session_id", "short_id"]
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -49,6 +49,11 @@ def short_id(prefix: str) -> str:
 def new_session_id() -> str:
     """A new session id (``ses_`` and a short random id)."""
     return short_id("ses")
+
+
+def keyed_session_id(key: str) -> str:
+    """A session id drawn from ``key`` (a request's own id): the same request, delivered again, names the same run."""
+    return "ses_" + _b32(hashlib.sha256(key.encode("utf-8")).digest(), 10)
 
 
 _RUNS = re.compile(r"([0-9A-Za-z]+)")

@@ -56,13 +56,9 @@ async def start(request: web.Request) -> web.Response:
     caller = caller_of(request, Scope.RUN)
     body = await body_of(request, RunStartRequest)
     config, _ = ctx.config.current()
-    relative = config.api.workflows.get(body.workflow)
-    if relative is None:
-        known = ", ".join(sorted(config.api.workflows)) or "none"
-        raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no workflow named {body.workflow!r} (registered: {known})")
     base = ctx.config.path.parent if ctx.config.path is not None else Path.cwd()
     try:
-        workflow = ctx.lifecycle.contexts.workflows.load(base / relative)
+        workflow = ctx.lifecycle.contexts.workflows.load(config.api.workflow_file(body.workflow, base))
         result = await ctx.lifecycle.start(
             workflow, body.vars, session_id=body.session_id, requester=caller.reviewer, on_behalf_of=caller.acts_for
         )
