@@ -10,6 +10,7 @@ none).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from typing import Any
 
@@ -150,10 +151,32 @@ def api_app(
     return app
 
 
+_KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate", "X-Request-ID")
+"""The headers of an error an AuthZEN caller keeps when its body becomes a message string."""
+
+
+@web.middleware
+async def _message_strings(request: web.Request, handler: Any) -> web.StreamResponse:
+    """AuthZEN's error shape: an error's body is "an error message string" (Authorization API 1.0, "Error
+    Responses"), not hitl's JSON error object. The string leads with hitl's code (``invalid_input: ...``), which the
+    ``X-Hitl-Error`` header carries alone for a program to read; the status and the kept headers are unchanged."""
+    response: web.StreamResponse = await handler(request)
+    if response.status < 400 or not isinstance(response, web.Response) or response.content_type != "application/json":
+        return response
+    try:
+        error = json.loads(response.body if isinstance(response.body, bytes) else b"")["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        return response
+    headers = {name: response.headers[name] for name in _KEPT_HEADERS if name in response.headers}
+    headers["X-Hitl-Error"] = code
+    return web.Response(status=response.status, text=f"{code}: {message}", headers=headers, content_type="text/plain")
+
+
 def authzen_app(api: web.Application) -> web.Application:
     """The AuthZEN evaluation endpoints as a sub-application to mount at :data:`~.authzen.ACCESS_PREFIX`: the same
     tokens, limits and refusals as ``api`` (and its context: one rate per token across both)."""
-    app = web.Application(middlewares=[_guard], client_max_size=4 * 1024 * 1024 + 1)
+    app = web.Application(middlewares=[_message_strings, _guard], client_max_size=4 * 1024 * 1024 + 1)
     app[CONTEXT] = api[CONTEXT]
     app.add_routes([e.route() for e in authzen.routes()])
     return app

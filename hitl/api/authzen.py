@@ -39,7 +39,7 @@ from .problems import ApiError, from_engine
 from .routes import Endpoint
 from .tokens import Caller
 
-__all__ = ["ACCESS_PREFIX", "FRAMEWORK", "WELL_KNOWN", "metadata", "routes"]
+__all__ = ["ACCESS_PREFIX", "FRAMEWORK", "WELL_KNOWN", "metadata", "openapi", "routes"]
 
 ACCESS_PREFIX = "/access/v1"
 WELL_KNOWN = "/.well-known/authzen-configuration"
@@ -312,3 +312,16 @@ def routes() -> list[Endpoint]:
         Endpoint("POST", "/evaluation", evaluation, Decision, (400, 403, 423, 503), body=EvaluationRequest),
         Endpoint("POST", "/evaluations", evaluations, Decisions, (400, 403, 423, 503), body=EvaluationsRequest),
     ]
+
+
+def openapi() -> dict[str, Any]:
+    """The OpenAPI document of the evaluation routes: ``/api/v1``'s shape, but for its errors, whose body is the
+    standard's error message string (``text/plain``, hitl's code first and in ``X-Hitl-Error``)."""
+    from .openapi import document  # here: the document is built for its readers and tests, never on a request
+
+    doc = document(routes(), prefix=ACCESS_PREFIX)
+    for operation in (op for path in doc["paths"].values() for op in path.values()):
+        for code, answer in operation["responses"].items():
+            if int(code) >= 400:
+                answer["content"] = {"text/plain": {"schema": {"type": "string"}}}
+    return doc

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from hitl.api import token_hash
@@ -95,10 +96,21 @@ def evaluation(
     return body
 
 
+async def refusal(r: aiohttp.ClientResponse) -> dict[str, Any]:
+    """An AuthZEN error as the standard shapes it, a message string (its code first, the code alone in
+    ``X-Hitl-Error``), read back as ``{"error": {"code", "message"}}`` for the assertions."""
+    text = await r.text()
+    code = r.headers["X-Hitl-Error"]
+    assert r.content_type == "text/plain" and text.startswith(f"{code}: "), (r.content_type, text)
+    return {"error": {"code": code, "message": text.removeprefix(f"{code}: ")}}
+
+
 async def ask(h: Harness, path: str, body: Any, token: str = GATEWAY, **kw: Any) -> tuple[int, Any]:
-    """One request to the decision point: its status and JSON."""
+    """One request: its status and JSON (an AuthZEN error: its message string, read by :func:`refusal`)."""
     headers = {"Authorization": f"Bearer {token}", **kw.pop("headers", {})}
     async with h.http.request(kw.pop("method", "POST"), f"{h.bot_url}{path}", json=body, headers=headers, **kw) as r:
+        if r.status >= 400 and path.startswith("/access/"):
+            return r.status, await refusal(r)
         return r.status, await r.json(content_type=None)
 
 
@@ -291,7 +303,7 @@ async def test_malformed_bodies_get_400_in_the_error_shape_and_change_nothing(hi
         assert set(refused) == {"error"} and refused["error"]["code"] and refused["error"]["message"], what
     headers = {"Authorization": f"Bearer {GATEWAY}", "Content-Type": "application/json"}
     async with hitl.http.post(f"{hitl.bot_url}/access/v1/evaluation", data=b"{not json", headers=headers) as r:
-        assert r.status == 400 and (await r.json())["error"]["code"] == "malformed_json"
+        assert r.status == 400 and (await refusal(r))["error"]["code"] == "malformed_json"
     too_many = {"subject": {"type": "user", "id": "agent:gw"}, "evaluations": [{}] * 65}
     status, refused = await ask(hitl, "/access/v1/evaluations", too_many)
     assert status == 400 and "error" in refused

@@ -11,12 +11,11 @@ from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from hitl.api.authzen import ACCESS_PREFIX, routes
-from hitl.api.openapi import document
+from hitl.api.authzen import openapi
 from tests.api.conftest import TOKENS
 from tests.api.test_openapi import served
 
-DOCUMENT = document(routes(), prefix=ACCESS_PREFIX)
+DOCUMENT = openapi()
 SCHEMA = schemathesis.openapi.from_dict(DOCUMENT)
 
 __all__ = ["served"]  # the module's served hitl serve, shared with the /api/v1 fuzz test's fixture

@@ -13,7 +13,7 @@ import pytest
 
 from hitl.engine.clocks import FakeClock
 from hitl.receipts.signing import new_key_pem
-from tests.api.test_authzen import CONFIG, FIN1, TO_V1, ask, evaluation
+from tests.api.test_authzen import CONFIG, FIN1, TO_V1, ask, evaluation, refusal
 from tests.bot.conftest import Harness, harness_on
 
 
@@ -85,7 +85,7 @@ async def test_a_session_or_request_id_with_control_characters_is_400_and_counts
         headers = {"Authorization": "Bearer tok-gateway", "Content-Type": "application/json"}
         url = f"{hitl.bot_url}/access/v1/evaluation"
         async with hitl.http.post(url, data=json.dumps(body), headers=headers) as r:
-            refused = await r.json()
+            refused = await refusal(r)
             assert r.status == 400 and refused["error"]["code"] == "invalid_input", (what, refused)
     status, pending = await ask(hitl, "/api/v1/approvals?status=pending", None, FIN1, method="GET")
     assert status == 200 and pending["items"] == [], pending
