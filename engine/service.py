@@ -30,7 +30,7 @@ from hitl.engine.admission.guards import (
 )
 from hitl.engine.config.hitl_yaml import HitlConfig
 from hitl.engine.consequences.callables import ConsequenceFn
-from hitl.engine.consequences.computing import with_consequence
+from hitl.engine.consequences.computing import Computed, with_consequence
 from hitl.engine.consequences.running import ConsequenceRunner
 from hitl.engine.consequences.threads import ThreadConsequences
 from hitl.engine.deciding.checks import ArgsValidator, checked_edit
@@ -389,14 +389,21 @@ class ApprovalService:
         """``approval`` (not stored yet, and asking a person) with its tool's consequence computed, audited first
         (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one.
         ``within``: seconds it may take at most, when less than its tool's bound (a surface must answer)."""
-        given = given or self._given.get(approval.tool)
-        approval, computed = await with_consequence(
-            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now(), within=within
-        )
+        approval, computed = await self.compute_consequence(approval, given=given, within=within)
         if computed is not None:  # it ran, whether or not this asking creates the approval: audited before either
             await self.store.audit.append(computed.audit)
             await self.store.tallies.add(computed.counts, now=computed.audit.at)  # its time, in hitl stats
         return approval
+
+    async def compute_consequence(
+        self, approval: Approval, *, given: ConsequenceFn | None = None, within: float | None = None
+    ) -> tuple[Approval, Computed | None]:
+        """``approval`` with its tool's consequence computed, and what records it, not recorded yet: what
+        :meth:`consequence_of` audits at once, and a practice twin when it is planted (as created then)."""
+        given = given or self._given.get(approval.tool)
+        return await with_consequence(
+            self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now(), within=within
+        )
 
     async def decide(
         self,

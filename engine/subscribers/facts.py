@@ -20,6 +20,7 @@ from hitl.engine.domain.policy import Verdict
 from hitl.engine.domain.requests import ProposeRequest
 
 if TYPE_CHECKING:
+    from hitl.engine.consequences.computing import Computed
     from hitl.engine.domain.drafts import ApprovalDrafts
     from hitl.engine.domain.policy import Policy
     from hitl.engine.domain.practice import PracticeSpec
@@ -103,6 +104,10 @@ class Service(Protocol):
 
     async def publish(self, fact: Fact) -> None:
         """Tell every subscriber ``fact``."""
+        ...
+
+    async def compute_consequence(self, approval: Approval) -> tuple[Approval, Computed | None]:
+        """``approval`` with its tool's consequence computed, and its audit entry and counts, not recorded yet."""
         ...
 
 
