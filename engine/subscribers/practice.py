@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from hitl.engine.consequences.computing import with_consequence
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.practice import is_practice, picked_for_practice, planted, post_after
 from hitl.engine.domain.records import AuditEntry
@@ -76,7 +77,10 @@ class PracticeTwins:
         # Computed here, in the process that computed its real one's (a consequence given in Python lives only
         # there), for its own arguments under the same bounds. Its counts are left out: a practice approval counts
         # only in the practice measures.
-        twin, computed = await service.compute_consequence(twin)
+        given = service.given_consequences.get(twin.tool)
+        twin, computed = await with_consequence(
+            service.consequences, service.policy, service.redactor, twin, given=given, now=now
+        )
         audit = computed.audit if computed is not None else None
         moment = post_after(service.practice, now)
         if moment <= now:
