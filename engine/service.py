@@ -192,8 +192,8 @@ class ApprovalService:
     delegations: Delegations = field(init=False)
     """The store's delegations of reviewer roles (what :class:`DelegatedReviewers` adds to a reviewer)."""
     _allowed: AllowedPlans = field(init=False, default_factory=AllowedPlans, repr=False)
-    _given: dict[str, ConsequenceFn] = field(init=False, default_factory=dict, repr=False)
-    """The consequences given beside tools in Python in this process, by tool: an edit's is computed with it."""
+    given_consequences: dict[str, ConsequenceFn] = field(init=False, default_factory=dict, repr=False)
+    """The consequences given beside tools in Python in this process, by tool: an edit's and a twin's use them."""
     _routes: tuple[Sequence[FactSubscriber], dict[type, Route]] | None = field(init=False, default=None, repr=False)
     _order: tuple[Sequence[ProposalGuard], Order] | None = field(init=False, default=None, repr=False)
     remote_receipts: ClassVar[ReceiptsRemote | None] = None
@@ -372,7 +372,7 @@ class ApprovalService:
         if self.policy.spec.caps.on:
             await within_caps(self.store, self.policy.spec.caps, approval, counted=counted, now=now)
         if request.consequence is not None:
-            self._given[tool] = request.consequence
+            self.given_consequences[tool] = request.consequence
         approval = await self.consequence_of(approval, given=request.consequence)
         stored, created = await self.store.approvals.create(approval)
         if created:
@@ -389,7 +389,7 @@ class ApprovalService:
         """``approval`` (not stored yet, and asking a person) with its tool's consequence computed, audited first
         (:mod:`~hitl.engine.consequences.computing`): :meth:`propose` calls it, and a run before it pauses on one.
         ``within``: seconds it may take at most, when less than its tool's bound (a surface must answer)."""
-        given = given or self._given.get(approval.tool)
+        given = given or self.given_consequences.get(approval.tool)
         approval, computed = await with_consequence(
             self.consequences, self.policy, self.redactor, approval, given=given, now=self.clock.now(), within=within
         )

@@ -42,6 +42,11 @@ _ELSEWHERE = (
 )
 
 
+_ABOUT_AN_ACTION = (ApprovalKind.ACTION, ApprovalKind.PRACTICE)
+"""The kinds whose card asks about a call: a practice twin shows the consequence of its own arguments, computed
+as any other's (one computed for its real approval's, or none where a real one has one, would tell it apart)."""
+
+
 async def with_consequence(
     runner: ConsequenceRunner,
     policy: Policy,
@@ -54,16 +59,16 @@ async def with_consequence(
 ) -> tuple[Approval, Computed | None]:
     """``approval`` with its tool's consequence (``hitl.yaml``'s ``consequence:``, else ``given``, the one given
     beside the tool in Python), and what records computing it; as it was, with no record, when the
-    tool has none (or the approval asks about a batch, or is not an action's). An approval that already holds one
-    is an edit of one that had it (:meth:`~hitl.engine.service.ApprovalService.decide`): when its callable was given
-    in another process, it holds a failed one saying so, never one computed for other arguments. ``within``: the
-    seconds it may take when fewer than its tool's bound."""
+    tool has none (or the approval asks about a batch, or about no call: a spot check, a question). An approval
+    that already holds one is an edit of one that had it (:meth:`~hitl.engine.service.ApprovalService.decide`):
+    when its callable was given in another process, it holds a failed one saying so, never one computed for other
+    arguments. ``within``: the seconds it may take when fewer than its tool's bound."""
     declared = policy.spec.tools.get(approval.tool)
     source: Source | None = declared.consequence if declared is not None else None
     source = source or given
     if source is None and approval.consequence is not None:
         return approval.model_copy(update={"consequence": not_computed(ConsequenceOutcome.FAILED, _ELSEWHERE)}), None
-    if source is None or "batch" in approval.metadata or approval.kind is not ApprovalKind.ACTION:
+    if source is None or "batch" in approval.metadata or approval.kind not in _ABOUT_AN_ACTION:
         return approval, None
     limits = declared.consequence_limits if declared is not None else ConsequenceLimits()
     if within is not None and within < limits.timeout:  # a surface must answer: the consequence gets less time

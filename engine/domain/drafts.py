@@ -192,6 +192,7 @@ class ApprovalDrafts:
                 "args": args,
                 "action_hash": action_hash(real.tool, args),
                 "summary": self.summary(real.tool, args),
+                "consequence": None,  # its own arguments' is computed when it is drawn, never its real one's
                 "version": 1,
                 "kind": ApprovalKind.PRACTICE,
                 "status": Status.PENDING,

@@ -15,6 +15,7 @@ import logging
 from pydantic import ValidationError
 
 from hitl.engine.domain.models import Approval
+from hitl.engine.domain.records import AuditEntry
 from hitl.engine.subscribers.facts import Service
 from hitl.engine.subscribers.practice import TWIN_JOB, plant
 
@@ -53,8 +54,10 @@ class TwinPlanting:
                 continue  # not due: it comes back when the lease runs out
             try:
                 twin = Approval.model_validate(job.payload.get("twin"))
+                held = job.payload.get("consequence")
+                consequence = AuditEntry.model_validate(held) if held is not None else None
             except ValidationError as exc:  # unreadable (not this hitl's draw): dropped, never left to block the rest
                 log.error("a practice twin's job %s cannot be read; not planted: %s", job.id, exc)
             else:
-                await plant(self.service, twin)
+                await plant(self.service, twin, consequence)
             await store.jobs.ack(job.id)

@@ -10,7 +10,7 @@ subscriber and its registration, no line of the service.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,9 +20,12 @@ from hitl.engine.domain.policy import Verdict
 from hitl.engine.domain.requests import ProposeRequest
 
 if TYPE_CHECKING:
+    from hitl.engine.consequences.callables import ConsequenceFn
+    from hitl.engine.consequences.running import ConsequenceRunner
     from hitl.engine.domain.drafts import ApprovalDrafts
     from hitl.engine.domain.policy import Policy
     from hitl.engine.domain.practice import PracticeSpec
+    from hitl.engine.domain.redaction import Redactor
     from hitl.engine.domain.spot_checks import SpotCheckSpec
     from hitl.engine.ports import Clock, Notifier, Store
     from hitl.engine.subscribers.events import EventSink
@@ -95,6 +98,13 @@ class Service(Protocol):
     events: EventSink | None
     spot_check: SpotCheckSpec
     practice: PracticeSpec
+    consequences: ConsequenceRunner
+    redactor: Redactor
+
+    @property
+    def given_consequences(self) -> Mapping[str, ConsequenceFn]:
+        """The consequences given beside tools in Python in this process, by tool."""
+        ...
 
     @property
     def drafts(self) -> ApprovalDrafts:

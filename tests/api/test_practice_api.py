@@ -23,6 +23,10 @@ async def test_only_admins_list_practice_and_the_decider_is_told(practice_api: A
     assert twin["practice"] is None and "practice" not in str({k: v for k, v in twin.items() if k != "practice"})
     status, seen = await api.call("GET", f"/approvals/{twin['id']}", as_="sup1")
     assert status == 200 and seen["practice"] is None
+    status, mine = await api.call("GET", f"/approvals/{real}", as_="sup1")
+    assert status == 200 and seen["consequence"]["outcome"] == mine["consequence"]["outcome"]
+    events = [e["event"] for e in seen["audit"]]  # its own consequence audited first, as a real one's
+    assert events == [e["event"] for e in mine["audit"]] and events[:2] == ["consequence", "created"]
 
     bound = {"expected_version": twin["version"], "action_hash": twin["action_hash"]}
     status, done = await api.call(

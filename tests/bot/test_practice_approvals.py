@@ -6,6 +6,7 @@ in the practice figures."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ import pytest
 
 from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE
+from hitl.demo.refund.tools import connect
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.agents.gate import ToolGate
 from hitl.engine.domain.models import Approval, Status
@@ -61,6 +63,9 @@ async def test_a_practice_twin_looks_like_any_other_never_runs_and_tells_the_dec
     shown = json.dumps(card.blocks, ensure_ascii=False)
     assert "Refund USD 9,999.00 to “C-1042” for order “78291”" in shown  # its own sentence, like any other
     assert "practice" not in shown.lower() and "planted" not in shown and "seed" not in shown
+    opens = [e.event for e in await h.rt.store.audit.entries(approval_id=twin.id)][:2]
+    assert opens == [e.event for e in await h.rt.store.audit.entries(approval_id=real.id)][:2]
+    assert opens == ["consequence", "created"]  # its consequence audited before it is stored, as a real one's
 
     assert (await h.slack.click("U_SUPPORT1", copy.deepcopy(card), ACTION_APPROVE)).status == 200
     told = h.ephemeral("U_SUPPORT1")[-1].text
@@ -180,3 +185,51 @@ async def test_practice_twins_group_with_the_real_ones_and_a_group_decision_tell
         ticket = await gate.ticket_of(await h.rt.store.approvals.get(twin.id))
         with pytest.raises(EngineError, match="practice approval"):
             await gate.begin(ticket)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_twin_shows_and_audits_the_consequence_of_its_own_arguments(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A twin carrying its real approval's consequence (computed for other arguments), or lacking the
+    ``consequence`` entry a real approval's audit opens with, would be told apart: drawn, its consequence is
+    computed for its own arguments under the tool's bounds, and recorded when it is planted, as created then."""
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
+    connect().close()  # the shop with its orders: each refund's consequence reads what is left on its order
+    config = tmp_path / "later.yaml"
+    write_refund_config(config, CONFIG.read_text() + PRACTICE_CONFIG.replace("delay: 0", "delay: 10m"))
+    h = await start(open_store(fresh_store_url(backend, request, tmp_path, tag="csq")), clock, config=config)
+    h.rt.twins.lease = 0.0
+    try:
+        args = {"order_id": "78291", "customer_id": "C-1042", "amount": 120, "reason": "damaged"}
+        p = await h.svc.propose(ProposeRequest("refund", args, session_id="s-csq"))
+        real = p.approval
+        assert real is not None and real.consequence is not None
+        assert real.consequence.summary == "Order 78291 keeps 1179.00 of 1299.00 refundable after this refund"
+        clock.advance(600)  # the longest a twin waits
+        await h.rt.background.tick()
+        await h.settle()
+        [twin] = [a for a in (await h.rt.store.approvals.list_pending(limit=200)).items if a.id != real.id]
+        assert twin.metadata["of"] == real.id and twin.args["amount"] == 9999
+        assert twin.consequence is not None and twin.consequence.outcome is real.consequence.outcome
+        mine = "Refunding 9999.00 will fail: only 1299.00 is left to refund on order 78291"
+        assert twin.consequence.summary == mine  # its own arguments', not its real one's
+        shown = json.dumps(h.card_for(twin.id).blocks, ensure_ascii=False)
+        assert mine in shown and real.consequence.summary not in shown
+
+        told = {a.id: await h.rt.store.audit.entries(approval_id=a.id) for a in (real, twin)}
+        assert [e.event for e in told[twin.id]] == [e.event for e in told[real.id]]
+        assert [e.event for e in told[twin.id]][:2] == ["consequence", "created"]
+        for a in (real, twin):
+            [entry] = [e for e in told[a.id] if e.event == "consequence"]
+            digest = hashlib.sha256(json.dumps(a.args, sort_keys=True, default=str).encode()).hexdigest()
+            assert entry.detail.startswith(f"refund: args sha256 {digest}; ")
+            assert (entry.at, entry.actor, entry.version, entry.action_hash, entry.outcome) == (
+                a.created_at,
+                a.requester,
+                1,
+                a.action_hash,
+                str(a.consequence.outcome if a.consequence else None),
+            )
+    finally:
+        await stop(h)
