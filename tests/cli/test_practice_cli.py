@@ -9,12 +9,13 @@ from pathlib import Path
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from tests.cli.conftest import REFUND, Cli
 from tests.cli.test_refund_cli import run_refund
+from tests.refund_config import write_refund_config
 
 
 def test_practice_twins_are_listed_for_admins_and_tell_the_decider(cli: Cli, tmp_path: Path, shop) -> None:  # type: ignore[no-untyped-def]
     config = tmp_path / "hitl.yaml"
     text = (REFUND.parent / "hitl.yaml").read_text().replace("roles:\n", "roles:\n  admin: [U_ADMIN]\n", 1)
-    config.write_text(text + PRACTICE_CONFIG)
+    write_refund_config(config, text + PRACTICE_CONFIG)
     paused = run_refund(cli, HITL_CONFIG=str(config))
     real = str(paused["approval_id"])
 
