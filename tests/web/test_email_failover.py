@@ -23,6 +23,7 @@ from tests.mail.smtp_server import smtp_server
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, serving, sign_in
 from tests.web.test_decision_page import paused_refund
+from tests.web.test_role_reload import read_decide_token
 
 TOOL = "      timeout: 4h\n"
 
@@ -227,6 +228,14 @@ async def test_a_card_is_recorded_queued_once_though_every_sweep_queues_it_again
             )
             async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
                 assert 'hitl_cards_total{outcome="queued"} 1.0' in await r.text()
+            token = await read_decide_token(inbox, "U_SUPPORT1")
+            async with aiohttp.ClientSession() as http:
+                api = f"{inbox.url}/api/v1/approvals/{approval_id}"
+                async with http.get(api, headers={"Authorization": f"Bearer {token}"}) as r:
+                    assert r.status == 200, await r.text()
+                    seen = await r.json()
+            said = [(e["event"], e["detail"]) for e in seen["audit"] if e["event"] == "card_queued"]
+            assert said == [("card_queued", "in #refund-approvals")]
 
 
 async def _at_least(figure: Callable[[], Awaitable[float]], floor: float) -> bool:
