@@ -70,8 +70,8 @@ class CardStates:
         if claim is None:
             return
         self.metrics.cards.labels(outcome="queued").inc()
-        await self._audit(approval, CARD_QUEUED, f"in {channel}", "ok")
-        await self._queued_recorded(approval, claim)
+        if await self._audit(approval, CARD_QUEUED, f"in {channel}", "ok"):  # else its claim lapses for another
+            await self._queued_recorded(approval, claim)
 
     async def posted(self, members: Sequence[Approval], channel: str) -> None:
         """Slack took the card of ``members`` in ``channel``."""
@@ -123,7 +123,8 @@ class CardStates:
         except EngineError:  # its lease lapses: recorded again, never lost
             log.warning("could not close the record that the card of %s was queued", a.id)
 
-    async def _audit(self, a: Approval, event: str, detail: str, outcome: str) -> None:
+    async def _audit(self, a: Approval, event: str, detail: str, outcome: str) -> bool:
+        """Append ``event`` to ``a``'s trail; False when the store would not take it (logged)."""
         entry = AuditEntry(
             at=self.clock.now(),
             actor=self.replica,
@@ -137,3 +138,5 @@ class CardStates:
             await self.store.audit.append(entry)
         except EngineError:  # the card's fate is Slack's answer; a lost record of it must not repost the card
             log.warning("could not audit the card of %s (%s)", a.id, outcome)
+            return False
+        return True
