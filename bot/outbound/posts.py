@@ -62,6 +62,8 @@ class CardPosts:
         self._posts: dict[str, deque[Approval]] = {}  # channel -> cards waiting to be posted there, in order
         self._posting: set[str] = set()  # approval ids queued or being posted (queued once)
         self._posters: dict[str, asyncio.Task[None]] = {}
+        self._unrecorded: deque[tuple[Approval, str]] = deque()  # cards queued, their queueing not yet recorded
+        self._recorder: asyncio.Task[None] | None = None
 
     def queue(self, approval: Approval) -> None:
         """Post ``approval``'s card on its channel's worker, after the cards queued there before it."""
@@ -73,13 +75,18 @@ class CardPosts:
             return
         self._posting.add(approval.id)
         self._posts.setdefault(channel, deque()).append(approval)
+        self._unrecorded.append((approval, channel))  # recorded by a worker of its own: queueing never waits on it
+        if self._recorder is None or self._recorder.done():
+            self._recorder = asyncio.create_task(self._record_queued(), name="hitl-cards-queued")
         worker = self._posters.get(channel)
         if worker is None or worker.done():
             self._posters[channel] = asyncio.create_task(self._post_queued(channel), name=f"hitl-cards-{channel}")
 
     def workers(self) -> list[asyncio.Task[None]]:
-        """The channel workers still posting (none: every queued card was taken)."""
-        return list(self._posters.values())
+        """The channel workers still posting, and the one recording cards queued (none: every queued card was
+        taken)."""
+        recording = [self._recorder] if self._recorder is not None and not self._recorder.done() else []
+        return [*self._posters.values(), *recording]
 
     async def post_card(self, approval: Approval) -> MessageRef | None:
         """Post the card unless it was posted (or is being posted) already. Returns where it is."""
@@ -110,6 +117,8 @@ class CardPosts:
                     await pacer.ready(POST, pacer.channel_of(channel))  # what queued until Slack takes a post goes on
                 together = self._take_group(queue)
                 try:
+                    for a in together:  # its queueing recorded before Slack's answer is (a no-op once recorded)
+                        await self.states.queued(a, channel)
                     if len(together) == 1:
                         await self.post_card(together[0])
                     else:
@@ -120,6 +129,15 @@ class CardPosts:
                     self._posting.difference_update(a.id for a in together)
         del self._posts[channel]
         self._posters.pop(channel, None)
+
+    async def _record_queued(self) -> None:
+        """Record each queued card's ``queued`` state, apart from the proposer and the channel workers."""
+        while self._unrecorded:
+            approval, channel = self._unrecorded.popleft()
+            try:
+                await self.states.queued(approval, channel)
+            except Exception:  # its channel's worker records it before posting it
+                log.exception("could not record that the card of %s was queued", approval.id)
 
     def _take_group(self, queue: deque[Approval]) -> list[Approval]:
         """The next card's approvals: the first queued, and (grouping on) every queued one it groups with."""

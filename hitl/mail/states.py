@@ -1,5 +1,5 @@
 """Delivery states as people read them: how an approval reached its reviewers on each channel (its Slack card
-posted or refused, its e-mail queued, sent or refused, its decision page opened), from the audit trail, one line
+queued, posted or refused, its e-mail queued, sent or refused, its decision page opened), from the audit trail, one line
 each, for ``hitl show`` and the decision page."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__ = ["DELIVERY_EVENTS", "delivery_line"]
 
 DELIVERY_EVENTS = {
+    "card_queued": "Slack card queued",
     "card_posted": "Slack card posted",
     "card_refused": "Slack card refused",
     "mail_queued": "e-mail queued",

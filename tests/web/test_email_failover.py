@@ -10,7 +10,7 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -23,6 +23,7 @@ from tests.mail.smtp_server import smtp_server
 from tests.waiting import eventually
 from tests.web.conftest import Inbox, browser, serving, sign_in
 from tests.web.test_decision_page import paused_refund
+from tests.web.test_role_reload import read_decide_token
 
 TOOL = "      timeout: 4h\n"
 
@@ -164,9 +165,10 @@ async def test_slack_unreachable_fails_over_and_the_card_state_is_recorded(tmp_p
             store = open_store(inbox.env["HITL_STORE"])
             try:
 
-                async def refused() -> list[tuple[str, str, str]]:
+                async def refused() -> list[tuple[str, str, str]] | None:
                     trail = await store.audit.entries(approval_id=approval_id)
-                    return [(e.event, e.outcome, e.detail) for e in trail if e.event.startswith("card_")]
+                    cards = [(e.event, e.outcome, e.detail) for e in trail if e.event.startswith("card_")]
+                    return cards if any(c[0] == "card_refused" for c in cards) else None
 
                 cards = await eventually(refused, what="the card's refusal in the audit trail")
                 queued = [
@@ -174,7 +176,10 @@ async def test_slack_unreachable_fails_over_and_the_card_state_is_recorded(tmp_p
                 ]
             finally:
                 await store.close()
-            assert cards == [("card_refused", "unreachable", "in #refund-approvals")]
+            assert cards == [
+                ("card_queued", "ok", "in #refund-approvals"),  # before Slack was asked
+                ("card_refused", "unreachable", "in #refund-approvals"),
+            ]
             assert all("(failover: no card posted within 1 s)" in q for q in queued), queued
             async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
                 assert 'hitl_cards_total{outcome="unreachable"}' in await r.text()
@@ -196,6 +201,46 @@ async def test_a_refused_card_is_in_the_trail_with_slacks_code(tmp_path: Path) -
             )
             assert shown.returncode == 0, shown.stderr
             lines = [line.split("delivery", 1)[1].strip() for line in shown.stdout.splitlines() if "delivery" in line]
-            assert lines[0] == "Slack card refused in #refund-approvals [is_archived]", lines
+            assert lines[:2] == [
+                "Slack card queued in #refund-approvals",
+                "Slack card refused in #refund-approvals [is_archived]",
+            ], lines
             async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
                 assert 'hitl_cards_total{outcome="is_archived"}' in await r.text()
+
+
+async def test_a_card_is_recorded_queued_once_though_every_sweep_queues_it_again(tmp_path: Path) -> None:
+    with smtp_server() as box:
+        async with serving(tmp_path, edit=failing_over(box.port)) as inbox:
+            archive(inbox.state)  # every post refused: every sweep queues the card again
+            approval_id = await paused_refund(inbox, 75)
+
+            async def refusals() -> float:
+                async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
+                    said = re.search(r'^hitl_cards_total\{outcome="is_archived"\} (\S+)$', await r.text(), re.M)
+                return float(said[1]) if said else 0.0
+
+            await eventually(lambda: _at_least(refusals, 3), what="the card queued and refused by three sweeps")
+            store = open_store(inbox.env["HITL_STORE"])
+            try:
+                trail = [(e.event, e.outcome, e.detail) for e in await store.audit.entries(approval_id=approval_id)]
+            finally:
+                await store.close()
+            assert [t for t in trail if t[0] == "card_queued"] == [("card_queued", "ok", "in #refund-approvals")]
+            assert trail.index(("card_queued", "ok", "in #refund-approvals")) < [t[0] for t in trail].index(
+                "card_refused"
+            )
+            async with aiohttp.ClientSession() as http, http.get(f"{inbox.url}/metrics") as r:
+                assert 'hitl_cards_total{outcome="queued"} 1.0' in await r.text()
+            token = await read_decide_token(inbox, "U_SUPPORT1")
+            async with aiohttp.ClientSession() as http:
+                api = f"{inbox.url}/api/v1/approvals/{approval_id}"
+                async with http.get(api, headers={"Authorization": f"Bearer {token}"}) as r:
+                    assert r.status == 200, await r.text()
+                    seen = await r.json()
+            said = [(e["event"], e["detail"]) for e in seen["audit"] if e["event"] == "card_queued"]
+            assert said == [("card_queued", "in #refund-approvals")]
+
+
+async def _at_least(figure: Callable[[], Awaitable[float]], floor: float) -> bool:
+    return await figure() >= floor

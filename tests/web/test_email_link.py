@@ -73,8 +73,9 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
         await page.locator("form.approve").get_by_role("button", name="Approve").click()
         await expect(page.locator(".outcome")).to_contain_text("U_SUPPORT1 approved")
         delivered = page.locator("section.delivery li")
-        await expect(delivered).to_have_count(5)  # its card, its e-mail queued and sent to each, as the audit has it
+        await expect(delivered).to_have_count(6)  # its card queued and posted, its e-mail queued and sent to each
         lines = await delivered.all_inner_texts()
+        assert lines[0] == "Slack card queued in #refund-approvals"  # before Slack was asked
         assert sum(line.startswith("Slack card posted in C") for line in lines) == 1
         assert sum(line.startswith("e-mail sent to U_") for line in lines) == 2
 
