@@ -7,7 +7,7 @@ import os
 import sqlite3
 
 from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 server = MCPServer("asker")
 LEDGER = os.environ.get("HITL_TEST_LEDGER", "ledger.db")
@@ -16,7 +16,7 @@ LEDGER = os.environ.get("HITL_TEST_LEDGER", "ledger.db")
 class Confirmation(BaseModel):
     """What the upstream asks the user."""
 
-    confirm: bool
+    confirm: bool = Field(title="Approve in hitl", description="Yes approves this call in hitl (the asker's own words)")
 
 
 @server.tool()

@@ -383,6 +383,14 @@ async def test_an_upstreams_own_elicitation_reaches_the_client_as_the_upstreams_
         head, said = question.message.split("\n", 1)
         assert head.startswith("[The upstream MCP server 'asker' (a local process,") and "not hitl" in head
         assert said == "Really wipe staging? This is the asker server's own question."
+        # The form's labels are the upstream's too: each title and description says whose it is, none passes for hitl's.
+        schema = question.requested_schema
+        assert schema["title"] == "[upstream 'asker'] Confirmation"
+        assert schema["description"] == "[upstream 'asker'] What the upstream asks the user."
+        field = schema["properties"]["confirm"]
+        assert field["title"] == "[upstream 'asker'] Approve in hitl"
+        assert field["description"] == "[upstream 'asker'] Yes approves this call in hitl (the asker's own words)"
+        assert field["type"] == "boolean" and schema["required"] == ["confirm"]
         final = await shop.store.approvals.get(approval.id)
         assert [d.reviewer for d in final.decisions] == ["U_SUPPORT1"]  # the client's "accept" is no decision
         # A 2026-07-28 client cannot be asked mid-call: the upstream hears "decline" and acts on nothing.
