@@ -429,7 +429,7 @@ async def test_a_2026_client_gets_an_upstreams_own_question_as_an_input_required
             _upstreams_question(question.params, "prod")
             assert "not hitl's" in str((asked.meta or {}).get("io.github.hitl-gate/status"))
             assert shop.effects() == []  # the upstream waits for the answer
-            yes = {"upstream_question": types.ElicitResult(action="accept", content={"confirm": True})}
+            yes: dict[str, Any] = {"upstream_question": types.ElicitResult(action="accept", content={"confirm": True})}
             done = await client.session.call_tool("wipe", args, input_responses=yes, request_state=asked.request_state)
             assert text_of(done) == "wiped prod"
             # The same answer again: the conversation is over; the call's recorded result, the upstream not asked.
@@ -454,5 +454,37 @@ async def test_a_2026_client_gets_an_upstreams_own_question_as_an_input_required
         for decided in (approval, second):
             final = await shop.store.approvals.get(decided.id)
             assert [d.reviewer for d in final.decisions] == ["U_SUPPORT1"]
+    finally:
+        await shop.store.close()
+
+
+async def test_an_upstreams_question_is_answered_only_by_the_client_it_was_asked_of(tmp_path: Path) -> None:
+    shop = asking_shop(tmp_path)
+    args = {"target": "billing"}
+    yes: dict[str, Any] = {"upstream_question": types.ElicitResult(action="accept", content={"confirm": True})}
+    try:
+        async with http_gateway(shop) as port:
+            async with modern(shop, http_port=port) as alice:
+                first = await first_round(alice.session, "wipe", args)
+                [approval] = await shop.pending()
+                await shop.decide(approval, DecisionKind.APPROVE)
+                asked = await alice.session.call_tool(
+                    "wipe", args, request_state=first.request_state, allow_input_required=True
+                )
+                assert isinstance(asked, types.InputRequiredResult)
+                async with modern(shop, http_port=port, token=CLIENTS["bob"]) as bob:
+                    with pytest.raises(MCPError) as refused:
+                        await bob.session.call_tool(
+                            "wipe", args, input_responses=yes, request_state=asked.request_state
+                        )
+                    assert refused.value.error.data == {"code": "request_state_refused"}
+                assert shop.effects() == []  # bob's "yes" never reached the upstream
+                no: dict[str, Any] = {"upstream_question": types.ElicitResult(action="decline")}
+                done = await alice.session.call_tool(
+                    "wipe", args, input_responses=no, request_state=asked.request_state
+                )
+        assert text_of(done) == "not wiped (decline)" and shop.effects() == []
+        [entry] = await _refusals(shop)
+        assert entry.actor == "token:bob" and entry.detail.endswith("other_principal")
     finally:
         await shop.store.close()
