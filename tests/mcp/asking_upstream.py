@@ -31,5 +31,12 @@ async def wipe(target: str, ctx: Context) -> str:
     return f"wiped {target}"
 
 
+@server.tool()
+async def connect(account: str, ctx: Context) -> str:
+    """Send the user to the asker's own sign-in page (a URL elicitation, the upstream's, not hitl's)."""
+    answer = await ctx.elicit_url(f"Sign in to link {account}.", "https://billing.example.com/authorize", "link-1")
+    return f"connected {account} ({answer.action})"
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -347,6 +347,7 @@ def asking_shop(tmp: Path) -> Shop:
     config = tmp / "hitl.yaml"
     text = config.read_text()
     text = text.replace("  tools:\n", "  tools:\n    wipe: {tier: approve, role: support}\n", 1)
+    text = text.replace("allowed_tools: [look_up_order]", "allowed_tools: [look_up_order, connect]", 1)
     ledger = tmp / "ledger.db"
     server = f"    asker:\n      command: [{sys.executable}, {ASKER}]\n      env: {{HITL_TEST_LEDGER: {ledger}}}\n"
     config.write_text(text.replace("  servers:\n", "  servers:\n" + server, 1))
@@ -486,5 +487,37 @@ async def test_an_upstreams_question_is_answered_only_by_the_client_it_was_asked
         assert text_of(done) == "not wiped (decline)" and shop.effects() == []
         [entry] = await _refusals(shop)
         assert entry.actor == "token:bob" and entry.detail.endswith("other_principal")
+    finally:
+        await shop.store.close()
+
+
+async def test_an_allowed_calls_upstream_url_question_shows_its_host_as_the_upstreams_and_is_relayed_once(
+    tmp_path: Path,
+) -> None:
+    shop = asking_shop(tmp_path)
+    args = {"account": "acme"}
+    try:
+        async with modern(shop) as client:
+            asked = await first_round(client.session, "connect", args)
+            assert (await shop.store.approvals.list_pending()).items == []  # allowed: the upstream asks at once
+            assert asked.input_requests is not None
+            question = asked.input_requests["upstream_question"]
+            assert isinstance(question, types.ElicitRequest)
+            params = question.params
+            assert isinstance(params, types.ElicitRequestURLParams)
+            assert params.url == "https://billing.example.com/authorize"  # the upstream's link, as it sent it
+            head, said = params.message.split("\n", 1)
+            assert "upstream MCP server 'asker'" in head and "the link opens billing.example.com" in head
+            assert "not hitl" in head and said == "Sign in to link acme."
+            yes: dict[str, Any] = {"upstream_question": types.ElicitResult(action="accept")}
+            done = await client.session.call_tool(
+                "connect", args, input_responses=yes, request_state=asked.request_state
+            )
+            assert text_of(done) == "connected acme (accept)"
+            # The conversation is over, and an allowed call keeps no result: a clear error, not a second run.
+            again = await client.session.call_tool(
+                "connect", args, input_responses=yes, request_state=asked.request_state
+            )
+            assert again.is_error and "no longer open" in text_of(again)
     finally:
         await shop.store.close()
