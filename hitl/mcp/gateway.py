@@ -18,6 +18,8 @@ naming the approval. The client retries with that state; each retry waits up to 
 runs the call only when the store says approved, exactly once (a later retry gets the recorded result). Whatever the
 client sends as ``inputResponses`` is never read as a reviewer's decision: the one answer read is a ``self`` call's
 confirmation form, asked only of the person the call acts for when the client's token acts for them (:mod:`.own_form`).
+An upstream's own question during the approved call ends a round too, marked as the upstream's; the answer on the
+retry goes to that upstream only (:mod:`.upstream_rounds`).
 
 Who asks: over stdio, the gateway's configured requester (``hitl.yaml``'s ``requester``: the process that started it);
 over streamable HTTP, each client's bearer token (``api.tokens`` with the ``propose`` scope), so trust, approvals and
@@ -59,6 +61,7 @@ from .person import (
     request_approval_tool,
 )
 from .request_state import Opened, RequestStates, StateRefused
+from .upstream_rounds import UPSTREAM_REQUEST, Asked, Relays
 from .upstreams import OnElicit, Route, Upstreams
 
 __all__ = ["FRAMEWORK", "Gateway"]
@@ -117,6 +120,8 @@ class Gateway:
         self.states = states
         self.public_url = public_url
         self.person_tools = person_tools
+        self.relays = Relays(patience=states.ttl if states is not None else 600.0)
+        """The upstream calls of this process whose own questions wait for a 2026-07-28 client's retry."""
         self.server: Server[Any] = Server(
             "hitl",
             instructions="Tools behind human approval (hitl): some calls wait for a reviewer.",
@@ -322,6 +327,18 @@ class Gateway:
                 await self._refused(exc, who, params.name)
                 raise MCPError(types.INVALID_PARAMS, f"{exc.code}: {exc.message}", {"code": str(exc.code)}) from None
         try:
+            if opened is not None and opened.asking is not None:
+                answer = (params.input_responses or {}).get(UPSTREAM_REQUEST)
+                step = await self.relays.answer(
+                    opened.asking, principal=who, approval_id=opened.approval_id, answer=answer
+                )
+                if step is not None:
+                    return self._relayed(step, call, opened.approval_id, who)
+                if not opened.approval_id:  # an allowed call's conversation, gone: nothing recorded to hand back
+                    return _error(
+                        f"{params.name}: the upstream's question is no longer open here (another gateway process, a "
+                        "restart, or no answer in time: the upstream heard decline); call the tool again"
+                    )
             if opened is not None:
                 return await self._retry(ctx, call, route, opened, caller, params.input_responses)
             ticket = await self.gate.check(call)
@@ -329,7 +346,7 @@ class Gateway:
             return _error(f"{params.name} did not run ({exc.code}): {exc.message}")
         if ticket.pending:
             return self._input_required(ticket, caller, send_to_page=True)
-        return await self._answer(await self._bound_to_approval(ticket), route)
+        return await self._answer_in_rounds(await self._bound_to_approval(ticket), route, who)
 
     async def _retry(
         self,
@@ -368,7 +385,42 @@ class Gateway:
                 f"{call.tool} did not complete (approval {ticket.approval.id}): the upstream may or may not have "
                 "acted; check before asking again"
             )
-        return await self._answer(await self._bound_to_approval(ticket), route)
+        return await self._answer_in_rounds(
+            await self._bound_to_approval(ticket), route, _principal(caller, self.session)
+        )
+
+    async def _answer_in_rounds(
+        self, ticket: Ticket, route: Route, who: str
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A decided call's answer to a 2026-07-28 client: its result, or the upstream's own question to it
+        (:mod:`.upstream_rounds`), relayed on the retry. Whatever the answer, the call was decided before it ran."""
+        if ticket.pending or not ticket.runs:
+            return await self._answer(ticket, route)
+        approval_id = ticket.approval.id if ticket.approval is not None else ""
+
+        async def run(relay: OnElicit) -> types.CallToolResult:
+            return await self._run(ticket, route, relay)
+
+        step = await self.relays.start(run, principal=who, approval_id=approval_id)
+        return self._relayed(step, ticket.call, approval_id, who)
+
+    def _relayed(
+        self, step: types.CallToolResult | Asked, call: ToolCall, approval_id: str, who: str
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The upstream call's result, or ``input_required`` carrying its question (marked as its) and a state
+        naming the conversation, bound to this call and principal."""
+        if isinstance(step, types.CallToolResult):
+            return step
+        assert self.states is not None
+        state = self.states.seal(
+            approval_id=approval_id, tool=call.tool, args=call.args, principal=who, asking=step.conversation
+        )
+        text = f"{call.tool} is running upstream, and the upstream server asks its own question (not hitl's)"
+        return types.InputRequiredResult(
+            input_requests={UPSTREAM_REQUEST: types.ElicitRequest(params=step.params)},
+            request_state=state,
+            _meta={STATUS_KEY: text},
+        )
 
     async def _bound_to_approval(self, ticket: Ticket) -> Ticket:
         """The ticket as a call bound to its approval: every retry of it is the same call, so a repeat after it
@@ -489,7 +541,7 @@ def _principal(caller: Caller | None, session: str) -> str:
 def _relay(ctx: ServerRequestContext[Any]) -> OnElicit | None:
     """Where an upstream's elicitation during this (handshake-era) request goes: to this client, as a request of
     its own related to this call, when it said it can answer one. A 2026-07-28 client cannot be asked in the middle
-    of a call: there is no relay for it, and the upstream hears "decline"."""
+    of a call: its upstream's questions end its rounds instead (:mod:`.upstream_rounds`)."""
     capabilities = getattr(getattr(ctx.session, "client_params", None), "capabilities", None)
     if getattr(capabilities, "elicitation", None) is None:
         return None

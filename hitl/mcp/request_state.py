@@ -8,6 +8,8 @@ tag) under the key in the environment variable ``mcp.state_key_env``, which ever
 be the receipt key. What it never carries is a decision: whether the call runs is read from the store on every retry.
 When the call's person was asked to confirm it in a form (tier ``self``), it also carries the view that form showed
 (the approval's version, action hash and view digest), so the answer decides exactly what the person saw.
+When an upstream's own question ended the round (:mod:`.upstream_rounds`), it names the conversation that
+question waits in, so the answer reaches that upstream call and no other.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class Opened:
     """Past its life: the call re-attaches by its dedupe key instead of by this approval id."""
     shown: tuple[int, str, str] | None = None
     """The view the confirmation form showed (version, action hash, view digest); None: no form was asked."""
+    asking: str | None = None
+    """The conversation whose upstream asked its own question (:mod:`.upstream_rounds`); None: no upstream asked."""
 
 
 def _principal_digest(principal: str) -> str:
@@ -93,9 +97,11 @@ class RequestStates:
         args: Mapping[str, Any],
         principal: str,
         shown: tuple[int, str, str] | None = None,
+        asking: str | None = None,
     ) -> str:
         """The opaque state for ``approval_id``, bound to the call and its principal; ``shown``: the view a
-        confirmation form showed with it (:attr:`Opened.shown`)."""
+        confirmation form showed with it (:attr:`Opened.shown`); ``asking``: the conversation an upstream's question
+        waits in (:attr:`Opened.asking`)."""
         now = self.clock.now()
         claims: dict[str, Any] = {
             "v": _VERSION,
@@ -108,6 +114,8 @@ class RequestStates:
         }
         if shown is not None:
             claims["shown"] = list(shown)
+        if asking is not None:
+            claims["ask"] = asking
         return self._codec.seal(json.dumps(claims, separators=(",", ":")).encode())
 
     def open(self, token: str, *, tool: str, args: Mapping[str, Any], principal: str) -> Opened:
@@ -138,11 +146,15 @@ class RequestStates:
             isinstance(shown, list) and len(shown) == 3 and isinstance(shown[0], int) and isinstance(shown[1], str)
         ):
             raise StateRefused("forged")
+        asking = claims.get("ask")
+        if asking is not None and not isinstance(asking, str):
+            raise StateRefused("forged")
         # Stated positively so a NaN expiry counts as expired.
         return Opened(
             approval_id,
             expired=not (self.clock.now() < expires),
             shown=(shown[0], shown[1], str(shown[2])) if shown is not None else None,
+            asking=asking,
         )
 
 

@@ -37,9 +37,56 @@ OnElicit = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
 _DECLINED = types.ElicitResult(action="decline")
 
 
+def _labelled(server: str, text: object) -> str:
+    """One title or description of an upstream's form, said to be that upstream's (bounded: it is untrusted)."""
+    return f"[upstream {server!r}] {bounded(str(text), 300)}"
+
+
+def _marked_options(server: str, field: dict[str, Any]) -> dict[str, Any]:
+    """``field`` with the titles of its choices (``oneOf``/``anyOf`` entries, legacy ``enumNames``) marked."""
+    out = dict(field)
+    if isinstance(field.get("enumNames"), list):
+        out["enumNames"] = [_labelled(server, name) for name in field["enumNames"]]
+    for options in ("oneOf", "anyOf"):
+        if isinstance(field.get(options), list):
+            out[options] = [
+                {**o, "title": _labelled(server, o["title"])} if isinstance(o, dict) and "title" in o else o
+                for o in field[options]
+            ]
+    return out
+
+
+def _marked_field(server: str, key: str, field: object) -> object:
+    """One property of an upstream's form schema with its title (its key where it has none), description and
+    choices' titles (a multi-select's among its ``items``) marked as the upstream's: a client draws these as labels,
+    so none of them may pass for hitl's."""
+    if not isinstance(field, dict):
+        return field
+    out = _marked_options(server, field)
+    out["title"] = _labelled(server, field.get("title", key))
+    if "description" in field:
+        out["description"] = _labelled(server, field["description"])
+    if isinstance(field.get("items"), dict):
+        out["items"] = _marked_options(server, field["items"])
+    return out
+
+
+def _marked_schema(server: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """An upstream's requested schema with every title and description in it marked as the upstream's."""
+    out = dict(schema)
+    for word in ("title", "description"):
+        if word in schema:
+            out[word] = _labelled(server, schema[word])
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        out["properties"] = {key: _marked_field(server, str(key), f) for key, f in properties.items()}
+    return out
+
+
 def marked(server: str, origin: str, params: types.ElicitRequestParams) -> types.ElicitRequestParams:
     """``params`` as the client shows them: said to come from the upstream ``server`` at ``origin``, not from hitl,
-    its own text bounded (it is the upstream's, untrusted), and for a URL the host it opens."""
+    its own text bounded (it is the upstream's, untrusted), for a URL the host it opens, and for a form every title
+    and description of its schema marked as the upstream's too (a client draws those as the form's labels)."""
     said = bounded(params.message, 1500)
     if isinstance(params, types.ElicitRequestURLParams):
         host = urlsplit(params.url).hostname or "(no host)"
@@ -52,7 +99,8 @@ def marked(server: str, origin: str, params: types.ElicitRequestParams) -> types
         f"[The upstream MCP server {server!r} ({origin}) asks this, not hitl. Your answer goes to that server only "
         "and approves nothing in hitl.]"
     )
-    return params.model_copy(update={"message": f"{head}\n{said}"})
+    schema = _marked_schema(server, params.requested_schema)
+    return params.model_copy(update={"message": f"{head}\n{said}", "requested_schema": schema})
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import os
 import sqlite3
 
 from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 server = MCPServer("asker")
 LEDGER = os.environ.get("HITL_TEST_LEDGER", "ledger.db")
@@ -16,7 +16,7 @@ LEDGER = os.environ.get("HITL_TEST_LEDGER", "ledger.db")
 class Confirmation(BaseModel):
     """What the upstream asks the user."""
 
-    confirm: bool
+    confirm: bool = Field(title="Approve in hitl", description="Yes approves this call in hitl (the asker's own words)")
 
 
 @server.tool()
@@ -29,6 +29,13 @@ async def wipe(target: str, ctx: Context) -> str:
         db.execute("CREATE TABLE IF NOT EXISTS effects (what TEXT)")
         db.execute("INSERT INTO effects VALUES (?)", (f"wipe {target}",))
     return f"wiped {target}"
+
+
+@server.tool()
+async def connect(account: str, ctx: Context) -> str:
+    """Send the user to the asker's own sign-in page (a URL elicitation, the upstream's, not hitl's)."""
+    answer = await ctx.elicit_url(f"Sign in to link {account}.", "https://billing.example.com/authorize", "link-1")
+    return f"connected {account} ({answer.action})"
 
 
 if __name__ == "__main__":

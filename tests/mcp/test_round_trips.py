@@ -347,6 +347,7 @@ def asking_shop(tmp: Path) -> Shop:
     config = tmp / "hitl.yaml"
     text = config.read_text()
     text = text.replace("  tools:\n", "  tools:\n    wipe: {tier: approve, role: support}\n", 1)
+    text = text.replace("allowed_tools: [look_up_order]", "allowed_tools: [look_up_order, connect]", 1)
     ledger = tmp / "ledger.db"
     server = f"    asker:\n      command: [{sys.executable}, {ASKER}]\n      env: {{HITL_TEST_LEDGER: {ledger}}}\n"
     config.write_text(text.replace("  servers:\n", "  servers:\n" + server, 1))
@@ -383,14 +384,140 @@ async def test_an_upstreams_own_elicitation_reaches_the_client_as_the_upstreams_
         head, said = question.message.split("\n", 1)
         assert head.startswith("[The upstream MCP server 'asker' (a local process,") and "not hitl" in head
         assert said == "Really wipe staging? This is the asker server's own question."
+        # The form's labels are the upstream's too: each title and description says whose it is, none passes for hitl's.
+        schema = question.requested_schema
+        assert schema["title"] == "[upstream 'asker'] Confirmation"
+        assert schema["description"] == "[upstream 'asker'] What the upstream asks the user."
+        field = schema["properties"]["confirm"]
+        assert field["title"] == "[upstream 'asker'] Approve in hitl"
+        assert field["description"] == "[upstream 'asker'] Yes approves this call in hitl (the asker's own words)"
+        assert field["type"] == "boolean" and schema["required"] == ["confirm"]
         final = await shop.store.approvals.get(approval.id)
         assert [d.reviewer for d in final.decisions] == ["U_SUPPORT1"]  # the client's "accept" is no decision
-        # A 2026-07-28 client cannot be asked mid-call: the upstream hears "decline" and acts on nothing.
-        async with modern(shop, user=Elicited()) as client:
-            again = asyncio.create_task(client.call_tool("wipe", {"target": "prod"}))
-            [second] = await shop.pending()
-            await shop.decide(second, DecisionKind.APPROVE)
-            assert text_of(await asyncio.wait_for(again, 60)) == "not wiped (decline)"
         assert shop.effects() == ["wipe staging"]
+    finally:
+        await shop.store.close()
+
+
+def _upstreams_question(params: types.ElicitRequestParams, target: str) -> None:
+    """``params`` is the asker's own question about ``target``, marked as the upstream's in its message and labels."""
+    assert isinstance(params, types.ElicitRequestFormParams)
+    head, said = params.message.split("\n", 1)
+    assert head.startswith("[The upstream MCP server 'asker' (a local process,") and "not hitl" in head
+    assert said == f"Really wipe {target}? This is the asker server's own question."
+    field = params.requested_schema["properties"]["confirm"]
+    assert field["title"] == "[upstream 'asker'] Approve in hitl"
+    assert field["description"].startswith("[upstream 'asker'] ")
+
+
+async def test_a_2026_client_gets_an_upstreams_own_question_as_an_input_required_round_relayed_on_the_retry(
+    tmp_path: Path,
+) -> None:
+    shop = asking_shop(tmp_path)
+    args = {"target": "prod"}
+    try:
+        async with modern(shop) as client:
+            first = await first_round(client.session, "wipe", args)
+            [approval] = await shop.pending()
+            await shop.decide(approval, DecisionKind.APPROVE)
+            # Approved: the call runs upstream, whose own question ends this round, marked as the upstream's.
+            asked = await client.session.call_tool(
+                "wipe", args, request_state=first.request_state, allow_input_required=True
+            )
+            assert isinstance(asked, types.InputRequiredResult) and asked.input_requests is not None
+            [(key, question)] = asked.input_requests.items()
+            assert key == "upstream_question" and isinstance(question, types.ElicitRequest)
+            _upstreams_question(question.params, "prod")
+            assert "not hitl's" in str((asked.meta or {}).get("io.github.hitl-gate/status"))
+            assert shop.effects() == []  # the upstream waits for the answer
+            yes: dict[str, Any] = {"upstream_question": types.ElicitResult(action="accept", content={"confirm": True})}
+            done = await client.session.call_tool("wipe", args, input_responses=yes, request_state=asked.request_state)
+            assert text_of(done) == "wiped prod"
+            # The same answer again: the conversation is over; the call's recorded result, the upstream not asked.
+            again = await client.session.call_tool("wipe", args, input_responses=yes, request_state=asked.request_state)
+            assert text_of(again) == "wiped prod"
+        # The SDK's own loop, with a user who accepts everything: the upstream's question reaches them and their
+        # "accept" goes to the upstream; no answer of theirs was ever a decision in hitl.
+        user = Elicited()
+        async with modern(shop, user=user) as client:
+            call = asyncio.create_task(client.call_tool("wipe", {"target": "qa"}))
+            [second] = await shop.pending()
+            await eventually(lambda: user.asked or None, what="the client's user to be sent to the decision page")
+            assert shop.effects() == ["wipe prod"]
+            await shop.decide(second, DecisionKind.APPROVE)
+            result = await asyncio.wait_for(call, 60)
+        [page, upstreams] = user.asked
+        assert isinstance(page, types.ElicitRequestURLParams) and page.url.endswith(second.id)
+        _upstreams_question(upstreams, "qa")
+        # The user's form answer {"approved": true} is not the asker's {"confirm": bool}: the upstream refuses it.
+        assert result.is_error and "wiped qa" not in text_of(result)
+        assert shop.effects() == ["wipe prod"]
+        for decided in (approval, second):
+            final = await shop.store.approvals.get(decided.id)
+            assert [d.reviewer for d in final.decisions] == ["U_SUPPORT1"]
+    finally:
+        await shop.store.close()
+
+
+async def test_an_upstreams_question_is_answered_only_by_the_client_it_was_asked_of(tmp_path: Path) -> None:
+    shop = asking_shop(tmp_path)
+    args = {"target": "billing"}
+    yes: dict[str, Any] = {"upstream_question": types.ElicitResult(action="accept", content={"confirm": True})}
+    try:
+        async with http_gateway(shop) as port:
+            async with modern(shop, http_port=port) as alice:
+                first = await first_round(alice.session, "wipe", args)
+                [approval] = await shop.pending()
+                await shop.decide(approval, DecisionKind.APPROVE)
+                asked = await alice.session.call_tool(
+                    "wipe", args, request_state=first.request_state, allow_input_required=True
+                )
+                assert isinstance(asked, types.InputRequiredResult)
+                async with modern(shop, http_port=port, token=CLIENTS["bob"]) as bob:
+                    with pytest.raises(MCPError) as refused:
+                        await bob.session.call_tool(
+                            "wipe", args, input_responses=yes, request_state=asked.request_state
+                        )
+                    assert refused.value.error.data == {"code": "request_state_refused"}
+                assert shop.effects() == []  # bob's "yes" never reached the upstream
+                no: dict[str, Any] = {"upstream_question": types.ElicitResult(action="decline")}
+                done = await alice.session.call_tool(
+                    "wipe", args, input_responses=no, request_state=asked.request_state
+                )
+        assert text_of(done) == "not wiped (decline)" and shop.effects() == []
+        [entry] = await _refusals(shop)
+        assert entry.actor == "token:bob" and entry.detail.endswith("other_principal")
+    finally:
+        await shop.store.close()
+
+
+async def test_an_allowed_calls_upstream_url_question_shows_its_host_as_the_upstreams_and_is_relayed_once(
+    tmp_path: Path,
+) -> None:
+    shop = asking_shop(tmp_path)
+    args = {"account": "acme"}
+    try:
+        async with modern(shop) as client:
+            asked = await first_round(client.session, "connect", args)
+            assert (await shop.store.approvals.list_pending()).items == []  # allowed: the upstream asks at once
+            assert asked.input_requests is not None
+            question = asked.input_requests["upstream_question"]
+            assert isinstance(question, types.ElicitRequest)
+            params = question.params
+            assert isinstance(params, types.ElicitRequestURLParams)
+            assert params.url == "https://billing.example.com/authorize"  # the upstream's link, as it sent it
+            head, said = params.message.split("\n", 1)
+            assert "upstream MCP server 'asker'" in head and "the link opens billing.example.com" in head
+            assert "not hitl" in head and said == "Sign in to link acme."
+            yes: dict[str, Any] = {"upstream_question": types.ElicitResult(action="accept")}
+            done = await client.session.call_tool(
+                "connect", args, input_responses=yes, request_state=asked.request_state
+            )
+            assert text_of(done) == "connected acme (accept)"
+            # The conversation is over, and an allowed call keeps no result: a clear error, not a second run.
+            again = await client.session.call_tool(
+                "connect", args, input_responses=yes, request_state=asked.request_state
+            )
+            assert again.is_error and "no longer open" in text_of(again)
     finally:
         await shop.store.close()
