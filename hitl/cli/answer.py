@@ -16,7 +16,7 @@ __all__ = ["answer"]
 
 
 def answer(
-    approval: Annotated[str, typer.Argument(help="The question's approval id (apr_...).", show_default=False)],
+    approval: Annotated[str, typer.Argument(help="The question's approval id.", show_default=False)],
     text: Annotated[str, typer.Argument(help="Your answer, as the asker will read it.", show_default=False)],
     as_json: JsonOpt = False,
     store: StoreOpt = None,

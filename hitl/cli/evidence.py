@@ -20,7 +20,7 @@ __all__ = ["evidence"]
 
 @as_reviewer("evidence", read_only=True)
 def evidence(
-    approval: Annotated[str, typer.Argument(help="The executed approval's id (apr_...).", show_default=False)],
+    approval: Annotated[str, typer.Argument(help="The executed approval's id.", show_default=False)],
 ) -> Ways[Any]:
     """Print an executed approval's signed evidence record, and where the keys that verify it are published."""
     from hitl.api.receipt_models import EvidenceView

@@ -20,7 +20,7 @@ __all__ = ["withdraw"]
 
 @as_reviewer("withdraw")
 def withdraw(
-    approval: Annotated[str, typer.Argument(help="The approval's id (apr_...).", show_default=False)],
+    approval: Annotated[str, typer.Argument(help="The approval's id.", show_default=False)],
     reason: Annotated[str, typer.Option("--reason", help="Why it must not be acted on (kept in its audit trail).")],
 ) -> Ways[Any]:
     """Withdraw an approval you decided while its receipts are unspent: they are refused from now on (audited)."""

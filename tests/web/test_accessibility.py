@@ -14,6 +14,7 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from tests.sandbox.test_browser import ARGS, CHROMIUM, DOCS_SHOTS, keep_or_write
+from tests.waiting import eventually
 from tests.web.conftest import Inbox
 from tests.web.test_decision_page import paused_refund, sign_in_at_provider
 
@@ -84,8 +85,13 @@ async def test_axe_finds_nothing_serious_and_neither_page_scrolls_sideways(inbox
         await page.goto(f"{inbox.url}/inbox/approvals/{decided}")
         await page.locator("form.approve").get_by_role("button", name="Approve").click()
         await expect(page.locator(".outcome")).to_contain_text("U_SUPPORT1 approved")
-        await page.goto(f"{inbox.url}/inbox")
-        await expect(page.locator("ul.history li")).to_have_count(1)  # the filters, waiting and history all drawn
+
+        async def ran() -> bool:  # the screenshot shows the refund done, not caught between approved and executed
+            await page.goto(f"{inbox.url}/inbox")
+            await expect(page.locator("ul.history li")).to_have_count(1)  # filters, waiting and history all drawn
+            return "executed" in await page.locator("ul.history li").inner_text()
+
+        await eventually(ran, what="the approved refund executed", interval=0.2)
         await expect(page.locator("ul.inbox li")).to_have_count(1)
         assert await serious(page) == []
         await inbox_shot(page)

@@ -3,7 +3,8 @@
 
 const EMOJI = {
   white_check_mark: "✅", x: "❌", lock: "🔒", hourglass: "⌛", warning: "⚠️", no_entry: "⛔",
-  ballot_box_with_check: "☑️", arrows_counterclockwise: "🔄", gear: "⚙️", information_source: "ℹ️", crystal_ball: "🔮",
+  ballot_box_with_check: "☑️", arrows_counterclockwise: "🔄", gear: "⚙️", information_source: "ℹ️", crystal_ball: "🔮", arrow_forward: "▶️",
+  leftwards_arrow_with_hook: "↩️",
   alarm_clock: "⏰", checkered_flag: "🏁", grey_question: "❔", tada: "🎉", no_entry_sign: "🚫",
   octagonal_sign: "🛑", rotating_light: "🚨", mortar_board: "🎓", bust_in_silhouette: "👤",
   busts_in_silhouette: "👥", mag: "🔍", scissors: "✂️", package: "📦", abacus: "🧮", bar_chart: "📊", arrow_up_small: "🔼",
