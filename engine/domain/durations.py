@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
-__all__ = ["Seconds", "format_duration", "parse_duration", "share_or_duration", "whole_unit"]
+__all__ = ["Seconds", "format_duration", "parse_duration", "share_or_duration", "share_reached_at", "whole_unit"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RX = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])?\s*$")
@@ -59,3 +59,17 @@ def share_or_duration(value: object) -> float | str:
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
         return float(value)
     return parse_duration(value)
+
+
+def share_reached_at(after: float | str | None, created_at: float, timeout: float) -> float | None:
+    """When ``after`` (read by :func:`share_or_duration`) is reached for something created at ``created_at`` that
+    lasts ``timeout`` seconds: None when it is None or not before the end."""
+    if after is None:
+        return None
+    if isinstance(after, str):  # "50%"
+        delay = timeout * float(after[:-1]) / 100
+    elif after < 1:
+        delay = timeout * after
+    else:
+        delay = after
+    return created_at + delay if delay < timeout else None

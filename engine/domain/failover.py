@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from hitl.engine.domain.durations import parse_duration, share_or_duration
+from hitl.engine.domain.durations import parse_duration, share_or_duration, share_reached_at
 
 __all__ = ["CARD_WITHIN", "FailoverSpec", "FailsOver"]
 
@@ -35,16 +35,7 @@ class FailoverSpec(BaseModel):
     def unanswered_at(self, created_at: float, expires_at: float) -> float | None:
         """When an approval created at ``created_at`` that expires at ``expires_at`` fails over for want of a
         decision (None: never)."""
-        after, timeout = self.after, expires_at - created_at
-        if after is None:
-            return None
-        if isinstance(after, str):  # "50%"
-            delay = timeout * float(after[:-1]) / 100
-        elif after < 1:
-            delay = timeout * after
-        else:
-            delay = after
-        return created_at + delay if delay < timeout else None
+        return share_reached_at(self.after, created_at, expires_at - created_at)
 
 
 class FailsOver(BaseModel):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from hitl.engine.domain.arg_schema import declared_schema
 from hitl.engine.domain.caps import CapsSpec
 from hitl.engine.domain.consequences import ConsequenceLimits
-from hitl.engine.domain.durations import Seconds, share_or_duration
+from hitl.engine.domain.durations import Seconds, share_or_duration, share_reached_at
 from hitl.engine.domain.failover import FailsOver
 from hitl.engine.domain.models import Approval, Tier
 from hitl.engine.domain.policy_source import SourceSpec
@@ -66,16 +66,7 @@ class HandOnSpec(_Spec):
     def hand_on_at(self, created_at: float, timeout: float) -> float | None:
         """When an approval created at ``created_at`` with ``timeout`` is handed on (None: never, or not before it
         expires)."""
-        after = self.hand_on_after
-        if after is None:
-            return None
-        if isinstance(after, str):  # "50%"
-            delay = timeout * float(after[:-1]) / 100
-        elif after < 1:
-            delay = timeout * after
-        else:
-            delay = after
-        return created_at + delay if delay < timeout else None
+        return share_reached_at(self.hand_on_after, created_at, timeout)
 
 
 class TierSpec(AttentionSpec, FailsOver):
