@@ -1,0 +1,66 @@
+"""``/receipts/claim`` hands an approved execution over as the API's own execution claim does, through a running
+`hitl serve` on SQLite, Redis and PostgreSQL: of many processes claiming at once exactly one gets the go (and the
+receipt), the approval moves to ``executing`` with it, and every other claimant is refused."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hitl.engine.clocks import FakeClock
+from hitl.receipts.signing import new_key_pem
+from tests.backends import BACKENDS
+from tests.bot.conftest import Harness, harness_on
+from tests.receipts.conftest import AGENT, CONFIG, api, approve
+
+CLAIMANTS = 12
+
+
+@pytest.fixture(params=BACKENDS)
+async def served(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
+    """``hitl serve`` with receipts on each store."""
+    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
+    async with harness_on(request, tmp_path, clock, CONFIG) as h:
+        yield h
+
+
+async def _claim(h: Harness, body: dict[str, Any]) -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {AGENT}"}
+    async with h.http.post(f"{h.bot_url}/api/v1/receipts/claim", json=body, headers=headers) as r:
+        return r.status, await r.json()
+
+
+async def test_of_many_concurrent_receipt_claims_one_gets_the_go_and_the_approval_is_executing(
+    served: Harness,
+) -> None:
+    proposal = {"session": "ses_c", "tool": "pay", "args": {"to": "V-9", "amount": 7}, "idempotency_key": "k-race"}
+    pending = await api(served, "POST", "/proposals", AGENT, proposal)
+    asked = pending["approval"]
+    await approve(served, asked)
+    approved = await api(served, "GET", f"/approvals/{asked['id']}", AGENT)
+    assert approved["status"] == "approved", approved
+
+    key, digest = pending["execution_key"], asked["execute_hash"]
+    bodies = [{"key": key, "action_hash": digest, "holder": f"worker-{i}"} for i in range(CLAIMANTS)]
+    answers = await asyncio.gather(*(_claim(served, b) for b in bodies))
+
+    won = [a for status, a in answers if status == 200]
+    assert len(won) == 1, answers
+    assert won[0]["claim"]["acquired"] is True and won[0]["receipt"], won
+    lost = sorted((status, a["error"]["code"]) for status, a in answers if status != 200)
+    assert lost == [(409, "claim_in_progress")] * (CLAIMANTS - 1), lost
+
+    after = await api(served, "GET", f"/approvals/{asked['id']}", AGENT)
+    assert after["status"] == "executing", after
+    assert after["version"] == approved["version"] + 1, (approved["version"], after["version"])
+    moves = [e for e in after["audit"] if e["event"] == "executing"]
+    assert [e["actor"] for e in moves] == [won[0]["claim"]["holder"]], moves
+
+    # A late claimant finds it handed over: refused, and the approval does not move again.
+    status, late = await _claim(served, {"key": key, "action_hash": digest, "holder": "worker-late"})
+    assert status == 409 and late["error"]["code"] == "claim_in_progress", late
+    assert (await api(served, "GET", f"/approvals/{asked['id']}", AGENT))["version"] == after["version"]
