@@ -27,6 +27,7 @@ from hitl.engine.execution.drift import DriftCheck
 from hitl.engine.execution.effects import Effects, refuse_non_actions
 from hitl.engine.receipts.claims import AllowedCall, Basis, ReceiptStatus, Redemption, approval_of
 from hitl.engine.receipts.ports import ReceiptClaims
+from hitl.engine.runtime.lifecycle import run_of
 from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 
@@ -69,6 +70,15 @@ async def claim(request: web.Request) -> web.Response:
     body = await body_of(request, ReceiptClaimRequest)
     service = ctx.lifecycle.contexts.default.service
     approval = await _claimable(ctx, caller, body.key.removeprefix("call:"), any_requester=acting_for_many)
+    if run_of(approval) is not None:
+        # A workflow step's execution is claimed by its run, under the run's own key: claimed here too, under
+        # `call:<id>`, one approval would be handed out twice, with two receipts.
+        raise ApiError(
+            409,
+            str(ErrorCode.HANDED_ELSEWHERE),
+            f"{approval.id} is a step of workflow run {approval.session_id}, which claims its execution itself; "
+            "nothing was claimed: let hitl serve resume the run",
+        )
     if approval.status not in _RUNS:
         raise ApiError(
             409,

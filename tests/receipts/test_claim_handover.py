@@ -1,6 +1,7 @@
 """``/receipts/claim`` hands an approved execution over as the API's own execution claim does, through a running
 `hitl serve` on SQLite, Redis and PostgreSQL: of many processes claiming at once exactly one gets the go (and the
-receipt), the approval moves to ``executing`` with it, and every other claimant is refused."""
+receipt), the approval moves to ``executing`` with it, and every other claimant is refused. A workflow step's
+approval, which its run claims under its own key, is claimed by nobody else."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from typing import Any
 
 import pytest
 
+from hitl.api import token_hash
 from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.hashing import action_hash
+from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.workflow.definition import load_workflow
 from hitl.receipts.signing import new_key_pem
 from tests.backends import BACKENDS
-from tests.bot.conftest import Harness, harness_on
+from tests.bot.conftest import Harness, harness_on, start, stop
 from tests.receipts.conftest import AGENT, CONFIG, api, approve
+from tests.receipts.test_workflow_steps import CONFIG as STEPS
+from tests.receipts.test_workflow_steps import TOOLS, WORKFLOW
 
 CLAIMANTS = 12
 
@@ -64,3 +73,34 @@ async def test_of_many_concurrent_receipt_claims_one_gets_the_go_and_the_approva
     status, late = await _claim(served, {"key": key, "action_hash": digest, "holder": "worker-late"})
     assert status == 409 and late["error"]["code"] == "claim_in_progress", late
     assert (await api(served, "GET", f"/approvals/{asked['id']}", AGENT))["version"] == after["version"]
+
+
+async def test_a_workflow_step_s_approval_is_not_claimed_under_another_key(tmp_path: Path, clock: FakeClock) -> None:
+    # The run claims its approved step under its own key ({session}:{step}:{iteration}). A claim of the same
+    # approval under `call:<id>` would be a second claim of one approval, with a second receipt: a second payment.
+    worker = "tok-claim-worker"
+    tokens = f"api:\n  tokens:\n    - {{name: worker, sha256: {token_hash(worker)}, reviewer: w, scopes: [claim]}}\n"
+    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
+    (tmp_path / "hitl.yaml").write_text(STEPS + tokens)
+    (tmp_path / "payouts.yaml").write_text(WORKFLOW)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    h = await start(SqliteStore(tmp_path / "hitl.db"), clock, config=tmp_path / "hitl.yaml")
+    try:
+        flow = load_workflow(tmp_path / "payouts.yaml")
+        runner = h.rt.runtime.contexts.for_workflow(flow).runner
+        started = await runner.start(flow, {}, config_path=str(tmp_path / "hitl.yaml"))
+        assert started.approval is not None
+        first = started.approval
+        await h.svc.decide(DecideRequest(first.id, "U_FIN1", DecisionKind.APPROVE, via="slack"))
+        body = {"key": f"call:{first.id}", "action_hash": action_hash(first.tool, first.execute_args), "holder": "x"}
+        async with h.http.post(
+            f"{h.bot_url}/api/v1/receipts/claim", json=body, headers={"Authorization": f"Bearer {worker}"}
+        ) as r:
+            status, answer = r.status, await r.json()
+        assert status == 409 and answer["error"]["code"] == "handed_elsewhere", (status, answer)
+        assert await h.svc.store.ledger.get(f"call:{first.id}") is None  # nothing claimed, no receipt issued
+        assert await h.rt.lifecycle.process_jobs() == 1  # the run's own claim: the step runs, once
+        paid = (tmp_path / "paid.jsonl").read_text().splitlines()
+        assert len(paid) == 1, paid
+    finally:
+        await stop(h)
