@@ -13,9 +13,9 @@ from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts.claims import Withdrawal
+from hitl.engine.receipts.claims import ReceiptStatus, Withdrawal
 
-__all__ = ["WITHDRAWABLE", "WithdrawRequest", "may_withdraw", "within_roles", "withdraw_approval"]
+__all__ = ["WITHDRAWABLE", "WithdrawRequest", "may_withdraw", "refuse_withdrawn", "within_roles", "withdraw_approval"]
 
 WITHDRAWABLE = frozenset({Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED})
 """The states in which an approval may have a receipt out (issued at an execution attempt), so may be withdrawn."""
@@ -117,3 +117,16 @@ async def withdraw_approval(store: Store, clock: Clock, request: WithdrawRequest
     if refusal is not None:
         raise refusal
     return approval
+
+
+async def refuse_withdrawn(store: Store, approval_id: str, *, now: float) -> None:
+    """Raise ``action_rejected`` when the approval was withdrawn: every path that would claim its execution with a
+    receipt asks first, since a receipt issued after the withdrawal would pass a protected system that checks
+    receipts offline only, and nothing may run by a withdrawn approval."""
+    if await store.receipts.status("", approval=approval_id, now=now) is ReceiptStatus.WITHDRAWN:
+        raise EngineError(
+            f"{approval_id} was withdrawn: nothing runs by it, and no receipt of it is issued; ask for a new "
+            "approval if the action must still happen",
+            code=ErrorCode.ACTION_REJECTED,
+            approval_id=approval_id,
+        )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ import pytest
 from hitl.api import token_hash
 from hitl.engine.clocks import FakeClock
 from hitl.engine.domain.hashing import action_hash
-from hitl.engine.domain.models import DecisionKind
+from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.receipts.withdrawing import WithdrawRequest, withdraw_approval
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
 from hitl.receipts.signing import new_key_pem
@@ -27,6 +29,8 @@ from tests.receipts.test_workflow_steps import CONFIG as STEPS
 from tests.receipts.test_workflow_steps import TOOLS, WORKFLOW
 
 CLAIMANTS = 12
+WORKER = "tok-claim-worker"
+"""A claim-scope token (a worker claiming executions for many requesters)."""
 
 
 @pytest.fixture(params=BACKENDS)
@@ -75,11 +79,11 @@ async def test_of_many_concurrent_receipt_claims_one_gets_the_go_and_the_approva
     assert (await api(served, "GET", f"/approvals/{asked['id']}", AGENT))["version"] == after["version"]
 
 
-async def test_a_workflow_step_s_approval_is_not_claimed_under_another_key(tmp_path: Path, clock: FakeClock) -> None:
-    # The run claims its approved step under its own key ({session}:{step}:{iteration}). A claim of the same
-    # approval under `call:<id>` would be a second claim of one approval, with a second receipt: a second payment.
-    worker = "tok-claim-worker"
-    tokens = f"api:\n  tokens:\n    - {{name: worker, sha256: {token_hash(worker)}, reviewer: w, scopes: [claim]}}\n"
+@asynccontextmanager
+async def _payouts(tmp_path: Path, clock: FakeClock) -> AsyncIterator[tuple[Harness, Approval]]:
+    """``hitl serve`` with receipts and a claim-scope token (:data:`WORKER`), and a payouts run paused on its first
+    step's approval, which a finance reviewer approved (its resume job queued, not run yet)."""
+    tokens = f"api:\n  tokens:\n    - {{name: worker, sha256: {token_hash(WORKER)}, reviewer: w, scopes: [claim]}}\n"
     (tmp_path / "receipt.pem").write_bytes(new_key_pem())
     (tmp_path / "hitl.yaml").write_text(STEPS + tokens)
     (tmp_path / "payouts.yaml").write_text(WORKFLOW)
@@ -92,9 +96,18 @@ async def test_a_workflow_step_s_approval_is_not_claimed_under_another_key(tmp_p
         assert started.approval is not None
         first = started.approval
         await h.svc.decide(DecideRequest(first.id, "U_FIN1", DecisionKind.APPROVE, via="slack"))
+        yield h, first
+    finally:
+        await stop(h)
+
+
+async def test_a_workflow_step_s_approval_is_not_claimed_under_another_key(tmp_path: Path, clock: FakeClock) -> None:
+    # The run claims its approved step under its own key ({session}:{step}:{iteration}). A claim of the same
+    # approval under `call:<id>` would be a second claim of one approval, with a second receipt: a second payment.
+    async with _payouts(tmp_path, clock) as (h, first):
         body = {"key": f"call:{first.id}", "action_hash": action_hash(first.tool, first.execute_args), "holder": "x"}
         async with h.http.post(
-            f"{h.bot_url}/api/v1/receipts/claim", json=body, headers={"Authorization": f"Bearer {worker}"}
+            f"{h.bot_url}/api/v1/receipts/claim", json=body, headers={"Authorization": f"Bearer {WORKER}"}
         ) as r:
             status, answer = r.status, await r.json()
         assert status == 409 and answer["error"]["code"] == "handed_elsewhere", (status, answer)
@@ -102,5 +115,16 @@ async def test_a_workflow_step_s_approval_is_not_claimed_under_another_key(tmp_p
         assert await h.rt.lifecycle.process_jobs() == 1  # the run's own claim: the step runs, once
         paid = (tmp_path / "paid.jsonl").read_text().splitlines()
         assert len(paid) == 1, paid
-    finally:
-        await stop(h)
+
+
+async def test_a_withdrawn_workflow_step_does_not_run(tmp_path: Path, clock: FakeClock) -> None:
+    # Withdrawn by its decider before the run resumed: the run's commit signs no receipt for it and claims nothing.
+    async with _payouts(tmp_path, clock) as (h, first):
+        asked = WithdrawRequest(first.id, "U_FIN1", "slack", "the vendor's bank details changed")
+        await withdraw_approval(h.svc.store, clock, asked)
+        await h.rt.lifecycle.process_jobs()
+        assert not (tmp_path / "paid.jsonl").exists()
+        assert await h.svc.store.ledger.get(f"{first.session_id}:first:0") is None
+        assert (await h.svc.store.approvals.get(first.id)).status is Status.APPROVED
+        stored = await h.svc.store.runs.load(first.session_id)
+        assert stored is not None and stored.data["status"] == "failed", stored  # stopped, not waiting on it

@@ -171,3 +171,25 @@ async def test_a_role_narrowed_token_withdraws_nothing_outside_its_roles(hitl: H
     status, done = await _call(hitl, path, FIN1_FINANCE, {"reason": "within the finance role"})
     assert status == 200 and done["withdrawn"] is True, done
     assert await _call(hitl, "/receipts/introspect", SERVICE, {"receipt": receipt}) == (200, {"status": "withdrawn"})
+
+
+async def test_a_withdrawn_approval_gets_no_new_receipt_and_does_not_run(hitl: Harness, tmp_path: Path) -> None:
+    # Withdrawn before anything claimed it: a receipt issued now would pass a verifier that checks offline only,
+    # so no path hands one out, and nothing runs by the approval.
+    _more_tokens(tmp_path / "hitl.yaml")
+    proposal = {"session": "ses_w", "tool": "pay", "args": {"to": "V-2", "amount": 17}, "idempotency_key": "k-late"}
+    pending = await api(hitl, "POST", "/proposals", AGENT, proposal)
+    shown = await api(hitl, "GET", f"/approvals/{pending['approval']['id']}", FIN1)
+    decision = {"decision": "approve", "expected_version": shown["version"], "action_hash": shown["action_hash"]}
+    await api(hitl, "POST", f"/approvals/{shown['id']}/decisions", FIN1, decision)
+    status, done = await _call(hitl, f"/approvals/{shown['id']}/withdrawal", FIN1, {"reason": "wrong vendor"})
+    assert status == 200 and done["withdrawn"] is True, done
+
+    key, digest = pending["execution_key"], pending["approval"]["execute_hash"]
+    status, refused = await _call(hitl, f"/executions/{key}/claim", AGENT, {"action_hash": digest})
+    assert status == 409 and refused["error"]["code"] == "action_rejected", refused
+    assert "withdrawn" in refused["error"]["message"], refused
+    status, refused = await _call(hitl, "/receipts/claim", AGENT, {"key": key, "action_hash": digest, "holder": "p"})
+    assert status == 409 and refused["error"]["code"] == "action_rejected", refused
+    assert await hitl.service.store.ledger.get(key) is None  # nothing claimed, no receipt issued
+    assert (await api(hitl, "GET", f"/approvals/{shown['id']}", FIN1))["status"] == "approved"
