@@ -21,6 +21,7 @@ from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
 from hitl.engine.receipts.claims import Receipted, issued_entry
 from hitl.engine.receipts.ports import ReceiptClaims
+from hitl.engine.receipts.withdrawing import refuse_withdrawn
 
 __all__ = [
     "EffectFailed",
@@ -281,8 +282,10 @@ class Effects:
                 return await self.claim(key, digest, approval, args, lease=self.lease, retry_failed=True)
             issued = None
             if self.receipts is not None and approval is not None:
+                await refuse_withdrawn(self.store, approval.id, now=self.clock.now())
                 issued = self.receipts.sign_here(approval, args, key=key)
             elif self.receipts is not None and item_of is not None:
+                await refuse_withdrawn(self.store, item_of[0].id, now=self.clock.now())
                 issued = self.receipts.sign_here(item_of[0], args, key=key, index=item_of[1])
             intent = ClaimIntent(key, digest, approval.id if approval else None, receipt=issued[1] if issued else None)
             done = await run_lease.commit(claim=intent)

@@ -23,6 +23,7 @@ from hitl.engine.ports import Clock, Store
 from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted, allowed_claims, issued_entry, receipt_claims
 from hitl.engine.receipts.ports import ReceiptSigner
 from hitl.engine.receipts.spec import ReceiptsSpec
+from hitl.engine.receipts.withdrawing import refuse_withdrawn
 
 _ALLOWED_LEASE = 30.0
 """The lease of an allowed call's receipt claim, recorded at once: a crash between the two holds a replay only this
@@ -104,7 +105,10 @@ class SignedClaims:
         The claims are signed while the claim is on its way to the store (a network round trip for Redis and
         PostgreSQL, which the signing would otherwise follow): the record the claim writes needs only the claims.
         An attempt whose receipt could not be signed is recorded as failed at once, so nothing runs under it and
-        the next claim (``retry_failed``) starts a new attempt with a new receipt."""
+        the next claim (``retry_failed``) starts a new attempt with a new receipt. A withdrawn approval is refused
+        before anything is claimed (``action_rejected``): a receipt issued after its withdrawal would pass a
+        protected system that checks receipts offline only, and nothing may run by it."""
+        await refuse_withdrawn(self.store, approval.id, now=self.issuer.clock.now())
         claims, issued = self.issuer.unsigned(approval, args, key=key)
         ledger = self.store.ledger
         claiming = asyncio.ensure_future(

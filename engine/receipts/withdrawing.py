@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hitl.engine.domain.models import Approval, ApprovalKind, Status
+from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts.claims import Withdrawal
+from hitl.engine.receipts.claims import ReceiptStatus, Withdrawal
 
-__all__ = ["WITHDRAWABLE", "WithdrawRequest", "may_withdraw", "withdraw_approval"]
+__all__ = ["WITHDRAWABLE", "WithdrawRequest", "may_withdraw", "refuse_withdrawn", "within_roles", "withdraw_approval"]
 
 WITHDRAWABLE = frozenset({Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED})
 """The states in which an approval may have a receipt out (issued at an execution attempt), so may be withdrawn."""
@@ -36,6 +36,9 @@ class WithdrawRequest:
     reason: str
     admin: bool = False
     """Whether the actor holds the ``admin`` scope (any approval), or must be one of its deciders."""
+    roles: frozenset[str] | None = None
+    """The roles the actor's credential is limited to (an API token's ``roles``), None when it is not: an approval
+    outside them is refused as deciding it would be, admin or decider alike."""
 
 
 def may_withdraw(approval: Approval, actor: str, *, admin: bool = False) -> bool:
@@ -44,6 +47,17 @@ def may_withdraw(approval: Approval, actor: str, *, admin: bool = False) -> bool
     if approval.kind is not ApprovalKind.ACTION or approval.status not in WITHDRAWABLE:
         return False
     return admin or any(actor in d.voters for d in approval.decisions)
+
+
+def within_roles(approval: Approval, actor: str, roles: frozenset[str] | None, now: float) -> bool:
+    """Whether a credential limited to ``roles`` reaches ``approval``, by the rule that lets it decide one: its
+    required role (any role when none is named), its backup role once handed on; a ``self`` approval is its
+    person's, whatever the roles. Not limited (None): it reaches every approval."""
+    if roles is None or (approval.tier is Tier.SELF and actor == approval.on_behalf_of):
+        return True
+    if approval.required_role is None:
+        return bool(roles)
+    return approval.required_role in roles or (approval.handed_on(now) and approval.backup_role in roles)
 
 
 async def withdraw_approval(store: Store, clock: Clock, request: WithdrawRequest) -> Approval:
@@ -74,6 +88,14 @@ async def withdraw_approval(store: Store, clock: Clock, request: WithdrawRequest
             code=ErrorCode.NOT_ELIGIBLE,
             approval_id=approval.id,
         )
+    elif not within_roles(approval, request.actor, request.roles, now):
+        # A role-narrowed token reaches no further when it takes an approval back than when it gives one.
+        refusal = EngineError(
+            f"this credential is limited to the roles {', '.join(sorted(request.roles or ())) or '(none)'}, and "
+            f"{approval.id} is for {approval.required_role or 'any role'}: withdraw it with a token that holds it",
+            code=ErrorCode.NOT_ELIGIBLE,
+            approval_id=approval.id,
+        )
     elif await store.receipts.withdraw(approval.id, now=now) is Withdrawal.SPENT:
         refusal = EngineError(
             f"a receipt of {approval.id} was spent before this withdrawal: the protected system may have acted on "
@@ -95,3 +117,16 @@ async def withdraw_approval(store: Store, clock: Clock, request: WithdrawRequest
     if refusal is not None:
         raise refusal
     return approval
+
+
+async def refuse_withdrawn(store: Store, approval_id: str, *, now: float) -> None:
+    """Raise ``action_rejected`` when the approval was withdrawn: every path that would claim its execution with a
+    receipt asks first, since a receipt issued after the withdrawal would pass a protected system that checks
+    receipts offline only, and nothing may run by a withdrawn approval."""
+    if await store.receipts.status("", approval=approval_id, now=now) is ReceiptStatus.WITHDRAWN:
+        raise EngineError(
+            f"{approval_id} was withdrawn: nothing runs by it, and no receipt of it is issued; ask for a new "
+            "approval if the action must still happen",
+            code=ErrorCode.ACTION_REJECTED,
+            approval_id=approval_id,
+        )

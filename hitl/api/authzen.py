@@ -120,6 +120,10 @@ async def _evaluate(ctx: ApiContext, caller: Caller, asked: EvaluationRequest, t
         framework=FRAMEWORK,
         call_id=asked.context.request_id,
         requester=asked.subject.id,
+        # Who confirms a `self` call comes from hitl.yaml alone: the token's acts_for, for the token's own
+        # identity. A subject the gateway names among its `subjects` is the gateway's word, which names nobody
+        # (such a call is asked as approve, fail closed).
+        on_behalf_of=caller.acts_for if asked.subject.id == caller.reviewer else None,
     )
     try:
         ticket = await gate.check(call)

@@ -15,10 +15,11 @@ from .problems import ApiError
 from .receipt_models import EvidenceView
 from .routes import Endpoint
 
-__all__ = ["routes"]
+__all__ = ["TRAIL_READ", "routes"]
 
-_TRAIL = 5000
-"""The most audit entries of one approval read for its record (its receipts' issues are among the first)."""
+TRAIL_READ = 5000
+"""The most audit entries of one approval read for its record. A longer trail (refused clicks are audited under
+their approval) is not read in part: a record signed from its first entries could leave out a receipt issued later."""
 
 
 async def evidence(request: web.Request) -> web.Response:
@@ -32,7 +33,14 @@ async def evidence(request: web.Request) -> web.Response:
     problem = evidence_problem(approval)
     if problem is not None:
         raise ApiError(409, "not_executed", f"{problem}; ask again once it has run")
-    trail = await ctx.lifecycle.store.audit.entries(approval_id=approval.id, limit=_TRAIL)
+    trail = await ctx.lifecycle.store.audit.entries(approval_id=approval.id, limit=TRAIL_READ + 1)
+    if len(trail) > TRAIL_READ:
+        raise ApiError(
+            409,
+            "trail_too_long",
+            f"{approval.id}'s audit trail holds more than {TRAIL_READ} entries, so no record of it is signed (one "
+            "read in part could leave out a receipt); export its trail with `hitl audit --json` and keep that",
+        )
     now = ctx.lifecycle.contexts.clock.now()
     claims = evidence_claims(approval, trail, issuer=config.receipts.issuer, now=now)
     view = EvidenceView(

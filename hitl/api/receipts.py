@@ -3,7 +3,8 @@ receipt once.
 
 ``/receipts/claim`` is how an agent process gets a receipt without holding the key: ``hitl serve`` claims the
 execution for it, signing the arguments the approval says run (read from the store, never taken from the caller),
-and the claim's own atomic step records the issue. ``/receipts/redeem`` checks a receipt first (its signature with
+and the claim's own atomic step records the issue; the one claimant that gets the go moves the approval to
+``executing``, as every hand-over does. ``/receipts/redeem`` checks a receipt first (its signature with
 this deployment's keys, its type, its time, and that it is for the token's audience); only then is it spent, in one
 atomic step of the store, and the spending is audited in its approval's trail."""
 
@@ -23,9 +24,10 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.execution.drift import DriftCheck
-from hitl.engine.execution.effects import refuse_non_actions
+from hitl.engine.execution.effects import Effects, refuse_non_actions
 from hitl.engine.receipts.claims import AllowedCall, Basis, ReceiptStatus, Redemption, approval_of
 from hitl.engine.receipts.ports import ReceiptClaims
+from hitl.engine.runtime.lifecycle import run_of
 from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
 
@@ -68,6 +70,15 @@ async def claim(request: web.Request) -> web.Response:
     body = await body_of(request, ReceiptClaimRequest)
     service = ctx.lifecycle.contexts.default.service
     approval = await _claimable(ctx, caller, body.key.removeprefix("call:"), any_requester=acting_for_many)
+    if run_of(approval) is not None:
+        # A workflow step's execution is claimed by its run, under the run's own key: claimed here too, under
+        # `call:<id>`, one approval would be handed out twice, with two receipts.
+        raise ApiError(
+            409,
+            str(ErrorCode.HANDED_ELSEWHERE),
+            f"{approval.id} is a step of workflow run {approval.session_id}, which claims its execution itself; "
+            "nothing was claimed: let hitl serve resume the run",
+        )
     if approval.status not in _RUNS:
         raise ApiError(
             409,
@@ -95,6 +106,12 @@ async def claim(request: web.Request) -> web.Response:
             lease=body.lease,
             retry_failed=body.retry_failed,
         )
+        if claimed.claim.acquired and not claimed.claim.recovered:
+            # The hand-over every execution claim makes: the approval moves to executing with the claim (bound to
+            # its version), so nothing else reads it as still approved; superseded or expired meanwhile by another
+            # caller's drift check, the claim is let go unrun and nothing is handed out.
+            handing = Effects(ctx.lifecycle.store, service.clock, worker_id=body.holder)
+            await handing.handed_over(approval, key=body.key, attempt=claimed.claim.attempt)
     except EngineError as exc:
         raise from_engine(exc, approval) from None
     view = ReceiptClaimView(

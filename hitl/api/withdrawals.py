@@ -29,7 +29,8 @@ async def withdraw(request: web.Request) -> web.Response:
             404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml): none to withdraw"
         )
     approval = await ctx.visible(caller, request.match_info["id"])
-    asked = WithdrawRequest(approval.id, caller.reviewer, caller.via, body.reason, admin=caller.may(Scope.ADMIN))
+    admin = caller.may(Scope.ADMIN)
+    asked = WithdrawRequest(approval.id, caller.reviewer, caller.via, body.reason, admin=admin, roles=caller.roles)
     try:
         await withdraw_approval(ctx.lifecycle.store, ctx.lifecycle.contexts.clock, asked)
     except EngineError as exc:

@@ -38,6 +38,11 @@ _REFUSALS = {
     str(ErrorCode.CLAIM_HASH_MISMATCH): ErrorCode.CLAIM_HASH_MISMATCH,
     str(ErrorCode.CLAIM_FENCED): ErrorCode.CLAIM_FENCED,
 }
+_FINAL = {
+    str(ErrorCode.ACTION_REJECTED): ErrorCode.ACTION_REJECTED,
+    str(ErrorCode.HANDED_ELSEWHERE): ErrorCode.HANDED_ELSEWHERE,
+}
+"""hitl serve's refusals of a claim that say the approval does not run here, ever: passed on as they are."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,10 @@ class RemoteReceipts:
             return ClaimRefused(message, code=_REFUSALS[code], key=key)
         if code == ErrorCode.HALTED:
             return Halted(message, tool=tool)
+        if code in _FINAL:
+            # hitl serve's own verdict on the approval (withdrawn, or claimed by its run): it will not run, and
+            # asking again will not change that, so it is not told as hitl serve being out of reach.
+            return EngineError(message, code=_FINAL[code], approval_id=approval_id)
         why = f"it answered {status} {code or 'without a code'}: {message}".strip()
         return self._unavailable(tool, approval_id, why)
 

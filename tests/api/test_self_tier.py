@@ -34,7 +34,11 @@ TOKENS = {
     "assistant_unbound": ("tok-assistant-unbound", "agent:assistant", ["read", "propose"], None),
     "alice": ("tok-alice", ALICE, ["read", "decide"], None),
     "sup1": ("tok-support-1", "U_SUPPORT1", ["read", "decide"], None),
+    # An AuthZEN gateway whose own agent acts for alice, and which speaks for another agent too.
+    "gateway": ("tok-gateway-self", "agent:gw", ["evaluate"], ALICE),
 }
+SUBJECTS = {"gateway": ["agent:sam"]}
+"""The requesters a token asks AuthZEN evaluations for besides its own identity."""
 SEND = """    send_email: {tier: self, role: support}
     send_as_me:
       tier: self
@@ -66,6 +70,7 @@ def self_config(tmp: Path) -> Path:
     lines = [*receipts, "    send_as_me: {}", "api:", *workflows, "  tokens:"]
     for name, (token, reviewer, scopes, acts_for) in TOKENS.items():
         extra = f", acts_for: '{acts_for}'" if acts_for else ""
+        extra += f", subjects: {SUBJECTS[name]}" if name in SUBJECTS else ""
         spec = f"name: {name}, sha256: {token_hash(token)}, reviewer: '{reviewer}', scopes: {scopes}{extra}"
         lines.append(f"    - {{{spec}}}")
     return write_refund_config(tmp / "hitl.yaml", text + "\n".join(lines) + "\n")
@@ -328,3 +333,46 @@ async def test_the_slash_command_confirms_for_the_person_alone(api: SelfApi) -> 
     assert shown["status"] == "approved" and [(d["reviewer"], d["via"]) for d in shown["decisions"]] == [
         (ALICE, "slack")
     ]
+
+
+def _evaluation(subject: str, request_id: str) -> dict[str, Any]:
+    """An AuthZEN evaluation of ``subject``'s call of send_as_me."""
+    context = {"arguments": MAIL, "session": "s-gw", "request_id": request_id}
+    return {
+        "subject": {"type": "agent", "id": subject},
+        "action": {"name": "call"},
+        "resource": {"type": "tool", "id": "send_as_me"},
+        "context": context,
+    }
+
+
+async def _evaluate(api: SelfApi, body: dict[str, Any]) -> Any:
+    headers = {"Authorization": f"Bearer {TOKENS['gateway'][0]}"}
+    async with api.h.http.post(f"{api.h.bot_url}/access/v1/evaluation", json=body, headers=headers) as resp:
+        assert resp.status == 200, await resp.text()
+        return await resp.json()
+
+
+async def test_an_authzen_gateway_s_self_call_is_confirmed_by_the_person_its_token_acts_for(api: SelfApi) -> None:
+    first = await _evaluate(api, _evaluation("agent:gw", "r1"))
+    assert first["decision"] is False and first["context"]["reason"] == "approval_required", first
+    status, a = await api.call("GET", f"/approvals/{first['context']['approval_id']}", as_="alice")
+    assert status == 200, a
+    # Named exactly as the API's own proposal names it: the token's acts_for, nothing the gateway sent.
+    assert (a["tier"], a["on_behalf_of"], a["requester"]) == ("self", ALICE, "agent:gw"), a
+    status, body = await decide(api, a, "sup1")
+    assert status == 403 and body["error"]["code"] == "not_eligible", body
+    assert (await decide(api, a, "alice"))[0] == 200
+    ran = await _evaluate(api, _evaluation("agent:gw", "r1"))
+    assert ran["decision"] is True and ran["context"]["basis"] == "approval", ran
+    claims = jwt.decode(ran["context"]["receipt"], options={"verify_signature": False})
+    assert (claims["basis"], claims["approvers"], claims["requester"]) == ("self", [ALICE], "agent:gw")
+
+    # Another subject the gateway speaks for: the token's person is not that agent's, and the gateway's word
+    # names nobody, so the call is asked of the tool's role as approve (fail closed).
+    other = await _evaluate(api, _evaluation("agent:sam", "r2"))
+    assert other["decision"] is False and other["context"]["reason"] == "approval_required", other
+    status, b = await api.call("GET", f"/approvals/{other['context']['approval_id']}", as_="alice")
+    assert status == 200, b
+    assert (b["tier"], b["on_behalf_of"], b["rule"]) == ("approve", None, "self_without_person"), b
+    assert (await decide(api, b, "alice"))[0] == 403

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from hitl import Approvals, ApprovalService, EngineError, ErrorCode, SystemClock, load_config, parse_config
+from hitl.engine.agents.gate import ToolCall
 from hitl.engine.errors import PolicyError
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.receipts import KeySet, verify
@@ -246,3 +247,24 @@ async def test_hitl_serve_signs_only_what_its_own_policy_lets_run_without_a_pers
     assert ran["verdict"] == "run" and ran["receipt"]
     claims = verify(ran["receipt"], tool="look_up", args={"order": "2"}, keys=await _keys(hitl))
     assert claims["basis"] == "policy" and claims["requester"] == "agent:payer"
+
+
+async def test_an_agent_process_is_told_a_withdrawn_approval_will_not_run(
+    hitl: Harness, agent_store: SqliteStore, tmp_path: Path
+) -> None:
+    # Withdrawn between its approval and the agent's claim: hitl serve refuses the claim, and the agent process is
+    # told the approval will not run (action_rejected), not that hitl serve was out of reach (a retry would not help).
+    approvals = _agent(agent_store, tmp_path, {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": AGENT_PROCESS})
+    call = ToolCall("pay", {"to": "V-4", "amount": 40}, session="ses_agent", framework="ask", call_id="call-w")
+    pending = await approvals.gate.check(call)
+    assert pending.pending and pending.approval is not None
+    shown = await api(hitl, "GET", f"/approvals/{pending.approval.id}", FIN1)
+    await approve(hitl, shown)
+    await api(hitl, "POST", f"/approvals/{shown['id']}/withdrawal", FIN1, {"reason": "the vendor changed banks"})
+    ticket = await approvals.gate.ticket_for(call, await agent_store.approvals.get(shown["id"]))
+    assert ticket.runs
+    with pytest.raises(EngineError) as refused:
+        await approvals.gate.begin(ticket)
+    assert refused.value.code is ErrorCode.ACTION_REJECTED and "withdrawn" in refused.value.message, refused.value
+    assert not refused.value.code.retryable
+    assert await agent_store.ledger.get(f"call:{shown['id']}") is None

@@ -161,3 +161,25 @@ def _b64(part: str) -> bytes:
     import base64
 
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+async def test_no_record_is_signed_from_a_trail_too_long_to_read_whole(hitl: Harness) -> None:
+    # Refused clicks are audited under the approval: enough of them ahead of its receipt's issue would push the issue
+    # past what the record reads, and a signed record would then say no receipt was issued. It is refused instead.
+    from hitl.api.evidence import TRAIL_READ
+    from hitl.engine.domain.records import AuditEntry
+
+    proposal = {"session": "ses_f", "tool": "pay", "args": {"to": "V-8", "amount": 8}, "idempotency_key": "k-flood"}
+    pending = await api(hitl, "POST", "/proposals", AGENT, proposal)
+    approval_id, now = pending["approval"]["id"], hitl.clock.now()
+    for i in range(TRAIL_READ):
+        refused = AuditEntry(at=now, actor="U_X", event="refused", approval_id=approval_id, outcome="not_eligible")
+        await hitl.service.store.audit.append(refused.model_copy(update={"detail": f"click {i}"}))
+    shown = await api(hitl, "GET", f"/approvals/{approval_id}", FIN1)
+    decision = {"decision": "approve", "expected_version": shown["version"], "action_hash": shown["action_hash"]}
+    await api(hitl, "POST", f"/approvals/{approval_id}/decisions", FIN1, decision)
+    key, claim = pending["execution_key"], {"action_hash": pending["approval"]["execute_hash"]}
+    assert (await api(hitl, "POST", f"/executions/{key}/claim", AGENT, claim))["receipt"]
+    assert (await api(hitl, "POST", f"/executions/{key}/outcome", AGENT, {"ok": True}))["status"] == "executed"
+    status, refused_record = await _get(hitl, f"/approvals/{approval_id}/evidence", FIN1)
+    assert status == 409 and refused_record["error"]["code"] == "trail_too_long", refused_record

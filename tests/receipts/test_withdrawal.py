@@ -18,6 +18,7 @@ from tests.bot.conftest import Harness
 from tests.receipts.conftest import AGENT, FIN1, SERVICE, api
 
 FIN2, ADMIN, BANK = "tok-fin2-pay", "tok-admin-pay", "tok-bank-redeem"
+FIN1_SUPPORT, ADMIN_SUPPORT, FIN1_FINANCE = "tok-fin1-support", "tok-admin-support", "tok-fin1-finance"
 
 
 def _more_tokens(config: Path) -> None:
@@ -131,3 +132,64 @@ async def test_a_decider_withdraws_from_the_cli_through_the_api(hitl: Harness, t
     code, body, err = await run_hitl("withdraw", shown["id"], "--reason", "me too", "--json", env=as_fin2)
     assert code != 0 and body["error"]["code"] == "not_eligible", (body, err)
     assert [e["actor"] for e in await _trail(hitl, shown["id"]) if e["event"] == "withdrawn"] == ["U_FIN1"]
+
+
+async def test_a_role_narrowed_token_withdraws_nothing_outside_its_roles(hitl: Harness, tmp_path: Path) -> None:
+    # U_FIN1 decided it with the finance role; their token narrowed to another role (an admin's too) may not take
+    # it back, as it could not have decided it: 403 not_eligible, audited, and the receipt stays active.
+    config = tmp_path / "hitl.yaml"
+    loaded = yaml.safe_load(config.read_text())
+    loaded["roles"]["support"] = ["U_FIN1", "ops:admin"]
+    loaded["api"]["tokens"] += [
+        {"name": "fin1-support", "sha256": token_hash(FIN1_SUPPORT), "reviewer": "U_FIN1", "scopes": ["read", "decide"]}
+        | {"roles": ["support"]},
+        {"name": "admin-support", "sha256": token_hash(ADMIN_SUPPORT), "reviewer": "ops:admin", "scopes": ["admin"]}
+        | {"roles": ["support"]},
+        {"name": "fin1-finance", "sha256": token_hash(FIN1_FINANCE), "reviewer": "U_FIN1", "scopes": ["decide"]}
+        | {"roles": ["finance"]},
+    ]
+    config.write_text(yaml.safe_dump(loaded))
+    _more_tokens(config)
+    shown, receipt = await _approved_receipt(hitl, "k-narrow", amount=16)
+    path = f"/approvals/{shown['id']}/withdrawal"
+    for token in (FIN1_SUPPORT, ADMIN_SUPPORT):
+        status, refused = await _call(hitl, path, token, {"reason": "outside my token's roles"})
+        assert status == 403 and refused["error"]["code"] == "not_eligible", refused
+    as_narrowed = {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": FIN1_SUPPORT, "HITL_STORE": "sqlite:///nonexistent/x.db"}
+    code, body, err = await run_hitl("withdraw", shown["id"], "--reason", "from the CLI", "--json", env=as_narrowed)
+    assert code != 0 and body["error"]["code"] == "not_eligible", (body, err)
+    assert await _call(hitl, "/receipts/introspect", SERVICE, {"receipt": receipt}) == (200, {"status": "active"})
+    trail = await _trail(hitl, shown["id"])
+    assert not [e for e in trail if e["event"] == "withdrawn"]
+    refused_by = [e["detail"] for e in trail if e["event"] == "refused" and e["outcome"] == "not_eligible"]
+    assert refused_by == [
+        "withdrawal via api:fin1-support: outside my token's roles",
+        "withdrawal via api:admin-support: outside my token's roles",
+        "withdrawal via api:fin1-support: from the CLI",
+    ], refused_by
+
+    status, done = await _call(hitl, path, FIN1_FINANCE, {"reason": "within the finance role"})
+    assert status == 200 and done["withdrawn"] is True, done
+    assert await _call(hitl, "/receipts/introspect", SERVICE, {"receipt": receipt}) == (200, {"status": "withdrawn"})
+
+
+async def test_a_withdrawn_approval_gets_no_new_receipt_and_does_not_run(hitl: Harness, tmp_path: Path) -> None:
+    # Withdrawn before anything claimed it: a receipt issued now would pass a verifier that checks offline only,
+    # so no path hands one out, and nothing runs by the approval.
+    _more_tokens(tmp_path / "hitl.yaml")
+    proposal = {"session": "ses_w", "tool": "pay", "args": {"to": "V-2", "amount": 17}, "idempotency_key": "k-late"}
+    pending = await api(hitl, "POST", "/proposals", AGENT, proposal)
+    shown = await api(hitl, "GET", f"/approvals/{pending['approval']['id']}", FIN1)
+    decision = {"decision": "approve", "expected_version": shown["version"], "action_hash": shown["action_hash"]}
+    await api(hitl, "POST", f"/approvals/{shown['id']}/decisions", FIN1, decision)
+    status, done = await _call(hitl, f"/approvals/{shown['id']}/withdrawal", FIN1, {"reason": "wrong vendor"})
+    assert status == 200 and done["withdrawn"] is True, done
+
+    key, digest = pending["execution_key"], pending["approval"]["execute_hash"]
+    status, refused = await _call(hitl, f"/executions/{key}/claim", AGENT, {"action_hash": digest})
+    assert status == 409 and refused["error"]["code"] == "action_rejected", refused
+    assert "withdrawn" in refused["error"]["message"], refused
+    status, refused = await _call(hitl, "/receipts/claim", AGENT, {"key": key, "action_hash": digest, "holder": "p"})
+    assert status == 409 and refused["error"]["code"] == "action_rejected", refused
+    assert await hitl.service.store.ledger.get(key) is None  # nothing claimed, no receipt issued
+    assert (await api(hitl, "GET", f"/approvals/{shown['id']}", FIN1))["status"] == "approved"
