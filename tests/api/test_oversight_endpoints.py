@@ -82,6 +82,19 @@ async def test_an_admin_token_narrowed_to_roles_reaches_only_their_tools_trust(
         status, done = await api.call("DELETE", query, as_=None, headers=support)
         assert status == 200 and done == {"revoked": 1}, done
 
+        # Nor does it end a handing-on of another role than its own (403, audited, still in force).
+        given = {"delegate": "U_SUPPORT1", "until": "2027-01-20", "role": "finance"}
+        status, handed = await api.call("POST", "/delegations", as_="fin1", json=given)
+        assert status == 201, handed
+        end = {"id": handed["id"]}
+        status, problem = await api.call("POST", "/delegations/end", as_=None, headers=support, json=end)
+        assert status == 403 and problem["error"]["code"] == "not_eligible", problem
+        assert await _refusals(api) == [("U_SUPPORT2", "not_eligible")] * 3
+        in_force = (await api.call("GET", "/delegations", as_="admin"))[1]["delegations"]
+        assert [d["id"] for d in in_force] == [handed["id"]]
+        status, ended = await api.call("POST", "/delegations/end", as_="admin", json=end)
+        assert status == 200 and ended["ended_by"] == "U_SUPPORT2", ended
+
 
 async def test_the_figures_per_reviewer_are_for_admins(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
