@@ -95,6 +95,19 @@ async def test_an_admin_token_narrowed_to_roles_reaches_only_their_tools_trust(
         status, ended = await api.call("POST", "/delegations/end", as_="admin", json=end)
         assert status == 200 and ended["ended_by"] == "U_SUPPORT2", ended
 
+        # Oversight is the admin role's (oversight.admin_role, as /hitl halt asks of a person): a token narrowed to
+        # other roles neither halts, unhalts nor reads the practice approvals or the figures per reviewer.
+        for method, path, body in (
+            ("POST", "/halt", {"tool": "refund", "reason": "mine to stop?"}),
+            ("POST", "/unhalt", {"tool": "refund"}),
+            ("GET", "/practice", None),
+            ("GET", "/reviewers?since=7d", None),
+        ):
+            status, problem = await api.call(method, path, as_=None, headers=support, json=body)
+            assert status == 403 and problem["error"]["code"] == "not_eligible", (path, problem)
+        assert await _refusals(api) == [("U_SUPPORT2", "not_eligible")] * 7
+        assert (await api.call("GET", "/halts", as_="admin"))[1]["halts"] == []
+
 
 async def test_the_figures_per_reviewer_are_for_admins(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
