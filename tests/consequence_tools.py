@@ -3,8 +3,10 @@ by the refund's ``reason``, a consequence that sleeps past its bound, reads its 
 
 from __future__ import annotations
 
+import json
 import os
 import time
+import urllib.request
 from typing import Any
 
 RAN: list[dict[str, Any]] = []
@@ -81,3 +83,28 @@ def invoice(args: dict[str, Any]) -> object:
 def pay(args: dict[str, Any]) -> object:
     """What a payment will do: who gets how much."""
     return {"summary": f"Pays {float(args['amount']):.2f} to {args['to']}", "changes": {"paid": [0, args["amount"]]}}
+
+
+def withdrawing(args: dict[str, Any]) -> object:
+    """What a payment will do. While the file ``$WITHDRAW_ORDER`` names exists (holding ``URL TOKEN APPROVAL_ID
+    SKIP``), each run counts ``SKIP`` down, and the run that finds it at 0 has that approval withdrawn through
+    ``hitl serve``'s API: a person's withdrawal landing at one chosen run (a hand-over's check again, after every
+    earlier look)."""
+    order = os.environ.get("WITHDRAW_ORDER", "")
+    if order and os.path.exists(order):
+        with open(order, encoding="utf-8") as f:
+            url, token, approval_id, skip = f.read().split()
+        if int(skip) > 0:
+            with open(order, "w", encoding="utf-8") as f:
+                f.write(f"{url} {token} {approval_id} {int(skip) - 1}")
+            return pay(args)
+        os.remove(order)
+        asked = urllib.request.Request(
+            f"{url}/api/v1/approvals/{approval_id}/withdrawal",
+            data=json.dumps({"reason": "withdrawn mid hand-over"}).encode(),
+            method="POST",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(asked, timeout=10) as answered:  # noqa: S310 - the test's own hitl serve
+            assert answered.status == 200
+    return pay(args)

@@ -440,7 +440,9 @@ class ToolGate:
                 code=ErrorCode.EFFECT_IN_DOUBT,
             )
         try:
-            approval = await self.effects.handed_over(ticket.approval, key=ticket.key, attempt=claim.attempt)
+            approval = await self.effects.handed_over(
+                ticket.approval, key=ticket.key, attempt=claim.attempt, already=claimed.handed_over
+            )
         except EngineError as exc:
             if exc.code not in _NOT_RUN:
                 raise

@@ -180,9 +180,10 @@ def _icu() -> Any:
 @cache
 def _hidden_class() -> re.Pattern[str]:
     """Unicode's default-ignorable and bidi-control characters and every control, from the pinned ICU, the
-    Braille blank (a letter to Unicode, drawn as nothing), and the surrogates (a lone one, which only an in-process
-    str holds, would otherwise break the JSON or UTF-8 that carries the text on)."""
-    found = _icu().UnicodeSet(r"[[:Default_Ignorable_Code_Point:][:Bidi_Control:][:Cc:][\u2800]]")
+    Braille blank (a letter to Unicode, drawn as nothing), the line and paragraph separators (a break that a
+    terminal, a log line or a reader splitting at newlines does not see as one), and the surrogates (a lone one,
+    which only an in-process str holds, would otherwise break the JSON or UTF-8 that carries the text on)."""
+    found = _icu().UnicodeSet(r"[[:Default_Ignorable_Code_Point:][:Bidi_Control:][:Cc:][\u2800\u2028\u2029]]")
     ranges = "".join(
         re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
         for start, end in ((ord(a), ord(b)) for a, b in found.ranges())

@@ -111,10 +111,14 @@ class Effects:
         if self.drift is not None:
             await self.drift.before_running(approval)
 
-    async def handed_over(self, approval: Approval, *, key: str, attempt: int) -> Approval:
+    async def handed_over(self, approval: Approval, *, key: str, attempt: int, already: bool = False) -> Approval:
         """Move ``approval`` to executing with the claim just acquired; when another caller's drift check
-        superseded or expired it in between, let the claim go unrun and refuse (nothing runs)."""
-        moved = await self.mark(approval, Status.EXECUTING)
+        superseded or expired it in between, let the claim go unrun and refuse (nothing runs). ``already``: the
+        claim's own step moved it for this holder (``hitl serve``'s, claiming for this process), so the holder
+        reads it instead of moving it again: one hand-over is one version and one audit line wherever it is made."""
+        moved = await self.store.approvals.get(approval.id) if already else approval
+        if not already or moved.status is Status.APPROVED:  # said moved, yet still approved: it is moved here
+            moved = await self.mark(moved, Status.EXECUTING)
         if moved.status not in (Status.SUPERSEDED, Status.EXPIRED):
             return moved
         why = f"not run: {moved.id} is {moved.status} ({moved.reason or 'its consequence drifted'})"
@@ -221,7 +225,7 @@ class Effects:
             if not claim.acquired:  # another caller ran it meanwhile
                 return await self._not_ours(tool, claim, approval, key, run_lease, exclusive=exclusive)
         if approval is not None and run_lease is None:  # a run's commit moved it to executing with the claim
-            approval = await self.handed_over(approval, key=key, attempt=claim.attempt)
+            approval = await self.handed_over(approval, key=key, attempt=claim.attempt, already=claimed.handed_over)
         try:
             async with self._renewing(key, claim.attempt):
                 output = await tool(args, idempotency_key=key, receipt=claimed.receipt)

@@ -66,6 +66,9 @@ class Receipted:
 
     claim: Claim
     receipt: str | None = None
+    handed_over: bool = False
+    """Whether the claim's own step also moved the approval to ``executing`` for the claim's holder (``hitl
+    serve``'s, claiming for another process): the holder does not move it again."""
 
 
 @dataclass(frozen=True)

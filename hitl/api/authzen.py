@@ -187,6 +187,12 @@ async def _handed_over(gate: ToolGate, ticket: Ticket) -> Decision:
                 return Decision(
                     decision=False, context={"reason": _REFUSED.get(exc.code, "denied"), "approval_id": approval_id}
                 )
+        except EngineError as exc:
+            # Withdrawn after the look above, before the claim (which asks the ledger again, and refused it): the
+            # answer the look gives, not an error.
+            if exc.code is ErrorCode.ACTION_REJECTED and await _withdrawn(gate, approval_id):
+                return withdrawn
+            raise
         else:
             claim = await store.ledger.get(ticket.key)
             assert claim is not None and claimed.approval is not None

@@ -58,6 +58,20 @@ async def end(request: web.Request) -> web.Response:
     caller = caller_of(request, Scope.DECIDE)
     body = await body_of(request, DelegationEnd)
     delegations = ctx.lifecycle.contexts.default.service.delegations
+    if Scope.ADMIN in caller.scopes and caller.roles is not None and body.id is not None:
+        # A role-narrowed admin token ends only a handing-on of one of its roles, as it ends only their trust.
+        found = next((d for d in await delegations.in_force() if d.id == body.id), None)
+        theirs = found is not None and caller.reviewer in (found.delegator, found.delegate)
+        if found is not None and not theirs and (found.role is None or found.role not in caller.roles):
+            what = f"the role {found.role}" if found.role else "every role its delegator holds"
+            refusal = ApiError(
+                403,
+                "not_eligible",
+                f"this token is limited to the roles {', '.join(sorted(caller.roles)) or '(none)'}, and delegation "
+                f"{found.id} hands on {what}: end it with a token that holds it",
+            )
+            await ctx.refused(request, refusal)
+            raise refusal
     try:
         ended = await delegations.end(caller.reviewer, body.id, admin=Scope.ADMIN in caller.scopes)
     except EngineError as exc:

@@ -20,12 +20,18 @@ __all__ = ["routes"]
 
 async def _decides(ctx: ApiContext, caller: Caller) -> Callable[[str], bool]:
     """Whether this token may decide a tool: its reviewer's roles (narrowed to the token's, read once) hold the
-    role the tool asks for, and the token sees the tool; an admin token may decide every tool."""
-    if Scope.ADMIN in caller.scopes:
-        return lambda tool: True
-    who = await TokenReviewers(caller, ctx.lifecycle.contexts.default.service.reviewers).reviewer(caller.reviewer)
+    role the tool asks for, and the token sees the tool; an admin token may decide every tool, within the roles
+    and tools it is narrowed to when it names some (as it withdraws an approval only within them)."""
     config = ctx.config.current()[0]
-    return lambda tool: caller.sees(tool) and config.may_decide_tool(who.roles, tool)
+    if Scope.ADMIN in caller.scopes:
+        if caller.roles is None:
+            return caller.sees  # every role: every tool the token sees, as it sees their approvals
+        # The admin scope stands for every role; the token's own roles narrow it by the one rule deciding uses.
+        roles = caller.roles
+    else:
+        reviewers = ctx.lifecycle.contexts.default.service.reviewers
+        roles = (await TokenReviewers(caller, reviewers).reviewer(caller.reviewer)).roles
+    return lambda tool: caller.sees(tool) and config.may_decide_tool(roles, tool)
 
 
 async def listed(request: web.Request) -> web.Response:
@@ -44,7 +50,12 @@ async def revoke(request: web.Request) -> web.Response:
     caller = caller_of(request, Scope.DECIDE)
     q = query_of(request, TrustQuery)
     if not (await _decides(ctx, caller))(q.tool):
-        refusal = ApiError(403, "not_eligible", f"{caller.reviewer} may not decide {q.tool}, so may not end its trust")
+        refusal = ApiError(
+            403,
+            "not_eligible",
+            f"{caller.reviewer} may not decide {q.tool} with this token (its roles and tools), so may not end its "
+            "trust; end it with a token that may decide it",
+        )
         await ctx.refused(request, refusal)  # a code the engine audits elsewhere: audited here, once
         raise refusal
     now = ctx.lifecycle.contexts.clock.now()

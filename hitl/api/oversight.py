@@ -1,5 +1,6 @@
 """Oversight over HTTP: the stop switch (``/halt``, ``/unhalt`` with an ``admin`` token; ``/halts`` for a reader), the
-practice approvals still waiting (``/practice``) and the figures per reviewer (``/reviewers``), ``admin`` only."""
+practice approvals still waiting (``/practice``) and the figures per reviewer (``/reviewers``), ``admin`` only (and
+an ``admin`` token narrowed to roles only when they hold ``oversight.admin_role``)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,26 @@ from .models import (
 )
 from .problems import ApiError, from_engine
 from .routes import Endpoint
+from .tokens import Caller
 
 __all__ = ["routes"]
+
+
+async def _overseer(request: web.Request) -> Caller:
+    """The ``admin`` caller, refused (403 ``not_eligible``, audited) when its token is narrowed to roles that do not
+    hold ``oversight.admin_role``: it oversees only by the rule Slack's ``/hitl halt`` asks of a person."""
+    caller = caller_of(request, Scope.ADMIN)
+    ctx = request.app[CONTEXT]
+    if caller.roles is not None and ctx.config.current()[0].may_halt(caller.roles) is not True:
+        refusal = ApiError(
+            403,
+            "not_eligible",
+            f"this token is limited to the roles {', '.join(sorted(caller.roles)) or '(none)'}, none of them the "
+            "admin role (oversight.admin_role): oversee with a token not narrowed to roles, or one that holds it",
+        )
+        await ctx.refused(request, refusal)
+        raise refusal
+    return caller
 
 
 def _view(o: HaltOrder) -> HaltView:
@@ -40,7 +59,7 @@ def _view(o: HaltOrder) -> HaltView:
 async def halt(request: web.Request) -> web.Response:
     """Halt a tool, or every tool: nothing new of it is proposed, approved or executed until it is unhalted."""
     ctx = request.app[CONTEXT]
-    caller = caller_of(request, Scope.ADMIN)
+    caller = await _overseer(request)
     body = await body_of(request, HaltRequest)
     try:
         order = await ctx.lifecycle.halt(body.tool, by=caller.reviewer, reason=body.reason)
@@ -52,7 +71,7 @@ async def halt(request: web.Request) -> web.Response:
 async def unhalt(request: web.Request) -> web.Response:
     """Lift a halt, and resume the runs it paused."""
     ctx = request.app[CONTEXT]
-    caller = caller_of(request, Scope.ADMIN)
+    caller = await _overseer(request)
     body = await body_of(request, UnhaltRequest)
     try:
         lifted, resumed = await ctx.lifecycle.unhalt(body.tool, by=caller.reviewer)
@@ -78,7 +97,7 @@ async def listed(request: web.Request) -> web.Response:
 async def reviewers(request: web.Request) -> web.Response:
     """The oversight figures per reviewer (admin only): decisions, corrections, practice caught and missed."""
     ctx = request.app[CONTEXT]
-    caller_of(request, Scope.ADMIN)
+    await _overseer(request)
     q = query_of(request, ReviewersQuery)
     start = ctx.lifecycle.contexts.clock.now() - q.seconds
     seen = await recent_since(ctx.lifecycle.store.approvals, start)
@@ -93,7 +112,7 @@ async def reviewers(request: web.Request) -> web.Response:
 async def practice(request: web.Request) -> web.Response:
     """The practice approvals still waiting (admin only)."""
     ctx = request.app[CONTEXT]
-    caller_of(request, Scope.ADMIN)
+    await _overseer(request)
     try:
         found = [_planted(a, ctx) async for a in every_pending(ctx.lifecycle.store.approvals) if is_practice(a)]
     except EngineError as exc:

@@ -503,9 +503,10 @@ def show(
             for view in views:
                 if out.json:
                     out.emit(approval_json(view))
-                else:  # with how it reached people (e-mail, the page opened), from its audit trail
+                else:  # with how it reached people (e-mail, the page opened) and its withdrawal, from its trail
                     trail = [AuditView.of(e) for e in await rt.store.audit.entries(approval_id=view.id)]
-                    out.approval(view.model_copy(update={"audit": [e for e in trail if e.event in DELIVERY_EVENTS]}))
+                    told = [e for e in trail if e.event in DELIVERY_EVENTS or e.event == "withdrawn"]
+                    out.approval(view.model_copy(update={"audit": told}))
         return 0
 
     run_command(out, work)

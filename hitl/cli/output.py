@@ -370,6 +370,8 @@ class Out:
             if e.event in DELIVERY_EVENTS:  # how it reached people beyond its card: e-mail, the page opened
                 said = delivery_line(e.event, actor=e.actor, detail=e.detail, outcome=e.outcome)
                 t.add_row("delivery", Text(reveal_hidden(said)))
+            elif e.event == "withdrawn":  # who took it back, and their reason as typed (hidden characters shown)
+                t.add_row("withdrawn", Text(reveal_hidden(f"by {e.actor}: {e.detail}")))
         if v.evidence:
             t.add_row("evidence", Text(f"(untrusted) {reveal_hidden(v.evidence)}", style="italic"))
         self.console.print(t)
@@ -476,8 +478,10 @@ class Out:
         if self.json:
             self.emit({"audit": [v.model_dump(mode="json") for v in views]})
             return
+        # A detail can hold what a person typed (a withdrawal's reason): its hidden characters shown, never sent.
+        shown = [(Text(reveal_hidden(v.actor)), Text(reveal_hidden(v.detail))) for v in views]
         rows: list[list[str | Text]] = [
-            [v.at, v.event, Text(v.actor), v.approval_id or "", str(v.version or ""), v.outcome, Text(v.detail)]
-            for v in views
+            [v.at, v.event, actor, v.approval_id or "", str(v.version or ""), v.outcome, detail]
+            for v, (actor, detail) in zip(views, shown, strict=True)
         ]
         self.table(("at", "event", "actor", "approval", "v", "outcome", "detail"), rows, narrow=_audit_lines)

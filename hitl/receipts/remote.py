@@ -119,7 +119,10 @@ class RemoteReceipts:
         status, answer = await self._post(CLAIM_PATH, body, approval.tool, approval.id)
         if status == 200:
             try:
-                return Receipted(Claim.model_validate(answer["claim"]), answer.get("receipt"))
+                claim = Claim.model_validate(answer["claim"])
+                # hitl serve hands a claim acquired afresh over as every claim is: the approval is executing.
+                handed = claim.acquired and not claim.recovered
+                return Receipted(claim, answer.get("receipt"), handed_over=handed)
             except (KeyError, TypeError, ValidationError):
                 raise self._unavailable(approval.tool, approval.id, "its answer was not a claim") from None
         raise self._refused(status, answer, approval.tool, approval.id, key=key)

@@ -69,6 +69,45 @@ async def test_a_hand_over_withdrawn_before_its_receipt_was_spent_is_no_longer_r
     assert status == 200 and no == no_longer(approval_id)
 
 
+CHECKED = CONFIG.replace(
+    "transfer: {tier: auto, timeout: 10m}",
+    "transfer: {tier: auto, timeout: 10m, consequence: 'tests.consequence_tools:withdrawing', consequence_check: true,"
+    " consequence_limits: {env: [WITHDRAW_ORDER]}}",
+)
+"""The gateway's transfers with their consequence checked again at each hand-over, by a consequence that withdraws
+the approval ``$WITHDRAW_ORDER`` names (:func:`tests.consequence_tools.withdrawing`)."""
+
+
+@pytest.fixture(params=("sqlite", "redis"))
+async def checked(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Harness]:
+    """``hitl serve`` on SQLite and Redis, serving :data:`CHECKED`."""
+    assert CHECKED != CONFIG
+    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
+    monkeypatch.setenv("WITHDRAW_ORDER", str(tmp_path / "withdraw-order"))
+    async with harness_on(request, tmp_path, clock, CHECKED) as h:
+        yield h
+
+
+async def test_an_approval_withdrawn_after_the_gateway_s_own_look_says_withdrawn(
+    checked: Harness, tmp_path: Path
+) -> None:
+    # Withdrawn after the evaluation looked for a withdrawal and before its claim (while the hand-over checks the
+    # consequence again): the claim refuses it, and the gateway is told withdrawn, as the earlier look tells it,
+    # not handed a 409 error.
+    approval_id = await approved(checked, "r-w3")
+    # The evaluation's proposal computes the consequence once (its call is found approved); the hand-over's check
+    # computes it again, and that run withdraws.
+    (tmp_path / "withdraw-order").write_text(f"{checked.bot_url} {FIN1} {approval_id} 1")
+    status, no = await ask(checked, "/access/v1/evaluation", evaluation(TO_V1, "r-w3"))
+    assert not (tmp_path / "withdraw-order").exists()  # withdrawn in between, by the consequence's run
+    assert status == 200 and no == no_longer(approval_id), (status, no)
+    _, a = await ask(checked, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    assert a["status"] == "approved" and [e["event"] for e in a["audit"]].count("withdrawn") == 1, a
+    assert await checked.rt.runtime.store.ledger.get(f"call:{approval_id}") is None  # nothing claimed
+
+
 UNKEEPABLE: list[tuple[str, dict[str, Any]]] = [
     ("a NUL in the session", {"session": "gw\u00001"}),
     ("a NUL in the request id", {"request_id": "r\u0000x"}),

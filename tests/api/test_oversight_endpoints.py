@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from hitl.api import token_hash
 from hitl.api.limits import RateLimiter
 from hitl.api.unauthenticated import Unauthenticated
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
+from tests.api.cli_process import hitl
 from tests.api.conftest import Api, sqlite_api, trusted_refund
 
 
@@ -44,6 +46,67 @@ async def test_trust_grants_over_the_api_each_with_its_scope(
         status, problem = await api.call("DELETE", query, as_="sup2")
         assert status == 404
         assert (await api.call("GET", "/trust", as_="admin"))[1]["grants"] == []
+
+
+ADMIN_MAIL, ADMIN_SUPPORT = "tok-admin-mail", "tok-admin-support"
+NARROWED_ADMINS = "".join(
+    f"    - {{name: {name}, sha256: {token_hash(token)}, reviewer: U_SUPPORT2, scopes: [admin], roles: [{role}]}}\n"
+    for name, token, role in (("admin-mail", ADMIN_MAIL, "mail"), ("admin-support", ADMIN_SUPPORT, "support"))
+)
+"""Two admin tokens narrowed to one role each (more entries of the ``api.tokens`` list the configuration ends with)."""
+
+
+async def test_an_admin_token_narrowed_to_roles_reaches_only_their_tools_trust(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # refund is decided by support (or finance, for a large one): an admin token narrowed to mail neither lists nor
+    # ends its trust, over the API or from the CLI through it (403 not_eligible, audited, the grant still in force).
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
+    mail_role = lambda text: text.replace("roles:\n", "roles:\n  mail: [U_SUPPORT2]\n", 1)  # noqa: E731
+    async with sqlite_api(tmp_path, clock, extra=NARROWED_ADMINS, edit=mail_role) as api:
+        await trusted_refund(api)
+        mail, support = ({"Authorization": f"Bearer {t}"} for t in (ADMIN_MAIL, ADMIN_SUPPORT))
+        status, listed = await api.call("GET", "/trust", as_=None, headers=mail)
+        assert status == 200 and listed["grants"] == [], listed
+        query = "/trust?session=s1&tool=refund"
+        status, problem = await api.call("DELETE", query, as_=None, headers=mail)
+        assert status == 403 and problem["error"]["code"] == "not_eligible", problem
+        env = {"HITL_API_URL": api.h.bot_url, "HITL_TOKEN": ADMIN_MAIL, "HITL_STORE": "sqlite:///nonexistent/x.db"}
+        code, body, err = await hitl("trust", "revoke", "refund", "--session", "s1", "--json", env=env)
+        assert code != 0 and body["error"]["code"] == "not_eligible", (body, err)
+        assert await _refusals(api) == [("U_SUPPORT2", "not_eligible")] * 2
+        assert len((await api.call("GET", "/trust", as_="admin"))[1]["grants"]) == 1
+
+        status, listed = await api.call("GET", "/trust", as_=None, headers=support)
+        assert status == 200 and len(listed["grants"]) == 1, listed
+        status, done = await api.call("DELETE", query, as_=None, headers=support)
+        assert status == 200 and done == {"revoked": 1}, done
+
+        # Nor does it end a handing-on of another role than its own (403, audited, still in force).
+        given = {"delegate": "U_SUPPORT1", "until": "2027-01-20", "role": "finance"}
+        status, handed = await api.call("POST", "/delegations", as_="fin1", json=given)
+        assert status == 201, handed
+        end = {"id": handed["id"]}
+        status, problem = await api.call("POST", "/delegations/end", as_=None, headers=support, json=end)
+        assert status == 403 and problem["error"]["code"] == "not_eligible", problem
+        assert await _refusals(api) == [("U_SUPPORT2", "not_eligible")] * 3
+        in_force = (await api.call("GET", "/delegations", as_="admin"))[1]["delegations"]
+        assert [d["id"] for d in in_force] == [handed["id"]]
+        status, ended = await api.call("POST", "/delegations/end", as_="admin", json=end)
+        assert status == 200 and ended["ended_by"] == "U_SUPPORT2", ended
+
+        # Oversight is the admin role's (oversight.admin_role, as /hitl halt asks of a person): a token narrowed to
+        # other roles neither halts, unhalts nor reads the practice approvals or the figures per reviewer.
+        for method, path, body in (
+            ("POST", "/halt", {"tool": "refund", "reason": "mine to stop?"}),
+            ("POST", "/unhalt", {"tool": "refund"}),
+            ("GET", "/practice", None),
+            ("GET", "/reviewers?since=7d", None),
+        ):
+            status, problem = await api.call(method, path, as_=None, headers=support, json=body)
+            assert status == 403 and problem["error"]["code"] == "not_eligible", (path, problem)
+        assert await _refusals(api) == [("U_SUPPORT2", "not_eligible")] * 7
+        assert (await api.call("GET", "/halts", as_="admin"))[1]["halts"] == []
 
 
 async def test_the_figures_per_reviewer_are_for_admins(

@@ -12,10 +12,12 @@ from slack_sdk.models.blocks import Block
 from hitl.bot.views.blocks import card
 from hitl.bot.views.escape import escape_mrkdwn, label
 from hitl.bot.views.group_cards import group_card, member_list_view
+from hitl.bot.views.withdrawal import ReceiptsShown
 from hitl.engine.domain.models import Decision, DecisionKind, Status
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import InvalidInput
+from hitl.engine.receipts.withdrawing import REASON_MAX
 from hitl.sandbox.limits import MESSAGE_TEXT_BUDGET, message_problems
 from hitl.testing import FakeClock, make_approval
 from tests.bot.conftest import Harness
@@ -24,7 +26,7 @@ from tests.slack_text import typed_texts
 
 TRUSTED = re.compile(r"<!date\^\d+\^\{date_short_pretty\} \{time\}\|[0-9: -]+UTC>|<@[UW][A-Z0-9_]+>")
 INVISIBLE = re.compile(
-    "[\u200b\u200c\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f"
+    "[\u200b\u200c\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029"
     "\u061c\u3164\u115f\u1160\u180e\uffa0\u2800\U000e0000-\U000e007f\ud800-\udfff]"
 )
 
@@ -90,6 +92,9 @@ def test_every_hostile_string_stays_inert_on_every_card_state(hostile: str) -> N
     assert_inert(card(decided, now=clock.now()))
     modified = a.model_copy(update={"status": Status.APPROVED, "approved_args": {"note": hostile[::-1]}})
     assert_inert(card(modified, now=clock.now()))
+    # Withdrawn, by whoever and for whatever reason the trail says (the reason as a person typed it).
+    withdrawn = ReceiptsShown(withdrawn_by=hostile[:60] or "x", reason=hostile[:REASON_MAX])
+    assert_inert(card(modified.model_copy(update={"decisions": (vote,)}), now=clock.now(), receipts=withdrawn))
 
 
 def test_escaping_is_minimal_and_truncation_never_splits_an_entity() -> None:

@@ -87,7 +87,7 @@ def test_arguments_carrying_line_breaks_build_no_header() -> None:
     subject = str(msg["Subject"])
     assert "\r" not in subject and "\n" not in subject and "\u2028" not in subject
     # The sentence as the card says it (values quoted, hidden characters marked), redacted, on one line
-    assert subject == "[hitl] Approval needed: Refund 49 to “Zoë Cc: [email]” for order “78291[U+000D]…”"
+    assert subject == "[hitl] Approval needed: Refund 49 to “Zoë[U+2028]Cc: [email]” for order “78291[U+000D]…”"
     assert b"=?utf-8?" in headers  # the non-ASCII subject encoded (RFC 2047), not sent raw
 
 
@@ -146,4 +146,4 @@ def test_a_digest_names_each_approval_by_its_heading_and_link_alone() -> None:
         assert "IGNORE PREVIOUS" not in body and "script" not in body  # no evidence, no argument
         assert body.count(f"https://hitl.example.com/inbox/approvals/{a.id}") == (4 if body is html else 2)
         assert "Check that every link goes to hitl.example.com" in body
-    assert "“Zoë Cc: [email]”" in text
+    assert "“Zoë[U+2028]Cc: [email]”" in text

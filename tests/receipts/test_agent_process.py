@@ -268,3 +268,35 @@ async def test_an_agent_process_is_told_a_withdrawn_approval_will_not_run(
     assert refused.value.code is ErrorCode.ACTION_REJECTED and "withdrawn" in refused.value.message, refused.value
     assert not refused.value.code.retryable
     assert await agent_store.ledger.get(f"call:{shown['id']}") is None
+
+
+async def test_an_agent_process_s_run_moves_its_approval_as_an_in_process_run_does(
+    hitl: Harness, payments: Payments, agent_store: SqliteStore, tmp_path: Path
+) -> None:
+    # hitl serve's claim moved the approval to executing for the agent's holder: the agent process, holding that
+    # claim, does not move it again (no second version, no second executing line), whatever copy it read before.
+    approvals = _agent(agent_store, tmp_path, {"HITL_API_URL": hitl.bot_url, "HITL_TOKEN": AGENT_PROCESS})
+
+    @approvals.guard("pay", session="ses_agent")
+    def pay(to: str, amount: int, *, receipt: str | None = None) -> dict[str, Any]:
+        return _pay(payments.url, {"to": to, "amount": amount}, receipt)
+
+    guarded = asyncio.create_task(pay("V-3", 30))
+    asked = await _approve_next(hitl)
+    assert (await guarded)["paid"]
+    shown = await api(hitl, "GET", f"/approvals/{asked['id']}", FIN1)
+    moves = [(e["event"], e["version"], e["actor"]) for e in shown["audit"] if e["event"] in ("executing", "executed")]
+    approved = next(e["version"] for e in shown["audit"] if e["event"] == "decided")
+    holder = approvals.gate.worker_id
+    # As an in-process run moves it: approved at v, executing at v+1, executed at v+2, each once.
+    assert moves == [("executing", approved + 1, holder), ("executed", approved + 2, holder)], shown["audit"]
+    assert (shown["status"], shown["version"]) == ("executed", approved + 2)
+
+    # ask: the agent's framework runs the call itself once told it may; its hand-over is one move too.
+    answered = asyncio.create_task(approvals.ask("pay", {"to": "V-5", "amount": 50}, session="ses_agent"))
+    asked = await _approve_next(hitl)
+    assert (await answered).approved
+    shown = await api(hitl, "GET", f"/approvals/{asked['id']}", FIN1)
+    approved = next(e["version"] for e in shown["audit"] if e["event"] == "decided")
+    moves = [(e["event"], e["version"], e["actor"]) for e in shown["audit"] if e["event"] == "executing"]
+    assert moves == [("executing", approved + 1, holder)], shown["audit"]

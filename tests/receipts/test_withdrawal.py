@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from hitl.api import token_hash
+from hitl.engine.domain.display import reveal
 from tests.api.cli_process import hitl as run_hitl
 from tests.bot.conftest import Harness
+from tests.bot.hostile import HOSTILE, batches, carried
+from tests.bot.test_hostile_text import INVISIBLE, assert_inert
+from tests.bot.test_withdraw_card import _approved_receipt as approved_on_card
+from tests.bot.test_withdraw_card import _open_form, _reason
 from tests.receipts.conftest import AGENT, FIN1, SERVICE, api
 
 FIN2, ADMIN, BANK = "tok-fin2-pay", "tok-admin-pay", "tok-bank-redeem"
@@ -193,3 +199,58 @@ async def test_a_withdrawn_approval_gets_no_new_receipt_and_does_not_run(hitl: H
     assert status == 409 and refused["error"]["code"] == "action_rejected", refused
     assert await hitl.service.store.ledger.get(key) is None  # nothing claimed, no receipt issued
     assert (await api(hitl, "GET", f"/approvals/{shown['id']}", FIN1))["status"] == "approved"
+
+
+def _withdrawable(text: str) -> bool:
+    """Whether a withdrawal keeps ``text`` as its reason (1 to 500 characters once trimmed, no control character
+    but line breaks and tabs): the rest are refused with invalid_input."""
+    kept = text.strip()
+    return carried(text) and 0 < len(kept) <= 500 and not any(ord(c) < 32 and c not in "\n\t" for c in kept)
+
+
+async def test_every_hostile_withdrawal_reason_stays_inert_on_the_card_home_hitl_show_and_hitl_audit(
+    hitl: Harness, tmp_path: Path
+) -> None:
+    # The hostile corpus as withdrawal reasons, a batch of them a reason: each drawn literally, its hidden, bidi and
+    # line-separating characters marked, on the card, the Home tab and in both CLI commands that show it.
+    _more_tokens(tmp_path / "hitl.yaml")
+    kept = [t for t in HOSTILE if _withdrawable(t)]
+    shown, _ = await _approved_receipt(hitl, "k-refused", amount=9)
+    for text in (t for t in HOSTILE if carried(t) and not _withdrawable(t)):
+        status, refused = await _call(hitl, f"/approvals/{shown['id']}/withdrawal", FIN1, {"reason": text})
+        coded = (status, refused["error"]["code"])  # past the body limit, refused before it is read
+        assert coded in ((422, "invalid_input"), (413, "body_too_large")), (text[:40], refused)
+    assert not [e for e in await _trail(hitl, shown["id"]) if e["event"] == "withdrawn"]  # none changed anything
+
+    withdrawn: dict[str, str] = {}
+    for i, batch in enumerate(batches(kept, 400)):  # withdrawn from the card's form, so the card is drawn again
+        approval_id, _ = await approved_on_card(hitl, f"k-hostile-{i}", 10 + i)
+        view_id = await _open_form(hitl, approval_id, "U_FIN1")
+        assert view_id is not None
+        reason = "\n".join(batch)
+        done = await hitl.slack.submit("U_FIN1", view_id, _reason(reason))
+        assert done.status == 200 and done.json() is None, (reason[:60], done.json())
+        withdrawn[approval_id] = reason.strip()
+    assert len(kept) > 60 and any("\u202e" in r for r in withdrawn.values())
+    assert any("\u2028" in r for r in withdrawn.values()) and any("\u200b" in r for r in withdrawn.values())
+    await hitl.settle()
+    for approval_id, reason in withdrawn.items():
+        card = hitl.card_for(approval_id)
+        assert_inert(card.blocks)
+        [box] = [b for b in card.blocks if str(b.get("block_id", "")).startswith("hitl_withdrawn_reason:")]
+        drawn = "".join(run["text"] for run in box["elements"][0]["elements"])
+        assert drawn.rstrip("…")[:200] == reveal(reason, keep="\n\t")[0][:200], (drawn[:80], reason[:80])
+    assert (await hitl.slack.home_opened("U_FIN1")).status == 200
+    await hitl.rt.ctx.home.settled()
+    assert_inert(hitl.state.homes["U_FIN1"]["blocks"])
+
+    env = {"HITL_STORE": f"sqlite:///{tmp_path / 'hitl.db'}", "HITL_CONFIG": str(tmp_path / "hitl.yaml")}
+    code, out, err = await run_hitl("show", *withdrawn, env=env)
+    assert code == 0, err
+    code, trail, err = await run_hitl("audit", "--limit", "500", env={**env, "COLUMNS": "400"})
+    assert code == 0, err
+    for printed in (out, trail):
+        # No escape, bidi, hidden or line-separating character reaches a terminal: each is shown as [U+XXXX].
+        assert not INVISIBLE.search(printed) and not re.search("[\u2028\u2029\u0085]", printed), repr(printed[:300])
+    assert "[U+202E]" in out and "[U+2028]" in out, out[:3000]  # hitl show says who withdrew it and why
+    assert "[U+202E]" in trail and "[U+2028]" in trail
