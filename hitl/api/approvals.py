@@ -12,11 +12,13 @@ from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.questions import ASK_PERSON
 from hitl.engine.domain.ranking import why_ranked
+from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, NotFound
+from hitl.engine.receipts.withdrawing import within_roles
 from hitl.engine.storage.queue import queue_page
 
-from .context import CONTEXT, body_of, caller_of, may_see, query_of
+from .context import CONTEXT, ApiContext, body_of, caller_of, may_see, query_of
 from .models import (
     ApprovalList,
     ApprovalView,
@@ -29,6 +31,7 @@ from .models import (
 )
 from .problems import ApiError, from_engine
 from .routes import Endpoint
+from .tokens import Caller
 
 __all__ = ["routes"]
 
@@ -159,13 +162,49 @@ async def wait(request: web.Request) -> web.Response:
 async def audit(request: web.Request) -> web.Response:
     """The newest audit entries, oldest first (admin).
 
-    The whole trail (every approval's entries and the runs'): for admins; a reader gets one approval's.
+    The whole trail (every approval's entries and the runs'): for an admin token narrowed to nothing; one narrowed to
+    roles or tools reads the entries of the approvals it reaches only (:func:`_narrowed`); a reader gets one
+    approval's.
     """
     ctx = request.app[CONTEXT]
-    caller_of(request, Scope.ADMIN)
+    caller = caller_of(request, Scope.ADMIN)
     q = query_of(request, AuditQuery)
-    entries = await ctx.lifecycle.store.audit.entries(limit=q.limit)
+    if caller.roles is None and caller.tools is None:
+        entries = await ctx.lifecycle.store.audit.entries(limit=q.limit)
+    else:
+        entries = await _narrowed(ctx, caller, q.limit)
     return web.json_response(AuditList(entries=[AuditView.of(e) for e in entries]).model_dump(mode="json"))
+
+
+NARROWED_SCAN = 5000
+"""How many of the newest audit entries a narrowed admin token's read looks through for the ones it may read."""
+
+
+async def _narrowed(ctx: ApiContext, caller: Caller, limit: int) -> list[AuditEntry]:
+    """The newest ``limit`` entries, oldest first, among the newest :data:`NARROWED_SCAN`, that an admin token
+    narrowed to roles or tools may read: those of an approval it sees (:func:`may_see`: its tools) within its roles
+    (:func:`within_roles`: the rule by which it decides or withdraws one). An entry tied to no approval (a run's, a
+    grant's, a halt's, a refused request's) is left out, as is one of an approval no longer stored: nothing says
+    which roles it concerns, and the narrowing must not be read past (fail closed)."""
+    store, now = ctx.lifecycle.store, ctx.lifecycle.contexts.clock.now()
+    reaches: dict[str, bool] = {}
+    kept: list[AuditEntry] = []
+    for entry in reversed(await store.audit.entries(limit=NARROWED_SCAN)):
+        approval_id = entry.approval_id
+        if approval_id is None:
+            continue
+        if approval_id not in reaches:
+            try:
+                a = await store.approvals.get(approval_id)
+            except NotFound:
+                reaches[approval_id] = False
+            else:
+                reaches[approval_id] = may_see(caller, a) and within_roles(a, caller.reviewer, caller.roles, now)
+        if reaches[approval_id]:
+            kept.append(entry)
+            if len(kept) == limit:
+                break
+    return kept[::-1]
 
 
 def routes() -> list[Endpoint]:

@@ -333,6 +333,7 @@ class WebInbox:
         halt = None
         if approval.status is Status.PENDING:  # the stop switch: the page says so, and offers Reject alone
             halt = covering(await self.ctx.lifecycle.store.halts.active(), acted_on(approval))
+        trail = await self.ctx.lifecycle.store.audit.entries(approval_id=approval.id)
         body = pages.decision_page(
             approval,
             self.ctx.present(approval),
@@ -343,13 +344,14 @@ class WebInbox:
             halted=halt_message(halt, acted_on(approval)) if halt is not None else None,
             notice=session.told.pop(approval.id, None) if error is None else None,
             field_errors=fields or {},
-            delivery=await self._delivery(approval),
+            delivery=self._delivery(trail),
+            withdrawn=next((e for e in trail if e.event == "withdrawn"), None),  # the first withdrawal stands
         )
         return _html(body, status)
 
-    async def _delivery(self, approval: Approval) -> list[str]:
-        """How ``approval`` reached people beyond its card: its e-mail queued, sent or refused (from its audit)."""
-        trail = await self.ctx.lifecycle.store.audit.entries(approval_id=approval.id)
+    @staticmethod
+    def _delivery(trail: list[AuditEntry]) -> list[str]:
+        """How an approval reached people beyond its card: its e-mail queued, sent or refused (from its audit)."""
         return [
             delivery_line(e.event, actor=e.actor, detail=e.detail, outcome=e.outcome)
             for e in trail

@@ -15,10 +15,11 @@ from hitl.bot.views.controls import trust_scope
 from hitl.bot.views.form_errors import REASON_FIELD
 from hitl.bot.views.modals import CONFIRM_FIELD
 from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence
-from hitl.engine.domain.display import excerpt, reveal
+from hitl.engine.domain.display import excerpt, lookalikes, reveal
 from hitl.engine.domain.drift import ConsequenceDrift
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status
 from hitl.engine.domain.presentation import Presentation
+from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.spot_checks import is_spot_check
 
 __all__ = ["decided_by", "decision_page", "message_page", "shown_evidence"]
@@ -217,6 +218,27 @@ def _drift(drift: ConsequenceDrift | None) -> str:
     return notice + _consequence(drift.seen, "What was approved")
 
 
+def _withdrawn(entry: AuditEntry | None) -> str:
+    """Who withdrew the approval's go, when, through what, and why: hitl's line, then their reason apart in a box
+    of its own, inert (escaped, its hidden characters shown as [U+XXXX]), with its look-alike letters and hidden
+    characters named under it as a value's are."""
+    if entry is None:
+        return ""
+    # Its detail is "withdrawal via <surface>: <reason>" (hitl.engine.receipts.withdrawing).
+    via, _, reason = entry.detail.removeprefix("withdrawal via ").partition(": ")
+    shown, hidden = reveal(reason, keep="\n\t")
+    marks = [*lookalikes(reason)]
+    if hidden:
+        marks.append(f"{hidden} invisible, control or direction-changing character{'s' if hidden != 1 else ''}")
+    warn = "".join(f'<li class="warn">{_e(w)}</li>' for w in marks)
+    return (
+        f'<section class="withdrawn" role="status"><h2>Withdrawn</h2><p>↩️ <b>Withdrawn</b> by '
+        f"<b>{_e(reveal(entry.actor)[0])}</b> ({_e(via)}) at {_e(_utc(entry.at))}: its receipts are refused from "
+        'now on, and nothing runs by it.</p><h3>Their reason <span class="untrusted">shown as plain text</span></h3>'
+        f'<pre class="value">\n{_e(shown)}</pre>' + (f'<ul class="warnings">{warn}</ul>' if warn else "") + "</section>"
+    )
+
+
 def decision_page(
     a: Approval,
     view: Presentation,
@@ -229,12 +251,14 @@ def decision_page(
     notice: str | None = None,
     field_errors: dict[str, str] | None = None,
     delivery: list[str] | None = None,
+    withdrawn: AuditEntry | None = None,
 ) -> str:
     """One approval: its view as the card draws it, the forms that decide (for one who may), then the evidence.
     ``halted``: the stop switch's message when it covers the approval's tool (then Reject alone is offered);
     ``notice``: what this reader alone is told (a practice twin's note, once, to its decider); ``field_errors``:
     what was wrong with the form just sent, keyed ``decision:field``, each drawn under its field; ``delivery``: how
-    it reached people beyond its card (its e-mail), one line each."""
+    it reached people beyond its card (its e-mail), one line each; ``withdrawn``: the audit entry of its withdrawal,
+    if its go was withdrawn (who, when, why)."""
     reasons = "".join(f"<li>{_e(r)}</li>" for r in view.reasons)
     meta = (
         f"Asked by <b>{_e(view.requester)}</b>"
@@ -260,6 +284,7 @@ def decision_page(
         f'<p class="meta">{meta}</p>',
         f'<p class="outcome">{_e(view.outcome)}</p>' if view.outcome else "",
         f'<p class="already" role="status">{_e(decider)}</p>' if (decider := decided_by(a)) else "",
+        _withdrawn(withdrawn),
     ]
     if delivery:
         lines = "".join(f"<li>{_e(line)}</li>" for line in delivery)

@@ -1,0 +1,54 @@
+"""A withdrawal through `hitl serve`'s API, or `hitl withdraw` (a real process) through it, draws the card again as
+the Slack form's withdrawal does: once, through the card-update worker (a withdrawal makes no new version of the
+approval to do it), showing who withdrew it and why, inert, and no Withdraw button left, on SQLite and Redis."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hitl.receipts.signing import new_key_pem
+from hitl.testing import FakeClock
+from tests.api.cli_process import hitl as run_hitl
+from tests.bot.conftest import Harness, harness_on
+from tests.bot.test_withdraw_card import _approved_receipt, _block
+from tests.receipts.conftest import CONFIG, FIN1, api
+
+REASON = "the vendor's bank details changed *today* <!channel>"
+
+
+@pytest.fixture(params=("sqlite", "redis"))
+async def paying(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
+    """`hitl serve` issuing receipts (its key in ``tmp_path``), on each store."""
+    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
+    async with harness_on(request, tmp_path, clock, CONFIG) as h:
+        yield h
+
+
+@pytest.mark.parametrize("surface", ["api", "cli"])
+async def test_a_withdrawal_by_the_api_or_the_cli_draws_the_card_once(paying: Harness, surface: str) -> None:
+    h = paying
+    approval_id, _ = await _approved_receipt(h, f"k-{surface}", 31)
+    card = h.card_for(approval_id)
+    assert _block(card, "hitl_withdraw:") is not None  # offered while unspent
+    before = len(h.state.calls_to("chat.update"))
+
+    if surface == "api":
+        await api(h, "POST", f"/approvals/{approval_id}/withdrawal", FIN1, {"reason": REASON})
+    else:
+        env = {"HITL_API_URL": h.bot_url, "HITL_TOKEN": FIN1, "HITL_STORE": "sqlite:///nonexistent/x.db"}
+        code, body, err = await run_hitl("withdraw", approval_id, "--reason", REASON, "--json", env=env)
+        assert code == 0 and body == {"approval_id": approval_id, "withdrawn": True}, (body, err)
+    await h.settle()
+
+    updates = [c for c in h.state.calls_to("chat.update")[before:] if c.args.get("ts") == card.ts]
+    assert len(updates) == 1, updates
+    card = h.card_for(approval_id)
+    said = _block(card, "hitl_withdrawn:")
+    assert said is not None and said["text"]["text"].startswith(":leftwards_arrow_with_hook: *Withdrawn* by <@U_FIN1>:")
+    box = _block(card, "hitl_withdrawn_reason:")
+    assert box is not None and box["elements"][0]["elements"] == [{"type": "text", "text": REASON}]  # inert text
+    assert _block(card, "hitl_withdraw:") is None
+    assert not any(a.get("action_id") == "hitl_withdraw" for b in card.blocks for a in b.get("elements", []))
