@@ -28,8 +28,10 @@ from hitl.engine.storage.redis.connection import RedisConnection, key_part
 
 __all__ = ["index_filters", "lex_time", "matching_page", "voted_key"]
 
-_BATCH = 200
-"""Index entries read per round trip (with their approvals) while a page fills."""
+_MOST_BATCH = 1000
+"""The most index entries read in one round trip (with their approvals). The first read is the page and one more
+(the smallest index often holds little else), each one after twice the one before: a page costs what it reads, not a
+fixed batch's worth."""
 
 Fetch = Callable[[list[str]], Awaitable[list[Approval | None]]]
 
@@ -97,10 +99,11 @@ async def matching_page(
         key = await _scored_index(conn, where)
         read = _scored_reader(conn, key, where, cursor)
     kept: list[tuple[Approval, tuple[float, str]]] = []
-    examined, offset = 0, 0
+    examined, offset, batch = 0, 0, limit + 1
     last: tuple[float, str] | None = None
     while examined < MOST_EXAMINED:
-        consumed, entries = await read(offset, min(_BATCH, MOST_EXAMINED - examined))
+        consumed, entries = await read(offset, min(batch, MOST_EXAMINED - examined))
+        batch = min(batch * 2, _MOST_BATCH)
         if consumed == 0:
             return Page(items=[a for a, _ in kept], cursor=None)
         found = await fetch([aid for _, aid, _ in entries])
