@@ -69,7 +69,10 @@ def matching_query(
         sql += f" AND {key[0]} < {bind(where.created_before)}"
     if before is not None:
         sql += f" AND ({key[0]}, {key[1]}) < ({bind(before[0])}, {bind(before[1])})"
-    sql += f" ORDER BY {key[0]} DESC, {key[1]} DESC LIMIT {bind(limit + 1)}"
+    # The limit as a literal (an int, never a caller's text): with a LIMIT parameter PostgreSQL planned the prepared
+    # statement without knowing how small the page is, and a reviewer's page took 15-30 ms among 100,000 decided
+    # approvals (the bench), against 1-4 ms with the literal.
+    sql += f" ORDER BY {key[0]} DESC, {key[1]} DESC LIMIT {int(limit) + 1}"
     return sql, params
 
 
