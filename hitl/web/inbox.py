@@ -72,7 +72,7 @@ class InboxQuery(BaseModel):
             reviewer=self.reviewer,
             status=status,
             created_from=None if self.since is None else _midnight(self.since),
-            created_before=None if self.until is None else _midnight(self.until + timedelta(days=1)),
+            created_before=None if self.until in (None, date.max) else _midnight(self.until + timedelta(days=1)),
         )
 
     def keeps(self, a: Approval) -> bool:

@@ -158,7 +158,11 @@ async def test_a_filtered_history_page_holds_the_matching_rows_from_further_back
 
         await sign_in(web, inbox, "U_SUPPORT1")
         newest_first = deleted[::-1]
-        for query in ("?tool=delete_customer&status=decided&limit=2", "?reviewer=U_SUPPORT2&limit=2"):
+        for query in (
+            "?tool=delete_customer&status=decided&limit=2",
+            "?reviewer=U_SUPPORT2&limit=2",
+            "?reviewer=U_SUPPORT2&since=2000-01-01&until=9999-12-31&limit=2",  # the last day there is: no overflow
+        ):
             page = await load(web, inbox, query)
             assert history(page) == newest_first, query
             assert 'rel="next"' not in page, query
