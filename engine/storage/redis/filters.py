@@ -30,9 +30,17 @@ from hitl.engine.storage.redis.connection import RedisConnection, key_part
 __all__ = ["index_filters", "lex_time", "matching_page", "voted_key"]
 
 _MOST_BATCH = 1000
-"""The most index entries read in one round trip (with their approvals). The first read is the page and one more
-(the smallest index often holds little else), each one after twice the one before: a page costs what it reads, not a
-fixed batch's worth."""
+"""The most index entries read in one round trip (with their approvals)."""
+
+
+def _next_batch(batch: int, *, read: int, kept: int, missing: int) -> int:
+    """How many index entries to read next: the rows still missing at the share the last read kept (a quarter more),
+    or, when it kept none, twice the last read. The first read is the page and one more (the smallest index often
+    holds little else): a page costs about what it shows, not a fixed batch's worth, at any size of the index (a
+    read that doubled blindly read three times the documents in a large index as in a small one)."""
+    grown = batch * 2 if kept == 0 else -(-missing * read * 5 // (kept * 4)) + 1
+    return max(1, min(grown, _MOST_BATCH))
+
 
 Fetch = Callable[[list[str]], Awaitable[list[Approval | None]]]
 
@@ -104,7 +112,7 @@ async def matching_page(
     last: tuple[float, str] | None = None
     while examined < MOST_EXAMINED:
         consumed, entries = await read(offset, min(batch, MOST_EXAMINED - examined))
-        batch = min(batch * 2, _MOST_BATCH)
+        before = len(kept)
         if consumed == 0:
             return Page(items=[a for a, _ in kept], cursor=None)
         found = await _fetch_status_first(conn, fetch, where, [aid for _, aid, _ in entries])
@@ -122,6 +130,7 @@ async def matching_page(
             kept.append((a, last))
             if len(kept) > limit:  # one more than the page: there is a next one, after the page's last row
                 return Page(items=[x for x, _ in kept[:limit]], cursor=encode_cursor(*kept[limit - 1][1]))
+        batch = _next_batch(batch, read=consumed, kept=len(kept) - before, missing=limit + 1 - len(kept))
     # The bound reached: the rows found so far, and a cursor where the reading stopped.
     return Page(items=[x for x, _ in kept], cursor=encode_cursor(*last) if last is not None else None)
 
