@@ -1,14 +1,10 @@
 """Ports: what the engine needs from the outside context, as ``typing.Protocol``s.
 
-The store is sixteen narrow ports, one per concern (the receipts' ledger is in :mod:`hitl.engine.receipts.ports`,
-with the rest of the receipts), that a backend implements as small classes sharing one connection and assembles
-into one :class:`Store` facade (``store.approvals``, ``store.ledger``, ...), so callers pass one object but each
-piece of code depends only on the part it uses. Implementations live in ``hitl.engine.storage`` (stores) and
-``hitl.engine.clocks`` (clocks); the Slack notifier and run reporter live in ``bot``. Every argument after the
-first is keyword-only so call sites stay readable.
-
-Every store method raises :class:`~hitl.engine.errors.StoreError` when its backend fails, never a client
-library's own exception.
+The store is sixteen narrow ports, one per concern (the receipts' ledger is in :mod:`hitl.engine.receipts.ports`), that
+a backend implements as small classes sharing one connection and assembles into one :class:`Store` facade
+(``store.approvals``, ``store.ledger``, ...): callers pass one object, each piece of code depends on the part it uses.
+Stores live in ``hitl.engine.storage``, clocks in ``hitl.engine.clocks``, the notifier and run reporter in ``bot``.
+Arguments after the first are keyword-only. A store method fails as :class:`~hitl.engine.errors.StoreError`.
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.halts import HaltOrder
@@ -117,6 +114,9 @@ class ApprovalStore(Protocol):
         """Approvals newest first, all or of one ``status`` (decided ones included), paged. A page may hold fewer
         than ``limit`` items (a store may stop scanning early): follow the cursor until it is None."""
         ...
+
+    async def list_matching(self, where: ApprovalFilter, *, limit: int = 50, cursor: str | None = None) -> Page:
+        """Approvals ``where`` keeps, newest first, paged as :mod:`~hitl.engine.domain.approval_filter` says."""
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         """Apply one decision atomically or raise :class:`~hitl.engine.errors.DecisionRefused`. Both are audited."""

@@ -7,6 +7,7 @@ page walks through one.
 
 from __future__ import annotations
 
+from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.decide import DecideCommand, apply_decision, apply_expiry, run_to_resume, trust_granted
 from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.execution import finished, next_claim
@@ -42,6 +43,7 @@ from hitl.engine.receipts.ports import ReceiptLedger
 __all__ = [
     "AlertStates",
     "Approval",
+    "ApprovalFilter",
     "ApprovalStore",
     "AuditBreak",
     "AuditEntry",

@@ -338,6 +338,7 @@ def test_public_apis_are_pinned() -> None:
     assert hitl.stores.__all__ == [
         "AlertStates",
         "Approval",
+        "ApprovalFilter",
         "ApprovalStore",
         "AuditBreak",
         "AuditEntry",

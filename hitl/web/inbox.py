@@ -4,12 +4,17 @@ and date, searched by id, paged by the store's cursor.
 
 It reads as the API's ``read`` scope reads for a read-and-decide token of the reviewer's id: the same store pages,
 the same :func:`~hitl.api.context.may_see`, so the inbox shows nothing that token would not (and a practice twin
-exactly as the API shows it: like any other). Filters narrow a store page after it is read, so a filtered page may
-hold fewer rows than ``limit`` and still have a next one.
+exactly as the API shows it: like any other). The store answers the history's filters from its indexes
+(:meth:`~hitl.engine.ports.ApprovalStore.list_matching`); the queue keeps the Home tab's order and its filters are
+checked on each row. Either way, when rows are left out (filters on the queue, what ``caller`` may not read or
+decide) the inbox reads on, page after page, until ``limit`` rows are shown or
+:data:`~hitl.engine.domain.approval_filter.MOST_EXAMINED` were read: a page is full whenever that many match
+within the bound, and its cursor continues where the reading stopped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Literal
@@ -19,9 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hitl.api.context import ApiContext, may_see
 from hitl.api.problems import ApiError
 from hitl.api.tokens import Caller
+from hitl.engine.domain.approval_filter import MOST_EXAMINED, ApprovalFilter
 from hitl.engine.domain.models import Approval, Reviewer, Status, Tier
 from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.ranking import why_ranked
+from hitl.engine.domain.records import Page
 from hitl.engine.errors import ErrorCode, NotFound
 from hitl.engine.storage.queue import queue_page
 
@@ -52,17 +59,31 @@ class InboxQuery(BaseModel):
     """The next page (the store's cursor): of the queue with ``status=pending``, else of the history."""
     limit: int = Field(default=50, ge=1, le=200)
 
-    def keeps(self, a: Approval) -> bool:
-        """Whether ``a`` passes the filters (the status one aside: it chooses which store list is read)."""
-        created = datetime.fromtimestamp(a.created_at, UTC).date()
-        return (
-            (self.tool is None or a.tool == self.tool)
-            and (self.tier is None or a.tier is self.tier)
-            and (self.requester is None or a.requester == self.requester)
-            and (self.reviewer is None or any(d.reviewer == self.reviewer for d in a.decisions))
-            and (self.since is None or created >= self.since)
-            and (self.until is None or created < self.until + timedelta(days=1))
+    def where(self, *, pending: bool) -> ApprovalFilter:
+        """The store's filter of the queue (``pending``) or of the history: ``any`` and ``decided`` read every
+        decided approval, one status only that one; days are UTC, ``until`` included."""
+        status: Status | Literal["decided"] = Status.PENDING
+        if not pending:
+            status = "decided" if self.status in ("any", "decided", Status.PENDING) else Status(self.status)
+        return ApprovalFilter(
+            tool=self.tool,
+            tier=self.tier,
+            requester=self.requester,
+            reviewer=self.reviewer,
+            status=status,
+            created_from=None if self.since is None else _midnight(self.since),
+            created_before=None if self.until in (None, date.max) else _midnight(self.until + timedelta(days=1)),
         )
+
+    def keeps(self, a: Approval) -> bool:
+        """Whether ``a`` passes the filters (the status one aside: it chooses whether the queue or the history is
+        read)."""
+        return self.where(pending=a.status is Status.PENDING).keeps(a)
+
+
+def _midnight(day: date) -> float:
+    """The start of ``day`` (UTC) in epoch seconds."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
 
 
 def inbox_query(raw: dict[str, str]) -> InboxQuery:
@@ -133,18 +154,51 @@ async def inbox_view(ctx: ApiContext, caller: Caller, q: InboxQuery, *, now: flo
     cursor: str | None = None
     # With status pending the cursor pages the queue; otherwise the history (the queue's first page above it).
     if q.status == Status.PENDING or (q.status == "any" and q.cursor is None):
-        page = await queue_page(store, now=now, limit=q.limit, cursor=q.cursor if q.status == Status.PENDING else None)
-        cursor = page.cursor if q.status == Status.PENDING else None
+        queued = q.where(pending=True)
         memo: dict[str | None, Reviewer] = {}
-        for a in page.items:
-            if may_see(caller, a) and q.keeps(a) and await ctx.can_decide(caller, a, memo):
-                waiting.append(await _row(ctx, a, now=now, ranked=True))
+
+        async def read_queue(limit: int, after: str | None) -> Page:
+            return await queue_page(store, now=now, limit=limit, cursor=after)
+
+        async def shows_pending(a: Approval) -> bool:
+            return may_see(caller, a) and queued.keeps(a) and await ctx.can_decide(caller, a, memo)
+
+        start = q.cursor if q.status == Status.PENDING else None
+        shown, after = await _read_on(read_queue, shows_pending, limit=q.limit, cursor=start)
+        waiting = [await _row(ctx, a, now=now, ranked=True) for a in shown]
+        cursor = after if q.status == Status.PENDING else None
     history: list[InboxRow] = []
     if q.status != Status.PENDING:
-        wanted = None if q.status in ("any", "decided") else Status(q.status)
-        recent = await store.list_recent(status=wanted, limit=q.limit, cursor=q.cursor)
-        cursor = recent.cursor
-        for a in recent.items:
-            if a.status is not Status.PENDING and may_see(caller, a) and q.keeps(a):
-                history.append(await _row(ctx, a, now=now, ranked=False))
+        where = q.where(pending=False)
+
+        async def read_history(limit: int, after: str | None) -> Page:
+            return await store.list_matching(where, limit=limit, cursor=after)
+
+        async def shows_decided(a: Approval) -> bool:
+            return a.status is not Status.PENDING and may_see(caller, a)
+
+        shown, cursor = await _read_on(read_history, shows_decided, limit=q.limit, cursor=q.cursor)
+        history = [await _row(ctx, a, now=now, ranked=False) for a in shown]
     return InboxView(waiting, history, cursor)
+
+
+async def _read_on(
+    read: Callable[[int, str | None], Awaitable[Page]],
+    shows: Callable[[Approval], Awaitable[bool]],
+    *,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[Approval], str | None]:
+    """Up to ``limit`` approvals ``shows`` keeps, reading page after page from ``cursor`` (each page only as long as
+    the rows still missing, so the last cursor continues right after the last row read) until the store has no more
+    or :data:`~hitl.engine.domain.approval_filter.MOST_EXAMINED` were read; and the cursor where reading stopped."""
+    shown: list[Approval] = []
+    examined = 0
+    while len(shown) < limit and examined < MOST_EXAMINED:
+        page = await read(limit - len(shown), cursor)
+        examined += max(len(page.items), 1)
+        shown += [a for a in page.items if await shows(a)]
+        cursor = page.cursor
+        if cursor is None:
+            break
+    return shown, cursor

@@ -16,6 +16,9 @@ kept each as a run record named ``alert:<name>``; the upgrade moves it, and leav
 Group cards (schema 13 on SQLite, 9 on PostgreSQL, a new key on Redis): one message may show several approvals. A
 card an older hitl posted stays where it was, and a second approval can now be recorded on one message.
 
+The inbox's filters (schema 21 on SQLite, 17 on PostgreSQL, layout 5 on Redis): indexes built over the approvals
+an older hitl decided, so a filter by reviewer, tool or status finds them, and kept from then on.
+
 Redis key layout 2: a caller's id inside a run, claim or window key is encoded. A Redis store upgrades at its first
 operation (as SQLite and PostgreSQL migrate as they open), so a claim an older hitl recorded is found, never made again.
 """
@@ -30,6 +33,7 @@ from typing import Any
 
 import asyncpg
 
+from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Status, Tier
 from hitl.engine.domain.ranking import due_soon_at, rank_key
 from hitl.engine.domain.records import AuditEntry, MessageRef
@@ -479,3 +483,103 @@ async def test_hitl_migrate_on_redis_says_it_upgraded_the_key_layout_and_ends_th
     assert await c.r.get(c.layout_key) == LAYOUT
     assert await c.r.exists(c.legacy_trust_key(_OLD_SESSION), c.legacy_trust_sessions_key) == 0
     await _grant_ended(redis_store)
+
+
+# The inbox's filters (schema 21 on SQLite, migration 17 on PostgreSQL, layout 5 on Redis): indexes of tool, tier,
+# requester, every decided approval and who decided what, built over what the previous release wrote.
+async def _decided_before(store: SqliteStore | RedisStore | PostgresStore, clock: FakeClock) -> list[Approval]:
+    """Approvals the previous release decided: approved by U_OLD, rejected by U_OTHER, one vote of two by U_OLD."""
+    made = []
+    for i in range(6):
+        a = make_approval(now=clock.advance(1), key=f"old{i}", tool=("refund", "delete_customer")[i % 2])
+        a = a.model_copy(update={"quorum": 2 if i == 5 else 1})
+        await store.approvals.create(a)
+        if i == 1:
+            await store.approvals.decide(cmd(a, "U_OTHER", DecisionKind.REJECT, reason="no"), now=clock.now())
+        elif i != 4:
+            await store.approvals.decide(cmd(a, "U_OLD"), now=clock.now())
+        made.append(a)
+    return made
+
+
+async def _filters_after(
+    store: SqliteStore | RedisStore | PostgresStore, made: list[Approval], clock: FakeClock
+) -> None:
+    """Each filter finds the approvals the previous release wrote, newest first; a decision recorded now is found
+    beside them."""
+    ids = [a.id for a in reversed(made)]
+
+    async def listed(where: ApprovalFilter) -> list[str]:
+        return [a.id for a in (await store.approvals.list_matching(where, limit=50)).items]
+
+    assert await listed(ApprovalFilter(reviewer="U_OLD")) == [ids[0], *ids[2:4], *ids[5:]]
+    assert await listed(ApprovalFilter(reviewer="U_OTHER", status=Status.REJECTED)) == [made[1].id]
+    assert await listed(ApprovalFilter(tool="delete_customer", status="decided")) == [made[3].id, made[1].id]
+    assert await listed(ApprovalFilter(status=Status.PENDING)) == [made[5].id, made[4].id]
+    done = await store.approvals.decide(cmd(made[4], "U_OLD"), now=clock.now())
+    assert (await listed(ApprovalFilter(reviewer="U_OLD", status="decided")))[:2] == [done.id, made[3].id]
+
+
+async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "old.db"
+    store = SqliteStore(path)
+    try:
+        made = await _decided_before(store, clock)
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:  # as schema 20 left the file: none of the filters' indexes
+        for trigger in ("approval_reviewers_created", "approval_reviewers_decided", "approval_reviewers_purged"):
+            db.execute(f"DROP TRIGGER {trigger}")
+        for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester", "approvals_decided"):
+            db.execute(f"DROP INDEX {index}")
+        db.execute("DROP TABLE approval_reviewers")
+        db.execute("PRAGMA user_version = 20")
+    store = SqliteStore(path)
+    try:
+        await _filters_after(store, made, clock)
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 21
+
+
+async def test_postgres_indexes_the_filters_over_what_migration_16_wrote(postgres_url: str, clock: FakeClock) -> None:
+    schema = f"u{uuid.uuid4().hex[:10]}"
+    store = PostgresStore(postgres_url, schema=schema)
+    try:
+        made = await _decided_before(store, clock)
+    finally:
+        await store.close()
+    conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
+    try:  # as migration 16 left the schema: none of the filters' indexes
+        await conn.execute("DROP TRIGGER approval_reviewers_kept ON approvals")
+        await conn.execute("DROP FUNCTION hitl_approval_reviewers()")
+        await conn.execute("DROP TABLE approval_reviewers")
+        for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester", "approvals_decided"):
+            await conn.execute(f"DROP INDEX {index}")
+        await conn.execute("DELETE FROM hitl_schema WHERE version = 17")
+    finally:
+        await conn.close()
+    store = PostgresStore(postgres_url, schema=schema)
+    try:
+        assert await store.migrate() == [17]
+        await _filters_after(store, made, clock)
+    finally:
+        await store.close()
+
+
+async def test_redis_indexes_the_filters_over_what_layout_4_left(
+    redis_store: RedisStore, redis_url: str, clock: FakeClock
+) -> None:
+    made = await _decided_before(redis_store, clock)
+    c = redis_store.conn
+    filters = [k async for k in c.r.scan_iter(match=f"{redis_store.prefix}:by-*")]
+    await c.r.delete(*filters, f"{redis_store.prefix}:decided", f"{redis_store.prefix}:voted")
+    await c.r.set(c.layout_key, "4")  # as the previous release left the store: none of the filters' indexes
+    assert (await redis_store.approvals.list_matching(ApprovalFilter(reviewer="U_OLD"))).items == []
+    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)
+    try:
+        await _filters_after(upgraded, made, clock)
+        assert await c.r.get(c.layout_key) == LAYOUT
+    finally:
+        await upgraded.close()

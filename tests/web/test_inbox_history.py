@@ -139,3 +139,35 @@ async def test_a_page_open_while_the_api_decides_gets_the_version_checks_answer_
         page = await load(web, inbox)  # the next load
         assert waiting(page) == [] and history(page) == [approval_id]
         assert "reject by U_SUPPORT2" in page
+
+
+async def test_a_filtered_history_page_holds_the_matching_rows_from_further_back(tmp_path: Path) -> None:
+    # Two customer deletions U_SUPPORT2 approved, then five refunds U_SUPPORT1 rejected: a page of two filtered to
+    # the deletions (or to U_SUPPORT2's decisions) read only the newest two rows before (two refunds) and showed
+    # none, with an "Older" link; the store answers the filter, so the page holds both, and no link.
+    async with serving(tmp_path) as inbox, aiohttp.ClientSession() as http, browser() as web:
+        agent, agent_entry = await new_token(inbox, "agent", "agent:remote", "read", "propose")
+        first, first_entry = await new_token(inbox, "support1", "U_SUPPORT1", "read", "decide")
+        second, second_entry = await new_token(inbox, "support2", "U_SUPPORT2", "read", "decide")
+        add_tokens(inbox, agent_entry, first_entry, second_entry)
+        deleted = [await propose(http, inbox, agent, n, "delete_customer", {"customer_id": f"C-{n}"}) for n in (1, 2)]
+        for approval_id in deleted:
+            await decide(http, inbox, second, approval_id, "approve")
+        for n in range(3, 8):
+            await decide(http, inbox, first, await propose(http, inbox, agent, n, "refund", refund(n, 40)), "reject")
+
+        await sign_in(web, inbox, "U_SUPPORT1")
+        newest_first = deleted[::-1]
+        for query in (
+            "?tool=delete_customer&status=decided&limit=2",
+            "?reviewer=U_SUPPORT2&limit=2",
+            "?reviewer=U_SUPPORT2&since=2000-01-01&until=9999-12-31&limit=2",  # the last day there is: no overflow
+        ):
+            page = await load(web, inbox, query)
+            assert history(page) == newest_first, query
+            assert 'rel="next"' not in page, query
+        one = await load(web, inbox, "?reviewer=U_SUPPORT2&status=approved&limit=1")
+        older = re.search(r'<a href="(/inbox\?[^"]+)" rel="next">Older</a>', one)
+        assert history(one) == newest_first[:1] and older is not None
+        rest = await load(web, inbox, unescape(older[1]).removeprefix("/inbox"))
+        assert history(rest) == newest_first[1:] and 'rel="next"' not in rest

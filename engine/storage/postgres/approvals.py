@@ -7,6 +7,7 @@ from collections.abc import Collection
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.decide import DecideCommand, apply_expiry
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, Status
@@ -22,9 +23,10 @@ from hitl.engine.storage.codec import (
     encode_rank_cursor,
 )
 from hitl.engine.storage.decisions import decision_writes
+from hitl.engine.storage.matching import MatchingDialect, matching_query, page_of
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import load_approval
-from hitl.engine.storage.postgres.schema import DUE_SOON_AT
+from hitl.engine.storage.postgres.schema import DUE_SOON_AT, TIER_OF, TOOL_OF
 from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.storage.signals import wait_for_version
 
@@ -32,6 +34,11 @@ __all__ = ["RECHECK", "PgApprovals"]
 
 RECHECK = 1.0
 """Seconds between looks at a waited-on approval when no notice came (a listener that lost its connection)."""
+
+_MATCHING = MatchingDialect(
+    mark=lambda n: f"${n}", tool=TOOL_OF.replace("(doc", "(a.doc"), tier=TIER_OF.replace("(doc", "(a.doc")
+)
+"""PostgreSQL's filtered listing: the expressions migration 17 indexes, on the row the query names ``a``."""
 
 
 class PgApprovals:
@@ -133,6 +140,16 @@ class PgApprovals:
             sql += f" AND (created_at, id) < (${len(params) - 1}, ${len(params)})"
         sql += " ORDER BY created_at DESC, id DESC"
         return await self.db.run(lambda c: _page(c, sql, params, limit), write=False)
+
+    async def list_matching(self, where: ApprovalFilter, *, limit: int = 50, cursor: str | None = None) -> Page:
+        # Every filter in the query: the planner reads the indexes of migration 17 (tool, tier, requester, decided,
+        # who decided what), so a page holds `limit` rows whenever that many match.
+        sql, params = matching_query(where, decode_cursor(cursor), limit, _MATCHING)
+
+        async def read(c: Conn) -> Page:
+            return page_of(await c.fetch(sql, *params), limit)
+
+        return await self.db.run(read, write=False)
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         async def tx(c: Conn) -> Approval | DecisionRefused | StaleVersion:

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline, PubSub
 
+from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.decide import DecideCommand, refusal, trust_note
 from hitl.engine.domain.execution import stale_approval
 from hitl.engine.domain.ids import check_same_action
@@ -28,6 +29,7 @@ from hitl.engine.storage.codec import (
 )
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
+from hitl.engine.storage.redis.filters import index_filters, matching_page
 from hitl.engine.storage.redis.trust import grant_field
 
 __all__ = ["RedisApprovals", "queue_read", "read_result"]
@@ -59,6 +61,7 @@ class RedisApprovals:
             pipe.zadd(f"{self.p}:due", {approval.id: approval.expires_at}, nx=True)
             pipe.zadd(self.conn.all_key, {approval.id: approval.created_at}, nx=True)
             pipe.sadd(f"{self.p}:pending-roles", approval.required_role or ANY_ROLE)
+            index_filters(pipe, self.conn, approval)
             pipe.evalsha(self.conn.create_script.sha, 3, *self.conn.approval_keys(approval.id), *args)
 
         out = await self.conn.pipeline(build, [self.conn.create_script])
@@ -184,6 +187,10 @@ class RedisApprovals:
                 out.append(a)
                 last = (sc, m)
         return Page(items=out, cursor=encode_cursor(*last) if last is not None else None)
+
+    async def list_matching(self, where: ApprovalFilter, *, limit: int = 50, cursor: str | None = None) -> Page:
+        # The smallest index the filters name, the rest checked on each approval read, bounded (.filters says how).
+        return await matching_page(self.conn, self._fetch, where, limit=limit, cursor=decode_cursor(cursor))
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         decision = {

@@ -124,10 +124,11 @@ def key_id(part: str) -> str:
     return unquote(part)
 
 
-LAYOUT = "4"
-"""The key layout this release writes: pending approvals in the due-soon index too (3: in ranked indexes too; 2:
-caller ids inside keys through :func:`key_part`; 1 and none: as the caller gave them)."""
-KEYS_ENCODED = ("2", "3", LAYOUT)
+LAYOUT = "5"
+"""The key layout this release writes: the inbox's filter indexes (:mod:`.filters`) (4: pending approvals in the
+due-soon index too; 3: in ranked indexes too; 2: caller ids inside keys through :func:`key_part`; 1 and none: as
+the caller gave them)."""
+KEYS_ENCODED = ("2", "3", "4", LAYOUT)
 """Layouts whose keys hold caller ids encoded already (never encoded again)."""
 _UPGRADE_LEASE = 120
 """Seconds one process may hold the upgrade before another may take it over (it died midway)."""

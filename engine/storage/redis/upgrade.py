@@ -18,6 +18,7 @@ from hitl.engine.domain.upgrade_grants import grant_ended_at_upgrade
 from hitl.engine.storage.redis.approvals import queue_read, read_result
 from hitl.engine.storage.redis.codec import KIND_FIRST, text, with_kind_first
 from hitl.engine.storage.redis.connection import ANY_ROLE, KEYS_ENCODED, RedisConnection, key_part
+from hitl.engine.storage.redis.filters import index_filters
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +31,15 @@ _ENCODED_KINDS = ("run", "claim", "win")
 async def upgrade(conn: RedisConnection) -> None:
     """Every step, in order: older trust grants removed (each audited as ended), approval kinds written, alert
     states moved out of the runs, (on a store whose keys are not encoded yet) caller ids inside keys encoded, then
-    every pending approval put in the ranked index of its role and in the due-soon index."""
+    every pending approval put in the ranked index of its role and in the due-soon index, and every approval in the
+    inbox's filter indexes."""
     await _drop_legacy_grants(conn)
     await _write_kinds(conn)
     await _move_alert_states(conn)
     if await conn.r.get(conn.layout_key) not in KEYS_ENCODED:
         await _encode_keys(conn)
     await _rank_pending(conn)
+    await _index_filters(conn)
 
 
 async def _rank_pending(c: RedisConnection) -> None:
@@ -62,6 +65,27 @@ async def _rank_pending(c: RedisConnection) -> None:
             if ranks:
                 await c.r.zadd(c.ranked_key(name), ranks, nx=True)
                 await c.r.zadd(c.soon_key, soon, nx=True)
+
+
+async def _index_filters(c: RedisConnection) -> None:
+    """Each approval in the inbox's filter indexes (:func:`~.filters.index_filters`): its tool, tier and requester,
+    decided when it is, and who recorded a decision or vote on it. ``NX``: an entry already there is kept."""
+    cursor = 0
+    while True:
+        cursor, found = await c.r.zscan(c.all_key, cursor, count=500)
+        ids = [text(m) for m, _ in found]
+        async with c.r.pipeline(transaction=False) as pipe:
+            for approval_id in ids:
+                queue_read(pipe, c, approval_id)
+            rows = await pipe.execute()
+        async with c.r.pipeline(transaction=False) as pipe:
+            for i in range(len(ids)):
+                approval = read_result(rows[2 * i], rows[2 * i + 1])
+                if approval is not None:
+                    index_filters(pipe, c, approval)
+            await pipe.execute()
+        if cursor == 0:
+            return
 
 
 async def _drop_legacy_grants(c: RedisConnection) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Collection
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
+from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.decide import DecideCommand, apply_expiry
 from hitl.engine.domain.ids import check_same_action
 from hitl.engine.domain.models import Approval, Status
@@ -24,6 +25,7 @@ from hitl.engine.storage.codec import (
     encode_rank_cursor,
 )
 from hitl.engine.storage.decisions import decision_writes
+from hitl.engine.storage.matching import MatchingDialect, matching_query, page_of
 from hitl.engine.storage.signals import wait_for_version
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
@@ -34,6 +36,11 @@ __all__ = ["CREATED_POLL", "SqliteApprovals"]
 
 CREATED_POLL = 0.05
 """Seconds between checks for approvals other processes created (:meth:`SqliteApprovals.wait_created`)."""
+
+_MATCHING = MatchingDialect(
+    mark=lambda _: "?", tool="json_extract(a.doc, '$.tool')", tier="json_extract(a.doc, '$.tier')"
+)
+"""SQLite's filtered listing: the expressions schema 21 indexes (:data:`~.schema.FILTERS`)."""
 
 
 class SqliteApprovals:
@@ -143,6 +150,12 @@ class SqliteApprovals:
             return _page(c, sql + " ORDER BY created_at DESC, id DESC", params, limit)
 
         return await self.db.run(tx, write=False)
+
+    async def list_matching(self, where: ApprovalFilter, *, limit: int = 50, cursor: str | None = None) -> Page:
+        # Every filter in the query: SQLite reads the indexes of schema 21 (tool, tier, requester, decided, who
+        # decided what), so a page holds `limit` rows whenever that many match.
+        sql, params = matching_query(where, decode_cursor(cursor), limit, _MATCHING)
+        return await self.db.run(lambda c: page_of(c.execute(sql, params).fetchall(), limit), write=False)
 
     async def decide(self, cmd: DecideCommand, *, now: float) -> Approval:
         def tx(c: sqlite3.Connection) -> Approval | DecisionRefused | StaleVersion:

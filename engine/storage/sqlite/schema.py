@@ -7,7 +7,7 @@ change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: a
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
 approvals; 14: the queue's rank; 15: hand-on to a backup role; 16: delegations; 17: receipts; 18: a window event's
 prior stats; 19: when an approval becomes due soon; 20: whether an approval's receipt was spent or it was withdrawn
-first), never made by editing one that was released."""
+first; 21: the inbox's filters, :data:`FILTERS`), never made by editing one that was released."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ __all__ = [
     "ALERT_STATES",
     "DELEGATIONS",
     "DUE_SOON_AT",
+    "FILTERS",
     "GRANTS_DROPPED",
     "MIGRATIONS",
     "SCHEMA",
@@ -30,7 +31,7 @@ __all__ = [
     "add_missing_columns",
 ]
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 DUE_SOON_AT = "expires_at - max(600.0, (expires_at - created_at) / 10.0)"
 """The instant a pending approval becomes due soon (:func:`~hitl.engine.domain.ranking.due_soon_at`, the same
@@ -406,6 +407,47 @@ def _to_20(c: sqlite3.Connection) -> None:
         c.execute(statement)
 
 
+FILTERS = """
+CREATE INDEX IF NOT EXISTS approvals_by_tool ON approvals (json_extract(doc, '$.tool'), created_at, id);
+CREATE INDEX IF NOT EXISTS approvals_by_tier ON approvals (json_extract(doc, '$.tier'), created_at, id);
+CREATE INDEX IF NOT EXISTS approvals_by_requester ON approvals (requester, created_at, id);
+CREATE INDEX IF NOT EXISTS approvals_decided ON approvals (created_at, id) WHERE status != 'pending';
+CREATE TABLE IF NOT EXISTS approval_reviewers (
+    reviewer TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    approval_id TEXT NOT NULL,
+    PRIMARY KEY (reviewer, created_at, approval_id)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO approval_reviewers (reviewer, created_at, approval_id)
+    SELECT json_extract(d.value, '$.reviewer'), a.created_at, a.id
+    FROM approvals AS a, json_each(a.doc, '$.decisions') AS d;
+CREATE TRIGGER IF NOT EXISTS approval_reviewers_created AFTER INSERT ON approvals BEGIN
+    INSERT OR IGNORE INTO approval_reviewers (reviewer, created_at, approval_id)
+        SELECT json_extract(d.value, '$.reviewer'), new.created_at, new.id
+        FROM json_each(new.doc, '$.decisions') AS d;
+END;
+CREATE TRIGGER IF NOT EXISTS approval_reviewers_decided AFTER UPDATE OF doc ON approvals BEGIN
+    INSERT OR IGNORE INTO approval_reviewers (reviewer, created_at, approval_id)
+        SELECT json_extract(d.value, '$.reviewer'), new.created_at, new.id
+        FROM json_each(new.doc, '$.decisions') AS d;
+END;
+CREATE TRIGGER IF NOT EXISTS approval_reviewers_purged AFTER DELETE ON approvals BEGIN
+    DELETE FROM approval_reviewers WHERE approval_id = old.id AND created_at = old.created_at
+        AND reviewer IN (SELECT json_extract(d.value, '$.reviewer') FROM json_each(old.doc, '$.decisions') AS d);
+END;
+"""
+"""The stored indexes of the inbox's filters (:meth:`~.approvals.SqliteApprovals.list_matching`): tool and tier
+(expressions over the document, so built over the rows an older hitl wrote too), requester, every decided approval,
+and who recorded a decision or vote on each (a table the triggers keep in the writing statement's transaction,
+filled from the documents already there)."""
+
+
+def _to_21(c: sqlite3.Connection) -> None:
+    """The inbox's filters indexed (:data:`FILTERS`): a filtered page reads the rows it shows, not the history."""
+    for statement in _statements(FILTERS):
+        c.execute(statement)
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -421,6 +463,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (18, _to_18),
     (19, _to_19),
     (20, _to_20),
+    (21, _to_21),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION

@@ -14,6 +14,7 @@ from hitl.engine.clocks import FakeClock
 from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, IllegalTransition, NotFound, StaleVersion
 from hitl.engine.ports import Store
+from hitl.engine.testing.conformance.approval_filters import ApprovalFiltersConformance
 from hitl.engine.testing.conformance.approval_queues import ApprovalQueuesConformance
 from hitl.engine.testing.conformance.helpers import SUPPORT, cmd
 from hitl.engine.testing.factories import make_approval
@@ -21,7 +22,7 @@ from hitl.engine.testing.factories import make_approval
 __all__ = ["ApprovalsConformance"]
 
 
-class ApprovalsConformance(ApprovalQueuesConformance):
+class ApprovalsConformance(ApprovalQueuesConformance, ApprovalFiltersConformance):
     """What every store must do here."""
 
     async def test_create_get_roundtrip_keeps_args_exact(self, store: Store, clock: FakeClock) -> None:

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from hitl.engine.clocks import FakeClock
+from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.records import AuditEntry, MessageRef
 from hitl.engine.domain.retention import DAY, PURGE_EVENT, Purged, Retention
@@ -93,6 +94,10 @@ class RetentionConformance:
         assert await store.runs.load("s-done") is None and await store.runs.load("s-live") is not None
         assert await store.messages.get(done) is None and await store.messages.approval_for(ref) is None
         assert done not in [a.id for a in (await store.approvals.list_recent(limit=50)).items]
+        for where in (ApprovalFilter(reviewer="U_SUPPORT1"), ApprovalFilter(status="decided", tool="refund")):
+            for _ in range(2):  # read twice: a store that repairs its index on the first read lists the same after
+                listed = [a.id for a in (await store.approvals.list_matching(where, limit=50)).items]
+                assert listed == [waited], where  # the purged one gone from the filtered listing too
         assert await store.ledger.get("call:done") is not None  # kept a day longer than what it served
         assert [e.event for e in await store.audit.entries(approval_id=done)] == ["created", "decided"]
         left = await store.jobs.claim("c2", kind="resume", limit=5, now=clock.now(), lease=30)

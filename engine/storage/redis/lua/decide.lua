@@ -136,6 +136,12 @@ redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'a
   'superseded_by', superseded_by or '')
 f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
   superseded_by, now_s
+-- Who decided what, for the inbox's reviewer filter (filters.py's voted_key and lex_time), in the decision's step.
+local created = redis.call('ZSCORE', string.sub(k, 1, #k - #aid - 3) .. ':all', aid)
+if created then
+  redis.call('ZADD', string.sub(k, 1, #k - #aid - 3) .. ':voted', 'NX', 0,
+    reviewer .. '\t' .. string.format('%020.6f', tonumber(created)) .. '\t' .. aid)
+end
 local note, seen = '', ''
 if A[14] == '' then note = '; no view shown'
 else seen = ',"view_digest":"' .. A[14] .. '","view":' .. A[15] end

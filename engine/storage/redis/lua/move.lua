@@ -4,7 +4,8 @@
 -- unindex(k, aid): take an approval that stops being pending out of its role's pending and ranked indexes, the due
 -- index and the due-soon index, in
 -- the step that ends its pending state (no index ever holds decided approvals for a later read to drop). The index
--- keys follow from the approval's key ("<prefix>:{<id>}") and its role, as connection.py lays them out.
+-- keys follow from the approval's key ("<prefix>:{<id>}") and its role, as connection.py lays them out. It enters
+-- the decided index (filters.py's decided_key), at its creation time, in the same step.
 local function unindex(k, aid)
   local prefix = string.sub(k, 1, #k - #aid - 3)
   local role = redis.call('HGET', k, 'role')
@@ -18,6 +19,8 @@ local function unindex(k, aid)
   end
   redis.call('ZREM', prefix .. ':due', aid)
   redis.call('ZREM', prefix .. ':soon', aid)
+  local created = redis.call('ZSCORE', prefix .. ':all', aid)
+  if created then redis.call('ZADD', prefix .. ':decided', 'NX', created, aid) end
 end
 
 local function move_to(k, ak, aid, target, now_s, actor, detail, channel)

@@ -1,0 +1,85 @@
+"""The filtered listing's query in the SQL stores (:meth:`~hitl.engine.ports.ApprovalStore.list_matching`), one
+builder for SQLite's and PostgreSQL's dialects: every filter is in the ``WHERE``, so the database answers it from
+its indexes (tool, tier, requester, decided, by creation time; a reviewer's from the table of who decided what) and
+a page holds ``limit`` rows whenever that many match.
+
+The reviewer filter reads ``approval_reviewers`` first (its key is the reviewer, then the creation time), so the
+page comes in that table's order and its cursor continues it; every other page walks the approvals newest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hitl.engine.domain.approval_filter import ApprovalFilter
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import Page
+from hitl.engine.storage.codec import encode_cursor
+
+__all__ = ["MatchingDialect", "matching_query", "page_of"]
+
+
+@dataclass(frozen=True)
+class MatchingDialect:
+    """What differs between the SQL stores: parameter marks and the document's indexed expressions."""
+
+    mark: Callable[[int], str]
+    """The mark of the n-th parameter (1-based): ``?`` or ``$n``."""
+    tool: str
+    """The expression of the approval's tool, exactly as its index names it."""
+    tier: str
+    """The expression of the approval's tier, exactly as its index names it."""
+
+
+def matching_query(
+    where: ApprovalFilter, before: tuple[float, str] | None, limit: int, dialect: MatchingDialect
+) -> tuple[str, list[Any]]:
+    """``SELECT doc, created_at, id`` of the approvals ``where`` keeps, newest first, after the cursor ``before``,
+    ``limit`` rows; and its parameters."""
+    params: list[Any] = []
+
+    def bind(value: Any) -> str:
+        params.append(value)
+        return dialect.mark(len(params))
+
+    if where.reviewer is not None:
+        # The index of who decided what leads: its order is the page's, and each of its rows is one to show.
+        sql = (
+            "SELECT a.doc, r.created_at, r.approval_id FROM approval_reviewers AS r "
+            f"JOIN approvals AS a ON a.id = r.approval_id WHERE r.reviewer = {bind(where.reviewer)}"
+        )
+        key = "r.created_at", "r.approval_id"
+    else:
+        sql, key = "SELECT a.doc, a.created_at, a.id FROM approvals AS a WHERE 1 = 1", ("a.created_at", "a.id")
+    if where.tool is not None:
+        sql += f" AND {dialect.tool} = {bind(where.tool)}"
+    if where.tier is not None:
+        sql += f" AND {dialect.tier} = {bind(str(where.tier))}"
+    if where.requester is not None:
+        sql += f" AND a.requester = {bind(where.requester)}"
+    if where.status == "decided":
+        sql += f" AND a.status != '{Status.PENDING}'"
+    elif where.status is not None:
+        sql += f" AND a.status = {bind(str(where.status))}"
+    if where.created_from is not None:
+        sql += f" AND {key[0]} >= {bind(where.created_from)}"
+    if where.created_before is not None:
+        sql += f" AND {key[0]} < {bind(where.created_before)}"
+    if before is not None:
+        sql += f" AND ({key[0]}, {key[1]}) < ({bind(before[0])}, {bind(before[1])})"
+    # The limit as a literal (an int, never a caller's text): with a LIMIT parameter PostgreSQL planned the prepared
+    # statement without knowing how small the page is, and a reviewer's page took 15-30 ms among 100,000 decided
+    # approvals (the bench), against 1-4 ms with the literal.
+    sql += f" ORDER BY {key[0]} DESC, {key[1]} DESC LIMIT {int(limit) + 1}"
+    return sql, params
+
+
+def page_of(rows: Sequence[Any], limit: int) -> Page:
+    """The page of a :func:`matching_query`'s rows (``limit + 1`` at most: one more means a next page)."""
+    items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
+    if len(rows) <= limit:
+        return Page(items=items, cursor=None)
+    last = rows[limit - 1]
+    return Page(items=items, cursor=encode_cursor(float(last[1]), str(last[2])))
