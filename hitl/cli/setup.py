@@ -284,6 +284,9 @@ def demo(
     if scripted:
         import asyncio
 
+        from hitl.cli.loading import loaded
+
+        loaded()  # the demo's work begins (hitl/cli/loading.py)
         raise typer.Exit(asyncio.run(run_scripted()))
 
     # The API beside the page (8701 beside 8700), so a page of the docs can name it; any free one beside 0.
