@@ -10,5 +10,12 @@ from __future__ import annotations
 import os
 import sys
 
+from hitl.cli.loading import loading
+
 sys.dont_write_bytecode = False  # this process: pytest's rewritten test modules and what they import
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the processes the tests start
+
+# Collecting imports every test module and what it imports (thousands of modules, in each pytest-xdist worker); the
+# collector walked them again and again as they were made (a fifth of a worker's collection CPU). It runs rarely
+# until the tests start (tests/conftest.py: pytest_runtestloop), as it does while a `hitl` command loads.
+loading()
