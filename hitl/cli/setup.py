@@ -65,8 +65,10 @@ def serve(
         if socket:
             out.error("invalid_input", "--workers is for HTTP; Socket Mode runs in one process")
             raise typer.Exit(2)
+        from hitl.cli.loading import loaded
         from hitl.cli.workers import supervise
 
+        loaded()  # the supervisor's work begins (hitl/cli/loading.py)
         raise typer.Exit(supervise(workers, host=host, port=port, store=store, config=config))
 
     from hitl.bot.errors import BotError
