@@ -32,12 +32,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Collected: the collector back to its usual thresholds (tests/__init__.py raised them for collecting), and what
-    collecting made (the test modules, their imports, the items), which lives as long as the run, set aside from its
-    full collections (``gc.freeze``): each of them walked it all again, over a thousand tests a worker."""
-    loaded()
+    """Collected: what collecting made (the test modules, their imports, the items), which lives as long as the run,
+    set aside from the collector's full collections (``loaded`` freezes it: each of them walked it all again, over a
+    thousand tests a worker), its garbage collected first; and the usual thresholds back (tests/__init__.py raised
+    them for collecting)."""
     gc.collect()
-    gc.freeze()
+    loaded()
 
 
 @pytest.fixture(scope="session")
