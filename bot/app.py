@@ -183,6 +183,9 @@ def build_app(
     # that the token goes unused: the client carries it, so the warning says nothing to an operator.
     logging.getLogger("slack_bolt.AsyncApp").addFilter(_TOKEN_SKIPPED)
     app = AsyncApp(
+        # Named, as Bolt would name it (the file that builds it): unnamed, Bolt calls inspect.stack(), which reads
+        # the source of every frame above it (about 0.1 s of CPU a start, more under a deep caller such as a test).
+        name="app.py",
         client=side.client,
         # The HTTP server verifies every request's signature before Bolt sees it (bot/server.py); Socket Mode
         # needs none. Checking twice cost a second HMAC per click.

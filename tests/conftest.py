@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 import socket
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hitl.cli.loading import loaded
 from hitl.engine.storage.redis import RedisStore, connect
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
@@ -26,6 +28,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     longest came last in collection (tests/test_packaging.py alone takes a minute), so one pytest-xdist worker ran
     them while the others, done, waited for it; run first, they end while the short tests fill the other workers."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Collected: what collecting made (the test modules, their imports, the items), which lives as long as the run,
+    set aside from the collector's full collections (``loaded`` freezes it: each of them walked it all again, over a
+    thousand tests a worker), its garbage collected first; and the usual thresholds back (tests/__init__.py raised
+    them for collecting)."""
+    gc.collect()
+    loaded()
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from hitl.cli.delegate import delegate_app
 from hitl.cli.evidence import evidence
 from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.cli.keys import keys_app
+from hitl.cli.loading import loading
 from hitl.cli.migrate import migrate
 from hitl.cli.options import NO_CONFIG, AsOpt, ConfigOpt, JsonOpt, Order, StoreOpt
 from hitl.cli.oversight import halt, halts, practice, reviewers, unhalt
@@ -710,6 +711,7 @@ app.command(cls=FlagCommand, rich_help_panel=SETUP)(migrate)
 def main() -> None:
     """The ``hitl`` command. A usage error is one line, like every other error (``error: ... [usage]``, exit 2),
     not Click's boxed panel."""
+    loading()  # the collector runs rarely until the command's work begins (hitl/cli/loading.py)
     try:
         code = app(standalone_mode=False)
     except _USAGE_ERROR as exc:

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from hitl.cli.loading import loaded
 from hitl.cli.output import Out
 from hitl.engine.errors import EngineError
 
@@ -19,6 +20,7 @@ __all__ = ["run_command", "run_service"]
 def run_command(out: Out, work: Callable[[], Coroutine[Any, Any, int]], *, address: str = "--host/--port") -> None:
     """Run ``work`` and exit with its code: 1 for an engine error, 2 for a usage error, 130 on Ctrl-C.
     ``address``: the options that move a server elsewhere when its address is taken (named in the error)."""
+    loaded()  # what the command runs with is imported: the collector's usual thresholds from here
     try:
         code = asyncio.run(work())
     except EngineError as exc:

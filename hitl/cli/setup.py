@@ -65,8 +65,10 @@ def serve(
         if socket:
             out.error("invalid_input", "--workers is for HTTP; Socket Mode runs in one process")
             raise typer.Exit(2)
+        from hitl.cli.loading import loaded
         from hitl.cli.workers import supervise
 
+        loaded()  # the supervisor's work begins (hitl/cli/loading.py)
         raise typer.Exit(supervise(workers, host=host, port=port, store=store, config=config))
 
     from hitl.bot.errors import BotError
@@ -284,6 +286,9 @@ def demo(
     if scripted:
         import asyncio
 
+        from hitl.cli.loading import loaded
+
+        loaded()  # the demo's work begins (hitl/cli/loading.py)
         raise typer.Exit(asyncio.run(run_scripted()))
 
     # The API beside the page (8701 beside 8700), so a page of the docs can name it; any free one beside 0.

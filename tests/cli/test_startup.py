@@ -53,3 +53,43 @@ def test_listing_the_commands_loads_none_of_what_they_run_with(argv: list[str], 
     assert probe["code"] in (0, None), done.stderr
     assert ("hitl " if argv == ["--version"] else "Usage: ") in done.stdout
     assert [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in NOT_LOADED)] == []
+
+
+WORK_PROBE = """
+import asyncio, gc, json, runpy, sys
+usual, seen = gc.get_threshold(), []
+real_run = asyncio.run
+
+
+def run(main, **kwargs):  # where run_command starts the command's work
+    seen.append({"threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()})
+    return real_run(main, **kwargs)
+
+
+asyncio.run = run
+sys.argv = ["hitl", *sys.argv[1:]]
+try:
+    runpy.run_module("hitl", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "usual": usual, "seen": seen}), file=sys.stderr)
+"""
+
+
+def test_a_command_works_at_the_usual_collector_thresholds_with_what_it_loaded_frozen(tmp_path: Path) -> None:
+    """hitl/cli/loading.py: the collector runs rarely while a command loads; its work (a server's, for as long as it
+    runs) collects at the thresholds the process started with, what loading made set aside."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db", "HITL_CONFIG": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", WORK_PROBE, "migrate", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    probe = json.loads(done.stderr.strip().splitlines()[-1])
+    assert probe["code"] == 0, done.stderr
+    [work] = probe["seen"]
+    assert work["threshold"] == probe["usual"]
+    assert work["frozen"] > 10_000  # the modules `hitl migrate` imported, and their classes and functions
