@@ -65,22 +65,22 @@ APPROVAL_COLUMNS = (
 """The columns of an approval's row in the SQL stores, in :func:`approval_row`'s order."""
 
 
-_LEFT_OUT_WHEN_NONE = frozenset(
-    name for name, info in Approval.model_fields.items() if not info.is_required() and info.default is None
-)
-"""An approval's fields whose default is None: its stored document leaves each out while it is None (read back,
-the default gives the same None)."""
-
-
 def approval_doc(a: Approval) -> str:
-    """An approval's JSON document in the SQL stores, without the fields that are None by default and still None.
+    """An approval's JSON document in the SQL stores, without the fields that are None by default and still None:
+    the approval's own and those of the models it holds (its decisions, its consequence). Every field of those
+    models that can be None defaults to None (``tests/storage/test_bytes_per_run.py`` pins it), so each reads back
+    as the None it was; a None inside ``args`` or ``metadata`` is data and is kept (pydantic leaves out model
+    fields only).
 
     Why: the row of a plain approval is ~1.35 kB, three to a 4 KiB SQLite page with ~30 B to spare; the nulls of
     fields added since (``supersedes``, ``consequence``) tipped it to two a page, a third of each page empty (+683 B
     a finished run, with no consequence declared). The nine nulls a plain approval carries are ~160 B; left out, the
-    row fits three a page with room. No query reads these fields out of the document (SQL's missing and null read
-    alike), and Redis's static document already leaves out every default."""
-    return a.model_dump_json(exclude={name for name in _LEFT_OUT_WHEN_NONE if getattr(a, name) is None})
+    row fits three a page with room. A decision's five nulls (~80 B: ``reason``, ``args``, ``acting_for``,
+    ``consequence``, ``view_digest``) were half of what a decide adds to a row packed that tightly: with them, the
+    row outgrew its page on most decides (a rebalance, +0.6 page written a sequential decide on the store
+    benchmark). No query reads these fields out of the document (SQL's missing and null read alike), and Redis's
+    static document already leaves out every default."""
+    return a.model_dump_json(exclude_none=True)
 
 
 def approval_row(a: Approval, doc: str) -> tuple[Any, ...]:

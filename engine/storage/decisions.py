@@ -16,7 +16,6 @@ from hitl.engine.domain.decide import (
     trust_note,
 )
 from hitl.engine.domain.models import Approval
-from hitl.engine.domain.presentation import digest_of
 from hitl.engine.domain.records import AuditEntry, TrustGrant
 from hitl.engine.errors import DecisionRefused, StaleVersion
 from hitl.engine.storage.codec import audit_for_decision
@@ -67,7 +66,8 @@ def decision_writes(current: Approval, cmd: DecideCommand, now: float, *, wall: 
     run = run_to_resume(updated)
     if run is not None:
         jobs += [(kind, {"session_id": run, "approval_id": updated.id}) for kind in cmd.run_jobs]
-    decided = audit_for_decision(updated, actor=cmd.reviewer.id, event="decided", now=now, detail=detail).model_copy(
-        update={"view": cmd.view, "view_digest": digest_of(cmd.view) if cmd.view is not None else None}
-    )
+    decided = audit_for_decision(updated, actor=cmd.reviewer.id, event="decided", now=now, detail=detail)
+    if cmd.view is not None:
+        # The digest apply_decision recorded on the decision: the view is encoded and hashed once per decision.
+        decided = decided.model_copy(update={"view": cmd.view, "view_digest": updated.decisions[-1].view_digest})
     return DecisionWrites(audit=decided, approval=updated, jobs=jobs, trust=grant)
