@@ -27,7 +27,7 @@ from hitl.engine.storage.codec import encode_cursor
 from hitl.engine.storage.redis.codec import text
 from hitl.engine.storage.redis.connection import RedisConnection, key_part
 
-__all__ = ["index_filters", "lex_time", "matching_page", "voted_key"]
+__all__ = ["index_filters", "lex_time", "matching_page", "stored_entries", "voted_key"]
 
 _MOST_BATCH = 1000
 """The most index entries read in one round trip (with their approvals)."""
@@ -76,6 +76,21 @@ def index_filters(pipe: Pipeline, conn: RedisConnection, a: Approval) -> None:
     voted = {f"{d.reviewer}\t{lex_time(at)}\t{a.id}": 0 for d in a.decisions}
     if voted:
         pipe.zadd(voted_key(conn), voted, nx=True)
+
+
+def stored_entries(conn: RedisConnection, doc: dict[str, Any], approval_id: str) -> tuple[list[str], list[str]]:
+    """Where the stored approval ``doc`` stands in the filter indexes, for retention's removal (``purge.lua``): the
+    sorted sets holding its id (tool, tier, requester, decided) and its members of :func:`voted_key` (one for each
+    reviewer who recorded a decision or vote), as :func:`index_filters` and ``decide.lua`` wrote them."""
+    keys = [
+        _by(conn, "tool", str(doc.get("tool", ""))),
+        _by(conn, "tier", str(doc.get("tier", ""))),
+        _by(conn, "requester", str(doc.get("requester", ""))),
+        decided_key(conn),
+    ]
+    at = lex_time(float(doc.get("created_at", 0.0)))
+    reviewers = {str(d.get("reviewer", "")) for d in doc.get("decisions", ()) if isinstance(d, dict)}
+    return keys, sorted(f"{r}\t{at}\t{approval_id}" for r in reviewers)
 
 
 async def _scored_index(conn: RedisConnection, where: ApprovalFilter) -> str:

@@ -15,6 +15,7 @@ from hitl.engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, Purged,
 from hitl.engine.domain.states import TERMINAL
 from hitl.engine.storage.redis.codec import entry_body, split_link, text
 from hitl.engine.storage.redis.connection import RedisConnection, key_id, store_errors
+from hitl.engine.storage.redis.filters import stored_entries, voted_key
 
 __all__ = ["RedisPurger"]
 
@@ -97,7 +98,7 @@ class RedisPurger:
             runs = sum(1 for st, at in rows if st and _run_ended(text(st)) and float(at) < records)
             offset = 0
             while (page := await self._approval_page(records, offset)) is not None:
-                leaving += [aid for aid, _ in page[1]]
+                leaving += [aid for aid, _, _ in page[1]]
                 offset += page[0]
             finished = await self._due(c.finished_claims_key, records - CLAIM_GRACE, _ALL)
             async with self.r.pipeline(transaction=False) as pipe:
@@ -178,33 +179,40 @@ class RedisPurger:
                 break
             scanned, calls = found
             gone = await self._remove(
-                "approval", cutoff, [(keys, [aid, _FINAL]) for aid, keys in calls][: limit - removed]
+                "approval", cutoff, [(keys, [aid, _FINAL, *voted]) for aid, keys, voted in calls][: limit - removed]
             )
             removed += gone
             offset += scanned - gone  # what was removed no longer takes a place in the index
         return removed
 
-    async def _approval_page(self, cutoff: float, offset: int) -> tuple[int, list[tuple[str, list[str]]]] | None:
+    async def _approval_page(
+        self, cutoff: float, offset: int
+    ) -> tuple[int, list[tuple[str, list[str], list[str]]]] | None:
         """One page of the creation-time index from ``offset``: how many entries it held, and the approvals in it
-        that retention removes now with the keys the removal script takes (None past the last page)."""
+        that retention removes now with the keys the removal script takes and their members of the who-decided
+        index (None past the last page)."""
         c = self.conn
         ids = [text(m) for m in await self.r.zrangebyscore(c.all_key, "-inf", f"({cutoff!r}", start=offset, num=_SCAN)]
         if not ids:
             return None
         async with self.r.pipeline(transaction=False) as pipe:
             for aid in ids:
-                pipe.hmget(c.approval_key(aid), ["status", "role", "updated_at"])
+                pipe.hmget(c.approval_key(aid), ["status", "role", "updated_at", "decisions"])
                 pipe.get(c.doc_key(aid))
                 pipe.hgetall(c.message_key(aid))
             rows = await pipe.execute()
-        due: list[tuple[str, list[str], str]] = []
+        due: list[tuple[str, list[str], str, list[str]]] = []
         for i, aid in enumerate(ids):
-            (status, role, updated), doc, card = rows[3 * i], rows[3 * i + 1], rows[3 * i + 2]
+            (status, role, updated, decisions), doc, card = rows[3 * i], rows[3 * i + 1], rows[3 * i + 2]
             if status is None or doc is None or text(status) not in _FINAL_STATES:
                 continue
             if float(text(updated) or 0) >= cutoff:
                 continue
-            session = str(json.loads(text(doc)).get("session_id", ""))
+            stored = json.loads(text(doc))
+            # A decision lives in the approval's hash, not its document: the who-decided members come from there.
+            stored["decisions"] = json.loads(text(decisions) or "[]") if decisions is not None else []
+            session = str(stored.get("session_id", ""))
+            filters, voted = stored_entries(c, stored, aid)
             card = {text(k): text(v) for k, v in card.items()}
             keys = [
                 c.approval_key(aid),
@@ -218,13 +226,19 @@ class RedisPurger:
                 c.run_key(session),
                 c.message_shown_key(card["channel"], card["ts"]) if card else c.message_key(aid),
                 c.ranked_key(text(role) or None),
+                *filters,
+                voted_key(c),
             ]
-            due.append((aid, keys, session))
+            due.append((aid, keys, session, voted))
         async with self.r.pipeline(transaction=False) as pipe:
-            for _, _, session in due:
+            for _, _, session, _ in due:
                 pipe.hget(c.run_key(session), "status")
             runs = [text(x) for x in await pipe.execute()] if due else []
-        calls = [(aid, keys) for (aid, keys, _), run in zip(due, runs, strict=True) if run not in LIVE_RUN_STATUSES]
+        calls = [
+            (aid, keys, voted)
+            for (aid, keys, _, voted), run in zip(due, runs, strict=True)
+            if run not in LIVE_RUN_STATUSES
+        ]
         return len(ids), calls
 
     async def _trust(self, cutoff: float) -> int:

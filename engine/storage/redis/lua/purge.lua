@@ -35,7 +35,8 @@ end
 if kind == 'approval' then
   -- KEYS: hash, doc, all-approvals index, due index, chains index, pending index of its role, card hash, card's
   -- reverse key as an older hitl wrote it, run hash of its session, the approvals its message shows, ranked index
-  -- of its role. ARGV[4]: the final states, comma-separated.
+  -- of its role, the inbox filters' indexes of its tool, tier and requester, the decided index, the who-decided
+  -- index. ARGV[4]: the final states, comma-separated; ARGV[5..]: its members of the who-decided index.
   local f = redis.call('HMGET', KEYS[1], 'status', 'updated_at')
   if not f[1] then return 0 end
   if not string.find(',' .. ARGV[4] .. ',', ',' .. f[1] .. ',', 1, true) then return 0 end
@@ -48,6 +49,8 @@ if kind == 'approval' then
   redis.call('ZREM', KEYS[6], id)
   redis.call('ZREM', KEYS[11], id)
   redis.call('ZREM', KEYS[10], id)  -- a group card's other members stay on it
+  for i = 12, 15 do redis.call('ZREM', KEYS[i], id) end
+  for i = 5, #ARGV do redis.call('ZREM', KEYS[16], ARGV[i]) end
   redis.call('ZADD', KEYS[5], f[2], id)  -- its audit chain stays, for the audit retention
   return 1
 end
