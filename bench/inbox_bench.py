@@ -35,7 +35,7 @@ from hitl.engine.domain.approval_filter import MOST_EXAMINED, ApprovalFilter  # 
 from hitl.engine.domain.decide import DecideCommand, apply_decision  # noqa: E402
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status, Tier  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
-from hitl.engine.storage.codec import APPROVAL_COLUMNS, approval_doc, approval_row  # noqa: E402
+from hitl.engine.storage.codec import APPROVAL_COLUMNS, approval_doc, approval_row, reviewer_rows  # noqa: E402
 from hitl.engine.storage.postgres import PostgresStore  # noqa: E402
 from hitl.engine.storage.queue import queue_page  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
@@ -74,12 +74,12 @@ def _decided(a: Approval, i: int, now: float) -> Approval:
 
 
 async def _write_decided(store: Store, decided: list[Approval]) -> None:
-    """The decided history, a batch at a time: one multi-row insert on SQL (the triggers index who decided what),
+    """The decided history, a batch at a time: one multi-row insert on SQL (with the rows of who decided what),
     the store's create and decide on Redis (its indexes are written by those steps)."""
     for start in range(0, len(decided), BATCH):
         part = decided[start : start + BATCH]
         if isinstance(store, SqliteStore | PostgresStore):
-            await _insert(store, [approval_row(a, approval_doc(a)) for a in part])
+            await _insert(store, part)
         else:
             await asyncio.gather(*(store.approvals.create(a.model_copy(update=_OPEN)) for a in part))
             await asyncio.gather(
@@ -100,19 +100,24 @@ async def _write_decided(store: Store, decided: list[Approval]) -> None:
             )
 
 
-async def _insert(store: SqliteStore | PostgresStore, rows: list[tuple[Any, ...]]) -> None:
-    """One multi-row insert of approval rows, in one transaction."""
+async def _insert(store: SqliteStore | PostgresStore, part: list[Approval]) -> None:
+    """One multi-row insert of approval rows and one of their reviewers' rows, in one transaction."""
+    rows = [approval_row(a, approval_doc(a)) for a in part]
+    reviewers = [row for a in part for row in reviewer_rows(a)]
+    reviewed = "INSERT INTO approval_reviewers (reviewer, created_at, approval_id) VALUES "
     if isinstance(store, SqliteStore):
 
         def write(c: sqlite3.Connection) -> None:
-            c.executemany(f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
+            c.executemany(f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
+            c.executemany(f"{reviewed}(?, ?, ?)", reviewers)
 
         await store.db.run(write)
         return
-    marks = ", ".join(f"${n}" for n in range(1, 12))
+    marks = ", ".join(f"${n}" for n in range(1, len(rows[0]) + 1))
 
     async def send(c: Any) -> None:
         await c.executemany(f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES ({marks})", rows)
+        await c.executemany(f"{reviewed}($1, $2, $3)", reviewers)
 
     await store.db.run(send)
 

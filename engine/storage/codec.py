@@ -32,6 +32,7 @@ __all__ = [
     "encode_rank_cursor",
     "encode_json_form",
     "loads",
+    "reviewer_rows",
 ]
 
 CLAIM_COLUMNS = "action_hash, holder, attempt, state, lease_until, result"
@@ -60,9 +61,12 @@ def loads(text: str | bytes) -> Any:
 
 
 APPROVAL_COLUMNS = (
-    "id, status, version, created_at, expires_at, required_role, requester, rank, backup_role, hand_on_at, doc"
+    "id, status, version, created_at, expires_at, required_role, requester, rank, backup_role, hand_on_at, tool, tier, "
+    "doc"
 )
-"""The columns of an approval's row in the SQL stores, in :func:`approval_row`'s order."""
+"""The columns of an approval's row in the SQL stores, in :func:`approval_row`'s order. ``tool`` and ``tier`` never
+change after creation: they are written here and by no ``UPDATE``, so a decide or a move rewrites none of their
+indexes' entries (as expressions over the document, every ``UPDATE`` of it did: two WAL pages a SQLite decide)."""
 
 
 def approval_doc(a: Approval) -> str:
@@ -86,7 +90,15 @@ def approval_doc(a: Approval) -> str:
 def approval_row(a: Approval, doc: str) -> tuple[Any, ...]:
     """A new approval's row in the SQL stores (:data:`APPROVAL_COLUMNS`): its indexed fields beside its JSON."""
     fixed = (a.id, str(a.status), a.version, a.created_at, a.expires_at, a.required_role, a.requester)
-    return (*fixed, rank_key(a), a.backup_role, a.hand_on_at, doc)
+    return (*fixed, rank_key(a), a.backup_role, a.hand_on_at, a.tool, str(a.tier), doc)
+
+
+def reviewer_rows(a: Approval) -> list[tuple[str, float, str]]:
+    """The rows of the SQL stores' index of who decided what (``approval_reviewers``: reviewer, the approval's
+    creation time, its id) for every decision or vote ``a`` holds, each reviewer once. A decide writes its own
+    decision's row (:attr:`~hitl.engine.storage.decisions.DecisionWrites.reviewer`); this covers an approval
+    inserted with decisions already on it."""
+    return [(reviewer, a.created_at, a.id) for reviewer in dict.fromkeys(d.reviewer for d in a.decisions)]
 
 
 def encode_cursor(created_at: float, approval_id: str) -> str:

@@ -42,6 +42,16 @@ class DecisionWrites:
         assert self.approval is not None
         return self.approval
 
+    @property
+    def reviewer(self) -> tuple[str, float, str] | None:
+        """The row of who decided what (``approval_reviewers``: reviewer, the approval's creation time, its id) the
+        decision adds, None for a refusal (a refused vote makes no one a reviewer of the approval). Written by the
+        decide itself: a trigger on every ``UPDATE`` of the document read the whole of it again (~35 µs of CPU a
+        SQLite decide, ~20 µs a move to executing, which adds no decision)."""
+        if self.approval is None:
+            return None
+        return self.approval.decisions[-1].reviewer, self.approval.created_at, self.approval.id
+
 
 def decision_writes(current: Approval, cmd: DecideCommand, now: float, *, wall: float) -> DecisionWrites:
     """The writes of ``cmd`` on ``current`` (read in the same transaction), at ``now`` (``wall``: the real time an

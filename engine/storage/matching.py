@@ -23,14 +23,10 @@ __all__ = ["MatchingDialect", "matching_query", "page_of"]
 
 @dataclass(frozen=True)
 class MatchingDialect:
-    """What differs between the SQL stores: parameter marks and the document's indexed expressions."""
+    """What differs between the SQL stores: parameter marks (the filters name the same indexed columns on both)."""
 
     mark: Callable[[int], str]
     """The mark of the n-th parameter (1-based): ``?`` or ``$n``."""
-    tool: str
-    """The expression of the approval's tool, exactly as its index names it."""
-    tier: str
-    """The expression of the approval's tier, exactly as its index names it."""
 
 
 def matching_query(
@@ -54,9 +50,9 @@ def matching_query(
     else:
         sql, key = "SELECT a.doc, a.created_at, a.id FROM approvals AS a WHERE 1 = 1", ("a.created_at", "a.id")
     if where.tool is not None:
-        sql += f" AND {dialect.tool} = {bind(where.tool)}"
+        sql += f" AND a.tool = {bind(where.tool)}"
     if where.tier is not None:
-        sql += f" AND {dialect.tier} = {bind(str(where.tier))}"
+        sql += f" AND a.tier = {bind(str(where.tier))}"
     if where.requester is not None:
         sql += f" AND a.requester = {bind(where.requester)}"
     if where.status == "decided":

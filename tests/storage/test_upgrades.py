@@ -17,7 +17,8 @@ Group cards (schema 13 on SQLite, 9 on PostgreSQL, a new key on Redis): one mess
 card an older hitl posted stays where it was, and a second approval can now be recorded on one message.
 
 The inbox's filters (schema 21 on SQLite, 17 on PostgreSQL, layout 5 on Redis): indexes built over the approvals
-an older hitl decided, so a filter by reviewer, tool or status finds them, and kept from then on.
+an older hitl decided, so a filter by reviewer, tool or status finds them, and kept from then on; on the SQL stores
+each approval's tool and tier become columns, taken from its document.
 
 Redis key layout 2: a caller's id inside a run, claim or window key is encoded. A Redis store upgrades at its first
 operation (as SQLite and PostgreSQL migrate as they open), so a claim an older hitl recorded is found, never made again.
@@ -201,8 +202,11 @@ async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_pat
         assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_MIGRATIONS[-1][0]
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         kinds = dict(db.execute("SELECT id, json_extract(doc, '$.kind') FROM approvals").fetchall())
+        columns = {r[0]: (r[1], r[2]) for r in db.execute("SELECT id, tool, tier FROM approvals")}
     assert "trust" not in tables and "trust_grants" in tables
     assert {a.id: kinds[a.id] for a, _ in older} == {a.id: str(a.kind) for a, _ in older}  # written, not derived
+    everyone = [earlier, *(a for a, _ in older)]
+    assert {a.id: columns[a.id] for a in everyone} == _tools_and_tiers(everyone)
 
 
 async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postgres_url: str, clock: FakeClock) -> None:
@@ -271,9 +275,12 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
     try:
         rows = await conn.fetch("SELECT id, doc::jsonb ->> 'kind' FROM approvals")
         kinds = {str(r[0]): str(r[1]) for r in rows}
+        columns = {r[0]: (r[1], r[2]) for r in await conn.fetch("SELECT id, tool, tier FROM approvals")}
     finally:
         await conn.close()
     assert {a.id: kinds[a.id] for a, _ in older} == {a.id: str(a.kind) for a, _ in older}
+    everyone = [earlier, *(a for a, _ in older)]
+    assert {a.id: columns[a.id] for a in everyone} == _tools_and_tiers(everyone)
 
 
 async def _doc(store: RedisStore, approval_id: str) -> str:
@@ -520,6 +527,11 @@ async def _filters_after(
     assert (await listed(ApprovalFilter(reviewer="U_OLD", status="decided")))[:2] == [done.id, made[3].id]
 
 
+def _tools_and_tiers(made: list[Approval]) -> dict[str, tuple[str, str]]:
+    """The tool and tier columns the upgrade must have written for ``made``: each as its document says."""
+    return {a.id: (a.tool, str(a.tier)) for a in made}
+
+
 async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "old.db"
     store = SqliteStore(path)
@@ -527,12 +539,13 @@ async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Pa
         made = await _decided_before(store, clock)
     finally:
         await store.close()
-    with sqlite3.connect(path) as db:  # as schema 20 left the file: none of the filters' indexes
-        for trigger in ("approval_reviewers_created", "approval_reviewers_decided", "approval_reviewers_purged"):
-            db.execute(f"DROP TRIGGER {trigger}")
+    with sqlite3.connect(path) as db:  # as schema 20 left the file: none of the filters' indexes or columns
+        db.execute("DROP TRIGGER approval_reviewers_purged")
         for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester", "approvals_decided"):
             db.execute(f"DROP INDEX {index}")
         db.execute("DROP TABLE approval_reviewers")
+        db.execute("ALTER TABLE approvals DROP COLUMN tool")
+        db.execute("ALTER TABLE approvals DROP COLUMN tier")
         db.execute("PRAGMA user_version = 20")
     store = SqliteStore(path)
     try:
@@ -541,6 +554,8 @@ async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Pa
         await store.close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 21
+        columns = {r[0]: (r[1], r[2]) for r in db.execute("SELECT id, tool, tier FROM approvals")}
+    assert {aid: columns[aid] for aid in _tools_and_tiers(made)} == _tools_and_tiers(made)
 
 
 async def test_postgres_indexes_the_filters_over_what_migration_16_wrote(postgres_url: str, clock: FakeClock) -> None:
@@ -551,12 +566,11 @@ async def test_postgres_indexes_the_filters_over_what_migration_16_wrote(postgre
     finally:
         await store.close()
     conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
-    try:  # as migration 16 left the schema: none of the filters' indexes
-        await conn.execute("DROP TRIGGER approval_reviewers_kept ON approvals")
-        await conn.execute("DROP FUNCTION hitl_approval_reviewers()")
+    try:  # as migration 16 left the schema: none of the filters' indexes or columns
         await conn.execute("DROP TABLE approval_reviewers")
         for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester", "approvals_decided"):
             await conn.execute(f"DROP INDEX {index}")
+        await conn.execute("ALTER TABLE approvals DROP COLUMN tool, DROP COLUMN tier")
         await conn.execute("DELETE FROM hitl_schema WHERE version = 17")
     finally:
         await conn.close()
@@ -566,6 +580,12 @@ async def test_postgres_indexes_the_filters_over_what_migration_16_wrote(postgre
         await _filters_after(store, made, clock)
     finally:
         await store.close()
+    conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
+    try:
+        columns = {r[0]: (r[1], r[2]) for r in await conn.fetch("SELECT id, tool, tier FROM approvals")}
+    finally:
+        await conn.close()
+    assert {aid: columns[aid] for aid in _tools_and_tiers(made)} == _tools_and_tiers(made)
 
 
 async def test_redis_indexes_the_filters_over_what_layout_4_left(

@@ -26,7 +26,7 @@ from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.matching import MatchingDialect, matching_query, page_of
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import load_approval
-from hitl.engine.storage.postgres.schema import DUE_SOON_AT, TIER_OF, TOOL_OF
+from hitl.engine.storage.postgres.schema import DUE_SOON_AT
 from hitl.engine.storage.postgres.writes import Writes, read_state
 from hitl.engine.storage.signals import wait_for_version
 
@@ -35,10 +35,8 @@ __all__ = ["RECHECK", "PgApprovals"]
 RECHECK = 1.0
 """Seconds between looks at a waited-on approval when no notice came (a listener that lost its connection)."""
 
-_MATCHING = MatchingDialect(
-    mark=lambda n: f"${n}", tool=TOOL_OF.replace("(doc", "(a.doc"), tier=TIER_OF.replace("(doc", "(a.doc")
-)
-"""PostgreSQL's filtered listing: the expressions migration 17 indexes, on the row the query names ``a``."""
+_MATCHING = MatchingDialect(mark=lambda n: f"${n}")
+"""PostgreSQL's filtered listing, over the columns migration 17 indexes."""
 
 
 class PgApprovals:
@@ -162,6 +160,8 @@ class PgApprovals:
             w = Writes(found, guarded=True)
             if writes.approval is not None:
                 w.approval(writes.approval)
+            if writes.reviewer is not None:
+                w.reviewers([writes.reviewer])
             w.audit(writes.audit)
             for kind, payload in writes.jobs:
                 w.job(kind, payload, now)

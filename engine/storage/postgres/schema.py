@@ -8,7 +8,7 @@ transaction); the operations page shows the grants that keep even the service ro
 
 from __future__ import annotations
 
-__all__ = ["DUE_SOON_AT", "GRANTS_DROPPED", "MIGRATIONS", "MIGRATION_LOCK", "TIER_OF", "TOOL_OF"]
+__all__ = ["DUE_SOON_AT", "GRANTS_DROPPED", "MIGRATIONS", "MIGRATION_LOCK"]
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": the advisory lock key migrations are applied under
 GRANTS_DROPPED = "trust_dropped_at_upgrade"
@@ -16,10 +16,6 @@ GRANTS_DROPPED = "trust_dropped_at_upgrade"
 DUE_SOON_AT = "(expires_at - greatest(600::float8, (expires_at - created_at) / 10::float8))"
 """The instant a pending approval becomes due soon (:func:`~hitl.engine.domain.ranking.due_soon_at`, the same
 arithmetic on the same doubles) as SQL: the expression migration 15 indexes, and what a query names to use it."""
-TOOL_OF = "((doc::jsonb) ->> 'tool')"
-"""An approval's tool as migration 17 indexes it (a query names the same expression, its row's alias aside)."""
-TIER_OF = "((doc::jsonb) ->> 'tier')"
-"""An approval's tier as migration 17 indexes it (a query names the same expression, its row's alias aside)."""
 
 _V1 = """
 CREATE TABLE approvals (
@@ -323,12 +319,18 @@ CREATE TABLE IF NOT EXISTS receipt_approvals (
 );
 """
 
-_V17 = f"""
--- The inbox's filters, indexed: tool and tier (expressions over the document, so built over the rows already
--- there), requester, every decided approval, and who recorded a decision or vote on each (a table the trigger keeps
--- in the writing statement's transaction, filled from the documents already there; purged with its approval).
-CREATE INDEX IF NOT EXISTS approvals_by_tool ON approvals ({TOOL_OF}, created_at, id);
-CREATE INDEX IF NOT EXISTS approvals_by_tier ON approvals ({TIER_OF}, created_at, id);
+_V17 = """
+-- The inbox's filters, indexed: tool and tier (columns the insert writes and no UPDATE touches, taken from the
+-- document for the rows already there; as expressions over the document, every UPDATE of it rewrote their entries),
+-- requester, every decided approval, and who recorded a decision or vote on each (a table the decide writes in its
+-- own statement, filled from the documents already there; purged with its approval).
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS tool TEXT NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS tier TEXT NOT NULL DEFAULT '';
+UPDATE approvals SET tool = (doc::jsonb) ->> 'tool', tier = (doc::jsonb) ->> 'tier';
+-- No default from here on: an insert that names no tool or tier fails rather than hides its row from the filters.
+ALTER TABLE approvals ALTER COLUMN tool DROP DEFAULT, ALTER COLUMN tier DROP DEFAULT;
+CREATE INDEX IF NOT EXISTS approvals_by_tool ON approvals (tool, created_at, id);
+CREATE INDEX IF NOT EXISTS approvals_by_tier ON approvals (tier, created_at, id);
 CREATE INDEX IF NOT EXISTS approvals_by_requester ON approvals (requester, created_at, id);
 CREATE INDEX IF NOT EXISTS approvals_decided ON approvals (created_at, id) WHERE status <> 'pending';
 CREATE TABLE IF NOT EXISTS approval_reviewers (
@@ -342,17 +344,6 @@ INSERT INTO approval_reviewers (reviewer, created_at, approval_id)
     SELECT DISTINCT d ->> 'reviewer', a.created_at, a.id
     FROM approvals AS a, jsonb_array_elements((a.doc::jsonb) -> 'decisions') AS d
     ON CONFLICT DO NOTHING;
-CREATE OR REPLACE FUNCTION hitl_approval_reviewers() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO approval_reviewers (reviewer, created_at, approval_id)
-        SELECT DISTINCT d ->> 'reviewer', NEW.created_at, NEW.id
-        FROM jsonb_array_elements((NEW.doc::jsonb) -> 'decisions') AS d
-        ON CONFLICT DO NOTHING;
-    RETURN NULL;
-END $$;
-DROP TRIGGER IF EXISTS approval_reviewers_kept ON approvals;
-CREATE TRIGGER approval_reviewers_kept AFTER INSERT OR UPDATE OF doc ON approvals
-    FOR EACH ROW EXECUTE FUNCTION hitl_approval_reviewers();
 """
 
 MIGRATIONS: tuple[tuple[int, str], ...] = (

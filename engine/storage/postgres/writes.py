@@ -39,6 +39,7 @@ from hitl.engine.storage.codec import (
     claim_row,
     dumps,
     encode_json_form,
+    reviewer_rows,
 )
 from hitl.engine.storage.postgres.connection import Conn
 
@@ -165,6 +166,7 @@ class Writes:
         self._guarded = guarded
         self._heads: dict[str, Head | None] = dict(state.heads) if state is not None else {}
         self._approvals: dict[str, tuple[Approval, bool]] = {}
+        self._reviewers: list[tuple[str, float, str]] = []
         self._claims: dict[str, Claim] = {}
         self._audit: list[AuditEntry] = []
         self._jobs: list[tuple[str, str, str | None, float]] = []
@@ -179,6 +181,11 @@ class Writes:
         """Write approval ``a`` (``insert``: a new row); a later write of the same approval replaces it."""
         inserted = insert or (a.id in self._approvals and self._approvals[a.id][1])
         self._approvals[a.id] = (a, inserted)
+
+    def reviewers(self, rows: Collection[tuple[str, float, str]]) -> None:
+        """Add rows to the index of who decided what (``approval_reviewers``: reviewer, the approval's creation time,
+        its id; one already there is kept): a decide's own decision (an inserted approval's are added for it)."""
+        self._reviewers += rows
 
     def claim(self, cl: Claim, *, receipt: Issued | None = None) -> None:
         """Write the execution claim ``cl`` (inserted or replaced), and ``receipt``, issued with it, when the claim
@@ -264,9 +271,28 @@ class Writes:
         moved = [(a, approval_doc(a)) for a, insert in self._approvals.values() if not insert]
         if new:
             rows = [approval_row(a, doc) for a, doc in new]
-            kinds = ("text", "text", "int4", "float8", "float8", "text", "text", "int8", "text", "float8", "text")
+            kinds = (
+                "text",
+                "text",
+                "int4",
+                "float8",
+                "float8",
+                "text",
+                "text",
+                "int8",
+                "text",
+                "float8",
+                *["text"] * 3,
+            )
             stmt.parts.append(
                 f"INSERT INTO approvals ({APPROVAL_COLUMNS}) SELECT * FROM unnest(" + columns(rows, kinds) + ")"
+            )
+        reviewers = [*self._reviewers, *(row for a, _ in new for row in reviewer_rows(a))]
+        if reviewers:  # checked against its approval at the statement's end, after an insert in the same statement
+            stmt.parts.append(
+                "INSERT INTO approval_reviewers (reviewer, created_at, approval_id) SELECT * FROM unnest("
+                + columns(reviewers, ("text", "float8", "text"))
+                + ") ON CONFLICT DO NOTHING"
             )
         for a, doc in moved:  # by key, one part each: an index lookup in any plan, never a scan of the table
             stmt.parts.append(

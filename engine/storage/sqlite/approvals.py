@@ -28,7 +28,7 @@ from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.matching import MatchingDialect, matching_query, page_of
 from hitl.engine.storage.signals import wait_for_version
 from hitl.engine.storage.sqlite.connection import SqliteConnection
-from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, load_approval, write_approval
+from hitl.engine.storage.sqlite.rows import insert_audit, insert_job, insert_reviewers, load_approval, write_approval
 from hitl.engine.storage.sqlite.schema import DUE_SOON_AT
 from hitl.engine.storage.sqlite.trust import insert_grant
 
@@ -37,10 +37,8 @@ __all__ = ["CREATED_POLL", "SqliteApprovals"]
 CREATED_POLL = 0.05
 """Seconds between checks for approvals other processes created (:meth:`SqliteApprovals.wait_created`)."""
 
-_MATCHING = MatchingDialect(
-    mark=lambda _: "?", tool="json_extract(a.doc, '$.tool')", tier="json_extract(a.doc, '$.tier')"
-)
-"""SQLite's filtered listing: the expressions schema 21 indexes (:data:`~.schema.FILTERS`)."""
+_MATCHING = MatchingDialect(mark=lambda _: "?")
+"""SQLite's filtered listing, over the columns schema 21 indexes (:data:`~.schema.FILTERS`)."""
 
 
 class SqliteApprovals:
@@ -162,6 +160,8 @@ class SqliteApprovals:
             writes = decision_writes(load_approval(c, cmd.approval_id), cmd, now, wall=time.time())
             if writes.approval is not None:
                 write_approval(c, writes.approval)
+            if writes.reviewer is not None:
+                insert_reviewers(c, [writes.reviewer])
             insert_audit(c, writes.audit)
             for kind, payload in writes.jobs:
                 insert_job(c, kind, payload, now)

@@ -20,11 +20,25 @@ from hitl.engine.storage.codec import (
     claim_of,
     claim_row,
     dumps,
+    reviewer_rows,
 )
 from hitl.engine.storage.sqlite.connection import CHAIN_LINK_SQL
 from hitl.engine.storage.sqlite.receipts import insert_receipt
 
-__all__ = ["insert_audit", "insert_job", "load_approval", "load_claim", "own_run", "write_approval", "write_claim"]
+__all__ = [
+    "insert_audit",
+    "insert_job",
+    "insert_reviewers",
+    "load_approval",
+    "load_claim",
+    "own_run",
+    "write_approval",
+    "write_claim",
+]
+
+_INSERT_APPROVAL = (
+    f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES ({', '.join('?' * len(APPROVAL_COLUMNS.split(',')))})"
+)
 
 
 def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
@@ -36,16 +50,24 @@ def load_approval(c: sqlite3.Connection, approval_id: str) -> Approval:
 
 
 def write_approval(c: sqlite3.Connection, a: Approval, *, insert: bool = False) -> None:
-    """Write the approval's row (``insert``: a new one) inside a transaction."""
+    """Write the approval's row (``insert``: a new one, with the rows of who decided what for any decisions it
+    already holds) inside a transaction. An update writes status, version and document only: a decide writes its
+    decision's reviewer itself (:func:`insert_reviewers`)."""
     doc = approval_doc(a)
     if insert:
-        c.execute(
-            f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            approval_row(a, doc),
-        )
+        c.execute(_INSERT_APPROVAL, approval_row(a, doc))
+        insert_reviewers(c, reviewer_rows(a))
     else:
         c.execute(
             "UPDATE approvals SET status = ?, version = ?, doc = ? WHERE id = ?", (a.status, a.version, doc, a.id)
+        )
+
+
+def insert_reviewers(c: sqlite3.Connection, rows: list[tuple[str, float, str]]) -> None:
+    """Add rows to the index of who decided what (``approval_reviewers``; one already there is kept)."""
+    if rows:
+        c.executemany(
+            "INSERT OR IGNORE INTO approval_reviewers (reviewer, created_at, approval_id) VALUES (?, ?, ?)", rows
         )
 
 

@@ -408,8 +408,8 @@ def _to_20(c: sqlite3.Connection) -> None:
 
 
 FILTERS = """
-CREATE INDEX IF NOT EXISTS approvals_by_tool ON approvals (json_extract(doc, '$.tool'), created_at, id);
-CREATE INDEX IF NOT EXISTS approvals_by_tier ON approvals (json_extract(doc, '$.tier'), created_at, id);
+CREATE INDEX IF NOT EXISTS approvals_by_tool ON approvals (tool, created_at, id);
+CREATE INDEX IF NOT EXISTS approvals_by_tier ON approvals (tier, created_at, id);
 CREATE INDEX IF NOT EXISTS approvals_by_requester ON approvals (requester, created_at, id);
 CREATE INDEX IF NOT EXISTS approvals_decided ON approvals (created_at, id) WHERE status != 'pending';
 CREATE TABLE IF NOT EXISTS approval_reviewers (
@@ -421,29 +421,26 @@ CREATE TABLE IF NOT EXISTS approval_reviewers (
 INSERT OR IGNORE INTO approval_reviewers (reviewer, created_at, approval_id)
     SELECT json_extract(d.value, '$.reviewer'), a.created_at, a.id
     FROM approvals AS a, json_each(a.doc, '$.decisions') AS d;
-CREATE TRIGGER IF NOT EXISTS approval_reviewers_created AFTER INSERT ON approvals BEGIN
-    INSERT OR IGNORE INTO approval_reviewers (reviewer, created_at, approval_id)
-        SELECT json_extract(d.value, '$.reviewer'), new.created_at, new.id
-        FROM json_each(new.doc, '$.decisions') AS d;
-END;
-CREATE TRIGGER IF NOT EXISTS approval_reviewers_decided AFTER UPDATE OF doc ON approvals BEGIN
-    INSERT OR IGNORE INTO approval_reviewers (reviewer, created_at, approval_id)
-        SELECT json_extract(d.value, '$.reviewer'), new.created_at, new.id
-        FROM json_each(new.doc, '$.decisions') AS d;
-END;
 CREATE TRIGGER IF NOT EXISTS approval_reviewers_purged AFTER DELETE ON approvals BEGIN
     DELETE FROM approval_reviewers WHERE approval_id = old.id AND created_at = old.created_at
         AND reviewer IN (SELECT json_extract(d.value, '$.reviewer') FROM json_each(old.doc, '$.decisions') AS d);
 END;
 """
 """The stored indexes of the inbox's filters (:meth:`~.approvals.SqliteApprovals.list_matching`): tool and tier
-(expressions over the document, so built over the rows an older hitl wrote too), requester, every decided approval,
-and who recorded a decision or vote on each (a table the triggers keep in the writing statement's transaction,
-filled from the documents already there)."""
+(columns written once, at the insert: indexed as expressions over the document, every ``UPDATE`` of it rewrote their
+entries, two WAL pages a decide), requester, every decided approval, and who recorded a decision or vote on each (a
+table the decide writes in its own transaction, filled from the documents already there; a purge's trigger removes
+an approval's rows with it)."""
 
 
 def _to_21(c: sqlite3.Connection) -> None:
-    """The inbox's filters indexed (:data:`FILTERS`): a filtered page reads the rows it shows, not the history."""
+    """The inbox's filters indexed (:data:`FILTERS`): a filtered page reads the rows it shows, not the history. The
+    tool and tier of each approval an older hitl wrote are taken from its document before they are indexed."""
+    columns = {r[1] for r in c.execute("PRAGMA table_info(approvals)")}
+    for name in ("tool", "tier"):
+        if name not in columns:
+            c.execute(f"ALTER TABLE approvals ADD COLUMN {name} TEXT NOT NULL DEFAULT ''")
+    c.execute("UPDATE approvals SET tool = json_extract(doc, '$.tool'), tier = json_extract(doc, '$.tier')")
     for statement in _statements(FILTERS):
         c.execute(statement)
 
