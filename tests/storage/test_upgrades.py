@@ -495,10 +495,12 @@ async def test_hitl_migrate_on_redis_says_it_upgraded_the_key_layout_and_ends_th
 # The inbox's filters (schema 21 on SQLite, migration 17 on PostgreSQL, layout 5 on Redis): indexes of tool, tier,
 # requester, every decided approval and who decided what, built over what the previous release wrote.
 async def _decided_before(store: SqliteStore | RedisStore | PostgresStore, clock: FakeClock) -> list[Approval]:
-    """Approvals the previous release decided: approved by U_OLD, rejected by U_OTHER, one vote of two by U_OLD."""
+    """Approvals the previous release decided: approved by U_OLD, rejected by U_OTHER, one vote of two by U_OLD;
+    one with a NUL in its arguments (stored as ``\u0000``, which PostgreSQL's ``jsonb`` refuses to hold)."""
     made = []
     for i in range(6):
-        a = make_approval(now=clock.advance(1), key=f"old{i}", tool=("refund", "delete_customer")[i % 2])
+        args = {"order_id": "78291", "amount": 49, "note": "a\x00b"} if i == 2 else None
+        a = make_approval(now=clock.advance(1), key=f"old{i}", tool=("refund", "delete_customer")[i % 2], args=args)
         a = a.model_copy(update={"quorum": 2 if i == 5 else 1})
         await store.approvals.create(a)
         if i == 1:

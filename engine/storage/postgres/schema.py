@@ -319,14 +319,20 @@ CREATE TABLE IF NOT EXISTS receipt_approvals (
 );
 """
 
-_V17 = """
+_READABLE = "replace(doc, '\\u0000', '\\ufffd')::json"
+"""An approval's document as JSON PostgreSQL can read fields of, NUL escapes or not (migration 17's backfill)."""
+
+_V17 = f"""
 -- The inbox's filters, indexed: tool and tier (columns the insert writes and no UPDATE touches, taken from the
 -- document for the rows already there; as expressions over the document, every UPDATE of it rewrote their entries),
 -- requester, every decided approval, and who recorded a decision or vote on each (a table the decide writes in its
 -- own statement, filled from the documents already there; purged with its approval).
 ALTER TABLE approvals ADD COLUMN IF NOT EXISTS tool TEXT NOT NULL DEFAULT '',
     ADD COLUMN IF NOT EXISTS tier TEXT NOT NULL DEFAULT '';
-UPDATE approvals SET tool = (doc::jsonb) ->> 'tool', tier = (doc::jsonb) ->> 'tier';
+-- A document may hold an escaped NUL (one in an argument), which PostgreSQL will not turn into text, json or jsonb
+-- alike: the fields are read from a copy with each escape replaced by U+FFFD's (six characters for six, so the copy
+-- stays valid JSON; tool, tier and reviewer ids never hold a NUL).
+UPDATE approvals SET tool = ({_READABLE}) ->> 'tool', tier = ({_READABLE}) ->> 'tier';
 -- No default from here on: an insert that names no tool or tier fails rather than hides its row from the filters.
 ALTER TABLE approvals ALTER COLUMN tool DROP DEFAULT, ALTER COLUMN tier DROP DEFAULT;
 CREATE INDEX IF NOT EXISTS approvals_by_tool ON approvals (tool, created_at, id);
@@ -342,7 +348,7 @@ CREATE TABLE IF NOT EXISTS approval_reviewers (
 CREATE INDEX IF NOT EXISTS approval_reviewers_of ON approval_reviewers (approval_id);
 INSERT INTO approval_reviewers (reviewer, created_at, approval_id)
     SELECT DISTINCT d ->> 'reviewer', a.created_at, a.id
-    FROM approvals AS a, jsonb_array_elements((a.doc::jsonb) -> 'decisions') AS d
+    FROM approvals AS a, json_array_elements(({_READABLE.replace("(doc", "(a.doc")}) -> 'decisions') AS d
     ON CONFLICT DO NOTHING;
 """
 
