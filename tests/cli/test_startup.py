@@ -138,19 +138,23 @@ async def _probe(*argv: str, env: dict[str, str], cwd: Path) -> tuple[dict[str, 
 async def test_a_command_through_the_api_loads_no_store_runtime_or_slack(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With HITL_API_URL and HITL_TOKEN, `hitl pending`, `hitl resume` and a reviewer's command (`hitl trust list`)
-    ask `hitl serve`: they import no store, no runtime, no workflow runner and no Slack (about a third of each such
-    call's CPU was importing them, on every one of the suite's ~200 calls)."""
+    """With HITL_API_URL and HITL_TOKEN, `hitl pending`, `hitl resume` and a reviewer's command (`hitl reviewers`,
+    an admin's) ask `hitl serve`: they import no store, no runtime, no workflow runner and no Slack (about a third of
+    each such call's CPU was importing them, on every one of the suite's ~200 calls)."""
     monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     async with sqlite_api(tmp_path, clock) as api:
         body = {"session": "s1", "tool": "refund", "args": {"order_id": "1", "customer_id": "C-1", "amount": 120}}
         status, proposal = await api.call("POST", "/proposals", as_="agent", json={**body, "idempotency_key": "k1"})
         assert status == 200
         approval_id = proposal["approval"]["id"]
-        env = {"HITL_API_URL": api.h.bot_url, "HITL_TOKEN": TOKENS["sup1"][0], "HITL_STORE": "sqlite:///nowhere/x.db"}
-        for argv in (["pending", "--json"], ["resume", approval_id, "--approve", "--json"], ["trust", "list"]):
-            probe, out = await _probe(*argv, env=env, cwd=tmp_path)
+        env = {"HITL_API_URL": api.h.bot_url, "HITL_STORE": "sqlite:///nowhere/x.db"}
+        decide = f"resume {approval_id} --approve --json"
+        asked = {"pending --json": "sup1", decide: "sup1", "reviewers --json": "admin"}  # command: whose token
+        for command, token in asked.items():
+            argv = command.split()
+            probe, out = await _probe(*argv, env={**env, "HITL_TOKEN": TOKENS[token][0]}, cwd=tmp_path)
             assert probe["code"] == 0, (argv, out)
-            assert approval_id in out or argv == ["trust", "list"], out  # the API answered, and it was shown
+            shown = json.loads(out)  # the API answered, and the command showed it
+            assert approval_id in out if argv[0] != "reviewers" else shown["reviewers"][0]["reviewer"] == "U_SUPPORT1"
             loaded = [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in REMOTE_NOT_LOADED)]
             assert loaded == [], argv
