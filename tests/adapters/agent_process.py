@@ -31,10 +31,10 @@ def harness(name: str, world: AgentWorld, folder: Path) -> AgentHarness:
 
         return InterruptHarness(world, folder / "sessions")
     if name == "openai-agents":
-        from tests.adapters.test_openai_agents import OpenAIAgentsHarness
+        from tests.adapters.openai_agents_harness import OpenAIAgentsHarness
 
         return OpenAIAgentsHarness(world)
-    from tests.adapters.test_pydantic_ai import PydanticAIHarness
+    from tests.adapters.pydantic_ai_harness import PydanticAIHarness
 
     return PydanticAIHarness(world)
 
