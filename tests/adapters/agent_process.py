@@ -23,11 +23,11 @@ SESSION = "proc-session"
 
 def harness(name: str, world: AgentWorld, folder: Path) -> AgentHarness:
     if name == "strands-inline":
-        from tests.adapters.test_strands import InlineHarness
+        from tests.adapters.strands_harness import InlineHarness
 
         return InlineHarness(world)
     if name == "strands-interrupt":
-        from tests.adapters.test_strands import InterruptHarness
+        from tests.adapters.strands_harness import InterruptHarness
 
         return InterruptHarness(world, folder / "sessions")
     if name == "openai-agents":
