@@ -1,6 +1,7 @@
 """`hitl --help` and `hitl --version` load only what they show: a command imports what it uses when it runs, so
 listing the commands loads no store, no runtime, no Slack, no server and no schema library (every CLI call, and
-every test that starts one, paid for them). How long they take is measured in bench/cli_bench.py, not here."""
+every test that starts one, paid for them); a command through `hitl serve`'s API (HITL_API_URL) loads no store,
+runtime or Slack either. How long they take is measured in bench/cli_bench.py, not here."""
 
 from __future__ import annotations
 
