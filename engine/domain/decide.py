@@ -29,7 +29,7 @@ from hitl.engine.domain.confirmation import APPROVING
 from hitl.engine.domain.consequences import Consequence
 from hitl.engine.domain.models import Approval, ApprovalKind, Decision, DecisionKind, Reviewer, Status, Tier
 from hitl.engine.domain.own_confirmation import SELF_BASIS, askers
-from hitl.engine.domain.presentation import digest_of
+from hitl.engine.domain.presentation import NO_VIEW, digest_of
 from hitl.engine.domain.records import TrustGrant
 from hitl.engine.domain.states import check_transition
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, StaleVersion
@@ -100,10 +100,6 @@ class DecideCommand(BaseModel):
     """For a trust: when the grant it makes ends. A trust that leaves the approval approved writes its grant
     (:func:`trust_granted`) in the decision's own atomic step, so no crash leaves a trusted approval without its
     grant, or a grant without its decision."""
-
-
-NO_VIEW = "no view shown"
-"""What a decision's audit entry says when its decider was shown no view (a CLI or API decision that named none)."""
 
 
 def decided_detail(cmd: DecideCommand, updated: Approval) -> str:

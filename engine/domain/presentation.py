@@ -29,6 +29,7 @@ from hitl.engine.domain.spot_checks import checked_tool, is_spot_check
 
 __all__ = [
     "DECISION_VERBS",
+    "NO_VIEW",
     "RENDERER",
     "STATE_TITLES",
     "Change",
@@ -43,6 +44,9 @@ __all__ = [
 RENDERER = "hitl-view/1"
 """The version of what :func:`present` builds; recorded in every canonical view, so a view shown by an older hitl
 still names itself after an upgrade changes how views are built."""
+
+NO_VIEW = "no view shown"
+"""What a decision's audit entry says when its decider was shown no view (a CLI or API decision that named none)."""
 
 Summarize = Callable[[str, Mapping[str, Any]], str | None]
 """A tool's ``summary:`` sentence for some arguments (None without a template, or when it fails on them)."""

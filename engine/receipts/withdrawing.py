@@ -8,12 +8,15 @@ offline cannot know of it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
-from hitl.engine.ports import Clock, Store
 from hitl.engine.receipts.claims import ReceiptStatus, Withdrawal
+
+if TYPE_CHECKING:  # the ports load the decision rules; the API's models read REASON_MAX here, `hitl withdraw` too
+    from hitl.engine.ports import Clock, Store
 
 __all__ = ["WITHDRAWABLE", "WithdrawRequest", "may_withdraw", "refuse_withdrawn", "within_roles", "withdraw_approval"]
 

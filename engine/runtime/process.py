@@ -6,65 +6,22 @@ reporter; the Python API can do either. ``HITL_NOW`` freezes the clock (tests an
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from hitl.engine.clocks import FakeClock, SystemClock
 from hitl.engine.consequences.running import ConsequenceRunner
-from hitl.engine.errors import InvalidInput, NotFound
+from hitl.engine.errors import NotFound
 from hitl.engine.policy_engines import OpaClient
 from hitl.engine.ports import Clock, Notifier, RunReporter, Store, Workspace
 from hitl.engine.process.workers import worker_name
 from hitl.engine.receipts.ports import ReceiptSigner, ReceiptsRemote
 from hitl.engine.runtime.compose import RunContexts
 from hitl.engine.runtime.lifecycle import RunLifecycle
-from hitl.engine.storage.factory import DEFAULT_STORE_URL, open_store, sqlite_path
+from hitl.engine.runtime.settings import RuntimeSettings
+from hitl.engine.storage.factory import open_store, sqlite_path
 
 __all__ = ["Runtime", "RuntimeSettings", "open_runtime"]
-
-
-@dataclass(frozen=True)
-class RuntimeSettings:
-    """Where things are: explicit values win over environment variables, which win over defaults."""
-
-    store_url: str = DEFAULT_STORE_URL
-    config_path: str | None = None
-    now: float | None = None
-    """``HITL_NOW`` (epoch seconds): a frozen clock."""
-    remote: ReceiptsRemote | None = None
-    """How this process reaches ``hitl serve`` for receipts (``HITL_API_URL``, ``HITL_TOKEN``): the composition
-    root's client; None: it cannot, and claims nothing a receipt would cover."""
-    opa: OpaClient | None = None
-    """What asks OPA for ``opa:`` source rules (the composition root's HTTP client); None: they ask a person."""
-
-    @classmethod
-    def from_env(
-        cls,
-        *,
-        store: str | None = None,
-        config: str | None = None,
-        remote: ReceiptsRemote | None = None,
-        opa: OpaClient | None = None,
-    ) -> RuntimeSettings:
-        """``store`` / ``config`` from flags, else ``HITL_STORE`` / ``HITL_CONFIG`` / ``HITL_NOW``, else defaults;
-        ``remote``: how this process reaches ``hitl serve`` for receipts; ``opa``: how it asks OPA."""
-        raw_now = os.environ.get("HITL_NOW") or None
-        try:
-            now = float(raw_now) if raw_now else None
-        except ValueError:
-            raise InvalidInput(f"HITL_NOW={raw_now!r} is not a number of epoch seconds") from None
-        return cls(
-            store_url=store or os.environ.get("HITL_STORE") or DEFAULT_STORE_URL,
-            config_path=config or os.environ.get("HITL_CONFIG") or None,
-            now=now,
-            remote=remote,
-            opa=opa,
-        )
-
-    def clock(self) -> Clock:
-        return FakeClock(self.now) if self.now is not None else SystemClock()
 
 
 @dataclass

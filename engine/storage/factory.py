@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from hitl.engine.errors import ErrorCode, InvalidInput
-from hitl.engine.ports import Store
+
+if TYPE_CHECKING:  # the port loads the decision rules; what reads a store's URL (a CLI's settings) needs none
+    from hitl.engine.ports import Store
 
 __all__ = ["DEFAULT_STORE_URL", "open_store", "sqlite_path"]
 

@@ -248,12 +248,13 @@ async def _group_work(
     """``hitl resume ID ID ...``: through the API when it is configured, else against the store."""
     from hitl.cli.groups import decide_group_locally, group_exit_code
     from hitl.cli.remote import connect
-    from hitl.engine.runtime.process import open_runtime
 
     client = await connect(settings.reviewer)
     if client is not None:
         view = await client.decide_group(targets, kind, reason=reason)
     else:
+        from hitl.engine.runtime.process import open_runtime
+
         async with open_runtime(settings.runtime, kind="cli") as rt:
             view = await decide_group_locally(rt, settings, targets, kind, reason=reason)
     out.group_decision(view)
@@ -378,7 +379,6 @@ async def _resume_one(
     continue the run, say how it went); returns the exit code."""
     from hitl.cli.flows import approval_view, decide_and_resume, remote_resume
     from hitl.cli.remote import connect
-    from hitl.engine.runtime.process import open_runtime
 
     how: dict[str, Any] = dict(
         reason=reason, confirm=confirm, args=args, overrides=overrides, force=force, replace_args=replace_args
@@ -386,6 +386,10 @@ async def _resume_one(
     client = await connect(settings.reviewer)
     if client is not None:
         return await remote_resume(client, out, target, kind, **how)
+    # Imported only here, as in every command that may go through the API: through it, no store, runtime or
+    # workflow is loaded (tests/cli/test_startup.py).
+    from hitl.engine.runtime.process import open_runtime
+
     async with open_runtime(settings.runtime, kind="cli") as rt:
         result = await decide_and_resume(rt, settings, target, kind, **how)
         roles = await _deciding_roles(rt, result)
@@ -419,8 +423,6 @@ def pending(
     from hitl.cli.remote import connect
     from hitl.engine.domain.ranking import PendingOrder, why_ranked
     from hitl.engine.errors import InvalidInput
-    from hitl.engine.runtime.process import open_runtime
-    from hitl.engine.storage.queue import queue_page
 
     out = Out(as_json=as_json)
     settings = CliSettings.resolve(store=store, config=config, reviewer=reviewer)
@@ -432,6 +434,9 @@ def pending(
             listed = await client.pending(limit=limit, order=sort)
             out.pending(listed.items, waiting=listed.waiting)
             return 0
+        from hitl.engine.runtime.process import open_runtime
+        from hitl.engine.storage.queue import queue_page
+
         async with open_runtime(settings.runtime, read_only=True) as rt:
             context = rt.contexts.default
             roles = None
@@ -484,7 +489,6 @@ def show(
     from hitl.cli.flows import approval_view, resolve_target
     from hitl.cli.output import Out, approval_json
     from hitl.cli.remote import connect
-    from hitl.engine.runtime.process import open_runtime
     from hitl.mail.states import DELIVERY_EVENTS
 
     if as_json and len(targets) > 1:
@@ -499,6 +503,8 @@ def show(
             for view in views:
                 out.emit(approval_json(view.model_copy(update={"audit": None}))) if out.json else out.approval(view)
             return 0
+        from hitl.engine.runtime.process import open_runtime
+
         async with open_runtime(settings.runtime, read_only=True) as rt:
             views = [await approval_view(rt, (await resolve_target(rt, target))[0]) for target in targets]
             for view in views:
@@ -550,7 +556,6 @@ def audit(
     from hitl.cli.output import Out
     from hitl.cli.remote import connect
     from hitl.engine.errors import InvalidInput
-    from hitl.engine.runtime.process import open_runtime
 
     out = Out(as_json=as_json)
     if head is not None and target != "verify":
@@ -577,6 +582,8 @@ def audit(
                 return 0 if out.seen(shown.id, trail, shown.decisions, verbose=verbose) else 1
             out.audit(await client.audit(target, limit=limit))
             return 0
+        from hitl.engine.runtime.process import open_runtime
+
         async with open_runtime(settings.runtime, read_only=target != "head") as rt:
             if target == "verify":
                 checked, broken = await rt.store.audit.verify(head=head)

@@ -116,7 +116,6 @@ def _run(what: str, out: Out, settings: CliSettings, ways: Ways[T], read_only: b
     from hitl.cli.command import run_command
     from hitl.cli.flows import refuse_claimed_in_production
     from hitl.cli.remote import connect
-    from hitl.engine.runtime.process import open_runtime
 
     async def work() -> int:
         client = await connect(settings.reviewer)
@@ -127,6 +126,8 @@ def _run(what: str, out: Out, settings: CliSettings, ways: Ways[T], read_only: b
             who = settings.require_reviewer()
             if ways.check is not None:
                 ways.check()
+            from hitl.engine.runtime.process import open_runtime  # here: the remote way loads no runtime
+
             # A reading command's worker is named as any reader's; one that writes, as the CLI's.
             async with open_runtime(settings.runtime, kind="hitl" if read_only else "cli", read_only=read_only) as rt:
                 await (guard or refuse_claimed_in_production)(rt, who, what)

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hitl.engine.errors import ErrorCode, InvalidInput
-from hitl.engine.receipts.ports import ReceiptClaims
-from hitl.engine.runtime.process import RuntimeSettings
+from hitl.engine.runtime.settings import RuntimeSettings
 
 if TYPE_CHECKING:
     from hitl.engine.domain.policy_source import OpaSource
     from hitl.engine.policy_engines.ports import PolicyEngine
+    from hitl.engine.receipts.ports import ReceiptClaims
 
 __all__ = ["CliSettings"]
 

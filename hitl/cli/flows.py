@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.prompt import Prompt
@@ -25,9 +25,13 @@ from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, InvalidInput, NotFound
-from hitl.engine.runtime.lifecycle import Decided
-from hitl.engine.runtime.process import Runtime
-from hitl.engine.workflow.definition import LoadedWorkflow
+
+# The runtime's names, for the type checker: a flow runs on a runtime its command opened, so importing them here would
+# load the runtime into a command that goes through the API (``remote_resume``) and opens none.
+if TYPE_CHECKING:
+    from hitl.engine.runtime.lifecycle import Decided
+    from hitl.engine.runtime.process import Runtime
+    from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = [
     "LOCAL",
@@ -147,6 +151,8 @@ async def decide_and_resume(
         assert approval is not None
         if overrides:
             raise InvalidInput(f"{target} belongs to no run: --var applies to a run's variables")
+        from hitl.engine.runtime.lifecycle import Decided
+
         return _standing(Decided(approval))
     return await rt.lifecycle.resume(state.session_id, force=force, actor=actor, overrides=overrides, state=state)
 

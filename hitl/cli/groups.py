@@ -7,13 +7,16 @@ them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from hitl.api.models import ApprovalView, GroupDecisionView
 from hitl.cli.context import CliSettings
 from hitl.cli.flows import LOCAL, approval_view, refuse_local_in_production, resolve_target
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.requests import GroupDecideRequest, GroupMember
-from hitl.engine.runtime.process import Runtime
+
+if TYPE_CHECKING:  # `hitl resume ID ID` through the API opens no runtime
+    from hitl.engine.runtime.process import Runtime
 
 __all__ = ["decide_group_locally", "group_exit_code"]
 

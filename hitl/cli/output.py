@@ -17,11 +17,10 @@ from hitl.api.models import ApprovalView, AuditView, GroupDecisionView
 from hitl.cli.trimmed import Trimmed
 from hitl.engine.domain.audit_heads import view_problem
 from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence
-from hitl.engine.domain.decide import NO_VIEW
 from hitl.engine.domain.display import show
 from hitl.engine.domain.hashing import short_hash
 from hitl.engine.domain.models import Approval, Status, asker_text
-from hitl.engine.domain.presentation import look_closely
+from hitl.engine.domain.presentation import NO_VIEW, look_closely
 from hitl.engine.domain.ranking import TIER_WORDS, waiting_text
 from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden

@@ -218,9 +218,10 @@ def practice() -> Ways[Any]:
     from rich.text import Text
 
     from hitl.engine.domain.practice import is_practice
-    from hitl.engine.storage.paging import every_pending
 
     async def local(rt: Runtime, who: str) -> list[dict[str, object]]:
+        from hitl.engine.storage.paging import every_pending  # here: through the API the command loads no store
+
         return [practice_row(a) async for a in every_pending(rt.store.approvals) if is_practice(a)]
 
     def show(out: Out, rows: list[dict[str, object]]) -> None:
@@ -255,7 +256,6 @@ def reviewers(
     from hitl.api.models import iso
     from hitl.engine.domain.durations import parse_duration
     from hitl.engine.domain.reviewer_figures import by_reviewer
-    from hitl.engine.storage.paging import recent_since
 
     try:
         window = parse_duration(since)
@@ -263,6 +263,8 @@ def reviewers(
         raise typer.BadParameter(str(exc), param_hint="--since") from None
 
     async def local(rt: Runtime, who: str) -> tuple[str, list[dict[str, Any]]]:
+        from hitl.engine.storage.paging import recent_since  # here: through the API the command loads no store
+
         start = rt.clock.now() - window
         seen = await recent_since(rt.store.approvals, start - window)
         figures = by_reviewer(seen, since=start)

@@ -23,18 +23,18 @@ SESSION = "proc-session"
 
 def harness(name: str, world: AgentWorld, folder: Path) -> AgentHarness:
     if name == "strands-inline":
-        from tests.adapters.test_strands import InlineHarness
+        from tests.adapters.strands_harness import InlineHarness
 
         return InlineHarness(world)
     if name == "strands-interrupt":
-        from tests.adapters.test_strands import InterruptHarness
+        from tests.adapters.strands_harness import InterruptHarness
 
         return InterruptHarness(world, folder / "sessions")
     if name == "openai-agents":
-        from tests.adapters.test_openai_agents import OpenAIAgentsHarness
+        from tests.adapters.openai_agents_harness import OpenAIAgentsHarness
 
         return OpenAIAgentsHarness(world)
-    from tests.adapters.test_pydantic_ai import PydanticAIHarness
+    from tests.adapters.pydantic_ai_harness import PydanticAIHarness
 
     return PydanticAIHarness(world)
 

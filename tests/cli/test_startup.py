@@ -1,17 +1,22 @@
 """`hitl --help` and `hitl --version` load only what they show: a command imports what it uses when it runs, so
 listing the commands loads no store, no runtime, no Slack, no server and no schema library (every CLI call, and
-every test that starts one, paid for them). How long they take is measured in bench/cli_bench.py, not here."""
+every test that starts one, paid for them); a command through `hitl serve`'s API (HITL_API_URL) loads no store,
+runtime or Slack either. How long they take is measured in bench/cli_bench.py, not here."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from hitl.testing import FakeClock
+from tests.api.conftest import TOKENS, sqlite_api
 from tests.cli.conftest import ROOT
 
 PROBE = """
@@ -93,3 +98,64 @@ def test_a_command_works_at_the_usual_collector_thresholds_with_what_it_loaded_f
     [work] = probe["seen"]
     assert work["threshold"] == probe["usual"]
     assert work["frozen"] > 10_000  # the modules `hitl migrate` imported, and their classes and functions
+
+
+REMOTE_NOT_LOADED = (
+    "hitl.engine.storage.sqlite",  # the stores: through the API the command opens none
+    "hitl.engine.storage.redis",
+    "hitl.engine.storage.postgres",
+    "hitl.engine.runtime.process",  # the runtime, its composed contexts and what runs workflows
+    "hitl.engine.runtime.compose",
+    "hitl.engine.runner",
+    "hitl.engine.workflow",
+    "hitl.bot",
+    "slack_bolt",
+    "slack_sdk",
+    "aiohttp",
+    "redis",
+    "asyncpg",
+    "aiosqlite",
+    "sqlite3",
+    "jsonschema",
+)
+
+
+async def _probe(*argv: str, env: dict[str, str], cwd: Path) -> tuple[dict[str, Any], str]:
+    """PROBE run as a process, the test's event loop free meanwhile (it serves the API the command calls)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        PROBE,
+        *argv,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    return json.loads(err.decode().strip().splitlines()[-1]), out.decode()
+
+
+async def test_a_command_through_the_api_loads_no_store_runtime_or_slack(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With HITL_API_URL and HITL_TOKEN, `hitl pending`, `hitl resume` and a reviewer's command (`hitl reviewers`,
+    an admin's) ask `hitl serve`: they import no store, no runtime, no workflow runner and no Slack (about a third of
+    each such call's CPU was importing them, on every one of the suite's ~200 calls)."""
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
+    async with sqlite_api(tmp_path, clock) as api:
+        body = {"session": "s1", "tool": "refund", "args": {"order_id": "1", "customer_id": "C-1", "amount": 120}}
+        status, proposal = await api.call("POST", "/proposals", as_="agent", json={**body, "idempotency_key": "k1"})
+        assert status == 200
+        approval_id = proposal["approval"]["id"]
+        env = {"HITL_API_URL": api.h.bot_url, "HITL_STORE": "sqlite:///nowhere/x.db"}
+        decide = f"resume {approval_id} --approve --json"
+        asked = {"pending --json": "sup1", decide: "sup1", "reviewers --json": "admin"}  # command: whose token
+        for command, token in asked.items():
+            argv = command.split()
+            probe, out = await _probe(*argv, env={**env, "HITL_TOKEN": TOKENS[token][0]}, cwd=tmp_path)
+            assert probe["code"] == 0, (argv, out)
+            shown = json.loads(out)  # the API answered, and the command showed it
+            assert approval_id in out if argv[0] != "reviewers" else shown["reviewers"][0]["reviewer"] == "U_SUPPORT1"
+            loaded = [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in REMOTE_NOT_LOADED)]
+            assert loaded == [], argv
