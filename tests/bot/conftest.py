@@ -21,6 +21,7 @@ from hitl.bot.settings import BotSettings
 from hitl.engine.ports import Clock, Store
 from hitl.engine.storage import open_store
 from hitl.engine.storage.sqlite import SqliteStore
+from hitl.receipts.signing import new_key_pem
 from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.rate_limits import SlackLimits
 from hitl.sandbox.server import Emulator, start_emulator
@@ -294,3 +295,13 @@ async def sqlite_harness(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.M
     h = await start(SqliteStore(tmp_path / "bot.db"), clock)
     yield h
     await stop(h)
+
+
+@pytest.fixture(params=("sqlite", "redis"))
+async def paying(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
+    """`hitl serve` issuing receipts (its key in ``tmp_path``), on each store: the withdrawal tests' harness."""
+    from tests.receipts.conftest import CONFIG as RECEIPTS_CONFIG  # here: that conftest imports this one
+
+    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
+    async with harness_on(request, tmp_path, clock, RECEIPTS_CONFIG) as h:
+        yield h

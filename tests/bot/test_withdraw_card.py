@@ -6,30 +6,16 @@ redeem draws the card again with nothing to withdraw, and a form opened before i
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from hitl.bot.listeners.replies import BAD_VALUE
 from hitl.bot.listeners.withdrawals import NOT_YOURS
 from hitl.bot.views.withdrawal import ACTION_WITHDRAW
-from hitl.receipts.signing import new_key_pem
 from hitl.sandbox.webapi import Message
-from hitl.testing import FakeClock
-from tests.bot.conftest import Harness, harness_on
-from tests.receipts.conftest import AGENT, CONFIG, FIN1, SERVICE, api
+from tests.bot.conftest import Harness
+from tests.receipts.conftest import AGENT, FIN1, SERVICE, api
 
 REASON = "the vendor's bank details changed *today*"
-
-
-@pytest.fixture(params=("sqlite", "redis"))
-async def paying(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
-    """`hitl serve` issuing receipts (its key in ``tmp_path``), on each store."""
-    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    async with harness_on(request, tmp_path, clock, CONFIG) as h:
-        yield h
 
 
 async def _approved_receipt(h: Harness, key: str, amount: int) -> tuple[str, str]:

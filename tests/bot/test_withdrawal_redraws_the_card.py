@@ -4,27 +4,14 @@ approval to do it), showing who withdrew it and why, inert, and no Withdraw butt
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from hitl.receipts.signing import new_key_pem
-from hitl.testing import FakeClock
 from tests.api.cli_process import hitl as run_hitl
-from tests.bot.conftest import Harness, harness_on
+from tests.bot.conftest import Harness
 from tests.bot.test_withdraw_card import _approved_receipt, _block
-from tests.receipts.conftest import CONFIG, FIN1, api
+from tests.receipts.conftest import FIN1, api
 
 REASON = "the vendor's bank details changed *today* <!channel>"
-
-
-@pytest.fixture(params=("sqlite", "redis"))
-async def paying(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
-    """`hitl serve` issuing receipts (its key in ``tmp_path``), on each store."""
-    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    async with harness_on(request, tmp_path, clock, CONFIG) as h:
-        yield h
 
 
 @pytest.mark.parametrize("surface", ["api", "cli"])

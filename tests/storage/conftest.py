@@ -62,3 +62,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUrl:
     if request.param == "sqlite":
         return StoreUrl("sqlite", f"sqlite:///{path}", path)
     return StoreUrl("redis", f"{request.getfixturevalue('redis_url')}?prefix=t{uuid.uuid4().hex[:10]}", path)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A SQL store: a new SQLite file, or a schema of its own in the session's PostgreSQL."""
+    made: Store
+    if request.param == "sqlite":
+        made = SqliteStore(tmp_path / "hitl.db")
+    else:
+        made = PostgresStore(request.getfixturevalue("postgres_url"), schema=f"t{uuid.uuid4().hex[:10]}")
+    yield made
+    await made.close()

@@ -7,13 +7,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import typing
-import uuid
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
 from hitl.engine.domain.consequences import Consequence, ConsequenceOutcome
@@ -78,18 +75,6 @@ async def test_finished_approvals_fit_three_to_a_sqlite_page(tmp_path: Path, clo
         statuses = db.execute("SELECT DISTINCT status FROM approvals").fetchall()
     assert statuses == [("executed",)]
     assert pages.get("leaf") == 20 and "overflow" not in pages, pages
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """A SQL store: a new SQLite file, or a schema of its own in the session's PostgreSQL."""
-    made: Store
-    if request.param == "sqlite":
-        made = SqliteStore(tmp_path / "hitl.db")
-    else:
-        made = PostgresStore(request.getfixturevalue("postgres_url"), schema=f"t{uuid.uuid4().hex[:10]}")
-    yield made
-    await made.close()
 
 
 async def stored_doc(store: Store, approval_id: str) -> dict[str, object]:

@@ -7,13 +7,8 @@ UPDATE of it rewrote their entries: two WAL pages a SQLite decide); who decided 
 from __future__ import annotations
 
 import sqlite3
-import uuid
-from collections.abc import AsyncIterator
 from contextlib import closing
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.decide import apply_decision
@@ -23,18 +18,6 @@ from hitl.engine.storage.postgres import PostgresStore
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.testing import FakeClock, make_approval
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """A SQL store: a new SQLite file, or a schema of its own in the session's PostgreSQL."""
-    made: Store
-    if request.param == "sqlite":
-        made = SqliteStore(tmp_path / "hitl.db")
-    else:
-        made = PostgresStore(request.getfixturevalue("postgres_url"), schema=f"t{uuid.uuid4().hex[:10]}")
-    yield made
-    await made.close()
 
 
 async def _rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
