@@ -49,12 +49,10 @@ def matching_query(
         key = "r.created_at", "r.approval_id"
     else:
         sql, key = "SELECT a.doc, a.created_at, a.id FROM approvals AS a WHERE 1 = 1", ("a.created_at", "a.id")
-    if where.tool is not None:
-        sql += f" AND a.tool = {bind(where.tool)}"
-    if where.tier is not None:
-        sql += f" AND a.tier = {bind(str(where.tier))}"
-    if where.requester is not None:
-        sql += f" AND a.requester = {bind(where.requester)}"
+    tier = str(where.tier) if where.tier is not None else None
+    for column, value in (("a.tool", where.tool), ("a.tier", tier), ("a.requester", where.requester)):
+        if value is not None:  # each an indexed column of the row (schema 21, migration 17)
+            sql += f" AND {column} = {bind(value)}"
     if where.status == "decided":
         sql += f" AND a.status != '{Status.PENDING}'"
     elif where.status is not None:
