@@ -94,7 +94,7 @@ async def decide(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.DECIDE)
     body = await body_of(request, DecisionRequest)
-    approval = await ctx.visible(caller, request.match_info["id"], acting=True)  # its roles: refused when decided
+    approval = await ctx.visible(caller, request.match_info["id"], acting=True)  # outside its roles: 403 below, audited
     reviewer = await ctx.reviewer(caller, approval)
     kind, args = _answered(body, approval)
     try:
@@ -183,8 +183,8 @@ NARROWED_SCAN = 5000
 
 async def _narrowed(ctx: ApiContext, caller: Caller, limit: int) -> list[AuditEntry]:
     """The newest ``limit`` entries, oldest first, among the newest :data:`NARROWED_SCAN`, that an admin token
-    narrowed to roles or tools may read: those of an approval it sees (:func:`may_see`: its tools, within its roles
-    by the rule by which it decides or withdraws one, or asked by its own identity). An entry tied to no approval (a
+    narrowed to roles or tools may read: those of an approval it may read (:func:`may_see`: of its tools, within its
+    roles by the rule it decides and withdraws by, or asked by its own identity). An entry tied to no approval (a
     run's, a grant's, a halt's, a refused request's) is left out, as is one of an approval no longer stored: nothing
     says which roles it concerns, and the narrowing must not be read past (fail closed)."""
     store, now = ctx.lifecycle.store, ctx.lifecycle.contexts.clock.now()
