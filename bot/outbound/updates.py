@@ -15,6 +15,7 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
+from hitl.bot.outbound.card_job import CARD_JOB
 from hitl.bot.outbound.floor import Floor
 from hitl.bot.outbound.pacer import urgent
 from hitl.engine.domain.models import Approval
@@ -26,8 +27,6 @@ __all__ = ["CARD_JOB", "CardUpdates"]
 
 log = logging.getLogger(__name__)
 
-CARD_JOB = "card"
-"""The durable job that brings an approval's card up to date (queued by a decision's own store step)."""
 _RETRYABLE = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 

@@ -15,7 +15,6 @@ from hitl.engine.domain.ranking import why_ranked
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, NotFound
-from hitl.engine.receipts.withdrawing import within_roles
 from hitl.engine.storage.queue import queue_page
 
 from .context import CONTEXT, ApiContext, body_of, caller_of, may_see, query_of
@@ -64,7 +63,9 @@ async def list_approvals(request: web.Request) -> web.Response:
     reviewers: dict[str | None, Reviewer] = {}
     # A pending page in rank order reads as a person meets it now: one about to expire first (why_ranked says so).
     for a in page.items:
-        if not may_see(caller, a) or (q.tool and a.tool != q.tool) or (q.session and a.session_id != q.session):
+        if not may_see(caller, a, now=now) or (q.tool and a.tool != q.tool):
+            continue
+        if q.session and a.session_id != q.session:
             continue
         if q.role and q.status != Status.PENDING and a.required_role not in (q.role, None):
             continue
@@ -93,7 +94,7 @@ async def decide(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.DECIDE)
     body = await body_of(request, DecisionRequest)
-    approval = await ctx.visible(caller, request.match_info["id"])
+    approval = await ctx.visible(caller, request.match_info["id"], acting=True)  # outside its roles: 403 below, audited
     reviewer = await ctx.reviewer(caller, approval)
     kind, args = _answered(body, approval)
     try:
@@ -182,10 +183,10 @@ NARROWED_SCAN = 5000
 
 async def _narrowed(ctx: ApiContext, caller: Caller, limit: int) -> list[AuditEntry]:
     """The newest ``limit`` entries, oldest first, among the newest :data:`NARROWED_SCAN`, that an admin token
-    narrowed to roles or tools may read: those of an approval it sees (:func:`may_see`: its tools) within its roles
-    (:func:`within_roles`: the rule by which it decides or withdraws one). An entry tied to no approval (a run's, a
-    grant's, a halt's, a refused request's) is left out, as is one of an approval no longer stored: nothing says
-    which roles it concerns, and the narrowing must not be read past (fail closed)."""
+    narrowed to roles or tools may read: those of an approval it may read (:func:`may_see`: of its tools, within its
+    roles by the rule it decides and withdraws by, or asked by its own identity). An entry tied to no approval (a
+    run's, a grant's, a halt's, a refused request's) is left out, as is one of an approval no longer stored: nothing
+    says which roles it concerns, and the narrowing must not be read past (fail closed)."""
     store, now = ctx.lifecycle.store, ctx.lifecycle.contexts.clock.now()
     reaches: dict[str, bool] = {}
     kept: list[AuditEntry] = []
@@ -199,7 +200,7 @@ async def _narrowed(ctx: ApiContext, caller: Caller, limit: int) -> list[AuditEn
             except NotFound:
                 reaches[approval_id] = False
             else:
-                reaches[approval_id] = may_see(caller, a) and within_roles(a, caller.reviewer, caller.roles, now)
+                reaches[approval_id] = may_see(caller, a, now=now)
         if reaches[approval_id]:
             kept.append(entry)
             if len(kept) == limit:

@@ -24,6 +24,7 @@ from hitl.engine.domain.presentation import Presentation
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.ports import ReviewerDirectory
+from hitl.engine.receipts.withdrawing import within_roles
 from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
 from hitl.receipts.keys import Keys
 from hitl.receipts.signing import SigningKeys
@@ -33,7 +34,7 @@ from .problems import ApiError, from_validation
 from .tokens import Caller, TokenBook
 from .unauthenticated import Unauthenticated
 
-__all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers", "may_see"]
+__all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers", "may_act_on", "may_see"]
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -110,12 +111,18 @@ class ApiContext:
         """``a``'s one view, with the served hitl.yaml's summary sentences and declared schemas."""
         return self.config.current()[0].present(a)
 
-    async def visible(self, caller: Caller, approval_id: str, *, own: bool = False) -> Approval:
+    async def visible(self, caller: Caller, approval_id: str, *, own: bool = False, acting: bool = False) -> Approval:
         """The approval, or 404 when it does not exist or the token may not see it (the same answer, so a token
         learns nothing of approvals that are not its business). ``own``: only the identity that asked may have it
-        (an execution's claim and outcome)."""
+        (an execution's claim and outcome). ``acting``: for a decision or a withdrawal, checked by
+        :func:`may_act_on`, since their own step refuses one outside the token's roles (403 ``not_eligible``,
+        audited)."""
         approval = await self.lifecycle.store.approvals.get(approval_id)
-        if not may_see(caller, approval) or (own and approval.requester != caller.reviewer):
+        if acting:
+            seen = may_act_on(caller, approval)
+        else:
+            seen = may_see(caller, approval, now=self.lifecycle.contexts.clock.now())
+        if not seen or (own and approval.requester != caller.reviewer):
             raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no approval {approval_id!r}")
         return approval
 
@@ -159,8 +166,15 @@ class ApiContext:
         return eligible(approval, who, self.lifecycle.contexts.clock.now()) and who.id not in approval.approvers
 
 
-def may_see(caller: Caller, approval: Approval) -> bool:
-    """Whether ``caller`` may read (or wait on) ``approval``: a tool its token sees, and then
+def may_see(caller: Caller, approval: Approval, *, now: float) -> bool:
+    """Whether ``caller`` may read (or wait on) ``approval`` at ``now``: one it may act on (:func:`may_act_on`),
+    within the token's ``roles`` when it names some (:func:`_within_token_roles`)."""
+    return may_act_on(caller, approval) and _within_token_roles(caller, approval, now)
+
+
+def may_act_on(caller: Caller, approval: Approval) -> bool:
+    """Whether ``caller`` may decide or withdraw ``approval``, before that step's own checks (its eligibility, the
+    token's ``roles``, which it refuses with 403 ``not_eligible``): a tool its token sees, and then
     - an agent's token (one that may propose) sees only what its own identity asked, never a practice approval;
     - a reviewer's token (one that may decide) sees what waits on reviewers, practice approvals among them, each
       looking like any other;
@@ -174,6 +188,13 @@ def may_see(caller: Caller, approval: Approval) -> bool:
     if is_practice(approval):
         return False
     return Scope.PROPOSE not in caller.scopes or approval.requester == caller.reviewer
+
+
+def _within_token_roles(caller: Caller, approval: Approval, now: float) -> bool:
+    """Whether a token narrowed by ``roles:`` reaches ``approval`` for reading: by :func:`within_roles`, the rule by
+    which it decides or withdraws one (a narrowed admin token reads no further than it acts), or as the approval's
+    requester (its own identity asked it, so reading it tells the token nothing it does not know)."""
+    return approval.requester == caller.reviewer or within_roles(approval, caller.reviewer, caller.roles, now)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,9 @@ async def decide_group(request: web.Request) -> web.Response:
 
     async def read(approval_id: str) -> Approval:
         approval = await ctx.lifecycle.store.approvals.get(approval_id)
-        if not may_see(caller, approval):  # the same answer as a missing one: the token learns nothing of it
+        # The same answer as a missing one: the token learns nothing of it (the answer would show it whole), nor of
+        # one outside its roles.
+        if not may_see(caller, approval, now=ctx.lifecycle.contexts.clock.now()):
             raise NotFound.approval(approval_id)
         return approval
 

@@ -12,7 +12,7 @@ from hitl.engine.domain.models import Approval
 from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 
-from .context import CONTEXT, ApiContext, body_of, caller_of
+from .context import CONTEXT, ApiContext, body_of, caller_of, may_see
 from .models import ApprovalView, ResumeRequest, RunStartRequest, RunView
 from .problems import ApiError, from_engine
 from .routes import Endpoint
@@ -75,11 +75,14 @@ async def _state(ctx: ApiContext, session_id: str) -> RunState:
 
 
 async def status(request: web.Request) -> web.Response:
-    """Where a run stands, with the approvals it waits on."""
+    """Where a run stands, with the approvals it waits on that the token may read (as ``GET /approvals`` lists
+    them: one it may not, of another tool or outside its roles, is left out)."""
     ctx = request.app[CONTEXT]
-    caller_of(request, Scope.READ)
+    caller = caller_of(request, Scope.READ)
     state = await _state(ctx, request.match_info["id"])
-    waiting = [ApprovalView.of(a, ctx.present(a)) for a in await _waiting(ctx, state)]
+    now = ctx.lifecycle.contexts.clock.now()
+    seen = [a for a in await _waiting(ctx, state) if may_see(caller, a, now=now)]
+    waiting = [ApprovalView.of(a, ctx.present(a)) for a in seen]
     view = RunView(
         session_id=state.session_id,
         status=str(state.status),

@@ -34,7 +34,7 @@ async def withdraw(request: web.Request) -> web.Response:
         raise ApiError(
             404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml): none to withdraw"
         )
-    approval = await ctx.visible(caller, request.match_info["id"])
+    approval = await ctx.visible(caller, request.match_info["id"], acting=True)
     admin = caller.may(Scope.ADMIN)
     asked = WithdrawRequest(approval.id, caller.reviewer, caller.via, body.reason, admin=admin, roles=caller.roles)
     try:

@@ -161,7 +161,7 @@ async def inbox_view(ctx: ApiContext, caller: Caller, q: InboxQuery, *, now: flo
             return await queue_page(store, now=now, limit=limit, cursor=after)
 
         async def shows_pending(a: Approval) -> bool:
-            return may_see(caller, a) and queued.keeps(a) and await ctx.can_decide(caller, a, memo)
+            return may_see(caller, a, now=now) and queued.keeps(a) and await ctx.can_decide(caller, a, memo)
 
         start = q.cursor if q.status == Status.PENDING else None
         shown, after = await _read_on(read_queue, shows_pending, limit=q.limit, cursor=start)
@@ -175,7 +175,7 @@ async def inbox_view(ctx: ApiContext, caller: Caller, q: InboxQuery, *, now: flo
             return await store.list_matching(where, limit=limit, cursor=after)
 
         async def shows_decided(a: Approval) -> bool:
-            return a.status is not Status.PENDING and may_see(caller, a)
+            return a.status is not Status.PENDING and may_see(caller, a, now=now)
 
         shown, cursor = await _read_on(read_history, shows_decided, limit=q.limit, cursor=q.cursor)
         history = [await _row(ctx, a, now=now, ranked=False) for a in shown]

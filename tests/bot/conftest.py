@@ -176,6 +176,8 @@ class Harness:
     http: aiohttp.ClientSession
     clock: FakeClock
     runner: web.AppRunner
+    store_url: str | None = None
+    """``HITL_STORE`` for a command run against the store it serves (set by :func:`harness_on`)."""
 
     @property
     def service(self) -> Any:
@@ -270,8 +272,9 @@ async def harness_on(
     """A harness on the backend ``request`` is parametrized with, serving the hitl.yaml text ``config``."""
     path = tmp_path / "hitl.yaml"
     write_refund_config(path, config)
-    store = open_store(fresh_store_url(request.param, request, tmp_path, tag="bot"))
-    h = await start(store, clock, config=path)
+    url = fresh_store_url(request.param, request, tmp_path, tag="bot")
+    h = await start(open_store(url), clock, config=path)
+    h.store_url = url
     try:
         yield h
     finally:

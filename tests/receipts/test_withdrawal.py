@@ -173,6 +173,18 @@ async def test_a_role_narrowed_token_withdraws_nothing_outside_its_roles(hitl: H
         "withdrawal via api:admin-support: outside my token's roles",
         "withdrawal via api:fin1-support: from the CLI",
     ], refused_by
+    # Nor does the admin token narrowed to support read it or its signed evidence: 404, as one that is not there
+    # (an admin narrowed to nothing is told it has not run yet).
+    read, evidence = f"/approvals/{shown['id']}", f"/approvals/{shown['id']}/evidence"
+    expected = {
+        (ADMIN_SUPPORT, read): (404, "not_found"),
+        (ADMIN_SUPPORT, evidence): (404, "not_found"),
+        (ADMIN, read): (200, None),
+        (ADMIN, evidence): (409, "not_executed"),
+    }
+    for (token, where), answer in expected.items():
+        async with hitl.http.get(f"{hitl.bot_url}/api/v1{where}", headers={"Authorization": f"Bearer {token}"}) as r:
+            assert (r.status, (await r.json()).get("error", {}).get("code")) == answer, (token, where)
 
     status, done = await _call(hitl, path, FIN1_FINANCE, {"reason": "within the finance role"})
     assert status == 200 and done["withdrawn"] is True, done
