@@ -1,7 +1,8 @@
-"""Each pending listing of the SQLite store reads an index in the listing's own order: no walk of the table, no
-sort of what it read (issue 62 item 8). Schema 22 dropped ``approvals_pending``, one more entry every decide wrote:
-``approvals_by_status (status, created_at, id)`` answers for it. Where SQLite's planner, with no statistics, would
-read every pending row and sort them, the query names its index (``INDEXED BY``): those are pinned here too.
+"""Each pending and decided listing of the SQLite store reads an index in the listing's own order: no walk of the
+table, no sort of what it read (issue 62 item 8). Schema 22 dropped ``approvals_pending`` and ``approvals_decided``,
+two more entries every decide wrote: ``approvals_by_status (status, created_at, id)`` answers for both, the decided
+history as one range of it per decided status, merged. Where SQLite's planner, with no statistics, would read every
+pending row and sort them, the query names its index (``INDEXED BY``): those are pinned here too.
 
 Each call goes through the store as any caller's does; SQLite's trace of the connection gives the statements it
 ran, and ``EXPLAIN QUERY PLAN`` of each what it read.
@@ -58,10 +59,11 @@ async def store(tmp_path: Path, clock: FakeClock) -> AsyncIterator[SqliteStore]:
     await made.close()
 
 
-async def test_each_pending_listing_reads_its_index_in_order(store: SqliteStore, clock: FakeClock) -> None:
+async def test_each_pending_and_decided_listing_reads_its_index_in_order(store: SqliteStore, clock: FakeClock) -> None:
     a, now = store.approvals, clock.now()
     after = (await a.list_pending(limit=2)).cursor
     ranked_after = (await a.list_pending(limit=2, order="rank")).cursor
+    decided_after = (await a.list_matching(ApprovalFilter(status="decided"), limit=2)).cursor
     by_status = {"approvals_by_status"}
     cases: dict[str, tuple[Callable[[], Awaitable[object]], set[str]]] = {
         "queue, age order": (lambda: a.list_pending(limit=5), by_status),
@@ -82,6 +84,15 @@ async def test_each_pending_listing_reads_its_index_in_order(store: SqliteStore,
         "recent, pending": (lambda: a.list_recent(status=Status.PENDING), by_status),
         "filtered, pending": (lambda: a.list_matching(ApprovalFilter(status=Status.PENDING)), by_status),
         "filtered, rejected": (lambda: a.list_matching(ApprovalFilter(status=Status.REJECTED)), by_status),
+        "filtered, decided": (lambda: a.list_matching(ApprovalFilter(status="decided")), by_status),
+        "filtered, decided, after a cursor": (
+            lambda: a.list_matching(ApprovalFilter(status="decided"), cursor=decided_after),
+            by_status,
+        ),
+        "filtered, decided, by dates": (
+            lambda: a.list_matching(ApprovalFilter(status="decided", created_from=now - 20, created_before=now)),
+            by_status,
+        ),
     }
     for name, (call, indexes) in cases.items():
         plans = await _plans(store, call)
@@ -91,3 +102,11 @@ async def test_each_pending_listing_reads_its_index_in_order(store: SqliteStore,
         assert reads and all(_INDEX.search(line) for line in reads), (name, lines)
         assert {m.group(1) for line in reads if (m := _INDEX.search(line))} == indexes, (name, lines)
         assert not [line for line in lines if "TEMP B-TREE" in line], (name, lines)
+
+
+async def test_the_decided_history_is_one_status_range_per_decided_status_merged(store: SqliteStore) -> None:
+    plans = await _plans(store, lambda: store.approvals.list_matching(ApprovalFilter(status="decided"), limit=5))
+    ranges = [line for plan in plans for line in plan if _READ.match(line)]
+    # Every status an approval is decided in (all but pending), each an equality on the status index.
+    assert ranges == ["SEARCH a USING INDEX approvals_by_status (status=?)"] * (len(Status) - 1)
+    assert any("MERGE (UNION ALL)" in line for plan in plans for line in plan)
