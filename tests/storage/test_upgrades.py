@@ -546,7 +546,9 @@ async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Pa
         db.execute("DROP TRIGGER approval_reviewers_purged")
         for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester"):
             db.execute(f"DROP INDEX {index}")
-        db.execute(_PENDING_INDEX)  # which schema 22 drops
+        for name, on in _UNREAD_INDEXES.items():  # which schema 22 drops (the decided one came with 21)
+            if name != "approvals_decided":
+                db.execute(f"CREATE INDEX {name} ON approvals {on}")
         db.execute("DROP TABLE approval_reviewers")
         db.execute("ALTER TABLE approvals DROP COLUMN tool")
         db.execute("ALTER TABLE approvals DROP COLUMN tier")
@@ -562,13 +564,19 @@ async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Pa
     assert {aid: columns[aid] for aid in _tools_and_tiers(made)} == _tools_and_tiers(made)
 
 
-# Schema 22 on SQLite: two indexes the status index (status, created_at, id) answers for, dropped (each one more entry
-# every decide wrote): the pending one is its 'pending' range, the decided one its other ranges, read merged.
-_PENDING_INDEX = "CREATE INDEX approvals_pending ON approvals (created_at, id) WHERE status = 'pending'"
-_DECIDED_INDEX = "CREATE INDEX approvals_decided ON approvals (created_at, id) WHERE status != 'pending'"
+# Schema 22 on SQLite: five indexes no query reads, dropped (each one more entry every decide wrote): the status index
+# (status, created_at, id) answers for the pending one (its 'pending' range) and the decided one (its other ranges,
+# read merged); no plan picks the three by role.
+_UNREAD_INDEXES = {
+    "approvals_pending": "(created_at, id) WHERE status = 'pending'",
+    "approvals_decided": "(created_at, id) WHERE status != 'pending'",
+    "approvals_pending_role": "(required_role, created_at, id) WHERE status = 'pending'",
+    "approvals_ranked_role": "(required_role, rank, id) WHERE status = 'pending'",
+    "approvals_backup": "(backup_role, rank, id) WHERE status = 'pending' AND backup_role IS NOT NULL",
+}
 
 
-async def test_sqlite_drops_the_indexes_the_status_index_answers_for_over_what_schema_21_wrote(
+async def test_sqlite_drops_the_indexes_no_query_reads_over_what_schema_21_wrote(
     tmp_path: Path, clock: FakeClock
 ) -> None:
     path = tmp_path / "old.db"
@@ -577,9 +585,9 @@ async def test_sqlite_drops_the_indexes_the_status_index_answers_for_over_what_s
         made = await _decided_before(store, clock)
     finally:
         await store.close()
-    with sqlite3.connect(path) as db:  # as schema 21 left the file: both indexes beside the status one
-        db.execute(_PENDING_INDEX)
-        db.execute(_DECIDED_INDEX)
+    with sqlite3.connect(path) as db:  # as schema 21 left the file: the five indexes beside the status one
+        for name, on in _UNREAD_INDEXES.items():
+            db.execute(f"CREATE INDEX {name} ON approvals {on}")
         db.execute("PRAGMA user_version = 21")
     store = SqliteStore(path)
     try:
@@ -594,7 +602,7 @@ async def test_sqlite_drops_the_indexes_the_status_index_answers_for_over_what_s
         await store.close()
     with sqlite3.connect(path) as db:
         indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'approvals'")}
-    assert {"approvals_pending", "approvals_decided"}.isdisjoint(indexes), indexes
+    assert set(_UNREAD_INDEXES).isdisjoint(indexes), indexes
     assert "approvals_by_status" in indexes
 
 

@@ -7,7 +7,7 @@ change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: a
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
 approvals; 14: the queue's rank; 15: hand-on to a backup role; 16: delegations; 17: receipts; 18: a window event's
 prior stats; 19: when an approval becomes due soon; 20: whether an approval's receipt was spent or it was withdrawn
-first; 21: the inbox's filters, :data:`FILTERS`; 22: two indexes the status index answers for, dropped), never made
+first; 21: the inbox's filters, :data:`FILTERS`; 22: five indexes no query reads, dropped), never made
 by editing one that was released."""
 
 from __future__ import annotations
@@ -447,12 +447,21 @@ def _to_21(c: sqlite3.Connection) -> None:
 
 
 def _to_22(c: sqlite3.Connection) -> None:
-    """Indexes ``approvals_by_status (status, created_at, id)`` already answers for, dropped: each was one more
-    entry every decide rewrote (issue 62 item 8: a WAL page a decide each). ``approvals_pending (created_at, id)
-    WHERE status = 'pending'`` is that index's ``'pending'`` range, in the same order; ``approvals_decided
-    (created_at, id) WHERE status != 'pending'`` is its other ranges, which the filtered listing reads merged
-    (:attr:`~hitl.engine.storage.matching.MatchingDialect.merges_decided`)."""
-    for index in ("approvals_pending", "approvals_decided"):
+    """Indexes no query reads, dropped: each was one more entry every insert wrote and every decide rewrote (issue 62
+    item 8: a WAL page each). ``approvals_by_status (status, created_at, id)`` answers for two:
+    ``approvals_pending (created_at, id) WHERE status = 'pending'`` is its ``'pending'`` range, in the same order, and
+    ``approvals_decided (created_at, id) WHERE status != 'pending'`` its other ranges, which the filtered listing
+    reads merged (:attr:`~hitl.engine.storage.matching.MatchingDialect.merges_decided`). The three by role
+    (``approvals_pending_role``, ``approvals_ranked_role``, ``approvals_backup``) no plan picks: a reviewer's queue
+    asks for the approvals of no role, of their roles, or handed on to one of them, an ``OR`` that SQLite reads
+    from the status or ranked index and filters (``tests/storage/test_sqlite_query_plans.py`` pins each plan)."""
+    for index in (
+        "approvals_pending",
+        "approvals_decided",
+        "approvals_pending_role",
+        "approvals_ranked_role",
+        "approvals_backup",
+    ):
         c.execute(f"DROP INDEX IF EXISTS {index}")
 
 
