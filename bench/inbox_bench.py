@@ -172,6 +172,7 @@ def pages(store: Store, one: str, now: float) -> dict[str, Callable[[], Awaitabl
 
     return {
         "waiting, by tool and tier": lambda: waiting_page(store, InboxQuery(tool="refund", tier=Tier.APPROVE), now),
+        "history, every decided": history(InboxQuery()),
         "history, by reviewer": history(InboxQuery(reviewer="U_SUPPORT1", status="decided")),
         "history, by tool": history(InboxQuery(tool="delete_customer", status="decided")),
         "history, status rejected": history(InboxQuery(status="rejected")),

@@ -18,7 +18,8 @@ card an older hitl posted stays where it was, and a second approval can now be r
 
 The inbox's filters (schema 21 on SQLite, 17 on PostgreSQL, layout 5 on Redis): indexes built over the approvals
 an older hitl decided, so a filter by reviewer, tool or status finds them, and kept from then on; on the SQL stores
-each approval's tool and tier become columns, taken from its document.
+each approval's tool and tier become columns, taken from its document. Schema 22 on SQLite drops the pending and the
+decided indexes, which the status index answers for: the queue and the history list as before.
 
 Redis key layout 2: a caller's id inside a run, claim or window key is encoded. A Redis store upgrades at its first
 operation (as SQLite and PostgreSQL migrate as they open), so a claim an older hitl recorded is found, never made again.
@@ -543,8 +544,11 @@ async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Pa
         await store.close()
     with sqlite3.connect(path) as db:  # as schema 20 left the file: none of the filters' indexes or columns
         db.execute("DROP TRIGGER approval_reviewers_purged")
-        for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester", "approvals_decided"):
+        for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester"):
             db.execute(f"DROP INDEX {index}")
+        for name, on in _UNREAD_INDEXES.items():  # which schema 22 drops (the decided one came with 21)
+            if name != "approvals_decided":
+                db.execute(f"CREATE INDEX {name} ON approvals {on}")
         db.execute("DROP TABLE approval_reviewers")
         db.execute("ALTER TABLE approvals DROP COLUMN tool")
         db.execute("ALTER TABLE approvals DROP COLUMN tier")
@@ -555,9 +559,51 @@ async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Pa
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 21
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SQLITE_MIGRATIONS[-1][0]
         columns = {r[0]: (r[1], r[2]) for r in db.execute("SELECT id, tool, tier FROM approvals")}
     assert {aid: columns[aid] for aid in _tools_and_tiers(made)} == _tools_and_tiers(made)
+
+
+# Schema 22 on SQLite: five indexes no query reads, dropped (each one more entry every decide wrote): the status index
+# (status, created_at, id) answers for the pending one (its 'pending' range) and the decided one (its other ranges,
+# read merged); no plan picks the three by role.
+_UNREAD_INDEXES = {
+    "approvals_pending": "(created_at, id) WHERE status = 'pending'",
+    "approvals_decided": "(created_at, id) WHERE status != 'pending'",
+    "approvals_pending_role": "(required_role, created_at, id) WHERE status = 'pending'",
+    "approvals_ranked_role": "(required_role, rank, id) WHERE status = 'pending'",
+    "approvals_backup": "(backup_role, rank, id) WHERE status = 'pending' AND backup_role IS NOT NULL",
+}
+
+
+async def test_sqlite_drops_the_indexes_no_query_reads_over_what_schema_21_wrote(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    path = tmp_path / "old.db"
+    store = SqliteStore(path)
+    try:
+        made = await _decided_before(store, clock)
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:  # as schema 21 left the file: the five indexes beside the status one
+        for name, on in _UNREAD_INDEXES.items():
+            db.execute(f"CREATE INDEX {name} ON approvals {on}")
+        db.execute("PRAGMA user_version = 21")
+    store = SqliteStore(path)
+    try:
+        assert await store.migrate() == [22]
+        # The queue and the history list from the status index: oldest pending first, every decided one newest first.
+        assert [a.id for a in (await store.approvals.list_pending(limit=50)).items] == [made[4].id, made[5].id]
+        decided = await store.approvals.list_matching(ApprovalFilter(status="decided"), limit=3)
+        rest = await store.approvals.list_matching(ApprovalFilter(status="decided"), limit=3, cursor=decided.cursor)
+        assert [a.id for a in [*decided.items, *rest.items]] == [a.id for a in reversed(made[:4])]
+        await _filters_after(store, made, clock)
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'approvals'")}
+    assert set(_UNREAD_INDEXES).isdisjoint(indexes), indexes
+    assert "approvals_by_status" in indexes
 
 
 async def test_postgres_indexes_the_filters_over_what_migration_16_wrote(postgres_url: str, clock: FakeClock) -> None:

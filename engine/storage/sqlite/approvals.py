@@ -37,8 +37,9 @@ __all__ = ["CREATED_POLL", "SqliteApprovals"]
 CREATED_POLL = 0.05
 """Seconds between checks for approvals other processes created (:meth:`SqliteApprovals.wait_created`)."""
 
-_MATCHING = MatchingDialect(mark=lambda _: "?")
-"""SQLite's filtered listing, over the columns schema 21 indexes (:data:`~.schema.FILTERS`)."""
+_MATCHING = MatchingDialect(mark=lambda _: "?", merges_decided=True)
+"""SQLite's filtered listing, over the columns schema 21 indexes (:data:`~.schema.FILTERS`); every decided approval
+from the status index (schema 22 dropped the decided one)."""
 
 
 class SqliteApprovals:
@@ -150,8 +151,8 @@ class SqliteApprovals:
         return await self.db.run(tx, write=False)
 
     async def list_matching(self, where: ApprovalFilter, *, limit: int = 50, cursor: str | None = None) -> Page:
-        # Every filter in the query: SQLite reads the indexes of schema 21 (tool, tier, requester, decided, who
-        # decided what), so a page holds `limit` rows whenever that many match.
+        # Every filter in the query: SQLite reads the indexes of schema 21 (tool, tier, requester, who decided what)
+        # and the status index, so a page holds `limit` rows whenever that many match.
         sql, params = matching_query(where, decode_cursor(cursor), limit, _MATCHING)
         return await self.db.run(lambda c: page_of(c.execute(sql, params).fetchall(), limit), write=False)
 
@@ -212,8 +213,11 @@ class SqliteApprovals:
 
     async def expire_due(self, *, now: float, limit: int = 100) -> list[Approval]:
         def tx(c: sqlite3.Connection) -> list[Approval]:
+            # Named: left to itself the planner reads every pending row through the status index and sorts them by
+            # deadline, on every expiry tick; the deadline index gives the due ones, in order, at their own cost.
             rows = c.execute(
-                "SELECT doc FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+                "SELECT doc FROM approvals INDEXED BY approvals_due WHERE status = 'pending' AND expires_at <= ? "
+                "ORDER BY expires_at LIMIT ?",
                 (now, limit),
             ).fetchall()
             out = []

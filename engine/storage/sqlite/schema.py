@@ -7,7 +7,8 @@ change to the schema is appended as a new version (8: :data:`TRUST_GRANTS`; 9: a
 :data:`ALERT_STATES`; 11: the view a decider saw, in the audit; 12: call holds; 13: one message for several
 approvals; 14: the queue's rank; 15: hand-on to a backup role; 16: delegations; 17: receipts; 18: a window event's
 prior stats; 19: when an approval becomes due soon; 20: whether an approval's receipt was spent or it was withdrawn
-first; 21: the inbox's filters, :data:`FILTERS`), never made by editing one that was released."""
+first; 21: the inbox's filters, :data:`FILTERS`; 22: five indexes no query reads, dropped), never made
+by editing one that was released."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ __all__ = [
     "add_missing_columns",
 ]
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 DUE_SOON_AT = "expires_at - max(600.0, (expires_at - created_at) / 10.0)"
 """The instant a pending approval becomes due soon (:func:`~hitl.engine.domain.ranking.due_soon_at`, the same
@@ -445,6 +446,25 @@ def _to_21(c: sqlite3.Connection) -> None:
         c.execute(statement)
 
 
+def _to_22(c: sqlite3.Connection) -> None:
+    """Indexes no query reads, dropped: each was one more entry every insert wrote and every decide rewrote (issue 62
+    item 8: a WAL page each). ``approvals_by_status (status, created_at, id)`` answers for two:
+    ``approvals_pending (created_at, id) WHERE status = 'pending'`` is its ``'pending'`` range, in the same order, and
+    ``approvals_decided (created_at, id) WHERE status != 'pending'`` its other ranges, which the filtered listing
+    reads merged (:attr:`~hitl.engine.storage.matching.MatchingDialect.merges_decided`). The three by role
+    (``approvals_pending_role``, ``approvals_ranked_role``, ``approvals_backup``) no plan picks: a reviewer's queue
+    asks for the approvals of no role, of their roles, or handed on to one of them, an ``OR`` that SQLite reads
+    from the status or ranked index and filters (``tests/storage/test_sqlite_query_plans.py`` pins each plan)."""
+    for index in (
+        "approvals_pending",
+        "approvals_decided",
+        "approvals_pending_role",
+        "approvals_ranked_role",
+        "approvals_backup",
+    ):
+        c.execute(f"DROP INDEX IF EXISTS {index}")
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _to_7),
     (8, _to_8),
@@ -461,6 +481,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (19, _to_19),
     (20, _to_20),
     (21, _to_21),
+    (22, _to_22),
 )
 """``(version, step)`` in order; each runs inside the opening transaction when ``user_version`` is below it."""
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
