@@ -130,14 +130,16 @@ local reason, approved_args, superseded_by = f[12], f[13], f[14]
 if kind == 'reject' or kind == 'feedback' then reason = A[7] end
 if kind == 'modify' and target == 'approved' then approved_args = A[8] end
 if target == 'superseded' then superseded_by = supersede end
-if target ~= 'pending' then unindex(k, aid) end
+-- Its creation time: the decided index's score (unindex) and the who-decided index's (below), read once.
+local created
+if target ~= 'pending' then created = unindex(k, aid, f[6], f[17])
+else created = redis.call('ZSCORE', string.sub(k, 1, #k - #aid - 3) .. ':all', aid) end
 redis.call('HSET', k, 'status', target, 'version', version, 'voters', voters, 'approvals', approvals,
   'decisions', decisions, 'updated_at', now_s, 'reason', reason or '', 'approved_args', approved_args or '',
   'superseded_by', superseded_by or '')
 f[1], f[2], f[11], f[12], f[13], f[14], f[15] = target, tostring(version), decisions, reason, approved_args,
   superseded_by, now_s
 -- Who decided what, for the inbox's reviewer filter (filters.py's voted_key and lex_time), in the decision's step.
-local created = redis.call('ZSCORE', string.sub(k, 1, #k - #aid - 3) .. ':all', aid)
 if created then
   redis.call('ZADD', string.sub(k, 1, #k - #aid - 3) .. ':voted', 'NX', 0,
     reviewer .. '\t' .. string.format('%020.6f', tonumber(created)) .. '\t' .. aid)

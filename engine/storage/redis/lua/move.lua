@@ -1,18 +1,19 @@
 -- move_to(k, ak, aid, target, now_s, actor, detail, channel): move an approval to target (the caller checked the
 -- state table), audited in its chain and announced on its channel; returns the new version.
 -- Needs chain_push (include chain first).
--- unindex(k, aid): take an approval that stops being pending out of its role's pending and ranked indexes, the due
--- index and the due-soon index, in
--- the step that ends its pending state (no index ever holds decided approvals for a later read to drop). The index
--- keys follow from the approval's key ("<prefix>:{<id>}") and its role, as connection.py lays them out. It enters
--- the decided index (filters.py's decided_key), at its creation time, in the same step.
-local function unindex(k, aid)
+-- unindex(k, aid, role, backup): take an approval that stops being pending out of its role's pending and ranked
+-- indexes, the due index and the due-soon index, in the step that ends its pending state (no index ever holds decided
+-- approvals for a later read to drop). The index keys follow from the approval's key ("<prefix>:{<id>}") and its
+-- role, as connection.py lays them out. It enters the decided index (filters.py's decided_key), at its creation
+-- time, in the same step, and returns that time (its score in "<prefix>:all"; false for none). A caller that has
+-- read the approval's role and backup passes them (nil: read here), so a decide reads no field twice.
+local function unindex(k, aid, role, backup)
   local prefix = string.sub(k, 1, #k - #aid - 3)
-  local role = redis.call('HGET', k, 'role')
+  if role == nil then role = redis.call('HGET', k, 'role') end
   if not role or role == '' then role = '*' end
   redis.call('ZREM', prefix .. ':pending:' .. role, aid)
   redis.call('ZREM', prefix .. ':ranked:' .. role, aid)
-  local backup = redis.call('HGET', k, 'backup')
+  if backup == nil then backup = redis.call('HGET', k, 'backup') end
   if backup and backup ~= '' then
     redis.call('ZREM', prefix .. ':pending:' .. backup, aid)
     redis.call('ZREM', prefix .. ':ranked:' .. backup, aid)
@@ -21,6 +22,7 @@ local function unindex(k, aid)
   redis.call('ZREM', prefix .. ':soon', aid)
   local created = redis.call('ZSCORE', prefix .. ':all', aid)
   if created then redis.call('ZADD', prefix .. ':decided', 'NX', created, aid) end
+  return created
 end
 
 local function move_to(k, ak, aid, target, now_s, actor, detail, channel)
