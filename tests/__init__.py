@@ -18,6 +18,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the processes the tests start
 # No pydantic plugin is installed (none is a dependency), and each process the tests start looked for one: pydantic
 # reads every installed distribution's entry points when it builds its first model (~50 ms of CPU a `hitl` process).
 os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+# The OpenAI Agents SDK exports traces to OpenAI by default, and tests never send traffic off the machine. Said
+# here, for the workers and every process the tests start, rather than by a session fixture calling the SDK: that
+# fixture imported the SDK (about two seconds of CPU) in each worker that ran any adapter test, of any framework.
+os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
 # Collecting imports every test module and what it imports (thousands of modules, in each pytest-xdist worker); the
 # collector walked them again and again as they were made (a fifth of a worker's collection CPU). It runs rarely

@@ -57,8 +57,9 @@ class PayloadError(ValueError):
     """The request is not one hitl can read; the message says which part, briefly (it goes to the log)."""
 
 
+# Built at the first request, not at import (defer_build): every process that imports the bot paid for them.
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
 
 class User(_Open):

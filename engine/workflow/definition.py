@@ -185,7 +185,8 @@ def _cycle(deps: dict[str, tuple[str, ...]]) -> list[str]:
 class LoadedWorkflow(BaseModel):
     """A workflow with where it came from and the hashes resume compares."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    # Built when a workflow is first loaded, as its parts are (steps.Spec says why).
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
     spec: Workflow
     path: Path
     spec_hash: str

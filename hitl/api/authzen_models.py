@@ -28,8 +28,9 @@ _Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1
 it is refused here with a 400 rather than failing in PostgreSQL as a 503)."""
 
 
+# Built at the first AuthZEN request, not at import (defer_build): most servers never get one.
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class AuthzenSubject(_Body):

@@ -14,14 +14,6 @@ from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 
 
-@pytest.fixture(autouse=True, scope="session")
-def no_tracing_off_the_machine() -> None:
-    """The OpenAI Agents SDK exports traces to OpenAI by default; tests never send traffic off the machine."""
-    from agents import set_tracing_disabled
-
-    set_tracing_disabled(True)
-
-
 @pytest.fixture(params=BACKENDS)
 async def world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AgentWorld]:
     url = fresh_store_url(request.param, request, tmp_path, tag="a")
