@@ -1,0 +1,136 @@
+"""A decision `hitl resume` makes against the store `hitl serve` serves (a real process, holding no Slack client)
+draws the card again as a click does: once, through `hitl serve`'s card-update worker, showing the decision, its
+buttons gone; a group's `hitl resume ID ID ... --approve` draws the group card once for all its members, as Approve
+all does; `hitl expire` draws what it expired; a refused local decision queues nothing. On SQLite and Redis."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.requests import ProposeRequest
+from hitl.sandbox.webapi import Message
+from hitl.testing import FakeClock
+from tests.api.cli_process import hitl as run_hitl
+from tests.bot.conftest import CONFIG, Harness, harness_on
+from tests.bot.test_group_cards import buttons, flood, group_message
+
+
+@pytest.fixture(params=("sqlite", "redis"))
+async def served(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Harness]:
+    """`hitl serve` (the refund example's hitl.yaml) on each store, which a `hitl` command opens too."""
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))  # the refund consequence's shop, for both processes
+    monkeypatch.setenv("HITL_CONFIG", str(tmp_path / "hitl.yaml"))  # what harness_on writes, for the command
+    async with harness_on(request, tmp_path, clock, CONFIG.read_text()) as h:
+        yield h
+
+
+async def local(h: Harness, *argv: str, at: float | None = None) -> tuple[int, Any, str]:
+    """`hitl ARGV --json` as a real process against the store `hitl serve` serves (no API: its own runtime, no Slack
+    client), at the harness's time (or ``at``); then what `hitl serve`'s card worker finds at its next look at the
+    queue (the sweep kicks it) is drawn."""
+    assert h.store_url is not None
+    env = {
+        "HITL_API_URL": "",
+        "HITL_TOKEN": "",
+        "HITL_STORE": h.store_url,
+        "HITL_NOW": str(at if at is not None else h.clock.now()),
+    }
+    done = await run_hitl(*argv, "--json", env=env)
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+    return done
+
+
+async def pending_card(h: Harness, session: str) -> tuple[Approval, Message]:
+    """A refund for one support reviewer, and its card as `hitl serve` posted it (live buttons)."""
+    args = {"order_id": "78291", "customer_id": "C-1042", "amount": 120, "reason": "damaged"}
+    p = await h.svc.propose(ProposeRequest("refund", args, session_id=session))
+    assert p.approval is not None
+    card = h.card_for(p.approval.id)
+    assert buttons(card) != []
+    return p.approval, card
+
+
+def updates_of(h: Harness, card: Message, since: int) -> list[Any]:
+    return [c for c in h.state.calls_to("chat.update")[since:] if c.args.get("ts") == card.ts]
+
+
+def outcome(card: Message) -> str:
+    [block] = [b for b in card.blocks if str(b.get("block_id", "")).startswith("hitl_outcome:")]
+    return str(block["text"]["text"])
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_hitl_resume_against_the_store_draws_the_card_once_with_the_decision(
+    served: Harness, decision: str
+) -> None:
+    h = served
+    a, card = await pending_card(h, f"ses_{decision}")
+    before = len(h.state.calls_to("chat.update"))
+
+    code, body, err = await local(h, "resume", a.id, f"--{decision}", "--reason", "checked", "--as", "U_SUPPORT1")
+    assert code == (0 if decision == "approve" else 3), (body, err)
+    status = Status.APPROVED if decision == "approve" else Status.REJECTED
+    assert (await h.rt.store.approvals.get(a.id)).status is status
+
+    assert len(updates_of(h, card, before)) == 1
+    card = h.card_for(a.id)
+    said, who = outcome(card).split("\n")
+    assert said == (":white_check_mark: *Approved*" if decision == "approve" else ":x: *Rejected*")
+    assert who.startswith(f"<@U_SUPPORT1> {status} <!date^") and who.endswith(" via cli-local")
+    assert buttons(card) == []  # nothing left to click
+
+
+async def test_a_refused_local_decision_queues_nothing_and_the_next_one_draws_the_card_once(served: Harness) -> None:
+    h = served
+    a, card = await pending_card(h, "ses_refused")
+    before = len(h.state.calls_to("chat.update"))
+
+    code, body, err = await local(h, "resume", a.id, "--approve", "--as", "U_STRANGER")  # not in the support role
+    assert code == 1, (body, err)
+    assert (await h.rt.store.approvals.get(a.id)).status is Status.PENDING
+    assert updates_of(h, card, before) == []  # no job was queued: the card is not drawn again
+    assert buttons(h.card_for(a.id)) == buttons(card)
+
+    code, body, err = await local(h, "resume", a.id, "--approve", "--as", "U_SUPPORT2")
+    assert code == 0, (body, err)
+    assert len(updates_of(h, card, before)) == 1
+    assert buttons(h.card_for(a.id)) == []
+
+
+async def test_a_group_resume_against_the_store_draws_the_group_card_as_approve_all_does(served: Harness) -> None:
+    h = served
+    members = await flood(h, 3)
+    card = group_message(h)
+    assert card.text == "3 × refund from agent:riley: 3 of 3 need approval" and buttons(card) != []
+    before = len(h.state.calls_to("chat.update"))
+
+    code, body, err = await local(h, "resume", *(m.id for m in members), "--approve", "--as", "U_SUPPORT1")
+    assert code == 0, (body, err)
+    assert [(await h.rt.store.approvals.get(m.id)).status for m in members] == [Status.APPROVED] * 3
+
+    card = group_message(h)  # one message for every member, drawn once or twice, not once per member
+    assert card.text == "3 × refund from agent:riley: 3 approved" and buttons(card) == []
+    assert 1 <= len(updates_of(h, card, before)) < len(members)
+
+
+async def test_hitl_expire_against_the_store_draws_what_it_expired(served: Harness) -> None:
+    h = served
+    a, card = await pending_card(h, "ses_expire")
+    before = len(h.state.calls_to("chat.update"))
+
+    code, body, err = await local(h, "expire", at=a.expires_at + 1)
+    expired = {"expired": [{"approval_id": a.id, "session_id": None, "status": "expired"}]}
+    assert code == 0 and body == expired, (body, err)
+
+    assert len(updates_of(h, card, before)) == 1
+    card = h.card_for(a.id)
+    assert outcome(card).split("\n")[:2] == [":hourglass: *Expired*", "Expired without a decision"]
+    assert buttons(card) == []
