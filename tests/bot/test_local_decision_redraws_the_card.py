@@ -1,7 +1,8 @@
 """A decision `hitl resume` makes against the store `hitl serve` serves (a real process, holding no Slack client)
 draws the card again as a click does: once, through `hitl serve`'s card-update worker, showing the decision, its
 buttons gone; a group's `hitl resume ID ID ... --approve` draws the group card once for all its members, as Approve
-all does; `hitl expire` draws what it expired; a refused local decision queues nothing. On SQLite and Redis."""
+all does; `hitl expire` draws what it expired; a refused local decision queues nothing. On SQLite and Redis. A card
+update that cannot be queued (the store away) is said, and undoes nothing."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from typing import Any
 
 import pytest
 
+from hitl.bot.outbound.queued_cards import QueuedCards
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import Message
-from hitl.testing import FakeClock
+from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl as run_hitl
 from tests.bot.conftest import CONFIG, Harness, harness_on
 from tests.bot.test_group_cards import buttons, flood, group_message
+from tests.ports import free_port
 
 
 @pytest.fixture(params=("sqlite", "redis"))
@@ -134,3 +138,19 @@ async def test_hitl_expire_against_the_store_draws_what_it_expired(served: Harne
     card = h.card_for(a.id)
     assert outcome(card).split("\n")[:2] == [":hourglass: *Expired*", "Expired without a decision"]
     assert buttons(card) == []
+
+
+async def test_a_card_update_that_cannot_be_queued_is_said_and_undoes_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """After the change is recorded, the store is away (Redis on a port nobody serves): the command is not failed
+    by it, and the warning says the card keeps its buttons until it is next drawn (hitl serve's sweep draws no
+    decided card again)."""
+    store = open_store(f"redis://127.0.0.1:{free_port()}/0")
+    clock = FakeClock()
+    try:
+        a = make_approval(now=clock.now())
+        await QueuedCards(store, clock).approval_changed(a, queued=True)
+    finally:
+        await store.close()
+    [said] = [r for r in caplog.records if r.name == "hitl.bot.outbound.queued_cards"]
+    assert said.levelname == "WARNING" and said.getMessage().startswith(f"{a.id} is changed (recorded), but its Slack")
+    assert "its buttons included, until it is next drawn (hitl serve's sweep draws no decided card" in said.getMessage()
