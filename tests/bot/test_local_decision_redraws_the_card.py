@@ -1,11 +1,13 @@
 """A decision `hitl resume` makes against the store `hitl serve` serves (a real process, holding no Slack client)
 draws the card again as a click does: once, through `hitl serve`'s card-update worker, showing the decision, its
 buttons gone; a group's `hitl resume ID ID ... --approve` draws the group card once for all its members, as Approve
-all does; `hitl expire` draws what it expired; a refused local decision queues nothing. On SQLite and Redis. A card
-update that cannot be queued (the store away) is said, and undoes nothing."""
+all does; `hitl expire` draws what it expired; a refused local decision queues nothing. On SQLite and Redis, against
+`hitl serve`'s harness (its card worker's next look at the queue made at once) and against a `hitl serve` process.
+A card update that cannot be queued (the store away) is said, and undoes nothing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,15 +15,21 @@ from typing import Any
 import pytest
 
 from hitl.bot.outbound.queued_cards import QueuedCards
+from hitl.engine.clocks import SystemClock
+from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
+from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
+from hitl.sandbox.server import start_emulator
 from hitl.sandbox.webapi import Message
 from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl as run_hitl
-from tests.bot.conftest import CONFIG, Harness, harness_on
+from tests.backends import fresh_store_url
+from tests.bot.conftest import CONFIG, Harness, harness_on, serve_env, serve_process, workspace
 from tests.bot.test_group_cards import buttons, flood, group_message
 from tests.ports import free_port
+from tests.waiting import eventually
 
 
 @pytest.fixture(params=("sqlite", "redis"))
@@ -138,6 +146,54 @@ async def test_hitl_expire_against_the_store_draws_what_it_expired(served: Harne
     card = h.card_for(a.id)
     assert outcome(card).split("\n")[:2] == [":hourglass: *Expired*", "Expired without a decision"]
     assert buttons(card) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_hitl_resume_beside_a_hitl_serve_process_has_that_process_draw_the_card_once(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Both real processes on one store, on the system clock: the card `hitl serve` posted for an agent's approval
+    is drawn again, decided and without buttons, by `hitl serve` alone after `hitl resume --approve` decided it."""
+    url = fresh_store_url(backend, request, tmp_path, tag="local")
+    state = workspace()
+    emulator = await start_emulator(state)
+    env = serve_env(state, emulator, store=url, config=CONFIG, SHOP_DB=str(tmp_path / "shop.db"))
+    try:
+        async with serve_process(env, tmp_path):
+            store = open_store(url)
+            try:
+                agent = ApprovalService.from_config(load_config(CONFIG), store=store, clock=SystemClock())
+                args = {"order_id": "1", "customer_id": "C-7", "amount": 40}
+                asked = await agent.propose(ProposeRequest("refund", args, session_id="s-local"))
+            finally:
+                await store.close()
+            assert asked.approval is not None
+            shown = asked.approval.id
+
+            def card() -> Message | None:
+                return next((m for m in state.messages if shown in m.text and not m.thread_ts), None)
+
+            posted = await eventually(card, what="the card hitl serve posts")
+            assert buttons(posted) != []
+
+            argv = ("resume", shown, "--approve", "--as", "U_SUPPORT1", "--json")
+            code, body, err = await run_hitl(*argv, env={**env, "HITL_API_URL": "", "HITL_TOKEN": ""})
+            assert code == 0, (body, err)
+
+            def decided_card() -> Message | None:
+                m = card()
+                return m if m is not None and buttons(m) == [] else None
+
+            drawn = await eventually(decided_card, what="the card drawn decided")
+            assert outcome(drawn).startswith(":white_check_mark: *Approved*\n<@U_SUPPORT1> approved <!date^")
+        decided = [  # all it drew, up to its exit: the decided card once
+            c
+            for c in state.calls_to("chat.update")
+            if c.args.get("ts") == posted.ts and "hitl_outcome:" in json.dumps(c.args.get("blocks"))
+        ]
+        assert len(decided) == 1, decided
+    finally:
+        await emulator.close()
 
 
 async def test_a_card_update_that_cannot_be_queued_is_said_and_undoes_nothing(caplog: pytest.LogCaptureFixture) -> None:
