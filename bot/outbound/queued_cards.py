@@ -27,8 +27,8 @@ class QueuedCards:
     """The :class:`hitl.engine.ports.Notifier` of a process without Slack: card updates queued for ``hitl serve``."""
 
     decision_jobs: tuple[str, ...] = ()
-    """None in the decision's own step: a store no ``hitl serve`` serves (no card) would keep a job nobody takes.
-    :meth:`approval_changed` queues the card's job after the decision, only when the approval has a card."""
+    """Empty: nothing is queued in the decision's own step, where a store no ``hitl serve`` serves (no card) would
+    keep a job nobody takes; :meth:`approval_changed` queues the card's job after it, when the approval has a card."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store

@@ -81,8 +81,9 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     """A runtime on the store ``settings`` names, closed on exit (reviewers hear through ``hitl serve`` on the same
     store: the settings' notifier, if any, queues for it what this process changes). ``kind`` begins the process's
-    unique worker name (``cli``, ``mcp``). ``read_only``: a command that only reads never creates a store; a SQLite
-    file that is not there is an error (a mistyped HITL_STORE must not read as "nothing pending")."""
+    unique worker name (``cli``, ``mcp``). ``read_only``: a command that only reads never creates a store (and tells
+    nobody: it changes nothing); a SQLite file that is not there is an error (a mistyped HITL_STORE must not read as
+    "nothing pending")."""
     path = sqlite_path(settings.store_url) if read_only else None
     if path is not None and not path.exists():
         raise NotFound(
@@ -95,7 +96,7 @@ async def open_runtime(
         store=store,
         clock=clock,
         config_path=settings.config_path,
-        notifier=settings.notifier(store, clock) if settings.notifier is not None else None,
+        notifier=settings.notifier(store, clock) if settings.notifier is not None and not read_only else None,
         worker_id=worker_name(kind),
         remote=settings.remote,
         opa=settings.opa,
