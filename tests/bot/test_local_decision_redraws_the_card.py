@@ -79,7 +79,16 @@ def outcome(card: Message) -> str:
     return str(block["text"]["text"])
 
 
-@pytest.mark.parametrize("decision", ["approve", "reject"])
+_DID = {
+    "approve": "approved",
+    "reject": "rejected",
+    "trust": "approved and trusted the tool for this session",
+    "modify": "modified and approved",
+}
+"""What the decided card says each decision did."""
+
+
+@pytest.mark.parametrize("decision", list(_DID))
 async def test_hitl_resume_against_the_store_draws_the_card_once_with_the_decision(
     served: Harness, decision: str
 ) -> None:
@@ -87,16 +96,18 @@ async def test_hitl_resume_against_the_store_draws_the_card_once_with_the_decisi
     a, card = await pending_card(h, f"ses_{decision}")
     before = len(h.state.calls_to("chat.update"))
 
-    code, body, err = await local(h, "resume", a.id, f"--{decision}", "--reason", "checked", "--as", "U_SUPPORT1")
-    assert code == (0 if decision == "approve" else 3), (body, err)
-    status = Status.APPROVED if decision == "approve" else Status.REJECTED
+    edit = ("--set", "amount=100") if decision == "modify" else ()
+    argv = ("resume", a.id, f"--{decision}", *edit, "--reason", "checked", "--as", "U_SUPPORT1")
+    code, body, err = await local(h, *argv)
+    assert code == (3 if decision == "reject" else 0), (body, err)
+    status = Status.REJECTED if decision == "reject" else Status.APPROVED
     assert (await h.rt.store.approvals.get(a.id)).status is status
 
     assert len(updates_of(h, card, before)) == 1
     card = h.card_for(a.id)
-    said, who = outcome(card).split("\n")
-    assert said == (":white_check_mark: *Approved*" if decision == "approve" else ":x: *Rejected*")
-    assert who.startswith(f"<@U_SUPPORT1> {status} <!date^") and who.endswith(" via cli-local")
+    said, who = outcome(card).split("\n")[:2]
+    assert said == (":x: *Rejected*" if decision == "reject" else ":white_check_mark: *Approved*")
+    assert who.startswith(f"<@U_SUPPORT1> {_DID[decision]} <!date^") and who.endswith(" via cli-local")
     assert buttons(card) == []  # nothing left to click
 
 
