@@ -79,10 +79,11 @@ class Runtime:
 async def open_runtime(
     settings: RuntimeSettings, *, kind: str = "hitl", read_only: bool = False
 ) -> AsyncIterator[Runtime]:
-    """A runtime on the store ``settings`` names, closed on exit (no notifier: reviewers hear through
-    ``hitl serve`` on the same store). ``kind`` begins the process's unique worker name (``cli``, ``mcp``).
-    ``read_only``: a command that only reads never creates a store; a SQLite file that is not there is an error (a
-    mistyped HITL_STORE must not read as "nothing pending")."""
+    """A runtime on the store ``settings`` names, closed on exit (reviewers hear through ``hitl serve`` on the same
+    store: the settings' notifier, if any, queues for it what this process changes). ``kind`` begins the process's
+    unique worker name (``cli``, ``mcp``). ``read_only``: a command that only reads never creates a store (and tells
+    nobody: it changes nothing); a SQLite file that is not there is an error (a mistyped HITL_STORE must not read as
+    "nothing pending")."""
     path = sqlite_path(settings.store_url) if read_only else None
     if path is not None and not path.exists():
         raise NotFound(
@@ -90,10 +91,12 @@ async def open_runtime(
             "`hitl serve` create the store",
             path=str(path),
         )
+    store, clock = open_store(settings.store_url), settings.clock()
     rt = Runtime.build(
-        store=open_store(settings.store_url),
-        clock=settings.clock(),
+        store=store,
+        clock=clock,
         config_path=settings.config_path,
+        notifier=settings.notifier(store, clock) if settings.notifier is not None and not read_only else None,
         worker_id=worker_name(kind),
         remote=settings.remote,
         opa=settings.opa,

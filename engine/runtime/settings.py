@@ -16,8 +16,10 @@ from hitl.engine.errors import InvalidInput
 from hitl.engine.storage.factory import DEFAULT_STORE_URL
 
 if TYPE_CHECKING:  # the runtime's parts, named for the type checker only (what imports them is the runtime's)
+    from collections.abc import Callable
+
     from hitl.engine.policy_engines import OpaClient
-    from hitl.engine.ports import Clock
+    from hitl.engine.ports import Clock, Notifier, Store
     from hitl.engine.receipts.ports import ReceiptsRemote
 
 __all__ = ["RuntimeSettings"]
@@ -36,6 +38,9 @@ class RuntimeSettings:
     root's client; None: it cannot, and claims nothing a receipt would cover."""
     opa: OpaClient | None = None
     """What asks OPA for ``opa:`` source rules (the composition root's HTTP client); None: they ask a person."""
+    notifier: Callable[[Store, Clock], Notifier] | None = None
+    """Builds, on the runtime's store and clock, what tells reviewers of the changes this process makes (the CLI's
+    queues card updates for ``hitl serve``: the composition root's); None: nothing is told from here."""
 
     @classmethod
     def from_env(
@@ -45,9 +50,11 @@ class RuntimeSettings:
         config: str | None = None,
         remote: ReceiptsRemote | None = None,
         opa: OpaClient | None = None,
+        notifier: Callable[[Store, Clock], Notifier] | None = None,
     ) -> RuntimeSettings:
         """``store`` / ``config`` from flags, else ``HITL_STORE`` / ``HITL_CONFIG`` / ``HITL_NOW``, else defaults;
-        ``remote``: how this process reaches ``hitl serve`` for receipts; ``opa``: how it asks OPA."""
+        ``remote``: how this process reaches ``hitl serve`` for receipts; ``opa``: how it asks OPA; ``notifier``:
+        what tells reviewers of its changes."""
         raw_now = os.environ.get("HITL_NOW") or None
         try:
             now = float(raw_now) if raw_now else None
@@ -59,6 +66,7 @@ class RuntimeSettings:
             now=now,
             remote=remote,
             opa=opa,
+            notifier=notifier,
         )
 
     def clock(self) -> Clock:

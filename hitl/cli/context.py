@@ -13,6 +13,7 @@ from hitl.engine.runtime.settings import RuntimeSettings
 if TYPE_CHECKING:
     from hitl.engine.domain.policy_source import OpaSource
     from hitl.engine.policy_engines.ports import PolicyEngine
+    from hitl.engine.ports import Clock, Notifier, Store
     from hitl.engine.receipts.ports import ReceiptClaims
 
 __all__ = ["CliSettings"]
@@ -29,7 +30,7 @@ class CliSettings:
     def resolve(cls, *, store: str | None, config: str | None, reviewer: str | None) -> CliSettings:
         return cls(
             runtime=RuntimeSettings.from_env(
-                store=store, config=config, remote=_receipt_claims_from_env, opa=_opa_client
+                store=store, config=config, remote=_receipt_claims_from_env, opa=_opa_client, notifier=_queued_cards
             ),
             reviewer=reviewer or os.environ.get("HITL_REVIEWER") or None,
         )
@@ -40,6 +41,15 @@ class CliSettings:
                 "say who is deciding: pass --as REVIEWER or set HITL_REVIEWER", code=ErrorCode.INVALID_INPUT
             )
         return self.reviewer
+
+
+def _queued_cards(store: Store, clock: Clock) -> Notifier:
+    """:class:`hitl.bot.outbound.queued_cards.QueuedCards`: a command holds no Slack client, so what it changes on an
+    approval with a card (a decision, an expiry, a withdrawal) is queued for ``hitl serve``'s card worker to draw,
+    every local command alike. Imported only when a command opens the store."""
+    from hitl.bot.outbound.queued_cards import QueuedCards
+
+    return QueuedCards(store, clock)
 
 
 def _opa_client(source: OpaSource) -> PolicyEngine:

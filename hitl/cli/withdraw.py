@@ -4,7 +4,6 @@ token (``HITL_API_URL`` and ``HITL_TOKEN``; an admin token may withdraw any), or
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -18,8 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["withdraw"]
 
-log = logging.getLogger(__name__)
-
 
 @as_reviewer("withdraw")
 def withdraw(
@@ -32,7 +29,9 @@ def withdraw(
 
     async def local(rt: Runtime, who: str) -> Withdrawn:
         done = await withdraw_approval(rt.store, rt.clock, WithdrawRequest(approval, who, "cli", reason))
-        await _redraw(rt, done.id)
+        notifier = rt.contexts.default.service.notifier
+        if notifier is not None:  # a withdrawal makes no new version: its card is queued to be drawn, as any change
+            await notifier.approval_changed(done)
         return Withdrawn(approval_id=done.id)
 
     def show(out: Out, done: Withdrawn) -> None:
@@ -43,23 +42,3 @@ def withdraw(
 
     path = f"/approvals/{approval}/withdrawal"
     return Ways(ApiCall("POST", path, read=Withdrawn.model_validate, json={"reason": reason}), local, show)
-
-
-async def _redraw(rt: Runtime, approval_id: str) -> None:
-    """Queue the card update of the approval just withdrawn against the store, when it has a card: this process holds
-    no Slack client, so ``hitl serve``'s card-update worker draws it (at its next look at the queue), as it does
-    after a withdrawal through the API or the card. A withdrawal makes no new version of the approval, so nothing
-    else would. After the withdrawal is recorded: a failure here is said, never undoes it."""
-    from hitl.bot.outbound.card_job import CARD_JOB
-    from hitl.engine.errors import EngineError
-
-    try:
-        if await rt.store.messages.get(approval_id) is not None:
-            await rt.store.jobs.enqueue(CARD_JOB, {"approval_id": approval_id}, now=rt.clock.now())
-    except EngineError as exc:
-        log.warning(
-            "%s is withdrawn, but its card could not be queued to be drawn again (%s): it still offers Withdraw "
-            "until it is next drawn",
-            approval_id,
-            exc.message,
-        )
