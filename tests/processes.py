@@ -29,6 +29,6 @@ async def stopped(
     proc: subprocess.Popen[bytes] | subprocess.Popen[str], *, sig: int = signal.SIGTERM, grace: float = 10.0
 ) -> int | None:
     """:func:`stop_process` from a coroutine: the event loop runs on while the process stops. A `hitl serve` that
-    is asked to stop first waits for its last Slack calls; when the emulated Slack answering them runs in this
-    loop, a blocking wait held their answers back, and every such stop waited out the server's whole drain (10 s)."""
+    is asked to stop first waits for its Slack calls in flight; when the emulated Slack answering them runs in this
+    loop, a blocking wait held their answers back, and such a stop waited out the server's whole drain (10 s)."""
     return await asyncio.to_thread(stop_process, proc, sig=sig, grace=grace)
