@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 
-__all__ = ["stop_process"]
+__all__ = ["stop_process", "stopped"]
 
 
 def stop_process(
@@ -22,3 +23,12 @@ def stop_process(
         proc.kill()
         proc.wait(timeout=30)
         return None
+
+
+async def stopped(
+    proc: subprocess.Popen[bytes] | subprocess.Popen[str], *, sig: int = signal.SIGTERM, grace: float = 10.0
+) -> int | None:
+    """:func:`stop_process` from a coroutine: the event loop runs on while the process stops. A `hitl serve` that
+    is asked to stop first waits for its Slack calls in flight; when the emulated Slack answering them runs in this
+    loop, a blocking wait held their answers back, and such a stop waited out the server's whole drain (10 s)."""
+    return await asyncio.to_thread(stop_process, proc, sig=sig, grace=grace)

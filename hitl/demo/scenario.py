@@ -154,6 +154,9 @@ def _header(m: Message) -> str:
 
 
 async def _settle(sb: Sandbox, session_id: str | None = None) -> None:
+    # With a run: until it has moved on, finished or paused at another approval (a run an unhalt lets go pauses
+    # again at its own gate; waiting for it to finish waited out every round, five seconds each demo).
+    start = await sb.rt.store.runs.load(session_id) if session_id else None
     for _ in range(500):
         await sb.rt.lifecycle.process_jobs()
         await sb.rt.ctx.notifier.flush()
@@ -162,7 +165,11 @@ async def _settle(sb: Sandbox, session_id: str | None = None) -> None:
         found = await sb.rt.store.runs.load(session_id)
         if found and found.status != RunStatus.PAUSED:
             return
+        waiting = found.data.get("waiting") if found else None
+        if waiting and start is not None and waiting != start.data.get("waiting"):
+            return
         await asyncio.sleep(0.01)
+    raise RuntimeError(f"the demo's run {session_id} did not move on; the story cannot go on")  # never silently
 
 
 async def _click(sb: Sandbox, user: str, approval: Approval, action: str) -> str:

@@ -30,7 +30,7 @@ from hitl.serve import Server, build_server
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.refund_config import write_refund_config
 from tests.waiting import started
 
@@ -123,7 +123,7 @@ async def serve_process(env: dict[str, str], cwd: Path, *args: str) -> AsyncIter
         await wait_healthy(port, proc)
         yield port
     finally:
-        stop_process(proc, grace=20)
+        await stopped(proc, grace=20)
 
 
 def workspace() -> SlackState:

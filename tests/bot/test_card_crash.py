@@ -24,7 +24,7 @@ from hitl.sandbox.webapi import Message
 from tests.backends import fresh_store_url
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.refund_config import write_refund_config
 from tests.waiting import eventually
 
@@ -96,7 +96,7 @@ async def test_killed_mid_backlog_every_card_is_posted_once(tmp_path: Path, requ
             assert ref is not None and (ref.channel, ref.ts) == (unrecorded.channel, unrecorded.ts)
         finally:
             await store.close()
-            stop_process(second, grace=20)
+            await stopped(second, grace=20)
     finally:
         await emulator.close()
     assert sorted(carded()) == sorted(ids)  # each approval's card, once

@@ -31,7 +31,7 @@ from hitl.sandbox.webapi import Message, SlackState
 from tests.backends import fresh_store_url
 from tests.bot.conftest import CONFIG, SECRET, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.waiting import eventually
 
 FLOOD = 300
@@ -140,7 +140,7 @@ async def test_killed_while_approve_all_is_recorded_no_member_is_lost_or_decided
 
                 await eventually(all_recorded, what="the rest approved", timeout=30)
         finally:
-            stop_process(second, grace=20)
+            await stopped(second, grace=20)
     finally:
         await http.close()
         await emulator.close()

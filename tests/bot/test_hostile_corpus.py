@@ -41,7 +41,7 @@ from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import CONFIG, ROOT, SECRET, wait_healthy, workspace
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.store_dump import store_dump
 from tests.waiting import eventually
 
@@ -356,7 +356,7 @@ async def test_hostile_requests_never_5xx_never_trace_and_change_nothing(
             async with http.get(f"{base}/healthz") as r:
                 assert r.status == 200
     finally:
-        stop_process(serve, grace=15)
+        await stopped(serve, grace=15)
         await emulator.close()
     after = await _dump(url)
     server_errors = {name: status for name, status in statuses.items() if status >= 500}

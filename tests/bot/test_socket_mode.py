@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -111,10 +112,15 @@ async def test_socket_mode_checks_payloads_as_http_does(tmp_path: Path, caplog: 
             {**click, "extra": json.loads("[" * 40 + "]" * 40)},  # nested past the bound
             {**click, "user": {"id": 12}},  # a field of the wrong type
         ]
+
+        async def unacknowledged(payload: dict[str, Any]) -> None:
+            with pytest.raises(TimeoutError):  # refused: Bolt does not acknowledge it, and nothing runs
+                await hub.deliver("interactive", payload, timeout=1.0)
+
         with caplog.at_level(logging.WARNING, logger="hitl.bot.requests.payloads"):
-            for payload in hostile:
-                with pytest.raises(TimeoutError):  # refused: Bolt does not acknowledge it, and nothing runs
-                    await hub.deliver("interactive", payload, timeout=1.0)
+            # Together: each still waits its own second for the acknowledgement that must not come (one after
+            # another, the test waited three).
+            await asyncio.gather(*(unacknowledged(payload) for payload in hostile))
         await rt.ctx.wait_idle()
         assert (await rt.store.approvals.get(p.approval.id)).status is Status.PENDING
         assert len([r for r in caplog.records if "refused an unreadable Slack request" in r.message]) == 3

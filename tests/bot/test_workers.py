@@ -18,7 +18,7 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.server import start_emulator
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.waiting import eventually, started
 
 
@@ -35,7 +35,7 @@ async def two_workers(tmp_path: Path) -> AsyncIterator[tuple[subprocess.Popen[by
         await wait_healthy(port, supervisor)
         yield supervisor, port
     finally:
-        stop_process(supervisor, grace=20)  # SIGTERM: it stops its workers (killed after the grace)
+        await stopped(supervisor, grace=20)  # SIGTERM: it stops its workers (killed after the grace)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(supervisor.pid, signal.SIGKILL)  # any worker a killed supervisor left behind
         await emulator.close()

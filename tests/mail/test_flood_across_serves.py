@@ -17,7 +17,7 @@ from hitl.testing import make_approval
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.mail.smtp_server import smtp_server
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.refund_config import write_refund_config
 from tests.waiting import eventually
 
@@ -83,5 +83,5 @@ async def test_a_flood_across_two_serve_processes_sends_each_person_at_most_five
         finally:
             await store.close()
             for proc in procs:
-                stop_process(proc, grace=20)
+                await stopped(proc, grace=20)
             await emulator.close()

@@ -19,7 +19,7 @@ from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from tests.mcp.conftest import CLIENTS, Shop, make_shop, text_of
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.slack_text import parsed_text
 from tests.waiting import accepts, eventually, started
 
@@ -187,7 +187,7 @@ async def http_gateway(shop: Shop, *, flags: tuple[str, ...] = (), **env: str) -
             await started(lambda: accepts(port), what="hitl mcp --http to listen")
             yield port
         finally:
-            stop_process(proc)
+            await stopped(proc)
 
 
 async def test_the_gateway_over_streamable_http(shop: Shop) -> None:

@@ -20,7 +20,7 @@ from hitl.receipts.signing import new_key_pem
 from tests.bot.conftest import ROOT, Harness, start, stop
 from tests.bot.payments import PAY_SCHEMA
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.waiting import started
 
 AGENT, FIN1, SERVICE = "tok-agent-pay", "tok-fin1-pay", "tok-payments-service"
@@ -123,4 +123,4 @@ async def payments(hitl: Harness, tmp_path: Path) -> AsyncIterator[Payments]:
             await started(up, what="the payment service to answer")
         yield Payments(url, ledger)
     finally:
-        stop_process(proc)
+        await stopped(proc)

@@ -25,7 +25,7 @@ from hitl.sandbox.server import start_emulator
 from tests.api.cli_process import hitl as cli
 from tests.bot.conftest import ROOT, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stopped
 from tests.receipts.conftest import AGENT, CONFIG
 
 NODE = ROOT / "tests" / "receipts" / "node"
@@ -111,7 +111,7 @@ async def test_a_key_published_before_it_signs_is_accepted_by_verifiers_that_fet
                 before = await asyncio.to_thread(verify, signed_before, tool="look_up", args=ORDER, keys=frozen)
                 assert await node.check(signed_before) == {"ok": True, "kid": old, "jti": before["jti"], "fetches": 1}
             finally:
-                stop_process(first, grace=20)
+                await stopped(first, grace=20)
 
             # Step 2, after the documented wait: the new key signs; the old one's public half stays published, and
             # no file but hitl serve's key_file holds a private key.
@@ -150,6 +150,6 @@ async def test_a_key_published_before_it_signs_is_accepted_by_verifiers_that_fet
                         assert refused.value.code is ReceiptFailure.UNKNOWN_KEY
                 assert remote.fetches == 2  # the first, and one at 31 s
             finally:
-                stop_process(second, grace=20)
+                await stopped(second, grace=20)
     finally:
         await emulator.close()

@@ -21,7 +21,7 @@ from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import SlackState
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.processes import stop_process
+from tests.processes import stop_process, stopped
 from tests.refund_config import write_refund_config
 from tests.waiting import started
 
@@ -126,7 +126,7 @@ async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: t
         yield Inbox(public, provider.issuer, state, env, tmp_path, proc, emulator)
     finally:
         if proc is not None:
-            stop_process(proc, grace=20)
+            await stopped(proc, grace=20)
         if emulator is not None:
             await emulator.close()
         stop_process(provider.proc, grace=5)
