@@ -14,6 +14,7 @@ from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.service import ApprovalService
 from tests.cli.conftest import REFUND, Cli
+from tests.refund_config import write_refund_config
 
 
 def asked(tmp_path: Path, config: Path, tool: str, args: dict[str, object]) -> str:
@@ -41,9 +42,12 @@ def read(tmp_path: Path, approval_id: str) -> tuple[Status, dict[str, object], l
 
 
 def test_hitl_answer_records_the_answer_once_and_only_on_a_question(cli: Cli, tmp_path: Path) -> None:
-    config = tmp_path / "hitl.yaml"
     text = (REFUND.parent / "hitl.yaml").read_text()
-    config.write_text(text + "\nmcp:\n  ask_person: {role: support, max_chars: 20}\n")
+    # With the consequence module the refund tool names beside it: the test passed alone only when an earlier test
+    # of the same worker had imported that module already.
+    config = write_refund_config(
+        tmp_path / "hitl.yaml", text + "\nmcp:\n  ask_person: {role: support, max_chars: 20}\n"
+    )
     question = asked(tmp_path, config, "ask_person", {"question": "Which carrier? <!channel>"})
     refund = asked(tmp_path, config, "refund", {"order_id": "7", "customer_id": "C-1", "amount": 5, "reason": "late"})
     env = {"HITL_CONFIG": str(config)}
