@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.cli.conftest import REFUND, Cli
+from tests.refund_config import write_refund_config
 
 
 def admin_config(tmp_path: Path) -> str:
-    path = tmp_path / "hitl.yaml"
     text = (REFUND.parent / "hitl.yaml").read_text().replace("roles:\n", "roles:\n  admin: [U_ADMIN]\n", 1)
-    path.write_text(text)
-    return str(path)
+    return str(write_refund_config(tmp_path / "hitl.yaml", text))  # with the consequence module it names
 
 
 def test_halt_pause_and_unhalt_from_the_cli(cli: Cli, tmp_path: Path, shop) -> None:  # type: ignore[no-untyped-def]
