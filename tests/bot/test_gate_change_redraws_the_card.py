@@ -1,7 +1,7 @@
 """An agent's process (a real `hitl.ToolGate` on `hitl.ApprovalService`, no Slack client, its own store client) that
-closes an approval `hitl serve` carded (the agent stopped waiting: cancelled; its wait ran past the expiry: expired)
-queues the card's update as `hitl` commands do: `hitl serve`'s card-update worker draws the card once, its outcome
-said and its buttons gone. On SQLite and Redis."""
+closes an approval `hitl serve` carded (the agent stopped waiting: cancelled; its wait ran past the expiry: expired;
+its drift check expired an approved one as drifted) queues the card's update as `hitl` commands do: `hitl serve`'s
+card-update worker draws the card once, its outcome said and its buttons gone. On SQLite and Redis."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 import hitl
+import tests.consequence_tools as ticks
+from hitl.engine.errors import ErrorCode
 from hitl.engine.ports import Store
-from tests.bot.conftest import Harness
+from hitl.testing import FakeClock
+from tests.agents.test_consequence_drift import TICKING
+from tests.bot.conftest import Harness, harness_on
 from tests.bot.test_group_cards import buttons
 from tests.bot.test_local_decision_redraws_the_card import outcome, served, updates_of
 
@@ -60,4 +64,47 @@ async def test_an_agent_gate_that_closes_an_approval_has_hitl_serve_draw_its_car
     assert len(updates_of(h, card, before)) == 1
     card = h.card_for(approval.id)
     assert outcome(card).split("\n")[0] == said
+    assert buttons(card) == []
+
+
+@pytest.fixture(params=("sqlite", "redis"))
+async def ticking(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Harness]:
+    """`hitl serve` on each store, serving a tool whose consequence changes each time it is computed."""
+    ticks.TICKS.update(n=0, fail_from=None)
+    async with harness_on(request, tmp_path, clock, TICKING) as h:
+        yield h
+
+
+async def test_an_agent_gate_whose_drift_check_expires_an_approval_has_hitl_serve_draw_its_card_once(
+    ticking: Harness, tmp_path: Path
+) -> None:
+    h = ticking
+    assert h.store_url is not None
+    agent_store = hitl.open_store(h.store_url)
+    try:
+        config = hitl.load_config(tmp_path / "hitl.yaml")
+        gate = hitl.ToolGate(hitl.ApprovalService.from_config(config, store=agent_store, clock=h.clock))
+        ticket = await gate.check(hitl.ToolCall("pay", {"amount": 5}, session="ses_drift", framework="ask"))
+        for _ in range(3):  # approved in Slack each time, and each time what it will do changed before it ran
+            assert ticket.pending and ticket.approval is not None
+            approval = ticket.approval
+            await h.rt.ctx.notifier.sweep()
+            await h.settle()
+            await h.svc.decide(hitl.DecideRequest(approval.id, "U_SUPPORT1", hitl.DecisionKind.APPROVE))
+            await h.settle()
+            before = len(h.state.calls_to("chat.update"))
+            with pytest.raises(hitl.GateRefused) as refused:
+                await gate.begin(await gate.refresh(ticket))
+            assert refused.value.code is ErrorCode.CONSEQUENCE_DRIFTED
+            ticket = await gate.refresh(ticket)
+    finally:
+        await agent_store.close()
+    assert ticket.approval is not None and ticket.approval.id == approval.id  # the third: expired, not asked again
+    assert ticket.approval.status is hitl.Status.EXPIRED
+    await h.rt.ctx.notifier.sweep()
+    await h.settle()
+
+    card = h.card_for(approval.id)
+    assert len(updates_of(h, card, before)) == 1
+    assert outcome(card).split("\n")[0] == ":hourglass: *Expired*"
     assert buttons(card) == []
