@@ -18,7 +18,7 @@ from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.service import AnswerWindow
 
-__all__ = ["NOT_RECORDED", "decide", "done_text", "late_text", "redraw_stale", "refusal_text"]
+__all__ = ["NOT_RECORDED", "decide", "done_text", "late_text", "redraw", "redraw_stale", "refusal_text"]
 
 log = logging.getLogger(__name__)
 
@@ -196,14 +196,20 @@ def redraw_stale(ctx: BotContext, current: Approval) -> None:
     halted) leaves its card alone: that card is current, or its change's own update is on its way."""
     if current.status is Status.PENDING or ctx.notifier.cards.drawn(current.id, current.version) is not None:
         return
-    ctx.later(_redraw(ctx, current))
+    redraw(ctx, current)
 
 
-async def _redraw(ctx: BotContext, current: Approval) -> None:
-    try:
-        await ctx.notifier.approval_changed(current)
-    except EngineError as exc:  # the refusal stands and is answered; the next click on the card tries again
-        log.warning("could not queue the redraw of %s's out-of-date card (%s)", current.id, exc.message)
+def redraw(ctx: BotContext, shown: Approval) -> None:
+    """Queue the update of the card showing ``shown`` (a group card: all its members), after the answer: a job for
+    the card-update worker, as a change queues. A failure to queue it is said; the next click tries again."""
+
+    async def queue() -> None:
+        try:
+            await ctx.notifier.approval_changed(shown)
+        except EngineError as exc:  # the refusal stands and is answered
+            log.warning("could not queue the redraw of %s's out-of-date card (%s)", shown.id, exc.message)
+
+    ctx.later(queue())
 
 
 async def _unrecorded(

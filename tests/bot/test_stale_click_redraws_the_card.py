@@ -2,7 +2,8 @@
 card update: its redraw was lost) is refused as before, the clicker told the same, and the card is drawn again:
 once, through `hitl serve`'s card-update worker, showing the outcome, its buttons gone; a second click on the old
 card (a replay) draws nothing more. A refusal that leaves the approval pending (not eligible) leaves its card alone.
-Signed clicks against the emulated Slack Web API, on SQLite and Redis."""
+A group card's Approve all, refused because a member was decided so, draws the group card once too. Signed clicks
+against the emulated Slack Web API, on SQLite and Redis."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from hitl.bot.views.controls import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT
+from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.service import ApprovalService
 from tests.bot.conftest import Harness
-from tests.bot.test_group_cards import buttons
+from tests.bot.test_group_cards import buttons, flood, group_message
 from tests.bot.test_local_decision_redraws_the_card import outcome, pending_card, served, updates_of
 
 __all__ = ["served"]  # the fixture, imported for these tests
@@ -100,3 +102,26 @@ async def test_a_form_button_on_a_stale_card_draws_it_once_and_a_pending_ones_re
     assert len(updates_of(h, card, before)) == 1
     assert buttons(h.card_for(a.id)) == []
     assert (await h.rt.store.approvals.get(a.id)).status is Status.APPROVED
+
+
+async def test_approve_all_on_a_group_card_a_lost_redraw_left_stale_draws_the_group_card_once(
+    served: Harness, tmp_path: Path
+) -> None:
+    h = served
+    members = await flood(h, 3)
+    old = copy.deepcopy(group_message(h))
+    assert old.text == "3 × refund from agent:riley: 3 of 3 need approval"
+    await close_without_a_redraw(h, tmp_path, members[1], "approved")
+    before = len(h.state.calls_to("chat.update"))
+    assert updates_of(h, old, before) == [] and group_message(h).text == old.text  # the lost redraw
+
+    assert (await h.slack.click("U_SUPPORT2", old, ACTION_GROUP_APPROVE)).status == 200
+    await h.settle()
+    assert "This group changed since its card was drawn" in h.ephemeral("U_SUPPORT2")[-1].text  # answered as before
+    assert len(updates_of(h, old, before)) == 1
+    assert group_message(h).text == "3 × refund from agent:riley: 2 of 3 need approval"
+    assert [(await h.rt.store.approvals.get(m.id)).status for m in members] == [
+        Status.PENDING,
+        Status.APPROVED,
+        Status.PENDING,
+    ]
