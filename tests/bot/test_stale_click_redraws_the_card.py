@@ -12,17 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from hitl.bot.views.controls import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT
+from hitl.bot.views.controls import ACTION_APPROVE, ACTION_MODIFY, ACTION_REJECT, ACTION_TRUST
 from hitl.bot.views.group_cards import ACTION_GROUP_APPROVE
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, DecisionKind, Status
-from hitl.engine.domain.requests import DecideRequest
+from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.service import ApprovalService
 from tests.bot.conftest import Harness
+from tests.bot.test_gate_change_redraws_the_card import ticking
 from tests.bot.test_group_cards import buttons, flood, group_message
 from tests.bot.test_local_decision_redraws_the_card import outcome, pending_card, served, updates_of
 
-__all__ = ["served"]  # the fixture, imported for these tests
+__all__ = ["served", "ticking"]  # the fixtures, imported for these tests
 
 _CLOSED = {
     "approved": (
@@ -125,3 +126,23 @@ async def test_approve_all_on_a_group_card_a_lost_redraw_left_stale_draws_the_gr
         Status.APPROVED,
         Status.PENDING,
     ]
+
+
+async def test_a_trust_click_on_a_stale_card_draws_the_card_once(ticking: Harness, tmp_path: Path) -> None:
+    h = ticking  # serving a tool that may be trusted for a session
+    p = await h.svc.propose(ProposeRequest("pay", {"amount": 5}, session_id="ses_trust"))
+    assert p.approval is not None
+    a, card = p.approval, h.card_for(p.approval.id)
+    assert ACTION_TRUST in buttons(card)
+    shown = copy.deepcopy(card)
+    elsewhere = ApprovalService.from_config(load_config(tmp_path / "hitl.yaml"), store=h.rt.store, clock=h.clock)
+    await elsewhere.decide(DecideRequest(a.id, "U_SUPPORT1", DecisionKind.REJECT, reason="no", via="api"))
+    before = len(h.state.calls_to("chat.update"))
+
+    assert (await h.slack.click("U_SUPPORT1", shown, ACTION_TRUST)).status == 200
+    await h.settle()
+    told = ":lock: Already decided by <@U_SUPPORT1> (rejected). Nothing changed."
+    assert [m.text for m in h.ephemeral("U_SUPPORT1")] == [told]
+    assert len(updates_of(h, card, before)) == 1
+    redrawn = h.card_for(a.id)
+    assert buttons(redrawn) == [] and outcome(redrawn).split("\n")[0] == ":x: *Rejected*"
