@@ -12,13 +12,13 @@ from hitl.bot.context import BotContext
 from hitl.bot.views.blocks import who
 from hitl.bot.views.escape import label
 from hitl.engine.domain.decide import closed_refusal
-from hitl.engine.domain.models import Approval, DecisionKind, Tier
+from hitl.engine.domain.models import Approval, DecisionKind, Status, Tier
 from hitl.engine.domain.practice import is_practice, practice_note
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.service import AnswerWindow
 
-__all__ = ["NOT_RECORDED", "decide", "done_text", "late_text", "refusal_text"]
+__all__ = ["NOT_RECORDED", "decide", "done_text", "late_text", "redraw", "redraw_stale", "refusal_text"]
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ async def decide(
             ctx.metrics.refusals.labels(code=str(exc.code)).inc()
             return None, await _unrecorded(ctx, approval_id, user_id, again)
         _drop(again)
-        return None, await _refused(ctx, exc, approval_id)
+        return None, await _refused(ctx, exc, approval_id, from_card=version is not None)
     raise AssertionError("a recorded decision marks its window")  # pragma: no cover - service invariant
 
 
@@ -176,11 +176,40 @@ async def _too_late(
             await late(window.recorded.result())
 
 
-async def _refused(ctx: BotContext, exc: EngineError, approval_id: str) -> str:
+async def _refused(ctx: BotContext, exc: EngineError, approval_id: str, *, from_card: bool) -> str:
+    """What a refused decision is told; a card's (``from_card``: it carried the version a card showed) whose
+    approval is no longer pending has that card drawn again too (:func:`redraw_stale`)."""
     if exc.code is not ErrorCode.NOT_FOUND:
         ctx.metrics.refusals.labels(code=str(exc.code)).inc()
     current = await _current(ctx, approval_id, within=_MARGIN) if exc.code is not ErrorCode.NOT_FOUND else None
+    if from_card and current is not None:
+        redraw_stale(ctx, current)
     return refusal_text(exc, current)
+
+
+def redraw_stale(ctx: BotContext, current: Approval) -> None:
+    """Queue the redraw of the card a click found out of date: its approval (``current``, as the store has it now)
+    is no longer pending (decided, expired, withdrawn, replaced), yet the card offered a decision on it, so the
+    update its change queued was lost (a process that could not queue it). Through the card-update job, after the
+    clicker's answer; once: not when this process drew the card of that version already (a replayed click, a second
+    click before the update lands). A refusal that leaves the approval pending (not eligible, a newer version,
+    halted) leaves its card alone: that card is current, or its change's own update is on its way."""
+    if current.status is Status.PENDING or ctx.notifier.cards.drawn(current.id, current.version) is not None:
+        return
+    redraw(ctx, current)
+
+
+def redraw(ctx: BotContext, shown: Approval) -> None:
+    """Queue the update of the card showing ``shown`` (a group card: all its members), after the answer: a job for
+    the card-update worker, as a change queues. A failure to queue it is said; the next click tries again."""
+
+    async def queue() -> None:
+        try:
+            await ctx.notifier.approval_changed(shown)
+        except EngineError as exc:  # the refusal stands and is answered
+            log.warning("could not queue the redraw of %s's out-of-date card (%s)", shown.id, exc.message)
+
+    ctx.later(queue())
 
 
 async def _unrecorded(

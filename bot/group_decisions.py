@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 
 from hitl.bot.context import BotContext
-from hitl.bot.decisions import refusal_text
+from hitl.bot.decisions import redraw, refusal_text
 from hitl.bot.views.group_cards import still_needed
 from hitl.engine.domain.decide import eligible
 from hitl.engine.domain.group_outcome import GroupOutcome
@@ -106,7 +106,7 @@ async def decide_group(
     if group_digest(pending) != digest:
         detail = f"group {kind} on digest {short_hash(digest)}, which is no longer the group's"
         await ctx.lifecycle.refused(leader, user_id, ErrorCode.STALE_VERSION, detail)
-        ctx.notifier.kick()
+        redraw(ctx, members[0])  # queued, not only looked for: the change may have queued none (no Slack there)
         return GroupReply(
             refusal=":arrows_counterclockwise: This group changed since its card was drawn (a request in it was "
             "decided or changed). Nothing was decided: use the updated card."

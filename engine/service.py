@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -203,6 +203,9 @@ class ApprovalService:
     opa_client: ClassVar[OpaClient | None] = None
     """What :meth:`from_config` asks OPA with when no ``opa`` is given: an HTTP client, so never the engine's;
     ``hitl.ApprovalService``, the public door's, has one."""
+    local_notifier: ClassVar[Callable[[Store, Clock], Notifier] | None] = None
+    """What :meth:`from_config` tells reviewers through when no ``notifier`` is given: ``hitl.ApprovalService``'s
+    (an agent's process, without Slack) queues its card updates for ``hitl serve``. None: nobody is told from here."""
 
     def __post_init__(self) -> None:
         self.switch = StopSwitch.shared(self.store, self.clock)
@@ -251,7 +254,7 @@ class ApprovalService:
             policy=config.build_policy(),
             reviewers=DelegatedReviewers(ConfiguredReviewers(config.build_roles()), Delegations.shared(store, clock)),
             clock=clock,
-            notifier=notifier,
+            notifier=notifier or (cls.local_notifier(store, clock) if cls.local_notifier is not None else None),
             requester=config.requester,
             redactor=config.build_redactor(),
             evidence_limit=config.redaction.evidence_limit,

@@ -17,7 +17,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.context import BotContext
-from hitl.bot.decisions import decide, done_text, late_text, refusal_text
+from hitl.bot.decisions import decide, done_text, late_text, redraw_stale, refusal_text
 from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
 from hitl.bot.outbound.pacer import urgent
 from hitl.bot.requests.button_values import parse_decision_value
@@ -168,6 +168,7 @@ async def _open_form(
             return
         form = _FORMS.get(kind)
         if form is not None:
+            redraw_stale(ctx, a)  # a form asked of a card whose approval is no longer pending: that card is stale
             # Only someone who may decide gets the form (a stranger's decision would be refused anyway).
             reviewer = await ctx.reviewers.reviewer(click[0])
             if not eligible(a, reviewer, ctx.clock.now()):

@@ -1,8 +1,9 @@
-"""The notifier of a process that holds no Slack client (a ``hitl`` command against the store): what it changes on an
-approval that has a Slack card (a decision, a group's, an expiry, a withdrawal) queues the card's durable update
-job, which ``hitl serve``'s card-update worker draws at its next look at the queue, as it draws the ones a
-decision in ``hitl serve`` queues. The card otherwise keeps its live buttons: ``hitl serve``'s sweep posts the
-cards of pending approvals and never draws a decided one again.
+"""The notifier of a process that holds no Slack client (a ``hitl`` command against the store, an agent's process on
+``hitl.ApprovalService``): what it changes on an approval that has a Slack card (a decision, a group's, an expiry, a
+withdrawal, a cancellation, a drift check's move) queues the card's durable update job, which ``hitl serve``'s
+card-update worker draws at its next look at the queue, as it draws the ones a decision in ``hitl serve`` queues.
+The card otherwise keeps its live buttons until someone clicks one (the click is refused and draws the card again):
+``hitl serve``'s sweep posts the cards of pending approvals and never draws a decided one again.
 
 It loads no Slack client. It queues only for an approval with a card, so a store that no ``hitl serve`` serves
 keeps no job nobody takes.
@@ -49,7 +50,7 @@ class QueuedCards:
             log.warning(
                 "%s is changed (recorded), but its Slack card could not be queued to be drawn again (%s): the card "
                 "shows it as it was, its buttons included, until it is next drawn (hitl serve's sweep draws no "
-                "decided card again; a click on one of them is refused and changes nothing)",
+                "decided card again; a click on one of them is refused and draws it)",
                 approval.id,
                 exc.message,
             )
