@@ -18,11 +18,17 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from redis.asyncio import Connection
 from report import record, record_heading
+
+if TYPE_CHECKING:
+    from hitl.engine.domain.decide import DecideCommand
+    from hitl.engine.domain.models import Approval
+    from hitl.engine.ports import Store
+    from hitl.testing import FakeClock
 
 
 def free_port() -> int:
@@ -125,6 +131,26 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
             break
         best = j
     return xs[best], xs[n - 1 - best]
+
+
+async def wake_after_decision_ms(
+    waiter: Store, decider: Store, approval: Approval, decision: DecideCommand, clock: FakeClock, *, settle: float
+) -> float:
+    """ms from the return of ``decision`` (recorded through ``decider``) to the wake-up of a waiter on ``approval``
+    in ``waiter`` (another store than ``decider`` stands for another process); ``settle``: the seconds the waiter is
+    given to start waiting before the decision."""
+    woke: list[float] = []
+
+    async def wait() -> None:
+        await waiter.approvals.wait_changed(approval.id, after_version=approval.version, timeout=10)
+        woke.append(time.perf_counter())
+
+    task = asyncio.create_task(wait())
+    await asyncio.sleep(settle)  # the waiter is waiting
+    await decider.approvals.decide(decision, now=clock.now())
+    decided = time.perf_counter()
+    await task
+    return (woke[0] - decided) * 1000
 
 
 def heading(text: str) -> None:

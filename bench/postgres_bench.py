@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
-from _common import heading, redis_server, row, spread  # noqa: E402
+from _common import heading, redis_server, row, spread, wake_after_decision_ms  # noqa: E402
 from cycle_bench import HitlCycles, langgraph_cycle, timed  # noqa: E402
 from report import report  # noqa: E402
 
@@ -75,18 +75,7 @@ async def wake_ms(waiter_store: Store, decider: Store, clock: FakeClock, n: int)
     out = []
     for i in range(n):
         a, _ = await decider.approvals.create(make_approval(now=clock.now(), key=f"w{time.perf_counter_ns()}{i}"))
-        woke = asyncio.get_running_loop().create_future()
-
-        async def wait(a: Approval = a, woke: asyncio.Future[float] = woke) -> None:
-            await waiter_store.approvals.wait_changed(a.id, after_version=a.version, timeout=10)
-            woke.set_result(time.perf_counter())
-
-        task = asyncio.create_task(wait())
-        await asyncio.sleep(0.005)  # the waiter is waiting
-        await decider.approvals.decide(decide_cmd(a), now=clock.now())
-        decided = time.perf_counter()
-        out.append((await woke - decided) * 1000)
-        await task
+        out.append(await wake_after_decision_ms(waiter_store, decider, a, decide_cmd(a), clock, settle=0.005))
     return out
 
 
