@@ -24,9 +24,10 @@ import aiohttp
 from redis.asyncio import Connection
 from report import record, record_heading
 
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer
+
 if TYPE_CHECKING:
-    from hitl.engine.domain.decide import DecideCommand
-    from hitl.engine.domain.models import Approval
     from hitl.engine.ports import Store
     from hitl.testing import FakeClock
 
@@ -131,6 +132,22 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
             break
         best = j
     return xs[best], xs[n - 1 - best]
+
+
+SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
+"""The reviewer whose approvals the store benchmarks record."""
+
+
+def support_approves(a: Approval, *, via: str = "api") -> DecideCommand:
+    """:data:`SUPPORT`'s approval of ``a`` as it was read (its version and its action's hash), made through ``via``."""
+    return DecideCommand(
+        approval_id=a.id,
+        reviewer=SUPPORT,
+        kind=DecisionKind.APPROVE,
+        expected_version=a.version,
+        expected_hash=a.action_hash,
+        via=via,
+    )
 
 
 async def wake_after_decision_ms(

@@ -27,12 +27,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
-from _common import heading, redis_server, row, spread, wake_after_decision_ms  # noqa: E402
+from _common import heading, redis_server, row, spread, support_approves, wake_after_decision_ms  # noqa: E402
 from cycle_bench import HitlCycles, langgraph_cycle, timed  # noqa: E402
 from report import report  # noqa: E402
 
-from hitl.engine.domain.decide import DecideCommand  # noqa: E402
-from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.storage.postgres import PostgresStore  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
@@ -40,17 +38,6 @@ from hitl.testing import FakeClock, make_approval  # noqa: E402
 from tests.postgres_server import running_postgres  # noqa: E402 - the same server the tests start
 
 Timed = Callable[[], Awaitable[None] | None]
-
-
-def decide_cmd(a: Approval) -> DecideCommand:
-    reviewer = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
-    return DecideCommand(
-        approval_id=a.id,
-        reviewer=reviewer,
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-    )
 
 
 async def decisions_per_second(store: Store, clock: FakeClock, n: int, callers: int = 50) -> float:
@@ -63,7 +50,7 @@ async def decisions_per_second(store: Store, clock: FakeClock, n: int, callers: 
     async def caller() -> None:
         while queue:
             a = queue.pop()
-            await store.approvals.decide(decide_cmd(a), now=clock.now())
+            await store.approvals.decide(support_approves(a), now=clock.now())
 
     t0 = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(callers)))
@@ -75,7 +62,7 @@ async def wake_ms(waiter_store: Store, decider: Store, clock: FakeClock, n: int)
     out = []
     for i in range(n):
         a, _ = await decider.approvals.create(make_approval(now=clock.now(), key=f"w{time.perf_counter_ns()}{i}"))
-        out.append(await wake_after_decision_ms(waiter_store, decider, a, decide_cmd(a), clock, settle=0.005))
+        out.append(await wake_after_decision_ms(waiter_store, decider, a, support_approves(a), clock, settle=0.005))
     return out
 
 

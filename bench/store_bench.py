@@ -26,18 +26,17 @@ from _common import (  # noqa: E402
     pct,
     redis_server,
     row,
+    support_approves,
     wake_after_decision_ms,
 )
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
-from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
+from hitl.engine.domain.models import Approval  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 from hitl.testing import FakeClock, make_approval  # noqa: E402
-
-SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
 
 
 def approvals(n: int, clock: FakeClock, tag: str) -> list[Approval]:
@@ -48,14 +47,8 @@ def approvals(n: int, clock: FakeClock, tag: str) -> list[Approval]:
 
 
 def cmd(a: Approval) -> DecideCommand:
-    return DecideCommand(
-        approval_id=a.id,
-        reviewer=SUPPORT,
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-        via="bench",
-    )
+    """:data:`~_common.SUPPORT`'s approval of ``a``, made through ``bench``."""
+    return support_approves(a, via="bench")
 
 
 async def create_all(store: Store, items: list[Approval], concurrency: int = 64) -> None:
