@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import math
@@ -168,6 +169,18 @@ async def wake_after_decision_ms(
     decided = time.perf_counter()
     await task
     return (woke[0] - decided) * 1000
+
+
+def interleaved_options(description: str | None, *, n: int, warm: int) -> tuple[argparse.Namespace, int]:
+    """The command line of a benchmark whose contenders run in interleaved rounds: ``-n`` measured cycles per
+    contender over ``--rounds`` rounds, after ``--warm`` warm-up cycles (``n``, ``warm``: their defaults); with the
+    cycles each contender runs per round."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("-n", type=int, default=n, help="measured cycles per contender, over all rounds")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warm", type=int, default=warm)
+    a = ap.parse_args()
+    return a, max(1, a.n // a.rounds)
 
 
 def heading(text: str) -> None:

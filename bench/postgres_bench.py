@@ -14,7 +14,6 @@ Starts its own PostgreSQL (as the tests do) and redis-server on 127.0.0.1. Needs
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import statistics
@@ -27,7 +26,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
-from _common import heading, redis_server, row, spread, support_approves, wake_after_decision_ms  # noqa: E402
+from _common import (  # noqa: E402
+    heading,
+    interleaved_options,
+    redis_server,
+    row,
+    spread,
+    support_approves,
+    wake_after_decision_ms,
+)
 from cycle_bench import HitlCycles, langgraph_cycle, timed  # noqa: E402
 from report import report  # noqa: E402
 
@@ -141,12 +148,7 @@ async def schema_bytes(store: PostgresStore) -> int:
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("-n", type=int, default=500, help="measured cycles per contender, over all rounds")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--warm", type=int, default=50)
-    a = ap.parse_args()
-    per = max(1, a.n // a.rounds)
+    a, per = interleaved_options(__doc__, n=500, warm=50)
     heading(
         f"hitl PostgreSQL benchmark: {a.rounds} interleaved rounds of {per} cycles per contender, after {a.warm} "
         f"warm-up ({os.cpu_count()} cores, server and clients on one machine)"
