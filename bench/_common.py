@@ -206,14 +206,11 @@ class CountingConnection(Connection):
         await super().send_packed_command(command, check_health)
 
 
-async def start_serve(
-    url: str, token: str, api_url: str, workdir: Path, *, secret: str = "bench-secret"
-) -> tuple[subprocess.Popen[bytes], int]:
-    """`hitl serve` as a real process on a free port of 127.0.0.1, on the store ``url``, talking to the Slack
-    emulator at ``api_url`` with the refund example's hitl.yaml; returns it and its port once /healthz answers."""
+def serve_env(url: str, token: str, api_url: str, *, secret: str = "bench-secret") -> dict[str, str]:
+    """The environment a benchmark's `hitl serve` runs in: this checkout's hitl on the store ``url``, the Slack
+    emulator at ``api_url`` (its bot ``token``, signing ``secret``), the refund example's hitl.yaml and its channel."""
     root = Path(__file__).resolve().parents[1]
-    port = free_port()
-    env = {
+    return {
         **os.environ,
         "PYTHONPATH": str(root),
         "SLACK_BOT_TOKEN": token,
@@ -223,9 +220,21 @@ async def start_serve(
         "HITL_CONFIG": str(root / "examples" / "refund" / "hitl.yaml"),
         "HITL_APPROVAL_CHANNEL": "#refund-approvals",
     }
+
+
+async def start_serve(
+    url: str, token: str, api_url: str, workdir: Path, *, secret: str = "bench-secret"
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`hitl serve` as a real process on a free port of 127.0.0.1, on the store ``url``, talking to the Slack
+    emulator at ``api_url`` with the refund example's hitl.yaml; returns it and its port once /healthz answers."""
+    port = free_port()
     log = (workdir / f"serve-{port}.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "serve", "--port", str(port)], env=env, cwd=workdir, stdout=log, stderr=log
+        [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
+        env=serve_env(url, token, api_url, secret=secret),
+        cwd=workdir,
+        stdout=log,
+        stderr=log,
     )
     async with aiohttp.ClientSession() as http:
         for _ in range(800):
