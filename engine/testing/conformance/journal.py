@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from hitl.engine.clocks import FakeClock
-from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
-from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
 from hitl.engine.ports import Store
 from hitl.engine.receipts.claims import Issued
+from hitl.engine.testing.conformance.helpers import cmd
 from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
 
@@ -37,14 +37,7 @@ def _at(clock: FakeClock, *, run_id: str = "r1", holder: str = W1, **kw: Any) ->
 
 async def _approved(store: Store, clock: FakeClock, **kw: Any) -> str:
     a, _ = await store.approvals.create(make_approval(now=clock.now(), **kw))
-    cmd = DecideCommand(
-        approval_id=a.id,
-        reviewer=Reviewer(id="U_OPS", roles=frozenset({"support"})),
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-    )
-    await store.approvals.decide(cmd, now=clock.now())
+    await store.approvals.decide(cmd(a, "U_OPS"), now=clock.now())
     return a.id
 
 
