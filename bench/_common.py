@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import math
@@ -18,11 +19,18 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from redis.asyncio import Connection
 from report import record, record_heading
+
+from hitl.engine.domain.decide import DecideCommand
+from hitl.engine.domain.models import Approval, DecisionKind, Reviewer
+
+if TYPE_CHECKING:
+    from hitl.engine.ports import Store
+    from hitl.testing import FakeClock
 
 
 def free_port() -> int:
@@ -127,6 +135,54 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
     return xs[best], xs[n - 1 - best]
 
 
+SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
+"""The reviewer whose approvals the store benchmarks record."""
+
+
+def support_approves(a: Approval, *, via: str = "api") -> DecideCommand:
+    """:data:`SUPPORT`'s approval of ``a`` as it was read (its version and its action's hash), made through ``via``."""
+    return DecideCommand(
+        approval_id=a.id,
+        reviewer=SUPPORT,
+        kind=DecisionKind.APPROVE,
+        expected_version=a.version,
+        expected_hash=a.action_hash,
+        via=via,
+    )
+
+
+async def wake_after_decision_ms(
+    waiter: Store, decider: Store, approval: Approval, decision: DecideCommand, clock: FakeClock, *, settle: float
+) -> float:
+    """ms from the return of ``decision`` (recorded through ``decider``) to the wake-up of a waiter on ``approval``
+    in ``waiter`` (another store than ``decider`` stands for another process); ``settle``: the seconds the waiter is
+    given to start waiting before the decision."""
+    woke: list[float] = []
+
+    async def wait() -> None:
+        await waiter.approvals.wait_changed(approval.id, after_version=approval.version, timeout=10)
+        woke.append(time.perf_counter())
+
+    task = asyncio.create_task(wait())
+    await asyncio.sleep(settle)  # the waiter is waiting
+    await decider.approvals.decide(decision, now=clock.now())
+    decided = time.perf_counter()
+    await task
+    return (woke[0] - decided) * 1000
+
+
+def interleaved_options(description: str | None, *, n: int, warm: int) -> tuple[argparse.Namespace, int]:
+    """The command line of a benchmark whose contenders run in interleaved rounds: ``-n`` measured cycles per
+    contender over ``--rounds`` rounds, after ``--warm`` warm-up cycles (``n``, ``warm``: their defaults); with the
+    cycles each contender runs per round."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("-n", type=int, default=n, help="measured cycles per contender, over all rounds")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warm", type=int, default=warm)
+    a = ap.parse_args()
+    return a, max(1, a.n // a.rounds)
+
+
 def heading(text: str) -> None:
     """Print a heading for the figures after it (and keep it for the published report, when one is open)."""
     print(text)
@@ -150,14 +206,11 @@ class CountingConnection(Connection):
         await super().send_packed_command(command, check_health)
 
 
-async def start_serve(
-    url: str, token: str, api_url: str, workdir: Path, *, secret: str = "bench-secret"
-) -> tuple[subprocess.Popen[bytes], int]:
-    """`hitl serve` as a real process on a free port of 127.0.0.1, on the store ``url``, talking to the Slack
-    emulator at ``api_url`` with the refund example's hitl.yaml; returns it and its port once /healthz answers."""
+def serve_env(url: str, token: str, api_url: str, *, secret: str = "bench-secret") -> dict[str, str]:
+    """The environment a benchmark's `hitl serve` runs in: this checkout's hitl on the store ``url``, the Slack
+    emulator at ``api_url`` (its bot ``token``, signing ``secret``), the refund example's hitl.yaml and its channel."""
     root = Path(__file__).resolve().parents[1]
-    port = free_port()
-    env = {
+    return {
         **os.environ,
         "PYTHONPATH": str(root),
         "SLACK_BOT_TOKEN": token,
@@ -167,9 +220,21 @@ async def start_serve(
         "HITL_CONFIG": str(root / "examples" / "refund" / "hitl.yaml"),
         "HITL_APPROVAL_CHANNEL": "#refund-approvals",
     }
+
+
+async def start_serve(
+    url: str, token: str, api_url: str, workdir: Path, *, secret: str = "bench-secret"
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`hitl serve` as a real process on a free port of 127.0.0.1, on the store ``url``, talking to the Slack
+    emulator at ``api_url`` with the refund example's hitl.yaml; returns it and its port once /healthz answers."""
+    port = free_port()
     log = (workdir / f"serve-{port}.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl", "serve", "--port", str(port)], env=env, cwd=workdir, stdout=log, stderr=log
+        [sys.executable, "-m", "hitl", "serve", "--port", str(port)],
+        env=serve_env(url, token, api_url, secret=secret),
+        cwd=workdir,
+        stdout=log,
+        stderr=log,
     )
     async with aiohttp.ClientSession() as http:
         for _ in range(800):

@@ -10,7 +10,6 @@ with `make bench` or `.venv/bin/python bench/card_bench.py [--cards N]`.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import tempfile
@@ -22,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import heading, median, redis_server, row, spread, start_serve, stop_process  # noqa: E402
-from report import report  # noqa: E402
+from report import run_reported  # noqa: E402
 
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.config.hitl_yaml import load_config  # noqa: E402
@@ -87,7 +86,6 @@ async def main(cards: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("card", "Card latency: an approval made in another process to its card in Slack"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--cards", type=int, default=30)
-        asyncio.run(main(parser.parse_args().cards))
+    run_reported(
+        "card", "Card latency: an approval made in another process to its card in Slack", __doc__, main, cards=30
+    )

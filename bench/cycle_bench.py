@@ -9,7 +9,6 @@ and bytes stored per finished run. Needs the `bench` extra (langgraph).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import cProfile
 import functools
@@ -27,7 +26,7 @@ from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BareCommits, CountingConnection, heading, redis_server, row  # noqa: E402
+from _common import BareCommits, CountingConnection, heading, interleaved_options, redis_server, row  # noqa: E402
 from redis.asyncio import Connection, Redis  # noqa: E402
 from report import bar, chart, report  # noqa: E402
 
@@ -420,12 +419,7 @@ sqlite3.connect = _counting_connect  # type: ignore[assignment]
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("-n", type=int, default=1000, help="measured cycles per contender, over all rounds")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--warm", type=int, default=100)
-    a = ap.parse_args()
-    per = max(1, a.n // a.rounds)
+    a, per = interleaved_options(__doc__, n=1000, warm=100)
     heading(
         f"hitl cycle benchmark: {a.rounds} interleaved rounds of {per} sequential pause -> decide -> resume cycles "
         f"per contender, after {a.warm} warm-up ({os.cpu_count()} cores)"

@@ -17,7 +17,6 @@ Run with `make bench` or `.venv/bin/python bench/flood_bench.py [--approvals N] 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import heading, row, spread  # noqa: E402
-from report import report  # noqa: E402
+from report import run_reported  # noqa: E402
 
 from hitl.bot.server import app_runner, serve_locally  # noqa: E402
 from hitl.bot.settings import BotSettings  # noqa: E402
@@ -186,9 +185,6 @@ async def main(n: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("flood", "A flood under Slack's limits: proposals never wait on Slack"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--approvals", type=int, default=300)
-        parser.add_argument("--rounds", type=int, default=3)
-        args = parser.parse_args()
-        asyncio.run(main(args.approvals, args.rounds))
+    run_reported(
+        "flood", "A flood under Slack's limits: proposals never wait on Slack", __doc__, main, approvals=300, rounds=3
+    )

@@ -14,7 +14,6 @@ indexes). Run with `make bench` or `.venv/bin/python bench/inbox_bench.py [--dec
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sqlite3
 import statistics
@@ -29,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import heading, row, spread  # noqa: E402
 from every_store import every_store  # noqa: E402
-from report import report  # noqa: E402
+from report import run_reported  # noqa: E402
 
 from hitl.engine.domain.approval_filter import MOST_EXAMINED, ApprovalFilter  # noqa: E402
 from hitl.engine.domain.decide import DecideCommand, apply_decision  # noqa: E402
@@ -209,10 +208,4 @@ async def main(pending: int, decided: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("inbox", "The web inbox's pages at size"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--pending", type=int, default=1_000)
-        parser.add_argument("--decided", type=int, default=100_000)
-        parser.add_argument("--rounds", type=int, default=15)
-        ns = parser.parse_args()
-        asyncio.run(main(ns.pending, ns.decided, ns.rounds))
+    run_reported("inbox", "The web inbox's pages at size", __doc__, main, pending=1_000, decided=100_000, rounds=15)

@@ -8,7 +8,6 @@ an empty store (within 2 ms). Run with `make bench` or `.venv/bin/python bench/p
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import heading, redis_server, row, spread  # noqa: E402
-from report import report  # noqa: E402
+from report import run_reported  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
 from hitl.engine.domain.models import DecisionKind, Reviewer  # noqa: E402
@@ -95,9 +94,4 @@ async def main(decisions: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("pending", "Pending lists and decisions at scale"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--decisions", type=int, default=100_000)
-        parser.add_argument("--rounds", type=int, default=20)
-        ns = parser.parse_args()
-        asyncio.run(main(ns.decisions, ns.rounds))
+    run_reported("pending", "Pending lists and decisions at scale", __doc__, main, decisions=100_000, rounds=20)

@@ -14,7 +14,6 @@ Starts its own PostgreSQL (as the tests do) and redis-server on 127.0.0.1. Needs
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import statistics
@@ -27,12 +26,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
-from _common import heading, redis_server, row, spread  # noqa: E402
+from _common import (  # noqa: E402
+    heading,
+    interleaved_options,
+    redis_server,
+    row,
+    spread,
+    support_approves,
+    wake_after_decision_ms,
+)
 from cycle_bench import HitlCycles, langgraph_cycle, timed  # noqa: E402
 from report import report  # noqa: E402
 
-from hitl.engine.domain.decide import DecideCommand  # noqa: E402
-from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.storage.postgres import PostgresStore  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
@@ -40,17 +45,6 @@ from hitl.testing import FakeClock, make_approval  # noqa: E402
 from tests.postgres_server import running_postgres  # noqa: E402 - the same server the tests start
 
 Timed = Callable[[], Awaitable[None] | None]
-
-
-def decide_cmd(a: Approval) -> DecideCommand:
-    reviewer = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
-    return DecideCommand(
-        approval_id=a.id,
-        reviewer=reviewer,
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-    )
 
 
 async def decisions_per_second(store: Store, clock: FakeClock, n: int, callers: int = 50) -> float:
@@ -63,7 +57,7 @@ async def decisions_per_second(store: Store, clock: FakeClock, n: int, callers: 
     async def caller() -> None:
         while queue:
             a = queue.pop()
-            await store.approvals.decide(decide_cmd(a), now=clock.now())
+            await store.approvals.decide(support_approves(a), now=clock.now())
 
     t0 = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(callers)))
@@ -75,18 +69,7 @@ async def wake_ms(waiter_store: Store, decider: Store, clock: FakeClock, n: int)
     out = []
     for i in range(n):
         a, _ = await decider.approvals.create(make_approval(now=clock.now(), key=f"w{time.perf_counter_ns()}{i}"))
-        woke = asyncio.get_running_loop().create_future()
-
-        async def wait(a: Approval = a, woke: asyncio.Future[float] = woke) -> None:
-            await waiter_store.approvals.wait_changed(a.id, after_version=a.version, timeout=10)
-            woke.set_result(time.perf_counter())
-
-        task = asyncio.create_task(wait())
-        await asyncio.sleep(0.005)  # the waiter is waiting
-        await decider.approvals.decide(decide_cmd(a), now=clock.now())
-        decided = time.perf_counter()
-        out.append((await woke - decided) * 1000)
-        await task
+        out.append(await wake_after_decision_ms(waiter_store, decider, a, support_approves(a), clock, settle=0.005))
     return out
 
 
@@ -165,12 +148,7 @@ async def schema_bytes(store: PostgresStore) -> int:
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("-n", type=int, default=500, help="measured cycles per contender, over all rounds")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--warm", type=int, default=50)
-    a = ap.parse_args()
-    per = max(1, a.n // a.rounds)
+    a, per = interleaved_options(__doc__, n=500, warm=50)
     heading(
         f"hitl PostgreSQL benchmark: {a.rounds} interleaved rounds of {per} cycles per contender, after {a.warm} "
         f"warm-up ({os.cpu_count()} cores, server and clients on one machine)"

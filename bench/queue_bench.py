@@ -8,7 +8,6 @@ counting bounded by its cap (1,000). Run with `make bench` or `.venv/bin/python 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -22,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import heading, row, spread  # noqa: E402
 from every_store import every_store  # noqa: E402
-from report import report  # noqa: E402
+from report import run_reported  # noqa: E402
 
 from hitl.engine.domain.models import Tier  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
@@ -88,10 +87,4 @@ async def main(small: int, big: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("queue", "The ranked queue at scale"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--small", type=int, default=1_000)
-        parser.add_argument("--big", type=int, default=20_000)
-        parser.add_argument("--rounds", type=int, default=15)
-        ns = parser.parse_args()
-        asyncio.run(main(ns.small, ns.big, ns.rounds))
+    run_reported("queue", "The ranked queue at scale", __doc__, main, small=1_000, big=20_000, rounds=15)

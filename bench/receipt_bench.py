@@ -10,8 +10,6 @@ claim (the median difference). Run with `make bench` or `.venv/bin/python bench/
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import statistics
 import sys
 import time
@@ -24,7 +22,7 @@ from _common import heading, row, spread  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 from every_store import every_store  # noqa: E402
 from joserfc.jwk import OKPKey  # noqa: E402
-from report import bar, chart, report  # noqa: E402
+from report import bar, chart, run_reported  # noqa: E402
 
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.receipts.issuing import ReceiptIssuer, SignedClaims  # noqa: E402
@@ -97,8 +95,4 @@ async def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("receipts", "What a receipt costs an execution claim"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--rounds", type=int, default=15)
-        ns = parser.parse_args()
-        asyncio.run(main(ns.rounds))
+    run_reported("receipts", "What a receipt costs an execution claim", __doc__, main, rounds=15)

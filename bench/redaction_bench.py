@@ -11,8 +11,6 @@ median / max of the rounds. Run with `make bench` or `.venv/bin/python bench/red
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import re
 import sys
 import tempfile
@@ -24,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import heading, median, row, spread  # noqa: E402
-from report import report  # noqa: E402
+from report import run_reported  # noqa: E402
 
 from hitl.engine.clocks import SystemClock  # noqa: E402
 from hitl.engine.config.hitl_yaml import load_config  # noqa: E402
@@ -98,7 +96,10 @@ async def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("redaction", "Redaction: untrusted text in linear time, evidence cut before any pattern reads it"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--rounds", type=int, default=9)
-        asyncio.run(main(parser.parse_args().rounds))
+    run_reported(
+        "redaction",
+        "Redaction: untrusted text in linear time, evidence cut before any pattern reads it",
+        __doc__,
+        main,
+        rounds=9,
+    )

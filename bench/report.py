@@ -7,6 +7,8 @@ Each benchmark opens one with :func:`report` and records what it prints (:func:`
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import datetime
 import importlib.metadata
 import json
@@ -17,7 +19,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -98,6 +100,19 @@ def report(name: str, title: str) -> Iterator[Report]:
         _CURRENT.remove(opened)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(asdict(opened), indent=1) + "\n", encoding="utf-8")
+
+
+def run_reported(
+    name: str, title: str, description: str | None, main: Callable[..., Coroutine[Any, Any, None]], **options: int
+) -> None:
+    """Run a benchmark's ``main`` inside its :func:`report` ``name``: ``options`` are its whole-number command-line
+    options (``--<option>``, each with its default), handed to ``main`` in the order given."""
+    with report(name, title):
+        parser = argparse.ArgumentParser(description=description)
+        for option, default in options.items():
+            parser.add_argument(f"--{option}", type=int, default=default)
+        ns = parser.parse_args()
+        asyncio.run(main(*(getattr(ns, option) for option in options)))
 
 
 def record(label: str, measured: str, target: str = "", ok: bool | None = None) -> None:

@@ -26,7 +26,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import cpu_seconds, free_port, heading, median, pct, redis_server, row, spread, stop_process  # noqa: E402
+from _common import (  # noqa: E402
+    cpu_seconds,
+    free_port,
+    heading,
+    median,
+    pct,
+    redis_server,
+    row,
+    serve_env,
+    spread,
+    stop_process,
+)
 from report import report  # noqa: E402
 
 from hitl.adapters.ask_callback import SlackAsk  # noqa: E402
@@ -65,14 +76,7 @@ async def main() -> None:
     with redis_server() as url:
         port = free_port()
         env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "SLACK_BOT_TOKEN": state.token,
-            "SLACK_SIGNING_SECRET": SECRET,
-            "SLACK_API_URL": emulator.api_url,
-            "HITL_STORE": f"{url}?prefix=bench",
-            "HITL_CONFIG": str(CONFIG),
-            "HITL_APPROVAL_CHANNEL": "#refund-approvals",
+            **serve_env(f"{url}?prefix=bench", state.token, emulator.api_url, secret=SECRET),
             "SWEEP_INTERVAL": "3600",
         }
         # --profile: the serve process runs under cProfile and writes its profile when interrupted at the end.

@@ -18,17 +18,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BareCommits, CountingConnection, heading, median, pct, redis_server, row  # noqa: E402
+from _common import (  # noqa: E402
+    BareCommits,
+    CountingConnection,
+    heading,
+    median,
+    pct,
+    redis_server,
+    row,
+    support_approves,
+    wake_after_decision_ms,
+)
 from report import bar, chart, report  # noqa: E402
 
 from hitl.engine.domain.decide import DecideCommand  # noqa: E402
-from hitl.engine.domain.models import Approval, DecisionKind, Reviewer  # noqa: E402
+from hitl.engine.domain.models import Approval  # noqa: E402
 from hitl.engine.ports import Store  # noqa: E402
 from hitl.engine.storage.redis import RedisStore, connect  # noqa: E402
 from hitl.engine.storage.sqlite import SqliteStore  # noqa: E402
 from hitl.testing import FakeClock, make_approval  # noqa: E402
-
-SUPPORT = Reviewer(id="U_SUPPORT1", roles=frozenset({"support"}))
 
 
 def approvals(n: int, clock: FakeClock, tag: str) -> list[Approval]:
@@ -39,14 +47,8 @@ def approvals(n: int, clock: FakeClock, tag: str) -> list[Approval]:
 
 
 def cmd(a: Approval) -> DecideCommand:
-    return DecideCommand(
-        approval_id=a.id,
-        reviewer=SUPPORT,
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-        via="bench",
-    )
+    """:data:`~_common.SUPPORT`'s approval of ``a``, made through ``bench``."""
+    return support_approves(a, via="bench")
 
 
 async def create_all(store: Store, items: list[Approval], concurrency: int = 64) -> None:
@@ -94,18 +96,7 @@ async def wake_bench(store: Store, decider: Store, clock: FakeClock, n: int = 20
     out = []
     for a in approvals(n, clock, f"wake{uuid.uuid4().hex[:4]}"):
         await store.approvals.create(a)
-        woke: list[float] = []
-
-        async def waiter(a: Approval = a, woke: list[float] = woke) -> None:
-            await store.approvals.wait_changed(a.id, after_version=a.version, timeout=10)
-            woke.append(time.perf_counter())
-
-        task = asyncio.create_task(waiter())
-        await asyncio.sleep(0.002)  # the waiter is waiting
-        await decider.approvals.decide(cmd(a), now=clock.now())
-        decided = time.perf_counter()
-        await task
-        out.append((woke[0] - decided) * 1000)
+        out.append(await wake_after_decision_ms(store, decider, a, cmd(a), clock, settle=0.002))
     return out
 
 

@@ -9,7 +9,6 @@ Run with `make bench` or `.venv/bin/python bench/storm_bench.py [--approvals N] 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
 import sys
@@ -24,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import heading, pct, redis_server, row, start_serve, stop_process  # noqa: E402
-from report import report  # noqa: E402
+from report import run_reported  # noqa: E402
 
 from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST  # noqa: E402
 from hitl.engine.clocks import SystemClock  # noqa: E402
@@ -143,9 +142,4 @@ async def main(approvals: int, concurrency: int) -> None:
 
 
 if __name__ == "__main__":
-    with report("storm", "An approval storm through hitl serve"):
-        parser = argparse.ArgumentParser(description=__doc__)
-        parser.add_argument("--approvals", type=int, default=1000)
-        parser.add_argument("--concurrency", type=int, default=100)
-        ns = parser.parse_args()
-        asyncio.run(main(ns.approvals, ns.concurrency))
+    run_reported("storm", "An approval storm through hitl serve", __doc__, main, approvals=1000, concurrency=100)

@@ -245,13 +245,11 @@ class StepContext:
             "on, then: Mark done (it happened), Run again (it did not), or Stop the run."
         )
         prop = await self.svc.propose(
-            ProposeRequest(
+            self._question(
+                state,
                 name,
                 question,
-                session_id=state.session_id,
-                requester=state.requester,
-                preview=preview,
-                min_tier=Tier.APPROVE,
+                preview,
                 dedupe_key=f"{state.session_id}:{name}:{exc.key}:{exc.attempt}",
                 metadata=self._about(
                     state, step_id, "doubt", key=exc.key, approval_id=approval.id if approval else None
@@ -289,13 +287,11 @@ class StepContext:
         args = {"prompt": redact(prompt), "preview": redact(preview)}
         preview = args["preview"]
         prop = await self.svc.propose(
-            ProposeRequest(
+            self._question(
+                state,
                 tool,
                 args,
-                session_id=state.session_id,
-                requester=state.requester,
-                preview=preview,
-                min_tier=Tier.APPROVE,
+                preview,
                 dedupe_scope=f"{state.session_id}:{tool}:{it}",
                 metadata=self._about(state, step_id, "gate", fallback=fallback),
                 kind=kind,
@@ -322,6 +318,20 @@ class StepContext:
         if review.status is not Status.APPROVED:
             return review
         return await self.effects.mark(await self.effects.mark(review, Status.EXECUTING), Status.EXECUTED)
+
+    @staticmethod
+    def _question(state: RunState, tool: str, args: dict[str, Any], preview: str, **kw: Any) -> ProposeRequest:
+        """A question the run itself puts to a person (a review, a doubt about an effect): asked in the run's session
+        as its requester, with ``preview`` on the card, at tier approve at least (a person always answers it)."""
+        return ProposeRequest(
+            tool,
+            args,
+            session_id=state.session_id,
+            requester=state.requester,
+            preview=preview,
+            min_tier=Tier.APPROVE,
+            **kw,
+        )
 
     @staticmethod
     def _about(state: RunState, step_id: str, kind: str, **extra: Any) -> dict[str, Any]:

@@ -29,9 +29,9 @@ from hitl.engine.receipts.claims import AllowedCall, Basis, ReceiptStatus, Redem
 from hitl.engine.receipts.ports import ReceiptClaims
 from hitl.engine.runtime.lifecycle import run_of
 from hitl.engine.subscribers.windows import forget_windows
-from hitl.receipts import ReceiptError, ReceiptFailure, verified_claims
+from hitl.receipts import Keys, ReceiptError, ReceiptFailure, verified_claims
 
-from .context import CALLER, CONTEXT, ApiContext, body_of, caller_of
+from .context import CALLER, CONTEXT, ApiContext, M, body_of, caller_of
 from .models import (
     AllowedReceiptRequest,
     AllowedReceiptView,
@@ -192,16 +192,22 @@ async def _claimable(ctx: ApiContext, caller: Caller, approval_id: str, *, any_r
     return approval
 
 
-async def redeem(request: web.Request) -> web.Response:
-    """Spend a receipt: 200 the first time (and again for the same redemption id), 409 once spent."""
+async def _receipt_call(request: web.Request, model: type[M]) -> tuple[ApiContext, Caller, M, Keys, float]:
+    """What a call that reads a receipt starts from: the context, its caller (a token that may redeem), its body as
+    ``model``, the deployment's receipt keys (404 when it issues no receipts) and the time now."""
     ctx = request.app[CONTEXT]
     caller = caller_of(request, Scope.REDEEM)
-    body = await body_of(request, RedeemRequest)
+    body = await body_of(request, model)
     if ctx.receipt_keys is None:
         raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
-    now = ctx.lifecycle.contexts.clock.now()
+    return ctx, caller, body, ctx.receipt_keys, ctx.lifecycle.contexts.clock.now()
+
+
+async def redeem(request: web.Request) -> web.Response:
+    """Spend a receipt: 200 the first time (and again for the same redemption id), 409 once spent."""
+    ctx, caller, body, keys, now = await _receipt_call(request, RedeemRequest)
     try:
-        claims = verified_claims(body.receipt, keys=ctx.receipt_keys, audience=caller.audience, now=now)
+        claims = verified_claims(body.receipt, keys=keys, audience=caller.audience, now=now)
     except ReceiptError as exc:
         code = "expired" if exc.code is ReceiptFailure.EXPIRED else "invalid_receipt"
         raise ApiError(422, code, f"{exc.message} ({exc.code}); nothing was spent") from None
@@ -252,22 +258,16 @@ async def _spent(ctx: ApiContext, approval_id: str) -> None:
 
 async def introspect(request: web.Request) -> web.Response:
     """What a receipt of the token's audience is now: active, consumed, withdrawn or expired."""
-    ctx = request.app[CONTEXT]
-    caller = caller_of(request, Scope.REDEEM)
-    body = await body_of(request, IntrospectRequest)
-    if ctx.receipt_keys is None:
-        raise ApiError(404, "not_found", "this deployment issues no receipts (receipts: in hitl.yaml)")
-    now = ctx.lifecycle.contexts.clock.now()
+    ctx, caller, body, keys, now = await _receipt_call(request, IntrospectRequest)
     expired = False
     try:
         try:
-            claims = verified_claims(body.receipt, keys=ctx.receipt_keys, audience=caller.audience, now=now)
+            claims = verified_claims(body.receipt, keys=keys, audience=caller.audience, now=now)
         except ReceiptError as exc:
             if exc.code is not ReceiptFailure.EXPIRED:
                 raise
             # Past its time: told so only once its signature and audience are the token's (no time bound now).
-            keys, audience = ctx.receipt_keys, caller.audience
-            claims = verified_claims(body.receipt, keys=keys, audience=audience, now=now, leeway=_NO_TIME_BOUND)
+            claims = verified_claims(body.receipt, keys=keys, audience=caller.audience, now=now, leeway=_NO_TIME_BOUND)
             expired = True
     except ReceiptError as exc:
         raise ApiError(422, "invalid_receipt", f"{exc.message} ({exc.code})") from None

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from hitl.engine.clocks import FakeClock
-from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.journal import ClaimIntent, Commit, OutcomeRecord
-from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.domain.models import Status
 from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
 from hitl.engine.ports import Store
 from hitl.engine.receipts.claims import Issued
+from hitl.engine.testing.conformance.helpers import cmd
 from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
 
@@ -35,16 +35,14 @@ def _at(clock: FakeClock, *, run_id: str = "r1", holder: str = W1, **kw: Any) ->
     return Commit(run_id=run_id, holder=holder, now=clock.now(), lease=5.0, **kw)
 
 
+def _starting(clock: FakeClock, **kw: Any) -> Commit:
+    """A run's first commit by :data:`W1` (see :func:`_at`): it takes the run and saves its first checkpoint."""
+    return _at(clock, own=True, checkpoint=_cp(), **kw)
+
+
 async def _approved(store: Store, clock: FakeClock, **kw: Any) -> str:
     a, _ = await store.approvals.create(make_approval(now=clock.now(), **kw))
-    cmd = DecideCommand(
-        approval_id=a.id,
-        reviewer=Reviewer(id="U_OPS", roles=frozenset({"support"})),
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-    )
-    await store.approvals.decide(cmd, now=clock.now())
+    await store.approvals.decide(cmd(a, "U_OPS"), now=clock.now())
     return a.id
 
 
@@ -54,13 +52,7 @@ class JournalConformance:
     async def test_a_start_owns_saves_audits_and_claims_in_one_step(self, store: Store, clock: FakeClock) -> None:
         event = AuditEntry(at=clock.now(), actor=W1, event="run_started", detail="r1: wf")
         done = await store.journal.commit(
-            _at(
-                clock,
-                own=True,
-                checkpoint=_cp(),
-                events=(event,),
-                claim=ClaimIntent(key="r1:a:0", action_hash="h-a"),
-            )
+            _starting(clock, events=(event,), claim=ClaimIntent(key="r1:a:0", action_hash="h-a"))
         )
         assert done.applied and done.version == 1
         assert done.claim is not None and done.claim.acquired and done.claim.attempt == 1
@@ -119,14 +111,7 @@ class JournalConformance:
         assert await store.runs.load("r1") == StoredRun(_cp(x=3), 2)
 
     async def test_a_step_records_its_outcome_saves_and_claims_the_next(self, store: Store, clock: FakeClock) -> None:
-        first = await store.journal.commit(
-            _at(
-                clock,
-                own=True,
-                checkpoint=_cp(),
-                claim=ClaimIntent(key="k1", action_hash="h1"),
-            )
-        )
+        first = await store.journal.commit(_starting(clock, claim=ClaimIntent(key="k1", action_hash="h1")))
         assert first.claim is not None
         step = await store.journal.commit(
             _at(
@@ -147,7 +132,7 @@ class JournalConformance:
     ) -> None:
         issued = Issued(jti="rct_run_1", key="k1", exp=clock.now() + 300)
         first = await store.journal.commit(
-            _at(clock, own=True, checkpoint=_cp(), claim=ClaimIntent(key="k1", action_hash="h1", receipt=issued))
+            _starting(clock, claim=ClaimIntent(key="k1", action_hash="h1", receipt=issued))
         )
         assert first.claim is not None and first.claim.acquired
         assert await store.receipts.issued("rct_run_1") == issued
@@ -178,7 +163,7 @@ class JournalConformance:
         assert await store.receipts.issued("rct_run_3") is None
 
     async def test_a_fenced_outcome_refuses_the_whole_commit(self, store: Store, clock: FakeClock) -> None:
-        await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))
+        await store.journal.commit(_starting(clock))
         await store.ledger.claim("k1", action_hash="h1", holder="someone-else", now=clock.now(), lease=5)
         with pytest.raises(ClaimRefused) as err:
             await store.journal.commit(
@@ -200,14 +185,7 @@ class JournalConformance:
 
     async def test_a_refused_claim_keeps_the_rest(self, store: Store, clock: FakeClock) -> None:
         await store.ledger.claim("k2", action_hash="other", holder="w9", now=clock.now(), lease=5)
-        done = await store.journal.commit(
-            _at(
-                clock,
-                own=True,
-                checkpoint=_cp(),
-                claim=ClaimIntent(key="k2", action_hash="h2"),
-            )
-        )
+        done = await store.journal.commit(_starting(clock, claim=ClaimIntent(key="k2", action_hash="h2")))
         assert done.applied and done.claim is None
         assert isinstance(done.claim_refused, ClaimRefused)
         assert done.claim_refused.code is ErrorCode.CLAIM_HASH_MISMATCH
@@ -217,7 +195,7 @@ class JournalConformance:
         self, store: Store, clock: FakeClock
     ) -> None:
         aid = await _approved(store, clock)
-        await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))
+        await store.journal.commit(_starting(clock))
         done = await store.journal.commit(
             _at(
                 clock,
@@ -238,7 +216,7 @@ class JournalConformance:
 
     async def test_nothing_is_claimed_on_an_approval_that_is_not_approved(self, store: Store, clock: FakeClock) -> None:
         a, _ = await store.approvals.create(make_approval(now=clock.now()))  # pending
-        await store.journal.commit(_at(clock, own=True, checkpoint=_cp()))
+        await store.journal.commit(_starting(clock))
         done = await store.journal.commit(
             _at(
                 clock,
