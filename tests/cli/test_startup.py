@@ -1,8 +1,9 @@
 """`hitl --help` and `hitl --version` load only what they show: a command imports what it uses when it runs, so
 listing the commands loads no store, no runtime, no Slack, no server and no schema library (every CLI call, and
 every test that starts one, paid for them); a command through `hitl serve`'s API (HITL_API_URL) loads no store,
-runtime or Slack either; a local listing builds no workflow runner, and `hitl serve` without receipts loads no
-joserfc. How long they take is measured in bench/cli_bench.py, not here."""
+runtime or Slack either; a local listing builds no workflow runner (nor, under a policy that declares none, a schema
+validator), and `hitl serve` without receipts loads no joserfc. How long they take is measured in
+bench/cli_bench.py, not here."""
 
 from __future__ import annotations
 
@@ -198,6 +199,28 @@ def test_a_local_listing_builds_no_workflow_runner(command: str, cli: Cli, env: 
     assert probe["code"] in (0, None), done.stderr
     assert (approval_id in done.stdout) is (command == "pending"), done.stdout  # it read the store and showed it
     assert [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in RUNNER_NOT_LOADED)] == []
+
+
+def test_a_local_listing_under_a_policy_without_schemas_loads_no_schema_library(
+    cli: Cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    """`hitl init`'s hitl.yaml declares no argument schema: `hitl pending` and `hitl halts` under it import neither
+    jsonschema nor jsonschema_rs (they came with every policy, some 40 ms of each call's CPU); the first schema
+    compiled imports them."""
+    assert cli("init").code == 0 and cli("migrate").code == 0
+    for command in ("pending", "halts"):
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, command, "--json"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        probe = json.loads(done.stderr.strip().splitlines()[-1])
+        assert probe["code"] in (0, None), done.stderr
+        assert json.loads(done.stdout) in ({"pending": [], "count": 0, "waiting": None}, {"halts": []})
+        assert [m for m in probe["modules"] if m.split(".")[0] in ("jsonschema", "jsonschema_rs")] == [], command
 
 
 async def test_serve_without_receipts_loads_no_joserfc(tmp_path: Path) -> None:
