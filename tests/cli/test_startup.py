@@ -223,10 +223,11 @@ def test_a_local_listing_under_a_policy_without_schemas_loads_no_schema_library(
         assert [m for m in probe["modules"] if m.split(".")[0] in ("jsonschema", "jsonschema_rs")] == [], command
 
 
-async def test_serve_without_receipts_loads_no_joserfc(tmp_path: Path) -> None:
+async def test_serve_without_receipts_loads_no_joserfc_and_no_workflow_runner(tmp_path: Path) -> None:
     """`hitl serve` whose hitl.yaml asks for no receipts (and no web sign-in) imports neither joserfc nor the
     cryptography under it, up to its first /healthz and after: the keys it would sign with and the ID tokens it
-    would check are read where they are used (they cost every start some 60 ms of CPU)."""
+    would check are read where they are used (they cost every start some 60 ms of CPU). Nor, with no run to
+    resume, the workflow runner: it is built by the first resume job."""
     state = workspace()
     emulator = await start_emulator(state)
     env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
@@ -246,3 +247,4 @@ async def test_serve_without_receipts_loads_no_joserfc(tmp_path: Path) -> None:
     config = load_config(str(CONFIG))
     assert config.receipts is None and config.web is None  # the case this test is about
     assert [m for m in probe["modules"] if m.split(".")[0] in ("joserfc", "cryptography")] == []
+    assert [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in RUNNER_NOT_LOADED)] == []
