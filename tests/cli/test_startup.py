@@ -183,14 +183,16 @@ RUNNER_NOT_LOADED = (
 def test_a_local_listing_builds_no_workflow_runner(command: str, cli: Cli, env: dict[str, str], tmp_path: Path) -> None:
     """Against the store (no HITL_API_URL), `hitl pending` and `hitl halts` compose the run contexts they read in,
     a paused run's own included, but never start or resume a run: they import no workflow runner (it was built for
-    every context, some 65 ms of each such call's CPU)."""
+    every context, some 65 ms of each such call's CPU). With `--json` they draw nothing for people either: no Rich
+    (some 30 ms more)."""
     paused = cli("run", str(REFUND), "--var", "order_id=78291", "--var", "amount=75", "--json")
     assert paused.code == 4, paused.out
     approval_id = paused.json()["approval_id"]
+    config = str(REFUND.parent / "hitl.yaml")  # a hitl.yaml found: no warning for people on stderr
     done = subprocess.run(
         [sys.executable, "-c", PROBE, command, "--json"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env, "HITL_CONFIG": config},
         capture_output=True,
         text=True,
         timeout=60,
@@ -199,6 +201,7 @@ def test_a_local_listing_builds_no_workflow_runner(command: str, cli: Cli, env: 
     assert probe["code"] in (0, None), done.stderr
     assert (approval_id in done.stdout) is (command == "pending"), done.stdout  # it read the store and showed it
     assert [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in RUNNER_NOT_LOADED)] == []
+    assert [m for m in probe["modules"] if m == "rich" or m.startswith("rich.")] == []
 
 
 def test_a_local_listing_under_a_policy_without_schemas_loads_no_schema_library(
