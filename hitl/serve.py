@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -44,9 +45,12 @@ from hitl.engine.subscribers.events import EventSink, Outbox
 from hitl.mail.delivery import MailDelivery, mail_delivery, or_by_mail
 from hitl.opa import OpaDataApi
 from hitl.receipts import KeySet
-from hitl.receipts.signing import JWKS_PATH, KEYS_HISTORY_PATH, SigningKeys, jwks_handler, receipt_keys
+from hitl.receipts.publishing import JWKS_PATH, KEYS_HISTORY_PATH, jwks_handler, receipt_keys
 from hitl.reload import ConfigReload
 from hitl.web.app import WebInbox
+
+if TYPE_CHECKING:  # what signs imports joserfc: loaded only when hitl.yaml asks for receipts (receipt_keys)
+    from hitl.receipts.signing import SigningKeys
 
 __all__ = ["Server", "build_server", "new_replica_id"]
 

@@ -22,7 +22,6 @@ from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.domain.ids import keyed_session_id, new_session_id
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
-from hitl.engine.runner.checks import check_templates, resolve_vars
 
 __all__ = ["RUN_USAGE", "Start", "run_command"]
 
@@ -72,6 +71,8 @@ async def _accepted(ctx: BotContext, user: str, rest: list[str], request: str | 
         raise InvalidInput(f"name a workflow: {RUN_USAGE}")
     workflow = ctx.lifecycle.contexts.workflows.load(config.api.workflow_file(rest[0], base))
     values = _pairs(rest[1:])
+    from hitl.engine.runner.checks import check_templates, resolve_vars  # with a run: `hitl serve` starts without them
+
     resolve_vars(workflow, values)  # unknown or missing variables: refused here, before anything starts
     check_templates(workflow)
     session_id = keyed_session_id(f"slack-run:{request}") if request else new_session_id()

@@ -34,7 +34,6 @@ from hitl.engine.domain.models import Approval, ApprovalKind, Decision, Decision
 from hitl.engine.domain.presentation import DECISION_VERBS, STATE_TITLES, Presentation, present
 from hitl.engine.domain.redaction import bounded
 from hitl.engine.domain.spot_checks import is_spot_check
-from hitl.engine.runner.step_context import DOUBT
 
 __all__ = [
     "HALTED",
@@ -142,7 +141,7 @@ def card(
     if halt is not None and a.status is Status.PENDING:
         blocks.append(_halted(halt))
     if _in_doubt(a):
-        tool = label(str(a.args.get("tool", a.tool.removeprefix(DOUBT))), 60)
+        tool = label(str(a.args.get("tool", a.tool.removeprefix(f"{ApprovalKind.DOUBT}:"))), 60)
         blocks.append(
             {
                 "type": "section",

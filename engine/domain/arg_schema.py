@@ -15,17 +15,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema_rs
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError
-
 from hitl.engine.domain.hashing import check_exact, exact_int
 from hitl.engine.errors import InvalidInput
 
 __all__ = [
     "MAX_SCHEMA_BYTES",
     "ArgField",
-    "Checker",
     "CompiledSchema",
     "check_schema",
     "compile_schema",
@@ -33,6 +28,7 @@ __all__ = [
     "declared_schema",
     "fields_of",
     "json_number",
+    "reference_checker",
     "sample_args",
     "schema_errors",
     "validate_args",
@@ -57,7 +53,7 @@ class CompiledSchema:
     canonical: str
     """The schema as sorted, compact JSON: its identity, and what its size is measured on."""
     checker: Any
-    """The reference validator (:data:`Checker`)."""
+    """The reference validator (:func:`reference_checker`'s)."""
     fast: Any = None
     kinds: dict[str, str] = field(default_factory=dict)
     """Each top-level argument's kind (see :func:`fields_of`), read once for :func:`coerce_text`."""
@@ -89,12 +85,16 @@ of them reads the network or differs by regular-expression dialect (``pattern``)
 keyword, or a ``$ref`` outside itself, is judged by ``jsonschema`` alone."""
 
 
-Checker = validators.extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, list | tuple)),
-)
-"""The reference validator: draft 2020-12, with a Python tuple taken for a JSON array, as the native validator and
-JSON encoding take it (a caller in Python may pass one)."""
+@functools.cache
+def reference_checker() -> Any:
+    """The reference validator's class: draft 2020-12, with a Python tuple taken for a JSON array, as the native
+    validator and JSON encoding take it (a caller in Python may pass one). Built, and ``jsonschema`` imported, when
+    the first schema is compiled: a command whose ``hitl.yaml`` declares none (a listing, a halt) never pays for it
+    (some 40 ms of CPU)."""
+    from jsonschema import Draft202012Validator, validators
+
+    array = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, list | tuple))
+    return validators.extend(Draft202012Validator, type_checker=array)
 
 
 def compile_schema(tool: str, schema: dict[str, Any]) -> CompiledSchema:
@@ -134,6 +134,10 @@ _COMPILED_BY_ID: dict[int, tuple[dict[str, Any], dict[str, Any], CompiledSchema]
 @functools.lru_cache(maxsize=1024)
 def _compiled(canonical: str) -> CompiledSchema | str:
     """The compiled schema, or what makes it invalid JSON Schema (checking that costs ~0.6 ms: done once)."""
+    import jsonschema_rs  # with the reference validator: see reference_checker
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     schema = json.loads(canonical)
     try:
         Draft202012Validator.check_schema(schema)
@@ -146,7 +150,9 @@ def _compiled(canonical: str) -> CompiledSchema | str:
         except (ValueError, jsonschema_rs.ReferencingError):  # anything it cannot compile: the reference judges
             fast = None
     kinds = {f.name: f.kind for f in fields_of(schema)}
-    return CompiledSchema(schema=schema, canonical=canonical, checker=Checker(schema), fast=fast, kinds=kinds)
+    return CompiledSchema(
+        schema=schema, canonical=canonical, checker=reference_checker()(schema), fast=fast, kinds=kinds
+    )
 
 
 def _fast_safe(node: Any, *, keywords: bool = True) -> bool:
@@ -202,7 +208,7 @@ def schema_errors(
     """Field -> message for every violation (empty when ``args`` is valid). ``(args)`` names the whole object.
     ``validator``: ``schema`` compiled before (building a validator costs more than most validations)."""
     problems: dict[str, str] = {}
-    checker = validator.checker if validator is not None else Checker(schema)
+    checker = validator.checker if validator is not None else reference_checker()(schema)
     for err in sorted(checker.iter_errors(args), key=lambda e: list(map(str, e.path))):
         where = ".".join(str(p) for p in err.absolute_path)
         if not where and err.validator == "required":

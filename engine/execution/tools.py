@@ -12,11 +12,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hitl.engine.errors import EngineError, ErrorCode, InvalidInput
 from hitl.engine.execution.schema import ToolSchema, signature_schema
-from hitl.engine.workflow.definition import ToolDef
+
+if TYPE_CHECKING:  # a workflow's tool definitions come parsed: the gate and a listing never import workflow models
+    from hitl.engine.workflow.definition import ToolDef
 
 __all__ = ["Tool", "load_tools", "names_receipt"]
 

@@ -19,9 +19,11 @@ mention. Dynamic rules, roles, allow and deny lists come from ``hitl.yaml`` alon
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hitl.engine.config.hitl_yaml import HitlConfig, load_config
 from hitl.engine.consequences.running import ConsequenceRunner
@@ -31,9 +33,11 @@ from hitl.engine.execution.tools import Tool, load_tools
 from hitl.engine.policy_engines import OpaClient
 from hitl.engine.ports import Clock, Notifier, Store, Workspace
 from hitl.engine.receipts.ports import ReceiptSigner, ReceiptsRemote
-from hitl.engine.runner.executor import Runner
 from hitl.engine.service import ApprovalService
-from hitl.engine.workflow.definition import LoadedWorkflow, WorkflowFiles
+
+if TYPE_CHECKING:  # the runner and the workflow files are imported when a run needs them (see RunContext.runner)
+    from hitl.engine.runner.executor import Runner
+    from hitl.engine.workflow.definition import LoadedWorkflow, WorkflowFiles
 
 __all__ = ["RunContext", "RunContexts", "compose", "config_path_for", "effective_config"]
 
@@ -75,9 +79,22 @@ class RunContext:
     config: HitlConfig
     config_path: str | None
     service: ApprovalService
-    runner: Runner
     tools: dict[str, Tool] = field(default_factory=dict)
     workflow: LoadedWorkflow | None = None
+    worker_id: str | None = None
+    """Names this process in the runner's claims and the audit log."""
+    workflows: Callable[[], WorkflowFiles] | None = None
+    """The workflow files the runtime read, asked for when the runner is built (None: the runner keeps its own)."""
+
+    @cached_property
+    def runner(self) -> Runner:
+        """What starts and resumes runs in this context, built at first use: a listing, a halt or a decision on an
+        approval of no run never needs it, and importing it (the step loop, the workflow models) cost every such
+        command some 65 ms of CPU."""
+        from hitl.engine.runner.executor import Runner
+
+        files = self.workflows() if self.workflows is not None else None
+        return Runner(self.service, worker_id=self.worker_id, workflows=files)
 
 
 def compose(
@@ -88,7 +105,7 @@ def compose(
     workflow: LoadedWorkflow | None = None,
     notifier: Notifier | None = None,
     worker_id: str | None = None,
-    workflows: WorkflowFiles | None = None,
+    workflows: Callable[[], WorkflowFiles] | None = None,
     signer: ReceiptSigner | None = None,
     workspace: Workspace | None = None,
     remote: ReceiptsRemote | None = None,
@@ -96,7 +113,8 @@ def compose(
     opa: OpaClient | None = None,
 ) -> RunContext:
     """Build the context for ``workflow`` (or for no workflow) with the ``hitl.yaml`` at ``config_path``.
-    ``workflows``: the workflow files the runtime read (its runner reads a resumed run's file through them);
+    ``workflows``: the workflow files the runtime read (its runner, once built, reads a resumed run's file through
+    them);
     ``workspace``: where a delegate ``hitl.yaml`` does not list is looked up (``hitl serve``'s Slack); ``remote``:
     how a process without the signing key reaches ``hitl serve`` for receipts (the composition root's client)."""
     config = effective_config(load_config(config_path), workflow)
@@ -122,9 +140,10 @@ def compose(
         config=config,
         config_path=config_path,
         service=service,
-        runner=Runner(service, worker_id=worker_id, workflows=workflows),
         tools=tools,
         workflow=workflow,
+        worker_id=worker_id,
+        workflows=workflows,
     )
 
 
@@ -168,11 +187,17 @@ class RunContexts:
         self.config_path = config_path
         self.notifier = notifier
         self.worker_id = worker_id
-        self.workflows = WorkflowFiles()
-        """The workflow files this runtime read (each read once while it does not change)."""
         self._cache: dict[tuple[str | None, str | None, str | None], RunContext] = {}
         # Resolved once: the default context is on every decision's path (a fully bound approve uses it).
         self._default_path = config_path_for(config_path)
+
+    @cached_property
+    def workflows(self) -> WorkflowFiles:
+        """The workflow files this runtime read (each read once while it does not change); made when a run, or a
+        check of one, first reads a file (a listing never does, and never imports the workflow models)."""
+        from hitl.engine.workflow.definition import WorkflowFiles
+
+        return WorkflowFiles()
 
     @property
     def default(self) -> RunContext:
@@ -206,7 +231,7 @@ class RunContexts:
                 workflow=workflow,
                 notifier=self.notifier,
                 worker_id=self.worker_id,
-                workflows=self.workflows,
+                workflows=lambda: self.workflows,
                 signer=self.signer,
                 workspace=self.workspace,
                 remote=self.remote,

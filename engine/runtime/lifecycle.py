@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hitl.engine.deciding.groups import ReadMember, decide_group
 from hitl.engine.domain.decide import RESUME_JOB
@@ -28,11 +28,12 @@ from hitl.engine.errors import EngineError, ErrorCode, NotFound
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import RunReporter, Store
 from hitl.engine.process.log_context import about
-from hitl.engine.runner.checks import changed_since_paused, vars_after
 from hitl.engine.runner.outcomes import HALTED_PREFIX
 from hitl.engine.runtime.compose import RunContext, RunContexts
 from hitl.engine.service import AnswerWindow
-from hitl.engine.workflow.definition import LoadedWorkflow
+
+if TYPE_CHECKING:  # a run's workflow arrives loaded; its models are imported by whoever loaded it
+    from hitl.engine.workflow.definition import LoadedWorkflow
 
 __all__ = ["Decided", "Resume", "RunLifecycle", "run_of"]
 
@@ -129,6 +130,8 @@ class RunLifecycle:
                 state = await self._state_of(approval, state)
                 context = self.contexts.for_state(state) if state is not None else self.contexts.default
                 if check and state is not None and context.workflow is not None:
+                    from hitl.engine.runner.checks import changed_since_paused  # with the run's workflow: see start
+
                     changed = changed_since_paused(state, context.workflow)
                     if changed is not None:  # refused before deciding: no decision lands on a run that cannot go on
                         raise changed[1]
@@ -188,6 +191,8 @@ class RunLifecycle:
     def check_overrides(self, state: RunState, overrides: dict[str, Any]) -> None:
         """Refuse new variable values a resume of ``state`` would refuse (an ended run, an unknown or missing
         variable), before anything is decided: the checks :meth:`resume` makes, made first."""
+        from hitl.engine.runner.checks import vars_after  # imported with the workflow it checks, as in start
+
         vars_after(state, self.contexts.workflows.load(state.workflow_path), overrides)
 
     async def interacted(self, approval: Approval) -> None:

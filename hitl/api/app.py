@@ -12,14 +12,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.runtime.lifecycle import RunLifecycle
 from hitl.receipts.keys import Keys
-from hitl.receipts.signing import SigningKeys
 
 from . import (
     approvals,
@@ -41,6 +40,9 @@ from .openapi import document
 from .problems import ApiError, error_response, from_engine
 from .routes import Endpoint
 from .unauthenticated import Unauthenticated
+
+if TYPE_CHECKING:  # what signs imports joserfc: only a deployment with receipts loads it (hitl.receipts.publishing)
+    from hitl.receipts.signing import SigningKeys
 
 __all__ = ["PREFIX", "api_app", "authzen_app", "endpoints", "openapi_document"]
 

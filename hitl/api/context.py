@@ -8,7 +8,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -27,12 +27,14 @@ from hitl.engine.ports import ReviewerDirectory
 from hitl.engine.receipts.withdrawing import within_roles
 from hitl.engine.runtime.lifecycle import RunLifecycle, run_of
 from hitl.receipts.keys import Keys
-from hitl.receipts.signing import SigningKeys
 
 from .limits import RateLimiter
 from .problems import ApiError, from_validation
 from .tokens import Caller, TokenBook
 from .unauthenticated import Unauthenticated
+
+if TYPE_CHECKING:  # what signs imports joserfc: only a deployment with receipts loads it (hitl.receipts.publishing)
+    from hitl.receipts.signing import SigningKeys
 
 __all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers", "may_act_on", "may_see"]
 

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from hitl.engine.config.api import Scope
 from hitl.engine.receipts.evidence import evidence_claims, evidence_problem
-from hitl.receipts.signing import KEYS_HISTORY_PATH
+from hitl.receipts.publishing import KEYS_HISTORY_PATH
 
 from .context import CONTEXT, caller_of
 from .problems import ApiError

@@ -11,9 +11,6 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-from rich.prompt import Prompt
-
 from hitl.api.models import ApprovalView
 from hitl.cli.context import CliSettings
 from hitl.cli.output import Out
@@ -305,6 +302,9 @@ async def approval_view(rt: Runtime, a: Approval) -> ApprovalView:
 
 async def interactive_loop(rt: Runtime, settings: CliSettings, result: RunResult, out: Out) -> RunResult:
     """A prompt at each pause: approve, reject (reason), modify (JSON), evidence, defer."""
+    from rich.markup import escape  # for people at a terminal: a scripted command never imports Rich
+    from rich.prompt import Prompt
+
     if not sys.stdin.isatty():
         out.warn("--interactive needs a terminal; leaving the run paused")
         return result

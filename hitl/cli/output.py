@@ -5,13 +5,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any, Protocol, cast
-
-from rich.cells import cell_len
-from rich.console import Console, RenderableType
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
+from functools import cached_property
+from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
 from hitl.api.models import ApprovalView, AuditView, GroupDecisionView
 from hitl.cli.trimmed import Trimmed
@@ -26,6 +21,13 @@ from hitl.engine.domain.records import AuditBreak, AuditEntry
 from hitl.engine.domain.redaction import reveal_hidden
 from hitl.engine.domain.runs import RunResult, RunStatus
 from hitl.mail.states import DELIVERY_EVENTS, delivery_line
+
+# Rich is imported by what draws for people, when it draws: a `--json` command (most scripted calls, and the
+# suite's) never does, and importing it cost each such call some 30 ms of CPU.
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+    from rich.text import Text
 
 __all__ = ["Out", "approval_json", "asked_by", "deciders"]
 
@@ -62,6 +64,9 @@ def _audit_lines(row: Sequence[str | Text]) -> list[RenderableType]:
     """An audit entry in two lines, as ``git log --oneline`` reads: when, what, on which approval (version),
     the outcome and who; then the detail, indented and wrapped at words (a consequence's carries a digest or two,
     longer than a terminal line with its words around it)."""
+    from rich.padding import Padding
+    from rich.text import Text
+
     at, event, actor, approval, version, outcome, detail = row
     where = [f"{approval} v{version}" if version else str(approval)] if str(approval) else []
     head = Text("  ").join([Text(str(at), "dim"), Text(str(event), "bold"), *map(Text, where), Text(str(outcome))])
@@ -72,6 +77,8 @@ def _audit_lines(row: Sequence[str | Text]) -> list[RenderableType]:
 def _arguments(t: Table, view: Mapping[str, Any]) -> None:
     """A canonical view's arguments, each in full, typed, its hidden characters and look-alikes marked, and what an
     edit changed."""
+    from rich.text import Text
+
     for field in view.get("fields", []):
         name = reveal_hidden(str(field["name"]))
         shown = f"{field['label']} ({name})" if field["label"] != field["name"] else name
@@ -85,6 +92,8 @@ def _arguments(t: Table, view: Mapping[str, Any]) -> None:
 def _consequence(t: Table, shown: Mapping[str, Any], title: str = WHAT_WILL_HAPPEN) -> None:
     """What will happen, under hitl's label and apart from it: the tool's output line by line, as plain text (never
     markup), drawn as arguments are, then what could fool the eye in it."""
+    from rich.text import Text
+
     c = Consequence.model_validate({k: v for k, v in shown.items() if k != "sha256"})
     lines = c.lines()
     said = "computed by the tool's own code from these arguments" if c.shown else "not computed"
@@ -110,6 +119,9 @@ def _look_closely(v: ApprovalView) -> str | None:
 def _fitted(parts: Sequence[Sequence[str]], width: int) -> Text:
     """A line of ``parts`` in priority order, each the first of its choices that still fits ``width`` (the first
     part always), so a narrow terminal drops what matters least rather than cutting what matters most."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
     line = Text()
     for i, choices in enumerate(parts):
         fits = [c for c in choices if i == 0 or cell_len(line.plain) + cell_len(c) <= width]
@@ -150,6 +162,8 @@ def decision_reasons(actors: Sequence[str], decisions: Sequence[_Said]) -> list[
 
 def _saw(entry: AuditView, ok: bool | None) -> Text:
     """What the decider was shown, in words: the card at its version, and whether the record still checks."""
+    from rich.text import Text
+
     if entry.view is None or ok is None:
         return Text(NO_VIEW)
     shown = f"the card as shown at version {entry.view.get('version', '?')} "
@@ -163,8 +177,20 @@ class Out:
 
     def __init__(self, *, as_json: bool) -> None:
         self.json = as_json
-        self.console = Console(file=cast(IO[str], Trimmed(lambda: sys.stdout)), highlight=False, soft_wrap=True)
-        self.err = Console(file=cast(IO[str], Trimmed(lambda: sys.stderr)), highlight=False, soft_wrap=True)
+
+    @cached_property
+    def console(self) -> Console:
+        """Standard output, for people."""
+        from rich.console import Console
+
+        return Console(file=cast(IO[str], Trimmed(lambda: sys.stdout)), highlight=False, soft_wrap=True)
+
+    @cached_property
+    def err(self) -> Console:
+        """Standard error, for people (warnings and errors; a `--json` error is one JSON object on stdout)."""
+        from rich.console import Console
+
+        return Console(file=cast(IO[str], Trimmed(lambda: sys.stderr)), highlight=False, soft_wrap=True)
 
     def emit(self, obj: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
@@ -172,16 +198,22 @@ class Out:
     def text(self, *parts: str | tuple[str, str], wrap: bool = False) -> None:
         """Plain text with optional (text, style) parts; nothing is parsed as markup. ``wrap``: prose, wrapped at
         words to the terminal (otherwise a line is printed whole: an id or a command never breaks)."""
+        from rich.text import Text
+
         self.console.print(Text.assemble(*parts), soft_wrap=not wrap)
 
     def warn(self, message: str) -> None:
         """A warning on stderr, wrapped at words to the terminal (an error stays on one line, for logs and grep)."""
+        from rich.text import Text
+
         self.err.print(Text.assemble(("warning: ", "bold yellow"), message), soft_wrap=False)
 
     def error(self, code: str, message: str) -> None:
         if self.json:
             self.emit({"status": "error", "error": {"code": code, "message": message}})
         else:
+            from rich.text import Text
+
             self.err.print(Text.assemble(("error: ", "bold red"), message, (f"  [{code}]", "dim")))
 
     def table(
@@ -196,6 +228,9 @@ class Out:
         otherwise one block per row (its first cell, then each other heading and value, or the lines ``narrow``
         makes of it), so an id or a time can be copied at 80 columns or from a pipe. ``right`` names the columns
         aligned right (numbers)."""
+        from rich.table import Table
+        from rich.text import Text
+
         t = Table(box=None, pad_edge=False, header_style="bold")
         for heading in headings:
             t.add_column(heading, no_wrap=True, justify="right" if heading in right else "left")
@@ -245,6 +280,8 @@ class Out:
         style = {RunStatus.COMPLETED: "bold green", RunStatus.PAUSED: "bold yellow"}.get(r.status, "bold red")
         self.text((f"{r.status}", style), f"  session {r.session_id}", (f"  {r.reason}" if r.reason else "", ""))
         if r.status is RunStatus.COMPLETED:
+            from rich.text import Text
+
             for step, output in r.outputs.items():
                 shown = Text.assemble((f"  {step}: ", "dim"), json.dumps(output, ensure_ascii=False, default=str))
                 # One line each, cut at the terminal's edge with "…" (`--json` gives the outputs whole).
@@ -328,6 +365,9 @@ class Out:
 
     def approval(self, v: ApprovalView) -> None:
         """One approval as its one view tells it (the card's headline, reasons, arguments and outcome)."""
+        from rich.table import Table
+        from rich.text import Text
+
         view = v.view or {}
         t = Table.grid(padding=(0, 2))
         t.add_column(style="dim")
@@ -400,6 +440,9 @@ class Out:
         if not decided:
             self.text((f"{approval_id}: no decision recorded", "dim"))
             return intact
+        from rich.table import Table
+        from rich.text import Text
+
         for (v, ok), reason in zip(decided, reasons, strict=True):
             self.text((v.at, "dim"), "  ", (v.actor, "bold"), f"  {v.detail}")
             t = Table.grid(padding=(0, 2))
@@ -429,6 +472,8 @@ class Out:
         if self.json:
             self.emit({"pending": [approval_json(v) for v in views], "count": len(views), "waiting": waiting})
             return
+        from rich.text import Text
+
         if waiting is not None and not views:
             self.text((waiting_text(waiting), "bold"))
         if not views:
@@ -477,6 +522,8 @@ class Out:
         if self.json:
             self.emit({"audit": [v.model_dump(mode="json") for v in views]})
             return
+        from rich.text import Text
+
         # A detail can hold what a person typed (a withdrawal's reason): its hidden characters shown, never sent.
         shown = [(Text(reveal_hidden(v.actor)), Text(reveal_hidden(v.detail))) for v in views]
         rows: list[list[str | Text]] = [

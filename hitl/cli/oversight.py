@@ -90,8 +90,6 @@ def unhalt(tool: ToolOpt = None) -> Ways[Any]:
 
 def halts(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
     """List the halts in force."""
-    from rich.text import Text
-
     from hitl.api.models import iso
     from hitl.cli.command import run_command
     from hitl.cli.context import CliSettings
@@ -110,6 +108,8 @@ def halts(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
         if not orders:
             out.text("nothing is halted")
             return 0
+        from rich.text import Text  # for people only: `--json` never imports Rich
+
         out.table(
             ("scope", "by", "since", "reason"), [(_scope(o), Text(o.by), iso(o.at), Text(o.reason)) for o in orders]
         )

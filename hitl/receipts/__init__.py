@@ -11,9 +11,11 @@ transaction)::
     keys = RemoteKeys("https://hitl.example.com/.well-known/jwks.json")
     claims = verify(receipt, tool="pay", args={"to": "V-1", "amount": 120}, keys=keys, audience="payments")
 
-This module needs only ``joserfc`` and ``rfc8785``: none of the engine. Two internal modules beside it, which
-importing it does not load, are the composition root's: :mod:`hitl.receipts.signing` (the keys ``hitl serve`` signs
-with and publishes) and :mod:`hitl.receipts.remote` (the HTTP client a process without the key claims through).
+This module needs only ``joserfc`` and ``rfc8785``: none of the engine (joserfc is imported by the first key read
+or receipt checked). Three internal modules beside it, which importing it does not load, are the composition root's:
+:mod:`hitl.receipts.signing` (the keys ``hitl serve`` signs with), :mod:`hitl.receipts.publishing` (whether it has
+any, and where it publishes them) and :mod:`hitl.receipts.remote` (the HTTP client a process without the key claims
+through).
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
-
-from joserfc.errors import JoseError
-from joserfc.jwk import OKPKey
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hitl.receipts.failures import ReceiptError, ReceiptFailure
+
+if TYPE_CHECKING:  # joserfc (and cryptography under it) is imported by the first key read: see KeySet
+    from joserfc.jwk import OKPKey
 
 __all__ = ["KeySet", "Keys", "RemoteKeys"]
 
@@ -32,6 +32,11 @@ class KeySet:
     out: a receipt is never checked with them)."""
 
     def __init__(self, document: Mapping[str, Any]) -> None:
+        # Imported here, not with the module: `hitl serve` imports this package with `receipts:` off too, and
+        # joserfc with cryptography cost it some 60 ms of CPU at each start for keys it never reads.
+        from joserfc.errors import JoseError
+        from joserfc.jwk import OKPKey
+
         found: dict[str, OKPKey] = {}
         for raw in document.get("keys") or []:
             if not isinstance(raw, dict) or raw.get("kty") != "OKP" or raw.get("crv") != "Ed25519":

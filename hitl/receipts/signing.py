@@ -6,44 +6,22 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
-from aiohttp import web
 from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwa import EdDSAAlgorithm
 from joserfc.jwk import OKPKey
 
-from hitl.engine.config.hitl_yaml import HitlConfig
-from hitl.engine.errors import PolicyError
 from hitl.engine.receipts.evidence import EVIDENCE_TYPE
 from hitl.engine.receipts.spec import ReceiptsSpec
 from hitl.receipts.verify import RECEIPT_TYPE
 
-__all__ = [
-    "JWKS_PATH",
-    "KEYS_HISTORY_PATH",
-    "KeyProblem",
-    "SigningKeys",
-    "jwks_handler",
-    "load_signing_keys",
-    "new_key_pem",
-    "public_kid",
-    "public_pem",
-    "receipt_keys",
-]
+__all__ = ["KeyProblem", "SigningKeys", "load_signing_keys", "new_key_pem", "public_kid", "public_pem"]
 
-JWKS_PATH = "/.well-known/jwks.json"
-KEYS_HISTORY_PATH = "/.well-known/jwks-history.json"
-"""Every key the deployment lists, retired ones too: what an evidence record is verified with, however old."""
-"""Where ``hitl serve`` publishes the public keys (RFC 7517), beside its ``receipts.issuer``."""
-JWKS_MAX_AGE = 300
-"""Seconds a verifier may keep the published keys (``Cache-Control``). A rotation publishes the next key (``next``)
-and lets it sign only after a wait longer than any verifier's cache (docs/pages/receipts.md), so a verifier that
-fetched the keys before the switch already knows the new one."""
 log = logging.getLogger(__name__)
 _ALG = "EdDSA"  # what every JOSE library knows; verifiers accept Ed25519 (RFC 9864) too
 
@@ -194,35 +172,3 @@ def _read(name: str, base: Path | None) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise KeyProblem(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def receipt_keys(config: HitlConfig, config_path: str | None) -> SigningKeys | None:
-    """The keys ``hitl serve`` signs with, when ``config`` asks for receipts (None otherwise). A key that cannot be
-    used stops a production deployment from starting (:class:`PolicyError`); elsewhere it is logged and no receipt
-    is issued, so every protected system refuses what it would have covered (fail closed)."""
-    if config.receipts is None:
-        return None
-    base = Path(config_path).resolve().parent if config_path else None
-    try:
-        return load_signing_keys(config.receipts, base=base)
-    except KeyProblem as exc:
-        if config.production:
-            raise PolicyError(f"production: true and receipts are configured, but {exc}") from None
-        log.warning("no receipts will be issued: %s", exc)
-        return None
-
-
-def jwks_handler(
-    keys: SigningKeys | None, *, history: bool = False
-) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """``GET /.well-known/jwks.json``: the public keys, cacheable for :data:`JWKS_MAX_AGE` seconds (404 when this
-    deployment issues no receipts); ``history``: ``GET /.well-known/jwks-history.json``, retired keys too."""
-    document = (keys.history() if history else keys.jwks()) if keys is not None else None
-
-    async def jwks(_: web.Request) -> web.StreamResponse:
-        if document is None:
-            raise web.HTTPNotFound(text="this deployment issues no receipts (receipts: in hitl.yaml)")
-        headers = {"Cache-Control": f"public, max-age={JWKS_MAX_AGE}"}
-        return web.json_response(document, headers=headers, content_type="application/jwk-set+json")
-
-    return jwks

@@ -8,9 +8,6 @@ import time
 import warnings
 from typing import Any
 
-from joserfc import jws
-from joserfc.errors import BadSignatureError, JoseError
-
 from hitl.receipts.digest import args_sha256
 from hitl.receipts.failures import ReceiptError, ReceiptFailure
 from hitl.receipts.keys import Keys
@@ -68,6 +65,9 @@ def verified_claims(
 ) -> dict[str, Any]:
     """The claims of ``receipt`` once its signature, type, time, issuer and audience check out (what :func:`verify`
     checks before the tool and the arguments, which the caller may not have: the redeem endpoint)."""
+    from joserfc import jws  # at the first check, not with the package (see KeySet)
+    from joserfc.errors import BadSignatureError, JoseError
+
     header = _header(receipt)
     kid = header.get("kid")
     if not isinstance(kid, str) or not kid:
@@ -100,6 +100,9 @@ def _header(receipt: str) -> dict[str, Any]:
     ``x5u``), and a ``crit`` header is refused (nothing hitl issues has one)."""
     if not isinstance(receipt, str) or receipt.count(".") != 2 or len(receipt) > 16_000:
         raise ReceiptError(ReceiptFailure.MALFORMED, "a receipt is a compact JWS: three base64url parts")
+    from joserfc import jws  # at the first check, not with the package (see KeySet)
+    from joserfc.errors import JoseError
+
     try:
         header = jws.extract_compact(receipt.encode("ascii")).headers()
     except (JoseError, ValueError, UnicodeError):

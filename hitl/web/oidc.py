@@ -16,15 +16,15 @@ import hmac
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus, urlencode
 
 import aiohttp
-from joserfc import jwt
-from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
 
 from hitl.engine.config.web import WebSpec
+
+if TYPE_CHECKING:  # joserfc (and cryptography under it) is imported by the first sign-in: see OidcClient.verify
+    from joserfc.jwk import KeySet
 
 __all__ = ["Discovery", "OidcClient", "SignInError", "basic_auth", "pkce_challenge", "random_token"]
 
@@ -172,6 +172,9 @@ class OidcClient:
         return token
 
     async def _keyset(self, *, fresh: bool) -> KeySet:
+        from joserfc.errors import JoseError
+        from joserfc.jwk import KeySet
+
         if self._keys is None or fresh:
             d = await self.discovery()
             try:
@@ -183,6 +186,11 @@ class OidcClient:
     async def verify(self, id_token: str, *, nonce: str) -> dict[str, Any]:
         """The ID token's claims, once every check passed (a token signed by a key not yet known fetches the
         provider's keys once more: a rotation)."""
+        # Imported at the first sign-in, not with the module: `hitl serve` imports this with every web inbox, or
+        # none, and joserfc with cryptography cost each start some 60 ms of CPU.
+        from joserfc import jwt
+        from joserfc.errors import JoseError
+
         d = await self.discovery()
         if not d.algorithms:
             raise SignInError("provider_mismatch", "the provider lists no public-key algorithm for ID tokens")

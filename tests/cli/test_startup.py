@@ -1,7 +1,9 @@
 """`hitl --help` and `hitl --version` load only what they show: a command imports what it uses when it runs, so
 listing the commands loads no store, no runtime, no Slack, no server and no schema library (every CLI call, and
 every test that starts one, paid for them); a command through `hitl serve`'s API (HITL_API_URL) loads no store,
-runtime or Slack either. How long they take is measured in bench/cli_bench.py, not here."""
+runtime or Slack either; a local listing builds no workflow runner (nor, under a policy that declares none, a schema
+validator), and `hitl serve` without receipts loads no joserfc. How long they take is measured in
+bench/cli_bench.py, not here."""
 
 from __future__ import annotations
 
@@ -15,9 +17,14 @@ from typing import Any
 
 import pytest
 
+from hitl.engine.config.hitl_yaml import load_config
+from hitl.sandbox.server import start_emulator
 from hitl.testing import FakeClock
 from tests.api.conftest import TOKENS, sqlite_api
-from tests.cli.conftest import ROOT
+from tests.bot.conftest import CONFIG, serve_env, wait_healthy, workspace
+from tests.cli.conftest import REFUND, ROOT, Cli
+from tests.ports import free_port
+from tests.processes import stop_process
 
 PROBE = """
 import json, runpy, sys
@@ -159,3 +166,88 @@ async def test_a_command_through_the_api_loads_no_store_runtime_or_slack(
             assert approval_id in out if argv[0] != "reviewers" else shown["reviewers"][0]["reviewer"] == "U_SUPPORT1"
             loaded = [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in REMOTE_NOT_LOADED)]
             assert loaded == [], argv
+
+
+RUNNER_NOT_LOADED = (
+    "hitl.engine.runner.executor",  # the workflow runner and what it alone runs with: its step loop, the steps,
+    "hitl.engine.runner.dispatch",  # the patterns, the agent backends and a run's checks
+    "hitl.engine.runner.step_context",
+    "hitl.engine.runner.steps",
+    "hitl.engine.runner.patterns",
+    "hitl.engine.runner.agent_backend",
+    "hitl.engine.runner.checks",
+)
+
+
+@pytest.mark.parametrize("command", ["pending", "halts"])
+def test_a_local_listing_builds_no_workflow_runner(command: str, cli: Cli, env: dict[str, str], tmp_path: Path) -> None:
+    """Against the store (no HITL_API_URL), `hitl pending` and `hitl halts` compose the run contexts they read in,
+    a paused run's own included, but never start or resume a run: they import no workflow runner (it was built for
+    every context, some 65 ms of each such call's CPU). With `--json` they draw nothing for people either: no Rich
+    (some 30 ms more)."""
+    paused = cli("run", str(REFUND), "--var", "order_id=78291", "--var", "amount=75", "--json")
+    assert paused.code == 4, paused.out
+    approval_id = paused.json()["approval_id"]
+    config = str(REFUND.parent / "hitl.yaml")  # a hitl.yaml found: no warning for people on stderr
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, command, "--json"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env, "HITL_CONFIG": config},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    probe = json.loads(done.stderr.strip().splitlines()[-1])
+    assert probe["code"] in (0, None), done.stderr
+    assert (approval_id in done.stdout) is (command == "pending"), done.stdout  # it read the store and showed it
+    assert [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in RUNNER_NOT_LOADED)] == []
+    assert [m for m in probe["modules"] if m == "rich" or m.startswith("rich.")] == []
+
+
+def test_a_local_listing_under_a_policy_without_schemas_loads_no_schema_library(
+    cli: Cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    """`hitl init`'s hitl.yaml declares no argument schema: `hitl pending` and `hitl halts` under it import neither
+    jsonschema nor jsonschema_rs (they came with every policy, some 40 ms of each call's CPU); the first schema
+    compiled imports them."""
+    assert cli("init").code == 0 and cli("migrate").code == 0
+    for command in ("pending", "halts"):
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, command, "--json"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        probe = json.loads(done.stderr.strip().splitlines()[-1])
+        assert probe["code"] in (0, None), done.stderr
+        assert json.loads(done.stdout) in ({"pending": [], "count": 0, "waiting": None}, {"halts": []})
+        assert [m for m in probe["modules"] if m.split(".")[0] in ("jsonschema", "jsonschema_rs")] == [], command
+
+
+async def test_serve_without_receipts_loads_no_joserfc_and_no_workflow_runner(tmp_path: Path) -> None:
+    """`hitl serve` whose hitl.yaml asks for no receipts (and no web sign-in) imports neither joserfc nor the
+    cryptography under it, up to its first /healthz and after: the keys it would sign with and the ID tokens it
+    would check are read where they are used (they cost every start some 60 ms of CPU). Nor, with no run to
+    resume, the workflow runner: it is built by the first resume job."""
+    state = workspace()
+    emulator = await start_emulator(state)
+    env = serve_env(state, emulator, store=f"sqlite:///{tmp_path}/hitl.db", config=CONFIG)
+    port = free_port()
+    with (tmp_path / "serve.log").open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PROBE, "serve", "--port", str(port)], env=env, cwd=tmp_path, stdout=out, stderr=out
+        )
+    try:
+        await wait_healthy(port, proc)
+    finally:
+        stopped = stop_process(proc, grace=20)
+        await emulator.close()
+    log = (tmp_path / "serve.log").read_text()
+    probe = json.loads(log.strip().splitlines()[-1])
+    assert stopped == 0 and probe["code"] in (0, None), log
+    config = load_config(str(CONFIG))
+    assert config.receipts is None and config.web is None  # the case this test is about
+    assert [m for m in probe["modules"] if m.split(".")[0] in ("joserfc", "cryptography")] == []
+    assert [m for m in probe["modules"] if any(m == n or m.startswith(f"{n}.") for n in RUNNER_NOT_LOADED)] == []

@@ -17,7 +17,8 @@ import yaml
 from hitl.engine.clocks import SystemClock
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.receipts import args_sha256
-from hitl.receipts.signing import KEYS_HISTORY_PATH, new_key_pem, public_kid, public_pem
+from hitl.receipts.publishing import KEYS_HISTORY_PATH
+from hitl.receipts.signing import new_key_pem, public_kid, public_pem
 from tests.api.cli_process import hitl as run_hitl
 from tests.bot.conftest import Harness, start, stop
 from tests.receipts.conftest import AGENT, CONFIG, FIN1, api

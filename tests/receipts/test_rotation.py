@@ -20,7 +20,8 @@ from joserfc import jws
 from joserfc.jwk import OKPKey
 
 from hitl.receipts import ReceiptError, ReceiptFailure, RemoteKeys, verify
-from hitl.receipts.signing import JWKS_PATH, SigningKeys, new_key_pem
+from hitl.receipts.publishing import JWKS_PATH
+from hitl.receipts.signing import SigningKeys, new_key_pem
 from hitl.sandbox.server import start_emulator
 from tests.api.cli_process import hitl as cli
 from tests.bot.conftest import ROOT, serve_env, spawn_serve, wait_healthy, workspace
