@@ -10,7 +10,7 @@ import orjson
 
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.ranking import rank_key
-from hitl.engine.domain.records import AuditEntry, Claim
+from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant
 from hitl.engine.errors import InvalidInput
 
 __all__ = [
@@ -22,6 +22,8 @@ __all__ = [
     "AUDIT_COLUMNS",
     "audit_entry",
     "audit_for_decision",
+    "audit_for_grant",
+    "audit_for_revocation",
     "audit_values",
     "claim_of",
     "claim_row",
@@ -31,6 +33,7 @@ __all__ = [
     "encode_cursor",
     "encode_rank_cursor",
     "encode_json_form",
+    "grant_of",
     "loads",
     "reviewer_rows",
 ]
@@ -166,6 +169,25 @@ def audit_for_creation(approval: Approval) -> AuditEntry:
         now=approval.created_at,
         detail=f"{approval.tool} {approval.tier}{asked}",
     )
+
+
+def audit_for_grant(grant: TrustGrant, *, now: float) -> AuditEntry:
+    """The ``trust_granted`` entry of ``grant``: the tool, for whom, in which session."""
+    detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
+    return AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail)
+
+
+def audit_for_revocation(session_id: str, tool: str, *, requester: str | None, by: str, now: float) -> AuditEntry:
+    """The ``trust_revoked`` entry of ``tool``'s grants in ``session_id`` (``requester``'s alone, when named)."""
+    who = f" for {requester}" if requester is not None else ""
+    return AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool}{who} in {session_id}")
+
+
+def grant_of(row: Any) -> TrustGrant:
+    """The trust grant of its SQL row (session, requester, tool, granted by, until; a tuple, or asyncpg's
+    ``Record``)."""
+    s, r, t, b, u = row
+    return TrustGrant(session_id=s, requester=r, tool=t, granted_by=b, until=u)
 
 
 def claim_of(key: str, row: Sequence[Any]) -> Claim:
