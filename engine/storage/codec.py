@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 
 import orjson
 
+from hitl.engine.domain.delegation import Delegation, ended_text, given_text
+from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.ranking import rank_key
 from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant
@@ -22,7 +24,10 @@ __all__ = [
     "AUDIT_COLUMNS",
     "audit_entry",
     "audit_for_decision",
+    "audit_for_delegation",
+    "audit_for_delegation_end",
     "audit_for_grant",
+    "audit_for_halt",
     "audit_for_revocation",
     "audit_values",
     "claim_of",
@@ -181,6 +186,22 @@ def audit_for_revocation(session_id: str, tool: str, *, requester: str | None, b
     """The ``trust_revoked`` entry of ``tool``'s grants in ``session_id`` (``requester``'s alone, when named)."""
     who = f" for {requester}" if requester is not None else ""
     return AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool}{who} in {session_id}")
+
+
+def audit_for_halt(order: HaltOrder, event: str) -> AuditEntry:
+    """The ``halted`` or ``unhalted`` entry of ``order``: its scope, and for a halt its reason."""
+    why = f": {order.reason}" if order.reason and event == "halted" else ""
+    return AuditEntry(at=order.at, actor=order.by, event=event, detail=f"{order.scope}{why}"[:500])
+
+
+def audit_for_delegation(d: Delegation, *, now: float) -> AuditEntry:
+    """The ``delegated`` entry of ``d``, given by its delegator."""
+    return AuditEntry(at=now, actor=d.delegator, event="delegated", detail=given_text(d))
+
+
+def audit_for_delegation_end(d: Delegation, *, now: float) -> AuditEntry:
+    """The ``delegation_ended`` entry of ``d`` (ended by someone, or by ``expiry``)."""
+    return AuditEntry(at=now, actor=d.ended_by or "expiry", event="delegation_ended", detail=ended_text(d))
 
 
 def grant_of(row: Any) -> TrustGrant:
