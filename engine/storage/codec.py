@@ -8,9 +8,11 @@ from typing import Any, TypeVar
 
 import orjson
 
+from hitl.engine.domain.delegation import Delegation, ended_text, given_text
+from hitl.engine.domain.halts import HaltOrder
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.ranking import rank_key
-from hitl.engine.domain.records import AuditEntry, Claim
+from hitl.engine.domain.records import AuditEntry, Claim, TrustGrant
 from hitl.engine.errors import InvalidInput
 
 __all__ = [
@@ -22,6 +24,11 @@ __all__ = [
     "AUDIT_COLUMNS",
     "audit_entry",
     "audit_for_decision",
+    "audit_for_delegation",
+    "audit_for_delegation_end",
+    "audit_for_grant",
+    "audit_for_halt",
+    "audit_for_revocation",
     "audit_values",
     "claim_of",
     "claim_row",
@@ -31,6 +38,7 @@ __all__ = [
     "encode_cursor",
     "encode_rank_cursor",
     "encode_json_form",
+    "grant_of",
     "loads",
     "reviewer_rows",
 ]
@@ -166,6 +174,41 @@ def audit_for_creation(approval: Approval) -> AuditEntry:
         now=approval.created_at,
         detail=f"{approval.tool} {approval.tier}{asked}",
     )
+
+
+def audit_for_grant(grant: TrustGrant, *, now: float) -> AuditEntry:
+    """The ``trust_granted`` entry of ``grant``: the tool, for whom, in which session."""
+    detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
+    return AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail)
+
+
+def audit_for_revocation(session_id: str, tool: str, *, requester: str | None, by: str, now: float) -> AuditEntry:
+    """The ``trust_revoked`` entry of ``tool``'s grants in ``session_id`` (``requester``'s alone, when named)."""
+    who = f" for {requester}" if requester is not None else ""
+    return AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool}{who} in {session_id}")
+
+
+def audit_for_halt(order: HaltOrder, event: str) -> AuditEntry:
+    """The ``halted`` or ``unhalted`` entry of ``order``: its scope, and for a halt its reason."""
+    why = f": {order.reason}" if order.reason and event == "halted" else ""
+    return AuditEntry(at=order.at, actor=order.by, event=event, detail=f"{order.scope}{why}"[:500])
+
+
+def audit_for_delegation(d: Delegation, *, now: float) -> AuditEntry:
+    """The ``delegated`` entry of ``d``, given by its delegator."""
+    return AuditEntry(at=now, actor=d.delegator, event="delegated", detail=given_text(d))
+
+
+def audit_for_delegation_end(d: Delegation, *, now: float) -> AuditEntry:
+    """The ``delegation_ended`` entry of ``d`` (ended by someone, or by ``expiry``)."""
+    return AuditEntry(at=now, actor=d.ended_by or "expiry", event="delegation_ended", detail=ended_text(d))
+
+
+def grant_of(row: Any) -> TrustGrant:
+    """The trust grant of its SQL row (session, requester, tool, granted by, until; a tuple, or asyncpg's
+    ``Record``)."""
+    s, r, t, b, u = row
+    return TrustGrant(session_id=s, requester=r, tool=t, granted_by=b, until=u)
 
 
 def claim_of(key: str, row: Sequence[Any]) -> Claim:

@@ -18,7 +18,7 @@ from typing import Any
 from hitl.engine.domain.approval_filter import ApprovalFilter
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Page
-from hitl.engine.storage.codec import encode_cursor
+from hitl.engine.storage.codec import encode_cursor, encode_rank_cursor
 
 __all__ = ["MatchingDialect", "matching_query", "page_of"]
 
@@ -95,10 +95,14 @@ def _bounds(
     return sql
 
 
-def page_of(rows: Sequence[Any], limit: int) -> Page:
-    """The page of a :func:`matching_query`'s rows (``limit + 1`` at most: one more means a next page)."""
+def page_of(rows: Sequence[Any], limit: int, *, ranked: bool = False) -> Page:
+    """The page of ordered ``SELECT doc, <key>, id`` rows, a :func:`matching_query`'s or a pending listing's
+    (``limit + 1`` at most: one more means a next page); ``ranked``: the key is the queue's rank, not the creation
+    time, and so is the cursor's."""
     items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
     if len(rows) <= limit:
         return Page(items=items, cursor=None)
     last = rows[limit - 1]
+    if ranked:
+        return Page(items=items, cursor=encode_rank_cursor(int(last[1]), str(last[2])))
     return Page(items=items, cursor=encode_cursor(float(last[1]), str(last[2])))

@@ -4,11 +4,12 @@ them. Both stores use it in front of their own write."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from hitl.engine.domain.tally import TallyKey
 
-__all__ = ["TallyBuffer"]
+__all__ = ["TallyBuffer", "flush_at_close"]
 
 
 class TallyBuffer:
@@ -45,3 +46,12 @@ class TallyBuffer:
                 for key, value in held.items():  # kept for the next write
                     self._held[key] = self._held.get(key, 0.0) + value
                 raise
+
+
+async def flush_at_close(flush: Callable[[], Awaitable[None]], log: logging.Logger) -> None:
+    """Write the metric counts a closing store still holds (``flush``); a failure is logged on the store's ``log``
+    and the store closes anyway: a metric is not worth failing a shutdown over."""
+    try:
+        await flush()
+    except Exception:
+        log.warning("could not write the last metric counts; they are lost")

@@ -19,8 +19,6 @@ from hitl.engine.storage.codec import (
     audit_for_decision,
     decode_cursor,
     decode_rank_cursor,
-    encode_cursor,
-    encode_rank_cursor,
 )
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.matching import MatchingDialect, matching_query, page_of
@@ -277,8 +275,4 @@ def _pending_filter(
 async def _page(c: Conn, sql: str, params: list[Any], limit: int, *, ranked: bool = False) -> Page:
     """``limit`` approvals of an ordered ``SELECT doc, <key>, id``, and the cursor after the last one."""
     rows = await c.fetch(f"{sql} LIMIT ${len(params) + 1}", *params, limit + 1)
-    items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
-    if len(rows) <= limit:
-        return Page(items=items, cursor=None)
-    last = rows[limit - 1]
-    return Page(items=items, cursor=encode_rank_cursor(last[1], last[2]) if ranked else encode_cursor(last[1], last[2]))
+    return page_of(rows, limit, ranked=ranked)

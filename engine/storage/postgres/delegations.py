@@ -3,8 +3,8 @@ transaction with its audit entry (two gives by one delegator at once: one of the
 
 from __future__ import annotations
 
-from hitl.engine.domain.delegation import Delegation, ended_text, given_text
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.delegation import Delegation
+from hitl.engine.storage.codec import audit_for_delegation, audit_for_delegation_end
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import insert_audit
 
@@ -34,7 +34,7 @@ class PgDelegations:
                 delegation.until,
                 delegation.model_dump_json(),
             )
-            entry = AuditEntry(at=now, actor=delegation.delegator, event="delegated", detail=given_text(delegation))
+            entry = audit_for_delegation(delegation, now=now)
             await insert_audit(c, entry)
             return None
 
@@ -80,6 +80,6 @@ async def _ended(c: Conn, d: Delegation, now: float) -> Delegation:
     await c.execute(
         "UPDATE delegations SET ended_at = $1, doc = $2 WHERE id = $3", d.ended_at, d.model_dump_json(), d.id
     )
-    entry = AuditEntry(at=now, actor=d.ended_by or "expiry", event="delegation_ended", detail=ended_text(d))
+    entry = audit_for_delegation_end(d, now=now)
     await insert_audit(c, entry)
     return d

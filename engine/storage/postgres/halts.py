@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hitl.engine.domain.halts import HaltOrder
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.storage.codec import audit_for_halt
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import insert_audit
 
@@ -23,7 +23,7 @@ class PgHalts:
                 order.scope,
                 order.model_dump_json(),
             )
-            await insert_audit(c, _entry(order, "halted"))
+            await insert_audit(c, audit_for_halt(order, "halted"))
 
         await self.db.run(tx)
 
@@ -33,7 +33,7 @@ class PgHalts:
             if doc is None:
                 return None
             order = HaltOrder.model_validate_json(doc)
-            await insert_audit(c, _entry(order.model_copy(update={"by": by, "at": now}), "unhalted"))
+            await insert_audit(c, audit_for_halt(order.model_copy(update={"by": by, "at": now}), "unhalted"))
             return order
 
         return await self.db.run(tx)
@@ -44,8 +44,3 @@ class PgHalts:
             return [HaltOrder.model_validate_json(r[0]) for r in rows]
 
         return await self.db.run(tx, write=False)
-
-
-def _entry(order: HaltOrder, event: str) -> AuditEntry:
-    why = f": {order.reason}" if order.reason and event == "halted" else ""
-    return AuditEntry(at=order.at, actor=order.by, event=event, detail=f"{order.scope}{why}"[:500])

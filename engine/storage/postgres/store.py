@@ -22,6 +22,7 @@ from hitl.engine.storage.postgres.tallies import PgTallies
 from hitl.engine.storage.postgres.trust import PgTrust
 from hitl.engine.storage.postgres.upgrade import end_dropped_grants
 from hitl.engine.storage.postgres.windows import PgWindows
+from hitl.engine.storage.tally_buffer import flush_at_close
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +72,5 @@ class PostgresStore:
         await self.db.run(q, write=False)
 
     async def close(self) -> None:
-        try:
-            await self.tallies.flush()  # the metric counts still held
-        except Exception:  # closing anyway: a metric is not worth failing a shutdown over
-            log.warning("could not write the last metric counts; they are lost")
+        await flush_at_close(self.tallies.flush, log)
         await self.db.close()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hitl.engine.domain.records import AuditEntry, TrustGrant
+from hitl.engine.domain.records import TrustGrant
+from hitl.engine.storage.codec import audit_for_grant, audit_for_revocation, grant_of
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import insert_audit, rows_touched
 
@@ -20,11 +21,6 @@ GRANT_SQL = (
 """Writes one grant (``$1``..``$5``: session, requester, tool, granted by, until), replacing an earlier one."""
 
 
-def _grant(row: Any) -> TrustGrant:
-    s, r, t, b, u = row
-    return TrustGrant(session_id=s, requester=r, tool=t, granted_by=b, until=u)
-
-
 class PgTrust:
     """:class:`hitl.engine.ports.TrustStore` on PostgreSQL."""
 
@@ -34,8 +30,7 @@ class PgTrust:
     async def grant(self, grant: TrustGrant, *, now: float) -> None:
         async def tx(c: Conn) -> None:
             await c.execute(GRANT_SQL, grant.session_id, grant.requester, grant.tool, grant.granted_by, grant.until)
-            detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
-            await insert_audit(c, AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail))
+            await insert_audit(c, audit_for_grant(grant, now=now))
 
         await self.db.run(tx)
 
@@ -48,7 +43,7 @@ class PgTrust:
                 requester,
                 now,
             )
-            return [_grant(r) for r in rows]
+            return [grant_of(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
@@ -59,7 +54,7 @@ class PgTrust:
                 now,
                 limit,
             )
-            return [_grant(r) for r in rows]
+            return [grant_of(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
@@ -72,9 +67,7 @@ class PgTrust:
                 params.append(requester)
             n = rows_touched(await c.execute(sql, *params))
             if n:
-                who = f" for {requester}" if requester is not None else ""
-                detail = f"{tool}{who} in {session_id}"
-                await insert_audit(c, AuditEntry(at=now, actor=by, event="trust_revoked", detail=detail))
+                await insert_audit(c, audit_for_revocation(session_id, tool, requester=requester, by=by, now=now))
             return n
 
         return await self.db.run(tx)

@@ -3,8 +3,9 @@ given or ended with its audit entry in one script (``delegate.lua``), an end com
 
 from __future__ import annotations
 
-from hitl.engine.domain.delegation import Delegation, ended_text, given_text
+from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.records import AuditEntry
+from hitl.engine.storage.codec import audit_for_delegation, audit_for_delegation_end
 from hitl.engine.storage.redis.codec import entry_body, text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -26,7 +27,7 @@ class RedisDelegations:
         return bool(int(done)), text(standing)
 
     async def give(self, delegation: Delegation, *, now: float) -> Delegation | None:
-        entry = AuditEntry(at=now, actor=delegation.delegator, event="delegated", detail=given_text(delegation))
+        entry = audit_for_delegation(delegation, now=now)
         done, standing = await self._step(delegation, entry, now=now)
         if done:
             return None
@@ -44,7 +45,7 @@ class RedisDelegations:
         return await self._end(current.ended(by=by, now=now), text(raw), now)
 
     async def _end(self, ended: Delegation, before: str, now: float) -> Delegation | None:
-        entry = AuditEntry(at=now, actor=ended.ended_by or "expiry", event="delegation_ended", detail=ended_text(ended))
+        entry = audit_for_delegation_end(ended, now=now)
         done, _ = await self._step(ended, entry, now=now, before=before)
         return ended if done else None  # another process ended it first
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hitl.engine.domain.halts import HaltOrder
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.storage.codec import audit_for_halt
 from hitl.engine.storage.redis.codec import entry_body, text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -20,7 +20,7 @@ class RedisHalts:
         self._key = conn.halts_key
 
     async def halt(self, order: HaltOrder) -> None:
-        entry = _entry(order, "halted")
+        entry = entry_body(audit_for_halt(order, "halted"))
         await self.conn.call(
             self.conn.halt_script, [self._key, self.conn.events_key], [order.scope, order.model_dump_json(), entry]
         )
@@ -30,7 +30,7 @@ class RedisHalts:
         if current is None:
             return None
         order = HaltOrder.model_validate_json(text(current))
-        entry = _entry(order.model_copy(update={"by": by, "at": now}), "unhalted")
+        entry = entry_body(audit_for_halt(order.model_copy(update={"by": by, "at": now}), "unhalted"))
         done, before = await self.conn.call(
             self.conn.halt_script, [self._key, self.conn.events_key], [scope, "", entry]
         )
@@ -39,8 +39,3 @@ class RedisHalts:
     async def active(self) -> list[HaltOrder]:
         raw = await self.r.hgetall(self._key)
         return sorted((HaltOrder.model_validate_json(text(v)) for v in raw.values()), key=lambda o: o.scope)
-
-
-def _entry(order: HaltOrder, event: str) -> str:
-    why = f": {order.reason}" if order.reason and event == "halted" else ""
-    return entry_body(AuditEntry(at=order.at, actor=order.by, event=event, detail=f"{order.scope}{why}"[:500]))

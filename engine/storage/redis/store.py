@@ -27,6 +27,7 @@ from hitl.engine.storage.redis.tallies import RedisTallies
 from hitl.engine.storage.redis.trust import RedisTrust
 from hitl.engine.storage.redis.upgrade import upgrade
 from hitl.engine.storage.redis.windows import RedisWindows
+from hitl.engine.storage.tally_buffer import flush_at_close
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +79,6 @@ class RedisStore:
             raise StoreError(f"Redis store failed: {exc}; check that Redis is up") from exc
 
     async def close(self) -> None:
-        try:
-            await self.tallies.flush()  # the metric counts still held
-        except Exception:  # closing anyway: a metric is not worth failing a shutdown over
-            log.warning("could not write the last metric counts; they are lost")
+        await flush_at_close(self.tallies.flush, log)
         await self.approvals.close()
         await self.conn.close()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from hitl.engine.domain.records import AuditEntry, TrustGrant
+from hitl.engine.domain.records import TrustGrant
+from hitl.engine.storage.codec import audit_for_grant, audit_for_revocation
 from hitl.engine.storage.redis.codec import entry_body, text
 from hitl.engine.storage.redis.connection import RedisConnection, store_errors
 
@@ -28,8 +29,7 @@ class RedisTrust:
         self._key = conn.trust_key
 
     async def grant(self, grant: TrustGrant, *, now: float) -> None:
-        detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
-        entry = AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail)
+        entry = audit_for_grant(grant, now=now)
         async with self.r.pipeline(transaction=True) as pipe:
             pipe.hset(
                 self._key(grant.session_id),
@@ -72,7 +72,6 @@ class RedisTrust:
             return 0
         removed = int(await self.r.hdel(self._key(session_id), *(grant_field(g.requester, tool) for g in ending)))
         if removed:
-            who = f" for {requester}" if requester is not None else ""
-            entry = AuditEntry(at=now, actor=by, event="trust_revoked", detail=f"{tool}{who} in {session_id}")
+            entry = audit_for_revocation(session_id, tool, requester=requester, by=by, now=now)
             await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])
         return removed

@@ -21,8 +21,6 @@ from hitl.engine.storage.codec import (
     audit_for_decision,
     decode_cursor,
     decode_rank_cursor,
-    encode_cursor,
-    encode_rank_cursor,
 )
 from hitl.engine.storage.decisions import decision_writes
 from hitl.engine.storage.matching import MatchingDialect, matching_query, page_of
@@ -285,8 +283,4 @@ def _pending_filter(
 def _page(c: sqlite3.Connection, sql: str, params: list[Any], limit: int, *, ranked: bool = False) -> Page:
     """``limit`` approvals of an ordered ``SELECT doc, <key>, id``, and the cursor after the last one."""
     rows = c.execute(f"{sql} LIMIT ?", [*params, limit + 1]).fetchall()
-    items = [Approval.model_validate_json(r[0]) for r in rows[:limit]]
-    if len(rows) <= limit:
-        return Page(items=items, cursor=None)
-    last = rows[limit - 1]
-    return Page(items=items, cursor=encode_rank_cursor(last[1], last[2]) if ranked else encode_cursor(last[1], last[2]))
+    return page_of(rows, limit, ranked=ranked)

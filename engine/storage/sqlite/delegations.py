@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from hitl.engine.domain.delegation import Delegation, ended_text, given_text
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.domain.delegation import Delegation
+from hitl.engine.storage.codec import audit_for_delegation, audit_for_delegation_end
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit
 
@@ -32,9 +32,7 @@ class SqliteDelegations:
                 "INSERT INTO delegations (id, delegator, until, ended_at, doc) VALUES (?, ?, ?, NULL, ?)",
                 (delegation.id, delegation.delegator, delegation.until, delegation.model_dump_json()),
             )
-            insert_audit(
-                c, AuditEntry(at=now, actor=delegation.delegator, event="delegated", detail=given_text(delegation))
-            )
+            insert_audit(c, audit_for_delegation(delegation, now=now))
             return None
 
         return await self.db.run(tx)
@@ -73,5 +71,5 @@ class SqliteDelegations:
 
 def _ended(c: sqlite3.Connection, d: Delegation, now: float) -> Delegation:
     c.execute("UPDATE delegations SET ended_at = ?, doc = ? WHERE id = ?", (d.ended_at, d.model_dump_json(), d.id))
-    insert_audit(c, AuditEntry(at=now, actor=d.ended_by or "expiry", event="delegation_ended", detail=ended_text(d)))
+    insert_audit(c, audit_for_delegation_end(d, now=now))
     return d

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from hitl.engine.domain.halts import HaltOrder
-from hitl.engine.domain.records import AuditEntry
+from hitl.engine.storage.codec import audit_for_halt
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit
 
@@ -21,7 +21,7 @@ class SqliteHalts:
     async def halt(self, order: HaltOrder) -> None:
         def tx(c: sqlite3.Connection) -> None:
             c.execute("INSERT OR REPLACE INTO halts (scope, doc) VALUES (?, ?)", (order.scope, order.model_dump_json()))
-            insert_audit(c, _entry(order, "halted"))
+            insert_audit(c, audit_for_halt(order, "halted"))
 
         await self.db.run(tx)
 
@@ -32,7 +32,7 @@ class SqliteHalts:
                 return None
             c.execute("DELETE FROM halts WHERE scope = ?", (scope,))
             order = HaltOrder.model_validate_json(row[0])
-            insert_audit(c, _entry(order.model_copy(update={"by": by, "at": now}), "unhalted"))
+            insert_audit(c, audit_for_halt(order.model_copy(update={"by": by, "at": now}), "unhalted"))
             return order
 
         return await self.db.run(tx)
@@ -43,8 +43,3 @@ class SqliteHalts:
             return [HaltOrder.model_validate_json(r[0]) for r in rows]
 
         return await self.db.run(tx, write=False)
-
-
-def _entry(order: HaltOrder, event: str) -> AuditEntry:
-    why = f": {order.reason}" if order.reason and event == "halted" else ""
-    return AuditEntry(at=order.at, actor=order.by, event=event, detail=f"{order.scope}{why}"[:500])

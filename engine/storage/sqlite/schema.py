@@ -208,11 +208,17 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+def _execute(c: sqlite3.Connection, script: str) -> None:
+    """Run ``script`` statement by statement in the migration's transaction (``executescript`` would commit it
+    first)."""
+    for stmt in _statements(script):
+        c.execute(stmt)
+
+
 def _to_7(c: sqlite3.Connection) -> None:
     """Any file older than version 7 (or a new one): its tables brought up to date, then what is missing created."""
     add_missing_columns(c)
-    for stmt in _statements(SCHEMA):
-        c.execute(stmt)
+    _execute(c, SCHEMA)
 
 
 TRUST_GRANTS = """
@@ -241,8 +247,7 @@ def _to_8(c: sqlite3.Connection) -> None:
         c.execute(f"CREATE TABLE IF NOT EXISTS {GRANTS_DROPPED} (session_id, tool, granted_by, until)")
         c.execute(f"INSERT INTO {GRANTS_DROPPED} SELECT session_id, tool, granted_by, until FROM trust")
     c.execute("DROP TABLE IF EXISTS trust")
-    for stmt in _statements(TRUST_GRANTS):
-        c.execute(stmt)
+    _execute(c, TRUST_GRANTS)
 
 
 def _to_9(c: sqlite3.Connection) -> None:
@@ -270,8 +275,7 @@ CREATE TABLE IF NOT EXISTS alert_states (
 def _to_10(c: sqlite3.Connection) -> None:
     """Alert state moved out of the runs' table, where a run a caller named ``alert:<name>`` could overwrite it (and
     it could be read as a run). A record there that is not an alert's (a caller's run) stays where it is."""
-    for stmt in _statements(ALERT_STATES):
-        c.execute(stmt)
+    _execute(c, ALERT_STATES)
     where = "run_id LIKE 'alert:%' AND json_extract(data, '$.kind') = 'alert'"
     c.execute(
         "INSERT OR IGNORE INTO alert_states (name, version, data, updated_at) "
@@ -353,8 +357,7 @@ CREATE INDEX IF NOT EXISTS delegations_open ON delegations (delegator, until) WH
 
 def _to_16(c: sqlite3.Connection) -> None:
     """Delegations of reviewer roles, kept after they end (an older hitl had none)."""
-    for statement in _statements(DELEGATIONS):
-        c.execute(statement)
+    _execute(c, DELEGATIONS)
 
 
 RECEIPTS = """
@@ -371,8 +374,7 @@ CREATE INDEX IF NOT EXISTS receipts_by_exp ON receipts (exp);
 
 def _to_17(c: sqlite3.Connection) -> None:
     """Receipts issued with execution claims, and their one use (an older hitl issued none)."""
-    for statement in _statements(RECEIPTS):
-        c.execute(statement)
+    _execute(c, RECEIPTS)
 
 
 def _to_18(c: sqlite3.Connection) -> None:
@@ -404,8 +406,7 @@ def _to_20(c: sqlite3.Connection) -> None:
     """Per approval, whether a receipt of it was spent first or it was withdrawn first (an older hitl withdrew
     none, and its spent receipts keep their own rows: an approval of those is told spent when withdrawn only
     through a receipt spent from now on)."""
-    for statement in _statements(RECEIPT_APPROVALS):
-        c.execute(statement)
+    _execute(c, RECEIPT_APPROVALS)
 
 
 FILTERS = """
@@ -442,8 +443,7 @@ def _to_21(c: sqlite3.Connection) -> None:
         if name not in columns:
             c.execute(f"ALTER TABLE approvals ADD COLUMN {name} TEXT NOT NULL DEFAULT ''")
     c.execute("UPDATE approvals SET tool = json_extract(doc, '$.tool'), tier = json_extract(doc, '$.tier')")
-    for statement in _statements(FILTERS):
-        c.execute(statement)
+    _execute(c, FILTERS)
 
 
 def _to_22(c: sqlite3.Connection) -> None:

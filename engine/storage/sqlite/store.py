@@ -23,6 +23,7 @@ from hitl.engine.storage.sqlite.tallies import SqliteTallies
 from hitl.engine.storage.sqlite.trust import SqliteTrust
 from hitl.engine.storage.sqlite.upgrade import end_dropped_grants
 from hitl.engine.storage.sqlite.windows import SqliteWindows
+from hitl.engine.storage.tally_buffer import flush_at_close
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,5 @@ class SqliteStore:
         await self.db.run(lambda c: c.execute("SELECT 1").fetchone(), write=False)
 
     async def close(self) -> None:
-        try:
-            await self.tallies.flush()  # the metric counts still held
-        except Exception:  # closing anyway: a metric is not worth failing a shutdown over
-            log.warning("could not write the last metric counts; they are lost")
+        await flush_at_close(self.tallies.flush, log)
         await self.db.close()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from hitl.engine.domain.records import AuditEntry, TrustGrant
+from hitl.engine.domain.records import TrustGrant
+from hitl.engine.storage.codec import audit_for_grant, audit_for_revocation, grant_of
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 from hitl.engine.storage.sqlite.rows import insert_audit
 
@@ -21,11 +22,6 @@ def insert_grant(c: sqlite3.Connection, grant: TrustGrant) -> None:
     )
 
 
-def _grant(row: tuple[str, str, str, str, float]) -> TrustGrant:
-    s, r, t, b, u = row
-    return TrustGrant(session_id=s, requester=r, tool=t, granted_by=b, until=u)
-
-
 class SqliteTrust:
     """:class:`hitl.engine.ports.TrustStore` on SQLite; grants and revocations are audited in the same transaction."""
 
@@ -35,8 +31,7 @@ class SqliteTrust:
     async def grant(self, grant: TrustGrant, *, now: float) -> None:
         def tx(c: sqlite3.Connection) -> None:
             insert_grant(c, grant)
-            detail = f"{grant.tool} for {grant.requester} in {grant.session_id}"
-            insert_audit(c, AuditEntry(at=now, actor=grant.granted_by, event="trust_granted", detail=detail))
+            insert_audit(c, audit_for_grant(grant, now=now))
 
         await self.db.run(tx)
 
@@ -47,7 +42,7 @@ class SqliteTrust:
                 "ORDER BY tool",
                 (session_id, requester, now),
             ).fetchall()
-            return [_grant(r) for r in rows]
+            return [grant_of(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
@@ -57,7 +52,7 @@ class SqliteTrust:
                 f"SELECT {_COLUMNS} FROM trust_grants WHERE until > ? ORDER BY session_id, requester, tool LIMIT ?",
                 (now, limit),
             ).fetchall()
-            return [_grant(r) for r in rows]
+            return [grant_of(r) for r in rows]
 
         return await self.db.run(tx, write=False)
 
@@ -70,9 +65,7 @@ class SqliteTrust:
                 params.append(requester)
             n = c.execute(sql, params).rowcount
             if n:
-                who = f" for {requester}" if requester is not None else ""
-                detail = f"{tool}{who} in {session_id}"
-                insert_audit(c, AuditEntry(at=now, actor=by, event="trust_revoked", detail=detail))
+                insert_audit(c, audit_for_revocation(session_id, tool, requester=requester, by=by, now=now))
             return int(n)
 
         return await self.db.run(tx)
