@@ -20,7 +20,7 @@ from hitl.receipts import args_sha256
 from hitl.receipts.signing import KEYS_HISTORY_PATH, new_key_pem, public_kid, public_pem
 from tests.api.cli_process import hitl as run_hitl
 from tests.bot.conftest import Harness, start, stop
-from tests.receipts.conftest import AGENT, CONFIG, FIN1, api
+from tests.receipts.conftest import AGENT, CONFIG, FIN1, api, receipts_served
 
 NODE = Path(__file__).parent / "node"
 
@@ -107,13 +107,8 @@ def _jose(evidence: str, history: Path) -> dict[str, Any]:
 
 
 async def test_an_evidence_record_verifies_offline_after_its_key_is_rotated_out(tmp_path: Path) -> None:
-    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    (tmp_path / "hitl.yaml").write_text(CONFIG)
-    hitl = await start(SqliteStore(tmp_path / "hitl.db"), SystemClock(), config=tmp_path / "hitl.yaml")  # type: ignore[arg-type]
-    try:
+    async with receipts_served(tmp_path, CONFIG) as hitl:
         shown, receipt, evidence = await _fetched(hitl)
-    finally:
-        await stop(hitl)
     old_kid = public_kid((tmp_path / "receipt.pem").read_bytes())
 
     # The rotation: a new key signs; the old one's public half moves to receipts.retired (no receipt of it is in
