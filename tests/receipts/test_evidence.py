@@ -83,25 +83,16 @@ def _pyjwt(tmp_path: Path, evidence: str, history: Path) -> dict[str, Any]:
     pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check"]
     installed = subprocess.run([*pip, "pyjwt>=2.8", "cryptography>=42"], capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr
-    out = subprocess.run(
-        [str(python), "-I", "-c", PYJWT_CHECK, evidence, str(history)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    return dict(json.loads(out.stdout))
+    return _printed([str(python), "-I", "-c", PYJWT_CHECK, evidence, str(history)], tmp_path)
 
 
 def _jose(evidence: str, history: Path) -> dict[str, Any]:
-    out = subprocess.run(
-        ["node", str(NODE / "evidence.mjs"), evidence, str(history)],
-        cwd=NODE,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return _printed(["node", str(NODE / "evidence.mjs"), evidence, str(history)], NODE)
+
+
+def _printed(argv: list[str], cwd: Path) -> dict[str, Any]:
+    """What an offline verifier run as its own process in ``cwd`` printed (JSON), after it exited 0."""
+    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return dict(json.loads(out.stdout))
 
