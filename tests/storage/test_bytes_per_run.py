@@ -16,7 +16,6 @@ from pydantic import BaseModel
 from hitl.engine.domain.consequences import Consequence, ConsequenceOutcome
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.ranking import due_soon_at
-from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.ports import Store
 from hitl.engine.runtime.compose import RunContext, compose
@@ -26,6 +25,7 @@ from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.testing.conformance import helpers
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock, make_approval
+from tests.bound_decisions import bound_request
 
 CYCLE = Path(__file__).resolve().parents[2] / "bench" / "cycle"
 """The benchmark's workflow and hitl.yaml: the run whose stored bytes the benchmarks page publishes."""
@@ -47,15 +47,7 @@ async def paused_run(ctx: RunContext) -> tuple[str, Approval]:
 
 async def finish(ctx: RunContext, run_id: str, approval: Approval) -> None:
     """Approve the run's approval as the benchmark does and resume the run to its end."""
-    await ctx.service.decide(
-        DecideRequest(
-            approval.id,
-            "U_OPS",
-            DecisionKind.APPROVE,
-            expected_version=approval.version,
-            expected_hash=approval.action_hash,
-        )
-    )
+    await ctx.service.decide(bound_request(approval, "U_OPS"))
     assert (await ctx.runner.resume(run_id)).status is RunStatus.COMPLETED
 
 
