@@ -99,9 +99,12 @@ async def api(h: Harness, method: str, path: str, token: str, body: dict[str, An
         return await r.json()
 
 
-async def approve(h: Harness, approval: dict[str, Any], *, kind: str = "approve") -> None:
-    """A finance reviewer approves ``approval`` (its API view) through the API (``kind``: ``trust`` to trust it)."""
+async def approve(h: Harness, approval: dict[str, Any], *, kind: str = "approve", on_view: bool = False) -> None:
+    """A finance reviewer approves ``approval`` (its API view) through the API (``kind``: ``trust`` to trust it;
+    ``on_view``: on the view it shows, whose digest the decision's audit entry and the receipt then keep)."""
     decision = {"decision": kind, "expected_version": approval["version"], "action_hash": approval["action_hash"]}
+    if on_view:
+        decision["view_digest"] = approval["view_digest"]
     await api(h, "POST", f"/approvals/{approval['id']}/decisions", FIN1, decision)
 
 

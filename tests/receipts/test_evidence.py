@@ -20,7 +20,7 @@ from hitl.receipts import args_sha256
 from hitl.receipts.signing import KEYS_HISTORY_PATH, new_key_pem, public_kid, public_pem
 from tests.api.cli_process import hitl as run_hitl
 from tests.bot.conftest import Harness, start, stop
-from tests.receipts.conftest import AGENT, CONFIG, FIN1, api, receipts_served
+from tests.receipts.conftest import AGENT, CONFIG, FIN1, api, approve, receipts_served
 
 NODE = Path(__file__).parent / "node"
 
@@ -47,8 +47,7 @@ async def _executed(h: Harness) -> tuple[dict[str, Any], str]:
     proposal = {"session": "ses_e", "tool": "pay", "args": args, "idempotency_key": "k-evidence"}
     pending = await api(h, "POST", "/proposals", AGENT, proposal)
     shown = await api(h, "GET", f"/approvals/{pending['approval']['id']}", FIN1)
-    decision = {"decision": "approve", "expected_version": shown["version"], "action_hash": shown["action_hash"]}
-    await api(h, "POST", f"/approvals/{shown['id']}/decisions", FIN1, {**decision, "view_digest": shown["view_digest"]})
+    await approve(h, shown, on_view=True)
     key, claim = pending["execution_key"], {"action_hash": pending["approval"]["execute_hash"]}
     receipt = (await api(h, "POST", f"/executions/{key}/claim", AGENT, claim))["receipt"]
     status, refused = await _get(h, f"/approvals/{shown['id']}/evidence", FIN1)  # not run yet: no record
