@@ -9,6 +9,15 @@ import time
 import urllib.request
 from typing import Any
 
+BOUNDED_REFUND = """    refund:
+      role: support
+      consequence: "tests.consequence_tools:refund"
+      consequence_limits: {timeout: 0.5s, workers: 1}
+    note: {role: support}
+"""
+"""The entries of a policy's ``tools:`` that the consequence suites share: ``refund`` asks the support role with its
+consequence bounded to half a second on one worker (so ``sleep`` overruns it), ``note`` asks it with none."""
+
 RAN: list[dict[str, Any]] = []
 """The arguments each consequence run in this process was given (a worker process's are its own)."""
 

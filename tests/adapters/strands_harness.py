@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strands import Agent, tool
+from strands.interventions.handler import InterventionHandler
 from strands.models.model import Model
 from strands.session.file_session_manager import FileSessionManager
 from strands.vended_interventions.hitl import HumanInTheLoop
@@ -68,6 +69,18 @@ def strands_tools(world: AgentWorld) -> list[Any]:
     return [tool(fn) for fn in world.ledger.tools()]
 
 
+def scripted_agent(world: AgentWorld, calls: list[ScriptedCall], handler: InterventionHandler, **options: Any) -> Agent:
+    """A Strands agent on the scripted model with the world's tools, ``handler`` its one intervention, printing
+    nothing (``options``: the SDK's others, a session manager)."""
+    return Agent(
+        model=ScriptedModel(calls),
+        tools=strands_tools(world),
+        interventions=[handler],
+        callback_handler=None,
+        **options,
+    )
+
+
 def transcript(agent: Agent) -> Transcript:
     results: dict[str, str] = {}
     for message in agent.messages:
@@ -98,13 +111,7 @@ class InlineHarness:
     def agent(self, run_calls: list[ScriptedCall], session: str) -> tuple[Agent, Any]:
         store = self.world.store()
         handler = HitlIntervention(self.world.gate(store), session=session, agent="support-bot")
-        agent = Agent(
-            model=ScriptedModel(run_calls),
-            tools=strands_tools(self.world),
-            interventions=[handler],
-            callback_handler=None,
-        )
-        return agent, store
+        return scripted_agent(self.world, run_calls, handler), store
 
     async def start(self, calls: list[ScriptedCall], *, session: str) -> AgentRun:
         agent, store = self.agent(calls, session)
@@ -140,14 +147,8 @@ class InterruptHarness:
     def agent(self, calls: list[ScriptedCall], session: str) -> tuple[Agent, HitlIntervention, Any]:
         store = self.world.store()
         handler = HitlIntervention(self.world.gate(store), session=session, mode="interrupt")
-        agent = Agent(
-            model=ScriptedModel(calls),
-            tools=strands_tools(self.world),
-            interventions=[handler],
-            callback_handler=None,
-            session_manager=FileSessionManager(session_id=session, storage_dir=str(self.sessions)),
-        )
-        return agent, handler, store
+        manager = FileSessionManager(session_id=session, storage_dir=str(self.sessions))
+        return scripted_agent(self.world, calls, handler, session_manager=manager), handler, store
 
     async def start(self, calls: list[ScriptedCall], *, session: str) -> AgentRun:
         agent, handler, store = self.agent(calls, session)
@@ -180,7 +181,5 @@ class InterruptHarness:
 async def ask_agent(world: AgentWorld, calls: list[ScriptedCall], session: str, **hitl: Any) -> tuple[Agent, Any]:
     ask = SlackAsk(Approvals(world.service(world.store())), session=session)
     handler = HumanInTheLoop(allowed_tools=["look_up_order"], ask=ask, **hitl)
-    agent = Agent(
-        model=ScriptedModel(calls), tools=strands_tools(world), interventions=[handler], callback_handler=None
-    )
+    agent = scripted_agent(world, calls, handler)
     return agent, asyncio.create_task(agent.invoke_async("go"))

@@ -31,21 +31,20 @@ from tests.backends import fresh_store_url
 from tests.bot.test_hostile_text import texts
 from tests.waiting import eventually
 
-YAML = """
+YAML = (
+    """
 requester: agent:riley
 roles: {support: [U_SUPPORT1, U_SUPPORT2], finance: [U_FIN1, U_FIN2]}
 policy:
   tools:
-    refund:
-      role: support
-      consequence: "tests.consequence_tools:refund"
-      consequence_limits: {timeout: 0.5s, workers: 1}
-    note: {role: support}
-    checked_refund: {role: support, consequence: "tests.consequence_tools:refund", consequence_check: true}
+"""
+    + tools.BOUNDED_REFUND
+    + """    checked_refund: {role: support, consequence: "tests.consequence_tools:refund", consequence_check: true}
     slow_refund: {role: support, consequence: "tests.consequence_tools:refund", consequence_limits: {timeout: 10s}}
   rules:
     - {name: large_refund, tools: [refund], when: "args.amount > 500", tier: escalate, role: finance, quorum: 2}
 """
+)
 CONFIG = parse_config(YAML)
 
 

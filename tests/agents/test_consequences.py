@@ -35,21 +35,20 @@ from tests.bot.test_hostile_text import assert_inert, texts
 from tests.waiting import eventually
 from tests.web.test_hostile_evidence import FOR_BROWSERS
 
-YAML = """
+YAML = (
+    """
 requester: agent:riley
 roles: {support: [U_SUPPORT1, U_SUPPORT2]}
 policy:
   allowed_tools: [look_up_order]
   denied_tools: [wipe]
   tools:
-    refund:
-      role: support
-      consequence: "tests.consequence_tools:refund"
-      consequence_limits: {timeout: 0.5s, workers: 1}
-    note: {role: support}
-    look_up_order: {consequence: "tests.consequence_tools:refund"}
+"""
+    + tools.BOUNDED_REFUND
+    + """    look_up_order: {consequence: "tests.consequence_tools:refund"}
     wipe: {consequence: "tests.consequence_tools:refund"}
 """
+)
 CONFIG = parse_config(YAML)
 OWN_TAGS = {
     "<h2>",

@@ -7,7 +7,7 @@ import pytest
 
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.domain.models import Tier
-from hitl.engine.domain.policy import Policy, PolicyContext, WindowStats
+from hitl.engine.domain.policy import Policy, PolicyContext, Verdict, WindowStats
 from hitl.engine.errors import EngineError, ErrorCode
 
 BASE = """
@@ -57,24 +57,18 @@ def ctx(**kw: object) -> PolicyContext:
     return PolicyContext(now=kw.pop("now", NOON), **kw)  # type: ignore[arg-type]
 
 
+def _routing(v: Verdict) -> tuple[Tier, str | None, int, str, bool]:
+    """Who a verdict asks and how: the tier, the approvers' role, the quorum, the rule that set them, and whether a
+    Trust may let the next such call through."""
+    return (v.tier, v.required_role, v.quorum, v.rule, v.trustable)
+
+
 def test_tiers_roles_and_quorum(policy: Policy) -> None:
     assert policy.evaluate("look_up_order", {}, ctx()).tier is Tier.AUTO
     v = policy.evaluate("refund", {"amount": 100, "customer_id": "C"}, ctx())
-    assert (v.tier, v.required_role, v.quorum, v.rule, v.trustable) == (
-        Tier.APPROVE,
-        "support",
-        1,
-        "tool_tier",
-        True,
-    )
+    assert _routing(v) == (Tier.APPROVE, "support", 1, "tool_tier", True)
     big = policy.evaluate("refund", {"amount": 899, "customer_id": "C"}, ctx())
-    assert (big.tier, big.required_role, big.quorum, big.rule, big.trustable) == (
-        Tier.ESCALATE,
-        "finance",
-        2,
-        "large_refund",
-        False,
-    )
+    assert _routing(big) == (Tier.ESCALATE, "finance", 2, "large_refund", False)
     assert any("large_refund" in r for r in big.reasons)
 
 

@@ -8,10 +8,12 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from opa_bindings import OpaEngine, OpaUndefinedError
+
+from tests.local_http import served
 
 __all__ = ["opa_data_api"]
 
@@ -50,15 +52,11 @@ def opa_data_api(*policies: Path, slow: bool = False) -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's name)
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        with served(Handler) as url:
+            try:
+                yield url
+            finally:
+                released.set()  # before the shutdown: a held request ends
     finally:
-        released.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
         engine.close()

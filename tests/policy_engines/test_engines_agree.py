@@ -10,7 +10,6 @@ import http.server
 import json
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 from hitl import ApprovalService, ProposeRequest, Tier, load_config
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
+from tests.local_http import served
 from tests.policy_engines.opa_data_api import opa_data_api
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -187,15 +187,8 @@ def _redirecting() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with served(Handler) as url:
+        yield url
 
 
 @pytest.mark.parametrize("failure", ["down", "slow", "unreadable-cedar", "undefined-document", "redirected"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,17 +59,36 @@ api:
 )
 
 
-@pytest.fixture
-async def hitl(tmp_path: Path) -> AsyncIterator[Harness]:
-    """``hitl serve`` on a SQLite file in ``tmp_path``, signing with ``tmp_path/receipt.pem``."""
+@asynccontextmanager
+async def receipts_served(tmp_path: Path, config: str) -> AsyncIterator[Harness]:
+    """``hitl serve`` on a SQLite file in ``tmp_path``, ``config`` its ``hitl.yaml``, signing with a new key in
+    ``tmp_path/receipt.pem``."""
     (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    (tmp_path / "hitl.yaml").write_text(CONFIG)
+    (tmp_path / "hitl.yaml").write_text(config)
     # Real time: the protected service checks the receipts against its own clock, as a real one would.
     h = await start(SqliteStore(tmp_path / "hitl.db"), SystemClock(), config=tmp_path / "hitl.yaml")  # type: ignore[arg-type]
     try:
         yield h
     finally:
         await stop(h)
+
+
+@asynccontextmanager
+async def own_connection(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    """A process's own connection to the SQLite store ``hitl serve`` uses in ``tmp_path`` (as an agent process or a
+    worker beside it opens one)."""
+    store = SqliteStore(tmp_path / "hitl.db")
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+async def hitl(tmp_path: Path) -> AsyncIterator[Harness]:
+    """``hitl serve`` on a SQLite file in ``tmp_path``, signing with ``tmp_path/receipt.pem``."""
+    async with receipts_served(tmp_path, CONFIG) as h:
+        yield h
 
 
 async def api(h: Harness, method: str, path: str, token: str, body: dict[str, Any] | None = None) -> Any:
@@ -79,9 +99,12 @@ async def api(h: Harness, method: str, path: str, token: str, body: dict[str, An
         return await r.json()
 
 
-async def approve(h: Harness, approval: dict[str, Any], *, kind: str = "approve") -> None:
-    """A finance reviewer approves ``approval`` (its API view) through the API (``kind``: ``trust`` to trust it)."""
+async def approve(h: Harness, approval: dict[str, Any], *, kind: str = "approve", on_view: bool = False) -> None:
+    """A finance reviewer approves ``approval`` (its API view) through the API (``kind``: ``trust`` to trust it;
+    ``on_view``: on the view it shows, whose digest the decision's audit entry and the receipt then keep)."""
     decision = {"decision": kind, "expected_version": approval["version"], "action_hash": approval["action_hash"]}
+    if on_view:
+        decision["view_digest"] = approval["view_digest"]
     await api(h, "POST", f"/approvals/{approval['id']}/decisions", FIN1, decision)
 
 

@@ -24,7 +24,7 @@ from hitl.receipts.signing import new_key_pem
 from tests.api.cli_process import hitl as cli
 from tests.bot.conftest import Harness
 from tests.ports import free_port
-from tests.receipts.conftest import AGENT, AGENT_PROCESS, CONFIG, FIN1, Payments, api, approve
+from tests.receipts.conftest import AGENT, AGENT_PROCESS, CONFIG, FIN1, Payments, api, approve, own_connection
 from tests.waiting import eventually
 
 PAYMENT = {"to": "V-1", "amount": 120}
@@ -33,11 +33,8 @@ PAYMENT = {"to": "V-1", "amount": 120}
 @pytest.fixture
 async def agent_store(hitl: Harness, tmp_path: Path) -> AsyncIterator[SqliteStore]:
     """The agent process's own connection to the store ``hitl serve`` uses."""
-    store = SqliteStore(tmp_path / "hitl.db")
-    try:
+    async with own_connection(tmp_path) as store:
         yield store
-    finally:
-        await store.close()
 
 
 def _agent(store: SqliteStore, tmp_path: Path, environ: dict[str, str]) -> Approvals:

@@ -10,11 +10,8 @@ from typing import Any
 
 import pytest
 
-from hitl.engine.clocks import SystemClock
-from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipts.signing import new_key_pem
-from tests.bot.conftest import Harness, start, stop
-from tests.receipts.conftest import AGENT, CONFIG, api, approve
+from tests.bot.conftest import Harness
+from tests.receipts.conftest import AGENT, CONFIG, api, approve, receipts_served
 from tests.waiting import eventually
 
 CHECKED = CONFIG.replace(
@@ -27,13 +24,8 @@ CHECKED = CONFIG.replace(
 async def checked(tmp_path: Path) -> AsyncIterator[Harness]:
     """``hitl serve`` with receipts, its ``pay`` consequence changing on every run (so it drifts when checked)."""
     assert CHECKED != CONFIG
-    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    (tmp_path / "hitl.yaml").write_text(CHECKED)
-    h = await start(SqliteStore(tmp_path / "hitl.db"), SystemClock(), config=tmp_path / "hitl.yaml")  # type: ignore[arg-type]
-    try:
+    async with receipts_served(tmp_path, CHECKED) as h:
         yield h
-    finally:
-        await stop(h)
 
 
 async def test_a_receipt_claim_of_a_drifted_approval_is_refused_and_asks_again(checked: Harness) -> None:

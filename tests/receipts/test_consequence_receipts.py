@@ -12,11 +12,8 @@ from typing import Any
 
 import pytest
 
-from hitl.engine.clocks import SystemClock
-from hitl.engine.storage.sqlite import SqliteStore
-from hitl.receipts.signing import new_key_pem
-from tests.bot.conftest import Harness, start, stop
-from tests.receipts.conftest import AGENT, CONFIG, FIN1, api
+from tests.bot.conftest import Harness
+from tests.receipts.conftest import AGENT, CONFIG, FIN1, api, receipts_served
 
 DECLARED = '      timeout: 1h\n      consequence: "tests.consequence_tools:pay"\n'
 
@@ -25,13 +22,8 @@ DECLARED = '      timeout: 1h\n      consequence: "tests.consequence_tools:pay"\
 async def served(tmp_path: Path) -> AsyncIterator[Harness]:
     """``hitl serve`` signing receipts, its ``pay`` tool declaring a consequence."""
     assert CONFIG.count("      timeout: 1h\n") == 1
-    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    (tmp_path / "hitl.yaml").write_text(CONFIG.replace("      timeout: 1h\n", DECLARED))
-    h = await start(SqliteStore(tmp_path / "hitl.db"), SystemClock(), config=tmp_path / "hitl.yaml")  # type: ignore[arg-type]
-    try:
+    async with receipts_served(tmp_path, CONFIG.replace("      timeout: 1h\n", DECLARED)) as h:
         yield h
-    finally:
-        await stop(h)
 
 
 def _claims(receipt: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from hitl.receipts.publishing import KEYS_HISTORY_PATH
 from hitl.receipts.signing import new_key_pem, public_kid, public_pem
 from tests.api.cli_process import hitl as run_hitl
 from tests.bot.conftest import Harness, start, stop
-from tests.receipts.conftest import AGENT, CONFIG, FIN1, api
+from tests.receipts.conftest import AGENT, CONFIG, FIN1, api, approve, receipts_served
 
 NODE = Path(__file__).parent / "node"
 
@@ -48,8 +48,7 @@ async def _executed(h: Harness) -> tuple[dict[str, Any], str]:
     proposal = {"session": "ses_e", "tool": "pay", "args": args, "idempotency_key": "k-evidence"}
     pending = await api(h, "POST", "/proposals", AGENT, proposal)
     shown = await api(h, "GET", f"/approvals/{pending['approval']['id']}", FIN1)
-    decision = {"decision": "approve", "expected_version": shown["version"], "action_hash": shown["action_hash"]}
-    await api(h, "POST", f"/approvals/{shown['id']}/decisions", FIN1, {**decision, "view_digest": shown["view_digest"]})
+    await approve(h, shown, on_view=True)
     key, claim = pending["execution_key"], {"action_hash": pending["approval"]["execute_hash"]}
     receipt = (await api(h, "POST", f"/executions/{key}/claim", AGENT, claim))["receipt"]
     status, refused = await _get(h, f"/approvals/{shown['id']}/evidence", FIN1)  # not run yet: no record
@@ -84,37 +83,23 @@ def _pyjwt(tmp_path: Path, evidence: str, history: Path) -> dict[str, Any]:
     pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--disable-pip-version-check"]
     installed = subprocess.run([*pip, "pyjwt>=2.8", "cryptography>=42"], capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr
-    out = subprocess.run(
-        [str(python), "-I", "-c", PYJWT_CHECK, evidence, str(history)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    return dict(json.loads(out.stdout))
+    return _printed([str(python), "-I", "-c", PYJWT_CHECK, evidence, str(history)], tmp_path)
 
 
 def _jose(evidence: str, history: Path) -> dict[str, Any]:
-    out = subprocess.run(
-        ["node", str(NODE / "evidence.mjs"), evidence, str(history)],
-        cwd=NODE,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return _printed(["node", str(NODE / "evidence.mjs"), evidence, str(history)], NODE)
+
+
+def _printed(argv: list[str], cwd: Path) -> dict[str, Any]:
+    """What an offline verifier run as its own process in ``cwd`` printed (JSON), after it exited 0."""
+    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return dict(json.loads(out.stdout))
 
 
 async def test_an_evidence_record_verifies_offline_after_its_key_is_rotated_out(tmp_path: Path) -> None:
-    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    (tmp_path / "hitl.yaml").write_text(CONFIG)
-    hitl = await start(SqliteStore(tmp_path / "hitl.db"), SystemClock(), config=tmp_path / "hitl.yaml")  # type: ignore[arg-type]
-    try:
+    async with receipts_served(tmp_path, CONFIG) as hitl:
         shown, receipt, evidence = await _fetched(hitl)
-    finally:
-        await stop(hitl)
     old_kid = public_kid((tmp_path / "receipt.pem").read_bytes())
 
     # The rotation: a new key signs; the old one's public half moves to receipts.retired (no receipt of it is in

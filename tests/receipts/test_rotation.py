@@ -88,6 +88,18 @@ async def _receipt(url: str, key: str) -> tuple[str, str]:
     return receipt, str(jws.extract_compact(receipt.encode()).headers()["kid"])
 
 
+async def _accepted_at_once(
+    url: str, key: str, kid: str, node: NodeVerifier, frozen: RemoteKeys
+) -> tuple[str, dict[str, Any]]:
+    """A receipt the `hitl serve` at ``url`` signs with ``kid``, which both verifiers accept, neither fetching the keys
+    again (each fetched them once, before): the receipt and its claims."""
+    signed, signer = await _receipt(url, key)
+    assert signer == kid
+    claims = await asyncio.to_thread(verify, signed, tool="look_up", args=ORDER, keys=frozen)
+    assert await node.check(signed) == {"ok": True, "kid": kid, "jti": claims["jti"], "fetches": 1}
+    return signed, claims
+
+
 @pytest.mark.slow
 async def test_a_key_published_before_it_signs_is_accepted_by_verifiers_that_fetched_before_the_switch(
     tmp_path: Path,
@@ -107,10 +119,7 @@ async def test_a_key_published_before_it_signs_is_accepted_by_verifiers_that_fet
             first = spawn_serve(env, tmp_path, port, log="first.log")
             try:
                 await wait_healthy(port, first)
-                signed_before, kid = await _receipt(url, "k-1")
-                assert kid == old
-                before = await asyncio.to_thread(verify, signed_before, tool="look_up", args=ORDER, keys=frozen)
-                assert await node.check(signed_before) == {"ok": True, "kid": old, "jti": before["jti"], "fetches": 1}
+                signed_before, _ = await _accepted_at_once(url, "k-1", old, node, frozen)
             finally:
                 await stopped(first, grace=20)
 
@@ -126,12 +135,8 @@ async def test_a_key_published_before_it_signs_is_accepted_by_verifiers_that_fet
             second = spawn_serve(env, tmp_path, port, log="second.log")
             try:
                 await wait_healthy(port, second)
-                signed_after, kid = await _receipt(url, "k-2")
-                assert kid == new
-
                 # Accepted at once, neither fetching the keys again: both knew the new key before it signed.
-                after = await asyncio.to_thread(verify, signed_after, tool="look_up", args=ORDER, keys=frozen)
-                assert await node.check(signed_after) == {"ok": True, "kid": new, "jti": after["jti"], "fetches": 1}
+                signed_after, after = await _accepted_at_once(url, "k-2", new, node, frozen)
                 assert frozen.fetches == 1
                 # What the old key signed still verifies until it expires.
                 assert (await node.check(signed_before))["ok"]

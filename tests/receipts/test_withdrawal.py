@@ -21,7 +21,7 @@ from tests.bot.hostile import HOSTILE, batches, carried
 from tests.bot.test_hostile_text import INVISIBLE, assert_inert
 from tests.bot.test_withdraw_card import _approved_receipt as approved_on_card
 from tests.bot.test_withdraw_card import _open_form, _reason
-from tests.receipts.conftest import AGENT, FIN1, SERVICE, api
+from tests.receipts.conftest import AGENT, FIN1, SERVICE, api, approve
 
 FIN2, ADMIN, BANK = "tok-fin2-pay", "tok-admin-pay", "tok-bank-redeem"
 FIN1_SUPPORT, ADMIN_SUPPORT, FIN1_FINANCE = "tok-fin1-support", "tok-admin-support", "tok-fin1-finance"
@@ -53,13 +53,7 @@ async def _approved_receipt(h: Harness, key: str, *, amount: int = 12) -> tuple[
     proposal = {"session": "ses_w", "tool": "pay", "args": {"to": "V-1", "amount": amount}, "idempotency_key": key}
     pending = await api(h, "POST", "/proposals", AGENT, proposal)
     shown = await api(h, "GET", f"/approvals/{pending['approval']['id']}", FIN1)
-    decision = {
-        "decision": "approve",
-        "expected_version": shown["version"],
-        "action_hash": shown["action_hash"],
-        "view_digest": shown["view_digest"],
-    }
-    await api(h, "POST", f"/approvals/{shown['id']}/decisions", FIN1, decision)
+    await approve(h, shown, on_view=True)
     claim = {"action_hash": pending["approval"]["execute_hash"]}
     receipt = (await api(h, "POST", f"/executions/{pending['execution_key']}/claim", AGENT, claim))["receipt"]
     return shown, receipt

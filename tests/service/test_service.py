@@ -11,6 +11,7 @@ from hitl.engine.errors import DecisionRefused, EngineError, ErrorCode, InvalidI
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
+from tests.bound_decisions import bound_request
 
 CONFIG = """
 requester: agent:riley
@@ -79,16 +80,7 @@ async def test_decide_binds_and_reports(svc: ApprovalService, notifier: Recordin
         await svc.decide(DecideRequest(p.approval.id, "bad\nid", DecisionKind.APPROVE))
     with pytest.raises(NotFound):
         await svc.decide(DecideRequest("apr_NOPE", "U_SUPPORT1", DecisionKind.APPROVE))
-    out = await svc.decide(
-        DecideRequest(
-            p.approval.id,
-            "U_SUPPORT1",
-            DecisionKind.APPROVE,
-            expected_version=1,
-            expected_hash=p.approval.action_hash,
-            via="cli",
-        )
-    )
+    out = await svc.decide(bound_request(p.approval, "U_SUPPORT1", via="cli"))
     assert out.status is Status.APPROVED
     assert ("changed", (out.id, "approved")) in notifier.events
     # The notifier's job was queued by the decision's own store step, and the notifier was told so.

@@ -19,6 +19,7 @@ from hitl.engine.oversight.freshness import FRESH_FOR
 from hitl.engine.ports import Store
 from hitl.engine.service import ApprovalService
 from hitl.testing import FakeClock
+from tests.bound_decisions import bound_request
 
 CONFIG = parse_config(
     """
@@ -56,15 +57,7 @@ async def test_a_halt_refuses_what_it_covers_and_is_audited(opener: Callable[[],
             await svc.decide(DecideRequest(pending.id, "U_S1", kind, args=args))
     # Bound exactly as a Slack card binds it (version and hash): refused too, without the fast path.
     with pytest.raises(Halted):
-        await svc.decide(
-            DecideRequest(
-                pending.id,
-                "U_S1",
-                DecisionKind.APPROVE,
-                expected_version=pending.version,
-                expected_hash=pending.action_hash,
-            )
-        )
+        await svc.decide(bound_request(pending, "U_S1"))
     assert (await svc.store.approvals.get(pending.id)).status is Status.PENDING
     no = await svc.decide(DecideRequest(rejected_later.id, "U_S1", DecisionKind.REJECT, reason="no"))
     assert no.status is Status.REJECTED  # rejecting still works

@@ -14,18 +14,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from hitl.engine.domain.consequences import Consequence, ConsequenceOutcome
-from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.ranking import due_soon_at
-from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.domain.runs import RunStatus
 from hitl.engine.ports import Store
 from hitl.engine.runtime.compose import RunContext, compose
 from hitl.engine.storage.postgres import PostgresStore
 from hitl.engine.storage.redis import RedisStore
 from hitl.engine.storage.sqlite import SqliteStore
+from hitl.engine.testing.conformance import helpers
 from hitl.engine.workflow.definition import load_workflow
 from hitl.testing import FakeClock, make_approval
+from tests.bound_decisions import bound_request
 
 CYCLE = Path(__file__).resolve().parents[2] / "bench" / "cycle"
 """The benchmark's workflow and hitl.yaml: the run whose stored bytes the benchmarks page publishes."""
@@ -47,15 +47,7 @@ async def paused_run(ctx: RunContext) -> tuple[str, Approval]:
 
 async def finish(ctx: RunContext, run_id: str, approval: Approval) -> None:
     """Approve the run's approval as the benchmark does and resume the run to its end."""
-    await ctx.service.decide(
-        DecideRequest(
-            approval.id,
-            "U_OPS",
-            DecisionKind.APPROVE,
-            expected_version=approval.version,
-            expected_hash=approval.action_hash,
-        )
-    )
+    await ctx.service.decide(bound_request(approval, "U_OPS"))
     assert (await ctx.runner.resume(run_id)).status is RunStatus.COMPLETED
 
 
@@ -146,15 +138,7 @@ async def test_a_sql_document_leaves_out_its_decisions_fields_still_at_their_non
     assert none_without_its_default(Approval, set()) == []
     asked = make_approval(now=clock.now(), quorum=2, args={"order_id": "78291", "note": None})
     await sql_store.approvals.create(asked)
-    first = DecideCommand(
-        approval_id=asked.id,
-        reviewer=Reviewer(id="U_ONE", roles=frozenset({"support"})),
-        kind=DecisionKind.APPROVE,
-        expected_version=1,
-        expected_hash=asked.action_hash,
-        reason="order checked",
-        view={"title": "refund"},
-    )
+    first = helpers.cmd(asked, "U_ONE", reason="order checked", view={"title": "refund"})
     await sql_store.approvals.decide(first, now=clock.now())
     two = Reviewer(id="U_TWO", roles=frozenset({"support"}))
     second = first.model_copy(update={"reviewer": two, "expected_version": 2, "reason": None, "view": None})
@@ -186,14 +170,7 @@ async def test_the_due_soon_score_is_kept_by_its_index_alone_on_redis(
         assert await r.zscore(c.soon_key, a.id) == due_soon_at(a)
         assert not await r.hexists(c.approval_key(a.id), "soon")
     await finish(ctx, run_id, asked)
-    ops = Reviewer(id="U_OPS", roles=frozenset({"ops"}))
-    reject = DecideCommand(
-        approval_id=alone.id,
-        reviewer=ops,
-        kind=DecisionKind.REJECT,
-        expected_version=1,
-        expected_hash=alone.action_hash,
-    )
+    reject = helpers.cmd(alone, "U_OPS", DecisionKind.REJECT, roles=frozenset({"ops"}))
     await redis_store.approvals.decide(reject, now=clock.now())
     for a in (asked, alone):
         assert await r.zscore(c.soon_key, a.id) is None

@@ -14,6 +14,7 @@ from hitl.engine.domain.retention import DAY, Retention
 from hitl.engine.errors import DecisionRefused, ErrorCode
 from hitl.engine.storage.redis import RedisStore
 from hitl.engine.storage.redis.connection import key_id
+from hitl.engine.testing.conformance import helpers
 from hitl.testing import FakeClock, make_approval
 
 
@@ -22,13 +23,7 @@ async def test_scripts_reload_after_a_server_flush(redis_store: RedisStore, cloc
     await redis_store.conn.r.script_flush()
     await redis_store.approvals.create(a)
     await redis_store.conn.r.script_flush()
-    cmd = DecideCommand(
-        approval_id=a.id,
-        reviewer=Reviewer(id="U1", roles=frozenset({"support"})),
-        kind=DecisionKind.APPROVE,
-        expected_version=1,
-        expected_hash=a.action_hash,
-    )
+    cmd = helpers.cmd(a, "U1")
     assert (await redis_store.approvals.decide(cmd, now=clock.now())).status is Status.APPROVED
     await redis_store.conn.r.script_flush()
     assert await redis_store.approvals.expire_due(now=clock.now() + 10**6) == []

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hitl.engine.domain.decide import DecideCommand
-from hitl.engine.domain.models import DecisionKind, Reviewer, Status
+from hitl.engine.domain.models import Status
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.storage.sqlite.connection import POLL
+from hitl.engine.testing.conformance import helpers
 from hitl.testing import FakeClock, make_approval
 
 _HOLD = """
@@ -84,13 +84,7 @@ async def test_a_waiter_wakes_at_once_on_a_change_made_in_this_process(tmp_path:
     a, _ = await store.approvals.create(make_approval(now=clock.now()))
     waiter = asyncio.create_task(store.approvals.wait_changed(a.id, after_version=a.version, timeout=30))
     await asyncio.sleep(0)
-    cmd = DecideCommand(
-        approval_id=a.id,
-        reviewer=Reviewer(id="U_X", roles=frozenset({"support"})),
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-    )
+    cmd = helpers.cmd(a, "U_X")
     await store.approvals.decide(cmd, now=clock.now())
     # Woken by the in-process signal, not the poll: done before any poll interval could pass.
     done, _ = await asyncio.wait({waiter}, timeout=POLL / 2)
@@ -132,13 +126,7 @@ async def test_a_commit_between_the_waiters_read_and_the_first_poll_still_wakes_
     store, other = SqliteStore(db), SqliteStore(db)
     clock = FakeClock()
     a, _ = await store.approvals.create(make_approval(now=clock.now()))
-    cmd = DecideCommand(
-        approval_id=a.id,
-        reviewer=Reviewer(id="U_X", roles=frozenset({"support"})),
-        kind=DecisionKind.APPROVE,
-        expected_version=a.version,
-        expected_hash=a.action_hash,
-    )
+    cmd = helpers.cmd(a, "U_X")
     looks = 0
     first_look = store.db._data_version
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ from hitl.engine.domain.records import AuditEntry, MessageRef
 from hitl.engine.storage.codec import audit_for_creation
 from hitl.engine.storage.paging import every_pending
 from hitl.engine.storage.postgres import PostgresStore
+from hitl.engine.storage.postgres.connection import Conn
 from hitl.engine.storage.postgres.schema import MIGRATIONS as PG_MIGRATIONS
 from hitl.engine.storage.redis import RedisStore
 from hitl.engine.storage.redis.connection import LAYOUT, connect, key_id
@@ -143,6 +146,19 @@ async def _trust_works_after(store: SqliteStore | RedisStore | PostgresStore, cl
     assert [(g.tool, g.requester) for g in grants] == [("refund", "agent:riley")]
 
 
+async def _sql_store_upgraded(
+    store: SqliteStore | PostgresStore, earlier: Approval, older: list[tuple[Approval, Any]], clock: FakeClock
+) -> None:
+    """What a SQL store the previous release left holds once this one has migrated it: the kinds written, the queue
+    ranked, trust for a requester, the alert states moved, the card grouped, and the dropped grant ended."""
+    await _kinds_read_back(store, older)
+    await _ranked_after(store, clock)
+    await _trust_works_after(store, clock)
+    await _alerts_moved(store)
+    await _groups_work_after(store, earlier, clock)
+    await _grant_ended(store)
+
+
 def _schema_7(db: sqlite3.Connection) -> None:
     """A file as the release that wrote schema 7 left it, tables only."""
     for _version, step in SQLITE_MIGRATIONS[:1]:
@@ -157,6 +173,24 @@ def _older_grant_sqlite(db: sqlite3.Connection, clock: FakeClock) -> None:
         (_OLD_SESSION, clock.now() + 3600),
     )
     insert_older_audit_sqlite(db, _OLD_GRANT)
+
+
+async def _migrations_1_to_3_with_an_older_grant(conn: Conn, schema: str, clock: FakeClock) -> None:
+    """A PostgreSQL schema as the release that wrote migration 3 left it: its migrations, and a grant as that release
+    kept it (naming no requester) with the audit entry it was given."""
+    await conn.execute(f'CREATE SCHEMA "{schema}"')
+    await conn.execute(
+        "CREATE TABLE hitl_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+    for version, sql in PG_MIGRATIONS[:3]:
+        await conn.execute(sql)
+        await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
+    await conn.execute(
+        "INSERT INTO trust (session_id, tool, granted_by, until) VALUES ($1, 'refund', 'U_SUPPORT1', $2)",
+        _OLD_SESSION,
+        clock.now() + 3600,
+    )
+    await insert_older_audit(conn, _OLD_GRANT)
 
 
 async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_path: Path, clock: FakeClock) -> None:
@@ -191,12 +225,7 @@ async def test_sqlite_drops_the_grants_schema_7_wrote_and_keeps_the_rest(tmp_pat
     store = SqliteStore(path)
     try:
         assert await store.approvals.get(earlier.id) == earlier
-        await _kinds_read_back(store, older)
-        await _ranked_after(store, clock)
-        await _trust_works_after(store, clock)
-        await _alerts_moved(store)
-        await _groups_work_after(store, earlier, clock)
-        await _grant_ended(store)
+        await _sql_store_upgraded(store, earlier, older, clock)
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
@@ -216,20 +245,8 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
     older = _older(clock)
     conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
     try:  # as the previous release left it: migrations 1-3, a grant, an approval with its audit
-        await conn.execute(f'CREATE SCHEMA "{schema}"')
-        await conn.execute(
-            "CREATE TABLE hitl_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        )
-        for version, sql in PG_MIGRATIONS[:3]:
-            await conn.execute(sql)
-            await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
-        await conn.execute(
-            "INSERT INTO trust (session_id, tool, granted_by, until) VALUES ($1, 'refund', 'U_SUPPORT1', $2)",
-            _OLD_SESSION,
-            clock.now() + 3600,
-        )
+        await _migrations_1_to_3_with_an_older_grant(conn, schema, clock)
         async with conn.transaction():
-            await insert_older_audit(conn, _OLD_GRANT)
             await insert_older_approval(conn, earlier)
             await insert_older_audit(conn, audit_for_creation(earlier))
             await conn.execute(
@@ -264,12 +281,7 @@ async def test_postgres_drops_the_grants_schema_3_wrote_and_keeps_the_rest(postg
         assert await store.migrate() == [v for v, _ in PG_MIGRATIONS[3:]]
         assert await store.approvals.get(earlier.id) == earlier
         assert await store.audit.verify() == (6, None)  # the grant's two entries: granted, ended at the upgrade
-        await _kinds_read_back(store, older)
-        await _ranked_after(store, clock)
-        await _trust_works_after(store, clock)
-        await _alerts_moved(store)
-        await _groups_work_after(store, earlier, clock)
-        await _grant_ended(store)
+        await _sql_store_upgraded(store, earlier, older, clock)
     finally:
         await store.close()
     conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
@@ -322,6 +334,22 @@ async def _as_layout_3_left_them(store: RedisStore) -> None:
     await c.r.set(c.layout_key, "3")
 
 
+@asynccontextmanager
+async def _this_release(redis_url: str, older: RedisStore) -> AsyncIterator[RedisStore]:
+    """The store ``older`` left, opened by this release, which upgrades it at its first operation."""
+    upgraded = RedisStore(connect(redis_url), prefix=older.prefix)
+    try:
+        yield upgraded
+    finally:
+        await upgraded.close()
+
+
+async def _pending_left(store: RedisStore, clock: FakeClock, key: str) -> None:
+    """Three pending approvals an older layout is to keep, created a second apart and all expiring at one moment."""
+    for i in range(3):
+        await store.approvals.create(make_approval(now=clock.advance(1), key=f"{key}{i}", ttl=900.0 - i))
+
+
 async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
     redis_store: RedisStore, redis_url: str, clock: FakeClock
 ) -> None:
@@ -353,8 +381,7 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
     await c.r.hset(c.message_key(carded.id), mapping={"channel": _OLD_CARD.channel, "ts": _OLD_CARD.ts})
     await c.r.set(c.message_ref_key(_OLD_CARD.channel, _OLD_CARD.ts), carded.id)
 
-    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)  # this release, starting
-    try:
+    async with _this_release(redis_url, redis_store) as upgraded:  # this release, starting
         # The paid claim is found: claiming it again hands over its outcome, never a second execution.
         again = await upgraded.ledger.claim("ses_old:pay:1", action_hash="h", holder="w2", now=2.0, lease=60)
         assert not again.acquired and again.result == {"paid": 1}
@@ -378,40 +405,30 @@ async def test_redis_upgrades_what_an_older_hitl_wrote_at_its_first_operation(
         assert (await upgraded.ledger.get("ses_old:pay:1")) is not None
         assert [g.requester for g in await upgraded.trust.all_active(now=clock.now())] == ["agent:riley"]
         await _grant_ended(upgraded)  # once, though the upgrade ran twice
-    finally:
-        await upgraded.close()
 
 
 async def test_redis_ranks_the_pending_approvals_the_previous_layout_left_and_encodes_no_key_twice(
     redis_store: RedisStore, redis_url: str, clock: FakeClock
 ) -> None:
-    for i in range(3):
-        await redis_store.approvals.create(make_approval(now=clock.advance(1), key=f"left{i}", ttl=900.0 - i))
+    await _pending_left(redis_store, clock, "left")
     await redis_store.runs.save("a%3Ab", CALLERS_RUN, expected_version=0, now=1.0)  # a key layout 2 encoded
     await _as_layout_2_left_them(redis_store)
-    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)
-    try:
+    async with _this_release(redis_url, redis_store) as upgraded:
         await _ranked_after(upgraded, clock)
         assert await upgraded.conn.r.get(upgraded.conn.layout_key) == LAYOUT
         found = await upgraded.runs.load("a%3Ab")
         assert found is not None and found.data == CALLERS_RUN
-    finally:
-        await upgraded.close()
 
 
 async def test_redis_indexes_when_the_pending_approvals_the_previous_layout_left_become_due_soon(
     redis_store: RedisStore, redis_url: str, clock: FakeClock
 ) -> None:
-    for i in range(3):
-        await redis_store.approvals.create(make_approval(now=clock.advance(1), key=f"soon{i}", ttl=900.0 - i))
+    await _pending_left(redis_store, clock, "soon")
     await _as_layout_3_left_them(redis_store)
     assert await redis_store.approvals.list_due_soon(now=clock.now() + 3600) == []  # layout 3 kept no such index
-    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)
-    try:
+    async with _this_release(redis_url, redis_store) as upgraded:
         await _ranked_after(upgraded, clock)
         assert await upgraded.conn.r.get(upgraded.conn.layout_key) == LAYOUT
-    finally:
-        await upgraded.close()
 
 
 async def test_a_new_redis_store_is_marked_without_an_upgrade(redis_store: RedisStore) -> None:
@@ -454,19 +471,7 @@ async def test_hitl_migrate_on_postgres_says_what_it_applied_and_ends_the_older_
     schema = f"u{uuid.uuid4().hex[:10]}"
     conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
     try:  # migrations 1-3 and a grant with its audit entry, as the previous release left them
-        await conn.execute(f'CREATE SCHEMA "{schema}"')
-        await conn.execute(
-            "CREATE TABLE hitl_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        )
-        for version, sql in PG_MIGRATIONS[:3]:
-            await conn.execute(sql)
-            await conn.execute("INSERT INTO hitl_schema (version) VALUES ($1)", version)
-        await conn.execute(
-            "INSERT INTO trust (session_id, tool, granted_by, until) VALUES ($1, 'refund', 'U_SUPPORT1', $2)",
-            _OLD_SESSION,
-            clock.now() + 3600,
-        )
-        await insert_older_audit(conn, _OLD_GRANT)
+        await _migrations_1_to_3_with_an_older_grant(conn, schema, clock)
     finally:
         await conn.close()
     url = f"{postgres_url}?schema={schema}"
@@ -512,6 +517,15 @@ async def _decided_before(store: SqliteStore | RedisStore | PostgresStore, clock
     return made
 
 
+async def _decided_then_closed(store: SqliteStore | PostgresStore, clock: FakeClock) -> list[Approval]:
+    """``_decided_before`` on ``store``, closed after, so that a test can take its schema back to the previous
+    release's."""
+    try:
+        return await _decided_before(store, clock)
+    finally:
+        await store.close()
+
+
 async def _filters_after(
     store: SqliteStore | RedisStore | PostgresStore, made: list[Approval], clock: FakeClock
 ) -> None:
@@ -537,11 +551,7 @@ def _tools_and_tiers(made: list[Approval]) -> dict[str, tuple[str, str]]:
 
 async def test_sqlite_indexes_the_filters_over_what_schema_20_wrote(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "old.db"
-    store = SqliteStore(path)
-    try:
-        made = await _decided_before(store, clock)
-    finally:
-        await store.close()
+    made = await _decided_then_closed(SqliteStore(path), clock)
     with sqlite3.connect(path) as db:  # as schema 20 left the file: none of the filters' indexes or columns
         db.execute("DROP TRIGGER approval_reviewers_purged")
         for index in ("approvals_by_tool", "approvals_by_tier", "approvals_by_requester"):
@@ -580,11 +590,7 @@ async def test_sqlite_drops_the_indexes_no_query_reads_over_what_schema_21_wrote
     tmp_path: Path, clock: FakeClock
 ) -> None:
     path = tmp_path / "old.db"
-    store = SqliteStore(path)
-    try:
-        made = await _decided_before(store, clock)
-    finally:
-        await store.close()
+    made = await _decided_then_closed(SqliteStore(path), clock)
     with sqlite3.connect(path) as db:  # as schema 21 left the file: the five indexes beside the status one
         for name, on in _UNREAD_INDEXES.items():
             db.execute(f"CREATE INDEX {name} ON approvals {on}")
@@ -608,11 +614,7 @@ async def test_sqlite_drops_the_indexes_no_query_reads_over_what_schema_21_wrote
 
 async def test_postgres_indexes_the_filters_over_what_migration_16_wrote(postgres_url: str, clock: FakeClock) -> None:
     schema = f"u{uuid.uuid4().hex[:10]}"
-    store = PostgresStore(postgres_url, schema=schema)
-    try:
-        made = await _decided_before(store, clock)
-    finally:
-        await store.close()
+    made = await _decided_then_closed(PostgresStore(postgres_url, schema=schema), clock)
     conn = await asyncpg.connect(postgres_url, server_settings={"search_path": schema})
     try:  # as migration 16 left the schema: none of the filters' indexes or columns
         await conn.execute("DROP TABLE approval_reviewers")
@@ -645,9 +647,6 @@ async def test_redis_indexes_the_filters_over_what_layout_4_left(
     await c.r.delete(*filters, f"{redis_store.prefix}:decided", f"{redis_store.prefix}:voted")
     await c.r.set(c.layout_key, "4")  # as the previous release left the store: none of the filters' indexes
     assert (await redis_store.approvals.list_matching(ApprovalFilter(reviewer="U_OLD"))).items == []
-    upgraded = RedisStore(connect(redis_url), prefix=redis_store.prefix)
-    try:
+    async with _this_release(redis_url, redis_store) as upgraded:
         await _filters_after(upgraded, made, clock)
         assert await c.r.get(c.layout_key) == LAYOUT
-    finally:
-        await upgraded.close()

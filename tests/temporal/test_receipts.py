@@ -19,9 +19,9 @@ from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.receipts import KeySet, verify
-from hitl.receipts.signing import new_key_pem
-from tests.bot.conftest import Harness, start, stop
+from tests.bot.conftest import Harness
 from tests.ports import free_port
+from tests.receipts.conftest import own_connection, receipts_served
 from tests.temporal.conftest import CONFIG, Stand, stand_on, temporal_client
 
 WORKER = "tok-temporal-worker"
@@ -39,22 +39,14 @@ api:
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Harness]:
     """``hitl serve`` signing receipts, on the store the worker uses."""
-    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
-    (tmp_path / "hitl.yaml").write_text(CONFIG + RECEIPTS)
-    h = await start(SqliteStore(tmp_path / "hitl.db"), SystemClock(), config=tmp_path / "hitl.yaml")  # type: ignore[arg-type]
-    try:
+    async with receipts_served(tmp_path, CONFIG + RECEIPTS) as h:
         yield h
-    finally:
-        await stop(h)
 
 
 @pytest.fixture
 async def worker_store(tmp_path: Path, served: Harness) -> AsyncIterator[SqliteStore]:
-    store = SqliteStore(tmp_path / "hitl.db")
-    try:
+    async with own_connection(tmp_path) as store:
         yield store
-    finally:
-        await store.close()
 
 
 async def _stand(temporal_server: str, store: SqliteStore, tmp_path: Path, api_url: str) -> Stand:
