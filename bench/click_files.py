@@ -25,6 +25,7 @@ checkout with the same harness API (``build_server``, ``serve_locally``, the san
 
     PYTHONPATH=../old-tree .venv/bin/python bench/click_files.py
     PYTHONPATH=. .venv/bin/python bench/click_files.py --rounds 5 --json counts.json
+    PYTHONPATH=. .venv/bin/python bench/click_files.py --config ../old-tree/examples/refund/hitl.yaml
 
 Not a test; prints the two figures and the files, with the rounds each ran in.
 """
@@ -197,10 +198,12 @@ class World:
     rt: Server
     slack: Dispatcher
     trace: FileTrace
+    config: Path
+    """The hitl.yaml served, and each run's."""
 
 
 @asynccontextmanager
-async def world(tmp: Path, trace: FileTrace) -> AsyncIterator[World]:
+async def world(tmp: Path, trace: FileTrace, config: Path) -> AsyncIterator[World]:
     """``hitl serve``'s parts built and served on 127.0.0.1 with ``tmp`` for its store and the example's shop."""
     os.environ["SHOP_DB"] = os.environ["HITL_SHOP_DB"] = str(tmp / "shop.db")  # the example's name, then and now
     state = workspace()
@@ -209,7 +212,7 @@ async def world(tmp: Path, trace: FileTrace) -> AsyncIterator[World]:
         slack_bot_token=state.token,
         slack_signing_secret=SECRET,
         slack_api_url=emulator.api_url,
-        hitl_config=str(CONFIG),
+        hitl_config=str(config),
         hitl_approval_channel="#refund-approvals",
         sweep_interval=3600,  # the sweeps run once, at start, and are not due again within the windows measured
     )
@@ -221,7 +224,7 @@ async def world(tmp: Path, trace: FileTrace) -> AsyncIterator[World]:
     slack = Dispatcher(state, http, bot_url=f"http://127.0.0.1:{port}{EVENTS}", signing_secret=SECRET)
     rt.background.start()
     try:
-        yield World(state, rt, slack, trace)
+        yield World(state, rt, slack, trace, config)
     finally:
         await http.close()
         await runner.cleanup()
@@ -236,7 +239,7 @@ async def approve_one(w: World, *, traced: bool) -> None:
     as the decision's wake would have (its sweeps ran at start and are not due again)."""
     wf = load_workflow(WORKFLOW)
     runs = w.rt.runtime.contexts.for_workflow(wf).runner
-    run = await runs.start(wf, REFUND, config_path=str(CONFIG))
+    run = await runs.start(wf, REFUND, config_path=str(w.config))
     if run.status is not RunStatus.PAUSED or run.approval is None:
         raise SystemExit(f"the refund run did not pause for approval: {run.status}")
     approval_id = run.approval.id
@@ -273,14 +276,14 @@ async def settle(w: World) -> None:
     await w.rt.ctx.notifier.flush()
 
 
-async def measure(rounds: int) -> list[tuple[set[str], set[str]]]:
+async def measure(rounds: int, config: Path) -> list[tuple[set[str], set[str]]]:
     """Per round, the files (a) and (b); after one click untraced, so that what runs once per process (lazy
     imports, caches filled) is not counted as the click's."""
     trace = FileTrace()
     trace.install()  # before any thread is started, so the store's and the tools' threads are traced too
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            async with world(Path(tmp), trace) as w:
+            async with world(Path(tmp), trace, config) as w:
                 await approve_one(w, traced=False)
                 found = []
                 for _ in range(rounds):
@@ -299,13 +302,22 @@ def cards(state: SlackState) -> list[Message]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3, help="clicks traced, each on a run of its own (default 3)")
+    ap.add_argument(
+        "--config",
+        type=Path,
+        default=CONFIG,
+        help="the hitl.yaml to serve (default: the tree's own examples/refund/hitl.yaml); another tree's, to compare "
+        "two trees on one policy",
+    )
     ap.add_argument("--json", type=Path, help="also write each round's files to this file")
     a = ap.parse_args()
     if not 1 <= a.rounds <= MAX_ROUNDS:
         ap.error(f"--rounds must be 1 to {MAX_ROUNDS} (the example's split-refunds rule caps a customer's refunds)")
-    found = asyncio.run(measure(a.rounds))
+    if not a.config.is_file():
+        ap.error(f"--config {a.config}: no such file")
+    found = asyncio.run(measure(a.rounds, a.config.resolve()))
     answers, effects = [f[0] for f in found], [f[1] for f in found]
-    print(f"tree: {TREE} ({a.rounds} clicks traced, after one untraced)")
+    print(f"tree: {TREE}, serving {a.config} ({a.rounds} clicks traced, after one untraced)")
     print(f"(a) files run from the click entering the app to its ack:    {_figure(answers)}")
     print(f"(b) files run from the click entering the app to the effect: {_figure(effects)}")
     print("rounds in which each file's code ran, (a) and (b):")
@@ -313,7 +325,11 @@ def main() -> None:
         in_a, in_b = sum(name in s for s in answers), sum(name in s for s in effects)
         print(f"  {in_a}/{a.rounds} {in_b}/{a.rounds}  {name}")
     if a.json is not None:
-        out = {"tree": str(TREE), "rounds": [{"answer": sorted(x), "effect": sorted(y)} for x, y in found]}
+        out = {
+            "tree": str(TREE),
+            "config": str(a.config),
+            "rounds": [{"answer": sorted(x), "effect": sorted(y)} for x, y in found],
+        }
         a.json.write_text(json.dumps(out, indent=2) + "\n")
 
 
