@@ -18,7 +18,8 @@ worker). Files are found by ``sys.setprofile`` (and ``threading.setprofile`` for
 Python frame entered or resumed (a ``call`` event; C calls are not frames) names its code's file, resolved through
 the ``hitl/engine`` and ``hitl/bot`` links to the repository's own paths. One click runs untraced first, so what
 runs once per process (lazy imports, caches filled) is not counted as a click's; each traced click is on a run of
-its own, and a figure that differs between them (card work racing the answer) is given as its range.
+its own, and a figure that differs between them (a cached read expiring, card work racing the answer) is given
+as its range.
 
 The tree measured is the one ``hitl`` is imported from (``PYTHONPATH``), so one copy of this script measures any
 checkout with the same harness API (``build_server``, ``serve_locally``, the sandbox's ``Dispatcher``):
