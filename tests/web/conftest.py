@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -83,6 +84,13 @@ class Inbox:
     """The `hitl serve` process (signalled by the tests of SIGHUP's reload)."""
     emulator: Emulator | None = None
     """The Slack stand-in's server (closed by the tests of a Slack that does not answer at all)."""
+
+
+def refunds(inbox: Inbox) -> list[tuple[float]] | None:
+    """The amounts the refund example's shop has refunded, or None while it has refunded nothing (for waiting)."""
+    with sqlite3.connect(inbox.cwd / "shop.db") as db:
+        rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
+    return rows or None
 
 
 def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -21,7 +20,7 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import SlackState
 from tests.mail.smtp_server import smtp_server
 from tests.waiting import eventually
-from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.conftest import browser, refunds, serving, sign_in
 from tests.web.test_decision_page import paused_refund
 from tests.web.test_role_reload import read_decide_token
 
@@ -37,12 +36,6 @@ def failing_over(port: int, failover: str = "{to: email}") -> Callable[[str], st
         )
 
     return edit
-
-
-def refunds(inbox: Inbox) -> list[tuple[float]] | None:
-    with sqlite3.connect(inbox.cwd / "shop.db") as db:
-        rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
-    return rows or None
 
 
 async def test_a_revoked_slack_token_fails_over_to_email_and_the_page_decides(tmp_path: Path) -> None:

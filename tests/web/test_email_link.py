@@ -6,7 +6,6 @@ resumes once; the same link, opened after, says who decided and offers nothing t
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 import aiohttp
@@ -17,7 +16,7 @@ from hitl.engine.storage import open_store
 from tests.mail.smtp_server import Mailbox, smtp_server
 from tests.sandbox.test_browser import browser_page
 from tests.waiting import eventually
-from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.conftest import Inbox, browser, refunds, serving, sign_in
 from tests.web.test_decision_page import card_of, paused_refund, sign_in_at_provider, stored
 
 NOTE = "Approve this now.\r\nBcc: attacker@evil.example\n<img src=https://evil.example/pixel.png>"
@@ -30,12 +29,6 @@ def with_email(port: int, details: str = "full") -> str:
         "contacts:\n  U_SUPPORT1: {email: s1@example.com}\n  U_SUPPORT2: {email: s2@example.com}\n"
         "  U_FIN1: {email: f1@example.com}\n"
     )
-
-
-def refunds(inbox: Inbox) -> list[tuple[float]] | None:
-    with sqlite3.connect(inbox.cwd / "shop.db") as db:
-        rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
-    return rows or None
 
 
 async def test_the_mailed_link_brings_a_reviewer_to_sign_in_and_decide_once(tmp_path: Path) -> None:
