@@ -85,6 +85,16 @@ async def hitl(inbox: Inbox, *args: str) -> str:
     return done.stdout
 
 
+async def pending_of_kind(inbox: Inbox, kind: ApprovalKind) -> list[str]:
+    """The ids of the approvals of ``kind`` waiting in ``inbox``'s store (the first ten by rank looked at)."""
+    store = open_store(inbox.env["HITL_STORE"])
+    try:
+        pending = await store.approvals.list_pending(roles=None, limit=10, cursor=None, order="rank", now=0.0)
+    finally:
+        await store.close()
+    return [a.id for a in pending.items if a.kind is kind]
+
+
 async def get(http: aiohttp.ClientSession, url: str) -> tuple[int, str]:
     async with http.get(url, allow_redirects=False) as r:
         return r.status, await r.text()
@@ -180,12 +190,7 @@ async def test_a_text_starting_with_a_line_break_keeps_it_in_the_modify_form_and
 
 async def test_a_practice_twin_looks_like_a_real_approval_until_its_decider_alone_is_told(ruled: Inbox) -> None:
     real = await propose(ruled, {"customer_id": "C-1"})
-    store = open_store(ruled.env["HITL_STORE"])
-    try:
-        pending = await store.approvals.list_pending(roles=None, limit=10, cursor=None, order="rank", now=0.0)
-    finally:
-        await store.close()
-    [twin] = [a.id for a in pending.items if a.kind is ApprovalKind.PRACTICE]
+    [twin] = await pending_of_kind(ruled, ApprovalKind.PRACTICE)
 
     async with browser() as http:
         await sign_in(http, ruled, "U_SUPPORT1")
@@ -204,12 +209,7 @@ async def test_a_practice_twin_looks_like_a_real_approval_until_its_decider_alon
 
 async def test_a_spot_check_asks_looks_right_or_flag_as_its_card_does(ruled: Inbox) -> None:
     await paused_refund(ruled, 30)  # its order look-up ran without a person, and is spot-checked
-    store = open_store(ruled.env["HITL_STORE"])
-    try:
-        pending = await store.approvals.list_pending(roles=None, limit=10, cursor=None, order="rank", now=0.0)
-    finally:
-        await store.close()
-    [spot] = [a.id for a in pending.items if a.kind is ApprovalKind.SPOT_CHECK]
+    [spot] = await pending_of_kind(ruled, ApprovalKind.SPOT_CHECK)
     async with browser() as http:
         await sign_in(http, ruled, "U_SUPPORT1")
         page = await page_of(http, ruled, spot)
