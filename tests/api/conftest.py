@@ -133,6 +133,17 @@ async def sqlite_api(
             await receiver.runner.cleanup()
 
 
+@asynccontextmanager
+async def shop_api(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, **options: Any
+) -> AsyncIterator[Api]:
+    """:func:`sqlite_api` (``options`` passed on) with the refund example's shop keeping its database in
+    ``tmp_path`` (``SHOP_DB`` set for this test)."""
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
+    async with sqlite_api(tmp_path, clock, **options) as made:
+        yield made
+
+
 async def trusted_refund(api: Api) -> None:
     """The agent token proposes a refund in session ``s1`` and a reviewer trusts it (a grant for ``agent:remote``)."""
     args = {"order_id": "1", "customer_id": "C-1", "amount": 5}
@@ -162,8 +173,7 @@ async def pending_refund(api: Api, key: str, amount: int) -> str:
 @pytest.fixture
 async def practice_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
     """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`PRACTICE`)."""
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=PRACTICE) as made:
+    async with shop_api(tmp_path, clock, monkeypatch, extra=PRACTICE) as made:
         yield made
 
 
@@ -194,6 +204,7 @@ __all__ = [
     "api_config",
     "pending_refund",
     "refund_proposal",
+    "shop_api",
     "sqlite_api",
     "trusted_refund",
 ]

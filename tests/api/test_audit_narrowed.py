@@ -12,7 +12,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
-from tests.api.conftest import Api, pending_refund, sqlite_api
+from tests.api.conftest import Api, pending_refund, shop_api
 
 ADMIN_SUPPORT, ADMIN_FINANCE = "tok-audit-support", "tok-audit-finance"
 NARROWED = "".join(
@@ -32,8 +32,7 @@ async def _audit(api: Api, token: str, limit: int = 200) -> list[dict[str, Any]]
 async def test_a_role_narrowed_admin_token_reads_only_the_trail_of_its_roles_approvals(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=NARROWED) as api:
+    async with shop_api(tmp_path, clock, monkeypatch, extra=NARROWED) as api:
         small, large = await pending_refund(api, "k-small", 20), await pending_refund(api, "k-large", 900)
         status, _ = await api.call("GET", "/audit", as_="sup1")  # refused: an entry tied to no approval
         assert status == 403

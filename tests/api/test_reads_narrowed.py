@@ -13,7 +13,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
-from tests.api.conftest import Api, pending_refund, sqlite_api
+from tests.api.conftest import Api, pending_refund, shop_api
 
 ADMIN_SUPPORT, DECIDE_FINANCE, AGENT_FINANCE = "tok-read-admin-support", "tok-read-finance", "tok-read-agent"
 NARROWED = "".join(
@@ -41,8 +41,7 @@ async def _listed(api: Api, token: str, query: str) -> list[str]:
 async def test_a_role_narrowed_token_reads_only_the_approvals_within_its_roles(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=NARROWED) as api:
+    async with shop_api(tmp_path, clock, monkeypatch, extra=NARROWED) as api:
         small, large = await pending_refund(api, "k-small", 20), await pending_refund(api, "k-large", 900)
         for token, mine, other in ((ADMIN_SUPPORT, small, large), (DECIDE_FINANCE, large, small)):
             status, read = await _get(api, token, f"/approvals/{mine}")
@@ -85,8 +84,7 @@ async def test_a_role_narrowed_token_reads_only_the_approvals_within_its_roles(
 async def test_a_run_shows_a_role_narrowed_token_only_the_approvals_it_waits_on_within_the_tokens_roles(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=NARROWED) as api:
+    async with shop_api(tmp_path, clock, monkeypatch, extra=NARROWED) as api:
         started = {"workflow": "refund", "vars": {"order_id": "78291", "amount": 900}}  # finance decides it
         status, run = await api.call("POST", "/runs", as_="agent", json=started)
         assert status == 201 and run["status"] == "paused", run
