@@ -18,13 +18,16 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import aiohttp
 import pytest
 
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.storage import open_store
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import SlackState
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
 from tests.processes import stop_process, stopped
 from tests.refund_config import write_refund_config
-from tests.waiting import started
+from tests.waiting import eventually, started
 
 PROVIDER = Path(__file__).parent / "oidc"
 CLIENT_SECRET = "test-client-secret-not-used-elsewhere"
@@ -93,6 +96,21 @@ def refunds(inbox: Inbox) -> list[tuple[float]] | None:
     return rows or None
 
 
+async def executed_with_trail(inbox: Inbox, approval_id: str) -> tuple[Approval, list[AuditEntry]]:
+    """Once ``inbox``'s store records the approval ``approval_id`` as executed (its refund's outcome): the approval
+    and its audit trail."""
+    store = open_store(inbox.env["HITL_STORE"])
+    try:
+
+        async def executed() -> bool:
+            return (await store.approvals.get(approval_id)).status is Status.EXECUTED
+
+        await eventually(executed, what="the refund's outcome recorded")
+        return await store.approvals.get(approval_id), await store.audit.entries(approval_id=approval_id)
+    finally:
+        await store.close()
+
+
 def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") -> Path:
     """The refund example's hitl.yaml with a ``web:`` section signing people in at ``issuer``."""
     text = CONFIG.read_text() + (
@@ -100,6 +118,15 @@ def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") ->
         f"    client_secret_env: HITL_OIDC_SECRET\n    slack_team_id: {TEAM}\n{extra}"
     )
     return write_refund_config(tmp_path / "hitl.yaml", text)
+
+
+async def stop_served(proc: subprocess.Popen[bytes] | None, emulator: Emulator | None, provider: Provider) -> None:
+    """Stop what a web inbox test started, as far as it got: `hitl serve`, the Slack stand-in, the provider."""
+    if proc is not None:
+        await stopped(proc, grace=20)
+    if emulator is not None:
+        await emulator.close()
+    stop_process(provider.proc, grace=5)
 
 
 @asynccontextmanager
@@ -133,11 +160,7 @@ async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: t
         await wait_healthy(port, proc)
         yield Inbox(public, provider.issuer, state, env, tmp_path, proc, emulator)
     finally:
-        if proc is not None:
-            await stopped(proc, grace=20)
-        if emulator is not None:
-            await emulator.close()
-        stop_process(provider.proc, grace=5)
+        await stop_served(proc, emulator, provider)
 
 
 @pytest.fixture

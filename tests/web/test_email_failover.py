@@ -20,7 +20,7 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import SlackState
 from tests.mail.smtp_server import smtp_server
 from tests.waiting import eventually
-from tests.web.conftest import browser, refunds, serving, sign_in
+from tests.web.conftest import browser, executed_with_trail, refunds, serving, sign_in
 from tests.web.test_decision_page import paused_refund
 from tests.web.test_role_reload import read_decide_token
 
@@ -62,17 +62,8 @@ async def test_a_revoked_slack_token_fails_over_to_email_and_the_page_decides(tm
                     assert r.status == 200 and "U_SUPPORT2 approved" in await r.text()
 
             assert await eventually(lambda: refunds(inbox), what="the run to resume and refund") == [(75.0,)]
-            store = open_store(inbox.env["HITL_STORE"])
-            try:
-
-                async def executed() -> bool:
-                    return (await store.approvals.get(approval_id)).status is Status.EXECUTED
-
-                await eventually(executed, what="the refund's outcome recorded")
-                approval = await store.approvals.get(approval_id)
-                said = [e.detail for e in await store.audit.entries(approval_id=approval_id)]
-            finally:
-                await store.close()
+            approval, trail = await executed_with_trail(inbox, approval_id)
+            said = [e.detail for e in trail]
             assert approval.status is Status.EXECUTED and [(d.reviewer, d.via) for d in approval.decisions] == [
                 ("U_SUPPORT2", "web")
             ]
