@@ -4,10 +4,12 @@ and sign-in driven over HTTP as a browser does it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -87,6 +89,20 @@ class Inbox:
     """The `hitl serve` process (signalled by the tests of SIGHUP's reload)."""
     emulator: Emulator | None = None
     """The Slack stand-in's server (closed by the tests of a Slack that does not answer at all)."""
+
+
+async def cli_run(inbox: Inbox, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`hitl ARGS` as a process on ``inbox``'s store and hitl.yaml, run in a thread so the test's loop (and the
+    servers on it) go on meanwhile."""
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "hitl", *args],
+        env=inbox.env,
+        cwd=inbox.cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def refunds(inbox: Inbox) -> list[tuple[float]] | None:

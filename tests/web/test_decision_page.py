@@ -4,11 +4,8 @@ card updates, the run resumes once, the audit says web), and what one may not do
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import subprocess
-import sys
 from typing import Any
 
 import aiohttp
@@ -25,23 +22,18 @@ from tests.bot.conftest import ROOT, SECRET
 from tests.ports import free_port
 from tests.sandbox.test_browser import DOCS_SHOTS, browser_page, keep_or_write
 from tests.waiting import eventually
-from tests.web.conftest import Inbox, browser, refunds, sign_in
+from tests.web.conftest import Inbox, browser, cli_run, refunds, sign_in
 
 
 async def paused_refund(
     inbox: Inbox, amount: int, note: str = "The parcel arrived crushed.", *, session: str | None = None
 ) -> str:
     """`hitl run` of the refund example, paused at its approval: the approval's id."""
-    run = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "hitl", "run", str(ROOT / "examples/refund/workflow.yaml"), "--json"]
-        + ["--var", "order_id=78291", "--var", f"amount={amount}", "--var", f"note={note}"]
-        + (["--session", session] if session else []),
-        env=inbox.env,
-        cwd=inbox.cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run = await cli_run(
+        inbox,
+        *["run", str(ROOT / "examples/refund/workflow.yaml"), "--json"],
+        *["--var", "order_id=78291", "--var", f"amount={amount}", "--var", f"note={note}"],
+        *(["--session", session] if session else []),
     )
     assert run.returncode == 4, run.stderr
     approval_id: str = json.loads(run.stdout)["approval_id"]

@@ -5,10 +5,7 @@ that look like real approvals until decided."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,7 +17,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.engine.domain.models import ApprovalKind, Status
 from hitl.engine.storage import open_store
-from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.conftest import Inbox, browser, cli_run, serving, sign_in
 from tests.web.test_decision_page import paused_refund
 from tests.web.test_page_decisions import approval, form_of, page_of, post
 
@@ -72,15 +69,7 @@ async def propose(inbox: Inbox, args: dict[str, Any]) -> str:
 
 async def hitl(inbox: Inbox, *args: str) -> str:
     """The hitl CLI against the inbox's store: its output (it must succeed)."""
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "hitl", *args],
-        env=inbox.env,
-        cwd=inbox.cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = await cli_run(inbox, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
