@@ -6,11 +6,24 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from tests.bot.conftest import ROOT
 
-__all__ = ["hitl"]
+__all__ = ["hitl", "store_env"]
+
+
+def store_env(folder: Path, **env: str) -> dict[str, str]:
+    """The environment of a CLI run on the store and shop kept in ``folder``: no hitl.yaml and no reviewer named
+    by the environment the suite runs in (so the run cannot pick up a developer's), then ``env``."""
+    return {
+        "HITL_STORE": f"sqlite:///{folder}/hitl.db",
+        "SHOP_DB": str(folder / "shop.db"),
+        "HITL_CONFIG": "",
+        "HITL_REVIEWER": "",
+        **env,
+    }
 
 
 async def hitl(*args: str, env: dict[str, str]) -> tuple[int, Any, str]:

@@ -133,6 +133,17 @@ async def sqlite_api(
             await receiver.runner.cleanup()
 
 
+@asynccontextmanager
+async def shop_api(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, **options: Any
+) -> AsyncIterator[Api]:
+    """:func:`sqlite_api` (``options`` passed on) with the refund example's shop keeping its database in
+    ``tmp_path`` (``SHOP_DB`` set for this test)."""
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
+    async with sqlite_api(tmp_path, clock, **options) as made:
+        yield made
+
+
 async def trusted_refund(api: Api) -> None:
     """The agent token proposes a refund in session ``s1`` and a reviewer trusts it (a grant for ``agent:remote``)."""
     args = {"order_id": "1", "customer_id": "C-1", "amount": 5}
@@ -144,11 +155,25 @@ async def trusted_refund(api: Api) -> None:
     assert status == 200
 
 
+def refund_proposal(session: str, key: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The body of ``POST /proposals`` asking a refund with ``args`` in ``session`` under idempotency key ``key``."""
+    return {"session": session, "tool": "refund", "args": args, "idempotency_key": key}
+
+
+async def pending_refund(api: Api, key: str, amount: int) -> str:
+    """A refund of ``amount`` the agent token (``agent:remote``) proposes in session ``s-<key>`` under idempotency
+    key ``key`` (support decides it; finance one over 500): its pending approval's id."""
+    args = {"order_id": "78291", "customer_id": "C-1", "amount": amount}
+    body = {"session": f"s-{key}", "tool": "refund", "idempotency_key": key, "args": args}
+    status, asked = await api.call("POST", "/proposals", as_="agent", json=body)
+    assert status == 200 and asked["verdict"] == "pending", asked
+    return str(asked["approval"]["id"])
+
+
 @pytest.fixture
 async def practice_api(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
     """`hitl serve` with the API on SQLite, every refund getting a practice twin (:data:`PRACTICE`)."""
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=PRACTICE) as made:
+    async with shop_api(tmp_path, clock, monkeypatch, extra=PRACTICE) as made:
         yield made
 
 
@@ -170,4 +195,16 @@ async def api(
     await hooks.runner.cleanup()
 
 
-__all__ = ["PRACTICE", "TOKENS", "WEBHOOK_SECRET", "Api", "Receiver", "api_config", "sqlite_api", "trusted_refund"]
+__all__ = [
+    "PRACTICE",
+    "TOKENS",
+    "WEBHOOK_SECRET",
+    "Api",
+    "Receiver",
+    "api_config",
+    "pending_refund",
+    "refund_proposal",
+    "shop_api",
+    "sqlite_api",
+    "trusted_refund",
+]

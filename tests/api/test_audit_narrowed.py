@@ -12,7 +12,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
-from tests.api.conftest import Api, sqlite_api
+from tests.api.conftest import Api, pending_refund, shop_api
 
 ADMIN_SUPPORT, ADMIN_FINANCE = "tok-audit-support", "tok-audit-finance"
 NARROWED = "".join(
@@ -20,15 +20,6 @@ NARROWED = "".join(
     for name, token, role in (("admin-support", ADMIN_SUPPORT, "support"), ("admin-finance", ADMIN_FINANCE, "finance"))
 )
 """Two admin tokens narrowed to one role each (more entries of the ``api.tokens`` list the configuration ends with)."""
-
-
-async def _refund(api: Api, key: str, amount: int) -> str:
-    """A refund the agent proposes (support decides it; finance one over 500): its approval's id."""
-    args = {"order_id": "78291", "customer_id": "C-1", "amount": amount}
-    body = {"session": f"s-{key}", "tool": "refund", "idempotency_key": key, "args": args}
-    status, asked = await api.call("POST", "/proposals", as_="agent", json=body)
-    assert status == 200 and asked["verdict"] == "pending", asked
-    return str(asked["approval"]["id"])
 
 
 async def _audit(api: Api, token: str, limit: int = 200) -> list[dict[str, Any]]:
@@ -41,9 +32,8 @@ async def _audit(api: Api, token: str, limit: int = 200) -> list[dict[str, Any]]
 async def test_a_role_narrowed_admin_token_reads_only_the_trail_of_its_roles_approvals(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=NARROWED) as api:
-        small, large = await _refund(api, "k-small", 20), await _refund(api, "k-large", 900)
+    async with shop_api(tmp_path, clock, monkeypatch, extra=NARROWED) as api:
+        small, large = await pending_refund(api, "k-small", 20), await pending_refund(api, "k-large", 900)
         status, _ = await api.call("GET", "/audit", as_="sup1")  # refused: an entry tied to no approval
         assert status == 403
 

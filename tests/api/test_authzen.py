@@ -114,6 +114,17 @@ async def ask(h: Harness, path: str, body: Any, token: str = GATEWAY, **kw: Any)
         return r.status, await r.json(content_type=None)
 
 
+async def held_call(h: Harness, request_id: str, fillers: str) -> tuple[str, Any]:
+    """The velocity of three used up (by request ids ``fillers`` + 0, 1, 2), the call ``request_id`` is held: its
+    approval's id, and that approval as U_FIN1 reads it over the API."""
+    for i in range(3):
+        await ask(h, "/access/v1/evaluation", evaluation(TO_V1, f"{fillers}{i}"))
+    _, asked = await ask(h, "/access/v1/evaluation", evaluation(TO_V1, request_id))
+    approval_id: str = asked["context"]["approval_id"]
+    _, a = await ask(h, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    return approval_id, a
+
+
 async def keys(h: Harness) -> KeySet:
     async with h.http.get(f"{h.bot_url}/.well-known/jwks.json") as published:
         return KeySet(await published.json(content_type=None))
@@ -205,11 +216,7 @@ async def test_approval_required_then_approved_admits_once_and_a_repeat_gets_the
 
 
 async def test_a_rejected_call_says_rejected(hitl: Harness) -> None:
-    for i in range(3):
-        await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, f"r{i}"))
-    _, held = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-no"))
-    approval_id = held["context"]["approval_id"]
-    _, a = await ask(hitl, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    approval_id, a = await held_call(hitl, "r-no", fillers="r")
     decision = {"decision": "reject", "expected_version": a["version"], "action_hash": a["action_hash"], "reason": "x"}
     assert (await ask(hitl, f"/api/v1/approvals/{approval_id}/decisions", decision, FIN1))[0] == 200
     status, no = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-no"))
@@ -224,11 +231,7 @@ async def test_a_rejected_call_says_rejected(hitl: Harness) -> None:
 
 
 async def test_evaluations_of_one_request_id_at_once_after_approval_all_get_its_one_hand_over(hitl: Harness) -> None:
-    for i in range(3):
-        await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, f"r{i}"))
-    _, held = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-race"))
-    approval_id = held["context"]["approval_id"]
-    _, a = await ask(hitl, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    approval_id, a = await held_call(hitl, "r-race", fillers="r")
     decision = {"decision": "approve", "expected_version": a["version"], "action_hash": a["action_hash"]}
     assert (await ask(hitl, f"/api/v1/approvals/{approval_id}/decisions", decision, FIN1))[0] == 200
     answers = await asyncio.gather(*(ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-race")) for _ in range(5)))

@@ -13,7 +13,7 @@ import pytest
 
 from hitl.engine.clocks import FakeClock
 from hitl.receipts.signing import new_key_pem
-from tests.api.test_authzen import CONFIG, FIN1, TO_V1, ask, evaluation, refusal
+from tests.api.test_authzen import CONFIG, FIN1, TO_V1, ask, evaluation, held_call, refusal
 from tests.bot.conftest import Harness, harness_on
 
 
@@ -27,11 +27,7 @@ async def hitl(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock)
 
 async def approved(h: Harness, request_id: str) -> str:
     """A held call (past the velocity of three), approved by U_FIN1: its approval's id."""
-    for i in range(3):
-        await ask(h, "/access/v1/evaluation", evaluation(TO_V1, f"fill-{request_id}-{i}"))
-    _, held = await ask(h, "/access/v1/evaluation", evaluation(TO_V1, request_id))
-    approval_id: str = held["context"]["approval_id"]
-    _, a = await ask(h, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    approval_id, a = await held_call(h, request_id, fillers=f"fill-{request_id}-")
     decision = {"decision": "approve", "expected_version": a["version"], "action_hash": a["action_hash"]}
     assert (await ask(h, f"/api/v1/approvals/{approval_id}/decisions", decision, FIN1))[0] == 200
     return approval_id
@@ -131,11 +127,7 @@ async def test_a_session_or_request_id_with_control_characters_is_400_and_counts
 
 
 async def test_an_approval_whose_arguments_a_reviewer_changed_does_not_admit_the_arguments_asked(hitl: Harness) -> None:
-    for i in range(3):
-        await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, f"fill-{i}"))
-    _, held = await ask(hitl, "/access/v1/evaluation", evaluation(TO_V1, "r-m"))
-    approval_id = held["context"]["approval_id"]
-    _, a = await ask(hitl, f"/api/v1/approvals/{approval_id}", None, FIN1, method="GET")
+    approval_id, a = await held_call(hitl, "r-m", fillers="fill-")
     edit = {
         "decision": "modify",
         "expected_version": a["version"],

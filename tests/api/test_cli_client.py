@@ -10,7 +10,7 @@ import pytest
 from hitl.cli.remote import remote_from_env
 from hitl.engine.errors import EngineError, ErrorCode
 from tests.api.cli_process import hitl
-from tests.api.conftest import TOKENS, Api
+from tests.api.conftest import TOKENS, Api, refund_proposal
 from tests.bot.conftest import ROOT
 from tests.refund_config import write_refund_config
 
@@ -23,12 +23,7 @@ def as_token(api: Api, name: str) -> dict[str, str]:
 
 
 async def test_a_reviewer_decides_from_the_cli_through_the_api(api: Api) -> None:
-    status, proposal = await api.call(
-        "POST",
-        "/proposals",
-        as_="agent",
-        json={"session": "s1", "tool": "refund", "args": REFUND, "idempotency_key": "k1"},
-    )
+    status, proposal = await api.call("POST", "/proposals", as_="agent", json=refund_proposal("s1", "k1", REFUND))
     assert status == 200
     approval_id = proposal["approval"]["id"]
 
@@ -71,12 +66,7 @@ async def test_every_command_through_the_api_says_where_it_asks_and_as_whom(api:
     """The newcomer's trap: the agent's HITL_API_URL and HITL_TOKEN still exported, a reviewer's `--as` was silently
     ignored and the agent's empty queue printed. Now every command says which address and identity it uses (one
     line on stderr), and an `--as` the token does not act as stops it (exit 2), naming both and what to do."""
-    status, proposal = await api.call(
-        "POST",
-        "/proposals",
-        as_="agent",
-        json={"session": "s-who", "tool": "refund", "args": REFUND, "idempotency_key": "k-who"},
-    )
+    status, proposal = await api.call("POST", "/proposals", as_="agent", json=refund_proposal("s-who", "k-who", REFUND))
     assert status == 200
     approval_id = proposal["approval"]["id"]
     agent = as_token(api, "agent")

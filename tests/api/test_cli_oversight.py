@@ -13,7 +13,7 @@ import pytest
 
 from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
-from tests.api.conftest import TOKENS, Api, sqlite_api, trusted_refund
+from tests.api.conftest import TOKENS, Api, shop_api, trusted_refund
 from tests.bot.conftest import ROOT
 from tests.refund_config import write_refund_config
 
@@ -60,8 +60,7 @@ async def test_production_refuses_a_claimed_identity_and_audits_it(tmp_path: Pat
 async def test_oversight_commands_go_through_the_api_with_a_token(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock) as api:
+    async with shop_api(tmp_path, clock, monkeypatch) as api:
         await _through_the_api(api)
 
 

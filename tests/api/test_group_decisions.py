@@ -13,7 +13,7 @@ import pytest
 
 from hitl.engine.storage import open_store
 from hitl.testing import FakeClock
-from tests.api.cli_process import hitl
+from tests.api.cli_process import hitl, store_env
 from tests.api.conftest import TOKENS, Api, Receiver, api_config
 from tests.backends import BACKENDS, fresh_store_url
 from tests.bot.conftest import ROOT, start, stop
@@ -165,14 +165,7 @@ async def test_the_cli_decides_a_group_through_the_api(group_api: Api) -> None:
 
 
 def local_env(tmp: Path) -> dict[str, str]:
-    return {
-        "HITL_STORE": f"sqlite:///{tmp}/hitl.db",
-        "SHOP_DB": str(tmp / "shop.db"),
-        "HITL_CONFIG": "",
-        "HITL_REVIEWER": "",
-        "HITL_NOW": "",
-        "HITL_API_URL": "",
-    }
+    return store_env(tmp, HITL_NOW="", HITL_API_URL="")
 
 
 async def paused_refund(env: dict[str, str], order: str, amount: int) -> str:

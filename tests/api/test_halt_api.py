@@ -3,18 +3,13 @@ API's own ways in (proposals, decisions, execution claims) answer 423 ``halted``
 
 from __future__ import annotations
 
-from tests.api.conftest import Api
+from tests.api.conftest import Api, refund_proposal
 
 REFUND = {"order_id": "78291", "customer_id": "C-1", "amount": 120}
 
 
 async def test_an_admin_halts_and_unhalts_and_the_api_refuses_meanwhile(api: Api) -> None:
-    status, proposal = await api.call(
-        "POST",
-        "/proposals",
-        as_="agent",
-        json={"session": "s1", "tool": "refund", "args": REFUND, "idempotency_key": "k1"},
-    )
+    status, proposal = await api.call("POST", "/proposals", as_="agent", json=refund_proposal("s1", "k1", REFUND))
     assert status == 200
     pending = proposal["approval"]
     bound = {"expected_version": pending["version"], "action_hash": pending["action_hash"]}

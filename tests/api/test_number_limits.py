@@ -8,15 +8,14 @@ import pytest
 
 from hitl.engine.domain.hashing import MAX_EXACT_INT
 from hitl.testing import FakeClock
-from tests.api.conftest import sqlite_api
+from tests.api.conftest import shop_api, sqlite_api
 from tests.bot.conftest import ROOT
 
 
 async def test_a_proposal_with_a_number_too_large_is_a_422(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock) as api:
+    async with shop_api(tmp_path, clock, monkeypatch) as api:
         for i, amount in enumerate(["9" * 10_000, str(MAX_EXACT_INT + 1), "-1" + "0" * 30, "1e300"]):
             raw = f'{{"session": "s", "tool": "refund", "idempotency_key": "k{i}", "args": {{"order_id": "1", '
             raw += f'"customer_id": "C", "amount": {amount}}}}}'

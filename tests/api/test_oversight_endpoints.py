@@ -15,7 +15,7 @@ from hitl.api.unauthenticated import Unauthenticated
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
-from tests.api.conftest import Api, sqlite_api, trusted_refund
+from tests.api.conftest import Api, shop_api, sqlite_api, trusted_refund
 
 
 async def _refusals(api: Api) -> list[tuple[str, str]]:
@@ -26,8 +26,7 @@ async def _refusals(api: Api) -> list[tuple[str, str]]:
 async def test_trust_grants_over_the_api_each_with_its_scope(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock) as api:
+    async with shop_api(tmp_path, clock, monkeypatch) as api:
         await trusted_refund(api)
         for who, seen in (("sup1", 1), ("admin", 1), ("emails", 0), ("agent", 0)):
             status, listed = await api.call("GET", "/trust", as_=who)
@@ -112,8 +111,7 @@ async def test_an_admin_token_narrowed_to_roles_reaches_only_their_tools_trust(
 async def test_the_figures_per_reviewer_are_for_admins(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock) as api:
+    async with shop_api(tmp_path, clock, monkeypatch) as api:
         await trusted_refund(api)
         status, problem = await api.call("GET", "/reviewers", as_="sup1")
         assert status == 403 and await _refusals(api) == [("U_SUPPORT1", "missing_scope")]

@@ -13,7 +13,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.testing import FakeClock
 from tests.api.cli_process import hitl
-from tests.api.conftest import Api, sqlite_api
+from tests.api.conftest import Api, pending_refund, shop_api
 
 ADMIN_SUPPORT, DECIDE_FINANCE, AGENT_FINANCE = "tok-read-admin-support", "tok-read-finance", "tok-read-agent"
 NARROWED = "".join(
@@ -26,15 +26,6 @@ NARROWED = "".join(
 )
 """An admin token narrowed to support, a reviewer's narrowed to finance, and an agent's narrowed to finance (more
 entries of the ``api.tokens`` list the configuration ends with)."""
-
-
-async def _refund(api: Api, key: str, amount: int) -> str:
-    """A refund the agent (``agent:remote``) proposes (support decides it; finance one over 500): its approval's id."""
-    args = {"order_id": "78291", "customer_id": "C-1", "amount": amount}
-    body = {"session": f"s-{key}", "tool": "refund", "idempotency_key": key, "args": args}
-    status, asked = await api.call("POST", "/proposals", as_="agent", json=body)
-    assert status == 200 and asked["verdict"] == "pending", asked
-    return str(asked["approval"]["id"])
 
 
 async def _get(api: Api, token: str, path: str) -> tuple[int, Any]:
@@ -50,9 +41,8 @@ async def _listed(api: Api, token: str, query: str) -> list[str]:
 async def test_a_role_narrowed_token_reads_only_the_approvals_within_its_roles(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=NARROWED) as api:
-        small, large = await _refund(api, "k-small", 20), await _refund(api, "k-large", 900)
+    async with shop_api(tmp_path, clock, monkeypatch, extra=NARROWED) as api:
+        small, large = await pending_refund(api, "k-small", 20), await pending_refund(api, "k-large", 900)
         for token, mine, other in ((ADMIN_SUPPORT, small, large), (DECIDE_FINANCE, large, small)):
             status, read = await _get(api, token, f"/approvals/{mine}")
             assert status == 200 and read["id"] == mine and read["audit"], read
@@ -94,8 +84,7 @@ async def test_a_role_narrowed_token_reads_only_the_approvals_within_its_roles(
 async def test_a_run_shows_a_role_narrowed_token_only_the_approvals_it_waits_on_within_the_tokens_roles(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=NARROWED) as api:
+    async with shop_api(tmp_path, clock, monkeypatch, extra=NARROWED) as api:
         started = {"workflow": "refund", "vars": {"order_id": "78291", "amount": 900}}  # finance decides it
         status, run = await api.call("POST", "/runs", as_="agent", json=started)
         assert status == 201 and run["status"] == "paused", run

@@ -12,14 +12,13 @@ from hitl.engine.domain.models import RESERVED_PREFIXES, DecisionKind
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.runtime.alerts import AlertWatch
 from hitl.testing import FakeClock
-from tests.api.conftest import sqlite_api
+from tests.api.conftest import shop_api
 
 
 async def test_a_tool_named_like_hitls_own_approvals_is_a_422(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock) as api:
+    async with shop_api(tmp_path, clock, monkeypatch) as api:
         for i, prefix in enumerate(RESERVED_PREFIXES):
             body = {"session": "s", "tool": f"{prefix}pay", "args": {"amount": 1}, "idempotency_key": f"k{i}"}
             status, problem = await api.call("POST", "/proposals", as_="agent", json=body)
@@ -41,8 +40,7 @@ alerts:
 async def test_a_run_named_like_an_alert_and_the_alert_stay_apart(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with sqlite_api(tmp_path, clock, extra=ALERTS) as api:
+    async with shop_api(tmp_path, clock, monkeypatch, extra=ALERTS) as api:
         run = {"workflow": "refund", "vars": {"order_id": "78291", "amount": 120}, "session_id": "alert:stale"}
         status, started = await api.call("POST", "/runs", as_="agent", json=run)
         assert status in (200, 201) and started["status"] == "paused", started

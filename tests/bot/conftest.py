@@ -281,6 +281,21 @@ async def harness_on(
         await stop(h)
 
 
+def refund_harness_with(extra: str) -> Callable[..., Any]:
+    """A fixture: a harness on each store (parametrized) serving the refund example's hitl.yaml followed by
+    ``extra``, the example's shop keeping its database in the test's folder."""
+
+    @pytest.fixture(params=BACKENDS)
+    async def h(
+        request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    ) -> AsyncIterator[Harness]:
+        monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
+        async with harness_on(request, tmp_path, clock, CONFIG.read_text() + extra) as harness:
+            yield harness
+
+    return h
+
+
 @pytest.fixture(params=BACKENDS)
 async def harness(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch

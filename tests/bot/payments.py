@@ -1,5 +1,6 @@
-"""A ``pay`` tool for the tests of the reviewer's queue, its attention and its hand-on: its schema in ``hitl.yaml``,
-an API token's line, a harness on every store serving a given ``hitl.yaml``, and a payment proposed through it."""
+"""A ``pay`` tool for the tests of the reviewer's queue, its attention and its hand-on: the pieces of their
+``hitl.yaml`` (its head, a tool, the rule escalating large payments, API tokens), a harness on every store serving a
+given ``hitl.yaml``, and a payment proposed through it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,18 @@ from hitl.testing import FakeClock
 from tests.backends import BACKENDS
 from tests.bot.conftest import Harness, harness_on
 
-__all__ = ["PAY_SCHEMA", "harness_serving", "pay", "token"]
+__all__ = [
+    "LARGE_PAYMENTS_ESCALATE",
+    "PAY_SCHEMA",
+    "PAY_SUMMARY",
+    "TYPED_ESCALATION",
+    "api_tokens",
+    "harness_serving",
+    "pay",
+    "requested_by_riley",
+    "token",
+    "tool",
+]
 
 PAY_SCHEMA = """      schema:
         type: object
@@ -27,6 +39,37 @@ PAY_SCHEMA = """      schema:
         additionalProperties: false
 """
 """The ``schema:`` of the ``pay`` tool, indented under ``policy.tools.pay``."""
+
+PAY_SUMMARY = '"Pay {{ args.amount | money }} to {{ args.to }}"'
+"""The ``summary:`` of the ``pay`` tool (quoted for YAML): the card's sentence, amount included."""
+
+TYPED_ESCALATION = """  tiers:
+    escalate: {confirm: [amount], approve_reason: required}
+"""
+"""``policy.tiers``: approving an escalation asks the amount typed again and a reason."""
+
+LARGE_PAYMENTS_ESCALATE = """  rules:
+    - {name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}
+"""
+"""``policy.rules``: a payment over 500 is escalated."""
+
+
+def requested_by_riley(**roles: str) -> str:
+    """The head of ``hitl.yaml``: ``agent:riley`` proposes, each of ``roles`` holds its members (a YAML flow list),
+    and ``policy.tools`` opens for the tools that follow."""
+    held = "".join(f"  {role}: {members}\n" for role, members in roles.items())
+    return f"\nrequester: agent:riley\nroles:\n{held}policy:\n  tools:\n"
+
+
+def tool(name: str, schema: str = PAY_SCHEMA, **settings: str | int) -> str:
+    """One tool under ``policy.tools``: its ``settings`` in the order given, then its ``schema`` (the ``pay`` tool's
+    unless another is given)."""
+    return f"    {name}:\n" + "".join(f"      {key}: {value}\n" for key, value in settings.items()) + schema
+
+
+def api_tokens(*lines: str) -> str:
+    """The ``api.tokens`` section holding ``lines`` (each made by ``token``)."""
+    return "api:\n  tokens:\n" + "".join(lines)
 
 
 def token(name: str, secret: str, reviewer: str, scopes: str = "[read, decide]") -> str:

@@ -19,6 +19,7 @@ from hitl.bot.views.controls import ACTION_APPROVE, ACTION_TRUST
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import load_config
 from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import AuditEntry
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage import open_store
@@ -52,17 +53,20 @@ async def _propose(url: str, n: int) -> list[Approval]:
         await store.close()
 
 
-async def _read(url: str, ids: list[str]) -> dict[str, tuple[Status, list[str]]]:
+async def recorded(url: str, ids: list[str]) -> dict[str, tuple[Approval, list[AuditEntry]]]:
+    """Each of ``ids`` as the store at ``url`` keeps it after the crash: the approval and its audit trail."""
     store = open_store(url)
     try:
-        out = {}
-        for approval_id in ids:
-            a = await store.approvals.get(approval_id)
-            trail = await store.audit.entries(approval_id=approval_id)
-            out[approval_id] = (a.status, [f"{e.event}:{e.outcome}:{e.detail}" for e in trail])
-        return out
+        return {i: (await store.approvals.get(i), await store.audit.entries(approval_id=i)) for i in ids}
     finally:
         await store.close()
+
+
+async def _read(url: str, ids: list[str]) -> dict[str, tuple[Status, list[str]]]:
+    return {
+        approval_id: (a.status, [f"{e.event}:{e.outcome}:{e.detail}" for e in trail])
+        for approval_id, (a, trail) in (await recorded(url, ids)).items()
+    }
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -17,30 +17,17 @@ from hitl.engine.domain.models import Approval, DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.errors import EngineError, ErrorCode
 from tests.api.cli_process import hitl
+from tests.bot import payments
 from tests.bot.conftest import Harness
-from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
+from tests.bot.payments import harness_serving, pay, token
 
 TOKEN = "tok-pay-2"
 CONFIG = (
-    """
-requester: agent:riley
-roles:
-  payments: [U_SUPPORT1, U_SUPPORT2]
-policy:
-  tools:
-    pay:
-      tier: approve
-      timeout: 1h
-"""
-    + PAY_SCHEMA
-    + """  tiers:
-    escalate: {confirm: [amount], approve_reason: required}
-  rules:
-    - {name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}
-api:
-  tokens:
-"""
-    + token("pay2", TOKEN, "U_SUPPORT2")
+    payments.requested_by_riley(payments="[U_SUPPORT1, U_SUPPORT2]")
+    + payments.tool("pay", tier="approve", timeout="1h")
+    + payments.TYPED_ESCALATION
+    + payments.LARGE_PAYMENTS_ESCALATE
+    + payments.api_tokens(token("pay2", TOKEN, "U_SUPPORT2"))
 )
 
 h = harness_serving(CONFIG)

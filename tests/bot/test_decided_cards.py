@@ -34,6 +34,7 @@ from hitl.testing import FakeClock, make_approval
 from tests.api.cli_process import hitl
 from tests.bot.conftest import CONFIG, Harness
 from tests.bot.hostile import HOSTILE, carried
+from tests.bot.test_faithful_card import boxed_text
 from tests.bot.test_group_cards import flood, group_message
 from tests.bot.test_halt import ADMIN, h  # noqa: F401  (the harness with an admin who may halt)
 from tests.bot.test_hostile_text import INVISIBLE, assert_inert
@@ -114,15 +115,7 @@ async def test_a_rejection_from_the_form_and_a_long_reason_open_in_full(harness:
     )
     assert (await harness.slack.click("U_SUPPORT1", copy.deepcopy(card), button["action_id"])).status == 200
     _, full = last_view(harness)
-    boxes = [
-        run["text"]
-        for b in full["blocks"]
-        if b["type"] == "rich_text"
-        for e in b["elements"]
-        if e["type"] == "rich_text_preformatted"
-        for run in e["elements"]
-    ]
-    whole = "".join(boxes)
+    whole = boxed_text(full)
     assert long[1900:2000] in whole and whole.count("<!here>") == long[:2000].count("<!here>")  # all of it
 
 

@@ -15,32 +15,20 @@ from hitl.bot.views.home import HOME_DELEGATION
 from hitl.engine.domain.delegation import utc_text
 from hitl.engine.domain.models import Approval, Status
 from tests.api.cli_process import hitl
+from tests.bot import payments
 from tests.bot.conftest import Harness
-from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
+from tests.bot.payments import harness_serving, pay, token
 
 FIN2, SUPPORT2, FIN1_PROPOSER, PAYBOT = "tok-fin2", "tok-support2", "tok-fin1-agent", "tok-paybot"
 CONFIG = (
-    """
-requester: agent:riley
-roles:
-  support: [U_SUPPORT1, U_SUPPORT2]
-  finance: [U_FIN1, U_FIN2]
-policy:
-  tools:
-    pay:
-      tier: approve
-      role: finance
-      quorum: 2
-      timeout: 1h
-"""
-    + PAY_SCHEMA
-    + """api:
-  tokens:
-"""
-    + token("fin2", FIN2, "U_FIN2")
-    + token("support2", SUPPORT2, "U_SUPPORT2")
-    + token("fin1-agent", FIN1_PROPOSER, "U_FIN1", "[propose, read]")
-    + token("paybot", PAYBOT, "U_PAYBOT", "[propose, read]")
+    payments.requested_by_riley(support="[U_SUPPORT1, U_SUPPORT2]", finance="[U_FIN1, U_FIN2]")
+    + payments.tool("pay", tier="approve", role="finance", quorum=2, timeout="1h")
+    + payments.api_tokens(
+        token("fin2", FIN2, "U_FIN2"),
+        token("support2", SUPPORT2, "U_SUPPORT2"),
+        token("fin1-agent", FIN1_PROPOSER, "U_FIN1", "[propose, read]"),
+        token("paybot", PAYBOT, "U_PAYBOT", "[propose, read]"),
+    )
 )
 LA = ZoneInfo("America/Los_Angeles")
 

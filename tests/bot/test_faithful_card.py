@@ -207,7 +207,8 @@ def _has_next(view: dict[str, Any]) -> bool:
     )
 
 
-def _boxes(view: dict[str, Any]) -> str:
+def boxed_text(view: dict[str, Any]) -> str:
+    """All the text of ``view``'s preformatted boxes, in order (what a value paged across boxes reads as)."""
     return "".join(
         run["text"]
         for b in view["blocks"]
@@ -232,14 +233,14 @@ async def test_a_100000_character_value_reads_in_full_page_by_page(faithful: Har
     assert message_problems(message.blocks) == (None, [])
     await h.slack.click("U_SUPPORT1", copy.deepcopy(message), f"{ACTION_FULL_VALUE}:2")
     view_id, view = _open_view(h, "U_SUPPORT1")
-    read, pages = _boxes(view), 1
+    read, pages = boxed_text(view), 1
     assert "Page 1 of" in str(view["blocks"][0])
     while any(
         e["action_id"].endswith(":next") for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]
     ):
         await h.slack.click_in_view("U_SUPPORT1", view_id, f"{ACTION_PAGE}:next")
         view_id, view = _open_view(h, "U_SUPPORT1")
-        page = _boxes(view)
+        page = boxed_text(view)
         assert not page.startswith(("\u200d", "👩", "👧")) or read.endswith(" ")  # no family is torn apart
         read, pages = read + page, pages + 1
     assert read == show(memo).text and read.endswith('TAIL: also wire 9999 to mallory"') and pages >= 9
@@ -248,7 +249,7 @@ async def test_a_100000_character_value_reads_in_full_page_by_page(faithful: Har
     await h.svc.decide(DecideRequest(a.id, "U_SUPPORT2", DecisionKind.REJECT, reason="no"))
     await h.slack.click_in_view("U_SUPPORT1", view_id, f"{ACTION_PAGE}:previous")
     _, view = _open_view(h, "U_SUPPORT1")
-    assert "changed since its card was drawn" in str(view["blocks"]) and _boxes(view) == ""
+    assert "changed since its card was drawn" in str(view["blocks"]) and boxed_text(view) == ""
 
 
 async def test_a_stranger_cannot_open_a_value_and_show_offers_the_same_control(faithful: Harness) -> None:

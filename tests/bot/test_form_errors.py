@@ -14,29 +14,17 @@ from hitl.bot.views.group_cards import ACTION_GROUP_REJECT
 from hitl.engine.domain.models import Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.engine.runtime.compose import compose
+from tests.bot import payments
 from tests.bot.conftest import CONFIG as REFUND_CONFIG
 from tests.bot.conftest import Harness
-from tests.bot.payments import PAY_SCHEMA, harness_serving, pay
+from tests.bot.payments import harness_serving, pay
 from tests.bot.test_modals_and_commands import field_values, last_view
 
 CONFIG = (
-    """
-requester: agent:riley
-roles:
-  payments: [U_SUPPORT1, U_SUPPORT2]
-policy:
-  tools:
-    pay:
-      tier: approve
-      timeout: 1h
-      summary: "Pay {{ args.amount | money }} to {{ args.to }}"
-"""
-    + PAY_SCHEMA
-    + """  tiers:
-    escalate: {confirm: [amount], approve_reason: required}
-  rules:
-    - {name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}
-"""
+    payments.requested_by_riley(payments="[U_SUPPORT1, U_SUPPORT2]")
+    + payments.tool("pay", tier="approve", timeout="1h", summary=payments.PAY_SUMMARY)
+    + payments.TYPED_ESCALATION
+    + payments.LARGE_PAYMENTS_ESCALATE
 )
 CONFIGURATION_WORDS = ("approve_reason", "required)", "confirm:", "--reason", "reason field")
 """What a reviewer must never read in a form error: hitl.yaml's keys, the CLI's options."""

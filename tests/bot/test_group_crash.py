@@ -30,6 +30,7 @@ from hitl.sandbox.server import start_emulator
 from hitl.sandbox.webapi import Message, SlackState
 from tests.backends import fresh_store_url
 from tests.bot.conftest import CONFIG, SECRET, serve_env, spawn_serve, wait_healthy, workspace
+from tests.bot.test_answer_crash import recorded
 from tests.ports import free_port
 from tests.processes import stopped
 from tests.waiting import eventually
@@ -39,16 +40,10 @@ FLOOD = 300
 
 async def _statuses(url: str, ids: list[str]) -> dict[str, tuple[Status, int]]:
     """Each member's status and how many ``decided`` entries its audit holds."""
-    store = open_store(url)
-    try:
-        out = {}
-        for approval_id in ids:
-            a = await store.approvals.get(approval_id)
-            entries = await store.audit.entries(approval_id=approval_id)
-            out[approval_id] = (a.status, sum(1 for e in entries if e.event == "decided"))
-        return out
-    finally:
-        await store.close()
+    return {
+        approval_id: (a.status, sum(1 for e in entries if e.event == "decided"))
+        for approval_id, (a, entries) in (await recorded(url, ids)).items()
+    }
 
 
 def _kill_at_first_decision(url: str, serve: subprocess.Popen[bytes]) -> None:

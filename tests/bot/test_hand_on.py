@@ -11,31 +11,17 @@ import json
 from hitl.bot.views.controls import ACTION_APPROVE
 from hitl.bot.views.home import HOME_WAITING
 from hitl.engine.domain.models import Approval, Status
+from tests.bot import payments
 from tests.bot.conftest import Harness
-from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
+from tests.bot.payments import harness_serving, pay, token
 
 TOKEN = "tok-fin-handed"
 CONFIG = (
-    """
-requester: agent:riley
-roles:
-  support: [U_SUPPORT1, U_SUPPORT2]
-  finance: [U_FIN1, U_FIN2]
-policy:
-  tools:
-    pay:
-      tier: approve
-      role: support
-      quorum: 2
-      timeout: 1h
-      hand_on_after: 50%
-      backup_role: finance
-"""
-    + PAY_SCHEMA
-    + """api:
-  tokens:
-"""
-    + token("fin1", TOKEN, "U_FIN1")
+    payments.requested_by_riley(support="[U_SUPPORT1, U_SUPPORT2]", finance="[U_FIN1, U_FIN2]")
+    + payments.tool(
+        "pay", tier="approve", role="support", quorum=2, timeout="1h", hand_on_after="50%", backup_role="finance"
+    )
+    + payments.api_tokens(token("fin1", TOKEN, "U_FIN1"))
 )
 
 h = harness_serving(CONFIG)

@@ -18,7 +18,7 @@ from aiohttp import web
 import hitl.bot.server
 from hitl.bot.requests.button_values import parse_button_value
 from hitl.bot.views.controls import ACTION_APPROVE
-from hitl.engine.domain.models import Status
+from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.requests import ProposeRequest
 from hitl.sandbox.dispatch import sign
 from tests.bot.conftest import SECRET, Harness
@@ -44,6 +44,15 @@ def test_button_values_follow_the_exact_ascii_grammar(value: str) -> None:
     assert parse_button_value(f"apr_0123456789|12|{HASH}") == ("apr_0123456789", 12, HASH)
 
 
+async def small_refund(harness: Harness, session: str) -> Approval:
+    """A refund of 5 proposed in ``session`` (one to aim hostile requests at): its pending approval."""
+    p = await harness.svc.propose(
+        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id=session)
+    )
+    assert p.approval is not None
+    return p.approval  # type: ignore[no-any-return]
+
+
 @pytest.mark.parametrize(
     ("stamp", "signature", "status"),
     [
@@ -57,11 +66,8 @@ def test_button_values_follow_the_exact_ascii_grammar(value: str) -> None:
 async def test_odd_signature_headers_are_4xx_before_anything_parses_them(
     harness: Harness, caplog: pytest.LogCaptureFixture, stamp: str, signature: str | None, status: int
 ) -> None:
-    a = await harness.svc.propose(
-        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="h")
-    )
-    assert a.approval is not None
-    card = copy.deepcopy(harness.card_for(a.approval.id))
+    a = await small_refund(harness, "h")
+    card = copy.deepcopy(harness.card_for(a.id))
     button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])
     body = urlencode(
         {"payload": json.dumps({"type": "block_actions", "user": {"id": "U_SUPPORT1"}, "actions": [button]})}
@@ -77,7 +83,7 @@ async def test_odd_signature_headers_are_4xx_before_anything_parses_them(
         ) as r:
             assert r.status == status
     assert "Traceback" not in caplog.text
-    assert (await harness.svc.store.approvals.get(a.approval.id)).version == 1
+    assert (await harness.svc.store.approvals.get(a.id)).version == 1
     refused = [e for e in await harness.svc.store.audit.entries() if e.actor == "unauthenticated"]
     if status == 401:  # a forged or stale request is an attempt: in the audit trail, as the API's are
         [entry] = refused
@@ -132,11 +138,7 @@ async def test_a_request_past_the_http_limits_is_a_400_and_one_log_line(
 
 
 async def test_a_legacy_interactive_message_is_not_a_click(harness: Harness) -> None:
-    p = await harness.svc.propose(
-        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="legacy")
-    )
-    assert p.approval is not None
-    a = p.approval
+    a = await small_refund(harness, "legacy")
     legacy = {
         "type": "interactive_message",
         "callback_id": "hitl_approve",
@@ -165,26 +167,20 @@ async def test_response_urls_off_slack_are_never_followed(harness: Harness, monk
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        p = await harness.svc.propose(
-            ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="ru")
-        )
-        assert p.approval is not None
+        approval = await small_refund(harness, "ru")
         monkeypatch.setattr(harness.state, "new_response_url", lambda *_: f"http://127.0.0.1:{port}/steal")
-        card = copy.deepcopy(harness.card_for(p.approval.id))
+        card = copy.deepcopy(harness.card_for(approval.id))
         await harness.slack.click("U_STRANGER", card, ACTION_APPROVE)  # refused: the refusal would go to respond()
         await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
         assert hits == []
-        assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.APPROVED
+        assert (await harness.svc.store.approvals.get(approval.id)).status is Status.APPROVED
     finally:
         await runner.cleanup()
 
 
 async def test_an_unreadable_click_is_told_so_privately_and_changes_nothing(harness: Harness) -> None:
-    p = await harness.svc.propose(
-        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="unread")
-    )
-    assert p.approval is not None
-    card = copy.deepcopy(harness.card_for(p.approval.id))
+    approval = await small_refund(harness, "unread")
+    card = copy.deepcopy(harness.card_for(approval.id))
     button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"])
     payload = {
         "type": "block_actions",
@@ -197,7 +193,7 @@ async def test_an_unreadable_click_is_told_so_privately_and_changes_nothing(harn
     reply = await harness.slack.post(body)
     assert reply.status == 400
     assert "could not be read" in harness.ephemeral("U_SUPPORT1")[-1].text
-    assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.PENDING
+    assert (await harness.svc.store.approvals.get(approval.id)).status is Status.PENDING
 
 
 async def test_slow_connections_cannot_starve_the_server(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,17 +244,14 @@ async def test_an_oversize_chunked_body_is_refused_as_it_streams(harness: Harnes
 
 
 async def test_a_tampered_button_is_refused_and_audited(harness: Harness) -> None:
-    p = await harness.svc.propose(
-        ProposeRequest("refund", {"order_id": "1", "customer_id": "C", "amount": 5}, session_id="tamper")
-    )
-    assert p.approval is not None
-    card = copy.deepcopy(harness.card_for(p.approval.id))
-    value = f"{p.approval.id}|01|{p.approval.action_hash}"  # a leading zero: not our grammar
+    approval = await small_refund(harness, "tamper")
+    card = copy.deepcopy(harness.card_for(approval.id))
+    value = f"{approval.id}|01|{approval.action_hash}"  # a leading zero: not our grammar
     for block in card.blocks:
         for element in block.get("elements", []) if block["type"] == "actions" else []:
             element["value"] = value
     await harness.slack.click("U_SUPPORT1", card, ACTION_APPROVE)
     assert "not valid" in harness.ephemeral("U_SUPPORT1")[-1].text
-    assert (await harness.svc.store.approvals.get(p.approval.id)).status is Status.PENDING
+    assert (await harness.svc.store.approvals.get(approval.id)).status is Status.PENDING
     refused = [e for e in await harness.svc.store.audit.entries(limit=500) if e.outcome == "tampered_button"]
-    assert len(refused) == 1 and refused[0].actor == "U_SUPPORT1" and refused[0].approval_id == p.approval.id
+    assert len(refused) == 1 and refused[0].actor == "U_SUPPORT1" and refused[0].approval_id == approval.id

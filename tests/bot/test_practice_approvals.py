@@ -9,7 +9,6 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -28,17 +27,10 @@ from hitl.engine.storage import open_store
 from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
-from tests.bot.conftest import CONFIG, Harness, harness_on, start, stop, workspace
+from tests.bot.conftest import CONFIG, Harness, refund_harness_with, start, stop, workspace
 from tests.refund_config import write_refund_config
 
-
-@pytest.fixture(params=BACKENDS)
-async def h(
-    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with harness_on(request, tmp_path, clock, CONFIG.read_text() + PRACTICE_CONFIG) as harness:
-        yield harness
+h = refund_harness_with(PRACTICE_CONFIG)
 
 
 async def real_and_twin(h: Harness, amount: int, session: str) -> tuple[Approval, Approval]:

@@ -11,42 +11,19 @@ from typing import Any
 from hitl.bot.listeners.commands import ACTION_PENDING_PAGE
 from hitl.bot.views.home import HOME_WAITING, SHOWN
 from hitl.engine.domain.requests import ProposeRequest
+from tests.bot import payments
 from tests.bot.conftest import Harness
-from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
+from tests.bot.payments import harness_serving, pay, token
 
 TOKEN = "tok-pay-1"
+WIRE_SUMMARY = '"Wire {{ args.amount | money }} to {{ args.to }}"'
+TIP_SUMMARY = '"Tip {{ args.amount | money }} to {{ args.to }}"'
 CONFIG = (
-    """
-requester: agent:riley
-roles:
-  payments: [U_SUPPORT1, U_SUPPORT2]
-policy:
-  tools:
-    wire:
-      tier: escalate
-      role: payments
-      timeout: 3h
-      summary: "Wire {{ args.amount | money }} to {{ args.to }}"
-"""
-    + PAY_SCHEMA
-    + """    tip:
-      tier: approve
-      role: payments
-      timeout: 8m
-      summary: "Tip {{ args.amount | money }} to {{ args.to }}"
-"""
-    + PAY_SCHEMA
-    + """    pay:
-      tier: approve
-      role: payments
-      timeout: 1h
-      summary: "Pay {{ args.amount | money }} to {{ args.to }}"
-"""
-    + PAY_SCHEMA
-    + """api:
-  tokens:
-"""
-    + token("pay1", TOKEN, "U_SUPPORT1")
+    payments.requested_by_riley(payments="[U_SUPPORT1, U_SUPPORT2]")
+    + payments.tool("wire", tier="escalate", role="payments", timeout="3h", summary=WIRE_SUMMARY)
+    + payments.tool("tip", tier="approve", role="payments", timeout="8m", summary=TIP_SUMMARY)
+    + payments.tool("pay", tier="approve", role="payments", timeout="1h", summary=payments.PAY_SUMMARY)
+    + payments.api_tokens(token("pay1", TOKEN, "U_SUPPORT1"))
 )
 
 WIRES = SHOWN + 2

@@ -12,23 +12,13 @@ from typing import Any
 
 from hitl.bot.views.home import HOME_WAITING
 from hitl.engine.domain.requests import ProposeRequest
+from tests.bot import payments
 from tests.bot.conftest import Harness
-from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
+from tests.bot.payments import harness_serving, pay, token
 
 TOKEN = "tok-pay-1"
-CONFIG = (
-    """
-requester: agent:riley
-roles:
-  payments: [U_SUPPORT1, U_SUPPORT2]
-policy:
-  tools:
-    wire:
-      tier: escalate
-      role: payments
-      timeout: 3h
-      summary: "Wire {{ args.amount | money }} to {{ args.to }} for invoice {{ args.invoice }}"
-      schema:
+WIRE_SUMMARY = '"Wire {{ args.amount | money }} to {{ args.to }} for invoice {{ args.invoice }}"'
+WIRE_SCHEMA = """      schema:
         type: object
         properties:
           to: {type: string, maxLength: 32}
@@ -36,17 +26,12 @@ policy:
           invoice: {maxLength: 32}  # no declared type: a string that reads as a number is marked
         required: [to, amount, invoice]
         additionalProperties: false
-    pay:
-      tier: approve
-      role: payments
-      timeout: 1h
-      summary: "Pay {{ args.amount | money }} to {{ args.to }}"
 """
-    + PAY_SCHEMA
-    + """api:
-  tokens:
-"""
-    + token("pay1", TOKEN, "U_SUPPORT1")
+CONFIG = (
+    payments.requested_by_riley(payments="[U_SUPPORT1, U_SUPPORT2]")
+    + payments.tool("wire", WIRE_SCHEMA, tier="escalate", role="payments", timeout="3h", summary=WIRE_SUMMARY)
+    + payments.tool("pay", tier="approve", role="payments", timeout="1h", summary=payments.PAY_SUMMARY)
+    + payments.api_tokens(token("pay1", TOKEN, "U_SUPPORT1"))
 )
 
 h = harness_serving(CONFIG)

@@ -9,30 +9,16 @@ import json
 from typing import Any
 
 from hitl.bot.views.home import HOME_WAITING
+from tests.bot import payments
 from tests.bot.conftest import Harness
-from tests.bot.payments import PAY_SCHEMA, harness_serving, pay, token
+from tests.bot.payments import harness_serving, pay, token
 
 TOKEN = "tok-pay-1"
 CONFIG = (
-    """
-requester: agent:riley
-roles:
-  payments: [U_SUPPORT1, U_SUPPORT2]
-policy:
-  tools:
-    pay:
-      tier: approve
-      timeout: 1h
-      summary: "Pay {{ args.amount | money }} to {{ args.to }}"
-"""
-    + PAY_SCHEMA
-    + """  rules:
-    - {name: large_payment, tools: [pay], when: "args.amount > 500", tier: escalate}
-api:
-  tokens:
-"""
-    + token("pay1", TOKEN, "U_SUPPORT1")
-    + token("agent", "tok-agent", "agent:riley", "[read]")
+    payments.requested_by_riley(payments="[U_SUPPORT1, U_SUPPORT2]")
+    + payments.tool("pay", tier="approve", timeout="1h", summary=payments.PAY_SUMMARY)
+    + payments.LARGE_PAYMENTS_ESCALATE
+    + payments.api_tokens(token("pay1", TOKEN, "U_SUPPORT1"), token("agent", "tok-agent", "agent:riley", "[read]"))
 )
 
 h = harness_serving(CONFIG)

@@ -15,25 +15,13 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import Message
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
+from tests.bot import payments
 from tests.bot.conftest import Harness, start, stop
-from tests.bot.payments import PAY_SCHEMA, pay
+from tests.bot.payments import pay
 
-CONFIG = (
-    """
-requester: agent:riley
-roles:
-  support: [U_SUPPORT1, U_SUPPORT2, U_SUPPORT3]
-  finance: [U_FIN1, U_FIN2]
-policy:
-  tools:
-    pay:
-      tier: approve
-      role: support
-      quorum: 2
-      timeout: 10m
-"""
-    + PAY_SCHEMA
-)
+CONFIG = payments.requested_by_riley(
+    support="[U_SUPPORT1, U_SUPPORT2, U_SUPPORT3]", finance="[U_FIN1, U_FIN2]"
+) + payments.tool("pay", tier="approve", role="support", quorum=2, timeout="10m")
 
 
 @pytest.fixture(params=BACKENDS)

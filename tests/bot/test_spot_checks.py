@@ -5,8 +5,6 @@ tool's correction rate and audit yield, a flag is a webhook event, and nothing e
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -21,20 +19,13 @@ from hitl.engine.domain.tally import summarize
 from hitl.engine.errors import EngineError
 from hitl.engine.subscribers.events import WEBHOOK_JOB, Outbox
 from hitl.testing import FakeClock
-from tests.backends import BACKENDS
-from tests.bot.conftest import CONFIG, Harness, harness_on
+from tests.bot.conftest import Harness, refund_harness_with
 from tests.bot.test_modals_and_commands import last_view
 
 SPOT = "\noversight:\n  spot_check:\n    tools: {look_up_order: 1.0}\n    tiers: {notify: 0.0}\n"
 
 
-@pytest.fixture(params=BACKENDS)
-async def h(
-    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Harness]:
-    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
-    async with harness_on(request, tmp_path, clock, CONFIG.read_text() + SPOT) as harness:
-        yield harness
+h = refund_harness_with(SPOT)
 
 
 def test_the_sample_is_a_stable_draw_at_the_configured_rate() -> None:

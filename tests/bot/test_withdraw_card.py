@@ -41,6 +41,16 @@ def _block(card: Message, prefix: str) -> dict[str, Any] | None:
     return next((b for b in card.blocks if str(b.get("block_id", "")).startswith(prefix)), None)
 
 
+def assert_withdrawn(card: Message, reason: str) -> None:
+    """``card`` drawn again after U_FIN1's withdrawal: it says who withdrew it, shows ``reason`` as inert text, and
+    offers Withdraw no more."""
+    said = _block(card, "hitl_withdrawn:")
+    assert said is not None and said["text"]["text"].startswith(":leftwards_arrow_with_hook: *Withdrawn* by <@U_FIN1>:")
+    box = _block(card, "hitl_withdrawn_reason:")
+    assert box is not None and box["elements"][0]["elements"] == [{"type": "text", "text": reason}]  # inert text
+    assert _block(card, "hitl_withdraw:") is None
+
+
 async def _open_form(h: Harness, approval_id: str, user: str) -> str | None:
     """``user`` presses the card's Withdraw: the id of the form it opened, or None."""
     views = len(h.state.views)
@@ -90,12 +100,7 @@ async def test_a_decider_withdraws_from_the_card_and_the_card_says_who_and_why(p
     ]
 
     await h.settle()  # the card drawn again, though the approval has no new version
-    card = h.card_for(approval_id)
-    said = _block(card, "hitl_withdrawn:")
-    assert said is not None and said["text"]["text"].startswith(":leftwards_arrow_with_hook: *Withdrawn* by <@U_FIN1>:")
-    box = _block(card, "hitl_withdrawn_reason:")
-    assert box is not None and box["elements"][0]["elements"] == [{"type": "text", "text": REASON}]  # inert text
-    assert _block(card, "hitl_withdraw:") is None
+    assert_withdrawn(h.card_for(approval_id), REASON)
 
 
 async def test_a_withdrawal_that_loses_to_a_redeem_says_so(paying: Harness) -> None:

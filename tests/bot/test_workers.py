@@ -41,19 +41,25 @@ async def two_workers(tmp_path: Path) -> AsyncIterator[tuple[subprocess.Popen[by
         await emulator.close()
 
 
+async def both_answering(port: int) -> set[str]:
+    """Wait until both workers on ``port`` have answered ``/healthz``: their replica names."""
+    replicas: set[str] = set()
+    # A new connection each time: the kernel spreads connections, not requests, among the workers.
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+
+        async def both_answered() -> bool:
+            async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                if resp.status == 200:
+                    replicas.add((await resp.json())["replica"])
+            return len(replicas) == 2
+
+        await started(both_answered, what="both workers to answer", interval=0.01)
+    return replicas
+
+
 async def test_workers_share_the_port_and_stop_together(tmp_path: Path) -> None:
     async with two_workers(tmp_path) as (supervisor, port):
-        replicas: set[str] = set()
-        # A new connection each time: the kernel spreads connections, not requests, among the workers.
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
-
-            async def both_answered() -> bool:  # the second worker may still be starting
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        replicas.add((await resp.json())["replica"])
-                return len(replicas) == 2
-
-            await started(both_answered, what="both workers to answer", interval=0.01)
+        await both_answering(port)  # the second worker may still be starting
         supervisor.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(supervisor.wait, 30) == 0
         refused = 0
@@ -89,16 +95,7 @@ def test_workers_are_for_http_not_socket_mode(tmp_path: Path) -> None:
 
 async def test_sighup_to_the_supervisor_reloads_every_worker(tmp_path: Path) -> None:
     async with two_workers(tmp_path) as (supervisor, port):
-        replicas: set[str] = set()
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
-
-            async def both_answered() -> bool:  # a worker still starting would die of the signal
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        replicas.add((await resp.json())["replica"])
-                return len(replicas) == 2
-
-            await started(both_answered, what="both workers to answer", interval=0.01)
+        replicas = await both_answering(port)  # a worker still starting would die of the signal
         supervisor.send_signal(signal.SIGHUP)
 
         async def reloaded() -> set[str] | None:

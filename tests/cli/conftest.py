@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hitl.cli import app
+from tests.api.cli_process import store_env
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
@@ -33,14 +34,7 @@ Cli = Callable[..., Result]
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "SHOP_DB": str(tmp_path / "shop.db"),
-        "HITL_CONFIG": "",
-        "HITL_REVIEWER": "",
-        "HITL_NOW": "",
-        "COLUMNS": "200",
-    }
+    return store_env(tmp_path, HITL_NOW="", COLUMNS="200")
 
 
 @pytest.fixture

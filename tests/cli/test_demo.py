@@ -29,9 +29,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
+def _passed(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    """`hitl demo MODE` run headless to its end in ``tmp_path``, which must exit 0: what it printed."""
     out = subprocess.run(
-        [sys.executable, "-m", "hitl", "demo", "--scripted"],
+        [sys.executable, "-m", "hitl", "demo", mode],
         cwd=tmp_path,
         env=_env(),
         capture_output=True,
@@ -39,6 +40,11 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
+    out = _passed(tmp_path, "--scripted")
     text = out.stdout
     for expected in (
         "hostile note inert",
@@ -67,15 +73,7 @@ def test_scripted_sandbox_demo_passes(tmp_path: Path) -> None:
 
 
 def test_cli_walkthrough_demo(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "hitl", "demo", "--cli"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+    out = _passed(tmp_path, "--cli")
     for expected in ("escalate", "not_eligible", "self_approval", "completed", "already_decided", "executed"):
         assert expected in out.stdout, expected
     assert not (tmp_path / ".hitl").exists()

@@ -48,6 +48,14 @@ def spawn(tmp_path: Path, *args: str) -> pexpect.spawn[str]:
     )
 
 
+def _ends(child: pexpect.spawn[str], said: str, code: int) -> None:
+    """The run, answered, says ``said`` and exits with ``code`` (0 completed, 3 rejected, 4 paused)."""
+    child.expect(said)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == code
+
+
 def test_interactive_evidence_then_approve(tmp_path: Path) -> None:
     child = spawn(tmp_path, "--as", "U_SUPPORT1")
     child.expect(r"\[a\]pprove, \[r\]eject, \[m\]odify, \[e\]vidence, \[d\]efer")
@@ -56,10 +64,7 @@ def test_interactive_evidence_then_approve(tmp_path: Path) -> None:
     child.expect(r"\[phone\]")
     child.expect(r"\[d\]efer")
     child.sendline("a")
-    child.expect("completed")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    _ends(child, "completed", 0)
     # The prompt showed the approval: the decision names the view it showed, and the audit keeps it.
     with sqlite3.connect(tmp_path / "hitl.db") as db:
         [(digest, view, detail)] = db.execute("SELECT view_digest, view, detail FROM audit WHERE event = 'decided'")
@@ -77,17 +82,11 @@ def test_interactive_modify_invalid_then_reject(tmp_path: Path) -> None:
     child.sendline("r")
     child.expect("Reason")
     child.sendline("customer withdrew")
-    child.expect("rejected")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 3
+    _ends(child, "rejected", 3)
 
 
 def test_interactive_defer_leaves_it_paused(tmp_path: Path) -> None:
     child = spawn(tmp_path, "--as", "U_SUPPORT1")
     child.expect(r"\[d\]efer")
     child.sendline("d")
-    child.expect("paused")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 4
+    _ends(child, "paused", 4)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.api.cli_process import store_env
+
 ROOT = Path(__file__).resolve().parents[2]
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
 CONFIG = str(REFUND.parent / "hitl.yaml")
@@ -26,13 +28,7 @@ def hitl(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     full = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "SHOP_DB": str(tmp_path / "shop.db"),
-        "HITL_CONFIG": "",
-        "HITL_REVIEWER": "",
-        "HITL_API_URL": "",
-        "HITL_TOKEN": "",
-        "COLUMNS": "200",
+        **store_env(tmp_path, HITL_API_URL="", HITL_TOKEN="", COLUMNS="200"),
         **env,
     }
     return subprocess.run(

@@ -10,7 +10,7 @@ from pathlib import Path
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.requests import DecideRequest, ProposeRequest
 from hitl.engine.runtime.process import RuntimeSettings, open_runtime
-from tests.api.cli_process import hitl
+from tests.api.cli_process import hitl, store_env
 from tests.bot.conftest import ROOT
 
 REFUND = ROOT / "examples" / "refund" / "workflow.yaml"
@@ -34,14 +34,7 @@ policy:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db",
-        "SHOP_DB": str(tmp_path / "shop.db"),
-        "HITL_CONFIG": "",
-        "HITL_REVIEWER": "",
-        "HITL_API_URL": "",
-        "HITL_TOKEN": "",
-    }
+    return store_env(tmp_path, HITL_API_URL="", HITL_TOKEN="")
 
 
 async def _decide_on_its_view(store: str, approval_id: str, reviewer: str, reason: str) -> str:

@@ -23,17 +23,25 @@ ALICE = "U_ALICE"
 BOB = "U_BOB"
 
 
-@pytest.fixture
-async def own_shop(tmp_path: Path) -> AsyncIterator[Shop]:
-    """The gateway's world with ``send_receipt`` at tier self and alice's client token acting for :data:`ALICE`."""
-    shop = make_shop(tmp_path, wait="20s")
-    config = tmp_path / "hitl.yaml"
+def at_tier_self(shop: Shop, *more: tuple[str, str]) -> None:
+    """Put ``shop``'s ``send_receipt`` at tier self with alice's client token acting for :data:`ALICE` (then each
+    of ``more``, an (old, new) pair, replaced in its hitl.yaml), and rebuild its service on that hitl.yaml."""
+    config = shop.tmp / "hitl.yaml"
     text = config.read_text().replace("send_receipt: {tier: notify}", "send_receipt: {tier: self, role: support}")
     text = text.replace(
         'reviewer: "agent:alice", scopes: [propose]', f'reviewer: "agent:alice", scopes: [propose], acts_for: {ALICE}'
     )
+    for old, new in more:
+        text = text.replace(old, new)
     config.write_text(text)
     shop.service = ApprovalService.from_config(load_config(config), store=shop.store, clock=SystemClock())
+
+
+@pytest.fixture
+async def own_shop(tmp_path: Path) -> AsyncIterator[Shop]:
+    """The gateway's world with ``send_receipt`` at tier self and alice's client token acting for :data:`ALICE`."""
+    shop = make_shop(tmp_path, wait="20s")
+    at_tier_self(shop)
     yield shop
     await shop.store.close()
 
@@ -70,16 +78,11 @@ async def test_a_persons_confirmation_reaches_no_call_made_for_another_person(tm
     """Two clients of one agent identity, each token acting for its own person: the same call made for bob is never
     attached to the approval alice confirmed (it would run for bob on alice's word), it is asked of bob."""
     shop = make_shop(tmp_path, wait="1s")
-    config = tmp_path / "hitl.yaml"
-    text = config.read_text().replace("send_receipt: {tier: notify}", "send_receipt: {tier: self, role: support}")
-    text = text.replace(
-        'reviewer: "agent:alice", scopes: [propose]', f'reviewer: "agent:alice", scopes: [propose], acts_for: {ALICE}'
+    same_agent_for_bob = (  # bob's token: the same agent identity, acting for bob
+        'reviewer: "agent:bob", scopes: [propose]',
+        f'reviewer: "agent:alice", scopes: [propose], acts_for: {BOB}',
     )
-    text = text.replace(
-        'reviewer: "agent:bob", scopes: [propose]', f'reviewer: "agent:alice", scopes: [propose], acts_for: {BOB}'
-    )
-    config.write_text(text)
-    shop.service = ApprovalService.from_config(load_config(config), store=shop.store, clock=SystemClock())
+    at_tier_self(shop, same_agent_for_bob)
     try:
         async with http_gateway(shop) as port:
             async with shop.client(http_port=port) as alice:

@@ -9,7 +9,7 @@ import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
@@ -22,6 +22,9 @@ from hitl.engine.domain.models import ApprovalKind
 from hitl.engine.storage.sqlite import SqliteStore
 from hitl.engine.workflow.definition import load_workflow
 from tests.waiting import eventually
+
+if TYPE_CHECKING:
+    from hitl.testing import FakeClock
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -353,6 +356,18 @@ async def steady_shot(page: Page, sb: Sandbox, found: Any, name: str) -> None:
     await eventually(taken, what=f"a steady screenshot of {name}", timeout=15)
 
 
+async def docs_sandbox(tmp_path: Path, config: str | Path, clock: FakeClock) -> Sandbox:
+    """The sandbox for a docs screenshot: serving ``config`` (hitl.yaml's text, written to ``tmp_path``, or a path)
+    on a SQLite store in ``tmp_path``, it and its Slack stand-in on ``clock`` (fixed, so the times the pictures show
+    are the same on every run)."""
+    if isinstance(config, str):
+        (tmp_path / "hitl.yaml").write_text(config)
+        config = tmp_path / "hitl.yaml"
+    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
+    sb.state.clock = clock.now
+    return sb
+
+
 async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -364,10 +379,7 @@ async def test_the_docs_show_every_card_state_as_the_browser_draws_it(
 
     monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     clock = FakeClock()
-    sb = await start_sandbox(
-        config_path=refund_example() / "hitl.yaml", store=SqliteStore(tmp_path / "hitl.db"), clock=clock
-    )
-    sb.state.clock = clock.now
+    sb = await docs_sandbox(tmp_path, refund_example() / "hitl.yaml", clock)
     svc = sb.rt.runtime.contexts.default.service
     try:
         # Fixed sessions as well as a fixed clock: the same ids every run, so the pictures change only with the code.
@@ -527,11 +539,8 @@ async def test_the_docs_show_a_card_that_cannot_mislead(tmp_path: Path) -> None:
     from hitl.engine.domain.requests import ProposeRequest
     from hitl.testing import FakeClock
 
-    config = tmp_path / "hitl.yaml"
-    config.write_text(FAITHFUL_CONFIG)
     clock = FakeClock()
-    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
-    sb.state.clock = clock.now
+    sb = await docs_sandbox(tmp_path, FAITHFUL_CONFIG, clock)
     svc = sb.rt.runtime.contexts.default.service
     try:
         settings = await svc.propose(
@@ -594,11 +603,8 @@ async def test_the_docs_show_the_form_an_escalated_approval_asks_for(tmp_path: P
     from hitl.engine.domain.requests import ProposeRequest
     from hitl.testing import FakeClock
 
-    config = tmp_path / "hitl.yaml"
-    config.write_text(ATTENTION_CONFIG)
     clock = FakeClock()
-    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
-    sb.state.clock = clock.now
+    sb = await docs_sandbox(tmp_path, ATTENTION_CONFIG, clock)
     svc = sb.rt.runtime.contexts.default.service
     try:
         args = {"to": "Northwind Ltd", "amount": 4820.5}
@@ -662,8 +668,7 @@ async def test_the_docs_show_a_flood_as_one_group_card(tmp_path: Path, monkeypat
             clock.advance(1)  # one a second: the card lists them oldest first
     finally:
         await agent_store.close()
-    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
-    sb.state.clock = clock.now
+    sb = await docs_sandbox(tmp_path, config, clock)
     try:
         await sb.rt.ctx.notifier.sweep()  # what queued together goes on one card
         async with browser_page(height=1400) as page:

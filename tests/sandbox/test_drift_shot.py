@@ -9,13 +9,11 @@ from pathlib import Path
 
 from playwright.async_api import expect
 
-from hitl.demo.launch import start_sandbox
 from hitl.engine.agents.ask import Approvals
 from hitl.engine.domain.models import Approval, DecisionKind
 from hitl.engine.domain.requests import DecideRequest
-from hitl.engine.storage.sqlite import SqliteStore
 from hitl.testing import FakeClock
-from tests.sandbox.test_browser import DOCS_SHOTS, browser_page, card, steady_shot
+from tests.sandbox.test_browser import DOCS_SHOTS, browser_page, card, docs_sandbox, steady_shot
 from tests.waiting import eventually
 
 DRIFT_CONFIG = """
@@ -41,11 +39,8 @@ slack:
 
 
 async def test_the_docs_show_a_drift_re_ask_card(tmp_path: Path) -> None:
-    config = tmp_path / "hitl.yaml"
-    config.write_text(DRIFT_CONFIG)
     clock = FakeClock()
-    sb = await start_sandbox(config_path=config, store=SqliteStore(tmp_path / "hitl.db"), clock=clock)
-    sb.state.clock = clock.now
+    sb = await docs_sandbox(tmp_path, DRIFT_CONFIG, clock)
     svc = sb.rt.runtime.contexts.default.service
     args = {"invoice": "INV-1042", "amount": 250}
     asking = asyncio.create_task(

@@ -4,9 +4,12 @@ and sign-in driven over HTTP as a browser does it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
+import sqlite3
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,13 +20,16 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import aiohttp
 import pytest
 
+from hitl.engine.domain.models import Approval, Status
+from hitl.engine.domain.records import AuditEntry
+from hitl.engine.storage import open_store
 from hitl.sandbox.server import Emulator, start_emulator
 from hitl.sandbox.webapi import SlackState
 from tests.bot.conftest import CONFIG, serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
 from tests.processes import stop_process, stopped
 from tests.refund_config import write_refund_config
-from tests.waiting import started
+from tests.waiting import eventually, started
 
 PROVIDER = Path(__file__).parent / "oidc"
 CLIENT_SECRET = "test-client-secret-not-used-elsewhere"
@@ -85,6 +91,42 @@ class Inbox:
     """The Slack stand-in's server (closed by the tests of a Slack that does not answer at all)."""
 
 
+async def cli_run(inbox: Inbox, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`hitl ARGS` as a process on ``inbox``'s store and hitl.yaml, run in a thread so the test's loop (and the
+    servers on it) go on meanwhile."""
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "hitl", *args],
+        env=inbox.env,
+        cwd=inbox.cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def refunds(inbox: Inbox) -> list[tuple[float]] | None:
+    """The amounts the refund example's shop has refunded, or None while it has refunded nothing (for waiting)."""
+    with sqlite3.connect(inbox.cwd / "shop.db") as db:
+        rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
+    return rows or None
+
+
+async def executed_with_trail(inbox: Inbox, approval_id: str) -> tuple[Approval, list[AuditEntry]]:
+    """Once ``inbox``'s store records the approval ``approval_id`` as executed (its refund's outcome): the approval
+    and its audit trail."""
+    store = open_store(inbox.env["HITL_STORE"])
+    try:
+
+        async def executed() -> bool:
+            return (await store.approvals.get(approval_id)).status is Status.EXECUTED
+
+        await eventually(executed, what="the refund's outcome recorded")
+        return await store.approvals.get(approval_id), await store.audit.entries(approval_id=approval_id)
+    finally:
+        await store.close()
+
+
 def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") -> Path:
     """The refund example's hitl.yaml with a ``web:`` section signing people in at ``issuer``."""
     text = CONFIG.read_text() + (
@@ -92,6 +134,15 @@ def web_config(tmp_path: Path, public_url: str, issuer: str, extra: str = "") ->
         f"    client_secret_env: HITL_OIDC_SECRET\n    slack_team_id: {TEAM}\n{extra}"
     )
     return write_refund_config(tmp_path / "hitl.yaml", text)
+
+
+async def stop_served(proc: subprocess.Popen[bytes] | None, emulator: Emulator | None, provider: Provider) -> None:
+    """Stop what a web inbox test started, as far as it got: `hitl serve`, the Slack stand-in, the provider."""
+    if proc is not None:
+        await stopped(proc, grace=20)
+    if emulator is not None:
+        await emulator.close()
+    stop_process(provider.proc, grace=5)
 
 
 @asynccontextmanager
@@ -125,11 +176,7 @@ async def serving(tmp_path: Path, *, edit: Callable[[str], str] = lambda text: t
         await wait_healthy(port, proc)
         yield Inbox(public, provider.issuer, state, env, tmp_path, proc, emulator)
     finally:
-        if proc is not None:
-            await stopped(proc, grace=20)
-        if emulator is not None:
-            await emulator.close()
-        stop_process(provider.proc, grace=5)
+        await stop_served(proc, emulator, provider)
 
 
 @pytest.fixture

@@ -16,8 +16,15 @@ import pytest
 from hitl.sandbox.server import Emulator, start_emulator
 from tests.bot.conftest import serve_env, spawn_serve, wait_healthy, workspace
 from tests.ports import free_port
-from tests.processes import stop_process, stopped
-from tests.web.conftest import CLIENT_SECRET, Provider, at_provider, provider_ready, start_provider, web_config
+from tests.web.conftest import (
+    CLIENT_SECRET,
+    Provider,
+    at_provider,
+    provider_ready,
+    start_provider,
+    stop_served,
+    web_config,
+)
 
 
 @dataclass
@@ -48,11 +55,7 @@ async def behind_tls(tmp_path: Path) -> AsyncIterator[Served]:
         await wait_healthy(port, proc)
         yield Served(f"http://127.0.0.1:{port}", public)
     finally:
-        if proc is not None:
-            await stopped(proc, grace=20)
-        if emulator is not None:
-            await emulator.close()
-        stop_process(provider.proc, grace=5)
+        await stop_served(proc, emulator, provider)
 
 
 def set_cookies(response: aiohttp.ClientResponse) -> dict[str, dict[str, str | bool]]:

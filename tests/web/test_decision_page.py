@@ -4,12 +4,8 @@ card updates, the run resumes once, the audit says web), and what one may not do
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import sqlite3
-import subprocess
-import sys
 from typing import Any
 
 import aiohttp
@@ -26,23 +22,18 @@ from tests.bot.conftest import ROOT, SECRET
 from tests.ports import free_port
 from tests.sandbox.test_browser import DOCS_SHOTS, browser_page, keep_or_write
 from tests.waiting import eventually
-from tests.web.conftest import Inbox, browser, sign_in
+from tests.web.conftest import Inbox, browser, cli_run, refunds, sign_in
 
 
 async def paused_refund(
     inbox: Inbox, amount: int, note: str = "The parcel arrived crushed.", *, session: str | None = None
 ) -> str:
     """`hitl run` of the refund example, paused at its approval: the approval's id."""
-    run = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "hitl", "run", str(ROOT / "examples/refund/workflow.yaml"), "--json"]
-        + ["--var", "order_id=78291", "--var", f"amount={amount}", "--var", f"note={note}"]
-        + (["--session", session] if session else []),
-        env=inbox.env,
-        cwd=inbox.cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run = await cli_run(
+        inbox,
+        *["run", str(ROOT / "examples/refund/workflow.yaml"), "--json"],
+        *["--var", "order_id=78291", "--var", f"amount={amount}", "--var", f"note={note}"],
+        *(["--session", session] if session else []),
     )
     assert run.returncode == 4, run.stderr
     approval_id: str = json.loads(run.stdout)["approval_id"]
@@ -115,12 +106,7 @@ async def test_a_reviewer_opens_the_card_link_signs_in_decides_and_the_card_upda
     done = await eventually(updated, what="the Slack card updated after the web decision")
     assert not any(b.get("block_id", "").startswith("hitl_actions") for b in done.blocks)  # no live buttons
 
-    def refunds() -> list[tuple[float]] | None:
-        with sqlite3.connect(inbox.cwd / "shop.db") as db:
-            rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
-        return rows or None
-
-    assert await eventually(refunds, what="the run to resume and refund") == [(75.0,)]  # once
+    assert await eventually(lambda: refunds(inbox), what="the run to resume and refund") == [(75.0,)]  # once
     store = open_store(inbox.env["HITL_STORE"])
     try:
         approval = await store.approvals.get(approval_id)

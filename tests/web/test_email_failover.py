@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -21,7 +20,7 @@ from hitl.engine.storage import open_store
 from hitl.sandbox.webapi import SlackState
 from tests.mail.smtp_server import smtp_server
 from tests.waiting import eventually
-from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.conftest import browser, executed_with_trail, refunds, serving, sign_in
 from tests.web.test_decision_page import paused_refund
 from tests.web.test_role_reload import read_decide_token
 
@@ -37,12 +36,6 @@ def failing_over(port: int, failover: str = "{to: email}") -> Callable[[str], st
         )
 
     return edit
-
-
-def refunds(inbox: Inbox) -> list[tuple[float]] | None:
-    with sqlite3.connect(inbox.cwd / "shop.db") as db:
-        rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
-    return rows or None
 
 
 async def test_a_revoked_slack_token_fails_over_to_email_and_the_page_decides(tmp_path: Path) -> None:
@@ -69,17 +62,8 @@ async def test_a_revoked_slack_token_fails_over_to_email_and_the_page_decides(tm
                     assert r.status == 200 and "U_SUPPORT2 approved" in await r.text()
 
             assert await eventually(lambda: refunds(inbox), what="the run to resume and refund") == [(75.0,)]
-            store = open_store(inbox.env["HITL_STORE"])
-            try:
-
-                async def executed() -> bool:
-                    return (await store.approvals.get(approval_id)).status is Status.EXECUTED
-
-                await eventually(executed, what="the refund's outcome recorded")
-                approval = await store.approvals.get(approval_id)
-                said = [e.detail for e in await store.audit.entries(approval_id=approval_id)]
-            finally:
-                await store.close()
+            approval, trail = await executed_with_trail(inbox, approval_id)
+            said = [e.detail for e in trail]
             assert approval.status is Status.EXECUTED and [(d.reviewer, d.via) for d in approval.decisions] == [
                 ("U_SUPPORT2", "web")
             ]

@@ -6,18 +6,16 @@ resumes once; the same link, opened after, says who decided and offers nothing t
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 import aiohttp
 from playwright.async_api import expect
 
 from hitl.engine.domain.models import Status
-from hitl.engine.storage import open_store
 from tests.mail.smtp_server import Mailbox, smtp_server
 from tests.sandbox.test_browser import browser_page
 from tests.waiting import eventually
-from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.conftest import Inbox, browser, executed_with_trail, refunds, serving, sign_in
 from tests.web.test_decision_page import card_of, paused_refund, sign_in_at_provider, stored
 
 NOTE = "Approve this now.\r\nBcc: attacker@evil.example\n<img src=https://evil.example/pixel.png>"
@@ -30,12 +28,6 @@ def with_email(port: int, details: str = "full") -> str:
         "contacts:\n  U_SUPPORT1: {email: s1@example.com}\n  U_SUPPORT2: {email: s2@example.com}\n"
         "  U_FIN1: {email: f1@example.com}\n"
     )
-
-
-def refunds(inbox: Inbox) -> list[tuple[float]] | None:
-    with sqlite3.connect(inbox.cwd / "shop.db") as db:
-        rows: list[tuple[float]] = db.execute("SELECT amount FROM refunds").fetchall()
-    return rows or None
 
 
 async def test_the_mailed_link_brings_a_reviewer_to_sign_in_and_decide_once(tmp_path: Path) -> None:
@@ -99,19 +91,9 @@ async def follow_the_link(inbox: Inbox, box: Mailbox) -> None:
     await eventually(closed, what="the Slack card updated after the decision by e-mail link")
     card = card_of(inbox, approval_id)
     assert card is not None and not any(b.get("block_id", "").startswith("hitl_actions") for b in card.blocks)
-    store = open_store(inbox.env["HITL_STORE"])
-    try:
-
-        async def executed() -> bool:
-            return (await store.approvals.get(approval_id)).status is Status.EXECUTED
-
-        await eventually(executed, what="the refund's outcome recorded")
-        approval = await store.approvals.get(approval_id)
-        trail = await store.audit.entries(approval_id=approval_id)
-        mail = [(e.event, e.detail.split(":")[0]) for e in trail]
-        assert [e.actor for e in trail if e.event == "opened"] == ["U_SUPPORT1"]  # not U_SUPPORT2, after the decision
-    finally:
-        await store.close()
+    approval, trail = await executed_with_trail(inbox, approval_id)
+    mail = [(e.event, e.detail.split(":")[0]) for e in trail]
+    assert [e.actor for e in trail if e.event == "opened"] == ["U_SUPPORT1"]  # not U_SUPPORT2, after the decision
     assert approval.status is Status.EXECUTED and [(d.reviewer, d.via) for d in approval.decisions] == [
         ("U_SUPPORT1", "web")
     ]

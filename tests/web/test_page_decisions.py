@@ -4,16 +4,13 @@ reason recorded."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import subprocess
-import sys
 
 import aiohttp
 
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.storage import open_store
-from tests.web.conftest import Inbox, browser, sign_in
+from tests.web.conftest import Inbox, browser, cli_run, sign_in
 from tests.web.test_decision_page import paused_refund
 
 
@@ -96,15 +93,7 @@ async def test_under_the_stop_switch_the_page_offers_reject_alone_and_an_approve
     async with browser() as http:
         await sign_in(http, inbox, "U_SUPPORT1")
         approve = form_of(await page_of(http, inbox, approval_id), "approve")  # drawn before the halt
-        halt = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "hitl", "halt", "--tool", "refund", "--reason", "bad refunds", "--as", "ops"],
-            env=inbox.env,
-            cwd=inbox.cwd,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        halt = await cli_run(inbox, "halt", "--tool", "refund", "--reason", "bad refunds", "--as", "ops", timeout=60)
         assert halt.returncode == 0, halt.stderr
         page = await page_of(http, inbox, approval_id)
         assert "Stopped: halted by ops: bad refunds" in page

@@ -5,10 +5,7 @@ that look like real approvals until decided."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,7 +17,7 @@ import pytest
 from hitl.api import token_hash
 from hitl.engine.domain.models import ApprovalKind, Status
 from hitl.engine.storage import open_store
-from tests.web.conftest import Inbox, browser, serving, sign_in
+from tests.web.conftest import Inbox, browser, cli_run, serving, sign_in
 from tests.web.test_decision_page import paused_refund
 from tests.web.test_page_decisions import approval, form_of, page_of, post
 
@@ -72,17 +69,19 @@ async def propose(inbox: Inbox, args: dict[str, Any]) -> str:
 
 async def hitl(inbox: Inbox, *args: str) -> str:
     """The hitl CLI against the inbox's store: its output (it must succeed)."""
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "hitl", *args],
-        env=inbox.env,
-        cwd=inbox.cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = await cli_run(inbox, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+async def pending_of_kind(inbox: Inbox, kind: ApprovalKind) -> list[str]:
+    """The ids of the approvals of ``kind`` waiting in ``inbox``'s store (the first ten by rank looked at)."""
+    store = open_store(inbox.env["HITL_STORE"])
+    try:
+        pending = await store.approvals.list_pending(roles=None, limit=10, cursor=None, order="rank", now=0.0)
+    finally:
+        await store.close()
+    return [a.id for a in pending.items if a.kind is kind]
 
 
 async def get(http: aiohttp.ClientSession, url: str) -> tuple[int, str]:
@@ -180,12 +179,7 @@ async def test_a_text_starting_with_a_line_break_keeps_it_in_the_modify_form_and
 
 async def test_a_practice_twin_looks_like_a_real_approval_until_its_decider_alone_is_told(ruled: Inbox) -> None:
     real = await propose(ruled, {"customer_id": "C-1"})
-    store = open_store(ruled.env["HITL_STORE"])
-    try:
-        pending = await store.approvals.list_pending(roles=None, limit=10, cursor=None, order="rank", now=0.0)
-    finally:
-        await store.close()
-    [twin] = [a.id for a in pending.items if a.kind is ApprovalKind.PRACTICE]
+    [twin] = await pending_of_kind(ruled, ApprovalKind.PRACTICE)
 
     async with browser() as http:
         await sign_in(http, ruled, "U_SUPPORT1")
@@ -204,12 +198,7 @@ async def test_a_practice_twin_looks_like_a_real_approval_until_its_decider_alon
 
 async def test_a_spot_check_asks_looks_right_or_flag_as_its_card_does(ruled: Inbox) -> None:
     await paused_refund(ruled, 30)  # its order look-up ran without a person, and is spot-checked
-    store = open_store(ruled.env["HITL_STORE"])
-    try:
-        pending = await store.approvals.list_pending(roles=None, limit=10, cursor=None, order="rank", now=0.0)
-    finally:
-        await store.close()
-    [spot] = [a.id for a in pending.items if a.kind is ApprovalKind.SPOT_CHECK]
+    [spot] = await pending_of_kind(ruled, ApprovalKind.SPOT_CHECK)
     async with browser() as http:
         await sign_in(http, ruled, "U_SUPPORT1")
         page = await page_of(http, ruled, spot)

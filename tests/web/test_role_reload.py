@@ -5,11 +5,8 @@ audited; policy changes are said to need a restart; a web session whose subject 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -22,7 +19,7 @@ from hitl.sandbox.dispatch import Dispatcher
 from hitl.sandbox.webapi import Message
 from tests.bot.conftest import SECRET
 from tests.waiting import eventually
-from tests.web.conftest import TEAM, Inbox, browser, serving, sign_in, to_callback
+from tests.web.conftest import TEAM, Inbox, browser, cli_run, serving, sign_in, to_callback
 from tests.web.test_decision_page import card_of, paused_refund, stored
 from tests.web.test_page_decisions import form_of, page_of, post
 
@@ -73,14 +70,10 @@ async def posted(inbox: Inbox, approval_id: str) -> Message:
 
 async def new_token(inbox: Inbox, name: str, who: str, *scopes: str) -> tuple[str, list[str]]:
     """`hitl token new` for ``who`` with ``scopes``: the token, and its entry's lines for api.tokens."""
-    made = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "hitl", "token", "new", "--name", name, "--as", who]
-        + [arg for scope in scopes for arg in ("--scope", scope)],
-        env=inbox.env,
-        cwd=inbox.cwd,
-        capture_output=True,
-        text=True,
+    made = await cli_run(
+        inbox,
+        *["token", "new", "--name", name, "--as", who],
+        *[arg for scope in scopes for arg in ("--scope", scope)],
         timeout=60,
     )
     assert made.returncode == 0, made.stderr

@@ -77,15 +77,17 @@ def test_production_refuses_a_plain_http_public_url_even_on_this_machine() -> No
     assert "web.public_url must be https:// under production: true" in caught.value.message
 
 
-def test_hitl_serve_refuses_to_start_without_the_client_secret(tmp_path: Path) -> None:
+def _refused_at_start(tmp_path: Path, env_added: dict[str, str], said: str, *options: str) -> None:
+    """`hitl serve OPTIONS` on the web inbox's hitl.yaml (``env_added`` to its environment) exits 1 at start,
+    saying ``said``, with no traceback."""
     config = tmp_path / "hitl.yaml"
     config.write_text(GOOD.replace("https://hitl.example.com/", "http://127.0.0.1:9"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "HITL_"))}
     env |= {"PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": "xoxb-x", "SLACK_SIGNING_SECRET": "s"}
-    env |= {"HITL_CONFIG": str(config)}
+    env |= {"HITL_CONFIG": str(config), **env_added}
     env |= {"SLACK_API_URL": "http://127.0.0.1:9/api/", "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db"}
     out = subprocess.run(
-        [sys.executable, "-m", "hitl", "serve", "--port", str(free_port())],
+        [sys.executable, "-m", "hitl", "serve", *options, "--port", str(free_port())],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -93,27 +95,21 @@ def test_hitl_serve_refuses_to_start_without_the_client_secret(tmp_path: Path) -
         timeout=60,
     )
     assert out.returncode == 1, out.stderr
-    assert "web.oidc.client_secret_env names HITL_OIDC_SECRET, which is not set" in out.stderr
+    assert said in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_hitl_serve_refuses_to_start_without_the_client_secret(tmp_path: Path) -> None:
+    _refused_at_start(tmp_path, {}, "web.oidc.client_secret_env names HITL_OIDC_SECRET, which is not set")
 
 
 def test_hitl_serve_refuses_to_serve_the_web_inbox_from_several_workers(tmp_path: Path) -> None:
     """Sessions live in one process's memory: under --workers a signed-in reviewer would be asked to sign in again
     by whichever worker the kernel hands the next request to."""
-    config = tmp_path / "hitl.yaml"
-    config.write_text(GOOD.replace("https://hitl.example.com/", "http://127.0.0.1:9"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "HITL_"))}
-    env |= {"PYTHONPATH": str(ROOT), "SLACK_BOT_TOKEN": "xoxb-x", "SLACK_SIGNING_SECRET": "s"}
-    env |= {"HITL_CONFIG": str(config), "HITL_OIDC_SECRET": "s3cret"}
-    env |= {"SLACK_API_URL": "http://127.0.0.1:9/api/", "HITL_STORE": f"sqlite:///{tmp_path}/hitl.db"}
-    out = subprocess.run(
-        [sys.executable, "-m", "hitl", "serve", "--workers", "2", "--port", str(free_port())],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    _refused_at_start(
+        tmp_path,
+        {"HITL_OIDC_SECRET": "s3cret"},
+        "keeps sign-in sessions in one process: serve it without --workers",
+        "--workers",
+        "2",
     )
-    assert out.returncode == 1, out.stderr
-    assert "keeps sign-in sessions in one process: serve it without --workers" in out.stderr
-    assert "Traceback" not in out.stderr
