@@ -13,7 +13,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from hitl.api.models import ApprovalView, AuditView, GroupDecisionView
+from hitl.api.group_decision_models import GroupDecisionView
+from hitl.api.models import ApprovalView, AuditView
 from hitl.cli.trimmed import Trimmed
 from hitl.engine.domain.audit_heads import view_problem
 from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence
