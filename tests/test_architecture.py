@@ -9,6 +9,8 @@ hitl/sandbox/  ``hitl.sandbox``: a local stand-in for Slack; imports none of our
 hitl/          the composition root and the public door (``hitl``, ``hitl.testing``, ``hitl.adapters.*``): the
                only part importing both the engine and the bot; its adapters (and ``import hitl``) never load Slack
                or aiohttp
+
+Across all of them, no module imports itself around a loop (IMPORT_ROOTS, test_no_import_cycle_between_our_modules).
 """
 
 from __future__ import annotations
@@ -216,6 +218,87 @@ def test_only_the_composition_root_imports_engine_and_bot() -> None:
     foreign = {p: {t for path in _modules(p) for t in _parts(path) if t != p} for p in PARTS}
     assert [p for p, deps in foreign.items() if {"engine", "bot"} <= deps] == ["root"]
     assert foreign["engine"] == set() and foreign["sandbox"] == set() and foreign["bot"] == {"engine"}
+
+
+IMPORT_ROOTS = {PARTS["engine"]: "hitl.engine", PARTS["bot"]: "hitl.bot", ROOT / "hitl": "hitl"}
+"""Where each folder of ours is imported from (``hitl/engine`` and ``hitl/bot`` are links to the first two)."""
+
+
+def _module_names() -> dict[str, tuple[Path, bool]]:
+    """Every module of ours by the name it is imported as, with its file and whether it is a package."""
+    found: dict[str, tuple[Path, bool]] = {}
+    for folder, prefix in IMPORT_ROOTS.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            package = parts[-1] == "__init__"
+            found[".".join((prefix, *(parts[:-1] if package else parts)))] = (path, package)
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Which modules of ours each module of ours imports, at any depth (function-level imports count too, as in
+    :func:`_imports`), relative imports resolved, and ``from package import module`` read as importing the module."""
+    modules = _module_names()
+    graph: dict[str, set[str]] = {}
+    for name, (path, package) in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the package holding this module, `level - 1` packages up
+                    anchor = name.split(".") if package else name.split(".")[:-1]
+                    base = ".".join([*anchor[: len(anchor) - node.level + 1], *([base] if base else [])])
+                for a in node.names:
+                    if f"{base}.{a.name}" in modules:
+                        found.add(f"{base}.{a.name}")
+                    elif base in modules:
+                        found.add(base)
+        graph[name] = found - {name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One import loop for each edge a depth-first walk of ``graph`` meets back into its own path (none: the
+    modules stand in an order where each imports only what stands before it)."""
+    loops: list[list[str]] = []
+    path: list[str] = []
+    walked: set[str] = set()
+
+    def walk(module: str) -> None:
+        path.append(module)
+        for imported in sorted(graph[module]):
+            if imported in path:
+                loops.append([*path[path.index(imported) :], imported])
+            elif imported not in walked:
+                walk(imported)
+        path.pop()
+        walked.add(module)
+
+    for module in sorted(graph):
+        if module not in walked:
+            walk(module)
+    return loops
+
+
+def test_the_import_graph_reads_every_kind_of_import() -> None:
+    """So that no cycle below goes unseen: a top-level import, a function-level one, a relative one, and a
+    ``from package import module``."""
+    graph = _import_graph()
+    assert "hitl.cli.resume" in graph["hitl.cli.app"]  # top level
+    assert "hitl.cli.command" in graph["hitl.cli.resume"]  # inside the command's function
+    assert "hitl.api.models" in graph["hitl.api.openapi"]  # `from . import models as m`
+    assert "hitl.api.execution_models" in graph["hitl.api.receipts"]  # `from .execution_models import (...)`
+    assert "hitl.engine.subscribers.tallies" in graph["hitl.engine.subscribers"]  # a package's own relative import
+
+
+def test_no_import_cycle_between_our_modules() -> None:
+    """No module of ours imports, directly or through others, a module that imports it back: module-level and
+    function-level imports both count (a function-level import is often how a loop is hidden, and it still ties
+    the two modules' concepts together). A loop is broken by moving what both need into a module of its own (as
+    ``hitl resume`` moved out of ``hitl/cli/app.py``, for ``hitl answer`` and the app to import)."""
+    assert [" -> ".join(loop) for loop in _cycles(_import_graph())] == []
 
 
 def test_importing_hitl_loads_no_slack_and_no_aiohttp() -> None:

@@ -12,7 +12,7 @@ from hitl.engine.domain.delegation import parse_until, zone
 from hitl.engine.errors import EngineError
 
 from .context import CONTEXT, TokenReviewers, body_of, caller_of
-from .models import DelegationEnd, DelegationList, DelegationRequest, DelegationView
+from .delegation_models import DelegationEnd, DelegationList, DelegationRequest, DelegationView
 from .problems import ApiError, from_engine
 from .routes import Endpoint
 

@@ -15,7 +15,8 @@ from hitl.engine.domain.hashing import action_hash
 from hitl.engine.errors import EngineError, ErrorCode
 
 from .context import CONTEXT, ApiContext, body_of, caller_of
-from .models import ApprovalView, ClaimRequest, ClaimView, OutcomeRequest, ProposalRequest, ProposalView
+from .execution_models import ClaimRequest, ClaimView, OutcomeRequest, ProposalRequest, ProposalView
+from .models import ApprovalView
 from .problems import ApiError, from_engine
 from .routes import Endpoint
 from .tokens import Caller

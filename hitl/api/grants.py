@@ -10,10 +10,10 @@ from aiohttp import web
 from hitl.engine.config.api import Scope
 
 from .context import CONTEXT, ApiContext, TokenReviewers, caller_of, query_of
-from .models import TrustList, TrustQuery, TrustRevoked, TrustView
 from .problems import ApiError
 from .routes import Endpoint
 from .tokens import Caller
+from .trust_models import TrustList, TrustQuery, TrustRevoked, TrustView
 
 __all__ = ["routes"]
 

@@ -15,7 +15,8 @@ from hitl.engine.domain.requests import GroupDecideRequest, GroupMember
 from hitl.engine.errors import NotFound
 
 from .context import CONTEXT, ApiContext, TokenReviewers, body_of, caller_of, may_see
-from .models import ApprovalView, GroupDecisionRequest, GroupDecisionView
+from .group_decision_models import GroupDecisionRequest, GroupDecisionView
+from .models import ApprovalView
 from .routes import Endpoint
 from .tokens import Caller
 

@@ -15,9 +15,8 @@ from hitl.engine.errors import EngineError
 from hitl.engine.storage.paging import every_pending, recent_since
 
 from .context import CONTEXT, ApiContext, body_of, caller_of, query_of
-from .models import (
-    ApprovalList,
-    ApprovalView,
+from .models import ApprovalList, ApprovalView, iso
+from .oversight_models import (
     HaltList,
     HaltRequest,
     HaltView,
@@ -26,7 +25,6 @@ from .models import (
     ReviewersQuery,
     Unhalted,
     UnhaltRequest,
-    iso,
 )
 from .problems import ApiError, from_engine
 from .routes import Endpoint

@@ -32,7 +32,7 @@ from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import Keys, ReceiptError, ReceiptFailure, verified_claims
 
 from .context import CALLER, CONTEXT, ApiContext, M, body_of, caller_of
-from .models import (
+from .execution_models import (
     AllowedReceiptRequest,
     AllowedReceiptView,
     ExecutionClaim,

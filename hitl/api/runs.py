@@ -13,9 +13,10 @@ from hitl.engine.domain.runs import RunResult, RunState, RunStatus
 from hitl.engine.errors import EngineError, ErrorCode, NotFound
 
 from .context import CONTEXT, ApiContext, body_of, caller_of, may_see
-from .models import ApprovalView, ResumeRequest, RunStartRequest, RunView
+from .models import ApprovalView
 from .problems import ApiError, from_engine
 from .routes import Endpoint
+from .run_models import ResumeRequest, RunStartRequest, RunView
 from .tokens import Caller
 
 __all__ = ["routes"]

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from hitl.cli.options import AsOpt, ConfigOpt, JsonOpt, StoreOpt
+from hitl.cli.resume import resume  # the one decide path of the CLI
 
 __all__ = ["answer"]
 
@@ -24,8 +25,6 @@ def answer(
     reviewer: AsOpt = None,
 ) -> None:
     """Answer a question an agent asked (ask_person): recorded once, audited, returned to the agent."""
-    from hitl.cli.app import resume  # the one decide path of the CLI (imported here: app registers this command)
-
     resume(
         [approval],
         approve=False,

@@ -13,7 +13,7 @@ from hitl.cli.flags import FlagCommand, FlagGroup
 from hitl.engine.domain.delegation_bound import MAX_DAYS
 
 if TYPE_CHECKING:
-    from hitl.api.models import DelegationView
+    from hitl.api.delegation_models import DelegationView
     from hitl.cli.output import Out
     from hitl.engine.runtime.process import Runtime
 
@@ -62,7 +62,7 @@ def delegate_give(
     tz: Annotated[str, typer.Option("--tz", help="The time zone --until is read in (IANA).")] = "UTC",
 ) -> Ways[Any]:
     """Hand your roles (or one) to a colleague until a date, audited; it is echoed back in UTC."""
-    from hitl.api.models import DelegationView
+    from hitl.api.delegation_models import DelegationView
     from hitl.engine.domain.delegation import parse_until, zone
     from hitl.engine.errors import InvalidInput
 
@@ -99,7 +99,7 @@ def delegate_end(
     ] = None,
 ) -> Ways[Any]:
     """End a delegation you gave or were handed (audited): from now on neither acts for the other."""
-    from hitl.api.models import DelegationView
+    from hitl.api.delegation_models import DelegationView
 
     async def local(rt: Runtime, who: str) -> DelegationView:
         return DelegationView.of(await rt.contexts.default.service.delegations.end(who, delegation))
@@ -118,7 +118,7 @@ def delegate_end(
 @as_reviewer("delegate list", read_only=True)
 def delegate_list() -> Ways[Any]:
     """The delegations in force that you gave or were handed."""
-    from hitl.api.models import DelegationList, DelegationView
+    from hitl.api.delegation_models import DelegationList, DelegationView
 
     async def local(rt: Runtime, who: str) -> list[DelegationView]:
         given, received = await rt.contexts.default.service.delegations.of(who)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hitl.api.models import ApprovalView, GroupDecisionView
+from hitl.api.group_decision_models import GroupDecisionView
+from hitl.api.models import ApprovalView
 from hitl.cli.context import CliSettings
 from hitl.cli.flows import LOCAL, approval_view, refuse_local_in_production, resolve_target
 from hitl.engine.domain.models import DecisionKind

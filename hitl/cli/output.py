@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import IO, TYPE_CHECKING, Any, Protocol, cast
 
-from hitl.api.models import ApprovalView, AuditView, GroupDecisionView
+from hitl.api.group_decision_models import GroupDecisionView
+from hitl.api.models import ApprovalView, AuditView
 from hitl.cli.trimmed import Trimmed
 from hitl.engine.domain.audit_heads import view_problem
 from hitl.engine.domain.consequences import WHAT_WILL_HAPPEN, Consequence

@@ -17,7 +17,8 @@ from hitl.cli.as_reviewer import ApiCall, Ways, as_reviewer
 from hitl.cli.options import JsonOpt, StoreOpt
 
 if TYPE_CHECKING:
-    from hitl.api.models import ApprovalView, HaltView
+    from hitl.api.models import ApprovalView
+    from hitl.api.oversight_models import HaltView
     from hitl.cli.output import Out
     from hitl.engine.domain.halts import HaltOrder
     from hitl.engine.domain.models import Approval
@@ -120,14 +121,14 @@ def halts(as_json: JsonOpt = False, store: StoreOpt = None) -> None:
 
 def _halted(body: object) -> HaltOrder:
     """The halt order, as the API answered ``POST /halt``."""
-    from hitl.api.models import HaltView
+    from hitl.api.oversight_models import HaltView
 
     return _order_of(HaltView.model_validate(body))
 
 
 def _unhalted(body: object) -> tuple[HaltOrder, int]:
     """The halt lifted and how many runs it resumed, as the API answered ``POST /unhalt``."""
-    from hitl.api.models import Unhalted
+    from hitl.api.oversight_models import Unhalted
 
     done = Unhalted.model_validate(body)
     return _order_of(done.halt), done.resumed_runs
@@ -135,7 +136,7 @@ def _unhalted(body: object) -> tuple[HaltOrder, int]:
 
 def _figures(body: object) -> tuple[str, list[dict[str, Any]]]:
     """Since when, and the figures per reviewer, as the API answered ``GET /reviewers``."""
-    from hitl.api.models import ReviewerFiguresList
+    from hitl.api.oversight_models import ReviewerFiguresList
 
     answer = ReviewerFiguresList.model_validate(body)
     return answer.since, [f.model_dump() for f in answer.reviewers]

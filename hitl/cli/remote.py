@@ -22,7 +22,9 @@ from typing import Any
 
 import typer
 
-from hitl.api.models import ApprovalList, ApprovalView, AuditList, AuditView, GroupDecisionView, RunView, TokenView
+from hitl.api.group_decision_models import GroupDecisionView
+from hitl.api.models import ApprovalList, ApprovalView, AuditList, AuditView, TokenView
+from hitl.api.run_models import RunView
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.ranking import PendingOrder
 from hitl.engine.errors import EngineError, ErrorCode

@@ -40,7 +40,7 @@ def trust_list() -> Ways[Any]:
     """List the grants in force of the tools you may decide."""
     from rich.text import Text
 
-    from hitl.api.models import TrustList, TrustView
+    from hitl.api.trust_models import TrustList, TrustView
 
     async def local(rt: Runtime, who: str) -> list[TrustView]:
         decides = await _decides(rt, who)
@@ -70,7 +70,7 @@ def trust_revoke(
     ] = None,
 ) -> Ways[Any]:
     """End the trust in a tool in a session (audited): its next call is asked about again."""
-    from hitl.api.models import TrustRevoked
+    from hitl.api.trust_models import TrustRevoked
     from hitl.engine.errors import DecisionRefused, ErrorCode, NotFound
 
     query = {"session": session, "tool": tool, **({"requester": requester} if requester else {})}

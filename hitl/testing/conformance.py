@@ -14,7 +14,8 @@ This module imports pytest; :mod:`hitl.testing` itself does not.
 
 from __future__ import annotations
 
-from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AdapterConformance, AgentHarness
+from hitl.engine.testing.conformance.adapters import AdapterConformance
+from hitl.engine.testing.conformance.agent_world import ADAPTER_CONFIG, AgentHarness
 from hitl.engine.testing.conformance.alerts import AlertsConformance
 from hitl.engine.testing.conformance.approvals import ApprovalsConformance
 from hitl.engine.testing.conformance.delegations import DelegationsConformance

@@ -15,7 +15,14 @@ from pathlib import Path
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentHarness, AgentRun, AgentWorld, Ledger, refund
+from hitl.engine.testing.conformance.agent_world import (
+    ADAPTER_CONFIG,
+    AgentHarness,
+    AgentRun,
+    AgentWorld,
+    Ledger,
+    refund,
+)
 
 CALLS = [refund("c1", "K1", 45)]
 SESSION = "proc-session"

@@ -9,7 +9,7 @@ import pytest
 
 from hitl.engine.ports import Store
 from hitl.engine.storage import open_store
-from hitl.engine.testing.conformance.adapters import AgentWorld, Ledger
+from hitl.engine.testing.conformance.agent_world import AgentWorld, Ledger
 from hitl.testing import FakeClock
 from tests.backends import BACKENDS, fresh_store_url
 

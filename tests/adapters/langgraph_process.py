@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from hitl.engine.clocks import SystemClock
 from hitl.engine.config.hitl_yaml import parse_config
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, AgentWorld, Ledger, refund
+from hitl.engine.testing.conformance.agent_world import ADAPTER_CONFIG, AgentWorld, Ledger, refund
 from tests.adapters.test_langgraph import build
 from tests.waiting import eventually
 

@@ -16,11 +16,7 @@ from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from hitl.adapters.openai_agents import HitlRunner, gated
-from hitl.engine.testing.conformance.adapters import (
-    AgentWorld,
-    ScriptedCall,
-    Transcript,
-)
+from hitl.engine.testing.conformance.agent_world import AgentWorld, ScriptedCall, Transcript
 from tests.adapters.stopping import StoppingHarness
 
 __all__ = ["OpenAIAgentsHarness"]

@@ -14,11 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from hitl.adapters.pydantic_ai import HitlRunner, HitlToolset
-from hitl.engine.testing.conformance.adapters import (
-    AgentWorld,
-    ScriptedCall,
-    Transcript,
-)
+from hitl.engine.testing.conformance.agent_world import AgentWorld, ScriptedCall, Transcript
 from tests.adapters.stopping import StoppingHarness
 
 __all__ = ["PydanticAIHarness"]

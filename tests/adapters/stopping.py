@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from hitl.engine.testing.conformance.adapters import AgentRun, AgentWorld, ScriptedCall, Transcript
+from hitl.engine.testing.conformance.agent_world import AgentRun, AgentWorld, ScriptedCall, Transcript
 
 
 class StoppingHarness(abc.ABC):

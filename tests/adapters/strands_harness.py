@@ -21,13 +21,7 @@ from strands.vended_interventions.hitl import HumanInTheLoop
 from hitl.adapters.ask_callback import SlackAsk
 from hitl.adapters.strands import HitlIntervention, resume
 from hitl.engine.agents.ask import Approvals
-from hitl.engine.testing.conformance.adapters import (
-    AgentRun,
-    AgentWorld,
-    ScriptedCall,
-    Transcript,
-    settle,
-)
+from hitl.engine.testing.conformance.agent_world import AgentRun, AgentWorld, ScriptedCall, Transcript, settle
 from tests.waiting import eventually
 
 __all__ = ["InlineHarness", "InterruptHarness", "ask_agent", "transcript", "until_waiting"]

@@ -7,7 +7,7 @@ from hitl.engine.agents.gate import ToolCall
 from hitl.engine.agents.runs import AgentRuns, AgentWatcher
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.requests import DecideRequest
-from hitl.engine.testing.conformance.adapters import AgentWorld
+from hitl.engine.testing.conformance.agent_world import AgentWorld
 
 
 class Continuer:

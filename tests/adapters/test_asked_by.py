@@ -10,7 +10,7 @@ from hitl.bot.views.blocks import card
 from hitl.cli.output import approval_json
 from hitl.engine.agents.gate import ToolCall
 from hitl.engine.domain.presentation import present
-from hitl.engine.testing.conformance.adapters import AgentWorld
+from hitl.engine.testing.conformance.agent_world import AgentWorld
 
 
 async def test_the_card_show_and_audit_name_the_asking_framework_and_session(world: AgentWorld) -> None:

@@ -22,9 +22,9 @@ from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing.conformance.adapters import (
+from hitl.engine.testing.conformance.adapters import AdapterConformance
+from hitl.engine.testing.conformance.agent_world import (
     ADAPTER_CONFIG,
-    AdapterConformance,
     AgentHarness,
     AgentRun,
     AgentWorld,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hitl.engine.testing.conformance.adapters import AdapterConformance, AgentHarness, AgentWorld
+from hitl.engine.testing.conformance.adapters import AdapterConformance
+from hitl.engine.testing.conformance.agent_world import AgentHarness, AgentWorld
 
 
 class TestOpenAIAgents(AdapterConformance):

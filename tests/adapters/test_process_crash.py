@@ -18,7 +18,7 @@ from hitl.engine.domain.models import DecisionKind, Status
 from hitl.engine.domain.requests import DecideRequest
 from hitl.engine.service import ApprovalService
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, Ledger
+from hitl.engine.testing.conformance.agent_world import ADAPTER_CONFIG, Ledger
 from tests.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]

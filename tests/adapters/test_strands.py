@@ -7,7 +7,8 @@ from typing import Any
 
 from hitl.engine.domain.models import DecisionKind
 from hitl.engine.domain.requests import DecideRequest
-from hitl.engine.testing.conformance.adapters import AdapterConformance, AgentHarness, AgentWorld, ScriptedCall
+from hitl.engine.testing.conformance.adapters import AdapterConformance
+from hitl.engine.testing.conformance.agent_world import AgentHarness, AgentWorld, ScriptedCall
 
 # The SDK, its scripted model and the harnesses are in tests/adapters/strands_harness.py, imported by each test when
 # it runs: collecting this module (in every xdist worker) loads no SDK.

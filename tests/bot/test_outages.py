@@ -14,7 +14,7 @@ from hitl.engine.ports import Store
 from hitl.engine.process.tasks import Outages
 from hitl.engine.runtime.background import Background
 from hitl.engine.storage.sqlite import SqliteStore
-from hitl.engine.testing.conformance.adapters import BreakableStore
+from hitl.engine.testing.conformance.agent_world import BreakableStore
 from hitl.testing import FakeClock
 from tests.bot.conftest import Harness, start, stop
 from tests.waiting import eventually

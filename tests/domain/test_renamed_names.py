@@ -12,7 +12,8 @@ from hitl.bot.metrics import StoreMetrics
 from hitl.cli.stats import row_json
 from hitl.engine.config.deprecations import RENAMED
 from hitl.engine.domain.tally import Outcome, summarize
-from hitl.engine.testing.conformance.adapters import ADAPTER_CONFIG, PRACTICE_CONFIG
+from hitl.engine.testing.conformance.adapters import PRACTICE_CONFIG
+from hitl.engine.testing.conformance.agent_world import ADAPTER_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 
