@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import decide, done_text, late_text, redraw_stale, refusal_text
-from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
+from hitl.bot.listeners.replies import BAD_VALUE, form_not_opened, refuse_button, tell
 from hitl.bot.outbound.pacer import urgent
 from hitl.bot.requests.button_values import parse_decision_value
 from hitl.bot.requests.payloads import Action, Interaction, interaction
@@ -207,12 +207,8 @@ async def _open_form(
         with urgent():
             await client.views_open(trigger_id=trigger, view=view)
         await ctx.looked(a.id, click[0])
-    except SlackApiError as exc:
-        log.warning("views.open failed: %s", exc.response.get("error"))
-        await tell(respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again.")
-    except Exception:
-        log.exception("opening a modal failed")
-        await tell(respond, ":warning: Something went wrong opening the form. Try again.")
+    except Exception as exc:
+        await form_not_opened(respond, exc, log=log, opening="a modal")
 
 
 async def _open_full_value(ctx: BotContext, req: Interaction, respond: AsyncRespond, client: AsyncWebClient) -> None:

@@ -14,12 +14,11 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from hitl.bot.context import BotContext
 from hitl.bot.decisions import NOT_RECORDED, refusal_text
-from hitl.bot.listeners.replies import BAD_VALUE, refuse_button, tell
+from hitl.bot.listeners.replies import BAD_VALUE, form_not_opened, refuse_button, tell
 from hitl.bot.listeners.views import form_meta
 from hitl.bot.outbound.pacer import urgent
 from hitl.bot.requests.button_values import parse_button_value
@@ -94,12 +93,8 @@ async def _open(ctx: BotContext, req: Interaction, respond: AsyncRespond, client
         meta = {"id": a.id, "v": version, "h": digest, "u": user, "k": FORM_WITHDRAW, "r": req.response_url}
         with urgent():  # the trigger expires 3 s after the click: ahead of any backlog
             await client.views_open(trigger_id=req.trigger_id, view=withdraw_view(a, ctx.signer.dumps(meta)))
-    except SlackApiError as exc:
-        log.warning("views.open failed: %s", exc.response.get("error"))
-        await tell(respond, f":warning: Could not open the form (Slack said {exc.response.get('error')}). Click again.")
-    except Exception:
-        log.exception("opening the withdrawal form failed")
-        await tell(respond, ":warning: Something went wrong opening the form. Try again.")
+    except Exception as exc:
+        await form_not_opened(respond, exc, log=log, opening="the withdrawal form")
 
 
 async def _submitted(ctx: BotContext, ack: AsyncAck, req: Interaction) -> None:

@@ -1,15 +1,19 @@
 """Metric counts held for a few seconds and written together: an allowed call's fast path pays no round trip for
-them. Both stores use it in front of their own write."""
+them. Every store uses it in front of its own write."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, Generic, TypeVar
 
 from hitl.engine.domain.tally import TallyKey
 
-__all__ = ["TallyBuffer", "flush_at_close"]
+__all__ = ["BufferedTallies", "TallyBuffer", "flush_at_close"]
+
+D = TypeVar("D")
 
 
 class TallyBuffer:
@@ -46,6 +50,27 @@ class TallyBuffer:
                 for key, value in held.items():  # kept for the next write
                     self._held[key] = self._held.get(key, 0.0) + value
                 raise
+
+
+class BufferedTallies(ABC, Generic[D]):
+    """The :class:`hitl.engine.ports.Tallies` side a SQL store's tallies share: counts added are held in a
+    :class:`TallyBuffer` and written together by the store's own :meth:`_write` to ``db``, its connection."""
+
+    def __init__(self, db: D) -> None:
+        self.db = db
+        self.buffer = TallyBuffer(self._write)
+
+    def add(self, counts: Mapping[TallyKey, float], *, now: float) -> Coroutine[Any, Any, None]:
+        """Hold ``counts`` (written with the next batch)."""
+        return self.buffer.add(counts, now=now)  # the buffer's own coroutine: every allowed call passes here
+
+    async def flush(self) -> None:
+        """Write the counts held now."""
+        await self.buffer.flush()
+
+    @abstractmethod
+    async def _write(self, counts: dict[TallyKey, float]) -> None:
+        """Add ``counts`` to the store's tallies in one transaction."""
 
 
 async def flush_at_close(flush: Callable[[], Awaitable[None]], log: logging.Logger) -> None:

@@ -11,9 +11,10 @@ import pytest
 from hitl.engine.domain.decide import DecideCommand
 from hitl.engine.domain.models import Approval, DecisionKind, Reviewer, Status
 from hitl.engine.domain.retention import DAY, Retention
-from hitl.engine.errors import DecisionRefused, ErrorCode
+from hitl.engine.errors import DecisionRefused, ErrorCode, StoreError
 from hitl.engine.storage.redis import RedisStore
 from hitl.engine.storage.redis.connection import key_id
+from hitl.engine.storage.redis.part import RedisPart
 from hitl.engine.testing.conformance import helpers
 from hitl.testing import FakeClock, make_approval
 
@@ -171,3 +172,19 @@ async def test_a_callers_id_builds_no_part_of_a_key(redis_store: RedisStore, clo
     keys = [k async for k in redis_store.conn.r.scan_iter(match=f"{redis_store.prefix}:*") if shape.match(k)]
     found = sorted((m.group(1), key_id(m.group(2))) for m in map(shape.match, keys) if m)
     assert found == sorted((kind, name) for kind in ("run", "claim", "win") for name in odd)
+
+
+async def test_a_new_part_of_the_store_is_behind_its_error_boundary(redis_store: RedisStore) -> None:
+    """A part of the store written without any decorator of its own still answers a Redis failure with a
+    :class:`StoreError` that says what to do, never the client's exception."""
+
+    class Probe(RedisPart):
+        async def read(self) -> object:
+            key = f"{self.conn.p}:probe"
+            await self.r.hset(key, "field", "value")
+            return await self.r.get(key)  # WRONGTYPE: a string read of a hash
+
+    with pytest.raises(StoreError) as failed:
+        await Probe(redis_store.conn).read()
+    assert failed.value.code is ErrorCode.STORE_ERROR
+    assert "Redis store failed" in str(failed.value) and "retry" in str(failed.value)

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping
-from typing import Any
-
 from hitl.engine.domain.tally import TallyKey, hour_of
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
-from hitl.engine.storage.tally_buffer import TallyBuffer
+from hitl.engine.storage.tally_buffer import BufferedTallies
 
 __all__ = ["PgTallies"]
 
 
-class PgTallies:
+class PgTallies(BufferedTallies[PgConnection]):
     """:class:`hitl.engine.ports.Tallies` on PostgreSQL."""
-
-    def __init__(self, db: PgConnection) -> None:
-        self.db = db
-        self.buffer = TallyBuffer(self._write)
-
-    def add(self, counts: Mapping[TallyKey, float], *, now: float) -> Coroutine[Any, Any, None]:
-        return self.buffer.add(counts, now=now)  # the buffer's own coroutine: every allowed call passes here
-
-    async def flush(self) -> None:
-        await self.buffer.flush()
 
     async def _write(self, counts: dict[TallyKey, float]) -> None:
         rows = [(hour, tool, tier, name, value) for (hour, tool, tier, name), value in sorted(counts.items())]

@@ -28,20 +28,19 @@ from hitl.engine.storage.codec import (
     encode_rank_cursor,
 )
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
-from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, store_errors, waits
+from hitl.engine.storage.redis.connection import ANY_ROLE, DYNAMIC_FIELDS, RedisConnection, waits
 from hitl.engine.storage.redis.filters import index_filters, matching_page
+from hitl.engine.storage.redis.part import RedisPart
 from hitl.engine.storage.redis.trust import grant_field
 
 __all__ = ["RedisApprovals", "queue_read", "read_result"]
 
 
-@store_errors
-class RedisApprovals:
+class RedisApprovals(RedisPart):
     """:class:`hitl.engine.ports.ApprovalStore` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self.r = conn.r
+        super().__init__(conn)
         self.p = conn.p
         self._created: PubSub | None = None
         """The subscription :meth:`wait_created` keeps between calls (nothing announced in between is lost)."""

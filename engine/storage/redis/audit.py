@@ -18,18 +18,13 @@ from hitl.engine.domain.audit_heads import (
 from hitl.engine.domain.records import AuditBreak, AuditEntry, chain_link
 from hitl.engine.domain.retention import anchor_of
 from hitl.engine.storage.redis.codec import entry_body, split_link, text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisAudit"]
 
 
-@store_errors
-class RedisAudit:
+class RedisAudit(RedisPart):
     """:class:`hitl.engine.ports.AuditLog` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self.r = conn.r
 
     async def append(self, entry: AuditEntry) -> None:
         if entry.approval_id:

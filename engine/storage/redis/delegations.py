@@ -7,18 +7,13 @@ from hitl.engine.domain.delegation import Delegation
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.storage.codec import audit_for_delegation, audit_for_delegation_end
 from hitl.engine.storage.redis.codec import entry_body, text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisDelegations"]
 
 
-@store_errors
-class RedisDelegations:
+class RedisDelegations(RedisPart):
     """:class:`hitl.engine.ports.DelegationStore` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self.r = conn.r
 
     async def _step(self, d: Delegation, entry: AuditEntry, *, now: float, before: str = "") -> tuple[bool, str]:
         keys = [self.conn.delegations_key, self.conn.delegators_key, self.conn.events_key]

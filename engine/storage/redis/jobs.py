@@ -11,20 +11,19 @@ from redis.exceptions import ResponseError
 from hitl.engine.domain.records import Job
 from hitl.engine.errors import StoreError
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.connection import RedisConnection
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisJobs"]
 
 _GROUP = "hitl-workers"
 
 
-@store_errors
-class RedisJobs:
+class RedisJobs(RedisPart):
     """:class:`hitl.engine.ports.JobQueue` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self.r = conn.r
+        super().__init__(conn)
         self._groups: set[str] = set()
         """Kinds whose consumer group this process made or found (made once, not on every claim)."""
         self._reclaimed: dict[str, float] = {}

@@ -15,18 +15,18 @@ from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.errors import EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, encode_json_form
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
-from hitl.engine.storage.redis.connection import ANY_ROLE, RedisConnection, store_errors
+from hitl.engine.storage.redis.connection import ANY_ROLE, RedisConnection
+from hitl.engine.storage.redis.part import RedisPart
 from hitl.engine.storage.redis.receipts import receipt_record
 
 __all__ = ["RedisJournal"]
 
 
-@store_errors
-class RedisJournal:
+class RedisJournal(RedisPart):
     """:class:`hitl.engine.ports.Journal` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
+        super().__init__(conn)
         self._none = f"{conn.p}:unused"  # stands in for the keys a commit does not touch (never written)
 
     async def commit(self, commit: Commit) -> Committed:

@@ -9,18 +9,14 @@ from hitl.engine.domain.execution import claim_fenced, claim_hash_mismatch, clai
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.part import RedisPart
 from hitl.engine.storage.redis.receipts import receipt_record
 
 __all__ = ["RedisLedger"]
 
 
-@store_errors
-class RedisLedger:
+class RedisLedger(RedisPart):
     """:class:`hitl.engine.ports.ExecutionLedger` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
 
     def _key(self, key: str) -> str:
         return self.conn.claim_key(key)

@@ -7,18 +7,14 @@ from hitl.engine.domain.records import MessageRef
 from hitl.engine.errors import NotFound
 from hitl.engine.storage.redis.approvals import read_result
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import DYNAMIC_FIELDS, RedisConnection, store_errors
+from hitl.engine.storage.redis.connection import DYNAMIC_FIELDS
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisMessages"]
 
 
-@store_errors
-class RedisMessages:
+class RedisMessages(RedisPart):
     """:class:`hitl.engine.ports.MessageMap` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self.r = conn.r
 
     def _by_approval(self, approval_id: str) -> str:
         return self.conn.message_key(approval_id)

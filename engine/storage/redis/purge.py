@@ -14,8 +14,9 @@ from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.retention import CLAIM_GRACE, LIVE_RUN_STATUSES, Purged, Retention, purge_entry
 from hitl.engine.domain.states import TERMINAL
 from hitl.engine.storage.redis.codec import entry_body, split_link, text
-from hitl.engine.storage.redis.connection import RedisConnection, key_id, store_errors
+from hitl.engine.storage.redis.connection import key_id
 from hitl.engine.storage.redis.filters import stored_entries, voted_key
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisPurger"]
 
@@ -29,13 +30,8 @@ _ALL = 2**62
 """No limit."""
 
 
-@store_errors
-class RedisPurger:
+class RedisPurger(RedisPart):
     """:class:`hitl.engine.ports.Purger` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self.r = conn.r
 
     async def _indexed(self) -> None:
         """Index the runs that ended and the claims that finished before the scripts kept these indexes (a store

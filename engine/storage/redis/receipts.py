@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hitl.engine.receipts.claims import LEEWAY, Issued, ReceiptStatus, Redemption, Withdrawal
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisReceipts", "receipt_record"]
 
@@ -18,12 +18,8 @@ def receipt_record(receipt: Issued, *, now: float) -> list[str]:
     return [receipt.key, repr(receipt.exp), str(max(1, int((receipt.exp + LEEWAY - now) * 1000)))]
 
 
-@store_errors
-class RedisReceipts:
+class RedisReceipts(RedisPart):
     """:class:`hitl.engine.receipts.ports.ReceiptLedger` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
 
     async def redeem(self, jti: str, *, approval: str, redemption: str | None, now: float) -> Redemption:
         args = [redemption or "", repr(now), repr(LEEWAY)]

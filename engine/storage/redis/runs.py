@@ -8,25 +8,18 @@ from typing import Any
 from hitl.engine.domain.execution import stale_run
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisRuns"]
 
 
-@store_errors
-class RedisRuns:
+class RedisRuns(RedisPart):
     """:class:`hitl.engine.ports.RunStore` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self._paused = conn.paused_key
-        self._running = conn.running_key
-        self._key = conn.run_key
 
     async def save(self, run_id: str, data: dict[str, Any], *, expected_version: int, now: float) -> int:
         status = str(data.get("status", ""))
         args = [expected_version, json.dumps(data), repr(now), status, run_id]
-        keys = [self._key(run_id), self.conn.ended_key]
+        keys = [self.conn.run_key(run_id), self.conn.ended_key]
         out = [text(x) for x in await self.conn.call(self.conn.checkpoint_script, keys, args)]
         if out[0] != "ok":
             raise stale_run(run_id, int(out[1]), expected_version)
@@ -34,29 +27,29 @@ class RedisRuns:
         # on every step. It is read with verification, so a crash in between leaves nothing unrecoverable.
         was, now_paused = out[2] == "paused", status == "paused"
         if now_paused and not was:
-            await self.conn.r.zadd(self._paused, {run_id: 0})  # one score: paged in id order
+            await self.conn.r.zadd(self.conn.paused_key, {run_id: 0})  # one score: paged in id order
         elif was and not now_paused:
-            await self.conn.r.zrem(self._paused, run_id)
+            await self.conn.r.zrem(self.conn.paused_key, run_id)
         return int(out[1])
 
     async def load(self, run_id: str) -> StoredRun | None:
-        data, version = await self.conn.r.hmget(self._key(run_id), ["data", "version"])
+        data, version = await self.conn.r.hmget(self.conn.run_key(run_id), ["data", "version"])
         return StoredRun(json.loads(data), int(text(version))) if data is not None else None
 
     async def paused(self, *, limit: int = 500, after: str | None = None) -> list[str]:
         low = f"({after}" if after else "-"
-        return [text(x) for x in await self.conn.r.zrangebylex(self._paused, low, "+", start=0, num=limit)]
+        return [text(x) for x in await self.conn.r.zrangebylex(self.conn.paused_key, low, "+", start=0, num=limit)]
 
     async def _own(self, op: str, run_id: str, holder: str, now: float, lease: float) -> bool:
         args = [op, holder, repr(now), repr(now + lease)]
-        out = await self.conn.call(self.conn.own_script, [self._key(run_id)], args)
+        out = await self.conn.call(self.conn.own_script, [self.conn.run_key(run_id)], args)
         return text(out[0]) == "1"
 
     async def own(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
         # Indexed (if it is not yet) before the lease is written: a crash in between leaves an index entry the scan
         # verifies, never an owned run that no scan can find. The score becomes the real lease only on success, so
         # a refused attempt cannot push a dying owner's orphan out of reach.
-        await self.conn.r.zadd(self._running, {run_id: now}, nx=True)
+        await self.conn.r.zadd(self.conn.running_key, {run_id: now}, nx=True)
         return await self._indexed(await self._own("own", run_id, holder, now, lease), run_id, now + lease)
 
     async def renew(self, run_id: str, *, holder: str, now: float, lease: float) -> bool:
@@ -64,23 +57,23 @@ class RedisRuns:
 
     async def _indexed(self, ok: bool, run_id: str, until: float) -> bool:
         if ok:
-            await self.conn.r.zadd(self._running, {run_id: until})
+            await self.conn.r.zadd(self.conn.running_key, {run_id: until})
         return ok
 
     async def release(self, run_id: str, *, holder: str) -> None:
         await self._own("release", run_id, holder, 0.0, 0.0)
         # Due at once: the next scan drops it (paused, ended) or, if it is still running, finds an orphan.
-        await self.conn.r.zadd(self._running, {run_id: 0}, xx=True)
+        await self.conn.r.zadd(self.conn.running_key, {run_id: 0}, xx=True)
 
     async def orphaned(self, *, now: float, limit: int = 100) -> list[str]:
         candidates = [
-            text(x) for x in await self.conn.r.zrangebyscore(self._running, "-inf", now, start=0, num=limit * 4)
+            text(x) for x in await self.conn.r.zrangebyscore(self.conn.running_key, "-inf", now, start=0, num=limit * 4)
         ]
         if not candidates:
             return []
         async with self.conn.r.pipeline(transaction=False) as pipe:
             for run_id in candidates:
-                pipe.hmget(self._key(run_id), ["status", "holder", "lease_until"])
+                pipe.hmget(self.conn.run_key(run_id), ["status", "holder", "lease_until"])
             rows = await pipe.execute()
         out: list[str] = []
         done: list[str] = []
@@ -94,7 +87,7 @@ class RedisRuns:
             elif status == "running" and len(out) < limit:
                 out.append(run_id)
         if done:
-            await self.conn.r.zrem(self._running, *done)
+            await self.conn.r.zrem(self.conn.running_key, *done)
         if live:
-            await self.conn.r.zadd(self._running, live)
+            await self.conn.r.zadd(self.conn.running_key, live)
         return out

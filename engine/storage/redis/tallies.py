@@ -9,7 +9,8 @@ from typing import Any
 from hitl.engine.domain.retention import TALLY_KEEP
 from hitl.engine.domain.tally import TallyKey, hour_of
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, in_memory, store_errors
+from hitl.engine.storage.redis.connection import RedisConnection, in_memory
+from hitl.engine.storage.redis.part import RedisPart
 from hitl.engine.storage.tally_buffer import TallyBuffer
 
 __all__ = ["RedisTallies"]
@@ -17,12 +18,11 @@ __all__ = ["RedisTallies"]
 _SEP = "\x1f"
 
 
-@store_errors
-class RedisTallies:
+class RedisTallies(RedisPart):
     """:class:`hitl.engine.ports.Tallies` on Redis."""
 
     def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
+        super().__init__(conn)
         self.buffer = TallyBuffer(self.write)
 
     def _key(self, hour: int) -> str:

@@ -8,7 +8,7 @@ import json
 from hitl.engine.domain.records import TrustGrant
 from hitl.engine.storage.codec import audit_for_grant, audit_for_revocation
 from hitl.engine.storage.redis.codec import entry_body, text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisTrust", "grant_field"]
 
@@ -18,31 +18,24 @@ def grant_field(requester: str, tool: str) -> str:
     return json.dumps([requester, tool], separators=(",", ":"), ensure_ascii=False)
 
 
-@store_errors
-class RedisTrust:
+class RedisTrust(RedisPart):
     """:class:`hitl.engine.ports.TrustStore` on Redis; grants and revocations are audited."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
-        self.r = conn.r
-        self._sessions = conn.trust_sessions_key
-        self._key = conn.trust_key
 
     async def grant(self, grant: TrustGrant, *, now: float) -> None:
         entry = audit_for_grant(grant, now=now)
         async with self.r.pipeline(transaction=True) as pipe:
             pipe.hset(
-                self._key(grant.session_id),
+                self.conn.trust_key(grant.session_id),
                 grant_field(grant.requester, grant.tool),
                 json.dumps([grant.until, grant.granted_by]),
             )
-            pipe.sadd(self._sessions, grant.session_id)
+            pipe.sadd(self.conn.trust_sessions_key, grant.session_id)
             await pipe.execute()
         await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])
 
     async def _grants(self, session_id: str, *, now: float) -> list[TrustGrant]:
         out = []
-        for field, val in (await self.r.hgetall(self._key(session_id))).items():
+        for field, val in (await self.r.hgetall(self.conn.trust_key(session_id))).items():
             until, by = json.loads(val)
             requester, tool = json.loads(text(field))
             if until > now:
@@ -56,7 +49,7 @@ class RedisTrust:
 
     async def all_active(self, *, now: float, limit: int = 200) -> list[TrustGrant]:
         out: list[TrustGrant] = []
-        for session_id in sorted(text(x) for x in await self.r.smembers(self._sessions)):
+        for session_id in sorted(text(x) for x in await self.r.smembers(self.conn.trust_sessions_key)):
             out += await self._grants(session_id, now=now)  # lapsed grants stay until retention removes them
             if len(out) >= limit:
                 break
@@ -70,7 +63,9 @@ class RedisTrust:
         ]
         if not ending:
             return 0
-        removed = int(await self.r.hdel(self._key(session_id), *(grant_field(g.requester, tool) for g in ending)))
+        removed = int(
+            await self.r.hdel(self.conn.trust_key(session_id), *(grant_field(g.requester, tool) for g in ending))
+        )
         if removed:
             entry = audit_for_revocation(session_id, tool, requester=requester, by=by, now=now)
             await self.conn.call(self.conn.events_script, [self.conn.events_key], [entry_body(entry)])

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from hitl.engine.domain.policy import WindowStats
 from hitl.engine.storage.redis.codec import text
-from hitl.engine.storage.redis.connection import RedisConnection, store_errors
+from hitl.engine.storage.redis.part import RedisPart
 
 __all__ = ["RedisWindows"]
 
 
-@store_errors
-class RedisWindows:
+class RedisWindows(RedisPart):
     """:class:`hitl.engine.ports.RateWindows` on Redis."""
-
-    def __init__(self, conn: RedisConnection) -> None:
-        self.conn = conn
 
     def _keys(self, key: str) -> list[str]:
         return [self.conn.window_key(key), self.conn.window_priors_key(key)]

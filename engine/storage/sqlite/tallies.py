@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Coroutine, Mapping
-from typing import Any
 
 from hitl.engine.domain.tally import TallyKey, hour_of
 from hitl.engine.storage.sqlite.connection import SqliteConnection
-from hitl.engine.storage.tally_buffer import TallyBuffer
+from hitl.engine.storage.tally_buffer import BufferedTallies
 
 __all__ = ["SqliteTallies"]
 
 
-class SqliteTallies:
+class SqliteTallies(BufferedTallies[SqliteConnection]):
     """:class:`hitl.engine.ports.Tallies` on SQLite."""
-
-    def __init__(self, db: SqliteConnection) -> None:
-        self.db = db
-        self.buffer = TallyBuffer(self._write)
-
-    def add(self, counts: Mapping[TallyKey, float], *, now: float) -> Coroutine[Any, Any, None]:
-        return self.buffer.add(counts, now=now)  # the buffer's own coroutine: every allowed call passes here
-
-    async def flush(self) -> None:
-        await self.buffer.flush()
 
     async def _write(self, counts: dict[TallyKey, float]) -> None:
         rows = [(hour, tool, tier, name, value) for (hour, tool, tier, name), value in counts.items()]
