@@ -113,9 +113,10 @@ def test_the_receipts_pages_whole_loop_runs_as_written(tmp_path: Path) -> None:
     demo, payments, asking = terminals
     try:
         demo.run(sandbox, "demo")
-        api = started_sync(lambda: re.search(r"hitl serve's API: (\S+) ", demo.said()), what="the API's address")
-        assert api.group(1) == f"http://127.0.0.1:{ports['8701']}", demo.said()
-        assert "runs until you stop it" in demo.said()
+        # The demo's last line of its start: the lines before it may reach the pipe first, on their own.
+        started_sync(lambda: "runs until you stop it" in demo.said(), what="the demo's start")
+        api = re.search(r"hitl serve's API: (\S+) ", demo.said())
+        assert api is not None and api.group(1) == f"http://127.0.0.1:{ports['8701']}", demo.said()
         page = f"http://127.0.0.1:{ports['8700']}"
         payments.run(service, "payments")
         started_sync(lambda: "payments on" in payments.said(), what="the payment service")
