@@ -93,8 +93,10 @@ def interactive_demo(tmp_path: Path, *extra: str) -> Iterator[str]:
     try:
 
         def printed() -> str | None:
-            m = re.search(r"(http://127\.0\.0\.1:\d+)/", (tmp_path / "demo.log").read_text())
-            return m.group(1) if m else None
+            # Read once the start's last line is out: the lines before it can reach the file alone.
+            text = (tmp_path / "demo.log").read_text()
+            m = re.search(r"(http://127\.0\.0\.1:\d+)/", text)
+            return m.group(1) if m and "runs until you stop it" in text else None
 
         url = started_sync(printed, what="the demo's URL")
         assert url, (tmp_path / "demo.log").read_text()
