@@ -147,6 +147,11 @@ class Issued(_Rec):
     jti: str
     key: str
     exp: float
+    audit: AuditEntry | None = None
+    """A receipt of an approved action, as it is issued: its ``receipt_issued`` audit entry, which the claim's
+    atomic step appends with the record. The entry's approval, withdrawn, refuses that claim instead
+    (``action_rejected``: nothing is claimed or recorded). None for a call run without a person, and on a record
+    read back."""
 
 
 class MessageRef(_Rec):

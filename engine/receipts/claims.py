@@ -20,12 +20,14 @@ import rfc8785
 
 from hitl.engine.domain.models import Approval, ApprovalKind, DecisionKind, Tier
 from hitl.engine.domain.records import AuditEntry, Claim, Issued
+from hitl.engine.errors import EngineError, ErrorCode
 
 __all__ = [
     "LEEWAY",
     "Basis",
     "AUTHORIZATION_TYPE",
     "ISSUED_EVENT",
+    "UNSIGNED_EVENT",
     "AllowedCall",
     "Issued",
     "ReceiptStatus",
@@ -35,10 +37,12 @@ __all__ = [
     "allowed_claims",
     "approval_of",
     "issued_entry",
+    "unsigned_entry",
     "receipt_claims",
     "receipt_digest",
     "receipt_problem",
     "view_digests",
+    "withdrawn_refusal",
 ]
 
 LEEWAY = 30.0
@@ -132,7 +136,7 @@ ISSUED_EVENT = "receipt_issued"
 
 def issued_entry(approval: Approval, jti: str, *, actor: str, now: float) -> AuditEntry:
     """The audit entry of the receipt ``jti`` issued for an execution of ``approval``, written before the receipt
-    is handed out."""
+    is handed out: by the claim's atomic step, with the receipt's record (:attr:`Issued.audit`)."""
     return AuditEntry(
         at=now,
         actor=actor,
@@ -141,6 +145,38 @@ def issued_entry(approval: Approval, jti: str, *, actor: str, now: float) -> Aud
         version=approval.version,
         action_hash=approval.action_hash,
         detail=f"receipt {jti} for {approval.tool}",
+    )
+
+
+UNSIGNED_EVENT = "receipt_unsigned"
+"""The audit event of a receipt recorded with its claim that could not be signed (its detail starts with
+``receipt <jti>``): it was never handed out, nothing ran under its attempt, and no evidence record names it."""
+
+
+def unsigned_entry(approval: Approval, jti: str, *, actor: str, now: float, why: str) -> AuditEntry:
+    """The audit entry of the receipt ``jti`` whose issue its claim recorded (:func:`issued_entry`) but which
+    could not be signed: its attempt is recorded as failed, and nothing ran under it."""
+    return AuditEntry(
+        at=now,
+        actor=actor,
+        event=UNSIGNED_EVENT,
+        approval_id=approval.id,
+        version=approval.version,
+        action_hash=approval.action_hash,
+        outcome=str(ErrorCode.RECEIPT_UNAVAILABLE),
+        detail=f"receipt {jti} for {approval.tool}: never handed out, {why}",
+    )
+
+
+def withdrawn_refusal(approval_id: str) -> EngineError:
+    """What a claim with a receipt of ``approval_id`` meets once it was withdrawn (``action_rejected``): a receipt
+    issued after the withdrawal would pass a protected system that checks receipts offline only, and nothing may
+    run by a withdrawn approval. The stores raise it from the claim's own atomic step, before it writes anything."""
+    return EngineError(
+        f"{approval_id} was withdrawn: nothing runs by it, and no receipt of it is issued; ask for a new approval "
+        "if the action must still happen",
+        code=ErrorCode.ACTION_REJECTED,
+        approval_id=approval_id,
     )
 
 

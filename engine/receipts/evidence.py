@@ -4,7 +4,8 @@ expired. Pure: its claims come from the approval (the call, its deciders and the
 did stays published at the keys history (``/.well-known/jwks-history.json``) after it is rotated out.
 
 The receipt's ``jti`` is in the trail because its issue is audited before the receipt is handed out
-(:func:`~hitl.engine.receipts.claims.issued_entry`)."""
+(:func:`~hitl.engine.receipts.claims.issued_entry`); one that could not be signed was never handed out
+(:func:`~hitl.engine.receipts.claims.unsigned_entry`), and is left out."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from hitl.engine.domain.models import Approval, ApprovalKind, Status
 from hitl.engine.domain.records import AuditEntry
-from hitl.engine.receipts.claims import ISSUED_EVENT, receipt_digest
+from hitl.engine.receipts.claims import ISSUED_EVENT, UNSIGNED_EVENT, receipt_digest
 
 __all__ = ["EVIDENCE_TYPE", "evidence_claims", "evidence_problem"]
 
@@ -40,7 +41,12 @@ def evidence_claims(approval: Approval, trail: Iterable[AuditEntry], *, issuer: 
     if problem is not None:
         raise ValueError(problem)
     entries = [e for e in trail if e.approval_id == approval.id]
-    receipts = [m.group(1) for e in entries if e.event == ISSUED_EVENT and (m := _ISSUED.match(e.detail))]
+    unsigned = {m.group(1) for e in entries if e.event == UNSIGNED_EVENT and (m := _ISSUED.match(e.detail))}
+    receipts = [
+        m.group(1)
+        for e in entries
+        if e.event == ISSUED_EVENT and (m := _ISSUED.match(e.detail)) and m.group(1) not in unsigned
+    ]
     executed = [e.at for e in entries if e.event == "executed"] or [approval.updated_at]
     return {
         "iss": issuer,

@@ -20,10 +20,17 @@ from hitl.engine.domain.ids import dedupe_key
 from hitl.engine.domain.models import Approval
 from hitl.engine.errors import EngineError, ErrorCode
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts.claims import AllowedCall, Issued, Receipted, allowed_claims, issued_entry, receipt_claims
+from hitl.engine.receipts.claims import (
+    AllowedCall,
+    Issued,
+    Receipted,
+    allowed_claims,
+    issued_entry,
+    receipt_claims,
+    unsigned_entry,
+)
 from hitl.engine.receipts.ports import ReceiptSigner
 from hitl.engine.receipts.spec import ReceiptsSpec
-from hitl.engine.receipts.withdrawing import refuse_withdrawn
 
 _ALLOWED_LEASE = 30.0
 """The lease of an allowed call's receipt claim, recorded at once: a crash between the two holds a replay only this
@@ -105,21 +112,23 @@ class SignedClaims:
         The claims are signed while the claim is on its way to the store (a network round trip for Redis and
         PostgreSQL, which the signing would otherwise follow): the record the claim writes needs only the claims.
         An attempt whose receipt could not be signed is recorded as failed at once, so nothing runs under it and
-        the next claim (``retry_failed``) starts a new attempt with a new receipt. A withdrawn approval is refused
-        before anything is claimed (``action_rejected``): a receipt issued after its withdrawal would pass a
-        protected system that checks receipts offline only, and nothing may run by it."""
-        await refuse_withdrawn(self.store, approval.id, now=self.issuer.clock.now())
+        the next claim (``retry_failed``) starts a new attempt with a new receipt, and the trail says the receipt
+        was never handed out. The claim's step also refuses a withdrawn approval before it writes anything
+        (``action_rejected``), and audits the receipt's issue with its record: one round trip to the store, as a
+        claim without a receipt takes."""
+        now = self.issuer.clock.now()
         claims, issued = self.issuer.unsigned(approval, args, key=key)
+        issued = issued.model_copy(update={"audit": issued_entry(approval, issued.jti, actor=holder, now=now)})
         ledger = self.store.ledger
         claiming = asyncio.ensure_future(
             ledger.claim(
                 key,
                 action_hash=action_hash,
                 holder=holder,
-                now=self.issuer.clock.now(),
+                now=now,
                 lease=lease,
                 retry_failed=retry_failed,
-                receipt=issued,  # recorded only if this attempt is handed out
+                receipt=issued,  # recorded, and audited, only if this attempt is handed out
             )
         )
         try:
@@ -137,9 +146,11 @@ class SignedClaims:
             return Receipted(claim)
         if unsigned is not None:
             why = f"no receipt could be signed: {type(unsigned).__name__}: {unsigned}"
+            now = self.issuer.clock.now()
             await ledger.record_outcome(
-                key, holder=holder, attempt=claim.attempt, ok=False, result={"error": why}, now=self.issuer.clock.now()
+                key, holder=holder, attempt=claim.attempt, ok=False, result={"error": why}, now=now
             )
+            await self.store.audit.append(unsigned_entry(approval, issued.jti, actor=holder, now=now, why=why))
             if isinstance(unsigned, EngineError):
                 raise unsigned
             raise EngineError(
@@ -148,8 +159,8 @@ class SignedClaims:
                 code=ErrorCode.RECEIPT_UNAVAILABLE,
                 approval_id=approval.id,
             ) from unsigned
-        # Audited before it is handed out: the approval's evidence record names it after its own record is purged.
-        await self.store.audit.append(issued_entry(approval, issued.jti, actor=holder, now=self.issuer.clock.now()))
+        # Audited (by the claim's step) before it is handed out: the approval's evidence record names it after its
+        # own record is purged.
         return Receipted(claim, receipt)
 
     def sign_here(

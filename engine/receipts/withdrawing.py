@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
-from hitl.engine.receipts.claims import ReceiptStatus, Withdrawal
+from hitl.engine.receipts.claims import ReceiptStatus, Withdrawal, withdrawn_refusal
 
 if TYPE_CHECKING:  # the ports load the decision rules; the API's models read REASON_MAX here, `hitl withdraw` too
     from hitl.engine.ports import Clock, Store
@@ -123,13 +123,8 @@ async def withdraw_approval(store: Store, clock: Clock, request: WithdrawRequest
 
 
 async def refuse_withdrawn(store: Store, approval_id: str, *, now: float) -> None:
-    """Raise ``action_rejected`` when the approval was withdrawn: every path that would claim its execution with a
-    receipt asks first, since a receipt issued after the withdrawal would pass a protected system that checks
-    receipts offline only, and nothing may run by a withdrawn approval."""
+    """Raise ``action_rejected`` when the approval was withdrawn (:func:`withdrawn_refusal`): a workflow run's
+    commit asks first when it claims an execution with a receipt (``hitl serve``'s own claims ask in the claim's
+    atomic step instead, :attr:`~hitl.engine.receipts.claims.Issued.audit`)."""
     if await store.receipts.status("", approval=approval_id, now=now) is ReceiptStatus.WITHDRAWN:
-        raise EngineError(
-            f"{approval_id} was withdrawn: nothing runs by it, and no receipt of it is issued; ask for a new "
-            "approval if the action must still happen",
-            code=ErrorCode.ACTION_REJECTED,
-            approval_id=approval_id,
-        )
+        raise withdrawn_refusal(approval_id)

@@ -189,10 +189,12 @@ class Writes:
 
     def claim(self, cl: Claim, *, receipt: Issued | None = None) -> None:
         """Write the execution claim ``cl`` (inserted or replaced), and ``receipt``, issued with it, when the claim
-        is a new attempt (not one recovered from a holder that stopped)."""
+        is a new attempt (not one recovered from a holder that stopped), with its audit entry."""
         self._claims[cl.key] = cl
         if receipt is not None and not cl.recovered:
             self._receipts.append(receipt)
+            if receipt.audit is not None:
+                self.audit(receipt.audit)
 
     def audit(self, e: AuditEntry) -> None:
         """Append ``e`` to its chain (its approval's, or the one for entries that belong to no approval)."""

@@ -7,8 +7,8 @@ from typing import Any
 
 from hitl.engine.domain.execution import claim_fenced, claim_hash_mismatch, claim_in_progress
 from hitl.engine.domain.records import Claim, ClaimState
-from hitl.engine.receipts.claims import Issued
-from hitl.engine.storage.redis.codec import text
+from hitl.engine.receipts.claims import Issued, withdrawn_refusal
+from hitl.engine.storage.redis.codec import entry_body, text
 from hitl.engine.storage.redis.part import RedisPart
 from hitl.engine.storage.redis.receipts import receipt_record
 
@@ -34,10 +34,16 @@ class RedisLedger(RedisPart):
     ) -> Claim:
         args = [action_hash, holder, repr(now), repr(now + lease), "1" if retry_failed else "0"]
         keys = [self._key(key)]
+        approval = receipt.audit.approval_id if receipt is not None and receipt.audit is not None else None
         if receipt is not None:
             keys.append(self.conn.receipt_key(receipt.jti))
             args += receipt_record(receipt, now=now)
+            if receipt.audit is not None and approval:
+                keys += [self.conn.receipt_approval_key(approval), self.conn.audit_key(approval)]
+                args.append(entry_body(receipt.audit))
         out = [text(x) for x in await self.conn.call(self.conn.claim_script, keys, args)]
+        if out[0] == "withdrawn" and approval:
+            raise withdrawn_refusal(approval)
         if out[0] == "acquired":
             return Claim(
                 key=key,

@@ -12,6 +12,7 @@ from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, encode_json_form, loads
 from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.receipts import refuse_withdrawn
 from hitl.engine.storage.sqlite.rows import (
     insert_audit,
     load_approval,
@@ -124,6 +125,7 @@ def _commit(c: sqlite3.Connection, m: Commit, touched: list[str]) -> Committed:
 
 
 def _claim(c: sqlite3.Connection, intent: ClaimIntent, m: Commit, touched: list[str]) -> Claim:
+    refuse_withdrawn(c, intent.receipt)  # the whole commit with it: nothing runs, or is recorded, by a withdrawn one
     out = claim_rules.next_claim(
         load_claim(c, intent.key),
         key=intent.key,

@@ -9,6 +9,7 @@ from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.records import Claim
 from hitl.engine.receipts.claims import Issued
 from hitl.engine.storage.sqlite.connection import SqliteConnection
+from hitl.engine.storage.sqlite.receipts import refuse_withdrawn
 from hitl.engine.storage.sqlite.rows import load_claim, write_claim
 
 __all__ = ["SqliteLedger"]
@@ -32,6 +33,7 @@ class SqliteLedger:
         receipt: Issued | None = None,
     ) -> Claim:
         def tx(c: sqlite3.Connection) -> Claim:
+            refuse_withdrawn(c, receipt)
             out = claim_rules.next_claim(
                 load_claim(c, key),
                 key=key,

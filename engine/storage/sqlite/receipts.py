@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from hitl.engine.receipts.claims import LEEWAY, Issued, ReceiptStatus, Redemption, Withdrawal
+from hitl.engine.receipts.claims import LEEWAY, Issued, ReceiptStatus, Redemption, Withdrawal, withdrawn_refusal
 from hitl.engine.storage.sqlite.connection import SqliteConnection
 
-__all__ = ["SqliteReceipts", "insert_receipt"]
+__all__ = ["SqliteReceipts", "insert_receipt", "refuse_withdrawn"]
 
 
 def insert_receipt(c: sqlite3.Connection, receipt: Issued) -> None:
@@ -18,6 +18,14 @@ def insert_receipt(c: sqlite3.Connection, receipt: Issued) -> None:
         "INSERT INTO receipts (jti, key, exp, redeemed, redemption) VALUES (?, ?, ?, 0, NULL)",
         (receipt.jti, receipt.key, receipt.exp),
     )
+
+
+def refuse_withdrawn(c: sqlite3.Connection, receipt: Issued | None) -> None:
+    """In the claim's transaction, before it writes anything: raise ``action_rejected`` when ``receipt`` is an
+    approved action's (:attr:`~hitl.engine.receipts.claims.Issued.audit`) whose approval was withdrawn."""
+    approval = receipt.audit.approval_id if receipt is not None and receipt.audit is not None else None
+    if approval and _approval_state(c, approval) == "withdrawn":
+        raise withdrawn_refusal(approval)
 
 
 class SqliteReceipts:

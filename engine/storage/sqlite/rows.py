@@ -102,10 +102,12 @@ def load_claim(c: sqlite3.Connection, key: str) -> Claim | None:
 
 def write_claim(c: sqlite3.Connection, cl: Claim, *, receipt: Issued | None = None) -> None:
     """Write the execution claim's row inside a transaction, and the record of ``receipt``, issued with it, when
-    the claim is a new attempt (not one recovered from a holder that stopped)."""
+    the claim is a new attempt (not one recovered from a holder that stopped), with its audit entry."""
     c.execute(f"INSERT OR REPLACE INTO claims (key, {CLAIM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", claim_row(cl))
     if receipt is not None and not cl.recovered:
         insert_receipt(c, receipt)
+        if receipt.audit is not None:
+            insert_audit(c, receipt.audit)
 
 
 def own_run(c: sqlite3.Connection, run_id: str, holder: str, now: float, lease: float) -> str | None:

@@ -22,7 +22,15 @@ from hitl.engine.clocks import FakeClock
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode
 from hitl.engine.ports import Store
 from hitl.engine.receipts.claiming import receipt_claims_for
-from hitl.engine.receipts.claims import Issued, ReceiptStatus, Redemption, Withdrawal
+from hitl.engine.receipts.claims import (
+    ISSUED_EVENT,
+    UNSIGNED_EVENT,
+    Issued,
+    ReceiptStatus,
+    Redemption,
+    Withdrawal,
+    issued_entry,
+)
 from hitl.engine.receipts.spec import ReceiptsSpec
 from hitl.engine.receipts.unavailable import UnusableKey
 from hitl.engine.testing.factories import make_approval
@@ -173,6 +181,102 @@ class ReceiptsConformance:
             await store.receipts.redeem("r2", approval="apr_2", redemption=None, now=clock.now()) is Redemption.UNKNOWN
         )
 
+    async def test_an_approved_actions_receipt_is_audited_by_its_claims_step_and_a_withdrawal_refuses_it(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        ledger, now = store.ledger, clock.now()
+        approval = make_approval(now=now, args={"to": "V-1", "amount": 120})
+        await store.approvals.create(approval)
+
+        def issued(jti: str) -> Issued:
+            return _receipt(clock, jti, "call:k").model_copy(
+                update={"audit": issued_entry(approval, jti, actor="w", now=clock.now())}
+            )
+
+        def events() -> Any:
+            return store.audit.entries(approval_id=approval.id)
+
+        before = len(await events())
+        first = await ledger.claim("call:k", action_hash="h", holder="w1", now=now, lease=30, receipt=issued("r1"))
+        assert first.acquired and await store.receipts.issued("r1") is not None
+        trail = await events()
+        assert [e.event for e in trail[before:]] == [ISSUED_EVENT] and trail[-1].detail.startswith("receipt r1 ")
+        with pytest.raises(ClaimRefused):  # held: nothing recorded, nothing audited
+            await ledger.claim("call:k", action_hash="h", holder="w2", now=now, lease=30, receipt=issued("r2"))
+        clock.advance(31)  # w1 stopped: the next claim recovers its attempt, which issues no receipt
+        recovered = await ledger.claim(
+            "call:k", action_hash="h", holder="w3", now=clock.now(), lease=30, receipt=issued("r3")
+        )
+        assert recovered.acquired and recovered.recovered
+        assert await store.receipts.issued("r2") is None and await store.receipts.issued("r3") is None
+        assert len(await events()) == before + 1
+
+        assert await store.receipts.withdraw(approval.id, now=clock.now()) is Withdrawal.WITHDRAWN
+        await ledger.record_outcome(
+            "call:k", holder="w3", attempt=recovered.attempt, ok=False, result={"error": "x"}, now=clock.now()
+        )
+        with pytest.raises(EngineError) as refused:  # withdrawn: refused before anything of the claim is written
+            await ledger.claim(
+                "call:k",
+                action_hash="h",
+                holder="w4",
+                now=clock.now(),
+                lease=30,
+                retry_failed=True,
+                receipt=issued("r4"),
+            )
+        assert refused.value.code is ErrorCode.ACTION_REJECTED
+        kept = await ledger.get("call:k")
+        assert kept is not None and kept.state == "failed" and kept.attempt == recovered.attempt
+        assert await store.receipts.issued("r4") is None and len(await events()) == before + 1
+        # A call run without a person names no approval: nothing refuses it, nothing is audited for it.
+        other = await ledger.claim(
+            "call:free",
+            action_hash="h",
+            holder="w",
+            now=clock.now(),
+            lease=30,
+            receipt=_receipt(clock, "r5", "call:free"),
+        )
+        assert other.acquired and await store.receipts.issued("r5") is not None
+        assert (await store.audit.verify())[1] is None
+
+    async def test_claims_racing_withdrawals_issue_a_receipt_only_before_one(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        now = clock.now()
+        approvals = [make_approval(now=now, args={"to": f"V-{i}", "amount": 5}) for i in range(12)]
+        for a in approvals:
+            await store.approvals.create(a)
+
+        async def claim(a: Any) -> bool:
+            receipt = _receipt(clock, f"r_{a.id}", f"call:{a.id}").model_copy(
+                update={"audit": issued_entry(a, f"r_{a.id}", actor="w", now=now)}
+            )
+            try:
+                await store.ledger.claim(
+                    f"call:{a.id}", action_hash="h", holder="w", now=now, lease=30, receipt=receipt
+                )
+            except EngineError as exc:
+                assert exc.code is ErrorCode.ACTION_REJECTED
+                return False
+            return True
+
+        async def pair(a: Any) -> tuple[bool, Withdrawal]:
+            got, withdrawn = await asyncio.gather(claim(a), store.receipts.withdraw(a.id, now=now))
+            return got, withdrawn
+
+        for a, (claimed, withdrawn) in zip(approvals, await asyncio.gather(*(pair(a) for a in approvals)), strict=True):
+            assert withdrawn is Withdrawal.WITHDRAWN  # nothing was spent: the withdrawal always lands
+            trail = [e for e in await store.audit.entries(approval_id=a.id) if e.event == ISSUED_EVENT]
+            recorded = await store.receipts.issued(f"r_{a.id}")
+            # Issued (recorded and audited together) only by a claim before the withdrawal; refused after it.
+            assert (recorded is not None) is claimed and len(trail) == int(claimed)
+            if claimed:
+                redeemed = await store.receipts.redeem(f"r_{a.id}", approval=a.id, redemption=None, now=now)
+                assert redeemed is Redemption.WITHDRAWN
+        assert (await store.audit.verify())[1] is None
+
     async def test_hitl_serves_claim_hands_out_the_receipt_its_attempt_recorded(
         self, store: Store, clock: FakeClock
     ) -> None:
@@ -203,6 +307,14 @@ class ReceiptsConformance:
         failed = await store.ledger.get("call:k")
         assert failed is not None and failed.attempt == 2 and failed.state == "failed" and failed.result is not None
         assert "no receipt could be signed" in str(failed.result["error"])
+        # Its issue was audited with its claim, then that it was never handed out (no evidence record names it).
+        trail = await store.audit.entries(approval_id=approval.id)
+        assert [e.event for e in trail if e.event in (ISSUED_EVENT, UNSIGNED_EVENT)] == [
+            ISSUED_EVENT,
+            ISSUED_EVENT,
+            UNSIGNED_EVENT,
+        ]
+        assert trail[-1].detail.split()[1] == trail[-2].detail.split()[1] != _jti(receipt)
         signer.broken = False
         acquired, again = await claim("w4")
         assert acquired and again is not None and _jti(again) != _jti(receipt)
