@@ -44,7 +44,9 @@ class ClaimIntent:
     approval_id: str | None = None
     retry_failed: bool = True
     receipt: Issued | None = None
-    """The receipt issued with this claim: recorded in the same commit when it is acquired for a new attempt."""
+    """The receipt issued with this claim: recorded in the same commit when it is acquired for a new attempt, with
+    its audit entry (:attr:`~hitl.engine.receipts.claims.Issued.audit`), whose approval, withdrawn, refuses the
+    whole commit (``action_rejected``)."""
 
 
 @dataclass(frozen=True, slots=True)

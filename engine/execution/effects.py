@@ -21,7 +21,6 @@ from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
 from hitl.engine.receipts.claims import Receipted, issued_entry
 from hitl.engine.receipts.ports import ReceiptClaims
-from hitl.engine.receipts.withdrawing import refuse_withdrawn
 
 __all__ = [
     "EffectFailed",
@@ -284,28 +283,24 @@ class Effects:
         try:
             if run_lease is None:
                 return await self.claim(key, digest, approval, args, lease=self.lease, retry_failed=True)
-            issued = None
-            if self.receipts is not None and approval is not None:
-                await refuse_withdrawn(self.store, approval.id, now=self.clock.now())
-                issued = self.receipts.sign_here(approval, args, key=key)
-            elif self.receipts is not None and item_of is not None:
-                await refuse_withdrawn(self.store, item_of[0].id, now=self.clock.now())
-                issued = self.receipts.sign_here(item_of[0], args, key=key, index=item_of[1])
-            intent = ClaimIntent(key, digest, approval.id if approval else None, receipt=issued[1] if issued else None)
+            receipt, issued = None, None
+            approved = approval if approval is not None else item_of[0] if item_of is not None else None
+            if self.receipts is not None and approved is not None:
+                index = item_of[1] if item_of is not None else None
+                receipt, issued = self.receipts.sign_here(approved, args, key=key, index=index)
+                # Audited by the commit that records it, before it is handed out (the approval's evidence record
+                # names it once its record is purged); a withdrawn approval refuses that commit whole.
+                entry = issued_entry(approved, issued.jti, actor=self.worker_id, now=self.clock.now())
+                issued = issued.model_copy(update={"audit": entry})
+            intent = ClaimIntent(key, digest, approval.id if approval else None, receipt=issued)
             done = await run_lease.commit(claim=intent)
             if done.claim_refused is not None:
                 raise done.claim_refused
             claim = done.claim
             assert claim is not None
-            if issued is None or not claim.acquired or claim.recovered:
+            if receipt is None or not claim.acquired or claim.recovered:
                 return Receipted(claim)
-            # Audited before it is handed out: the approval's evidence record names it once its record is purged.
-            approved = approval if approval is not None else item_of[0] if item_of is not None else None
-            if approved is not None:
-                await self.store.audit.append(
-                    issued_entry(approved, issued[1].jti, actor=self.worker_id, now=self.clock.now())
-                )
-            return Receipted(claim, issued[0])
+            return Receipted(claim, receipt)
         except ClaimRefused as exc:
             if exclusive and exc.code is ErrorCode.CLAIM_IN_PROGRESS:
                 raise handed_elsewhere(tool.name, approval, key) from None

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from hitl.engine.domain.models import Approval, ApprovalKind, Status, Tier
 from hitl.engine.domain.records import AuditEntry
 from hitl.engine.errors import EngineError, ErrorCode
-from hitl.engine.receipts.claims import ReceiptStatus, Withdrawal, withdrawn_refusal
+from hitl.engine.receipts.claims import Withdrawal
 
 if TYPE_CHECKING:  # the ports load the decision rules; the API's models read REASON_MAX here, `hitl withdraw` too
     from hitl.engine.ports import Clock, Store
 
-__all__ = ["WITHDRAWABLE", "WithdrawRequest", "may_withdraw", "refuse_withdrawn", "within_roles", "withdraw_approval"]
+__all__ = ["WITHDRAWABLE", "WithdrawRequest", "may_withdraw", "within_roles", "withdraw_approval"]
 
 WITHDRAWABLE = frozenset({Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED})
 """The states in which an approval may have a receipt out (issued at an execution attempt), so may be withdrawn."""
@@ -120,11 +120,3 @@ async def withdraw_approval(store: Store, clock: Clock, request: WithdrawRequest
     if refusal is not None:
         raise refusal
     return approval
-
-
-async def refuse_withdrawn(store: Store, approval_id: str, *, now: float) -> None:
-    """Raise ``action_rejected`` when the approval was withdrawn (:func:`withdrawn_refusal`): a workflow run's
-    commit asks first when it claims an execution with a receipt (``hitl serve``'s own claims ask in the claim's
-    atomic step instead, :attr:`~hitl.engine.receipts.claims.Issued.audit`)."""
-    if await store.receipts.status("", approval=approval_id, now=now) is ReceiptStatus.WITHDRAWN:
-        raise withdrawn_refusal(approval_id)

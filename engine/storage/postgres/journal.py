@@ -8,6 +8,7 @@ from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened, c
 from hitl.engine.domain.models import Approval, Status
 from hitl.engine.domain.records import Claim
 from hitl.engine.errors import ClaimRefused, EngineError, IllegalTransition, NotFound
+from hitl.engine.receipts.claims import withdrawn_refusal
 from hitl.engine.storage.codec import audit_for_creation, audit_for_decision, loads
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.writes import State, Writes, read_state, state_digest_sql
@@ -42,7 +43,7 @@ class PgJournal:
             owner, until = row[2], row[3]
             if held_by_another(owner, until, holder=holder, now=now):
                 raise claim_rules.not_owner(run_id, owner)
-            state = State(owner=owner, owned_until=until, version=int(row[1]), read=(run_id, [], [], [], row[6]))
+            state = State(owner=owner, owned_until=until, version=int(row[1]), read=(run_id, [], [], [], [], row[6]))
             w = Writes(state, guarded=True)
             w.own(run_id, holder, now + lease)
             await w.send(c)
@@ -93,7 +94,15 @@ async def _commit(c: Conn, m: Commit, touched: list[str]) -> Committed:
         if i
     }
     chains = ids | {e.approval_id or "" for e in m.events}
-    found = await read_state(c, run_id=m.run_id, claims=keys, approvals=ids, chains=chains)
+    # A receipt issued with the claim: its approval (a batch's, for an item) refuses it once withdrawn, and its
+    # issue's entry joins that approval's chain.
+    issued = m.claim.receipt.audit if m.claim and m.claim.receipt and m.claim.receipt.audit else None
+    withdrawals = {issued.approval_id} if issued is not None and issued.approval_id else set()
+    found = await read_state(
+        c, run_id=m.run_id, claims=keys, approvals=ids, chains=chains | withdrawals, withdrawals=withdrawals
+    )
+    if found.withdrawn:  # the whole commit with it: nothing runs, or is recorded, by a withdrawn approval
+        raise withdrawn_refusal(next(iter(found.withdrawn)))
     # -- preconditions: any failing refuses the whole commit (nothing is sent)
     version = committable_version(m, found.owner, found.owned_until, found.version)
     claims, approvals = found.claims, found.approvals

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.records import Claim
 from hitl.engine.receipts.claims import Issued, withdrawn_refusal
-from hitl.engine.storage.codec import claim_of
 from hitl.engine.storage.postgres.connection import Conn, PgConnection
 from hitl.engine.storage.postgres.rows import load_claim, rows_touched, write_claim
-from hitl.engine.storage.postgres.writes import State, Writes
+from hitl.engine.storage.postgres.writes import Writes, read_state
 
 __all__ = ["PgLedger"]
 
@@ -34,11 +32,16 @@ class PgLedger:
         receipt: Issued | None = None,
     ) -> Claim:
         approval = receipt.audit.approval_id if receipt is not None and receipt.audit is not None else None
+        named = [approval] if approval else []
 
         async def tx(c: Conn) -> Claim:
-            found, read = (await load_claim(c, key), None) if not approval else await _claim_issuing(c, key, approval)
+            # One read (the claim; with an approved action's receipt, whether its approval was withdrawn and its
+            # chain's head), then one write guarded by what it found: no BEGIN or COMMIT.
+            found = await read_state(c, claims=[key], chains=named, withdrawals=named)
+            if approval and found.withdrawn:
+                raise withdrawn_refusal(approval)  # before anything is written
             out = claim_rules.next_claim(
-                found,
+                found.claims.get(key),
                 key=key,
                 action_hash=action_hash,
                 holder=holder,
@@ -47,12 +50,12 @@ class PgLedger:
                 retry_failed=retry_failed,
             )
             if out.acquired:  # one statement: the receipt, and its audit entry, only for a new attempt
-                w = Writes(read)
+                w = Writes(found, guarded=True)
                 w.claim(out, receipt=receipt)
                 await w.send(c)
             return out
 
-        return await self.db.run(tx)
+        return await self.db.run(tx, guarded=True)
 
     async def record_outcome(
         self, key: str, *, holder: str, attempt: int, ok: bool, result: dict[str, Any], now: float
@@ -82,24 +85,3 @@ class PgLedger:
 
     async def get(self, key: str) -> Claim | None:
         return await self.db.run(lambda c: load_claim(c, key), write=False)
-
-
-_CLAIM_ISSUING = (
-    "SELECT (SELECT json_build_array(action_hash, holder, attempt, state, lease_until, result) FROM claims "
-    "WHERE key = $1), (SELECT state FROM receipt_approvals WHERE approval_id = $2), "
-    "(SELECT json_build_array(length, link) FROM audit_heads WHERE chain = $2)"
-)
-"""A claim's read when it issues an approved action's receipt, in one statement: the claim, whether the approval
-was withdrawn, and the head of its audit chain (its issue's entry links to it)."""
-
-
-async def _claim_issuing(c: Conn, key: str, approval: str) -> tuple[Claim | None, State]:
-    """The claim under ``key`` and the head of ``approval``'s audit chain (for :class:`Writes`); raises
-    ``action_rejected`` when ``approval`` was withdrawn, before anything is written."""
-    row = await c.fetchrow(_CLAIM_ISSUING, key, approval)
-    assert row is not None  # scalar subqueries: always one row
-    if row[1] == "withdrawn":
-        raise withdrawn_refusal(approval)
-    head = json.loads(row[2]) if row[2] else None
-    found = claim_of(key, json.loads(row[0])) if row[0] else None
-    return found, State(heads={approval: (int(head[0]), str(head[1])) if head else None})

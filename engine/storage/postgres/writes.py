@@ -46,10 +46,13 @@ from hitl.engine.storage.postgres.connection import Conn
 __all__ = ["State", "Writes", "read_state", "state_digest_sql", "state_sql"]
 
 
-def state_sql(run: str, claims: Sequence[str], approvals: Sequence[str], chains: Sequence[str]) -> str:
+def state_sql(
+    run: str, claims: Sequence[str], approvals: Sequence[str], chains: Sequence[str], withdrawals: Sequence[str] = ()
+) -> str:
     """The rows a transaction's rules look at, as one row, given the placeholders of the run's id and of each claim
-    key, approval id and audit chain named: the run's owner, its lease, its checkpoint version, then for each name
-    in order its claim, approval document or chain head (null when absent). Each row is looked up by its key with
+    key, approval id, audit chain and receipts' approval named: the run's owner, its lease, its checkpoint version,
+    then for each name in order its claim, approval document, chain head or receipts' state (``spent`` or
+    ``withdrawn``; null when absent). Each row is looked up by its key with
     ``=``: an index lookup in any plan (generic plans included), so a ``SERIALIZABLE`` read locks the rows it
     read, not their neighbours' pages."""
 
@@ -68,36 +71,40 @@ def state_sql(run: str, claims: Sequence[str], approvals: Sequence[str], chains:
         f"{each(claims, claim + 'WHERE key = {}', 'json')} AS claims, "
         f"{each(approvals, 'SELECT doc FROM approvals WHERE id = {}', 'text[]')} AS approvals, "
         f"{each(chains, 'SELECT json_build_array(chain, length, link) FROM audit_heads WHERE chain = {}', 'json')} "
-        "AS heads"
+        f"AS heads, {each(withdrawals, 'SELECT state FROM receipt_approvals WHERE approval_id = {}', 'text[]')} "
+        "AS withdrawals"
     )
 
 
-def state_digest_sql(run: str, claims: Sequence[str], approvals: Sequence[str], chains: Sequence[str]) -> str:
+def state_digest_sql(
+    run: str, claims: Sequence[str], approvals: Sequence[str], chains: Sequence[str], withdrawals: Sequence[str] = ()
+) -> str:
     """An expression: the digest of :func:`state_sql`'s row."""
-    return f"(SELECT md5(s::text) FROM ({state_sql(run, claims, approvals, chains)}) s)"
+    return f"(SELECT md5(s::text) FROM ({state_sql(run, claims, approvals, chains, withdrawals)}) s)"
 
 
-def _places(first: int, *counts: int) -> tuple[str, list[str], list[str], list[str]]:
-    """Placeholders from ``$first``: the run's, then one per claim key, approval id and chain."""
+def _places(first: int, *counts: int) -> tuple[str, list[str], list[str], list[str], list[str]]:
+    """Placeholders from ``$first``: the run's, then one per claim key, approval id, chain and receipts' approval."""
     n = itertools.count(first)
     run = f"${next(n)}"
-    claims, approvals, chains = ([f"${next(n)}" for _ in range(k)] for k in counts)
-    return run, claims, approvals, chains
+    claims, approvals, chains, withdrawals = ([f"${next(n)}" for _ in range(k)] for k in counts)
+    return run, claims, approvals, chains, withdrawals
 
 
 @functools.lru_cache(maxsize=256)
-def _read_sql(claims: int, approvals: int, chains: int) -> str:
+def _read_sql(claims: int, approvals: int, chains: int, withdrawals: int) -> str:
     """:func:`read_state`'s statement for that many names (built once per shape: it is on every call's path).
     MATERIALIZED: the row is computed once (inlined, each lookup would run again for the digest)."""
-    state = state_sql(*_places(1, claims, approvals, chains))
+    state = state_sql(*_places(1, claims, approvals, chains, withdrawals))
     return f"WITH s AS MATERIALIZED ({state}) SELECT s.*, md5(s::text) FROM s"
 
 
 @functools.lru_cache(maxsize=256)
-def _guard_sql(first: int, claims: int, approvals: int, chains: int) -> str:
+def _guard_sql(first: int, claims: int, approvals: int, chains: int, withdrawals: int) -> str:
     """The guard of a write whose state's names take the placeholders from ``$first`` on, its digest the next."""
-    digest = f"${first + 1 + claims + approvals + chains}"
-    return f"hitl_unchanged({state_digest_sql(*_places(first, claims, approvals, chains))} = {digest})"
+    digest = f"${first + 1 + claims + approvals + chains + withdrawals}"
+    places = _places(first, claims, approvals, chains, withdrawals)
+    return f"hitl_unchanged({state_digest_sql(*places)} = {digest})"
 
 
 @dataclass
@@ -113,9 +120,11 @@ class State:
     approvals: dict[str, Approval] = field(default_factory=dict)
     heads: dict[str, Head | None] = field(default_factory=dict)
     """Every chain asked for: its head, or None when it has no entries yet."""
-    read: tuple[str | None, list[str], list[str], list[str], str] = (None, [], [], [], "")
-    """What was read (the run, claims, approvals and chains named) and the digest of what was found: a write sent
-    without a transaction is guarded by it (:meth:`Writes.send`)."""
+    withdrawn: set[str] = field(default_factory=set)
+    """The approvals asked for (``withdrawals``) that were withdrawn: none of their receipts is issued."""
+    read: tuple[str | None, list[str], list[str], list[str], list[str], str] = (None, [], [], [], [], "")
+    """What was read (the run, claims, approvals, chains and receipts' approvals named) and the digest of what was
+    found: a write sent without a transaction is guarded by it (:meth:`Writes.send`)."""
 
 
 async def read_state(
@@ -125,13 +134,15 @@ async def read_state(
     claims: Collection[str] = (),
     approvals: Collection[str] = (),
     chains: Collection[str] = (),
+    withdrawals: Collection[str] = (),
 ) -> State:
     """Read, in one statement, run ``run_id``'s owner and checkpoint version, the claims under ``claims``, the
-    approvals ``approvals`` and the heads of the audit ``chains`` (pass them to :class:`Writes`)."""
-    named = (sorted(claims), sorted(approvals), sorted(chains))
-    row = await c.fetchrow(_read_sql(*map(len, named)), run_id, *named[0], *named[1], *named[2])
+    approvals ``approvals``, the heads of the audit ``chains`` and which of the approvals ``withdrawals`` were
+    withdrawn (pass them to :class:`Writes`)."""
+    named = (sorted(claims), sorted(approvals), sorted(chains), sorted(withdrawals))
+    row = await c.fetchrow(_read_sql(*map(len, named)), run_id, *named[0], *named[1], *named[2], *named[3])
     assert row is not None  # scalar subqueries: always one row
-    found = State(owner=row[0], owned_until=row[1], version=row[2], read=(run_id, *named, row[6]))
+    found = State(owner=row[0], owned_until=row[1], version=row[2], read=(run_id, *named, row[7]))
     for got in json.loads(row[3]) if row[3] else ():
         if got is not None:
             key, *values = got
@@ -144,6 +155,7 @@ async def read_state(
     for got in json.loads(row[5]) if row[5] else ():
         if got is not None:
             found.heads[got[0]] = (int(got[1]), str(got[2]))
+    found.withdrawn = {a for a, state in zip(named[3], row[6] or (), strict=True) if state == "withdrawn"}
     return found
 
 
@@ -260,10 +272,10 @@ class Writes:
         )
         if self._guarded:
             assert self._state is not None
-            run, claims, approvals, chains, digest = self._state.read
+            run, claims, approvals, chains, withdrawals, digest = self._state.read
             first = len(args) + 1
-            args += [run, *claims, *approvals, *chains, digest]
-            main += f", {_guard_sql(first, len(claims), len(approvals), len(chains))}"
+            args += [run, *claims, *approvals, *chains, *withdrawals, digest]
+            main += f", {_guard_sql(first, len(claims), len(approvals), len(chains), len(withdrawals))}"
         with_parts = ", ".join(f"w{i} AS ({p})" for i, p in enumerate(stmt.parts))
         await c.execute(f"WITH {with_parts} {main}", *args)
 

@@ -8,11 +8,12 @@ from typing import Any
 
 from hitl.engine.domain import execution as claim_rules
 from hitl.engine.domain.ids import id_collision
-from hitl.engine.domain.journal import Commit, Committed, Opened
+from hitl.engine.domain.journal import ClaimIntent, Commit, Committed, Opened
 from hitl.engine.domain.models import Approval
 from hitl.engine.domain.ranking import due_soon_at, rank_key
 from hitl.engine.domain.records import Claim, ClaimState
 from hitl.engine.errors import EngineError, IllegalTransition, NotFound
+from hitl.engine.receipts.claims import withdrawn_refusal
 from hitl.engine.storage.codec import audit_for_creation, encode_json_form
 from hitl.engine.storage.redis.codec import approval_from_result, approval_to_fields, entry_body, static_doc, text
 from hitl.engine.storage.redis.connection import ANY_ROLE, RedisConnection
@@ -49,6 +50,7 @@ class RedisJournal(RedisPart):
             c.finished_claims_key,
             c.ranked_key(commit.ask.required_role) if commit.ask else self._none,
             c.receipt_key(commit.claim.receipt.jti) if commit.claim and commit.claim.receipt else self._none,
+            *self._issued_keys(commit.claim),
         ]
         # The plan holds strings (records already encoded), booleans and None: JSON as it is, orjson's to encode.
         out = [text(x) for x in await c.call(c.commit_script, keys, [encode_json_form(self._plan(commit))])]
@@ -57,6 +59,10 @@ class RedisJournal(RedisPart):
             raise claim_rules.not_owner(commit.run_id, out[1] or None)
         if tag == "stale":
             raise claim_rules.stale_run(commit.run_id, int(out[1]), commit.expected_version)
+        if tag == "withdrawn":
+            assert commit.claim is not None and commit.claim.receipt is not None
+            assert commit.claim.receipt.audit is not None and commit.claim.receipt.audit.approval_id
+            raise withdrawn_refusal(commit.claim.receipt.audit.approval_id)
         if tag == "fenced":
             assert commit.outcome is not None
             raise claim_rules.claim_fenced(commit.outcome.key, commit.holder, commit.outcome.attempt)
@@ -78,6 +84,13 @@ class RedisJournal(RedisPart):
             approval=approval,
             created=asked == "created",
         )
+
+    def _issued_keys(self, claim: ClaimIntent | None) -> list[str]:
+        """The receipt's approval's receipts state and audit chain, when the claim issues an approved action's."""
+        issued = claim.receipt.audit if claim is not None and claim.receipt is not None else None
+        if issued is None or not issued.approval_id:
+            return [self._none, self._none]
+        return [self.conn.receipt_approval_key(issued.approval_id), self.conn.audit_key(issued.approval_id)]
 
     def _plan(self, m: Commit) -> dict[str, Any]:
         c = self.conn
@@ -132,9 +145,12 @@ class RedisJournal(RedisPart):
                 "approval": ci.approval_id or "",
                 "channel": c.channel(ci.approval_id) if ci.approval_id else "",
                 "receipt": None,
+                "issued": None,
             }
             if ci.receipt is not None:
                 plan["claim"]["receipt"] = receipt_record(ci.receipt, now=m.now)
+                if ci.receipt.audit is not None and ci.receipt.audit.approval_id:
+                    plan["claim"]["issued"] = entry_body(ci.receipt.audit)
         return plan
 
     def _claim_answer(self, m: Commit, out: list[str]) -> tuple[Claim | None, EngineError | None]:

@@ -16,7 +16,7 @@ from hitl.engine.domain.records import AuditEntry, ClaimState
 from hitl.engine.domain.runs import StoredRun
 from hitl.engine.errors import ClaimRefused, EngineError, ErrorCode, IllegalTransition, NotFound
 from hitl.engine.ports import Store
-from hitl.engine.receipts.claims import Issued
+from hitl.engine.receipts.claims import ISSUED_EVENT, Issued, Withdrawal, issued_entry
 from hitl.engine.testing.conformance.helpers import cmd
 from hitl.engine.testing.conformance.trust import grant
 from hitl.engine.testing.factories import make_approval
@@ -161,6 +161,58 @@ class JournalConformance:
         )
         assert taken.claim is not None and taken.claim.recovered
         assert await store.receipts.issued("rct_run_3") is None
+
+    async def test_a_receipts_issue_is_audited_by_its_commit_and_a_withdrawal_refuses_the_commit_whole(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        approval_id = await _approved(store, clock)
+        approval = await store.approvals.get(approval_id)
+        batch = await store.approvals.get(await _approved(store, clock, args={"to": "V-2", "amount": 2}))
+
+        def issued(jti: str, key: str, of: Any) -> Issued:
+            entry = issued_entry(of, jti, actor=W1, now=clock.now())
+            return Issued(jti=jti, key=key, exp=clock.now() + 300, audit=entry)
+
+        def issues(of: str) -> Any:
+            return store.audit.entries(approval_id=of)
+
+        started = await store.journal.commit(
+            _starting(clock, claim=ClaimIntent("k1", "h1", approval_id, receipt=issued("rct_j1", "k1", approval)))
+        )
+        assert started.claim is not None and started.claim.acquired
+        assert [e.detail.split()[1] for e in await issues(approval_id) if e.event == ISSUED_EVENT] == ["rct_j1"]
+        # A batch's item: the receipt is the batch approval's, the claim names no approval of its own.
+        item = await store.journal.commit(
+            _at(
+                clock,
+                checkpoint=_cp(position=1),
+                expected_version=1,
+                claim=ClaimIntent("k2", "h2", None, receipt=issued("rct_j2", "k2", batch)),
+            )
+        )
+        assert item.claim is not None and item.claim.acquired
+        assert [e.event for e in await issues(batch.id)].count(ISSUED_EVENT) == 1
+
+        assert await store.receipts.withdraw(batch.id, now=clock.now()) is Withdrawal.WITHDRAWN
+        before = len(await issues(batch.id))
+        event = AuditEntry(at=clock.now(), actor=W1, event="step", detail="x")
+        with pytest.raises(EngineError) as refused:
+            await store.journal.commit(
+                _at(
+                    clock,
+                    checkpoint=_cp(position=2),
+                    expected_version=2,
+                    events=(event,),
+                    claim=ClaimIntent("k3", "h3", None, receipt=issued("rct_j3", "k3", batch)),
+                )
+            )
+        assert refused.value.code is ErrorCode.ACTION_REJECTED
+        # Nothing of it: no checkpoint, no event, no claim, no receipt, no audit entry.
+        assert await store.runs.load("r1") == StoredRun(_cp(position=1), 2)
+        assert await store.ledger.get("k3") is None and await store.receipts.issued("rct_j3") is None
+        assert len(await issues(batch.id)) == before
+        assert not [e for e in await store.audit.entries() if e.event == "step"]
+        assert (await store.audit.verify())[1] is None
 
     async def test_a_fenced_outcome_refuses_the_whole_commit(self, store: Store, clock: FakeClock) -> None:
         await store.journal.commit(_starting(clock))

@@ -5,7 +5,9 @@
 --       5 outcome claim, 6-8 its approval (hash, audit, doc), 9 next claim, 10-12 its approval,
 --       13-15 asked approval, 16 its pending index, 17 due index, 18 all-approvals index, 19 pending roles,
 --       20 ended-runs index, 21 finished-claims index, 22 the asked approval's ranked index, 23 the record of the
---       receipt issued with the next claim (written only when it is acquired for a new attempt)
+--       receipt issued with the next claim (written only when it is acquired for a new attempt), 24-25 that
+--       receipt's approval (a batch's, for an item): its receipts' state (withdrawn refuses the commit) and its
+--       audit chain (the receipt's issue is appended to it with the record)
 -- ARGV[1]: the plan (JSON, built by engine/storage/redis/journal.py); times travel as strings, exactly.
 --#include chain
 --#include claims
@@ -28,6 +30,9 @@ end
 local version = tonumber(r[3] or '0')
 if P.cp ~= null and version ~= P.cp.expected then return {'stale', tostring(version)} end
 if P.outcome ~= null and not claim_held(KEYS[5], holder, P.outcome.attempt) then return {'fenced'} end
+if P.claim ~= null and P.claim.issued ~= null and redis.call('HGET', KEYS[24], 'state') == 'withdrawn' then
+  return {'withdrawn'}
+end
 local asked = 'none'
 local existing = {}
 if P.ask ~= null then
@@ -103,6 +108,7 @@ if P.claim ~= null then
   else
     claim = claim_next(KEYS[9], c.hash, holder, now_s, P.lease_until, c.retry_failed)
     if c.receipt ~= null then receipt_issued(KEYS[23], claim, c.receipt) end
+    if c.issued ~= null and claim[1] == 'acquired' and claim[3] == '0' then chain_push(KEYS[25], c.issued) end
     if c.approval ~= '' and claim[1] == 'acquired' then
       move_to(KEYS[10], KEYS[11], c.approval, 'executing', now_s, holder, '', c.channel)
     elseif c.approval ~= '' and claim[1] == 'done' and ok_status then
