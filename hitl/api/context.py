@@ -36,7 +36,16 @@ from .unauthenticated import Unauthenticated
 if TYPE_CHECKING:  # what signs imports joserfc: only a deployment with receipts loads it (hitl.receipts.publishing)
     from hitl.receipts.signing import SigningKeys
 
-__all__ = ["CALLER", "CONTEXT", "ApiContext", "LiveConfig", "TokenReviewers", "may_act_on", "may_see"]
+__all__ = [
+    "CALLER",
+    "CONTEXT",
+    "ApiContext",
+    "LiveConfig",
+    "TokenReviewers",
+    "may_act_on",
+    "may_see",
+    "within_token_roles",
+]
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -170,8 +179,8 @@ class ApiContext:
 
 def may_see(caller: Caller, approval: Approval, *, now: float) -> bool:
     """Whether ``caller`` may read (or wait on) ``approval`` at ``now``: one it may act on (:func:`may_act_on`),
-    within the token's ``roles`` when it names some (:func:`_within_token_roles`)."""
-    return may_act_on(caller, approval) and _within_token_roles(caller, approval, now)
+    within the token's ``roles`` when it names some (:func:`within_token_roles`)."""
+    return may_act_on(caller, approval) and within_token_roles(caller, approval, now)
 
 
 def may_act_on(caller: Caller, approval: Approval) -> bool:
@@ -192,7 +201,7 @@ def may_act_on(caller: Caller, approval: Approval) -> bool:
     return Scope.PROPOSE not in caller.scopes or approval.requester == caller.reviewer
 
 
-def _within_token_roles(caller: Caller, approval: Approval, now: float) -> bool:
+def within_token_roles(caller: Caller, approval: Approval, now: float) -> bool:
     """Whether a token narrowed by ``roles:`` reaches ``approval`` for reading: by :func:`within_roles`, the rule by
     which it decides or withdraws one (a narrowed admin token reads no further than it acts), or as the approval's
     requester (its own identity asked it, so reading it tells the token nothing it does not know)."""

@@ -31,7 +31,7 @@ from hitl.engine.runtime.lifecycle import run_of
 from hitl.engine.subscribers.windows import forget_windows
 from hitl.receipts import Keys, ReceiptError, ReceiptFailure, verified_claims
 
-from .context import CALLER, CONTEXT, ApiContext, M, body_of, caller_of
+from .context import CALLER, CONTEXT, ApiContext, M, body_of, caller_of, within_token_roles
 from .execution_models import (
     AllowedReceiptRequest,
     AllowedReceiptView,
@@ -180,14 +180,16 @@ async def allowed(request: web.Request) -> web.Response:
 
 async def _claimable(ctx: ApiContext, caller: Caller, approval_id: str, *, any_requester: bool) -> Approval:
     """The approval whose execution ``caller`` may claim (404 otherwise, as for one that does not exist): with the
-    ``claim`` scope any of a tool its token sees; with ``propose``, only its own identity's."""
+    ``claim`` scope any of a tool its token sees, within its ``roles`` when it names some (a narrowed token reaches
+    no further when it claims than when it reads); with ``propose``, only its own identity's."""
     if not any_requester:
         return await ctx.visible(caller, approval_id, own=True)
     try:
         approval = await ctx.lifecycle.store.approvals.get(approval_id)
     except NotFound:
         approval = None
-    if approval is None or not caller.sees(approval.tool):
+    now = ctx.lifecycle.contexts.clock.now()
+    if approval is None or not caller.sees(approval.tool) or not within_token_roles(caller, approval, now):
         raise ApiError(404, str(ErrorCode.NOT_FOUND), f"no approval {approval_id!r}")
     return approval
 

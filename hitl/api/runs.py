@@ -3,6 +3,7 @@ one (optionally with new variable values), and read where it stands."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from aiohttp import web
@@ -51,6 +52,33 @@ async def _waiting(ctx: ApiContext, state: RunState) -> list[Approval]:
     return out
 
 
+def _tools_seen(caller: Caller, tools: Iterable[str], *, doing: str) -> None:
+    """403 ``tool_not_allowed`` unless the token sees every tool of the workflow: a token narrowed by ``tools:``
+    proposes no other tool's call, through a run no more than through ``/proposals``."""
+    unseen = sorted(t for t in tools if not caller.sees(t))
+    if unseen:
+        raise ApiError(
+            403,
+            "tool_not_allowed",
+            f"this token may not {doing} a workflow that uses {', '.join(unseen)}: its tools are limited; "
+            "use a token that may propose them",
+        )
+
+
+async def _may_resume(ctx: ApiContext, request: web.Request, caller: Caller, state: RunState) -> None:
+    """403 ``not_eligible`` (audited here) unless the token is the run's own requester's (or an admin's): resuming
+    with new values would ask the run's next steps in its requester's name, and a caller's word is not theirs."""
+    if caller.reviewer != state.requester and not caller.may(Scope.ADMIN):
+        refusal = ApiError(
+            403,
+            str(ErrorCode.NOT_ELIGIBLE),
+            f"run {state.session_id} was started by {state.requester}: only a token of theirs, or an admin token, "
+            "may resume it; nothing was changed",
+        )
+        await ctx.refused(request, refusal)  # a code the engine audits elsewhere: audited here, once
+        raise refusal
+
+
 async def start(request: web.Request) -> web.Response:
     """Start a workflow registered under api.workflows."""
     ctx = request.app[CONTEXT]
@@ -60,6 +88,7 @@ async def start(request: web.Request) -> web.Response:
     base = ctx.config.path.parent if ctx.config.path is not None else Path.cwd()
     try:
         workflow = ctx.lifecycle.contexts.workflows.load(config.api.workflow_file(body.workflow, base))
+        _tools_seen(caller, workflow.spec.tools, doing="start")
         result = await ctx.lifecycle.start(
             workflow, body.vars, session_id=body.session_id, requester=caller.reviewer, on_behalf_of=caller.acts_for
         )
@@ -102,8 +131,14 @@ async def resume(request: web.Request) -> web.Response:
     caller: Caller = caller_of(request, Scope.RUN)
     body = await body_of(request, ResumeRequest)
     state = await _state(ctx, request.match_info["id"])
+    await _may_resume(ctx, request, caller, state)
     try:
-        result = await ctx.lifecycle.resume(state.session_id, force=body.force, actor=caller.via, overrides=body.vars)
+        context = ctx.lifecycle.contexts.for_state(state)
+        if context.workflow is not None:
+            _tools_seen(caller, context.workflow.spec.tools, doing="resume")
+        result = await ctx.lifecycle.resume(
+            state.session_id, force=body.force, actor=caller.via, overrides=body.vars, state=state
+        )
     except EngineError as exc:
         raise from_engine(exc) from None
     return web.json_response((await _view(ctx, result, state.workflow)).model_dump(mode="json"))

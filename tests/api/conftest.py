@@ -31,6 +31,8 @@ TOKENS = {
     "agent2": ("tok-agent-2", "agent:other", ["read", "propose"], ""),
     "emails": ("tok-emails-only", "U_SUPPORT1", ["read", "decide"], "tools: [send_email]"),
     "admin": ("tok-admin", "U_SUPPORT2", ["admin"], ""),
+    "runner2": ("tok-runner-2", "agent:other-runner", ["read", "propose", "run"], ""),
+    "emailrunner": ("tok-email-runner", "agent:remote", ["read", "propose", "run"], "tools: [send_email]"),
 }
 
 

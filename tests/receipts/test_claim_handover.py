@@ -128,3 +128,36 @@ async def test_a_withdrawn_workflow_step_does_not_run(tmp_path: Path, clock: Fak
         assert (await h.svc.store.approvals.get(first.id)).status is Status.APPROVED
         stored = await h.svc.store.runs.load(first.session_id)
         assert stored is not None and stored.data["status"] == "failed", stored  # stopped, not waiting on it
+
+
+async def test_a_claim_token_narrowed_by_roles_claims_only_approvals_within_them(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    # A worker's claim token reaches any requester's approval of its tools; narrowed by `roles:`, only those its roles
+    # decide, as its reads are narrowed: another role's approval is not there for it (404), and nothing is claimed.
+    support, finance = "tok-claim-support", "tok-claim-finance"
+    tokens = (
+        f"    - {{name: ws, sha256: {token_hash(support)}, reviewer: ws, scopes: [claim], roles: [support]}}\n"
+        f"    - {{name: wf, sha256: {token_hash(finance)}, reviewer: wf, scopes: [claim], roles: [finance]}}\n"
+    )
+    (tmp_path / "receipt.pem").write_bytes(new_key_pem())
+    (tmp_path / "hitl.yaml").write_text(CONFIG + tokens)
+    h = await start(SqliteStore(tmp_path / "hitl.db"), clock, config=tmp_path / "hitl.yaml")
+    try:
+        proposal = {"session": "ses_r", "tool": "pay", "args": {"to": "V-3", "amount": 3}, "idempotency_key": "k-r"}
+        pending = await api(h, "POST", "/proposals", AGENT, proposal)
+        await approve(h, pending["approval"])
+        body = {"key": pending["execution_key"], "action_hash": pending["approval"]["execute_hash"], "holder": "w"}
+
+        async def claim(token: str) -> tuple[int, Any]:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with h.http.post(f"{h.bot_url}/api/v1/receipts/claim", json=body, headers=headers) as r:
+                return r.status, await r.json()
+
+        status, refused = await claim(support)
+        assert status == 404 and refused["error"]["code"] == "not_found", refused
+        assert await h.svc.store.ledger.get(pending["execution_key"]) is None  # nothing claimed, no receipt
+        status, claimed = await claim(finance)
+        assert status == 200 and claimed["claim"]["acquired"] is True and claimed["receipt"], claimed
+    finally:
+        await stop(h)
