@@ -156,15 +156,9 @@ UNSIGNED_EVENT = "receipt_unsigned"
 def unsigned_entry(approval: Approval, jti: str, *, actor: str, now: float, why: str) -> AuditEntry:
     """The audit entry of the receipt ``jti`` whose issue its claim recorded (:func:`issued_entry`) but which
     could not be signed: its attempt is recorded as failed, and nothing ran under it."""
-    return AuditEntry(
-        at=now,
-        actor=actor,
-        event=UNSIGNED_EVENT,
-        approval_id=approval.id,
-        version=approval.version,
-        action_hash=approval.action_hash,
-        outcome=str(ErrorCode.RECEIPT_UNAVAILABLE),
-        detail=f"receipt {jti} for {approval.tool}: never handed out, {why}",
+    detail = f"receipt {jti} for {approval.tool}: never handed out, {why}"
+    return issued_entry(approval, jti, actor=actor, now=now).model_copy(
+        update={"event": UNSIGNED_EVENT, "outcome": str(ErrorCode.RECEIPT_UNAVAILABLE), "detail": detail}
     )
 
 
