@@ -166,8 +166,10 @@ class ExecutionLedger(Protocol):
         receipt: Issued | None = None,
     ) -> Claim:
         """Claim the execution under ``key``. With ``receipt``: a claim acquired for a new attempt (not one
-        recovered from a holder that died) records the receipt's issue in the same atomic step; any other answer
-        records nothing, so no receipt exists for an attempt that was refused."""
+        recovered from a holder that died) records the receipt's issue in the same atomic step, with its audit entry
+        (:attr:`~hitl.engine.receipts.claims.Issued.audit`); any other answer records nothing, so no receipt exists
+        for an attempt that was refused. A receipt whose approval was withdrawn refuses the claim before anything is
+        written (``action_rejected``)."""
         ...
 
     async def record_outcome(
