@@ -166,10 +166,8 @@ class ExecutionLedger(Protocol):
         receipt: Issued | None = None,
     ) -> Claim:
         """Claim the execution under ``key``. With ``receipt``: a claim acquired for a new attempt (not one
-        recovered from a holder that died) records the receipt's issue in the same atomic step, with its audit entry
-        (:attr:`~hitl.engine.receipts.claims.Issued.audit`); any other answer records nothing, so no receipt exists
-        for an attempt that was refused. A receipt whose approval was withdrawn refuses the claim before anything is
-        written (``action_rejected``)."""
+        recovered from a holder that died) records the receipt's issue, and its audit entry, in the same atomic step;
+        any other answer records nothing. See :attr:`~hitl.engine.receipts.claims.Issued.audit` for withdrawals."""
         ...
 
     async def record_outcome(
