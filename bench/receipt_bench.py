@@ -5,8 +5,8 @@ Each round claims a batch of executions as `hitl serve` does with a receipt (its
 while the claim travels to the store, its issue recorded and audited in the claim's atomic step, which also refuses a
 withdrawn approval) and a batch with the store's claim alone, on the same store. The floor is Ed25519's own signing of
 a message of a receipt's size (the `cryptography` package, which joserfc signs with). Target: a receipt adds at most
-0.2 ms to a claim (the median difference). Run with `make bench` or `.venv/bin/python bench/receipt_bench.py [--rounds
-N]`.
+0.2 ms to a claim (the median difference). Run with `make bench` or
+`.venv/bin/python bench/receipt_bench.py [--rounds N]`.
 """
 
 from __future__ import annotations
