@@ -101,8 +101,6 @@ async def _commit(c: Conn, m: Commit, touched: list[str]) -> Committed:
     found = await read_state(
         c, run_id=m.run_id, claims=keys, approvals=ids, chains=chains | withdrawals, withdrawals=withdrawals
     )
-    if found.withdrawn:  # the whole commit with it: nothing runs, or is recorded, by a withdrawn approval
-        raise withdrawn_refusal(next(iter(found.withdrawn)))
     # -- preconditions: any failing refuses the whole commit (nothing is sent)
     version = committable_version(m, found.owner, found.owned_until, found.version)
     claims, approvals = found.claims, found.approvals
@@ -112,6 +110,10 @@ async def _commit(c: Conn, m: Commit, touched: list[str]) -> Committed:
         finished = claim_rules.finished(
             claims.get(o.key), key=o.key, holder=m.holder, attempt=o.attempt, ok=o.ok, result=o.result
         )
+    # After the run's own preconditions, as on the other stores: a worker that lost the run, or read it stale, is
+    # told so (it hands the run over, or reads it again), not that the approval was withdrawn.
+    if found.withdrawn:  # the whole commit with it: nothing runs, or is recorded, by a withdrawn approval
+        raise withdrawn_refusal(next(iter(found.withdrawn)))
     asked: Approval | None = None
     if m.ask is not None:
         asked = approvals.get(m.ask.id)

@@ -214,6 +214,38 @@ class JournalConformance:
         assert not [e for e in await store.audit.entries() if e.event == "step"]
         assert (await store.audit.verify())[1] is None
 
+    async def test_a_commit_that_may_not_commit_says_why_though_its_receipts_approval_was_withdrawn(
+        self, store: Store, clock: FakeClock
+    ) -> None:
+        # Every store refuses in the same order: ownership and the checkpoint's version come first, as they do for
+        # any commit (a worker that lost the run hands it over quietly; one that read it stale reads it again),
+        # and only a commit that may commit is refused for its receipt's withdrawn approval.
+        approval = await store.approvals.get(await _approved(store, clock))
+        await store.journal.commit(_starting(clock))
+        assert await store.receipts.withdraw(approval.id, now=clock.now()) is Withdrawal.WITHDRAWN
+
+        def claiming(jti: str) -> ClaimIntent:
+            entry = issued_entry(approval, jti, actor=W2, now=clock.now())
+            return ClaimIntent("k1", "h1", None, receipt=Issued(jti=jti, key="k1", exp=clock.now() + 300, audit=entry))
+
+        with pytest.raises(EngineError) as taken:  # another worker's lease runs
+            await store.journal.commit(_at(clock, holder=W2, own=True, checkpoint=_cp(), claim=claiming("rct_o")))
+        assert taken.value.code is ErrorCode.CLAIM_IN_PROGRESS
+        with pytest.raises(EngineError) as stale:  # its owner, from a checkpoint read before another was saved
+            await store.journal.commit(
+                _at(clock, checkpoint=_cp(position=1), expected_version=7, claim=claiming("rct_s"))
+            )
+        assert stale.value.code is ErrorCode.STALE_VERSION
+        assert await store.runs.load("r1") == StoredRun(_cp(), 1) and await store.ledger.get("k1") is None
+        assert await store.receipts.issued("rct_o") is None and await store.receipts.issued("rct_s") is None
+        with pytest.raises(EngineError) as refused:  # one that may commit: refused for the withdrawal
+            await store.journal.commit(
+                _at(clock, checkpoint=_cp(position=1), expected_version=1, claim=claiming("rct_w"))
+            )
+        assert refused.value.code is ErrorCode.ACTION_REJECTED
+        assert await store.runs.load("r1") == StoredRun(_cp(), 1) and await store.ledger.get("k1") is None
+        assert (await store.audit.verify())[1] is None
+
     async def test_a_fenced_outcome_refuses_the_whole_commit(self, store: Store, clock: FakeClock) -> None:
         await store.journal.commit(_starting(clock))
         await store.ledger.claim("k1", action_hash="h1", holder="someone-else", now=clock.now(), lease=5)
