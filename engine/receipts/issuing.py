@@ -147,10 +147,12 @@ class SignedClaims:
         if unsigned is not None:
             why = f"no receipt could be signed: {type(unsigned).__name__}: {unsigned}"
             now = self.issuer.clock.now()
+            # The trail first: a crash between the two leaves the attempt running, found in doubt once its lease
+            # runs out (nothing ran under it), never a receipt the trail says was handed out when it was not.
+            await self.store.audit.append(unsigned_entry(approval, issued.jti, actor=holder, now=now, why=why))
             await ledger.record_outcome(
                 key, holder=holder, attempt=claim.attempt, ok=False, result={"error": why}, now=now
             )
-            await self.store.audit.append(unsigned_entry(approval, issued.jti, actor=holder, now=now, why=why))
             if isinstance(unsigned, EngineError):
                 raise unsigned
             raise EngineError(

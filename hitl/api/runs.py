@@ -72,8 +72,8 @@ async def _may_resume(ctx: ApiContext, request: web.Request, caller: Caller, sta
         refusal = ApiError(
             403,
             str(ErrorCode.NOT_ELIGIBLE),
-            f"run {state.session_id} was started by {state.requester}: only a token of theirs, or an admin token, "
-            "may resume it; nothing was changed",
+            f"run {state.session_id} was started by another identity: only a token of the identity that started it, "
+            "or an admin token, may resume it; nothing was changed",
         )
         await ctx.refused(request, refusal)  # a code the engine audits elsewhere: audited here, once
         raise refusal
