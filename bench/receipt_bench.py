@@ -64,7 +64,7 @@ async def main(rounds: int) -> None:
     spec = ReceiptsSpec(issuer="https://hitl.example.com")
     keys = SigningKeys(OKPKey.import_key(new_key_pem()))
     issuer = ReceiptIssuer(spec, keys, clock)
-    sample = issuer.issue(make_approval(now=clock.now()), {"to": "V-1", "amount": 120}, key="call:x")
+    sample = issuer.issue(make_approval(now=clock.now()), {"to": "V-1", "amount": 120}, key="call:x", holder="w")
     assert sample is not None
     message = sample[0].rsplit(".", 1)[0].encode()  # what Ed25519 signs: the header and the claims
     with every_store("rb") as made:

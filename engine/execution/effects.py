@@ -19,7 +19,7 @@ from hitl.engine.execution.run_lease import RunLease
 from hitl.engine.execution.tools import Tool
 from hitl.engine.oversight.stop_switch import StopSwitch
 from hitl.engine.ports import Clock, Store
-from hitl.engine.receipts.claims import Receipted, issued_entry
+from hitl.engine.receipts.claims import Receipted
 from hitl.engine.receipts.ports import ReceiptClaims
 
 __all__ = [
@@ -287,11 +287,9 @@ class Effects:
             approved = approval if approval is not None else item_of[0] if item_of is not None else None
             if self.receipts is not None and approved is not None:
                 index = item_of[1] if item_of is not None else None
-                receipt, issued = self.receipts.sign_here(approved, args, key=key, index=index)
                 # Audited by the commit that records it, before it is handed out (the approval's evidence record
                 # names it once its record is purged); a withdrawn approval refuses that commit whole.
-                entry = issued_entry(approved, issued.jti, actor=self.worker_id, now=self.clock.now())
-                issued = issued.model_copy(update={"audit": entry})
+                receipt, issued = self.receipts.sign_here(approved, args, key=key, holder=self.worker_id, index=index)
             intent = ClaimIntent(key, digest, approval.id if approval else None, receipt=issued)
             done = await run_lease.commit(claim=intent)
             if done.claim_refused is not None:

@@ -51,18 +51,19 @@ class ReceiptIssuer:
     clock: Clock
 
     def issue(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, holder: str, index: int | None = None
     ) -> tuple[str, Issued]:
         """The receipt for one execution of ``approval`` with ``args`` (the ones that run) under the claim ``key``
-        (``index``: a batch's item), and its record (for the claim's atomic step)."""
-        claims, issued = self.unsigned(approval, args, key=key, index=index)
+        of ``holder`` (``index``: a batch's item), and its record (for the claim's atomic step)."""
+        claims, issued = self.unsigned(approval, args, key=key, holder=holder, index=index)
         return self.signer.sign(claims), issued
 
     def unsigned(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, holder: str, index: int | None = None
     ) -> tuple[dict[str, Any], Issued]:
         """What :meth:`issue` signs, and its record: the record needs nothing the signature adds, so a claim can
-        be on its way to the store while the claims are signed."""
+        be on its way to the store while the claims are signed. The record carries the audit entry of its issue by
+        ``holder``, which the claim's step appends with it."""
         claims = receipt_claims(
             approval,
             args=dict(args),
@@ -73,7 +74,8 @@ class ReceiptIssuer:
             index=index,
             authorization_details=self.spec.authorization_details,
         )
-        return claims, Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]))
+        entry = issued_entry(approval, claims["jti"], actor=holder, now=self.clock.now())
+        return claims, Issued(jti=claims["jti"], key=key, exp=float(claims["exp"]), audit=entry)
 
     def issue_allowed(self, call: AllowedCall, *, subject: str, key: str) -> tuple[str, Issued]:
         """The receipt for ``call`` (run without a person), and its record, under the claim ``key``."""
@@ -116,16 +118,14 @@ class SignedClaims:
         was never handed out. The claim's step also refuses a withdrawn approval before it writes anything
         (``action_rejected``), and audits the receipt's issue with its record: one round trip to the store, as a
         claim without a receipt takes."""
-        now = self.issuer.clock.now()
-        claims, issued = self.issuer.unsigned(approval, args, key=key)
-        issued = issued.model_copy(update={"audit": issued_entry(approval, issued.jti, actor=holder, now=now)})
+        claims, issued = self.issuer.unsigned(approval, args, key=key, holder=holder)
         ledger = self.store.ledger
         claiming = asyncio.ensure_future(
             ledger.claim(
                 key,
                 action_hash=action_hash,
                 holder=holder,
-                now=now,
+                now=self.issuer.clock.now(),
                 lease=lease,
                 retry_failed=retry_failed,
                 receipt=issued,  # recorded, and audited, only if this attempt is handed out
@@ -166,10 +166,10 @@ class SignedClaims:
         return Receipted(claim, receipt)
 
     def sign_here(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, holder: str, index: int | None = None
     ) -> tuple[str, Issued]:
         """The receipt for a claim this process's own atomic step records (a workflow run's commit), and its record."""
-        return self.issuer.issue(approval, args, key=key, index=index)
+        return self.issuer.issue(approval, args, key=key, holder=holder, index=index)
 
     def covers(self, tool: str) -> bool:
         """Whether ``receipts.tools.<tool>.always`` asks for receipts for calls that run without a person."""

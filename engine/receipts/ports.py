@@ -74,10 +74,11 @@ class ReceiptClaims(Protocol):
         ...
 
     def sign_here(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, holder: str, index: int | None = None
     ) -> tuple[str, Issued]:
-        """The receipt (and its record) for a claim this process's own atomic step writes: a workflow run's commit
-        (``index``: a batch's item). Only ``hitl serve`` can; elsewhere it raises (``receipt_unavailable``)."""
+        """The receipt (and its record, with the audit entry of its issue by ``holder``) for a claim this process's
+        own atomic step writes: a workflow run's commit (``index``: a batch's item). Only ``hitl serve`` can;
+        elsewhere it raises (``receipt_unavailable``)."""
         ...
 
     def covers(self, tool: str) -> bool:

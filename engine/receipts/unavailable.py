@@ -43,7 +43,7 @@ class NoReceipts:
     """The tools whose calls get receipts even when they run without a person."""
 
     def sign_here(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, holder: str, index: int | None = None
     ) -> tuple[str, Issued]:
         """Refuse (``receipt_unavailable``): nothing is claimed, so nothing runs."""
         raise EngineError(

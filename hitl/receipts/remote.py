@@ -64,7 +64,7 @@ class RemoteReceipts:
     """The tools whose calls get receipts even when they run without a person (``always`` in ``hitl.yaml``)."""
 
     def sign_here(
-        self, approval: Approval, args: Mapping[str, Any], *, key: str, index: int | None = None
+        self, approval: Approval, args: Mapping[str, Any], *, key: str, holder: str, index: int | None = None
     ) -> tuple[str, Issued]:
         """Refuse (``receipt_unavailable``): a workflow step's claim is written by its run's own commit, here, and
         only ``hitl serve`` can sign a receipt for it."""
