@@ -40,6 +40,13 @@ def _starting(clock: FakeClock, **kw: Any) -> Commit:
     return _at(clock, own=True, checkpoint=_cp(), **kw)
 
 
+async def _refusal(store: Store, commit: Commit) -> EngineError:
+    """What ``commit``, which must be refused, is refused with."""
+    with pytest.raises(EngineError) as refused:
+        await store.journal.commit(commit)
+    return refused.value
+
+
 async def _approved(store: Store, clock: FakeClock, **kw: Any) -> str:
     a, _ = await store.approvals.create(make_approval(now=clock.now(), **kw))
     await store.approvals.decide(cmd(a, "U_OPS"), now=clock.now())
@@ -196,17 +203,11 @@ class JournalConformance:
         assert await store.receipts.withdraw(batch.id, now=clock.now()) is Withdrawal.WITHDRAWN
         before = len(await issues(batch.id))
         event = AuditEntry(at=clock.now(), actor=W1, event="step", detail="x")
-        with pytest.raises(EngineError) as refused:
-            await store.journal.commit(
-                _at(
-                    clock,
-                    checkpoint=_cp(position=2),
-                    expected_version=2,
-                    events=(event,),
-                    claim=ClaimIntent("k3", "h3", None, receipt=issued("rct_j3", "k3", batch)),
-                )
-            )
-        assert refused.value.code is ErrorCode.ACTION_REJECTED
+        claim = ClaimIntent("k3", "h3", None, receipt=issued("rct_j3", "k3", batch))
+        refused = await _refusal(
+            store, _at(clock, checkpoint=_cp(position=2), expected_version=2, events=(event,), claim=claim)
+        )
+        assert refused.code is ErrorCode.ACTION_REJECTED
         # Nothing of it: no checkpoint, no event, no claim, no receipt, no audit entry.
         assert await store.runs.load("r1") == StoredRun(_cp(position=1), 2)
         assert await store.ledger.get("k3") is None and await store.receipts.issued("rct_j3") is None
@@ -228,21 +229,20 @@ class JournalConformance:
             entry = issued_entry(approval, jti, actor=W2, now=clock.now())
             return ClaimIntent("k1", "h1", None, receipt=Issued(jti=jti, key="k1", exp=clock.now() + 300, audit=entry))
 
-        with pytest.raises(EngineError) as taken:  # another worker's lease runs
-            await store.journal.commit(_at(clock, holder=W2, own=True, checkpoint=_cp(), claim=claiming("rct_o")))
-        assert taken.value.code is ErrorCode.CLAIM_IN_PROGRESS
-        with pytest.raises(EngineError) as stale:  # its owner, from a checkpoint read before another was saved
-            await store.journal.commit(
-                _at(clock, checkpoint=_cp(position=1), expected_version=7, claim=claiming("rct_s"))
-            )
-        assert stale.value.code is ErrorCode.STALE_VERSION
+        # Another worker's lease runs; then its owner, from a checkpoint read before another was saved.
+        taken = await _refusal(store, _at(clock, holder=W2, own=True, checkpoint=_cp(), claim=claiming("rct_o")))
+        assert taken.code is ErrorCode.CLAIM_IN_PROGRESS
+        stale = await _refusal(
+            store, _at(clock, checkpoint=_cp(position=1), expected_version=7, claim=claiming("rct_s"))
+        )
+        assert stale.code is ErrorCode.STALE_VERSION
         assert await store.runs.load("r1") == StoredRun(_cp(), 1) and await store.ledger.get("k1") is None
         assert await store.receipts.issued("rct_o") is None and await store.receipts.issued("rct_s") is None
-        with pytest.raises(EngineError) as refused:  # one that may commit: refused for the withdrawal
-            await store.journal.commit(
-                _at(clock, checkpoint=_cp(position=1), expected_version=1, claim=claiming("rct_w"))
-            )
-        assert refused.value.code is ErrorCode.ACTION_REJECTED
+        # One that may commit: refused for the withdrawal.
+        refused = await _refusal(
+            store, _at(clock, checkpoint=_cp(position=1), expected_version=1, claim=claiming("rct_w"))
+        )
+        assert refused.code is ErrorCode.ACTION_REJECTED
         assert await store.runs.load("r1") == StoredRun(_cp(), 1) and await store.ledger.get("k1") is None
         assert (await store.audit.verify())[1] is None
 
